@@ -1,0 +1,51 @@
+// Command oci-tofu keeps OpenTofu and Terraform providers, modules and the
+// tofu binary in an OCI registry, and serves them through the standard
+// protocols. This package only wires flags to the library packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newApp().RunContext(ctx, os.Args)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "oci-tofu:", err)
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
+		os.Exit(1)
+	}
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:    "oci-tofu",
+		Usage:   "keep OpenTofu/Terraform providers, modules and tofu releases in an OCI registry",
+		Version: version,
+		Commands: []*cli.Command{
+			{
+				Name:  "push",
+				Usage: "verify and push artifacts to a registry or OCI layout",
+				Subcommands: []*cli.Command{
+					pushProviderCommand(),
+				},
+			},
+		},
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {}, // main prints and exits
+	}
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+func pushProviderCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "provider",
+		Usage:     "verify a provider release directory and push it in OpenTofu's OCI layout",
+		ArgsUsage: "DIR REPOSITORY",
+		Description: `DIR holds one provider release: terraform-provider-<type>_<version>_<os>_<arch>.zip
+files, terraform-provider-<type>_<version>_SHA256SUMS and its detached signature
+…_SHA256SUMS.sig, and optionally …_manifest.json.
+
+REPOSITORY is host[:port]/path in a registry, or oci-layout:PATH. The tag is the
+version, with '+' written as '_'. Everything is verified before anything is
+written, and the tag is written last.`,
+		Flags: append(append([]cli.Flag{
+			&cli.StringSliceFlag{Name: "key", Usage: "armored public key `FILE` the SHA256SUMS signature must verify against (repeatable)", EnvVars: []string{"OCI_TOFU_KEYS"}},
+			&cli.BoolFlag{Name: "unsigned", Usage: "accept a release without a verified signature (in-house builds); zips are still checked against SHA256SUMS"},
+			&cli.StringFlag{Name: "sign-key", Usage: "armored private key `FILE` to create SHA256SUMS and its signature for a release that has none", EnvVars: []string{"OCI_TOFU_SIGN_KEY"}},
+			&cli.StringSliceFlag{Name: "platform", Usage: "push only this `os_arch` (repeatable)"},
+		}, registryFlags()...), outputFlags()...),
+		Action: pushProvider,
+	}
+}
+
+func pushProvider(c *cli.Context) error {
+	if c.NArg() != 2 {
+		return fmt.Errorf("usage: oci-tofu push provider [flags] DIR REPOSITORY")
+	}
+	dir := c.Args().Get(0)
+	ref, err := oci.ParseReference(c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	if ref.Reference != "" {
+		return fmt.Errorf("%s: give the repository without a tag; the tag is the provider version", c.Args().Get(1))
+	}
+	opts := convert.ReleaseOptions{Unsigned: c.Bool("unsigned")}
+	for _, k := range c.StringSlice("key") {
+		kr, err := convert.LoadKeyring(k)
+		if err != nil {
+			return err
+		}
+		opts.Keys = append(opts.Keys, kr)
+	}
+	if f := c.String("sign-key"); f != "" {
+		if opts.Signer, err = convert.LoadSigner(f); err != nil {
+			return err
+		}
+		if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
+			sec, err := strconv.ParseInt(epoch, 10, 64)
+			if err != nil {
+				return fmt.Errorf("SOURCE_DATE_EPOCH: %w", err)
+			}
+			opts.SignTime = time.Unix(sec, 0)
+		}
+	}
+	for _, p := range c.StringSlice("platform") {
+		pl, err := oci.ParsePlatform(p)
+		if err != nil {
+			return err
+		}
+		opts.Platforms = append(opts.Platforms, pl)
+	}
+	rep := newReporter(c)
+
+	rel, err := convert.ReadProviderRelease(dir, opts)
+	if err != nil {
+		return err
+	}
+	v, err := oci.ParseVersion(rel.Version)
+	if err != nil {
+		return err
+	}
+	rep.infof("verified %s %s: %d platforms%s", rel.Type, rel.Version, len(rel.Packages), signedNote(rel))
+	art, err := rel.Artifact()
+	if err != nil {
+		return err
+	}
+	client, err := registryClient(c)
+	if err != nil {
+		return err
+	}
+	repo, err := client.Open(ref)
+	if err != nil {
+		return err
+	}
+	tag := oci.TagForVersion(v)
+	res, err := oci.Push(c.Context, repo, art, []string{tag}, oci.PushOptions{Progress: rep.progress("uploading")})
+	if err != nil {
+		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)
+	}
+	platforms := make([]string, len(rel.Packages))
+	for i, p := range rel.Packages {
+		platforms[i] = p.Platform.String()
+	}
+	human := fmt.Sprintf("pushed %s@%s (%d uploaded, %d already present)", ref.WithReference(tag), res.Root.Digest, res.Uploaded, res.Skipped)
+	if res.UpToDate {
+		human = fmt.Sprintf("%s is up to date (%s)", ref.WithReference(tag), res.Root.Digest)
+	}
+	return rep.result(map[string]any{
+		"reference":      ref.WithReference(tag).String(),
+		"digest":         res.Root.Digest.String(),
+		"type":           rel.Type,
+		"version":        rel.Version,
+		"platforms":      platforms,
+		"signing_keys":   rel.KeyIDs,
+		"up_to_date":     res.UpToDate,
+		"uploaded":       res.Uploaded,
+		"skipped":        res.Skipped,
+		"uploaded_bytes": res.UploadedBytes,
+	}, human)
+}
+
+func signedNote(rel *convert.ProviderRelease) string {
+	if len(rel.KeyIDs) == 0 {
+		return ", unsigned"
+	}
+	return ", signed by " + rel.KeyIDs[0]
+}

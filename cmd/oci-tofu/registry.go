@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// registryFlags are the flags every command that reaches a registry takes.
+func registryFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "plain-http", Usage: "talk plain HTTP to the registry (local test registries only)", EnvVars: []string{"OCI_TOFU_PLAIN_HTTP"}},
+		&cli.StringFlag{Name: "ca-file", Usage: "PEM file of extra CA certificates to trust (SSL_CERT_FILE is honoured too)", EnvVars: []string{"OCI_TOFU_CA_FILE"}},
+		&cli.StringFlag{Name: "username", Usage: "registry user name (default: docker config and credential helpers)", EnvVars: []string{"OCI_TOFU_USERNAME"}},
+		&cli.BoolFlag{Name: "password-stdin", Usage: "read the registry password or token from standard input"},
+	}
+}
+
+// registryClient builds the registry client from registryFlags. The
+// password comes from stdin or OCI_TOFU_PASSWORD, never from a flag value,
+// so it stays out of process listings and shell history.
+func registryClient(c *cli.Context) (*oci.Client, error) {
+	opts := oci.Options{
+		PlainHTTP: c.Bool("plain-http"),
+		CAFile:    c.String("ca-file"),
+		Username:  c.String("username"),
+		UserAgent: "oci-tofu/" + version,
+	}
+	if c.Bool("password-stdin") {
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, 64<<10))
+		if err != nil {
+			return nil, fmt.Errorf("reading password from stdin: %w", err)
+		}
+		opts.Password = strings.TrimRight(string(b), "\r\n")
+	} else {
+		opts.Password = os.Getenv("OCI_TOFU_PASSWORD")
+	}
+	if opts.Password != "" && opts.Username == "" {
+		return nil, fmt.Errorf("a password was given without --username")
+	}
+	return oci.NewClient(opts)
+}

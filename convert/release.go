@@ -1,0 +1,357 @@
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// ReleaseOptions say how a provider release must be verified.
+type ReleaseOptions struct {
+	// Keys the SHA256SUMS signature must verify against.
+	Keys []*Keyring
+	// Unsigned accepts a release without a verified signature (in-house
+	// builds); zips are still checked against SHA256SUMS when present.
+	Unsigned bool
+	// Signer, when set, signs a release that has no signature, generating
+	// SHA256SUMS when it has none either.
+	Signer *Signer
+	// SignTime dates generated signatures (reproducible pushes); zero means
+	// the signing key's creation time.
+	SignTime time.Time
+	// Platforms, when not empty, selects which platforms to take; each must
+	// be present.
+	Platforms []oci.Platform
+}
+
+// ProviderRelease is a verified provider release directory.
+type ProviderRelease struct {
+	Type, Version string
+	Packages      []ReleasePackage
+	// Files kept as provenance; Signature is in binary form.
+	Files     oci.ProvenanceFiles
+	KeyIDs    []string
+	Protocols []string
+}
+
+// ReleasePackage is one verified platform zip.
+type ReleasePackage struct {
+	Platform oci.Platform
+	Path     string
+	Filename string
+	SHA256   string
+	Size     int64
+	H1       string
+}
+
+// maxSmallFile bounds SHA256SUMS, signatures and manifest.json.
+const maxSmallFile = 1 << 20
+
+// ReadProviderRelease reads a provider release directory and verifies it
+// completely before anything is written anywhere: one type and version, the
+// SHA256SUMS signature, every zip's digest, and every zip readable.
+func ReadProviderRelease(dir string, opts ReleaseOptions) (*ProviderRelease, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var sumsName, sigName, manifestName string
+	var sigNames []string
+	zips := map[oci.Platform]string{}
+	releases := map[string]bool{}
+	var typ, version string
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, providerPrefix) || e.IsDir() {
+			continue
+		}
+		f, err := ParseProviderFilename(name)
+		if err != nil {
+			return nil, err
+		}
+		typ, version = f.Type, f.Version
+		releases[f.Type+" "+f.Version] = true
+		switch f.Kind {
+		case ProviderZip:
+			zips[f.Platform] = name
+		case ProviderSHA256SUMS:
+			sumsName = name
+		case ProviderSignature:
+			sigNames = append(sigNames, name)
+		case ProviderManifest:
+			manifestName = name
+		}
+	}
+	if len(releases) == 0 {
+		return nil, fmt.Errorf("%s holds no provider release (%s<type>_<version>_<os>_<arch>.zip files)", dir, providerPrefix)
+	}
+	if len(releases) > 1 {
+		var list []string
+		for r := range releases {
+			list = append(list, r)
+		}
+		sort.Strings(list)
+		return nil, fmt.Errorf("%s holds more than one provider release (%s): push one type and version at a time", dir, strings.Join(list, ", "))
+	}
+	if len(zips) == 0 {
+		return nil, fmt.Errorf("%s holds no provider zip for %s %s", dir, typ, version)
+	}
+	sigName, err = pickSignature(sigNames, typ, version)
+	if err != nil {
+		return nil, err
+	}
+	rel := &ProviderRelease{Type: typ, Version: version}
+
+	// Select platforms.
+	selected := map[oci.Platform]string{}
+	if len(opts.Platforms) == 0 {
+		selected = zips
+	}
+	for _, p := range opts.Platforms {
+		z, ok := zips[p]
+		if !ok {
+			return nil, fmt.Errorf("platform %s was asked for, but %s has no %s", p, dir, zipName(typ, version, p))
+		}
+		selected[p] = z
+	}
+
+	// SHA256SUMS and its signature.
+	var sums SHA256Sums
+	if sumsName != "" {
+		data, err := readBounded(filepath.Join(dir, sumsName), maxSmallFile)
+		if err != nil {
+			return nil, err
+		}
+		if sums, err = ParseSHA256Sums(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", sumsName, err)
+		}
+		rel.Files.SHA256SUMS = oci.NamedBytes{Name: sumsName, Data: data}
+	}
+	switch {
+	case sigName != "" && sumsName == "":
+		return nil, fmt.Errorf("%s has a signature (%s) but no %s", dir, sigName, sumsFileName(typ, version))
+	case sigName != "" && len(opts.Keys) > 0:
+		sig, err := readBounded(filepath.Join(dir, sigName), maxSmallFile)
+		if err != nil {
+			return nil, err
+		}
+		bin, err := DearmorSignature(sig)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sigName, err)
+		}
+		v, err := VerifyDetached(rel.Files.SHA256SUMS.Data, bin, opts.Keys)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sigName, err)
+		}
+		rel.Files.Signature = oci.NamedBytes{Name: sumsFileName(typ, version) + ".sig", Data: bin}
+		rel.Files.Keys = oci.NamedBytes{Name: "signing-keys.asc", Data: v.Keyring.Armored}
+		rel.KeyIDs = []string{v.KeyID}
+	case opts.Signer != nil:
+		// Signed below, once SHA256SUMS is known.
+	case opts.Unsigned:
+	case sigName != "":
+		return nil, fmt.Errorf("%s is signed but no --key was given to verify it (or pass --unsigned to skip the check)", sumsName)
+	case sumsName != "":
+		return nil, fmt.Errorf("%s has no signature (%s.sig): give --sign-key to sign it, or --unsigned for an in-house build", sumsName, sumsName)
+	default:
+		return nil, fmt.Errorf("%s has no %s: give --sign-key to create and sign one, or --unsigned for an in-house build", dir, sumsFileName(typ, version))
+	}
+
+	// Every zip listed for this release must be here unless platforms were chosen.
+	if sums != nil && len(opts.Platforms) == 0 {
+		for name := range sums {
+			if f, err := ParseProviderFilename(name); err == nil && f.Kind == ProviderZip && f.Type == typ && f.Version == version {
+				if _, ok := zips[f.Platform]; !ok {
+					return nil, fmt.Errorf("%s lists %s, but %s has no such file (missing platform; use --platform to push a subset)", sumsName, name, dir)
+				}
+			}
+		}
+	}
+
+	// Check zips in parallel: digest against SHA256SUMS, readable, h1.
+	platforms := make([]oci.Platform, 0, len(selected))
+	for p := range selected {
+		platforms = append(platforms, p)
+	}
+	sort.Slice(platforms, func(i, j int) bool { return platforms[i].String() < platforms[j].String() })
+	rel.Packages = make([]ReleasePackage, len(platforms))
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for i, p := range platforms {
+		name := selected[p]
+		g.Go(func() error {
+			pkg, err := checkZip(filepath.Join(dir, name), sums, sumsName)
+			if err != nil {
+				return err
+			}
+			pkg.Platform = p
+			rel.Packages[i] = *pkg
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+
+	// Protocol versions from manifest.json, checked like a zip when listed.
+	if manifestName != "" {
+		data, err := readBounded(filepath.Join(dir, manifestName), maxSmallFile)
+		if err != nil {
+			return nil, err
+		}
+		if want, ok := sums[manifestName]; ok && digest.FromBytes(data).Encoded() != want {
+			return nil, fmt.Errorf("%s: sha256 does not match %s", manifestName, sumsName)
+		}
+		if rel.Protocols, err = parseReleaseManifest(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", manifestName, err)
+		}
+		rel.Files.ReleaseManifest = oci.NamedBytes{Name: manifestName, Data: data}
+	}
+
+	if opts.Signer != nil && rel.Files.Signature.Data == nil {
+		if err := rel.sign(opts, sums == nil); err != nil {
+			return nil, err
+		}
+	}
+	return rel, nil
+}
+
+func (rel *ProviderRelease) sign(opts ReleaseOptions, generate bool) error {
+	name := sumsFileName(rel.Type, rel.Version)
+	if generate {
+		sums := SHA256Sums{}
+		for _, p := range rel.Packages {
+			sums[p.Filename] = p.SHA256
+		}
+		if m := rel.Files.ReleaseManifest; m.Data != nil {
+			sums[m.Name] = digest.FromBytes(m.Data).Encoded()
+		}
+		rel.Files.SHA256SUMS = oci.NamedBytes{Name: name, Data: sums.Bytes()}
+	}
+	t := opts.SignTime
+	if t.IsZero() {
+		t = opts.Signer.Entity.PrimaryKey.CreationTime
+	}
+	sig, err := opts.Signer.Sign(rel.Files.SHA256SUMS.Data, t)
+	if err != nil {
+		return err
+	}
+	rel.Files.Signature = oci.NamedBytes{Name: name + ".sig", Data: sig}
+	rel.Files.Keys = oci.NamedBytes{Name: "signing-keys.asc", Data: opts.Signer.Public}
+	rel.KeyIDs = []string{opts.Signer.KeyID()}
+	return nil
+}
+
+func checkZip(path string, sums SHA256Sums, sumsName string) (*ReleasePackage, error) {
+	name := filepath.Base(path)
+	want, listed := sums[name]
+	if sums != nil && !listed {
+		return nil, fmt.Errorf("%s: not listed in %s", name, sumsName)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sum, size, err := SHA256File(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if listed && sum != want {
+		return nil, fmt.Errorf("%s: sha256 %s does not match %s (%s): the file was altered or the wrong file", name, sum, sumsName, want)
+	}
+	h1, err := HashZipFileH1(path)
+	if err != nil {
+		return nil, err
+	}
+	return &ReleasePackage{Path: path, Filename: name, SHA256: sum, Size: size, H1: h1}, nil
+}
+
+func parseReleaseManifest(data []byte) ([]string, error) {
+	var m struct {
+		Version  int `json:"version"`
+		Metadata struct {
+			ProtocolVersions []string `json:"protocol_versions"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("not a provider release manifest: %w", err)
+	}
+	if m.Version != 1 {
+		return nil, fmt.Errorf("unsupported release manifest version %d", m.Version)
+	}
+	for _, p := range m.Metadata.ProtocolVersions {
+		if _, err := oci.ParseProtocolVersion(p); err != nil {
+			return nil, err
+		}
+	}
+	return m.Metadata.ProtocolVersions, nil
+}
+
+func pickSignature(names []string, typ, version string) (string, error) {
+	if len(names) == 0 {
+		return "", nil
+	}
+	plain := sumsFileName(typ, version) + ".sig"
+	for _, n := range names {
+		if n == plain {
+			return n, nil
+		}
+	}
+	if len(names) == 1 {
+		return names[0], nil
+	}
+	return "", fmt.Errorf("several signatures (%s) and none named %s", strings.Join(names, ", "), plain)
+}
+
+func sumsFileName(typ, version string) string {
+	return providerPrefix + typ + "_" + version + "_SHA256SUMS"
+}
+
+func zipName(typ, version string, p oci.Platform) string {
+	return providerPrefix + typ + "_" + version + "_" + p.String() + ".zip"
+}
+
+// Artifact builds the OCI artifact for a verified release: the provider
+// index OpenTofu reads, plus oci-tofu's provenance manifest.
+func (rel *ProviderRelease) Artifact() (*oci.Artifact, error) {
+	prov := oci.Provenance{
+		Type:          rel.Type,
+		Version:       rel.Version,
+		Protocols:     rel.Protocols,
+		SigningKeyIDs: rel.KeyIDs,
+		Platforms:     map[string]oci.ProvenancePlatform{},
+	}
+	pkgs := make([]oci.ProviderPackage, len(rel.Packages))
+	for i, p := range rel.Packages {
+		prov.Platforms[p.Platform.String()] = oci.ProvenancePlatform{Filename: p.Filename, H1: p.H1}
+		path := p.Path
+		pkgs[i] = oci.ProviderPackage{
+			Platform: p.Platform,
+			Zip: ocispec.Descriptor{
+				MediaType: oci.MediaTypeZip,
+				Digest:    digest.NewDigestFromEncoded(digest.SHA256, p.SHA256),
+				Size:      p.Size,
+			},
+			Open: func() (io.ReadCloser, error) { return os.Open(path) },
+		}
+	}
+	pa, err := oci.BuildProvenance(prov, rel.Files)
+	if err != nil {
+		return nil, err
+	}
+	return oci.BuildProvider(pkgs, pa)
+}
+

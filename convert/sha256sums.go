@@ -1,0 +1,75 @@
+package convert
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// SHA256Sums maps file names to lower-case hex sha256 digests, as listed in
+// a release's SHA256SUMS file.
+type SHA256Sums map[string]string
+
+// ParseSHA256Sums reads "<hex>  <name>" lines as sha256sum writes them. It
+// tolerates CRLF line ends, blank lines, runs of spaces or tabs, and the
+// binary-mode marker ("<hex> *<name>"). A name listed twice with the same
+// digest is accepted; with different digests it is an error.
+func ParseSHA256Sums(data []byte) (SHA256Sums, error) {
+	sums := SHA256Sums{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		sum, name, ok := strings.Cut(line, " ")
+		if !ok {
+			sum, name, ok = strings.Cut(line, "\t")
+		}
+		name = strings.TrimLeft(name, " \t")
+		name = strings.TrimPrefix(name, "*")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("SHA256SUMS line %d: want \"<sha256>  <file name>\"", n)
+		}
+		if len(sum) != 64 {
+			return nil, fmt.Errorf("SHA256SUMS line %d: %q is not a sha256 digest (64 hex digits)", n, sum)
+		}
+		if _, err := hex.DecodeString(sum); err != nil {
+			return nil, fmt.Errorf("SHA256SUMS line %d: %q is not a sha256 digest (64 hex digits)", n, sum)
+		}
+		sum = strings.ToLower(sum)
+		if strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+			return nil, fmt.Errorf("SHA256SUMS line %d: file name %q must not contain a path", n, name)
+		}
+		if prev, dup := sums[name]; dup && prev != sum {
+			return nil, fmt.Errorf("SHA256SUMS line %d: %s is listed twice with different digests", n, name)
+		}
+		sums[name] = sum
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading SHA256SUMS: %w", err)
+	}
+	if len(sums) == 0 {
+		return nil, fmt.Errorf("SHA256SUMS lists no files")
+	}
+	return sums, nil
+}
+
+// Bytes renders sums in the canonical sha256sum format, sorted by name:
+// the form the Provider Registry Protocol's clients parse.
+func (s SHA256Sums) Bytes() []byte {
+	names := make([]string, 0, len(s))
+	for n := range s {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b bytes.Buffer
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s  %s\n", s[n], n)
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,285 @@
+// Package testenv runs the real peers that oci-tofu's integration and
+// end-to-end tests talk to: the CNCF Distribution registry over TLS, the
+// OpenTofu CLI and Terraform. `make tools` builds the first two into .tools/.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Root is the module root (the directory holding go.mod).
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && !strings.Contains(dir, string(filepath.Separator)+"tools") {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("module root not found")
+		}
+		dir = parent
+	}
+}
+
+// Tool returns the path of a tool built by `make tools`; the test fails
+// (it is not skipped) when it is missing, as `make test` builds it first.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(Root(t), ".tools", "bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s not found at %s: run `make tools` (make test does)", name, p)
+	}
+	return p
+}
+
+// Testdata returns a path under the module's testdata directory.
+func Testdata(t testing.TB, elem ...string) string {
+	return filepath.Join(append([]string{Root(t), "testdata"}, elem...)...)
+}
+
+// CA is a throw-away certificate authority with one server certificate for
+// 127.0.0.1, ::1 and localhost.
+type CA struct {
+	CertFile       string // the CA certificate (PEM): point SSL_CERT_FILE here
+	ServerCertFile string
+	ServerKeyFile  string
+	Pool           *x509.CertPool
+	ServerCert     tls.Certificate
+}
+
+var (
+	caOnce sync.Once
+	caVal  *CA
+	caErr  error
+)
+
+// NewCA returns the process-wide test CA, creating it once.
+func NewCA(t testing.TB) *CA {
+	t.Helper()
+	caOnce.Do(func() { caVal, caErr = makeCA() })
+	if caErr != nil {
+		t.Fatal(caErr)
+	}
+	return caVal
+}
+
+func makeCA() (*CA, error) {
+	dir, err := os.MkdirTemp("", "oci-tofu-ca-")
+	if err != nil {
+		return nil, err
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "oci-tofu test CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(48 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(48 * time.Hour),
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		return nil, err
+	}
+	ca := &CA{
+		CertFile:       filepath.Join(dir, "ca.pem"),
+		ServerCertFile: filepath.Join(dir, "server.pem"),
+		ServerKeyFile:  filepath.Join(dir, "server-key.pem"),
+		Pool:           x509.NewCertPool(),
+	}
+	ca.Pool.AddCert(caCert)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	srvPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	for f, b := range map[string][]byte{ca.CertFile: caPEM, ca.ServerCertFile: srvPEM, ca.ServerKeyFile: keyPEM} {
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if ca.ServerCert, err = tls.X509KeyPair(srvPEM, keyPEM); err != nil {
+		return nil, err
+	}
+	return ca, nil
+}
+
+// HTTPClient trusts the test CA.
+func (ca *CA) HTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}, Timeout: 60 * time.Second}
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Registry is a running CNCF Distribution registry serving TLS on loopback.
+type Registry struct {
+	// Host is "localhost:PORT", as clients name it.
+	Host    string
+	CA      *CA
+	Storage string
+	cmd     *exec.Cmd
+	config  string
+	done    chan struct{}
+	log     *bytes.Buffer
+}
+
+// StartRegistry starts a registry with filesystem storage in a temporary
+// directory; it stops when the test ends.
+func StartRegistry(t testing.TB) *Registry {
+	t.Helper()
+	ca := NewCA(t)
+	dir := t.TempDir()
+	r := &Registry{CA: ca, Storage: filepath.Join(dir, "storage")}
+	port := FreePort(t)
+	r.Host = fmt.Sprintf("localhost:%d", port)
+	r.config = filepath.Join(dir, "config.yml")
+	cfg := fmt.Sprintf(`version: 0.1
+log:
+  level: error
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: %s
+  delete:
+    enabled: true
+  redirect:
+    disable: true
+http:
+  addr: 127.0.0.1:%d
+  tls:
+    certificate: %s
+    key: %s
+`, r.Storage, port, ca.ServerCertFile, ca.ServerKeyFile)
+	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.Start(t)
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Start (re)starts the registry process on its port and storage.
+func (r *Registry) Start(t testing.TB) {
+	t.Helper()
+	r.log = &bytes.Buffer{}
+	r.cmd = exec.Command(Tool(t, "registry"), "serve", r.config)
+	r.cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none")
+	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { cmd.Wait(); close(done) }(r.cmd, r.done)
+	client := r.CA.HTTPClient()
+	client.Timeout = time.Second
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := client.Get("https://" + r.Host + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-r.done:
+			t.Fatalf("registry exited: %s", r.log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	r.Stop()
+	t.Fatalf("registry did not start: %s", r.log.String())
+}
+
+// Stop stops the registry process (its storage stays).
+func (r *Registry) Stop() {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	r.cmd.Process.Kill()
+	<-r.done
+	r.cmd = nil
+}
+
+// Run runs a command with a deadline, returning combined output; the test
+// fails with the output when it exits non-zero and wantErr is false.
+func Run(t testing.TB, dir string, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// MustRun is Run that fails the test on a non-zero exit.
+func MustRun(t testing.TB, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	out, err := Run(t, dir, env, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+)
+
+// Provenance is the metadata oci-tofu keeps beside a provider release, so the
+// proxy can serve the Provider Registry Protocol and lock files can be
+// written without downloading zips. It is the config blob of the provenance
+// manifest; the original files are its layers.
+type Provenance struct {
+	// Type and Version of the provider, from the release file names.
+	Type    string `json:"type"`
+	Version string `json:"version"`
+	// Protocols are the plugin protocol versions from the release manifest
+	// ("5.0", "6.0"); empty when the release had none.
+	Protocols []string `json:"protocols,omitempty"`
+	// SigningKeyIDs are the IDs (16 upper-case hex digits) of the keys
+	// whose signature over SHA256SUMS was verified when pushing.
+	SigningKeyIDs []string `json:"signing_key_ids,omitempty"`
+	// Platforms maps "os_arch" to the package's file name and its h1 hash,
+	// computed as OpenTofu computes it after unpacking.
+	Platforms map[string]ProvenancePlatform `json:"platforms"`
+}
+
+// ProvenancePlatform describes one platform's package.
+type ProvenancePlatform struct {
+	Filename string `json:"filename"`
+	H1       string `json:"h1"`
+}
+
+// ProvenanceFiles are the original release files kept with a provider.
+type ProvenanceFiles struct {
+	SHA256SUMS, Signature, Keys, ReleaseManifest NamedBytes
+}
+
+// NamedBytes is a small file: its name in the release and its content.
+type NamedBytes struct {
+	Name string
+	Data []byte
+}
+
+// ProvenanceArtifact is the encoded provenance manifest and its blobs.
+type ProvenanceArtifact struct {
+	Manifest Manifest
+	Blobs    []Blob
+}
+
+// maxProvenanceBlob bounds each provenance file we read back.
+const maxProvenanceBlob = 1 << 20
+
+var provenanceLayers = []struct {
+	mediaType string
+	get       func(*ProvenanceFiles) *NamedBytes
+}{
+	{MediaTypeSHA256SUMS, func(f *ProvenanceFiles) *NamedBytes { return &f.SHA256SUMS }},
+	{MediaTypePGPSignature, func(f *ProvenanceFiles) *NamedBytes { return &f.Signature }},
+	{MediaTypePGPKeys, func(f *ProvenanceFiles) *NamedBytes { return &f.Keys }},
+	{MediaTypeReleaseManifest, func(f *ProvenanceFiles) *NamedBytes { return &f.ReleaseManifest }},
+}
+
+// BuildProvenance encodes provenance metadata and files as an image manifest
+// with artifactType ArtifactTypeProvenance. Each file is a layer titled with
+// its original name, so `oras pull` gives the files back.
+func BuildProvenance(p Provenance, files ProvenanceFiles) (*ProvenanceArtifact, error) {
+	cfg, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	config := BytesBlob(MediaTypeProvenanceConfig, cfg, nil)
+	pa := &ProvenanceArtifact{Blobs: []Blob{config}}
+	m := ocispec.Manifest{ArtifactType: ArtifactTypeProvenance, Config: config.Descriptor}
+	for _, l := range provenanceLayers {
+		f := l.get(&files)
+		if f.Data == nil {
+			continue
+		}
+		if len(f.Data) > maxProvenanceBlob {
+			return nil, fmt.Errorf("%s is larger than %d bytes", f.Name, maxProvenanceBlob)
+		}
+		b := BytesBlob(l.mediaType, f.Data, map[string]string{AnnotationTitle: f.Name})
+		pa.Blobs = append(pa.Blobs, b)
+		m.Layers = append(m.Layers, b.Descriptor)
+	}
+	if pa.Manifest, err = EncodeManifest(m); err != nil {
+		return nil, err
+	}
+	return pa, nil
+}
+
+// ReadProvenance reads a provenance manifest, its config and its files.
+func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (*Provenance, *ProvenanceFiles, error) {
+	b, err := FetchManifest(ctx, repo, desc)
+	if err != nil {
+		return nil, nil, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, nil, invalid("provenance manifest %s: %v", desc.Digest, err)
+	}
+	if m.ArtifactType != ArtifactTypeProvenance || m.Config.MediaType != MediaTypeProvenanceConfig {
+		return nil, nil, invalid("manifest %s is not an oci-tofu provenance manifest", desc.Digest)
+	}
+	cfg, err := fetchSmall(ctx, repo, m.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	var p Provenance
+	if err := json.Unmarshal(cfg, &p); err != nil {
+		return nil, nil, invalid("provenance config %s: %v", m.Config.Digest, err)
+	}
+	files := &ProvenanceFiles{}
+	for _, layer := range m.Layers {
+		for _, l := range provenanceLayers {
+			if layer.MediaType != l.mediaType {
+				continue
+			}
+			data, err := fetchSmall(ctx, repo, layer)
+			if err != nil {
+				return nil, nil, err
+			}
+			*l.get(files) = NamedBytes{Name: layer.Annotations[AnnotationTitle], Data: data}
+		}
+	}
+	return &p, files, nil
+}
+
+func fetchSmall(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) ([]byte, error) {
+	if desc.Size > maxProvenanceBlob || desc.Size < 0 {
+		return nil, invalid("blob %s of %d bytes is larger than the %d byte limit", desc.Digest, desc.Size, maxProvenanceBlob)
+	}
+	if err := desc.Digest.Validate(); err != nil || desc.Digest.Algorithm() != digest.SHA256 {
+		return nil, invalid("blob digest %q is not a valid sha256 digest", desc.Digest)
+	}
+	b, err := content.FetchAll(ctx, repo, desc)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", desc.Digest, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,238 @@
+package oci
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content/oci"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+	"oras.land/oras-go/v2/registry/remote/retry"
+)
+
+// LayoutPrefix introduces an OCI image layout directory where a registry
+// repository would otherwise be named: "oci-layout:PATH".
+const LayoutPrefix = "oci-layout:"
+
+// ReadOnlyRepository is what reading artifacts needs: a registry repository
+// or an OCI layout.
+type ReadOnlyRepository interface {
+	oras.ReadOnlyTarget
+	registry.TagLister
+}
+
+// Repository is a ReadOnlyRepository that can also be written.
+type Repository interface {
+	oras.Target
+	registry.TagLister
+}
+
+// Reference names a repository, and optionally a tag or digest within it.
+type Reference struct {
+	// Layout is set for "oci-layout:PATH" references; Repository is then the path.
+	Layout bool
+	// Registry is host[:port] for registry references.
+	Registry   string
+	Repository string
+	// Reference is a tag or a digest ("sha256:…"), or empty.
+	Reference string
+}
+
+// ParseReference reads "host[:port]/path[:tag|@digest]" or
+// "oci-layout:PATH[:tag|@digest]".
+func ParseReference(s string) (Reference, error) {
+	if path, ok := strings.CutPrefix(s, LayoutPrefix); ok {
+		ref := Reference{Layout: true, Repository: path}
+		if i := strings.LastIndex(path, "@"); i >= 0 {
+			ref.Repository, ref.Reference = path[:i], path[i+1:]
+		} else if i := strings.LastIndex(path, ":"); i > strings.LastIndex(path, "/") {
+			ref.Repository, ref.Reference = path[:i], path[i+1:]
+		}
+		if ref.Repository == "" {
+			return Reference{}, fmt.Errorf("invalid reference %q: no layout directory after %q", s, LayoutPrefix)
+		}
+		return ref, nil
+	}
+	if strings.Contains(s, "://") {
+		return Reference{}, fmt.Errorf("invalid reference %q: write host[:port]/repository without a scheme, or %sPATH", s, LayoutPrefix)
+	}
+	r, err := registry.ParseReference(s)
+	if err != nil {
+		return Reference{}, fmt.Errorf("invalid reference %q: %w", s, err)
+	}
+	return Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Reference}, nil
+}
+
+// WithReference returns a copy of r naming tag or digest ref.
+func (r Reference) WithReference(ref string) Reference {
+	r.Reference = ref
+	return r
+}
+
+// Name is the repository without tag or digest.
+func (r Reference) Name() string {
+	if r.Layout {
+		return LayoutPrefix + r.Repository
+	}
+	return r.Registry + "/" + r.Repository
+}
+
+func (r Reference) String() string {
+	switch {
+	case r.Reference == "":
+		return r.Name()
+	case strings.Contains(r.Reference, ":"):
+		return r.Name() + "@" + r.Reference
+	default:
+		return r.Name() + ":" + r.Reference
+	}
+}
+
+// Options configure how repositories are reached.
+type Options struct {
+	// PlainHTTP talks HTTP instead of HTTPS to registries (local tests only).
+	PlainHTTP bool
+	// CAFile adds PEM certificates to the trusted roots (which already
+	// include SSL_CERT_FILE and SSL_CERT_DIR).
+	CAFile string
+	// Username and Password, when set, are used for every registry instead
+	// of the docker credential store.
+	Username, Password string
+	// UserAgent is sent to registries.
+	UserAgent string
+	// Timeout bounds each registry round trip up to the response headers.
+	Timeout time.Duration
+	// Transport, when set, replaces the default transport (tests, metrics).
+	Transport http.RoundTripper
+}
+
+// Client builds the authenticating HTTP client used for registries.
+type Client struct {
+	auth *auth.Client
+	opts Options
+}
+
+// NewClient prepares TLS trust and credentials once; share it between
+// repositories so tokens are cached.
+func NewClient(opts Options) (*Client, error) {
+	transport := opts.Transport
+	if transport == nil {
+		t, err := newTransport(opts)
+		if err != nil {
+			return nil, err
+		}
+		transport = t
+	}
+	cred, err := credentialFunc(opts)
+	if err != nil {
+		return nil, err
+	}
+	ua := opts.UserAgent
+	if ua == "" {
+		ua = "oci-tofu"
+	}
+	c := &auth.Client{
+		Client:     &http.Client{Transport: retry.NewTransport(transport)},
+		Cache:      auth.NewCache(),
+		Credential: cred,
+		Header:     http.Header{"User-Agent": {ua}},
+	}
+	return &Client{auth: c, opts: opts}, nil
+}
+
+func newTransport(opts Options) (*http.Transport, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if opts.CAFile != "" {
+		pem, err := os.ReadFile(opts.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading CA file: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s holds no PEM certificate", opts.CAFile)
+		}
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: timeout,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   32,
+		ForceAttemptHTTP2:     true,
+	}, nil
+}
+
+func credentialFunc(opts Options) (auth.CredentialFunc, error) {
+	if opts.Username != "" || opts.Password != "" {
+		cred := auth.Credential{Username: opts.Username, Password: opts.Password}
+		return func(context.Context, string) (auth.Credential, error) { return cred, nil }, nil
+	}
+	store, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading docker credentials: %w", err)
+	}
+	return credentials.Credential(store), nil
+}
+
+// Open opens the repository ref names, for reading and writing. An OCI
+// layout directory is created when missing.
+func (c *Client) Open(ref Reference) (Repository, error) {
+	if ref.Layout {
+		store, err := oci.New(ref.Repository)
+		if err != nil {
+			return nil, fmt.Errorf("opening OCI layout %s: %w", ref.Repository, err)
+		}
+		return store, nil
+	}
+	return c.remote(ref)
+}
+
+// OpenReadOnly opens ref for reading. A missing OCI layout directory is
+// reported as errdef.ErrNotFound, never created.
+func (c *Client) OpenReadOnly(ctx context.Context, ref Reference) (ReadOnlyRepository, error) {
+	if ref.Layout {
+		if _, err := os.Stat(ref.Repository); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("OCI layout %s: %w", ref.Repository, errdef.ErrNotFound)
+			}
+			return nil, err
+		}
+		store, err := oci.NewFromFS(ctx, os.DirFS(ref.Repository))
+		if err != nil {
+			return nil, fmt.Errorf("opening OCI layout %s: %w", ref.Repository, err)
+		}
+		return store, nil
+	}
+	return c.remote(ref)
+}
+
+func (c *Client) remote(ref Reference) (*remote.Repository, error) {
+	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
+	if err != nil {
+		return nil, fmt.Errorf("invalid repository %s: %w", ref.Name(), err)
+	}
+	repo.Client = c.auth
+	repo.PlainHTTP = c.opts.PlainHTTP
+	repo.SkipReferrersGC = true
+	return repo, nil
+}
