@@ -33,6 +33,9 @@ const providerPrefix = "terraform-provider-"
 // ParseProviderFilename parses a provider release file name. The version
 // must be canonical semver, the type a valid provider type name.
 func ParseProviderFilename(name string) (ProviderFile, error) {
+	if strings.ContainsAny(name, "/\\\x00") {
+		return ProviderFile{}, fmt.Errorf("%q: a file name, not a path, is expected", name)
+	}
 	rest, ok := strings.CutPrefix(name, providerPrefix)
 	if !ok {
 		return ProviderFile{}, fmt.Errorf("%s: not a provider release file (want %s<type>_<version>_…)", name, providerPrefix)
@@ -56,7 +59,10 @@ func ParseProviderFilename(name string) (ProviderFile, error) {
 		parts = strings.Split(strings.TrimSuffix(rest, "_SHA256SUMS"), "_")
 	case strings.HasSuffix(rest, ".sig") && strings.Contains(rest, "_SHA256SUMS."):
 		f.Kind = ProviderSignature
-		base, _, _ := strings.Cut(rest, "_SHA256SUMS.")
+		base, keyID, _ := strings.Cut(strings.TrimSuffix(rest, ".sig"), "_SHA256SUMS")
+		if keyID != "" && !validKeyIDSuffix(keyID) {
+			return ProviderFile{}, fmt.Errorf("%s: want %s<type>_<version>_SHA256SUMS[.<key id>].sig", name, providerPrefix)
+		}
 		parts = strings.Split(base, "_")
 	case strings.HasSuffix(rest, "_manifest.json"):
 		f.Kind = ProviderManifest
@@ -89,4 +95,18 @@ func ValidProviderType(s string) bool {
 		}
 	}
 	return !strings.HasSuffix(s, "-")
+}
+
+// validKeyIDSuffix accepts the ".<key id>" of HashiCorp-style signature names.
+func validKeyIDSuffix(s string) bool {
+	s, ok := strings.CutPrefix(s, ".")
+	if !ok || s == "" || len(s) > 40 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'F' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -147,7 +147,10 @@ func (s *Signer) KeyID() string { return KeyID(s.Entity.PrimaryKey.KeyId) }
 // reproducible, which keeps pushes of the same release reproducible.
 func (s *Signer) Sign(data []byte, t time.Time) ([]byte, error) {
 	var b bytes.Buffer
-	cfg := &packet.Config{Time: func() time.Time { return t }}
+	// No random salt notation: with EdDSA or RSA keys the same data and time
+	// then give the same signature, so re-pushes keep their digests.
+	deterministic := false
+	cfg := &packet.Config{Time: func() time.Time { return t }, NonDeterministicSignaturesViaNotation: &deterministic}
 	if err := openpgp.DetachSign(&b, s.Entity, bytes.NewReader(data), cfg); err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}

@@ -26,11 +26,12 @@ func ParseSHA256Sums(data []byte) (SHA256Sums, error) {
 		if line == "" {
 			continue
 		}
-		sum, name, ok := strings.Cut(line, " ")
-		if !ok {
-			sum, name, ok = strings.Cut(line, "\t")
+		i := strings.IndexAny(line, " \t")
+		ok := i > 0
+		var sum, name string
+		if ok {
+			sum, name = line[:i], strings.TrimLeft(line[i:], " \t")
 		}
-		name = strings.TrimLeft(name, " \t")
 		name = strings.TrimPrefix(name, "*")
 		if !ok || name == "" {
 			return nil, fmt.Errorf("SHA256SUMS line %d: want \"<sha256>  <file name>\"", n)

@@ -1,0 +1,122 @@
+package oci
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Template maps names to repositories, with the syntax of OpenTofu's
+// oci_mirror repository_template: "${hostname}", "${namespace}", "${type}"
+// for providers; "${namespace}", "${name}", "${system}" for modules. The
+// expansion may be a registry repository or "oci-layout:PATH".
+type Template struct {
+	raw  string
+	vars []string
+}
+
+var templateVar = regexp.MustCompile(`\$\{([a-z]+)\}`)
+
+// ParseTemplate checks a template: every ${…} must be one of allowed, and
+// every name in required must be used (so distinct names never share a
+// repository).
+func ParseTemplate(s string, allowed, required []string) (*Template, error) {
+	if s == "" {
+		return nil, fmt.Errorf("empty repository template")
+	}
+	t := &Template{raw: s}
+	for _, m := range templateVar.FindAllStringSubmatch(s, -1) {
+		if !contains(allowed, m[1]) {
+			return nil, fmt.Errorf("repository template %q: unknown placeholder ${%s} (allowed: %s)", s, m[1], placeholders(allowed))
+		}
+		t.vars = append(t.vars, m[1])
+	}
+	if rest := templateVar.ReplaceAllString(s, ""); strings.Contains(rest, "${") {
+		return nil, fmt.Errorf("repository template %q: malformed placeholder", s)
+	}
+	for _, r := range required {
+		if !contains(t.vars, r) {
+			return nil, fmt.Errorf("repository template %q must use ${%s}", s, r)
+		}
+	}
+	return t, nil
+}
+
+// Provider template placeholders.
+var (
+	ProviderTemplateVars     = []string{"hostname", "namespace", "type"}
+	ProviderTemplateRequired = []string{"namespace", "type"}
+	ModuleTemplateVars       = []string{"hostname", "namespace", "name", "system"}
+	ModuleTemplateRequired   = []string{"namespace", "name", "system"}
+)
+
+// ParseProviderTemplate parses a provider repository template.
+func ParseProviderTemplate(s string) (*Template, error) {
+	return ParseTemplate(s, ProviderTemplateVars, ProviderTemplateRequired)
+}
+
+// ParseModuleTemplate parses a module repository template.
+func ParseModuleTemplate(s string) (*Template, error) {
+	return ParseTemplate(s, ModuleTemplateVars, ModuleTemplateRequired)
+}
+
+func (t *Template) String() string { return t.raw }
+
+// validName is what may be substituted: registry repository path components
+// are lower-case, so names are lower-cased; anything that could change the
+// path's structure ("/", "..", ":", "@") is refused.
+var validName = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
+
+// Expand substitutes values and parses the result as a repository
+// reference. Values are lower-cased (registries require lower-case
+// repository names; OpenTofu's names are case-insensitive) and must be
+// plain names.
+func (t *Template) Expand(values map[string]string) (Reference, error) {
+	var err error
+	out := templateVar.ReplaceAllStringFunc(t.raw, func(m string) string {
+		name := m[2 : len(m)-1]
+		v := strings.ToLower(values[name])
+		if name == "hostname" {
+			if !validHostname(v) {
+				err = fmt.Errorf("invalid %s %q", name, values[name])
+			}
+			return v
+		}
+		if !validName.MatchString(v) {
+			err = fmt.Errorf("invalid %s %q", name, values[name])
+		}
+		return v
+	})
+	if err != nil {
+		return Reference{}, err
+	}
+	ref, perr := ParseReference(out)
+	if perr != nil {
+		return Reference{}, perr
+	}
+	if ref.Reference != "" {
+		return Reference{}, fmt.Errorf("repository template %q must not name a tag or digest", t.raw)
+	}
+	return ref, nil
+}
+
+var hostnameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$`)
+
+func validHostname(s string) bool { return len(s) <= 255 && hostnameRE.MatchString(s) }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func placeholders(list []string) string {
+	var b []string
+	for _, s := range list {
+		b = append(b, "${"+s+"}")
+	}
+	return strings.Join(b, ", ")
+}

@@ -1,0 +1,71 @@
+package oci
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestProviderTemplate(t *testing.T) {
+	tpl, err := ParseProviderTemplate("ghcr.io/acme/providers/${hostname}/${namespace}/${type}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := tpl.Expand(map[string]string{"hostname": "registry.opentofu.org", "namespace": "HashiCorp", "type": "aws"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.Registry != "ghcr.io" || ref.Repository != "acme/providers/registry.opentofu.org/hashicorp/aws" {
+		t.Fatalf("%+v", ref)
+	}
+	for _, bad := range []map[string]string{
+		{"hostname": "h", "namespace": "..", "type": "aws"},
+		{"hostname": "h", "namespace": "a/b", "type": "aws"},
+		{"hostname": "h", "namespace": "a", "type": "aws:latest"},
+		{"hostname": "h/x", "namespace": "a", "type": "aws"},
+		{"hostname": "h", "namespace": "", "type": "aws"},
+	} {
+		if ref, err := tpl.Expand(bad); err == nil {
+			t.Errorf("%v expanded to %s", bad, ref)
+		}
+	}
+	layout, err := ParseProviderTemplate("oci-layout:/srv/store/${namespace}/${type}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err = layout.Expand(map[string]string{"namespace": "acme", "type": "x"})
+	if err != nil || !ref.Layout || ref.Repository != "/srv/store/acme/x" {
+		t.Fatalf("%+v %v", ref, err)
+	}
+	for _, bad := range []string{"", "ghcr.io/x/${type}", "ghcr.io/${namespace}/${type}/${nope}", "ghcr.io/${namespace}/${type}:1"} {
+		tpl, err := ParseProviderTemplate(bad)
+		if err == nil {
+			_, err = tpl.Expand(map[string]string{"namespace": "a", "type": "b"})
+		}
+		if err == nil {
+			t.Errorf("template %q accepted", bad)
+		}
+	}
+}
+
+func TestParseReference(t *testing.T) {
+	for in, want := range map[string]Reference{
+		"localhost:5000/a/b":         {Registry: "localhost:5000", Repository: "a/b"},
+		"ghcr.io/a/b:1.0.0":          {Registry: "ghcr.io", Repository: "a/b", Reference: "1.0.0"},
+		"oci-layout:/tmp/x":          {Layout: true, Repository: "/tmp/x"},
+		"oci-layout:./x:1.0.0":       {Layout: true, Repository: "./x", Reference: "1.0.0"},
+		"oci-layout:C:/x/y":          {Layout: true, Repository: "C:/x/y"},
+		"oci-layout:/x@sha256:abcd":  {Layout: true, Repository: "/x", Reference: "sha256:abcd"},
+	} {
+		got, err := ParseReference(in)
+		if err != nil || got != want {
+			t.Errorf("%s: %+v %v, want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"https://ghcr.io/a", "noslash", "oci-layout:", "ghcr.io/A/B"} {
+		if _, err := ParseReference(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		} else if !strings.Contains(err.Error(), "invalid reference") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
