@@ -1,9 +1,9 @@
 package convert
 
 import (
+	"archive/zip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -53,7 +52,8 @@ type ReleasePackage struct {
 	Filename string
 	SHA256   string
 	Size     int64
-	H1       string
+	// H1 is set by HashPackages.
+	H1 string
 }
 
 // maxSmallFile bounds SHA256SUMS, signatures and manifest.json.
@@ -180,7 +180,7 @@ func ReadProviderRelease(dir string, opts ReleaseOptions) (*ProviderRelease, err
 		}
 	}
 
-	// Check zips in parallel: digest against SHA256SUMS, readable, h1.
+	// Check zips in parallel: digest against SHA256SUMS, and readable.
 	platforms := make([]oci.Platform, 0, len(selected))
 	for p := range selected {
 		platforms = append(platforms, p)
@@ -272,11 +272,32 @@ func checkZip(path string, sums SHA256Sums, sumsName string) (*ReleasePackage, e
 	if listed && sum != want {
 		return nil, fmt.Errorf("%s: sha256 %s does not match %s (%s): the file was altered or the wrong file", name, sum, sumsName, want)
 	}
-	h1, err := HashZipFileH1(path)
+	zr, err := zip.OpenReader(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s is not a readable zip: %w", name, err)
 	}
-	return &ReleasePackage{Path: path, Filename: name, SHA256: sum, Size: size, H1: h1}, nil
+	zr.Close()
+	return &ReleasePackage{Path: path, Filename: name, SHA256: sum, Size: size}, nil
+}
+
+// HashPackages computes each package's h1 (unpacking every zip), in
+// parallel. Artifact needs it; PushProviderRelease calls it only when the
+// registry does not already hold the release.
+func (rel *ProviderRelease) HashPackages() error {
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for i := range rel.Packages {
+		p := &rel.Packages[i]
+		if p.H1 != "" {
+			continue
+		}
+		g.Go(func() error {
+			h1, err := HashZipFileH1(p.Path)
+			p.H1 = h1
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 func parseReleaseManifest(data []byte) ([]string, error) {
@@ -327,6 +348,9 @@ func zipName(typ, version string, p oci.Platform) string {
 // Artifact builds the OCI artifact for a verified release: the provider
 // index OpenTofu reads, plus oci-tofu's provenance manifest.
 func (rel *ProviderRelease) Artifact() (*oci.Artifact, error) {
+	if err := rel.HashPackages(); err != nil {
+		return nil, err
+	}
 	prov := oci.Provenance{
 		Type:          rel.Type,
 		Version:       rel.Version,
@@ -337,16 +361,7 @@ func (rel *ProviderRelease) Artifact() (*oci.Artifact, error) {
 	pkgs := make([]oci.ProviderPackage, len(rel.Packages))
 	for i, p := range rel.Packages {
 		prov.Platforms[p.Platform.String()] = oci.ProvenancePlatform{Filename: p.Filename, H1: p.H1}
-		path := p.Path
-		pkgs[i] = oci.ProviderPackage{
-			Platform: p.Platform,
-			Zip: ocispec.Descriptor{
-				MediaType: oci.MediaTypeZip,
-				Digest:    digest.NewDigestFromEncoded(digest.SHA256, p.SHA256),
-				Size:      p.Size,
-			},
-			Open: func() (io.ReadCloser, error) { return os.Open(path) },
-		}
+		pkgs[i] = oci.ProviderPackage{Platform: p.Platform, Zip: p.zipDescriptor(), Open: p.open}
 	}
 	pa, err := oci.BuildProvenance(prov, rel.Files)
 	if err != nil {
@@ -354,4 +369,3 @@ func (rel *ProviderRelease) Artifact() (*oci.Artifact, error) {
 	}
 	return oci.BuildProvider(pkgs, pa)
 }
-

@@ -33,6 +33,14 @@ func TestReadProviderReleaseVerified(t *testing.T) {
 		t.Fatalf("%+v", rel)
 	}
 	for _, p := range rel.Packages {
+		if p.H1 != "" {
+			t.Fatal("h1 computed before it was asked for")
+		}
+	}
+	if err := rel.HashPackages(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rel.Packages {
 		if p.H1 != tofuH1[p.Platform.String()] {
 			t.Errorf("%s: h1 %s, want %s", p.Platform, p.H1, tofuH1[p.Platform.String()])
 		}

@@ -42,11 +42,43 @@ func Push(ctx context.Context, repo Repository, a *Artifact, tags []string, opts
 		res.UpToDate = true
 		return res, nil
 	}
+	blobs, err := PushBlobs(ctx, repo, a.Blobs, opts)
+	res.Uploaded, res.Skipped, res.UploadedBytes = blobs.Uploaded, blobs.Skipped, blobs.UploadedBytes
+	if err != nil {
+		return res, err
+	}
+	for _, m := range a.Manifests {
+		ok, err := repo.Exists(ctx, m.Descriptor)
+		if err != nil {
+			return res, fmt.Errorf("checking manifest %s: %w", m.Descriptor.Digest, err)
+		}
+		if ok {
+			res.Skipped++
+			continue
+		}
+		if err := pushIgnoringExisting(ctx, repo, m.Descriptor, bytes.NewReader(m.Bytes)); err != nil {
+			return res, fmt.Errorf("uploading manifest %s: %w", m.Descriptor.Digest, err)
+		}
+		res.Uploaded++
+	}
+	for _, tag := range tags {
+		if err := repo.Tag(ctx, root, tag); err != nil {
+			return res, fmt.Errorf("tagging %s: %w", tag, err)
+		}
+	}
+	return res, nil
+}
+
+// PushBlobs uploads blobs in parallel, skipping those the repository
+// already has. Push calls it; callers may also call it early, for example
+// to upload large files while other work goes on.
+func PushBlobs(ctx context.Context, repo Repository, blobs []Blob, opts PushOptions) (PushResult, error) {
+	var res PushResult
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
 	var total, done int64
-	for _, b := range a.Blobs {
+	for _, b := range blobs {
 		total += b.Descriptor.Size
 	}
 	var uploaded, skipped atomic.Int64
@@ -54,7 +86,7 @@ func Push(ctx context.Context, repo Repository, a *Artifact, tags []string, opts
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Concurrency)
 	seen := map[string]bool{}
-	for _, b := range a.Blobs {
+	for _, b := range blobs {
 		if seen[b.Descriptor.Digest.String()] {
 			continue
 		}
@@ -90,25 +122,6 @@ func Push(ctx context.Context, repo Repository, a *Artifact, tags []string, opts
 	}
 	if err := g.Wait(); err != nil {
 		return res, err
-	}
-	for _, m := range a.Manifests {
-		ok, err := repo.Exists(ctx, m.Descriptor)
-		if err != nil {
-			return res, fmt.Errorf("checking manifest %s: %w", m.Descriptor.Digest, err)
-		}
-		if ok {
-			skipped.Add(1)
-			continue
-		}
-		if err := pushIgnoringExisting(ctx, repo, m.Descriptor, bytes.NewReader(m.Bytes)); err != nil {
-			return res, fmt.Errorf("uploading manifest %s: %w", m.Descriptor.Digest, err)
-		}
-		uploaded.Add(1)
-	}
-	for _, tag := range tags {
-		if err := repo.Tag(ctx, root, tag); err != nil {
-			return res, fmt.Errorf("tagging %s: %w", tag, err)
-		}
 	}
 	res.Uploaded, res.Skipped, res.UploadedBytes = int(uploaded.Load()), int(skipped.Load()), uploadedBytes.Load()
 	return res, nil

@@ -47,3 +47,6 @@ func ParseProtocolVersion(s string) (versions.Version, error) {
 	}
 	return v, nil
 }
+
+// Version is a semantic version as OpenTofu parses it.
+type Version = versions.Version

@@ -29,6 +29,7 @@ written, and the tag is written last.`,
 			&cli.BoolFlag{Name: "unsigned", Usage: "accept a release without a verified signature (in-house builds); zips are still checked against SHA256SUMS"},
 			&cli.StringFlag{Name: "sign-key", Usage: "armored private key `FILE` to create SHA256SUMS and its signature for a release that has none", EnvVars: []string{"OCI_TOFU_SIGN_KEY"}},
 			&cli.StringSliceFlag{Name: "platform", Usage: "push only this `os_arch` (repeatable)"},
+			&cli.BoolFlag{Name: "replace", Usage: "overwrite a version tag that already holds different content"},
 		}, registryFlags()...), outputFlags()...),
 		Action: pushProvider,
 	}
@@ -79,15 +80,7 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := oci.ParseVersion(rel.Version)
-	if err != nil {
-		return err
-	}
 	rep.infof("verified %s %s: %d platforms%s", rel.Type, rel.Version, len(rel.Packages), signedNote(rel))
-	art, err := rel.Artifact()
-	if err != nil {
-		return err
-	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err
@@ -96,8 +89,12 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	v, err := oci.ParseVersion(rel.Version)
+	if err != nil {
+		return err
+	}
 	tag := oci.TagForVersion(v)
-	res, err := oci.Push(c.Context, repo, art, []string{tag}, oci.PushOptions{Progress: rep.progress("uploading")})
+	res, err := convert.PushProviderRelease(c.Context, repo, rel, c.Bool("replace"), oci.PushOptions{Progress: rep.progress("uploading")})
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)
 	}

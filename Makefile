@@ -1,0 +1,77 @@
+# oci-tofu — see README.md. `make test` is what CI runs.
+SHELL      := bash
+GO         ?= go
+TOOLS      := $(CURDIR)/.tools/bin
+BIN        := $(CURDIR)/bin/oci-tofu
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS    := -s -w -X main.version=$(VERSION)
+
+# Real peers for the integration tests, built from the Go module proxy.
+DISTRIBUTION_VERSION := v3.0.0
+CRANE_VERSION        := v0.22.1
+REGCTL_VERSION       := v0.11.7
+
+.PHONY: all build test unit e2e fuzz bench demo tools tools-apt clean lint
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/oci-tofu
+
+## tools: the real OpenTofu CLI, CNCF Distribution, crane and regctl in .tools/bin
+tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl tools-apt
+
+$(TOOLS)/tofu: tools/tofu/go.mod tools/tofu/go.sum
+	@mkdir -p $(TOOLS)
+	cd tools/tofu && $(GO) build -o $@ github.com/opentofu/opentofu/cmd/tofu
+
+$(TOOLS)/registry:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install github.com/distribution/distribution/v3/cmd/registry@$(DISTRIBUTION_VERSION)
+
+$(TOOLS)/crane:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install github.com/google/go-containerregistry/cmd/crane@$(CRANE_VERSION)
+
+$(TOOLS)/regctl:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install github.com/regclient/regclient/cmd/regctl@$(REGCTL_VERSION)
+
+# Debian packages used by tests and benchmarks (fixture regeneration uses gnupg and zip).
+APT_PACKAGES := nginx zip gnupg
+tools-apt:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "please install:$$missing"; fi; \
+	fi
+
+## test: unit, fuzz seeds, integration and end-to-end tests against real tofu and a real registry
+test: tools
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+unit:
+	$(GO) test -count=1 ./oci/ ./convert/ ./protocol/...
+
+## fuzz: run each fuzz target for a while (make test runs their seed corpora)
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./convert -run '^$$' -fuzz FuzzParseSHA256Sums -fuzztime $(FUZZTIME)
+	$(GO) test ./convert -run '^$$' -fuzz FuzzParseProviderFilename -fuzztime $(FUZZTIME)
+	$(GO) test ./oci -run '^$$' -fuzz FuzzVersionFromTag -fuzztime $(FUZZTIME)
+
+## bench: the performance figures the issues ask for, beside their references
+bench: tools build
+	$(GO) run ./bench/cmd/benchpush
+
+## demo: push the fixture releases into an OCI layout and install them with real tofu
+demo: tools build
+	bash scripts/demo.sh
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin out

@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+var benchPlatforms = []string{
+	"linux_amd64", "linux_arm64", "linux_386", "linux_arm", "darwin_amd64",
+	"darwin_arm64", "windows_amd64", "windows_386", "freebsd_amd64",
+}
+
+// BenchmarkProviderPush pushes a 9-platform release of 32 MiB incompressible
+// zips to a local Distribution registry over TLS, beside the reference: the
+// same bytes uploaded blob by blob with a plain client. Metrics: push/raw
+// (goal ≤ 1.0), repush/push for a no-change re-push (goal ≤ 0.10), and the
+// packer's peak RSS (goal < 100 MiB).
+func BenchmarkProviderPush(b *testing.B) {
+	const zipSize = 32 << 20
+	bin := buildOCITofu(b)
+	reg := testenv.StartRegistry(b)
+	e := env(b)
+
+	dir := b.TempDir()
+	sums := convert.SHA256Sums{}
+	var files []string
+	for _, p := range benchPlatforms {
+		name := fmt.Sprintf("terraform-provider-big_1.0.0_%s.zip", p)
+		path := filepath.Join(dir, name)
+		writeRandomZip(b, path, "terraform-provider-big_v1.0.0", zipSize)
+		f, _ := os.Open(path)
+		sum, _, _ := convert.SHA256File(f)
+		f.Close()
+		sums[name] = sum
+		files = append(files, path)
+	}
+	os.WriteFile(filepath.Join(dir, "terraform-provider-big_1.0.0_SHA256SUMS"), sums.Bytes(), 0o644)
+	signer, err := convert.LoadSigner(testenv.Testdata(b, "keys", "gocrypto-signer-private.asc"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sig, _ := signer.Sign(sums.Bytes(), time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	os.WriteFile(filepath.Join(dir, "terraform-provider-big_1.0.0_SHA256SUMS.sig"), sig, 0o644)
+	key := testenv.Testdata(b, "keys", "gocrypto-signer.asc")
+
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var raw, push, repush time.Duration
+	var rss float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		raw += rawUpload(b, client, fmt.Sprintf("%s/raw/r%d", reg.Host, i), files)
+		repo := fmt.Sprintf("%s/pushed/r%d", reg.Host, i)
+		d, r := runMeasured(b, e, bin, "push", "provider", "--quiet", "--key", key, dir, repo)
+		push += d
+		if r > rss {
+			rss = r
+		}
+		d, _ = runMeasured(b, e, bin, "push", "provider", "--quiet", "--key", key, dir, repo)
+		repush += d
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(push.Seconds()/n, "push-s")
+	b.ReportMetric(raw.Seconds()/n, "raw-upload-s")
+	b.ReportMetric(push.Seconds()/raw.Seconds(), "push/raw")
+	b.ReportMetric(repush.Seconds()/n, "repush-s")
+	b.ReportMetric(repush.Seconds()/push.Seconds(), "repush/push")
+	b.ReportMetric(rss, "peak-RSS-MiB")
+	b.ReportMetric(0, "ns/op")
+}
+
+// rawUpload is the reference: each file uploaded once, one after the other,
+// with no verification, manifests or tags.
+func rawUpload(b *testing.B, client *oci.Client, repo string, files []string) time.Duration {
+	ref, _ := oci.ParseReference(repo)
+	r, err := client.Open(ref)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, _ := f.Stat()
+		dg, err := digest.FromReader(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Seek(0, 0)
+		if err := r.Push(context.Background(), ocispec.Descriptor{MediaType: "application/octet-stream", Digest: dg, Size: st.Size()}, f); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+	return time.Since(start)
+}
+
