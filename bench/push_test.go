@@ -110,4 +110,3 @@ func rawUpload(b *testing.B, client *oci.Client, repo string, files []string) ti
 	}
 	return time.Since(start)
 }
-
