@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -48,3 +49,18 @@ func mustRun(t *testing.T, args ...string) string {
 	}
 	return out
 }
+
+func jsonField(t *testing.T, out, field string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	s, _ := m[field].(string)
+	if s == "" {
+		t.Fatalf("no %q in %s", field, out)
+	}
+	return s
+}
+
+func trimSpace(s string) string { return strings.TrimSpace(s) }

@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+)
+
+// A release pushed to an OCI layout, copied into a registry by regctl, then
+// between repositories by crane, keeps its digest and its provenance, and
+// real tofu installs from each copy.
+func TestLayoutThenThirdPartyCopies(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	layout := filepath.Join(t.TempDir(), "hello")
+	out := mustRun(t, "push", "provider", "--json", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"),
+		testenv.Testdata(t, "providers", "hello", "1.1.0"), "oci-layout:"+layout)
+	digest := jsonField(t, out, "digest")
+
+	env := append(os.Environ(), "SSL_CERT_FILE="+reg.CA.CertFile, "HOME="+t.TempDir(), "DOCKER_CONFIG="+t.TempDir())
+	regctl, crane := testenv.Tool(t, "regctl"), testenv.Tool(t, "crane")
+	first := reg.Host + "/providers/test/hello:1.1.0"
+	testenv.MustRun(t, "", env, regctl, "image", "copy", "ocidir://"+layout+":1.1.0", first)
+	second := reg.Host + "/copied/test/hello:1.1.0"
+	testenv.MustRun(t, "", env, crane, "copy", first, second)
+
+	for _, ref := range []string{first, second} {
+		if got := trimSpace(testenv.MustRun(t, "", env, crane, "digest", ref)); got != digest {
+			t.Errorf("%s: digest %s, pushed %s", ref, got, digest)
+		}
+	}
+	prov := readProvenance(t, reg, "copied/test/hello", "1.1.0")
+	if prov.Platforms["linux_amd64"].H1 == "" {
+		t.Fatal("provenance lost h1 in the copy")
+	}
+
+	for _, prefix := range []string{"providers", "copied"} {
+		tofu := testenv.Tofu(t, fmt.Sprintf(`
+provider_installation {
+  oci_mirror {
+    repository_template = "%s/%s/${namespace}/${type}"
+    include             = ["example.com/*/*"]
+  }
+}
+`, reg.Host, prefix))
+		dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, "1.1.0")})
+		tofu.Run(t, dir, "init", "-input=false", "-no-color")
+		lock, err := convert.ReadLockFile(filepath.Join(dir, ".terraform.lock.hcl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes := lock.Provider("example.com/test/hello").Hashes
+		if !slices.Contains(hashes, "zh:"+fixtureZipSHA(t, "1.1.0", "linux_amd64")) || !slices.Contains(hashes, prov.Platforms["linux_amd64"].H1) {
+			t.Errorf("%s: lock hashes %v", prefix, hashes)
+		}
+	}
+}
