@@ -49,12 +49,12 @@ func TestProviderTemplate(t *testing.T) {
 
 func TestParseReference(t *testing.T) {
 	for in, want := range map[string]Reference{
-		"localhost:5000/a/b":         {Registry: "localhost:5000", Repository: "a/b"},
-		"ghcr.io/a/b:1.0.0":          {Registry: "ghcr.io", Repository: "a/b", Reference: "1.0.0"},
-		"oci-layout:/tmp/x":          {Layout: true, Repository: "/tmp/x"},
-		"oci-layout:./x:1.0.0":       {Layout: true, Repository: "./x", Reference: "1.0.0"},
-		"oci-layout:C:/x/y":          {Layout: true, Repository: "C:/x/y"},
-		"oci-layout:/x@sha256:abcd":  {Layout: true, Repository: "/x", Reference: "sha256:abcd"},
+		"localhost:5000/a/b":        {Registry: "localhost:5000", Repository: "a/b"},
+		"ghcr.io/a/b:1.0.0":         {Registry: "ghcr.io", Repository: "a/b", Reference: "1.0.0"},
+		"oci-layout:/tmp/x":         {Layout: true, Repository: "/tmp/x"},
+		"oci-layout:./x:1.0.0":      {Layout: true, Repository: "./x", Reference: "1.0.0"},
+		"oci-layout:C:/x/y":         {Layout: true, Repository: "C:/x/y"},
+		"oci-layout:/x@sha256:abcd": {Layout: true, Repository: "/x", Reference: "sha256:abcd"},
 	} {
 		got, err := ParseReference(in)
 		if err != nil || got != want {
