@@ -36,8 +36,8 @@ written, and the tag is written last.`,
 }
 
 func pushProvider(c *cli.Context) error {
-	if c.NArg() != 2 {
-		return fmt.Errorf("usage: oci-tofu push provider [flags] DIR REPOSITORY")
+	if err := checkArgs(c, 2, "push provider [flags] DIR REPOSITORY"); err != nil {
+		return err
 	}
 	dir := c.Args().Get(0)
 	ref, err := oci.ParseReference(c.Args().Get(1))
