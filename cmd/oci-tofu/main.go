@@ -42,7 +42,13 @@ func newApp() *cli.App {
 				Usage: "verify and push artifacts to a registry or OCI layout",
 				Subcommands: []*cli.Command{
 					pushProviderCommand(),
+					pushModuleCommand(),
 				},
+			},
+			{
+				Name:        "pull",
+				Usage:       "download artifacts from a registry or OCI layout",
+				Subcommands: []*cli.Command{pullModuleCommand()},
 			},
 		},
 		HideHelpCommand: true,

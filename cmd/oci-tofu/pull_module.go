@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+func pullModuleCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "module",
+		Usage:     "download an OpenTofu oci:// module package and unpack it",
+		ArgsUsage: "REPOSITORY[:TAG|@DIGEST] DIR",
+		Description: `Resolves the tag (default latest, as OpenTofu does) or digest, checks the
+manifest as OpenTofu does, downloads the zip to a temporary file verifying its
+digest, then unpacks it into DIR, which must not exist or be empty. Entries
+that would land outside DIR, absolute paths and symbolic links are refused;
+nothing appears in DIR unless everything was verified and unpacked.`,
+		Flags: append(append([]cli.Flag{
+			&cli.Int64Flag{Name: "max-size", Value: convert.DefaultMaxModuleSize, Usage: "refuse packages larger than this many `BYTES`, packed or unpacked"},
+		}, registryFlags()...), outputFlags()...),
+		Action: pullModule,
+	}
+}
+
+func pullModule(c *cli.Context) error {
+	if c.NArg() != 2 {
+		return fmt.Errorf("usage: oci-tofu pull module [flags] REPOSITORY[:TAG|@DIGEST] DIR")
+	}
+	ref, err := oci.ParseReference(c.Args().Get(0))
+	if err != nil {
+		return err
+	}
+	if ref.Reference == "" {
+		ref.Reference = "latest"
+	}
+	dir := c.Args().Get(1)
+	maxSize := c.Int64("max-size")
+	if maxSize <= 0 {
+		return fmt.Errorf("--max-size must be positive")
+	}
+	rep := newReporter(c)
+	client, err := registryClient(c)
+	if err != nil {
+		return err
+	}
+	repo, err := client.OpenReadOnly(c.Context, ref)
+	if err != nil {
+		return err
+	}
+	manifest, layer, err := oci.ResolveModule(c.Context, repo, ref.Reference)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ref, err)
+	}
+	tmp, err := os.CreateTemp("", "oci-tofu-module-*.zip")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	err = oci.FetchBlob(c.Context, repo, layer, maxSize, tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", ref, err)
+	}
+	files, err := convert.UnpackModuleZip(tmp.Name(), dir, maxSize)
+	if err != nil {
+		return fmt.Errorf("unpacking %s into %s: %w", ref, dir, err)
+	}
+	rep.infof("verified %s (zip %s, %d bytes)", manifest.Digest, layer.Digest, layer.Size)
+	return rep.result(map[string]any{
+		"reference":  ref.String(),
+		"digest":     manifest.Digest.String(),
+		"zip_digest": layer.Digest.String(),
+		"zip_size":   layer.Size,
+		"dir":        dir,
+		"files":      files,
+	}, fmt.Sprintf("unpacked %s@%s into %s (%d files)", ref, manifest.Digest, dir, len(files)))
+}

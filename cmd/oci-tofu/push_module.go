@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+func pushModuleCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "module",
+		Usage:     "pack a module directory (or push a module zip) as an OpenTofu oci:// module package",
+		ArgsUsage: "SOURCE REPOSITORY:TAG",
+		Description: `SOURCE is a module directory or an existing .zip module package.
+
+A directory is packed reproducibly: files sorted, timestamps and permissions
+normalised, so the same tree always gives the same digest. Left out: .git and
+.terraform directories, *.tfstate* files and whatever .terraformignore lists.
+Symbolic links are followed when they stay inside the directory and refused
+otherwise. A .zip is pushed byte for byte after checking its entries.
+
+REPOSITORY is host[:port]/path in a registry, or oci-layout:PATH. TAG is a
+version (1.4.0, 2.0.0-rc1, 1.0.0+build.5 written as 1.0.0_build.5), or any
+other OCI tag such as latest. Tags that look like versions must be canonical
+(not v1.4.0 or 1.4). Tags are written last, after all content.
+
+OpenTofu (>= 1.10) installs the result with
+  source = "oci://REPOSITORY?tag=TAG"`,
+		Flags: append(append([]cli.Flag{
+			&cli.StringSliceFlag{Name: "also-tag", Usage: "also write `TAG` (repeatable), e.g. latest or 1.4"},
+			&cli.BoolFlag{Name: "allow-no-root", Usage: "accept a package without a .tf/.tofu file at its root (modules only in subdirectories)"},
+		}, registryFlags()...), outputFlags()...),
+		Action: pushModule,
+	}
+}
+
+func pushModule(c *cli.Context) error {
+	if c.NArg() != 2 {
+		return fmt.Errorf("usage: oci-tofu push module [flags] SOURCE REPOSITORY:TAG")
+	}
+	source := c.Args().Get(0)
+	ref, tag, err := parseModuleTarget(c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	tags := []string{tag}
+	for _, t := range c.StringSlice("also-tag") {
+		t, err := moduleTag(t)
+		if err != nil {
+			return fmt.Errorf("--also-tag: %w", err)
+		}
+		if !contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	rep := newReporter(c)
+
+	fi, err := os.Stat(source)
+	if err != nil {
+		return err
+	}
+	var z *convert.ModuleZip
+	if fi.IsDir() {
+		z, err = convert.PackModule(c.Context, source, convert.PackModuleOptions{AllowNoRoot: c.Bool("allow-no-root")})
+		if err != nil {
+			return err
+		}
+		defer z.Remove()
+		rep.infof("packed %s: %d files, %d bytes, %s", source, len(z.Files), z.Size, z.Digest)
+	} else {
+		z, err = convert.OpenModuleZip(source, c.Bool("allow-no-root"))
+		if err != nil {
+			return err
+		}
+		rep.infof("checked %s: %d files, %d bytes, %s", source, len(z.Files), z.Size, z.Digest)
+	}
+	art, err := oci.BuildModule(z.Blob())
+	if err != nil {
+		return err
+	}
+	client, err := registryClient(c)
+	if err != nil {
+		return err
+	}
+	repo, err := client.Open(ref)
+	if err != nil {
+		return err
+	}
+	res, err := oci.Push(c.Context, repo, art, tags, oci.PushOptions{Progress: rep.progress("uploading")})
+	if err != nil {
+		return fmt.Errorf("pushing to %s: %w (no tag was written)", ref.Name(), err)
+	}
+	primary := ref.WithReference(tag)
+	human := fmt.Sprintf("pushed %s@%s (%d uploaded, %d already present)", primary, res.Root.Digest, res.Uploaded, res.Skipped)
+	if res.UpToDate {
+		human = fmt.Sprintf("%s is up to date (%s)", primary, res.Root.Digest)
+	}
+	result := map[string]any{
+		"reference":      primary.String(),
+		"digest":         res.Root.Digest.String(),
+		"tags":           tags,
+		"zip_digest":     z.Digest.String(),
+		"zip_size":       z.Size,
+		"files":          len(z.Files),
+		"up_to_date":     res.UpToDate,
+		"uploaded":       res.Uploaded,
+		"skipped":        res.Skipped,
+		"uploaded_bytes": res.UploadedBytes,
+	}
+	if !ref.Layout {
+		src := "oci://" + ref.Name() + "?tag=" + tag
+		result["source"] = src
+		result["source_digest"] = "oci://" + ref.Name() + "?digest=" + res.Root.Digest.String()
+		human += "\n  source = \"" + src + "\""
+	}
+	return rep.result(result, human)
+}
+
+// parseModuleTarget splits REPOSITORY:TAG, accepting '+' in a version tag
+// (which a reference parser would refuse) and mapping it to '_'.
+func parseModuleTarget(s string) (oci.Reference, string, error) {
+	if strings.Contains(s, "@") {
+		return oci.Reference{}, "", fmt.Errorf("%s: push to a tag (REPOSITORY:TAG), not a digest", s)
+	}
+	repo, tag := s, ""
+	if i := strings.LastIndex(s, ":"); i > strings.LastIndex(s, "/") && i > len(oci.LayoutPrefix)-1 {
+		repo, tag = s[:i], s[i+1:]
+	}
+	if tag == "" {
+		return oci.Reference{}, "", fmt.Errorf("%s: give a tag, e.g. %s:1.0.0 (OpenTofu reads ?tag=… and defaults to latest)", s, s)
+	}
+	ref, err := oci.ParseReference(repo)
+	if err != nil {
+		return oci.Reference{}, "", err
+	}
+	if ref.Reference != "" {
+		return oci.Reference{}, "", fmt.Errorf("invalid reference %q", s)
+	}
+	tag, err = moduleTag(tag)
+	if err != nil {
+		return oci.Reference{}, "", err
+	}
+	return ref, tag, nil
+}
+
+var (
+	ociTagPattern = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+	// versionish tags must be canonical versions: a leading digit, or v
+	// followed by a digit.
+	versionish = regexp.MustCompile(`^[vV]?[0-9]`)
+)
+
+// moduleTag validates a tag. Anything that looks like a version must be a
+// canonical one, because the registry protocol lists versions from tags and
+// OpenTofu resolves the canonical spelling; '+' becomes '_'.
+func moduleTag(t string) (string, error) {
+	if versionish.MatchString(t) {
+		if v, ok := oci.VersionFromTag(t); ok {
+			return oci.TagForVersion(v), nil
+		}
+		if t[0] == 'v' || t[0] == 'V' {
+			return "", fmt.Errorf("tag %q looks like a version but is not a canonical one: write it without the %q (%s)", t, t[:1], t[1:])
+		}
+		v, err := oci.ParseVersion(t)
+		if err != nil {
+			return "", fmt.Errorf("tag %q looks like a version but is not a canonical one (write e.g. 1.4.0 or 2.0.0-rc1): %w", t, err)
+		}
+		t = oci.TagForVersion(v)
+	}
+	if !ociTagPattern.MatchString(t) {
+		return "", fmt.Errorf("invalid tag %q: tags are up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'", t)
+	}
+	return t, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,4 @@
+# Excluded from the package by .terraformignore.
+module "greeting" {
+  source = "../.."
+}
