@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"oras.land/oras-go/v2"
 )
 
 // A release pushed to an OCI layout, copied into a registry by regctl, then
@@ -28,7 +31,11 @@ func TestLayoutThenThirdPartyCopies(t *testing.T) {
 	second := reg.Host + "/copied/test/hello:1.1.0"
 	testenv.MustRun(t, "", env, crane, "copy", first, second)
 
-	for _, ref := range []string{first, second} {
+	// What `oras cp` runs: oras-go's Copy of the tag's whole graph.
+	third := reg.Host + "/oras/test/hello:1.1.0"
+	orasCopy(t, reg, first, third)
+
+	for _, ref := range []string{first, second, third} {
 		if got := trimSpace(testenv.MustRun(t, "", env, crane, "digest", ref)); got != digest {
 			t.Errorf("%s: digest %s, pushed %s", ref, got, digest)
 		}
@@ -38,7 +45,7 @@ func TestLayoutThenThirdPartyCopies(t *testing.T) {
 		t.Fatal("provenance lost h1 in the copy")
 	}
 
-	for _, prefix := range []string{"providers", "copied"} {
+	for _, prefix := range []string{"providers", "copied", "oras"} {
 		tofu := testenv.Tofu(t, fmt.Sprintf(`
 provider_installation {
   oci_mirror {
@@ -57,5 +64,26 @@ provider_installation {
 		if !slices.Contains(hashes, "zh:"+fixtureZipSHA(t, "1.1.0", "linux_amd64")) || !slices.Contains(hashes, prov.Platforms["linux_amd64"].H1) {
 			t.Errorf("%s: lock hashes %v", prefix, hashes)
 		}
+	}
+}
+
+func orasCopy(t *testing.T, reg *testenv.Registry, from, to string) {
+	t.Helper()
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := oci.ParseReference(from)
+	dst, _ := oci.ParseReference(to)
+	s, err := client.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := client.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oras.Copy(context.Background(), s, src.Reference, d, dst.Reference, oras.DefaultCopyOptions); err != nil {
+		t.Fatal(err)
 	}
 }
