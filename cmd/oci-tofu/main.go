@@ -50,6 +50,7 @@ func newApp() *cli.App {
 				Usage:       "download artifacts from a registry or OCI layout",
 				Subcommands: []*cli.Command{pullModuleCommand()},
 			},
+			verifyCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints and exits
