@@ -8,6 +8,9 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // LockedProvider is one provider block of a .terraform.lock.hcl file.
@@ -50,4 +53,49 @@ func (lf *LockFile) Provider(address string) *LockedProvider {
 		}
 	}
 	return nil
+}
+
+// Bytes renders the lock file exactly as OpenTofu writes it (header
+// comment, providers sorted, one hash per line, sorted), so `tofu init`
+// finds nothing to rewrite.
+func (lf *LockFile) Bytes() []byte {
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	body.AppendUnstructuredTokens(hclwrite.Tokens{
+		{Type: hclsyntax.TokenComment, Bytes: []byte("# This file is maintained automatically by \"tofu init\".\n")},
+		{Type: hclsyntax.TokenComment, Bytes: []byte("# Manual edits may be lost in future updates.\n")},
+	})
+	providers := append([]LockedProvider(nil), lf.Providers...)
+	sort.Slice(providers, func(i, j int) bool { return providers[i].Address < providers[j].Address })
+	for _, p := range providers {
+		body.AppendNewline()
+		b := body.AppendNewBlock("provider", []string{p.Address}).Body()
+		b.SetAttributeValue("version", cty.StringVal(p.Version))
+		if p.Constraints != "" {
+			b.SetAttributeValue("constraints", cty.StringVal(p.Constraints))
+		}
+		if hashes := sortedUnique(p.Hashes); len(hashes) > 0 {
+			toks := hclwrite.Tokens{{Type: hclsyntax.TokenOBrack, Bytes: []byte("[")}, {Type: hclsyntax.TokenNewline, Bytes: []byte("\n")}}
+			for _, h := range hashes {
+				toks = append(toks, hclwrite.TokensForValue(cty.StringVal(h))...)
+				toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenComma, Bytes: []byte(",")}, &hclwrite.Token{Type: hclsyntax.TokenNewline, Bytes: []byte("\n")})
+			}
+			toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenCBrack, Bytes: []byte("]")})
+			b.SetAttributeRaw("hashes", toks)
+		}
+	}
+	return f.Bytes()
+}
+
+func sortedUnique(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

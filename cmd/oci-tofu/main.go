@@ -50,7 +50,9 @@ func newApp() *cli.App {
 				Usage:       "download artifacts from a registry or OCI layout",
 				Subcommands: []*cli.Command{pullModuleCommand()},
 			},
+			serveCommand(),
 			verifyCommand(),
+			lockCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints and exits

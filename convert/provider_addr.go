@@ -1,0 +1,68 @@
+package convert
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apparentlymart/go-versions/versions/constraints"
+)
+
+// DefaultProviderHost is where OpenTofu looks for providers given as
+// "namespace/type".
+const DefaultProviderHost = "registry.opentofu.org"
+
+// ProviderAddr is a provider source address: hostname/namespace/type.
+type ProviderAddr struct{ Hostname, Namespace, Type string }
+
+func (a ProviderAddr) String() string { return a.Hostname + "/" + a.Namespace + "/" + a.Type }
+
+// TemplateValues are the repository template placeholders for a.
+func (a ProviderAddr) TemplateValues() map[string]string {
+	return map[string]string{"hostname": a.Hostname, "namespace": a.Namespace, "type": a.Type}
+}
+
+// ParseProviderAddr reads "type", "namespace/type" or
+// "hostname/namespace/type", lower-cased as OpenTofu normalises them.
+func ParseProviderAddr(s string) (ProviderAddr, error) {
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(s)), "/")
+	var a ProviderAddr
+	switch len(parts) {
+	case 1:
+		a = ProviderAddr{DefaultProviderHost, "hashicorp", parts[0]}
+	case 2:
+		a = ProviderAddr{DefaultProviderHost, parts[0], parts[1]}
+	case 3:
+		a = ProviderAddr{parts[0], parts[1], parts[2]}
+	default:
+		return a, fmt.Errorf("invalid provider address %q: want [hostname/]namespace/type", s)
+	}
+	if a.Hostname == "" || strings.ContainsAny(a.Hostname, " @\\") || !validNamespace(a.Namespace) || !ValidProviderType(a.Type) {
+		return a, fmt.Errorf("invalid provider address %q", s)
+	}
+	return a, nil
+}
+
+func validNamespace(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseConstraints parses version constraints as OpenTofu does
+// ("~> 1.0, >= 1.0.2", "1.2.3", "!= 2.0.0").
+func ParseConstraints(s string) (constraints.IntersectionSpec, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	c, err := constraints.ParseRubyStyleMulti(s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid version constraint %q: %w", s, err)
+	}
+	return c, nil
+}
