@@ -74,8 +74,10 @@ func lock(c *cli.Context) error {
 		return err
 	}
 	lf, err := convert.Lock(c.Context, reqs, existing, convert.LockOptions{
-		Template:   tpl,
-		Open:       func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error) { return client.OpenReadOnly(ctx, ref) },
+		Template: tpl,
+		Open: func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error) {
+			return client.OpenReadOnly(ctx, ref)
+		},
 		Platforms:  platforms,
 		NoDownload: c.Bool("no-download"),
 	})
