@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apparentlymart/go-versions/versions"
 	"github.com/apparentlymart/go-versions/versions/constraints"
 )
 
@@ -65,4 +66,43 @@ func ParseConstraints(s string) (constraints.IntersectionSpec, error) {
 		return nil, fmt.Errorf("invalid version constraint %q: %w", s, err)
 	}
 	return c, nil
+}
+
+// ProviderSpec is an address with optional version constraints, as written
+// on the command line: "hashicorp/aws@~> 5.0".
+type ProviderSpec struct {
+	Addr        ProviderAddr
+	Constraints constraints.IntersectionSpec
+}
+
+// ParseProviderSpec reads ADDRESS[@CONSTRAINT].
+func ParseProviderSpec(s string) (ProviderSpec, error) {
+	addr, cons, _ := strings.Cut(s, "@")
+	a, err := ParseProviderAddr(addr)
+	if err != nil {
+		return ProviderSpec{}, err
+	}
+	c, err := ParseConstraints(cons)
+	if err != nil {
+		return ProviderSpec{}, err
+	}
+	return ProviderSpec{Addr: a, Constraints: c}, nil
+}
+
+// MatchingVersions returns every version of list meeting the constraints
+// (all released versions when there are none), oldest first. Pre-releases
+// count only when named exactly, as in OpenTofu.
+func MatchingVersions(list versions.List, spec constraints.IntersectionSpec) versions.List {
+	allowed := versions.Released
+	if len(spec) > 0 {
+		allowed = versions.MeetingConstraints(spec)
+	}
+	var out versions.List
+	for _, v := range list {
+		if allowed.Has(v) {
+			out = append(out, v)
+		}
+	}
+	out.Sort()
+	return out
 }

@@ -84,7 +84,7 @@ func lock(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(lockPath, lf.Bytes()); err != nil {
+	if err := convert.WriteFileAtomic(lockPath, lf.Bytes()); err != nil {
 		return err
 	}
 	rep := newReporter(c)
@@ -97,22 +97,4 @@ func lock(c *cli.Context) error {
 		human += "\n  " + l
 	}
 	return rep.result(map[string]any{"lock_file": lockPath, "providers": lf.Providers}, human)
-}
-
-// writeFileAtomic replaces path only once the new content is complete.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".oci-tofu-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	os.Chmod(tmp.Name(), 0o644)
-	return os.Rename(tmp.Name(), path)
 }

@@ -43,6 +43,7 @@ func newApp() *cli.App {
 				Subcommands: []*cli.Command{
 					pushProviderCommand(),
 					pushModuleCommand(),
+					pushMirrorCommand(),
 				},
 			},
 			{
@@ -53,6 +54,7 @@ func newApp() *cli.App {
 			serveCommand(),
 			verifyCommand(),
 			lockCommand(),
+			exportCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints and exits

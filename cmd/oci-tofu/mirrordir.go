@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+func pushMirrorCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "mirror",
+		Usage:     "import a directory written by `tofu providers mirror` or `terraform providers mirror`",
+		ArgsUsage: "DIR",
+		Description: `Reads DIR in the packed layout (HOST/NAMESPACE/TYPE/<version>.json beside the zips;
+the unpacked layout HOST/NAMESPACE/TYPE/VERSION/OS_ARCH/ is packed into zips), verifies
+every zip against the hashes its version.json records, and pushes each provider version
+to the repository the template names. Everything is verified before anything is pushed.`,
+		Flags: append([]cli.Flag{
+			providerTemplateFlag(),
+			&cli.BoolFlag{Name: "replace", Usage: "overwrite version tags that hold different content"},
+		}, append(registryFlags(), outputFlags()...)...),
+		Action: pushMirror,
+	}
+}
+
+func pushMirror(c *cli.Context) error {
+	if err := checkArgs(c, 1, "push mirror [flags] DIR"); err != nil {
+		return err
+	}
+	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
+	if err != nil {
+		return err
+	}
+	releases, err := convert.ReadMirrorDir(c.Context, c.Args().First())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, r := range releases {
+			r.Close()
+		}
+	}()
+	refs := make([]oci.Reference, len(releases))
+	for i, r := range releases {
+		if refs[i], err = tpl.Expand(r.Addr.TemplateValues()); err != nil {
+			return fmt.Errorf("%s: %w", r.Addr, err)
+		}
+	}
+	client, err := registryClient(c)
+	if err != nil {
+		return err
+	}
+	rep := newReporter(c)
+	var results []map[string]any
+	for i, r := range releases {
+		repo, err := client.Open(refs[i])
+		if err != nil {
+			return err
+		}
+		res, err := convert.PushProviderRelease(c.Context, repo, r.Release, c.Bool("replace"), oci.PushOptions{})
+		if err != nil {
+			return fmt.Errorf("%s %s → %s: %w", r.Addr, r.Release.Version, refs[i], err)
+		}
+		tagged := refs[i].WithReference(res.Root.Digest.String())
+		rep.infof("%s %s → %s (%d platforms%s)", r.Addr, r.Release.Version, tagged, len(r.Release.Packages), map[bool]string{true: ", up to date"}[res.UpToDate])
+		results = append(results, map[string]any{"provider": r.Addr.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate})
+	}
+	return rep.result(map[string]any{"pushed": results}, fmt.Sprintf("imported %d provider versions", len(results)))
+}
+
+func exportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "export",
+		Usage:     "write providers from the registry into a `providers mirror` directory",
+		ArgsUsage: "DIR ADDRESS[@CONSTRAINT]...",
+		Description: `Writes every version matching each constraint (all released versions when none is
+given) into DIR in the packed layout that tofu providers mirror writes: zips, <version>.json
+with h1 and zh hashes, and index.json. DIR then works as a static network mirror or a
+filesystem_mirror for hosts without a registry.`,
+		Flags: append([]cli.Flag{
+			providerTemplateFlag(),
+			&cli.StringSliceFlag{Name: "platform", Usage: "export only this `os_arch` (repeatable)"},
+		}, append(registryFlags(), outputFlags()...)...),
+		Action: export,
+	}
+}
+
+func export(c *cli.Context) error {
+	if c.NArg() < 2 {
+		return checkArgs(c, 2, "export [flags] DIR ADDRESS[@CONSTRAINT]...")
+	}
+	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
+	if err != nil {
+		return err
+	}
+	var opts convert.ExportOptions
+	for _, p := range c.StringSlice("platform") {
+		pl, err := oci.ParsePlatform(p)
+		if err != nil {
+			return err
+		}
+		opts.Platforms = append(opts.Platforms, pl)
+	}
+	dir := c.Args().First()
+	client, err := registryClient(c)
+	if err != nil {
+		return err
+	}
+	rep := newReporter(c)
+	count := 0
+	for _, arg := range c.Args().Tail() {
+		spec, err := convert.ParseProviderSpec(arg)
+		if err != nil {
+			return err
+		}
+		ref, err := tpl.Expand(spec.Addr.TemplateValues())
+		if err != nil {
+			return err
+		}
+		repo, err := client.OpenReadOnly(c.Context, ref)
+		if err != nil {
+			return err
+		}
+		list, err := oci.ListVersions(c.Context, repo)
+		if err != nil {
+			return fmt.Errorf("%s: listing %s: %w", spec.Addr, ref, err)
+		}
+		vs := convert.MatchingVersions(list, spec.Constraints)
+		if len(vs) == 0 {
+			return fmt.Errorf("%s: no version in %s matches %q (available: %s)", spec.Addr, ref, convert.ConstraintsString(spec.Constraints), list)
+		}
+		if err := convert.ExportProvider(c.Context, repo, spec.Addr, vs, dir, opts); err != nil {
+			return err
+		}
+		rep.infof("%s: exported %s", spec.Addr, vs)
+		count += len(vs)
+	}
+	return rep.result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %d provider versions to %s", count, dir))
+}
