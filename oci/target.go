@@ -129,7 +129,7 @@ type Client struct {
 func NewClient(opts Options) (*Client, error) {
 	transport := opts.Transport
 	if transport == nil {
-		t, err := newTransport(opts)
+		t, err := NewTransport(opts)
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +152,10 @@ func NewClient(opts Options) (*Client, error) {
 	return &Client{auth: c, opts: opts}, nil
 }
 
-func newTransport(opts Options) (*http.Transport, error) {
+// NewTransport builds the HTTP transport oci-tofu uses for every outbound
+// connection: system roots plus SSL_CERT_FILE and opts.CAFile, TLS 1.2+,
+// bounded dial, handshake and response-header timeouts.
+func NewTransport(opts Options) (*http.Transport, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()

@@ -55,6 +55,7 @@ func newApp() *cli.App {
 			verifyCommand(),
 			lockCommand(),
 			exportCommand(),
+			mirrorCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints and exits

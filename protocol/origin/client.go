@@ -1,0 +1,258 @@
+// Package origin is a client for origin registries: service discovery and
+// the Provider Registry Protocol (REFERENCE §5), as OpenTofu uses them, and
+// Mirror, which copies verified provider releases from an origin registry
+// into OCI with the packer.
+package origin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// maxJSON bounds every protocol document read.
+const maxJSON = 4 << 20
+
+// Client talks to origin registries.
+type Client struct {
+	HTTP *http.Client
+	// Token returns the bearer token for a host, if any. DefaultToken reads
+	// TF_TOKEN_* environment variables as OpenTofu does.
+	Token func(host string) string
+
+	mu        sync.Mutex
+	discovery map[string]*url.URL
+}
+
+// NewClient makes a client with the given transport (nil: the default,
+// trusting SSL_CERT_FILE) and OpenTofu-style TF_TOKEN_* credentials.
+func NewClient(transport http.RoundTripper) *Client {
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	return &Client{
+		HTTP:      &http.Client{Transport: transport, Timeout: 10 * time.Minute},
+		Token:     DefaultToken,
+		discovery: map[string]*url.URL{},
+	}
+}
+
+// DefaultToken reads TF_TOKEN_<host>, where dots become underscores and
+// hyphens double underscores (OpenTofu's convention).
+func DefaultToken(host string) string {
+	name := strings.ReplaceAll(strings.ReplaceAll(host, "-", "__"), ".", "_")
+	return os.Getenv("TF_TOKEN_" + name)
+}
+
+// Version is one entry of the versions list.
+type Version struct {
+	Version   string     `json:"version"`
+	Protocols []string   `json:"protocols"`
+	Platforms []Platform `json:"platforms"`
+}
+
+// Platform is an os/arch pair.
+type Platform struct {
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+}
+
+// Download is the answer of …/download/<os>/<arch>.
+type Download struct {
+	Protocols           []string `json:"protocols"`
+	OS                  string   `json:"os"`
+	Arch                string   `json:"arch"`
+	Filename            string   `json:"filename"`
+	DownloadURL         string   `json:"download_url"`
+	SHASumsURL          string   `json:"shasums_url"`
+	SHASumsSignatureURL string   `json:"shasums_signature_url"`
+	SHASum              string   `json:"shasum"`
+	SigningKeys         struct {
+		GPGPublicKeys []struct {
+			KeyID      string `json:"key_id"`
+			ASCIIArmor string `json:"ascii_armor"`
+		} `json:"gpg_public_keys"`
+	} `json:"signing_keys"`
+
+	base *url.URL // the document's URL, for resolving relative URLs
+}
+
+// Resolve makes a URL from the document absolute.
+func (d *Download) Resolve(ref string) (*url.URL, error) {
+	u, err := d.base.Parse(ref)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return nil, fmt.Errorf("unsupported URL %q", ref)
+	}
+	return u, nil
+}
+
+// ErrNotFound means the registry has no such provider or version.
+var ErrNotFound = errors.New("not found")
+
+// ProvidersBase discovers providers.v1 for a host (cached).
+func (c *Client) ProvidersBase(ctx context.Context, host string) (*url.URL, error) {
+	c.mu.Lock()
+	if u, ok := c.discovery[host]; ok {
+		c.mu.Unlock()
+		return u, nil
+	}
+	c.mu.Unlock()
+	wk := &url.URL{Scheme: "https", Host: host, Path: "/.well-known/terraform.json"}
+	var doc map[string]any
+	if _, err := c.getJSON(ctx, wk, host, &doc); err != nil {
+		return nil, fmt.Errorf("service discovery for %s: %w", host, err)
+	}
+	s, ok := doc["providers.v1"].(string)
+	if !ok {
+		return nil, fmt.Errorf("%s does not offer providers.v1", host)
+	}
+	base, err := wk.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: providers.v1 %q: %w", host, s, err)
+	}
+	if !strings.HasSuffix(base.Path, "/") {
+		base.Path += "/"
+	}
+	c.mu.Lock()
+	c.discovery[host] = base
+	c.mu.Unlock()
+	return base, nil
+}
+
+// Versions lists a provider's versions.
+func (c *Client) Versions(ctx context.Context, addr convert.ProviderAddr) ([]Version, error) {
+	base, err := c.ProvidersBase(ctx, addr.Hostname)
+	if err != nil {
+		return nil, err
+	}
+	u := base.JoinPath(addr.Namespace, addr.Type, "versions")
+	var doc struct {
+		Versions []Version `json:"versions"`
+	}
+	if _, err := c.getJSON(ctx, u, addr.Hostname, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	return doc.Versions, nil
+}
+
+// Download asks where a platform's package is.
+func (c *Client) Download(ctx context.Context, addr convert.ProviderAddr, version string, p oci.Platform) (*Download, error) {
+	base, err := c.ProvidersBase(ctx, addr.Hostname)
+	if err != nil {
+		return nil, err
+	}
+	u := base.JoinPath(addr.Namespace, addr.Type, version, "download", p.OS, p.Arch)
+	var d Download
+	final, err := c.getJSON(ctx, u, addr.Hostname, &d)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s %s: %w", addr, version, p, err)
+	}
+	d.base = final
+	if d.OS != p.OS || d.Arch != p.Arch {
+		return nil, fmt.Errorf("%s %s %s: registry answered for %s_%s", addr, version, p, d.OS, d.Arch)
+	}
+	if len(d.SHASum) != 64 || d.Filename == "" || strings.ContainsAny(d.Filename, "/\\") {
+		return nil, fmt.Errorf("%s %s %s: malformed download answer (filename %q, shasum %q)", addr, version, p, d.Filename, d.SHASum)
+	}
+	return &d, nil
+}
+
+func (c *Client) getJSON(ctx context.Context, u *url.URL, host string, v any) (*url.URL, error) {
+	resp, err := c.get(ctx, u, host)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSON+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxJSON {
+		return nil, fmt.Errorf("%s: answer larger than %d bytes", u, maxJSON)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return nil, fmt.Errorf("%s: not a valid JSON answer: %w", u, err)
+	}
+	return resp.Request.URL, nil
+}
+
+func (c *Client) get(ctx context.Context, u *url.URL, host string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	// Credentials go only to the registry host itself, never to download
+	// locations elsewhere.
+	if c.Token != nil && u.Host == host {
+		if tok := c.Token(host); tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: %w", u.Redacted(), ErrNotFound)
+	case resp.StatusCode != http.StatusOK:
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: %s", u.Redacted(), resp.Status)
+	}
+	return resp, nil
+}
+
+// FetchFile downloads u into w, reading at most max bytes.
+func (c *Client) FetchFile(ctx context.Context, u *url.URL, host string, max int64, w io.Writer) error {
+	resp, err := c.get(ctx, u, host)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return fmt.Errorf("downloading %s: %w", u.Redacted(), err)
+	}
+	if n > max {
+		return fmt.Errorf("downloading %s: larger than %d bytes", u.Redacted(), max)
+	}
+	return nil
+}
+
+// fetchTo downloads u into path, checking the sha256 when given.
+func (c *Client) fetchTo(ctx context.Context, u *url.URL, host string, max int64, path, sha string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	err = c.FetchFile(ctx, u, host, max, io.MultiWriter(f, h))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if sha != "" && hex.EncodeToString(h.Sum(nil)) != strings.ToLower(sha) {
+		return fmt.Errorf("%s: sha256 %x does not match the registry's %s", filepath.Base(path), h.Sum(nil), sha)
+	}
+	return nil
+}
