@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve providers from OCI repositories as a network mirror and origin registry (HTTPS)",
+		Description: `Serves, for OpenTofu and Terraform:
+  /.well-known/terraform.json          service discovery (providers.v1)
+  /v1/mirror/                          Provider Network Mirror Protocol
+  /v1/providers/                       Provider Registry Protocol, the proxy as origin registry
+  /v1/archives/                        package downloads, streamed from the registry and verified
+  /healthz, /metrics                   liveness and Prometheus metrics
+
+--provider-template maps a provider address to a repository, with the syntax of
+tofu's oci_mirror repository_template: ${hostname}, ${namespace}, ${type}, e.g.
+ghcr.io/acme/providers/${namespace}/${type} or oci-layout:/srv/oci/${namespace}/${type}.
+
+Every flag can also be set by its OCI_TOFU_… environment variable. The registry
+password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: ":8443", Usage: "`ADDR`ess to listen on", EnvVars: []string{"OCI_TOFU_LISTEN"}},
+			&cli.StringFlag{Name: "tls-cert", Usage: "PEM certificate (chain) `FILE`", EnvVars: []string{"OCI_TOFU_TLS_CERT"}},
+			&cli.StringFlag{Name: "tls-key", Usage: "PEM private key `FILE`", EnvVars: []string{"OCI_TOFU_TLS_KEY"}},
+			&cli.BoolFlag{Name: "self-signed", Usage: "generate a throw-away self-signed certificate (trials only)", EnvVars: []string{"OCI_TOFU_SELF_SIGNED"}},
+			&cli.StringFlag{Name: "self-signed-cert-out", Value: "oci-tofu-selfsigned.pem", Usage: "where --self-signed writes its certificate, for clients' SSL_CERT_FILE", EnvVars: []string{"OCI_TOFU_SELF_SIGNED_CERT_OUT"}},
+			&cli.StringSliceFlag{Name: "self-signed-host", Value: cli.NewStringSlice("localhost", "127.0.0.1", "::1"), Usage: "host names and IPs the self-signed certificate is valid for", EnvVars: []string{"OCI_TOFU_SELF_SIGNED_HOSTS"}},
+			&cli.BoolFlag{Name: "insecure-no-tls", Usage: "serve plain HTTP, only behind a TLS-terminating proxy or ingress (clients require HTTPS)", EnvVars: []string{"OCI_TOFU_INSECURE_NO_TLS"}},
+			&cli.StringFlag{Name: "provider-template", Usage: "repository `TEMPLATE` for providers (required)", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
+			&cli.StringSliceFlag{Name: "include", Usage: "serve only providers matching `host/namespace/type` (wildcards *, repeatable)", EnvVars: []string{"OCI_TOFU_INCLUDE"}},
+			&cli.StringSliceFlag{Name: "exclude", Usage: "never serve providers matching `host/namespace/type` (repeatable)", EnvVars: []string{"OCI_TOFU_EXCLUDE"}},
+			&cli.StringFlag{Name: "registry-hostname", Usage: "${hostname} for the registry protocol (default: the host name clients use to reach the proxy)", EnvVars: []string{"OCI_TOFU_REGISTRY_HOSTNAME"}},
+			&cli.StringFlag{Name: "signing-key", Usage: "armored private key `FILE` to sign generated SHA256SUMS for releases without a publisher signature", EnvVars: []string{"OCI_TOFU_SIGNING_KEY"}},
+			&cli.StringFlag{Name: "auth-token-file", Usage: "`FILE` of client bearer tokens, one per line; enables client authentication and signed archive URLs", EnvVars: []string{"OCI_TOFU_AUTH_TOKEN_FILE"}},
+			&cli.StringFlag{Name: "url-signing-key-file", Usage: "`FILE` holding the HMAC key for archive URLs (share between replicas; default random)", EnvVars: []string{"OCI_TOFU_URL_SIGNING_KEY_FILE"}},
+			&cli.DurationFlag{Name: "archive-url-ttl", Value: time.Hour, Usage: "lifetime of signed archive URLs", EnvVars: []string{"OCI_TOFU_ARCHIVE_URL_TTL"}},
+			&cli.DurationFlag{Name: "tag-ttl", Value: 30 * time.Second, Usage: "how long tag lists and tag resolutions are cached", EnvVars: []string{"OCI_TOFU_TAG_TTL"}},
+			&cli.IntFlag{Name: "cache-entries", Value: 4096, Usage: "entries per in-memory cache", EnvVars: []string{"OCI_TOFU_CACHE_ENTRIES"}},
+			&cli.DurationFlag{Name: "upstream-timeout", Value: 30 * time.Second, Usage: "bound on each metadata call to the registry", EnvVars: []string{"OCI_TOFU_UPSTREAM_TIMEOUT"}},
+			&cli.DurationFlag{Name: "stall-timeout", Value: 60 * time.Second, Usage: "abort an archive download without progress for this long", EnvVars: []string{"OCI_TOFU_STALL_TIMEOUT"}},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
+		}, registryFlags()...),
+		Action: serve,
+	}
+}
+
+func serve(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return fmt.Errorf("serve takes no arguments")
+	}
+	logger, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"))
+	if err != nil {
+		return err
+	}
+	if c.String("provider-template") == "" {
+		return fmt.Errorf("--provider-template is required, e.g. ghcr.io/acme/providers/${namespace}/${type}")
+	}
+	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
+	if err != nil {
+		return err
+	}
+	client, err := registryClient(c)
+	if err != nil {
+		return err
+	}
+	opts := protocol.Options{
+		Client:           client,
+		ProviderTemplate: tpl,
+		Include:          c.StringSlice("include"),
+		Exclude:          c.StringSlice("exclude"),
+		RegistryHostname: c.String("registry-hostname"),
+		ArchiveURLTTL:    c.Duration("archive-url-ttl"),
+		TagTTL:           c.Duration("tag-ttl"),
+		CacheEntries:     c.Int("cache-entries"),
+		UpstreamTimeout:  c.Duration("upstream-timeout"),
+		StallTimeout:     c.Duration("stall-timeout"),
+		Logger:           logger,
+	}
+	if f := c.String("signing-key"); f != "" {
+		if opts.Signer, err = convert.LoadSigner(f); err != nil {
+			return err
+		}
+	}
+	if f := c.String("auth-token-file"); f != "" {
+		if opts.AuthTokens, err = readTokens(f); err != nil {
+			return err
+		}
+	}
+	if f := c.String("url-signing-key-file"); f != "" {
+		key, err := readSmallFile(f, 4096)
+		if err != nil {
+			return err
+		}
+		if key = bytes.TrimSpace(key); len(key) < 16 {
+			return fmt.Errorf("%s: the URL signing key must have at least 16 bytes", f)
+		}
+		opts.URLSigningKey = key
+	}
+	srv, err := protocol.New(opts)
+	if err != nil {
+		return err
+	}
+
+	tlsConfig, err := serverTLS(c)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.String("listen"))
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	scheme := "https"
+	if tlsConfig != nil {
+		hs.TLSConfig = tlsConfig
+		ln = tls.NewListener(ln, tlsConfig)
+	} else {
+		scheme = "http"
+	}
+	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", tpl.String(),
+		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil)
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-c.Context.Done():
+	}
+	logger.Info("shutting down")
+	ctx, cancel := context.WithTimeout(context.Background(), c.Duration("shutdown-timeout"))
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		hs.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	ho := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	default:
+		return nil, fmt.Errorf("--log-format must be text or json")
+	}
+}
+
+// serverTLS loads or generates the server certificate; nil means plain HTTP.
+func serverTLS(c *cli.Context) (*tls.Config, error) {
+	certFile, keyFile := c.String("tls-cert"), c.String("tls-key")
+	selfSigned, noTLS := c.Bool("self-signed"), c.Bool("insecure-no-tls")
+	n := 0
+	for _, b := range []bool{certFile != "" || keyFile != "", selfSigned, noTLS} {
+		if b {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("give exactly one of --tls-cert/--tls-key, --self-signed or --insecure-no-tls: OpenTofu and Terraform talk to mirrors and registries over HTTPS only")
+	}
+	var cert tls.Certificate
+	var err error
+	switch {
+	case noTLS:
+		return nil, nil
+	case selfSigned:
+		out := c.String("self-signed-cert-out")
+		if cert, err = selfSignedCert(c.StringSlice("self-signed-host"), out); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(c.App.ErrWriter, "oci-tofu: self-signed certificate written to %s; clients trust it with\n  SSL_CERT_FILE=%s tofu init\n(or add it to the system trust store). For trials only.\n", out, out)
+	default:
+		if certFile == "" || keyFile == "" {
+			return nil, fmt.Errorf("--tls-cert and --tls-key go together")
+		}
+		if cert, err = tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+			return nil, fmt.Errorf("loading the TLS certificate: %w", err)
+		}
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}, nil
+}
+
+func selfSignedCert(hosts []string, out string) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "oci-tofu self-signed"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(30 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else if h != "" {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := os.WriteFile(out, certPEM, 0o644); err != nil {
+		return tls.Certificate{}, fmt.Errorf("writing the self-signed certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+}
+
+// readTokens reads client tokens, one per line; blank lines and lines
+// starting with # are skipped.
+func readTokens(path string) ([]string, error) {
+	b, err := readSmallFile(path, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	var tokens []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if len(line) < 16 {
+			return nil, fmt.Errorf("%s: tokens must have at least 16 characters", path)
+		}
+		tokens = append(tokens, line)
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%s holds no token", path)
+	}
+	return tokens, nil
+}
+
+func readSmallFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return b, nil
+}
