@@ -6,6 +6,8 @@ import (
 	"compress/flate"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -14,12 +16,15 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -57,6 +62,9 @@ type PackModuleOptions struct {
 	TempDir string
 	// Concurrency bounds parallel compression (default GOMAXPROCS).
 	Concurrency int
+	// Cache, when set, records what trees pack to and the files' hashes,
+	// so that an unchanged tree is recognised quickly (HashModuleTree).
+	Cache *ModuleCache
 }
 
 // ModuleZip is a checked module package zip on disk.
@@ -68,7 +76,10 @@ type ModuleZip struct {
 	Size   int64
 	// Files are the zip's file entries, sorted.
 	Files []string
-	temp  bool
+	// Tree is the packed tree's content digest (see HashModuleTree); empty
+	// for a zip given by the user.
+	Tree digest.Digest
+	temp bool
 }
 
 // Blob returns the zip as an OCI layer blob (archive/zip), streamed from disk.
@@ -90,10 +101,11 @@ func (z *ModuleZip) Remove() error {
 
 // moduleFile is one file to pack.
 type moduleFile struct {
-	name string // slash-separated entry name
-	path string // file to read (symlinks already resolved)
-	size int64
-	exec bool
+	name  string // slash-separated entry name
+	path  string // file to read (symlinks already resolved)
+	size  int64
+	exec  bool
+	stamp fileStamp
 }
 
 // PackModule packs the module directory dir into a deterministic zip in a
@@ -102,7 +114,7 @@ type moduleFile struct {
 // lists; follows symlinks that resolve inside dir and refuses those that
 // point outside it.
 func PackModule(ctx context.Context, dir string, opts PackModuleOptions) (*ModuleZip, error) {
-	files, err := collectModuleFiles(dir)
+	root, files, err := collectModuleFiles(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +132,7 @@ func PackModule(ctx context.Context, dir string, opts PackModuleOptions) (*Modul
 	z := &ModuleZip{Path: tmp.Name(), Files: names, temp: true}
 	h := sha256.New()
 	cw := &countingWriter{w: io.MultiWriter(tmp, h)}
-	err = writeModuleZip(ctx, cw, files, opts.Concurrency)
+	sums, err := writeModuleZip(ctx, cw, files, opts.Concurrency)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -130,13 +142,16 @@ func PackModule(ctx context.Context, dir string, opts PackModuleOptions) (*Modul
 	}
 	z.Digest = digest.NewDigest(digest.SHA256, h)
 	z.Size = cw.n
+	z.Tree = treeDigest(files, sums)
+	opts.Cache.storeStamps(root, files, sums)
+	opts.Cache.Store(z)
 	return z, nil
 }
 
 // WriteModuleZip writes the deterministic zip of the module directory dir to
 // w and returns its entries. PackModule is this plus a temporary file.
 func WriteModuleZip(ctx context.Context, w io.Writer, dir string, opts PackModuleOptions) ([]string, error) {
-	files, err := collectModuleFiles(dir)
+	_, files, err := collectModuleFiles(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +162,270 @@ func WriteModuleZip(ctx context.Context, w io.Writer, dir string, opts PackModul
 	if err := checkModuleRoot(names, opts.AllowNoRoot); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	return names, writeModuleZip(ctx, w, files, opts.Concurrency)
+	_, err = writeModuleZip(ctx, w, files, opts.Concurrency)
+	return names, err
+}
+
+// moduleZipFormat names the packing rules and the compressor; it is part
+// of every tree digest, so a packer that would produce other bytes for the
+// same tree never trusts an earlier packer's result.
+var moduleZipFormat = "oci-tofu module zip v1, " + runtime.Version()
+
+// HashModuleTree computes the content digest of what PackModule would pack
+// from dir (same files, exclusions and checks) without compressing
+// anything: sha256 over the packer format and, per file in order, its
+// content's sha256, its mode and its name. Equal tree digests mean
+// byte-identical zips, so a re-push can find its earlier result by tree
+// digest (ModuleCache) and skip packing.
+//
+// With opts.Cache, files whose size, times, inode and mode are those
+// recorded when they were last hashed are not read again (as git's index
+// does; the change time cannot be set back, so an edit is always seen).
+func HashModuleTree(ctx context.Context, dir string, opts PackModuleOptions) (digest.Digest, []string, error) {
+	root, files, err := collectModuleFiles(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.name
+	}
+	if err := checkModuleRoot(names, opts.AllowNoRoot); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	workers := opts.Concurrency
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	sums := make([][sha256.Size]byte, len(files))
+	known := opts.Cache.loadStamps(root)
+	fresh := known == nil
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, f := range files {
+		if known.lookup(f, &sums[i]) {
+			continue
+		}
+		fresh = true
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			r, err := os.Open(f.path)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			h := sha256.New()
+			if _, err := io.Copy(h, r); err != nil {
+				return fmt.Errorf("reading %s: %w", f.name, err)
+			}
+			h.Sum(sums[i][:0])
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return "", nil, err
+	}
+	if fresh {
+		opts.Cache.storeStamps(root, files, sums)
+	}
+	return treeDigest(files, sums), names, nil
+}
+
+func treeDigest(files []moduleFile, sums [][sha256.Size]byte) digest.Digest {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", moduleZipFormat)
+	for i, f := range files {
+		mode := "644"
+		if f.exec {
+			mode = "755"
+		}
+		fmt.Fprintf(h, "%x %s %s\n", sums[i], mode, f.name)
+	}
+	return digest.NewDigest(digest.SHA256, h)
+}
+
+// ModuleCache remembers which zip each module tree packed to, so that a
+// re-push of an unchanged tree needs only a hashing pass, no compression.
+// It holds small JSON records, never zips; losing it costs only time.
+type ModuleCache struct{ Dir string }
+
+// DefaultModuleCache is under the user's cache directory
+// ($XDG_CACHE_HOME/oci-tofu/modules on Linux), or nil when there is none.
+func DefaultModuleCache() *ModuleCache {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return nil
+	}
+	return &ModuleCache{Dir: filepath.Join(d, "oci-tofu", "modules")}
+}
+
+// fileStamp is what stat says about a file, to tell whether it changed.
+type fileStamp struct {
+	Size  int64  `json:"size"`
+	Mtime int64  `json:"mtime"`
+	Ctime int64  `json:"ctime"`
+	Ino   uint64 `json:"ino"`
+	ok    bool
+}
+
+// stampOf reads size, times and inode. The change time and inode live in
+// the platform's stat structure (Ctim on Linux, Ctimespec on BSDs and
+// macOS), read by field name so that this file builds everywhere; where
+// they are missing (Windows) files are always hashed.
+func stampOf(fi fs.FileInfo) fileStamp {
+	st := fileStamp{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+	v := reflect.ValueOf(fi.Sys())
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return st
+	}
+	v = v.Elem()
+	ino := v.FieldByName("Ino")
+	var ct reflect.Value
+	for _, n := range []string{"Ctim", "Ctimespec"} {
+		if ct = v.FieldByName(n); ct.IsValid() {
+			break
+		}
+	}
+	if !ino.IsValid() || !ct.IsValid() || ct.Kind() != reflect.Struct {
+		return st
+	}
+	sec, nsec := ct.FieldByName("Sec"), ct.FieldByName("Nsec")
+	if !sec.IsValid() || !nsec.IsValid() || !sec.CanInt() || !nsec.CanInt() {
+		return st
+	}
+	switch {
+	case ino.CanUint():
+		st.Ino = ino.Uint()
+	case ino.CanInt():
+		st.Ino = uint64(ino.Int())
+	default:
+		return st
+	}
+	st.Ctime = sec.Int()*1e9 + nsec.Int()
+	st.ok = true
+	return st
+}
+
+type stampRecord struct {
+	Format  string                `json:"format"`
+	Written int64                 `json:"written"`
+	Files   map[string]stampEntry `json:"files"`
+}
+
+type stampEntry struct {
+	fileStamp
+	Exec bool   `json:"exec"`
+	Sum  string `json:"sha256"`
+}
+
+// racyWindow: a file changed this close to when its hash was recorded
+// might have changed again within the timestamp granularity; it is hashed.
+const racyWindow = int64(2 * time.Second)
+
+func (r *stampRecord) lookup(f moduleFile, sum *[sha256.Size]byte) bool {
+	if r == nil || !f.stamp.ok {
+		return false
+	}
+	e, ok := r.Files[f.name]
+	if !ok || e.fileStamp.Size != f.stamp.Size || e.Mtime != f.stamp.Mtime || e.Ctime != f.stamp.Ctime || e.Ino != f.stamp.Ino || e.Exec != f.exec {
+		return false
+	}
+	if f.stamp.Mtime >= r.Written-racyWindow || f.stamp.Ctime >= r.Written-racyWindow {
+		return false
+	}
+	b, err := hex.DecodeString(e.Sum)
+	if err != nil || len(b) != sha256.Size {
+		return false
+	}
+	copy(sum[:], b)
+	return true
+}
+
+func (c *ModuleCache) stampFile(root string) string {
+	return filepath.Join(c.Dir, "stamps", digest.FromString(root).Encoded()+".json")
+}
+
+func (c *ModuleCache) loadStamps(root string) *stampRecord {
+	if c == nil {
+		return nil
+	}
+	f, err := os.Open(c.stampFile(root))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var r stampRecord
+	if json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&r) != nil || r.Format != moduleZipFormat {
+		return nil
+	}
+	return &r
+}
+
+func (c *ModuleCache) storeStamps(root string, files []moduleFile, sums [][sha256.Size]byte) {
+	if c == nil {
+		return
+	}
+	r := stampRecord{Format: moduleZipFormat, Written: time.Now().UnixNano(), Files: map[string]stampEntry{}}
+	for i, f := range files {
+		if f.stamp.ok {
+			r.Files[f.name] = stampEntry{fileStamp: f.stamp, Exec: f.exec, Sum: hex.EncodeToString(sums[i][:])}
+		}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	c.write(c.stampFile(root), b)
+}
+
+// write replaces a cache file atomically; failures are ignored.
+func (c *ModuleCache) write(file string, b []byte) {
+	if os.MkdirAll(filepath.Dir(file), 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil && cerr == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+}
+
+type moduleCacheRecord struct {
+	Zip  digest.Digest `json:"zip"`
+	Size int64         `json:"size"`
+}
+
+// Lookup returns the zip digest and size recorded for a tree digest.
+func (c *ModuleCache) Lookup(tree digest.Digest) (digest.Digest, int64, bool) {
+	if c == nil || tree.Validate() != nil {
+		return "", 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(c.Dir, tree.Encoded()+".json"))
+	if err != nil || len(b) > 4096 {
+		return "", 0, false
+	}
+	var r moduleCacheRecord
+	if json.Unmarshal(b, &r) != nil || r.Zip.Validate() != nil || r.Zip.Algorithm() != digest.SHA256 || r.Size <= 0 {
+		return "", 0, false
+	}
+	return r.Zip, r.Size, true
+}
+
+// Store records what z's tree packed to; failures are ignored (it is a cache).
+func (c *ModuleCache) Store(z *ModuleZip) {
+	if c == nil || z == nil || z.Tree == "" {
+		return
+	}
+	b, _ := json.Marshal(moduleCacheRecord{Zip: z.Digest, Size: z.Size})
+	c.write(filepath.Join(c.Dir, z.Tree.Encoded()+".json"), b)
 }
 
 type countingWriter struct {
@@ -204,38 +482,38 @@ type moduleWalker struct {
 	active  map[string]bool // resolved directories being walked (cycle check)
 }
 
-func collectModuleFiles(dir string) ([]moduleFile, error) {
+func collectModuleFiles(dir string) (string, []moduleFile, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	root, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, fmt.Errorf("module directory: %w", err)
+		return "", nil, fmt.Errorf("module directory: %w", err)
 	}
 	fi, err := os.Stat(root)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", dir)
+		return "", nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	w := &moduleWalker{root: root, active: map[string]bool{}}
 	if f, err := os.Open(filepath.Join(root, IgnoreFileName)); err == nil {
 		w.rules, err = ParseIgnoreRules(io.LimitReader(f, 1<<20))
 		f.Close()
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		w.negates = w.rules.hasNegations()
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading %s: %w", IgnoreFileName, err)
+		return "", nil, fmt.Errorf("reading %s: %w", IgnoreFileName, err)
 	}
 	if err := w.walk(root, "", false); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	sort.Slice(w.files, func(i, j int) bool { return w.files[i].name < w.files[j].name })
-	return w.files, nil
+	return root, w.files, nil
 }
 
 // walk adds the files below realDir, whose entry name prefix is rel.
@@ -294,7 +572,7 @@ func (w *moduleWalker) walk(realDir, rel string, excluded bool) error {
 			if len(w.files) >= MaxModuleFiles {
 				return fmt.Errorf("more than %d files: too many for a module package", MaxModuleFiles)
 			}
-			w.files = append(w.files, moduleFile{name: entry, path: p, size: fi.Size(), exec: fi.Mode()&0o111 != 0})
+			w.files = append(w.files, moduleFile{name: entry, path: p, size: fi.Size(), exec: fi.Mode()&0o111 != 0, stamp: stampOf(fi)})
 		default:
 			if ex {
 				continue
@@ -362,6 +640,7 @@ func moduleHeader(f moduleFile) *zip.FileHeader {
 type compressed struct {
 	fh   *zip.FileHeader
 	data []byte
+	sum  [sha256.Size]byte
 	err  error
 }
 
@@ -378,8 +657,14 @@ func compressFile(f moduleFile) compressed {
 	if err != nil {
 		return compressed{err: err}
 	}
+	sum := sha256.Sum256(raw)
 	fh.CRC32 = crc32.ChecksumIEEE(raw)
 	fh.UncompressedSize64 = uint64(len(raw))
+	if incompressible(raw) {
+		fh.Method = zip.Store
+		fh.CompressedSize64 = uint64(len(raw))
+		return compressed{fh: fh, data: raw, sum: sum}
+	}
 	var buf bytes.Buffer
 	buf.Grow(len(raw)/2 + 64)
 	fw := flatePool.Get().(*flate.Writer)
@@ -395,10 +680,35 @@ func compressFile(f moduleFile) compressed {
 	if buf.Len() >= len(raw) {
 		fh.Method = zip.Store
 		fh.CompressedSize64 = uint64(len(raw))
-		return compressed{fh: fh, data: raw}
+		return compressed{fh: fh, data: raw, sum: sum}
 	}
 	fh.CompressedSize64 = uint64(buf.Len())
-	return compressed{fh: fh, data: buf.Bytes()}
+	return compressed{fh: fh, data: buf.Bytes(), sum: sum}
+}
+
+// Files that start with sampleSize bytes deflate cannot shrink by a
+// thirtieth (compressed media, archives, binaries) are stored without trying
+// to deflate the rest: deflating random data costs much and saves nothing.
+// The decision depends only on the content, so packing stays deterministic.
+const sampleSize = 64 << 10
+
+var samplePool = sync.Pool{New: func() any {
+	fw, _ := flate.NewWriter(io.Discard, flate.BestSpeed)
+	return fw
+}}
+
+func incompressible(data []byte) bool {
+	if len(data) < 2*sampleSize {
+		return false // small files are cheap: try them whole
+	}
+	sample := data[:sampleSize]
+	cw := &countingWriter{w: io.Discard}
+	fw := samplePool.Get().(*flate.Writer)
+	fw.Reset(cw)
+	fw.Write(sample)
+	fw.Close()
+	samplePool.Put(fw)
+	return cw.n > int64(len(sample))-int64(len(sample))/30
 }
 
 func readSmall(f moduleFile) ([]byte, error) {
@@ -417,7 +727,8 @@ func readSmall(f moduleFile) ([]byte, error) {
 	return raw, nil
 }
 
-func writeModuleZip(ctx context.Context, w io.Writer, files []moduleFile, workers int) error {
+// writeModuleZip writes the zip and returns each file's content sha256.
+func writeModuleZip(ctx context.Context, w io.Writer, files []moduleFile, workers int) ([][sha256.Size]byte, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -454,14 +765,15 @@ func writeModuleZip(ctx context.Context, w io.Writer, files []moduleFile, worker
 		}
 	}()
 
+	sums := make([][sha256.Size]byte, len(files))
 	zw := zip.NewWriter(w)
 	for i, f := range files {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		if f.size > inlineLimit {
-			if err := streamFile(zw, f); err != nil {
-				return err
+			if err := streamFile(zw, f, &sums[i]); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -469,36 +781,48 @@ func writeModuleZip(ctx context.Context, w io.Writer, files []moduleFile, worker
 		select {
 		case c = <-results[i]:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		budget.Release(f.size + 1)
 		if c.err != nil {
-			return c.err
+			return nil, c.err
 		}
+		sums[i] = c.sum
 		out, err := zw.CreateRaw(c.fh)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := out.Write(c.data); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return zw.Close()
+	return sums, zw.Close()
 }
 
-func streamFile(zw *zip.Writer, f moduleFile) error {
+func streamFile(zw *zip.Writer, f moduleFile, sum *[sha256.Size]byte) error {
 	r, err := os.Open(f.path)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	out, err := zw.CreateHeader(moduleHeader(f))
+	head := make([]byte, 2*sampleSize)
+	n, err := io.ReadFull(r, head)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return fmt.Errorf("reading %s: %w", f.name, err)
+	}
+	fh := moduleHeader(f)
+	if incompressible(head[:n]) {
+		fh.Method = zip.Store
+	}
+	out, err := zw.CreateHeader(fh)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, r); err != nil {
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(out, h), io.MultiReader(bytes.NewReader(head[:n]), r)); err != nil {
 		return fmt.Errorf("packing %s: %w", f.name, err)
 	}
+	h.Sum(sum[:0])
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"os"
@@ -186,6 +187,17 @@ func TestPackModuleLargeFile(t *testing.T) {
 	got, _ := os.ReadFile(filepath.Join(out, "big.bin"))
 	if !bytes.Equal(got, big) {
 		t.Fatal("large file did not round-trip")
+	}
+	// Incompressible content is stored, not deflated (it would not shrink);
+	// compressible content of any size is deflated.
+	writeTree(t, dir, map[string]string{"text.txt": strings.Repeat("resource \"x\" \"y\" {}\n", 1<<19), "mid.bin": string(big[:1<<20])})
+	z3, _ := packBytes(t, dir, PackModuleOptions{})
+	zr, _ := zip.NewReader(bytes.NewReader(z3), int64(len(z3)))
+	for _, f := range zr.File {
+		want := map[string]uint16{"big.bin": zip.Store, "mid.bin": zip.Store, "text.txt": zip.Deflate, "main.tf": zip.Store}[f.Name]
+		if f.Method != want {
+			t.Errorf("%s: method %d, want %d", f.Name, f.Method, want)
+		}
 	}
 }
 
@@ -559,4 +571,128 @@ func TestOpenModuleZip(t *testing.T) {
 	if _, err := OpenModuleZip(notZip, true); err == nil || !strings.Contains(err.Error(), "not a readable zip") {
 		t.Fatalf("not a zip: %v", err)
 	}
+}
+
+// HashModuleTree agrees with PackModule without compressing, and sees
+// every change that changes the zip.
+func TestHashModuleTreeAndCache(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeTree(t, dir, sampleModule)
+	z, err := PackModule(ctx, dir, PackModuleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Remove()
+	tree, names, err := HashModuleTree(ctx, dir, PackModuleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree != z.Tree || !reflect.DeepEqual(names, z.Files) {
+		t.Fatalf("HashModuleTree %s %v, PackModule %s %v", tree, names, z.Tree, z.Files)
+	}
+	for name, change := range map[string]func(p string){
+		"content": func(p string) { os.WriteFile(p, []byte("variable \"y\" {}\n"), 0o644) },
+		"mode":    func(p string) { os.Chmod(p, 0o755) },
+		"name":    func(p string) { os.Rename(p, filepath.Join(filepath.Dir(p), "other.tf")) },
+	} {
+		c := t.TempDir()
+		writeTree(t, c, sampleModule)
+		change(filepath.Join(c, "main.tf"))
+		other, _, err := HashModuleTree(ctx, c, PackModuleOptions{})
+		if err != nil || other == tree {
+			t.Errorf("a %s change left the tree digest unchanged (%v)", name, err)
+		}
+	}
+
+	cache := &ModuleCache{Dir: filepath.Join(t.TempDir(), "cache")}
+	if _, _, ok := cache.Lookup(tree); ok {
+		t.Fatal("empty cache hit")
+	}
+	cache.Store(z)
+	zd, size, ok := cache.Lookup(tree)
+	if !ok || zd != z.Digest || size != z.Size {
+		t.Fatalf("cache gave %s %d %v, want %s %d", zd, size, ok, z.Digest, z.Size)
+	}
+	os.WriteFile(filepath.Join(cache.Dir, tree.Encoded()+".json"), []byte(`{"zip":"sha256:nothex","size":1}`), 0o600)
+	if _, _, ok := cache.Lookup(tree); ok {
+		t.Fatal("a corrupt record was trusted")
+	}
+	var nilCache *ModuleCache
+	nilCache.Store(z)
+	if _, _, ok := nilCache.Lookup(tree); ok {
+		t.Fatal("nil cache hit")
+	}
+}
+
+// The record of file stamps spares reading unchanged files, and an edit
+// that restores size and modification time is still seen (the change time
+// moves).
+func TestHashModuleTreeStamps(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeTree(t, dir, sampleModule)
+	cache := &ModuleCache{Dir: t.TempDir()}
+	opts := PackModuleOptions{Cache: cache}
+	want, _, err := HashModuleTree(ctx, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.EvalSymlinks(dir)
+	rec := cache.loadStamps(root)
+	if rec == nil || len(rec.Files) != 9 {
+		t.Skipf("no stamps on this platform (%v)", rec)
+	}
+	// Pretend the hashes were recorded long after the files were written,
+	// and plant a wrong hash for main.tf: a trusted record shows through.
+	age := func(r *stampRecord) {
+		r.Written += int64(time.Hour)
+		b, _ := json.Marshal(r)
+		cache.write(cache.stampFile(root), b)
+	}
+	e := rec.Files["main.tf"]
+	e.Sum = strings.Repeat("00", sha256.Size)
+	rec.Files["main.tf"] = e
+	age(rec)
+	if got, _, _ := HashModuleTree(ctx, dir, opts); got == want {
+		t.Fatal("the stamp record was not used")
+	}
+	if got, _, _ := HashModuleTree(ctx, dir, PackModuleOptions{}); got != want {
+		t.Fatal("without a cache the tree digest changed")
+	}
+
+	// Fix the record, then edit outputs.tf keeping its size and mtime.
+	cache.storeStamps(root, mustCollect(t, dir), mustSums(t, dir))
+	rec = cache.loadStamps(root)
+	age(rec)
+	if got, _, _ := HashModuleTree(ctx, dir, opts); got != want {
+		t.Fatal("a correct, trusted record changed the digest")
+	}
+	p := filepath.Join(dir, "outputs.tf")
+	fi, _ := os.Stat(p)
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, bytes.Replace(b, []byte("y"), []byte("z"), 1), 0o644)
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	got, _, _ := HashModuleTree(ctx, dir, opts)
+	fresh, _, _ := HashModuleTree(ctx, dir, PackModuleOptions{})
+	if got == want || got != fresh {
+		t.Fatal("an edit that kept size and mtime was missed")
+	}
+}
+
+func mustCollect(t *testing.T, dir string) []moduleFile {
+	_, files, err := collectModuleFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func mustSums(t *testing.T, dir string) [][sha256.Size]byte {
+	var sums [][sha256.Size]byte
+	for _, f := range mustCollect(t, dir) {
+		b, _ := os.ReadFile(f.path)
+		sums = append(sums, sha256.Sum256(b))
+	}
+	return sums
 }

@@ -20,9 +20,18 @@ type pushModuleResult struct {
 	Tags         []string `json:"tags"`
 	ZipDigest    string   `json:"zip_digest"`
 	Files        int      `json:"files"`
+	Uploaded     int      `json:"uploaded"`
 	UpToDate     bool     `json:"up_to_date"`
 	Source       string   `json:"source"`
 	SourceDigest string   `json:"source_digest"`
+}
+
+// isolateCache points the packer's record of earlier packs at a fresh
+// directory (it lives in the user cache directory otherwise).
+func isolateCache(t *testing.T) string {
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", dir)
+	return dir
 }
 
 func pushModule(t *testing.T, args ...string) pushModuleResult {
@@ -90,6 +99,7 @@ func readTree(t *testing.T, dir string) map[string]string {
 // No CLI configuration is needed for an anonymous registry: SSL_CERT_FILE
 // trusting the registry's CA is enough.
 func TestPushModuleThenTofuInstallsFromOCI(t *testing.T) {
+	isolateCache(t)
 	reg := testenv.StartRegistry(t)
 	repo := reg.Host + "/modules/greeting"
 	res := pushModule(t, "--also-tag", "latest", testenv.Testdata(t, "modules", "greeting"), repo+":1.0.0")
@@ -147,7 +157,9 @@ output "sub" { value = module.sub.text }
 			t.Errorf("module %s installed\n%v\nwant\n%v", m, keys(got), keys(want))
 		}
 	}
-	var manifest struct{ Modules []struct{ Key, Source, Dir string } }
+	var manifest struct {
+		Modules []struct{ Key, Source, Dir string }
+	}
 	b, err := os.ReadFile(filepath.Join(dir, ".terraform", "modules", "modules.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -186,16 +198,36 @@ func keys(m map[string]string) []string {
 // Pushing is reproducible: the same tree (with other timestamps) or the
 // zip it packs to gives the same digest, and a no-change push writes nothing.
 func TestPushModuleReproducible(t *testing.T) {
+	cache := isolateCache(t)
 	reg := testenv.StartRegistry(t)
 	repo := reg.Host + "/modules/greeting"
 	first := pushModule(t, testenv.Testdata(t, "modules", "greeting"), repo+":1.0.0")
 
-	// A copy of the fixture with fresh timestamps.
+	// A copy of the fixture with fresh timestamps, pushed with and without
+	// the record of earlier packs.
 	cp := filepath.Join(t.TempDir(), "greeting")
 	testenv.MustRun(t, "", nil, "cp", "-r", testenv.Testdata(t, "modules", "greeting"), cp)
-	again := pushModule(t, cp, repo+":1.0.0")
-	if again.Digest != first.Digest || !again.UpToDate {
-		t.Fatalf("re-push of the same tree: %+v, first %+v", again, first)
+	for _, args := range [][]string{{"--no-cache"}, nil} {
+		again := pushModule(t, append(args, cp, repo+":1.0.0")...)
+		if again.Digest != first.Digest || !again.UpToDate || again.ZipDigest != first.ZipDigest || again.Files != first.Files {
+			t.Fatalf("re-push %v of the same tree: %+v, first %+v", args, again, first)
+		}
+	}
+	if records, _ := filepath.Glob(filepath.Join(cache, "oci-tofu", "modules", "*.json")); len(records) != 1 {
+		t.Fatalf("pack records %v, want one", records)
+	}
+	// Another tag is pushed even though the tree is known.
+	if res := pushModule(t, cp, repo+":2.0.0"); res.UpToDate || res.Digest != first.Digest || res.Uploaded != 0 {
+		t.Fatalf("new tag for a known tree: %+v", res)
+	}
+	// A change that keeps size and timestamps is still seen.
+	main := filepath.Join(cp, "main.tf")
+	fi, _ := os.Stat(main)
+	b, _ := os.ReadFile(main)
+	os.WriteFile(main, []byte(strings.Replace(string(b), "Hello", "Howdy", 1)), 0o644)
+	os.Chtimes(main, fi.ModTime(), fi.ModTime())
+	if changed := pushModule(t, cp, repo+":1.0.0"); changed.UpToDate || changed.Digest == first.Digest {
+		t.Fatalf("a changed tree was taken as unchanged: %+v", changed)
 	}
 
 	// Pull the zip as any OCI client would, and push it as a .zip SOURCE.
@@ -214,7 +246,7 @@ func TestPushModuleReproducible(t *testing.T) {
 	packed := filepath.Join(t.TempDir(), "packed")
 	mustRun(t, "push", "module", "--quiet", testenv.Testdata(t, "modules", "greeting"), "oci-layout:"+packed+":1.0.0")
 	var index struct{ Manifests []struct{ Digest string } }
-	b, _ := os.ReadFile(filepath.Join(packed, "index.json"))
+	b, _ = os.ReadFile(filepath.Join(packed, "index.json"))
 	json.Unmarshal(b, &index)
 	if len(index.Manifests) != 1 || index.Manifests[0].Digest != first.Digest {
 		t.Fatalf("OCI layout push gave %+v, registry push %s", index, first.Digest)
@@ -229,6 +261,7 @@ func TestPushModuleReproducible(t *testing.T) {
 // pull module round-trips what push module wrote, verifying it, and refuses
 // what is not a module package or would overwrite files.
 func TestPullModule(t *testing.T) {
+	isolateCache(t)
 	reg := testenv.StartRegistry(t)
 	repo := reg.Host + "/modules/greeting"
 	res := pushModule(t, "--also-tag", "1.0.0+build.5", testenv.Testdata(t, "modules", "greeting"), repo+":1.0.0")
@@ -267,6 +300,7 @@ func TestPullModule(t *testing.T) {
 // Mistakes are refused before anything is written, with errors that say
 // what to do.
 func TestPushModuleRefuses(t *testing.T) {
+	isolateCache(t)
 	reg := testenv.StartRegistry(t)
 	fixture := testenv.Testdata(t, "modules", "greeting")
 	escape := t.TempDir()

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert"
@@ -35,6 +36,7 @@ OpenTofu (>= 1.10) installs the result with
 		Flags: append(append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "also-tag", Usage: "also write `TAG` (repeatable), e.g. latest or 1.4"},
 			&cli.BoolFlag{Name: "allow-no-root", Usage: "accept a package without a .tf/.tofu file at its root (modules only in subdirectories)"},
+			&cli.BoolFlag{Name: "no-cache", Usage: "always pack; do not consult or update the record of earlier packs (in the user cache directory)", EnvVars: []string{"OCI_TOFU_NO_CACHE"}},
 		}, registryFlags()...), outputFlags()...),
 		Action: pushModule,
 	}
@@ -60,6 +62,10 @@ func pushModule(c *cli.Context) error {
 		}
 	}
 	rep := newReporter(c)
+	client, err := registryClient(c)
+	if err != nil {
+		return err
+	}
 
 	fi, err := os.Stat(source)
 	if err != nil {
@@ -67,7 +73,24 @@ func pushModule(c *cli.Context) error {
 	}
 	var z *convert.ModuleZip
 	if fi.IsDir() {
-		z, err = convert.PackModule(c.Context, source, convert.PackModuleOptions{AllowNoRoot: c.Bool("allow-no-root")})
+		opts := convert.PackModuleOptions{AllowNoRoot: c.Bool("allow-no-root")}
+		if !c.Bool("no-cache") {
+			opts.Cache = convert.DefaultModuleCache()
+		}
+		if opts.Cache != nil {
+			// An unchanged tree that was packed before and whose tags
+			// already point at the result needs no packing at all.
+			tree, names, err := convert.HashModuleTree(c.Context, source, opts)
+			if err != nil {
+				return err
+			}
+			if zd, size, ok := opts.Cache.Lookup(tree); ok {
+				if done, err := upToDate(c, rep, client, ref, tags, oci.ModuleLayerDescriptor(zd, size), len(names)); done || err != nil {
+					return err
+				}
+			}
+		}
+		z, err = convert.PackModule(c.Context, source, opts)
 		if err != nil {
 			return err
 		}
@@ -84,10 +107,6 @@ func pushModule(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	client, err := registryClient(c)
-	if err != nil {
-		return err
-	}
 	repo, err := client.Open(ref)
 	if err != nil {
 		return err
@@ -96,6 +115,27 @@ func pushModule(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (no tag was written)", ref.Name(), err)
 	}
+	return reportModulePush(rep, ref, tags, z.Digest.String(), z.Size, len(z.Files), res)
+}
+
+// upToDate checks whether the tags already point at the module built from
+// a zip layer recorded for this tree, and reports so; done is false when a
+// push is needed. Registry errors only mean the shortcut is not taken.
+func upToDate(c *cli.Context, rep *reporter, client *oci.Client, ref oci.Reference, tags []string, zip ocispec.Descriptor, files int) (done bool, err error) {
+	repo, err := client.OpenReadOnly(c.Context, ref)
+	if err != nil {
+		return false, nil
+	}
+	root, ok, err := oci.ModuleTagged(c.Context, repo, zip, tags)
+	if err != nil || !ok {
+		return false, nil
+	}
+	rep.infof("unchanged since it was packed as %s", zip.Digest)
+	return true, reportModulePush(rep, ref, tags, zip.Digest.String(), zip.Size, files, oci.PushResult{Root: root, UpToDate: true})
+}
+
+func reportModulePush(rep *reporter, ref oci.Reference, tags []string, zipDigest string, zipSize int64, files int, res oci.PushResult) error {
+	tag := tags[0]
 	primary := ref.WithReference(tag)
 	human := fmt.Sprintf("pushed %s@%s (%d uploaded, %d already present)", primary, res.Root.Digest, res.Uploaded, res.Skipped)
 	if res.UpToDate {
@@ -105,9 +145,9 @@ func pushModule(c *cli.Context) error {
 		"reference":      primary.String(),
 		"digest":         res.Root.Digest.String(),
 		"tags":           tags,
-		"zip_digest":     z.Digest.String(),
-		"zip_size":       z.Size,
-		"files":          len(z.Files),
+		"zip_digest":     zipDigest,
+		"zip_size":       zipSize,
+		"files":          files,
 		"up_to_date":     res.UpToDate,
 		"uploaded":       res.Uploaded,
 		"skipped":        res.Skipped,
