@@ -44,6 +44,7 @@ func newApp() *cli.App {
 					pushProviderCommand(),
 					pushModuleCommand(),
 					pushMirrorCommand(),
+					pushTofuCommand(),
 				},
 			},
 			{

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+func pushTofuCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "tofu",
+		Usage:     "verify an OpenTofu release directory and push it for the TofuDL mirror",
+		ArgsUsage: "DIR REPOSITORY",
+		Description: `DIR holds one OpenTofu release: tofu_<v>_<os>_<arch>.tar.gz (and .zip or other files),
+tofu_<v>_SHA256SUMS and its binary signature tofu_<v>_SHA256SUMS.gpgsig. The signature
+must verify with OpenTofu's signing key (E3E6E43D84CB852EADB0051D0C0AF313E5FD9F80), or with
+--key for self-built releases, and every file must match SHA256SUMS. The release is pushed
+as one artifact tagged with the version, each file a layer named after it, so that
+oras pull gives the release back. The tag is written last.`,
+		Flags: append(append([]cli.Flag{
+			&cli.StringSliceFlag{Name: "key", Usage: "armored public key `FILE` instead of OpenTofu's (repeatable)", EnvVars: []string{"OCI_TOFU_TOFU_KEYS"}},
+			&cli.BoolFlag{Name: "replace", Usage: "overwrite a version tag that already holds different content"},
+		}, registryFlags()...), outputFlags()...),
+		Action: pushTofu,
+	}
+}
+
+func pushTofu(c *cli.Context) error {
+	if err := checkArgs(c, 2, "push tofu [flags] DIR REPOSITORY"); err != nil {
+		return err
+	}
+	ref, err := oci.ParseReference(c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	if ref.Reference != "" {
+		return fmt.Errorf("%s: give the repository without a tag; the tag is the version", c.Args().Get(1))
+	}
+	var keys []*convert.Keyring
+	for _, k := range c.StringSlice("key") {
+		kr, err := convert.LoadKeyring(k)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, kr)
+	}
+	if len(keys) == 0 {
+		kr, err := convert.OpenTofuSigningKey()
+		if err != nil {
+			return err
+		}
+		keys = append(keys, kr)
+	}
+	rel, err := convert.ReadTofuRelease(c.Args().Get(0), keys)
+	if err != nil {
+		return err
+	}
+	rep := newReporter(c)
+	rep.infof("verified OpenTofu %s: %d files, signed by %s", rel.Version, len(rel.Files), rel.KeyID)
+	client, err := registryClient(c)
+	if err != nil {
+		return err
+	}
+	repo, err := client.Open(ref)
+	if err != nil {
+		return err
+	}
+	res, err := convert.PushTofuRelease(c.Context, repo, rel, c.Bool("replace"), oci.PushOptions{Progress: rep.progress("uploading")})
+	v, _ := oci.ParseVersion(rel.Version)
+	tagged := ref.WithReference(oci.TagForVersion(v))
+	if err != nil {
+		return fmt.Errorf("pushing to %s: %w (the tag was not written)", ref.Name(), err)
+	}
+	files := make([]string, len(rel.Files))
+	for i, f := range rel.Files {
+		files[i] = f.Name
+	}
+	human := fmt.Sprintf("pushed %s@%s (%d uploaded, %d already present)", tagged, res.Root.Digest, res.Uploaded, res.Skipped)
+	if res.UpToDate {
+		human = fmt.Sprintf("%s is up to date (%s)", tagged, res.Root.Digest)
+	}
+	return rep.result(map[string]any{
+		"reference": tagged.String(), "digest": res.Root.Digest.String(), "version": rel.Version,
+		"files": files, "up_to_date": res.UpToDate, "uploaded": res.Uploaded,
+	}, human)
+}
