@@ -74,6 +74,23 @@ provider_installation {
 	if entry == nil || entry.Version != "1.1.0" || !slices.Contains(entry.Hashes, "zh:"+fixtureZipSHA(t, "1.1.0", "linux_amd64")) {
 		t.Fatalf("lock: %+v", lock.Providers)
 	}
+
+	// And through the proxy, for clients without oci_mirror: as origin
+	// registry, serving the mirrored SHA256SUMS, signature and key, so the
+	// client checks the upstream signature end to end. (Not through the
+	// network mirror here: tofu cannot build mirror URLs for a provider
+	// hostname with a port, like this test origin's.)
+	proxy := startServe(t, "--provider-template", tpl)
+	viaProxy := testenv.Tofu(t, "")
+	dir2 := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(originConfig, proxy.Host, "~> 1.0")})
+	out2 := viaProxy.Run(t, dir2, "init", "-input=false", "-no-color")
+	if !strings.Contains(out2, "Signed by") && !strings.Contains(out2, "signed by") {
+		t.Errorf("tofu did not report a signature check:\n%s", out2)
+	}
+	e2 := lockEntry(t, dir2, proxy.Host+"/test/hello", "1.1.0")
+	if !slices.Contains(e2.Hashes, "zh:"+fixtureZipSHA(t, "1.1.0", "linux_amd64")) || !slices.Contains(e2.Hashes, prov.Platforms["linux_amd64"].H1) {
+		t.Fatalf("lock via proxy: %v", e2.Hashes)
+	}
 }
 
 // With --lockfile: exactly the locked version, and zips must be in the lock.
