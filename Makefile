@@ -62,8 +62,11 @@ fuzz:
 	$(GO) test ./oci -run '^$$' -fuzz FuzzVersionFromTag -fuzztime $(FUZZTIME)
 
 ## bench: the performance figures the issues ask for, beside their references
+## (each line: oci-tofu's figure, the reference's, and their ratio; see docs/benchmarks.md)
+BENCHTIME ?= 1x
 bench: tools build
-	$(GO) run ./bench/cmd/benchpush
+	$(GO) test ./bench -run '^$$' -bench '^Benchmark(ProviderPush|PackModulePush|Lock|Mirror)$$' -benchtime $(BENCHTIME) -timeout 40m
+	bash bench/proxy.sh
 
 ## demo: push the fixture releases into an OCI layout and install them with real tofu
 demo: tools build

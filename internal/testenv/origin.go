@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // OriginRelease is a provider release directory to publish on a test origin
@@ -30,8 +31,20 @@ type Origin struct {
 	srv  *http.Server
 }
 
+// OriginOptions shape the origin's network, to stand in for a remote
+// registry: a delay before each answer and a per-connection bandwidth cap.
+type OriginOptions struct {
+	Latency        time.Duration
+	BytesPerSecond int64
+}
+
 // StartOrigin publishes releases and serves them until the test ends.
 func StartOrigin(t testing.TB, releases []OriginRelease) *Origin {
+	return StartOriginWith(t, releases, OriginOptions{})
+}
+
+// StartOriginWith is StartOrigin with a simulated network.
+func StartOriginWith(t testing.TB, releases []OriginRelease, opts OriginOptions) *Origin {
 	t.Helper()
 	root := t.TempDir()
 	o := &Origin{Root: root}
@@ -130,6 +143,10 @@ func StartOrigin(t testing.TB, releases []OriginRelease) *Origin {
 			if !strings.HasPrefix(r.URL.Path, "/files/") {
 				w.Header().Set("Content-Type", "application/json")
 			}
+			time.Sleep(opts.Latency)
+			if opts.BytesPerSecond > 0 {
+				w = &throttled{ResponseWriter: w, rate: opts.BytesPerSecond, start: time.Now()}
+			}
 			http.FileServer(http.Dir(root)).ServeHTTP(w, r)
 		}),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.ServerCert}},
@@ -137,4 +154,30 @@ func StartOrigin(t testing.TB, releases []OriginRelease) *Origin {
 	go o.srv.ServeTLS(l, "", "")
 	t.Cleanup(func() { o.srv.Close() })
 	return o
+}
+
+// throttled paces writes to a fixed rate.
+type throttled struct {
+	http.ResponseWriter
+	rate    int64
+	start   time.Time
+	written int64
+}
+
+func (t *throttled) Write(p []byte) (int, error) {
+	const chunk = 32 << 10
+	total := 0
+	for len(p) > 0 {
+		n := min(len(p), chunk)
+		w, err := t.ResponseWriter.Write(p[:n])
+		total += w
+		t.written += int64(w)
+		if err != nil {
+			return total, err
+		}
+		p = p[n:]
+		due := t.start.Add(time.Duration(float64(t.written) / float64(t.rate) * float64(time.Second)))
+		time.Sleep(time.Until(due))
+	}
+	return total, nil
 }
