@@ -19,7 +19,7 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/oci-tofu
 
 ## tools: the real OpenTofu CLI, CNCF Distribution, crane and regctl in .tools/bin
-tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl tools-apt
+tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl
 
 $(TOOLS)/tofu: tools/tofu/go.mod tools/tofu/go.sum
 	@mkdir -p $(TOOLS)
@@ -37,8 +37,9 @@ $(TOOLS)/regctl:
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) $(GO) install github.com/regclient/regclient/cmd/regctl@$(REGCTL_VERSION)
 
-# Debian packages used by tests and benchmarks (fixture regeneration uses gnupg and zip).
-APT_PACKAGES := nginx zip gnupg
+# Debian packages for the benchmarks' references and fixture regeneration
+# (nginx, curl, zip; gnupg for testdata/gen-fixtures.sh).
+APT_PACKAGES := nginx curl zip gnupg
 tools-apt:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -64,7 +65,7 @@ fuzz:
 ## bench: the performance figures the issues ask for, beside their references
 ## (each line: oci-tofu's figure, the reference's, and their ratio; see docs/benchmarks.md)
 BENCHTIME ?= 1x
-bench: tools build
+bench: tools tools-apt build
 	$(GO) test ./bench -run '^$$' -bench '^Benchmark(ProviderPush|PackModulePush|Lock|Mirror)$$' -benchtime $(BENCHTIME) -timeout 40m
 	bash bench/proxy.sh
 

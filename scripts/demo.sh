@@ -25,15 +25,18 @@ step "check them exactly as OpenTofu will read them"
 "$bin" verify "oci-layout:$store/providers/test/hello"
 
 step "serve the layout over HTTPS (self-signed certificate for this demo)"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$bin" serve --listen "127.0.0.1:$port" --self-signed --self-signed-cert-out "$demo/cert.pem" \
-  --provider-template "$template" --log-level warn &
+"$bin" serve --listen 127.0.0.1:0 --self-signed --self-signed-cert-out "$demo/cert.pem" \
+  --provider-template "$template" 2>"$demo/serve.log" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
+port=
 for _ in $(seq 100); do
-  [ -s "$demo/cert.pem" ] && curl -fsS --cacert "$demo/cert.pem" "https://localhost:$port/healthz" >/dev/null 2>&1 && break
+  port=$(sed -n 's/.*msg=serving address=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$demo/serve.log")
+  [ -n "$port" ] && [ -s "$demo/cert.pem" ] && break
   sleep 0.1
 done
+[ -n "$port" ] || { echo "oci-tofu serve did not start:" >&2; cat "$demo/serve.log" >&2; exit 1; }
+echo "serving on https://localhost:$port (log: $demo/serve.log)"
 export SSL_CERT_FILE=$demo/cert.pem
 
 cat > "$demo/home/tofu.tfrc" <<TFRC
