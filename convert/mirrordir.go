@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -309,36 +310,31 @@ func ExportProvider(ctx context.Context, repo oci.ReadOnlyRepository, addr Provi
 }
 
 func fetchToFile(ctx context.Context, repo oci.ReadOnlyRepository, desc ocispec.Descriptor, path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".oci-tofu-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := oci.FetchBlob(ctx, repo, desc, 4<<30, tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	os.Chmod(tmp.Name(), 0o644)
-	return os.Rename(tmp.Name(), path)
+	return ReplaceFile(path, func(w io.Writer) error { return oci.FetchBlob(ctx, repo, desc, 4<<30, w) })
 }
 
 // WriteFileAtomic replaces path only once the new content is complete.
 func WriteFileAtomic(path string, data []byte) error {
+	return ReplaceFile(path, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+// ReplaceFile writes a temporary file beside path with write, and renames
+// it over path only when write succeeded: readers never see a partial file.
+func ReplaceFile(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".oci-tofu-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	os.Chmod(tmp.Name(), 0o644)
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
 	return os.Rename(tmp.Name(), path)
 }
