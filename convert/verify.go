@@ -211,25 +211,36 @@ func (c *checker) provenance(desc ocispec.Descriptor, zips map[oci.Platform]ocis
 // zipH1 downloads a zip to a temporary file, verifying its digest, and
 // returns its h1.
 func (c *checker) zipH1(z ocispec.Descriptor) (string, error) {
-	f, err := os.CreateTemp("", "oci-tofu-verify-*.zip")
+	zr, done, err := c.fetchZip(z)
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	if err := oci.FetchBlob(c.ctx, c.repo, z, c.opts.MaxZipSize, f); err != nil {
-		return "", err
-	}
-	zr, err := zip.OpenReader(f.Name())
-	if err != nil {
-		return "", fmt.Errorf("%w: %s is not a readable zip: %v", oci.ErrInvalidArtifact, z.Digest, err)
-	}
-	defer zr.Close()
-	h1, err := HashZipH1(&zr.Reader)
+	defer done()
+	h1, err := HashZipH1(zr)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %v", oci.ErrInvalidArtifact, z.Digest, err)
 	}
 	return h1, nil
+}
+
+// fetchZip downloads a zip layer to a temporary file, verifying its digest,
+// and opens it; done closes and removes it.
+func (c *checker) fetchZip(z ocispec.Descriptor) (*zip.Reader, func(), error) {
+	f, err := os.CreateTemp("", "oci-tofu-verify-*.zip")
+	if err != nil {
+		return nil, nil, err
+	}
+	remove := func() { f.Close(); os.Remove(f.Name()) }
+	if err := oci.FetchBlob(c.ctx, c.repo, z, c.opts.MaxZipSize, f); err != nil {
+		remove()
+		return nil, nil, err
+	}
+	zr, err := zip.OpenReader(f.Name())
+	if err != nil {
+		remove()
+		return nil, nil, fmt.Errorf("%w: %s is not a readable zip: %v", oci.ErrInvalidArtifact, z.Digest, err)
+	}
+	return &zr.Reader, func() { zr.Close(); remove() }, nil
 }
 
 func (c *checker) module(desc ocispec.Descriptor) error {
@@ -244,22 +255,12 @@ func (c *checker) module(desc ocispec.Descriptor) error {
 	if c.opts.SkipZips {
 		return nil
 	}
-	f, err := os.CreateTemp("", "oci-tofu-verify-*.zip")
+	zr, done, err := c.fetchZip(z)
 	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	if err := oci.FetchBlob(c.ctx, c.repo, z, c.opts.MaxZipSize, f); err != nil {
 		return c.problem(err)
 	}
-	zr, err := zip.OpenReader(f.Name())
-	if err != nil {
-		c.add(SeverityError, "module zip %s is not readable: %v", z.Digest, err)
-		return nil
-	}
-	defer zr.Close()
-	if _, err := CheckModuleZip(&zr.Reader, MaxUnpackedSize); err != nil {
+	defer done()
+	if _, err := CheckModuleZip(zr, MaxUnpackedSize); err != nil {
 		c.add(SeverityError, "module zip %s: %v", z.Digest, err)
 	}
 	return nil
