@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -23,6 +25,9 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "oci-tofu:", err)
+		if hint := oci.Hint(err); hint != "" {
+			fmt.Fprintln(os.Stderr, "hint:", hint)
+		}
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
 			os.Exit(ec.ExitCode())

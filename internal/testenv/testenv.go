@@ -24,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // Root is the module root (the directory holding go.mod).
@@ -186,6 +188,18 @@ type Registry struct {
 // directory; it stops when the test ends.
 func StartRegistry(t testing.TB) *Registry {
 	t.Helper()
+	return startRegistry(t, "", "")
+}
+
+// StartRegistryWithAuth starts a registry that requires HTTP basic
+// authentication (htpasswd) as user with password.
+func StartRegistryWithAuth(t testing.TB, user, password string) *Registry {
+	t.Helper()
+	return startRegistry(t, user, password)
+}
+
+func startRegistry(t testing.TB, user, password string) *Registry {
+	t.Helper()
 	ca := NewCA(t)
 	dir := t.TempDir()
 	r := &Registry{CA: ca, Storage: filepath.Join(dir, "storage")}
@@ -210,6 +224,17 @@ http:
     certificate: %s
     key: %s
 `, r.Storage, port, ca.ServerCertFile, ca.ServerKeyFile)
+	if user != "" {
+		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		htpasswd := filepath.Join(dir, "htpasswd")
+		if err := os.WriteFile(htpasswd, []byte(user+":"+string(hash)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg += fmt.Sprintf("auth:\n  htpasswd:\n    realm: oci-tofu-test\n    path: %s\n", htpasswd)
+	}
 	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +262,7 @@ func (r *Registry) Start(t testing.TB) {
 		resp, err := client.Get("https://" + r.Host + "/v2/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
 				return
 			}
 		}
