@@ -283,3 +283,177 @@ func archivePath(p Provider, v versions.Version, index digest.Digest, file strin
 		url.PathEscape(p.Hostname), p.Namespace, p.Type, url.PathEscape(v.String()), index.Encoded(), url.PathEscape(file),
 	}, "/")
 }
+
+// Module is a module registry address without its hostname:
+// namespace/name/system, lower-cased.
+type Module struct {
+	Namespace, Name, System string
+}
+
+func (m Module) String() string { return m.Namespace + "/" + m.Name + "/" + m.System }
+
+var (
+	// moduleNameRE is a module namespace or name: letters, digits, and
+	// single "-" or "_" inside (OpenTofu's rule, restricted to what a
+	// repository path component can hold).
+	moduleNameRE = regexp.MustCompile(`^[a-z0-9]+([_-][a-z0-9]+)*$`)
+	// moduleSystemRE is a module's target system, as OpenTofu accepts it.
+	moduleSystemRE = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+)
+
+func parseModule(ns, name, system string) (Module, error) {
+	m := Module{Namespace: strings.ToLower(ns), Name: strings.ToLower(name), System: strings.ToLower(system)}
+	if len(m.Namespace) > 64 || !moduleNameRE.MatchString(m.Namespace) {
+		return Module{}, badPath("invalid module namespace %q", ns)
+	}
+	if len(m.Name) > 64 || !moduleNameRE.MatchString(m.Name) {
+		return Module{}, badPath("invalid module name %q", name)
+	}
+	if !moduleSystemRE.MatchString(m.System) {
+		return Module{}, badPath("invalid module system %q", system)
+	}
+	return m, nil
+}
+
+// ModuleRequest is a parsed Module Registry Protocol path:
+// :namespace/:name/:system/versions or
+// :namespace/:name/:system/:version/download.
+type ModuleRequest struct {
+	Module Module
+	// Download is false for the versions listing.
+	Download bool
+	Version  versions.Version
+}
+
+// ParseModulePath parses the escaped path below modules.v1.
+func ParseModulePath(escaped string) (ModuleRequest, error) {
+	n := strings.Count(escaped, "/") + 1
+	if n != 4 && n != 5 {
+		return ModuleRequest{}, badPath("want :namespace/:name/:system/versions or :namespace/:name/:system/:version/download")
+	}
+	seg, err := splitPath(escaped, n)
+	if err != nil {
+		return ModuleRequest{}, err
+	}
+	m, err := parseModule(seg[0], seg[1], seg[2])
+	if err != nil {
+		return ModuleRequest{}, err
+	}
+	r := ModuleRequest{Module: m}
+	if n == 4 {
+		if seg[3] != "versions" {
+			return ModuleRequest{}, badPath("want :namespace/:name/:system/versions")
+		}
+		return r, nil
+	}
+	if seg[4] != "download" {
+		return ModuleRequest{}, badPath("want :namespace/:name/:system/:version/download")
+	}
+	r.Download = true
+	if r.Version, err = parseVersion(seg[3]); err != nil {
+		return ModuleRequest{}, err
+	}
+	return r, nil
+}
+
+// ModuleArchiveRequest is a parsed module archive URL path:
+// :namespace/:name/:system/:version/:manifest-sha256-hex/:filename, where
+// filename is moduleZipName's. The manifest digest pins the URL to the
+// exact package whose download answer handed it out.
+type ModuleArchiveRequest struct {
+	Module   Module
+	Version  versions.Version
+	Manifest digest.Digest
+}
+
+// ParseModuleArchivePath parses the escaped path below the module archive
+// prefix.
+func ParseModuleArchivePath(escaped string) (ModuleArchiveRequest, error) {
+	seg, err := splitPath(escaped, 6)
+	if err != nil {
+		return ModuleArchiveRequest{}, err
+	}
+	m, err := parseModule(seg[0], seg[1], seg[2])
+	if err != nil {
+		return ModuleArchiveRequest{}, err
+	}
+	r := ModuleArchiveRequest{Module: m}
+	if r.Version, err = parseVersion(seg[3]); err != nil {
+		return ModuleArchiveRequest{}, err
+	}
+	if r.Manifest, err = parseHexDigest(seg[4]); err != nil {
+		return ModuleArchiveRequest{}, err
+	}
+	if seg[5] != moduleZipName(m, r.Version) {
+		return ModuleArchiveRequest{}, badPath("file %q does not belong to module %s %s", seg[5], m, r.Version)
+	}
+	return r, nil
+}
+
+func parseHexDigest(s string) (digest.Digest, error) {
+	d := digest.NewDigestFromEncoded(digest.SHA256, s)
+	if len(s) != 64 || strings.ToLower(s) != s || d.Validate() != nil {
+		return "", badPath("invalid digest %q", s)
+	}
+	return d, nil
+}
+
+// moduleZipName is the file name of a module package download; it ends in
+// .zip so that go-getter unpacks it as a zip archive.
+func moduleZipName(m Module, v versions.Version) string {
+	return fmt.Sprintf("%s-%s-%s-%s.zip", m.Namespace, m.Name, m.System, v)
+}
+
+// moduleArchivePath is the escaped path (below the module archive prefix)
+// of a module package.
+func moduleArchivePath(m Module, v versions.Version, manifest digest.Digest) string {
+	return strings.Join([]string{
+		m.Namespace, m.Name, m.System, url.PathEscape(v.String()), manifest.Encoded(), url.PathEscape(moduleZipName(m, v)),
+	}, "/")
+}
+
+// tofuVersionRE is an OpenTofu release version as the TofuDL mirror
+// specification (and tofudl's parser) accepts it.
+var tofuVersionRE = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-(alpha|beta|rc)(0|[1-9][0-9]*))?$`)
+
+// tofuArtifactRE is a release file name (tofudl's rule).
+var tofuArtifactRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
+
+// parseTofuVersion parses a release version as api.json lists it.
+func parseTofuVersion(s string) (versions.Version, error) {
+	if len(s) > 64 || !tofuVersionRE.MatchString(s) {
+		return versions.Unspecified, badPath("invalid OpenTofu version %q: want MAJOR.MINOR.PATCH with an optional -alphaN, -betaN or -rcN", s)
+	}
+	return parseVersion(s)
+}
+
+func validTofuArtifact(s string) bool {
+	return tofuArtifactRE.MatchString(s) && s != "." && s != ".."
+}
+
+// TofuDownloadRequest is a parsed TofuDL download path below
+// /tofu/download/: v:version/:artifact.
+type TofuDownloadRequest struct {
+	Version  versions.Version
+	Artifact string
+}
+
+// ParseTofuDownloadPath parses the escaped path below the download prefix.
+func ParseTofuDownloadPath(escaped string) (TofuDownloadRequest, error) {
+	seg, err := splitPath(escaped, 2)
+	if err != nil {
+		return TofuDownloadRequest{}, err
+	}
+	vs, ok := strings.CutPrefix(seg[0], "v")
+	if !ok {
+		return TofuDownloadRequest{}, badPath("want v<version>/<artifact>, got %q", seg[0])
+	}
+	v, err := parseTofuVersion(vs)
+	if err != nil {
+		return TofuDownloadRequest{}, err
+	}
+	if !validTofuArtifact(seg[1]) {
+		return TofuDownloadRequest{}, badPath("invalid artifact name %q", seg[1])
+	}
+	return TofuDownloadRequest{Version: v, Artifact: seg[1]}, nil
+}

@@ -29,13 +29,21 @@ const (
 	ArchivePrefix = "/v1/archives/"
 )
 
-// Options configure a Server. Client and ProviderTemplate are required.
+// Options configure a Server. Client is required, and at least one of
+// ProviderTemplate, ModuleTemplate and TofuRepository.
 type Options struct {
 	// Client reaches registries (credentials, TLS trust, timeouts).
 	Client *oci.Client
 	// ProviderTemplate maps hostname/namespace/type to a repository, in the
-	// syntax of OpenTofu's oci_mirror repository_template.
+	// syntax of OpenTofu's oci_mirror repository_template. Nil: no
+	// providers (mirror, providers.v1, archives).
 	ProviderTemplate *oci.Template
+	// ModuleTemplate maps hostname/namespace/name/system to a repository
+	// of module packages, served as modules.v1. Nil: no modules.
+	ModuleTemplate *oci.Template
+	// TofuRepository holds OpenTofu releases (oci-tofu push tofu), served
+	// as a TofuDL mirror under /tofu/. Nil: none.
+	TofuRepository *oci.Reference
 	// Include and Exclude filter provider addresses ("host/namespace/type",
 	// with path.Match wildcards such as "example.com/*/*"). Empty Include
 	// allows all.
@@ -89,8 +97,14 @@ type Server struct {
 
 // New builds a Server.
 func New(opts Options) (*Server, error) {
-	if opts.Client == nil || opts.ProviderTemplate == nil {
-		return nil, errors.New("protocol.New: Client and ProviderTemplate are required")
+	if opts.Client == nil {
+		return nil, errors.New("protocol.New: Client is required")
+	}
+	if opts.ProviderTemplate == nil && opts.ModuleTemplate == nil && opts.TofuRepository == nil {
+		return nil, errors.New("protocol.New: configure at least one of ProviderTemplate, ModuleTemplate and TofuRepository")
+	}
+	if opts.TofuRepository != nil && opts.TofuRepository.Reference != "" {
+		return nil, errors.New("protocol.New: TofuRepository must name a repository without a tag or digest")
 	}
 	if opts.TagTTL <= 0 {
 		opts.TagTTL = 30 * time.Second
@@ -164,9 +178,17 @@ func New(opts Options) (*Server, error) {
 	})))
 	s.mux.Handle("/metrics", m.handler())
 	s.mux.Handle(DiscoveryPath, s.instrument("discovery", http.HandlerFunc(s.serveDiscovery)))
-	s.Mount("", MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(s.serveMirror)))
-	s.Mount("providers.v1", ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(s.serveRegistry)))
-	s.Mount("", ArchivePrefix, "archives", http.HandlerFunc(s.serveArchive))
+	if opts.ProviderTemplate != nil {
+		s.Mount("", MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(s.serveMirror)))
+		s.Mount("providers.v1", ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(s.serveRegistry)))
+		s.Mount("", ArchivePrefix, "archives", http.HandlerFunc(s.serveArchive))
+	}
+	if opts.ModuleTemplate != nil {
+		s.mountModules(opts.ModuleTemplate)
+	}
+	if opts.TofuRepository != nil {
+		s.mountTofu(*opts.TofuRepository)
+	}
 	return s, nil
 }
 
