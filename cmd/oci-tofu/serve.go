@@ -32,17 +32,25 @@ import (
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "serve providers from OCI repositories as a network mirror and origin registry (HTTPS)",
-		Description: `Serves, for OpenTofu and Terraform:
-  /.well-known/terraform.json          service discovery (providers.v1)
-  /v1/mirror/                          Provider Network Mirror Protocol
+		Usage: "serve providers, modules and OpenTofu releases from OCI repositories (HTTPS)",
+		Description: `Serves, for OpenTofu, Terraform and TofuDL:
+  /.well-known/terraform.json          service discovery (providers.v1, modules.v1)
+  /v1/mirror/                          Provider Network Mirror Protocol      (--provider-template)
   /v1/providers/                       Provider Registry Protocol, the proxy as origin registry
   /v1/archives/                        package downloads, streamed from the registry and verified
+  /v1/modules/                         Module Registry Protocol              (--module-template)
+  /v1/module-archives/                 module package downloads, streamed and verified
+  /tofu/api.json, /tofu/download/      TofuDL mirror of OpenTofu releases    (--tofu-repository)
   /healthz, /metrics                   liveness and Prometheus metrics
 
 --provider-template maps a provider address to a repository, with the syntax of
 tofu's oci_mirror repository_template: ${hostname}, ${namespace}, ${type}, e.g.
 ghcr.io/acme/providers/${namespace}/${type} or oci-layout:/srv/oci/${namespace}/${type}.
+--module-template maps a module address HOST/NAMESPACE/NAME/SYSTEM to a repository of
+module packages (oci-tofu push module) with ${namespace}, ${name}, ${system} (and
+${hostname}), e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}; tags are versions.
+--tofu-repository is the repository of OpenTofu releases (oci-tofu push tofu). Give at
+least one of the three.
 
 Every flag can also be set by its OCI_TOFU_… environment variable. The registry
 password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
@@ -54,7 +62,9 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
 			&cli.StringFlag{Name: "self-signed-cert-out", Value: "oci-tofu-selfsigned.pem", Usage: "where --self-signed writes its certificate, for clients' SSL_CERT_FILE", EnvVars: []string{"OCI_TOFU_SELF_SIGNED_CERT_OUT"}},
 			&cli.StringSliceFlag{Name: "self-signed-host", Value: cli.NewStringSlice("localhost", "127.0.0.1", "::1"), Usage: "host names and IPs the self-signed certificate is valid for", EnvVars: []string{"OCI_TOFU_SELF_SIGNED_HOSTS"}},
 			&cli.BoolFlag{Name: "insecure-no-tls", Usage: "serve plain HTTP, only behind a TLS-terminating proxy or ingress (clients require HTTPS)", EnvVars: []string{"OCI_TOFU_INSECURE_NO_TLS"}},
-			&cli.StringFlag{Name: "provider-template", Usage: "repository `TEMPLATE` for providers (required)", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
+			&cli.StringFlag{Name: "provider-template", Usage: "repository `TEMPLATE` for providers: ${hostname}, ${namespace}, ${type}", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
+			&cli.StringFlag{Name: "module-template", Usage: "repository `TEMPLATE` for modules (registry protocol): ${namespace}, ${name}, ${system}, ${hostname}", EnvVars: []string{"OCI_TOFU_MODULE_TEMPLATE"}},
+			&cli.StringFlag{Name: "tofu-repository", Usage: "`REPOSITORY` (or oci-layout:PATH) of OpenTofu releases to serve as a TofuDL mirror", EnvVars: []string{"OCI_TOFU_TOFU_REPOSITORY"}},
 			&cli.StringSliceFlag{Name: "include", Usage: "serve only providers matching `host/namespace/type` (wildcards *, repeatable)", EnvVars: []string{"OCI_TOFU_INCLUDE"}},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "never serve providers matching `host/namespace/type` (repeatable)", EnvVars: []string{"OCI_TOFU_EXCLUDE"}},
 			&cli.StringFlag{Name: "registry-hostname", Usage: "${hostname} for the registry protocol (default: the host name clients use to reach the proxy)", EnvVars: []string{"OCI_TOFU_REGISTRY_HOSTNAME"}},
@@ -82,12 +92,30 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.String("provider-template") == "" {
-		return fmt.Errorf("--provider-template is required, e.g. ghcr.io/acme/providers/${namespace}/${type}")
+	if c.String("provider-template") == "" && c.String("module-template") == "" && c.String("tofu-repository") == "" {
+		return fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
 	}
-	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
-	if err != nil {
-		return err
+	var tpl, modTpl *oci.Template
+	if s := c.String("provider-template"); s != "" {
+		if tpl, err = oci.ParseProviderTemplate(s); err != nil {
+			return fmt.Errorf("--provider-template: %w", err)
+		}
+	}
+	if s := c.String("module-template"); s != "" {
+		if modTpl, err = oci.ParseModuleTemplate(s); err != nil {
+			return fmt.Errorf("--module-template: %w", err)
+		}
+	}
+	var tofuRepo *oci.Reference
+	if s := c.String("tofu-repository"); s != "" {
+		ref, err := oci.ParseReference(s)
+		if err != nil {
+			return fmt.Errorf("--tofu-repository: %w", err)
+		}
+		if ref.Reference != "" {
+			return fmt.Errorf("--tofu-repository %s: give the repository without a tag or digest; tags are the versions", s)
+		}
+		tofuRepo = &ref
 	}
 	client, err := registryClient(c)
 	if err != nil {
@@ -96,6 +124,8 @@ func serve(c *cli.Context) error {
 	opts := protocol.Options{
 		Client:           client,
 		ProviderTemplate: tpl,
+		ModuleTemplate:   modTpl,
+		TofuRepository:   tofuRepo,
 		Include:          c.StringSlice("include"),
 		Exclude:          c.StringSlice("exclude"),
 		RegistryHostname: c.String("registry-hostname"),
@@ -153,7 +183,8 @@ func serve(c *cli.Context) error {
 	} else {
 		scheme = "http"
 	}
-	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", tpl.String(),
+	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", templateString(tpl),
+		"module_template", templateString(modTpl), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil)
 
 	errc := make(chan error, 1)
@@ -174,6 +205,13 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	return nil
+}
+
+func templateString(t *oci.Template) string {
+	if t == nil {
+		return ""
+	}
+	return t.String()
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
