@@ -46,6 +46,13 @@ func FuzzParsePaths(f *testing.F) {
 		"h/ns/hello/1.0.0/" + strings.Repeat("a", 64) + "/terraform-provider-hello_1.0.0_linux_amd64.zip",
 		"h/ns/hello/1.0.0/" + strings.Repeat("a", 64) + "/terraform-provider-hello_1.0.0_SHA256SUMS",
 		"h/ns/hello/1.0.0+x/" + strings.Repeat("a", 64) + "/terraform-provider-hello_1.0.0+x_SHA256SUMS.sig",
+		"acme/network/aws/versions",
+		"acme/network/aws/1.0.0+b.1/download",
+		"acme/net_work/aws/2.0.0-rc1/download",
+		"acme/network/aws/1.0.0/" + strings.Repeat("a", 64) + "/acme-network-aws-1.0.0.zip",
+		"v1.10.0-beta1/tofu_1.10.0-beta1_linux_amd64.tar.gz",
+		"v1.9.0/tofu_1.9.0_SHA256SUMS.gpgsig",
+		"v1.9.0/..",
 		"%00/%ff/%/x",
 		"",
 	} {
@@ -101,6 +108,28 @@ func FuzzParsePaths(f *testing.F) {
 			again, err := ParseArchivePath(archivePath(r.Provider, r.Version, r.Index, file))
 			if err != nil || again != r {
 				t.Fatalf("%q: round trip %+v %v", s, again, err)
+			}
+		}
+		checkModule := func(m Module) {
+			for _, n := range []string{m.Namespace, m.Name, m.System} {
+				if n == "" || strings.ContainsAny(n, "/.\\:@%") || strings.ToLower(n) != n {
+					t.Fatalf("%q: module name %q", s, n)
+				}
+			}
+		}
+		if r, err := ParseModulePath(s); err == nil {
+			checkModule(r.Module)
+		}
+		if r, err := ParseModuleArchivePath(s); err == nil {
+			checkModule(r.Module)
+			again, err := ParseModuleArchivePath(moduleArchivePath(r.Module, r.Version, r.Manifest))
+			if err != nil || again.Module != r.Module || again.Manifest != r.Manifest || again.Version.String() != r.Version.String() {
+				t.Fatalf("%q: round trip %+v %v", s, again, err)
+			}
+		}
+		if r, err := ParseTofuDownloadPath(s); err == nil {
+			if !tofuVersionRE.MatchString(r.Version.String()) || !validTofuArtifact(r.Artifact) || strings.ContainsAny(r.Artifact, "/\\") {
+				t.Fatalf("%q: %+v", s, r)
 			}
 		}
 		u, err := url.Parse("https://x/v1/mirror/" + s)
