@@ -1,12 +1,15 @@
 package protocol
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apparentlymart/go-versions/versions"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -40,58 +43,135 @@ func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
 	if !allowRead(w, r) {
 		return
 	}
-	req, err := ParseMirrorPath(strings.TrimPrefix(r.URL.EscapedPath(), MirrorPrefix))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	if req.Index {
-		list, err := s.src.versions(ctx, req.Provider)
+	escaped := r.URL.EscapedPath()
+	s.serveDoc(w, r, escaped, func(ctx context.Context) (any, error) {
+		req, err := ParseMirrorPath(strings.TrimPrefix(escaped, MirrorPrefix))
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return nil, err
 		}
-		vs := make(map[string]struct{}, len(list))
-		for _, v := range list {
-			vs[v.String()] = struct{}{}
+		if req.Index {
+			list, err := s.src.versions(ctx, req.Provider)
+			if err != nil {
+				return nil, err
+			}
+			vs := make(map[string]struct{}, len(list))
+			for _, v := range list {
+				vs[v.String()] = struct{}{}
+			}
+			return map[string]any{"versions": vs}, nil
 		}
-		writeJSON(w, r, map[string]any{"versions": vs})
+		rel, err := s.src.release(ctx, req.Provider, req.Version)
+		if err != nil {
+			return nil, err
+		}
+		zips, err := s.src.allZips(ctx, rel)
+		if err != nil {
+			return nil, err
+		}
+		archives := make(map[string]mirrorArchive, len(zips))
+		for p, z := range zips {
+			var hashes []string
+			if h1 := rel.h1(p, z); h1 != "" {
+				hashes = append(hashes, h1)
+			}
+			hashes = append(hashes, "zh:"+z.Digest.Encoded())
+			archives[p.String()] = mirrorArchive{
+				URL:    mirrorToArchives + s.archiveRef(ctx, rel, zipName(rel.Provider.Type, rel.Version, p)),
+				Hashes: hashes,
+			}
+		}
+		return map[string]any{"archives": archives}, nil
+	})
+}
+
+// doc is an encoded metadata document, ready to write.
+type doc struct {
+	body   []byte
+	length []string // Content-Length header value
+}
+
+// serveDoc answers the metadata document named by key (the request path,
+// plus anything else the document depends on) from the document cache, or
+// builds, caches and answers it. A cached document lives no longer than
+// the time-limited cache entries it was derived from (tag lists and tag
+// resolutions: TagTTL) and, with signed archive URLs, only while signing
+// afresh would give the very same URLs (the same second); errors are never
+// cached. A warm request thus does the same as a cold one would, minus the
+// work.
+func (s *Server) serveDoc(w http.ResponseWriter, r *http.Request, key string, build func(context.Context) (any, error)) {
+	docs := s.documents()
+	if d, ok := docs.get(key); ok {
+		docs.count(docs.hits)
+		writeDoc(w, r, d)
 		return
 	}
-	rel, err := s.src.release(ctx, req.Provider, req.Version)
+	docs.count(docs.misses)
+	ctx, exp := withExpiry(r.Context())
+	if s.urls != nil {
+		exp.at = s.urls.now()
+	}
+	v, err := build(ctx)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	zips, err := s.src.allZips(ctx, rel)
+	b, err := json.Marshal(v)
 	if err != nil {
-		s.fail(w, r, err)
+		writeError(w, http.StatusInternalServerError, "encoding the response failed")
 		return
 	}
-	archives := make(map[string]mirrorArchive, len(zips))
-	for p, z := range zips {
-		var hashes []string
-		if h1 := rel.h1(p, z); h1 != "" {
-			hashes = append(hashes, h1)
+	b = append(b, '\n')
+	d := doc{body: b, length: []string{itoa(int64(len(b)))}}
+	docs.addUntil(key, d, exp.until())
+	writeDoc(w, r, d)
+}
+
+// documents is the document cache: as many entries and the same TTL as
+// the tag caches, on the URL signer's clock when archive URLs are signed.
+func (s *Server) documents() *cache[doc] {
+	s.src.docsOnce.Do(func() {
+		c := newCache[doc]("documents", s.src.tags.max, s.src.tags.ttl, s.metrics)
+		if u := s.urls; u != nil {
+			c.now = func() time.Time { return u.now() }
 		}
-		hashes = append(hashes, "zh:"+z.Digest.Encoded())
-		archives[p.String()] = mirrorArchive{
-			URL:    mirrorToArchives + s.archiveRef(rel, zipName(rel.Provider.Type, rel.Version, p)),
-			Hashes: hashes,
-		}
+		s.src.docs = c
+	})
+	return s.src.docs
+}
+
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
+
+// writeDoc writes an encoded JSON document as writeJSON does.
+func writeDoc(w http.ResponseWriter, r *http.Request, d doc) {
+	h := w.Header()
+	h["Content-Type"] = headerJSON
+	h["Content-Length"] = d.length
+	h["Cache-Control"] = headerNoStore
+	if r.Method == http.MethodHead {
+		return
 	}
-	writeJSON(w, r, map[string]any{"archives": archives})
+	w.Write(d.body)
 }
 
 // archiveRef is an archive's path below ArchivePrefix, signed when client
-// authentication is on.
-func (s *Server) archiveRef(rel *release, file string) string {
+// authentication is on, as of the signing time of the document being built
+// (ctx), which then expires when the signature would change.
+func (s *Server) archiveRef(ctx context.Context, rel *release, file string) string {
 	p := archivePath(rel.Provider, rel.Version, rel.pv.Index.Digest, file)
-	if s.urls != nil {
-		return p + "?" + s.urls.sign(ArchivePrefix+p)
+	if s.urls == nil {
+		return p
 	}
-	return p
+	e := expiryFrom(ctx)
+	at := s.urls.now()
+	if e != nil && !e.at.IsZero() {
+		at = e.at
+	}
+	q, same := s.urls.signAt(ArchivePrefix+p, at)
+	e.observe(same)
+	return p + "?" + q
 }
 
 // registryHostname is the ${hostname} of providers served through the
@@ -149,38 +229,36 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := Provider{Hostname: host, Namespace: req.Namespace, Type: req.Type}
-	if !req.Download {
-		s.serveVersions(w, r, p)
-		return
-	}
-	ctx := r.Context()
+	s.serveDoc(w, r, host+" "+r.URL.EscapedPath(), func(ctx context.Context) (any, error) {
+		if !req.Download {
+			return s.versionsDoc(ctx, p)
+		}
+		return s.downloadDoc(ctx, p, req)
+	})
+}
+
+func (s *Server) downloadDoc(ctx context.Context, p Provider, req RegistryRequest) (any, error) {
 	rel, err := s.src.release(ctx, p, req.Version)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	if _, ok := rel.pv.Platforms[req.Platform]; !ok {
-		s.fail(w, r, notFound("provider %s %s has no package for %s", p, req.Version, req.Platform))
-		return
+		return nil, notFound("provider %s %s has no package for %s", p, req.Version, req.Platform)
 	}
 	if !s.src.registryCapable(rel) {
-		s.fail(w, r, errUnsigned(rel))
-		return
+		return nil, errUnsigned(rel)
 	}
 	zip, err := s.src.zip(ctx, rel, req.Platform)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	cs, err := s.src.checksums(ctx, rel)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	name, err := cs.checkListed(rel, req.Platform, zip.Digest.Encoded())
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	sums := sumsName(p.Type, req.Version)
 	d := registryDownload{
@@ -188,25 +266,23 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 		OS:                  req.Platform.OS,
 		Arch:                req.Platform.Arch,
 		Filename:            name,
-		DownloadURL:         registryToArchives + s.archiveRef(rel, zipName(p.Type, req.Version, req.Platform)),
-		SHASumsURL:          registryToArchives + s.archiveRef(rel, sums),
-		SHASumsSignatureURL: registryToArchives + s.archiveRef(rel, sums+".sig"),
+		DownloadURL:         registryToArchives + s.archiveRef(ctx, rel, zipName(p.Type, req.Version, req.Platform)),
+		SHASumsURL:          registryToArchives + s.archiveRef(ctx, rel, sums),
+		SHASumsSignatureURL: registryToArchives + s.archiveRef(ctx, rel, sums+".sig"),
 		SHASum:              zip.Digest.Encoded(),
 	}
 	d.SigningKeys.GPGPublicKeys = cs.keys
-	writeJSON(w, r, d)
+	return d, nil
 }
 
 // serveVersions lists the versions the registry protocol can offer, with
 // their protocols and platforms. Versions it cannot offer (no publisher
 // signature and no --signing-key, or artifacts OpenTofu would refuse) are
 // left out and explained in "warnings", which OpenTofu prints.
-func (s *Server) serveVersions(w http.ResponseWriter, r *http.Request, p Provider) {
-	ctx := r.Context()
+func (s *Server) versionsDoc(ctx context.Context, p Provider) (any, error) {
 	list, err := s.src.versions(ctx, p)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	out := make([]*registryVersion, len(list))
 	warn := make([]string, len(list))
@@ -239,8 +315,7 @@ func (s *Server) serveVersions(w http.ResponseWriter, r *http.Request, p Provide
 		})
 	}
 	if err := g.Wait(); err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	resp := struct {
 		Versions []*registryVersion `json:"versions"`
@@ -254,7 +329,7 @@ func (s *Server) serveVersions(w http.ResponseWriter, r *http.Request, p Provide
 			resp.Warnings = append(resp.Warnings, warn[i])
 		}
 	}
-	writeJSON(w, r, resp)
+	return resp, nil
 }
 
 // serveArchive serves a zip, SHA256SUMS or signature named by a URL from

@@ -40,6 +40,9 @@ type source struct {
 	zips     *cache[ocispec.Descriptor]     // by repository name + platform manifest digest
 	provs    *cache[*provenance]            // by repository name + provenance digest
 	sums     *cache[*checksums]             // by repository name + index digest + version
+
+	docsOnce sync.Once
+	docs     *cache[doc] // encoded metadata documents, by request path (see serveDoc)
 }
 
 // provenance is an oci-tofu provenance manifest as read.
