@@ -156,3 +156,23 @@ func TestModulesThroughProxyWithAuth(t *testing.T) {
 		t.Errorf("secrets in the proxy log:\n%s", logs)
 	}
 }
+
+// serve needs something to serve, and says what is wrong with a template
+// before it listens.
+func TestServeConfigurationErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "at least one of --provider-template"},
+		{[]string{"--module-template", "localhost:5000/m/${namespace}/${name}"}, "${system}"},
+		{[]string{"--module-template", "localhost:5000/m/${namespace}/${name}/${system}/${type}"}, "unknown placeholder ${type}"},
+		{[]string{"--tofu-repository", "localhost:5000/tools/opentofu:1.9.0"}, "without a tag"},
+		{[]string{"--tofu-repository", "Not A Reference"}, "--tofu-repository"},
+	} {
+		out, err := run(t, append([]string{"serve", "--insecure-no-tls", "--listen", "127.0.0.1:0"}, c.args...)...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("serve %v: want an error mentioning %q, got %v:\n%s", c.args, c.want, err, out)
+		}
+	}
+}
