@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apparentlymart/go-versions/versions"
@@ -396,5 +395,3 @@ func (s *Server) cacheHeaders(w http.ResponseWriter) {
 		w.Header().Set("Cache-Control", "public, max-age=86400, immutable")
 	}
 }
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}

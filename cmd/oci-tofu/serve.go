@@ -117,7 +117,7 @@ func serve(c *cli.Context) error {
 		}
 		tofuRepo = &ref
 	}
-	client, err := registryClient(c)
+	client, err := registryClientWith(c, protocol.UpstreamTransport)
 	if err != nil {
 		return err
 	}
