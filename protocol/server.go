@@ -239,10 +239,15 @@ func checkRawPath(u *url.URL) error {
 		if !strings.HasPrefix(p, "/") {
 			return badPath("path must be absolute")
 		}
-		for _, seg := range strings.Split(p[1:], "/") {
+		for rest := p[1:]; ; {
+			seg, tail, more := strings.Cut(rest, "/")
 			if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
 				return badPath("dot segments are not allowed in paths")
 			}
+			if !more {
+				break
+			}
+			rest = tail
 		}
 		if strings.Contains(p[1:], "//") {
 			return badPath("empty path segment")
@@ -293,6 +298,8 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 // path without query (archive URL signatures stay out) and the outcome;
 // never headers.
 func (s *Server) instrument(name string, h http.Handler) http.Handler {
+	getOK := s.metrics.requests.WithLabelValues(name, http.MethodGet, "200")
+	latency := s.metrics.latency.WithLabelValues(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
@@ -306,10 +313,21 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 				status = 0 // aborted
 			}
 			d := time.Since(start)
-			s.metrics.observe(name, r.Method, status, d)
+			if status == http.StatusOK && r.Method == http.MethodGet {
+				getOK.Inc() // pre-resolved: label lookups cost more than the cached answer
+				latency.Observe(d.Seconds())
+			} else {
+				s.metrics.observe(name, r.Method, status, d)
+			}
 			level := slog.LevelInfo
 			if status >= 500 || status == 0 {
 				level = slog.LevelWarn
+			}
+			if !s.log.Enabled(r.Context(), level) {
+				if p != nil {
+					panic(p)
+				}
+				return
 			}
 			attrs := []slog.Attr{
 				slog.String("handler", name), slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()),
