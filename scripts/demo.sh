@@ -3,7 +3,8 @@
 # Pushes the GnuPG-signed provider fixtures into an OCI layout directory,
 # serves it with `oci-tofu serve`, and installs it with the real OpenTofu CLI
 # through the network mirror protocol; then writes a multi-platform lock
-# file from registry metadata that tofu accepts unchanged.
+# file from registry metadata that tofu accepts unchanged; pushes a module
+# and installs it through the proxy's Module Registry Protocol.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -21,12 +22,16 @@ for v in 1.0.0 1.1.0; do
   "$bin" push provider --key testdata/keys/gpg-signer.asc "testdata/providers/hello/$v" "oci-layout:$store/providers/test/hello"
 done
 
-step "check them exactly as OpenTofu will read them"
-"$bin" verify "oci-layout:$store/providers/test/hello"
+step "pack and push a module directory (deterministic zip) as version 1.0.0"
+"$bin" push module testdata/modules/greeting "oci-layout:$store/modules/acme/greeting/aws:1.0.0"
+
+step "check everything exactly as OpenTofu will read it"
+"$bin" verify "oci-layout:$store/providers/test/hello" "oci-layout:$store/modules/acme/greeting/aws"
 
 step "serve the layout over HTTPS (self-signed certificate for this demo)"
 "$bin" serve --listen 127.0.0.1:0 --self-signed --self-signed-cert-out "$demo/cert.pem" \
-  --provider-template "$template" 2>"$demo/serve.log" &
+  --provider-template "$template" --module-template "oci-layout:$store/modules/\${namespace}/\${name}/\${system}" \
+  2>"$demo/serve.log" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 port=
@@ -57,6 +62,19 @@ terraform {
   }
 }
 TF
+# The fixture provider is not a real plugin, so the module gets its own
+# configuration, which tofu can apply. Module registry addresses need a host
+# with a dot: 127.0.0.1 is one.
+mkdir -p "$demo/module"
+cat > "$demo/module/main.tf" <<TF
+module "greeting" {
+  source  = "127.0.0.1:$port/acme/greeting/aws"
+  version = "~> 1.0"
+  name    = "oci-tofu"
+}
+
+output "greeting" { value = module.greeting.greeting }
+TF
 
 step "write a lock file for three platforms from registry metadata (no zip downloaded)"
 "$bin" lock --provider-template "$template" --platform linux_amd64 --platform darwin_arm64 --platform windows_amd64 "$demo/config"
@@ -74,5 +92,10 @@ else
   diff "$demo/lock.before" "$demo/config/.terraform.lock.hcl" >&2 || true
   exit 1
 fi
+
+step "a module through the proxy's Module Registry Protocol: tofu init and apply"
+(cd "$demo/module" && HOME=$demo/home TF_CLI_CONFIG_FILE=$demo/home/tofu.tfrc "$tofu" init -input=false -no-color | grep -E 'Downloading|initialized')
+(cd "$demo/module" && HOME=$demo/home TF_CLI_CONFIG_FILE=$demo/home/tofu.tfrc "$tofu" apply -auto-approve -input=false -no-color | tail -3)
+
 echo
 echo "Demo done: everything lives in $demo (store = an OCI layout any registry tool can copy)."
