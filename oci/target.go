@@ -2,11 +2,8 @@ package oci
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -150,39 +147,6 @@ func NewClient(opts Options) (*Client, error) {
 		Header:     http.Header{"User-Agent": {ua}},
 	}
 	return &Client{auth: c, opts: opts}, nil
-}
-
-// NewTransport builds the HTTP transport oci-tofu uses for every outbound
-// connection: system roots plus SSL_CERT_FILE and opts.CAFile, TLS 1.2+,
-// bounded dial, handshake and response-header timeouts.
-func NewTransport(opts Options) (*http.Transport, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading CA file: %w", err)
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate", opts.CAFile)
-		}
-	}
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = 60 * time.Second
-	}
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:       &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: timeout,
-		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConnsPerHost:   32,
-		ForceAttemptHTTP2:     true,
-	}, nil
 }
 
 func credentialFunc(opts Options) (auth.CredentialFunc, error) {

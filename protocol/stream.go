@@ -1,15 +1,12 @@
 package protocol
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -19,53 +16,6 @@ import (
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// UpstreamTransport adapts a registry transport (oci.NewTransport) to the
-// proxy: HTTP/1.1 and large read buffers. Over HTTP/2 every blob of a
-// registry shares one TCP connection and its flow-control windows, in 16
-// KiB frames handed between goroutines, which roughly doubles the
-// registry's CPU time per streamed byte and lets concurrent downloads
-// throttle one another; over HTTP/1.1 each download has its own connection
-// (metadata requests reuse a keep-alive pool).
-func UpstreamTransport(t *http.Transport) *http.Transport {
-	t = t.Clone()
-	var p http.Protocols
-	p.SetHTTP1(true)
-	t.Protocols = &p
-	t.ForceAttemptHTTP2 = false
-	t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // no HTTP/2
-	if t.TLSClientConfig != nil {
-		t.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	}
-	t.ReadBufferSize = 64 << 10
-	t.WriteBufferSize = 64 << 10
-	if t.MaxIdleConnsPerHost < 64 {
-		t.MaxIdleConnsPerHost = 64
-	}
-	if dial := t.DialContext; dial != nil {
-		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &readBufferedConn{Conn: c, r: bufio.NewReaderSize(c, upstreamReadBuffer)}, nil
-		}
-	}
-	return t
-}
-
-// upstreamReadBuffer is the read buffer below TLS on registry connections.
-const upstreamReadBuffer = 128 << 10
-
-// readBufferedConn reads through a large buffer: TLS reads one record (16
-// KiB) at a time, a read system call each; through the buffer, one system
-// call takes whatever the socket holds, up to upstreamReadBuffer.
-type readBufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *readBufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // Streaming buffers: streamBuffers buffers of streamBufferSize per
 // download in flight (1 MiB), from a pool.

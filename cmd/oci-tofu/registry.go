@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 
@@ -26,12 +25,6 @@ func registryFlags() []cli.Flag {
 // password comes from stdin or OCI_TOFU_PASSWORD, never from a flag value,
 // so it stays out of process listings and shell history.
 func registryClient(c *cli.Context) (*oci.Client, error) {
-	return registryClientWith(c, nil)
-}
-
-// registryClientWith is registryClient with the transport adapted by tune
-// (serve: protocol.UpstreamTransport).
-func registryClientWith(c *cli.Context, tune func(*http.Transport) *http.Transport) (*oci.Client, error) {
 	opts := oci.Options{
 		PlainHTTP: c.Bool("plain-http"),
 		CAFile:    c.String("ca-file"),
@@ -49,13 +42,6 @@ func registryClientWith(c *cli.Context, tune func(*http.Transport) *http.Transpo
 	}
 	if opts.Password != "" && opts.Username == "" {
 		return nil, fmt.Errorf("a password was given without --username")
-	}
-	if tune != nil {
-		t, err := oci.NewTransport(opts)
-		if err != nil {
-			return nil, err
-		}
-		opts.Transport = tune(t)
 	}
 	return oci.NewClient(opts)
 }

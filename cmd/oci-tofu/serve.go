@@ -117,7 +117,7 @@ func serve(c *cli.Context) error {
 		}
 		tofuRepo = &ref
 	}
-	client, err := registryClientWith(c, protocol.UpstreamTransport)
+	client, err := registryClient(c)
 	if err != nil {
 		return err
 	}

@@ -1,17 +1,16 @@
-package protocol
+package oci
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 )
 
-// The proxy's registry transport speaks HTTP/1.1, through its read
-// buffer, even to a server that offers HTTP/2.
-func TestUpstreamTransportHTTP1(t *testing.T) {
+// The registry transport speaks HTTP/1.1, through its read buffer, even to
+// a server that offers HTTP/2.
+func TestTransportHTTP1(t *testing.T) {
 	body := strings.Repeat("x", 1<<20)
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, body)
@@ -19,10 +18,12 @@ func TestUpstreamTransportHTTP1(t *testing.T) {
 	ts.EnableHTTP2 = true
 	ts.StartTLS()
 	defer ts.Close()
-	base := ts.Client().Transport.(*http.Transport)
-	base.ForceAttemptHTTP2 = true
-	base.DialContext = (&net.Dialer{}).DialContext
-	c := &http.Client{Transport: UpstreamTransport(base)}
+	tr, err := NewTransport(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.TLSClientConfig.RootCAs.AddCert(ts.Certificate())
+	c := &http.Client{Transport: tr}
 	for i := 0; i < 2; i++ {
 		resp, err := c.Get(ts.URL)
 		if err != nil {
