@@ -9,19 +9,13 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
-// gpgKey is one entry of signing_keys.gpg_public_keys.
-type gpgKey struct {
-	KeyID      string `json:"key_id"`
-	ASCIIArmor string `json:"ascii_armor"`
-}
-
 // checksums is what the Provider Registry Protocol needs to let clients
 // verify a release: SHA256SUMS, its binary detached signature, and the keys.
 type checksums struct {
 	sums      convert.SHA256Sums
 	data      []byte
 	signature []byte
-	keys      []gpgKey
+	keys      []GPGPublicKey
 	// generated is true when the proxy made and signed SHA256SUMS itself.
 	generated bool
 }
@@ -81,7 +75,7 @@ func (s *source) checksums(ctx context.Context, r *release) (*checksums, error) 
 			return nil, err
 		}
 		return &checksums{sums: sums, data: data, signature: sig, generated: true,
-			keys: []gpgKey{{KeyID: s.signer.KeyID(), ASCIIArmor: string(s.signer.Public)}}}, nil
+			keys: []GPGPublicKey{{KeyID: s.signer.KeyID(), ASCIIArmor: string(s.signer.Public)}}}, nil
 	})
 }
 
@@ -107,7 +101,7 @@ func publisherChecksums(r *release) (*checksums, error) {
 		return nil, invalid(err)
 	}
 	return &checksums{sums: sums, data: f.SHA256SUMS.Data, signature: sig,
-		keys: []gpgKey{{KeyID: v.KeyID, ASCIIArmor: string(f.Keys.Data)}}}, nil
+		keys: []GPGPublicKey{{KeyID: v.KeyID, ASCIIArmor: string(f.Keys.Data)}}}, nil
 }
 
 // checkListed makes sure SHA256SUMS lists a platform's package with the

@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -32,11 +33,6 @@ const (
 	registryToArchives = "../../../../../../archives/"
 )
 
-type mirrorArchive struct {
-	URL    string   `json:"url"`
-	Hashes []string `json:"hashes"`
-}
-
 // serveMirror answers the Provider Network Mirror Protocol.
 func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
 	if !allowRead(w, r) {
@@ -53,11 +49,11 @@ func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, err
 			}
-			vs := make(map[string]struct{}, len(list))
+			index := convert.MirrorIndexJSON{Versions: make(map[string]struct{}, len(list))}
 			for _, v := range list {
-				vs[v.String()] = struct{}{}
+				index.Versions[v.String()] = struct{}{}
 			}
-			return map[string]any{"versions": vs}, nil
+			return index, nil
 		}
 		rel, err := s.src.release(ctx, req.Provider, req.Version)
 		if err != nil {
@@ -67,19 +63,19 @@ func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		archives := make(map[string]mirrorArchive, len(zips))
+		archives := make(map[string]convert.MirrorArchive, len(zips))
 		for p, z := range zips {
 			var hashes []string
 			if h1 := rel.h1(p, z); h1 != "" {
 				hashes = append(hashes, h1)
 			}
 			hashes = append(hashes, "zh:"+z.Digest.Encoded())
-			archives[p.String()] = mirrorArchive{
+			archives[p.String()] = convert.MirrorArchive{
 				URL:    mirrorToArchives + s.archiveRef(ctx, rel, zipName(rel.Provider.Type, rel.Version, p)),
 				Hashes: hashes,
 			}
 		}
-		return map[string]any{"archives": archives}, nil
+		return convert.MirrorVersionJSON{Archives: archives}, nil
 	})
 }
 
@@ -186,31 +182,6 @@ func (s *Server) registryHostname(r *http.Request) (string, error) {
 	return parseHostname(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 }
 
-type registryPlatform struct {
-	OS   string `json:"os"`
-	Arch string `json:"arch"`
-}
-
-type registryVersion struct {
-	Version   string             `json:"version"`
-	Protocols []string           `json:"protocols"`
-	Platforms []registryPlatform `json:"platforms"`
-}
-
-type registryDownload struct {
-	Protocols           []string `json:"protocols"`
-	OS                  string   `json:"os"`
-	Arch                string   `json:"arch"`
-	Filename            string   `json:"filename"`
-	DownloadURL         string   `json:"download_url"`
-	SHASumsURL          string   `json:"shasums_url"`
-	SHASumsSignatureURL string   `json:"shasums_signature_url"`
-	SHASum              string   `json:"shasum"`
-	SigningKeys         struct {
-		GPGPublicKeys []gpgKey `json:"gpg_public_keys"`
-	} `json:"signing_keys"`
-}
-
 // serveRegistry answers the Provider Registry Protocol, the proxy being
 // the origin registry of its providers.
 func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
@@ -260,7 +231,7 @@ func (s *Server) downloadDoc(ctx context.Context, p Provider, req RegistryReques
 		return nil, err
 	}
 	sums := sumsName(p.Type, req.Version)
-	d := registryDownload{
+	d := RegistryDownload{
 		Protocols:           rel.protocols(),
 		OS:                  req.Platform.OS,
 		Arch:                req.Platform.Arch,
@@ -283,7 +254,7 @@ func (s *Server) versionsDoc(ctx context.Context, p Provider) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*registryVersion, len(list))
+	out := make([]*RegistryVersion, len(list))
 	warn := make([]string, len(list))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
@@ -305,9 +276,9 @@ func (s *Server) versionsDoc(ctx context.Context, p Provider) (any, error) {
 				warn[i] = v.String() + " is left out: it has no publisher signature and the proxy no signing key (use the network mirror for it)"
 				return nil
 			}
-			rv := &registryVersion{Version: v.String(), Protocols: rel.protocols()}
+			rv := &RegistryVersion{Version: v.String(), Protocols: rel.protocols()}
 			for _, pl := range rel.platforms() {
-				rv.Platforms = append(rv.Platforms, registryPlatform{OS: pl.OS, Arch: pl.Arch})
+				rv.Platforms = append(rv.Platforms, RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
 			}
 			out[i] = rv
 			return nil
@@ -316,10 +287,7 @@ func (s *Server) versionsDoc(ctx context.Context, p Provider) (any, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	resp := struct {
-		Versions []*registryVersion `json:"versions"`
-		Warnings []string           `json:"warnings,omitempty"`
-	}{Versions: []*registryVersion{}}
+	resp := RegistryVersions{Versions: []*RegistryVersion{}}
 	for i := range list {
 		if out[i] != nil {
 			resp.Versions = append(resp.Versions, out[i])

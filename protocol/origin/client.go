@@ -22,6 +22,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol"
 )
 
 // maxJSON bounds every protocol document read.
@@ -58,37 +59,11 @@ func DefaultToken(host string) string {
 	return os.Getenv("TF_TOKEN_" + name)
 }
 
-// Version is one entry of the versions list.
-type Version struct {
-	Version   string     `json:"version"`
-	Protocols []string   `json:"protocols"`
-	Platforms []Platform `json:"platforms"`
-}
-
-// Platform is an os/arch pair.
-type Platform struct {
-	OS   string `json:"os"`
-	Arch string `json:"arch"`
-}
-
-// Download is the answer of …/download/<os>/<arch>.
+// Download is the answer of …/download/<os>/<arch>, with the URL it came
+// from for resolving relative URLs.
 type Download struct {
-	Protocols           []string `json:"protocols"`
-	OS                  string   `json:"os"`
-	Arch                string   `json:"arch"`
-	Filename            string   `json:"filename"`
-	DownloadURL         string   `json:"download_url"`
-	SHASumsURL          string   `json:"shasums_url"`
-	SHASumsSignatureURL string   `json:"shasums_signature_url"`
-	SHASum              string   `json:"shasum"`
-	SigningKeys         struct {
-		GPGPublicKeys []struct {
-			KeyID      string `json:"key_id"`
-			ASCIIArmor string `json:"ascii_armor"`
-		} `json:"gpg_public_keys"`
-	} `json:"signing_keys"`
-
-	base *url.URL // the document's URL, for resolving relative URLs
+	protocol.RegistryDownload
+	base *url.URL
 }
 
 // Resolve makes a URL from the document absolute.
@@ -137,15 +112,13 @@ func (c *Client) ProvidersBase(ctx context.Context, host string) (*url.URL, erro
 }
 
 // Versions lists a provider's versions.
-func (c *Client) Versions(ctx context.Context, addr convert.ProviderAddr) ([]Version, error) {
+func (c *Client) Versions(ctx context.Context, addr convert.ProviderAddr) ([]*protocol.RegistryVersion, error) {
 	base, err := c.ProvidersBase(ctx, addr.Hostname)
 	if err != nil {
 		return nil, err
 	}
 	u := base.JoinPath(addr.Namespace, addr.Type, "versions")
-	var doc struct {
-		Versions []Version `json:"versions"`
-	}
+	var doc protocol.RegistryVersions
 	if _, err := c.getJSON(ctx, u, addr.Hostname, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
@@ -160,7 +133,7 @@ func (c *Client) Download(ctx context.Context, addr convert.ProviderAddr, versio
 	}
 	u := base.JoinPath(addr.Namespace, addr.Type, version, "download", p.OS, p.Arch)
 	var d Download
-	final, err := c.getJSON(ctx, u, addr.Hostname, &d)
+	final, err := c.getJSON(ctx, u, addr.Hostname, &d.RegistryDownload)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s %s: %w", addr, version, p, err)
 	}

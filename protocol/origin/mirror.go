@@ -15,6 +15,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol"
 )
 
 // MirrorOptions configure Mirror.
@@ -95,7 +96,7 @@ func mirrorProvider(ctx context.Context, c *Client, spec convert.ProviderSpec, o
 	if err != nil {
 		return fail(err)
 	}
-	byVersion := map[string]Version{}
+	byVersion := map[string]*protocol.RegistryVersion{}
 	var available versions.List
 	for _, v := range listed {
 		pv, err := versions.ParseVersion(v.Version)
@@ -112,7 +113,7 @@ func mirrorProvider(ctx context.Context, c *Client, spec convert.ProviderSpec, o
 			return fail(fmt.Errorf("the lock file has no entry for %s", addr))
 		}
 		v, err := versions.ParseVersion(locked.Version)
-		if err != nil || byVersion[v.String()].Version == "" {
+		if err != nil || byVersion[v.String()] == nil {
 			return fail(fmt.Errorf("locked version %s is not offered by %s", locked.Version, spec.Addr.Hostname))
 		}
 		chosen = versions.List{v}
@@ -138,7 +139,7 @@ func mirrorProvider(ctx context.Context, c *Client, spec convert.ProviderSpec, o
 	return results
 }
 
-func mirrorVersion(ctx context.Context, c *Client, addr convert.ProviderAddr, v Version, repo oci.Repository, locked *convert.LockedProvider, opts MirrorOptions) (oci.PushResult, error) {
+func mirrorVersion(ctx context.Context, c *Client, addr convert.ProviderAddr, v *protocol.RegistryVersion, repo oci.Repository, locked *convert.LockedProvider, opts MirrorOptions) (oci.PushResult, error) {
 	platforms := opts.Platforms
 	if len(platforms) == 0 {
 		for _, p := range v.Platforms {
@@ -150,7 +151,7 @@ func mirrorVersion(ctx context.Context, c *Client, addr convert.ProviderAddr, v 
 		}
 	}
 	for _, p := range platforms {
-		if !slices.Contains(v.Platforms, Platform{OS: p.OS, Arch: p.Arch}) {
+		if !slices.Contains(v.Platforms, protocol.RegistryPlatform{OS: p.OS, Arch: p.Arch}) {
 			return oci.PushResult{}, fmt.Errorf("the registry offers no %s package", p)
 		}
 	}
