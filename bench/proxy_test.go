@@ -47,7 +47,7 @@ func BenchmarkProxy(b *testing.B) {
 	const archiveSize = 256 << 20
 	reg := testenv.StartRegistry(b)
 	ca := reg.CA
-	bin := proxyBuildBinary(b)
+	bin := buildOCITofu(b)
 	zipDigest := proxyPushBigProvider(b, reg, "bench/acme/big", archiveSize)
 
 	port := testenv.FreePort(b)
@@ -186,17 +186,6 @@ func proxyWrk(b *testing.B, wrk, u string, conns int, d time.Duration) float64 {
 	}
 	b.Fatalf("wrk: no Requests/sec in\n%s", s)
 	return 0
-}
-
-func proxyBuildBinary(b *testing.B) string {
-	b.Helper()
-	out := filepath.Join(b.TempDir(), "oci-tofu")
-	cmd := exec.Command("go", "build", "-o", out, "../cmd/oci-tofu")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		b.Fatal(err)
-	}
-	return out
 }
 
 // proxyPushBigProvider pushes one linux_amd64 package of n random bytes
