@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/oci-tofu/oci-tofu/protocol"
 )
 
 // OriginRelease is a provider release directory to publish on a test origin
@@ -26,7 +24,9 @@ type OriginRelease struct {
 
 // Origin is a static Provider Registry Protocol origin served over TLS: a
 // directory of JSON documents and release files, written once and served
-// by a plain file server, as a minimal public registry would be.
+// by a plain file server, as a minimal public registry would be. It writes
+// the documents from the protocol's field names, not from oci-tofu's own
+// types, so the client is tested against the format rather than itself.
 type Origin struct {
 	Host string // localhost:PORT
 	Root string
@@ -64,7 +64,16 @@ func StartOriginWith(t testing.TB, releases []OriginRelease, opts OriginOptions)
 		}
 	}
 	writeJSON(".well-known/terraform.json", map[string]string{"providers.v1": "/v1/providers/"})
-	versions := map[string][]*protocol.RegistryVersion{}
+	type platform struct {
+		OS   string `json:"os"`
+		Arch string `json:"arch"`
+	}
+	type version struct {
+		Version   string     `json:"version"`
+		Protocols []string   `json:"protocols"`
+		Platforms []platform `json:"platforms"`
+	}
+	versions := map[string][]version{}
 	for _, r := range releases {
 		entries, err := os.ReadDir(r.Dir)
 		if err != nil {
@@ -76,7 +85,7 @@ func StartOriginWith(t testing.TB, releases []OriginRelease, opts OriginOptions)
 		}
 		prefix := "terraform-provider-" + r.Type + "_"
 		var ver string
-		var plats []protocol.RegistryPlatform
+		var plats []platform
 		var sums, sig string
 		for _, e := range entries {
 			n := e.Name()
@@ -92,7 +101,7 @@ func StartOriginWith(t testing.TB, releases []OriginRelease, opts OriginOptions)
 			ver = parts[0]
 			switch {
 			case strings.HasSuffix(n, ".zip") && len(parts) == 3:
-				plats = append(plats, protocol.RegistryPlatform{OS: parts[1], Arch: parts[2]})
+				plats = append(plats, platform{parts[1], parts[2]})
 			case strings.HasSuffix(n, "_SHA256SUMS"):
 				sums = n
 			case strings.HasSuffix(n, "_SHA256SUMS.sig"):
@@ -101,7 +110,7 @@ func StartOriginWith(t testing.TB, releases []OriginRelease, opts OriginOptions)
 		}
 		sort.Slice(plats, func(i, j int) bool { return plats[i].OS+plats[i].Arch < plats[j].OS+plats[j].Arch })
 		key := r.Namespace + "/" + r.Type
-		versions[key] = append(versions[key], &protocol.RegistryVersion{Version: ver, Protocols: []string{"6.0"}, Platforms: plats})
+		versions[key] = append(versions[key], version{Version: ver, Protocols: []string{"6.0"}, Platforms: plats})
 		sumsData, _ := os.ReadFile(filepath.Join(r.Dir, sums))
 		for _, p := range plats {
 			zip := prefix + ver + "_" + p.OS + "_" + p.Arch + ".zip"
@@ -112,16 +121,23 @@ func StartOriginWith(t testing.TB, releases []OriginRelease, opts OriginOptions)
 				}
 			}
 			files := "/files/" + key + "/"
-			d := protocol.RegistryDownload{
-				Protocols: []string{"6.0"}, OS: p.OS, Arch: p.Arch, Filename: zip,
-				DownloadURL: files + zip, SHASumsURL: files + sums, SHASumsSignatureURL: files + sig, SHASum: shasum,
-			}
-			d.SigningKeys.GPGPublicKeys = []protocol.GPGPublicKey{{ASCIIArmor: string(armor)}}
-			writeJSON(fmt.Sprintf("v1/providers/%s/%s/download/%s/%s", key, ver, p.OS, p.Arch), d)
+			writeJSON(fmt.Sprintf("v1/providers/%s/%s/download/%s/%s", key, ver, p.OS, p.Arch), map[string]any{
+				"protocols":             []string{"6.0"},
+				"os":                    p.OS,
+				"arch":                  p.Arch,
+				"filename":              zip,
+				"download_url":          files + zip,
+				"shasums_url":           files + sums,
+				"shasums_signature_url": files + sig,
+				"shasum":                shasum,
+				"signing_keys": map[string]any{"gpg_public_keys": []map[string]string{
+					{"key_id": "", "ascii_armor": string(armor)},
+				}},
+			})
 		}
 	}
 	for key, vs := range versions {
-		writeJSON("v1/providers/"+key+"/versions", protocol.RegistryVersions{Versions: vs})
+		writeJSON("v1/providers/"+key+"/versions", map[string]any{"versions": vs})
 	}
 	ca := NewCA(t)
 	o.srv = &http.Server{
