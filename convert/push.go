@@ -22,8 +22,9 @@ var ErrVersionExists = errors.New("version already exists")
 // When the tag already holds exactly this release it answers UpToDate
 // without unpacking the zips again: it borrows the stored h1 hashes, builds
 // the index, and compares digests. The index digest covers every zip digest
-// (verified locally against the signed SHA256SUMS) and every provenance
-// file, so a match means the registry holds the same release.
+// and every provenance file (the signed SHA256SUMS among them), so a match
+// means the registry holds this very release; with DeferZipCheck the local
+// zips are then not even read, since nothing is written.
 //
 // A version tag that holds different content is not replaced unless replace
 // is set: versions are expected to be immutable, and lock files elsewhere
@@ -50,6 +51,10 @@ func PushProviderRelease(ctx context.Context, repo oci.Repository, rel *Provider
 		return oci.PushResult{}, fmt.Errorf("resolving %s: %w", tag, err)
 	}
 
+	// Nothing is written before every zip has been read and checked.
+	if err := rel.VerifyPackages(); err != nil {
+		return oci.PushResult{}, err
+	}
 	var early oci.PushResult
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
@@ -92,7 +97,7 @@ func (rel *ProviderRelease) sameAs(ctx context.Context, repo oci.Repository, v o
 		}
 		trial.Packages[i].H1 = p.H1
 	}
-	a, err := trial.Artifact()
+	a, err := trial.build()
 	return err == nil && a.Root().Digest == current.Digest
 }
 

@@ -3,6 +3,9 @@ package convert
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	orasoci "oras.land/oras-go/v2/content/oci"
@@ -51,5 +54,49 @@ func TestPushProviderReleaseUpToDateWithoutRehashing(t *testing.T) {
 	res, err = PushProviderRelease(ctx, repo, sub, true, oci.PushOptions{})
 	if err != nil || res.UpToDate || res.Root.Digest == first.Root.Digest || sub.Packages[0].H1 != tofuH1["linux_amd64"] {
 		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+// With DeferZipCheck, zips are read only when something is to be written:
+// a tampered zip is refused before any write to a repository lacking the
+// release, while a re-push to one holding it reads no zip at all.
+func TestPushProviderReleaseDeferredZipCheck(t *testing.T) {
+	ctx := context.Background()
+	keys := []*Keyring{mustKeyring(t, "gpg-signer.asc")}
+	dir := copyRelease(t, "providers", "hello", "1.0.0")
+	opts := ReleaseOptions{Keys: keys, DeferZipCheck: true}
+	holding, _ := orasoci.New(t.TempDir())
+	rel, err := ReadProviderRelease(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PushProviderRelease(ctx, holding, rel, false, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(filepath.Join(dir, "terraform-provider-hello_1.0.0_linux_arm64.zip"), os.O_WRONLY, 0)
+	f.WriteAt([]byte("XX"), 100)
+	f.Close()
+
+	rel, err = ReadProviderRelease(dir, opts)
+	if err != nil {
+		t.Fatalf("deferred read looked at the zip: %v", err)
+	}
+	res, err := PushProviderRelease(ctx, holding, rel, false, oci.PushOptions{})
+	if err != nil || !res.UpToDate {
+		t.Fatalf("registry holds the signed release: %+v %v", res, err)
+	}
+	freshDir := t.TempDir()
+	fresh, _ := orasoci.New(freshDir)
+	rel, _ = ReadProviderRelease(dir, opts)
+	if _, err := PushProviderRelease(ctx, fresh, rel, false, oci.PushOptions{}); err == nil || !strings.Contains(err.Error(), "linux_arm64.zip: sha256") {
+		t.Fatalf("tampered zip: %v", err)
+	}
+	if _, err := fresh.Resolve(ctx, "1.0.0"); err == nil {
+		t.Fatal("tagged after a refused push")
+	}
+	var blobs int
+	filepath.Walk(filepath.Join(freshDir, "blobs"), func(string, os.FileInfo, error) error { blobs++; return nil })
+	if blobs > 2 { // blobs/ and blobs/sha256/ at most: nothing was written
+		t.Fatalf("%d blob paths written before verification", blobs)
 	}
 }

@@ -33,6 +33,12 @@ type ReleaseOptions struct {
 	// Platforms, when not empty, selects which platforms to take; each must
 	// be present.
 	Platforms []oci.Platform
+	// DeferZipCheck takes each zip's digest from the (signature-checked)
+	// SHA256SUMS instead of reading the zip: the zips are then checked by
+	// VerifyPackages, which PushProviderRelease runs before writing
+	// anything. A re-push that finds the registry already holding the
+	// release thus reads no zip. Without SHA256SUMS it has no effect.
+	DeferZipCheck bool
 }
 
 // ProviderRelease is a verified provider release directory.
@@ -54,6 +60,8 @@ type ReleasePackage struct {
 	Size     int64
 	// H1 is set by HashPackages.
 	H1 string
+	// verified: the file was read and matched SHA256, and opens as a zip.
+	verified bool
 }
 
 // maxSmallFile bounds SHA256SUMS, signatures and manifest.json.
@@ -192,7 +200,11 @@ func ReadProviderRelease(dir string, opts ReleaseOptions) (*ProviderRelease, err
 	for i, p := range platforms {
 		name := selected[p]
 		g.Go(func() error {
-			pkg, err := checkZip(filepath.Join(dir, name), sums, sumsName)
+			check := checkZip
+			if opts.DeferZipCheck && sums != nil {
+				check = statZip
+			}
+			pkg, err := check(filepath.Join(dir, name), sums, sumsName)
 			if err != nil {
 				return err
 			}
@@ -277,7 +289,47 @@ func checkZip(path string, sums SHA256Sums, sumsName string) (*ReleasePackage, e
 		return nil, fmt.Errorf("%s is not a readable zip: %w", name, err)
 	}
 	zr.Close()
-	return &ReleasePackage{Path: path, Filename: name, SHA256: sum, Size: size}, nil
+	return &ReleasePackage{Path: path, Filename: name, SHA256: sum, Size: size, verified: true}, nil
+}
+
+// statZip takes a listed zip's digest from SHA256SUMS and its size from the
+// file system; VerifyPackages reads it later.
+func statZip(path string, sums SHA256Sums, sumsName string) (*ReleasePackage, error) {
+	name := filepath.Base(path)
+	want, listed := sums[name]
+	if !listed {
+		return nil, fmt.Errorf("%s: not listed in %s", name, sumsName)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	return &ReleasePackage{Path: path, Filename: name, SHA256: want, Size: st.Size()}, nil
+}
+
+// VerifyPackages reads every zip not yet checked: its sha256 must be the
+// one recorded, and it must open as a zip.
+func (rel *ProviderRelease) VerifyPackages() error {
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for i := range rel.Packages {
+		p := &rel.Packages[i]
+		if p.verified {
+			continue
+		}
+		g.Go(func() error {
+			checked, err := checkZip(p.Path, SHA256Sums{p.Filename: p.SHA256}, "SHA256SUMS")
+			if err != nil {
+				return err
+			}
+			if checked.Size != p.Size {
+				return fmt.Errorf("%s changed while it was being pushed", p.Filename)
+			}
+			p.verified = true
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // HashPackages computes each package's h1 (unpacking every zip), in
@@ -348,9 +400,17 @@ func zipName(typ, version string, p oci.Platform) string {
 // Artifact builds the OCI artifact for a verified release: the provider
 // index OpenTofu reads, plus oci-tofu's provenance manifest.
 func (rel *ProviderRelease) Artifact() (*oci.Artifact, error) {
+	if err := rel.VerifyPackages(); err != nil {
+		return nil, err
+	}
 	if err := rel.HashPackages(); err != nil {
 		return nil, err
 	}
+	return rel.build()
+}
+
+// build assembles the artifact from the packages as they are recorded.
+func (rel *ProviderRelease) build() (*oci.Artifact, error) {
 	prov := oci.Provenance{
 		Type:          rel.Type,
 		Version:       rel.Version,

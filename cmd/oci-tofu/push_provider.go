@@ -47,7 +47,7 @@ func pushProvider(c *cli.Context) error {
 	if ref.Reference != "" {
 		return fmt.Errorf("%s: give the repository without a tag; the tag is the provider version", c.Args().Get(1))
 	}
-	opts := convert.ReleaseOptions{Unsigned: c.Bool("unsigned")}
+	opts := convert.ReleaseOptions{Unsigned: c.Bool("unsigned"), DeferZipCheck: true}
 	for _, k := range c.StringSlice("key") {
 		kr, err := convert.LoadKeyring(k)
 		if err != nil {
