@@ -299,20 +299,31 @@ func (s *Server) versionsDoc(ctx context.Context, p Provider) (any, error) {
 	return resp, nil
 }
 
-// serveArchive serves a zip, SHA256SUMS or signature named by a URL from
-// the metadata.
-func (s *Server) serveArchive(w http.ResponseWriter, r *http.Request) {
+// archivePath admits a GET or HEAD of an archive URL handed out in metadata
+// (checking its signature when client authentication is on) and returns
+// the escaped path after prefix; otherwise it has answered the request.
+func (s *Server) archivePath(w http.ResponseWriter, r *http.Request, prefix string) (string, bool) {
 	if !allowRead(w, r) {
-		return
+		return "", false
 	}
 	escaped := r.URL.EscapedPath()
 	if s.urls != nil {
 		if err := s.urls.verify(escaped, r.URL.Query()); err != nil {
 			s.fail(w, r, err)
-			return
+			return "", false
 		}
 	}
-	req, err := ParseArchivePath(strings.TrimPrefix(escaped, ArchivePrefix))
+	return strings.TrimPrefix(escaped, prefix), true
+}
+
+// serveArchive serves a zip, SHA256SUMS or signature named by a URL from
+// the metadata.
+func (s *Server) serveArchive(w http.ResponseWriter, r *http.Request) {
+	rest, ok := s.archivePath(w, r, ArchivePrefix)
+	if !ok {
+		return
+	}
+	req, err := ParseArchivePath(rest)
 	if err != nil {
 		s.fail(w, r, err)
 		return

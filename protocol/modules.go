@@ -225,17 +225,11 @@ func (m *modules) serveVersions(w http.ResponseWriter, r *http.Request, repo oci
 // named, by manifest digest, verifying the zip's digest as it streams.
 func (m *modules) serveArchive(w http.ResponseWriter, r *http.Request) {
 	s := m.s
-	if !allowRead(w, r) {
+	rest, ok := s.archivePath(w, r, ModuleArchivePrefix)
+	if !ok {
 		return
 	}
-	escaped := r.URL.EscapedPath()
-	if s.urls != nil {
-		if err := s.urls.verify(escaped, r.URL.Query()); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-	}
-	req, err := ParseModuleArchivePath(strings.TrimPrefix(escaped, ModuleArchivePrefix))
+	req, err := ParseModuleArchivePath(rest)
 	if err != nil {
 		s.fail(w, r, err)
 		return
