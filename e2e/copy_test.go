@@ -46,14 +46,7 @@ func TestLayoutThenThirdPartyCopies(t *testing.T) {
 	}
 
 	for _, prefix := range []string{"providers", "copied", "oras"} {
-		tofu := testenv.Tofu(t, fmt.Sprintf(`
-provider_installation {
-  oci_mirror {
-    repository_template = "%s/%s/${namespace}/${type}"
-    include             = ["example.com/*/*"]
-  }
-}
-`, reg.Host, prefix))
+		tofu := testenv.Tofu(t, ociMirrorCLIConfig(reg.Host+"/"+prefix+"/${namespace}/${type}", "example.com/*/*"))
 		dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, "1.1.0")})
 		tofu.Run(t, dir, "init", "-input=false", "-no-color")
 		lock, err := convert.ReadLockFile(filepath.Join(dir, ".terraform.lock.hcl"))

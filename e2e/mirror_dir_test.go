@@ -60,14 +60,7 @@ func TestImportProvidersMirrorThenExport(t *testing.T) {
 	}
 
 	// The origin host (localhost:PORT) maps to the registry via the template.
-	tofu := testenv.Tofu(t, fmt.Sprintf(`
-provider_installation {
-  oci_mirror {
-    repository_template = "%s"
-    include             = ["%s/*/*"]
-  }
-}
-`, tpl, origin.Host))
+	tofu := testenv.Tofu(t, ociMirrorCLIConfig(tpl, origin.Host+"/*/*"))
 	cfg := fmt.Sprintf(originConfig, origin.Host, "1.0.0")
 	dir := testenv.WriteConfig(t, map[string]string{"main.tf": cfg})
 	tofu.Run(t, dir, "init", "-input=false", "-no-color")

@@ -59,14 +59,7 @@ func TestMirrorFromOriginRegistry(t *testing.T) {
 		t.Errorf("provenance: %+v", prov)
 	}
 
-	tofu := testenv.Tofu(t, fmt.Sprintf(`
-provider_installation {
-  oci_mirror {
-    repository_template = "%s"
-    include             = ["%s/*/*"]
-  }
-}
-`, tpl, origin.Host))
+	tofu := testenv.Tofu(t, ociMirrorCLIConfig(tpl, origin.Host+"/*/*"))
 	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(originConfig, origin.Host, "~> 1.0")})
 	tofu.Run(t, dir, "init", "-input=false", "-no-color")
 	lock, _ := convert.ReadLockFile(filepath.Join(dir, ".terraform.lock.hcl"))

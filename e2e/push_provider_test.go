@@ -26,15 +26,22 @@ terraform {
 }
 `
 
+// ociMirrorConfig installs example.com providers from host/providers/….
 func ociMirrorConfig(host string) string {
+	return ociMirrorCLIConfig(host+"/providers/${namespace}/${type}", "example.com/*/*")
+}
+
+// ociMirrorCLIConfig is a CLI configuration installing the providers that
+// include matches from the repositories template names.
+func ociMirrorCLIConfig(template, include string) string {
 	return fmt.Sprintf(`
 provider_installation {
   oci_mirror {
-    repository_template = "%s/providers/${namespace}/${type}"
-    include             = ["example.com/*/*"]
+    repository_template = "%s"
+    include             = ["%s"]
   }
 }
-`, host)
+`, template, include)
 }
 
 func fixtureZipSHA(t *testing.T, version, platform string) string {
