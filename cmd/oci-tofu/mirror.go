@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/opentofu/tofudl/branding"
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert"
@@ -22,22 +23,29 @@ SHA256SUMS and signature, verifies them against the registry's signing keys as t
 does, and pushes them with provenance. Versions already complete in the target are
 skipped without downloading. With --lockfile, exactly the locked versions are mirrored and
 any zip whose zh: is not in the lock is refused. One provider failing does not stop the
-others; the exit status is 1 if any failed.`,
+others; the exit status is 1 if any failed.
+
+With --tofu-repository, OpenTofu releases are mirrored too, from a TofuDL-compatible API
+(OpenTofu's by default): the versions matching --tofu-versions (default: the newest
+stable), each release's files (only those of --platform when given), verified against
+OpenTofu's signing key (or --tofu-key) and SHA256SUMS, one artifact per version.`,
 		Flags: append([]cli.Flag{
-			providerTemplateFlag(),
+			&cli.StringFlag{Name: "provider-template", Usage: "where providers go, as tofu's repository_template: e.g. `ghcr.io/acme/providers/${namespace}/${type}`", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
 			&cli.StringSliceFlag{Name: "platform", Usage: "mirror only this `os_arch` (repeatable; default: every platform offered)"},
 			&cli.StringFlag{Name: "lockfile", Usage: "mirror the versions locked in this .terraform.lock.hcl `FILE`; refuse zips whose zh: it lacks"},
+			&cli.StringFlag{Name: "tofu-repository", Usage: "also mirror OpenTofu releases from a TofuDL API into this `REPOSITORY`", EnvVars: []string{"OCI_TOFU_TOFU_REPOSITORY"}},
+			&cli.StringFlag{Name: "tofu-versions", Usage: "OpenTofu versions to mirror, as a `CONSTRAINT` (default: the newest stable)"},
+			&cli.StringFlag{Name: "tofu-api-url", Value: branding.DefaultDownloadAPIURL, Usage: "TofuDL api.json `URL`", EnvVars: []string{"OCI_TOFU_TOFU_API_URL"}},
+			&cli.StringFlag{Name: "tofu-download-url", Value: branding.DefaultMirrorURLTemplate, Usage: "download URL `TEMPLATE` with {{ .Version }} and {{ .Artifact }}", EnvVars: []string{"OCI_TOFU_TOFU_DOWNLOAD_URL"}},
+			&cli.StringSliceFlag{Name: "tofu-key", Usage: "armored public key `FILE` for OpenTofu releases instead of OpenTofu's (repeatable)"},
 		}, append(registryFlags(), outputFlags()...)...),
 		Action: mirror,
 	}
 }
 
 func mirror(c *cli.Context) error {
-	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
-	if err != nil {
-		return err
-	}
-	opts := origin.MirrorOptions{Template: tpl}
+	opts := origin.MirrorOptions{}
+	var err error
 	for _, p := range c.StringSlice("platform") {
 		pl, err := oci.ParsePlatform(p)
 		if err != nil {
@@ -67,21 +75,36 @@ func mirror(c *cli.Context) error {
 		}
 		specs = append(specs, s)
 	}
-	if len(specs) == 0 {
-		return checkArgs(c, 1, "mirror [flags] ADDRESS[@CONSTRAINT]...")
+	if len(specs) == 0 && c.String("tofu-repository") == "" {
+		return checkArgs(c, 1, "mirror [flags] ADDRESS[@CONSTRAINT]... (or --tofu-repository)")
 	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err
 	}
-	opts.Open = client.Open
 	transport, err := oci.NewTransport(oci.Options{CAFile: c.String("ca-file")})
 	if err != nil {
 		return err
 	}
+	origins := origin.NewClient(transport)
 	rep := newReporter(c)
-	opts.Log = rep.infof
-	results := origin.Mirror(c.Context, origin.NewClient(transport), specs, opts)
+	var results []origin.Result
+	if len(specs) > 0 {
+		if opts.Template, err = oci.ParseProviderTemplate(c.String("provider-template")); err != nil {
+			return fmt.Errorf("--provider-template: %w", err)
+		}
+		opts.Open = client.Open
+		opts.Log = rep.infof
+		results = origin.Mirror(c.Context, origins, specs, opts)
+	}
+	if repo := c.String("tofu-repository"); repo != "" {
+		tofu, err := tofuMirrorOptions(c, client, repo, opts.Platforms)
+		if err != nil {
+			return err
+		}
+		tofu.Log = rep.infof
+		results = append(results, origin.MirrorTofu(c.Context, origins, tofu)...)
+	}
 	failed := 0
 	for _, r := range results {
 		if r.Error != "" {
@@ -106,4 +129,41 @@ func mirror(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("%d of %d failed", failed, len(results)), 1)
 	}
 	return nil
+}
+
+func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []oci.Platform) (origin.TofuMirrorOptions, error) {
+	opts := origin.TofuMirrorOptions{
+		APIURL:           c.String("tofu-api-url"),
+		DownloadTemplate: c.String("tofu-download-url"),
+		Platforms:        platforms,
+	}
+	ref, err := oci.ParseReference(repository)
+	if err != nil {
+		return opts, err
+	}
+	if ref.Reference != "" {
+		return opts, fmt.Errorf("--tofu-repository %s: give the repository without a tag", repository)
+	}
+	opts.RepoRef = ref
+	if opts.Repo, err = client.Open(ref); err != nil {
+		return opts, err
+	}
+	if opts.Versions, err = convert.ParseConstraints(c.String("tofu-versions")); err != nil {
+		return opts, err
+	}
+	for _, k := range c.StringSlice("tofu-key") {
+		kr, err := convert.LoadKeyring(k)
+		if err != nil {
+			return opts, err
+		}
+		opts.Keys = append(opts.Keys, kr)
+	}
+	if len(opts.Keys) == 0 {
+		kr, err := convert.OpenTofuSigningKey()
+		if err != nil {
+			return opts, err
+		}
+		opts.Keys = []*convert.Keyring{kr}
+	}
+	return opts, nil
 }
