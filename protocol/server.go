@@ -48,6 +48,11 @@ type Options struct {
 	// with path.Match wildcards such as "example.com/*/*"). Empty Include
 	// allows all.
 	Include, Exclude []string
+	// ProviderMappings are more templates, each with its own filters, as
+	// the oci_mirror blocks of an OpenTofu CLI configuration: a provider
+	// maps to the first whose filters admit it. ProviderTemplate, when set,
+	// comes first with Include and Exclude.
+	ProviderMappings []ProviderMapping
 	// RegistryHostname is the ${hostname} the Provider Registry Protocol
 	// expands templates with. Empty: the host name the client used to reach
 	// the proxy, without port (the hostname of its provider addresses).
@@ -100,7 +105,10 @@ func New(opts Options) (*Server, error) {
 	if opts.Client == nil {
 		return nil, errors.New("protocol.New: Client is required")
 	}
-	if opts.ProviderTemplate == nil && opts.ModuleTemplate == nil && opts.TofuRepository == nil {
+	if opts.ProviderTemplate != nil {
+		opts.ProviderMappings = append([]ProviderMapping{{Template: opts.ProviderTemplate, Include: opts.Include, Exclude: opts.Exclude}}, opts.ProviderMappings...)
+	}
+	if len(opts.ProviderMappings) == 0 && opts.ModuleTemplate == nil && opts.TofuRepository == nil {
 		return nil, errors.New("protocol.New: configure at least one of ProviderTemplate, ModuleTemplate and TofuRepository")
 	}
 	if opts.TofuRepository != nil && opts.TofuRepository.Reference != "" {
@@ -124,10 +132,17 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	for _, p := range append(append([]string(nil), opts.Include...), opts.Exclude...) {
-		if _, err := pathMatch(p, "a/b/c"); err != nil {
-			return nil, fmt.Errorf("invalid provider pattern %q: %w", p, err)
+	var mappings []providerMapping
+	for _, m := range opts.ProviderMappings {
+		if m.Template == nil {
+			return nil, errors.New("protocol.New: a provider mapping without a template")
 		}
+		for _, p := range append(append([]string(nil), m.Include...), m.Exclude...) {
+			if _, err := pathMatch(p, "a/b/c"); err != nil {
+				return nil, fmt.Errorf("invalid provider pattern %q: %w", p, err)
+			}
+		}
+		mappings = append(mappings, providerMapping{template: m.Template, include: lower(m.Include), exclude: lower(m.Exclude)})
 	}
 	if opts.RegistryHostname != "" {
 		h, err := parseHostname(opts.RegistryHostname)
@@ -143,7 +158,7 @@ func New(opts Options) (*Server, error) {
 		log:     opts.Logger,
 		metrics: m,
 		src: &source{
-			client: opts.Client, template: opts.ProviderTemplate, include: lower(opts.Include), exclude: lower(opts.Exclude),
+			client: opts.Client, mappings: mappings,
 			timeout: opts.UpstreamTimeout, log: opts.Logger, metrics: m, signer: opts.Signer,
 			repos:    newCache[oci.ReadOnlyRepository]("repositories", n, ttl, m),
 			tags:     newCache[versionsList]("tags", n, ttl, m),
@@ -178,7 +193,7 @@ func New(opts Options) (*Server, error) {
 	})))
 	s.mux.Handle("/metrics", m.handler())
 	s.mux.Handle(DiscoveryPath, s.instrument("discovery", http.HandlerFunc(s.serveDiscovery)))
-	if opts.ProviderTemplate != nil {
+	if len(mappings) > 0 {
 		s.Mount("", MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(s.serveMirror)))
 		s.Mount("providers.v1", ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(s.serveRegistry)))
 		s.Mount("", ArchivePrefix, "archives", http.HandlerFunc(s.serveArchive))

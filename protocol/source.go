@@ -25,9 +25,7 @@ const maxVersions = 10000
 // source reads provider releases from OCI repositories, with caches.
 type source struct {
 	client   *oci.Client
-	template *oci.Template
-	include  []string
-	exclude  []string
+	mappings []providerMapping
 	timeout  time.Duration
 	log      *slog.Logger
 	metrics  *metrics
@@ -61,8 +59,20 @@ type release struct {
 	prov     *provenance // nil when the artifact has none (third-party tools)
 }
 
-// allowed applies --include and --exclude to a provider address.
-func (s *source) allowed(p Provider) bool {
+// ProviderMapping maps the provider addresses its filters admit to
+// repositories, like an oci_mirror block of an OpenTofu CLI configuration.
+type ProviderMapping struct {
+	Template         *oci.Template
+	Include, Exclude []string // path.Match patterns on host/namespace/type
+}
+
+type providerMapping struct {
+	template         *oci.Template
+	include, exclude []string // lower-cased
+}
+
+// admits applies a mapping's include and exclude patterns.
+func (m providerMapping) admits(p Provider) bool {
 	addr := p.String()
 	match := func(patterns []string) bool {
 		for _, pat := range patterns {
@@ -72,20 +82,31 @@ func (s *source) allowed(p Provider) bool {
 		}
 		return false
 	}
-	if len(s.include) > 0 && !match(s.include) {
+	if len(m.include) > 0 && !match(m.include) {
 		return false
 	}
-	return !match(s.exclude)
+	return !match(m.exclude)
+}
+
+// mapping returns the first mapping that admits p.
+func (s *source) mapping(p Provider) (providerMapping, bool) {
+	for _, m := range s.mappings {
+		if m.admits(p) {
+			return m, true
+		}
+	}
+	return providerMapping{}, false
 }
 
 // repository opens the repository a provider maps to. Opened repositories
 // are kept for the tag TTL (an OCI layout is re-read after that, so new
 // tags appear).
 func (s *source) repository(ctx context.Context, p Provider) (oci.ReadOnlyRepository, string, error) {
-	if !s.allowed(p) {
-		return nil, "", notFound("provider %s is not served by this proxy (see its --include/--exclude)", p)
+	m, ok := s.mapping(p)
+	if !ok {
+		return nil, "", notFound("provider %s is not served by this proxy (see its --include/--exclude or configuration)", p)
 	}
-	ref, err := s.template.Expand(map[string]string{"hostname": p.Hostname, "namespace": p.Namespace, "type": p.Type})
+	ref, err := m.template.Expand(map[string]string{"hostname": p.Hostname, "namespace": p.Namespace, "type": p.Type})
 	if err != nil {
 		return nil, "", notFound("provider %s has no repository here: %v", p, err)
 	}

@@ -65,6 +65,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
 			&cli.StringFlag{Name: "provider-template", Usage: "repository `TEMPLATE` for providers: ${hostname}, ${namespace}, ${type}", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
 			&cli.StringFlag{Name: "module-template", Usage: "repository `TEMPLATE` for modules (registry protocol): ${namespace}, ${name}, ${system}, ${hostname}", EnvVars: []string{"OCI_TOFU_MODULE_TEMPLATE"}},
 			&cli.StringFlag{Name: "tofu-repository", Usage: "`REPOSITORY` (or oci-layout:PATH) of OpenTofu releases to serve as a TofuDL mirror", EnvVars: []string{"OCI_TOFU_TOFU_REPOSITORY"}},
+			&cli.StringFlag{Name: "config", Usage: "OpenTofu CLI configuration `FILE` whose provider_installation oci_mirror blocks (repository_template, include, exclude) map providers to repositories, first match wins; after --provider-template", EnvVars: []string{"OCI_TOFU_CONFIG"}},
 			&cli.StringSliceFlag{Name: "include", Usage: "serve only providers matching `host/namespace/type` (wildcards *, repeatable)", EnvVars: []string{"OCI_TOFU_INCLUDE"}},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "never serve providers matching `host/namespace/type` (repeatable)", EnvVars: []string{"OCI_TOFU_EXCLUDE"}},
 			&cli.StringFlag{Name: "registry-hostname", Usage: "${hostname} for the registry protocol (default: the host name clients use to reach the proxy)", EnvVars: []string{"OCI_TOFU_REGISTRY_HOSTNAME"}},
@@ -92,7 +93,21 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.String("provider-template") == "" && c.String("module-template") == "" && c.String("tofu-repository") == "" {
+	var mappings []protocol.ProviderMapping
+	if f := c.String("config"); f != "" {
+		mirrors, err := convert.ReadOCIMirrors(f)
+		if err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		for _, m := range mirrors {
+			tpl, err := oci.ParseProviderTemplate(m.RepositoryTemplate)
+			if err != nil {
+				return fmt.Errorf("--config %s: %w", f, err)
+			}
+			mappings = append(mappings, protocol.ProviderMapping{Template: tpl, Include: m.Include, Exclude: m.Exclude})
+		}
+	}
+	if c.String("provider-template") == "" && len(mappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
 		return fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
 	}
 	var tpl, modTpl *oci.Template
@@ -124,6 +139,7 @@ func serve(c *cli.Context) error {
 	opts := protocol.Options{
 		Client:           client,
 		ProviderTemplate: tpl,
+		ProviderMappings: mappings,
 		ModuleTemplate:   modTpl,
 		TofuRepository:   tofuRepo,
 		Include:          c.StringSlice("include"),
