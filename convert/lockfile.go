@@ -2,7 +2,6 @@ package convert
 
 import (
 	"fmt"
-	"os"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -29,7 +28,7 @@ type LockFile struct {
 
 // ReadLockFile parses a .terraform.lock.hcl file.
 func ReadLockFile(path string) (*LockFile, error) {
-	src, err := os.ReadFile(path)
+	src, err := readBounded(path, maxSmallFile*16)
 	if err != nil {
 		return nil, err
 	}

@@ -253,7 +253,7 @@ func ExportProvider(ctx context.Context, repo oci.ReadOnlyRepository, addr Provi
 		return err
 	}
 	index := MirrorIndexJSON{Versions: map[string]struct{}{}}
-	if b, err := os.ReadFile(filepath.Join(typeDir, "index.json")); err == nil {
+	if b, err := readBounded(filepath.Join(typeDir, "index.json"), maxSmallFile); err == nil {
 		json.Unmarshal(b, &index)
 		if index.Versions == nil {
 			index.Versions = map[string]struct{}{}
