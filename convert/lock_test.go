@@ -122,3 +122,25 @@ terraform {
 		t.Error("a non-string source was accepted")
 	}
 }
+
+func TestParseProviderAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"aws":                          "registry.opentofu.org/hashicorp/aws",
+		"Hashicorp/AWS":                "registry.opentofu.org/hashicorp/aws",
+		"example.com/acme/widget":      "example.com/acme/widget",
+		"localhost:8443/acme/widget":   "localhost:8443/acme/widget",
+		"registry.example.com/a-b/c-d": "registry.example.com/a-b/c-d",
+	} {
+		a, err := ParseProviderAddr(in)
+		if err != nil || a.String() != want {
+			t.Errorf("%s: %v %v", in, a, err)
+		}
+	}
+	// Addresses name directories in export and repositories in templates:
+	// nothing that could climb out of them.
+	for _, bad := range []string{"../acme/x", "./acme/x", "a/b/c/d", "host/../x", "host/a/..", "ho st/a/x", "user@host/a/x", "host/a_b/x", "", "host//x"} {
+		if a, err := ParseProviderAddr(bad); err == nil {
+			t.Errorf("%q accepted as %s", bad, a)
+		}
+	}
+}

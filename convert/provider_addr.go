@@ -6,6 +6,8 @@ import (
 
 	"github.com/apparentlymart/go-versions/versions"
 	"github.com/apparentlymart/go-versions/versions/constraints"
+
+	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // DefaultProviderHost is where OpenTofu looks for providers given as
@@ -37,7 +39,7 @@ func ParseProviderAddr(s string) (ProviderAddr, error) {
 	default:
 		return a, fmt.Errorf("invalid provider address %q: want [hostname/]namespace/type", s)
 	}
-	if a.Hostname == "" || strings.ContainsAny(a.Hostname, " @\\") || !validNamespace(a.Namespace) || !ValidProviderType(a.Type) {
+	if !oci.ValidHostname(a.Hostname) || !validNamespace(a.Namespace) || !ValidProviderType(a.Type) {
 		return a, fmt.Errorf("invalid provider address %q", s)
 	}
 	return a, nil

@@ -77,7 +77,7 @@ func (t *Template) Expand(values map[string]string) (Reference, error) {
 		name := m[2 : len(m)-1]
 		v := strings.ToLower(values[name])
 		if name == "hostname" {
-			if !validHostname(v) {
+			if !ValidHostname(v) {
 				err = fmt.Errorf("invalid %s %q", name, values[name])
 			}
 			return v
@@ -102,7 +102,9 @@ func (t *Template) Expand(values map[string]string) (Reference, error) {
 
 var hostnameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$`)
 
-func validHostname(s string) bool { return len(s) <= 255 && hostnameRE.MatchString(s) }
+// ValidHostname reports whether s is a host name (lower-case DNS labels)
+// with an optional port, as provider and module addresses use them.
+func ValidHostname(s string) bool { return len(s) <= 255 && hostnameRE.MatchString(s) }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
