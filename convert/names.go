@@ -74,7 +74,7 @@ func ParseProviderFilename(name string) (ProviderFile, error) {
 		return ProviderFile{}, fmt.Errorf("%s: want %s<type>_<version>_…", name, providerPrefix)
 	}
 	f.Type, f.Version = parts[0], parts[1]
-	if !ValidProviderType(f.Type) {
+	if !oci.ValidProviderPart(f.Type) {
 		return ProviderFile{}, fmt.Errorf("%s: invalid provider type %q", name, f.Type)
 	}
 	if _, err := oci.ParseVersion(f.Version); err != nil {
@@ -83,19 +83,6 @@ func ParseProviderFilename(name string) (ProviderFile, error) {
 	return f, nil
 }
 
-// ValidProviderType reports whether s is a provider type name as OpenTofu
-// accepts it: lower-case letters, digits and hyphens, starting with a letter.
-func ValidProviderType(s string) bool {
-	if s == "" || len(s) > 64 || !(s[0] >= 'a' && s[0] <= 'z') {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return !strings.HasSuffix(s, "-")
-}
 
 // validKeyIDSuffix accepts the ".<key id>" of HashiCorp-style signature names.
 func validKeyIDSuffix(s string) bool {

@@ -53,7 +53,7 @@ func FuzzParseProviderFilename(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !ValidProviderType(pf.Type) {
+		if !oci.ValidProviderPart(pf.Type) {
 			t.Fatalf("%q: accepted type %q", name, pf.Type)
 		}
 		v, err := oci.ParseVersion(pf.Version)

@@ -39,23 +39,12 @@ func ParseProviderAddr(s string) (ProviderAddr, error) {
 	default:
 		return a, fmt.Errorf("invalid provider address %q: want [hostname/]namespace/type", s)
 	}
-	if !oci.ValidHostname(a.Hostname) || !validNamespace(a.Namespace) || !ValidProviderType(a.Type) {
+	if !oci.ValidHostname(a.Hostname) || !oci.ValidProviderPart(a.Namespace) || !oci.ValidProviderPart(a.Type) {
 		return a, fmt.Errorf("invalid provider address %q", s)
 	}
 	return a, nil
 }
 
-func validNamespace(s string) bool {
-	if s == "" || len(s) > 64 || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 // ParseConstraints parses version constraints as OpenTofu does
 // ("~> 1.0, >= 1.0.2", "1.2.3", "!= 2.0.0").

@@ -100,7 +100,17 @@ func (t *Template) Expand(values map[string]string) (Reference, error) {
 	return ref, nil
 }
 
-var hostnameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$`)
+var (
+	// hostnameRE is a DNS name (IDNs arrive in punycode) with an optional port.
+	hostnameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:[0-9]{1,5})?$`)
+	// providerPartRE is a provider namespace or type as OpenTofu accepts
+	// it (lower-cased, ASCII): letters, digits and single inner dashes.
+	providerPartRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+)
+
+// ValidProviderPart reports whether s is a provider namespace or type:
+// lower-case letters and digits, single dashes inside, at most 64 bytes.
+func ValidProviderPart(s string) bool { return len(s) <= 64 && providerPartRE.MatchString(s) }
 
 // ValidHostname reports whether s is a host name (lower-case DNS labels)
 // with an optional port, as provider and module addresses use them.

@@ -64,17 +64,9 @@ func splitPath(escaped string, n int) ([]string, error) {
 	return out, nil
 }
 
-var (
-	// nameRE is a namespace or type as OpenTofu accepts it: letters,
-	// digits and single hyphens inside.
-	nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-	// hostnameRE is a DNS name (IDNs arrive in punycode) with an optional port.
-	hostnameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:[0-9]{1,5})?$`)
-)
-
 func parseName(what, s string) (string, error) {
 	s = strings.ToLower(s)
-	if len(s) > 64 || !nameRE.MatchString(s) {
+	if !oci.ValidProviderPart(s) {
 		return "", badPath("invalid provider %s %q", what, s)
 	}
 	return s, nil
@@ -82,7 +74,7 @@ func parseName(what, s string) (string, error) {
 
 func parseHostname(s string) (string, error) {
 	s = strings.ToLower(s)
-	if len(s) > 255 || !hostnameRE.MatchString(s) {
+	if !oci.ValidHostname(s) {
 		return "", badPath("invalid hostname %q", s)
 	}
 	return s, nil

@@ -64,7 +64,7 @@ func FuzzParsePaths(f *testing.F) {
 				t.Fatalf("%q: hostname %q", s, p.Hostname)
 			}
 			for _, n := range []string{p.Namespace, p.Type} {
-				if !nameRE.MatchString(n) || strings.ContainsAny(n, "/.\\:@") {
+				if !oci.ValidProviderPart(n) || strings.ContainsAny(n, "/.\\:@") {
 					t.Fatalf("%q: name %q", s, n)
 				}
 			}
