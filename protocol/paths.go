@@ -16,11 +16,7 @@ import (
 
 // Provider is a provider address: hostname/namespace/type, lower-cased as
 // OpenTofu normalises it.
-type Provider struct {
-	Hostname, Namespace, Type string
-}
-
-func (p Provider) String() string { return p.Hostname + "/" + p.Namespace + "/" + p.Type }
+type Provider = convert.ProviderAddr
 
 // errBadPath marks a request whose path cannot name anything (400).
 var errBadPath = errors.New("bad request path")

@@ -10,7 +10,7 @@ import (
 
 func TestParseMirrorPath(t *testing.T) {
 	r, err := ParseMirrorPath("Registry.OpenTofu.org/HashiCorp/aws/5.0.0+build.1.json")
-	if err != nil || r.Provider != (Provider{"registry.opentofu.org", "hashicorp", "aws"}) || r.Version.String() != "5.0.0+build.1" || r.Index {
+	if err != nil || r.Provider != (Provider{Hostname: "registry.opentofu.org", Namespace: "hashicorp", Type: "aws"}) || r.Version.String() != "5.0.0+build.1" || r.Index {
 		t.Fatalf("%+v %v", r, err)
 	}
 	r, err = ParseMirrorPath("localhost:8443/a/b-c/index.json")

@@ -106,7 +106,7 @@ func (s *source) repository(ctx context.Context, p Provider) (oci.ReadOnlyReposi
 	if !ok {
 		return nil, "", notFound("provider %s is not served by this proxy (see its --include/--exclude or configuration)", p)
 	}
-	ref, err := m.template.Expand(map[string]string{"hostname": p.Hostname, "namespace": p.Namespace, "type": p.Type})
+	ref, err := m.template.Expand(p.TemplateValues())
 	if err != nil {
 		return nil, "", notFound("provider %s has no repository here: %v", p, err)
 	}
