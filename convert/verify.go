@@ -3,6 +3,7 @@ package convert
 import (
 	"archive/zip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -244,8 +245,16 @@ func (c *checker) fetchZip(z ocispec.Descriptor) (*zip.Reader, func(), error) {
 }
 
 func (c *checker) module(desc ocispec.Descriptor) error {
-	if desc.ArtifactType == oci.ArtifactTypeProviderTarget {
-		c.add(SeverityError, "tag points to a provider platform manifest; providers must be tagged as an index")
+	// A registry's tag resolution carries no artifactType: read the body.
+	b, err := oci.FetchManifest(c.ctx, c.repo, desc)
+	if err != nil {
+		return c.problem(err)
+	}
+	var head struct {
+		ArtifactType string `json:"artifactType"`
+	}
+	if json.Unmarshal(b, &head) == nil && head.ArtifactType == oci.ArtifactTypeProviderTarget {
+		c.add(SeverityError, "tag points to a provider platform manifest; OpenTofu needs providers tagged as an index")
 		return nil
 	}
 	z, err := oci.ReadModule(c.ctx, c.repo, desc)

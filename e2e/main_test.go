@@ -64,3 +64,9 @@ func jsonField(t *testing.T, out, field string) string {
 }
 
 func trimSpace(s string) string { return strings.TrimSpace(s) }
+
+// testenvEnv is the environment third-party tools run with: this process's,
+// with an empty docker configuration.
+func testenvEnv(t *testing.T) []string {
+	return append(os.Environ(), "DOCKER_CONFIG="+t.TempDir(), "HOME="+t.TempDir())
+}
