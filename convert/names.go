@@ -83,7 +83,6 @@ func ParseProviderFilename(name string) (ProviderFile, error) {
 	return f, nil
 }
 
-
 // validKeyIDSuffix accepts the ".<key id>" of HashiCorp-style signature names.
 func validKeyIDSuffix(s string) bool {
 	s, ok := strings.CutPrefix(s, ".")

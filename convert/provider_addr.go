@@ -45,7 +45,6 @@ func ParseProviderAddr(s string) (ProviderAddr, error) {
 	return a, nil
 }
 
-
 // ParseConstraints parses version constraints as OpenTofu does
 // ("~> 1.0, >= 1.0.2", "1.2.3", "!= 2.0.0").
 func ParseConstraints(s string) (constraints.IntersectionSpec, error) {
