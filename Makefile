@@ -48,8 +48,8 @@ tools-apt:
 	fi
 
 ## test: unit, fuzz seeds, integration and end-to-end tests against real tofu and a real registry
-test: tools
-	$(GO) vet ./...
+test: tools lint
+
 	$(GO) test -count=1 -timeout 20m ./...
 
 unit:
