@@ -49,7 +49,6 @@ tools-apt:
 
 ## test: unit, fuzz seeds, integration and end-to-end tests against real tofu and a real registry
 test: tools lint
-
 	$(GO) test -count=1 -timeout 20m ./...
 
 unit:
