@@ -3,7 +3,6 @@ package bench
 import (
 	"archive/zip"
 	"crypto/rand"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -67,5 +66,3 @@ func runMeasured(b *testing.B, env []string, name string, args ...string) (time.
 func env(b *testing.B) []string {
 	return append(os.Environ(), "SSL_CERT_FILE="+testenv.NewCA(b).CertFile, "DOCKER_CONFIG="+b.TempDir())
 }
-
-func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }

@@ -86,11 +86,9 @@ var opText = map[constraints.SelectionOp]string{
 // meets the constraints, otherwise the newest available version meeting
 // them (pre-releases only when named exactly).
 func SelectVersion(available versions.List, spec constraints.IntersectionSpec, locked *versions.Version) (versions.Version, error) {
-	allowed := versions.All
+	allowed := versions.Released
 	if len(spec) > 0 {
 		allowed = versions.MeetingConstraints(spec)
-	} else {
-		allowed = versions.Released
 	}
 	if locked != nil {
 		if !allowed.Has(*locked) {

@@ -148,12 +148,6 @@ func (c *cache[V]) count(m prometheus.Counter) {
 	}
 }
 
-func (c *cache[V]) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ll.Len()
-}
-
 // do returns the cached value for key or computes it once, however many
 // callers ask at the same time (singleflight). The computation runs with
 // its own deadline, detached from the first caller's cancellation, so one

@@ -49,8 +49,6 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) cacheHit(name string)  { m.cache.WithLabelValues(name, "hit").Inc() }
-func (m *metrics) cacheMiss(name string) { m.cache.WithLabelValues(name, "miss").Inc() }
 func (m *metrics) upstreamError(kind string) {
 	m.upstreamErrs.WithLabelValues(kind).Inc()
 }
