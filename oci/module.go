@@ -2,7 +2,6 @@ package oci
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -62,13 +61,9 @@ func ReadModule(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descr
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
 		return ocispec.Descriptor{}, invalid("%s has mediaType %q, but a module package is an OCI image manifest", desc.Digest, desc.MediaType)
 	}
-	b, err := FetchManifest(ctx, repo, desc)
+	m, err := fetchImageManifest(ctx, repo, desc)
 	if err != nil {
 		return ocispec.Descriptor{}, err
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return ocispec.Descriptor{}, invalid("manifest %s is not valid JSON: %v", desc.Digest, err)
 	}
 	if m.MediaType != ocispec.MediaTypeImageManifest {
 		return ocispec.Descriptor{}, invalid("manifest %s has mediaType %q", desc.Digest, m.MediaType)

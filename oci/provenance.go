@@ -96,13 +96,9 @@ func BuildProvenance(p Provenance, files ProvenanceFiles) (*ProvenanceArtifact, 
 
 // ReadProvenance reads a provenance manifest, its config and its files.
 func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (*Provenance, *ProvenanceFiles, error) {
-	b, err := FetchManifest(ctx, repo, desc)
+	m, err := fetchImageManifest(ctx, repo, desc)
 	if err != nil {
 		return nil, nil, err
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, nil, invalid("provenance manifest %s: %v", desc.Digest, err)
 	}
 	if m.ArtifactType != ArtifactTypeProvenance || m.Config.MediaType != MediaTypeProvenanceConfig {
 		return nil, nil, invalid("manifest %s is not an oci-tofu provenance manifest", desc.Digest)

@@ -204,13 +204,9 @@ func ReadProviderIndex(ctx context.Context, repo ReadOnlyRepository, desc ocispe
 // ReadProviderPackage reads a platform manifest and returns its zip layer,
 // applying OpenTofu's checks.
 func ReadProviderPackage(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (ocispec.Descriptor, error) {
-	b, err := FetchManifest(ctx, repo, desc)
+	m, err := fetchImageManifest(ctx, repo, desc)
 	if err != nil {
 		return ocispec.Descriptor{}, err
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return ocispec.Descriptor{}, invalid("manifest %s is not valid JSON: %v", desc.Digest, err)
 	}
 	if m.MediaType != desc.MediaType {
 		return ocispec.Descriptor{}, invalid("manifest %s has mediaType %q, its descriptor says %q", desc.Digest, m.MediaType, desc.MediaType)
@@ -253,6 +249,20 @@ func FetchManifest(ctx context.Context, repo ReadOnlyRepository, desc ocispec.De
 		return nil, fmt.Errorf("fetching %s: %w", desc.Digest, err)
 	}
 	return b, nil
+}
+
+// fetchImageManifest reads and decodes an image manifest (bounded and
+// digest-checked by FetchManifest).
+func fetchImageManifest(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (ocispec.Manifest, error) {
+	var m ocispec.Manifest
+	b, err := FetchManifest(ctx, repo, desc)
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, invalid("manifest %s is not valid JSON: %v", desc.Digest, err)
+	}
+	return m, nil
 }
 
 // IsNotFound reports whether err means a repository, tag or blob is missing.

@@ -68,13 +68,9 @@ func ReadTofuRelease(ctx context.Context, repo ReadOnlyRepository, desc ocispec.
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
 		return nil, nil, invalid("%s has mediaType %q, not an OCI image manifest", desc.Digest, desc.MediaType)
 	}
-	b, err := FetchManifest(ctx, repo, desc)
+	m, err := fetchImageManifest(ctx, repo, desc)
 	if err != nil {
 		return nil, nil, err
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, nil, invalid("manifest %s: %v", desc.Digest, err)
 	}
 	if m.ArtifactType != ArtifactTypeTofuRelease || m.Config.MediaType != MediaTypeTofuReleaseConfig {
 		return nil, nil, invalid("manifest %s is not an OpenTofu release artifact", desc.Digest)
