@@ -70,13 +70,7 @@ func (m *modules) repository(ctx context.Context, host string, mod Module) (oci.
 
 // versions lists a module's canonical version tags.
 func (m *modules) versions(ctx context.Context, repo oci.ReadOnlyRepository, name string, mod Module) (versions.List, error) {
-	list, err := m.tags.do(ctx, name, m.s.opts.UpstreamTimeout, func(ctx context.Context) (versions.List, error) {
-		list, err := oci.ListVersions(ctx, repo)
-		if err == nil && len(list) > maxVersions {
-			return nil, fmt.Errorf("%w: repository %s has more than %d version tags", oci.ErrInvalidArtifact, name, maxVersions)
-		}
-		return list, err
-	})
+	list, err := listVersions(ctx, m.tags, m.s.opts.UpstreamTimeout, repo, name)
 	if err != nil {
 		if oci.IsNotFound(err) {
 			return nil, notFound("unknown module %s", mod)

@@ -135,19 +135,25 @@ func (s *source) upstream(err error, what string) error {
 	return upstreamError(err, what)
 }
 
-// versions lists a provider's canonical version tags.
-func (s *source) versions(ctx context.Context, p Provider) (versions.List, error) {
-	repo, name, err := s.repository(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	list, err := s.tags.do(ctx, name, s.timeout, func(ctx context.Context) (versions.List, error) {
+// listVersions lists a repository's canonical version tags through the tag
+// cache, refusing repositories with more than maxVersions of them.
+func listVersions(ctx context.Context, tags *cache[versions.List], timeout time.Duration, repo oci.ReadOnlyRepository, name string) (versions.List, error) {
+	return tags.do(ctx, name, timeout, func(ctx context.Context) (versions.List, error) {
 		list, err := oci.ListVersions(ctx, repo)
 		if err == nil && len(list) > maxVersions {
 			return nil, fmt.Errorf("%w: repository %s has more than %d version tags", oci.ErrInvalidArtifact, name, maxVersions)
 		}
 		return list, err
 	})
+}
+
+// versions lists a provider's canonical version tags.
+func (s *source) versions(ctx context.Context, p Provider) (versions.List, error) {
+	repo, name, err := s.repository(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	list, err := listVersions(ctx, s.tags, s.timeout, repo, name)
 	if err != nil {
 		if oci.IsNotFound(err) {
 			return nil, notFound("unknown provider %s", p)
