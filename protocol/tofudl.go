@@ -78,13 +78,7 @@ func (t *tofuMirror) repository(ctx context.Context) (oci.ReadOnlyRepository, er
 // versions lists the tags that name OpenTofu versions as TofuDL writes
 // them (1.9.0, 1.10.0-beta1); other tags are not releases.
 func (t *tofuMirror) versions(ctx context.Context, repo oci.ReadOnlyRepository) (versions.List, error) {
-	list, err := t.tags.do(ctx, t.name, t.s.opts.UpstreamTimeout, func(ctx context.Context) (versions.List, error) {
-		list, err := oci.ListVersions(ctx, repo)
-		if err == nil && len(list) > maxVersions {
-			return nil, fmt.Errorf("%w: repository %s has more than %d version tags", oci.ErrInvalidArtifact, t.name, maxVersions)
-		}
-		return list, err
-	})
+	list, err := listVersions(ctx, t.tags, t.s.opts.UpstreamTimeout, repo, t.name)
 	if err != nil {
 		if oci.IsNotFound(err) {
 			return nil, nil
