@@ -114,16 +114,9 @@ type moduleFile struct {
 // lists; follows symlinks that resolve inside dir and refuses those that
 // point outside it.
 func PackModule(ctx context.Context, dir string, opts PackModuleOptions) (*ModuleZip, error) {
-	root, files, err := collectModuleFiles(dir)
+	root, files, names, err := moduleFiles(dir, opts.AllowNoRoot)
 	if err != nil {
 		return nil, err
-	}
-	names := make([]string, len(files))
-	for i, f := range files {
-		names[i] = f.name
-	}
-	if err := checkModuleRoot(names, opts.AllowNoRoot); err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	tmp, err := os.CreateTemp(opts.TempDir, "oci-tofu-module-*.zip")
 	if err != nil {
@@ -151,19 +144,29 @@ func PackModule(ctx context.Context, dir string, opts PackModuleOptions) (*Modul
 // WriteModuleZip writes the deterministic zip of the module directory dir to
 // w and returns its entries. PackModule is this plus a temporary file.
 func WriteModuleZip(ctx context.Context, w io.Writer, dir string, opts PackModuleOptions) ([]string, error) {
-	_, files, err := collectModuleFiles(dir)
+	_, files, names, err := moduleFiles(dir, opts.AllowNoRoot)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(files))
+	_, err = writeModuleZip(ctx, w, files, opts.Concurrency)
+	return names, err
+}
+
+// moduleFiles collects the files a module directory packs to and checks
+// its root, returning the files and their entry names.
+func moduleFiles(dir string, allowNoRoot bool) (root string, files []moduleFile, names []string, err error) {
+	root, files, err = collectModuleFiles(dir)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	names = make([]string, len(files))
 	for i, f := range files {
 		names[i] = f.name
 	}
-	if err := checkModuleRoot(names, opts.AllowNoRoot); err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
+	if err := checkModuleRoot(names, allowNoRoot); err != nil {
+		return "", nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	_, err = writeModuleZip(ctx, w, files, opts.Concurrency)
-	return names, err
+	return root, files, names, nil
 }
 
 // moduleZipFormat names the packing rules and the compressor; it is part
