@@ -185,16 +185,9 @@ var moduleZipFormat = "oci-tofu module zip v1, " + runtime.Version()
 // recorded when they were last hashed are not read again (as git's index
 // does; the change time cannot be set back, so an edit is always seen).
 func HashModuleTree(ctx context.Context, dir string, opts PackModuleOptions) (digest.Digest, []string, error) {
-	root, files, err := collectModuleFiles(dir)
+	root, files, names, err := moduleFiles(dir, opts.AllowNoRoot)
 	if err != nil {
 		return "", nil, err
-	}
-	names := make([]string, len(files))
-	for i, f := range files {
-		names[i] = f.name
-	}
-	if err := checkModuleRoot(names, opts.AllowNoRoot); err != nil {
-		return "", nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	workers := opts.Concurrency
 	if workers <= 0 {
