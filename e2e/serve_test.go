@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,24 +30,7 @@ type served struct {
 	client *http.Client
 	cmd    *exec.Cmd
 	done   chan struct{}
-	logs   *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs   *testenv.LockedBuffer
 }
 
 // startServe starts the proxy with the test CA's server certificate; it
@@ -57,7 +39,7 @@ func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
 	ca := testenv.NewCA(t)
 	port := testenv.FreePort(t)
-	s := &served{Host: fmt.Sprintf("localhost:%d", port), logs: &lockedBuffer{}, client: ca.HTTPClient(), done: make(chan struct{})}
+	s := &served{Host: fmt.Sprintf("localhost:%d", port), logs: &testenv.LockedBuffer{}, client: ca.HTTPClient(), done: make(chan struct{})}
 	s.URL = "https://" + s.Host
 	all := append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--tls-cert", ca.ServerCertFile, "--tls-key", ca.ServerKeyFile, "--shutdown-timeout", "10s"}, args...)

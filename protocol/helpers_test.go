@@ -128,29 +128,12 @@ type proxy struct {
 	*Server
 	URL    string
 	Client *http.Client
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs   *testenv.LockedBuffer
 }
 
 func startProxy(t testing.TB, opts Options) *proxy {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testenv.LockedBuffer{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

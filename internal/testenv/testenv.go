@@ -308,3 +308,22 @@ func MustRun(t testing.TB, dir string, env []string, name string, args ...string
 	}
 	return out
 }
+
+// LockedBuffer collects a process's or server's log output; safe for
+// concurrent writers.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
