@@ -72,7 +72,9 @@ func PushProviderRelease(ctx context.Context, repo oci.Repository, rel *Provider
 	opts.Progress = nil // the large part is done
 	res, err := oci.Push(ctx, repo, a, []string{tag}, opts)
 	res.Uploaded += early.Uploaded
-	res.Skipped += early.Skipped - early.Uploaded // counted again by Push
+	// Push found every zip present again: those uploaded early are not
+	// skips, those already there before (early.Skipped) still are.
+	res.Skipped -= early.Uploaded
 	res.UploadedBytes += early.UploadedBytes
 	return res, err
 }

@@ -26,7 +26,9 @@ func TestPushProviderReleaseUpToDateWithoutRehashing(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, err := PushProviderRelease(ctx, repo, rel, false, oci.PushOptions{})
-	if err != nil || first.UpToDate {
+	// Into an empty repository: 4 zips, the empty config, provenance config
+	// and 4 files, 4 platform manifests, provenance manifest, index.
+	if err != nil || first.UpToDate || first.Skipped != 0 || first.Uploaded != 4+1+5+4+1+1 {
 		t.Fatalf("%+v %v", first, err)
 	}
 	again, err := ReadProviderRelease(dir, ReleaseOptions{Keys: keys})
@@ -54,6 +56,11 @@ func TestPushProviderReleaseUpToDateWithoutRehashing(t *testing.T) {
 	res, err = PushProviderRelease(ctx, repo, sub, true, oci.PushOptions{})
 	if err != nil || res.UpToDate || res.Root.Digest == first.Root.Digest || sub.Packages[0].H1 != tofuH1["linux_amd64"] {
 		t.Fatalf("%+v %v", res, err)
+	}
+	// Each of the 10 blobs and manifests is counted once, uploaded or found:
+	// 1 zip, 2 configs, 4 provenance files, 2 manifests, the index.
+	if res.Uploaded+res.Skipped != 10 || res.Skipped == 0 {
+		t.Fatalf("counts: %+v", res)
 	}
 }
 
