@@ -23,6 +23,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // BenchmarkProxy measures `oci-tofu serve` beside its references, over TLS
@@ -203,7 +204,7 @@ func proxyPushBigProvider(b testing.TB, reg *testenv.Registry, repoName string, 
 	}
 	f.Close()
 	a, err := oci.BuildProvider([]oci.ProviderPackage{{
-		Platform: oci.Platform{OS: "linux", Arch: "amd64"},
+		Platform: names.Platform{OS: "linux", Arch: "amd64"},
 		Zip:      ocispec.Descriptor{MediaType: oci.MediaTypeZip, Digest: h.Digest(), Size: n},
 		Open:     func() (io.ReadCloser, error) { return os.Open(path) },
 	}}, nil)

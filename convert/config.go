@@ -10,12 +10,13 @@ import (
 	"github.com/apparentlymart/go-versions/versions/constraints"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/zclconf/go-cty/cty"
 )
 
 // Requirement is one provider a configuration requires.
 type Requirement struct {
-	Addr        ProviderAddr
+	Addr        names.Provider
 	Constraints constraints.IntersectionSpec
 }
 
@@ -29,7 +30,7 @@ func RequiredProviders(dir string) ([]Requirement, error) {
 		return nil, err
 	}
 	parser := hclparse.NewParser()
-	byAddr := map[ProviderAddr]*Requirement{}
+	byAddr := map[names.Provider]*Requirement{}
 	for _, path := range files {
 		var f *hcl.File
 		var diags hcl.Diagnostics
@@ -94,7 +95,7 @@ var (
 	terraformSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "required_providers"}}}
 )
 
-func readRequiredProviders(body hcl.Body, into map[ProviderAddr]*Requirement) error {
+func readRequiredProviders(body hcl.Body, into map[names.Provider]*Requirement) error {
 	content, _, diags := body.PartialContent(rootSchema)
 	if diags.HasErrors() {
 		return fmt.Errorf("%s", diags.Error())
@@ -129,11 +130,11 @@ func readRequiredProviders(body hcl.Body, into map[ProviderAddr]*Requirement) er
 				default:
 					return fmt.Errorf("%s: required_providers.%s must be an object", attr.Range, name)
 				}
-				addr, err := ParseProviderAddr(source)
+				addr, err := names.ParseProvider(source)
 				if err != nil {
 					return fmt.Errorf("%s: %w", attr.Range, err)
 				}
-				c, err := ParseConstraints(version)
+				c, err := names.ParseConstraints(version)
 				if err != nil {
 					return fmt.Errorf("%s: %w", attr.Range, err)
 				}

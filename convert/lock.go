@@ -10,13 +10,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // LockOptions say where providers are and which platforms to lock.
 type LockOptions struct {
 	Template  *oci.Template
 	Open      func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error)
-	Platforms []oci.Platform
+	Platforms []names.Platform
 	// NoDownload refuses to download zips whose h1 is not stored, instead of
 	// computing it.
 	NoDownload bool
@@ -78,7 +79,7 @@ func lockOne(ctx context.Context, r Requirement, prev *LockedProvider, opts Lock
 		}
 		locked = &v
 	}
-	v, err := SelectVersion(available, r.Constraints, locked)
+	v, err := names.SelectVersion(available, r.Constraints, locked)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func lockOne(ctx context.Context, r Requirement, prev *LockedProvider, opts Lock
 				return nil, err
 			}
 			for name, sum := range sums {
-				if f, err := ParseProviderFilename(name); err == nil && f.Kind == ProviderZip && f.Version == v.String() {
+				if f, err := names.ParseProviderFilename(name); err == nil && f.Kind == names.ProviderZip && f.Version == v.String() {
 					h.add(ZH(sum))
 				}
 			}
@@ -116,7 +117,7 @@ func lockOne(ctx context.Context, r Requirement, prev *LockedProvider, opts Lock
 		}
 	}
 	// zh for every platform in the index, and h1 for the requested ones.
-	wanted := map[oci.Platform]bool{}
+	wanted := map[names.Platform]bool{}
 	for _, p := range opts.Platforms {
 		wanted[p] = true
 	}
@@ -153,7 +154,7 @@ func lockOne(ctx context.Context, r Requirement, prev *LockedProvider, opts Lock
 	return &LockedProvider{
 		Address:     r.Addr.String(),
 		Version:     v.String(),
-		Constraints: ConstraintsString(r.Constraints),
+		Constraints: names.ConstraintsString(r.Constraints),
 		Hashes:      h.list(),
 	}, nil
 }

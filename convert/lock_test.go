@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apparentlymart/go-versions/versions"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func TestConstraintsStringMatchesTofu(t *testing.T) {
@@ -24,11 +25,11 @@ func TestConstraintsStringMatchesTofu(t *testing.T) {
 		"2.0.0-rc1":              "2.0.0-rc1",
 		">= 1.0.0, ~> 1.0, >1.0": "> 1.0.0, >= 1.0.0, ~> 1.0",
 	} {
-		c, err := ParseConstraints(in)
+		c, err := names.ParseConstraints(in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ConstraintsString(c); got != want {
+		if got := names.ConstraintsString(c); got != want {
 			t.Errorf("%q: got %q, want %q", in, got, want)
 		}
 	}
@@ -37,7 +38,7 @@ func TestConstraintsStringMatchesTofu(t *testing.T) {
 func TestSelectVersion(t *testing.T) {
 	list := versions.List{versions.MustParseVersion("1.0.0"), versions.MustParseVersion("1.1.0"), versions.MustParseVersion("2.0.0-rc1"), versions.MustParseVersion("2.0.0")}
 	pick := func(c string, locked string) (string, error) {
-		spec, err := ParseConstraints(c)
+		spec, err := names.ParseConstraints(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func TestSelectVersion(t *testing.T) {
 			v := versions.MustParseVersion(locked)
 			l = &v
 		}
-		v, err := SelectVersion(list, spec, l)
+		v, err := names.SelectVersion(list, spec, l)
 		return v.String(), err
 	}
 	for _, tc := range []struct{ c, locked, want, err string }{
@@ -102,7 +103,7 @@ terraform {
 	}
 	got := map[string]string{}
 	for _, r := range reqs {
-		got[r.Addr.String()] = ConstraintsString(r.Constraints)
+		got[r.Addr.String()] = names.ConstraintsString(r.Constraints)
 	}
 	want := map[string]string{
 		"registry.opentofu.org/hashicorp/aws":    "~> 5.0, >= 5.1.0",
@@ -131,7 +132,7 @@ func TestParseProviderAddr(t *testing.T) {
 		"localhost:8443/acme/widget":   "localhost:8443/acme/widget",
 		"registry.example.com/a-b/c-d": "registry.example.com/a-b/c-d",
 	} {
-		a, err := ParseProviderAddr(in)
+		a, err := names.ParseProvider(in)
 		if err != nil || a.String() != want {
 			t.Errorf("%s: %v %v", in, a, err)
 		}
@@ -139,7 +140,7 @@ func TestParseProviderAddr(t *testing.T) {
 	// Addresses name directories in export and repositories in templates:
 	// nothing that could climb out of them.
 	for _, bad := range []string{"../acme/x", "./acme/x", "a/b/c/d", "host/../x", "host/a/..", "ho st/a/x", "user@host/a/x", "host/a_b/x", "", "host//x"} {
-		if a, err := ParseProviderAddr(bad); err == nil {
+		if a, err := names.ParseProvider(bad); err == nil {
 			t.Errorf("%q accepted as %s", bad, a)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/dirhash"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // MirrorVersionJSON is a provider network mirror <version>.json document, as
@@ -37,7 +38,7 @@ type MirrorIndexJSON struct {
 
 // MirrorRelease is one provider version read from a mirror directory.
 type MirrorRelease struct {
-	Addr    ProviderAddr
+	Addr    names.Provider
 	Release *ProviderRelease
 	// cleanup removes zips packed from unpacked-layout directories.
 	cleanup []string
@@ -75,7 +76,7 @@ func ReadMirrorDir(ctx context.Context, dir string) ([]*MirrorRelease, error) {
 		}
 		rel, _ := filepath.Rel(dir, td)
 		parts := strings.Split(filepath.ToSlash(rel), "/")
-		addr, err := ParseProviderAddr(strings.Join(parts, "/"))
+		addr, err := names.ParseProvider(strings.Join(parts, "/"))
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", td, err))
 		}
@@ -93,7 +94,7 @@ func ReadMirrorDir(ctx context.Context, dir string) ([]*MirrorRelease, error) {
 				}
 				out = append(out, r)
 			case e.IsDir():
-				if _, err := oci.ParseVersion(name); err != nil {
+				if _, err := names.ParseVersion(name); err != nil {
 					continue
 				}
 				if _, err := os.Stat(filepath.Join(td, name+".json")); err == nil {
@@ -113,8 +114,8 @@ func ReadMirrorDir(ctx context.Context, dir string) ([]*MirrorRelease, error) {
 	return out, nil
 }
 
-func readPackedVersion(typeDir string, addr ProviderAddr, version string) (*MirrorRelease, error) {
-	if _, err := oci.ParseVersion(version); err != nil {
+func readPackedVersion(typeDir string, addr names.Provider, version string) (*MirrorRelease, error) {
+	if _, err := names.ParseVersion(version); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(typeDir, version+".json"), err)
 	}
 	jsonPath := filepath.Join(typeDir, version+".json")
@@ -131,7 +132,7 @@ func readPackedVersion(typeDir string, addr ProviderAddr, version string) (*Mirr
 	}
 	rel := &ProviderRelease{Type: addr.Type, Version: version}
 	for key, a := range doc.Archives {
-		p, err := oci.ParsePlatform(key)
+		p, err := names.ParsePlatform(key)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", jsonPath, err)
 		}
@@ -209,14 +210,14 @@ func (p *ReleasePackage) matchRecorded(hashes []string) error {
 	return nil
 }
 
-func readUnpackedVersion(ctx context.Context, versionDir string, addr ProviderAddr, version string) (*MirrorRelease, error) {
+func readUnpackedVersion(ctx context.Context, versionDir string, addr names.Provider, version string) (*MirrorRelease, error) {
 	entries, err := os.ReadDir(versionDir)
 	if err != nil {
 		return nil, err
 	}
 	r := &MirrorRelease{Addr: addr, Release: &ProviderRelease{Type: addr.Type, Version: version}}
 	for _, e := range entries {
-		p, err := oci.ParsePlatform(e.Name())
+		p, err := names.ParsePlatform(e.Name())
 		if err != nil || !e.IsDir() {
 			continue
 		}
@@ -228,7 +229,7 @@ func readUnpackedVersion(ctx context.Context, versionDir string, addr ProviderAd
 		r.cleanup = append(r.cleanup, z.Path)
 		r.Release.Packages = append(r.Release.Packages, ReleasePackage{
 			Platform: p, Path: z.Path, SHA256: z.Digest.Encoded(), Size: z.Size,
-			Filename: zipName(addr.Type, version, p),
+			Filename: names.ProviderZipName(addr.Type, version, p),
 		})
 	}
 	if len(r.Release.Packages) == 0 {
@@ -239,7 +240,7 @@ func readUnpackedVersion(ctx context.Context, versionDir string, addr ProviderAd
 
 // ExportOptions configure ExportProvider.
 type ExportOptions struct {
-	Platforms []oci.Platform // empty: every platform
+	Platforms []names.Platform // empty: every platform
 }
 
 // ExportProvider writes the given versions of a provider into dir in the
@@ -247,7 +248,7 @@ type ExportOptions struct {
 // <version>.json (h1 and zh for each archive) and index.json. The result
 // serves as a static network mirror or as a filesystem_mirror. Every zip is
 // digest-checked while written, into a temporary file renamed into place.
-func ExportProvider(ctx context.Context, repo oci.ReadOnlyRepository, addr ProviderAddr, vs []oci.Version, dir string, opts ExportOptions) error {
+func ExportProvider(ctx context.Context, repo oci.ReadOnlyRepository, addr names.Provider, vs []names.Version, dir string, opts ExportOptions) error {
 	typeDir := filepath.Join(dir, addr.Hostname, addr.Namespace, addr.Type)
 	if err := os.MkdirAll(typeDir, 0o755); err != nil {
 		return err
@@ -284,7 +285,7 @@ func ExportProvider(ctx context.Context, repo oci.ReadOnlyRepository, addr Provi
 			if err != nil {
 				return fmt.Errorf("%s %s %s: %w", addr, v, p, err)
 			}
-			name := zipName(addr.Type, v.String(), p)
+			name := names.ProviderZipName(addr.Type, v.String(), p)
 			if err := fetchToFile(ctx, repo, zip, filepath.Join(typeDir, name)); err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // ErrVersionExists is returned when a version tag holds other content.
@@ -33,11 +34,11 @@ var ErrVersionExists = errors.New("version already exists")
 // Otherwise the zips upload while their h1 hashes are computed; provenance,
 // manifests and finally the tag follow.
 func PushProviderRelease(ctx context.Context, repo oci.Repository, rel *ProviderRelease, replace bool, opts oci.PushOptions) (oci.PushResult, error) {
-	v, err := oci.ParseVersion(rel.Version)
+	v, err := names.ParseVersion(rel.Version)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
-	tag := oci.TagForVersion(v)
+	tag := names.TagForVersion(v)
 	current, err := repo.Resolve(ctx, tag)
 	switch {
 	case err == nil:
@@ -81,7 +82,7 @@ func PushProviderRelease(ctx context.Context, repo oci.Repository, rel *Provider
 
 // sameAs reports whether the index at current is what rel would push,
 // using the h1 hashes stored with it instead of unpacking every zip.
-func (rel *ProviderRelease) sameAs(ctx context.Context, repo oci.Repository, v oci.Version, current ocispec.Descriptor) bool {
+func (rel *ProviderRelease) sameAs(ctx context.Context, repo oci.Repository, v names.Version, current ocispec.Descriptor) bool {
 	pv, err := oci.ReadProviderIndex(ctx, repo, current)
 	if err != nil || pv.Provenance == nil {
 		return false

@@ -11,6 +11,7 @@ import (
 	orasoci "oras.land/oras-go/v2/content/oci"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func TestPushProviderReleaseUpToDateWithoutRehashing(t *testing.T) {
@@ -46,7 +47,7 @@ func TestPushProviderReleaseUpToDateWithoutRehashing(t *testing.T) {
 	}
 	// A subset of platforms is different content for the same version:
 	// refused unless replacing, then pushed (and hashed).
-	sub, _ := ReadProviderRelease(dir, ReleaseOptions{Keys: keys, Platforms: []oci.Platform{{OS: "linux", Arch: "amd64"}}})
+	sub, _ := ReadProviderRelease(dir, ReleaseOptions{Keys: keys, Platforms: []names.Platform{{OS: "linux", Arch: "amd64"}}})
 	if _, err := PushProviderRelease(ctx, repo, sub, false, oci.PushOptions{}); !errors.Is(err, ErrVersionExists) {
 		t.Fatalf("overwrite without replace: %v", err)
 	}

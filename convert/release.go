@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // ReleaseOptions say how a provider release must be verified.
@@ -32,7 +33,7 @@ type ReleaseOptions struct {
 	SignTime time.Time
 	// Platforms, when not empty, selects which platforms to take; each must
 	// be present.
-	Platforms []oci.Platform
+	Platforms []names.Platform
 	// DeferZipCheck takes each zip's digest from the (signature-checked)
 	// SHA256SUMS instead of reading the zip: the zips are then checked by
 	// VerifyPackages, which PushProviderRelease runs before writing
@@ -53,7 +54,7 @@ type ProviderRelease struct {
 
 // ReleasePackage is one verified platform zip.
 type ReleasePackage struct {
-	Platform oci.Platform
+	Platform names.Platform
 	Path     string
 	Filename string
 	SHA256   string
@@ -77,33 +78,33 @@ func ReadProviderRelease(dir string, opts ReleaseOptions) (*ProviderRelease, err
 	}
 	var sumsName, sigName, manifestName string
 	var sigNames []string
-	zips := map[oci.Platform]string{}
+	zips := map[names.Platform]string{}
 	releases := map[string]bool{}
 	var typ, version string
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, providerPrefix) || e.IsDir() {
+		if !strings.HasPrefix(name, names.ProviderFilePrefix) || e.IsDir() {
 			continue
 		}
-		f, err := ParseProviderFilename(name)
+		f, err := names.ParseProviderFilename(name)
 		if err != nil {
 			return nil, err
 		}
 		typ, version = f.Type, f.Version
 		releases[f.Type+" "+f.Version] = true
 		switch f.Kind {
-		case ProviderZip:
+		case names.ProviderZip:
 			zips[f.Platform] = name
-		case ProviderSHA256SUMS:
+		case names.ProviderSHA256SUMS:
 			sumsName = name
-		case ProviderSignature:
+		case names.ProviderSignature:
 			sigNames = append(sigNames, name)
-		case ProviderManifest:
+		case names.ProviderManifest:
 			manifestName = name
 		}
 	}
 	if len(releases) == 0 {
-		return nil, fmt.Errorf("%s holds no provider release (%s<type>_<version>_<os>_<arch>.zip files)", dir, providerPrefix)
+		return nil, fmt.Errorf("%s holds no provider release (%s<type>_<version>_<os>_<arch>.zip files)", dir, names.ProviderFilePrefix)
 	}
 	if len(releases) > 1 {
 		var list []string
@@ -123,14 +124,14 @@ func ReadProviderRelease(dir string, opts ReleaseOptions) (*ProviderRelease, err
 	rel := &ProviderRelease{Type: typ, Version: version}
 
 	// Select platforms.
-	selected := map[oci.Platform]string{}
+	selected := map[names.Platform]string{}
 	if len(opts.Platforms) == 0 {
 		selected = zips
 	}
 	for _, p := range opts.Platforms {
 		z, ok := zips[p]
 		if !ok {
-			return nil, fmt.Errorf("platform %s was asked for, but %s has no %s", p, dir, zipName(typ, version, p))
+			return nil, fmt.Errorf("platform %s was asked for, but %s has no %s", p, dir, names.ProviderZipName(typ, version, p))
 		}
 		selected[p] = z
 	}
@@ -149,7 +150,7 @@ func ReadProviderRelease(dir string, opts ReleaseOptions) (*ProviderRelease, err
 	}
 	switch {
 	case sigName != "" && sumsName == "":
-		return nil, fmt.Errorf("%s has a signature (%s) but no %s", dir, sigName, sumsFileName(typ, version))
+		return nil, fmt.Errorf("%s has a signature (%s) but no %s", dir, sigName, names.ProviderSHA256SUMSName(typ, version))
 	case sigName != "" && len(opts.Keys) > 0:
 		sig, err := readBounded(filepath.Join(dir, sigName), maxSmallFile)
 		if err != nil {
@@ -163,7 +164,7 @@ func ReadProviderRelease(dir string, opts ReleaseOptions) (*ProviderRelease, err
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sigName, err)
 		}
-		rel.Files.Signature = oci.NamedBytes{Name: sumsFileName(typ, version) + ".sig", Data: bin}
+		rel.Files.Signature = oci.NamedBytes{Name: names.ProviderSHA256SUMSName(typ, version) + ".sig", Data: bin}
 		rel.Files.Keys = oci.NamedBytes{Name: "signing-keys.asc", Data: v.Keyring.Armored}
 		rel.KeyIDs = []string{v.KeyID}
 	case opts.Signer != nil:
@@ -174,13 +175,13 @@ func ReadProviderRelease(dir string, opts ReleaseOptions) (*ProviderRelease, err
 	case sumsName != "":
 		return nil, fmt.Errorf("%s has no signature (%s.sig): give --sign-key to sign it, or --unsigned for an in-house build", sumsName, sumsName)
 	default:
-		return nil, fmt.Errorf("%s has no %s: give --sign-key to create and sign one, or --unsigned for an in-house build", dir, sumsFileName(typ, version))
+		return nil, fmt.Errorf("%s has no %s: give --sign-key to create and sign one, or --unsigned for an in-house build", dir, names.ProviderSHA256SUMSName(typ, version))
 	}
 
 	// Every zip listed for this release must be here unless platforms were chosen.
 	if sums != nil && len(opts.Platforms) == 0 {
 		for name := range sums {
-			if f, err := ParseProviderFilename(name); err == nil && f.Kind == ProviderZip && f.Type == typ && f.Version == version {
+			if f, err := names.ParseProviderFilename(name); err == nil && f.Kind == names.ProviderZip && f.Type == typ && f.Version == version {
 				if _, ok := zips[f.Platform]; !ok {
 					return nil, fmt.Errorf("%s lists %s, but %s has no such file (missing platform; use --platform to push a subset)", sumsName, name, dir)
 				}
@@ -189,7 +190,7 @@ func ReadProviderRelease(dir string, opts ReleaseOptions) (*ProviderRelease, err
 	}
 
 	// Check zips in parallel: digest against SHA256SUMS, and readable.
-	platforms := make([]oci.Platform, 0, len(selected))
+	platforms := make([]names.Platform, 0, len(selected))
 	for p := range selected {
 		platforms = append(platforms, p)
 	}
@@ -241,7 +242,7 @@ func ReadProviderRelease(dir string, opts ReleaseOptions) (*ProviderRelease, err
 }
 
 func (rel *ProviderRelease) sign(opts ReleaseOptions, generate bool) error {
-	name := sumsFileName(rel.Type, rel.Version)
+	name := names.ProviderSHA256SUMSName(rel.Type, rel.Version)
 	if generate {
 		sums := SHA256Sums{}
 		for _, p := range rel.Packages {
@@ -366,35 +367,27 @@ func parseReleaseManifest(data []byte) ([]string, error) {
 		return nil, fmt.Errorf("unsupported release manifest version %d", m.Version)
 	}
 	for _, p := range m.Metadata.ProtocolVersions {
-		if _, err := oci.ParseProtocolVersion(p); err != nil {
+		if _, err := names.ParseProtocolVersion(p); err != nil {
 			return nil, err
 		}
 	}
 	return m.Metadata.ProtocolVersions, nil
 }
 
-func pickSignature(names []string, typ, version string) (string, error) {
-	if len(names) == 0 {
+func pickSignature(sigNames []string, typ, version string) (string, error) {
+	if len(sigNames) == 0 {
 		return "", nil
 	}
-	plain := sumsFileName(typ, version) + ".sig"
-	for _, n := range names {
+	plain := names.ProviderSHA256SUMSName(typ, version) + ".sig"
+	for _, n := range sigNames {
 		if n == plain {
 			return n, nil
 		}
 	}
-	if len(names) == 1 {
-		return names[0], nil
+	if len(sigNames) == 1 {
+		return sigNames[0], nil
 	}
-	return "", fmt.Errorf("several signatures (%s) and none named %s", strings.Join(names, ", "), plain)
-}
-
-func sumsFileName(typ, version string) string {
-	return providerPrefix + typ + "_" + version + "_SHA256SUMS"
-}
-
-func zipName(typ, version string, p oci.Platform) string {
-	return providerPrefix + typ + "_" + version + "_" + p.String() + ".zip"
+	return "", fmt.Errorf("several signatures (%s) and none named %s", strings.Join(sigNames, ", "), plain)
 }
 
 // Artifact builds the OCI artifact for a verified release: the provider

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func copyRelease(t *testing.T, elem ...string) string {
@@ -57,11 +57,11 @@ func TestReadProviderReleasePlatformFilter(t *testing.T) {
 	if _, err := ReadProviderRelease(dir, ReleaseOptions{Keys: keys}); err == nil || !strings.Contains(err.Error(), "missing platform") {
 		t.Fatalf("missing platform without filter: %v", err)
 	}
-	rel, err := ReadProviderRelease(dir, ReleaseOptions{Keys: keys, Platforms: []oci.Platform{{OS: "linux", Arch: "amd64"}}})
+	rel, err := ReadProviderRelease(dir, ReleaseOptions{Keys: keys, Platforms: []names.Platform{{OS: "linux", Arch: "amd64"}}})
 	if err != nil || len(rel.Packages) != 1 || rel.Packages[0].Platform.String() != "linux_amd64" {
 		t.Fatalf("filter: %+v %v", rel, err)
 	}
-	_, err = ReadProviderRelease(dir, ReleaseOptions{Keys: keys, Platforms: []oci.Platform{{OS: "windows", Arch: "amd64"}}})
+	_, err = ReadProviderRelease(dir, ReleaseOptions{Keys: keys, Platforms: []names.Platform{{OS: "windows", Arch: "amd64"}}})
 	if err == nil || !strings.Contains(err.Error(), "windows_amd64") {
 		t.Fatalf("asking for an absent platform: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // OpenTofuSigningKey is OpenTofu's release signing key (fingerprint
@@ -60,7 +61,7 @@ func ReadTofuRelease(dir string, keys []*Keyring) (*TofuReleaseDir, error) {
 	if version == "" {
 		return nil, fmt.Errorf("%s has no tofu_<version>_SHA256SUMS", dir)
 	}
-	if _, err := oci.ParseVersion(version); err != nil {
+	if _, err := names.ParseVersion(version); err != nil {
 		return nil, fmt.Errorf("tofu_%s_SHA256SUMS: %w", version, err)
 	}
 	prefix := "tofu_" + version + "_"
@@ -160,7 +161,7 @@ func (r *TofuReleaseDir) Artifact() (*oci.Artifact, error) {
 // PushTofuRelease pushes a verified release under its version tag, tag last;
 // an identical release already there is reported up to date.
 func PushTofuRelease(ctx context.Context, repo oci.Repository, r *TofuReleaseDir, replace bool, opts oci.PushOptions) (oci.PushResult, error) {
-	v, err := oci.ParseVersion(r.Version)
+	v, err := names.ParseVersion(r.Version)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
@@ -168,7 +169,7 @@ func PushTofuRelease(ctx context.Context, repo oci.Repository, r *TofuReleaseDir
 	if err != nil {
 		return oci.PushResult{}, err
 	}
-	tag := oci.TagForVersion(v)
+	tag := names.TagForVersion(v)
 	if d, err := repo.Resolve(ctx, tag); err == nil && d.Digest != a.Root().Digest && !replace {
 		return oci.PushResult{}, fmt.Errorf("%w: %s already holds different content (%s); pass --replace to overwrite it", ErrVersionExists, tag, d.Digest)
 	}

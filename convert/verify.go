@@ -16,6 +16,7 @@ import (
 	"oras.land/oras-go/v2/content"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // Severity of a finding: errors are what would make OpenTofu fail.
@@ -127,7 +128,7 @@ func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Referen
 }
 
 func (c *checker) provider(desc ocispec.Descriptor, tag string) error {
-	if _, ok := oci.VersionFromTag(tag); !ok && !isDigest(tag) {
+	if _, ok := names.VersionFromTag(tag); !ok && !isDigest(tag) {
 		c.add(SeverityError, "tag %q is not a canonical version: OpenTofu never resolves it (write 1.2.3, with _ for +)", tag)
 	}
 	pv, err := oci.ReadProviderIndex(c.ctx, c.repo, desc)
@@ -137,7 +138,7 @@ func (c *checker) provider(desc ocispec.Descriptor, tag string) error {
 	if len(pv.Platforms) == 0 {
 		c.add(SeverityError, "index has no %s manifest: OpenTofu finds no package for any platform", oci.ArtifactTypeProviderTarget)
 	}
-	zips := map[oci.Platform]ocispec.Descriptor{}
+	zips := map[names.Platform]ocispec.Descriptor{}
 	platforms := sortedPlatforms(pv.Platforms)
 	for _, p := range platforms {
 		z, err := oci.ReadProviderPackage(c.ctx, c.repo, pv.Platforms[p])
@@ -179,7 +180,7 @@ func (c *checker) provider(desc ocispec.Descriptor, tag string) error {
 	return nil
 }
 
-func (c *checker) provenance(desc ocispec.Descriptor, zips map[oci.Platform]ocispec.Descriptor) (*oci.Provenance, error) {
+func (c *checker) provenance(desc ocispec.Descriptor, zips map[names.Platform]ocispec.Descriptor) (*oci.Provenance, error) {
 	prov, files, err := oci.ReadProvenance(c.ctx, c.repo, desc)
 	if err != nil {
 		return nil, c.problem(fmt.Errorf("provenance: %w", err))
@@ -275,8 +276,8 @@ func (c *checker) module(desc ocispec.Descriptor) error {
 	return nil
 }
 
-func sortedPlatforms(m map[oci.Platform]ocispec.Descriptor) []oci.Platform {
-	ps := make([]oci.Platform, 0, len(m))
+func sortedPlatforms(m map[names.Platform]ocispec.Descriptor) []names.Platform {
+	ps := make([]names.Platform, 0, len(m))
 	for p := range m {
 		ps = append(ps, p)
 	}

@@ -13,6 +13,7 @@ import (
 	orasoci "oras.land/oras-go/v2/content/oci"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // craft pushes hand-made manifests (children first, root last) under tag.
@@ -137,7 +138,7 @@ func TestVerifyFlagsBrokenArtifacts(t *testing.T) {
 
 	// A zip blob altered in storage is caught by its digest.
 	pv, _ := oci.ResolveProvider(ctx, repo, rel.versionMust(t))
-	z, _ := oci.ReadProviderPackage(ctx, repo, pv.Platforms[oci.Platform{OS: "linux", Arch: "amd64"}])
+	z, _ := oci.ReadProviderPackage(ctx, repo, pv.Platforms[names.Platform{OS: "linux", Arch: "amd64"}])
 	blobPath := filepath.Join(dir, "blobs", "sha256", z.Digest.Encoded())
 	os.Chmod(blobPath, 0o644)
 	data, _ := os.ReadFile(blobPath)
@@ -154,8 +155,8 @@ func TestVerifyFlagsBrokenArtifacts(t *testing.T) {
 	}
 }
 
-func (rel *ProviderRelease) versionMust(t *testing.T) oci.Version {
-	v, err := oci.ParseVersion(rel.Version)
+func (rel *ProviderRelease) versionMust(t *testing.T) names.Version {
+	v, err := names.ParseVersion(rel.Version)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 const helloConfig = `
@@ -69,7 +70,7 @@ func readProvenance(t *testing.T, reg *testenv.Registry, repoName, version strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _ := oci.ParseVersion(version)
+	v, _ := names.ParseVersion(version)
 	pv, err := oci.ResolveProvider(context.Background(), repo, v)
 	if err != nil {
 		t.Fatal(err)

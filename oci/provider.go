@@ -8,46 +8,15 @@ import (
 	"io"
 	"sort"
 
-	"github.com/apparentlymart/go-versions/versions"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 )
 
-// Platform is an OpenTofu target platform (Go OS and architecture names).
-type Platform struct{ OS, Arch string }
-
-func (p Platform) String() string { return p.OS + "_" + p.Arch }
-
-// ParsePlatform reads "os_arch".
-func ParsePlatform(s string) (Platform, error) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '_' {
-			p := Platform{OS: s[:i], Arch: s[i+1:]}
-			if validPlatformWord(p.OS) && validPlatformWord(p.Arch) {
-				return p, nil
-			}
-			break
-		}
-	}
-	return Platform{}, fmt.Errorf("invalid platform %q: want os_arch, e.g. linux_amd64", s)
-}
-
-func validPlatformWord(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
 // ProviderPackage is one platform's zip, already verified by the caller.
 type ProviderPackage struct {
-	Platform Platform
+	Platform names.Platform
 	// Zip describes the original zip; its digest is the zh: hash.
 	Zip  ocispec.Descriptor
 	Open func() (io.ReadCloser, error)
@@ -102,9 +71,9 @@ func BuildProvider(pkgs []ProviderPackage, prov *ProvenanceArtifact) (*Artifact,
 
 // ProviderVersion is a provider index as read from a repository.
 type ProviderVersion struct {
-	Version   versions.Version
+	Version   names.Version
 	Index     ocispec.Descriptor
-	Platforms map[Platform]ocispec.Descriptor
+	Platforms map[names.Platform]ocispec.Descriptor
 	// Provenance is the oci-tofu provenance manifest, when present.
 	Provenance *ocispec.Descriptor
 }
@@ -119,11 +88,11 @@ func invalid(format string, args ...any) error {
 // ListVersions lists the canonical version tags of a repository, sorted.
 // A repository that does not exist has no versions and reports
 // errdef.ErrNotFound.
-func ListVersions(ctx context.Context, repo ReadOnlyRepository) (versions.List, error) {
-	var list versions.List
+func ListVersions(ctx context.Context, repo ReadOnlyRepository) (names.VersionList, error) {
+	var list names.VersionList
 	err := repo.Tags(ctx, "", func(tags []string) error {
 		for _, t := range tags {
-			if v, ok := VersionFromTag(t); ok {
+			if v, ok := names.VersionFromTag(t); ok {
 				list = append(list, v)
 			}
 		}
@@ -138,8 +107,8 @@ func ListVersions(ctx context.Context, repo ReadOnlyRepository) (versions.List, 
 
 // ResolveProvider resolves a version tag and reads its index as OpenTofu
 // would, applying the same checks (REFERENCE §1).
-func ResolveProvider(ctx context.Context, repo ReadOnlyRepository, v versions.Version) (*ProviderVersion, error) {
-	desc, err := repo.Resolve(ctx, TagForVersion(v))
+func ResolveProvider(ctx context.Context, repo ReadOnlyRepository, v names.Version) (*ProviderVersion, error) {
+	desc, err := repo.Resolve(ctx, names.TagForVersion(v))
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +139,7 @@ func ReadProviderIndex(ctx context.Context, repo ReadOnlyRepository, desc ocispe
 	if idx.ArtifactType != ArtifactTypeProvider {
 		return nil, invalid("index %s has artifactType %q, want %q", desc.Digest, idx.ArtifactType, ArtifactTypeProvider)
 	}
-	pv := &ProviderVersion{Index: desc, Platforms: map[Platform]ocispec.Descriptor{}}
+	pv := &ProviderVersion{Index: desc, Platforms: map[names.Platform]ocispec.Descriptor{}}
 	for _, d := range idx.Manifests {
 		switch d.ArtifactType {
 		case ArtifactTypeProviderTarget:
@@ -192,7 +161,7 @@ func ReadProviderIndex(ctx context.Context, repo ReadOnlyRepository, desc ocispe
 		if d.Platform.OSVersion != "" {
 			continue // OpenTofu never selects these
 		}
-		p := Platform{OS: d.Platform.OS, Arch: d.Platform.Architecture}
+		p := names.Platform{OS: d.Platform.OS, Arch: d.Platform.Architecture}
 		if _, dup := pv.Platforms[p]; dup {
 			return nil, invalid("index %s has more than one manifest for %s: OpenTofu refuses it as ambiguous", desc.Digest, p)
 		}

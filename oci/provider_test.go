@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	orasoci "oras.land/oras-go/v2/content/oci"
@@ -17,7 +18,7 @@ import (
 func zipPkg(os, arch, content string) ProviderPackage {
 	data := []byte(content)
 	return ProviderPackage{
-		Platform: Platform{OS: os, Arch: arch},
+		Platform: names.Platform{OS: os, Arch: arch},
 		Zip:      ocispec.Descriptor{MediaType: MediaTypeZip, Digest: digest.FromBytes(data), Size: int64(len(data))},
 		Open:     func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
 	}
@@ -99,7 +100,7 @@ func TestPushThenReadProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, ok := pv.Platforms[Platform{OS: "linux", Arch: "amd64"}]
+	md, ok := pv.Platforms[names.Platform{OS: "linux", Arch: "amd64"}]
 	if !ok || pv.Provenance == nil {
 		t.Fatalf("%+v", pv)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // Template maps names to repositories, with the syntax of OpenTofu's
@@ -77,7 +79,7 @@ func (t *Template) Expand(values map[string]string) (Reference, error) {
 		name := m[2 : len(m)-1]
 		v := strings.ToLower(values[name])
 		if name == "hostname" {
-			if !ValidHostname(v) {
+			if !names.ValidHostname(v) {
 				err = fmt.Errorf("invalid %s %q", name, values[name])
 			}
 			return v
@@ -99,22 +101,6 @@ func (t *Template) Expand(values map[string]string) (Reference, error) {
 	}
 	return ref, nil
 }
-
-var (
-	// hostnameRE is a DNS name (IDNs arrive in punycode) with an optional port.
-	hostnameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:[0-9]{1,5})?$`)
-	// providerPartRE is a provider namespace or type as OpenTofu accepts
-	// it (lower-cased, ASCII): letters, digits and single inner dashes.
-	providerPartRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-)
-
-// ValidProviderPart reports whether s is a provider namespace or type:
-// lower-case letters and digits, single dashes inside, at most 64 bytes.
-func ValidProviderPart(s string) bool { return len(s) <= 64 && providerPartRE.MatchString(s) }
-
-// ValidHostname reports whether s is a host name (lower-case DNS labels)
-// with an optional port, as provider and module addresses use them.
-func ValidHostname(s string) bool { return len(s) <= 255 && hostnameRE.MatchString(s) }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

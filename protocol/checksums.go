@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert"
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // checksums is what the Provider Registry Protocol needs to let clients
@@ -21,7 +21,7 @@ type checksums struct {
 }
 
 // filename is the release file name a platform's package is listed under.
-func (c *checksums) filename(r *release, p oci.Platform) string {
+func (c *checksums) filename(r *release, p names.Platform) string {
 	if !c.generated && r.prov != nil {
 		if pp, ok := r.prov.meta.Platforms[p.String()]; ok && pp.Filename != "" {
 			return pp.Filename
@@ -107,7 +107,7 @@ func publisherChecksums(r *release) (*checksums, error) {
 // checkListed makes sure SHA256SUMS lists a platform's package with the
 // digest of the zip the proxy will serve; anything else would make the
 // client fail (or worse) later.
-func (c *checksums) checkListed(r *release, p oci.Platform, zipHex string) (string, error) {
+func (c *checksums) checkListed(r *release, p names.Platform, zipHex string) (string, error) {
 	name := c.filename(r, p)
 	if c.sums[name] != zipHex {
 		return "", statusErr(http.StatusBadGateway, nil,

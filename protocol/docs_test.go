@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // Encoded metadata documents are cached no longer than the tag resolution
@@ -26,7 +26,7 @@ func TestDocumentCacheFollowsTagTTL(t *testing.T) {
 	if again := p.get(t, doc).Body; !bytes.Equal(first, again) {
 		t.Fatalf("warm document differs:\n%s\n%s", first, again)
 	}
-	push(t, repo, thirdPartyArtifact(t, map[oci.Platform][]byte{{OS: "linux", Arch: "amd64"}: []byte("another zip")}), "1.0.0")
+	push(t, repo, thirdPartyArtifact(t, map[names.Platform][]byte{{OS: "linux", Arch: "amd64"}: []byte("another zip")}), "1.0.0")
 	time.Sleep(time.Until(start.Add(ttl + 50*time.Millisecond)))
 	if now := p.get(t, doc).Body; bytes.Equal(first, now) {
 		t.Fatalf("document outlived its tag resolution:\n%s", now)

@@ -25,6 +25,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // helloKeys names the public key each fixture release is signed with.
@@ -64,7 +65,7 @@ func push(t testing.TB, repo oci.Repository, a *oci.Artifact, tag string) {
 // third-party tools to (REFERENCE §1): an index and platform manifests,
 // each with one archive/zip layer, and nothing else; written with plain
 // image-spec types rather than package oci's builders.
-func thirdPartyArtifact(t testing.TB, zips map[oci.Platform][]byte) *oci.Artifact {
+func thirdPartyArtifact(t testing.TB, zips map[names.Platform][]byte) *oci.Artifact {
 	t.Helper()
 	empty := oci.Blob{Descriptor: ocispec.DescriptorEmptyJSON, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader([]byte("{}"))), nil }}
 	a := &oci.Artifact{Blobs: []oci.Blob{empty}}

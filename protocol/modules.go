@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // Module Registry Protocol paths.
@@ -85,7 +86,7 @@ func (m *modules) versions(ctx context.Context, repo oci.ReadOnlyRepository, nam
 
 // pkg resolves a version tag to its module manifest and zip layer.
 func (m *modules) pkg(ctx context.Context, repo oci.ReadOnlyRepository, name string, mod Module, v versions.Version) (manifest, zip ocispec.Descriptor, err error) {
-	tag := oci.TagForVersion(v)
+	tag := names.TagForVersion(v)
 	manifest, err = m.resolved.do(ctx, name+":"+tag, m.s.opts.UpstreamTimeout, func(ctx context.Context) (ocispec.Descriptor, error) {
 		return repo.Resolve(ctx, tag)
 	})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // moduleZip is a module package: main.tf saying which version it is.
@@ -121,7 +122,7 @@ func TestModulesServeFromLayout(t *testing.T) {
 	dir, open := moduleStore(t)
 	repo := open("acme", "network", "aws")
 	for _, v := range []string{"1.0.0", "1.1.0", "2.0.0-rc1", "1.0.0+build.5"} {
-		push(t, repo, moduleArtifact(t, moduleZip(t, v)), oci.TagForVersion(mustVersion(t, v)))
+		push(t, repo, moduleArtifact(t, moduleZip(t, v)), names.TagForVersion(mustVersion(t, v)))
 	}
 	push(t, repo, moduleArtifact(t, moduleZip(t, "latest")), "latest")
 	push(t, repo, moduleArtifact(t, moduleZip(t, "v3")), "v3.0.0")
@@ -199,9 +200,9 @@ func mustURL(t testing.TB, s string) *url.URL {
 	return u
 }
 
-func mustVersion(t testing.TB, s string) oci.Version {
+func mustVersion(t testing.TB, s string) names.Version {
 	t.Helper()
-	v, err := oci.ParseVersion(s)
+	v, err := names.ParseVersion(s)
 	if err != nil {
 		t.Fatal(err)
 	}

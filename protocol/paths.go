@@ -8,15 +8,13 @@ import (
 	"strings"
 
 	"github.com/apparentlymart/go-versions/versions"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/opencontainers/go-digest"
-
-	"github.com/oci-tofu/oci-tofu/convert"
-	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // Provider is a provider address: hostname/namespace/type, lower-cased as
 // OpenTofu normalises it.
-type Provider = convert.ProviderAddr
+type Provider = names.Provider
 
 // errBadPath marks a request whose path cannot name anything (400).
 var errBadPath = errors.New("bad request path")
@@ -62,7 +60,7 @@ func splitPath(escaped string, n int) ([]string, error) {
 
 func parseName(what, s string) (string, error) {
 	s = strings.ToLower(s)
-	if !oci.ValidProviderPart(s) {
+	if !names.ValidProviderPart(s) {
 		return "", badPath("invalid provider %s %q", what, s)
 	}
 	return s, nil
@@ -70,7 +68,7 @@ func parseName(what, s string) (string, error) {
 
 func parseHostname(s string) (string, error) {
 	s = strings.ToLower(s)
-	if !oci.ValidHostname(s) {
+	if !names.ValidHostname(s) {
 		return "", badPath("invalid hostname %q", s)
 	}
 	return s, nil
@@ -95,7 +93,7 @@ func parseVersion(s string) (versions.Version, error) {
 	if len(s) > 128 {
 		return versions.Unspecified, badPath("version too long")
 	}
-	v, err := oci.ParseVersion(s)
+	v, err := names.ParseVersion(s)
 	if err != nil {
 		return versions.Unspecified, badPath("%v", err)
 	}
@@ -143,7 +141,7 @@ type RegistryRequest struct {
 	// Download is false for the versions listing.
 	Download bool
 	Version  versions.Version
-	Platform oci.Platform
+	Platform names.Platform
 }
 
 // ParseRegistryPath parses the escaped path below providers.v1.
@@ -182,13 +180,13 @@ func ParseRegistryPath(escaped string) (RegistryRequest, error) {
 	return r, nil
 }
 
-func parsePlatform(os, arch string) (oci.Platform, error) {
+func parsePlatform(os, arch string) (names.Platform, error) {
 	if len(os) > 32 || len(arch) > 32 || strings.Contains(os, "_") || strings.Contains(arch, "_") {
-		return oci.Platform{}, badPath("invalid platform %q/%q", os, arch)
+		return names.Platform{}, badPath("invalid platform %q/%q", os, arch)
 	}
-	p, err := oci.ParsePlatform(os + "_" + arch)
+	p, err := names.ParsePlatform(os + "_" + arch)
 	if err != nil {
-		return oci.Platform{}, badPath("%v", err)
+		return names.Platform{}, badPath("%v", err)
 	}
 	return p, nil
 }
@@ -212,7 +210,7 @@ type ArchiveRequest struct {
 	Version  versions.Version
 	Index    digest.Digest
 	File     ArchiveFile
-	Platform oci.Platform
+	Platform names.Platform
 }
 
 // ParseArchivePath parses the escaped path below the archive prefix.
@@ -233,7 +231,7 @@ func ParseArchivePath(escaped string) (ArchiveRequest, error) {
 	if len(seg[4]) != 64 || strings.ToLower(seg[4]) != seg[4] || r.Index.Validate() != nil {
 		return ArchiveRequest{}, badPath("invalid index digest %q", seg[4])
 	}
-	f, err := convert.ParseProviderFilename(seg[5])
+	f, err := names.ParseProviderFilename(seg[5])
 	if err != nil {
 		return ArchiveRequest{}, badPath("%v", err)
 	}
@@ -241,11 +239,11 @@ func ParseArchivePath(escaped string) (ArchiveRequest, error) {
 		return ArchiveRequest{}, badPath("file %q does not belong to %s %s", seg[5], p, seg[3])
 	}
 	switch f.Kind {
-	case convert.ProviderZip:
+	case names.ProviderZip:
 		r.File, r.Platform = ArchiveZip, f.Platform
-	case convert.ProviderSHA256SUMS:
+	case names.ProviderSHA256SUMS:
 		r.File = ArchiveSHA256SUMS
-	case convert.ProviderSignature:
+	case names.ProviderSignature:
 		if seg[5] != sumsName(p.Type, r.Version)+".sig" {
 			return ArchiveRequest{}, badPath("unknown signature file %q", seg[5])
 		}
@@ -257,7 +255,7 @@ func ParseArchivePath(escaped string) (ArchiveRequest, error) {
 }
 
 // zipName is the release file name of a platform's package.
-func zipName(typ string, v versions.Version, p oci.Platform) string {
+func zipName(typ string, v versions.Version, p names.Platform) string {
 	return fmt.Sprintf("terraform-provider-%s_%s_%s_%s.zip", typ, v, p.OS, p.Arch)
 }
 

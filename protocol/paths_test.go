@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func TestParseMirrorPath(t *testing.T) {
@@ -18,7 +18,7 @@ func TestParseMirrorPath(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	g, err := ParseRegistryPath("ns/t/1.2.3/download/linux/arm64")
-	if err != nil || !g.Download || g.Platform != (oci.Platform{OS: "linux", Arch: "arm64"}) {
+	if err != nil || !g.Download || g.Platform != (names.Platform{OS: "linux", Arch: "arm64"}) {
 		t.Fatalf("%+v %v", g, err)
 	}
 	a, err := ParseArchivePath("h/ns/hello/1.0.0/" + strings.Repeat("0", 64) + "/terraform-provider-hello_1.0.0_SHA256SUMS.sig")
@@ -64,7 +64,7 @@ func FuzzParsePaths(f *testing.F) {
 				t.Fatalf("%q: hostname %q", s, p.Hostname)
 			}
 			for _, n := range []string{p.Namespace, p.Type} {
-				if !oci.ValidProviderPart(n) || strings.ContainsAny(n, "/.\\:@") {
+				if !names.ValidProviderPart(n) || strings.ContainsAny(n, "/.\\:@") {
 					t.Fatalf("%q: name %q", s, n)
 				}
 			}
@@ -72,7 +72,7 @@ func FuzzParsePaths(f *testing.F) {
 		if r, err := ParseMirrorPath(s); err == nil {
 			check(r.Provider)
 			if !r.Index {
-				if _, err := oci.ParseVersion(r.Version.String()); err != nil {
+				if _, err := names.ParseVersion(r.Version.String()); err != nil {
 					t.Fatalf("%q: version %v", s, r.Version)
 				}
 				again, err := ParseMirrorPath(url.PathEscape(r.Provider.Hostname) + "/" + r.Provider.Namespace + "/" + r.Provider.Type + "/" + url.PathEscape(r.Version.String()) + ".json")
@@ -84,7 +84,7 @@ func FuzzParsePaths(f *testing.F) {
 		if r, err := ParseRegistryPath(s); err == nil {
 			check(Provider{Hostname: "h", Namespace: r.Namespace, Type: r.Type})
 			if r.Download {
-				if _, err := oci.ParsePlatform(r.Platform.String()); err != nil {
+				if _, err := names.ParsePlatform(r.Platform.String()); err != nil {
 					t.Fatalf("%q: platform %v", s, r.Platform)
 				}
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 type mirrorVersion struct {
@@ -160,7 +161,7 @@ func TestServeSignedReleasesFromLayout(t *testing.T) {
 
 func readLayoutProvenance(t *testing.T, repo oci.Repository, version string) *oci.Provenance {
 	t.Helper()
-	v, _ := oci.ParseVersion(version)
+	v, _ := names.ParseVersion(version)
 	pv, err := oci.ResolveProvider(context.Background(), repo, v)
 	if err != nil || pv.Provenance == nil {
 		t.Fatalf("%v %+v", err, pv)
@@ -178,7 +179,7 @@ func readLayoutProvenance(t *testing.T, repo oci.Repository, version string) *oc
 // generated from the OCI digests.
 func TestServeThirdPartyArtifact(t *testing.T) {
 	dir, open := layoutStore(t)
-	zips := map[oci.Platform][]byte{
+	zips := map[names.Platform][]byte{
 		{OS: "linux", Arch: "amd64"}:  fixtureZip(t, "1.1.0", "linux_amd64"),
 		{OS: "darwin", Arch: "arm64"}: fixtureZip(t, "1.1.0", "darwin_arm64"),
 	}
@@ -188,7 +189,7 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 
 	var mv mirrorVersion
 	r := p.getJSON(t, "/v1/mirror/registry.opentofu.org/third/hello/1.1.0.json", 200, &mv)
-	for plat, z := range map[string][]byte{"linux_amd64": zips[oci.Platform{OS: "linux", Arch: "amd64"}], "darwin_arm64": zips[oci.Platform{OS: "darwin", Arch: "arm64"}]} {
+	for plat, z := range map[string][]byte{"linux_amd64": zips[names.Platform{OS: "linux", Arch: "amd64"}], "darwin_arm64": zips[names.Platform{OS: "darwin", Arch: "arm64"}]} {
 		a := mv.Archives[plat]
 		if !slices.Equal(a.Hashes, []string{"zh:" + sha256Hex(z)}) {
 			t.Errorf("%s hashes %v", plat, a.Hashes)
@@ -222,8 +223,8 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := convert.SHA256Sums{
-		"terraform-provider-hello_1.1.0_linux_amd64.zip":  sha256Hex(zips[oci.Platform{OS: "linux", Arch: "amd64"}]),
-		"terraform-provider-hello_1.1.0_darwin_arm64.zip": sha256Hex(zips[oci.Platform{OS: "darwin", Arch: "arm64"}]),
+		"terraform-provider-hello_1.1.0_linux_amd64.zip":  sha256Hex(zips[names.Platform{OS: "linux", Arch: "amd64"}]),
+		"terraform-provider-hello_1.1.0_darwin_arm64.zip": sha256Hex(zips[names.Platform{OS: "darwin", Arch: "arm64"}]),
 	}
 	if !bytes.Equal(parsed.Bytes(), want.Bytes()) || d.Filename != "terraform-provider-hello_1.1.0_darwin_arm64.zip" || d.SHASum != want[d.Filename] {
 		t.Fatalf("generated SHA256SUMS %q / doc %+v", sums.Body, d)
@@ -445,7 +446,7 @@ func TestLargeCorruptBlobAbortsMidStream(t *testing.T) {
 	dir, open := layoutStore(t)
 	big := make([]byte, 3<<20+12345)
 	rand.Read(big)
-	push(t, open("big", "blob"), thirdPartyArtifact(t, map[oci.Platform][]byte{{OS: "linux", Arch: "amd64"}: big}), "1.0.0")
+	push(t, open("big", "blob"), thirdPartyArtifact(t, map[names.Platform][]byte{{OS: "linux", Arch: "amd64"}: big}), "1.0.0")
 	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")})
 	var mv mirrorVersion
 	r := p.getJSON(t, "/v1/mirror/example.com/big/blob/1.0.0.json", 200, &mv)

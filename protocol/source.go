@@ -17,6 +17,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // maxVersions bounds how many version tags one repository may list.
@@ -172,7 +173,7 @@ func (s *source) release(ctx context.Context, p Provider, v versions.Version) (*
 	if err != nil {
 		return nil, err
 	}
-	tag := oci.TagForVersion(v)
+	tag := names.TagForVersion(v)
 	desc, err := s.resolved.do(ctx, name+":"+tag, s.timeout, func(ctx context.Context) (ocispec.Descriptor, error) {
 		return repo.Resolve(ctx, tag)
 	})
@@ -240,8 +241,8 @@ func (s *source) finishRelease(ctx context.Context, p Provider, v versions.Versi
 }
 
 // platforms lists a release's platforms, sorted.
-func (r *release) platforms() []oci.Platform {
-	out := make([]oci.Platform, 0, len(r.pv.Platforms))
+func (r *release) platforms() []names.Platform {
+	out := make([]names.Platform, 0, len(r.pv.Platforms))
 	for p := range r.pv.Platforms {
 		out = append(out, p)
 	}
@@ -259,7 +260,7 @@ func (r *release) protocols() []string {
 }
 
 // zip reads one platform's zip layer descriptor.
-func (s *source) zip(ctx context.Context, r *release, p oci.Platform) (ocispec.Descriptor, error) {
+func (s *source) zip(ctx context.Context, r *release, p names.Platform) (ocispec.Descriptor, error) {
 	m, ok := r.pv.Platforms[p]
 	if !ok {
 		return ocispec.Descriptor{}, notFound("provider %s %s has no package for %s", r.Provider, r.Version, p)
@@ -274,9 +275,9 @@ func (s *source) zip(ctx context.Context, r *release, p oci.Platform) (ocispec.D
 }
 
 // allZips reads every platform's zip layer, in parallel.
-func (s *source) allZips(ctx context.Context, r *release) (map[oci.Platform]ocispec.Descriptor, error) {
+func (s *source) allZips(ctx context.Context, r *release) (map[names.Platform]ocispec.Descriptor, error) {
 	var mu sync.Mutex
-	out := map[oci.Platform]ocispec.Descriptor{}
+	out := map[names.Platform]ocispec.Descriptor{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for _, p := range r.platforms() {
@@ -299,7 +300,7 @@ func (s *source) allZips(ctx context.Context, r *release) (map[oci.Platform]ocis
 
 // h1 returns the stored h1 hash of a platform's package, when provenance
 // holds one whose SHA256SUMS entry ties it to this very zip.
-func (r *release) h1(p oci.Platform, zip ocispec.Descriptor) string {
+func (r *release) h1(p names.Platform, zip ocispec.Descriptor) string {
 	if r.prov == nil || r.prov.files.SHA256SUMS.Data == nil {
 		return ""
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // TofuDL mirror paths: the API document and the download URL template's
@@ -96,7 +97,7 @@ func (t *tofuMirror) versions(ctx context.Context, repo oci.ReadOnlyRepository) 
 
 // release resolves a version's tag and reads its release artifact.
 func (t *tofuMirror) release(ctx context.Context, repo oci.ReadOnlyRepository, v versions.Version) (*tofuRelease, error) {
-	tag := oci.TagForVersion(v)
+	tag := names.TagForVersion(v)
 	desc, err := t.resolved.do(ctx, tag, t.s.opts.UpstreamTimeout, func(ctx context.Context) (ocispec.Descriptor, error) {
 		return repo.Resolve(ctx, tag)
 	})
@@ -124,7 +125,7 @@ func readTofuRelease(ctx context.Context, repo oci.ReadOnlyRepository, desc ocis
 		return nil, err
 	}
 	if cfg.Version != v.String() {
-		return nil, fmt.Errorf("%w: the artifact tagged %s holds OpenTofu %q", oci.ErrInvalidArtifact, oci.TagForVersion(v), cfg.Version)
+		return nil, fmt.Errorf("%w: the artifact tagged %s holds OpenTofu %q", oci.ErrInvalidArtifact, names.TagForVersion(v), cfg.Version)
 	}
 	if len(cfg.Files) == 0 || len(cfg.Files) > maxTofuFiles {
 		return nil, fmt.Errorf("%w: release %s lists %d files", oci.ErrInvalidArtifact, v, len(cfg.Files))

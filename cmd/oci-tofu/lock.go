@@ -11,6 +11,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func providerTemplateFlag() cli.Flag {
@@ -52,9 +53,9 @@ func lock(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var platforms []oci.Platform
+	var platforms []names.Platform
 	for _, p := range c.StringSlice("platform") {
-		pl, err := oci.ParsePlatform(p)
+		pl, err := names.ParsePlatform(p)
 		if err != nil {
 			return err
 		}

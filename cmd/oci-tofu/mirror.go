@@ -8,6 +8,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -47,29 +48,29 @@ func mirror(c *cli.Context) error {
 	opts := origin.MirrorOptions{}
 	var err error
 	for _, p := range c.StringSlice("platform") {
-		pl, err := oci.ParsePlatform(p)
+		pl, err := names.ParsePlatform(p)
 		if err != nil {
 			return err
 		}
 		opts.Platforms = append(opts.Platforms, pl)
 	}
-	var specs []convert.ProviderSpec
+	var specs []names.ProviderSpec
 	if f := c.String("lockfile"); f != "" {
 		if opts.Lock, err = convert.ReadLockFile(f); err != nil {
 			return err
 		}
 		if c.NArg() == 0 {
 			for _, p := range opts.Lock.Providers {
-				a, err := convert.ParseProviderAddr(p.Address)
+				a, err := names.ParseProvider(p.Address)
 				if err != nil {
 					return err
 				}
-				specs = append(specs, convert.ProviderSpec{Addr: a})
+				specs = append(specs, names.ProviderSpec{Provider: a})
 			}
 		}
 	}
 	for _, arg := range c.Args().Slice() {
-		s, err := convert.ParseProviderSpec(arg)
+		s, err := names.ParseProviderSpec(arg)
 		if err != nil {
 			return err
 		}
@@ -131,7 +132,7 @@ func mirror(c *cli.Context) error {
 	return nil
 }
 
-func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []oci.Platform) (origin.TofuMirrorOptions, error) {
+func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []names.Platform) (origin.TofuMirrorOptions, error) {
 	opts := origin.TofuMirrorOptions{
 		APIURL:           c.String("tofu-api-url"),
 		DownloadTemplate: c.String("tofu-download-url"),
@@ -148,7 +149,7 @@ func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, pl
 	if opts.Repo, err = client.Open(ref); err != nil {
 		return opts, err
 	}
-	if opts.Versions, err = convert.ParseConstraints(c.String("tofu-versions")); err != nil {
+	if opts.Versions, err = names.ParseConstraints(c.String("tofu-versions")); err != nil {
 		return opts, err
 	}
 	for _, k := range c.StringSlice("tofu-key") {

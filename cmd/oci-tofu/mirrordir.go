@@ -7,6 +7,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func pushMirrorCommand() *cli.Command {
@@ -98,7 +99,7 @@ func export(c *cli.Context) error {
 	}
 	var opts convert.ExportOptions
 	for _, p := range c.StringSlice("platform") {
-		pl, err := oci.ParsePlatform(p)
+		pl, err := names.ParsePlatform(p)
 		if err != nil {
 			return err
 		}
@@ -112,11 +113,11 @@ func export(c *cli.Context) error {
 	rep := newReporter(c)
 	count := 0
 	for _, arg := range c.Args().Tail() {
-		spec, err := convert.ParseProviderSpec(arg)
+		spec, err := names.ParseProviderSpec(arg)
 		if err != nil {
 			return err
 		}
-		ref, err := tpl.Expand(spec.Addr.TemplateValues())
+		ref, err := tpl.Expand(spec.Provider.TemplateValues())
 		if err != nil {
 			return err
 		}
@@ -126,16 +127,16 @@ func export(c *cli.Context) error {
 		}
 		list, err := oci.ListVersions(c.Context, repo)
 		if err != nil {
-			return fmt.Errorf("%s: listing %s: %w", spec.Addr, ref, err)
+			return fmt.Errorf("%s: listing %s: %w", spec.Provider, ref, err)
 		}
-		vs := convert.MatchingVersions(list, spec.Constraints)
+		vs := names.MatchingVersions(list, spec.Constraints)
 		if len(vs) == 0 {
-			return fmt.Errorf("%s: no version in %s matches %q (available: %s)", spec.Addr, ref, convert.ConstraintsString(spec.Constraints), list)
+			return fmt.Errorf("%s: no version in %s matches %q (available: %s)", spec.Provider, ref, names.ConstraintsString(spec.Constraints), list)
 		}
-		if err := convert.ExportProvider(c.Context, repo, spec.Addr, vs, dir, opts); err != nil {
+		if err := convert.ExportProvider(c.Context, repo, spec.Provider, vs, dir, opts); err != nil {
 			return err
 		}
-		rep.infof("%s: exported %s", spec.Addr, vs)
+		rep.infof("%s: exported %s", spec.Provider, vs)
 		count += len(vs)
 	}
 	return rep.result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %d provider versions to %s", count, dir))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func pushModuleCommand() *cli.Command {
@@ -201,17 +202,17 @@ var (
 // OpenTofu resolves the canonical spelling; '+' becomes '_'.
 func moduleTag(t string) (string, error) {
 	if versionish.MatchString(t) {
-		if v, ok := oci.VersionFromTag(t); ok {
-			return oci.TagForVersion(v), nil
+		if v, ok := names.VersionFromTag(t); ok {
+			return names.TagForVersion(v), nil
 		}
 		if t[0] == 'v' || t[0] == 'V' {
 			return "", fmt.Errorf("tag %q looks like a version but is not a canonical one: write it without the %q (%s)", t, t[:1], t[1:])
 		}
-		v, err := oci.ParseVersion(t)
+		v, err := names.ParseVersion(t)
 		if err != nil {
 			return "", fmt.Errorf("tag %q looks like a version but is not a canonical one (write e.g. 1.4.0 or 2.0.0-rc1): %w", t, err)
 		}
-		t = oci.TagForVersion(v)
+		t = names.TagForVersion(v)
 	}
 	if !ociTagPattern.MatchString(t) {
 		return "", fmt.Errorf("invalid tag %q: tags are up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'", t)

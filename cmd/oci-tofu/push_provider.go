@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func pushProviderCommand() *cli.Command {
@@ -68,7 +69,7 @@ func pushProvider(c *cli.Context) error {
 		}
 	}
 	for _, p := range c.StringSlice("platform") {
-		pl, err := oci.ParsePlatform(p)
+		pl, err := names.ParsePlatform(p)
 		if err != nil {
 			return err
 		}
@@ -89,11 +90,11 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := oci.ParseVersion(rel.Version)
+	v, err := names.ParseVersion(rel.Version)
 	if err != nil {
 		return err
 	}
-	tag := oci.TagForVersion(v)
+	tag := names.TagForVersion(v)
 	res, err := convert.PushProviderRelease(c.Context, repo, rel, c.Bool("replace"), oci.PushOptions{Progress: rep.progress("uploading")})
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)

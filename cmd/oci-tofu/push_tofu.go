@@ -7,6 +7,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func pushTofuCommand() *cli.Command {
@@ -69,8 +70,8 @@ func pushTofu(c *cli.Context) error {
 		return err
 	}
 	res, err := convert.PushTofuRelease(c.Context, repo, rel, c.Bool("replace"), oci.PushOptions{Progress: rep.progress("uploading")})
-	v, _ := oci.ParseVersion(rel.Version)
-	tagged := ref.WithReference(oci.TagForVersion(v))
+	v, _ := names.ParseVersion(rel.Version)
+	tagged := ref.WithReference(names.TagForVersion(v))
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag was not written)", ref.Name(), err)
 	}

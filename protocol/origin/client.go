@@ -20,8 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/convert"
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol"
 )
 
@@ -112,7 +111,7 @@ func (c *Client) ProvidersBase(ctx context.Context, host string) (*url.URL, erro
 }
 
 // Versions lists a provider's versions.
-func (c *Client) Versions(ctx context.Context, addr convert.ProviderAddr) ([]*protocol.RegistryVersion, error) {
+func (c *Client) Versions(ctx context.Context, addr names.Provider) ([]*protocol.RegistryVersion, error) {
 	base, err := c.ProvidersBase(ctx, addr.Hostname)
 	if err != nil {
 		return nil, err
@@ -126,7 +125,7 @@ func (c *Client) Versions(ctx context.Context, addr convert.ProviderAddr) ([]*pr
 }
 
 // Download asks where a platform's package is.
-func (c *Client) Download(ctx context.Context, addr convert.ProviderAddr, version string, p oci.Platform) (*Download, error) {
+func (c *Client) Download(ctx context.Context, addr names.Provider, version string, p names.Platform) (*Download, error) {
 	base, err := c.ProvidersBase(ctx, addr.Hostname)
 	if err != nil {
 		return nil, err

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/convert"
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // registry serves canned documents by path; it records Authorization headers.
@@ -31,15 +30,15 @@ func registry(t *testing.T, docs map[string]string) (*httptest.Server, *Client, 
 	return srv, c, seen
 }
 
-func addr(t *testing.T, srv *httptest.Server) convert.ProviderAddr {
+func addr(t *testing.T, srv *httptest.Server) names.Provider {
 	u, _ := url.Parse(srv.URL)
-	return convert.ProviderAddr{Hostname: u.Host, Namespace: "acme", Type: "x"}
+	return names.Provider{Hostname: u.Host, Namespace: "acme", Type: "x"}
 }
 
 const sum = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func TestDownloadValidatesAnswers(t *testing.T) {
-	linux := oci.Platform{OS: "linux", Arch: "amd64"}
+	linux := names.Platform{OS: "linux", Arch: "amd64"}
 	cases := map[string]struct{ doc, want string }{
 		"ok":             {fmt.Sprintf(`{"os":"linux","arch":"amd64","filename":"f.zip","download_url":"/f.zip","shasum":%q}`, sum), ""},
 		"other platform": {fmt.Sprintf(`{"os":"darwin","arch":"amd64","filename":"f.zip","shasum":%q}`, sum), "answered for darwin_amd64"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol"
 )
 
@@ -23,7 +24,7 @@ type MirrorOptions struct {
 	Template *oci.Template
 	Open     func(ref oci.Reference) (oci.Repository, error)
 	// Platforms to mirror; empty means every platform the registry lists.
-	Platforms []oci.Platform
+	Platforms []names.Platform
 	// Lock, when set, selects exactly the locked versions and refuses any
 	// zip whose zh: hash the lock does not list.
 	Lock *convert.LockFile
@@ -53,7 +54,7 @@ type Result struct {
 // pushed with the packer, provenance included. Versions already complete in
 // the target are skipped without downloading. A failure is reported in its
 // result and does not stop the other providers.
-func Mirror(ctx context.Context, c *Client, specs []convert.ProviderSpec, opts MirrorOptions) []Result {
+func Mirror(ctx context.Context, c *Client, specs []names.ProviderSpec, opts MirrorOptions) []Result {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
@@ -81,10 +82,10 @@ func Mirror(ctx context.Context, c *Client, specs []convert.ProviderSpec, opts M
 	return results
 }
 
-func mirrorProvider(ctx context.Context, c *Client, spec convert.ProviderSpec, opts MirrorOptions) []Result {
-	addr := spec.Addr.String()
+func mirrorProvider(ctx context.Context, c *Client, spec names.ProviderSpec, opts MirrorOptions) []Result {
+	addr := spec.Provider.String()
 	fail := func(err error) []Result { return []Result{{Provider: addr, Error: err.Error()}} }
-	ref, err := opts.Template.Expand(spec.Addr.TemplateValues())
+	ref, err := opts.Template.Expand(spec.Provider.TemplateValues())
 	if err != nil {
 		return fail(err)
 	}
@@ -92,7 +93,7 @@ func mirrorProvider(ctx context.Context, c *Client, spec convert.ProviderSpec, o
 	if err != nil {
 		return fail(err)
 	}
-	listed, err := c.Versions(ctx, spec.Addr)
+	listed, err := c.Versions(ctx, spec.Provider)
 	if err != nil {
 		return fail(err)
 	}
@@ -114,24 +115,24 @@ func mirrorProvider(ctx context.Context, c *Client, spec convert.ProviderSpec, o
 		}
 		v, err := versions.ParseVersion(locked.Version)
 		if err != nil || byVersion[v.String()] == nil {
-			return fail(fmt.Errorf("locked version %s is not offered by %s", locked.Version, spec.Addr.Hostname))
+			return fail(fmt.Errorf("locked version %s is not offered by %s", locked.Version, spec.Provider.Hostname))
 		}
 		chosen = versions.List{v}
 	} else {
-		chosen = convert.MatchingVersions(available, spec.Constraints)
+		chosen = names.MatchingVersions(available, spec.Constraints)
 	}
 	if len(chosen) == 0 {
-		return fail(fmt.Errorf("no version matches %q", convert.ConstraintsString(spec.Constraints)))
+		return fail(fmt.Errorf("no version matches %q", names.ConstraintsString(spec.Constraints)))
 	}
 	var results []Result
 	for _, v := range chosen {
 		r := Result{Provider: addr, Version: v.String()}
-		res, err := mirrorVersion(ctx, c, spec.Addr, byVersion[v.String()], repo, locked, opts)
+		res, err := mirrorVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, locked, opts)
 		if err != nil {
 			r.Error = err.Error()
 			opts.Log("%s %s: %v", addr, v, err)
 		} else {
-			r.Reference, r.Digest, r.Skipped = ref.WithReference(oci.TagForVersion(v)).String(), res.Root.Digest.String(), res.UpToDate
+			r.Reference, r.Digest, r.Skipped = ref.WithReference(names.TagForVersion(v)).String(), res.Root.Digest.String(), res.UpToDate
 			opts.Log("%s %s → %s", addr, v, map[bool]string{true: "already complete", false: r.Reference}[res.UpToDate])
 		}
 		results = append(results, r)
@@ -139,11 +140,11 @@ func mirrorProvider(ctx context.Context, c *Client, spec convert.ProviderSpec, o
 	return results
 }
 
-func mirrorVersion(ctx context.Context, c *Client, addr convert.ProviderAddr, v *protocol.RegistryVersion, repo oci.Repository, locked *convert.LockedProvider, opts MirrorOptions) (oci.PushResult, error) {
+func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *protocol.RegistryVersion, repo oci.Repository, locked *convert.LockedProvider, opts MirrorOptions) (oci.PushResult, error) {
 	platforms := opts.Platforms
 	if len(platforms) == 0 {
 		for _, p := range v.Platforms {
-			pl, err := oci.ParsePlatform(p.OS + "_" + p.Arch)
+			pl, err := names.ParsePlatform(p.OS + "_" + p.Arch)
 			if err != nil {
 				return oci.PushResult{}, fmt.Errorf("registry lists %w", err)
 			}
@@ -233,7 +234,7 @@ func mirrorVersion(ctx context.Context, c *Client, addr convert.ProviderAddr, v 
 
 // complete reports whether the target already holds the version with every
 // platform and its provenance.
-func complete(ctx context.Context, repo oci.Repository, v versions.Version, platforms []oci.Platform) (ocispec.Descriptor, bool) {
+func complete(ctx context.Context, repo oci.Repository, v versions.Version, platforms []names.Platform) (ocispec.Descriptor, bool) {
 	pv, err := oci.ResolveProvider(ctx, repo, v)
 	if err != nil || pv.Provenance == nil {
 		return ocispec.Descriptor{}, false

@@ -18,6 +18,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // TofuMirrorOptions configure MirrorTofu.
@@ -33,7 +34,7 @@ type TofuMirrorOptions struct {
 	Keys []*convert.Keyring
 	// Platforms, when set, limits the files to those of these platforms
 	// (tofu_<v>_<os>_<arch>.*), plus SHA256SUMS and its signatures.
-	Platforms []oci.Platform
+	Platforms []names.Platform
 	Repo      oci.Repository
 	// RepoRef names Repo in results.
 	RepoRef oci.Reference
@@ -88,7 +89,7 @@ func MirrorTofu(ctx context.Context, c *Client, opts TofuMirrorOptions) []Result
 	files := map[string][]string{}
 	var available versions.List
 	for _, v := range doc.Versions {
-		pv, err := oci.ParseVersion(v.ID)
+		pv, err := names.ParseVersion(v.ID)
 		if err != nil {
 			continue
 		}
@@ -97,7 +98,7 @@ func MirrorTofu(ctx context.Context, c *Client, opts TofuMirrorOptions) []Result
 	}
 	var chosen versions.List
 	if len(opts.Versions) > 0 {
-		chosen = convert.MatchingVersions(available, opts.Versions)
+		chosen = names.MatchingVersions(available, opts.Versions)
 	} else if newest := available.NewestInSet(versions.Released); newest != versions.Unspecified {
 		chosen = versions.List{newest}
 	}
@@ -112,7 +113,7 @@ func MirrorTofu(ctx context.Context, c *Client, opts TofuMirrorOptions) []Result
 			r.Error = err.Error()
 			opts.Log("opentofu %s: %v", v, err)
 		} else {
-			r.Reference = opts.RepoRef.WithReference(oci.TagForVersion(v)).String()
+			r.Reference = opts.RepoRef.WithReference(names.TagForVersion(v)).String()
 			r.Digest, r.Skipped = res.Root.Digest.String(), res.UpToDate
 			opts.Log("opentofu %s → %s", v, res.Root.Digest)
 		}
@@ -178,7 +179,7 @@ func mirrorTofuVersion(ctx context.Context, c *Client, tpl *template.Template, v
 
 // tofuFileWanted selects a release file for the platforms asked for (all
 // files when none were).
-func tofuFileWanted(name string, v versions.Version, platforms []oci.Platform) bool {
+func tofuFileWanted(name string, v versions.Version, platforms []names.Platform) bool {
 	if len(platforms) == 0 {
 		return true
 	}
@@ -208,7 +209,7 @@ func tofuReleaseHeld(ctx context.Context, dir, sums string, v versions.Version, 
 	if err != nil {
 		return ocispec.Descriptor{}, false
 	}
-	desc, err := opts.Repo.Resolve(ctx, oci.TagForVersion(v))
+	desc, err := opts.Repo.Resolve(ctx, names.TagForVersion(v))
 	if err != nil {
 		return ocispec.Descriptor{}, false
 	}

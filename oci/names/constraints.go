@@ -1,4 +1,4 @@
-package convert
+package names
 
 import (
 	"fmt"
@@ -9,12 +9,39 @@ import (
 	"github.com/apparentlymart/go-versions/versions/constraints"
 )
 
+// Constraints are version constraints ("~> 1.0, >= 1.0.2"), all of which
+// must hold.
+type Constraints = constraints.IntersectionSpec
+
+// maxConstraintsLen bounds the constraint strings we parse.
+const maxConstraintsLen = 4096
+
+// ParseConstraints parses version constraints as OpenTofu does
+// ("~> 1.0, >= 1.0.2", "1.2.3", "!= 2.0.0"); an empty string is no
+// constraint.
+func ParseConstraints(s string) (Constraints, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	if len(s) > maxConstraintsLen {
+		return nil, fmt.Errorf("invalid version constraint: longer than %d bytes", maxConstraintsLen)
+	}
+	if err := checkNumbers(s); err != nil {
+		return nil, fmt.Errorf("invalid version constraint %q: %w", s, err)
+	}
+	c, err := constraints.ParseRubyStyleMulti(s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid version constraint %q: %w", s, err)
+	}
+	return c, nil
+}
+
 // ConstraintsString renders constraints in the normalised form OpenTofu
 // writes into the "constraints" attribute of a lock file: duplicates
 // removed, ordered by boundary then operator, boundaries written in full
 // (minor-only "~> 1.2" keeps two parts). Writing the same form means tofu
 // init finds nothing to change.
-func ConstraintsString(spec constraints.IntersectionSpec) string {
+func ConstraintsString(spec Constraints) string {
 	seen := map[constraints.SelectionSpec]bool{}
 	var sels []constraints.SelectionSpec
 	for _, s := range spec {
@@ -52,9 +79,9 @@ func ConstraintsString(spec constraints.IntersectionSpec) string {
 	return b.String()
 }
 
-func boundaryVersion(v constraints.VersionSpec) versions.Version {
+func boundaryVersion(v constraints.VersionSpec) Version {
 	v = v.ConstrainToZero()
-	return versions.Version{
+	return Version{
 		Major: v.Major.Num, Minor: v.Minor.Num, Patch: v.Patch.Num,
 		Prerelease: versions.VersionExtra(v.Prerelease), Metadata: versions.VersionExtra(v.Metadata),
 	}
@@ -82,16 +109,25 @@ var opText = map[constraints.SelectionOp]string{
 	constraints.OpNotEqual:                    "!= ",
 }
 
+// allowed is the set of versions constraints admit: every release when
+// there are none; pre-releases only when named exactly, as in OpenTofu.
+func allowed(spec Constraints) versions.Set {
+	if len(spec) == 0 {
+		return versions.Released
+	}
+	return versions.MeetingConstraints(spec)
+}
+
+// Admits reports whether v meets the constraints as OpenTofu reads them.
+func Admits(spec Constraints, v Version) bool { return allowed(spec).Has(v) }
+
 // SelectVersion chooses as OpenTofu does: the locked version when it still
 // meets the constraints, otherwise the newest available version meeting
 // them (pre-releases only when named exactly).
-func SelectVersion(available versions.List, spec constraints.IntersectionSpec, locked *versions.Version) (versions.Version, error) {
-	allowed := versions.Released
-	if len(spec) > 0 {
-		allowed = versions.MeetingConstraints(spec)
-	}
+func SelectVersion(available VersionList, spec Constraints, locked *Version) (Version, error) {
+	set := allowed(spec)
 	if locked != nil {
-		if !allowed.Has(*locked) {
+		if !set.Has(*locked) {
 			return versions.Unspecified, fmt.Errorf("locked version %s does not match the constraints %q (tofu init would refuse too; upgrade deliberately)", locked, ConstraintsString(spec))
 		}
 		for _, v := range available {
@@ -101,9 +137,23 @@ func SelectVersion(available versions.List, spec constraints.IntersectionSpec, l
 		}
 		return versions.Unspecified, fmt.Errorf("locked version %s is not available", locked)
 	}
-	v := available.NewestInSet(allowed)
+	v := available.NewestInSet(set)
 	if v == versions.Unspecified {
 		return v, fmt.Errorf("no available version matches %q (available: %s)", ConstraintsString(spec), available)
 	}
 	return v, nil
+}
+
+// MatchingVersions returns every version of list meeting the constraints
+// (all released versions when there are none), oldest first.
+func MatchingVersions(list VersionList, spec Constraints) VersionList {
+	set := allowed(spec)
+	var out VersionList
+	for _, v := range list {
+		if set.Has(v) {
+			out = append(out, v)
+		}
+	}
+	out.Sort()
+	return out
 }
