@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/lockfile"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
@@ -20,18 +23,18 @@ var sixPlatforms = []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwi
 func writeRelease(b *testing.B, dir, typ string, zipSize int64, platforms []string) {
 	b.Helper()
 	os.MkdirAll(dir, 0o755)
-	sums := convert.SHA256Sums{}
+	sums := sha256sums.Sums{}
 	for _, p := range platforms {
 		name := fmt.Sprintf("terraform-provider-%s_1.0.0_%s.zip", typ, p)
 		path := filepath.Join(dir, name)
 		writeRandomZip(b, path, "terraform-provider-"+typ+"_v1.0.0", zipSize)
 		f, _ := os.Open(path)
-		sum, _, _ := convert.SHA256File(f)
+		sum, _, _ := pkghash.SHA256(f)
 		f.Close()
 		sums[name] = sum
 	}
 	os.WriteFile(filepath.Join(dir, fmt.Sprintf("terraform-provider-%s_1.0.0_SHA256SUMS", typ)), sums.Bytes(), 0o644)
-	signer, err := convert.LoadSigner(testenv.Testdata(b, "keys", "gocrypto-signer-private.asc"))
+	signer, err := pgp.LoadSigner(testenv.Testdata(b, "keys", "gocrypto-signer-private.asc"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,8 +109,8 @@ func BenchmarkLock(b *testing.B) {
 		d, _ = runMeasured(b, tofu.Env, tofu.Path, append([]string{"-chdir=" + d2}, tofuArgs...)...)
 		theirs += d
 		// Both name the same hashes for the same packages.
-		l1, _ := convert.ReadLockFile(filepath.Join(d1, ".terraform.lock.hcl"))
-		l2, err := convert.ReadLockFile(filepath.Join(d2, ".terraform.lock.hcl"))
+		l1, _ := lockfile.Read(filepath.Join(d1, ".terraform.lock.hcl"))
+		l2, err := lockfile.Read(filepath.Join(d2, ".terraform.lock.hcl"))
 		if err != nil || len(l1.Providers) != providers || len(l2.Providers) != providers || len(l1.Providers[0].Hashes) != len(l2.Providers[0].Hashes) {
 			b.Fatalf("lock files differ: %+v / %+v (%v)", l1.Providers[0], l2.Providers[0], err)
 		}

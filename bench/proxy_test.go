@@ -219,7 +219,7 @@ func proxyPushBigProvider(b testing.TB, reg *testenv.Registry, repoName string, 
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := oci.Push(context.Background(), repo, a, []string{"1.0.0"}, oci.PushOptions{}); err != nil {
+	if _, err := oci.Push(context.Background(), repo, a, oci.Tags{"1.0.0": ""}, oci.PushOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	return h.Digest()

@@ -11,7 +11,9 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -33,20 +35,20 @@ func BenchmarkProviderPush(b *testing.B) {
 	e := env(b)
 
 	dir := b.TempDir()
-	sums := convert.SHA256Sums{}
+	sums := sha256sums.Sums{}
 	var files []string
 	for _, p := range benchPlatforms {
 		name := fmt.Sprintf("terraform-provider-big_1.0.0_%s.zip", p)
 		path := filepath.Join(dir, name)
 		writeRandomZip(b, path, "terraform-provider-big_v1.0.0", zipSize)
 		f, _ := os.Open(path)
-		sum, _, _ := convert.SHA256File(f)
+		sum, _, _ := pkghash.SHA256(f)
 		f.Close()
 		sums[name] = sum
 		files = append(files, path)
 	}
 	os.WriteFile(filepath.Join(dir, "terraform-provider-big_1.0.0_SHA256SUMS"), sums.Bytes(), 0o644)
-	signer, err := convert.LoadSigner(testenv.Testdata(b, "keys", "gocrypto-signer-private.asc"))
+	signer, err := pgp.LoadSigner(testenv.Testdata(b, "keys", "gocrypto-signer-private.asc"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"oras.land/oras-go/v2"
@@ -49,7 +49,7 @@ func TestLayoutThenThirdPartyCopies(t *testing.T) {
 		tofu := testenv.Tofu(t, ociMirrorCLIConfig(reg.Host+"/"+prefix+"/${namespace}/${type}", "example.com/*/*"))
 		dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, "1.1.0")})
 		tofu.Run(t, dir, "init", "-input=false", "-no-color")
-		lock, err := convert.ReadLockFile(filepath.Join(dir, ".terraform.lock.hcl"))
+		lock, err := lockfile.Read(filepath.Join(dir, ".terraform.lock.hcl"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
@@ -30,7 +30,7 @@ func TestLockAcceptedByTofuUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock, err := convert.ReadLockFile(lockPath)
+	lock, err := lockfile.Read(lockPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestLockAcceptedByTofuUnchanged(t *testing.T) {
 	// tofu's own h1 for this platform, from a fresh init without our lock.
 	fresh := testenv.WriteConfig(t, map[string]string{"main.tf": cfg})
 	tofu.Run(t, fresh, "init", "-input=false", "-no-color")
-	own, err := convert.ReadLockFile(filepath.Join(fresh, ".terraform.lock.hcl"))
+	own, err := lockfile.Read(filepath.Join(fresh, ".terraform.lock.hcl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ provider "example.com/test/hello" {
 }
 `})
 	mustRun(t, "lock", "--provider-template", tpl, "--platform", "linux_amd64", pinned)
-	pl, _ := convert.ReadLockFile(filepath.Join(pinned, ".terraform.lock.hcl"))
+	pl, _ := lockfile.Read(filepath.Join(pinned, ".terraform.lock.hcl"))
 	if v := pl.Provider("example.com/test/hello").Version; v != "1.0.0" {
 		t.Fatalf("locked version not kept: %s", v)
 	}

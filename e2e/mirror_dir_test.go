@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
@@ -65,7 +65,7 @@ func TestImportProvidersMirrorThenExport(t *testing.T) {
 	dir := testenv.WriteConfig(t, map[string]string{"main.tf": cfg})
 	tofu.Run(t, dir, "init", "-input=false", "-no-color")
 	zh := "zh:" + fixtureZipSHA(t, "1.0.0", "linux_amd64")
-	lock, _ := convert.ReadLockFile(filepath.Join(dir, ".terraform.lock.hcl"))
+	lock, _ := lockfile.Read(filepath.Join(dir, ".terraform.lock.hcl"))
 	if !slices.Contains(lock.Provider(origin.Host+"/test/hello").Hashes, zh) {
 		t.Fatalf("lock: %+v", lock.Providers)
 	}
@@ -90,7 +90,7 @@ provider_installation {
 	fsTofu.Run(t, dir2, "init", "-input=false", "-no-color")
 	// From a filesystem mirror tofu records the h1 it computes after
 	// unpacking: it must be the one our export lists.
-	lock2, _ := convert.ReadLockFile(filepath.Join(dir2, ".terraform.lock.hcl"))
+	lock2, _ := lockfile.Read(filepath.Join(dir2, ".terraform.lock.hcl"))
 	hashes := lock2.Provider(origin.Host + "/test/hello").Hashes
 	if len(hashes) == 0 || !strings.Contains(string(vj), hashes[0]) {
 		t.Fatalf("lock from export %v, export lists %s", hashes, vj)

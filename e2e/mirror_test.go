@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
@@ -62,7 +62,7 @@ func TestMirrorFromOriginRegistry(t *testing.T) {
 	tofu := testenv.Tofu(t, ociMirrorCLIConfig(tpl, origin.Host+"/*/*"))
 	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(originConfig, origin.Host, "~> 1.0")})
 	tofu.Run(t, dir, "init", "-input=false", "-no-color")
-	lock, _ := convert.ReadLockFile(filepath.Join(dir, ".terraform.lock.hcl"))
+	lock, _ := lockfile.Read(filepath.Join(dir, ".terraform.lock.hcl"))
 	entry := lock.Provider(origin.Host + "/test/hello")
 	if entry == nil || entry.Version != "1.1.0" || !slices.Contains(entry.Hashes, "zh:"+fixtureZipSHA(t, "1.1.0", "linux_amd64")) {
 		t.Fatalf("lock: %+v", lock.Providers)
@@ -94,7 +94,7 @@ func TestMirrorFromLockFile(t *testing.T) {
 	addr := origin.Host + "/test/hello"
 	lockPath := filepath.Join(t.TempDir(), ".terraform.lock.hcl")
 	write := func(hashes ...string) {
-		lf := &convert.LockFile{Providers: []convert.LockedProvider{{Address: addr, Version: "1.0.0", Hashes: hashes}}}
+		lf := &lockfile.File{Providers: []lockfile.Provider{{Address: addr, Version: "1.0.0", Hashes: hashes}}}
 		os.WriteFile(lockPath, lf.Bytes(), 0o644)
 	}
 	write("zh:" + fixtureZipSHA(t, "1.0.0", "darwin_arm64"))

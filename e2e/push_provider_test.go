@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/lockfile"
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -52,7 +53,7 @@ func fixtureZipSHA(t *testing.T, version, platform string) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sum, _, err := convert.SHA256File(f)
+	sum, _, err := pkghash.SHA256(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestPushProviderThenTofuInstallsFromRegistry(t *testing.T) {
 	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, "~> 1.0")})
 	tofu.Run(t, dir, "init", "-input=false", "-no-color")
 
-	lock, err := convert.ReadLockFile(filepath.Join(dir, ".terraform.lock.hcl"))
+	lock, err := lockfile.Read(filepath.Join(dir, ".terraform.lock.hcl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,9 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/lockfile"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -118,9 +120,9 @@ func pushHello(t *testing.T, repo string, versions ...string) {
 	}
 }
 
-func lockEntry(t *testing.T, dir, addr, version string) *convert.LockedProvider {
+func lockEntry(t *testing.T, dir, addr, version string) *lockfile.Provider {
 	t.Helper()
-	lock, err := convert.ReadLockFile(dir + "/.terraform.lock.hcl")
+	lock, err := lockfile.Read(dir + "/.terraform.lock.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +189,7 @@ func TestServeOriginRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := convert.ParseSHA256Sums(sums)
+	parsed, err := sha256sums.Parse(sums)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +243,7 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 	tofu = testenv.Tofu(t, "")
 	dir = testenv.WriteConfig(t, map[string]string{"main.tf": strings.Replace(fmt.Sprintf(helloConfig, "1.0.0"), "example.com/test/hello", addr, 1)})
 	out := tofu.Run(t, dir, "init", "-input=false", "-no-color")
-	signer, _ := convert.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
+	signer, _ := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
 	if !strings.Contains(out, "signed") || !strings.Contains(out, signer.KeyID()) {
 		t.Errorf("not verified with the operator key %s:\n%s", signer.KeyID(), out)
 	}

@@ -17,7 +17,8 @@ import (
 
 	"github.com/opentofu/tofudl"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -210,11 +211,11 @@ func TestTofuDLTamperedRelease(t *testing.T) {
 	// A crafted 1.9.0 whose linux_amd64 archive is 1.8.0's, consistently
 	// described in the artifact (so the proxy streams it), pushed over the
 	// tag with oras-go as any tool could.
-	kr, err := convert.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := convert.ReadTofuRelease(testenv.Testdata(t, "tofu", "1.9.0"), []*convert.Keyring{kr})
+	rel, err := release.ReadTofu(context.Background(), testenv.Testdata(t, "tofu", "1.9.0"), []*pgp.Keyring{kr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestTofuDLTamperedRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := oci.Push(ctx, r, a, []string{"1.9.0"}, oci.PushOptions{}); err != nil {
+	if _, err := oci.Push(ctx, r, a, oci.Tags{"1.9.0": ""}, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = dl.Download(ctx, tofudl.DownloadOptVersion("1.9.0"), tofudl.DownloadOptPlatform(tofudl.PlatformLinux), tofudl.DownloadOptArchitecture(tofudl.ArchitectureAMD64))

@@ -31,9 +31,5 @@ const (
 	MediaTypeReleaseManifest  = "application/vnd.oci-tofu.provider-release-manifest+json"
 )
 
-// MaxManifestSize is OpenTofu's limit on manifests and indexes; we refuse to
-// read or write anything larger.
-const MaxManifestSize = 4 << 20
-
 // AnnotationTitle names a layer's file, as oras push/pull use it.
 const AnnotationTitle = ocispec.AnnotationTitle

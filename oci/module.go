@@ -110,30 +110,13 @@ func FetchBlob(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descri
 	return nil
 }
 
-// ModuleTagged reports whether every tag already points at the module
-// manifest BuildModule makes for a zip layer, without needing the zip's
-// bytes: a re-push that can stop before packing. It returns that manifest's
-// descriptor.
-func ModuleTagged(ctx context.Context, repo ReadOnlyRepository, zip ocispec.Descriptor, tags []string) (ocispec.Descriptor, bool, error) {
+// ModuleRoot is the manifest descriptor BuildModule makes for a zip layer,
+// known without the zip's bytes: a re-push can compare it with what its
+// tags hold before packing anything.
+func ModuleRoot(zip ocispec.Descriptor) (ocispec.Descriptor, error) {
 	a, err := BuildModule(Blob{Descriptor: zip})
 	if err != nil {
-		return ocispec.Descriptor{}, false, err
+		return ocispec.Descriptor{}, err
 	}
-	root := a.Root()
-	if len(tags) == 0 {
-		return root, false, nil
-	}
-	for _, tag := range tags {
-		d, err := repo.Resolve(ctx, tag)
-		if IsNotFound(err) {
-			return root, false, nil
-		}
-		if err != nil {
-			return root, false, err
-		}
-		if d.Digest != root.Digest {
-			return root, false, nil
-		}
-	}
-	return root, true, nil
+	return a.Root(), nil
 }

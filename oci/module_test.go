@@ -92,7 +92,7 @@ func TestModuleRoundTrip(t *testing.T) {
 	repo := layoutRepo(t)
 	zip := moduleZipBlob()
 	a, _ := BuildModule(zip)
-	if _, err := Push(ctx, repo, a, []string{"1.0.0", "latest"}, PushOptions{}); err != nil {
+	if _, err := Push(ctx, repo, a, Tags{"1.0.0": "", "latest": ""}, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ref := range []string{"1.0.0", "latest"} {
@@ -136,7 +136,7 @@ func TestReadModuleRefuses(t *testing.T) {
 	push := func(tag string, m Manifest, blobs ...Blob) {
 		t.Helper()
 		blobs = append([]Blob{emptyConfig(), zip}, blobs...)
-		if _, err := Push(ctx, repo, &Artifact{Blobs: blobs, Manifests: []Manifest{m}}, []string{tag}, PushOptions{}); err != nil {
+		if _, err := Push(ctx, repo, &Artifact{Blobs: blobs, Manifests: []Manifest{m}}, Tags{tag: ""}, PushOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,7 +154,7 @@ func TestReadModuleRefuses(t *testing.T) {
 	push("no-zip", manifest(ArtifactTypeModule, BytesBlob("application/octet-stream", []byte("x"), nil).Descriptor), BytesBlob("application/octet-stream", []byte("x"), nil))
 	idx, _ := EncodeIndex(ocispec.Index{ArtifactType: ArtifactTypeProvider, Manifests: []ocispec.Descriptor{manifest(ArtifactTypeModule, zip.Descriptor).Descriptor}})
 	push("inner", manifest(ArtifactTypeModule, zip.Descriptor))
-	if _, err := Push(ctx, repo, &Artifact{Manifests: []Manifest{idx}}, []string{"index"}, PushOptions{}); err != nil {
+	if _, err := Push(ctx, repo, &Artifact{Manifests: []Manifest{idx}}, Tags{"index": ""}, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for tag, want := range map[string]string{

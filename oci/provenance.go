@@ -52,9 +52,6 @@ type ProvenanceArtifact struct {
 	Blobs    []Blob
 }
 
-// maxProvenanceBlob bounds each provenance file we read back.
-const maxProvenanceBlob = 1 << 20
-
 var provenanceLayers = []struct {
 	mediaType string
 	get       func(*ProvenanceFiles) *NamedBytes
@@ -81,8 +78,8 @@ func BuildProvenance(p Provenance, files ProvenanceFiles) (*ProvenanceArtifact, 
 		if f.Data == nil {
 			continue
 		}
-		if len(f.Data) > maxProvenanceBlob {
-			return nil, fmt.Errorf("%s is larger than %d bytes", f.Name, maxProvenanceBlob)
+		if len(f.Data) > MaxSmallFile {
+			return nil, fmt.Errorf("%s is larger than %d bytes", f.Name, MaxSmallFile)
 		}
 		b := BytesBlob(l.mediaType, f.Data, map[string]string{AnnotationTitle: f.Name})
 		pa.Blobs = append(pa.Blobs, b)
@@ -128,8 +125,8 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 }
 
 func fetchSmall(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) ([]byte, error) {
-	if desc.Size > maxProvenanceBlob || desc.Size < 0 {
-		return nil, invalid("blob %s of %d bytes is larger than the %d byte limit", desc.Digest, desc.Size, maxProvenanceBlob)
+	if desc.Size > MaxSmallFile || desc.Size < 0 {
+		return nil, invalid("blob %s of %d bytes is larger than the %d byte limit", desc.Digest, desc.Size, MaxSmallFile)
 	}
 	if err := desc.Digest.Validate(); err != nil || desc.Digest.Algorithm() != digest.SHA256 {
 		return nil, invalid("blob digest %q is not a valid sha256 digest", desc.Digest)

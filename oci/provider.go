@@ -11,7 +11,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/errdef"
 )
 
 // ProviderPackage is one platform's zip, already verified by the caller.
@@ -76,13 +75,6 @@ type ProviderVersion struct {
 	Platforms map[names.Platform]ocispec.Descriptor
 	// Provenance is the oci-tofu provenance manifest, when present.
 	Provenance *ocispec.Descriptor
-}
-
-// ErrInvalidArtifact marks content that OpenTofu would refuse.
-var ErrInvalidArtifact = errors.New("invalid artifact")
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidArtifact, fmt.Sprintf(format, args...))
 }
 
 // ListVersions lists the canonical version tags of a repository, sorted.
@@ -234,7 +226,12 @@ func fetchImageManifest(ctx context.Context, repo ReadOnlyRepository, desc ocisp
 	return m, nil
 }
 
-// IsNotFound reports whether err means a repository, tag or blob is missing.
-func IsNotFound(err error) bool {
-	return errors.Is(err, errdef.ErrNotFound) || isRemoteNotFound(err)
+// SortedPlatforms lists the version's platforms in name order.
+func (pv *ProviderVersion) SortedPlatforms() []names.Platform {
+	out := make([]names.Platform, 0, len(pv.Platforms))
+	for p := range pv.Platforms {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
 }

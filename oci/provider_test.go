@@ -84,11 +84,15 @@ func TestPushThenReadProvider(t *testing.T) {
 	prov, _ := BuildProvenance(Provenance{Type: "x", Version: "1.0.0", Protocols: []string{"6.0"}, Platforms: map[string]ProvenancePlatform{"linux_amd64": {Filename: "f.zip", H1: "h1:x"}}},
 		ProvenanceFiles{SHA256SUMS: NamedBytes{Name: "SUMS", Data: []byte("sums")}, Signature: NamedBytes{Name: "SUMS.sig", Data: []byte("sig")}})
 	a, _ := BuildProvider([]ProviderPackage{zipPkg("linux", "amd64", "zip-a")}, prov)
-	res, err := Push(ctx, repo, a, []string{"1.0.0"}, PushOptions{})
+	res, err := Push(ctx, repo, a, Tags{"1.0.0": ""}, PushOptions{})
 	if err != nil || res.UpToDate || res.Uploaded == 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	again, err := Push(ctx, repo, a, []string{"1.0.0"}, PushOptions{})
+	held, err := CurrentTags(ctx, repo, []string{"1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Push(ctx, repo, a, held, PushOptions{})
 	if err != nil || !again.UpToDate || again.Uploaded != 0 {
 		t.Fatalf("re-push: %+v %v", again, err)
 	}
@@ -128,7 +132,7 @@ func pushIndex(t *testing.T, repo *orasoci.Store, children []Manifest, idx ocisp
 		t.Fatal(err)
 	}
 	a.Manifests = append(a.Manifests, root)
-	if _, err := Push(ctx, repo, a, []string{"1.0.0"}, PushOptions{}); err != nil {
+	if _, err := Push(ctx, repo, a, Tags{"1.0.0": ""}, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return root.Descriptor
@@ -197,7 +201,7 @@ func TestPushIsAtomic(t *testing.T) {
 	store := newLayout(t)
 	pkgs := []ProviderPackage{zipPkg("linux", "amd64", "a"), zipPkg("linux", "arm64", "b"), zipPkg("darwin", "arm64", "c")}
 	a, _ := BuildProvider(pkgs, nil)
-	_, err := Push(ctx, failingRepo{store, digest.FromString("b")}, a, []string{"1.0.0"}, PushOptions{Concurrency: 1})
+	_, err := Push(ctx, failingRepo{store, digest.FromString("b")}, a, Tags{"1.0.0": ""}, PushOptions{Concurrency: 1})
 	if err == nil || !strings.Contains(err.Error(), "connection reset") {
 		t.Fatalf("want the upload error, got %v", err)
 	}
@@ -205,11 +209,34 @@ func TestPushIsAtomic(t *testing.T) {
 		t.Fatal("a failed push left a tag")
 	}
 	// Resuming uploads only what is missing, then tags.
-	res, err := Push(ctx, store, a, []string{"1.0.0"}, PushOptions{})
+	res, err := Push(ctx, store, a, Tags{"1.0.0": ""}, PushOptions{})
 	if err != nil || res.Skipped == 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if d, err := store.Resolve(ctx, "1.0.0"); err != nil || d.Digest != a.Root().Digest {
 		t.Fatalf("%v %v", d, err)
+	}
+}
+
+// A tag that another push moved while this one was under way is left
+// alone, and the error names both digests.
+func TestPushRefusesATagThatMoved(t *testing.T) {
+	ctx := context.Background()
+	store := newLayout(t)
+	mine, _ := BuildProvider([]ProviderPackage{zipPkg("linux", "amd64", "mine")}, nil)
+	theirs, _ := BuildProvider([]ProviderPackage{zipPkg("linux", "amd64", "theirs")}, nil)
+	seen, err := CurrentTags(ctx, store, []string{"1.0.0"})
+	if err != nil || seen["1.0.0"] != "" {
+		t.Fatalf("%v %v", seen, err)
+	}
+	if _, err := Push(ctx, store, theirs, Tags{"1.0.0": ""}, PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Push(ctx, store, mine, seen, PushOptions{})
+	if !errors.Is(err, ErrTagMoved) || !strings.Contains(err.Error(), theirs.Root().Digest.String()) || !strings.Contains(err.Error(), mine.Root().Digest.String()) {
+		t.Fatalf("want ErrTagMoved naming both digests, got %v", err)
+	}
+	if d, _ := store.Resolve(ctx, "1.0.0"); d.Digest != theirs.Root().Digest {
+		t.Fatal("the tag was replaced")
 	}
 }

@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
+	"sync"
 	"sync/atomic"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
 )
 
-// PushOptions tune Push.
+// PushOptions tune a push.
 type PushOptions struct {
 	// Concurrency bounds parallel blob uploads (default 4).
 	Concurrency int
@@ -27,117 +30,241 @@ type PushResult struct {
 	Root ocispec.Descriptor
 	// UpToDate is set when every tag already pointed at Root: nothing was written.
 	UpToDate bool
-	// Uploaded and Skipped count blobs and manifests sent or found present.
+	// Uploaded and Skipped count blobs and manifests sent or found present,
+	// each once.
 	Uploaded, Skipped int
 	UploadedBytes     int64
 }
 
-// Push writes an artifact atomically: every blob (in parallel, skipping
-// those the repository has), then manifests children first, and the tags
-// last, so an interrupted push leaves no tag pointing at missing content.
-func Push(ctx context.Context, repo Repository, a *Artifact, tags []string, opts PushOptions) (PushResult, error) {
-	root := a.Root()
-	res := PushResult{Root: root}
-	if allTagged(ctx, repo, root, tags) {
-		res.UpToDate = true
-		return res, nil
-	}
-	blobs, err := PushBlobs(ctx, repo, a.Blobs, opts)
-	res.Uploaded, res.Skipped, res.UploadedBytes = blobs.Uploaded, blobs.Skipped, blobs.UploadedBytes
-	if err != nil {
-		return res, err
-	}
-	for _, m := range a.Manifests {
-		ok, err := repo.Exists(ctx, m.Descriptor)
-		if err != nil {
-			return res, fmt.Errorf("checking manifest %s: %w", m.Descriptor.Digest, err)
-		}
-		if ok {
-			res.Skipped++
-			continue
-		}
-		if err := pushIgnoringExisting(ctx, repo, m.Descriptor, bytes.NewReader(m.Bytes)); err != nil {
-			return res, fmt.Errorf("uploading manifest %s: %w", m.Descriptor.Digest, err)
-		}
-		res.Uploaded++
-	}
-	for _, tag := range tags {
-		if err := repo.Tag(ctx, root, tag); err != nil {
-			return res, fmt.Errorf("tagging %s: %w", tag, err)
+// Tags are the tags a push writes, each with the digest it held when the
+// caller decided to write it ("" for a tag that did not exist). A push
+// refuses to move a tag that changed since: registries have no
+// compare-and-swap, so the tag is read again just before it is written
+// and a lost race is reported (ErrTagMoved) instead of silently replacing
+// another push's result.
+type Tags map[string]digest.Digest
+
+// ErrTagMoved reports that a tag changed while a push was under way.
+var ErrTagMoved = errors.New("tag moved during the push")
+
+// CurrentTags reads what each tag holds now, for a push that will write them.
+func CurrentTags(ctx context.Context, repo ReadOnlyRepository, tags []string) (Tags, error) {
+	out := Tags{}
+	for _, t := range tags {
+		d, err := repo.Resolve(ctx, t)
+		switch {
+		case err == nil:
+			out[t] = d.Digest
+		case IsNotFound(err):
+			out[t] = ""
+		default:
+			return nil, fmt.Errorf("resolving %s: %w", t, err)
 		}
 	}
-	return res, nil
+	return out, nil
 }
 
-// PushBlobs uploads blobs in parallel, skipping those the repository
-// already has. Push calls it; callers may also call it early, for example
-// to upload large files while other work goes on.
-func PushBlobs(ctx context.Context, repo Repository, blobs []Blob, opts PushOptions) (PushResult, error) {
-	var res PushResult
+// Upload is one push in progress. Blobs may be uploaded early (large files
+// while other work goes on); Commit then writes what is left, the
+// manifests children first, and the tags last, so an interrupted push
+// leaves no tag pointing at missing content.
+type Upload struct {
+	repo Repository
+	opts PushOptions
+
+	mu      sync.Mutex
+	present map[digest.Digest]bool // blobs uploaded or found by this upload
+	res     PushResult
+}
+
+// NewUpload starts a push to repo.
+func NewUpload(repo Repository, opts PushOptions) *Upload {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
-	var total, done int64
-	for _, b := range blobs {
-		total += b.Descriptor.Size
-	}
-	var uploaded, skipped atomic.Int64
-	var uploadedBytes atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(opts.Concurrency)
-	seen := map[string]bool{}
-	for _, b := range blobs {
-		if seen[b.Descriptor.Digest.String()] {
-			continue
-		}
-		seen[b.Descriptor.Digest.String()] = true
-		g.Go(func() error {
-			ok, err := repo.Exists(gctx, b.Descriptor)
-			if err != nil {
-				return fmt.Errorf("checking blob %s: %w", b.Descriptor.Digest, err)
-			}
-			if ok {
-				skipped.Add(1)
-				if opts.Progress != nil {
-					opts.Progress(atomic.AddInt64(&done, b.Descriptor.Size), total)
-				}
-				return nil
-			}
-			r, err := b.Open()
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			var body io.Reader = r
-			if opts.Progress != nil {
-				body = &progressReader{r: r, add: func(n int64) { opts.Progress(atomic.AddInt64(&done, n), total) }}
-			}
-			if err := pushIgnoringExisting(gctx, repo, b.Descriptor, body); err != nil {
-				return fmt.Errorf("uploading blob %s: %w", describe(b.Descriptor), err)
-			}
-			uploaded.Add(1)
-			uploadedBytes.Add(b.Descriptor.Size)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return res, err
-	}
-	res.Uploaded, res.Skipped, res.UploadedBytes = int(uploaded.Load()), int(skipped.Load()), uploadedBytes.Load()
-	return res, nil
+	return &Upload{repo: repo, opts: opts, present: map[digest.Digest]bool{}}
 }
 
-func allTagged(ctx context.Context, repo Repository, root ocispec.Descriptor, tags []string) bool {
-	if len(tags) == 0 {
+// Push writes an artifact atomically under tags: blobs, manifests, then
+// the tags. When every tag already holds the artifact's root nothing is
+// written.
+func Push(ctx context.Context, repo Repository, a *Artifact, tags Tags, opts PushOptions) (PushResult, error) {
+	return NewUpload(repo, opts).Commit(ctx, a, tags)
+}
+
+// Blobs uploads the blobs the repository lacks, in parallel; each is
+// counted once however often it is named.
+func (u *Upload) Blobs(ctx context.Context, blobs []Blob) error {
+	todo := u.pending(blobs)
+	var total, done int64
+	for _, b := range todo {
+		total += b.Descriptor.Size
+	}
+	progress := func(n int64) {
+		if u.opts.Progress != nil {
+			u.opts.Progress(atomic.AddInt64(&done, n), total)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(u.opts.Concurrency)
+	for _, b := range todo {
+		g.Go(func() error { return u.blob(gctx, b, progress) })
+	}
+	return g.Wait()
+}
+
+// pending returns the blobs not yet handled by this upload, once each.
+func (u *Upload) pending(blobs []Blob) []Blob {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	seen := map[digest.Digest]bool{}
+	var out []Blob
+	for _, b := range blobs {
+		d := b.Descriptor.Digest
+		if u.present[d] || seen[d] {
+			continue
+		}
+		seen[d] = true
+		out = append(out, b)
+	}
+	return out
+}
+
+func (u *Upload) blob(ctx context.Context, b Blob, progress func(int64)) error {
+	ok, err := u.repo.Exists(ctx, b.Descriptor)
+	if err != nil {
+		return fmt.Errorf("checking blob %s: %w", describe(b.Descriptor), err)
+	}
+	if ok {
+		progress(b.Descriptor.Size)
+		u.record(b.Descriptor, false)
+		return nil
+	}
+	r, err := b.Open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	body := io.Reader(&progressReader{r: r, add: progress})
+	if err := pushIgnoringExisting(ctx, u.repo, b.Descriptor, body); err != nil {
+		return fmt.Errorf("uploading blob %s: %w", describe(b.Descriptor), err)
+	}
+	u.record(b.Descriptor, true)
+	return nil
+}
+
+func (u *Upload) record(d ocispec.Descriptor, uploaded bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.present[d.Digest] = true
+	if uploaded {
+		u.res.Uploaded++
+		u.res.UploadedBytes += d.Size
+	} else {
+		u.res.Skipped++
+	}
+}
+
+// Commit finishes the push: the remaining blobs, the manifests, then the
+// tags, each checked against what the caller saw (see Tags).
+func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult, error) {
+	root := a.Root()
+	if tags.AllHold(root.Digest) {
+		return PushResult{Root: root, UpToDate: true}, nil
+	}
+	if err := u.Blobs(ctx, a.Blobs); err != nil {
+		return u.result(root), err
+	}
+	for _, m := range a.Manifests {
+		if err := u.manifest(ctx, m); err != nil {
+			return u.result(root), err
+		}
+	}
+	for _, tag := range sortedTags(tags) {
+		if err := u.tag(ctx, root, tag, tags[tag]); err != nil {
+			return u.result(root), err
+		}
+	}
+	return u.result(root), nil
+}
+
+func (u *Upload) result(root ocispec.Descriptor) PushResult {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	res := u.res
+	res.Root = root
+	return res
+}
+
+func (u *Upload) manifest(ctx context.Context, m Manifest) error {
+	ok, err := u.repo.Exists(ctx, m.Descriptor)
+	if err != nil {
+		return fmt.Errorf("checking manifest %s: %w", m.Descriptor.Digest, err)
+	}
+	if !ok {
+		if err := pushIgnoringExisting(ctx, u.repo, m.Descriptor, bytes.NewReader(m.Bytes)); err != nil {
+			return fmt.Errorf("uploading manifest %s: %w", m.Descriptor.Digest, err)
+		}
+	}
+	u.record(m.Descriptor, !ok)
+	return nil
+}
+
+// tag writes one tag after checking that it still holds what it held when
+// the push was decided.
+func (u *Upload) tag(ctx context.Context, root ocispec.Descriptor, tag string, was digest.Digest) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := digest.Digest("")
+	d, err := u.repo.Resolve(ctx, tag)
+	switch {
+	case err == nil:
+		now = d.Digest
+	case !IsNotFound(err):
+		return fmt.Errorf("checking tag %s before writing it: %w", tag, err)
+	}
+	if now == root.Digest {
+		return nil
+	}
+	if now != was {
+		return fmt.Errorf("%w: %s held %s when this push started and holds %s now; this push (%s) leaves it alone: serialise pushes of one version",
+			ErrTagMoved, tag, orNone(was), orNone(now), root.Digest)
+	}
+	if err := u.repo.Tag(ctx, root, tag); err != nil {
+		return fmt.Errorf("tagging %s: %w", tag, err)
+	}
+	return nil
+}
+
+func orNone(d digest.Digest) string {
+	if d == "" {
+		return "nothing"
+	}
+	return d.String()
+}
+
+// AllHold reports whether every tag already holds d: the one rule for "the
+// registry already has this", with nothing to write.
+func (t Tags) AllHold(d digest.Digest) bool {
+	if len(t) == 0 {
 		return false
 	}
-	for _, tag := range tags {
-		d, err := repo.Resolve(ctx, tag)
-		if err != nil || d.Digest != root.Digest {
+	for _, held := range t {
+		if held != d {
 			return false
 		}
 	}
 	return true
+}
+
+func sortedTags(tags Tags) []string {
+	out := make([]string, 0, len(tags))
+	for t := range tags {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func pushIgnoringExisting(ctx context.Context, repo Repository, desc ocispec.Descriptor, r io.Reader) error {

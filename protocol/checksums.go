@@ -5,17 +5,19 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // checksums is what the Provider Registry Protocol needs to let clients
 // verify a release: SHA256SUMS, its binary detached signature, and the keys.
 type checksums struct {
-	sums      convert.SHA256Sums
+	sums      sha256sums.Sums
 	data      []byte
 	signature []byte
-	keys      []GPGPublicKey
+	keys      []wire.GPGPublicKey
 	// generated is true when the proxy made and signed SHA256SUMS itself.
 	generated bool
 }
@@ -65,7 +67,7 @@ func (s *source) checksums(ctx context.Context, r *release) (*checksums, error) 
 		if err != nil {
 			return nil, err
 		}
-		sums := convert.SHA256Sums{}
+		sums := sha256sums.Sums{}
 		for p, z := range zips {
 			sums[zipName(r.Provider.Type, r.Version, p)] = z.Digest.Encoded()
 		}
@@ -75,7 +77,7 @@ func (s *source) checksums(ctx context.Context, r *release) (*checksums, error) 
 			return nil, err
 		}
 		return &checksums{sums: sums, data: data, signature: sig, generated: true,
-			keys: []GPGPublicKey{{KeyID: s.signer.KeyID(), ASCIIArmor: string(s.signer.Public)}}}, nil
+			keys: []wire.GPGPublicKey{{KeyID: s.signer.KeyID(), ASCIIArmor: string(s.signer.Public)}}}, nil
 	})
 }
 
@@ -84,24 +86,24 @@ func publisherChecksums(r *release) (*checksums, error) {
 	invalid := func(err error) error {
 		return statusErr(http.StatusBadGateway, err, "provider %s %s: the provenance stored with the artifact does not verify", r.Provider, r.Version)
 	}
-	sums, err := convert.ParseSHA256Sums(f.SHA256SUMS.Data)
+	sums, err := sha256sums.Parse(f.SHA256SUMS.Data)
 	if err != nil {
 		return nil, invalid(err)
 	}
-	kr, err := convert.ReadKeyring("stored signing keys", f.Keys.Data)
+	kr, err := pgp.ReadKeyring("stored signing keys", f.Keys.Data)
 	if err != nil {
 		return nil, invalid(err)
 	}
-	sig, err := convert.DearmorSignature(f.Signature.Data)
+	sig, err := pgp.DearmorSignature(f.Signature.Data)
 	if err != nil {
 		return nil, invalid(err)
 	}
-	v, err := convert.VerifyDetached(f.SHA256SUMS.Data, sig, []*convert.Keyring{kr})
+	v, err := pgp.VerifyDetached(f.SHA256SUMS.Data, sig, []*pgp.Keyring{kr})
 	if err != nil {
 		return nil, invalid(err)
 	}
 	return &checksums{sums: sums, data: f.SHA256SUMS.Data, signature: sig,
-		keys: []GPGPublicKey{{KeyID: v.KeyID, ASCIIArmor: string(f.Keys.Data)}}}, nil
+		keys: []wire.GPGPublicKey{{KeyID: v.KeyID, ASCIIArmor: string(f.Keys.Data)}}}, nil
 }
 
 // checkListed makes sure SHA256SUMS lists a platform's package with the

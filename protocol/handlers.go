@@ -14,7 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -49,7 +49,7 @@ func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, err
 			}
-			index := convert.MirrorIndexJSON{Versions: make(map[string]struct{}, len(list))}
+			index := wire.MirrorIndex{Versions: make(map[string]struct{}, len(list))}
 			for _, v := range list {
 				index.Versions[v.String()] = struct{}{}
 			}
@@ -63,19 +63,19 @@ func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		archives := make(map[string]convert.MirrorArchive, len(zips))
+		archives := make(map[string]wire.MirrorArchive, len(zips))
 		for p, z := range zips {
 			var hashes []string
 			if h1 := rel.h1(p, z); h1 != "" {
 				hashes = append(hashes, h1)
 			}
 			hashes = append(hashes, "zh:"+z.Digest.Encoded())
-			archives[p.String()] = convert.MirrorArchive{
+			archives[p.String()] = wire.MirrorArchive{
 				URL:    mirrorToArchives + s.archiveRef(ctx, rel, zipName(rel.Provider.Type, rel.Version, p)),
 				Hashes: hashes,
 			}
 		}
-		return convert.MirrorVersionJSON{Archives: archives}, nil
+		return wire.MirrorVersion{Archives: archives}, nil
 	})
 }
 
@@ -231,7 +231,7 @@ func (s *Server) downloadDoc(ctx context.Context, p Provider, req RegistryReques
 		return nil, err
 	}
 	sums := sumsName(p.Type, req.Version)
-	d := RegistryDownload{
+	d := wire.RegistryDownload{
 		Protocols:           rel.protocols(),
 		OS:                  req.Platform.OS,
 		Arch:                req.Platform.Arch,
@@ -254,7 +254,7 @@ func (s *Server) versionsDoc(ctx context.Context, p Provider) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*RegistryVersion, len(list))
+	out := make([]*wire.RegistryVersion, len(list))
 	warn := make([]string, len(list))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
@@ -276,9 +276,9 @@ func (s *Server) versionsDoc(ctx context.Context, p Provider) (any, error) {
 				warn[i] = v.String() + " is left out: it has no publisher signature and the proxy no signing key (use the network mirror for it)"
 				return nil
 			}
-			rv := &RegistryVersion{Version: v.String(), Protocols: rel.protocols()}
+			rv := &wire.RegistryVersion{Version: v.String(), Protocols: rel.protocols()}
 			for _, pl := range rel.platforms() {
-				rv.Platforms = append(rv.Platforms, RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
+				rv.Platforms = append(rv.Platforms, wire.RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
 			}
 			out[i] = rv
 			return nil
@@ -287,7 +287,7 @@ func (s *Server) versionsDoc(ctx context.Context, p Provider) (any, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	resp := RegistryVersions{Versions: []*RegistryVersion{}}
+	resp := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
 	for i := range list {
 		if out[i] != nil {
 			resp.Versions = append(resp.Versions, out[i])

@@ -22,7 +22,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -39,24 +40,29 @@ var helloKeys = map[string]string{
 // does and builds its artifact (index, platform manifests, provenance).
 func releaseArtifact(t testing.TB, version string) *oci.Artifact {
 	t.Helper()
-	kr, err := convert.LoadKeyring(testenv.Testdata(t, "keys", helloKeys[version]))
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", helloKeys[version]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := convert.ReadProviderRelease(testenv.Testdata(t, "providers", "hello", version), convert.ReleaseOptions{Keys: []*convert.Keyring{kr}})
+	rel, err := pubrelease.ReadProvider(context.Background(), testenv.Testdata(t, "providers", "hello", version), pubrelease.Options{Keys: []*pgp.Keyring{kr}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := rel.Artifact()
+	a, err := rel.Artifact(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
 }
 
+// push writes a at tag, replacing whatever the tag held.
 func push(t testing.TB, repo oci.Repository, a *oci.Artifact, tag string) {
 	t.Helper()
-	if _, err := oci.Push(context.Background(), repo, a, []string{tag}, oci.PushOptions{}); err != nil {
+	held, err := oci.CurrentTags(context.Background(), repo, []string{tag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oci.Push(context.Background(), repo, a, held, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

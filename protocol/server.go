@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -60,7 +60,7 @@ type Options struct {
 	// Signer, when set, signs a SHA256SUMS generated from the OCI digests
 	// for releases that carry no publisher signature, so the registry
 	// protocol can offer them.
-	Signer *convert.Signer
+	Signer *pgp.Signer
 	// AuthTokens, when non-empty, are the bearer tokens clients must send
 	// (from credentials blocks) for metadata; archive URLs are then
 	// HMAC-signed and expire after ArchiveURLTTL.

@@ -22,7 +22,8 @@ import (
 
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -132,7 +133,7 @@ func TestServeSignedReleasesFromLayout(t *testing.T) {
 		}
 		sig := p.get(t, resolve(t, r.URL, d.SHASumsSignatureURL))
 		origSig, _ := os.ReadFile(testenv.Testdata(t, "providers", "hello", version, "terraform-provider-hello_"+version+"_SHA256SUMS.sig"))
-		binSig, _ := convert.DearmorSignature(origSig)
+		binSig, _ := pgp.DearmorSignature(origSig)
 		if sig.Status != 200 || !bytes.Equal(sig.Body, binSig) {
 			t.Errorf("%s signature differs from the original", version)
 		}
@@ -140,16 +141,16 @@ func TestServeSignedReleasesFromLayout(t *testing.T) {
 			t.Fatalf("keys: %+v", d.SigningKeys)
 		}
 		k := d.SigningKeys.GPGPublicKeys[0]
-		kr, err := convert.ReadKeyring("served", []byte(k.ASCIIArmor))
+		kr, err := pgp.ReadKeyring("served", []byte(k.ASCIIArmor))
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := convert.VerifyDetached(sums.Body, sig.Body, []*convert.Keyring{kr})
+		v, err := pgp.VerifyDetached(sums.Body, sig.Body, []*pgp.Keyring{kr})
 		if err != nil || v.KeyID != k.KeyID {
 			t.Errorf("%s: served signature does not verify with served key %s: %v", version, k.KeyID, err)
 		}
-		want, _ := convert.LoadKeyring(testenv.Testdata(t, "keys", key))
-		if _, err := convert.VerifyDetached(sums.Body, sig.Body, []*convert.Keyring{want}); err != nil {
+		want, _ := pgp.LoadKeyring(testenv.Testdata(t, "keys", key))
+		if _, err := pgp.VerifyDetached(sums.Body, sig.Body, []*pgp.Keyring{want}); err != nil {
 			t.Errorf("%s: not signed by the publisher's key %s: %v", version, key, err)
 		}
 		dl := p.get(t, resolve(t, r.URL, d.DownloadURL))
@@ -206,7 +207,7 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 	}
 	p.wantError(t, "/v1/providers/third/hello/1.1.0/download/linux/amd64", http.StatusConflict, "network mirror protocol only")
 
-	signer, err := convert.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
+	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,11 +219,11 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 	var d downloadDoc
 	r = ps.getJSON(t, "/v1/providers/third/hello/1.1.0/download/darwin/arm64", 200, &d)
 	sums := ps.get(t, resolve(t, r.URL, d.SHASumsURL))
-	parsed, err := convert.ParseSHA256Sums(sums.Body)
+	parsed, err := sha256sums.Parse(sums.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := convert.SHA256Sums{
+	want := sha256sums.Sums{
 		"terraform-provider-hello_1.1.0_linux_amd64.zip":  sha256Hex(zips[names.Platform{OS: "linux", Arch: "amd64"}]),
 		"terraform-provider-hello_1.1.0_darwin_arm64.zip": sha256Hex(zips[names.Platform{OS: "darwin", Arch: "arm64"}]),
 	}
@@ -230,8 +231,8 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 		t.Fatalf("generated SHA256SUMS %q / doc %+v", sums.Body, d)
 	}
 	sig := ps.get(t, resolve(t, r.URL, d.SHASumsSignatureURL))
-	pub, _ := convert.LoadKeyring(testenv.Testdata(t, "keys", "gocrypto-signer.asc"))
-	if v, err := convert.VerifyDetached(sums.Body, sig.Body, []*convert.Keyring{pub}); err != nil || v.KeyID != d.SigningKeys.GPGPublicKeys[0].KeyID {
+	pub, _ := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gocrypto-signer.asc"))
+	if v, err := pgp.VerifyDetached(sums.Body, sig.Body, []*pgp.Keyring{pub}); err != nil || v.KeyID != d.SigningKeys.GPGPublicKeys[0].KeyID {
 		t.Fatalf("generated signature: %v", err)
 	}
 }

@@ -15,7 +15,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -30,7 +31,7 @@ type source struct {
 	timeout  time.Duration
 	log      *slog.Logger
 	metrics  *metrics
-	signer   *convert.Signer
+	signer   *pgp.Signer
 
 	repos    *cache[oci.ReadOnlyRepository] // by repository name, TTL
 	tags     *cache[versions.List]          // by repository name, TTL
@@ -308,7 +309,7 @@ func (r *release) h1(p names.Platform, zip ocispec.Descriptor) string {
 	if !ok || pp.H1 == "" || pp.Filename == "" {
 		return ""
 	}
-	sums, err := convert.ParseSHA256Sums(r.prov.files.SHA256SUMS.Data)
+	sums, err := sha256sums.Parse(r.prov.files.SHA256SUMS.Data)
 	if err != nil || sums[pp.Filename] != zip.Digest.Encoded() {
 		return ""
 	}

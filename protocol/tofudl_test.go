@@ -15,24 +15,25 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // pushTofuFixture verifies a fixture release as `oci-tofu push tofu` does
 // and pushes it under its version tag.
-func pushTofuFixture(t testing.TB, repo oci.Repository, version string) *convert.TofuReleaseDir {
+func pushTofuFixture(t testing.TB, repo oci.Repository, version string) *pubrelease.Tofu {
 	t.Helper()
-	kr, err := convert.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := convert.ReadTofuRelease(testenv.Testdata(t, "tofu", version), []*convert.Keyring{kr})
+	rel, err := pubrelease.ReadTofu(context.Background(), testenv.Testdata(t, "tofu", version), []*pgp.Keyring{kr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := convert.PushTofuRelease(context.Background(), repo, rel, true, oci.PushOptions{}); err != nil {
+	if _, err := rel.Push(context.Background(), repo, true, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return rel
@@ -201,8 +202,8 @@ func TestTofuMirrorRefusesInconsistentArtifacts(t *testing.T) {
 	pushTofuFixture(t, repo, "1.9.0")
 	ctx := context.Background()
 	// 1.8.0's artifact under the tag 1.8.1.
-	kr, _ := convert.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
-	rel, err := convert.ReadTofuRelease(testenv.Testdata(t, "tofu", "1.8.0"), []*convert.Keyring{kr})
+	kr, _ := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
+	rel, err := pubrelease.ReadTofu(context.Background(), testenv.Testdata(t, "tofu", "1.8.0"), []*pgp.Keyring{kr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestTofuMirrorRefusesInconsistentArtifacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	crafted := &oci.Artifact{Blobs: append([]oci.Blob{config, swapped}, files...), Manifests: []oci.Manifest{m}}
-	if _, err := oci.Push(ctx, repo, crafted, []string{"1.8.0"}, oci.PushOptions{}); err != nil {
+	if _, err := oci.Push(ctx, repo, crafted, oci.Tags{"1.8.0": ""}, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -9,7 +9,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
+	"github.com/oci-tofu/oci-tofu/convert/lockfile"
+	"github.com/oci-tofu/oci-tofu/convert/tfconfig"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -61,12 +63,12 @@ func lock(c *cli.Context) error {
 		}
 		platforms = append(platforms, pl)
 	}
-	reqs, err := convert.RequiredProviders(dir)
+	reqs, err := tfconfig.RequiredProviders(dir)
 	if err != nil {
 		return err
 	}
 	lockPath := filepath.Join(dir, ".terraform.lock.hcl")
-	existing, err := convert.ReadLockFile(lockPath)
+	existing, err := lockfile.Read(lockPath)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -74,7 +76,7 @@ func lock(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	lf, err := convert.Lock(c.Context, reqs, existing, convert.LockOptions{
+	lf, err := lockfile.Lock(c.Context, reqs, existing, lockfile.Options{
 		Template: tpl,
 		Open: func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error) {
 			return client.OpenReadOnly(ctx, ref)
@@ -85,7 +87,7 @@ func lock(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := convert.WriteFileAtomic(lockPath, lf.Bytes()); err != nil {
+	if err := localfile.WriteAtomic(lockPath, lf.Bytes()); err != nil {
 		return err
 	}
 	rep := newReporter(c)

@@ -12,8 +12,6 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -25,7 +23,7 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "oci-tofu:", err)
-		if hint := oci.Hint(err); hint != "" {
+		if hint := hint(err); hint != "" {
 			fmt.Fprintln(os.Stderr, "hint:", hint)
 		}
 		var ec cli.ExitCoder

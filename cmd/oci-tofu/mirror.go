@@ -6,7 +6,9 @@ import (
 	"github.com/opentofu/tofudl/branding"
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/lockfile"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
@@ -56,7 +58,7 @@ func mirror(c *cli.Context) error {
 	}
 	var specs []names.ProviderSpec
 	if f := c.String("lockfile"); f != "" {
-		if opts.Lock, err = convert.ReadLockFile(f); err != nil {
+		if opts.Lock, err = lockfile.Read(f); err != nil {
 			return err
 		}
 		if c.NArg() == 0 {
@@ -153,18 +155,18 @@ func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, pl
 		return opts, err
 	}
 	for _, k := range c.StringSlice("tofu-key") {
-		kr, err := convert.LoadKeyring(k)
+		kr, err := pgp.LoadKeyring(k)
 		if err != nil {
 			return opts, err
 		}
 		opts.Keys = append(opts.Keys, kr)
 	}
 	if len(opts.Keys) == 0 {
-		kr, err := convert.OpenTofuSigningKey()
+		kr, err := release.OpenTofuSigningKey()
 		if err != nil {
 			return opts, err
 		}
-		opts.Keys = []*convert.Keyring{kr}
+		opts.Keys = []*pgp.Keyring{kr}
 	}
 	return opts, nil
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/mirrordir"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -35,7 +35,7 @@ func pushMirror(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	releases, err := convert.ReadMirrorDir(c.Context, c.Args().First())
+	releases, err := mirrordir.Read(c.Context, c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -46,8 +46,8 @@ func pushMirror(c *cli.Context) error {
 	}()
 	refs := make([]oci.Reference, len(releases))
 	for i, r := range releases {
-		if refs[i], err = tpl.Expand(r.Addr.TemplateValues()); err != nil {
-			return fmt.Errorf("%s: %w", r.Addr, err)
+		if refs[i], err = tpl.Expand(r.Provider.TemplateValues()); err != nil {
+			return fmt.Errorf("%s: %w", r.Provider, err)
 		}
 	}
 	client, err := registryClient(c)
@@ -61,13 +61,13 @@ func pushMirror(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		res, err := convert.PushProviderRelease(c.Context, repo, r.Release, c.Bool("replace"), oci.PushOptions{})
+		res, err := r.Release.Push(c.Context, repo, c.Bool("replace"), oci.PushOptions{})
 		if err != nil {
-			return fmt.Errorf("%s %s → %s: %w", r.Addr, r.Release.Version, refs[i], err)
+			return fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, refs[i], err)
 		}
 		tagged := refs[i].WithReference(res.Root.Digest.String())
-		rep.infof("%s %s → %s (%d platforms%s)", r.Addr, r.Release.Version, tagged, len(r.Release.Packages), map[bool]string{true: ", up to date"}[res.UpToDate])
-		results = append(results, map[string]any{"provider": r.Addr.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate})
+		rep.infof("%s %s → %s (%d platforms%s)", r.Provider, r.Release.Version, tagged, len(r.Release.Packages), map[bool]string{true: ", up to date"}[res.UpToDate])
+		results = append(results, map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate})
 	}
 	return rep.result(map[string]any{"pushed": results}, fmt.Sprintf("imported %d provider versions", len(results)))
 }
@@ -97,7 +97,7 @@ func export(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var opts convert.ExportOptions
+	var opts mirrordir.Options
 	for _, p := range c.StringSlice("platform") {
 		pl, err := names.ParsePlatform(p)
 		if err != nil {
@@ -133,7 +133,7 @@ func export(c *cli.Context) error {
 		if len(vs) == 0 {
 			return fmt.Errorf("%s: no version in %s matches %q (available: %s)", spec.Provider, ref, names.ConstraintsString(spec.Constraints), list)
 		}
-		if err := convert.ExportProvider(c.Context, repo, spec.Provider, vs, dir, opts); err != nil {
+		if err := mirrordir.Export(c.Context, repo, spec.Provider, vs, dir, opts); err != nil {
 			return err
 		}
 		rep.infof("%s: exported %s", spec.Provider, vs)

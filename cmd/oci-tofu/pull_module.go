@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -21,7 +21,7 @@ digest, then unpacks it into DIR, which must not exist or be empty. Entries
 that would land outside DIR, absolute paths and symbolic links are refused;
 nothing appears in DIR unless everything was verified and unpacked.`,
 		Flags: append(append([]cli.Flag{
-			&cli.Int64Flag{Name: "max-size", Value: convert.DefaultMaxModuleSize, Usage: "refuse packages larger than this many `BYTES`, packed or unpacked"},
+			&cli.Int64Flag{Name: "max-size", Value: modulepkg.MaxSize, Usage: "refuse packages larger than this many `BYTES`, packed or unpacked"},
 		}, registryFlags()...), outputFlags()...),
 		Action: pullModule,
 	}
@@ -68,7 +68,7 @@ func pullModule(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref, err)
 	}
-	files, err := convert.UnpackModuleZip(tmp.Name(), dir, maxSize)
+	files, err := modulepkg.Unpack(tmp.Name(), dir, maxSize)
 	if err != nil {
 		return fmt.Errorf("unpacking %s into %s: %w", ref, dir, err)
 	}

@@ -9,7 +9,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -72,16 +72,16 @@ func pushModule(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var z *convert.ModuleZip
+	var z *modulepkg.Zip
 	if fi.IsDir() {
-		opts := convert.PackModuleOptions{AllowNoRoot: c.Bool("allow-no-root")}
+		opts := modulepkg.Options{AllowNoRoot: c.Bool("allow-no-root")}
 		if !c.Bool("no-cache") {
-			opts.Cache = convert.DefaultModuleCache()
+			opts.Cache = modulepkg.DefaultCache()
 		}
 		if opts.Cache != nil {
 			// An unchanged tree that was packed before and whose tags
 			// already point at the result needs no packing at all.
-			tree, names, err := convert.HashModuleTree(c.Context, source, opts)
+			tree, names, err := modulepkg.HashTree(c.Context, source, opts)
 			if err != nil {
 				return err
 			}
@@ -91,14 +91,14 @@ func pushModule(c *cli.Context) error {
 				}
 			}
 		}
-		z, err = convert.PackModule(c.Context, source, opts)
+		z, err = modulepkg.Pack(c.Context, source, opts)
 		if err != nil {
 			return err
 		}
 		defer z.Remove()
 		rep.infof("packed %s: %d files, %d bytes, %s", source, len(z.Files), z.Size, z.Digest)
 	} else {
-		z, err = convert.OpenModuleZip(source, c.Bool("allow-no-root"))
+		z, err = modulepkg.OpenZip(source, c.Bool("allow-no-root"))
 		if err != nil {
 			return err
 		}
@@ -112,7 +112,11 @@ func pushModule(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := oci.Push(c.Context, repo, art, tags, oci.PushOptions{Progress: rep.progress("uploading")})
+	held, err := oci.CurrentTags(c.Context, repo, tags)
+	if err != nil {
+		return fmt.Errorf("reading the tags of %s: %w", ref.Name(), err)
+	}
+	res, err := oci.Push(c.Context, repo, art, held, oci.PushOptions{Progress: rep.progress("uploading")})
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (no tag was written)", ref.Name(), err)
 	}
@@ -127,8 +131,12 @@ func upToDate(c *cli.Context, rep *reporter, client *oci.Client, ref oci.Referen
 	if err != nil {
 		return false, nil
 	}
-	root, ok, err := oci.ModuleTagged(c.Context, repo, zip, tags)
-	if err != nil || !ok {
+	root, err := oci.ModuleRoot(zip)
+	if err != nil {
+		return false, nil
+	}
+	held, err := oci.CurrentTags(c.Context, repo, tags)
+	if err != nil || !held.AllHold(root.Digest) {
 		return false, nil
 	}
 	rep.infof("unchanged since it was packed as %s", zip.Digest)

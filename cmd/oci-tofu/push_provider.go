@@ -8,7 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -48,16 +49,16 @@ func pushProvider(c *cli.Context) error {
 	if ref.Reference != "" {
 		return fmt.Errorf("%s: give the repository without a tag; the tag is the provider version", c.Args().Get(1))
 	}
-	opts := convert.ReleaseOptions{Unsigned: c.Bool("unsigned"), DeferZipCheck: true}
+	opts := release.Options{Unsigned: c.Bool("unsigned")}
 	for _, k := range c.StringSlice("key") {
-		kr, err := convert.LoadKeyring(k)
+		kr, err := pgp.LoadKeyring(k)
 		if err != nil {
 			return err
 		}
 		opts.Keys = append(opts.Keys, kr)
 	}
 	if f := c.String("sign-key"); f != "" {
-		if opts.Signer, err = convert.LoadSigner(f); err != nil {
+		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
 			return err
 		}
 		if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
@@ -77,7 +78,7 @@ func pushProvider(c *cli.Context) error {
 	}
 	rep := newReporter(c)
 
-	rel, err := convert.ReadProviderRelease(dir, opts)
+	rel, err := release.ReadProvider(c.Context, dir, opts)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func pushProvider(c *cli.Context) error {
 		return err
 	}
 	tag := names.TagForVersion(v)
-	res, err := convert.PushProviderRelease(c.Context, repo, rel, c.Bool("replace"), oci.PushOptions{Progress: rep.progress("uploading")})
+	res, err := rel.Push(c.Context, repo, c.Bool("replace"), oci.PushOptions{Progress: rep.progress("uploading")})
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)
 	}
@@ -121,7 +122,7 @@ func pushProvider(c *cli.Context) error {
 	}, human)
 }
 
-func signedNote(rel *convert.ProviderRelease) string {
+func signedNote(rel *release.Provider) string {
 	if len(rel.KeyIDs) == 0 {
 		return ", unsigned"
 	}

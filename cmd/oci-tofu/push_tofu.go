@@ -5,7 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -40,22 +41,22 @@ func pushTofu(c *cli.Context) error {
 	if ref.Reference != "" {
 		return fmt.Errorf("%s: give the repository without a tag; the tag is the version", c.Args().Get(1))
 	}
-	var keys []*convert.Keyring
+	var keys []*pgp.Keyring
 	for _, k := range c.StringSlice("key") {
-		kr, err := convert.LoadKeyring(k)
+		kr, err := pgp.LoadKeyring(k)
 		if err != nil {
 			return err
 		}
 		keys = append(keys, kr)
 	}
 	if len(keys) == 0 {
-		kr, err := convert.OpenTofuSigningKey()
+		kr, err := release.OpenTofuSigningKey()
 		if err != nil {
 			return err
 		}
 		keys = append(keys, kr)
 	}
-	rel, err := convert.ReadTofuRelease(c.Args().Get(0), keys)
+	rel, err := release.ReadTofu(c.Context, c.Args().Get(0), keys)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func pushTofu(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := convert.PushTofuRelease(c.Context, repo, rel, c.Bool("replace"), oci.PushOptions{Progress: rep.progress("uploading")})
+	res, err := rel.Push(c.Context, repo, c.Bool("replace"), oci.PushOptions{Progress: rep.progress("uploading")})
 	v, _ := names.ParseVersion(rel.Version)
 	tagged := ref.WithReference(names.TagForVersion(v))
 	if err != nil {

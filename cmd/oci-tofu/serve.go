@@ -24,7 +24,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol"
 )
@@ -95,7 +96,7 @@ func serve(c *cli.Context) error {
 	}
 	var mappings []protocol.ProviderMapping
 	if f := c.String("config"); f != "" {
-		mirrors, err := convert.ReadOCIMirrors(f)
+		mirrors, err := cliconfig.ReadOCIMirrors(f)
 		if err != nil {
 			return fmt.Errorf("--config: %w", err)
 		}
@@ -153,7 +154,7 @@ func serve(c *cli.Context) error {
 		Logger:           logger,
 	}
 	if f := c.String("signing-key"); f != "" {
-		if opts.Signer, err = convert.LoadSigner(f); err != nil {
+		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/lint"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -37,31 +37,31 @@ func verify(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	var all []convert.Finding
+	var all []lint.Finding
 	for _, arg := range c.Args().Slice() {
 		ref, err := oci.ParseReference(arg)
 		if err != nil {
 			return err
 		}
 		repo, err := client.OpenReadOnly(c.Context, ref)
-		var findings []convert.Finding
+		var findings []lint.Finding
 		if err == nil {
-			findings, err = convert.Verify(c.Context, repo, ref, convert.VerifyOptions{SkipZips: c.Bool("skip-zips")})
+			findings, err = lint.Check(c.Context, repo, ref, lint.Options{SkipZips: c.Bool("skip-zips")})
 		}
 		if err != nil {
-			findings = append(findings, convert.Finding{Reference: ref.String(), Severity: convert.SeverityError, Message: err.Error()})
+			findings = append(findings, lint.Finding{Reference: ref.String(), Severity: lint.SeverityError, Message: err.Error()})
 		}
 		all = append(all, findings...)
 	}
 	failed := 0
 	for _, f := range all {
-		if f.Severity == convert.SeverityError {
+		if f.Severity == lint.SeverityError {
 			failed++
 		}
 	}
 	if rep.json {
 		if all == nil {
-			all = []convert.Finding{}
+			all = []lint.Finding{}
 		}
 		b, _ := json.MarshalIndent(map[string]any{"ok": failed == 0, "findings": all}, "", "  ")
 		fmt.Fprintln(rep.out, string(b))

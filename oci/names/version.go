@@ -123,3 +123,13 @@ func CanonicalTag(tag string) bool {
 	v, ok := ListedVersion(tag)
 	return ok && TagForVersion(v) == tag
 }
+
+// MustParseVersion is ParseVersion for constants known to be valid; it
+// panics otherwise.
+func MustParseVersion(s string) Version {
+	v, err := ParseVersion(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -20,8 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol"
 )
 
 // maxJSON bounds every protocol document read.
@@ -61,7 +61,7 @@ func DefaultToken(host string) string {
 // Download is the answer of …/download/<os>/<arch>, with the URL it came
 // from for resolving relative URLs.
 type Download struct {
-	protocol.RegistryDownload
+	wire.RegistryDownload
 	base *url.URL
 }
 
@@ -111,13 +111,13 @@ func (c *Client) ProvidersBase(ctx context.Context, host string) (*url.URL, erro
 }
 
 // Versions lists a provider's versions.
-func (c *Client) Versions(ctx context.Context, addr names.Provider) ([]*protocol.RegistryVersion, error) {
+func (c *Client) Versions(ctx context.Context, addr names.Provider) ([]*wire.RegistryVersion, error) {
 	base, err := c.ProvidersBase(ctx, addr.Hostname)
 	if err != nil {
 		return nil, err
 	}
 	u := base.JoinPath(addr.Namespace, addr.Type, "versions")
-	var doc protocol.RegistryVersions
+	var doc wire.RegistryVersions
 	if _, err := c.getJSON(ctx, u, addr.Hostname, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", addr, err)
 	}

@@ -13,10 +13,13 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/lockfile"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol"
 )
 
 // MirrorOptions configure Mirror.
@@ -27,7 +30,7 @@ type MirrorOptions struct {
 	Platforms []names.Platform
 	// Lock, when set, selects exactly the locked versions and refuses any
 	// zip whose zh: hash the lock does not list.
-	Lock *convert.LockFile
+	Lock *lockfile.File
 	// Concurrency bounds parallel downloads per version (default 4).
 	Concurrency int
 	// MaxZipSize bounds each download (default 2 GiB).
@@ -97,7 +100,7 @@ func mirrorProvider(ctx context.Context, c *Client, spec names.ProviderSpec, opt
 	if err != nil {
 		return fail(err)
 	}
-	byVersion := map[string]*protocol.RegistryVersion{}
+	byVersion := map[string]*wire.RegistryVersion{}
 	var available versions.List
 	for _, v := range listed {
 		pv, err := versions.ParseVersion(v.Version)
@@ -108,7 +111,7 @@ func mirrorProvider(ctx context.Context, c *Client, spec names.ProviderSpec, opt
 		available = append(available, pv)
 	}
 	var chosen versions.List
-	var locked *convert.LockedProvider
+	var locked *lockfile.Provider
 	if opts.Lock != nil {
 		if locked = opts.Lock.Provider(addr); locked == nil {
 			return fail(fmt.Errorf("the lock file has no entry for %s", addr))
@@ -140,7 +143,7 @@ func mirrorProvider(ctx context.Context, c *Client, spec names.ProviderSpec, opt
 	return results
 }
 
-func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *protocol.RegistryVersion, repo oci.Repository, locked *convert.LockedProvider, opts MirrorOptions) (oci.PushResult, error) {
+func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, locked *lockfile.Provider, opts MirrorOptions) (oci.PushResult, error) {
 	platforms := opts.Platforms
 	if len(platforms) == 0 {
 		for _, p := range v.Platforms {
@@ -152,7 +155,7 @@ func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *proto
 		}
 	}
 	for _, p := range platforms {
-		if !slices.Contains(v.Platforms, protocol.RegistryPlatform{OS: p.OS, Arch: p.Arch}) {
+		if !slices.Contains(v.Platforms, wire.RegistryPlatform{OS: p.OS, Arch: p.Arch}) {
 			return oci.PushResult{}, fmt.Errorf("the registry offers no %s package", p)
 		}
 	}
@@ -180,7 +183,7 @@ func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *proto
 			if d.Filename != want {
 				return fmt.Errorf("%s: package named %q, want %q", p, d.Filename, want)
 			}
-			if locked != nil && !slices.Contains(locked.Hashes, convert.ZH(strings.ToLower(d.SHASum))) {
+			if locked != nil && !slices.Contains(locked.Hashes, pkghash.ZH(strings.ToLower(d.SHASum))) {
 				return fmt.Errorf("%s: zh:%s is not in the lock file", p, d.SHASum)
 			}
 			u, err := d.Resolve(d.DownloadURL)
@@ -211,9 +214,9 @@ func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *proto
 			return oci.PushResult{}, err
 		}
 	}
-	var keys []*convert.Keyring
+	var keys []*pgp.Keyring
 	for i, k := range first.SigningKeys.GPGPublicKeys {
-		kr, err := convert.ReadKeyring(fmt.Sprintf("%s signing key %d", addr.Hostname, i+1), []byte(k.ASCIIArmor))
+		kr, err := pgp.ReadKeyring(fmt.Sprintf("%s signing key %d", addr.Hostname, i+1), []byte(k.ASCIIArmor))
 		if err != nil {
 			return oci.PushResult{}, err
 		}
@@ -222,14 +225,14 @@ func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *proto
 	if len(keys) == 0 {
 		return oci.PushResult{}, fmt.Errorf("the registry lists no signing key")
 	}
-	rel, err := convert.ReadProviderRelease(dir, convert.ReleaseOptions{Keys: keys, Platforms: platforms})
+	rel, err := release.ReadProvider(ctx, dir, release.Options{Keys: keys, Platforms: platforms})
 	if err != nil {
 		return oci.PushResult{}, err
 	}
 	if len(rel.Protocols) == 0 {
 		rel.Protocols = first.Protocols
 	}
-	return convert.PushProviderRelease(ctx, repo, rel, false, oci.PushOptions{})
+	return rel.Push(ctx, repo, false, oci.PushOptions{})
 }
 
 // complete reports whether the target already holds the version with every

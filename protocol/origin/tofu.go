@@ -16,7 +16,9 @@ import (
 	"github.com/opentofu/tofudl/branding"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/oci-tofu/oci-tofu/convert"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -31,7 +33,7 @@ type TofuMirrorOptions struct {
 	// Versions to take; empty means the newest stable version only.
 	Versions constraints.IntersectionSpec
 	// Keys the SHA256SUMS signature must verify against.
-	Keys []*convert.Keyring
+	Keys []*pgp.Keyring
 	// Platforms, when set, limits the files to those of these platforms
 	// (tofu_<v>_<os>_<arch>.*), plus SHA256SUMS and its signatures.
 	Platforms []names.Platform
@@ -170,11 +172,11 @@ func mirrorTofuVersion(ctx context.Context, c *Client, tpl *template.Template, v
 	if err := g.Wait(); err != nil {
 		return oci.PushResult{}, err
 	}
-	rel, err := convert.ReadTofuRelease(dir, opts.Keys)
+	rel, err := release.ReadTofu(ctx, dir, opts.Keys)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
-	return convert.PushTofuRelease(ctx, opts.Repo, rel, false, oci.PushOptions{})
+	return rel.Push(ctx, opts.Repo, false, oci.PushOptions{})
 }
 
 // tofuFileWanted selects a release file for the platforms asked for (all
@@ -202,10 +204,10 @@ func tofuReleaseHeld(ctx context.Context, dir, sums string, v versions.Version, 
 	if err != nil {
 		return ocispec.Descriptor{}, false
 	}
-	if _, err := convert.VerifyDetached(data, sig, opts.Keys); err != nil {
+	if _, err := pgp.VerifyDetached(data, sig, opts.Keys); err != nil {
 		return ocispec.Descriptor{}, false
 	}
-	listed, err := convert.ParseSHA256Sums(data)
+	listed, err := sha256sums.Parse(data)
 	if err != nil {
 		return ocispec.Descriptor{}, false
 	}

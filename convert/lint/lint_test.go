@@ -1,0 +1,182 @@
+package lint_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	orasoci "oras.land/oras-go/v2/content/oci"
+
+	"github.com/oci-tofu/oci-tofu/convert/lint"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// craft pushes hand-made manifests (children first, root last) under tag.
+func craft(t *testing.T, repo oci.Repository, tag string, blobs []oci.Blob, manifests ...oci.Manifest) {
+	t.Helper()
+	empty := oci.BytesBlob(ocispec.DescriptorEmptyJSON.MediaType, []byte("{}"), nil)
+	a := &oci.Artifact{Blobs: append([]oci.Blob{empty}, blobs...), Manifests: manifests}
+	if _, err := oci.Push(context.Background(), repo, a, oci.Tags{tag: ""}, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func zipBytes(t *testing.T, files map[string]string) []byte {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for name, body := range files {
+		w, _ := zw.Create(name)
+		w.Write([]byte(body))
+	}
+	zw.Close()
+	return b.Bytes()
+}
+
+func platformManifest(t *testing.T, artifactType string, layers ...ocispec.Descriptor) oci.Manifest {
+	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: artifactType, Config: ocispec.DescriptorEmptyJSON, Layers: layers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func index(t *testing.T, artifactType string, descs ...ocispec.Descriptor) oci.Manifest {
+	m, err := oci.EncodeIndex(ocispec.Index{ArtifactType: artifactType, Manifests: descs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func onPlatform(m oci.Manifest, os, arch string) ocispec.Descriptor {
+	d := m.Descriptor
+	d.ArtifactType = oci.ArtifactTypeProviderTarget
+	d.Platform = &ocispec.Platform{OS: os, Architecture: arch}
+	return d
+}
+
+func TestVerifyFlagsBrokenArtifacts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	repo, err := orasoci.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A good release, pushed by the packer.
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := release.ReadProvider(ctx, testenv.Testdata(t, "providers", "hello", "1.0.0"), release.Options{Keys: []*pgp.Keyring{kr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := rel.Push(ctx, repo, false, oci.PushOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.Tag(ctx, good.Root, "v1.0.0")
+
+	okZip := oci.BytesBlob(oci.MediaTypeZip, zipBytes(t, map[string]string{"terraform-provider-x": "bin"}), nil)
+	notZip := oci.BytesBlob(oci.MediaTypeZip, []byte("this is not a zip"), nil)
+	pm := platformManifest(t, oci.ArtifactTypeProviderTarget, okZip.Descriptor)
+	noBodyType := platformManifest(t, "", okZip.Descriptor)
+	twoZips := platformManifest(t, oci.ArtifactTypeProviderTarget, okZip.Descriptor, okZip.Descriptor)
+	badZip := platformManifest(t, oci.ArtifactTypeProviderTarget, notZip.Descriptor)
+	noPlatform := pm.Descriptor
+	noPlatform.ArtifactType = oci.ArtifactTypeProviderTarget
+	blobs := []oci.Blob{okZip, notZip}
+
+	craft(t, repo, "2.0.0", blobs, pm, index(t, "application/vnd.example", onPlatform(pm, "linux", "amd64")))
+	craft(t, repo, "2.0.1", blobs, pm, index(t, oci.ArtifactTypeProvider, onPlatform(pm, "linux", "amd64"), onPlatform(pm, "linux", "amd64")))
+	craft(t, repo, "2.0.2", blobs, pm, index(t, oci.ArtifactTypeProvider, noPlatform))
+	craft(t, repo, "2.0.3", blobs, twoZips, index(t, oci.ArtifactTypeProvider, onPlatform(twoZips, "linux", "amd64")))
+	craft(t, repo, "2.0.4", blobs, noBodyType, index(t, oci.ArtifactTypeProvider, onPlatform(noBodyType, "linux", "amd64")))
+	craft(t, repo, "2.0.5", blobs, badZip, index(t, oci.ArtifactTypeProvider, onPlatform(badZip, "linux", "amd64")))
+	craft(t, repo, "2.0.6", blobs, pm)                                                                       // platform manifest tagged directly
+	craft(t, repo, "2.0.7", blobs, pm, index(t, oci.ArtifactTypeProvider, onPlatform(pm, "linux", "amd64"))) // third-party style: valid
+	modGood := platformManifest(t, oci.ArtifactTypeModule, okZip.Descriptor)
+	slip := oci.BytesBlob(oci.MediaTypeZip, zipBytes(t, map[string]string{"../escape.tf": "x"}), nil)
+	modSlip := platformManifest(t, oci.ArtifactTypeModule, slip.Descriptor)
+	craft(t, repo, "mod-good", blobs, modGood)
+	craft(t, repo, "mod-slip", []oci.Blob{slip}, modSlip)
+
+	verify := func(tag string) []lint.Finding {
+		ref := oci.Reference{Layout: true, Repository: dir, Reference: tag}
+		f, err := lint.Check(ctx, repo, ref, lint.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tag, err)
+		}
+		return f
+	}
+	cases := map[string]string{
+		"v1.0.0":   "not a canonical version",
+		"2.0.0":    "artifactType",
+		"2.0.1":    "more than one manifest",
+		"2.0.2":    "lacks a platform",
+		"2.0.3":    "ambiguous",
+		"2.0.4":    "artifactType",
+		"2.0.5":    "not a readable zip",
+		"2.0.6":    "provider platform manifest",
+		"mod-slip": "..",
+	}
+	for tag, want := range cases {
+		f := verify(tag)
+		if !hasFinding(f, lint.SeverityError, want) {
+			t.Errorf("%s: want an error mentioning %q, got %+v", tag, want, f)
+		}
+	}
+	for _, tag := range []string{"1.0.0", "mod-good"} {
+		if f := verify(tag); hasSeverity(f, lint.SeverityError) || hasSeverity(f, lint.SeverityWarning) || !hasSeverity(f, lint.SeverityOK) {
+			t.Errorf("%s: good artifact flagged: %+v", tag, f)
+		}
+	}
+	if f := verify("2.0.7"); hasSeverity(f, lint.SeverityError) || !hasFinding(f, lint.SeverityWarning, "no oci-tofu provenance") {
+		t.Errorf("third-party artifact: %+v", f)
+	}
+
+	// A zip blob altered in storage is caught by its digest.
+	pv, _ := oci.ResolveProvider(ctx, repo, names.MustParseVersion("1.0.0"))
+	z, _ := oci.ReadProviderPackage(ctx, repo, pv.Platforms[names.Platform{OS: "linux", Arch: "amd64"}])
+	blobPath := filepath.Join(dir, "blobs", "sha256", z.Digest.Encoded())
+	os.Chmod(blobPath, 0o644)
+	data, _ := os.ReadFile(blobPath)
+	data[len(data)/2] ^= 0xff
+	os.WriteFile(blobPath, data, 0o644)
+	if f, err := lint.Check(ctx, repo, oci.Reference{Layout: true, Repository: dir, Reference: "1.0.0"}, lint.Options{}); err != nil || !hasFinding(f, lint.SeverityError, "linux_amd64") {
+		t.Errorf("corrupted blob not flagged: %+v", f)
+	}
+
+	// Every tag when none is named.
+	all, err := lint.Check(ctx, repo, oci.Reference{Layout: true, Repository: dir}, lint.Options{SkipZips: true})
+	if err != nil || len(all) < len(cases) {
+		t.Fatalf("all tags: %d findings, %v", len(all), err)
+	}
+}
+
+func hasSeverity(f []lint.Finding, s lint.Severity) bool {
+	for _, x := range f {
+		if x.Severity == s {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFinding(f []lint.Finding, s lint.Severity, text string) bool {
+	for _, x := range f {
+		if x.Severity == s && strings.Contains(x.Message, text) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package localfile
+
+const nonBlocking = 0

@@ -1,0 +1,117 @@
+package modulepkg
+
+import (
+	"archive/zip"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+)
+
+// OpenZip checks an existing module package zip (readable, safe entry
+// names, no links or special files, bounded size, a module at its root
+// unless allowNoRoot) and hashes it; the file is pushed byte for byte.
+func OpenZip(file string, allowNoRoot bool) (*Zip, error) {
+	f, err := localfile.OpenRegular(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", file)
+	}
+	zr, err := zip.NewReader(f, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a readable zip: %w", file, err)
+	}
+	names, err := CheckZip(zr, MaxSize)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if err := checkModuleRoot(names, allowNoRoot); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	sum, n, err := pkghash.SHA256(f)
+	if err != nil {
+		return nil, err
+	}
+	if n != fi.Size() {
+		return nil, fmt.Errorf("%s changed while it was being read", file)
+	}
+	return &Zip{Path: file, Digest: digest.NewDigestFromEncoded(digest.SHA256, sum), Size: n, Files: names}, nil
+}
+
+// CheckZip checks every entry of a module package zip as unpacking
+// will, and returns the file entries' cleaned names, sorted.
+func CheckZip(zr *zip.Reader, maxSize int64) ([]string, error) {
+	if len(zr.File) > MaxFiles {
+		return nil, fmt.Errorf("zip has %d entries, more than the %d allowed", len(zr.File), MaxFiles)
+	}
+	seen := map[string]bool{}
+	var names []string
+	var total uint64
+	for _, f := range zr.File {
+		name, dir, err := moduleEntryName(f)
+		if err != nil {
+			return nil, err
+		}
+		if dir {
+			continue
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("zip holds %s twice", name)
+		}
+		seen[name] = true
+		total += f.UncompressedSize64
+		if total > uint64(maxSize) {
+			return nil, fmt.Errorf("zip unpacks to more than %d bytes", maxSize)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// moduleEntryName validates a zip entry the way a safe unpacker must: no
+// absolute paths, no ".." anywhere (go-getter, which OpenTofu unpacks with,
+// refuses those too), no backslashes, no symbolic links or other special
+// files.
+func moduleEntryName(f *zip.File) (name string, dir bool, err error) {
+	n := f.Name
+	if n == "" || strings.ContainsAny(n, "\\\x00") || strings.HasPrefix(n, "/") || filepath.IsAbs(n) || len(n) > 1 && n[1] == ':' {
+		return "", false, fmt.Errorf("zip entry %q has an absolute or unsafe name", n)
+	}
+	for _, part := range strings.Split(strings.TrimSuffix(n, "/"), "/") {
+		if part == ".." {
+			return "", false, fmt.Errorf("zip entry %q would be unpacked outside its directory", n)
+		}
+	}
+	c, err := pkghash.CleanZipName(n)
+	if err != nil {
+		return "", false, err
+	}
+	mode := f.Mode()
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		return "", false, fmt.Errorf("zip entry %q is a symbolic link; module packages may hold only files and directories", n)
+	case mode.IsDir() || strings.HasSuffix(n, "/"):
+		return c, true, nil
+	case !mode.IsRegular():
+		return "", false, fmt.Errorf("zip entry %q is a %s, not a regular file", n, mode.Type())
+	}
+	return c, false, nil
+}

@@ -1,0 +1,368 @@
+package modulepkg
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// Options tune Pack.
+type Options struct {
+	// AllowNoRoot accepts a package without a .tf/.tofu/.tf.json/.tofu.json
+	// file at its root (e.g. a package of several modules, each consumed
+	// with //subdir).
+	AllowNoRoot bool
+	// TempDir receives the zip (default os.TempDir()).
+	TempDir string
+	// Concurrency bounds parallel compression (default GOMAXPROCS).
+	Concurrency int
+	// Cache, when set, records what trees pack to and the files' hashes,
+	// so that an unchanged tree is recognised quickly (HashTree).
+	Cache *Cache
+}
+
+// Zip is a checked module package zip on disk.
+type Zip struct {
+	// Path of the zip. For Pack it is a temporary file that Remove
+	// deletes.
+	Path   string
+	Digest digest.Digest
+	Size   int64
+	// Files are the zip's file entries, sorted.
+	Files []string
+	// Tree is the packed tree's content digest (see HashTree); empty
+	// for a zip given by the user.
+	Tree digest.Digest
+	temp bool
+}
+
+// Blob returns the zip as an OCI layer blob (archive/zip), streamed from disk.
+func (z *Zip) Blob() oci.Blob {
+	return oci.Blob{
+		Descriptor: oci.ModuleLayerDescriptor(z.Digest, z.Size),
+		Open:       func() (io.ReadCloser, error) { return localfile.OpenRegular(z.Path) },
+	}
+}
+
+// Remove deletes the zip when Pack created it; a zip given by the
+// user is left alone.
+func (z *Zip) Remove() error {
+	if z == nil || !z.temp {
+		return nil
+	}
+	return os.Remove(z.Path)
+}
+
+// moduleFile is one file to pack.
+type moduleFile struct {
+	name  string // slash-separated entry name
+	path  string // file to read (symlinks already resolved)
+	size  int64
+	exec  bool
+	stamp fileStamp
+}
+
+// Pack packs the module directory dir into a deterministic zip in a
+// temporary file, hashing it as it is written. It leaves out .git and
+// .terraform directories, *.tfstate* files and whatever .terraformignore
+// lists; follows symlinks that resolve inside dir and refuses those that
+// point outside it.
+func Pack(ctx context.Context, dir string, opts Options) (*Zip, error) {
+	root, files, names, err := moduleFiles(dir, opts.AllowNoRoot)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(opts.TempDir, "oci-tofu-module-*.zip")
+	if err != nil {
+		return nil, err
+	}
+	z := &Zip{Path: tmp.Name(), Files: names, temp: true}
+	h := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(tmp, h)}
+	sums, err := writeModuleZip(ctx, cw, files, opts.Concurrency)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	z.Digest = digest.NewDigest(digest.SHA256, h)
+	z.Size = cw.n
+	z.Tree = treeDigest(files, sums)
+	opts.Cache.storeStamps(root, files, sums)
+	opts.Cache.Store(z)
+	return z, nil
+}
+
+// Write writes the deterministic zip of the module directory dir to
+// w and returns its entries. Pack is this plus a temporary file.
+func Write(ctx context.Context, w io.Writer, dir string, opts Options) ([]string, error) {
+	_, files, names, err := moduleFiles(dir, opts.AllowNoRoot)
+	if err != nil {
+		return nil, err
+	}
+	_, err = writeModuleZip(ctx, w, files, opts.Concurrency)
+	return names, err
+}
+
+// moduleFiles collects the files a module directory packs to and checks
+// its root, returning the files and their entry names.
+func moduleFiles(dir string, allowNoRoot bool) (root string, files []moduleFile, names []string, err error) {
+	root, files, err = collectModuleFiles(dir)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	names = make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.name
+	}
+	if err := checkModuleRoot(names, allowNoRoot); err != nil {
+		return "", nil, nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return root, files, names, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Entries of at most inlineLimit bytes are compressed in parallel into
+// memory (up to inflightLimit bytes at a time) and written with their final
+// sizes; larger ones are streamed. Both ways are deterministic.
+const (
+	inlineLimit   = 8 << 20
+	inflightLimit = 64 << 20
+)
+
+// dosDate1980 is 1980-01-01 in MS-DOS date format, the earliest zip date;
+// the time field is 00:00:00. Set directly (not through Modified) so that no
+// extended-timestamp extra field is written.
+const dosDate1980 = 1<<5 | 1
+
+func moduleHeader(f moduleFile) *zip.FileHeader {
+	fh := &zip.FileHeader{Name: f.name, Method: zip.Deflate}
+	fh.ModifiedDate = dosDate1980 //nolint:staticcheck // see dosDate1980
+	fh.ModifiedTime = 0           //nolint:staticcheck
+	if f.exec {
+		fh.SetMode(0o755)
+	} else {
+		fh.SetMode(0o644)
+	}
+	return fh
+}
+
+type compressed struct {
+	fh   *zip.FileHeader
+	data []byte
+	sum  [sha256.Size]byte
+	err  error
+}
+
+var flatePool = sync.Pool{New: func() any {
+	fw, _ := flate.NewWriter(io.Discard, flate.DefaultCompression)
+	return fw
+}}
+
+// compressFile reads a small file and deflates it, storing it instead when
+// deflate would not make it smaller.
+func compressFile(ctx context.Context, f moduleFile) compressed {
+	fh := moduleHeader(f)
+	raw, err := readSmall(ctx, f)
+	if err != nil {
+		return compressed{err: err}
+	}
+	sum := sha256.Sum256(raw)
+	fh.CRC32 = crc32.ChecksumIEEE(raw)
+	fh.UncompressedSize64 = uint64(len(raw))
+	if incompressible(raw) {
+		fh.Method = zip.Store
+		fh.CompressedSize64 = uint64(len(raw))
+		return compressed{fh: fh, data: raw, sum: sum}
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(raw)/2 + 64)
+	fw := flatePool.Get().(*flate.Writer)
+	fw.Reset(&buf)
+	_, err = fw.Write(raw)
+	if err == nil {
+		err = fw.Close()
+	}
+	flatePool.Put(fw)
+	if err != nil {
+		return compressed{err: err}
+	}
+	if buf.Len() >= len(raw) {
+		fh.Method = zip.Store
+		fh.CompressedSize64 = uint64(len(raw))
+		return compressed{fh: fh, data: raw, sum: sum}
+	}
+	fh.CompressedSize64 = uint64(buf.Len())
+	return compressed{fh: fh, data: buf.Bytes(), sum: sum}
+}
+
+// Files that start with sampleSize bytes deflate cannot shrink by a
+// thirtieth (compressed media, archives, binaries) are stored without trying
+// to deflate the rest: deflating random data costs much and saves nothing.
+// The decision depends only on the content, so packing stays deterministic.
+const sampleSize = 64 << 10
+
+var samplePool = sync.Pool{New: func() any {
+	fw, _ := flate.NewWriter(io.Discard, flate.BestSpeed)
+	return fw
+}}
+
+func incompressible(data []byte) bool {
+	if len(data) < 2*sampleSize {
+		return false // small files are cheap: try them whole
+	}
+	sample := data[:sampleSize]
+	cw := &countingWriter{w: io.Discard}
+	fw := samplePool.Get().(*flate.Writer)
+	fw.Reset(cw)
+	fw.Write(sample)
+	fw.Close()
+	samplePool.Put(fw)
+	return cw.n > int64(len(sample))-int64(len(sample))/30
+}
+
+func readSmall(ctx context.Context, f moduleFile) ([]byte, error) {
+	r, err := localfile.OpenRegular(f.path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	raw, err := io.ReadAll(localfile.Reader(ctx, io.LimitReader(r, inlineLimit+1)))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f.name, err)
+	}
+	if len(raw) > inlineLimit {
+		return nil, fmt.Errorf("%s grew while it was being packed", f.name)
+	}
+	return raw, nil
+}
+
+// writeModuleZip writes the zip and returns each file's content sha256.
+func writeModuleZip(ctx context.Context, w io.Writer, files []moduleFile, workers int) ([][sha256.Size]byte, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]chan compressed, len(files))
+	for i := range results {
+		results[i] = make(chan compressed, 1)
+	}
+	budget := semaphore.NewWeighted(inflightLimit)
+	cpu := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	go func() {
+		for i, f := range files {
+			if f.size > inlineLimit {
+				continue // streamed by the writer
+			}
+			if err := budget.Acquire(ctx, f.size+1); err != nil {
+				return
+			}
+			select {
+			case cpu <- struct{}{}:
+			case <-ctx.Done():
+				budget.Release(f.size + 1)
+				return
+			}
+			wg.Add(1)
+			go func(i int, f moduleFile) {
+				defer wg.Done()
+				results[i] <- compressFile(ctx, f)
+				<-cpu
+			}(i, f)
+		}
+	}()
+
+	sums := make([][sha256.Size]byte, len(files))
+	zw := zip.NewWriter(w)
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if f.size > inlineLimit {
+			if err := streamFile(ctx, zw, f, &sums[i]); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		var c compressed
+		select {
+		case c = <-results[i]:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		budget.Release(f.size + 1)
+		if c.err != nil {
+			return nil, c.err
+		}
+		sums[i] = c.sum
+		out, err := zw.CreateRaw(c.fh)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := out.Write(c.data); err != nil {
+			return nil, err
+		}
+	}
+	return sums, zw.Close()
+}
+
+func streamFile(ctx context.Context, zw *zip.Writer, f moduleFile, sum *[sha256.Size]byte) error {
+	file, err := localfile.OpenRegular(f.path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	r := localfile.Reader(ctx, io.LimitReader(file, f.size+1))
+	head := make([]byte, 2*sampleSize)
+	n, err := io.ReadFull(r, head)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return fmt.Errorf("reading %s: %w", f.name, err)
+	}
+	fh := moduleHeader(f)
+	if incompressible(head[:n]) {
+		fh.Method = zip.Store
+	}
+	out, err := zw.CreateHeader(fh)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	copied, err := io.Copy(io.MultiWriter(out, h), io.MultiReader(bytes.NewReader(head[:n]), r))
+	if err != nil {
+		return fmt.Errorf("packing %s: %w", f.name, err)
+	}
+	if copied != f.size {
+		return fmt.Errorf("%s changed size while it was being packed", f.name)
+	}
+	h.Sum(sum[:0])
+	return nil
+}

@@ -1,0 +1,134 @@
+package modulepkg
+
+import (
+	"archive/zip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Unpack unpacks a module package zip into dir, which must not
+// exist or be empty. It unpacks into a temporary directory next to dir and
+// renames it into place only when every entry was written, refusing
+// entries that would escape dir, links, and more than maxSize bytes in all
+// (counted as written, not as declared). It returns the files written.
+func Unpack(zipFile, dir string, maxSize int64) ([]string, error) {
+	if maxSize <= 0 {
+		maxSize = MaxSize
+	}
+	zr, err := zip.OpenReader(zipFile)
+	if err != nil {
+		return nil, fmt.Errorf("module package is not a readable zip: %w", err)
+	}
+	defer zr.Close()
+	names, err := CheckZip(&zr.Reader, maxSize)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, errors.New("module package holds no files")
+	}
+	if err := checkTargetDir(dir); err != nil {
+		return nil, err
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".oci-tofu-*")
+	if err != nil {
+		return nil, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	remaining := maxSize
+	for _, f := range zr.File {
+		name, isDir, err := moduleEntryName(f)
+		if err != nil {
+			return nil, err
+		}
+		target := filepath.Join(tmp, filepath.FromSlash(name))
+		if isDir {
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return nil, err
+		}
+		n, err := unpackFile(f, target, remaining)
+		if err != nil {
+			return nil, err
+		}
+		remaining -= n
+	}
+	// An empty directory may have appeared at dir meanwhile; only an empty
+	// one is replaced.
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return nil, err
+	}
+	done = true
+	return names, nil
+}
+
+func checkTargetDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s is not empty; unpack into a new or empty directory", dir)
+	}
+	return nil
+}
+
+func unpackFile(f *zip.File, target string, remaining int64) (int64, error) {
+	r, err := f.Open()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", f.Name, err)
+	}
+	defer r.Close()
+	mode := os.FileMode(0o644)
+	if f.Mode()&0o111 != 0 {
+		mode = 0o755
+	}
+	out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, io.LimitReader(r, remaining+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("unpacking %s: %w", f.Name, err)
+	}
+	if n > remaining {
+		return n, errors.New("module package unpacks to more than the size limit")
+	}
+	return n, nil
+}

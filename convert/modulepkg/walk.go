@@ -1,0 +1,203 @@
+package modulepkg
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Module packages are zips whose root is the module package root
+// (REFERENCE §2). Pack makes them reproducibly: entries sorted by
+// name, every timestamp 1980-01-01 00:00, permissions 0644 or 0755, no
+// directory entries, no extra fields, so the same tree always gives the same
+// bytes and hence the same OCI digest.
+
+// RootSuffixes are the file name endings that make a directory an
+// OpenTofu module.
+var RootSuffixes = []string{".tf", ".tofu", ".tf.json", ".tofu.json"}
+
+// IgnoreFileName is read from a module's root for extra exclusions.
+const IgnoreFileName = ".terraformignore"
+
+// checkModuleRoot refuses an empty package, and one without a configuration
+// file at its root unless allowNoRoot.
+func checkModuleRoot(names []string, allowNoRoot bool) error {
+	if len(names) == 0 {
+		return errors.New("the module package is empty (after exclusions)")
+	}
+	if allowNoRoot {
+		return nil
+	}
+	for _, n := range names {
+		if strings.Contains(n, "/") {
+			continue
+		}
+		for _, s := range RootSuffixes {
+			if strings.HasSuffix(n, s) && len(n) > len(s) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no %s file at the package root, so it is not a module; pass --allow-no-root for a package whose modules are all in subdirectories (used as //subdir)",
+		strings.Join(RootSuffixes, ", "))
+}
+
+// alwaysExcluded reports names left out whatever .terraformignore says.
+func alwaysExcluded(name string, dir bool) bool {
+	if name == ".git" || name == ".terraform" {
+		return true
+	}
+	if !dir {
+		ok, _ := path.Match("*.tfstate*", name)
+		return ok
+	}
+	return false
+}
+
+type moduleWalker struct {
+	root    string // resolved absolute root
+	rules   *IgnoreRules
+	negates bool
+	files   []moduleFile
+	total   int64           // bytes in files so far
+	active  map[string]bool // resolved directories being walked (cycle check)
+}
+
+func collectModuleFiles(dir string) (string, []moduleFile, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", nil, fmt.Errorf("module directory: %w", err)
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return "", nil, err
+	}
+	if !fi.IsDir() {
+		return "", nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	w := &moduleWalker{root: root, active: map[string]bool{}}
+	if f, err := os.Open(filepath.Join(root, IgnoreFileName)); err == nil {
+		w.rules, err = ParseIgnoreRules(io.LimitReader(f, 1<<20))
+		f.Close()
+		if err != nil {
+			return "", nil, err
+		}
+		w.negates = w.rules.hasNegations()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", nil, fmt.Errorf("reading %s: %w", IgnoreFileName, err)
+	}
+	if err := w.walk(root, "", false); err != nil {
+		return "", nil, err
+	}
+	sort.Slice(w.files, func(i, j int) bool { return w.files[i].name < w.files[j].name })
+	return root, w.files, nil
+}
+
+// walk adds the files below realDir, whose entry name prefix is rel.
+func (w *moduleWalker) walk(realDir, rel string, excluded bool) error {
+	w.active[realDir] = true
+	defer delete(w.active, realDir)
+	entries, err := os.ReadDir(realDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		entry := name
+		if rel != "" {
+			entry = rel + "/" + name
+		}
+		if strings.ContainsAny(name, "\\\x00") {
+			return fmt.Errorf("%s: file names with a backslash cannot be packed portably", entry)
+		}
+		p := filepath.Join(realDir, name)
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			// A link that is left out whatever it points to is not followed,
+			// so a .terraform symlinked elsewhere or an ignored dangling link
+			// does no harm.
+			if w.excludedEitherWay(name, entry, excluded) {
+				continue
+			}
+			if p, fi, err = w.resolve(p, entry); err != nil {
+				return err
+			}
+		}
+		isDir := fi.IsDir()
+		if alwaysExcluded(name, isDir) {
+			continue
+		}
+		ex := w.rules.Excluded(entry, isDir, excluded)
+		switch {
+		case isDir:
+			if ex && !w.negates {
+				continue
+			}
+			if w.active[p] {
+				return fmt.Errorf("%s: symbolic link makes a cycle (it points to a directory that contains it)", entry)
+			}
+			if err := w.walk(p, entry, ex); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular():
+			if ex {
+				continue
+			}
+			if len(w.files) >= MaxFiles {
+				return fmt.Errorf("more than %d files: too many for a module package", MaxFiles)
+			}
+			if w.total += fi.Size(); w.total > MaxSize {
+				return fmt.Errorf("%s: the module's files add up to more than %d bytes, more than OpenTofu users can pull (oci-tofu pull module refuses it too)", entry, int64(MaxSize))
+			}
+			w.files = append(w.files, moduleFile{name: entry, path: p, size: fi.Size(), exec: fi.Mode()&0o111 != 0, stamp: stampOf(fi)})
+		default:
+			if ex {
+				continue
+			}
+			return fmt.Errorf("%s is a %s, not a regular file or directory", entry, fi.Mode().Type())
+		}
+	}
+	return nil
+}
+
+// excludedEitherWay reports whether an entry is left out both as a file
+// and as a directory (for a directory, with no negation that could
+// re-include something below it).
+func (w *moduleWalker) excludedEitherWay(name, entry string, parentExcluded bool) bool {
+	if alwaysExcluded(name, false) && alwaysExcluded(name, true) {
+		return true
+	}
+	return !w.negates && w.rules.Excluded(entry, false, parentExcluded) && w.rules.Excluded(entry, true, parentExcluded)
+}
+
+// resolve follows a symbolic link, refusing one that leads outside the root.
+func (w *moduleWalker) resolve(p, entry string) (string, fs.FileInfo, error) {
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		dest, _ := os.Readlink(p)
+		return "", nil, fmt.Errorf("symbolic link %s -> %s cannot be resolved: %w", entry, dest, err)
+	}
+	r, err := filepath.Rel(w.root, target)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+		dest, _ := os.Readlink(p)
+		return "", nil, fmt.Errorf("symbolic link %s -> %s points outside the module directory (to %s); copy the content in or remove the link", entry, dest, target)
+	}
+	fi, err := os.Stat(target)
+	if err != nil {
+		return "", nil, err
+	}
+	return target, fi, nil
+}

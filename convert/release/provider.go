@@ -1,0 +1,485 @@
+// Package release reads the release directories that publishers ship and
+// pushes them as OpenTofu artifacts: provider releases (zips, SHA256SUMS,
+// its OpenPGP signature and manifest.json) and OpenTofu releases (the
+// files a TofuDL mirror serves). Everything is verified before anything is
+// written, and the version tag is written last.
+package release
+
+import (
+	"archive/zip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// Options say how a provider release must be verified.
+type Options struct {
+	// Keys the SHA256SUMS signature must verify against.
+	Keys []*pgp.Keyring
+	// Unsigned accepts a release without a verified signature (in-house
+	// builds); zips are still checked against SHA256SUMS when present.
+	Unsigned bool
+	// Signer, when set, signs a release that has no signature, generating
+	// SHA256SUMS when it has none either.
+	Signer *pgp.Signer
+	// SignTime dates generated signatures (reproducible pushes); zero means
+	// the signing key's creation time.
+	SignTime time.Time
+	// Platforms, when not empty, selects which platforms to take; each must
+	// be present.
+	Platforms []names.Platform
+}
+
+// Provider is a provider release directory whose SHA256SUMS and signature
+// have been verified. Each package's digest is the one the signed
+// SHA256SUMS lists (or, for a release without one, the one its file has):
+// the zips themselves are read only when an artifact is built from them
+// (Artifact, Push), so a re-push that finds the registry holding the
+// release reads none.
+type Provider struct {
+	Type, Version string
+	Packages      []Package
+	// Files kept as provenance; Signature is in binary form.
+	Files     oci.ProvenanceFiles
+	KeyIDs    []string
+	Protocols []string
+	// Warnings are what OpenTofu would print while accepting the release
+	// (an expired signing key, say).
+	Warnings []string
+}
+
+// Package is one platform's zip of a release.
+type Package struct {
+	Platform names.Platform
+	Path     string
+	Filename string
+	// SHA256 is the digest the zip must have; Size its size on disk.
+	SHA256 string
+	Size   int64
+}
+
+// releaseFiles are the provider release files found in a directory.
+type releaseFiles struct {
+	dir               string
+	typ, version      string
+	zips              map[names.Platform]string
+	sums, manifest    string
+	signatureChoices  []string
+	releasesInTheDir  map[string]bool
+	selectedPlatforms map[names.Platform]string
+}
+
+// ReadProvider reads a provider release directory and verifies its
+// metadata before anything is written anywhere: one type and version, the
+// SHA256SUMS signature, every zip listed, and the release manifest. The
+// zips' contents are checked by Artifact and Push.
+func ReadProvider(ctx context.Context, dir string, opts Options) (*Provider, error) {
+	rf, err := findReleaseFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := rf.selectPlatforms(opts.Platforms); err != nil {
+		return nil, err
+	}
+	rel := &Provider{Type: rf.typ, Version: rf.version}
+	sums, err := rel.readSums(ctx, rf)
+	if err != nil {
+		return nil, err
+	}
+	if err := rel.verifySignature(ctx, rf, opts); err != nil {
+		return nil, err
+	}
+	if sums != nil && len(opts.Platforms) == 0 {
+		if err := rf.checkNoneMissing(sums); err != nil {
+			return nil, err
+		}
+	}
+	if rel.Packages, err = rf.packages(ctx, sums); err != nil {
+		return nil, err
+	}
+	if err := rel.readManifest(ctx, rf, sums); err != nil {
+		return nil, err
+	}
+	if opts.Signer != nil && rel.Files.Signature.Data == nil {
+		if err := rel.sign(opts, sums == nil); err != nil {
+			return nil, err
+		}
+	}
+	return rel, nil
+}
+
+// findReleaseFiles lists a directory's provider release files, refusing
+// directories with none or with more than one release.
+func findReleaseFiles(dir string) (*releaseFiles, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	rf := &releaseFiles{dir: dir, zips: map[names.Platform]string{}, releasesInTheDir: map[string]bool{}}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, names.ProviderFilePrefix) || e.IsDir() {
+			continue
+		}
+		f, err := names.ParseProviderFilename(name)
+		if err != nil {
+			return nil, err
+		}
+		rf.add(name, f)
+	}
+	switch {
+	case len(rf.releasesInTheDir) == 0:
+		return nil, fmt.Errorf("%s holds no provider release (%s<type>_<version>_<os>_<arch>.zip files)", dir, names.ProviderFilePrefix)
+	case len(rf.releasesInTheDir) > 1:
+		return nil, fmt.Errorf("%s holds more than one provider release (%s): push one type and version at a time", dir, strings.Join(sortedKeys(rf.releasesInTheDir), ", "))
+	case len(rf.zips) == 0:
+		return nil, fmt.Errorf("%s holds no provider zip for %s %s", dir, rf.typ, rf.version)
+	}
+	return rf, nil
+}
+
+func (rf *releaseFiles) add(name string, f names.ProviderFile) {
+	rf.typ, rf.version = f.Type, f.Version
+	rf.releasesInTheDir[f.Type+" "+f.Version] = true
+	switch f.Kind {
+	case names.ProviderZip:
+		rf.zips[f.Platform] = name
+	case names.ProviderSHA256SUMS:
+		rf.sums = name
+	case names.ProviderSignature:
+		rf.signatureChoices = append(rf.signatureChoices, name)
+	case names.ProviderManifest:
+		rf.manifest = name
+	}
+}
+
+func (rf *releaseFiles) path(name string) string { return filepath.Join(rf.dir, name) }
+
+// selectPlatforms picks the zips to take: every one, or those asked for.
+func (rf *releaseFiles) selectPlatforms(platforms []names.Platform) error {
+	if len(platforms) == 0 {
+		rf.selectedPlatforms = rf.zips
+		return nil
+	}
+	rf.selectedPlatforms = map[names.Platform]string{}
+	for _, p := range platforms {
+		z, ok := rf.zips[p]
+		if !ok {
+			return fmt.Errorf("platform %s was asked for, but %s has no %s", p, rf.dir, names.ProviderZipName(rf.typ, rf.version, p))
+		}
+		rf.selectedPlatforms[p] = z
+	}
+	return nil
+}
+
+// readSums reads SHA256SUMS when the release has one.
+func (rel *Provider) readSums(ctx context.Context, rf *releaseFiles) (sha256sums.Sums, error) {
+	if rf.sums == "" {
+		return nil, nil
+	}
+	data, err := localfile.ReadBoundedContext(ctx, rf.path(rf.sums), oci.MaxSmallFile)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := sha256sums.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rf.sums, err)
+	}
+	rel.Files.SHA256SUMS = oci.NamedBytes{Name: rf.sums, Data: data}
+	return sums, nil
+}
+
+// verifySignature checks SHA256SUMS's signature against the keys, or
+// decides that the release may go without one.
+func (rel *Provider) verifySignature(ctx context.Context, rf *releaseFiles, opts Options) error {
+	sigName, err := pickSignature(rf.signatureChoices, rf.typ, rf.version)
+	if err != nil {
+		return err
+	}
+	sumsName := names.ProviderSHA256SUMSName(rf.typ, rf.version)
+	switch {
+	case sigName != "" && rf.sums == "":
+		return fmt.Errorf("%s has a signature (%s) but no %s", rf.dir, sigName, sumsName)
+	case sigName != "" && len(opts.Keys) > 0:
+		sig, err := localfile.ReadBoundedContext(ctx, rf.path(sigName), oci.MaxSmallFile)
+		if err != nil {
+			return err
+		}
+		bin, err := pgp.DearmorSignature(sig)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sigName, err)
+		}
+		v, err := pgp.VerifyDetached(rel.Files.SHA256SUMS.Data, bin, opts.Keys)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sigName, err)
+		}
+		rel.Files.Signature = oci.NamedBytes{Name: names.ProviderSignatureName(rf.typ, rf.version), Data: bin}
+		rel.Files.Keys = oci.NamedBytes{Name: "signing-keys.asc", Data: v.Keyring.Armored}
+		rel.KeyIDs = []string{v.KeyID}
+		rel.Warnings = append(rel.Warnings, v.Warnings...)
+		return nil
+	case opts.Signer != nil || opts.Unsigned:
+		return nil // signed later, once SHA256SUMS is known; or accepted unsigned
+	case sigName != "":
+		return fmt.Errorf("%s is signed but no --key was given to verify it (or pass --unsigned to skip the check)", rf.sums)
+	case rf.sums != "":
+		return fmt.Errorf("%s has no signature (%s.sig): give --sign-key to sign it, or --unsigned for an in-house build", rf.sums, rf.sums)
+	default:
+		return fmt.Errorf("%s has no %s: give --sign-key to create and sign one, or --unsigned for an in-house build", rf.dir, sumsName)
+	}
+}
+
+// checkNoneMissing makes sure every zip SHA256SUMS lists for this release
+// is in the directory (unless platforms were chosen).
+func (rf *releaseFiles) checkNoneMissing(sums sha256sums.Sums) error {
+	for name := range sums {
+		f, err := names.ParseProviderFilename(name)
+		if err != nil || f.Kind != names.ProviderZip || f.Type != rf.typ || f.Version != rf.version {
+			continue
+		}
+		if _, ok := rf.zips[f.Platform]; !ok {
+			return fmt.Errorf("%s lists %s, but %s has no such file (missing platform; use --platform to push a subset)", rf.sums, name, rf.dir)
+		}
+	}
+	return nil
+}
+
+// packages describes the selected zips: digests from SHA256SUMS, or from
+// the files themselves when there is none.
+func (rf *releaseFiles) packages(ctx context.Context, sums sha256sums.Sums) ([]Package, error) {
+	platforms := make([]names.Platform, 0, len(rf.selectedPlatforms))
+	for p := range rf.selectedPlatforms {
+		platforms = append(platforms, p)
+	}
+	sort.Slice(platforms, func(i, j int) bool { return platforms[i].String() < platforms[j].String() })
+	pkgs := make([]Package, len(platforms))
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for i, p := range platforms {
+		name := rf.selectedPlatforms[p]
+		g.Go(func() error {
+			pkg, err := describePackage(ctx, rf.path(name), sums, rf.sums)
+			pkg.Platform = p
+			pkgs[i] = pkg
+			return err
+		})
+	}
+	return pkgs, g.Wait()
+}
+
+// describePackage takes a zip's digest from SHA256SUMS, or reads the file
+// when there is none.
+func describePackage(ctx context.Context, path string, sums sha256sums.Sums, sumsName string) (Package, error) {
+	name := filepath.Base(path)
+	pkg := Package{Path: path, Filename: name}
+	if sums == nil {
+		sum, size, err := hashFile(ctx, path)
+		pkg.SHA256, pkg.Size = sum, size
+		return pkg, err
+	}
+	want, listed := sums[name]
+	if !listed {
+		return pkg, fmt.Errorf("%s: not listed in %s", name, sumsName)
+	}
+	f, err := localfile.OpenRegular(path)
+	if err != nil {
+		return pkg, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return pkg, err
+	}
+	pkg.SHA256, pkg.Size = want, st.Size()
+	return pkg, nil
+}
+
+func hashFile(ctx context.Context, path string) (string, int64, error) {
+	f, err := localfile.OpenRegular(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	sum, size, err := pkghash.SHA256(localfile.Reader(ctx, f))
+	if err != nil {
+		return "", 0, fmt.Errorf("reading %s: %w", filepath.Base(path), err)
+	}
+	return sum, size, nil
+}
+
+// readManifest reads the plugin protocol versions from manifest.json,
+// checked like a zip when SHA256SUMS lists it.
+func (rel *Provider) readManifest(ctx context.Context, rf *releaseFiles, sums sha256sums.Sums) error {
+	if rf.manifest == "" {
+		return nil
+	}
+	data, err := localfile.ReadBoundedContext(ctx, rf.path(rf.manifest), oci.MaxSmallFile)
+	if err != nil {
+		return err
+	}
+	if want, ok := sums[rf.manifest]; ok && digest.FromBytes(data).Encoded() != want {
+		return fmt.Errorf("%s: sha256 does not match %s", rf.manifest, rf.sums)
+	}
+	if rel.Protocols, err = parseReleaseManifest(data); err != nil {
+		return fmt.Errorf("%s: %w", rf.manifest, err)
+	}
+	rel.Files.ReleaseManifest = oci.NamedBytes{Name: rf.manifest, Data: data}
+	return nil
+}
+
+func (rel *Provider) sign(opts Options, generate bool) error {
+	name := names.ProviderSHA256SUMSName(rel.Type, rel.Version)
+	if generate {
+		sums := sha256sums.Sums{}
+		for _, p := range rel.Packages {
+			sums[p.Filename] = p.SHA256
+		}
+		if m := rel.Files.ReleaseManifest; m.Data != nil {
+			sums[m.Name] = digest.FromBytes(m.Data).Encoded()
+		}
+		rel.Files.SHA256SUMS = oci.NamedBytes{Name: name, Data: sums.Bytes()}
+	}
+	t := opts.SignTime
+	if t.IsZero() {
+		t = opts.Signer.Entity.PrimaryKey.CreationTime
+	}
+	sig, err := opts.Signer.Sign(rel.Files.SHA256SUMS.Data, t)
+	if err != nil {
+		return err
+	}
+	rel.Files.Signature = oci.NamedBytes{Name: name + ".sig", Data: sig}
+	rel.Files.Keys = oci.NamedBytes{Name: "signing-keys.asc", Data: opts.Signer.Public}
+	rel.KeyIDs = []string{opts.Signer.KeyID()}
+	return nil
+}
+
+// Check reads every zip: its sha256 must be the one recorded, and it must
+// read as an unpacker reads it (CRC and sizes of every entry). It returns
+// each package's h1, computed from what unpacking produces.
+func (rel *Provider) Check(ctx context.Context) (map[names.Platform]string, error) {
+	h1 := make([]string, len(rel.Packages))
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for i, p := range rel.Packages {
+		g.Go(func() (err error) {
+			h1[i], err = p.check(ctx)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := make(map[names.Platform]string, len(h1))
+	for i, p := range rel.Packages {
+		out[p.Platform] = h1[i]
+	}
+	return out, nil
+}
+
+// CheckDigests reads every zip and compares its sha256 with the one
+// recorded, without unpacking anything.
+func (rel *Provider) CheckDigests(ctx context.Context) error {
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for _, p := range rel.Packages {
+		g.Go(func() error { return p.checkDigest(ctx) })
+	}
+	return g.Wait()
+}
+
+func (p Package) checkDigest(ctx context.Context) error {
+	sum, size, err := hashFile(ctx, p.Path)
+	if err != nil {
+		return err
+	}
+	if sum != p.SHA256 {
+		return fmt.Errorf("%s: sha256 %s does not match SHA256SUMS (%s): the file was altered or the wrong file", p.Filename, sum, p.SHA256)
+	}
+	if size != p.Size {
+		return fmt.Errorf("%s changed while it was being pushed", p.Filename)
+	}
+	return nil
+}
+
+func (p Package) check(ctx context.Context) (string, error) {
+	if err := p.checkDigest(ctx); err != nil {
+		return "", err
+	}
+	return p.h1(ctx)
+}
+
+// h1 unpacks the zip, as OpenTofu would, for its h1 hash.
+func (p Package) h1(ctx context.Context) (string, error) {
+	zr, err := zip.OpenReader(p.Path)
+	if err != nil {
+		return "", fmt.Errorf("%s is not a readable zip: %w", p.Filename, err)
+	}
+	defer zr.Close()
+	h1, err := pkghash.ZipH1Context(ctx, &zr.Reader)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p.Filename, err)
+	}
+	return h1, nil
+}
+
+func parseReleaseManifest(data []byte) ([]string, error) {
+	var m struct {
+		Version  int `json:"version"`
+		Metadata struct {
+			ProtocolVersions []string `json:"protocol_versions"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("not a provider release manifest: %w", err)
+	}
+	if m.Version != 1 {
+		return nil, fmt.Errorf("unsupported release manifest version %d", m.Version)
+	}
+	for _, p := range m.Metadata.ProtocolVersions {
+		if _, err := names.ParseProtocolVersion(p); err != nil {
+			return nil, err
+		}
+	}
+	return m.Metadata.ProtocolVersions, nil
+}
+
+func pickSignature(choices []string, typ, version string) (string, error) {
+	if len(choices) == 0 {
+		return "", nil
+	}
+	plain := names.ProviderSignatureName(typ, version)
+	for _, n := range choices {
+		if n == plain {
+			return n, nil
+		}
+	}
+	if len(choices) == 1 {
+		return choices[0], nil
+	}
+	return "", fmt.Errorf("several signatures (%s) and none named %s", strings.Join(choices, ", "), plain)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

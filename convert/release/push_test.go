@@ -1,0 +1,115 @@
+package release_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	orasoci "oras.land/oras-go/v2/content/oci"
+
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+func TestPushProviderReleaseUpToDateWithoutRehashing(t *testing.T) {
+	ctx := context.Background()
+	repo, err := orasoci.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []*pgp.Keyring{mustKeyring(t, "gpg-signer.asc")}
+	dir := fixture(t, "providers", "hello", "1.0.0")
+	rel, err := release.ReadProvider(ctx, dir, release.Options{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := rel.Push(ctx, repo, false, oci.PushOptions{})
+	// Into an empty repository: 4 zips, the empty config, provenance config
+	// and 4 files, 4 platform manifests, provenance manifest, index.
+	if err != nil || first.UpToDate || first.Skipped != 0 || first.Uploaded != 4+1+5+4+1+1 {
+		t.Fatalf("%+v %v", first, err)
+	}
+	again, err := release.ReadProvider(ctx, dir, release.Options{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := again.Push(ctx, repo, false, oci.PushOptions{})
+	if err != nil || !res.UpToDate || res.Root.Digest != first.Root.Digest {
+		t.Fatalf("%+v %v", res, err)
+	}
+	// A subset of platforms is different content for the same version:
+	// refused unless replacing, then pushed (and hashed).
+	sub, _ := release.ReadProvider(ctx, dir, release.Options{Keys: keys, Platforms: []names.Platform{{OS: "linux", Arch: "amd64"}}})
+	if _, err := sub.Push(ctx, repo, false, oci.PushOptions{}); !errors.Is(err, release.ErrVersionExists) {
+		t.Fatalf("overwrite without replace: %v", err)
+	}
+	if d, _ := repo.Resolve(ctx, "1.0.0"); d.Digest != first.Root.Digest {
+		t.Fatal("refused push moved the tag")
+	}
+	res, err = sub.Push(ctx, repo, true, oci.PushOptions{})
+	if err != nil || res.UpToDate || res.Root.Digest == first.Root.Digest {
+		t.Fatalf("%+v %v", res, err)
+	}
+	pv, err := oci.ReadProviderIndex(ctx, repo, res.Root)
+	if err != nil || pv.Provenance == nil {
+		t.Fatalf("%+v %v", pv, err)
+	}
+	prov, _, err := oci.ReadProvenance(ctx, repo, *pv.Provenance)
+	if err != nil || prov.Platforms["linux_amd64"].H1 != tofuH1["linux_amd64"] {
+		t.Fatalf("stored h1: %+v %v", prov, err)
+	}
+	// Each of the 10 blobs and manifests is counted once, uploaded or found:
+	// 1 zip, 2 configs, 4 provenance files, 2 manifests, the index.
+	if res.Uploaded+res.Skipped != 10 || res.Skipped == 0 {
+		t.Fatalf("counts: %+v", res)
+	}
+}
+
+// Zips are read only when something is to be written:
+// a tampered zip is refused before any write to a repository lacking the
+// release, while a re-push to one holding it reads no zip at all.
+func TestPushProviderReleaseDeferredZipCheck(t *testing.T) {
+	ctx := context.Background()
+	keys := []*pgp.Keyring{mustKeyring(t, "gpg-signer.asc")}
+	dir := copyRelease(t, "providers", "hello", "1.0.0")
+	opts := release.Options{Keys: keys}
+	holding, _ := orasoci.New(t.TempDir())
+	rel, err := release.ReadProvider(ctx, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rel.Push(ctx, holding, false, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(filepath.Join(dir, "terraform-provider-hello_1.0.0_linux_arm64.zip"), os.O_WRONLY, 0)
+	f.WriteAt([]byte("XX"), 100)
+	f.Close()
+
+	rel, err = release.ReadProvider(ctx, dir, opts)
+	if err != nil {
+		t.Fatalf("deferred read looked at the zip: %v", err)
+	}
+	res, err := rel.Push(ctx, holding, false, oci.PushOptions{})
+	if err != nil || !res.UpToDate {
+		t.Fatalf("registry holds the signed release: %+v %v", res, err)
+	}
+	freshDir := t.TempDir()
+	fresh, _ := orasoci.New(freshDir)
+	rel, _ = release.ReadProvider(ctx, dir, opts)
+	if _, err := rel.Push(ctx, fresh, false, oci.PushOptions{}); err == nil || !strings.Contains(err.Error(), "linux_arm64.zip: sha256") {
+		t.Fatalf("tampered zip: %v", err)
+	}
+	if _, err := fresh.Resolve(ctx, "1.0.0"); err == nil {
+		t.Fatal("tagged after a refused push")
+	}
+	var blobs int
+	filepath.Walk(filepath.Join(freshDir, "blobs"), func(string, os.FileInfo, error) error { blobs++; return nil })
+	if blobs > 2 { // blobs/ and blobs/sha256/ at most: nothing was written
+		t.Fatalf("%d blob paths written before verification", blobs)
+	}
+}

@@ -1,0 +1,180 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/opentofu/tofudl/branding"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// OpenTofuSigningKey is OpenTofu's release signing key (fingerprint
+// E3E6E43D84CB852EADB0051D0C0AF313E5FD9F80), as bundled with tofudl, the
+// reference TofuDL client.
+func OpenTofuSigningKey() (*pgp.Keyring, error) {
+	return pgp.ReadKeyring("OpenTofu release signing key "+branding.GPGKeyFingerprint, []byte(branding.DefaultGPGKey))
+}
+
+// Tofu is a verified OpenTofu release directory.
+type Tofu struct {
+	Version string
+	Files   []TofuFile
+	KeyID   string
+}
+
+// TofuFile is one verified file of a release.
+type TofuFile struct {
+	Name, Path, SHA256 string
+	Size               int64
+}
+
+// ReadTofu reads and verifies an OpenTofu release directory:
+// tofu_<v>_SHA256SUMS signed by tofu_<v>_SHA256SUMS.gpgsig (binary
+// detached signature) with one of keys, and every other file listed there
+// with a matching digest. Signature files of SHA256SUMS itself (.gpgsig,
+// cosign's .sig and .pem) are kept unverified. Nothing else is accepted.
+func ReadTofu(ctx context.Context, dir string, keys []*pgp.Keyring) (*Tofu, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var version string
+	for _, e := range entries {
+		if v, ok := strings.CutSuffix(e.Name(), "_SHA256SUMS"); ok && strings.HasPrefix(v, "tofu_") {
+			if version != "" {
+				return nil, fmt.Errorf("%s holds more than one release (%s and %s): push one version at a time", dir, version, v[5:])
+			}
+			version = v[5:]
+		}
+	}
+	if version == "" {
+		return nil, fmt.Errorf("%s has no tofu_<version>_SHA256SUMS", dir)
+	}
+	if _, err := names.ParseVersion(version); err != nil {
+		return nil, fmt.Errorf("tofu_%s_SHA256SUMS: %w", version, err)
+	}
+	prefix := "tofu_" + version + "_"
+	sumsName := prefix + "SHA256SUMS"
+	sumsData, err := localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName), oci.MaxSmallFile)
+	if err != nil {
+		return nil, err
+	}
+	sigData, err := localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName+".gpgsig"), oci.MaxSmallFile)
+	if err != nil {
+		return nil, fmt.Errorf("the release must be signed: %w", err)
+	}
+	v, err := pgp.VerifyDetached(sumsData, sigData, keys)
+	if err != nil {
+		return nil, fmt.Errorf("%s.gpgsig: %w", sumsName, err)
+	}
+	sums, err := sha256sums.Parse(sumsData)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sumsName, err)
+	}
+	rel := &Tofu{Version: version, KeyID: v.KeyID}
+	var toCheck []int
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !e.Type().IsRegular() {
+			return nil, fmt.Errorf("%s: only regular files belong in a release directory", name)
+		}
+		f := TofuFile{Name: name, Path: filepath.Join(dir, name)}
+		switch {
+		case name == sumsName || strings.HasPrefix(name, sumsName+"."):
+			// SHA256SUMS and its signatures: verified above or not ours to check.
+		case sums[name] != "":
+			toCheck = append(toCheck, len(rel.Files))
+		case strings.HasPrefix(name, "tofu_"):
+			return nil, fmt.Errorf("%s: not listed in %s, so it cannot be verified", name, sumsName)
+		default:
+			return nil, fmt.Errorf("%s: not part of OpenTofu release %s", name, version)
+		}
+		rel.Files = append(rel.Files, f)
+	}
+	if len(toCheck) == 0 {
+		return nil, fmt.Errorf("%s holds none of the files %s lists", dir, sumsName)
+	}
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for i := range rel.Files {
+		f := &rel.Files[i]
+		g.Go(func() error {
+			var err error
+			if f.SHA256, f.Size, err = hashFile(ctx, f.Path); err != nil {
+				return err
+			}
+			if want := sums[f.Name]; want != "" && want != f.SHA256 {
+				return fmt.Errorf("%s: sha256 %s does not match %s (%s): the file was altered or the wrong file", f.Name, f.SHA256, sumsName, want)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	sort.Slice(rel.Files, func(i, j int) bool { return rel.Files[i].Name < rel.Files[j].Name })
+	return rel, nil
+}
+
+// Artifact builds the release artifact: every file a layer titled with its
+// name, the file list in the config.
+func (r *Tofu) Artifact() (*oci.Artifact, error) {
+	sumsName := "tofu_" + r.Version + "_SHA256SUMS"
+	blobs := make([]oci.Blob, len(r.Files))
+	for i, f := range r.Files {
+		mt := oci.MediaTypeReleaseFile
+		switch f.Name {
+		case sumsName:
+			mt = oci.MediaTypeSHA256SUMS
+		case sumsName + ".gpgsig":
+			mt = oci.MediaTypePGPSignature
+		}
+		path := f.Path
+		blobs[i] = oci.Blob{
+			Descriptor: ocispec.Descriptor{
+				MediaType:   mt,
+				Digest:      digest.NewDigestFromEncoded(digest.SHA256, f.SHA256),
+				Size:        f.Size,
+				Annotations: map[string]string{oci.AnnotationTitle: f.Name},
+			},
+			Open: func() (io.ReadCloser, error) { return localfile.OpenRegular(path) },
+		}
+	}
+	return oci.BuildTofuRelease(r.Version, blobs)
+}
+
+// PushTofu pushes a verified release under its version tag, tag last;
+// an identical release already there is reported up to date.
+func (r *Tofu) Push(ctx context.Context, repo oci.Repository, replace bool, opts oci.PushOptions) (oci.PushResult, error) {
+	v, err := names.ParseVersion(r.Version)
+	if err != nil {
+		return oci.PushResult{}, err
+	}
+	a, err := r.Artifact()
+	if err != nil {
+		return oci.PushResult{}, err
+	}
+	tag := names.TagForVersion(v)
+	tags, err := oci.CurrentTags(ctx, repo, []string{tag})
+	if err != nil {
+		return oci.PushResult{}, err
+	}
+	if held := tags[tag]; held != "" && held != a.Root().Digest && !replace {
+		return oci.PushResult{}, fmt.Errorf("%w: %s already holds different content (%s); pass --replace to overwrite it", ErrVersionExists, tag, held)
+	}
+	return oci.Push(ctx, repo, a, tags, opts)
+}
