@@ -102,6 +102,15 @@ type AccessEntry struct {
 	Action string
 }
 
+// String is the entry as a log line.
+func (e AccessEntry) String() string {
+	q := ""
+	if e.Query != "" {
+		q = "?" + e.Query
+	}
+	return fmt.Sprintf("%s %-10s %s %s%s -> %d (auth %q)", e.Time.Format("15:04:05.000"), e.Action, e.Method, e.Path, q, e.Status, e.Auth)
+}
+
 // ticket is what a redirect URL stands for: a blob request and the
 // credentials it came with, kept on the server as a presigned URL's
 // signature would be.

@@ -120,10 +120,11 @@ func orasRepo(t testing.TB, host, name string, cred Credential) *remote.Reposito
 }
 
 // pushArtifact pushes an artifact with one layer holding data, tagged tag,
-// and returns the layer's descriptor.
+// and returns the layer's descriptor. Like oras.Copy it asks for a token
+// to pull and push from the start.
 func pushArtifact(t testing.TB, repo *remote.Repository, tag string, data []byte) ocispec.Descriptor {
 	t.Helper()
-	ctx := context.Background()
+	ctx := auth.AppendRepositoryScope(context.Background(), repo.Reference, auth.ActionPull, auth.ActionPush)
 	layer, err := oras.PushBytes(ctx, repo, "application/vnd.oci-tofu.test", data)
 	if err != nil {
 		t.Fatalf("pushing a blob to %s: %v", repo.Reference, err)
@@ -186,6 +187,20 @@ func isStatus(err error, status int) bool {
 	return errors.As(err, &resp) && resp.StatusCode == status
 }
 
+// hasCode reports whether err is a registry answer with this error code.
+func hasCode(err error, code string) bool {
+	var resp *errcode.ErrorResponse
+	if !errors.As(err, &resp) {
+		return false
+	}
+	for _, e := range resp.Errors {
+		if e.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
 // toolEnv is an environment for crane and regctl: the test CA, creds in a
 // docker config of their own, a home of their own.
 func toolEnv(t testing.TB, creds ...Credential) []string {
@@ -198,12 +213,13 @@ func toolEnv(t testing.TB, creds ...Credential) []string {
 // pushTags tags manifest under each of tags.
 func pushTags(t testing.TB, repo *remote.Repository, manifest ocispec.Descriptor, tags []string) {
 	t.Helper()
-	b, err := content.FetchAll(context.Background(), repo, manifest)
+	ctx := auth.AppendRepositoryScope(context.Background(), repo.Reference, auth.ActionPull, auth.ActionPush)
+	b, err := content.FetchAll(ctx, repo, manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tag := range tags {
-		if err := repo.PushReference(context.Background(), manifest, bytes.NewReader(b), tag); err != nil {
+		if err := repo.PushReference(ctx, manifest, bytes.NewReader(b), tag); err != nil {
 			t.Fatalf("tag %s: %v", tag, err)
 		}
 	}
