@@ -23,7 +23,7 @@ import (
 // mirror and registry protocol; each case adds the checks its manners call
 // for.
 func TestRegistries(t *testing.T) {
-	for _, c := range compatCases {
+	for _, c := range append(directCases(), frontCases...) {
 		t.Run(c.name, func(t *testing.T) {
 			tg := c.start(t)
 			runCompat(t, tg)
@@ -62,11 +62,18 @@ type compatTarget struct {
 	checkEnd func(t *testing.T, tg *compatTarget)
 }
 
-var compatCases = []compatCase{
-	{"distribution-v3", func(t *testing.T) *compatTarget { return direct(testenv.StartRegistry(t)) }},
-	{"distribution-2.8", func(t *testing.T) *compatTarget { return direct(testenv.StartDistribution28(t)) }},
-	{"crane-registry", func(t *testing.T) *compatTarget { return direct(testenv.StartCraneRegistry(t)) }},
-	{"token-auth", func(t *testing.T) *compatTarget { return direct(testenv.StartTokenRegistry(t, "robot", "t0ken-Pa55")) }},
+// directCases are the registries of every kind, reached as they are.
+func directCases() []compatCase {
+	var out []compatCase
+	for _, k := range testenv.AllRegistries() {
+		out = append(out, compatCase{k.Kind, func(t *testing.T) *compatTarget { return direct(k.Start(t)) }})
+	}
+	return out
+}
+
+// frontCases are registries behind fronts with the manners of registries
+// out there.
+var frontCases = []compatCase{
 	{"redirect-other-port", func(t *testing.T) *compatTarget {
 		return redirecting(t, testenv.StartRegistryWithAuth(t, "ci-bot", "s3cret-Pa55word"), testenv.RedirectOtherPort)
 	}},

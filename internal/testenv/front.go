@@ -413,6 +413,9 @@ func (s *statusRecorder) Flush() {
 	}
 }
 
+// Unwrap gives http.ResponseController the underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 // authScheme is the scheme of the request's Authorization header.
 func authScheme(r *http.Request) string {
 	scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " ")

@@ -22,6 +22,27 @@ const (
 	KindTokenAuth      = "distribution-v3-token"
 )
 
+// RegistryStarter starts one kind of registry for a test.
+type RegistryStarter struct {
+	Kind  string
+	Start func(testing.TB) *Registry
+}
+
+// AllRegistries lists a starter for every kind of registry, so a test can
+// run against each: Distribution v3 (anonymous and with htpasswd),
+// Distribution 2.8, crane's registry and token-auth Distribution v3. The
+// ones with authentication use fixed test credentials (Registry.Username,
+// Registry.Password).
+func AllRegistries() []RegistryStarter {
+	return []RegistryStarter{
+		{KindDistribution, StartRegistry},
+		{KindDistribution + "-htpasswd", func(t testing.TB) *Registry { return StartRegistryWithAuth(t, "registry-user", "registry-Pa55") }},
+		{KindDistribution28, StartDistribution28},
+		{KindCrane, StartCraneRegistry},
+		{KindTokenAuth, func(t testing.TB) *Registry { return StartTokenRegistry(t, "token-user", "token-Pa55") }},
+	}
+}
+
 // distribution28 is where Debian's docker-registry package installs
 // Distribution 2.8.
 const distribution28 = "/usr/bin/docker-registry"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -23,31 +24,18 @@ import (
 	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
-// registryKinds starts each kind of registry, as the compatibility suite
-// does.
-var registryKinds = []struct {
-	name  string
-	start func(testing.TB) *Registry
-}{
-	{KindDistribution, StartRegistry},
-	{"distribution-v3-htpasswd", func(t testing.TB) *Registry { return StartRegistryWithAuth(t, "alice", "alice-pw") }},
-	{KindDistribution28, StartDistribution28},
-	{KindCrane, StartCraneRegistry},
-	{KindTokenAuth, func(t testing.TB) *Registry { return StartTokenRegistry(t, "bob", "bob-pw") }},
-}
-
 // Every kind of registry takes a push and gives it back through oras-go,
 // over TLS on localhost:PORT, and refuses anonymous clients when it has
 // credentials.
 func TestRegistries(t *testing.T) {
-	for _, k := range registryKinds {
-		t.Run(k.name, func(t *testing.T) {
-			reg := k.start(t)
+	for _, k := range AllRegistries() {
+		t.Run(k.Kind, func(t *testing.T) {
+			reg := k.Start(t)
 			if !strings.HasPrefix(reg.Host, "localhost:") {
 				t.Errorf("Host %q is not localhost:PORT", reg.Host)
 			}
 			repo := orasRepo(t, reg.Host, "test/artifact", reg.Credential())
-			want := pushArtifact(t, repo, "1.0.0", []byte("hello "+k.name))
+			want := pushArtifact(t, repo, "1.0.0", []byte("hello "+k.Kind))
 			assertPulls(t, repo, "1.0.0", want)
 			if tags := listTags(t, repo); !slices.Equal(tags, []string{"1.0.0"}) {
 				t.Errorf("tags %v", tags)
@@ -231,4 +219,51 @@ func numberedTags(n int) []string {
 		out[i] = fmt.Sprintf("0.%d.0", i+1)
 	}
 	return out
+}
+
+// The token server answers the OAuth2 password grant too, and gives an
+// anonymous client a token without access, which the registry refuses.
+func TestTokenServerGrants(t *testing.T) {
+	reg := StartTokenRegistry(t, "dave", "dave-pw")
+	client := NewCA(t).HTTPClient()
+	form := url.Values{"grant_type": {"password"}, "username": {"dave"}, "password": {"dave-pw"},
+		"service": {reg.Token.Service}, "scope": {"repository:x/y:pull"}}
+	resp, err := client.PostForm(reg.Token.URL, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("password grant: %d", resp.StatusCode)
+	}
+	form.Set("password", "wrong")
+	if resp, err = client.PostForm(reg.Token.URL, form); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("password grant with a wrong password: %d", resp.StatusCode)
+	}
+
+	resp, err = client.Get(reg.Token.URL + "?service=" + reg.Token.Service + "&scope=repository:x/y:pull")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct {
+		Token string `json:"token"`
+	}
+	json.NewDecoder(resp.Body).Decode(&tok)
+	resp.Body.Close()
+	if tok.Token == "" || tokenGrants("Bearer "+tok.Token, "x/y", "pull") {
+		t.Fatalf("anonymous token %q grants pull", tok.Token)
+	}
+	req, _ := http.NewRequest(http.MethodGet, reg.URL()+"/v2/x/y/tags/list", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	if resp, err = client.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the registry let an anonymous token list tags: %d", resp.StatusCode)
+	}
 }
