@@ -37,18 +37,28 @@ $(TOOLS)/regctl:
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) $(GO) install github.com/regclient/regclient/cmd/regctl@$(REGCTL_VERSION)
 
-# Debian packages for the benchmarks' references and fixture regeneration
-# (nginx, curl, zip; gnupg for testdata/gen-fixtures.sh).
-APT_PACKAGES := nginx curl zip gnupg
+# Debian packages for the tests (docker-registry: Distribution 2.8, one of
+# the registries the compatibility suite runs against), the benchmarks'
+# references and fixture regeneration (nginx, curl, zip; gnupg for
+# testdata/gen-fixtures.sh).
+APT_PACKAGES := nginx curl zip gnupg docker-registry
+# Installs only what is missing (removed packages whose configuration files
+# remain count as missing) and prints nothing unless apt fails. The
+# docker-registry service that the package would start on :5000 is kept off:
+# tests start their own registries.
 tools-apt:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    log=$$(mktemp); \
+	    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } >$$log 2>&1; then cat $$log; rm -f $$log; exit 1; fi; \
+	    rm -f $$log; \
+	    case "$$missing" in *docker-registry*) systemctl disable --now docker-registry >/dev/null 2>&1 || true;; esac; \
 	  else echo "please install:$$missing"; fi; \
 	fi
 
 ## test: unit, fuzz seeds, integration and end-to-end tests against real tofu and a real registry
-test: tools lint
+test: tools tools-apt lint
 	$(GO) test -count=1 -timeout 20m ./...
 
 unit:

@@ -39,6 +39,13 @@ type served struct {
 // is stopped with SIGTERM when the test ends and must exit cleanly.
 func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
+	return startServeEnv(t, nil, args...)
+}
+
+// startServeEnv is startServe with extra environment variables (which win
+// over the defaults), e.g. a DOCKER_CONFIG holding registry credentials.
+func startServeEnv(t *testing.T, env []string, args ...string) *served {
+	t.Helper()
 	ca := testenv.NewCA(t)
 	port := testenv.FreePort(t)
 	s := &served{Host: fmt.Sprintf("localhost:%d", port), logs: &testenv.LockedBuffer{}, client: ca.HTTPClient(), done: make(chan struct{})}
@@ -46,7 +53,7 @@ func startServe(t *testing.T, args ...string) *served {
 	all := append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--tls-cert", ca.ServerCertFile, "--tls-key", ca.ServerKeyFile, "--shutdown-timeout", "10s"}, args...)
 	s.cmd = exec.Command(ociTofu, all...)
-	s.cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+ca.CertFile, "DOCKER_CONFIG="+t.TempDir())
+	s.cmd.Env = append(append(os.Environ(), "SSL_CERT_FILE="+ca.CertFile, "DOCKER_CONFIG="+t.TempDir()), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,10 @@
 // Package testenv runs the real peers that oci-tofu's integration and
-// end-to-end tests talk to: the CNCF Distribution registry over TLS, the
-// OpenTofu CLI and Terraform. `make tools` builds the first two into .tools/.
+// end-to-end tests talk to: OCI registries over TLS (CNCF Distribution v3,
+// with htpasswd or token authentication, Distribution 2.8 from Debian,
+// go-containerregistry's registry), fronts that put real registries'
+// manners before them (latency, redirects, paging, denials, throttling,
+// faults), the OpenTofu CLI and Terraform. `make tools` builds the Go peers
+// into .tools/; `make tools-apt` installs the Debian ones.
 package testenv
 
 import (
@@ -13,7 +17,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -24,8 +27,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/crypto/bcrypt"
 )
 
 // Root is the module root (the directory holding go.mod).
@@ -170,120 +171,6 @@ func FreePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// Registry is a running CNCF Distribution registry serving TLS on loopback.
-type Registry struct {
-	// Host is "localhost:PORT", as clients name it.
-	Host    string
-	CA      *CA
-	Storage string
-	cmd     *exec.Cmd
-	config  string
-	done    chan struct{}
-	log     *bytes.Buffer
-}
-
-// StartRegistry starts a registry with filesystem storage in a temporary
-// directory; it stops when the test ends.
-func StartRegistry(t testing.TB) *Registry {
-	t.Helper()
-	return startRegistry(t, "", "")
-}
-
-// StartRegistryWithAuth starts a registry that requires HTTP basic
-// authentication (htpasswd) as user with password.
-func StartRegistryWithAuth(t testing.TB, user, password string) *Registry {
-	t.Helper()
-	return startRegistry(t, user, password)
-}
-
-func startRegistry(t testing.TB, user, password string) *Registry {
-	t.Helper()
-	ca := NewCA(t)
-	dir := t.TempDir()
-	r := &Registry{CA: ca, Storage: filepath.Join(dir, "storage")}
-	port := FreePort(t)
-	r.Host = fmt.Sprintf("localhost:%d", port)
-	r.config = filepath.Join(dir, "config.yml")
-	cfg := fmt.Sprintf(`version: 0.1
-log:
-  level: error
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: %s
-  delete:
-    enabled: true
-  redirect:
-    disable: true
-http:
-  addr: 127.0.0.1:%d
-  tls:
-    certificate: %s
-    key: %s
-`, r.Storage, port, ca.ServerCertFile, ca.ServerKeyFile)
-	if user != "" {
-		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		htpasswd := filepath.Join(dir, "htpasswd")
-		if err := os.WriteFile(htpasswd, []byte(user+":"+string(hash)+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg += fmt.Sprintf("auth:\n  htpasswd:\n    realm: oci-tofu-test\n    path: %s\n", htpasswd)
-	}
-	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.Start(t)
-	t.Cleanup(r.Stop)
-	return r
-}
-
-// Start (re)starts the registry process on its port and storage.
-func (r *Registry) Start(t testing.TB) {
-	t.Helper()
-	r.log = &bytes.Buffer{}
-	r.cmd = exec.Command(Tool(t, "registry"), "serve", r.config)
-	r.cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none")
-	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { cmd.Wait(); close(done) }(r.cmd, r.done)
-	client := r.CA.HTTPClient()
-	client.Timeout = time.Second
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := client.Get("https://" + r.Host + "/v2/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
-				return
-			}
-		}
-		select {
-		case <-r.done:
-			t.Fatalf("registry exited: %s", r.log.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	r.Stop()
-	t.Fatalf("registry did not start: %s", r.log.String())
-}
-
-// Stop stops the registry process (its storage stays).
-func (r *Registry) Stop() {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return
-	}
-	r.cmd.Process.Kill()
-	<-r.done
-	r.cmd = nil
 }
 
 // Run runs a command with a deadline, returning combined output; the test
