@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -140,17 +141,59 @@ func (u *Upload) blob(ctx context.Context, b Blob, progress func(int64)) error {
 		u.record(b.Descriptor, false)
 		return nil
 	}
+	for attempt := 0; ; attempt++ {
+		err := u.upload(ctx, b, progress)
+		if err == nil {
+			u.record(b.Descriptor, true)
+			return nil
+		}
+		if attempt >= maxUploadRetries || !transientFailure(err) {
+			return fmt.Errorf("uploading blob %s: %w", describe(b.Descriptor), err)
+		}
+		if err := sleepContext(ctx, uploadBackoff<<attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// Uploads that meet a throttle, a 5xx or a dropped connection start again
+// from the blob's beginning, a few times, further apart each time.
+const (
+	maxUploadRetries = 3
+	uploadBackoff    = time.Second
+)
+
+func (u *Upload) upload(ctx context.Context, b Blob, progress func(int64)) error {
 	r, err := b.Open()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	body := io.Reader(&progressReader{r: r, add: progress})
-	if err := pushIgnoringExisting(ctx, u.repo, b.Descriptor, body); err != nil {
-		return fmt.Errorf("uploading blob %s: %w", describe(b.Descriptor), err)
+	sent := &progressReader{r: r, add: progress}
+	err = pushIgnoringExisting(ctx, u.repo, b.Descriptor, sent)
+	if err != nil {
+		progress(-sent.n) // the next attempt starts again
 	}
-	u.record(b.Descriptor, true)
-	return nil
+	return err
+}
+
+func transientFailure(err error) bool {
+	switch Classify(err) {
+	case FailureThrottled, FailureUnavailable, FailureTimeout, FailureUnreachable:
+		return true
+	}
+	return false
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (u *Upload) record(d ocispec.Descriptor, uploaded bool) {
@@ -285,11 +328,13 @@ func describe(d ocispec.Descriptor) string {
 type progressReader struct {
 	r   io.Reader
 	add func(int64)
+	n   int64
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 {
+		p.n += int64(n)
 		p.add(int64(n))
 	}
 	return n, err

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
@@ -16,7 +19,6 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
-	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
 // LayoutPrefix introduces an OCI image layout directory where a registry
@@ -113,6 +115,8 @@ type Options struct {
 	Timeout time.Duration
 	// Transport, when set, replaces the default transport (tests, metrics).
 	Transport http.RoundTripper
+	// Etiquette bounds concurrency and retries per registry (defaults when nil).
+	Etiquette *Etiquette
 }
 
 // Client builds the authenticating HTTP client used for registries.
@@ -141,7 +145,7 @@ func NewClient(opts Options) (*Client, error) {
 		ua = "oci-tofu"
 	}
 	c := &auth.Client{
-		Client:     &http.Client{Transport: retry.NewTransport(transport)},
+		Client:     &http.Client{Transport: newPoliteTransport(transport, opts.Etiquette), CheckRedirect: keepCredentialsAtOrigin},
 		Cache:      auth.NewCache(),
 		Credential: cred,
 		Header:     http.Header{"User-Agent": {ua}},
@@ -171,7 +175,11 @@ func (c *Client) Open(ref Reference) (Repository, error) {
 		}
 		return store, nil
 	}
-	return c.remote(ref)
+	repo, err := c.remote(ref)
+	if err != nil {
+		return nil, err
+	}
+	return pushScoped{repo}, nil
 }
 
 // OpenReadOnly opens ref for reading. A missing OCI layout directory is
@@ -201,5 +209,87 @@ func (c *Client) remote(ref Reference) (*remote.Repository, error) {
 	repo.Client = c.auth
 	repo.PlainHTTP = c.opts.PlainHTTP
 	repo.SkipReferrersGC = true
+	// Ask for large tag-list pages; registries that page at 100 (ECR)
+	// still answer with Link headers, which oras-go follows.
+	repo.TagListPageSize = 1000
 	return repo, nil
+}
+
+// maxRedirects bounds a redirect chain, as net/http does by default.
+const maxRedirects = 10
+
+// keepCredentialsAtOrigin is the registry client's redirect policy:
+// credentials only ever go to the origin (scheme, host and port) that asked
+// for them. Blob downloads are often redirected to storage elsewhere; the
+// Authorization header (and cookies) are dropped on any hop that leaves
+// the first request's origin, checked against the first request because
+// net/http rebuilds each hop's headers from it. (oras-go ≥ v2.6.1 does the
+// same; this keeps the rule whatever the library does.)
+func keepCredentialsAtOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	for _, r := range append(via[1:], req) {
+		if !sameOrigin(via[0].URL, r.URL) {
+			req.Header.Del("Authorization")
+			req.Header.Del("Cookie")
+			break
+		}
+	}
+	return nil
+}
+
+// sameOrigin compares scheme, host and port (default ports filled in).
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(hostPort(a), hostPort(b))
+}
+
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return u.Host + ":443"
+	case "http":
+		return u.Host + ":80"
+	}
+	return u.Host
+}
+
+// pushScoped is a remote repository opened for writing: every request asks
+// for pull and push rights at once, so the token fetched for the first
+// read already allows the writes. Registries that deny reads of a
+// repository that does not exist yet to a pull-only token (GHCR) then
+// answer 404 as they should, and a push needs one token, not two.
+type pushScoped struct {
+	*remote.Repository
+}
+
+func (r pushScoped) scoped(ctx context.Context) context.Context {
+	return auth.AppendRepositoryScope(ctx, r.Reference, auth.ActionPull, auth.ActionPush)
+}
+
+func (r pushScoped) Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error) {
+	return r.Repository.Resolve(r.scoped(ctx), reference)
+}
+
+func (r pushScoped) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	return r.Repository.Fetch(r.scoped(ctx), d)
+}
+
+func (r pushScoped) Exists(ctx context.Context, d ocispec.Descriptor) (bool, error) {
+	return r.Repository.Exists(r.scoped(ctx), d)
+}
+
+func (r pushScoped) Push(ctx context.Context, d ocispec.Descriptor, content io.Reader) error {
+	return r.Repository.Push(r.scoped(ctx), d, content)
+}
+
+func (r pushScoped) Tag(ctx context.Context, d ocispec.Descriptor, reference string) error {
+	return r.Repository.Tag(r.scoped(ctx), d, reference)
+}
+
+func (r pushScoped) Tags(ctx context.Context, last string, fn func(tags []string) error) error {
+	return r.Repository.Tags(r.scoped(ctx), last, fn)
 }
