@@ -11,12 +11,26 @@ DISTRIBUTION_VERSION := v3.0.0
 CRANE_VERSION        := v0.22.1
 REGCTL_VERSION       := v0.11.7
 
-.PHONY: all build test unit e2e fuzz bench demo tools tools-apt clean lint
+.PHONY: all build image test unit e2e fuzz bench demo tools tools-apt clean lint
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/oci-tofu
+
+## image: the proxy's container image as an OCI layout in $(IMAGE_DIR), tagged $(VERSION),
+## for linux/amd64 and linux/arm64, built without a container engine (see docs/proxy.md).
+## Reproducible: the build time is the last commit's (SOURCE_DATE_EPOCH).
+## IMAGE_PUSH=REGISTRY/REPOSITORY[:TAG] copies it to a registry too (docker config credentials).
+IMAGE_DIR         ?= out/image
+IMAGE_PLATFORMS   ?= linux/amd64,linux/arm64
+IMAGE_PUSH        ?=
+REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+image:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./tools/image --go '$(GO)' --out $(IMAGE_DIR) \
+	  --tag $(VERSION) --version $(VERSION) --revision '$(REVISION)' --platform $(IMAGE_PLATFORMS) \
+	  $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
 
 ## tools: the real OpenTofu CLI, CNCF Distribution, crane and regctl in .tools/bin
 tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl

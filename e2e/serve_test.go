@@ -48,12 +48,22 @@ func startServeEnv(t *testing.T, env []string, args ...string) *served {
 	t.Helper()
 	ca := testenv.NewCA(t)
 	port := testenv.FreePort(t)
-	s := &served{Host: fmt.Sprintf("localhost:%d", port), logs: &testenv.LockedBuffer{}, client: ca.HTTPClient(), done: make(chan struct{})}
-	s.URL = "https://" + s.Host
 	all := append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--tls-cert", ca.ServerCertFile, "--tls-key", ca.ServerKeyFile, "--shutdown-timeout", "10s"}, args...)
-	s.cmd = exec.Command(ociTofu, all...)
-	s.cmd.Env = append(append(os.Environ(), "SSL_CERT_FILE="+ca.CertFile, "DOCKER_CONFIG="+t.TempDir()), env...)
+	cmd := exec.Command(ociTofu, all...)
+	cmd.Env = append(append(os.Environ(), "SSL_CERT_FILE="+ca.CertFile, "DOCKER_CONFIG="+t.TempDir()), env...)
+	return launchServe(t, cmd, port)
+}
+
+// launchServe starts cmd, an `oci-tofu serve` listening on 127.0.0.1:port
+// with the test CA's server certificate, and waits until /healthz
+// answers; it is stopped with SIGTERM when the test ends and must exit
+// cleanly.
+func launchServe(t *testing.T, cmd *exec.Cmd, port int) *served {
+	t.Helper()
+	ca := testenv.NewCA(t)
+	s := &served{Host: fmt.Sprintf("localhost:%d", port), logs: &testenv.LockedBuffer{}, client: ca.HTTPClient(), cmd: cmd, done: make(chan struct{})}
+	s.URL = "https://" + s.Host
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
