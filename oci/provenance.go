@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/content"
 )
 
@@ -48,8 +51,18 @@ type NamedBytes struct {
 
 // ProvenanceArtifact is the encoded provenance manifest and its blobs.
 type ProvenanceArtifact struct {
+	Meta     Provenance
 	Manifest Manifest
 	Blobs    []Blob
+}
+
+// summary is the index annotations that summarise the provenance.
+func (pa *ProvenanceArtifact) summary() map[string]string {
+	a := map[string]string{AnnotationProtocols: strings.Join(pa.Meta.Protocols, ",")}
+	if len(pa.Meta.SigningKeyIDs) > 0 {
+		a[AnnotationSigningKeys] = strings.Join(pa.Meta.SigningKeyIDs, ",")
+	}
+	return a
 }
 
 var provenanceLayers = []struct {
@@ -71,7 +84,7 @@ func BuildProvenance(p Provenance, files ProvenanceFiles) (*ProvenanceArtifact, 
 		return nil, err
 	}
 	config := BytesBlob(MediaTypeProvenanceConfig, cfg, nil)
-	pa := &ProvenanceArtifact{Blobs: []Blob{config}}
+	pa := &ProvenanceArtifact{Meta: p, Blobs: []Blob{config}}
 	m := ocispec.Manifest{ArtifactType: ArtifactTypeProvenance, Config: config.Descriptor}
 	for _, l := range provenanceLayers {
 		f := l.get(&files)
@@ -91,7 +104,8 @@ func BuildProvenance(p Provenance, files ProvenanceFiles) (*ProvenanceArtifact, 
 	return pa, nil
 }
 
-// ReadProvenance reads a provenance manifest, its config and its files.
+// ReadProvenance reads a provenance manifest, then its config and its
+// files in parallel (two round trips).
 func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (*Provenance, *ProvenanceFiles, error) {
 	m, err := fetchImageManifest(ctx, repo, desc)
 	if err != nil {
@@ -100,28 +114,57 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 	if m.ArtifactType != ArtifactTypeProvenance || m.Config.MediaType != MediaTypeProvenanceConfig {
 		return nil, nil, invalid("manifest %s is not an oci-tofu provenance manifest", desc.Digest)
 	}
-	cfg, err := fetchSmall(ctx, repo, m.Config)
-	if err != nil {
+	var p Provenance
+	files := &ProvenanceFiles{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		cfg, err := fetchSmall(gctx, repo, m.Config)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(cfg, &p); err != nil {
+			return invalid("provenance config %s: %v", m.Config.Digest, err)
+		}
+		return nil
+	})
+	seen := map[string]bool{}
+	for _, layer := range m.Layers {
+		l, ok := provenanceLayer(layer.MediaType)
+		if !ok {
+			continue
+		}
+		if seen[layer.MediaType] {
+			return nil, nil, invalid("provenance %s holds two %s layers", desc.Digest, layer.MediaType)
+		}
+		seen[layer.MediaType] = true
+		g.Go(func() error {
+			data, err := fetchSmall(gctx, repo, layer)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			*l.get(files) = NamedBytes{Name: layer.Annotations[AnnotationTitle], Data: data}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
-	var p Provenance
-	if err := json.Unmarshal(cfg, &p); err != nil {
-		return nil, nil, invalid("provenance config %s: %v", m.Config.Digest, err)
-	}
-	files := &ProvenanceFiles{}
-	for _, layer := range m.Layers {
-		for _, l := range provenanceLayers {
-			if layer.MediaType != l.mediaType {
-				continue
-			}
-			data, err := fetchSmall(ctx, repo, layer)
-			if err != nil {
-				return nil, nil, err
-			}
-			*l.get(files) = NamedBytes{Name: layer.Annotations[AnnotationTitle], Data: data}
+	return &p, files, nil
+}
+
+func provenanceLayer(mediaType string) (struct {
+	mediaType string
+	get       func(*ProvenanceFiles) *NamedBytes
+}, bool) {
+	for _, l := range provenanceLayers {
+		if l.mediaType == mediaType {
+			return l, true
 		}
 	}
-	return &p, files, nil
+	return provenanceLayers[0], false
 }
 
 func fetchSmall(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) ([]byte, error) {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry"
 )
 
 // ProviderPackage is one platform's zip, already verified by the caller.
@@ -27,7 +29,31 @@ type ProviderPackage struct {
 // artifactType application/vnd.opentofu.provider. When provenance is given,
 // its manifest is added to the index with oci-tofu's own artifactType, which
 // OpenTofu skips.
+//
+// The index carries a summary of the provenance as annotations (plugin
+// protocols, signing key IDs), so a version listing can tell what a
+// version offers from its index alone; OpenTofu ignores them.
 func BuildProvider(pkgs []ProviderPackage, prov *ProvenanceArtifact) (*Artifact, error) {
+	return buildProvider(pkgs, prov, true)
+}
+
+// BuildProviderUnannotated builds the index as oci-tofu wrote it before it
+// annotated indexes with the provenance summary: a re-push compares with it
+// too, so releases pushed by earlier versions stay up to date.
+func BuildProviderUnannotated(pkgs []ProviderPackage, prov *ProvenanceArtifact) (*Artifact, error) {
+	return buildProvider(pkgs, prov, false)
+}
+
+// Index annotations summarising the provenance.
+const (
+	// AnnotationProtocols lists the plugin protocol versions, comma-separated.
+	AnnotationProtocols = "vnd.oci-tofu.provider.protocols"
+	// AnnotationSigningKeys lists the IDs of the keys whose signature over
+	// SHA256SUMS was verified, comma-separated; absent when unsigned.
+	AnnotationSigningKeys = "vnd.oci-tofu.provider.signing-keys"
+)
+
+func buildProvider(pkgs []ProviderPackage, prov *ProvenanceArtifact, annotate bool) (*Artifact, error) {
 	if len(pkgs) == 0 {
 		return nil, errors.New("a provider version needs at least one platform")
 	}
@@ -59,6 +85,9 @@ func BuildProvider(pkgs []ProviderPackage, prov *ProvenanceArtifact) (*Artifact,
 		a.Blobs = append(a.Blobs, prov.Blobs...)
 		a.Manifests = append(a.Manifests, prov.Manifest)
 		idx.Manifests = append(idx.Manifests, prov.Manifest.Descriptor)
+		if annotate {
+			idx.Annotations = prov.summary()
+		}
 	}
 	root, err := EncodeIndex(idx)
 	if err != nil {
@@ -75,6 +104,15 @@ type ProviderVersion struct {
 	Platforms map[names.Platform]ocispec.Descriptor
 	// Provenance is the oci-tofu provenance manifest, when present.
 	Provenance *ocispec.Descriptor
+	// Summary is the provenance summary the index carries, when it has
+	// one (indexes pushed by earlier versions of oci-tofu do not).
+	Summary *ProvenanceSummary
+}
+
+// ProvenanceSummary is what an index's annotations say of its provenance.
+type ProvenanceSummary struct {
+	Protocols     []string
+	SigningKeyIDs []string
 }
 
 // ListVersions lists the canonical version tags of a repository, sorted.
@@ -97,14 +135,14 @@ func ListVersions(ctx context.Context, repo ReadOnlyRepository) (names.VersionLi
 	return list, nil
 }
 
-// ResolveProvider resolves a version tag and reads its index as OpenTofu
-// would, applying the same checks (REFERENCE §1).
+// ResolveProvider reads the index a version tag names (in one round trip
+// where the registry allows), applying OpenTofu's checks (REFERENCE §1).
 func ResolveProvider(ctx context.Context, repo ReadOnlyRepository, v names.Version) (*ProviderVersion, error) {
-	desc, err := repo.Resolve(ctx, names.TagForVersion(v))
+	desc, b, err := FetchReference(ctx, repo, names.TagForVersion(v))
 	if err != nil {
 		return nil, err
 	}
-	pv, err := ReadProviderIndex(ctx, repo, desc)
+	pv, err := ParseProviderIndex(desc, b)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +159,14 @@ func ReadProviderIndex(ctx context.Context, repo ReadOnlyRepository, desc ocispe
 	if err != nil {
 		return nil, err
 	}
+	return ParseProviderIndex(desc, b)
+}
+
+// ParseProviderIndex checks a provider index's body as OpenTofu does.
+func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, error) {
+	if desc.MediaType != ocispec.MediaTypeImageIndex {
+		return nil, invalid("tag points to %q, but a provider version must be an image index", desc.MediaType)
+	}
 	var idx ocispec.Index
 	if err := json.Unmarshal(b, &idx); err != nil {
 		return nil, invalid("index %s is not valid JSON: %v", desc.Digest, err)
@@ -133,33 +179,58 @@ func ReadProviderIndex(ctx context.Context, repo ReadOnlyRepository, desc ocispe
 	}
 	pv := &ProviderVersion{Index: desc, Platforms: map[names.Platform]ocispec.Descriptor{}}
 	for _, d := range idx.Manifests {
-		switch d.ArtifactType {
-		case ArtifactTypeProviderTarget:
-		case ArtifactTypeProvenance:
-			if pv.Provenance == nil && d.MediaType == ocispec.MediaTypeImageManifest {
-				d := d
-				pv.Provenance = &d
-			}
-			continue
-		default:
-			continue // OpenTofu skips descriptors of other artifact types
+		if err := pv.add(d); err != nil {
+			return nil, err
 		}
-		if d.MediaType != ocispec.MediaTypeImageManifest {
-			return nil, invalid("platform descriptor %s has mediaType %q", d.Digest, d.MediaType)
-		}
-		if d.Platform == nil || d.Platform.OS == "" || d.Platform.Architecture == "" {
-			return nil, invalid("platform descriptor %s lacks a platform", d.Digest)
-		}
-		if d.Platform.OSVersion != "" {
-			continue // OpenTofu never selects these
-		}
-		p := names.Platform{OS: d.Platform.OS, Arch: d.Platform.Architecture}
-		if _, dup := pv.Platforms[p]; dup {
-			return nil, invalid("index %s has more than one manifest for %s: OpenTofu refuses it as ambiguous", desc.Digest, p)
-		}
-		pv.Platforms[p] = d
+	}
+	if pv.Provenance != nil {
+		pv.Summary = parseSummary(idx.Annotations)
 	}
 	return pv, nil
+}
+
+// add takes one descriptor of a provider index as OpenTofu would.
+func (pv *ProviderVersion) add(d ocispec.Descriptor) error {
+	switch d.ArtifactType {
+	case ArtifactTypeProviderTarget:
+	case ArtifactTypeProvenance:
+		if pv.Provenance == nil && d.MediaType == ocispec.MediaTypeImageManifest {
+			pv.Provenance = &d
+		}
+		return nil
+	default:
+		return nil // OpenTofu skips descriptors of other artifact types
+	}
+	if d.MediaType != ocispec.MediaTypeImageManifest {
+		return invalid("platform descriptor %s has mediaType %q", d.Digest, d.MediaType)
+	}
+	if d.Platform == nil || d.Platform.OS == "" || d.Platform.Architecture == "" {
+		return invalid("platform descriptor %s lacks a platform", d.Digest)
+	}
+	if d.Platform.OSVersion != "" {
+		return nil // OpenTofu never selects these
+	}
+	p := names.Platform{OS: d.Platform.OS, Arch: d.Platform.Architecture}
+	if _, dup := pv.Platforms[p]; dup {
+		return invalid("index %s has more than one manifest for %s: OpenTofu refuses it as ambiguous", pv.Index.Digest, p)
+	}
+	pv.Platforms[p] = d
+	return nil
+}
+
+func parseSummary(a map[string]string) *ProvenanceSummary {
+	protocols, ok := a[AnnotationProtocols]
+	if !ok {
+		return nil
+	}
+	return &ProvenanceSummary{Protocols: splitList(protocols), SigningKeyIDs: splitList(a[AnnotationSigningKeys])}
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // ReadProviderPackage reads a platform manifest and returns its zip layer,
@@ -169,6 +240,11 @@ func ReadProviderPackage(ctx context.Context, repo ReadOnlyRepository, desc ocis
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
+	return platformZip(desc, m)
+}
+
+// platformZip applies OpenTofu's checks to a platform manifest.
+func platformZip(desc ocispec.Descriptor, m ocispec.Manifest) (ocispec.Descriptor, error) {
 	if m.MediaType != desc.MediaType {
 		return ocispec.Descriptor{}, invalid("manifest %s has mediaType %q, its descriptor says %q", desc.Digest, m.MediaType, desc.MediaType)
 	}
@@ -210,6 +286,35 @@ func FetchManifest(ctx context.Context, repo ReadOnlyRepository, desc ocispec.De
 		return nil, fmt.Errorf("fetching %s: %w", desc.Digest, err)
 	}
 	return b, nil
+}
+
+// FetchReference reads the manifest or index a tag or digest names, in
+// one round trip where the repository can (a registry answers a GET by
+// tag with the body and its digest), bounded by MaxManifestSize and
+// checked against its digest.
+func FetchReference(ctx context.Context, repo ReadOnlyRepository, reference string) (ocispec.Descriptor, []byte, error) {
+	rf, ok := repo.(registry.ReferenceFetcher)
+	if !ok {
+		desc, err := repo.Resolve(ctx, reference)
+		if err != nil {
+			return desc, nil, err
+		}
+		b, err := FetchManifest(ctx, repo, desc)
+		return desc, b, err
+	}
+	desc, rc, err := rf.FetchReference(ctx, reference)
+	if err != nil {
+		return desc, nil, err
+	}
+	defer rc.Close()
+	if desc.Size > MaxManifestSize || desc.Size < 0 {
+		return desc, nil, invalid("manifest %s of %d bytes exceeds the %d MiB limit", desc.Digest, desc.Size, MaxManifestSize>>20)
+	}
+	b, err := content.ReadAll(rc, desc)
+	if err != nil {
+		return desc, nil, fmt.Errorf("fetching %s: %w", reference, err)
+	}
+	return desc, b, nil
 }
 
 // fetchImageManifest reads and decodes an image manifest (bounded and

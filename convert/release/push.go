@@ -31,6 +31,15 @@ func (rel *Provider) Artifact(ctx context.Context) (*oci.Artifact, error) {
 
 // build assembles the artifact from the packages and their h1 hashes.
 func (rel *Provider) build(h1 map[names.Platform]string) (*oci.Artifact, error) {
+	pkgs, pa, err := rel.parts(h1)
+	if err != nil {
+		return nil, err
+	}
+	return oci.BuildProvider(pkgs, pa)
+}
+
+// parts are the packages and provenance an artifact is built from.
+func (rel *Provider) parts(h1 map[names.Platform]string) ([]oci.ProviderPackage, *oci.ProvenanceArtifact, error) {
 	prov := oci.Provenance{
 		Type:          rel.Type,
 		Version:       rel.Version,
@@ -44,10 +53,7 @@ func (rel *Provider) build(h1 map[names.Platform]string) (*oci.Artifact, error) 
 		pkgs[i] = oci.ProviderPackage{Platform: p.Platform, Zip: p.zipDescriptor(), Open: p.open}
 	}
 	pa, err := oci.BuildProvenance(prov, rel.Files)
-	if err != nil {
-		return nil, err
-	}
-	return oci.BuildProvider(pkgs, pa)
+	return pkgs, pa, err
 }
 
 // Push pushes the release under its version tag.
@@ -151,8 +157,22 @@ func (rel *Provider) heldAs(ctx context.Context, repo oci.Repository, held diges
 			return desc, false
 		}
 	}
-	a, err := rel.build(stored)
-	return desc, err == nil && a.Root().Digest == held
+	return desc, rel.builds(stored, held)
+}
+
+// builds reports whether rel, with the given h1 hashes, makes the index
+// held, as oci-tofu builds indexes now or as earlier versions did.
+func (rel *Provider) builds(h1 map[names.Platform]string, held digest.Digest) bool {
+	pkgs, pa, err := rel.parts(h1)
+	if err != nil {
+		return false
+	}
+	for _, build := range []func([]oci.ProviderPackage, *oci.ProvenanceArtifact) (*oci.Artifact, error){oci.BuildProvider, oci.BuildProviderUnannotated} {
+		if a, err := build(pkgs, pa); err == nil && a.Root().Digest == held {
+			return true
+		}
+	}
+	return false
 }
 
 func (rel *Provider) zipBlobs() []oci.Blob {

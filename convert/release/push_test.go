@@ -2,12 +2,14 @@ package release_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	orasoci "oras.land/oras-go/v2/content/oci"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
@@ -112,4 +114,51 @@ func TestPushProviderReleaseDeferredZipCheck(t *testing.T) {
 	if blobs > 2 { // blobs/ and blobs/sha256/ at most: nothing was written
 		t.Fatalf("%d blob paths written before verification", blobs)
 	}
+}
+
+// A release pushed by an earlier oci-tofu (an index without the provenance
+// summary annotations) is recognised as the same release: up to date, not
+// "different content".
+func TestPushRecognisesUnannotatedIndex(t *testing.T) {
+	ctx := context.Background()
+	repo, _ := orasoci.New(t.TempDir())
+	rel, err := release.ReadProvider(ctx, fixture(t, "providers", "hello", "1.0.0"), release.Options{Keys: []*pgp.Keyring{mustKeyring(t, "gpg-signer.asc")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, err := rel.Artifact(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, _ := oci.ParseProviderIndex(current.Root(), current.Manifests[len(current.Manifests)-1].Bytes)
+	if pv.Summary == nil || pv.Summary.Protocols[0] != "6.0" || len(pv.Summary.SigningKeyIDs) != 1 {
+		t.Fatalf("summary: %+v", pv.Summary)
+	}
+	// The same release as earlier versions wrote it.
+	legacy := unannotated(t, current)
+	if _, err := oci.Push(ctx, repo, legacy, oci.Tags{"1.0.0": ""}, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rel.Push(ctx, repo, false, oci.PushOptions{})
+	if err != nil || !res.UpToDate || res.Root.Digest != legacy.Root().Digest {
+		t.Fatalf("re-push over the unannotated index: %+v %v", res, err)
+	}
+}
+
+// unannotated rewrites an artifact's index without annotations.
+func unannotated(t *testing.T, a *oci.Artifact) *oci.Artifact {
+	t.Helper()
+	rootBytes := a.Manifests[len(a.Manifests)-1].Bytes
+	var idx ocispec.Index
+	if err := json.Unmarshal(rootBytes, &idx); err != nil || len(idx.Annotations) == 0 {
+		t.Fatalf("index %s: %v", rootBytes, err)
+	}
+	idx.Annotations = nil
+	root, err := oci.EncodeIndex(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := *a
+	out.Manifests = append(append([]oci.Manifest(nil), a.Manifests[:len(a.Manifests)-1]...), root)
+	return &out
 }
