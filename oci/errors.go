@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -42,8 +43,11 @@ const (
 	FailureDenied
 	// FailureThrottled: the registry asked us to slow down (429).
 	FailureThrottled
-	// FailureUnavailable: the registry answered 5xx.
+	// FailureUnavailable: the registry answered 503 (overloaded, down for
+	// maintenance): worth asking again later.
 	FailureUnavailable
+	// FailureServerError: the registry answered another 5xx.
+	FailureServerError
 	// FailureTimeout: no answer in time.
 	FailureTimeout
 	// FailureUnreachable: no connection (refused, reset, DNS).
@@ -125,8 +129,10 @@ func classifyStatus(code int) Failure {
 		return FailureThrottled
 	case code == http.StatusRequestTimeout || code == http.StatusGatewayTimeout:
 		return FailureTimeout
-	case code >= 500:
+	case code == http.StatusServiceUnavailable:
 		return FailureUnavailable
+	case code >= 500:
+		return FailureServerError
 	case code == http.StatusBadRequest:
 		return FailureOther
 	}
@@ -193,4 +199,13 @@ func IsContentProblem(err error) bool {
 		return true
 	}
 	return false
+}
+
+// ErrorURL is the URL a registry's error answer in err came from, or nil.
+func ErrorURL(err error) *url.URL {
+	var resp *errcode.ErrorResponse
+	if errors.As(err, &resp) {
+		return resp.URL
+	}
+	return nil
 }

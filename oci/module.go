@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -61,9 +62,25 @@ func ReadModule(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descr
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
 		return ocispec.Descriptor{}, invalid("%s has mediaType %q, but a module package is an OCI image manifest", desc.Digest, desc.MediaType)
 	}
-	m, err := fetchImageManifest(ctx, repo, desc)
+	b, err := FetchManifest(ctx, repo, desc)
 	if err != nil {
 		return ocispec.Descriptor{}, err
+	}
+	return ParseModule(desc, b)
+}
+
+// ParseModule checks a module package manifest's body as OpenTofu does and
+// returns its zip layer.
+func ParseModule(desc ocispec.Descriptor, b []byte) (ocispec.Descriptor, error) {
+	if desc.MediaType == ocispec.MediaTypeImageIndex {
+		return ocispec.Descriptor{}, invalid("%s is an image index (a provider?), but a module package is an image manifest", desc.Digest)
+	}
+	if desc.MediaType != ocispec.MediaTypeImageManifest {
+		return ocispec.Descriptor{}, invalid("%s has mediaType %q, but a module package is an OCI image manifest", desc.Digest, desc.MediaType)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return ocispec.Descriptor{}, invalid("manifest %s is not valid JSON: %v", desc.Digest, err)
 	}
 	if m.MediaType != ocispec.MediaTypeImageManifest {
 		return ocispec.Descriptor{}, invalid("manifest %s has mediaType %q", desc.Digest, m.MediaType)

@@ -288,6 +288,16 @@ func FetchManifest(ctx context.Context, repo ReadOnlyRepository, desc ocispec.De
 	return b, nil
 }
 
+// manifestMediaTypes are the media types a registry answers manifest
+// requests with; anything else is a bad answer, not a bad artifact.
+var manifestMediaTypes = map[string]bool{
+	ocispec.MediaTypeImageManifest: true, ocispec.MediaTypeImageIndex: true,
+	"application/vnd.docker.distribution.manifest.v2+json":      true,
+	"application/vnd.docker.distribution.manifest.list.v2+json": true,
+	"application/vnd.docker.distribution.manifest.v1+json":      true,
+	"application/vnd.docker.distribution.manifest.v1+prettyjws": true,
+}
+
 // FetchReference reads the manifest or index a tag or digest names, in
 // one round trip where the repository can (a registry answers a GET by
 // tag with the body and its digest), bounded by MaxManifestSize and
@@ -307,6 +317,9 @@ func FetchReference(ctx context.Context, repo ReadOnlyRepository, reference stri
 		return desc, nil, err
 	}
 	defer rc.Close()
+	if !manifestMediaTypes[desc.MediaType] {
+		return desc, nil, fmt.Errorf("the registry answered a manifest request for %s with content type %q, which is no manifest type", reference, desc.MediaType)
+	}
 	if desc.Size > MaxManifestSize || desc.Size < 0 {
 		return desc, nil, invalid("manifest %s of %d bytes exceeds the %d MiB limit", desc.Digest, desc.Size, MaxManifestSize>>20)
 	}

@@ -179,7 +179,7 @@ func (u *Upload) upload(ctx context.Context, b Blob, progress func(int64)) error
 
 func transientFailure(err error) bool {
 	switch Classify(err) {
-	case FailureThrottled, FailureUnavailable, FailureTimeout, FailureUnreachable:
+	case FailureThrottled, FailureUnavailable, FailureServerError, FailureTimeout, FailureUnreachable:
 		return true
 	}
 	return false

@@ -68,9 +68,21 @@ func ReadTofuRelease(ctx context.Context, repo ReadOnlyRepository, desc ocispec.
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
 		return nil, nil, invalid("%s has mediaType %q, not an OCI image manifest", desc.Digest, desc.MediaType)
 	}
-	m, err := fetchImageManifest(ctx, repo, desc)
+	b, err := FetchManifest(ctx, repo, desc)
 	if err != nil {
 		return nil, nil, err
+	}
+	return ReadTofuReleaseBody(ctx, repo, desc, b)
+}
+
+// ReadTofuReleaseBody is ReadTofuRelease for a manifest already read.
+func ReadTofuReleaseBody(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor, b []byte) (*TofuRelease, map[string]ocispec.Descriptor, error) {
+	if desc.MediaType != ocispec.MediaTypeImageManifest {
+		return nil, nil, invalid("%s has mediaType %q, not an OCI image manifest", desc.Digest, desc.MediaType)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, nil, invalid("manifest %s is not valid JSON: %v", desc.Digest, err)
 	}
 	if m.ArtifactType != ArtifactTypeTofuRelease || m.Config.MediaType != MediaTypeTofuReleaseConfig {
 		return nil, nil, invalid("manifest %s is not an OpenTofu release artifact", desc.Digest)

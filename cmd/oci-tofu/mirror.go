@@ -11,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/mirror"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -42,12 +43,12 @@ OpenTofu's signing key (or --tofu-key) and SHA256SUMS, one artifact per version.
 			&cli.StringFlag{Name: "tofu-download-url", Value: branding.DefaultMirrorURLTemplate, Usage: "download URL `TEMPLATE` with {{ .Version }} and {{ .Artifact }}", EnvVars: []string{"OCI_TOFU_TOFU_DOWNLOAD_URL"}},
 			&cli.StringSliceFlag{Name: "tofu-key", Usage: "armored public key `FILE` for OpenTofu releases instead of OpenTofu's (repeatable)"},
 		}, append(registryFlags(), outputFlags()...)...),
-		Action: mirror,
+		Action: runMirror,
 	}
 }
 
-func mirror(c *cli.Context) error {
-	opts := origin.MirrorOptions{}
+func runMirror(c *cli.Context) error {
+	opts := mirror.MirrorOptions{}
 	var err error
 	for _, p := range c.StringSlice("platform") {
 		pl, err := names.ParsePlatform(p)
@@ -91,14 +92,14 @@ func mirror(c *cli.Context) error {
 	}
 	origins := origin.NewClient(transport)
 	rep := newReporter(c)
-	var results []origin.Result
+	var results []mirror.Result
 	if len(specs) > 0 {
 		if opts.Template, err = oci.ParseProviderTemplate(c.String("provider-template")); err != nil {
 			return fmt.Errorf("--provider-template: %w", err)
 		}
 		opts.Open = client.Open
 		opts.Log = rep.infof
-		results = origin.Mirror(c.Context, origins, specs, opts)
+		results = mirror.Mirror(c.Context, origins, specs, opts)
 	}
 	if repo := c.String("tofu-repository"); repo != "" {
 		tofu, err := tofuMirrorOptions(c, client, repo, opts.Platforms)
@@ -106,7 +107,7 @@ func mirror(c *cli.Context) error {
 			return err
 		}
 		tofu.Log = rep.infof
-		results = append(results, origin.MirrorTofu(c.Context, origins, tofu)...)
+		results = append(results, mirror.MirrorTofu(c.Context, origins, tofu)...)
 	}
 	failed := 0
 	for _, r := range results {
@@ -134,8 +135,8 @@ func mirror(c *cli.Context) error {
 	return nil
 }
 
-func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []names.Platform) (origin.TofuMirrorOptions, error) {
-	opts := origin.TofuMirrorOptions{
+func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []names.Platform) (mirror.TofuMirrorOptions, error) {
+	opts := mirror.TofuMirrorOptions{
 		APIURL:           c.String("tofu-api-url"),
 		DownloadTemplate: c.String("tofu-download-url"),
 		Platforms:        platforms,

@@ -21,10 +21,19 @@ func registryFlags() []cli.Flag {
 	}
 }
 
-// registryClient builds the registry client from registryFlags. The
-// password comes from stdin or OCI_TOFU_PASSWORD, never from a flag value,
-// so it stays out of process listings and shell history.
+// registryClient builds the registry client from registryFlags.
 func registryClient(c *cli.Context) (*oci.Client, error) {
+	opts, err := registryOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	return oci.NewClient(opts)
+}
+
+// registryOptions reads registryFlags. The password comes from stdin or
+// OCI_TOFU_PASSWORD, never from a flag value, so it stays out of process
+// listings and shell history.
+func registryOptions(c *cli.Context) (oci.Options, error) {
 	opts := oci.Options{
 		PlainHTTP: c.Bool("plain-http"),
 		CAFile:    c.String("ca-file"),
@@ -34,14 +43,14 @@ func registryClient(c *cli.Context) (*oci.Client, error) {
 	if c.Bool("password-stdin") {
 		b, err := io.ReadAll(io.LimitReader(os.Stdin, 64<<10))
 		if err != nil {
-			return nil, fmt.Errorf("reading password from stdin: %w", err)
+			return opts, fmt.Errorf("reading password from stdin: %w", err)
 		}
 		opts.Password = strings.TrimRight(string(b), "\r\n")
 	} else {
 		opts.Password = os.Getenv("OCI_TOFU_PASSWORD")
 	}
 	if opts.Password != "" && opts.Username == "" {
-		return nil, fmt.Errorf("a password was given without --username")
+		return opts, fmt.Errorf("a password was given without --username")
 	}
-	return oci.NewClient(opts)
+	return opts, nil
 }

@@ -27,7 +27,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/protocol"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 func serveCommand() *cli.Command {
@@ -75,7 +76,13 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
 			&cli.StringFlag{Name: "url-signing-key-file", Usage: "`FILE` holding the HMAC key for archive URLs (share between replicas; default random)", EnvVars: []string{"OCI_TOFU_URL_SIGNING_KEY_FILE"}},
 			&cli.DurationFlag{Name: "archive-url-ttl", Value: time.Hour, Usage: "lifetime of signed archive URLs", EnvVars: []string{"OCI_TOFU_ARCHIVE_URL_TTL"}},
 			&cli.DurationFlag{Name: "tag-ttl", Value: 30 * time.Second, Usage: "how long tag lists and tag resolutions are cached", EnvVars: []string{"OCI_TOFU_TAG_TTL"}},
-			&cli.IntFlag{Name: "cache-entries", Value: 4096, Usage: "entries per in-memory cache", EnvVars: []string{"OCI_TOFU_CACHE_ENTRIES"}},
+			&cli.DurationFlag{Name: "resolve-ttl", Value: 5 * time.Minute, Usage: "how long what a version tag names is cached (a re-tagged version is seen within it)", EnvVars: []string{"OCI_TOFU_RESOLVE_TTL"}},
+			&cli.DurationFlag{Name: "max-stale", Value: 5 * time.Minute, Usage: "how long past their TTL documents are still served while being revalidated in the background", EnvVars: []string{"OCI_TOFU_MAX_STALE"}},
+			&cli.DurationFlag{Name: "failure-ttl", Value: 5 * time.Second, Usage: "how long a registry failure is remembered before asking again", EnvVars: []string{"OCI_TOFU_FAILURE_TTL"}},
+			&cli.IntFlag{Name: "cache-entries", Value: 16384, Usage: "entries per in-memory cache", EnvVars: []string{"OCI_TOFU_CACHE_ENTRIES"}},
+			&cli.Int64Flag{Name: "cache-bytes", Value: 64 << 20, Usage: "approximate bytes per in-memory cache", EnvVars: []string{"OCI_TOFU_CACHE_BYTES"}},
+			&cli.IntFlag{Name: "registry-concurrency", Value: 64, Usage: "most requests in flight to one registry", EnvVars: []string{"OCI_TOFU_REGISTRY_CONCURRENCY"}},
+			&cli.StringSliceFlag{Name: "denied-as-missing", Usage: "registry `HOST` (or *) that answers 401/403 for repositories that do not exist, like ghcr.io: the proxy then answers 404 for them (repeatable)", EnvVars: []string{"OCI_TOFU_DENIED_AS_MISSING"}},
 			&cli.DurationFlag{Name: "upstream-timeout", Value: 30 * time.Second, Usage: "bound on each metadata call to the registry", EnvVars: []string{"OCI_TOFU_UPSTREAM_TIMEOUT"}},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 60 * time.Second, Usage: "abort an archive download without progress for this long", EnvVars: []string{"OCI_TOFU_STALL_TIMEOUT"}},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
@@ -94,7 +101,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var mappings []protocol.ProviderMapping
+	var mappings []store.ProviderMapping
 	if f := c.String("config"); f != "" {
 		mirrors, err := cliconfig.ReadOCIMirrors(f)
 		if err != nil {
@@ -105,7 +112,7 @@ func serve(c *cli.Context) error {
 			if err != nil {
 				return fmt.Errorf("--config %s: %w", f, err)
 			}
-			mappings = append(mappings, protocol.ProviderMapping{Template: tpl, Include: m.Include, Exclude: m.Exclude})
+			mappings = append(mappings, store.ProviderMapping{Template: tpl, Include: m.Include, Exclude: m.Exclude})
 		}
 	}
 	if c.String("provider-template") == "" && len(mappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
@@ -133,12 +140,13 @@ func serve(c *cli.Context) error {
 		}
 		tofuRepo = &ref
 	}
-	client, err := registryClient(c)
+	ro, err := registryOptions(c)
 	if err != nil {
 		return err
 	}
-	opts := protocol.Options{
-		Client:           client,
+	ro.Etiquette = &oci.Etiquette{MaxConcurrent: c.Int("registry-concurrency")}
+	opts := proxy.Options{
+		Registry:         ro,
 		ProviderTemplate: tpl,
 		ProviderMappings: mappings,
 		ModuleTemplate:   modTpl,
@@ -148,7 +156,12 @@ func serve(c *cli.Context) error {
 		RegistryHostname: c.String("registry-hostname"),
 		ArchiveURLTTL:    c.Duration("archive-url-ttl"),
 		TagTTL:           c.Duration("tag-ttl"),
+		ResolveTTL:       c.Duration("resolve-ttl"),
+		MaxStale:         c.Duration("max-stale"),
+		FailureTTL:       c.Duration("failure-ttl"),
 		CacheEntries:     c.Int("cache-entries"),
+		CacheBytes:       c.Int64("cache-bytes"),
+		DeniedAsMissing:  c.StringSlice("denied-as-missing"),
 		UpstreamTimeout:  c.Duration("upstream-timeout"),
 		StallTimeout:     c.Duration("stall-timeout"),
 		Logger:           logger,
@@ -173,7 +186,7 @@ func serve(c *cli.Context) error {
 		}
 		opts.URLSigningKey = key
 	}
-	srv, err := protocol.New(opts)
+	srv, err := proxy.New(opts)
 	if err != nil {
 		return err
 	}

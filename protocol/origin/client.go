@@ -1,7 +1,8 @@
-// Package origin is a client for origin registries: service discovery and
-// the Provider Registry Protocol (REFERENCE §5), as OpenTofu uses them, and
-// Mirror, which copies verified provider releases from an origin registry
-// into OCI with the packer.
+// Package origin is a client for origins: registries speaking service
+// discovery and the Provider Registry Protocol (REFERENCE §5) as OpenTofu
+// uses them, and TofuDL APIs. Credentials (TF_TOKEN_*) go only to the
+// registry host itself, never to download locations elsewhere; every
+// answer is bounded.
 package origin
 
 import (
@@ -21,11 +22,12 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // maxJSON bounds every protocol document read.
-const maxJSON = 4 << 20
+const maxJSON = oci.MaxDocument
 
 // Client talks to origin registries.
 type Client struct {
@@ -209,8 +211,8 @@ func (c *Client) FetchFile(ctx context.Context, u *url.URL, host string, max int
 	return nil
 }
 
-// fetchTo downloads u into path, checking the sha256 when given.
-func (c *Client) fetchTo(ctx context.Context, u *url.URL, host string, max int64, path, sha string) error {
+// FetchTo downloads u into path, checking the sha256 when given.
+func (c *Client) FetchTo(ctx context.Context, u *url.URL, host string, max int64, path, sha string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -227,4 +229,13 @@ func (c *Client) fetchTo(ctx context.Context, u *url.URL, host string, max int64
 		return fmt.Errorf("%s: sha256 %x does not match the registry's %s", filepath.Base(path), h.Sum(nil), sha)
 	}
 	return nil
+}
+
+// TofuAPI reads a TofuDL api.json.
+func (c *Client) TofuAPI(ctx context.Context, u *url.URL) (*wire.TofuAPI, error) {
+	var doc wire.TofuAPI
+	if _, err := c.getJSON(ctx, u, u.Host, &doc); err != nil {
+		return nil, err
+	}
+	return &doc, nil
 }

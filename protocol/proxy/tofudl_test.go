@@ -1,4 +1,4 @@
-package protocol
+package proxy
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // pushTofuFixture verifies a fixture release as `oci-tofu push tofu` does
@@ -188,7 +189,7 @@ func TestTofuMirrorFromLayout(t *testing.T) {
 // compared as numbers.
 func TestCompareTofuVersions(t *testing.T) {
 	in := []string{"1.9.0", "1.10.0-alpha1", "1.10.0-rc10", "1.10.0", "1.10.0-rc2", "1.10.0-beta1", "1.8.10", "1.8.9", "2.0.0-alpha1"}
-	slices.SortFunc(in, func(a, b string) int { return -compareTofuVersions(a, b) })
+	slices.SortFunc(in, func(a, b string) int { return -names.CompareTofuVersions(a, b) })
 	want := []string{"2.0.0-alpha1", "1.10.0", "1.10.0-rc10", "1.10.0-rc2", "1.10.0-beta1", "1.10.0-alpha1", "1.9.0", "1.8.10", "1.8.9"}
 	if !slices.Equal(in, want) {
 		t.Fatalf("%v\nwant %v", in, want)
@@ -313,7 +314,7 @@ func TestTofuMirrorUpstream(t *testing.T) {
 	fp := newFaultProxy(t, reg)
 	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true, Timeout: 2 * time.Second})
 	ref := oci.Reference{Registry: fp.host(), Repository: "tools/opentofu"}
-	p := startProxy(t, Options{Client: plain, TofuRepository: &ref, TagTTL: time.Nanosecond, UpstreamTimeout: 500 * time.Millisecond})
+	p := startProxy(t, Options{Client: plain, TofuRepository: &ref, TagTTL: time.Nanosecond, ResolveTTL: time.Nanosecond, MaxStale: -1, FailureTTL: -1, UpstreamTimeout: 500 * time.Millisecond})
 	var doc tofuAPIDoc
 	p.getJSON(t, "/tofu/api.json", 200, &doc)
 	if len(doc.Versions) != 0 {

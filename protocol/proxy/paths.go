@@ -1,20 +1,15 @@
-package protocol
+package proxy
 
 import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 
-	"github.com/apparentlymart/go-versions/versions"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/opencontainers/go-digest"
-)
 
-// Provider is a provider address: hostname/namespace/type, lower-cased as
-// OpenTofu normalises it.
-type Provider = names.Provider
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
 
 // errBadPath marks a request whose path cannot name anything (400).
 var errBadPath = errors.New("bad request path")
@@ -74,8 +69,8 @@ func parseHostname(s string) (string, error) {
 	return s, nil
 }
 
-func parseProvider(host, ns, typ string) (Provider, error) {
-	var p Provider
+func parseProvider(host, ns, typ string) (names.Provider, error) {
+	var p names.Provider
 	var err error
 	if p.Hostname, err = parseHostname(host); err != nil {
 		return p, err
@@ -89,13 +84,10 @@ func parseProvider(host, ns, typ string) (Provider, error) {
 	return p, nil
 }
 
-func parseVersion(s string) (versions.Version, error) {
-	if len(s) > 128 {
-		return versions.Unspecified, badPath("version too long")
-	}
+func parseVersion(s string) (names.Version, error) {
 	v, err := names.ParseVersion(s)
 	if err != nil {
-		return versions.Unspecified, badPath("%v", err)
+		return names.Version{}, badPath("%v", err)
 	}
 	return v, nil
 }
@@ -103,9 +95,9 @@ func parseVersion(s string) (versions.Version, error) {
 // MirrorRequest is a parsed Provider Network Mirror Protocol path:
 // :hostname/:namespace/:type/index.json or …/:version.json.
 type MirrorRequest struct {
-	Provider Provider
-	// Version is Unspecified for index.json.
-	Version versions.Version
+	Provider names.Provider
+	// Version is unset for index.json.
+	Version names.Version
 	Index   bool
 }
 
@@ -140,7 +132,7 @@ type RegistryRequest struct {
 	Namespace, Type string
 	// Download is false for the versions listing.
 	Download bool
-	Version  versions.Version
+	Version  names.Version
 	Platform names.Platform
 }
 
@@ -181,7 +173,7 @@ func ParseRegistryPath(escaped string) (RegistryRequest, error) {
 }
 
 func parsePlatform(os, arch string) (names.Platform, error) {
-	if len(os) > 32 || len(arch) > 32 || strings.Contains(os, "_") || strings.Contains(arch, "_") {
+	if strings.Contains(os, "_") || strings.Contains(arch, "_") {
 		return names.Platform{}, badPath("invalid platform %q/%q", os, arch)
 	}
 	p, err := names.ParsePlatform(os + "_" + arch)
@@ -194,6 +186,7 @@ func parsePlatform(os, arch string) (names.Platform, error) {
 // ArchiveFile says which file an archive URL names.
 type ArchiveFile int
 
+// The files of a provider release the proxy serves.
 const (
 	ArchiveZip ArchiveFile = iota + 1
 	ArchiveSHA256SUMS
@@ -206,8 +199,8 @@ const (
 // …_SHA256SUMS or …_SHA256SUMS.sig. The index digest pins the URL to the
 // exact release whose metadata handed it out.
 type ArchiveRequest struct {
-	Provider Provider
-	Version  versions.Version
+	Provider names.Provider
+	Version  names.Version
 	Index    digest.Digest
 	File     ArchiveFile
 	Platform names.Platform
@@ -227,76 +220,49 @@ func ParseArchivePath(escaped string) (ArchiveRequest, error) {
 	if r.Version, err = parseVersion(seg[3]); err != nil {
 		return ArchiveRequest{}, err
 	}
-	r.Index = digest.NewDigestFromEncoded(digest.SHA256, seg[4])
-	if len(seg[4]) != 64 || strings.ToLower(seg[4]) != seg[4] || r.Index.Validate() != nil {
-		return ArchiveRequest{}, badPath("invalid index digest %q", seg[4])
+	if r.Index, err = parseHexDigest(seg[4]); err != nil {
+		return ArchiveRequest{}, err
 	}
-	f, err := names.ParseProviderFilename(seg[5])
-	if err != nil {
-		return ArchiveRequest{}, badPath("%v", err)
-	}
-	if f.Type != p.Type || f.Version != seg[3] {
-		return ArchiveRequest{}, badPath("file %q does not belong to %s %s", seg[5], p, seg[3])
-	}
-	switch f.Kind {
-	case names.ProviderZip:
-		r.File, r.Platform = ArchiveZip, f.Platform
-	case names.ProviderSHA256SUMS:
-		r.File = ArchiveSHA256SUMS
-	case names.ProviderSignature:
-		if seg[5] != sumsName(p.Type, r.Version)+".sig" {
-			return ArchiveRequest{}, badPath("unknown signature file %q", seg[5])
-		}
-		r.File = ArchiveSignature
-	default:
-		return ArchiveRequest{}, badPath("unknown file %q", seg[5])
+	if r.File, r.Platform, err = archiveFile(p, seg[3], seg[5]); err != nil {
+		return ArchiveRequest{}, err
 	}
 	return r, nil
 }
 
-// zipName is the release file name of a platform's package.
-func zipName(typ string, v versions.Version, p names.Platform) string {
-	return fmt.Sprintf("terraform-provider-%s_%s_%s_%s.zip", typ, v, p.OS, p.Arch)
-}
-
-func sumsName(typ string, v versions.Version) string {
-	return fmt.Sprintf("terraform-provider-%s_%s_SHA256SUMS", typ, v)
+// archiveFile tells which file of release p/version a file name is.
+func archiveFile(p names.Provider, version, name string) (ArchiveFile, names.Platform, error) {
+	f, err := names.ParseProviderFilename(name)
+	if err != nil {
+		return 0, names.Platform{}, badPath("%v", err)
+	}
+	if f.Type != p.Type || f.Version != version {
+		return 0, names.Platform{}, badPath("file %q does not belong to %s %s", name, p, version)
+	}
+	switch f.Kind {
+	case names.ProviderZip:
+		return ArchiveZip, f.Platform, nil
+	case names.ProviderSHA256SUMS:
+		return ArchiveSHA256SUMS, names.Platform{}, nil
+	case names.ProviderSignature:
+		if name != names.ProviderSignatureName(p.Type, version) {
+			return 0, names.Platform{}, badPath("unknown signature file %q", name)
+		}
+		return ArchiveSignature, names.Platform{}, nil
+	}
+	return 0, names.Platform{}, badPath("unknown file %q", name)
 }
 
 // archivePath is the escaped path (below the archive prefix) of a file.
-func archivePath(p Provider, v versions.Version, index digest.Digest, file string) string {
+func archivePath(p names.Provider, v names.Version, index digest.Digest, file string) string {
 	return strings.Join([]string{
 		url.PathEscape(p.Hostname), p.Namespace, p.Type, url.PathEscape(v.String()), index.Encoded(), url.PathEscape(file),
 	}, "/")
 }
 
-// Module is a module registry address without its hostname:
-// namespace/name/system, lower-cased.
-type Module struct {
-	Namespace, Name, System string
-}
-
-func (m Module) String() string { return m.Namespace + "/" + m.Name + "/" + m.System }
-
-var (
-	// moduleNameRE is a module namespace or name: letters, digits, and
-	// single "-" or "_" inside (OpenTofu's rule, restricted to what a
-	// repository path component can hold).
-	moduleNameRE = regexp.MustCompile(`^[a-z0-9]+([_-][a-z0-9]+)*$`)
-	// moduleSystemRE is a module's target system, as OpenTofu accepts it.
-	moduleSystemRE = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
-)
-
-func parseModule(ns, name, system string) (Module, error) {
-	m := Module{Namespace: strings.ToLower(ns), Name: strings.ToLower(name), System: strings.ToLower(system)}
-	if len(m.Namespace) > 64 || !moduleNameRE.MatchString(m.Namespace) {
-		return Module{}, badPath("invalid module namespace %q", ns)
-	}
-	if len(m.Name) > 64 || !moduleNameRE.MatchString(m.Name) {
-		return Module{}, badPath("invalid module name %q", name)
-	}
-	if !moduleSystemRE.MatchString(m.System) {
-		return Module{}, badPath("invalid module system %q", system)
+func parseModule(ns, name, system string) (names.Module, error) {
+	m, err := names.ParseModule(ns, name, system)
+	if err != nil {
+		return names.Module{}, badPath("%v", err)
 	}
 	return m, nil
 }
@@ -305,10 +271,10 @@ func parseModule(ns, name, system string) (Module, error) {
 // :namespace/:name/:system/versions or
 // :namespace/:name/:system/:version/download.
 type ModuleRequest struct {
-	Module Module
+	Module names.Module
 	// Download is false for the versions listing.
 	Download bool
-	Version  versions.Version
+	Version  names.Version
 }
 
 // ParseModulePath parses the escaped path below modules.v1.
@@ -344,11 +310,11 @@ func ParseModulePath(escaped string) (ModuleRequest, error) {
 
 // ModuleArchiveRequest is a parsed module archive URL path:
 // :namespace/:name/:system/:version/:manifest-sha256-hex/:filename, where
-// filename is moduleZipName's. The manifest digest pins the URL to the
-// exact package whose download answer handed it out.
+// filename is names.ModuleZipName's. The manifest digest pins the URL to
+// the exact package whose download answer handed it out.
 type ModuleArchiveRequest struct {
-	Module   Module
-	Version  versions.Version
+	Module   names.Module
+	Version  names.Version
 	Manifest digest.Digest
 }
 
@@ -370,7 +336,7 @@ func ParseModuleArchivePath(escaped string) (ModuleArchiveRequest, error) {
 	if r.Manifest, err = parseHexDigest(seg[4]); err != nil {
 		return ModuleArchiveRequest{}, err
 	}
-	if seg[5] != moduleZipName(m, r.Version) {
+	if seg[5] != names.ModuleZipName(m, r.Version) {
 		return ModuleArchiveRequest{}, badPath("file %q does not belong to module %s %s", seg[5], m, r.Version)
 	}
 	return r, nil
@@ -384,43 +350,18 @@ func parseHexDigest(s string) (digest.Digest, error) {
 	return d, nil
 }
 
-// moduleZipName is the file name of a module package download; it ends in
-// .zip so that go-getter unpacks it as a zip archive.
-func moduleZipName(m Module, v versions.Version) string {
-	return fmt.Sprintf("%s-%s-%s-%s.zip", m.Namespace, m.Name, m.System, v)
-}
-
 // moduleArchivePath is the escaped path (below the module archive prefix)
 // of a module package.
-func moduleArchivePath(m Module, v versions.Version, manifest digest.Digest) string {
+func moduleArchivePath(m names.Module, v names.Version, manifest digest.Digest) string {
 	return strings.Join([]string{
-		m.Namespace, m.Name, m.System, url.PathEscape(v.String()), manifest.Encoded(), url.PathEscape(moduleZipName(m, v)),
+		m.Namespace, m.Name, m.System, url.PathEscape(v.String()), manifest.Encoded(), url.PathEscape(names.ModuleZipName(m, v)),
 	}, "/")
-}
-
-// tofuVersionRE is an OpenTofu release version as the TofuDL mirror
-// specification (and tofudl's parser) accepts it.
-var tofuVersionRE = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-(alpha|beta|rc)(0|[1-9][0-9]*))?$`)
-
-// tofuArtifactRE is a release file name (tofudl's rule).
-var tofuArtifactRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
-
-// parseTofuVersion parses a release version as api.json lists it.
-func parseTofuVersion(s string) (versions.Version, error) {
-	if len(s) > 64 || !tofuVersionRE.MatchString(s) {
-		return versions.Unspecified, badPath("invalid OpenTofu version %q: want MAJOR.MINOR.PATCH with an optional -alphaN, -betaN or -rcN", s)
-	}
-	return parseVersion(s)
-}
-
-func validTofuArtifact(s string) bool {
-	return tofuArtifactRE.MatchString(s) && s != "." && s != ".."
 }
 
 // TofuDownloadRequest is a parsed TofuDL download path below
 // /tofu/download/: v:version/:artifact.
 type TofuDownloadRequest struct {
-	Version  versions.Version
+	Version  names.Version
 	Artifact string
 }
 
@@ -434,11 +375,11 @@ func ParseTofuDownloadPath(escaped string) (TofuDownloadRequest, error) {
 	if !ok {
 		return TofuDownloadRequest{}, badPath("want v<version>/<artifact>, got %q", seg[0])
 	}
-	v, err := parseTofuVersion(vs)
+	v, err := names.ParseTofuVersion(vs)
 	if err != nil {
-		return TofuDownloadRequest{}, err
+		return TofuDownloadRequest{}, badPath("%v", err)
 	}
-	if !validTofuArtifact(seg[1]) {
+	if !names.ValidTofuArtifact(seg[1]) {
 		return TofuDownloadRequest{}, badPath("invalid artifact name %q", seg[1])
 	}
 	return TofuDownloadRequest{Version: v, Artifact: seg[1]}, nil

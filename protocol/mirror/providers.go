@@ -1,4 +1,8 @@
-package origin
+// Package mirror copies releases from their origins into OCI repositories,
+// verified as OpenTofu verifies them: provider releases from origin
+// registries (the Provider Registry Protocol) and OpenTofu releases from a
+// TofuDL API. It is the use case behind `oci-tofu mirror`.
+package mirror
 
 import (
 	"context"
@@ -20,6 +24,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
 // MirrorOptions configure Mirror.
@@ -57,7 +62,7 @@ type Result struct {
 // pushed with the packer, provenance included. Versions already complete in
 // the target are skipped without downloading. A failure is reported in its
 // result and does not stop the other providers.
-func Mirror(ctx context.Context, c *Client, specs []names.ProviderSpec, opts MirrorOptions) []Result {
+func Mirror(ctx context.Context, c *origin.Client, specs []names.ProviderSpec, opts MirrorOptions) []Result {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
@@ -85,7 +90,7 @@ func Mirror(ctx context.Context, c *Client, specs []names.ProviderSpec, opts Mir
 	return results
 }
 
-func mirrorProvider(ctx context.Context, c *Client, spec names.ProviderSpec, opts MirrorOptions) []Result {
+func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSpec, opts MirrorOptions) []Result {
 	addr := spec.Provider.String()
 	fail := func(err error) []Result { return []Result{{Provider: addr, Error: err.Error()}} }
 	ref, err := opts.Template.Expand(spec.Provider.TemplateValues())
@@ -143,7 +148,7 @@ func mirrorProvider(ctx context.Context, c *Client, spec names.ProviderSpec, opt
 	return results
 }
 
-func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, locked *lockfile.Provider, opts MirrorOptions) (oci.PushResult, error) {
+func mirrorVersion(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, locked *lockfile.Provider, opts MirrorOptions) (oci.PushResult, error) {
 	platforms := opts.Platforms
 	if len(platforms) == 0 {
 		for _, p := range v.Platforms {
@@ -169,7 +174,7 @@ func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *wire.
 		return oci.PushResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	downloads := make([]*Download, len(platforms))
+	downloads := make([]*origin.Download, len(platforms))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Concurrency)
 	for i, p := range platforms {
@@ -190,7 +195,7 @@ func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *wire.
 			if err != nil {
 				return err
 			}
-			return c.fetchTo(gctx, u, addr.Hostname, opts.MaxZipSize, filepath.Join(dir, d.Filename), d.SHASum)
+			return c.FetchTo(gctx, u, addr.Hostname, opts.MaxZipSize, filepath.Join(dir, d.Filename), d.SHASum)
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -210,7 +215,7 @@ func mirrorVersion(ctx context.Context, c *Client, addr names.Provider, v *wire.
 		if err != nil {
 			return oci.PushResult{}, err
 		}
-		if err := c.fetchTo(ctx, u, addr.Hostname, 1<<20, filepath.Join(dir, file), ""); err != nil {
+		if err := c.FetchTo(ctx, u, addr.Hostname, 1<<20, filepath.Join(dir, file), ""); err != nil {
 			return oci.PushResult{}, err
 		}
 	}

@@ -1,4 +1,4 @@
-package protocol
+package proxy
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -33,7 +35,16 @@ type chunk struct {
 	n   int
 }
 
-// streamZip streams a zip blob from the registry to the client. It never
+// blobFile says how a streamed blob is presented to the client.
+type blobFile struct {
+	name        string // the download's file name
+	contentType string
+	// pinned: the URL names the blob's digest (directly or through an
+	// index), so HTTP caches may keep it.
+	pinned bool
+}
+
+// serveBlob streams a blob from the registry to the client. It never
 // buffers the blob: memory per download is streamBuffers buffers of
 // streamBufferSize. A reader goroutine reads and hashes the registry's
 // bytes while the handler writes earlier buffers to the client, so the two
@@ -42,18 +53,18 @@ type chunk struct {
 // verified, so on a mismatch the client never receives a complete file:
 // the response is aborted (the connection or HTTP/2 stream is reset) and
 // the client sees a broken download, never a silently wrong file.
-func (s *Server) streamZip(w http.ResponseWriter, r *http.Request, rel *release, zip ocispec.Descriptor, name string) {
-	if zip.Size < 0 || zip.Digest.Validate() != nil || zip.Digest.Algorithm() != "sha256" {
-		s.fail(w, r, statusErr(http.StatusBadGateway, nil, "the platform manifest's zip layer has an invalid descriptor"))
+func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.Repo, zip ocispec.Descriptor, file blobFile) {
+	if zip.Size < 0 || zip.Size > oci.MaxPackageSize || zip.Digest.Validate() != nil || zip.Digest.Algorithm() != "sha256" {
+		s.fail(w, r, statusErr(http.StatusBadGateway, nil, "the artifact's layer has an invalid descriptor (digest %q, %d bytes)", zip.Digest, zip.Size))
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/zip")
+	h.Set("Content-Type", file.contentType)
 	h.Set("Content-Length", itoa(zip.Size))
 	h.Set("ETag", `"`+zip.Digest.String()+`"`)
-	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	h.Set("Content-Disposition", `attachment; filename="`+file.name+`"`)
 	h.Set("X-Content-Type-Options", "nosniff")
-	s.cacheHeaders(w)
+	s.cacheHeaders(w, file.pinned)
 	if r.Method == http.MethodHead {
 		return
 	}
@@ -66,12 +77,13 @@ func (s *Server) streamZip(w http.ResponseWriter, r *http.Request, rel *release,
 	timer := time.AfterFunc(stall, cancel)
 	defer timer.Stop()
 
-	rc, err := rel.repo.Fetch(ctx, zip)
+	rc, err := repo.Fetch(ctx, zip)
 	if err != nil {
 		h.Del("Content-Length")
 		h.Del("ETag")
 		h.Del("Content-Disposition")
-		s.fail(w, r, s.src.upstream(err, "fetching the package zip"))
+		h.Del("Cache-Control")
+		s.fail(w, r, err)
 		return
 	}
 	defer rc.Close()

@@ -1,4 +1,4 @@
-package protocol
+package proxy
 
 import (
 	"crypto/hmac"
@@ -31,19 +31,11 @@ func (u *urlSigner) mac(path string, expires int64) []byte {
 
 // sign returns the query string that authorises path until now+ttl.
 func (u *urlSigner) sign(path string) string {
-	q, _ := u.signAt(path, u.now())
-	return q
-}
-
-// signAt returns the query string that authorises path until at+ttl, and
-// the time until which signing again would give the same query string
-// (expiry times are whole seconds).
-func (u *urlSigner) signAt(path string, at time.Time) (string, time.Time) {
-	expires := at.Add(u.ttl).Unix()
+	expires := u.now().Add(u.ttl).Unix()
 	q := url.Values{}
 	q.Set("expires", strconv.FormatInt(expires, 10))
 	q.Set("signature", base64.RawURLEncoding.EncodeToString(u.mac(path, expires)))
-	return q.Encode(), time.Unix(expires+1, 0).Add(-u.ttl)
+	return q.Encode()
 }
 
 // verify checks the signature and expiry of a request for path.

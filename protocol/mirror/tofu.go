@@ -1,4 +1,4 @@
-package origin
+package mirror
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
 // TofuMirrorOptions configure MirrorTofu.
@@ -46,20 +47,12 @@ type TofuMirrorOptions struct {
 	Log         func(format string, args ...any)
 }
 
-// tofuAPI is the TofuDL api.json document.
-type tofuAPI struct {
-	Versions []struct {
-		ID    string   `json:"id"`
-		Files []string `json:"files"`
-	} `json:"versions"`
-}
-
 // MirrorTofu copies OpenTofu releases from a TofuDL-compatible API into an
 // OCI repository: the versions chosen, their files downloaded, verified as
 // `push tofu` verifies them (signature with the given keys, every file
 // against SHA256SUMS), and pushed one artifact per version. Versions whose
 // tag already holds the same release are reported as skipped.
-func MirrorTofu(ctx context.Context, c *Client, opts TofuMirrorOptions) []Result {
+func MirrorTofu(ctx context.Context, c *origin.Client, opts TofuMirrorOptions) []Result {
 	if opts.APIURL == "" {
 		opts.APIURL = branding.DefaultDownloadAPIURL
 	}
@@ -84,8 +77,8 @@ func MirrorTofu(ctx context.Context, c *Client, opts TofuMirrorOptions) []Result
 	if err != nil || (api.Scheme != "https" && api.Scheme != "http") {
 		return fail(fmt.Errorf("invalid API URL %q", opts.APIURL))
 	}
-	var doc tofuAPI
-	if _, err := c.getJSON(ctx, api, api.Host, &doc); err != nil {
+	doc, err := c.TofuAPI(ctx, api)
+	if err != nil {
 		return fail(fmt.Errorf("reading %s: %w", api.Redacted(), err))
 	}
 	files := map[string][]string{}
@@ -124,7 +117,7 @@ func MirrorTofu(ctx context.Context, c *Client, opts TofuMirrorOptions) []Result
 	return results
 }
 
-func mirrorTofuVersion(ctx context.Context, c *Client, tpl *template.Template, v versions.Version, listed []string, opts TofuMirrorOptions) (oci.PushResult, error) {
+func mirrorTofuVersion(ctx context.Context, c *origin.Client, tpl *template.Template, v versions.Version, listed []string, opts TofuMirrorOptions) (oci.PushResult, error) {
 	sums := "tofu_" + v.String() + "_SHA256SUMS"
 	var want []string
 	for _, f := range listed {
@@ -149,7 +142,7 @@ func mirrorTofuVersion(ctx context.Context, c *Client, tpl *template.Template, v
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
 			return fmt.Errorf("download URL %q is not http(s)", b.String())
 		}
-		return c.fetchTo(ctx, u, u.Host, opts.MaxFileSize, filepath.Join(dir, f), "")
+		return c.FetchTo(ctx, u, u.Host, opts.MaxFileSize, filepath.Join(dir, f), "")
 	}
 	// The signed SHA256SUMS first: if the repository already holds exactly
 	// these files, nothing else is downloaded.

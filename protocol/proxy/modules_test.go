@@ -1,4 +1,4 @@
-package protocol
+package proxy
 
 import (
 	"archive/zip"
@@ -330,6 +330,9 @@ func TestModulesUpstreamFailures(t *testing.T) {
 		Client:          plain,
 		ModuleTemplate:  mustModuleTemplate(t, fp.host()+"/modules/${namespace}/${name}/${system}"),
 		TagTTL:          time.Nanosecond,
+		ResolveTTL:      time.Nanosecond,
+		MaxStale:        -1,
+		FailureTTL:      -1,
 		UpstreamTimeout: 500 * time.Millisecond,
 	})
 	versionsPath := "/v1/modules/acme/network/aws/versions"

@@ -1,4 +1,4 @@
-package protocol
+package proxy
 
 import (
 	"net/url"
@@ -10,7 +10,7 @@ import (
 
 func TestParseMirrorPath(t *testing.T) {
 	r, err := ParseMirrorPath("Registry.OpenTofu.org/HashiCorp/aws/5.0.0+build.1.json")
-	if err != nil || r.Provider != (Provider{Hostname: "registry.opentofu.org", Namespace: "hashicorp", Type: "aws"}) || r.Version.String() != "5.0.0+build.1" || r.Index {
+	if err != nil || r.Provider != (names.Provider{Hostname: "registry.opentofu.org", Namespace: "hashicorp", Type: "aws"}) || r.Version.String() != "5.0.0+build.1" || r.Index {
 		t.Fatalf("%+v %v", r, err)
 	}
 	r, err = ParseMirrorPath("localhost:8443/a/b-c/index.json")
@@ -59,7 +59,7 @@ func FuzzParsePaths(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		check := func(p Provider) {
+		check := func(p names.Provider) {
 			if _, err := parseHostname(p.Hostname); err != nil {
 				t.Fatalf("%q: hostname %q", s, p.Hostname)
 			}
@@ -82,7 +82,7 @@ func FuzzParsePaths(f *testing.F) {
 			}
 		}
 		if r, err := ParseRegistryPath(s); err == nil {
-			check(Provider{Hostname: "h", Namespace: r.Namespace, Type: r.Type})
+			check(names.Provider{Hostname: "h", Namespace: r.Namespace, Type: r.Type})
 			if r.Download {
 				if _, err := names.ParsePlatform(r.Platform.String()); err != nil {
 					t.Fatalf("%q: platform %v", s, r.Platform)
@@ -97,11 +97,11 @@ func FuzzParsePaths(f *testing.F) {
 			var file string
 			switch r.File {
 			case ArchiveZip:
-				file = zipName(r.Provider.Type, r.Version, r.Platform)
+				file = names.ProviderZipName(r.Provider.Type, r.Version.String(), r.Platform)
 			case ArchiveSHA256SUMS:
-				file = sumsName(r.Provider.Type, r.Version)
+				file = names.ProviderSHA256SUMSName(r.Provider.Type, r.Version.String())
 			case ArchiveSignature:
-				file = sumsName(r.Provider.Type, r.Version) + ".sig"
+				file = names.ProviderSHA256SUMSName(r.Provider.Type, r.Version.String()) + ".sig"
 			default:
 				t.Fatalf("%q: file kind %d", s, r.File)
 			}
@@ -110,7 +110,7 @@ func FuzzParsePaths(f *testing.F) {
 				t.Fatalf("%q: round trip %+v %v", s, again, err)
 			}
 		}
-		checkModule := func(m Module) {
+		checkModule := func(m names.Module) {
 			for _, n := range []string{m.Namespace, m.Name, m.System} {
 				if n == "" || strings.ContainsAny(n, "/.\\:@%") || strings.ToLower(n) != n {
 					t.Fatalf("%q: module name %q", s, n)
@@ -128,7 +128,7 @@ func FuzzParsePaths(f *testing.F) {
 			}
 		}
 		if r, err := ParseTofuDownloadPath(s); err == nil {
-			if !tofuVersionRE.MatchString(r.Version.String()) || !validTofuArtifact(r.Artifact) || strings.ContainsAny(r.Artifact, "/\\") {
+			if !names.IsTofuVersion(r.Version.String()) || !names.ValidTofuArtifact(r.Artifact) || strings.ContainsAny(r.Artifact, "/\\") {
 				t.Fatalf("%q: %+v", s, r)
 			}
 		}

@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// document is an encoded JSON answer, ready to write, and until when it is
+// fresh.
+type document struct {
+	body    []byte
+	length  []string // Content-Length header value
+	expires time.Time
+}
+
+func newDocument(body []byte, expires time.Time) document {
+	return document{body: body, length: []string{strconv.Itoa(len(body))}, expires: expires}
+}
+
+// Expires lets the document cache expire a document with the data it was
+// built from.
+func (d document) Expires() time.Time { return d.expires }
+
+// builder makes a document's value and says when the data it was made
+// from was read (zero: now); the document is fresh for TagTTL from then.
+type builder func(ctx context.Context) (v any, asOf time.Time, err error)
+
+// serveDoc answers the metadata document key names (the request path, plus
+// anything else the document depends on) from the document cache, or
+// builds it once for every concurrent request. A document is fresh for
+// TagTTL after the data it derives from was read; after that it is served
+// stale, for at most MaxStale, while one background build replaces it, so
+// no client waits for a revalidation. Failures are remembered for
+// FailureTTL, so clients retrying against a struggling registry do not
+// reach it again and again.
+func (s *Server) serveDoc(w http.ResponseWriter, r *http.Request, key string, build builder) {
+	res, err := s.docs.Get(r.Context(), key, func(ctx context.Context) (document, int64, error) {
+		v, asOf, err := build(ctx)
+		if err != nil {
+			return document{}, 0, err
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return document{}, 0, err
+		}
+		var expires time.Time
+		if !asOf.IsZero() {
+			expires = asOf.Add(s.opts.TagTTL)
+		}
+		if s.urls != nil {
+			// Signed archive URLs in a document outlive it, stale or not.
+			expires = earliest(expires, time.Now().Add(s.opts.ArchiveURLTTL/2-s.opts.MaxStale))
+		}
+		return newDocument(append(b, '\n'), expires), int64(len(b)), nil
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeDoc(w, r, res.Val)
+}
+
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
+
+// writeDoc writes an encoded JSON document.
+func writeDoc(w http.ResponseWriter, r *http.Request, d document) {
+	h := w.Header()
+	h["Content-Type"] = headerJSON
+	h["Content-Length"] = d.length
+	h["Cache-Control"] = headerNoStore
+	if r.Method == http.MethodHead {
+		return
+	}
+	w.Write(d.body)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}

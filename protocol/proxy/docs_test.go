@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// After the tag TTL a document is answered at once from the cache while
+// one background read revalidates it; a version pushed meanwhile appears
+// once that read is done, within about a TTL plus one upstream read.
+func TestDocumentsRevalidateInTheBackground(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	client, _ := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	repo, _ := client.Open(oci.Reference{Registry: reg.Host, Repository: "p/test/hello"})
+	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
+	const latency = 300 * time.Millisecond
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: latency})
+	upstream, _ := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	const ttl = time.Second
+	p := startProxy(t, Options{Client: upstream, ProviderTemplate: mustTemplate(t, front.Host+"/p/${namespace}/${type}"), TagTTL: ttl})
+	const index = "/v1/mirror/example.com/test/hello/index.json"
+	var idx struct{ Versions map[string]any }
+	p.getJSON(t, index, 200, &idx)
+	push(t, repo, releaseArtifact(t, "1.1.0"), "1.1.0")
+	time.Sleep(ttl + 100*time.Millisecond)
+
+	start := time.Now()
+	p.getJSON(t, index, 200, &idx)
+	if took := time.Since(start); took > latency/2 {
+		t.Errorf("a stale document waited for its revalidation (%s)", took)
+	}
+	if len(idx.Versions) != 1 {
+		t.Errorf("the stale document is what was cached: %v", idx.Versions)
+	}
+	deadline := time.Now().Add(5 * latency)
+	for len(idx.Versions) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("1.1.0 did not appear after revalidation: %v", idx.Versions)
+		}
+		time.Sleep(50 * time.Millisecond)
+		p.getJSON(t, index, 200, &idx)
+	}
+}
+
+// Documents are revalidated for at most MaxStale past their TTL; after
+// that a request waits for a fresh document.
+func TestDocumentsStaleForAtMostMaxStale(t *testing.T) {
+	dir, open := layoutStore(t)
+	repo := open("test", "hello")
+	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		TagTTL: 100 * time.Millisecond, MaxStale: 100 * time.Millisecond})
+	const index = "/v1/mirror/example.com/test/hello/index.json"
+	first := p.get(t, index).Body
+	push(t, repo, releaseArtifact(t, "1.1.0"), "1.1.0")
+	time.Sleep(300 * time.Millisecond)
+	if now := p.get(t, index).Body; bytes.Equal(first, now) || !strings.Contains(string(now), "1.1.0") {
+		t.Fatalf("a document past MaxStale was served: %s", now)
+	}
+}
+
+// A re-tagged version is seen within ResolveTTL; archive URLs handed out
+// before keep naming the content they were made for.
+func TestRetaggedVersionSeenWithinResolveTTL(t *testing.T) {
+	dir, open := layoutStore(t)
+	repo := open("test", "hello")
+	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		TagTTL: 100 * time.Millisecond, ResolveTTL: 300 * time.Millisecond, MaxStale: -1})
+	const doc = "/v1/mirror/example.com/test/hello/1.0.0.json"
+	var before mirrorVersion
+	r := p.getJSON(t, doc, 200, &before)
+	oldURL := resolve(t, r.URL, before.Archives["linux_amd64"].URL)
+	push(t, repo, thirdPartyArtifact(t, map[names.Platform][]byte{{OS: "linux", Arch: "amd64"}: []byte("another zip")}), "1.0.0")
+	time.Sleep(400 * time.Millisecond)
+	var after mirrorVersion
+	p.getJSON(t, doc, 200, &after)
+	if len(after.Archives) != 1 {
+		t.Fatalf("the re-tagged version was not seen: %+v", after)
+	}
+	if got := p.get(t, oldURL); got.Status != 200 || !bytes.Equal(got.Body, fixtureZip(t, "1.0.0", "linux_amd64")) {
+		t.Fatalf("an archive URL handed out before the re-tag changed content: %d", got.Status)
+	}
+}

@@ -1,0 +1,127 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// httpError is an error with the status and message a client should see;
+// err, which may name internal hosts, goes to the log only.
+type httpError struct {
+	status int
+	msg    string
+	err    error
+	// retryAfter, when set, is sent as Retry-After (seconds).
+	retryAfter int
+}
+
+func (e *httpError) Error() string {
+	if e.err != nil {
+		return e.msg + ": " + e.err.Error()
+	}
+	return e.msg
+}
+
+func (e *httpError) Unwrap() error { return e.err }
+
+func statusErr(status int, err error, format string, args ...any) error {
+	return &httpError{status: status, msg: fmt.Sprintf(format, args...), err: err}
+}
+
+// notFound reports a missing provider, version or platform (404).
+func notFound(format string, args ...any) error {
+	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
+// missing turns a store error that means "not there" into a 404: "unknown
+// <subject>" when the repository itself is missing, the given message
+// otherwise. Other errors pass unchanged.
+func missing(err error, subject, format string, args ...any) error {
+	if store.FailureOf(err) != oci.FailureNotFound {
+		return err
+	}
+	msg := fmt.Sprintf(format, args...)
+	if store.RepoMissing(err) {
+		msg = "unknown " + subject
+	}
+	return &httpError{status: http.StatusNotFound, msg: msg, err: err}
+}
+
+// toHTTP maps an error to what the client sees: never 200, and never 404
+// for failures the caller did not expect to mean "not found" (those it
+// maps with missing first). The message names the class of failure;
+// details stay in the log.
+func toHTTP(err error, retryAfter int) *httpError {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he
+	}
+	if errors.Is(err, errBadPath) {
+		return &httpError{status: http.StatusBadRequest, msg: err.Error()}
+	}
+	var se *store.Error
+	what := "serving the request"
+	if errors.As(err, &se) {
+		what = se.What
+	}
+	f := store.FailureOf(err)
+	status, msg := upstreamStatus(f, what)
+	out := &httpError{status: status, msg: msg, err: err}
+	if status == http.StatusServiceUnavailable {
+		out.retryAfter = retryAfter
+	}
+	return out
+}
+
+// upstreamStatus is the status and message for a class of upstream failure.
+func upstreamStatus(f oci.Failure, what string) (int, string) {
+	switch f {
+	case oci.FailureTimeout:
+		return http.StatusGatewayTimeout, "the OCI registry did not answer in time while " + what
+	case oci.FailureThrottled, oci.FailureUnavailable:
+		return http.StatusServiceUnavailable, "the OCI registry is overloaded or unavailable while " + what + "; try again shortly"
+	case oci.FailureInvalid:
+		return http.StatusBadGateway, "the OCI registry holds an artifact OpenTofu would refuse (" + what + ")"
+	case oci.FailureCorrupt:
+		return http.StatusBadGateway, "the OCI registry sent content that does not match its digest while " + what
+	case oci.FailureNotFound:
+		return http.StatusBadGateway, "the OCI registry lacks content its own manifests reference while " + what
+	case oci.FailureUnauthorized, oci.FailureDenied:
+		return http.StatusBadGateway, "the OCI registry denied the proxy access while " + what + ": check the proxy's registry credentials"
+	case oci.FailureServerError:
+		return http.StatusBadGateway, "the OCI registry answered with an error while " + what
+	case oci.FailureUnreachable:
+		return http.StatusBadGateway, "the OCI registry is unreachable while " + what
+	case oci.FailureTLS:
+		return http.StatusBadGateway, "the OCI registry's TLS certificate is not trusted while " + what + ": see --ca-file"
+	case oci.FailurePlainHTTP:
+		return http.StatusBadGateway, "the OCI registry does not speak the expected protocol (HTTP vs HTTPS) while " + what + ": see --plain-http"
+	case oci.FailureCanceled:
+		return 499, "client closed the request"
+	}
+	return http.StatusBadGateway, "bad answer from the OCI registry while " + what
+}
+
+// fail answers an error: its status and message, with details logged.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		writeError(w, 499, "client closed the request")
+		return
+	}
+	he := toHTTP(err, int(max(s.opts.FailureTTL, 0).Seconds())+1)
+	if he.status >= 500 {
+		s.metrics.upstreamError(store.FailureOf(err).String())
+	}
+	if rec, ok := w.(*recorder); ok && he.err != nil {
+		rec.errMsg = he.Error()
+	}
+	if he.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))
+	}
+	writeError(w, he.status, he.msg)
+}

@@ -1,0 +1,476 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// Relative URLs from the metadata documents to the archive prefix:
+// /v1/mirror/:hostname/:namespace/:type/:version.json and
+// /v1/providers/:namespace/:type/:version/download/:os/:arch.
+const (
+	mirrorToArchives   = "../../../../archives/"
+	registryToArchives = "../../../../../../archives/"
+)
+
+// mountProviders adds the network mirror, the registry protocol
+// (providers.v1) and the archive downloads.
+func (s *Server) mountProviders() {
+	s.generated = cache.New[*checksums](cache.Options{Name: "generated_checksums", FailureTTL: failureTTL(s.opts.FailureTTL),
+		MaxEntries: s.opts.CacheEntries, Timeout: s.opts.UpstreamTimeout, Observe: s.metrics.observeCache})
+	s.Mount("", MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(s.serveMirror)))
+	s.Mount("providers.v1", ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(s.serveRegistry)))
+	s.Mount("", ArchivePrefix, "archives", http.HandlerFunc(s.serveArchive))
+}
+
+// providerRepo is the repository a provider maps to.
+func (s *Server) providerRepo(p names.Provider) (*store.Repo, error) {
+	ref, err := s.providers.Map(p)
+	if err != nil {
+		return nil, missing(err, "provider "+p.String(), "provider %s is not served by this proxy (see its --include/--exclude or configuration)", p)
+	}
+	return s.store.Repo(ref), nil
+}
+
+// release is one provider version as found in its repository.
+type release struct {
+	repo *store.Repo
+	p    names.Provider
+	v    names.Version
+	pv   *oci.ProviderVersion
+	prov *store.Provenance // nil when the artifact has none (third-party tools)
+}
+
+// listing lists a provider's versions; a provider without any is 404.
+func (s *Server) listing(ctx context.Context, p names.Provider) (*store.Repo, store.Listing, error) {
+	repo, err := s.providerRepo(p)
+	if err != nil {
+		return nil, store.Listing{}, err
+	}
+	l, err := repo.Versions(ctx)
+	if err != nil {
+		return nil, l, missing(err, "provider "+p.String(), "unknown provider %s", p)
+	}
+	if len(l.Versions) == 0 {
+		return nil, l, notFound("provider %s has no versions (no tag of its repository is a version)", p)
+	}
+	return repo, l, nil
+}
+
+// release reads the release version v's tag names, with its provenance.
+func (s *Server) release(ctx context.Context, p names.Provider, v names.Version) (*release, error) {
+	repo, err := s.providerRepo(p)
+	if err != nil {
+		return nil, err
+	}
+	pv, err := repo.ProviderVersion(ctx, v)
+	if err != nil {
+		return nil, missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v))
+	}
+	return s.withProvenance(ctx, &release{repo: repo, p: p, v: v, pv: pv})
+}
+
+// releaseAt reads the release with a given index digest, as archive URLs
+// name it: the exact content the client's metadata described.
+func (s *Server) releaseAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*release, error) {
+	repo, err := s.providerRepo(p)
+	if err != nil {
+		return nil, err
+	}
+	pv, err := repo.ProviderVersionAt(ctx, v, index)
+	if err != nil {
+		return nil, missing(err, "provider "+p.String(), "provider %s has no release with index %s", p, index)
+	}
+	return s.withProvenance(ctx, &release{repo: repo, p: p, v: v, pv: pv})
+}
+
+func (s *Server) withProvenance(ctx context.Context, rel *release) (*release, error) {
+	prov, err := rel.repo.Provenance(ctx, rel.pv)
+	if err != nil {
+		return nil, err
+	}
+	rel.prov = prov
+	return rel, nil
+}
+
+// protocols are a release's plugin protocol versions; "5.0" when unknown
+// (third-party artifacts; see docs/proxy.md).
+func protocols(sum oci.ProvenanceSummary, known bool) []string {
+	if known && len(sum.Protocols) > 0 {
+		return sum.Protocols
+	}
+	return []string{"5.0"}
+}
+
+// h1 is the stored h1 of a platform's package when it can be trusted
+// (pkghash.TrustedH1), or "".
+func (rel *release) h1(p names.Platform, zip ocispec.Descriptor) string {
+	if rel.prov == nil {
+		return ""
+	}
+	return pkghash.TrustedH1(rel.prov.Meta, rel.prov.Files, p, zip)
+}
+
+// hashes are a package's lock-file hashes: its trusted h1, if any, and zh.
+func (rel *release) hashes(p names.Platform, zip ocispec.Descriptor) []string {
+	var out []string
+	if h1 := rel.h1(p, zip); h1 != "" {
+		out = append(out, h1)
+	}
+	return append(out, pkghash.ZH(zip.Digest.Encoded()))
+}
+
+// archiveRef is an archive's path below ArchivePrefix, signed when client
+// authentication is on.
+func (s *Server) archiveRef(rel *release, file string) string {
+	p := archivePath(rel.p, rel.v, rel.pv.Index.Digest, file)
+	if s.urls == nil {
+		return p
+	}
+	return p + "?" + s.urls.sign(ArchivePrefix+p)
+}
+
+// serveMirror answers the Provider Network Mirror Protocol.
+func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
+	if !allowRead(w, r) {
+		return
+	}
+	escaped := r.URL.EscapedPath()
+	req, err := ParseMirrorPath(strings.TrimPrefix(escaped, MirrorPrefix))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.serveDoc(w, r, escaped, func(ctx context.Context) (any, time.Time, error) {
+		if req.Index {
+			return s.mirrorIndex(ctx, req.Provider)
+		}
+		doc, err := s.mirrorVersion(ctx, req.Provider, req.Version)
+		return doc, time.Time{}, err
+	})
+}
+
+// mirrorIndex lists every version OpenTofu's oci_mirror would list.
+func (s *Server) mirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
+	_, l, err := s.listing(ctx, p)
+	if err != nil {
+		return nil, l.At, err
+	}
+	index := wire.MirrorIndex{Versions: make(map[string]struct{}, len(l.Versions))}
+	for _, v := range l.Versions {
+		index.Versions[v.String()] = struct{}{}
+	}
+	return index, l.At, nil
+}
+
+// mirrorVersion is <version>.json: every platform's archive, with its
+// trusted h1 and its zh.
+func (s *Server) mirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
+	rel, err := s.release(ctx, p, v)
+	if err != nil {
+		return nil, err
+	}
+	zips, err := rel.repo.Zips(ctx, rel.pv)
+	if err != nil {
+		return nil, err
+	}
+	archives := make(map[string]wire.MirrorArchive, len(zips))
+	for pl, z := range zips {
+		archives[pl.String()] = wire.MirrorArchive{
+			URL:    mirrorToArchives + s.archiveRef(rel, names.ProviderZipName(p.Type, v.String(), pl)),
+			Hashes: rel.hashes(pl, z),
+		}
+	}
+	return wire.MirrorVersion{Archives: archives}, nil
+}
+
+// registryHostname is the ${hostname} of providers and modules served
+// through the registry protocols.
+func (s *Server) registryHostname(r *http.Request) (string, error) {
+	if s.opts.RegistryHostname != "" {
+		return s.opts.RegistryHostname, nil
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return parseHostname(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+}
+
+// serveRegistry answers the Provider Registry Protocol, the proxy being
+// the origin registry of its providers.
+func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
+	if !allowRead(w, r) {
+		return
+	}
+	req, err := ParseRegistryPath(strings.TrimPrefix(r.URL.EscapedPath(), ProvidersPath))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	host, err := s.registryHostname(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p := names.Provider{Hostname: host, Namespace: req.Namespace, Type: req.Type}
+	s.serveDoc(w, r, host+" "+r.URL.EscapedPath(), func(ctx context.Context) (any, time.Time, error) {
+		if !req.Download {
+			return s.versionsDoc(ctx, p)
+		}
+		doc, err := s.downloadDoc(ctx, p, req)
+		return doc, time.Time{}, err
+	})
+}
+
+// versionsDoc lists the versions the registry protocol can offer, with
+// their protocols and platforms, read from each version's index alone
+// (one round trip each, many at once within bounds). Versions it cannot
+// offer are left out and explained in "warnings", which OpenTofu prints;
+// when none is left the answer is 404 naming why.
+func (s *Server) versionsDoc(ctx context.Context, p names.Provider) (any, time.Time, error) {
+	repo, l, err := s.listing(ctx, p)
+	if err != nil {
+		return nil, l.At, err
+	}
+	out := make([]*wire.RegistryVersion, len(l.Versions))
+	warn := make([]string, len(l.Versions))
+	err = s.store.EachVersion(ctx, l.Versions, func(ctx context.Context, i int, v names.Version) error {
+		var err error
+		out[i], warn[i], err = s.listedVersion(ctx, repo, l, v)
+		return err
+	})
+	if err != nil {
+		return nil, l.At, err
+	}
+	doc := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
+	for i := range l.Versions {
+		if out[i] != nil {
+			doc.Versions = append(doc.Versions, out[i])
+		}
+		if warn[i] != "" {
+			doc.Warnings = append(doc.Warnings, warn[i])
+		}
+	}
+	if len(doc.Versions) == 0 {
+		s.log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
+		return nil, l.At, notFound("provider %s has %d version(s), none of which this proxy can offer through the registry protocol: %s", p, len(l.Versions), summarise(doc.Warnings))
+	}
+	return doc, l.At, nil
+}
+
+// listedVersion is one entry of the versions document, or the warning
+// saying why the version is left out.
+func (s *Server) listedVersion(ctx context.Context, repo *store.Repo, l store.Listing, v names.Version) (*wire.RegistryVersion, string, error) {
+	if tag, ok := l.Unresolvable[v.String()]; ok {
+		return nil, fmt.Sprintf("%s is left out: its tag is %q, but OpenTofu resolves the tag %q, which does not exist (retag it)", v, tag, names.TagForVersion(v)), nil
+	}
+	pv, err := repo.ProviderVersion(ctx, v)
+	if err != nil {
+		return nil, skipReason(v, err), keepFatal(err)
+	}
+	sum, known, err := repo.Summary(ctx, pv)
+	if err != nil {
+		return nil, skipReason(v, err), keepFatal(err)
+	}
+	if len(sum.SigningKeyIDs) == 0 && s.opts.Signer == nil {
+		return nil, v.String() + " is left out: it has no publisher signature and the proxy has no --signing-key (use the network mirror for it)", nil
+	}
+	rv := &wire.RegistryVersion{Version: v.String(), Protocols: protocols(sum, known)}
+	for _, pl := range pv.SortedPlatforms() {
+		rv.Platforms = append(rv.Platforms, wire.RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
+	}
+	return rv, "", nil
+}
+
+// skipReason explains a version left out of a listing.
+func skipReason(v names.Version, err error) string {
+	switch store.FailureOf(err) {
+	case oci.FailureNotFound:
+		return v.String() + " is left out: its tag vanished while the versions were listed"
+	case oci.FailureInvalid:
+		return v.String() + " is left out: its OCI artifact is not a valid provider"
+	}
+	return ""
+}
+
+// keepFatal passes on errors that must fail a whole listing (the registry
+// failing, not one version's artifact).
+func keepFatal(err error) error {
+	if store.Skippable(err) {
+		return nil
+	}
+	return err
+}
+
+func summarise(warnings []string) string {
+	if len(warnings) > 3 {
+		return strings.Join(warnings[:3], "; ") + fmt.Sprintf("; and %d more", len(warnings)-3)
+	}
+	return strings.Join(warnings, "; ")
+}
+
+// downloadDoc is …/:version/download/:os/:arch: the package's location,
+// SHA256SUMS and its signature, the keys, and (OpenTofu 1.12) every
+// platform's hashes and size, so tofu records a complete lock entry.
+func (s *Server) downloadDoc(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
+	rel, err := s.release(ctx, p, req.Version)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := rel.pv.Platforms[req.Platform]; !ok {
+		return nil, notFound("provider %s %s has no package for %s", p, req.Version, req.Platform)
+	}
+	zips, err := rel.repo.Zips(ctx, rel.pv)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := s.checksums(ctx, rel, zips)
+	if err != nil {
+		return nil, err
+	}
+	zip := zips[req.Platform]
+	name, err := cs.checkListed(rel, req.Platform, zip.Digest.Encoded())
+	if err != nil {
+		return nil, err
+	}
+	sums := names.ProviderSHA256SUMSName(p.Type, req.Version.String())
+	return wire.RegistryDownload{
+		Protocols:           protocols(rel.summary()),
+		OS:                  req.Platform.OS,
+		Arch:                req.Platform.Arch,
+		Filename:            name,
+		DownloadURL:         registryToArchives + s.archiveRef(rel, names.ProviderZipName(p.Type, req.Version.String(), req.Platform)),
+		SHASumsURL:          registryToArchives + s.archiveRef(rel, sums),
+		SHASumsSignatureURL: registryToArchives + s.archiveRef(rel, sums+".sig"),
+		SHASum:              zip.Digest.Encoded(),
+		SigningKeys:         wire.SigningKeys{GPGPublicKeys: cs.keys},
+		Packages:            rel.packages(zips),
+	}, nil
+}
+
+// summary is what the release's provenance says of it.
+func (rel *release) summary() (oci.ProvenanceSummary, bool) {
+	if rel.prov == nil {
+		return oci.ProvenanceSummary{}, false
+	}
+	return oci.ProvenanceSummary{Protocols: rel.prov.Meta.Protocols, SigningKeyIDs: rel.prov.Meta.SigningKeyIDs}, true
+}
+
+// packages is the download document's packages object: for every platform
+// of the version, its lock-file hashes and its size.
+func (rel *release) packages(zips map[names.Platform]ocispec.Descriptor) map[string]wire.RegistryPackage {
+	out := make(map[string]wire.RegistryPackage, len(zips))
+	for pl, z := range zips {
+		out[pl.String()] = wire.RegistryPackage{Hashes: rel.hashes(pl, z), PackageSize: z.Size}
+	}
+	return out
+}
+
+// serveArchive serves a zip, SHA256SUMS or signature named by a URL from
+// the metadata.
+func (s *Server) serveArchive(w http.ResponseWriter, r *http.Request) {
+	rest, ok := s.archivePath(w, r, ArchivePrefix)
+	if !ok {
+		return
+	}
+	req, err := ParseArchivePath(rest)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rel, err := s.releaseAt(r.Context(), req.Provider, req.Version, req.Index)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.File == ArchiveZip {
+		s.serveZip(w, r, rel, req.Platform)
+		return
+	}
+	s.serveChecksums(w, r, rel, req.File)
+}
+
+func (s *Server) serveZip(w http.ResponseWriter, r *http.Request, rel *release, p names.Platform) {
+	m, ok := rel.pv.Platforms[p]
+	if !ok {
+		s.fail(w, r, notFound("provider %s %s has no package for %s", rel.p, rel.v, p))
+		return
+	}
+	zip, err := rel.repo.PlatformZip(r.Context(), m)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.serveBlob(w, r, rel.repo, zip, blobFile{name: names.ProviderZipName(rel.p.Type, rel.v.String(), p), contentType: "application/zip", pinned: true})
+}
+
+// serveChecksums serves SHA256SUMS or its signature.
+func (s *Server) serveChecksums(w http.ResponseWriter, r *http.Request, rel *release, file ArchiveFile) {
+	zips, err := rel.repo.Zips(r.Context(), rel.pv)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	cs, err := s.checksums(r.Context(), rel, zips)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	body, ctype := cs.data, "text/plain; charset=utf-8"
+	if file == ArchiveSignature {
+		body, ctype = cs.signature, "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	s.cacheHeaders(w, true)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+// archivePath admits a GET or HEAD of an archive URL handed out in metadata
+// (checking its signature when client authentication is on) and returns
+// the escaped path after prefix; otherwise it has answered the request.
+func (s *Server) archivePath(w http.ResponseWriter, r *http.Request, prefix string) (string, bool) {
+	if !allowRead(w, r) {
+		return "", false
+	}
+	escaped := r.URL.EscapedPath()
+	if s.urls != nil {
+		if err := s.urls.verify(escaped, r.URL.Query()); err != nil {
+			s.fail(w, r, err)
+			return "", false
+		}
+	}
+	return strings.TrimPrefix(escaped, prefix), true
+}
+
+// cacheHeaders says how long HTTP caches may keep a file: files pinned to
+// a digest never change, unless the URL is a signed, private one.
+func (s *Server) cacheHeaders(w http.ResponseWriter, pinned bool) {
+	switch {
+	case s.urls != nil:
+		w.Header().Set("Cache-Control", "private, no-store")
+	case pinned:
+		w.Header().Set("Cache-Control", "public, max-age=86400, immutable")
+	default:
+		// Named by version, not digest: a re-pushed release must not be
+		// served stale from HTTP caches.
+		w.Header().Set("Cache-Control", "no-cache")
+	}
+}

@@ -1,0 +1,480 @@
+package proxy
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// Paths the server answers on. The archive URLs it hands out are relative
+// to the metadata that names them, so a path-prefixing reverse proxy in
+// front keeps working.
+const (
+	DiscoveryPath = wire.DiscoveryPath
+	MirrorPrefix  = "/v1/mirror/"
+	ProvidersPath = "/v1/providers/"
+	ArchivePrefix = "/v1/archives/"
+)
+
+// Options configure a Server. A registry client (Client, or Registry to
+// build one) is required, and at least one of ProviderTemplate,
+// ProviderMappings, ModuleTemplate and TofuRepository.
+type Options struct {
+	// Client reaches registries. When nil, one is built from Registry,
+	// with the proxy's metrics watching its etiquette.
+	Client   *oci.Client
+	Registry oci.Options
+	// ProviderTemplate maps hostname/namespace/type to a repository, in the
+	// syntax of OpenTofu's oci_mirror repository_template, filtered by
+	// Include and Exclude ("host/namespace/type" path.Match patterns).
+	ProviderTemplate *oci.Template
+	Include, Exclude []string
+	// ProviderMappings are more templates, each with its own filters, as
+	// the oci_mirror blocks of an OpenTofu CLI configuration: a provider
+	// maps to the first whose filters admit it (ProviderTemplate first).
+	ProviderMappings []store.ProviderMapping
+	// ModuleTemplate maps hostname/namespace/name/system to a repository
+	// of module packages, served as modules.v1.
+	ModuleTemplate *oci.Template
+	// TofuRepository holds OpenTofu releases (oci-tofu push tofu), served
+	// as a TofuDL mirror under /tofu/.
+	TofuRepository *oci.Reference
+	// RegistryHostname is the ${hostname} the Provider Registry Protocol
+	// expands templates with. Empty: the host name the client used to reach
+	// the proxy, without port.
+	RegistryHostname string
+	// Signer, when set, signs a SHA256SUMS generated from the OCI digests
+	// for releases that carry no publisher signature, so the registry
+	// protocol can offer them.
+	Signer *pgp.Signer
+	// AuthTokens, when non-empty, are the bearer tokens clients must send
+	// (from credentials blocks) for metadata; archive URLs are then
+	// HMAC-signed and expire after ArchiveURLTTL (default 1h).
+	AuthTokens    []string
+	URLSigningKey []byte
+	ArchiveURLTTL time.Duration
+	// TagTTL (default 30s), ResolveTTL (5m), MaxStale (5m; negative:
+	// never stale) and FailureTTL (5s; negative: failures not
+	// remembered): see store.Options. Documents live as long as tag lists
+	// and are then served stale, for at most MaxStale, while being rebuilt.
+	TagTTL, ResolveTTL, MaxStale, FailureTTL time.Duration
+	// CacheEntries and CacheBytes bound each cache (defaults 16384, 64 MiB).
+	CacheEntries int
+	CacheBytes   int64
+	// UpstreamTimeout bounds each metadata read from the registry (default 30s).
+	UpstreamTimeout time.Duration
+	// StallTimeout aborts an archive stream that makes no progress, either
+	// from the registry or to the client, for this long (default 60s).
+	StallTimeout time.Duration
+	// DeniedAsMissing lists registry hosts (or "*") that answer 401/403
+	// for repositories that do not exist (GHCR).
+	DeniedAsMissing []string
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Server serves the discovery document and the handler sets mounted on it.
+type Server struct {
+	opts      Options
+	log       *slog.Logger
+	metrics   *metrics
+	store     *store.Store
+	providers store.ProviderMappings
+	docs      *cache.Cache[document]
+	generated *cache.Cache[*checksums] // SHA256SUMS the proxy signed itself
+	urls      *urlSigner
+	tokens    [][32]byte
+
+	mu       sync.RWMutex
+	mux      *http.ServeMux
+	services map[string]string
+}
+
+// New builds a Server.
+func New(opts Options) (*Server, error) {
+	opts, mappings, err := checkOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), providers: mappings, mux: http.NewServeMux(), services: map[string]string{}}
+	if err := s.connect(); err != nil {
+		return nil, err
+	}
+	if err := s.setUpClientAuth(); err != nil {
+		return nil, err
+	}
+	s.docs = cache.New[document](cache.Options{Name: "documents", TTL: opts.TagTTL, MaxStale: max(opts.MaxStale, 0),
+		FailureTTL: failureTTL(opts.FailureTTL), MaxEntries: opts.CacheEntries, MaxCost: opts.CacheBytes,
+		Timeout: 2 * opts.UpstreamTimeout, Observe: s.metrics.observeCache})
+	s.routeCommon()
+	if len(mappings) > 0 {
+		s.mountProviders()
+	}
+	if opts.ModuleTemplate != nil {
+		s.mountModules(opts.ModuleTemplate)
+	}
+	if opts.TofuRepository != nil {
+		s.mountTofu(*opts.TofuRepository)
+	}
+	return s, nil
+}
+
+// checkOptions validates options and fills in defaults.
+func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
+	if opts.ProviderTemplate != nil {
+		opts.ProviderMappings = append([]store.ProviderMapping{{Template: opts.ProviderTemplate, Include: opts.Include, Exclude: opts.Exclude}}, opts.ProviderMappings...)
+	}
+	if len(opts.ProviderMappings) == 0 && opts.ModuleTemplate == nil && opts.TofuRepository == nil {
+		return opts, nil, errors.New("proxy.New: configure at least one of ProviderTemplate, ModuleTemplate and TofuRepository")
+	}
+	if opts.TofuRepository != nil && opts.TofuRepository.Reference != "" {
+		return opts, nil, errors.New("proxy.New: TofuRepository must name a repository without a tag or digest")
+	}
+	mappings, err := store.CheckMappings(opts.ProviderMappings)
+	if err != nil {
+		return opts, nil, err
+	}
+	if opts.RegistryHostname != "" {
+		if opts.RegistryHostname, err = parseHostname(opts.RegistryHostname); err != nil {
+			return opts, nil, fmt.Errorf("registry hostname: %w", err)
+		}
+	}
+	return withDefaults(opts), mappings, nil
+}
+
+func withDefaults(opts Options) Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&opts.TagTTL, 30*time.Second)
+	def(&opts.ResolveTTL, 5*time.Minute)
+	def(&opts.UpstreamTimeout, 30*time.Second)
+	if opts.MaxStale == 0 {
+		opts.MaxStale = 5 * time.Minute
+	}
+	if opts.FailureTTL == 0 {
+		opts.FailureTTL = 5 * time.Second
+	}
+	def(&opts.StallTimeout, 60*time.Second)
+	def(&opts.ArchiveURLTTL, time.Hour)
+	if opts.CacheEntries <= 0 {
+		opts.CacheEntries = 16384
+	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = 64 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return opts
+}
+
+// connect builds the registry client (unless given) and the store.
+func (s *Server) connect() error {
+	client := s.opts.Client
+	if client == nil {
+		ro := s.opts.Registry
+		e := oci.Etiquette{}
+		if ro.Etiquette != nil {
+			e = *ro.Etiquette
+		}
+		e.OnEvent = s.metrics.etiquetteEvent
+		ro.Etiquette = &e
+		var err error
+		if client, err = oci.NewClient(ro); err != nil {
+			return err
+		}
+	}
+	s.store = store.New(store.Options{
+		Client: client, TagTTL: s.opts.TagTTL, ResolveTTL: s.opts.ResolveTTL, MaxStale: s.opts.MaxStale,
+		FailureTTL: s.opts.FailureTTL, Timeout: s.opts.UpstreamTimeout, CacheEntries: s.opts.CacheEntries,
+		CacheBytes: s.opts.CacheBytes, DeniedAsMissing: s.opts.DeniedAsMissing,
+		Observe: s.metrics.observeCache, Logger: s.log,
+	})
+	return nil
+}
+
+// setUpClientAuth hashes the client tokens and keys the archive URL signer.
+func (s *Server) setUpClientAuth() error {
+	if len(s.opts.AuthTokens) == 0 {
+		return nil
+	}
+	for _, t := range s.opts.AuthTokens {
+		if t == "" {
+			return errors.New("empty client token")
+		}
+		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
+	}
+	key := s.opts.URLSigningKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return err
+		}
+	}
+	s.urls = &urlSigner{key: key, ttl: s.opts.ArchiveURLTTL, now: time.Now}
+	return nil
+}
+
+// routeCommon adds the health, metrics and discovery endpoints.
+func (s *Server) routeCommon() {
+	s.mux.Handle("/healthz", s.instrument("healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowRead(w, r) {
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})))
+	metricsHandler := s.metrics.handler()
+	s.mux.Handle("/metrics", s.instrument("metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if allowRead(w, r) {
+			metricsHandler.ServeHTTP(w, r)
+		}
+	})))
+	s.mux.Handle(DiscoveryPath, s.instrument("discovery", http.HandlerFunc(s.serveDiscovery)))
+}
+
+// Mount serves h under prefix (which must end in "/"), instrumented with
+// metrics and logs under the handler name. A non-empty serviceID
+// advertises prefix in the discovery document, e.g. "modules.v1".
+// Handlers that need client authentication wrap themselves with
+// Authenticate.
+func (s *Server) Mount(serviceID, prefix, name string, h http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mux.Handle(prefix, s.instrument(name, h))
+	if serviceID != "" {
+		s.services[serviceID] = prefix
+	}
+}
+
+// Logger is the server's logger, for mounted handlers.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// ServeHTTP refuses paths with dot segments or empty segments before
+// routing (http.ServeMux would otherwise redirect them to a cleaned path),
+// then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := checkRawPath(r.URL); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.mu.RLock()
+	mux := s.mux
+	s.mu.RUnlock()
+	mux.ServeHTTP(w, r)
+}
+
+func checkRawPath(u *url.URL) error {
+	for _, p := range []string{u.EscapedPath(), u.Path} {
+		if len(p) > maxPathLen {
+			return badPath("path longer than %d bytes", maxPathLen)
+		}
+		if !strings.HasPrefix(p, "/") {
+			return badPath("path must be absolute")
+		}
+		for _, seg := range strings.Split(p[1:], "/") {
+			if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
+				return badPath("dot segments are not allowed in paths")
+			}
+		}
+		if strings.Contains(p[1:], "//") {
+			return badPath("empty path segment")
+		}
+	}
+	return nil
+}
+
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
+	if !allowRead(w, r) {
+		return
+	}
+	s.mu.RLock()
+	doc := make(wire.Discovery, len(s.services))
+	for k, v := range s.services {
+		doc[k] = v
+	}
+	s.mu.RUnlock()
+	writeJSON(w, r, doc)
+}
+
+// Authenticate requires a configured bearer token when client
+// authentication is on (OpenTofu and Terraform send the token of a
+// credentials block for the proxy's hostname as "Authorization: Bearer";
+// the scheme is case-insensitive).
+func (s *Server) Authenticate(h http.Handler) http.Handler {
+	if len(s.tokens) == 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.validToken(r.Header.Get("Authorization")) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
+		writeError(w, http.StatusUnauthorized, "a valid bearer token is required: add a credentials block for this host to the CLI configuration")
+	})
+}
+
+func (s *Server) validToken(header string) bool {
+	scheme, tok, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	match := 0
+	for _, t := range s.tokens {
+		match |= subtle.ConstantTimeCompare(sum[:], t[:])
+	}
+	return match == 1
+}
+
+// instrument counts, times and logs requests, and is the recovery boundary
+// of each: a panic is logged once with its stack and answered 500 (or the
+// stream cut), never the end of the process. Logs carry the method, the
+// path without query (archive URL signatures stay out) and the outcome;
+// never headers.
+func (s *Server) instrument(name string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			p := recover()
+			aborted := p != nil
+			if aborted && p != http.ErrAbortHandler {
+				s.log.Error("panic serving a request", "handler", name, "path", r.URL.EscapedPath(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					writeError(rec, http.StatusInternalServerError, "internal error")
+					aborted = false
+				}
+			}
+			s.record(name, r, rec, start, aborted)
+			if aborted {
+				panic(http.ErrAbortHandler) // cut the response; net/http logs nothing for this one
+			}
+		}()
+		h.ServeHTTP(rec, r)
+	})
+}
+
+// record counts and logs one finished request.
+func (s *Server) record(name string, r *http.Request, rec *recorder, start time.Time, aborted bool) {
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if aborted {
+		status = 0
+	}
+	d := time.Since(start)
+	s.metrics.observe(name, r.Method, status, d)
+	level := slog.LevelInfo
+	if status >= 500 || status == 0 {
+		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(r.Context(), level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("handler", name), slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()),
+		slog.Int("status", status), slog.Int64("bytes", rec.bytes), slog.Duration("duration", d),
+		slog.String("remote", remoteIP(r)),
+	}
+	if rec.errMsg != "" {
+		attrs = append(attrs, slog.String("error", rec.errMsg))
+	}
+	s.log.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+func remoteIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// recorder remembers the status and size of a response.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	errMsg string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func allowRead(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	writeError(w, http.StatusMethodNotAllowed, "only GET and HEAD are supported")
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "encoding the response failed")
+		return
+	}
+	writeDoc(w, r, newDocument(append(b, '\n'), time.Time{}))
+}
+
+// writeError answers {"errors":[msg]}, the registry protocols' error form.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	if rec, ok := w.(*recorder); ok && rec.errMsg == "" {
+		rec.errMsg = msg
+	}
+	b, _ := json.Marshal(map[string][]string{"errors": {msg}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(b)+1))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// failureTTL is FailureTTL as the caches read it: negative means off.
+func failureTTL(d time.Duration) time.Duration {
+	if d < 0 {
+		return -1
+	}
+	return d
+}

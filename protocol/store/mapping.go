@@ -1,0 +1,84 @@
+package store
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// ProviderMapping maps the provider addresses its filters admit to
+// repositories, like an oci_mirror block of an OpenTofu CLI configuration.
+type ProviderMapping struct {
+	Template *oci.Template
+	// Include and Exclude are path.Match patterns on host/namespace/type;
+	// an empty Include admits every address.
+	Include, Exclude []string
+}
+
+// ProviderMappings are mappings in order: an address maps through the
+// first whose filters admit it.
+type ProviderMappings []ProviderMapping
+
+// CheckMappings validates mappings: every one needs a template, and every
+// pattern must be a valid path.Match pattern. Patterns are lower-cased, as
+// addresses are.
+func CheckMappings(ms []ProviderMapping) (ProviderMappings, error) {
+	out := make(ProviderMappings, len(ms))
+	for i, m := range ms {
+		if m.Template == nil {
+			return nil, fmt.Errorf("provider mapping %d has no repository template", i+1)
+		}
+		out[i] = ProviderMapping{Template: m.Template, Include: lower(m.Include), Exclude: lower(m.Exclude)}
+		for _, p := range append(append([]string(nil), out[i].Include...), out[i].Exclude...) {
+			if _, err := path.Match(p, "a/b/c"); err != nil {
+				return nil, fmt.Errorf("invalid provider pattern %q: %w", p, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+func lower(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = strings.ToLower(s)
+	}
+	return out
+}
+
+// admits applies a mapping's include and exclude patterns.
+func (m ProviderMapping) admits(p names.Provider) bool {
+	addr := p.String()
+	match := func(patterns []string) bool {
+		for _, pat := range patterns {
+			if ok, _ := path.Match(pat, addr); ok {
+				return true
+			}
+		}
+		return false
+	}
+	if len(m.Include) > 0 && !match(m.Include) {
+		return false
+	}
+	return !match(m.Exclude)
+}
+
+// Map returns the repository of the first mapping that admits p, or an
+// error (NotFound) saying why there is none.
+func (ms ProviderMappings) Map(p names.Provider) (oci.Reference, error) {
+	for _, m := range ms {
+		if !m.admits(p) {
+			continue
+		}
+		ref, err := m.Template.Expand(p.TemplateValues())
+		if err != nil {
+			return oci.Reference{}, &Error{Failure: oci.FailureNotFound, Repo: p.String(), What: "mapping the provider to a repository", Err: err}
+		}
+		return ref, nil
+	}
+	return oci.Reference{}, &Error{Failure: oci.FailureNotFound, Repo: p.String(), What: "mapping the provider to a repository",
+		Err: fmt.Errorf("provider %s is not served by this proxy (see its --include/--exclude or configuration)", p)}
+}

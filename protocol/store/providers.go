@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// Provenance is an oci-tofu provenance manifest as read.
+type Provenance struct {
+	Meta  *oci.Provenance
+	Files *oci.ProvenanceFiles
+}
+
+// ProviderVersion reads the index the tag of version v names, the tag
+// OpenTofu resolves (names.TagForVersion), in one round trip where the
+// registry allows. A listed version whose canonical tag does not exist
+// ("1.2" for 1.2.0) is NotFound, as OpenTofu finds it.
+func (r *Repo) ProviderVersion(ctx context.Context, v names.Version) (*oci.ProviderVersion, error) {
+	tm, err := r.manifestByTag(ctx, names.TagForVersion(v))
+	if err != nil {
+		return nil, err
+	}
+	pv, err := r.providerIndex(ctx, tm.desc, func(context.Context) ([]byte, error) { return tm.body, nil })
+	if err != nil {
+		return nil, err
+	}
+	return withVersion(pv, v), nil
+}
+
+// ProviderVersionAt reads the index with digest d: the exact release an
+// archive URL was handed out for, whatever its tag names now.
+func (r *Repo) ProviderVersionAt(ctx context.Context, v names.Version, d digest.Digest) (*oci.ProviderVersion, error) {
+	repo, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: d}
+	pv, err := r.providerIndex(ctx, desc, func(ctx context.Context) ([]byte, error) {
+		got, body, err := oci.FetchReference(ctx, repo, d.String())
+		if err == nil && got.Digest != d {
+			err = fmt.Errorf("%w: asked for %s, got %s", oci.ErrInvalidArtifact, d, got.Digest)
+		}
+		return body, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return withVersion(pv, v), nil
+}
+
+// providerIndex parses an index (cached by digest), reading its body with
+// read when it is not cached.
+func (r *Repo) providerIndex(ctx context.Context, desc ocispec.Descriptor, read func(context.Context) ([]byte, error)) (*oci.ProviderVersion, error) {
+	res, err := r.s.providers.Get(ctx, r.name+"@"+desc.Digest.String(), func(ctx context.Context) (*oci.ProviderVersion, int64, error) {
+		body, err := read(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		desc.Size = int64(len(body))
+		pv, err := oci.ParseProviderIndex(desc, body)
+		return pv, int64(len(body)), err
+	})
+	if err != nil {
+		return nil, r.fail(err, "reading a provider index")
+	}
+	return res.Val, nil
+}
+
+// withVersion is a copy of a (shared, cached) index read for version v.
+func withVersion(pv *oci.ProviderVersion, v names.Version) *oci.ProviderVersion {
+	out := *pv
+	out.Version = v
+	return &out
+}
+
+// PlatformZip reads a platform manifest (cached by digest) for its zip
+// layer, with OpenTofu's checks.
+func (r *Repo) PlatformZip(ctx context.Context, m ocispec.Descriptor) (ocispec.Descriptor, error) {
+	repo, err := r.open(ctx)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	res, err := r.s.zips.Get(ctx, r.name+"@"+m.Digest.String(), func(ctx context.Context) (ocispec.Descriptor, int64, error) {
+		z, err := oci.ReadProviderPackage(ctx, repo, m)
+		return z, 256, err
+	})
+	if err != nil {
+		return ocispec.Descriptor{}, r.fail(err, "reading a platform manifest")
+	}
+	return res.Val, nil
+}
+
+// Zips reads every platform's zip layer, in parallel.
+func (r *Repo) Zips(ctx context.Context, pv *oci.ProviderVersion) (map[names.Platform]ocispec.Descriptor, error) {
+	out := make(map[names.Platform]ocispec.Descriptor, len(pv.Platforms))
+	var mu sync.Mutex
+	platforms := pv.SortedPlatforms()
+	err := r.s.each(ctx, len(platforms), func(ctx context.Context, i int) error {
+		p := platforms[i]
+		z, err := r.PlatformZip(ctx, pv.Platforms[p])
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		out[p] = z
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
+
+// Provenance reads a version's oci-tofu provenance (cached by digest), or
+// returns nil when the artifact has none (made by third-party tools).
+func (r *Repo) Provenance(ctx context.Context, pv *oci.ProviderVersion) (*Provenance, error) {
+	if pv.Provenance == nil {
+		return nil, nil
+	}
+	repo, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := *pv.Provenance
+	res, err := r.s.provenance.Get(ctx, r.name+"@"+d.Digest.String(), func(ctx context.Context) (*Provenance, int64, error) {
+		meta, files, err := oci.ReadProvenance(ctx, repo, d)
+		if err != nil {
+			return nil, 0, err
+		}
+		cost := int64(len(files.SHA256SUMS.Data) + len(files.Signature.Data) + len(files.Keys.Data) + len(files.ReleaseManifest.Data) + 1024)
+		return &Provenance{Meta: meta, Files: files}, cost, nil
+	})
+	if err != nil {
+		return nil, r.fail(err, "reading a version's provenance")
+	}
+	return res.Val, nil
+}
+
+// Summary says what a version offers: its plugin protocols and the keys
+// that signed it. Indexes pushed by this oci-tofu carry it; for older ones
+// the provenance is read. ok is false for artifacts without provenance.
+func (r *Repo) Summary(ctx context.Context, pv *oci.ProviderVersion) (sum oci.ProvenanceSummary, ok bool, err error) {
+	if pv.Summary != nil {
+		return *pv.Summary, true, nil
+	}
+	prov, err := r.Provenance(ctx, pv)
+	if err != nil || prov == nil {
+		return sum, false, err
+	}
+	sum.Protocols = prov.Meta.Protocols
+	if prov.Files.Signature.Data != nil && prov.Files.Keys.Data != nil {
+		sum.SigningKeyIDs = prov.Meta.SigningKeyIDs
+	}
+	return sum, true, nil
+}

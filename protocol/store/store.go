@@ -1,0 +1,325 @@
+// Package store is the proxy's one view of the OCI registry: it maps
+// provider and module addresses to repositories, lists and resolves tags
+// as OpenTofu's oci_mirror does, reads provider indexes, platform
+// manifests, provenance, module packages and OpenTofu releases with
+// OpenTofu's checks, caches all of it (tags briefly and revalidated in the
+// background, everything addressed by digest until evicted), classifies
+// upstream failures, and fans work out over versions within bounds. The
+// proxy's handlers for providers, modules and the TofuDL mirror are thin
+// layers on top of it.
+package store
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Client reaches registries (credentials, TLS trust, etiquette).
+	Client *oci.Client
+	// TagTTL is how long a repository's tag list is fresh (default 30s):
+	// a version pushed meanwhile appears within it.
+	TagTTL time.Duration
+	// ResolveTTL is how long what a version tag names is fresh (default
+	// 5m): versions are expected to be immutable, and a re-tagged version
+	// (push --replace) is seen within it.
+	ResolveTTL time.Duration
+	// MaxStale is how long past its TTL a tag list or resolution is still
+	// served while one background read revalidates it (default 5m).
+	MaxStale time.Duration
+	// FailureTTL is how long an upstream failure is remembered (default 5s).
+	FailureTTL time.Duration
+	// Timeout bounds each upstream read (default 30s).
+	Timeout time.Duration
+	// CacheEntries and CacheBytes bound each cache of content addressed
+	// by digest (defaults 16384 entries and 64 MiB).
+	CacheEntries int
+	CacheBytes   int64
+	// Concurrency bounds the reads one request fans out at once (default 64).
+	Concurrency int
+	// DeniedAsMissing lists registry hosts (or "*") that report a missing
+	// repository as 401/403 (GHCR): such answers then mean "not found".
+	DeniedAsMissing []string
+	// Observe is told each cache lookup's result (metrics).
+	Observe func(cache, result string)
+	Logger  *slog.Logger
+}
+
+// Store reads OpenTofu artifacts from registries and OCI layouts.
+type Store struct {
+	opts Options
+
+	repos      *cache.Cache[oci.ReadOnlyRepository]
+	tags       *cache.Cache[[]string]
+	byTag      *cache.Cache[taggedManifest]
+	providers  *cache.Cache[*oci.ProviderVersion]
+	zips       *cache.Cache[ocispec.Descriptor]
+	provenance *cache.Cache[*Provenance]
+	modules    *cache.Cache[ocispec.Descriptor]
+	tofu       *cache.Cache[*TofuRelease]
+}
+
+// New makes a Store.
+func New(opts Options) *Store {
+	opts = withDefaults(opts)
+	ttl := func(name string, ttl, stale time.Duration) cache.Options {
+		return cache.Options{Name: name, TTL: ttl, MaxStale: stale, FailureTTL: opts.FailureTTL,
+			MaxEntries: opts.CacheEntries, Timeout: opts.Timeout, Observe: opts.Observe}
+	}
+	byDigest := func(name string) cache.Options { return withCost(ttl(name, 0, 0), opts.CacheBytes) }
+	return &Store{
+		opts:       opts,
+		repos:      cache.New[oci.ReadOnlyRepository](ttl("repositories", opts.TagTTL, opts.MaxStale)),
+		tags:       cache.New[[]string](ttl("tags", opts.TagTTL, 0)), // listings are revalidated at the document level
+		byTag:      cache.New[taggedManifest](withCost(ttl("resolve", opts.ResolveTTL, opts.MaxStale), opts.CacheBytes)),
+		providers:  cache.New[*oci.ProviderVersion](byDigest("indexes")),
+		zips:       cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
+		provenance: cache.New[*Provenance](byDigest("provenance")),
+		modules:    cache.New[ocispec.Descriptor](byDigest("module_manifests")),
+		tofu:       cache.New[*TofuRelease](byDigest("tofu_releases")),
+	}
+}
+
+func withCost(o cache.Options, max int64) cache.Options {
+	o.MaxCost = max
+	return o
+}
+
+// disabledOr reads a duration option: 0 is the default, negative turns the
+// behaviour off (off is what the cache understands as off).
+func disabledOr(d, def, off time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return off
+	}
+	return d
+}
+
+func withDefaults(o Options) Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.TagTTL, 30*time.Second)
+	def(&o.ResolveTTL, 5*time.Minute)
+	def(&o.Timeout, 30*time.Second)
+	o.MaxStale = disabledOr(o.MaxStale, 5*time.Minute, 0)
+	o.FailureTTL = disabledOr(o.FailureTTL, 5*time.Second, -1)
+	if o.CacheEntries <= 0 {
+		o.CacheEntries = 16384
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 64 << 20
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 64
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Repo is one repository as the store reads it. Making one costs
+// nothing; the repository is opened on first use.
+type Repo struct {
+	s                  *Store
+	ref                oci.Reference
+	name               string
+	deniedMeansMissing bool
+}
+
+// Repo returns the repository ref names (which must carry no tag).
+func (s *Store) Repo(ref oci.Reference) *Repo {
+	ref.Reference = ""
+	return &Repo{s: s, ref: ref, name: ref.Name(), deniedMeansMissing: s.deniesMissing(ref)}
+}
+
+func (s *Store) deniesMissing(ref oci.Reference) bool {
+	if ref.Layout {
+		return false
+	}
+	for _, h := range s.opts.DeniedAsMissing {
+		if h == "*" || h == ref.Registry {
+			return true
+		}
+	}
+	return false
+}
+
+// Name is the repository's name, for logs and messages.
+func (r *Repo) Name() string { return r.name }
+
+// Reference is the repository's reference.
+func (r *Repo) Reference() oci.Reference { return r.ref }
+
+func (r *Repo) open(ctx context.Context) (oci.ReadOnlyRepository, error) {
+	res, err := r.s.repos.Get(ctx, r.name, func(ctx context.Context) (oci.ReadOnlyRepository, int64, error) {
+		repo, err := r.s.opts.Client.OpenReadOnly(ctx, r.ref)
+		return repo, 0, err
+	})
+	if err != nil {
+		return nil, r.fail(err, opening)
+	}
+	return res.Val, nil
+}
+
+// Tags lists the repository's tags (cached for TagTTL, then revalidated
+// in the background), with the time they were read.
+func (r *Repo) Tags(ctx context.Context) ([]string, time.Time, error) {
+	repo, err := r.open(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	res, err := r.s.tags.Get(ctx, r.name, func(ctx context.Context) ([]string, int64, error) {
+		tags, err := listTags(ctx, repo)
+		return tags, int64(len(tags)) * 16, err
+	})
+	if err != nil {
+		return nil, time.Time{}, r.fail(err, listing)
+	}
+	return res.Val, res.Fetched, nil
+}
+
+// listTags reads every tag, refusing repositories with more than
+// oci.MaxVersions·2 of them (or a paging loop that never ends).
+func listTags(ctx context.Context, repo oci.ReadOnlyRepository) ([]string, error) {
+	var out []string
+	err := repo.Tags(ctx, "", func(tags []string) error {
+		out = append(out, tags...)
+		if len(out) > 2*oci.MaxVersions {
+			return fmt.Errorf("%w: more than %d tags", oci.ErrInvalidArtifact, 2*oci.MaxVersions)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Listing is what a repository's tags say about versions, as OpenTofu's
+// oci_mirror reads them.
+type Listing struct {
+	// Versions are the versions the tags stand for (names.ListedVersion:
+	// "1.2" counts as 1.2.0, "v1.2.3" and "latest" do not), oldest first.
+	Versions names.VersionList
+	// Unresolvable maps a listed version whose canonical tag is missing to
+	// the tag that stands for it ("1.2.0" → "1.2"): OpenTofu lists such a
+	// version and then fails to resolve it.
+	Unresolvable map[string]string
+	// At is when the tags were read.
+	At time.Time
+}
+
+// Versions lists the versions OpenTofu would list. A repository holding
+// more than oci.MaxVersions of them is refused.
+func (r *Repo) Versions(ctx context.Context) (Listing, error) {
+	tags, at, err := r.Tags(ctx)
+	if err != nil {
+		return Listing{At: at}, err
+	}
+	l := listVersions(tags)
+	l.At = at
+	if len(l.Versions) > oci.MaxVersions {
+		return Listing{At: at}, r.fail(fmt.Errorf("%w: %d version tags, more than %d", oci.ErrInvalidArtifact, len(l.Versions), oci.MaxVersions), "listing versions")
+	}
+	return l, nil
+}
+
+func listVersions(tags []string) Listing {
+	l := Listing{Unresolvable: map[string]string{}}
+	listed := map[string]names.Version{}
+	canonical := map[string]bool{}
+	for _, t := range tags {
+		v, ok := names.ListedVersion(t)
+		if !ok {
+			continue
+		}
+		key := v.String()
+		listed[key] = v
+		if names.TagForVersion(v) == t {
+			canonical[key] = true
+		} else if _, seen := l.Unresolvable[key]; !seen {
+			l.Unresolvable[key] = t
+		}
+	}
+	for key, v := range listed {
+		l.Versions = append(l.Versions, v)
+		if canonical[key] {
+			delete(l.Unresolvable, key)
+		}
+	}
+	l.Versions.Sort()
+	return l
+}
+
+// Fetch opens a blob for reading; the caller verifies what it reads
+// (digest and size).
+func (r *Repo) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	repo, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := repo.Fetch(ctx, desc)
+	if err != nil {
+		return nil, r.fail(err, "fetching a blob")
+	}
+	return rc, nil
+}
+
+// taggedManifest is what a tag named when it was read: the descriptor and
+// the manifest's bytes.
+type taggedManifest struct {
+	desc ocispec.Descriptor
+	body []byte
+}
+
+// manifestByTag reads the manifest or index a tag names, in one round
+// trip where the registry allows, cached for ResolveTTL.
+func (r *Repo) manifestByTag(ctx context.Context, tag string) (taggedManifest, error) {
+	repo, err := r.open(ctx)
+	if err != nil {
+		return taggedManifest{}, err
+	}
+	res, err := r.s.byTag.Get(ctx, r.name+":"+tag, func(ctx context.Context) (taggedManifest, int64, error) {
+		desc, body, err := oci.FetchReference(ctx, repo, tag)
+		return taggedManifest{desc: desc, body: body}, int64(len(body)), err
+	})
+	if err != nil {
+		return taggedManifest{}, r.fail(err, "reading tag "+tag)
+	}
+	return res.Val, nil
+}
+
+// EachVersion calls fn for every version, at most Concurrency at a time,
+// and stops at the first error fn returns: the reads still outstanding
+// are cancelled (no work goes on for nobody).
+func (s *Store) EachVersion(ctx context.Context, vs names.VersionList, fn func(ctx context.Context, i int, v names.Version) error) error {
+	return s.each(ctx, len(vs), func(ctx context.Context, i int) error { return fn(ctx, i, vs[i]) })
+}
+
+// each calls fn for 0…n-1, at most Concurrency at a time, stopping at the
+// first error.
+func (s *Store) each(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.Concurrency)
+	for i := 0; i < n; i++ {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	return g.Wait()
+}

@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// maxTofuFiles bounds the files of one release artifact.
+const maxTofuFiles = 1000
+
+// TofuRelease is an OpenTofu release artifact as read and checked.
+type TofuRelease struct {
+	Version string
+	// Names are the file names in the release config's order.
+	Names []string
+	// Files maps each file name to its layer.
+	Files map[string]ocispec.Descriptor
+}
+
+// TofuRelease reads the release artifact version v's tag names, and checks
+// that it is what its tag says and that its file list agrees with its
+// layers, so a file is served only under the digest and size the release
+// records.
+func (r *Repo) TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, error) {
+	tm, err := r.manifestByTag(ctx, names.TagForVersion(v))
+	if err != nil {
+		return nil, err
+	}
+	repo, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.s.tofu.Get(ctx, r.name+"@"+tm.desc.Digest.String(), func(ctx context.Context) (*TofuRelease, int64, error) {
+		rel, err := readTofuRelease(ctx, repo, tm, v)
+		return rel, int64(len(tm.body)), err
+	})
+	if err != nil {
+		return nil, r.fail(err, "reading an OpenTofu release")
+	}
+	return res.Val, nil
+}
+
+func readTofuRelease(ctx context.Context, repo oci.ReadOnlyRepository, tm taggedManifest, v names.Version) (*TofuRelease, error) {
+	cfg, layers, err := oci.ReadTofuReleaseBody(ctx, repo, tm.desc, tm.body)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Version != v.String() {
+		return nil, fmt.Errorf("%w: the artifact tagged %s holds OpenTofu %q", oci.ErrInvalidArtifact, names.TagForVersion(v), cfg.Version)
+	}
+	if len(cfg.Files) == 0 || len(cfg.Files) > maxTofuFiles {
+		return nil, fmt.Errorf("%w: release %s lists %d files", oci.ErrInvalidArtifact, v, len(cfg.Files))
+	}
+	rel := &TofuRelease{Version: cfg.Version, Files: map[string]ocispec.Descriptor{}}
+	for _, f := range cfg.Files {
+		if err := rel.add(v, f, layers); err != nil {
+			return nil, err
+		}
+	}
+	return rel, nil
+}
+
+// add takes one file of a release config, checked against its layer.
+func (rel *TofuRelease) add(v names.Version, f oci.TofuReleaseFile, layers map[string]ocispec.Descriptor) error {
+	l, ok := layers[f.Name]
+	switch {
+	case !names.ValidTofuArtifact(f.Name):
+		return fmt.Errorf("%w: release %s lists the file name %q", oci.ErrInvalidArtifact, v, f.Name)
+	case !ok:
+		return fmt.Errorf("%w: release %s lists %s but has no layer for it", oci.ErrInvalidArtifact, v, f.Name)
+	case l.Digest != digest.NewDigestFromEncoded(digest.SHA256, f.SHA256) || l.Digest.Validate() != nil || l.Size != f.Size || l.Size < 0:
+		return fmt.Errorf("%w: release %s: the layer of %s (%s, %d bytes) is not the listed file (sha256 %s, %d bytes)",
+			oci.ErrInvalidArtifact, v, f.Name, l.Digest, l.Size, f.SHA256, f.Size)
+	}
+	if _, dup := rel.Files[f.Name]; dup {
+		return fmt.Errorf("%w: release %s lists %s twice", oci.ErrInvalidArtifact, v, f.Name)
+	}
+	rel.Files[f.Name] = l
+	rel.Names = append(rel.Names, f.Name)
+	return nil
+}
