@@ -217,9 +217,14 @@ func denyMissing(t *testing.T) *compatTarget {
 	return tg
 }
 
-// assertFallsThrough installs a provider the proxy does not have: the CLI
-// asks the proxy's network mirror first, and only a 404 there lets it go
-// on to the filesystem mirror that has it.
+// assertFallsThrough installs a provider the proxy does not have from a
+// filesystem mirror configured beside the proxy's network mirror. Both
+// clients list versions from every installation method and fail outright
+// when one answers anything but 404 for a provider it lacks; a 404 lets the
+// filesystem mirror's version be chosen and installed. (The filesystem
+// mirror comes first: tofu and terraform ask methods for a package in
+// order, and a network mirror that listed nothing still answers a
+// version's archive index with an error, not "not found".)
 func assertFallsThrough(t *testing.T, newCLI cliFactory, s *served) {
 	t.Helper()
 	fsMirror := t.TempDir()
@@ -237,14 +242,14 @@ func assertFallsThrough(t *testing.T, newCLI cliFactory, s *served) {
 	}
 	cli := newCLI(t, fmt.Sprintf(`
 provider_installation {
-  network_mirror {
-    url = "%s/v1/mirror/"
-  }
   filesystem_mirror {
     path = "%s"
   }
+  network_mirror {
+    url = "%s/v1/mirror/"
+  }
 }
-`, s.URL, fsMirror))
+`, fsMirror, s.URL))
 	work := testenv.WriteConfig(t, map[string]string{"main.tf": strings.Replace(fmt.Sprintf(helloConfig, "1.0.0"), "example.com/test/hello", "example.com/other/hello", 1)})
 	out, err := cli.Try(t, work, "init", "-input=false", "-no-color")
 	if err != nil || !strings.Contains(out, "Installed example.com/other/hello v1.0.0") {
@@ -269,7 +274,13 @@ const (
 // told and succeed, without a retry storm.
 func latencyAnd429(t *testing.T) *compatTarget {
 	reg := testenv.StartRegistry(t)
-	throttle := testenv.FaultRule{First: 1, PerPath: true, Fault: testenv.TooManyRequests(time.Second)}
+	// The first request to each path is throttled, except the PUT that
+	// completes an upload: every upload attempt gets a session path of its
+	// own, so a first-per-path throttle there would refuse every attempt,
+	// which no registry does (they throttle by rate). The upload's POST is
+	// throttled, and retried.
+	throttle := testenv.FaultRule{First: 1, PerPath: true, Fault: testenv.TooManyRequests(time.Second),
+		Match: func(r *http.Request) bool { return r.Method != http.MethodPut && r.Method != http.MethodPatch }}
 	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: 30 * time.Millisecond, Faults: []testenv.FaultRule{throttle}})
 	tg := fronted(reg, front)
 	// tofu's own OCI client does not retry (OpenTofu 1.12 uses a plain

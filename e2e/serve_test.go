@@ -325,8 +325,12 @@ func TestServeRegistryDown(t *testing.T) {
 		t.Fatalf("%d %s", code, body)
 	}
 	reg.Stop()
+	// A document already served stays served (stale) while the registry is
+	// down, for at most --max-stale; anything not yet seen fails with 5xx.
+	if code, body := s.get(t, "/v1/mirror/example.com/test/hello/index.json"); code != 200 || !strings.Contains(string(body), "1.0.0") {
+		t.Errorf("a document seen before, with the registry down: %d %s", code, body)
+	}
 	for _, path := range []string{
-		"/v1/mirror/example.com/test/hello/index.json",
 		"/v1/mirror/example.com/test/hello/1.0.0.json",
 		"/v1/mirror/example.com/test/other/index.json",
 		"/v1/providers/test/hello/versions",

@@ -180,7 +180,7 @@ func TestTofuDLTamperedRelease(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	repo := reg.Host + "/tools/opentofu"
 	pushTofu(t, repo, "1.8.0", "1.9.0")
-	s := startServe(t, "--tofu-repository", repo, "--tag-ttl", "1ms")
+	s := startServe(t, "--tofu-repository", repo, "--tag-ttl", "1ms", "--resolve-ttl", "1ms", "--max-stale", "-1s")
 	ctx := context.Background()
 	dl := newTofuDL(t, s)
 	list, err := dl.ListVersions(ctx)
