@@ -163,8 +163,10 @@ const dosDate1980 = 1<<5 | 1
 
 func moduleHeader(f moduleFile) *zip.FileHeader {
 	fh := &zip.FileHeader{Name: f.name, Method: zip.Deflate}
-	fh.ModifiedDate = dosDate1980 //nolint:staticcheck // see dosDate1980
-	fh.ModifiedTime = 0           //nolint:staticcheck
+	//lint:ignore SA1019 set directly so that no extended-timestamp field is written (see dosDate1980)
+	fh.ModifiedDate = dosDate1980
+	//lint:ignore SA1019 as above
+	fh.ModifiedTime = 0
 	if f.exec {
 		fh.SetMode(0o755)
 	} else {
