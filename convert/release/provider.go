@@ -373,23 +373,10 @@ func (rel *Provider) sign(opts Options, generate bool) error {
 // read as an unpacker reads it (CRC and sizes of every entry). It returns
 // each package's h1, computed from what unpacking produces.
 func (rel *Provider) Check(ctx context.Context) (map[names.Platform]string, error) {
-	h1 := make([]string, len(rel.Packages))
-	var g errgroup.Group
-	g.SetLimit(runtime.NumCPU())
-	for i, p := range rel.Packages {
-		g.Go(func() (err error) {
-			h1[i], err = p.check(ctx)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := rel.CheckDigests(ctx); err != nil {
 		return nil, err
 	}
-	out := make(map[names.Platform]string, len(h1))
-	for i, p := range rel.Packages {
-		out[p.Platform] = h1[i]
-	}
-	return out, nil
+	return rel.hashPackages(ctx)
 }
 
 // CheckDigests reads every zip and compares its sha256 with the one
@@ -415,13 +402,6 @@ func (p Package) checkDigest(ctx context.Context) error {
 		return fmt.Errorf("%s changed while it was being pushed", p.Filename)
 	}
 	return nil
-}
-
-func (p Package) check(ctx context.Context) (string, error) {
-	if err := p.checkDigest(ctx); err != nil {
-		return "", err
-	}
-	return p.h1(ctx)
 }
 
 // h1 unpacks the zip, as OpenTofu would, for its h1 hash.
