@@ -48,6 +48,14 @@ func (c Client) RegistryHost() string {
 	return names.OpenTofuRegistryHost
 }
 
+// product is the client's name as its messages write it.
+func (c Client) product() string {
+	if c.orDefault() == Terraform {
+		return "Terraform"
+	}
+	return "OpenTofu"
+}
+
 // Command is the client's executable name, for messages ("tofu init").
 func (c Client) Command() string { return string(c.orDefault()) }
 

@@ -187,7 +187,7 @@ func (l *loader) childDir(parentDir, key string, call *moduleCall) (dir, source 
 		return l.installedDir(key, call, "", false)
 	}
 	if isLocalSource(raw) {
-		return localModuleDir(parentDir, raw, call)
+		return l.localModuleDir(parentDir, raw, call)
 	}
 	return l.installedDir(key, call, raw, true)
 }
@@ -203,13 +203,15 @@ func isLocalSource(s string) bool {
 	return false
 }
 
-func localModuleDir(parentDir, raw string, call *moduleCall) (string, string, hcl.Diagnostics) {
+func (l *loader) localModuleDir(parentDir, raw string, call *moduleCall) (string, string, hcl.Diagnostics) {
 	if call.versionAttr != nil {
+		// A version makes both clients read the source as a registry
+		// address, which a local path is not.
 		return "", "", hcl.Diagnostics{{
 			Severity: hcl.DiagError,
-			Summary:  "Invalid version constraint",
-			Detail:   fmt.Sprintf("Cannot apply a version constraint to module %q (at %s:%d) because it has a relative local path.", call.name, call.rng.Filename, call.rng.Start.Line),
-			Subject:  call.rng.Ptr(),
+			Summary:  "Invalid registry module source address",
+			Detail:   fmt.Sprintf("Failed to parse module registry address: can't use local directory %q as a module registry address.\n\n%s assumed that you intended a module registry source address because you also set the argument \"version\", which applies only to registry modules.", raw, l.client.product()),
+			Subject:  call.source.Range().Ptr(),
 		}}
 	}
 	clean := filepath.Clean(filepath.FromSlash(strings.ReplaceAll(raw, `\`, "/")))

@@ -113,6 +113,7 @@ terraform {
 resource "mycloud_server" "a" {}
 resource "cloud_server" "b" {}
 resource "other_thing" "c" { provider = mycloud.west }
+resource "quoted_thing" "d" { provider = "mycloud.west" }
 provider "mycloud" {
   alias = "west"
 }
@@ -274,13 +275,13 @@ func TestLoadErrors(t *testing.T) {
 		{"duplicate module call", map[string]string{"main.tf": `module "a" { source = "./a" }` + "\n" + `module "a" { source = "./a" }`, "a/main.tf": ""}, "Duplicate module call", ""},
 		{"duplicate resource", map[string]string{"main.tf": `resource "aws_instance" "a" {}` + "\n" + `resource "aws_instance" "a" {}`}, `Duplicate resource "aws_instance" configuration`, ""},
 		{"bad configuration alias", map[string]string{"main.tf": reqs(`x = { source = "a/x", configuration_aliases = [y.z] }`)}, "Invalid configuration_aliases value", ""},
-		{"quoted provider reference", map[string]string{"main.tf": `resource "aws_instance" "a" { provider = "aws.west" }`}, "Invalid provider configuration reference", "quotes"},
+		{"provider reference with too many parts", map[string]string{"main.tf": `resource "aws_instance" "a" { provider = aws.a.b.c }`}, "Invalid provider configuration reference", ""},
 		{"override of nothing", map[string]string{"main.tf": `resource "aws_instance" "a" {}`, "override.tf": `resource "aws_instance" "b" {}`}, "Missing resource to override", ""},
 		{"version on the built-in provider", map[string]string{"main.tf": reqs(`terraform = { version = "1.0.0" }`)}, "Invalid provider version constraint", "built-in"},
 		{"local module with a version", map[string]string{"main.tf": `module "a" {
   source  = "./a"
   version = "1.0.0"
-}`, "a/main.tf": ""}, "Invalid version constraint", "relative local path"},
+}`, "a/main.tf": ""}, "Invalid registry module source address", "version"},
 		{"missing local module", map[string]string{"main.tf": `module "a" { source = "./nowhere" }`}, "Unreadable module directory", ""},
 		{"module without source", map[string]string{"main.tf": `module "a" {}`}, "Missing required argument", ""},
 		{"remote module not installed", map[string]string{"main.tf": `module "net" {

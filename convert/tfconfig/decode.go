@@ -96,7 +96,7 @@ var terraformBlockSchema = &hcl.BodySchema{
 // decodeFile decodes the parts of a configuration file that decide
 // provider requirements, with OpenTofu's schema: an unknown block type is
 // an error, as it is for tofu.
-func decodeFile(body hcl.Body, override bool) (*file, hcl.Diagnostics) {
+func decodeFile(body hcl.Body, override bool, c Client) (*file, hcl.Diagnostics) {
 	f := &file{}
 	content, diags := body.Content(configFileSchema)
 	for _, block := range content.Blocks {
@@ -111,7 +111,7 @@ func decodeFile(body hcl.Body, override bool) (*file, hcl.Diagnostics) {
 				Subject:  block.TypeRange.Ptr(),
 			})
 		case "provider":
-			p, d := decodeProviderBlock(block)
+			p, d := decodeProviderBlock(block, c)
 			diags = append(diags, d...)
 			if p != nil {
 				f.providers = append(f.providers, p)
@@ -121,17 +121,17 @@ func decodeFile(body hcl.Body, override bool) (*file, hcl.Diagnostics) {
 			diags = append(diags, d...)
 			f.calls = append(f.calls, c)
 		case "resource", "data", "ephemeral":
-			r, d := decodeResourceBlock(block, block.Type)
+			r, d := decodeResourceBlock(block, block.Type, c)
 			diags = append(diags, d...)
 			if r != nil {
 				f.resources = append(f.resources, r)
 			}
 		case "check":
-			rs, d := decodeCheckBlock(block)
+			rs, d := decodeCheckBlock(block, c)
 			diags = append(diags, d...)
 			f.resources = append(f.resources, rs...)
 		case "import":
-			i, d := decodeImportBlock(block)
+			i, d := decodeImportBlock(block, c)
 			diags = append(diags, d...)
 			if i != nil {
 				f.imports = append(f.imports, i)
@@ -154,10 +154,19 @@ func (f *file) decodeTerraformBlock(block *hcl.Block) hcl.Diagnostics {
 }
 
 var providerBlockSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "alias"}, {Name: "version"}, {Name: "for_each"}},
+	Attributes: []hcl.AttributeSchema{{Name: "alias"}, {Name: "version"}, {Name: "for_each"}, {Name: "count"}, {Name: "depends_on"}, {Name: "source"}},
 }
 
-func decodeProviderBlock(block *hcl.Block) (*providerConfig, hcl.Diagnostics) {
+// reservedProviderArguments are the provider block arguments each client
+// refuses: Terraform has no provider for_each (OpenTofu 1.9 added it).
+func reservedProviderArguments(c Client) []string {
+	if c.orDefault() == Terraform {
+		return []string{"count", "depends_on", "for_each", "source"}
+	}
+	return []string{"count", "depends_on", "source"}
+}
+
+func decodeProviderBlock(block *hcl.Block, c Client) (*providerConfig, hcl.Diagnostics) {
 	content, _, diags := block.Body.PartialContent(providerBlockSchema)
 	name := block.Labels[0]
 	if d := checkLocalName(name, block.DefRange); d.HasErrors() {
@@ -185,7 +194,17 @@ func decodeProviderBlock(block *hcl.Block) (*providerConfig, hcl.Diagnostics) {
 		p.version, d = decodeVersionAttr(attr)
 		diags = append(diags, d...)
 	}
-	if _, ok := content.Attributes["for_each"]; ok && p.alias == "" {
+	for _, name := range reservedProviderArguments(c) {
+		if attr, ok := content.Attributes[name]; ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Reserved argument name in provider block",
+				Detail:   fmt.Sprintf("The provider argument name %q is reserved for use by %s in a future version.", name, c.product()),
+				Subject:  &attr.NameRange,
+			})
+		}
+	}
+	if _, ok := content.Attributes["for_each"]; ok && p.alias == "" && c.orDefault() == Tofu {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  `Alias required when using "for_each"`,
@@ -224,7 +243,7 @@ func decodeModuleBlock(block *hcl.Block, override bool) (*moduleCall, hcl.Diagno
 
 var resourceBlockSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "provider"}}}
 
-func decodeResourceBlock(block *hcl.Block, mode string) (*resource, hcl.Diagnostics) {
+func decodeResourceBlock(block *hcl.Block, mode string, c Client) (*resource, hcl.Diagnostics) {
 	content, _, diags := block.Body.PartialContent(resourceBlockSchema)
 	r := &resource{mode: mode, typ: block.Labels[0], name: block.Labels[1], rng: block.DefRange}
 	if !hclsyntax.ValidIdentifier(r.typ) {
@@ -236,7 +255,7 @@ func decodeResourceBlock(block *hcl.Block, mode string) (*resource, hcl.Diagnost
 		})
 	}
 	if attr, ok := content.Attributes["provider"]; ok {
-		name, d := decodeProviderRef(attr.Expr, "provider")
+		name, d := decodeProviderRef(attr.Expr, "provider", c)
 		diags = append(diags, d...)
 		r.provider = name
 	}
@@ -246,7 +265,7 @@ func decodeResourceBlock(block *hcl.Block, mode string) (*resource, hcl.Diagnost
 var checkBlockSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "data", LabelNames: []string{"type", "name"}}}}
 
 // decodeCheckBlock returns the scoped data sources of a check block.
-func decodeCheckBlock(block *hcl.Block) ([]*resource, hcl.Diagnostics) {
+func decodeCheckBlock(block *hcl.Block, c Client) ([]*resource, hcl.Diagnostics) {
 	content, _, diags := block.Body.PartialContent(checkBlockSchema)
 	var out []*resource
 	for _, b := range content.Blocks {
@@ -259,7 +278,7 @@ func decodeCheckBlock(block *hcl.Block) ([]*resource, hcl.Diagnostics) {
 			})
 			continue
 		}
-		r, d := decodeResourceBlock(b, "data")
+		r, d := decodeResourceBlock(b, "data", c)
 		diags = append(diags, d...)
 		if r != nil {
 			out = append(out, r)
@@ -270,7 +289,7 @@ func decodeCheckBlock(block *hcl.Block) ([]*resource, hcl.Diagnostics) {
 
 var importBlockSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "to"}, {Name: "provider"}}}
 
-func decodeImportBlock(block *hcl.Block) (*importBlock, hcl.Diagnostics) {
+func decodeImportBlock(block *hcl.Block, c Client) (*importBlock, hcl.Diagnostics) {
 	content, _, diags := block.Body.PartialContent(importBlockSchema)
 	imp := &importBlock{rng: block.DefRange}
 	attr, ok := content.Attributes["to"]
@@ -296,7 +315,7 @@ func decodeImportBlock(block *hcl.Block) (*importBlock, hcl.Diagnostics) {
 				Subject:  pattr.Range.Ptr(),
 			})
 		}
-		name, d := decodeProviderRef(pattr.Expr, "provider")
+		name, d := decodeProviderRef(pattr.Expr, "provider", c)
 		diags = append(diags, d...)
 		imp.provider = name
 	}
@@ -357,23 +376,28 @@ func traversalNames(t hcl.Traversal) []string {
 }
 
 // decodeProviderRef reads a provider configuration reference (aws,
-// aws.west, aws.by_region[each.key]) and returns its local name, with
+// aws.west, aws.by_region[each.key] for tofu; a quoted "aws.west" is still
+// read, with a deprecation warning) and returns its local name, with
 // OpenTofu's checks.
-func decodeProviderRef(expr hcl.Expression, argName string) (string, hcl.Diagnostics) {
+func decodeProviderRef(expr hcl.Expression, argName string, c Client) (string, hcl.Diagnostics) {
 	expr, diags := jsonStringAsExpression(expr)
 	if diags.HasErrors() {
 		return "", diags
 	}
 	maxLen := 3 // name.alias[const_key]
-	if iex, ok := expr.(*hclsyntax.IndexExpr); ok {
+	if iex, ok := expr.(*hclsyntax.IndexExpr); ok && c.orDefault() == Tofu {
 		maxLen = 2
 		expr = iex.Collection
 	}
+	if c.orDefault() == Terraform {
+		maxLen = 2 // Terraform has no provider instance keys
+	}
+	expr = unquoteTraversal(expr)
 	traversal, travDiags := hcl.AbsTraversalForExpr(expr)
 	if travDiags.HasErrors() || len(traversal) == 0 || len(traversal) > maxLen {
 		detail := fmt.Sprintf("The %s argument requires a provider type name, optionally followed by a period and then a configuration alias and optional instance key.", argName)
-		if _, quoted := expr.(*hclsyntax.TemplateExpr); quoted {
-			detail = "A provider configuration reference must not be given in quotes."
+		if c.orDefault() == Terraform {
+			detail = fmt.Sprintf("The %s argument requires a provider type name, optionally followed by a period and then a configuration alias.", argName)
 		}
 		return "", hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -396,7 +420,33 @@ func decodeProviderRef(expr hcl.Expression, argName string) (string, hcl.Diagnos
 			}}
 		}
 	}
-	return name, nil
+	return name, diags
+}
+
+// unquoteTraversal reads a reference written in quotes ("aws.west"), which
+// both clients still accept with a deprecation warning (OpenTofu's
+// shimTraversalInString); anything else passes through.
+func unquoteTraversal(expr hcl.Expression) hcl.Expression {
+	tmpl, ok := expr.(*hclsyntax.TemplateExpr)
+	if !ok || len(tmpl.Parts) != 1 {
+		return expr
+	}
+	if _, literal := tmpl.Parts[0].(*hclsyntax.LiteralValueExpr); !literal {
+		return expr
+	}
+	v, diags := expr.Value(nil)
+	if diags.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return expr
+	}
+	rng := expr.Range()
+	start := rng.Start
+	start.Column++
+	start.Byte++
+	traversal, d := hclsyntax.ParseTraversalAbs([]byte(v.AsString()), rng.Filename, start)
+	if d.HasErrors() {
+		return expr
+	}
+	return &hclsyntax.ScopeTraversalExpr{Traversal: traversal, SrcRange: rng}
 }
 
 // jsonStringAsExpression turns a JSON string holding an expression

@@ -35,8 +35,8 @@ func loadModule(p *hclparse.Parser, dir string, c Client, isRoot bool) (*module,
 			Detail:   fmt.Sprintf("Module directory %s does not exist or cannot be read.", dir),
 		}}
 	}
-	primary, diags := decodeFiles(p, mf.primary, false)
-	override, d := decodeFiles(p, mf.override, true)
+	primary, diags := decodeFiles(p, mf.primary, false, c)
+	override, d := decodeFiles(p, mf.override, true, c)
 	diags = append(diags, d...)
 	m := &module{
 		dir:       dir,
@@ -53,14 +53,14 @@ func loadModule(p *hclparse.Parser, dir string, c Client, isRoot bool) (*module,
 		diags = append(diags, m.mergeFile(f)...)
 	}
 	for _, t := range mf.tests {
-		ps, d := decodeTestFile(p, t)
+		ps, d := decodeTestFile(p, t, c)
 		diags = append(diags, d...)
 		m.testProviders = append(m.testProviders, ps...)
 	}
 	return m, diags
 }
 
-func decodeFiles(p *hclparse.Parser, paths []string, override bool) ([]*file, hcl.Diagnostics) {
+func decodeFiles(p *hclparse.Parser, paths []string, override bool, c Client) ([]*file, hcl.Diagnostics) {
 	var files []*file
 	var diags hcl.Diagnostics
 	for _, path := range paths {
@@ -69,7 +69,7 @@ func decodeFiles(p *hclparse.Parser, paths []string, override bool) ([]*file, hc
 		if hf == nil || d.HasErrors() {
 			continue
 		}
-		f, d := decodeFile(hf.Body, override)
+		f, d := decodeFile(hf.Body, override, c)
 		diags = append(diags, d...)
 		files = append(files, f)
 	}
@@ -260,6 +260,7 @@ func impliedLocalName(resourceType string) string {
 // constraints, providers implied by resources, data sources, ephemeral
 // resources and import blocks, provider blocks (with their deprecated
 // version argument) and, for the root module, test files' provider blocks.
+// For Terraform, test files and imports into child modules add nothing.
 func (m *module) addRequirements(reqs *requirements, c Client) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, name := range sortedKeys(m.required) {
@@ -279,6 +280,12 @@ func (m *module) addRequirements(reqs *requirements, c Client) hcl.Diagnostics {
 		}
 	}
 	for _, imp := range m.imports {
+		if imp.inModule && !c.readsTofuFiles() {
+			// Terraform leaves the provider of an import into a child
+			// module to that module (`terraform providers` lists none for
+			// it in the calling module); tofu adds it where the block is.
+			continue
+		}
 		local := imp.provider
 		if local == "" {
 			local = impliedLocalName(imp.resourceType)
@@ -290,8 +297,12 @@ func (m *module) addRequirements(reqs *requirements, c Client) hcl.Diagnostics {
 	for _, key := range sortedKeys(m.providers) {
 		diags = append(diags, m.addProviderBlock(reqs, m.providers[key], c)...)
 	}
-	for _, p := range m.testProviders {
-		diags = append(diags, m.addProviderBlock(reqs, p, c)...)
+	if c.readsTofuFiles() {
+		// tofu init counts the provider blocks of test files; Terraform
+		// 1.11's init does not (the e2e suite checks both).
+		for _, p := range m.testProviders {
+			diags = append(diags, m.addProviderBlock(reqs, p, c)...)
+		}
 	}
 	return diags
 }
@@ -322,7 +333,7 @@ var runBlockSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "mod
 // counts as requirements of the root module. A run block's own module
 // (run { module { source = … } }) is reported: its providers would be
 // required too, and lock does not read it.
-func decodeTestFile(p *hclparse.Parser, path string) ([]*providerConfig, hcl.Diagnostics) {
+func decodeTestFile(p *hclparse.Parser, path string, c Client) ([]*providerConfig, hcl.Diagnostics) {
 	hf, diags := parseFile(p, path)
 	if hf == nil || diags.HasErrors() {
 		return nil, diags
@@ -333,7 +344,7 @@ func decodeTestFile(p *hclparse.Parser, path string) ([]*providerConfig, hcl.Dia
 	for _, b := range content.Blocks {
 		switch b.Type {
 		case "provider":
-			pc, d := decodeProviderBlock(b)
+			pc, d := decodeProviderBlock(b, c)
 			diags = append(diags, d...)
 			if pc != nil {
 				out = append(out, pc)
