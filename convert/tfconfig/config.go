@@ -8,6 +8,7 @@ package tfconfig
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,8 +50,12 @@ type Options struct {
 	Client Client
 }
 
-// maxModuleDepth bounds module nesting (a local module calling itself).
-const maxModuleDepth = 64
+// Bounds on the module tree: nesting depth, and modules in all (a tree of
+// modules calling each other twice over grows exponentially).
+const (
+	maxModuleDepth = 64
+	maxModules     = 10_000
+)
 
 // Load reads the configuration rooted at dir as the client does and
 // returns every provider it requires. Errors are hcl.Diagnostics carrying
@@ -82,7 +87,7 @@ func Load(dir string, opts Options) (*Config, error) {
 		return nil, onlyErrors(diags)
 	}
 	l.modules = append(l.modules, Module{Key: "", Dir: root})
-	l.walk(rootModule, "", 0)
+	l.walk(rootModule, "", []string{root})
 	if l.diags.HasErrors() {
 		return nil, onlyErrors(l.diags)
 	}
@@ -134,8 +139,8 @@ type loader struct {
 }
 
 // walk adds m's requirements and descends into its module calls, in name
-// order.
-func (l *loader) walk(m *module, key string, depth int) {
+// order; path holds the directories of m and its callers.
+func (l *loader) walk(m *module, key string, path []string) {
 	l.diags = append(l.diags, m.addRequirements(l.reqs, l.client)...)
 	for _, name := range sortedKeys(m.calls) {
 		call := m.calls[name]
@@ -143,19 +148,14 @@ func (l *loader) walk(m *module, key string, depth int) {
 		if key != "" {
 			childKey = key + "." + name
 		}
-		if depth+1 > maxModuleDepth {
-			l.diags = append(l.diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Module nesting too deep",
-				Detail:   fmt.Sprintf("module.%s is nested more than %d levels deep; does a module call itself?", strings.ReplaceAll(childKey, ".", ".module."), maxModuleDepth),
-				Subject:  call.rng.Ptr(),
-			})
-			return
-		}
 		dir, source, diags := l.childDir(m.dir, childKey, call)
 		l.diags = append(l.diags, diags...)
 		if diags.HasErrors() {
 			continue
+		}
+		if d := l.checkTreeBounds(childKey, dir, path, call); d != nil {
+			l.diags = append(l.diags, d)
+			return
 		}
 		child, diags := loadModule(l.parser, dir, l.client, false)
 		l.diags = append(l.diags, diags...)
@@ -163,8 +163,27 @@ func (l *loader) walk(m *module, key string, depth int) {
 			continue
 		}
 		l.modules = append(l.modules, Module{Key: childKey, Source: source, Dir: dir})
-		l.walk(child, childKey, depth+1)
+		l.walk(child, childKey, append(path[:len(path):len(path)], dir))
 	}
+}
+
+// checkTreeBounds refuses a module that calls itself (directly or through
+// others), trees nested deeper than maxModuleDepth and trees of more than
+// maxModules modules.
+func (l *loader) checkTreeBounds(key, dir string, path []string, call *moduleCall) *hcl.Diagnostic {
+	addr := "module." + strings.ReplaceAll(key, ".", ".module.")
+	detail := ""
+	switch {
+	case slices.Contains(path, dir):
+		detail = fmt.Sprintf("%s reads %s, which one of its callers is read from: the module calls itself.", addr, dir)
+	case len(path) > maxModuleDepth:
+		detail = fmt.Sprintf("%s is nested more than %d levels deep.", addr, maxModuleDepth)
+	case len(l.modules) >= maxModules:
+		detail = fmt.Sprintf("The configuration has more than %d modules.", maxModules)
+	default:
+		return nil
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Module tree too large", Detail: detail, Subject: call.rng.Ptr()}
 }
 
 // childDir finds the directory of a module call as the clients do: a

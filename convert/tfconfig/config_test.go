@@ -290,7 +290,9 @@ func TestLoadErrors(t *testing.T) {
 }`}, "Module not installed", "tofu init -backend=false"},
 		{"computed source not installed", map[string]string{"main.tf": `locals { src = "./a" }
 module "a" { source = local.src }`, "a/main.tf": ""}, "Module not installed", "expression"},
-		{"a module calling itself", map[string]string{"main.tf": `module "again" { source = "./" }`}, "Module nesting too deep", ""},
+		{"a module calling itself", map[string]string{"main.tf": `module "again" { source = "./" }`}, "Module tree too large", "calls itself"},
+		{"a module calling itself twice", map[string]string{"main.tf": "module \"a\" { source = \"./\" }\nmodule \"b\" { source = \"./\" }\n"}, "Module tree too large", "calls itself"},
+		{"modules calling each other", map[string]string{"main.tf": `module "a" { source = "./a" }`, "a/main.tf": `module "b" { source = "../b" }`, "b/main.tf": `module "a" { source = "../a" }`}, "Module tree too large", "calls itself"},
 		{"error in a child module", map[string]string{"main.tf": `module "a" { source = "./a" }`, "a/a.tf": hello("1.0.0"), "a/b.tf": hello("1.0.0")}, "Duplicate required providers configuration", "a/b.tf"},
 		{"test run module", map[string]string{"main.tf": "", "tests/x.tftest.hcl": `run "r" {
   module { source = "./testing" }
