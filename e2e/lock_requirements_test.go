@@ -139,6 +139,20 @@ import {
 		"net/main.tf": `resource "aws_vpc" "main" { for_each = toset(["a"]) }`,
 	},
 }, {
+	// Where it matters: the imported resource's provider is required by
+	// tofu (in the calling module) and not by Terraform.
+	name: "an import into a child module that has no such resource",
+	files: map[string]string{
+		"main.tf": `
+module "net" { source = "./net" }
+import {
+  to = module.net.google_network.n
+  id = "n"
+}
+`,
+		"net/main.tf": `resource "aws_vpc" "main" {}`,
+	},
+}, {
 	name: "legacy string requirements and every constraint form",
 	files: map[string]string{
 		"main.tf": `

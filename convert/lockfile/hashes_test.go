@@ -28,3 +28,11 @@ func TestSignedZipHashes(t *testing.T) {
 		}
 	}
 }
+
+func FuzzSignedZipHashes(f *testing.F) {
+	f.Add([]byte("205bd89bf88b21290256dfb66ea995733af1f7419dd577b45a26bdc817d20fdc  a.zip\n"))
+	f.Add([]byte("\n\n"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		signedZipHashes(doc)
+	})
+}

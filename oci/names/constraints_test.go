@@ -23,6 +23,8 @@ func TestConstraintsStringMatchesTofu(t *testing.T) {
 		"!= 1.5.0, >= 1.0":       ">= 1.0.0, != 1.5.0",
 		"2.0.0-rc1":              "2.0.0-rc1",
 		">= 1.0.0, ~> 1.0, >1.0": "> 1.0.0, >= 1.0.0, ~> 1.0",
+		"1.0.0+b, 1.0.0+a":       "1.0.0+a, 1.0.0+b", // equal boundaries ordered by metadata
+		"~> 2, >= 2.0.0":         ">= 2.0.0, ~> 2.0",
 	} {
 		c, err := names.ParseConstraints(in)
 		if err != nil {
