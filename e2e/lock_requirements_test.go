@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"maps"
 	"regexp"
 	"slices"
@@ -420,9 +421,7 @@ func checkSameError(t *testing.T, c tfconfig.Client, err error, clientOut, summa
 	}
 	var diags hcl.Diagnostics
 	var ours []string
-	if d, ok := err.(hcl.Diagnostics); ok {
-		diags = d
-	}
+	errors.As(err, &diags)
 	for _, d := range diags {
 		ours = append(ours, d.Summary)
 	}

@@ -58,9 +58,10 @@ const (
 )
 
 // Load reads the configuration rooted at dir as the client does and
-// returns every provider it requires. Errors are hcl.Diagnostics carrying
-// the client's own summaries ("Duplicate required providers
-// configuration", "Module not installed", …) and the file positions.
+// returns every provider it requires. A configuration the client would
+// refuse is a *ConfigError: diagnostics carrying the client's own summaries
+// ("Duplicate required providers configuration", "Module not installed",
+// …) and file positions.
 func Load(dir string, opts Options) (*Config, error) {
 	root, err := filepath.Abs(dir)
 	if err != nil {
@@ -76,27 +77,28 @@ func Load(dir string, opts Options) (*Config, error) {
 		return nil, err
 	}
 	if !hasConfigFiles(root, l.client) {
-		return nil, hcl.Diagnostics{{
+		return nil, configError(hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "No configuration files",
 			Detail:   fmt.Sprintf("%s holds no configuration files that %s reads.", root, l.client.Command()),
-		}}
+		}}, nil)
 	}
 	rootModule, diags := loadModule(l.parser, root, l.client, true)
 	if diags.HasErrors() {
-		return nil, onlyErrors(diags)
+		return nil, configError(diags, l.parser.Files())
 	}
 	l.modules = append(l.modules, Module{Key: "", Dir: root})
 	l.walk(rootModule, "", []string{root})
 	if l.diags.HasErrors() {
-		return nil, onlyErrors(l.diags)
+		return nil, configError(l.diags, l.parser.Files())
 	}
 	cfg := &Config{Client: l.client, Modules: l.modules}
 	sort.Slice(cfg.Modules, func(i, j int) bool { return cfg.Modules[i].Key < cfg.Modules[j].Key })
-	cfg.Requirements, err = l.reqs.list()
-	if err != nil {
-		return nil, err
+	reqs, diags := l.reqs.list()
+	if diags.HasErrors() {
+		return nil, configError(diags, l.parser.Files())
 	}
+	cfg.Requirements = reqs
 	return cfg, nil
 }
 
@@ -114,17 +116,6 @@ func RequiredProviders(dir string) ([]Requirement, error) {
 func hasConfigFiles(dir string, c Client) bool {
 	mf, err := listModuleFiles(dir, c, false)
 	return err == nil && len(mf.primary)+len(mf.override) > 0
-}
-
-// onlyErrors drops warnings, so that an error's text is only its errors.
-func onlyErrors(diags hcl.Diagnostics) hcl.Diagnostics {
-	var out hcl.Diagnostics
-	for _, d := range diags {
-		if d.Severity == hcl.DiagError {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // loader walks a module tree.
@@ -375,7 +366,7 @@ func (r *requirements) add(p names.Provider, c names.Constraints, rng hcl.Range)
 // list returns the lockable requirements sorted as lock files are.
 // Built-in providers are never locked; a version constraint on one is an
 // error, as in tofu init.
-func (r *requirements) list() ([]Requirement, error) {
+func (r *requirements) list() ([]Requirement, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	var out []Requirement
 	for p, c := range r.byAddr {
@@ -392,11 +383,8 @@ func (r *requirements) list() ([]Requirement, error) {
 		}
 		out = append(out, Requirement{Addr: p, Constraints: c})
 	}
-	if diags.HasErrors() {
-		return nil, diags
-	}
 	sort.Slice(out, func(i, j int) bool { return LessProvider(out[i].Addr, out[j].Addr) })
-	return out, nil
+	return out, diags
 }
 
 // LessProvider orders addresses as OpenTofu orders lock file blocks: by
