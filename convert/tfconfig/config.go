@@ -64,6 +64,9 @@ const (
 // …) and file positions.
 func Load(dir string, opts Options) (*Config, error) {
 	root, err := filepath.Abs(dir)
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root) // as local module directories are
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -100,15 +103,6 @@ func Load(dir string, opts Options) (*Config, error) {
 	}
 	cfg.Requirements = reqs
 	return cfg, nil
-}
-
-// RequiredProviders is Load for OpenTofu, returning only the requirements.
-func RequiredProviders(dir string) ([]Requirement, error) {
-	cfg, err := Load(dir, Options{Client: Tofu})
-	if err != nil {
-		return nil, err
-	}
-	return cfg.Requirements, nil
 }
 
 // hasConfigFiles reports whether dir holds configuration files (tests
