@@ -221,6 +221,7 @@ terraform {
 	platforms: []string{"linux_amd64", "darwin_arm64"},
 	want:      map[string]string{"{{HOST}}/acme/many": "3.9.1+build.7"},
 }, {
+	// tofu only: Terraform has no oci:// module sources.
 	name: "a module installed from OCI (oci://) with a local module inside",
 	files: map[string]string{
 		"main.tf": `module "net" { source = "oci://{{REG}}/modules/net?tag=1.0.0" }` + "\n" + widgets(">= 1.0"),
@@ -320,6 +321,7 @@ terraform {
 	// the proxy has no signing key.)
 	name:      "an unsigned in-house provider",
 	files:     map[string]string{"main.tf": strings.ReplaceAll(widgets("0.1.0"), "{{HOST}}/acme/widgets", "example.com/test/inhouse")},
+	clients:   bothClients(),
 	platforms: []string{"linux_amd64", "darwin_arm64"},
 	want:      map[string]string{"example.com/test/inhouse": "0.1.0"},
 }, {
