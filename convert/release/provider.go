@@ -106,14 +106,19 @@ func ReadProvider(ctx context.Context, dir string, opts Options) (*Provider, err
 		return nil, err
 	}
 	rel := &Provider{Type: rf.typ, Version: rf.version}
-	sums, err := rel.readSums(ctx, rf)
-	if err != nil {
+	if err := rel.readSums(ctx, rf); err != nil {
 		return nil, err
 	}
 	if enforcingGPGExpiration(ctx) {
 		opts.EnforceGPGExpiration = true
 	}
+	// The signature first, then what OpenTofu checks after it: its reading
+	// of SHA256SUMS for the lock file.
 	if err := rel.verifySignature(ctx, rf, opts); err != nil {
+		return nil, err
+	}
+	sums, err := rel.parseSums()
+	if err != nil {
 		return nil, err
 	}
 	if sums != nil && len(opts.Platforms) == 0 {
@@ -199,25 +204,32 @@ func (rf *releaseFiles) selectPlatforms(platforms []names.Platform) error {
 	return nil
 }
 
-// readSums reads SHA256SUMS when the release has one, as OpenTofu reads
-// it: a file OpenTofu cannot read is refused, with the line and the
-// reason; what it reads differently from a clean file becomes a warning.
-func (rel *Provider) readSums(ctx context.Context, rf *releaseFiles) (*sha256sums.File, error) {
+// readSums reads SHA256SUMS when the release has one.
+func (rel *Provider) readSums(ctx context.Context, rf *releaseFiles) error {
 	if rf.sums == "" {
-		return nil, nil
+		return nil
 	}
 	data, err := localfile.ReadBoundedContext(ctx, rf.path(rf.sums), oci.MaxSmallFile)
 	if err != nil {
-		return nil, err
-	}
-	sums, err := sha256sums.Read(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", rf.sums, err)
-	}
-	for _, w := range sums.Warnings() {
-		rel.Warnings = append(rel.Warnings, rf.sums+": "+w)
+		return err
 	}
 	rel.Files.SHA256SUMS = oci.NamedBytes{Name: rf.sums, Data: data}
+	return nil
+}
+
+// parseSums reads SHA256SUMS as OpenTofu reads it: a file OpenTofu cannot
+// read is refused, with the line and the reason; what it reads
+// differently from a clean file becomes a warning.
+func (rel *Provider) parseSums() (*sha256sums.File, error) {
+	f := rel.Files.SHA256SUMS
+	if f.Data == nil {
+		return nil, nil
+	}
+	sums, err := sha256sums.Read(f.Data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name, err)
+	}
+	rel.Warnings = append(rel.Warnings, sums.Warnings()...)
 	return sums, nil
 }
 

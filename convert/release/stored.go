@@ -23,15 +23,11 @@ func CheckProvenance(files *oci.ProvenanceFiles) ([]string, error) {
 	if files == nil || files.SHA256SUMS.Data == nil {
 		return nil, nil
 	}
-	name := files.SHA256SUMS.Name
 	sums, err := sha256sums.Read(files.SHA256SUMS.Data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", files.SHA256SUMS.Name, err)
 	}
-	var warnings []string
-	for _, w := range sums.Warnings() {
-		warnings = append(warnings, name+": "+w)
-	}
+	warnings := sums.Warnings()
 	if files.Signature.Data == nil {
 		return warnings, nil
 	}
