@@ -50,7 +50,7 @@ func TestPushMirrorImportsPackedAndUnpackedLayouts(t *testing.T) {
 	tofu := testenv.Tofu(t, ociMirrorCLIConfig(tpl, origin.Host+"/*/*"))
 	for version, wantHash := range map[string]string{
 		"1.0.0": "zh:" + fixtureZipSHA(t, "1.0.0", "linux_amd64"), // the packed zip, byte for byte
-		"1.1.0": h1, // repacked: the same files, so tofu's own h1
+		"1.1.0": h1,                                               // repacked: the same files, so tofu's own h1
 	} {
 		cfg := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(originConfig, origin.Host, version)})
 		tofu.Run(t, cfg, "init", "-input=false", "-no-color")
