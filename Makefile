@@ -86,9 +86,11 @@ unit:
 ## fuzz: run each fuzz target for a while (make test runs their seed corpora)
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./convert -run '^$$' -fuzz FuzzParseSHA256Sums -fuzztime $(FUZZTIME)
-	$(GO) test ./convert -run '^$$' -fuzz FuzzParseProviderFilename -fuzztime $(FUZZTIME)
-	$(GO) test ./oci -run '^$$' -fuzz FuzzVersionFromTag -fuzztime $(FUZZTIME)
+	$(GO) test ./convert/sha256sums -run '^$$' -fuzz FuzzReadAgreesWithTofu -fuzztime $(FUZZTIME)
+	$(GO) test ./convert/sha256sums -run '^$$' -fuzz FuzzParseSHA256Sums -fuzztime $(FUZZTIME)
+	$(GO) test ./convert/pgp -run '^$$' -fuzz FuzzVerifyDetached -fuzztime $(FUZZTIME)
+	$(GO) test ./oci/names -run '^$$' -fuzz FuzzParseProviderFilename -fuzztime $(FUZZTIME)
+	$(GO) test ./oci/names -run '^$$' -fuzz FuzzVersionFromTag -fuzztime $(FUZZTIME)
 
 ## bench: the performance figures the issues ask for, beside their references
 ## (each line: oci-tofu's figure, the reference's, and their ratio; see docs/benchmarks.md)
