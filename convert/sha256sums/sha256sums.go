@@ -147,17 +147,28 @@ func (f *File) Lookup(name string) (string, error) {
 }
 
 // decodeAsTofu decodes a digest as OpenTofu does, with hex.Decode into 32
-// bytes: upper-case hex is fine, a short digest leaves zero bytes, and
-// more than 64 valid hex digits overflow the array (OpenTofu then
-// crashes; here crashed is true).
+// bytes: upper-case hex is fine and a short digest leaves zero bytes.
+// hex.Decode writes each pair of digits once both are valid, so a 33rd
+// valid pair overflows the array: OpenTofu then crashes (crashed). Any
+// other digest longer than 64 characters is an error.
 func decodeAsTofu(digest []byte) (sum [32]byte, crashed bool, err error) {
-	defer func() {
-		if recover() != nil {
-			crashed = true
+	if len(digest) <= 2*len(sum) {
+		_, err = hex.Decode(sum[:], digest)
+		return sum, false, err
+	}
+	if len(digest) >= 2*len(sum)+2 && isHexDigits(digest[:2*len(sum)+2]) {
+		return sum, true, nil
+	}
+	return sum, false, fmt.Errorf("%d characters where a sha256 digest has 64", len(digest))
+}
+
+func isHexDigits(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
 		}
-	}()
-	_, err = hex.Decode(sum[:], digest)
-	return sum, false, err
+	}
+	return true
 }
 
 // find returns the first line whose second field is name, and its number.
