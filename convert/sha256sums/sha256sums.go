@@ -214,7 +214,7 @@ func (f *File) Sums() Sums {
 func (f *File) Warnings() []string {
 	var w []string
 	if f.unsigned != "" {
-		w = append(w, fmt.Sprintf("SHA256SUMS %s: OpenTofu then takes none of its hashes as signed; it installs packages as \"verified checksum\" instead of \"signed\" and records only the installing platform's hashes in lock files", f.unsigned))
+		w = append(w, fmt.Sprintf("SHA256SUMS %s: OpenTofu then takes none of its hashes as signed: it installs packages as \"verified checksum\" (or \"signature validation was skipped\", from a registry that lists package hashes) instead of \"signed\", and records only the hashes it verifies itself in lock files", f.unsigned))
 	}
 	if f.stopped > 1 {
 		w = append(w, fmt.Sprintf("SHA256SUMS line %d is longer than %d bytes: OpenTofu stops reading there and records none of the later hashes in lock files", f.stopped, maxScanLine))
