@@ -38,6 +38,9 @@ type File struct {
 	// lines are each line's whitespace-separated fields, split at "\n"
 	// (OpenTofu's lookup); line n is lines[n-1].
 	lines [][][]byte
+	// first maps each name (second field) to the number of the first line
+	// giving it, the line OpenTofu's lookup stops at.
+	first map[string]int
 	// unsigned explains why OpenTofu would not take the file's hashes as
 	// signed ("" when it would).
 	unsigned string
@@ -55,9 +58,15 @@ const maxScanLine = bufio.MaxScanTokenSize
 // make Lookup fail for the names they give, and odd lines that OpenTofu
 // puts up with are reported by Warnings.
 func Read(data []byte) (*File, error) {
-	f := &File{}
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		f.lines = append(f.lines, bytes.Fields(line))
+	f := &File{first: map[string]int{}}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		fields := bytes.Fields(line)
+		f.lines = append(f.lines, fields)
+		if len(fields) > 1 {
+			if _, seen := f.first[string(fields[1])]; !seen {
+				f.first[string(fields[1])] = i + 1
+			}
+		}
 	}
 	if err := f.scanAsTofu(data); err != nil {
 		return nil, err
@@ -173,12 +182,11 @@ func isHexDigits(b []byte) bool {
 
 // find returns the first line whose second field is name, and its number.
 func (f *File) find(name []byte) (int, [][]byte) {
-	for i, fields := range f.lines {
-		if len(fields) > 1 && bytes.Equal(fields[1], name) {
-			return i + 1, fields
-		}
+	n, ok := f.first[string(name)]
+	if !ok {
+		return 0, nil
 	}
-	return 0, nil
+	return n, f.lines[n-1]
 }
 
 func (f *File) notListed(name string) error {
@@ -192,14 +200,7 @@ func (f *File) notListed(name string) error {
 // (names whose digest OpenTofu cannot decode are left out).
 func (f *File) Sums() Sums {
 	sums := Sums{}
-	for _, fields := range f.lines {
-		if len(fields) < 2 {
-			continue
-		}
-		name := string(fields[1])
-		if _, seen := sums[name]; seen {
-			continue
-		}
+	for name := range f.first {
 		if sum, err := f.Lookup(name); err == nil {
 			sums[name] = sum
 		}
@@ -222,23 +223,31 @@ func (f *File) Warnings() []string {
 	return append(w, f.conflicts()...)
 }
 
-// conflicts reports names listed again with another digest.
+// maxConflicts bounds the conflicting lines reported one by one.
+const maxConflicts = 5
+
+// conflicts reports names listed again with another digest (the first
+// few, then how many more).
 func (f *File) conflicts() []string {
 	var w []string
-	first := map[string]int{}
+	more := 0
 	for i, fields := range f.lines {
 		if len(fields) < 2 {
 			continue
 		}
 		name := string(fields[1])
-		n, ok := first[name]
-		if !ok {
-			first[name] = i + 1
+		n := f.first[name]
+		if n == i+1 || bytes.EqualFold(fields[0], f.lines[n-1][0]) {
 			continue
 		}
-		if !bytes.EqualFold(fields[0], f.lines[n-1][0]) {
-			w = append(w, fmt.Sprintf("SHA256SUMS line %d lists %s again with another digest: OpenTofu checks the package against line %d and ignores this one, but records both digests in lock files", i+1, name, n))
+		if len(w) == maxConflicts {
+			more++
+			continue
 		}
+		w = append(w, fmt.Sprintf("SHA256SUMS line %d lists %s again with another digest: OpenTofu checks the package against line %d and ignores this one, but records both digests in lock files", i+1, abbreviate(fields[1]), n))
+	}
+	if more > 0 {
+		w = append(w, fmt.Sprintf("SHA256SUMS lists %d more names again with other digests", more))
 	}
 	return w
 }
