@@ -263,3 +263,17 @@ func FuzzParseSHA256Sums(f *testing.F) {
 		}
 	})
 }
+
+// A file listing a name again and again reports the first few conflicts
+// and counts the rest, so a hostile file cannot flood the output.
+func TestConflictWarningsAreBounded(t *testing.T) {
+	in := sumA + "  a.zip\n" + strings.Repeat(sumB+"  a.zip\n", 20)
+	f, err := sha256sums.Read([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := f.Warnings()
+	if len(w) != 6 || !strings.Contains(w[5], "15 more") {
+		t.Fatalf("%d warnings: %q", len(w), w)
+	}
+}
