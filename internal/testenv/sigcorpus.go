@@ -56,6 +56,7 @@ const (
 
 var (
 	corpusOnce  sync.Once
+	corpusDir   string
 	corpusCases []SigCase
 	corpusErr   error
 )
@@ -68,7 +69,7 @@ func SignatureCorpus(t testing.TB) []SigCase {
 	t.Helper()
 	corpusOnce.Do(func() {
 		root := Root(t)
-		corpusCases, corpusErr = buildCorpus(filepath.Join(root, "testdata", "providers", CorpusType, CorpusVersion))
+		corpusDir, corpusCases, corpusErr = buildCorpus(filepath.Join(root, "testdata", "providers", CorpusType, CorpusVersion))
 	})
 	if corpusErr != nil {
 		t.Fatal(corpusErr)
@@ -91,33 +92,48 @@ var (
 	corpusSigned  = corpusCreated.Add(time.Hour)
 )
 
-func buildCorpus(fixture string) ([]SigCase, error) {
+// RemoveSignatureCorpus deletes the corpus files, if a test made them; a
+// package's TestMain calls it after m.Run.
+func RemoveSignatureCorpus() {
+	if corpusDir != "" {
+		os.RemoveAll(corpusDir)
+	}
+}
+
+func buildCorpus(fixture string) (string, []SigCase, error) {
 	gpg, err := newGnuPG()
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	defer gpg.close()
 	dir, err := os.MkdirTemp("", "oci-tofu-sigcorpus-")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	b := &corpusBuilder{gpg: gpg, dir: dir, keys: map[string]string{}}
+	if err := b.build(fixture); err != nil {
+		return dir, nil, err
+	}
+	return dir, b.cases, nil
+}
+
+// build makes the keys and every case from the fixture release's zip and
+// manifest.json.
+func (b *corpusBuilder) build(fixture string) error {
+	var err error
 	if b.zip, err = os.ReadFile(filepath.Join(fixture, corpusFile("linux_amd64.zip"))); err != nil {
-		return nil, err
+		return err
 	}
 	if b.manifest, err = os.ReadFile(filepath.Join(fixture, corpusFile("manifest.json"))); err != nil {
-		return nil, err
+		return err
 	}
 	if err := b.makeKeys(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := b.signatureCases(); err != nil {
-		return nil, err
+		return err
 	}
-	if err := b.checksumCases(); err != nil {
-		return nil, err
-	}
-	return b.cases, nil
+	return b.checksumCases()
 }
 
 func corpusFile(suffix string) string {
