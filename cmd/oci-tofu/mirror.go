@@ -26,11 +26,15 @@ Registry Protocol; credentials from TF_TOKEN_<host>), selects every version meet
 constraint (all released versions when none is given), downloads each platform's zip,
 SHA256SUMS and signature, verifies them against the registry's signing keys as tofu
 does, and pushes them with provenance. Versions already complete in the target are
-skipped without downloading. Signatures and SHA256SUMS are judged exactly as OpenTofu
-1.12 judges them (docs/artifacts.md): a release signed by an expired key is mirrored
-with a warning, unless --enforce-gpg-expiration or OPENTOFU_ENFORCE_GPG_EXPIRATION=true. With --lockfile, exactly the locked versions are mirrored and
-any zip whose zh: is not in the lock is refused. One provider failing does not stop the
-others; the exit status is 1 if any failed.
+skipped without downloading. With --lockfile, exactly the locked versions are mirrored
+and any zip whose zh: is not in the lock is refused. One provider failing does not stop
+the others; the exit status is 1 if any failed.
+
+Signatures and SHA256SUMS are judged exactly as OpenTofu 1.12 judges them (see
+docs/artifacts.md): what tofu refuses is refused, with the reason; a release signed by
+an expired key, subkey or signature is mirrored with a warning, unless
+--enforce-gpg-expiration or OPENTOFU_ENFORCE_GPG_EXPIRATION=true. Each result carries the
+warnings its stored signature and SHA256SUMS give (also for versions already complete).
 
 With --tofu-repository, OpenTofu releases are mirrored too, from a TofuDL-compatible API
 (OpenTofu's by default): the versions matching --tofu-versions (default: the newest
