@@ -14,7 +14,8 @@ import (
 // CheckProvenance judges the files stored with a provider release as
 // ReadProvider judges a release directory, now: SHA256SUMS as OpenTofu
 // reads it, and its signature against the stored keys with OpenTofu's
-// default policy (as the proxy serves it: binary). The error is what
+// default policy, as stored (the proxy serves it byte for byte, so an
+// armored signature stored by another tool is refused). The error is what
 // OpenTofu, installing the release through the registry protocol, would
 // refuse; the warnings what it would handle differently from a clean
 // release, an expired key among them. Files without SHA256SUMS or
@@ -35,11 +36,7 @@ func CheckProvenance(files *oci.ProvenanceFiles) ([]string, error) {
 	if err != nil {
 		return warnings, err
 	}
-	sig, err := pgp.DearmorSignature(files.Signature.Data)
-	if err != nil {
-		return warnings, fmt.Errorf("%s: %w", files.Signature.Name, err)
-	}
-	v, err := pgp.VerifyDetached(files.SHA256SUMS.Data, sig, []*pgp.Keyring{kr})
+	v, err := pgp.VerifyDetached(files.SHA256SUMS.Data, files.Signature.Data, []*pgp.Keyring{kr})
 	if err != nil {
 		return warnings, fmt.Errorf("%s: %w", files.Signature.Name, err)
 	}
