@@ -67,9 +67,9 @@ type Verified struct {
 }
 
 // DearmorSignature returns a signature in binary form, unwrapping ASCII
-// armor. Verification does not: OpenTofu refuses armored signatures, so
-// releases are refused with ErrArmoredSignature; this is for reading
-// signatures stored before that rule.
+// armor. Verification never does: OpenTofu refuses armored signatures, and
+// so does Verify (ErrArmoredSignature). It is for tools and tests that
+// compare a binary signature with an armored copy.
 func DearmorSignature(sig []byte) ([]byte, error) {
 	if !bytes.HasPrefix(bytes.TrimSpace(sig), []byte("-----BEGIN")) {
 		return sig, nil
