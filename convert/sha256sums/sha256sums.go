@@ -235,8 +235,7 @@ func (f *File) conflicts() []string {
 		if len(fields) < 2 {
 			continue
 		}
-		name := string(fields[1])
-		n := f.first[name]
+		n := f.first[string(fields[1])]
 		if n == i+1 || bytes.EqualFold(fields[0], f.lines[n-1][0]) {
 			continue
 		}
