@@ -1,9 +1,6 @@
 package lockfile
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +8,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -21,24 +19,13 @@ import (
 // them. A document tofu would not read as a checksums file records
 // nothing; a blank line, on which tofu fails, is an error.
 func signedZipHashes(doc []byte) ([]string, error) {
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(doc))
-	for sc.Scan() {
-		fields := bytes.Fields(sc.Bytes())
-		switch {
-		case len(fields) == 0:
-			return nil, fmt.Errorf("SHA256SUMS has a blank line, on which OpenTofu fails")
-		case len(fields) < 2, len(fields[0]) != 64:
-			return nil, nil
-		}
-		sum := make([]byte, 32)
-		if _, err := hex.Decode(sum, fields[0]); err != nil {
-			return nil, nil
-		}
-		out = append(out, pkghash.ZH(hex.EncodeToString(sum)))
+	f, err := sha256sums.Read(doc)
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading SHA256SUMS: %w", err)
+	var out []string
+	for _, h := range f.Hashes() {
+		out = append(out, pkghash.ZH(h))
 	}
 	return out, nil
 }

@@ -108,6 +108,26 @@ func (f *File) scanAsTofu(data []byte) error {
 // install as "signed" rather than "verified checksum".
 func (f *File) RecordsHashes() bool { return f.unsigned == "" }
 
+// Hashes are the digests OpenTofu records as signed (lower-case hex), one
+// per line in order, up to where its scanner stops; nil when it does not
+// take the file's hashes as signed (RecordsHashes).
+func (f *File) Hashes() []string {
+	if !f.RecordsHashes() {
+		return nil
+	}
+	var out []string
+	for i, fields := range f.lines {
+		if f.stopped > 0 && i+1 >= f.stopped {
+			break
+		}
+		if len(fields) == 0 {
+			continue // after the final "\n"; any other empty line was refused by Read
+		}
+		out = append(out, strings.ToLower(string(fields[0])))
+	}
+	return out
+}
+
 func isSHA256Hex(b []byte) bool {
 	if len(b) != 64 {
 		return false
