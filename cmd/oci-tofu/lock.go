@@ -66,9 +66,10 @@ func lockClient(c *cli.Context, dir string) (tfconfig.Client, string, error) {
 
 func lock(c *cli.Context) error {
 	dir := "."
-	if c.NArg() > 1 {
-		return checkArgs(c, 1, "lock [flags] [DIR]")
-	} else if c.NArg() == 1 {
+	if err := wantArgs(c, 0, 1); err != nil {
+		return err
+	}
+	if c.NArg() == 1 {
 		dir = c.Args().First()
 	}
 	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))

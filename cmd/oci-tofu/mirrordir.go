@@ -28,7 +28,7 @@ to the repository the template names. Everything is verified before anything is 
 }
 
 func pushMirror(c *cli.Context) error {
-	if err := checkArgs(c, 1, "push mirror [flags] DIR"); err != nil {
+	if err := wantArgs(c, 1, 1); err != nil {
 		return err
 	}
 	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
@@ -90,12 +90,12 @@ filesystem_mirror for hosts without a registry.`,
 }
 
 func export(c *cli.Context) error {
-	if c.NArg() < 2 {
-		return checkArgs(c, 2, "export [flags] DIR ADDRESS[@CONSTRAINT]...")
+	if err := wantArgs(c, 2, -1); err != nil {
+		return err
 	}
 	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
 	if err != nil {
-		return err
+		return fmt.Errorf("--provider-template: %w", err)
 	}
 	var opts mirrordir.Options
 	for _, p := range c.StringSlice("platform") {
@@ -106,21 +106,25 @@ func export(c *cli.Context) error {
 		opts.Platforms = append(opts.Platforms, pl)
 	}
 	dir := c.Args().First()
+	// The whole command line is checked before anything is exported.
+	specs := make([]names.ProviderSpec, c.NArg()-1)
+	refs := make([]oci.Reference, len(specs))
+	for i, arg := range c.Args().Tail() {
+		if specs[i], err = names.ParseProviderSpec(arg); err != nil {
+			return usageError(c, "%v", err)
+		}
+		if refs[i], err = tpl.Expand(specs[i].Provider.TemplateValues()); err != nil {
+			return fmt.Errorf("%s: --provider-template: %w", specs[i].Provider, err)
+		}
+	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err
 	}
 	rep := newReporter(c)
 	count := 0
-	for _, arg := range c.Args().Tail() {
-		spec, err := names.ParseProviderSpec(arg)
-		if err != nil {
-			return err
-		}
-		ref, err := tpl.Expand(spec.Provider.TemplateValues())
-		if err != nil {
-			return err
-		}
+	for i, spec := range specs {
+		ref := refs[i]
 		repo, err := client.OpenReadOnly(c.Context, ref)
 		if err != nil {
 			return err

@@ -28,8 +28,8 @@ nothing appears in DIR unless everything was verified and unpacked.`,
 }
 
 func pullModule(c *cli.Context) error {
-	if c.NArg() != 2 {
-		return fmt.Errorf("usage: oci-tofu pull module [flags] REPOSITORY[:TAG|@DIGEST] DIR")
+	if err := wantArgs(c, 2, 2); err != nil {
+		return err
 	}
 	ref, err := oci.ParseReference(c.Args().Get(0))
 	if err != nil {

@@ -44,8 +44,8 @@ OpenTofu (>= 1.10) installs the result with
 }
 
 func pushModule(c *cli.Context) error {
-	if c.NArg() != 2 {
-		return fmt.Errorf("usage: oci-tofu push module [flags] SOURCE REPOSITORY:TAG")
+	if err := wantArgs(c, 2, 2); err != nil {
+		return err
 	}
 	source := c.Args().Get(0)
 	ref, tag, err := parseModuleTarget(c.Args().Get(1))

@@ -38,7 +38,7 @@ written, and the tag is written last.`,
 }
 
 func pushProvider(c *cli.Context) error {
-	if err := checkArgs(c, 2, "push provider [flags] DIR REPOSITORY"); err != nil {
+	if err := wantArgs(c, 2, 2); err != nil {
 		return err
 	}
 	dir := c.Args().Get(0)

@@ -31,7 +31,7 @@ oras pull gives the release back. The tag is written last.`,
 }
 
 func pushTofu(c *cli.Context) error {
-	if err := checkArgs(c, 2, "push tofu [flags] DIR REPOSITORY"); err != nil {
+	if err := wantArgs(c, 2, 2); err != nil {
 		return err
 	}
 	ref, err := oci.ParseReference(c.Args().Get(1))

@@ -94,8 +94,8 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
 }
 
 func serve(c *cli.Context) error {
-	if c.NArg() != 0 {
-		return fmt.Errorf("serve takes no arguments")
+	if err := wantArgs(c, 0, 0); err != nil {
+		return err
 	}
 	logger, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"))
 	if err != nil {
