@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -112,10 +113,17 @@ func hint(err error, hc hintContext) string {
 	return ""
 }
 
+// requestURL finds the URL a failed request named in its message
+// (oras-go writes `GET "https://host/v2/…": …`).
+var requestURL = regexp.MustCompile(`"https?://([^/"]+)/`)
+
 // registryHost is the host an error answer came from, or "HOST".
 func registryHost(err error) string {
 	if u := oci.ErrorURL(err); u != nil && u.Host != "" {
 		return u.Host
+	}
+	if m := requestURL.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
 	}
 	return "HOST"
 }
