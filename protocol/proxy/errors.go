@@ -119,6 +119,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if rec, ok := w.(*recorder); ok && he.err != nil {
 		rec.errMsg = he.Error()
+		if s.opts.Hint != nil && he.status >= 500 {
+			rec.hint = s.opts.Hint(he.err)
+		}
 	}
 	if he.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))

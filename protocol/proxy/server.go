@@ -88,6 +88,10 @@ type Options struct {
 	DeniedAsMissing []string
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
+	// Hint, when set, says in one line what the operator can do about an
+	// upstream failure; it is logged with the request (never sent to
+	// clients).
+	Hint func(error) string
 }
 
 // Server serves the discovery document and the handler sets mounted on it.
@@ -139,7 +143,7 @@ func New(opts Options) (*Server, error) {
 // checkOptions validates options and fills in defaults.
 func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	if opts.ProviderTemplate != nil {
-		opts.ProviderMappings = append([]store.ProviderMapping{{Template: opts.ProviderTemplate, Include: opts.Include, Exclude: opts.Exclude}}, opts.ProviderMappings...)
+		opts.ProviderMappings = append([]store.ProviderMapping{{Template: opts.ProviderTemplate, Include: opts.Include, Exclude: opts.Exclude, Source: "--provider-template"}}, opts.ProviderMappings...)
 	}
 	if len(opts.ProviderMappings) == 0 && opts.ModuleTemplate == nil && opts.TofuRepository == nil {
 		return opts, nil, errors.New("proxy.New: configure at least one of ProviderTemplate, ModuleTemplate and TofuRepository")
@@ -402,6 +406,9 @@ func (s *Server) record(name string, r *http.Request, rec *recorder, start time.
 	if rec.errMsg != "" {
 		attrs = append(attrs, slog.String("error", rec.errMsg))
 	}
+	if rec.hint != "" {
+		attrs = append(attrs, slog.String("hint", rec.hint))
+	}
 	s.log.LogAttrs(r.Context(), level, "request", attrs...)
 }
 
@@ -419,6 +426,7 @@ type recorder struct {
 	status int
 	bytes  int64
 	errMsg string
+	hint   string
 }
 
 func (r *recorder) WriteHeader(code int) {
