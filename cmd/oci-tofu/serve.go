@@ -237,6 +237,7 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 		UpstreamTimeout:  c.Duration("upstream-timeout"),
 		StallTimeout:     c.Duration("stall-timeout"),
 		Logger:           logger,
+		Version:          version,
 	}
 	hc := hintContext{plainHTTP: ro.PlainHTTP, username: ro.Username != "", caFile: ro.CAFile != "", template: "--provider-template"}
 	opts.Hint = func(err error) string { return hint(err, hc) }

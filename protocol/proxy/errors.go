@@ -116,6 +116,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	he := toHTTP(err, int(max(s.opts.FailureTTL, 0).Seconds())+1)
 	if he.status >= 500 {
 		s.metrics.upstreamError(store.FailureOf(err).String())
+		s.seen.upstreamFailure(store.FailureOf(err).String(), he.msg)
 	}
 	if rec, ok := w.(*recorder); ok && he.err != nil {
 		rec.errMsg = he.Error()

@@ -88,6 +88,8 @@ type Options struct {
 	DeniedAsMissing []string
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
+	// Version is shown on the page at "/".
+	Version string
 	// Hint, when set, says in one line what the operator can do about an
 	// upstream failure; it is logged with the request (never sent to
 	// clients).
@@ -105,6 +107,7 @@ type Server struct {
 	generated *cache.Cache[*checksums] // SHA256SUMS the proxy signed itself
 	urls      *urlSigner
 	tokens    [][32]byte
+	seen      *seen // what was served, for the page
 
 	mu       sync.RWMutex
 	mux      *http.ServeMux
@@ -117,7 +120,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), providers: mappings, mux: http.NewServeMux(), services: map[string]string{}}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), providers: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -128,6 +131,7 @@ func New(opts Options) (*Server, error) {
 		FailureTTL: failureTTL(opts.FailureTTL), MaxEntries: opts.CacheEntries, MaxCost: opts.CacheBytes,
 		Timeout: 2 * opts.UpstreamTimeout, Observe: s.metrics.observeCache})
 	s.routeCommon()
+	s.routePage(len(mappings) > 0)
 	if len(mappings) > 0 {
 		s.mountProviders()
 	}
