@@ -66,10 +66,10 @@ func pushMirror(c *cli.Context) error {
 			return fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, refs[i], err)
 		}
 		tagged := refs[i].WithReference(res.Root.Digest.String())
-		rep.infof("%s %s → %s (%d platforms%s)", r.Provider, r.Release.Version, tagged, len(r.Release.Packages), map[bool]string{true: ", up to date"}[res.UpToDate])
+		rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
 		results = append(results, map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate})
 	}
-	return rep.result(map[string]any{"pushed": results}, fmt.Sprintf("imported %d provider versions", len(results)))
+	return rep.result(map[string]any{"pushed": results}, fmt.Sprintf("imported %s", plural(len(results), "provider version")))
 }
 
 func exportCommand() *cli.Command {
@@ -143,5 +143,5 @@ func export(c *cli.Context) error {
 		rep.infof("%s: exported %s", spec.Provider, vs)
 		count += len(vs)
 	}
-	return rep.result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %d provider versions to %s", count, dir))
+	return rep.result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %s to %s", plural(count, "provider version"), dir))
 }

@@ -96,13 +96,13 @@ func pushModule(c *cli.Context) error {
 			return err
 		}
 		defer z.Remove()
-		rep.infof("packed %s: %d files, %d bytes, %s", source, len(z.Files), z.Size, z.Digest)
+		rep.infof("packed %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
 	} else {
 		z, err = modulepkg.OpenZip(source, c.Bool("allow-no-root"))
 		if err != nil {
 			return err
 		}
-		rep.infof("checked %s: %d files, %d bytes, %s", source, len(z.Files), z.Size, z.Digest)
+		rep.infof("checked %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
 	}
 	art, err := oci.BuildModule(z.Blob())
 	if err != nil {

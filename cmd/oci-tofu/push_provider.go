@@ -82,7 +82,7 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep.infof("verified %s %s: %d platforms%s", rel.Type, rel.Version, len(rel.Packages), signedNote(rel))
+	rep.infof("%s %s: %s; %s to check against SHA256SUMS and push", rel.Type, rel.Version, signatureNote(rel, opts.Signer), plural(len(rel.Packages), "platform"))
 	client, err := registryClient(c)
 	if err != nil {
 		return err
@@ -122,9 +122,15 @@ func pushProvider(c *cli.Context) error {
 	}, human)
 }
 
-func signedNote(rel *release.Provider) string {
-	if len(rel.KeyIDs) == 0 {
-		return ", unsigned"
+// signatureNote says what became of the release's signature: verified,
+// made now with --sign-key (nothing verified), or none (--unsigned). The
+// zips are checked later, while pushing.
+func signatureNote(rel *release.Provider, signer *pgp.Signer) string {
+	switch {
+	case len(rel.KeyIDs) == 0:
+		return "unsigned (--unsigned)"
+	case signer != nil && rel.KeyIDs[0] == signer.KeyID():
+		return "SHA256SUMS signed now with --sign-key " + rel.KeyIDs[0]
 	}
-	return ", signed by " + rel.KeyIDs[0]
+	return "signature verified (key " + rel.KeyIDs[0] + ")"
 }

@@ -61,7 +61,7 @@ func pushTofu(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	rep.infof("verified OpenTofu %s: %d files, signed by %s", rel.Version, len(rel.Files), rel.KeyID)
+	rep.infof("verified OpenTofu %s: %s, signature by key %s", rel.Version, plural(len(rel.Files), "file"), rel.KeyID)
 	client, err := registryClient(c)
 	if err != nil {
 		return err

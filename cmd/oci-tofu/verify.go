@@ -78,7 +78,7 @@ func verify(c *cli.Context) error {
 		}
 	}
 	if failed > 0 {
-		return cli.Exit(fmt.Sprintf("%d problem(s) OpenTofu would fail on", failed), 1)
+		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", plural(failed, "problem")), 1)
 	}
 	return nil
 }
