@@ -168,7 +168,7 @@ func TestServePageWithClientAuth(t *testing.T) {
 	s := startServe(t, "--provider-template", reg.Host+"/secret-path/${namespace}/${type}", "--auth-token-file", tokens)
 	code, body := s.get(t, "/")
 	page := string(body)
-	if code != 200 || strings.Contains(page, "secret-path") || !strings.Contains(page, "Client authentication is on") || !strings.Contains(page, `credentials &#34;localhost&#34;`) {
+	if code != 200 || strings.Contains(page, "secret-path") || !strings.Contains(page, "Client authentication is on") || !strings.Contains(page, `credentials &#34;`+s.Host+`&#34;`) {
 		t.Errorf("page with client auth: %d\n%s", code, page)
 	}
 	if code, _ := s.get(t, "/nosuch"); code != 404 {

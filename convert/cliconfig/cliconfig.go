@@ -62,11 +62,11 @@ func ReadOCIMirrors(path string) ([]OCIMirror, error) {
 func ParseOCIMirrors(src []byte, filename string) ([]OCIMirror, error) {
 	file, err := hcl1.ParseBytes(src)
 	if err != nil {
-		return nil, fmt.Errorf("Error parsing %s: %w", filename, err)
+		return nil, fmt.Errorf("parsing %s: %w", filename, err)
 	}
 	root, ok := file.Node.(*hclast.ObjectList)
 	if !ok {
-		return nil, fmt.Errorf("Error parsing %s: not a configuration body", filename)
+		return nil, fmt.Errorf("parsing %s: not a configuration body", filename)
 	}
 	d := &diagnostics{file: filename}
 	var out []OCIMirror

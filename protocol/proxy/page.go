@@ -177,7 +177,7 @@ func (s *Server) snippets(r *http.Request, base string) []snippet {
 	if len(s.tokens) > 0 {
 		out = append(out, snippet{ID: "credentials", Title: "Client authentication",
 			Note: "This proxy wants a bearer token: add it to the same CLI configuration.",
-			Body: fmt.Sprintf("credentials %q {\n  token = \"<your token>\"\n}\n", hostOnly(strings.TrimPrefix(base, "https://")))})
+			Body: fmt.Sprintf("credentials %q {\n  token = \"<your token>\"\n}\n", strings.TrimSuffix(strings.TrimPrefix(base, "https://"), ":443"))})
 	}
 	return out
 }
