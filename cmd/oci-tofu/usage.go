@@ -99,10 +99,11 @@ func plural(n int, noun string) string {
 // with the closest one, `version`, and shell completion.
 func configureCLI(app *cli.App) {
 	app.EnableBashCompletion = true
+	app.UsageText = app.Name + " COMMAND [flags] [arguments]   (flags may also follow the arguments)"
 	app.Commands = append(app.Commands, versionCommand(), completionCommand())
 	app.Action = unknownCommandAction(app.Name, func() []*cli.Command { return app.Commands })
 	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-		return flagUsageError(app.Name, &cli.Command{Name: app.Name, Flags: app.Flags}, err)
+		return flagUsageError(app.Name, &cli.Command{Name: app.Name, Flags: app.Flags, ArgsUsage: "COMMAND [arguments]"}, err)
 	}
 	configureCommands(app.Name, app.Commands)
 }
