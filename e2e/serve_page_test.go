@@ -98,8 +98,9 @@ func preText(t *testing.T, dom, id string) string {
 // screenshot at desktop and phone widths is kept under out/e2e), shows
 // the mappings and what was served (versions, platforms, signed), and its
 // snippets are what the proxy serves: the network_mirror and oci_mirror
-// blocks, copied verbatim into real tofu's CLI configuration, install
-// the provider.
+// blocks, copied verbatim into real tofu's CLI configuration, and the
+// Terraform network_mirror block into real terraform's, install the
+// provider.
 func TestServePageInBrowser(t *testing.T) {
 	isolateCache(t)
 	reg := testenv.StartRegistry(t)
@@ -152,6 +153,11 @@ func TestServePageInBrowser(t *testing.T) {
 		if !strings.Contains(out, "Installed example.com/test/hello v1.1.0") {
 			t.Errorf("tofu with the page's %s snippet:\n%s\n%s", name, cliConfig, out)
 		}
+	}
+	// Terraform, with its own snippet.
+	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, "~> 1.0")})
+	if out := testenv.Terraform(t, preText(t, dom, "terraform-network-mirror")).Run(t, dir, "init", "-input=false", "-no-color"); !strings.Contains(out, "Installed example.com/test/hello v1.1.0") {
+		t.Errorf("terraform with the page's snippet:\n%s", out)
 	}
 	if reg := preText(t, dom, "registry"); !strings.Contains(reg, `source = "`+s.Host+`/`) {
 		t.Errorf("registry snippet:\n%s", reg)
