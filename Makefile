@@ -57,10 +57,12 @@ $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # Debian packages for the tests (docker-registry: Distribution 2.8, one of
-# the registries the compatibility suite runs against), the benchmarks'
-# references and fixture regeneration (nginx, curl, zip; gnupg for
-# testdata/gen-fixtures.sh).
-APT_PACKAGES := nginx curl zip gnupg docker-registry
+# the registries the compatibility suite runs against; chromium: the
+# proxy's page rendered headless, no display needed), the benchmarks'
+# references (nginx, curl, wrk) and fixture regeneration (zip; gnupg for
+# testdata/gen-fixtures.sh). TestMakeInstallsWhatTestsRun checks that
+# every program the tests run is built by `make tools` or listed here.
+APT_PACKAGES := nginx curl wrk zip gnupg docker-registry chromium
 # Installs only what is missing (removed packages whose configuration files
 # remain count as missing) and prints nothing unless apt fails. The
 # docker-registry service that the package would start on :5000 is kept off:
@@ -100,7 +102,8 @@ bench: tools tools-apt build
 	bash bench/proxy.sh
 
 ## demo: push the fixture releases into an OCI layout and install them with real tofu
-demo: tools build
+## (needs only OpenTofu from `make tools`: no registry)
+demo: $(TOOLS)/tofu build
 	bash scripts/demo.sh
 
 ## lint: gofmt, go vet and staticcheck (built from the Go module proxy), all clean

@@ -57,7 +57,7 @@ func TestLockOutput(t *testing.T) {
 	}
 
 	human := mustRun(t, "lock", "--provider-template", tpl, "--platform", "linux_amd64", "--platform", "darwin_arm64", "--platform", "linux_amd64", dir)
-	if !strings.Contains(human, "example.com/test/hello 1.1.0 (7 hashes)") || !strings.Contains(human, "for tofu (the existing .terraform.lock.hcl), 2 module(s) read") {
+	if !strings.Contains(human, "example.com/test/hello 1.1.0 (7 hashes)") || !strings.Contains(human, "for tofu (the existing .terraform.lock.hcl), 2 modules read") {
 		t.Errorf("human output:\n%s", human)
 	}
 }

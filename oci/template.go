@@ -41,6 +41,17 @@ func ParseTemplate(s string, allowed, required []string) (*Template, error) {
 			return nil, fmt.Errorf("repository template %q must use ${%s}", s, r)
 		}
 	}
+	// Whatever it is given, the template must name a repository: try it
+	// with example names now rather than fail every request later.
+	example := map[string]string{"hostname": "example.com"}
+	for _, v := range allowed {
+		if v != "hostname" {
+			example[v] = "example"
+		}
+	}
+	if _, err := t.Expand(example); err != nil {
+		return nil, fmt.Errorf("repository template %q does not give a repository (host[:port]/path or %sPATH): %w", s, LayoutPrefix, err)
+	}
 	return t, nil
 }
 

@@ -8,14 +8,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-bin=$root/bin/oci-tofu
-tofu=$root/.tools/bin/tofu
-demo=$root/out/demo
+# The binaries and the output directory can be chosen (the e2e test does).
+bin=${OCI_TOFU_BIN:-$root/bin/oci-tofu}
+tofu=${TOFU_BIN:-$root/.tools/bin/tofu}
+demo=${DEMO_DIR:-$root/out/demo}
 rm -rf "$demo"; mkdir -p "$demo/config" "$demo/home"
 store=$demo/store
 template="oci-layout:$store/providers/\${namespace}/\${type}"
 
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+# Bold headings on a terminal only: a log file gets plain text.
+if [ -t 1 ]; then
+  step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+else
+  step() { printf '\n==> %s\n' "$*"; }
+fi
 
 step "push the provider fixtures (verified against their GnuPG signature) into an OCI layout"
 for v in 1.0.0 1.1.0; do

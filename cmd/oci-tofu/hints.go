@@ -1,16 +1,129 @@
 package main
 
-import "github.com/oci-tofu/oci-tofu/oci"
+import (
+	"crypto/x509"
+	"errors"
+	"os"
+	"regexp"
+	"strings"
 
-// hint suggests a fix for common registry failures, or returns "".
-func hint(err error) string {
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// hintContext is what the command line said that decides a hint: the same
+// failure wants a different fix with --plain-http or --username given.
+type hintContext struct {
+	plainHTTP bool
+	username  bool
+	caFile    bool
+	template  string // the template flag given, e.g. "--provider-template"
+}
+
+// hintContextOf reads the (reordered) command line and the environment.
+func hintContextOf(args []string) hintContext {
+	var hc hintContext
+	hc.plainHTTP = envTrue("OCI_TOFU_PLAIN_HTTP")
+	hc.username = os.Getenv("OCI_TOFU_USERNAME") != ""
+	hc.caFile = os.Getenv("OCI_TOFU_CA_FILE") != ""
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !isFlag(a) {
+			continue
+		}
+		switch name {
+		case "plain-http":
+			hc.plainHTTP = !hasValue || value == "true"
+		case "username":
+			hc.username = true
+		case "ca-file":
+			hc.caFile = true
+		case "provider-template", "module-template", "config":
+			hc.template = "--" + name
+		}
+	}
+	if hc.template == "" && os.Getenv("OCI_TOFU_PROVIDER_TEMPLATE") != "" {
+		hc.template = "--provider-template"
+	}
+	return hc
+}
+
+func envTrue(name string) bool {
+	switch strings.ToLower(os.Getenv(name)) {
+	case "1", "true", "yes":
+		return true
+	}
+	return false
+}
+
+// hint is one line saying what to do about a failure, or "". The
+// catalogue follows oci.Classify's classes; a few failures outside the
+// registry (a signature by another key) are recognised by their message.
+func hint(err error, hc hintContext) string {
+	var u *usageErr
+	if err == nil || errors.As(err, &u) {
+		return ""
+	}
+	if strings.Contains(err.Error(), "not signed by this key") {
+		return "the release was signed with another key: pass the publisher's public key with --key (`gpg --list-packets FILE.sig` shows the key ID it wants)"
+	}
 	switch oci.Classify(err) {
 	case oci.FailureUnauthorized:
-		return "the registry wants credentials: run `docker login HOST`, or pass --username with --password-stdin, or set OCI_TOFU_USERNAME and OCI_TOFU_PASSWORD"
+		if hc.username {
+			return "the registry refused these credentials: check --username and the password (--password-stdin or OCI_TOFU_PASSWORD)"
+		}
+		return "the registry wants credentials: run `docker login " + registryHost(err) + "`, or pass --username with --password-stdin (or set OCI_TOFU_USERNAME and OCI_TOFU_PASSWORD)"
 	case oci.FailureDenied:
-		return "the registry refused these credentials for this repository: check the account's push/pull rights"
+		return "the registry refused this account access to the repository: check its pull/push rights, and the repository's name"
 	case oci.FailureTLS:
-		return "the registry's certificate is not trusted: pass --ca-file CA.pem or set SSL_CERT_FILE"
+		var hostname x509.HostnameError
+		if errors.As(err, &hostname) {
+			return "the registry's certificate does not name this host: use a host name it was issued for"
+		}
+		if hc.caFile {
+			return "the registry's certificate is not signed by the CA in --ca-file: give the CA that issued it"
+		}
+		return "the registry's certificate is not trusted: pass --ca-file CA.pem (or set SSL_CERT_FILE)"
+	case oci.FailurePlainHTTP:
+		if hc.plainHTTP {
+			return "the registry speaks HTTPS: drop --plain-http"
+		}
+		return "the registry speaks plain HTTP: add --plain-http (or OCI_TOFU_PLAIN_HTTP=1; for local test registries only)"
+	case oci.FailureNotFound:
+		if hc.template != "" {
+			return "nothing there: check the repository " + hc.template + " names (it is expanded with the provider's or module's names), or push it first"
+		}
+		return "nothing there: check the repository name and tag, or push it first"
+	case oci.FailureThrottled:
+		return "the registry is rate-limiting: wait a little and run again (Retry-After is honoured); for `serve`, lower --registry-concurrency"
+	case oci.FailureUnavailable, oci.FailureServerError:
+		return "the registry is failing: try again later, or ask its operators"
+	case oci.FailureTimeout:
+		return "the registry did not answer in time: check the network path to it"
+	case oci.FailureUnreachable:
+		return "cannot connect to the registry: check the host name and port, and that it is running"
+	}
+	if hc.plainHTTP && oci.StatusCode(err) == 400 {
+		// A TLS server answers a plain HTTP request with 400 ("Client sent
+		// an HTTP request to an HTTPS server").
+		return "the registry answered 400 to plain HTTP; it probably speaks HTTPS: drop --plain-http"
 	}
 	return ""
+}
+
+// requestURL finds the URL a failed request named in its message
+// (oras-go writes `GET "https://host/v2/…": …`).
+var requestURL = regexp.MustCompile(`"https?://([^/"]+)/`)
+
+// registryHost is the host an error answer came from, or "HOST".
+func registryHost(err error) string {
+	if u := oci.ErrorURL(err); u != nil && u.Host != "" {
+		return u.Host
+	}
+	if m := requestURL.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return "HOST"
 }

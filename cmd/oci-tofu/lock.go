@@ -66,9 +66,10 @@ func lockClient(c *cli.Context, dir string) (tfconfig.Client, string, error) {
 
 func lock(c *cli.Context) error {
 	dir := "."
-	if c.NArg() > 1 {
-		return checkArgs(c, 1, "lock [flags] [DIR]")
-	} else if c.NArg() == 1 {
+	if err := wantArgs(c, 0, 1); err != nil {
+		return err
+	}
+	if c.NArg() == 1 {
 		dir = c.Args().First()
 	}
 	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
@@ -130,7 +131,7 @@ type lockResult struct {
 
 func reportLock(c *cli.Context, lockPath string, client tfconfig.Client, why string, cfg *tfconfig.Config, lf *lockfile.File) error {
 	res := lockResult{LockFile: lockPath, For: string(client), Modules: len(cfg.Modules), Providers: make([]lockfile.Provider, 0, len(lf.Providers))}
-	human := fmt.Sprintf("wrote %s for %s (%s), %d module(s) read:", lockPath, client, why, len(cfg.Modules))
+	human := fmt.Sprintf("wrote %s for %s (%s), %s read:", lockPath, client, why, plural(len(cfg.Modules), "module"))
 	for _, p := range lf.Providers {
 		p.Hashes = lockfile.SortedUnique(p.Hashes)
 		res.Providers = append(res.Providers, p)

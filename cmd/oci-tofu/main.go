@@ -19,11 +19,13 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newApp().RunContext(ctx, os.Args)
+	app := newApp()
+	args := reorderArgs(app, os.Args)
+	err := app.RunContext(ctx, args)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "oci-tofu:", err)
-		if hint := hint(err); hint != "" {
+		fmt.Fprintln(os.Stderr, errorLine(err))
+		if hint := hint(err, hintContextOf(args)); hint != "" {
 			fmt.Fprintln(os.Stderr, "hint:", hint)
 		}
 		var ec cli.ExitCoder
@@ -35,7 +37,7 @@ func main() {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "oci-tofu",
 		Usage:   "keep OpenTofu/Terraform providers, modules and tofu releases in an OCI registry",
 		Version: version,
@@ -64,4 +66,6 @@ func newApp() *cli.App {
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints and exits
 	}
+	configureCLI(app)
+	return app
 }

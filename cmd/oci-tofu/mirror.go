@@ -83,12 +83,20 @@ func runMirror(c *cli.Context) error {
 	for _, arg := range c.Args().Slice() {
 		s, err := names.ParseProviderSpec(arg)
 		if err != nil {
-			return err
+			return usageError(c, "%v", err)
 		}
 		specs = append(specs, s)
 	}
 	if len(specs) == 0 && c.String("tofu-repository") == "" {
-		return checkArgs(c, 1, "mirror [flags] ADDRESS[@CONSTRAINT]... (or --tofu-repository)")
+		return usageError(c, "give the providers to mirror (ADDRESS[@CONSTRAINT]...), --lockfile or --tofu-repository")
+	}
+	if len(specs) > 0 {
+		if opts.Template, err = oci.ParseProviderTemplate(c.String("provider-template")); err != nil {
+			if c.String("provider-template") == "" {
+				return usageError(c, "missing --provider-template TEMPLATE (where the providers go)")
+			}
+			return fmt.Errorf("--provider-template: %w", err)
+		}
 	}
 	client, err := registryClient(c)
 	if err != nil {
@@ -100,11 +108,17 @@ func runMirror(c *cli.Context) error {
 	}
 	origins := origin.NewClient(transport)
 	rep := newReporter(c)
+	var tofu *mirror.TofuMirrorOptions
+	if repo := c.String("tofu-repository"); repo != "" {
+		t, err := tofuMirrorOptions(c, client, repo, opts.Platforms)
+		if err != nil {
+			return err
+		}
+		t.Log = rep.infof
+		tofu = &t
+	}
 	var results []mirrorResult
 	if len(specs) > 0 {
-		if opts.Template, err = oci.ParseProviderTemplate(c.String("provider-template")); err != nil {
-			return fmt.Errorf("--provider-template: %w", err)
-		}
 		opts.Open = client.Open
 		opts.Log = rep.infof
 		ctx := c.Context
@@ -115,13 +129,8 @@ func runMirror(c *cli.Context) error {
 			results = append(results, withStoredWarnings(c, client, r))
 		}
 	}
-	if repo := c.String("tofu-repository"); repo != "" {
-		tofu, err := tofuMirrorOptions(c, client, repo, opts.Platforms)
-		if err != nil {
-			return err
-		}
-		tofu.Log = rep.infof
-		for _, r := range mirror.MirrorTofu(c.Context, origins, tofu) {
+	if tofu != nil {
+		for _, r := range mirror.MirrorTofu(c.Context, origins, *tofu) {
 			results = append(results, mirrorResult{Result: r})
 		}
 	}

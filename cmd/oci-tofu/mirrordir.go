@@ -28,7 +28,7 @@ to the repository the template names. Everything is verified before anything is 
 }
 
 func pushMirror(c *cli.Context) error {
-	if err := checkArgs(c, 1, "push mirror [flags] DIR"); err != nil {
+	if err := wantArgs(c, 1, 1); err != nil {
 		return err
 	}
 	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
@@ -66,10 +66,10 @@ func pushMirror(c *cli.Context) error {
 			return fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, refs[i], err)
 		}
 		tagged := refs[i].WithReference(res.Root.Digest.String())
-		rep.infof("%s %s → %s (%d platforms%s)", r.Provider, r.Release.Version, tagged, len(r.Release.Packages), map[bool]string{true: ", up to date"}[res.UpToDate])
+		rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
 		results = append(results, map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate})
 	}
-	return rep.result(map[string]any{"pushed": results}, fmt.Sprintf("imported %d provider versions", len(results)))
+	return rep.result(map[string]any{"pushed": results}, fmt.Sprintf("imported %s", plural(len(results), "provider version")))
 }
 
 func exportCommand() *cli.Command {
@@ -90,12 +90,12 @@ filesystem_mirror for hosts without a registry.`,
 }
 
 func export(c *cli.Context) error {
-	if c.NArg() < 2 {
-		return checkArgs(c, 2, "export [flags] DIR ADDRESS[@CONSTRAINT]...")
+	if err := wantArgs(c, 2, -1); err != nil {
+		return err
 	}
 	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
 	if err != nil {
-		return err
+		return fmt.Errorf("--provider-template: %w", err)
 	}
 	var opts mirrordir.Options
 	for _, p := range c.StringSlice("platform") {
@@ -106,21 +106,25 @@ func export(c *cli.Context) error {
 		opts.Platforms = append(opts.Platforms, pl)
 	}
 	dir := c.Args().First()
+	// The whole command line is checked before anything is exported.
+	specs := make([]names.ProviderSpec, c.NArg()-1)
+	refs := make([]oci.Reference, len(specs))
+	for i, arg := range c.Args().Tail() {
+		if specs[i], err = names.ParseProviderSpec(arg); err != nil {
+			return usageError(c, "%v", err)
+		}
+		if refs[i], err = tpl.Expand(specs[i].Provider.TemplateValues()); err != nil {
+			return fmt.Errorf("%s: --provider-template: %w", specs[i].Provider, err)
+		}
+	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err
 	}
 	rep := newReporter(c)
 	count := 0
-	for _, arg := range c.Args().Tail() {
-		spec, err := names.ParseProviderSpec(arg)
-		if err != nil {
-			return err
-		}
-		ref, err := tpl.Expand(spec.Provider.TemplateValues())
-		if err != nil {
-			return err
-		}
+	for i, spec := range specs {
+		ref := refs[i]
 		repo, err := client.OpenReadOnly(c.Context, ref)
 		if err != nil {
 			return err
@@ -139,5 +143,5 @@ func export(c *cli.Context) error {
 		rep.infof("%s: exported %s", spec.Provider, vs)
 		count += len(vs)
 	}
-	return rep.result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %d provider versions to %s", count, dir))
+	return rep.result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %s to %s", plural(count, "provider version"), dir))
 }

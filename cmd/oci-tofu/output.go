@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -78,19 +77,4 @@ func (r *reporter) result(v any, human string) error {
 		fmt.Fprintln(r.out, human)
 	}
 	return nil
-}
-
-// checkArgs checks the number of positional arguments. urfave/cli stops
-// reading flags at the first argument, so a flag written after the
-// arguments arrives as an argument: say so instead of a bare usage line.
-func checkArgs(c *cli.Context, n int, usage string) error {
-	if c.NArg() == n {
-		return nil
-	}
-	for _, a := range c.Args().Slice() {
-		if strings.HasPrefix(a, "-") {
-			return fmt.Errorf("flag %s must come before the arguments: oci-tofu %s", a, usage)
-		}
-	}
-	return fmt.Errorf("want %d arguments: oci-tofu %s", n, usage)
 }

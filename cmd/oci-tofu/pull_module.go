@@ -27,9 +27,18 @@ nothing appears in DIR unless everything was verified and unpacked.`,
 	}
 }
 
+// pinned is a reference with the digest it resolved to, written once:
+// REPO:TAG@DIGEST, or REPO@DIGEST when a digest was asked for.
+func pinned(ref oci.Reference, digest string) string {
+	if ref.Reference == digest {
+		return ref.String()
+	}
+	return ref.String() + "@" + digest
+}
+
 func pullModule(c *cli.Context) error {
-	if c.NArg() != 2 {
-		return fmt.Errorf("usage: oci-tofu pull module [flags] REPOSITORY[:TAG|@DIGEST] DIR")
+	if err := wantArgs(c, 2, 2); err != nil {
+		return err
 	}
 	ref, err := oci.ParseReference(c.Args().Get(0))
 	if err != nil {
@@ -72,7 +81,7 @@ func pullModule(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("unpacking %s into %s: %w", ref, dir, err)
 	}
-	rep.infof("verified %s (zip %s, %d bytes)", manifest.Digest, layer.Digest, layer.Size)
+	rep.infof("verified the module package's zip (%s, %s)", layer.Digest, plural(int(layer.Size), "byte"))
 	return rep.result(map[string]any{
 		"reference":  ref.String(),
 		"digest":     manifest.Digest.String(),
@@ -80,5 +89,5 @@ func pullModule(c *cli.Context) error {
 		"zip_size":   layer.Size,
 		"dir":        dir,
 		"files":      files,
-	}, fmt.Sprintf("unpacked %s@%s into %s (%d files)", ref, manifest.Digest, dir, len(files)))
+	}, fmt.Sprintf("unpacked %s into %s (%s)", pinned(ref, manifest.Digest.String()), dir, plural(len(files), "file")))
 }

@@ -44,8 +44,8 @@ OpenTofu (>= 1.10) installs the result with
 }
 
 func pushModule(c *cli.Context) error {
-	if c.NArg() != 2 {
-		return fmt.Errorf("usage: oci-tofu push module [flags] SOURCE REPOSITORY:TAG")
+	if err := wantArgs(c, 2, 2); err != nil {
+		return err
 	}
 	source := c.Args().Get(0)
 	ref, tag, err := parseModuleTarget(c.Args().Get(1))
@@ -96,13 +96,13 @@ func pushModule(c *cli.Context) error {
 			return err
 		}
 		defer z.Remove()
-		rep.infof("packed %s: %d files, %d bytes, %s", source, len(z.Files), z.Size, z.Digest)
+		rep.infof("packed %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
 	} else {
 		z, err = modulepkg.OpenZip(source, c.Bool("allow-no-root"))
 		if err != nil {
 			return err
 		}
-		rep.infof("checked %s: %d files, %d bytes, %s", source, len(z.Files), z.Size, z.Digest)
+		rep.infof("checked %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
 	}
 	art, err := oci.BuildModule(z.Blob())
 	if err != nil {

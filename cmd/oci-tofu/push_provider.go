@@ -46,7 +46,7 @@ subkey or signature that has expired) is pushed with a warning, unless
 }
 
 func pushProvider(c *cli.Context) error {
-	if err := checkArgs(c, 2, "push provider [flags] DIR REPOSITORY"); err != nil {
+	if err := wantArgs(c, 2, 2); err != nil {
 		return err
 	}
 	dir := c.Args().Get(0)
@@ -90,7 +90,7 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep.infof("verified %s %s: %d platforms%s", rel.Type, rel.Version, len(rel.Packages), signedNote(rel))
+	rep.infof("%s %s: %s; %s to check against SHA256SUMS and push", rel.Type, rel.Version, signatureNote(rel, opts.Signer), plural(len(rel.Packages), "platform"))
 	rep.warn(rel.Type+" "+rel.Version, rel.Warnings)
 	client, err := registryClient(c)
 	if err != nil {
@@ -140,9 +140,15 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func signedNote(rel *release.Provider) string {
-	if len(rel.KeyIDs) == 0 {
-		return ", unsigned"
+// signatureNote says what became of the release's signature: verified,
+// made now with --sign-key (nothing verified), or none (--unsigned). The
+// zips are checked later, while pushing.
+func signatureNote(rel *release.Provider, signer *pgp.Signer) string {
+	switch {
+	case len(rel.KeyIDs) == 0:
+		return "unsigned (--unsigned)"
+	case signer != nil && rel.KeyIDs[0] == signer.KeyID():
+		return "SHA256SUMS signed now with --sign-key " + rel.KeyIDs[0]
 	}
-	return ", signed by " + rel.KeyIDs[0]
+	return "signature verified (key " + rel.KeyIDs[0] + ")"
 }

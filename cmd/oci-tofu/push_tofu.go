@@ -31,7 +31,7 @@ oras pull gives the release back. The tag is written last.`,
 }
 
 func pushTofu(c *cli.Context) error {
-	if err := checkArgs(c, 2, "push tofu [flags] DIR REPOSITORY"); err != nil {
+	if err := wantArgs(c, 2, 2); err != nil {
 		return err
 	}
 	ref, err := oci.ParseReference(c.Args().Get(1))
@@ -61,7 +61,7 @@ func pushTofu(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	rep.infof("verified OpenTofu %s: %d files, signed by %s", rel.Version, len(rel.Files), rel.KeyID)
+	rep.infof("verified OpenTofu %s: %s, signature by key %s", rel.Version, plural(len(rel.Files), "file"), rel.KeyID)
 	client, err := registryClient(c)
 	if err != nil {
 		return err

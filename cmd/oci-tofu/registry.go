@@ -50,7 +50,10 @@ func registryOptions(c *cli.Context) (oci.Options, error) {
 		opts.Password = os.Getenv("OCI_TOFU_PASSWORD")
 	}
 	if opts.Password != "" && opts.Username == "" {
-		return opts, fmt.Errorf("a password was given without --username")
+		return opts, fmt.Errorf("a password was given without --username: add --username USER (or OCI_TOFU_USERNAME)")
+	}
+	if opts.Username != "" && opts.Password == "" {
+		return opts, fmt.Errorf("--username %s was given without a password: pipe it to --password-stdin, or set OCI_TOFU_PASSWORD (passwords are never taken from flags)", opts.Username)
 	}
 	return opts, nil
 }

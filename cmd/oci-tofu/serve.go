@@ -57,7 +57,11 @@ least one of the three.
 Every flag can also be set by its OCI_TOFU_… environment variable. The registry
 password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: ":8443", Usage: "`ADDR`ess to listen on", EnvVars: []string{"OCI_TOFU_LISTEN"}},
+			&cli.StringFlag{Name: "listen", Value: ":8443", Usage: "`ADDRESS` to listen on, host:port", EnvVars: []string{"OCI_TOFU_LISTEN"}},
+			&cli.BoolFlag{Name: "check", Usage: "check the configuration and the registries it names (reachability, TLS, credentials, a sample repository per mapping), print a table, and exit: 0 when nothing failed"},
+			&cli.BoolFlag{Name: "json", Usage: "with --check: print the checks as JSON"},
+			&cli.StringSliceFlag{Name: "check-provider", Usage: "with --check: a provider `ADDRESS` (host/namespace/type) whose repository to look for, for each mapping that admits it (repeatable)"},
+			&cli.StringSliceFlag{Name: "check-module", Usage: "with --check: a module `ADDRESS` (host/namespace/name/system) whose repository to look for (repeatable)"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "PEM certificate (chain) `FILE`", EnvVars: []string{"OCI_TOFU_TLS_CERT"}},
 			&cli.StringFlag{Name: "tls-key", Usage: "PEM private key `FILE`", EnvVars: []string{"OCI_TOFU_TLS_KEY"}},
 			&cli.BoolFlag{Name: "self-signed", Usage: "generate a throw-away self-signed certificate (trials only)", EnvVars: []string{"OCI_TOFU_SELF_SIGNED"}},
@@ -94,103 +98,27 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
 }
 
 func serve(c *cli.Context) error {
-	if c.NArg() != 0 {
-		return fmt.Errorf("serve takes no arguments")
+	if err := wantArgs(c, 0, 0); err != nil {
+		return err
 	}
 	logger, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"))
 	if err != nil {
 		return err
 	}
-	var mappings []store.ProviderMapping
-	if f := c.String("config"); f != "" {
-		mirrors, err := cliconfig.ReadOCIMirrors(f)
-		if err != nil {
-			return fmt.Errorf("--config: %w", err)
-		}
-		for _, m := range mirrors {
-			tpl, err := oci.ParseProviderTemplate(m.RepositoryTemplate)
-			if err != nil {
-				return fmt.Errorf("--config %s: %w", f, err)
-			}
-			mappings = append(mappings, store.ProviderMapping{Template: tpl, Include: m.Include, Exclude: m.Exclude})
-		}
-	}
-	if c.String("provider-template") == "" && len(mappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
-		return fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
-	}
-	var tpl, modTpl *oci.Template
-	if s := c.String("provider-template"); s != "" {
-		if tpl, err = oci.ParseProviderTemplate(s); err != nil {
-			return fmt.Errorf("--provider-template: %w", err)
-		}
-	}
-	if s := c.String("module-template"); s != "" {
-		if modTpl, err = oci.ParseModuleTemplate(s); err != nil {
-			return fmt.Errorf("--module-template: %w", err)
-		}
-	}
-	var tofuRepo *oci.Reference
-	if s := c.String("tofu-repository"); s != "" {
-		ref, err := oci.ParseReference(s)
-		if err != nil {
-			return fmt.Errorf("--tofu-repository: %w", err)
-		}
-		if ref.Reference != "" {
-			return fmt.Errorf("--tofu-repository %s: give the repository without a tag or digest; tags are the versions", s)
-		}
-		tofuRepo = &ref
-	}
-	ro, err := registryOptions(c)
+	opts, err := serveOptions(c, logger)
 	if err != nil {
 		return err
 	}
-	ro.Etiquette = &oci.Etiquette{MaxConcurrent: c.Int("registry-concurrency")}
-	opts := proxy.Options{
-		Registry:         ro,
-		ProviderTemplate: tpl,
-		ProviderMappings: mappings,
-		ModuleTemplate:   modTpl,
-		TofuRepository:   tofuRepo,
-		Include:          c.StringSlice("include"),
-		Exclude:          c.StringSlice("exclude"),
-		RegistryHostname: c.String("registry-hostname"),
-		ArchiveURLTTL:    c.Duration("archive-url-ttl"),
-		TagTTL:           c.Duration("tag-ttl"),
-		ResolveTTL:       c.Duration("resolve-ttl"),
-		MaxStale:         c.Duration("max-stale"),
-		FailureTTL:       c.Duration("failure-ttl"),
-		CacheEntries:     c.Int("cache-entries"),
-		CacheBytes:       c.Int64("cache-bytes"),
-		DeniedAsMissing:  c.StringSlice("denied-as-missing"),
-		UpstreamTimeout:  c.Duration("upstream-timeout"),
-		StallTimeout:     c.Duration("stall-timeout"),
-		Logger:           logger,
+	if c.Bool("check") {
+		return runCheck(c, opts)
 	}
-	if f := c.String("signing-key"); f != "" {
-		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
-			return err
-		}
-	}
-	if f := c.String("auth-token-file"); f != "" {
-		if opts.AuthTokens, err = readTokens(f); err != nil {
-			return err
-		}
-	}
-	if f := c.String("url-signing-key-file"); f != "" {
-		key, err := readSmallFile(f, 4096)
-		if err != nil {
-			return err
-		}
-		if key = bytes.TrimSpace(key); len(key) < 16 {
-			return fmt.Errorf("%s: the URL signing key must have at least 16 bytes", f)
-		}
-		opts.URLSigningKey = key
+	if c.Bool("json") {
+		return usageError(c, "--json goes with --check")
 	}
 	srv, err := proxy.New(opts)
 	if err != nil {
 		return err
 	}
-
 	tlsConfig, err := serverTLS(c)
 	if err != nil {
 		return err
@@ -213,9 +141,10 @@ func serve(c *cli.Context) error {
 	} else {
 		scheme = "http"
 	}
-	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", templateString(tpl),
-		"module_template", templateString(modTpl), "tofu_repository", c.String("tofu-repository"),
+	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", templateString(opts.ProviderTemplate),
+		"module_template", templateString(opts.ModuleTemplate), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil)
+	go probeRegistries(c.Context, opts, logger)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -235,6 +164,104 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	return nil
+}
+
+// serveOptions reads and checks everything serve is given, before it
+// listens or reaches any registry.
+func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
+	var mappings []store.ProviderMapping
+	if f := c.String("config"); f != "" {
+		mirrors, err := cliconfig.ReadOCIMirrors(f)
+		if err != nil {
+			return proxy.Options{}, fmt.Errorf("--config: %w", err)
+		}
+		for _, m := range mirrors {
+			mappings = append(mappings, store.ProviderMapping{Template: m.Template, Include: m.Include, Exclude: m.Exclude, Source: m.Pos})
+		}
+	}
+	include, err := cliconfig.ParseMatchingPatterns(c.StringSlice("include"))
+	if err != nil {
+		return proxy.Options{}, fmt.Errorf("--include: %w", err)
+	}
+	exclude, err := cliconfig.ParseMatchingPatterns(c.StringSlice("exclude"))
+	if err != nil {
+		return proxy.Options{}, fmt.Errorf("--exclude: %w", err)
+	}
+	if c.String("provider-template") == "" && len(mappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
+		return proxy.Options{}, fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
+	}
+	var tpl, modTpl *oci.Template
+	if s := c.String("provider-template"); s != "" {
+		if tpl, err = oci.ParseProviderTemplate(s); err != nil {
+			return proxy.Options{}, fmt.Errorf("--provider-template: %w", err)
+		}
+	}
+	if s := c.String("module-template"); s != "" {
+		if modTpl, err = oci.ParseModuleTemplate(s); err != nil {
+			return proxy.Options{}, fmt.Errorf("--module-template: %w", err)
+		}
+	}
+	var tofuRepo *oci.Reference
+	if s := c.String("tofu-repository"); s != "" {
+		ref, err := oci.ParseReference(s)
+		if err != nil {
+			return proxy.Options{}, fmt.Errorf("--tofu-repository: %w", err)
+		}
+		if ref.Reference != "" {
+			return proxy.Options{}, fmt.Errorf("--tofu-repository %s: give the repository without a tag or digest; tags are the versions", s)
+		}
+		tofuRepo = &ref
+	}
+	ro, err := registryOptions(c)
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	ro.Etiquette = &oci.Etiquette{MaxConcurrent: c.Int("registry-concurrency")}
+	opts := proxy.Options{
+		Registry:         ro,
+		ProviderTemplate: tpl,
+		ProviderMappings: mappings,
+		ModuleTemplate:   modTpl,
+		TofuRepository:   tofuRepo,
+		Include:          include,
+		Exclude:          exclude,
+		RegistryHostname: c.String("registry-hostname"),
+		ArchiveURLTTL:    c.Duration("archive-url-ttl"),
+		TagTTL:           c.Duration("tag-ttl"),
+		ResolveTTL:       c.Duration("resolve-ttl"),
+		MaxStale:         c.Duration("max-stale"),
+		FailureTTL:       c.Duration("failure-ttl"),
+		CacheEntries:     c.Int("cache-entries"),
+		CacheBytes:       c.Int64("cache-bytes"),
+		DeniedAsMissing:  c.StringSlice("denied-as-missing"),
+		UpstreamTimeout:  c.Duration("upstream-timeout"),
+		StallTimeout:     c.Duration("stall-timeout"),
+		Logger:           logger,
+		Version:          version,
+	}
+	hc := hintContext{plainHTTP: ro.PlainHTTP, username: ro.Username != "", caFile: ro.CAFile != "", template: "--provider-template"}
+	opts.Hint = func(err error) string { return hint(err, hc) }
+	if f := c.String("signing-key"); f != "" {
+		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
+			return proxy.Options{}, err
+		}
+	}
+	if f := c.String("auth-token-file"); f != "" {
+		if opts.AuthTokens, err = readTokens(f); err != nil {
+			return proxy.Options{}, err
+		}
+	}
+	if f := c.String("url-signing-key-file"); f != "" {
+		key, err := readSmallFile(f, 4096)
+		if err != nil {
+			return proxy.Options{}, err
+		}
+		if key = bytes.TrimSpace(key); len(key) < 16 {
+			return proxy.Options{}, fmt.Errorf("%s: the URL signing key must have at least 16 bytes", f)
+		}
+		opts.URLSigningKey = key
+	}
+	return opts, nil
 }
 
 func templateString(t *oci.Template) string {

@@ -34,8 +34,15 @@ Exit status 1 when anything would make OpenTofu fail.`,
 }
 
 func verify(c *cli.Context) error {
-	if c.NArg() == 0 {
-		return checkArgs(c, 1, "verify [flags] REFERENCE...")
+	if err := wantArgs(c, 1, -1); err != nil {
+		return err
+	}
+	refs := make([]oci.Reference, c.NArg())
+	for i, arg := range c.Args().Slice() {
+		var err error
+		if refs[i], err = oci.ParseReference(arg); err != nil {
+			return usageError(c, "%v", err)
+		}
 	}
 	client, err := registryClient(c)
 	if err != nil {
@@ -43,15 +50,15 @@ func verify(c *cli.Context) error {
 	}
 	rep := newReporter(c)
 	var all []lint.Finding
-	for _, arg := range c.Args().Slice() {
-		ref, err := oci.ParseReference(arg)
-		if err != nil {
-			return err
-		}
+	for _, ref := range refs {
 		repo, err := client.OpenReadOnly(c.Context, ref)
 		var findings []lint.Finding
 		if err == nil {
 			findings, err = lint.Check(c.Context, repo, ref, lint.Options{SkipZips: c.Bool("skip-zips")})
+		}
+		if err != nil && !oci.IsContentProblem(err) {
+			// Not reaching the registry says nothing about the artifacts.
+			return fmt.Errorf("%s: %w", ref, err)
 		}
 		if err != nil {
 			findings = append(findings, lint.Finding{Reference: ref.String(), Severity: lint.SeverityError, Message: err.Error()})
@@ -76,7 +83,7 @@ func verify(c *cli.Context) error {
 		}
 	}
 	if failed > 0 {
-		return cli.Exit(fmt.Sprintf("%d problem(s) OpenTofu would fail on", failed), 1)
+		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", plural(failed, "problem")), 1)
 	}
 	return nil
 }

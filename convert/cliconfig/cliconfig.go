@@ -1,68 +1,479 @@
 // Package cliconfig reads the parts of an OpenTofu CLI configuration that
-// oci-tofu shares with tofu: the oci_mirror blocks of provider_installation.
+// oci-tofu shares with tofu: the provider_installation block, its
+// oci_mirror blocks above all. It reads them as tofu 1.12 does
+// (internal/command/cliconfig): the file with HCL 1, repository_template
+// as an HCL 2 template, include/exclude patterns with tofu's pattern rules,
+// and every check tofu makes before it would install anything, so a file
+// is accepted here exactly when tofu accepts it.
 package cliconfig
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
+	hcl1 "github.com/hashicorp/hcl"
+	hclast "github.com/hashicorp/hcl/hcl/ast"
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
-	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	regaddr "github.com/opentofu/registry-address/v2"
+	"github.com/opentofu/svchost"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/zclconf/go-cty/cty"
 )
 
-// OCIMirror is an oci_mirror block of an OpenTofu CLI configuration's
-// provider_installation block.
+// OCIMirror is an oci_mirror block of the provider_installation block.
 type OCIMirror struct {
-	RepositoryTemplate string   `hcl:"repository_template"`
-	Include            []string `hcl:"include,optional"`
-	Exclude            []string `hcl:"exclude,optional"`
+	// RepositoryTemplate is the template as written.
+	RepositoryTemplate string
+	// Template maps a provider to its repository as tofu would.
+	Template *Template
+	// Include and Exclude are the block's patterns, normalised to
+	// "hostname/namespace/type" with "*" wildcards (short patterns on
+	// registry.opentofu.org), as tofu matches them.
+	Include, Exclude []string
+	// Pos is where the block is, "FILE:LINE:COLUMN".
+	Pos string
 }
 
-// templateVars makes repository_template's ${hostname}, ${namespace} and
-// ${type} (HCL template interpolations, as OpenTofu reads them) evaluate
-// to themselves, giving back the template text.
-var templateVars = &hcl.EvalContext{Variables: map[string]cty.Value{
-	"hostname":  cty.StringVal("${hostname}"),
-	"namespace": cty.StringVal("${namespace}"),
-	"type":      cty.StringVal("${type}"),
-}}
-
 // ReadOCIMirrors reads the oci_mirror blocks, in order, from an OpenTofu CLI
-// configuration file (HCL), so the proxy can map providers to repositories
-// exactly as tofu clients configured with the same file would. Other
-// blocks are ignored.
+// configuration file, refusing the file wherever tofu would report an
+// error about its provider installation methods. Other blocks are not
+// read. A file without oci_mirror blocks is an error.
 func ReadOCIMirrors(path string) ([]OCIMirror, error) {
 	src, err := localfile.ReadBounded(path, oci.MaxSmallFile)
 	if err != nil {
 		return nil, err
 	}
-	f, diags := hclparse.NewParser().ParseHCL(src, path)
-	if diags.HasErrors() {
-		return nil, fmt.Errorf("%s", diags.Error())
-	}
-	root, _, diags := f.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "provider_installation"}}})
-	if diags.HasErrors() {
-		return nil, fmt.Errorf("%s", diags.Error())
-	}
-	var out []OCIMirror
-	for _, pi := range root.Blocks {
-		content, _, diags := pi.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "oci_mirror"}}})
-		if diags.HasErrors() {
-			return nil, fmt.Errorf("%s", diags.Error())
-		}
-		for _, b := range content.Blocks {
-			var m OCIMirror
-			if diags := gohcl.DecodeBody(b.Body, templateVars, &m); diags.HasErrors() {
-				return nil, fmt.Errorf("%s", diags.Error())
-			}
-			out = append(out, m)
-		}
+	out, err := ParseOCIMirrors(src, path)
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no provider_installation { oci_mirror { … } } block", path)
 	}
 	return out, nil
+}
+
+// ParseOCIMirrors is ReadOCIMirrors on the file's content.
+func ParseOCIMirrors(src []byte, filename string) ([]OCIMirror, error) {
+	file, err := hcl1.ParseBytes(src)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", filename, err)
+	}
+	root, ok := file.Node.(*hclast.ObjectList)
+	if !ok {
+		return nil, fmt.Errorf("parsing %s: not a configuration body", filename)
+	}
+	d := &diagnostics{file: filename}
+	var out []OCIMirror
+	blocks := 0
+	for _, block := range root.Items {
+		if block.Keys[0].Token.Value() != "provider_installation" {
+			continue
+		}
+		blocks++
+		out = append(out, d.providerInstallation(block)...)
+	}
+	if blocks > 1 {
+		d.add("No more than one provider_installation block may be specified")
+	}
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// diagnostics collects error messages, as tofu reports them.
+type diagnostics struct {
+	file string
+	msgs []string
+}
+
+func (d *diagnostics) add(format string, args ...any) {
+	d.msgs = append(d.msgs, fmt.Sprintf(format, args...))
+}
+
+func (d *diagnostics) err() error {
+	if len(d.msgs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", d.file, strings.Join(d.msgs, "\n"))
+}
+
+// pos is a position in the file, "FILE:LINE:COLUMN".
+func (d *diagnostics) pos(n hclast.Node) string {
+	p := n.Pos()
+	return fmt.Sprintf("%s:%d:%d", d.file, p.Line, p.Column)
+}
+
+// providerInstallation checks one provider_installation block as
+// decodeProviderInstallationFromConfig does, and returns its oci_mirrors.
+func (d *diagnostics) providerInstallation(block *hclast.ObjectItem) []OCIMirror {
+	isJSON := block.Keys[0].Token.JSON
+	if block.Assign.Line != 0 && !isJSON {
+		d.add("The provider_installation block at %s must not be introduced with an equals sign.", d.pos(block))
+		return nil
+	}
+	if len(block.Keys) > 1 && !isJSON {
+		d.add("The provider_installation block at %s must not have any labels.", d.pos(block))
+	}
+	body, ok := block.Val.(*hclast.ObjectType)
+	if !ok {
+		d.add("The provider_installation block at %s must not be introduced with an equals sign.", d.pos(block))
+		return nil
+	}
+	var out []OCIMirror
+	methods := 0
+	for _, m := range body.List.Items {
+		if m.Assign.Line != 0 && !isJSON {
+			d.add("The items inside the provider_installation block at %s must all be blocks.", d.pos(block))
+			continue
+		}
+		if len(m.Keys) > 1 && !isJSON {
+			d.add("The blocks inside the provider_installation block at %s may not have any labels.", d.pos(block))
+		}
+		mb, ok := m.Val.(*hclast.ObjectType)
+		if !ok {
+			d.add("The items inside the provider_installation block at %s must all be blocks.", d.pos(block))
+			continue
+		}
+		kind, _ := m.Keys[0].Token.Value().(string)
+		include, exclude, mirror, ok := d.method(kind, block, m, mb, methods)
+		if !ok {
+			continue
+		}
+		if kind == "dev_overrides" {
+			continue // not a method; no include/exclude
+		}
+		methods++
+		inc, err := ParseMatchingPatterns(include)
+		if err != nil {
+			d.add("CLI config specifies invalid provider inclusion patterns: %s.", err)
+			continue
+		}
+		exc, err := ParseMatchingPatterns(exclude)
+		if err != nil {
+			d.add("CLI config specifies invalid provider exclusion patterns: %s.", err)
+			continue
+		}
+		if mirror != nil {
+			mirror.Include, mirror.Exclude = inc, exc
+			out = append(out, *mirror)
+		}
+	}
+	return out
+}
+
+// method decodes one installation method block; ok is false when tofu
+// reported an error for it.
+func (d *diagnostics) method(kind string, block, m *hclast.ObjectItem, body *hclast.ObjectType, before int) (include, exclude []string, mirror *OCIMirror, ok bool) {
+	decode := func(v any) bool {
+		if err := hcl1.DecodeObject(v, body); err != nil {
+			d.add("Invalid %s block at %s: %s.", kind, d.pos(block), err)
+			return false
+		}
+		return true
+	}
+	switch kind {
+	case "direct":
+		var c struct {
+			Include         []string `hcl:"include"`
+			Exclude         []string `hcl:"exclude"`
+			DownloadRetries *int     `hcl:"download_retry_count"`
+		}
+		return c.Include, c.Exclude, nil, decode(&c)
+	case "filesystem_mirror":
+		var c struct {
+			Path    string   `hcl:"path"`
+			Include []string `hcl:"include"`
+			Exclude []string `hcl:"exclude"`
+		}
+		if !decode(&c) {
+			return nil, nil, nil, false
+		}
+		if c.Path == "" {
+			d.add("Invalid %s block at %s: \"path\" argument is required.", kind, d.pos(block))
+			return nil, nil, nil, false
+		}
+		return c.Include, c.Exclude, nil, true
+	case "network_mirror":
+		var c struct {
+			URL             string   `hcl:"url"`
+			Include         []string `hcl:"include"`
+			Exclude         []string `hcl:"exclude"`
+			DownloadRetries *int     `hcl:"download_retry_count"`
+			Trusted         bool     `hcl:"trust_all_hashes"`
+		}
+		if !decode(&c) {
+			return nil, nil, nil, false
+		}
+		if c.URL == "" {
+			d.add("Invalid %s block at %s: \"url\" argument is required.", kind, d.pos(block))
+			return nil, nil, nil, false
+		}
+		return c.Include, c.Exclude, nil, true
+	case "oci_mirror":
+		return d.ociMirror(body)
+	case "dev_overrides":
+		if before > 0 {
+			d.add("The dev_overrides block at at %s must appear before all other installation methods, because development overrides always have the highest priority.", d.pos(m))
+			return nil, nil, nil, false
+		}
+		var raw map[string]string
+		if !decode(&raw) {
+			return nil, nil, nil, false
+		}
+		for addr := range raw {
+			if _, err := regaddr.ParseProviderSource(addr); err != nil {
+				d.add("The entry %q in %s is not a valid provider source string.\n\n%s", addr, d.pos(block), err)
+			}
+		}
+		return nil, nil, nil, true
+	}
+	d.add("Unknown provider installation method %q at %s.", kind, d.pos(m))
+	return nil, nil, nil, false
+}
+
+// ociMirror decodes an oci_mirror block as
+// decodeOCIMirrorInstallationMethodBlock does.
+func (d *diagnostics) ociMirror(body *hclast.ObjectType) (include, exclude []string, mirror *OCIMirror, ok bool) {
+	var c struct {
+		RepositoryTemplate string   `hcl:"repository_template"`
+		Include            []string `hcl:"include"`
+		Exclude            []string `hcl:"exclude"`
+	}
+	pos := d.pos(body)
+	if err := hcl1.DecodeObject(&c, body); err != nil {
+		d.add("Invalid oci_mirror block at %s: %s.", pos, err)
+		return nil, nil, nil, false
+	}
+	if c.RepositoryTemplate == "" {
+		d.add("Invalid oci_mirror block at %s: \"repository_template\" argument is required.", pos)
+		return nil, nil, nil, false
+	}
+	tpl, msgs := parseTemplate(c.RepositoryTemplate, c.Include, pos)
+	if len(msgs) > 0 {
+		d.msgs = append(d.msgs, msgs...)
+		return nil, nil, nil, false
+	}
+	return c.Include, c.Exclude, &OCIMirror{RepositoryTemplate: c.RepositoryTemplate, Template: tpl, Pos: pos}, true
+}
+
+// Template is an oci_mirror repository_template: an HCL template over
+// hostname, namespace and type, expanded per provider as tofu expands it.
+type Template struct {
+	raw  string
+	expr hclsyntax.Expression
+}
+
+// String is the template as written.
+func (t *Template) String() string { return t.raw }
+
+// Expand evaluates the template for a provider (values "hostname",
+// "namespace", "type") and reads the result as a registry repository,
+// without tag or digest, as tofu's ParseRepositoryAddressPrefix does.
+func (t *Template) Expand(values map[string]string) (oci.Reference, error) {
+	s, err := evalTemplate(t.expr, cty.StringVal(values["hostname"]), cty.StringVal(values["namespace"]), cty.StringVal(values["type"]))
+	if err != nil {
+		return oci.Reference{}, fmt.Errorf("repository template %q: %w", t.raw, err)
+	}
+	return repositoryAddress(s)
+}
+
+// repositoryAddress reads a template's result: a registry host, a slash
+// and a repository name, without tag or digest. An OCI layout is no
+// registry: tofu would look for a registry host named "oci-layout:".
+func repositoryAddress(s string) (oci.Reference, error) {
+	ref, err := repositoryAddressPrefix(s)
+	if err != nil {
+		return oci.Reference{}, err
+	}
+	if ref.Repository == "" {
+		return oci.Reference{}, fmt.Errorf("invalid repository address %q: want a registry host name, a slash and a repository name", s)
+	}
+	if ref.Registry+":" == oci.LayoutPrefix {
+		return oci.Reference{}, fmt.Errorf("repository address %q: an oci_mirror names a registry, not an OCI layout (tofu would look for a registry host %q; use --provider-template for layouts)", s, ref.Registry)
+	}
+	return ref, nil
+}
+
+// repositoryAddressPrefix is tofu's ParseRepositoryAddressPrefix: a
+// registry host alone, or a registry reference without tag or digest, as
+// oras-go parses them.
+func repositoryAddressPrefix(s string) (oci.Reference, error) {
+	if !strings.Contains(s, "/") {
+		ref, err := oci.ParseRegistryReference(s + "/x")
+		return oci.Reference{Registry: ref.Registry}, err
+	}
+	ref, err := oci.ParseRegistryReference(s)
+	if err != nil {
+		return oci.Reference{}, err
+	}
+	if ref.Reference != "" {
+		return oci.Reference{}, fmt.Errorf("invalid reference: artifact tag or digest not allowed")
+	}
+	return ref, nil
+}
+
+// parseTemplate parses and checks a repository_template as
+// prepareOCIMirrorRepositoryMapping does, returning tofu's messages.
+func parseTemplate(raw string, include []string, pos string) (*Template, []string) {
+	expr, diags := hclsyntax.ParseTemplate([]byte(raw), "<oci_mirror repository_template>", hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, hclMessages(diags)
+	}
+	var msgs []string
+	var has = map[string]bool{}
+	for _, tr := range expr.Variables() {
+		switch name := tr.RootName(); name {
+		case "hostname", "namespace", "type":
+			has[name] = true
+		default:
+			msgs = append(msgs, fmt.Sprintf("Invalid oci_mirror block at %s: the symbol %q is not available for an OCI mirror repository address template. Only \"hostname\", \"namespace\", and \"type\" are available.", pos, name))
+		}
+	}
+	patterns, err := parsePatterns(include)
+	if err != nil {
+		// tofu reports invalid patterns once, when it builds the sources.
+		return &Template{raw: raw, expr: expr}, msgs
+	}
+	hosts, namespaces, types := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, p := range patterns {
+		if p.host != wildcard {
+			hosts[p.host] = true
+		}
+		if p.namespace != wildcard {
+			namespaces[p.namespace] = true
+		}
+		if p.typ != wildcard {
+			types[p.typ] = true
+		}
+	}
+	if len(hosts) != 1 && !has["hostname"] {
+		msgs = append(msgs, fmt.Sprintf("Invalid oci_mirror block at %s: template must refer to the \"hostname\" symbol unless the \"include\" argument selects exactly one registry hostname.", pos))
+	}
+	if len(namespaces) != 1 && !has["namespace"] {
+		msgs = append(msgs, fmt.Sprintf("Invalid oci_mirror block at %s: template must refer to the \"namespace\" symbol unless the \"include\" argument selects exactly one provider namespace.", pos))
+	}
+	if len(types) != 1 && !has["type"] {
+		msgs = append(msgs, fmt.Sprintf("Invalid oci_mirror block at %s: template must refer to the \"type\" symbol unless the \"include\" argument selects exactly one provider.", pos))
+	}
+	if len(msgs) > 0 {
+		return nil, msgs
+	}
+	unknown := cty.UnknownVal(cty.String)
+	if _, diags := expr.Value(&hcl.EvalContext{Variables: map[string]cty.Value{"hostname": unknown, "namespace": unknown, "type": unknown}}); diags.HasErrors() {
+		return nil, hclMessages(diags)
+	}
+	example, err := evalTemplate(expr, cty.StringVal("example.com"), cty.StringVal("example-namespace"), cty.StringVal("example-type"))
+	if err != nil {
+		return nil, []string{fmt.Sprintf("Invalid oci_mirror block at %s: %s.", pos, err)}
+	}
+	if _, err := repositoryAddressPrefix(example); err != nil {
+		return nil, []string{fmt.Sprintf("Invalid oci_mirror block at %s: template must generate a valid OCI repository address, including a registry hostname followed by a slash and then a repository name.", pos)}
+	}
+	return &Template{raw: raw, expr: expr}, nil
+}
+
+// evalTemplate is evalOCIProviderMirrorRepositoryTemplate.
+func evalTemplate(expr hclsyntax.Expression, hostname, namespace, typ cty.Value) (string, error) {
+	val, diags := expr.Value(&hcl.EvalContext{Variables: map[string]cty.Value{"hostname": hostname, "namespace": namespace, "type": typ}})
+	if diags.HasErrors() {
+		return "", errors.New(strings.Join(hclMessages(diags), "; "))
+	}
+	val, err := convert.Convert(val, cty.String)
+	if err != nil {
+		return "", errors.New("template must produce a string value")
+	}
+	if val.IsNull() {
+		return "", errors.New("template must not produce a null value")
+	}
+	if !val.IsKnown() {
+		return "", errors.New("template must produce a known value")
+	}
+	return val.AsString(), nil
+}
+
+func hclMessages(diags hcl.Diagnostics) []string {
+	var out []string
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			out = append(out, d.Error())
+		}
+	}
+	return out
+}
+
+// wildcard is a pattern segment matching anything.
+const wildcard = "*"
+
+type pattern struct{ host, namespace, typ string }
+
+// ParseMatchingPatterns reads include or exclude patterns as tofu does
+// (getproviders.ParseMultiSourceMatchingPatterns): "namespace/type" on
+// registry.opentofu.org or "hostname/namespace/type", each segment a name
+// or the wildcard "*" — a wildcard host only with wildcard namespace and
+// type, a wildcard namespace only with a wildcard type. It returns them
+// normalised ("hostname/namespace/type", lower-case), so that a path.Match
+// of a provider address is tofu's match.
+func ParseMatchingPatterns(patterns []string) ([]string, error) {
+	ps, err := parsePatterns(patterns)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.host + "/" + p.namespace + "/" + p.typ
+	}
+	return out, nil
+}
+
+func parsePatterns(strs []string) ([]pattern, error) {
+	out := make([]pattern, len(strs))
+	for i, s := range strs {
+		parts := strings.Split(s, "/")
+		if len(parts) < 2 || len(parts) > 3 {
+			return nil, fmt.Errorf("invalid provider matching pattern %q: must have either two or three slash-separated segments", s)
+		}
+		host := regaddr.DefaultProviderRegistryHost.String()
+		if len(parts) == 3 {
+			if parts[0] == wildcard {
+				host = wildcard
+			} else {
+				h, err := svchost.ForComparison(parts[0])
+				if err != nil {
+					return nil, fmt.Errorf("invalid hostname in provider matching pattern %q: %w", s, err)
+				}
+				host = h.String()
+			}
+			parts = parts[1:]
+		}
+		typ, err := partOrWildcard(parts[1])
+		if err != nil {
+			return nil, fmt.Errorf("invalid provider type %q in provider matching pattern %q: must either be the wildcard * or a provider type name", parts[1], s)
+		}
+		namespace, err := partOrWildcard(parts[0])
+		if err != nil {
+			return nil, fmt.Errorf("invalid registry namespace %q in provider matching pattern %q: must either be the wildcard * or a literal namespace", parts[1], s)
+		}
+		if host == wildcard && (namespace != wildcard || typ != wildcard) {
+			return nil, fmt.Errorf("invalid provider matching pattern %q: hostname can be a wildcard only if both namespace and provider type are also wildcards", s)
+		}
+		if namespace == wildcard && typ != wildcard {
+			return nil, fmt.Errorf("invalid provider matching pattern %q: namespace can be a wildcard only if the provider type is also a wildcard", s)
+		}
+		out[i] = pattern{host: host, namespace: namespace, typ: typ}
+	}
+	return out, nil
+}
+
+func partOrWildcard(s string) (string, error) {
+	if s == wildcard {
+		return s, nil
+	}
+	return regaddr.ParseProviderPart(s)
 }

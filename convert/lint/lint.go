@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 
 	"github.com/opencontainers/go-digest"
@@ -83,6 +84,7 @@ type checker struct {
 	ctx      context.Context
 	repo     oci.ReadOnlyRepository
 	ref      string
+	tag      string // the tag or digest checked
 	opts     Options
 	findings []Finding
 	// unread is set for a tag OpenTofu never reads: what it points to
@@ -109,7 +111,7 @@ func (c *checker) problem(err error) error {
 }
 
 func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, opts Options) ([]Finding, error) {
-	c := &checker{ctx: ctx, repo: repo, ref: ref.String(), opts: opts}
+	c := &checker{ctx: ctx, repo: repo, ref: ref.String(), tag: ref.Reference, opts: opts}
 	desc, err := repo.Resolve(ctx, ref.Reference)
 	if err != nil {
 		return c.findings, c.problem(fmt.Errorf("resolving %s: %w", ref.Reference, err))
@@ -272,6 +274,9 @@ func (c *checker) manifest(desc ocispec.Descriptor, tag string) error {
 		c.add(SeverityError, "tag points to a provider platform manifest; OpenTofu needs providers tagged as an index")
 		return nil
 	}
+	if head.ArtifactType == oci.ArtifactTypeTofuRelease {
+		return c.tofuRelease(desc, b)
+	}
 	return c.module(desc)
 }
 
@@ -290,6 +295,39 @@ func (c *checker) module(desc ocispec.Descriptor) error {
 	defer done()
 	if _, err := modulepkg.CheckZip(zr, modulepkg.MaxSize); err != nil {
 		c.add(SeverityError, "module zip %s: %v", z.Digest, err)
+	}
+	return nil
+}
+
+// tofuRelease checks an OpenTofu release artifact (oci-tofu push tofu) as
+// the TofuDL mirror reads it: the config names the tag's version, every
+// file it lists is a layer of that name, digest and size, and (unless
+// SkipZips) every layer's content matches its digest.
+func (c *checker) tofuRelease(desc ocispec.Descriptor, body []byte) error {
+	cfg, layers, err := oci.ReadTofuReleaseBody(c.ctx, c.repo, desc, body)
+	if err != nil {
+		return c.problem(err)
+	}
+	if c.tag != "" && !isDigest(c.tag) && cfg.Version != c.tag {
+		c.add(SeverityError, "OpenTofu release: the tag %s holds version %q", c.tag, cfg.Version)
+	}
+	if len(cfg.Files) == 0 {
+		c.add(SeverityError, "OpenTofu release %s lists no files", cfg.Version)
+	}
+	for _, f := range cfg.Files {
+		l, ok := layers[f.Name]
+		switch {
+		case !ok:
+			c.add(SeverityError, "OpenTofu release %s lists %s but has no layer for it", cfg.Version, f.Name)
+		case l.Digest.Encoded() != f.SHA256 || l.Size != f.Size:
+			c.add(SeverityError, "OpenTofu release %s: the layer of %s (%s, %d bytes) is not the listed file (sha256 %s, %d bytes)", cfg.Version, f.Name, l.Digest, l.Size, f.SHA256, f.Size)
+		case !c.opts.SkipZips:
+			if err := oci.FetchBlob(c.ctx, c.repo, l, 0, io.Discard); err != nil {
+				if err := c.problem(fmt.Errorf("OpenTofu release %s: %s: %w", cfg.Version, f.Name, err)); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }

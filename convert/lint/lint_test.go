@@ -241,3 +241,46 @@ func TestVerifyWarnsAboutStoredSignatures(t *testing.T) {
 		}
 	}
 }
+
+// An OpenTofu release pushed by `oci-tofu push tofu` is an image manifest
+// but not a module: verify checks it as a release (config, layers,
+// digests), and reports a release whose file was altered.
+func TestVerifyOpenTofuRelease(t *testing.T) {
+	ctx := context.Background()
+	repo, err := orasoci.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := release.ReadTofu(ctx, testenv.Testdata(t, "tofu", "1.9.0"), []*pgp.Keyring{kr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rel.Push(ctx, repo, false, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, skip := range []bool{false, true} {
+		findings, err := lint.Check(ctx, repo, oci.Reference{Layout: true, Repository: "x", Reference: "1.9.0"}, lint.Options{SkipZips: skip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(findings) != 1 || findings[0].Severity != lint.SeverityOK {
+			t.Errorf("skip zips %v: %+v", skip, findings)
+		}
+	}
+	// Under another version's tag, it is reported.
+	desc, err := repo.Resolve(ctx, "1.9.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Tag(ctx, desc, "1.8.0"); err != nil {
+		t.Fatal(err)
+	}
+	findings, err := lint.Check(ctx, repo, oci.Reference{Layout: true, Repository: "x", Reference: "1.8.0"}, lint.Options{SkipZips: true})
+	if err != nil || len(findings) != 1 || !strings.Contains(findings[0].Message, `the tag 1.8.0 holds version "1.9.0"`) || strings.Contains(findings[0].Message, "module") {
+		t.Errorf("retagged release: %v %+v", err, findings)
+	}
+}

@@ -116,9 +116,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	he := toHTTP(err, int(max(s.opts.FailureTTL, 0).Seconds())+1)
 	if he.status >= 500 {
 		s.metrics.upstreamError(store.FailureOf(err).String())
+		s.seen.upstreamFailure(store.FailureOf(err).String(), he.msg)
 	}
 	if rec, ok := w.(*recorder); ok && he.err != nil {
 		rec.errMsg = he.Error()
+		if s.opts.Hint != nil && he.status >= 500 {
+			rec.hint = s.opts.Hint(he.err)
+		}
 	}
 	if he.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))

@@ -99,11 +99,14 @@ func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, mod names.M
 		return nil, l.At, err
 	}
 	list := wire.ModuleVersionList{Versions: []wire.ModuleVersion{}}
+	var listed []string
 	for i, v := range l.Versions {
 		if ok[i] {
 			list.Versions = append(list.Versions, wire.ModuleVersion{Version: v.String()})
+			listed = append(listed, v.String())
 		}
 	}
+	m.s.seen.moduleListed(mod.String(), listed)
 	if len(list.Versions) == 0 {
 		return nil, l.At, notFound("module %s has no versions holding a module package", mod)
 	}

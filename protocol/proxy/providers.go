@@ -19,6 +19,12 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
+// How a provider was served, on the page.
+const (
+	viaMirror   = "network mirror"
+	viaRegistry = "registry protocol"
+)
+
 // Relative URLs from the metadata documents to the archive prefix:
 // /v1/mirror/:hostname/:namespace/:type/:version.json and
 // /v1/providers/:namespace/:type/:version/download/:os/:arch.
@@ -182,6 +188,7 @@ func (s *Server) mirrorIndex(ctx context.Context, p names.Provider) (any, time.T
 		}
 		index.Versions[v.String()] = struct{}{}
 	}
+	s.seen.providerListed(p.String(), viaMirror, l.Versions)
 	return index, l.At, nil
 }
 
@@ -196,6 +203,8 @@ func (s *Server) mirrorVersion(ctx context.Context, p names.Provider, v names.Ve
 	if err != nil {
 		return nil, err
 	}
+	sum, known := rel.summary()
+	s.seen.providerVersion(p.String(), viaMirror, v, rel.pv.SortedPlatforms(), known && len(sum.SigningKeyIDs) > 0)
 	archives := make(map[string]wire.MirrorArchive, len(zips))
 	for pl, z := range zips {
 		archives[pl.String()] = wire.MirrorArchive{
@@ -236,9 +245,14 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := names.Provider{Hostname: host, Namespace: req.Namespace, Type: req.Type}
+	// The address as clients write it (with the port they use), for the page.
+	shown := p.String()
+	if s.opts.RegistryHostname == "" {
+		shown = strings.ToLower(r.Host) + "/" + req.Namespace + "/" + req.Type
+	}
 	s.serveDoc(w, r, host+" "+r.URL.EscapedPath(), func(ctx context.Context) (any, time.Time, error) {
 		if !req.Download {
-			return s.versionsDoc(ctx, p)
+			return s.versionsDoc(ctx, p, shown)
 		}
 		doc, err := s.downloadDoc(ctx, p, req)
 		return doc, time.Time{}, err
@@ -250,7 +264,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 // (one round trip each, many at once within bounds). Versions it cannot
 // offer are left out and explained in "warnings", which OpenTofu prints;
 // when none is left the answer is 404 naming why.
-func (s *Server) versionsDoc(ctx context.Context, p names.Provider) (any, time.Time, error) {
+func (s *Server) versionsDoc(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
 	repo, l, err := s.listing(ctx, p)
 	if err != nil {
 		return nil, l.At, err
@@ -259,15 +273,19 @@ func (s *Server) versionsDoc(ctx context.Context, p names.Provider) (any, time.T
 	warn := make([]string, len(l.Versions))
 	err = s.store.EachVersion(ctx, l.Versions, func(ctx context.Context, i int, v names.Version) error {
 		var err error
-		out[i], warn[i], err = s.listedVersion(ctx, repo, l, v)
+		out[i], warn[i], err = s.listedVersion(ctx, shown, repo, l, v)
 		return err
 	})
 	if err != nil {
 		return nil, l.At, err
 	}
 	doc := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
+	var unsigned []*wire.RegistryVersion // listed only if nothing else is
 	for i := range l.Versions {
-		if out[i] != nil {
+		switch {
+		case out[i] != nil && warn[i] != "":
+			unsigned = append(unsigned, out[i])
+		case out[i] != nil:
 			doc.Versions = append(doc.Versions, out[i])
 		}
 		if warn[i] != "" {
@@ -276,14 +294,23 @@ func (s *Server) versionsDoc(ctx context.Context, p names.Provider) (any, time.T
 	}
 	if len(doc.Versions) == 0 {
 		s.log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
-		return nil, l.At, notFound("provider %s has %d version(s), none of which this proxy can offer through the registry protocol: %s", p, len(l.Versions), summarise(doc.Warnings))
+		if len(unsigned) == 0 {
+			return nil, l.At, notFound("provider %s has %s, none of which this proxy can offer through the registry protocol: %s", p, plural(len(l.Versions), "version"), strings.Join(doc.Warnings, "; "))
+		}
+		// OpenTofu and Terraform print the warnings of a versions answer
+		// ("Additional provider information from registry") only when it
+		// lists a version; of a 404 they print nothing but "does not have
+		// a provider". So the unsigned versions are listed, the warnings
+		// say why they cannot be installed from here, and their download
+		// answers 409.
+		doc.Versions = unsigned
 	}
 	return doc, l.At, nil
 }
 
 // listedVersion is one entry of the versions document, or the warning
 // saying why the version is left out.
-func (s *Server) listedVersion(ctx context.Context, repo *store.Repo, l store.Listing, v names.Version) (*wire.RegistryVersion, string, error) {
+func (s *Server) listedVersion(ctx context.Context, shown string, repo *store.Repo, l store.Listing, v names.Version) (*wire.RegistryVersion, string, error) {
 	if tag, ok := l.Unresolvable[v.String()]; ok {
 		return nil, fmt.Sprintf("%s is left out: its tag is %q, but OpenTofu resolves the tag %q, which does not exist (retag it)", v, tag, names.TagForVersion(v)), nil
 	}
@@ -295,14 +322,21 @@ func (s *Server) listedVersion(ctx context.Context, repo *store.Repo, l store.Li
 	if err != nil {
 		return nil, skipReason(v, err), keepFatal(err)
 	}
-	if len(sum.SigningKeyIDs) == 0 && s.opts.Signer == nil {
-		return nil, v.String() + " is left out: it has no publisher signature and the proxy has no --signing-key (use the network mirror for it)", nil
-	}
+	s.seen.providerVersion(shown, viaRegistry, v, pv.SortedPlatforms(), len(sum.SigningKeyIDs) > 0)
 	rv := &wire.RegistryVersion{Version: v.String(), Protocols: protocols(sum, known)}
 	for _, pl := range pv.SortedPlatforms() {
 		rv.Platforms = append(rv.Platforms, wire.RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
 	}
+	if len(sum.SigningKeyIDs) == 0 && s.opts.Signer == nil {
+		return rv, unsignedWarning(v), nil
+	}
 	return rv, "", nil
+}
+
+// unsignedWarning says why an unsigned version cannot be installed through
+// the registry protocol, and what to do instead.
+func unsignedWarning(v names.Version) string {
+	return fmt.Sprintf("%s has no publisher signature and this proxy has no --signing-key, so it cannot be installed through the registry protocol: install it through the proxy's network mirror (/v1/mirror/), or push it signed, or give the proxy --signing-key", v)
 }
 
 // skipReason explains a version left out of a listing.
@@ -325,11 +359,12 @@ func keepFatal(err error) error {
 	return err
 }
 
-func summarise(warnings []string) string {
-	if len(warnings) > 3 {
-		return strings.Join(warnings[:3], "; ") + fmt.Sprintf("; and %d more", len(warnings)-3)
+// plural is "1 version", "2 versions".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
 	}
-	return strings.Join(warnings, "; ")
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // downloadDoc is …/:version/download/:os/:arch: the package's location,

@@ -88,6 +88,12 @@ type Options struct {
 	DeniedAsMissing []string
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
+	// Version is shown on the page at "/".
+	Version string
+	// Hint, when set, says in one line what the operator can do about an
+	// upstream failure; it is logged with the request (never sent to
+	// clients).
+	Hint func(error) string
 }
 
 // Server serves the discovery document and the handler sets mounted on it.
@@ -101,6 +107,7 @@ type Server struct {
 	generated *cache.Cache[*checksums] // SHA256SUMS the proxy signed itself
 	urls      *urlSigner
 	tokens    [][32]byte
+	seen      *seen // what was served, for the page
 
 	mu       sync.RWMutex
 	mux      *http.ServeMux
@@ -113,7 +120,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), providers: mappings, mux: http.NewServeMux(), services: map[string]string{}}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), providers: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -124,6 +131,7 @@ func New(opts Options) (*Server, error) {
 		FailureTTL: failureTTL(opts.FailureTTL), MaxEntries: opts.CacheEntries, MaxCost: opts.CacheBytes,
 		Timeout: 2 * opts.UpstreamTimeout, Observe: s.metrics.observeCache})
 	s.routeCommon()
+	s.routePage(len(mappings) > 0)
 	if len(mappings) > 0 {
 		s.mountProviders()
 	}
@@ -139,7 +147,7 @@ func New(opts Options) (*Server, error) {
 // checkOptions validates options and fills in defaults.
 func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	if opts.ProviderTemplate != nil {
-		opts.ProviderMappings = append([]store.ProviderMapping{{Template: opts.ProviderTemplate, Include: opts.Include, Exclude: opts.Exclude}}, opts.ProviderMappings...)
+		opts.ProviderMappings = append([]store.ProviderMapping{{Template: opts.ProviderTemplate, Include: opts.Include, Exclude: opts.Exclude, Source: "--provider-template"}}, opts.ProviderMappings...)
 	}
 	if len(opts.ProviderMappings) == 0 && opts.ModuleTemplate == nil && opts.TofuRepository == nil {
 		return opts, nil, errors.New("proxy.New: configure at least one of ProviderTemplate, ModuleTemplate and TofuRepository")
@@ -402,6 +410,9 @@ func (s *Server) record(name string, r *http.Request, rec *recorder, start time.
 	if rec.errMsg != "" {
 		attrs = append(attrs, slog.String("error", rec.errMsg))
 	}
+	if rec.hint != "" {
+		attrs = append(attrs, slog.String("hint", rec.hint))
+	}
 	s.log.LogAttrs(r.Context(), level, "request", attrs...)
 }
 
@@ -419,6 +430,7 @@ type recorder struct {
 	status int
 	bytes  int64
 	errMsg string
+	hint   string
 }
 
 func (r *recorder) WriteHeader(code int) {

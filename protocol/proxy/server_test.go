@@ -200,9 +200,15 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 		}
 	}
 
-	// Nothing the registry protocol can offer: 404, naming the reason.
-	p.wantError(t, "/v1/providers/third/hello/versions", http.StatusNotFound, "no publisher signature")
+	// Nothing the registry protocol can offer: the versions, with a
+	// warning naming the reason (clients print warnings, not 404 bodies),
+	// and a download that answers 409.
 	var vd versionsDoc
+	p.getJSON(t, "/v1/providers/third/hello/versions", 200, &vd)
+	if len(vd.Versions) != 1 || len(vd.Warnings) != 1 || !strings.Contains(vd.Warnings[0], "no publisher signature") {
+		t.Errorf("versions without a signing key: %+v", vd)
+	}
+	vd = versionsDoc{}
 	p.wantError(t, "/v1/providers/third/hello/1.1.0/download/linux/amd64", http.StatusConflict, "network mirror protocol only")
 
 	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))

@@ -85,6 +85,11 @@ func (t *tofuMirror) apiDoc(ctx context.Context) (any, time.Time, error) {
 	sort.SliceStable(doc.Versions, func(i, j int) bool {
 		return names.CompareTofuVersions(doc.Versions[i].ID, doc.Versions[j].ID) > 0
 	})
+	ids := make([]string, len(doc.Versions))
+	for i, v := range doc.Versions {
+		ids[i] = v.ID
+	}
+	t.s.seen.tofuListed(ids)
 	return doc, l.At, nil
 }
 

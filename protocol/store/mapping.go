@@ -9,13 +9,24 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
+// RepositoryTemplate maps a provider's names ("hostname", "namespace",
+// "type") to a repository: an *oci.Template, or an oci_mirror block's HCL
+// template (cliconfig.Template).
+type RepositoryTemplate interface {
+	Expand(values map[string]string) (oci.Reference, error)
+	String() string
+}
+
 // ProviderMapping maps the provider addresses its filters admit to
 // repositories, like an oci_mirror block of an OpenTofu CLI configuration.
 type ProviderMapping struct {
-	Template *oci.Template
+	Template RepositoryTemplate
 	// Include and Exclude are path.Match patterns on host/namespace/type;
 	// an empty Include admits every address.
 	Include, Exclude []string
+	// Source says where the mapping was configured, for people
+	// ("--provider-template", "tofu.rc:3:14").
+	Source string
 }
 
 // ProviderMappings are mappings in order: an address maps through the
@@ -28,10 +39,10 @@ type ProviderMappings []ProviderMapping
 func CheckMappings(ms []ProviderMapping) (ProviderMappings, error) {
 	out := make(ProviderMappings, len(ms))
 	for i, m := range ms {
-		if m.Template == nil {
+		if m.Template == nil || isNilTemplate(m.Template) {
 			return nil, fmt.Errorf("provider mapping %d has no repository template", i+1)
 		}
-		out[i] = ProviderMapping{Template: m.Template, Include: lower(m.Include), Exclude: lower(m.Exclude)}
+		out[i] = ProviderMapping{Template: m.Template, Include: lower(m.Include), Exclude: lower(m.Exclude), Source: m.Source}
 		for _, p := range append(append([]string(nil), out[i].Include...), out[i].Exclude...) {
 			if _, err := path.Match(p, "a/b/c"); err != nil {
 				return nil, fmt.Errorf("invalid provider pattern %q: %w", p, err)
@@ -39,6 +50,12 @@ func CheckMappings(ms []ProviderMapping) (ProviderMappings, error) {
 		}
 	}
 	return out, nil
+}
+
+// isNilTemplate catches a nil *oci.Template in the interface.
+func isNilTemplate(t RepositoryTemplate) bool {
+	ot, ok := t.(*oci.Template)
+	return ok && ot == nil
 }
 
 func lower(list []string) []string {

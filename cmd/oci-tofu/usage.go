@@ -1,0 +1,254 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"github.com/xrash/smetrics"
+)
+
+// usageErr is a command line a command cannot take: what is wrong, and the
+// command's synopsis. Every command reports bad command lines this way,
+// before it does any work; the exit status is 1, as for any error.
+type usageErr struct {
+	msg      string
+	synopsis string
+}
+
+func (e *usageErr) Error() string {
+	return e.msg + "\nusage: " + e.synopsis
+}
+
+// synopsis is "oci-tofu push provider [flags] DIR REPOSITORY".
+func synopsis(path string, cmd *cli.Command) string {
+	s := path
+	if len(cmd.VisibleFlags()) > 0 || len(cmd.Flags) > 0 {
+		s += " [flags]"
+	}
+	if cmd.ArgsUsage != "" {
+		s += " " + cmd.ArgsUsage
+	}
+	return s + "   (" + path + " --help for more)"
+}
+
+// commandPath is the command's full name, "oci-tofu push provider".
+func commandPath(c *cli.Context) string {
+	if c.Command != nil && c.Command.HelpName != "" {
+		return c.Command.HelpName
+	}
+	return c.App.Name
+}
+
+// usageError reports a bad command line for the running command.
+func usageError(c *cli.Context, format string, args ...any) error {
+	path := commandPath(c)
+	return &usageErr{msg: path + ": " + fmt.Sprintf(format, args...), synopsis: synopsis(path, c.Command)}
+}
+
+// wantArgs checks the number of positional arguments: at least min and
+// at most max (max < 0: no limit).
+func wantArgs(c *cli.Context, min, max int) error {
+	n := c.NArg()
+	if n >= min && (max < 0 || n <= max) {
+		return nil
+	}
+	what := c.Command.ArgsUsage
+	var want string
+	switch {
+	case max == 0:
+		return usageError(c, "takes no arguments, got %s", quoted(c.Args().Slice()))
+	case min == max:
+		want = plural(min, "argument")
+	case n < min:
+		want = "at least " + plural(min, "argument")
+	default:
+		want = "at most " + plural(max, "argument")
+	}
+	got := fmt.Sprint(n)
+	if n > 0 {
+		got += ": " + quoted(c.Args().Slice())
+	}
+	return usageError(c, "takes %s (%s), got %s", want, what, got)
+}
+
+func quoted(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	return strings.Join(q, " ")
+}
+
+// plural is "1 platform", "2 platforms"; with an empty noun, the number.
+func plural(n int, noun string) string {
+	switch {
+	case noun == "":
+		return fmt.Sprint(n)
+	case n == 1:
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// configureCLI gives every command the same manners: flags anywhere on the
+// command line (reorderArgs), bad command lines reported with the
+// command's synopsis before any work starts, unknown commands answered
+// with the closest one, `version`, and shell completion.
+func configureCLI(app *cli.App) {
+	app.EnableBashCompletion = true
+	app.UsageText = app.Name + " COMMAND [flags] [arguments]   (flags may also follow the arguments)"
+	app.Commands = append(app.Commands, versionCommand(), completionCommand())
+	app.Action = unknownCommandAction(app.Name, func() []*cli.Command { return app.Commands })
+	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+		return flagUsageError(app.Name, &cli.Command{Name: app.Name, Flags: app.Flags, ArgsUsage: "COMMAND [arguments]"}, err)
+	}
+	configureCommands(app.Name, app.Commands)
+}
+
+func configureCommands(parent string, cmds []*cli.Command) {
+	for _, cmd := range cmds {
+		path := parent + " " + cmd.Name
+		if len(cmd.Subcommands) > 0 {
+			subs := cmd.Subcommands
+			cmd.HideHelpCommand = true
+			cmd.Action = unknownCommandAction(path, func() []*cli.Command { return subs })
+			configureCommands(path, cmd.Subcommands)
+			continue
+		}
+		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			return flagUsageError(path, cmd, err)
+		}
+		cmd.Action = withRequiredFlags(cmd, cmd.Action)
+	}
+}
+
+// withRequiredFlags checks the command's required flags itself, so a
+// missing one is a usage error naming the flag and the synopsis (rather
+// than urfave/cli's full help page followed by a bare error).
+func withRequiredFlags(cmd *cli.Command, action cli.ActionFunc) cli.ActionFunc {
+	var required []cli.Flag
+	for _, f := range cmd.Flags {
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			if f.Required {
+				f.Required = false
+				required = append(required, f)
+			}
+		case *cli.StringSliceFlag:
+			if f.Required {
+				f.Required = false
+				required = append(required, f)
+			}
+		}
+	}
+	if len(required) == 0 || action == nil {
+		return action
+	}
+	return func(c *cli.Context) error {
+		for _, f := range required {
+			name := f.Names()[0]
+			if !c.IsSet(name) {
+				return usageError(c, "missing --%s (%s)", name, flagUsage(f))
+			}
+		}
+		return action(c)
+	}
+}
+
+// flagUsage is a flag's help text, without urfave/cli's placeholder quotes.
+func flagUsage(f cli.Flag) string {
+	df, ok := f.(cli.DocGenerationFlag)
+	if !ok {
+		return ""
+	}
+	return strings.ReplaceAll(df.GetUsage(), "`", "")
+}
+
+// errorLine is how main prints an error: usage errors name their command
+// themselves.
+func errorLine(err error) string {
+	var u *usageErr
+	if errors.As(err, &u) {
+		return err.Error()
+	}
+	return "oci-tofu: " + err.Error()
+}
+
+// flagUsageError turns a flag parsing error into a usage error, with the
+// closest known flag for an unknown one.
+func flagUsageError(path string, cmd *cli.Command, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		name = strings.TrimLeft(name, "-")
+		msg = "unknown flag --" + name
+		var names []string
+		for _, f := range cmd.Flags {
+			names = append(names, f.Names()...)
+		}
+		if s := closest(name, names); s != "" {
+			msg += fmt.Sprintf("; did you mean --%s?", s)
+		}
+	} else {
+		msg = strings.ReplaceAll(msg, " -", " --")
+	}
+	return &usageErr{msg: path + ": " + msg, synopsis: synopsis(path, cmd)}
+}
+
+// unknownCommandAction is the action of the application and of commands
+// that only group subcommands: help without arguments, otherwise an error
+// naming the closest command.
+func unknownCommandAction(path string, commands func() []*cli.Command) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() == 0 || c.Args().First() == "help" {
+			if c.Command != nil && c.Command.Name != "" && len(c.Command.Subcommands) > 0 {
+				return cli.ShowSubcommandHelp(c)
+			}
+			return cli.ShowAppHelp(c)
+		}
+		name := c.Args().First()
+		var names []string
+		for _, cmd := range commands() {
+			if !cmd.Hidden {
+				names = append(names, cmd.Names()...)
+			}
+		}
+		sort.Strings(names)
+		msg := fmt.Sprintf("%s: unknown command %q", path, name)
+		if s := closest(name, names); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", path+" "+s)
+		}
+		return &usageErr{msg: msg, synopsis: path + " COMMAND   (one of: " + strings.Join(names, ", ") + "; " + path + " --help for more)"}
+	}
+}
+
+// closest is the candidate most like s (Jaro-Winkler, as urfave/cli's own
+// suggestions), or "" when none is close enough to be what was meant.
+func closest(s string, candidates []string) string {
+	best, score := "", 0.0
+	for _, c := range candidates {
+		if d := smetrics.JaroWinkler(strings.ToLower(s), c, 0.7, 4); d > score {
+			best, score = c, d
+		}
+	}
+	if score < 0.75 {
+		return ""
+	}
+	return best
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version",
+		Action: func(c *cli.Context) error {
+			if err := wantArgs(c, 0, 0); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, c.App.Version)
+			return nil
+		},
+	}
+}

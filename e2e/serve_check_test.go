@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+)
+
+// Everything serve is given is checked before it listens: a template that
+// names no repository (a URL, as push refuses it too), patterns tofu
+// refuses, files that do not load.
+func TestServeRefusesBadConfigurationAtStart(t *testing.T) {
+	ca := testenv.NewCA(t)
+	tlsFlags := []string{"--listen", "127.0.0.1:0", "--tls-cert", ca.ServerCertFile, "--tls-key", ca.ServerKeyFile}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--provider-template", "https://localhost:5000/p/${namespace}/${type}"}, "without a scheme"},
+		{[]string{"--provider-template", "localhost:5000/p/${namespace}/${type}:latest"}, "must not name a tag"},
+		{[]string{"--module-template", "https://localhost:5000/m/${namespace}/${name}/${system}"}, "without a scheme"},
+		{[]string{"--provider-template", "localhost:5000/p/${namespace}/${type}", "--include", "*/acme/*"}, "hostname can be a wildcard only if"},
+		{[]string{"--provider-template", "localhost:5000/p/${namespace}/${type}", "--exclude", "example.com/hashi*/aws"}, "--exclude"},
+		{[]string{"--provider-template", "localhost:5000/p/${namespace}/${type}", "--signing-key", "/nonexistent.asc"}, "nonexistent.asc"},
+		{[]string{"--tofu-repository", "localhost:5000/tofu:1.9.0"}, "without a tag or digest"},
+		{[]string{"--provider-template", "localhost:5000/p/${namespace}/${type}", "--json"}, "--json goes with --check"},
+	} {
+		out, err := run(t, append(append([]string{"serve"}, tlsFlags...), tc.args...)...)
+		if exitCode(t, err) != 1 || !strings.Contains(out, tc.want) || strings.Contains(out, "msg=serving") {
+			t.Errorf("%v: want exit 1 with %q before serving:\n%s", tc.args, tc.want, out)
+		}
+	}
+	// push refuses the same URL-shaped repository.
+	out, err := run(t, "push", "provider", "--unsigned", testenv.Testdata(t, "providers", "hello", "1.0.0"), "https://localhost:5000/p/test/hello")
+	if exitCode(t, err) != 1 || !strings.Contains(out, "without a scheme") {
+		t.Errorf("push with a URL: %v\n%s", err, out)
+	}
+}
+
+// `serve --check` resolves each mapping against its registry: credentials,
+// TLS and a sample repository, as a table or JSON; exit status 1 when a
+// check failed, with the hint that says what to do.
+func TestServeCheck(t *testing.T) {
+	reg := testenv.StartRegistryWithAuth(t, "check-user", "check-Pa55")
+	docker := testenv.WriteDockerConfig(t, t.TempDir(), reg.Credential())
+	pushWith := []string{"DOCKER_CONFIG=" + docker}
+	out, err := runWith(t, pushWith, "", "push", "provider", "--quiet", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"),
+		testenv.Testdata(t, "providers", "hello", "1.0.0"), reg.Host+"/providers/test/hello")
+	if err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	ca := testenv.NewCA(t)
+	args := []string{"serve", "--check", "--tls-cert", ca.ServerCertFile, "--tls-key", ca.ServerKeyFile,
+		"--provider-template", reg.Host + "/providers/${namespace}/${type}",
+		"--tofu-repository", reg.Host + "/tofu/releases",
+		"--check-provider", "example.com/test/hello"}
+
+	// Without credentials: the registry wants them, and says so.
+	out, err = runWith(t, nil, "", args...)
+	if exitCode(t, err) != 1 || !strings.Contains(out, "error    providers --provider-template") ||
+		!strings.Contains(out, "hint (providers --provider-template): the registry wants credentials: run `docker login "+reg.Host+"`") {
+		t.Errorf("check without credentials: %v\n%s", err, out)
+	}
+
+	// With them: the sample repository is found, the missing one warned of.
+	out, err = runWith(t, pushWith, "", append(args, "--json")...)
+	if err != nil {
+		t.Fatalf("check with credentials: %v\n%s", err, out)
+	}
+	var doc struct {
+		OK     bool
+		Checks []checkRow
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	rows := map[string]checkRow{}
+	for _, r := range doc.Checks {
+		rows[r.Target] = r
+	}
+	if !doc.OK || rows["server TLS"].Status == "error" || !strings.Contains(rows["server TLS"].Detail, "localhost") {
+		t.Errorf("TLS row: %+v", doc)
+	}
+	p := rows["providers --provider-template"]
+	if p.Status != "ok" || p.Credentials != "docker config (check-user)" || p.Repository != reg.Host+"/providers/test/hello" || !strings.Contains(p.Detail, "has 1 version") {
+		t.Errorf("provider row: %+v", p)
+	}
+	if r := rows["OpenTofu releases --tofu-repository"]; r.Status != "warning" || !strings.Contains(r.Detail, "does not exist") {
+		t.Errorf("tofu row: %+v", r)
+	}
+}
+
+// checkRow is one line of `serve --check --json`.
+type checkRow struct {
+	Target, Mapping, Registry, Credentials, Repository, Status, Detail, Hint string
+}
+
+// A proxy started without the registry's credentials says so at start,
+// and logs the hint beside each request that fails for it.
+func TestServeLogsHints(t *testing.T) {
+	reg := testenv.StartRegistryWithAuth(t, "log-user", "log-Pa55")
+	s := startServe(t, "--provider-template", reg.Host+"/providers/${namespace}/${type}")
+	code, _ := s.get(t, "/v1/mirror/example.com/test/hello/index.json")
+	if code != 502 {
+		t.Errorf("index.json without registry credentials: %d", code)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && strings.Count(s.logs.String(), "the registry wants credentials") < 2 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	logs := s.logs.String()
+	if !strings.Contains(logs, `msg="registry check failed"`) || strings.Count(logs, "hint=\"the registry wants credentials") < 2 {
+		t.Errorf("no hint at start and with the request:\n%s", logs)
+	}
+}

@@ -1,0 +1,302 @@
+package proxy
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// PagePath is the page for people: what this proxy serves and how to
+// configure clients. The mirror's base URL answers it too (the network
+// mirror protocol leaves that URL to the server).
+const PagePath = "/"
+
+//go:embed page.html.tmpl
+var pageFS embed.FS
+
+var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
+	"ago":   ago,
+	"join":  strings.Join,
+	"slash": breakAfterSlashes,
+}).ParseFS(pageFS, "page.html.tmpl"))
+
+// routePage serves the page at "/" (exactly) and at the mirror's base URL.
+// It is built from memory only — the options and the record of what was
+// served — so it is fast and needs no registry. With client
+// authentication on, it shows only health and client configuration: what
+// is served, and from where, is for clients holding a token.
+func (s *Server) routePage(providers bool) {
+	h := s.instrument("page", http.HandlerFunc(s.servePage))
+	s.mux.Handle("/{$}", h)
+	if providers {
+		s.mux.Handle(MirrorPrefix+"{$}", h)
+	}
+	s.mux.Handle("/", s.instrument("not_found", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such path: see / for what this proxy serves")
+	})))
+}
+
+// pageData is what the page template shows.
+type pageData struct {
+	Host, Base  string
+	Serves      string // "providers, modules and OpenTofu releases"
+	Version     string
+	Minimal     bool
+	Uptime      string
+	Started     string
+	Mappings    []mappingView
+	Seen        seenView
+	Snippets    []snippet
+	Auth        bool
+	Now         time.Time
+	RegistryURL string
+}
+
+// mappingView is one configured mapping, for people.
+type mappingView struct {
+	What, Source, Template string
+	Include, Exclude       []string
+}
+
+// snippet is a block of client configuration to copy.
+type snippet struct {
+	ID, Title, Note, Body string
+}
+
+func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
+	if !allowRead(w, r) {
+		return
+	}
+	host := r.Host
+	if host == "" {
+		host = "localhost"
+	}
+	d := pageData{
+		Host:    host,
+		Base:    "https://" + host,
+		Version: s.opts.Version,
+		Minimal: len(s.tokens) > 0,
+		Auth:    len(s.tokens) > 0,
+		Seen:    s.seen.view(),
+		Now:     time.Now(),
+	}
+	d.Started = d.Seen.Started.UTC().Format(time.RFC3339)
+	d.Uptime = time.Since(d.Seen.Started).Round(time.Second).String()
+	if !d.Minimal {
+		d.Mappings = s.mappingViews()
+	}
+	d.Serves = s.serves()
+	d.Snippets = s.snippets(r, d.Base)
+	var b bytes.Buffer
+	if err := pageTemplate.Execute(&b, d); err != nil {
+		s.fail(w, r, fmt.Errorf("rendering the page: %w", err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", fmt.Sprint(b.Len()))
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.Method != http.MethodHead {
+		w.Write(b.Bytes())
+	}
+}
+
+// serves names what is configured, for the page's first line.
+func (s *Server) serves() string {
+	var what []string
+	if len(s.providers) > 0 {
+		what = append(what, "Providers")
+	}
+	if s.opts.ModuleTemplate != nil {
+		what = append(what, "modules")
+	}
+	if s.opts.TofuRepository != nil {
+		what = append(what, "OpenTofu releases")
+	}
+	switch len(what) {
+	case 0:
+		return ""
+	case 1:
+		return what[0]
+	}
+	return strings.Join(what[:len(what)-1], ", ") + " and " + what[len(what)-1]
+}
+
+func (s *Server) mappingViews() []mappingView {
+	var out []mappingView
+	for _, m := range s.providers {
+		out = append(out, mappingView{What: "providers", Source: m.Source, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
+	}
+	if t := s.opts.ModuleTemplate; t != nil {
+		out = append(out, mappingView{What: "modules", Source: "--module-template", Template: t.String()})
+	}
+	if t := s.opts.TofuRepository; t != nil {
+		out = append(out, mappingView{What: "OpenTofu releases", Source: "--tofu-repository", Template: t.String()})
+	}
+	return out
+}
+
+// snippets are the client configurations for what is configured.
+func (s *Server) snippets(r *http.Request, base string) []snippet {
+	var out []snippet
+	if len(s.providers) > 0 {
+		mirror := s.networkMirrorSnippet(base)
+		out = append(out,
+			snippet{ID: "tofu-network-mirror", Title: "OpenTofu (any version): this proxy as network mirror",
+				Note: "In ~/.tofurc, or the file TF_CLI_CONFIG_FILE names. Provider addresses in your configuration stay as they are.", Body: mirror},
+			snippet{ID: "terraform-network-mirror", Title: "Terraform: this proxy as network mirror",
+				Note: "In ~/.terraformrc (terraform.rc on Windows), or the file TF_CLI_CONFIG_FILE names. Terraform's short addresses are on registry.terraform.io.", Body: mirror})
+		if oci, note := s.ociMirrorSnippet(); oci != "" || note != "" {
+			out = append(out, snippet{ID: "tofu-oci-mirror", Title: "OpenTofu ≥ 1.10: straight from the OCI registry (oci_mirror)",
+				Note: note, Body: oci})
+		}
+		out = append(out, s.registrySnippet(r, base))
+	}
+	if s.opts.ModuleTemplate != nil {
+		host := s.registryHost(r)
+		out = append(out, snippet{ID: "modules", Title: "Modules: this proxy as module registry",
+			Note: "Module addresses are HOST/NAMESPACE/NAME/SYSTEM, with version constraints.",
+			Body: fmt.Sprintf("module \"network\" {\n  source  = %q\n  version = \"~> 1.0\"\n}\n", host+"/acme/network/aws")})
+	}
+	if s.opts.TofuRepository != nil {
+		out = append(out, snippet{ID: "tofudl", Title: "OpenTofu releases: TofuDL mirror",
+			Note: "For tofudl, installers and CI; clients still verify SHA256SUMS and its signature.",
+			Body: fmt.Sprintf("TOFUDL_API_URL=%s/tofu/api.json\nTOFUDL_DOWNLOAD_MIRROR_URL_TEMPLATE='%s/tofu/download/v{{ .Version }}/{{ .Artifact }}'\n", base, base)})
+	}
+	if len(s.tokens) > 0 {
+		out = append(out, snippet{ID: "credentials", Title: "Client authentication",
+			Note: "This proxy wants a bearer token: add it to the same CLI configuration.",
+			Body: fmt.Sprintf("credentials %q {\n  token = \"<your token>\"\n}\n", strings.TrimSuffix(strings.TrimPrefix(base, "https://"), ":443"))})
+	}
+	return out
+}
+
+// networkMirrorSnippet is a provider_installation block sending what the
+// mappings admit to this proxy's mirror (and the rest to the origin).
+func (s *Server) networkMirrorSnippet(base string) string {
+	var include []string
+	for _, m := range s.providers {
+		if len(m.Include) == 0 {
+			include = nil
+			break
+		}
+		include = append(include, m.Include...)
+	}
+	var b strings.Builder
+	b.WriteString("provider_installation {\n  network_mirror {\n")
+	fmt.Fprintf(&b, "    url = %q\n", base+MirrorPrefix)
+	if len(include) > 0 {
+		fmt.Fprintf(&b, "    include = %s\n", hclList(include))
+	}
+	b.WriteString("  }\n")
+	if len(include) > 0 {
+		fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n", hclList(include))
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// ociMirrorSnippet writes the mappings as oci_mirror blocks, when tofu
+// accepts them (checked with tofu's own rules); otherwise a note says why
+// not.
+func (s *Server) ociMirrorSnippet() (body, note string) {
+	var b strings.Builder
+	b.WriteString("provider_installation {\n")
+	for _, m := range s.providers {
+		t := m.Template.String()
+		if strings.HasPrefix(t, oci.LayoutPrefix) {
+			return "", "This proxy reads an OCI layout directory: clients cannot read it directly; use the network mirror."
+		}
+		fmt.Fprintf(&b, "  oci_mirror {\n    repository_template = %q\n", t)
+		if len(m.Include) > 0 {
+			fmt.Fprintf(&b, "    include = %s\n", hclList(m.Include))
+		}
+		if len(m.Exclude) > 0 {
+			fmt.Fprintf(&b, "    exclude = %s\n", hclList(m.Exclude))
+		}
+		b.WriteString("  }\n")
+	}
+	b.WriteString("}\n")
+	if _, err := cliconfig.ParseOCIMirrors([]byte(b.String()), "oci_mirror"); err != nil {
+		return "", "These mappings are not oci_mirror blocks tofu accepts (" + err.Error() + "); use the network mirror."
+	}
+	return b.String(), "Clients then need credentials for the registry themselves (docker login), and trust in its certificate."
+}
+
+// registrySnippet shows the proxy as origin registry of its providers.
+func (s *Server) registrySnippet(r *http.Request, base string) snippet {
+	host := s.registryHost(r)
+	addr := host + "/acme/widgets"
+	for _, p := range s.seen.view().Providers {
+		if strings.HasPrefix(p.Address, host+"/") {
+			addr = p.Address
+			break
+		}
+	}
+	body := fmt.Sprintf("terraform {\n  required_providers {\n    %s = {\n      source = %q\n    }\n  }\n}\n", addr[strings.LastIndex(addr, "/")+1:], addr)
+	note := "Providers under this proxy's host name, in your configuration; OpenTofu and Terraform discover /v1/providers/ and verify the publisher's signature."
+	if s.opts.RegistryHostname != "" && s.opts.RegistryHostname != hostOnly(strings.TrimPrefix(base, "https://")) {
+		body = fmt.Sprintf("# CLI configuration: send %s to this proxy\nhost %q {\n  services = {\n    \"providers.v1\" = %q\n  }\n}\n\n", host, host, base+ProvidersPath) + body
+		note = "This proxy serves the registry protocol as " + host + ": a host block in the CLI configuration sends that host here."
+	}
+	return snippet{ID: "registry", Title: "OpenTofu and Terraform: this proxy as provider registry", Note: note, Body: body}
+}
+
+// registryHost is the host name providers and modules have through the
+// registry protocols: --registry-hostname, or the host the client used.
+func (s *Server) registryHost(r *http.Request) string {
+	if s.opts.RegistryHostname != "" {
+		return s.opts.RegistryHostname
+	}
+	return strings.ToLower(r.Host)
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
+
+func hclList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	sort.Strings(q)
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// breakAfterSlashes lets a long address or template wrap after its
+// slashes, on narrow screens (escaped, then <wbr> after each "/").
+func breakAfterSlashes(s string) template.HTML {
+	return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(s), "/", "/<wbr>"))
+}
+
+// ago is a time as "3m ago".
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return t.UTC().Format(time.DateOnly)
+}

@@ -1,0 +1,209 @@
+package proxy
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// Bounds of the record of what was served: the page shows it, nothing
+// else reads it, and it never grows past these.
+const (
+	maxSeenArtifacts = 200 // providers, and modules, each
+	maxSeenVersions  = 20  // per provider or module, the newest
+)
+
+// seen is a small, bounded record of what the proxy served since it
+// started, for the page at "/": providers, modules and OpenTofu releases
+// with their versions, platforms and signatures, and the last registry
+// failure. It is filled in when documents are built (at most once per
+// --tag-ttl per document), so it costs requests nothing.
+type seen struct {
+	mu        sync.Mutex
+	started   time.Time
+	providers map[string]*seenArtifact
+	modules   map[string]*seenArtifact
+	tofu      []string // versions, newest first
+	tofuAt    time.Time
+	failure   *seenFailure
+	failures  int
+}
+
+// seenArtifact is a provider or module and the versions served of it.
+type seenArtifact struct {
+	Address  string
+	Via      map[string]bool // "network mirror", "registry protocol"
+	Versions map[string]*seenVersion
+	Last     time.Time
+}
+
+// seenVersion is one version as served.
+type seenVersion struct {
+	Version   names.Version
+	Platforms []string
+	// Signed is "yes" (a publisher signature), "no", or "" (not read).
+	Signed string
+}
+
+// seenFailure is the last upstream failure answered.
+type seenFailure struct {
+	At    time.Time
+	Class string
+	What  string
+}
+
+func newSeen() *seen {
+	return &seen{started: time.Now(), providers: map[string]*seenArtifact{}, modules: map[string]*seenArtifact{}}
+}
+
+// artifact finds or adds an entry, evicting the least recently seen one
+// when the map is full.
+func artifact(m map[string]*seenArtifact, addr string) *seenArtifact {
+	a, ok := m[addr]
+	if !ok {
+		if len(m) >= maxSeenArtifacts {
+			var oldest *seenArtifact
+			for _, x := range m {
+				if oldest == nil || x.Last.Before(oldest.Last) {
+					oldest = x
+				}
+			}
+			delete(m, oldest.Address)
+		}
+		a = &seenArtifact{Address: addr, Via: map[string]bool{}, Versions: map[string]*seenVersion{}}
+		m[addr] = a
+	}
+	a.Last = time.Now()
+	return a
+}
+
+// version finds or adds a version, keeping the newest maxSeenVersions.
+func (a *seenArtifact) version(v names.Version) *seenVersion {
+	key := v.String()
+	sv, ok := a.Versions[key]
+	if !ok {
+		sv = &seenVersion{Version: v}
+		a.Versions[key] = sv
+		if len(a.Versions) > maxSeenVersions {
+			oldest := sv
+			for _, x := range a.Versions {
+				if x.Version.LessThan(oldest.Version) {
+					oldest = x
+				}
+			}
+			delete(a.Versions, oldest.Version.String())
+		}
+	}
+	return sv
+}
+
+// providerListed records the versions a listing served.
+func (s *seen) providerListed(addr string, via string, vs names.VersionList) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := artifact(s.providers, addr)
+	a.Via[via] = true
+	for _, v := range vs {
+		a.version(v)
+	}
+}
+
+// providerVersion records what a version offered: platforms, signature.
+func (s *seen) providerVersion(addr string, via string, v names.Version, platforms []names.Platform, signed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := artifact(s.providers, addr)
+	a.Via[via] = true
+	sv := a.version(v)
+	sv.Platforms = sv.Platforms[:0]
+	for _, pl := range platforms {
+		sv.Platforms = append(sv.Platforms, pl.String())
+	}
+	sort.Strings(sv.Platforms)
+	sv.Signed = "no"
+	if signed {
+		sv.Signed = "yes"
+	}
+}
+
+// moduleListed records a module's versions.
+func (s *seen) moduleListed(addr string, vs []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := artifact(s.modules, addr)
+	a.Via["registry protocol"] = true
+	for _, raw := range vs {
+		if v, err := names.ParseVersion(raw); err == nil {
+			a.version(v)
+		}
+	}
+}
+
+// tofuListed records the OpenTofu versions api.json served.
+func (s *seen) tofuListed(versions []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tofu = slices.Clone(versions[:min(len(versions), maxSeenVersions)])
+	s.tofuAt = time.Now()
+}
+
+// upstreamFailure records a registry failure answered with 5xx.
+func (s *seen) upstreamFailure(class, what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures++
+	s.failure = &seenFailure{At: time.Now(), Class: class, What: what}
+}
+
+// seenView is a copy of the record, sorted for display.
+type seenView struct {
+	Started   time.Time
+	Providers []artifactView
+	Modules   []artifactView
+	Tofu      []string
+	Failure   *seenFailure
+	Failures  int
+}
+
+type artifactView struct {
+	Address  string
+	Via      []string
+	Versions []seenVersion // newest first
+	Last     time.Time
+}
+
+func (s *seen) view() seenView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := seenView{Started: s.started, Tofu: slices.Clone(s.tofu), Failures: s.failures}
+	if s.failure != nil {
+		f := *s.failure
+		v.Failure = &f
+	}
+	v.Providers = artifactViews(s.providers)
+	v.Modules = artifactViews(s.modules)
+	return v
+}
+
+func artifactViews(m map[string]*seenArtifact) []artifactView {
+	out := make([]artifactView, 0, len(m))
+	for _, a := range m {
+		av := artifactView{Address: a.Address, Last: a.Last}
+		for via := range a.Via {
+			av.Via = append(av.Via, via)
+		}
+		sort.Strings(av.Via)
+		for _, sv := range a.Versions {
+			c := *sv
+			c.Platforms = slices.Clone(sv.Platforms)
+			av.Versions = append(av.Versions, c)
+		}
+		sort.Slice(av.Versions, func(i, j int) bool { return av.Versions[j].Version.LessThan(av.Versions[i].Version) })
+		out = append(out, av)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	return out
+}
