@@ -55,7 +55,8 @@ ${hostname}), e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}; tags are
 least one of the three.
 
 Every flag can also be set by its OCI_TOFU_… environment variable. The registry
-password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
+password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
+` + pullThroughHelp,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: ":8443", Usage: "`ADDR`ess to listen on", EnvVars: []string{"OCI_TOFU_LISTEN"}},
 			&cli.StringFlag{Name: "tls-cert", Usage: "PEM certificate (chain) `FILE`", EnvVars: []string{"OCI_TOFU_TLS_CERT"}},
@@ -88,7 +89,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
-		}, registryFlags()...),
+		}, append(pullThroughFlags(), registryFlags()...)...),
 		Action: serve,
 	}
 }
@@ -166,6 +167,9 @@ func serve(c *cli.Context) error {
 		StallTimeout:     c.Duration("stall-timeout"),
 		Logger:           logger,
 	}
+	if opts.PullThrough, err = pullThroughOptions(c); err != nil { // serve_pullthrough.go
+		return err
+	}
 	if f := c.String("signing-key"); f != "" {
 		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
 			return err
@@ -188,6 +192,9 @@ func serve(c *cli.Context) error {
 	}
 	srv, err := proxy.New(opts)
 	if err != nil {
+		return err
+	}
+	if err := checkPullThrough(c.Context, srv); err != nil {
 		return err
 	}
 
@@ -215,7 +222,8 @@ func serve(c *cli.Context) error {
 	}
 	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", templateString(tpl),
 		"module_template", templateString(modTpl), "tofu_repository", c.String("tofu-repository"),
-		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil)
+		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
+		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"))
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

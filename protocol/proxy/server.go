@@ -88,6 +88,11 @@ type Options struct {
 	DeniedAsMissing []string
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
+
+	// PullThrough, when set, fetches what the registry does not hold from
+	// allow-listed origins, verifies it, stores it and serves it
+	// (pullthrough.go).
+	PullThrough *PullThrough
 }
 
 // Server serves the discovery document and the handler sets mounted on it.
@@ -101,6 +106,8 @@ type Server struct {
 	generated *cache.Cache[*checksums] // SHA256SUMS the proxy signed itself
 	urls      *urlSigner
 	tokens    [][32]byte
+	client    *oci.Client  // reaches the registry (pull-through writes with it)
+	pull      *pullThrough // nil without pull-through
 
 	mu       sync.RWMutex
 	mux      *http.ServeMux
@@ -118,6 +125,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if err := s.setUpClientAuth(); err != nil {
+		return nil, err
+	}
+	if err := s.setUpPullThrough(); err != nil {
 		return nil, err
 	}
 	s.docs = cache.New[document](cache.Options{Name: "documents", TTL: opts.TagTTL, MaxStale: max(opts.MaxStale, 0),
@@ -204,6 +214,7 @@ func (s *Server) connect() error {
 			return err
 		}
 	}
+	s.client = client
 	s.store = store.New(store.Options{
 		Client: client, TagTTL: s.opts.TagTTL, ResolveTTL: s.opts.ResolveTTL, MaxStale: s.opts.MaxStale,
 		FailureTTL: s.opts.FailureTTL, Timeout: s.opts.UpstreamTimeout, CacheEntries: s.opts.CacheEntries,
