@@ -315,7 +315,9 @@ func TestPullThroughAllowList(t *testing.T) {
 func TestPullThroughNeedsPushCredentials(t *testing.T) {
 	origin := startHelloOrigin(t)
 	for _, start := range []testenv.RegistryStarter{
-		{Kind: "htpasswd", Start: func(t testing.TB) *testenv.Registry { return testenv.StartRegistryWithAuth(t, "registry-user", "registry-Pa55") }},
+		{Kind: "htpasswd", Start: func(t testing.TB) *testenv.Registry {
+			return testenv.StartRegistryWithAuth(t, "registry-user", "registry-Pa55")
+		}},
 		{Kind: testenv.KindTokenAuth, Start: func(t testing.TB) *testenv.Registry { return testenv.StartTokenRegistry(t, "token-user", "token-Pa55") }},
 	} {
 		t.Run(start.Kind, func(t *testing.T) {
