@@ -107,7 +107,8 @@ var helloPlatforms = []string{"darwin_arm64", "linux_amd64", "linux_arm64", "win
 func TestPullThroughProviders(t *testing.T) {
 	origin := startHelloOrigin(t)
 	reg := testenv.StartRegistry(t)
-	s := startServe(t, pullThroughArgs(reg, origin)...)
+	// Short listing and tag TTLs, so the outage shows in listings soon.
+	s := startServe(t, pullThroughArgs(reg, origin, "--pull-through-listing-ttl", "1s", "--tag-ttl", "1s", "--max-stale", "-1s")...)
 	registryAddr := s.Host + "/test/hello"
 	type install struct {
 		name, cli, version, addr, repo string
@@ -174,12 +175,23 @@ func TestPullThroughProviders(t *testing.T) {
 			}
 		})
 	}
-	// Listings still answer (what the registry holds), and say why.
+	// Once the origin's listing has expired, listings answer what the
+	// registry holds, say why (registry protocol warnings), log and count it.
+	time.Sleep(2100 * time.Millisecond)
 	if code, body := s.get(t, "/v1/mirror/example.com/test/hello/index.json"); code != 200 || !strings.Contains(string(body), "1.1.0") {
 		t.Errorf("index.json with the origin down: %d %s", code, body)
 	}
+	if code, body := s.get(t, "/v1/providers/test/hello/versions"); code != 200 || !strings.Contains(string(body), "1.0.0") || !strings.Contains(string(body), "unavailable") {
+		t.Errorf("versions with the origin down: %d %s", code, body)
+	}
+	if code, body := s.get(t, "/v1/mirror/example.com/test/other/index.json"); code != http.StatusBadGateway || !strings.Contains(string(body), "unreachable") {
+		t.Errorf("a provider the registry does not hold, with the origin down: %d %s", code, body)
+	}
+	waitForLog(t, s, "listing only what the registry holds")
 	_, metrics := s.get(t, "/metrics")
 	for _, want := range []string{
+		`oci_tofu_proxy_pullthrough_listings_without_origin_total{kind="provider"}`,
+		`oci_tofu_proxy_pullthrough_origin_errors_total{failure="unreachable",kind="provider"}`,
 		`oci_tofu_proxy_pullthrough_releases_total{kind="provider",result="stored"} 4`,
 		`oci_tofu_proxy_pullthrough_origin_downloads_total{kind="provider"} 16`,
 	} {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/opentofu/tofudl"
 
@@ -49,7 +50,7 @@ func TestPullThroughTofuDL(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	gpgKey := testenv.Testdata(t, "keys", "gpg-signer.asc")
 	repo := reg.Host + "/tools/opentofu"
-	s := startServe(t, tofuPullArgs(origin, repo, gpgKey)...)
+	s := startServe(t, append(tofuPullArgs(origin, repo, gpgKey), "--pull-through-listing-ttl", "1s", "--tag-ttl", "1s", "--max-stale", "-1s")...)
 	ctx := context.Background()
 	dl := newTofuDL(t, s)
 
@@ -114,6 +115,11 @@ func TestPullThroughTofuDL(t *testing.T) {
 	}
 	if tagDigest(t, reg, "tools/opentofu", "1.8.0") != "" {
 		t.Error("the tampered 1.8.0 was tagged")
+	}
+	time.Sleep(2100 * time.Millisecond) // the origin's listing expires
+	held, err := newTofuDL(t, s).ListVersions(ctx)
+	if err != nil || len(held) != 1 || held[0].ID != "1.9.0" {
+		t.Errorf("versions with the origin down: %+v, %v", held, err)
 	}
 	_, metrics := s.get(t, "/metrics")
 	for _, w := range []string{

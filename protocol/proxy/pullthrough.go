@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
@@ -84,6 +85,7 @@ type pullThrough struct {
 	tofuAPI   *cache.Cache[tofuListing]
 	tofuRels  *cache.Cache[*mirror.TofuOriginRelease]
 	completed *cache.Cache[pulled]
+	recent    *recentlyStored
 	failures  *failureMemory
 
 	mu       sync.Mutex
@@ -101,7 +103,8 @@ func (s *Server) setUpPullThrough() error {
 	}
 	opts := pullDefaults(*o)
 	pt := &pullThrough{s: s, opts: opts, client: opts.Client, log: s.log, metrics: newPullMetrics(s.metrics.reg),
-		failures: newFailureMemory(opts.FailureTTL, s.opts.CacheEntries), inflight: map[string]*pull{}}
+		failures: newFailureMemory(opts.FailureTTL, s.opts.CacheEntries), inflight: map[string]*pull{},
+		recent: newRecentlyStored(recentTTL, s.opts.CacheEntries)}
 	if pt.client == nil {
 		pt.client = origin.NewClient(nil)
 	}
@@ -120,7 +123,7 @@ func (s *Server) setUpPullThrough() error {
 	pt.releases = cache.New[*mirror.ProviderRelease](withFailureTTL(metaCache("origin_releases", opts.ListingTTL), -1))
 	pt.tofuAPI = cache.New[tofuListing](metaCache("origin_tofu_api", opts.ListingTTL))
 	pt.tofuRels = cache.New[*mirror.TofuOriginRelease](withFailureTTL(metaCache("origin_tofu_releases", opts.ListingTTL), -1))
-	pt.completed = cache.New[pulled](cache.Options{Name: "pulled", TTL: 15 * time.Minute, MaxEntries: s.opts.CacheEntries, Observe: s.metrics.observeCache})
+	pt.completed = cache.New[pulled](cache.Options{Name: "pulled", TTL: recentTTL, MaxEntries: s.opts.CacheEntries, Observe: s.metrics.observeCache})
 	s.pull = pt
 	if len(opts.Origins) > 0 && len(s.providers) > 0 {
 		s.Mount("", PullPrefix, "pull", http.HandlerFunc(s.servePull))
@@ -442,4 +445,86 @@ func notHeld(err error) bool {
 		return he.status == http.StatusNotFound
 	}
 	return store.FailureOf(err) == oci.FailureNotFound
+}
+
+// recentTTL is how long what pull-through stored is remembered in memory:
+// longer than the registry's tag lists and tag resolutions are cached (and
+// a "not found" remembered), so listings and archive URLs never miss a
+// release just stored.
+const recentTTL = 15 * time.Minute
+
+// recentlyStored remembers the versions pull-through stored lately, by
+// repository, so listings include them before the registry's (cached) tag
+// list does, also while the origin is down.
+type recentlyStored struct {
+	ttl time.Duration
+	max int
+	mu  sync.Mutex
+	m   map[string]map[string]storedVersion // repository → version
+	n   int
+}
+
+// storedVersion is a version pull-through stored: for the registry
+// protocol, its listing entry; for the TofuDL mirror, its files.
+type storedVersion struct {
+	version  names.Version
+	registry *wire.RegistryVersion
+	files    []string
+	until    time.Time
+}
+
+func newRecentlyStored(ttl time.Duration, max int) *recentlyStored {
+	return &recentlyStored{ttl: ttl, max: max, m: map[string]map[string]storedVersion{}}
+}
+
+func (r *recentlyStored) add(repo string, sv storedVersion) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if r.n >= r.max {
+		r.pruneLocked(now)
+	}
+	if r.n >= r.max {
+		return
+	}
+	if r.m[repo] == nil {
+		r.m[repo] = map[string]storedVersion{}
+	}
+	if _, ok := r.m[repo][sv.version.String()]; !ok {
+		r.n++
+	}
+	sv.until = now.Add(r.ttl)
+	r.m[repo][sv.version.String()] = sv
+}
+
+func (r *recentlyStored) pruneLocked(now time.Time) {
+	for repo, vs := range r.m {
+		for k, sv := range vs {
+			if now.After(sv.until) {
+				delete(vs, k)
+				r.n--
+			}
+		}
+		if len(vs) == 0 {
+			delete(r.m, repo)
+		}
+	}
+}
+
+// list returns the versions stored lately in repo.
+func (r *recentlyStored) list(repo string) []storedVersion {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	var out []storedVersion
+	for _, sv := range r.m[repo] {
+		if now.Before(sv.until) {
+			out = append(out, sv)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version.LessThan(out[j].version) })
+	return out
 }

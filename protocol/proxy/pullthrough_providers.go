@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,7 +135,13 @@ func (s *Server) heldVersions(ctx context.Context, p names.Provider) (names.Vers
 	if err != nil && !notHeld(err) {
 		return nil, l.At, err
 	}
-	return l.Versions, l.At, nil
+	vs := l.Versions
+	for _, sv := range s.pull.recent.list(repo.Name()) {
+		if !slices.ContainsFunc(vs, func(v names.Version) bool { return v.Same(sv.version) }) {
+			vs = append(vs, sv.version)
+		}
+	}
+	return vs, l.At, nil
 }
 
 // pullMirrorIndex is index.json with pull-through: what the registry
@@ -177,6 +184,18 @@ func (s *Server) pullVersionsDoc(ctx context.Context, t pullTarget) (any, time.T
 	case !notHeld(err):
 		return nil, at, err
 	}
+	have := map[string]bool{}
+	for _, v := range doc.Versions {
+		have[v.Version] = true
+	}
+	if ref, err := s.providers.Map(t.p); err == nil {
+		for _, sv := range s.pull.recent.list(ref.Name()) {
+			if sv.registry != nil && !have[sv.registry.Version] {
+				doc.Versions = append(doc.Versions, sv.registry)
+				have[sv.registry.Version] = true
+			}
+		}
+	}
 	l, fetched, oerr := s.pull.offered(ctx, t)
 	if oerr != nil {
 		if len(doc.Versions) == 0 {
@@ -187,10 +206,6 @@ func (s *Server) pullVersionsDoc(ctx context.Context, t pullTarget) (any, time.T
 			doc.Warnings = append(doc.Warnings, fmt.Sprintf("origin %s is unavailable: only the versions the proxy's registry holds are listed", t.origin.Hostname))
 		}
 		return doc, at, nil
-	}
-	have := map[string]bool{}
-	for _, v := range doc.Versions {
-		have[v.Version] = true
 	}
 	for _, v := range l.versions {
 		if have[v.String()] {
@@ -323,12 +338,23 @@ func (pt *pullThrough) startProvider(t pullTarget, v names.Version, rel *mirror.
 		}
 		p.failKey, p.provider = providerFailKey(t, v), rel
 		p.open = func(ctx context.Context, name string) (*origin.Body, error) {
+			d := rel.Downloads[byName[name]]
+			if u, err := d.Resolve(d.DownloadURL); err != nil || u.Scheme != "https" {
+				return nil, fmt.Errorf("origin %s names a download location that is not https (%q): refused", t.origin.Hostname, d.DownloadURL)
+			}
 			return rel.OpenZip(ctx, pt.client, byName[name], pt.opts.MaxFileSize)
 		}
 		p.want = func(name string) string { return rel.Sums[name] }
 		p.mediaType = func(string) string { return oci.MediaTypeZip }
 		p.finish = func(ctx context.Context, dir string) (pulled, error) {
 			res, err := rel.PushDir(ctx, dir, repo, oci.PushOptions{})
+			if err == nil {
+				rv := &wire.RegistryVersion{Version: v.String(), Protocols: rel.Protocols}
+				for _, pl := range rel.Platforms {
+					rv.Platforms = append(rv.Platforms, wire.RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
+				}
+				pt.recent.add(ref.Name(), storedVersion{version: v, registry: rv})
+			}
 			return pulled{root: res.Root}, err
 		}
 		return p, nil

@@ -95,6 +95,17 @@ func (t *tofuMirror) pullAPIDoc(ctx context.Context) (any, time.Time, error) {
 		return nil, at, err
 	}
 	doc := d.(wire.TofuAPI)
+	have := map[string]bool{}
+	for _, v := range doc.Versions {
+		have[v.ID] = true
+	}
+	for _, sv := range pt.recent.list(t.repo.Name()) {
+		if !have[sv.version.String()] {
+			doc.Versions = append(doc.Versions, wire.TofuVersion{ID: sv.version.String(), Files: sv.files})
+			have[sv.version.String()] = true
+		}
+	}
+	defer sortTofuVersions(doc.Versions)
 	l, fetched, oerr := pt.tofuOffered(ctx)
 	if oerr != nil {
 		if len(doc.Versions) == 0 {
@@ -103,20 +114,19 @@ func (t *tofuMirror) pullAPIDoc(ctx context.Context) (any, time.Time, error) {
 		pt.degradedListing("tofu", pt.opts.Tofu.API.Redacted(), oerr)
 		return doc, at, nil
 	}
-	have := map[string]bool{}
-	for _, v := range doc.Versions {
-		have[v.ID] = true
-	}
 	for _, v := range l.versions {
 		if have[v.String()] {
 			continue
 		}
 		doc.Versions = append(doc.Versions, wire.TofuVersion{ID: v.String(), Files: pt.opts.Tofu.WantedFiles(v, l.files[v.String()])})
 	}
-	sort.SliceStable(doc.Versions, func(i, j int) bool {
-		return names.CompareTofuVersions(doc.Versions[i].ID, doc.Versions[j].ID) > 0
-	})
+	sortTofuVersions(doc.Versions)
 	return doc, earliestNonZero(at, fetched), nil
+}
+
+// sortTofuVersions orders api.json's versions newest first.
+func sortTofuVersions(vs []wire.TofuVersion) {
+	sort.SliceStable(vs, func(i, j int) bool { return names.CompareTofuVersions(vs[i].ID, vs[j].ID) > 0 })
 }
 
 // tofuPullKey names the pull of release v into the TofuDL repository.
@@ -221,9 +231,12 @@ func (pt *pullThrough) startTofu(t *tofuMirror, v names.Version, rel *mirror.Tof
 				return pulled{}, err
 			}
 			out := pulled{root: res.Root, files: map[string]ocispec.Descriptor{}}
+			var names []string
 			for _, f := range r.Files {
 				out.files[f.Name] = ocispec.Descriptor{MediaType: oci.MediaTypeReleaseFile, Digest: digest.NewDigestFromEncoded(digest.SHA256, f.SHA256), Size: f.Size}
+				names = append(names, f.Name)
 			}
+			pt.recent.add(t.repo.Name(), storedVersion{version: v, files: names})
 			return out, nil
 		}
 		return p, nil
