@@ -150,14 +150,15 @@ func signedRelease(t *testing.T, typ, version string, size int64, platforms ...s
 // like a tag list (and a missing one is remembered like a failure), so the
 // test turns those caches off to see what pull-through stored at once, as
 // it would with a registry.
-func pullProxy(t *testing.T, origin *testenv.Origin, extra PullThrough) (*proxy, string) {
+func pullProxy(t *testing.T, origin *testenv.Origin, extra PullThrough, tokens ...string) (*proxy, string) {
 	t.Helper()
 	dir := t.TempDir()
 	base, _ := url.Parse(origin.ProvidersURL())
 	pt := extra
 	pt.Origins = map[string]*url.URL{"example.com": base}
 	pt.Client = originClient(t)
-	return startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"), PullThrough: &pt, TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}), dir
+	return startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"), PullThrough: &pt,
+		TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1, AuthTokens: tokens}), dir
 }
 
 func originClient(t *testing.T) *origin.Client {
@@ -233,6 +234,9 @@ func TestPullThroughStreamsWhileFetching(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(store, "acme", "big", "index.json")); err != nil {
 		t.Fatalf("nothing stored: %v", err)
 	}
+	if strings.Contains(p.logs.String(), "early upload failed") {
+		t.Errorf("uploads while downloading failed:\n%s", p.logs.String())
+	}
 	origin.Stop()
 	// Listings fall back to what the registry holds; the version is served
 	// from it (the same URL, and the registry's own).
@@ -269,8 +273,12 @@ func TestPullThroughAbortsTamperedStream(t *testing.T) {
 	})
 	p, store := pullProxy(t, origin, PullThrough{})
 	u := pullURL(t, p, "example.com/acme/big", "1.0.0", "linux_amd64")
+	whole, err := os.ReadFile(filepath.Join(origin.Root, "files/acme/big/terraform-provider-big_1.0.0_linux_amd64.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := p.get(t, u)
-	if r.Err == nil || len(r.Body) >= size {
+	if r.Err == nil || len(r.Body) >= len(whole) {
 		t.Fatalf("a tampered package was served whole: status %d, %d bytes, %v", r.Status, len(r.Body), r.Err)
 	}
 	if len(r.Body) == 0 {
@@ -308,4 +316,36 @@ func tofuOrigin(t *testing.T) *mirror.TofuOrigin {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// With client authentication, pull URLs are signed and expire like
+// archive URLs: unsigned or altered ones are refused before anything is
+// fetched.
+func TestPullThroughURLsSigned(t *testing.T) {
+	const token = "pull-through-token-0123456789"
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: testenv.Testdata(t, "providers", "hello", "1.0.0"), Key: testenv.Testdata(t, "keys", "gpg-signer.asc")}})
+	p, _ := pullProxy(t, origin, PullThrough{}, token)
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	if r := p.get(t, "/v1/mirror/example.com/test/hello/1.0.0.json"); r.Status != 401 {
+		t.Fatalf("metadata without a token: %d", r.Status)
+	}
+	r := p.do(t, "GET", "/v1/mirror/example.com/test/hello/1.0.0.json", auth)
+	var doc wire.MirrorVersion
+	if err := json.Unmarshal(r.Body, &doc); err != nil || r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	signed := resolve(t, r.URL, doc.Archives["linux_amd64"].URL)
+	if !strings.Contains(signed, "signature=") {
+		t.Fatalf("pull URL not signed: %s", signed)
+	}
+	unsigned, _, _ := strings.Cut(signed, "?")
+	if r := p.get(t, unsigned); r.Status != 403 {
+		t.Errorf("unsigned pull URL: %d", r.Status)
+	}
+	if n := origin.Count(func(p string) bool { return strings.HasSuffix(p, ".zip") }); n != 0 {
+		t.Errorf("an unsigned request reached the origin")
+	}
+	if r := p.get(t, signed); r.Status != 200 || !bytes.Equal(r.Body, fixtureZip(t, "1.0.0", "linux_amd64")) {
+		t.Errorf("signed pull URL: %d, %d bytes", r.Status, len(r.Body))
+	}
 }
