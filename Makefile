@@ -10,6 +10,7 @@ LDFLAGS    := -s -w -X main.version=$(VERSION)
 DISTRIBUTION_VERSION := v3.0.0
 CRANE_VERSION        := v0.22.1
 REGCTL_VERSION       := v0.11.7
+STATICCHECK_VERSION  := v0.8.2
 
 .PHONY: all build image test unit e2e fuzz bench demo tools tools-apt clean lint
 
@@ -51,6 +52,10 @@ $(TOOLS)/regctl:
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) $(GO) install github.com/regclient/regclient/cmd/regctl@$(REGCTL_VERSION)
 
+$(TOOLS)/staticcheck:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
 # Debian packages for the tests (docker-registry: Distribution 2.8, one of
 # the registries the compatibility suite runs against), the benchmarks'
 # references and fixture regeneration (nginx, curl, zip; gnupg for
@@ -76,14 +81,16 @@ test: tools tools-apt lint
 	$(GO) test -count=1 -timeout 20m ./...
 
 unit:
-	$(GO) test -count=1 ./oci/ ./convert/ ./protocol/...
+	$(GO) test -count=1 ./oci/... ./convert/... ./protocol/...
 
 ## fuzz: run each fuzz target for a while (make test runs their seed corpora)
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./convert -run '^$$' -fuzz FuzzParseSHA256Sums -fuzztime $(FUZZTIME)
-	$(GO) test ./convert -run '^$$' -fuzz FuzzParseProviderFilename -fuzztime $(FUZZTIME)
-	$(GO) test ./oci -run '^$$' -fuzz FuzzVersionFromTag -fuzztime $(FUZZTIME)
+	$(GO) test ./convert/sha256sums -run '^$$' -fuzz FuzzReadAgreesWithTofu -fuzztime $(FUZZTIME)
+	$(GO) test ./convert/sha256sums -run '^$$' -fuzz FuzzParseSHA256Sums -fuzztime $(FUZZTIME)
+	$(GO) test ./convert/pgp -run '^$$' -fuzz FuzzVerifyDetached -fuzztime $(FUZZTIME)
+	$(GO) test ./oci/names -run '^$$' -fuzz FuzzParseProviderFilename -fuzztime $(FUZZTIME)
+	$(GO) test ./oci/names -run '^$$' -fuzz FuzzVersionFromTag -fuzztime $(FUZZTIME)
 
 ## bench: the performance figures the issues ask for, beside their references
 ## (each line: oci-tofu's figure, the reference's, and their ratio; see docs/benchmarks.md)
@@ -96,9 +103,11 @@ bench: tools tools-apt build
 demo: tools build
 	bash scripts/demo.sh
 
-lint:
+## lint: gofmt, go vet and staticcheck (built from the Go module proxy), all clean
+lint: $(TOOLS)/staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(TOOLS)/staticcheck ./...
 
 clean:
 	rm -rf bin out

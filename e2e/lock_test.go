@@ -44,8 +44,10 @@ func TestLockAcceptedByTofuUnchanged(t *testing.T) {
 			h1s++
 		}
 	}
-	if h1s != 3 || len(entry.Hashes) != 3+4 {
-		t.Fatalf("want 3 h1 (one per platform) and 4 zh (every package): %v", entry.Hashes)
+	// tofu records a zh for every line of the signed SHA256SUMS: the four
+	// packages and the release manifest.
+	if h1s != 3 || len(entry.Hashes) != 3+5 {
+		t.Fatalf("want 3 h1 (one per platform) and 5 zh (every SHA256SUMS line): %v", entry.Hashes)
 	}
 
 	tofu := testenv.Tofu(t, ociMirrorConfig(reg.Host))

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	testenv.RemoveSignatureCorpus()
 	os.Exit(code)
 }
 

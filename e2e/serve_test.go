@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -20,7 +21,9 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
 	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -233,6 +236,68 @@ func TestServeOriginRegistry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// OpenTofu 1.12 reads the download answer's packages object and records
+// every platform's hashes in the lock file — for providers whose origin
+// need not sign them (registry.opentofu.org; for other hosts it records
+// only what the signature covers, internal/providercache/installer.go).
+// With the proxy standing in for registry.opentofu.org (a host block), one
+// plain `tofu init` writes every platform's h1.
+func TestServeRegistryPackagesObject(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	pushHello(t, reg.Host+"/providers/test/hello", "1.0.0")
+	s := startServe(t, "--provider-template", reg.Host+"/providers/${namespace}/${type}", "--registry-hostname", "registry.opentofu.org")
+	var d wire.RegistryDownload
+	code, body := s.get(t, "/v1/providers/test/hello/1.0.0/download/linux/amd64")
+	if err := json.Unmarshal(body, &d); code != 200 || err != nil {
+		t.Fatalf("%d %s", code, body)
+	}
+	if len(d.Packages) != 4 {
+		t.Fatalf("packages must cover every platform: %+v", d.Packages)
+	}
+	for plat, pkg := range d.Packages {
+		zip, err := os.ReadFile(testenv.Testdata(t, "providers", "hello", "1.0.0", "terraform-provider-hello_1.0.0_"+plat+".zip"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pkg.PackageSize != int64(len(zip)) || !slices.Contains(pkg.Hashes, "zh:"+sha256Hex(zip)) {
+			t.Errorf("%s: %+v", plat, pkg)
+		}
+	}
+	tofu := testenv.Tofu(t, fmt.Sprintf(`
+host "registry.opentofu.org" {
+  services = {
+    "providers.v1" = "%s/v1/providers/"
+  }
+}
+`, s.URL))
+	dir := testenv.WriteConfig(t, map[string]string{"main.tf": strings.Replace(fmt.Sprintf(helloConfig, "1.0.0"), "example.com/test/hello", "test/hello", 1)})
+	tofu.Run(t, dir, "init", "-input=false", "-no-color")
+	e := lockEntry(t, dir, "registry.opentofu.org/test/hello", "1.0.0")
+	for _, h1 := range fixtureH1s(t, "1.0.0") {
+		if !slices.Contains(e.Hashes, h1) {
+			t.Errorf("lock hashes %v lack %s: the packages object was not honoured", e.Hashes, h1)
+		}
+	}
+}
+
+// fixtureH1s are the h1 hashes of every platform of a fixture release.
+func fixtureH1s(t *testing.T, version string) []string {
+	t.Helper()
+	zips, err := filepath.Glob(testenv.Testdata(t, "providers", "hello", version, "*.zip"))
+	if err != nil || len(zips) == 0 {
+		t.Fatalf("fixture zips: %v", err)
+	}
+	var out []string
+	for _, z := range zips {
+		h1, err := pkghash.ZipFileH1(z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, h1)
+	}
+	return out
 }
 
 // An artifact assembled by a third-party tool (no provenance): served

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -30,18 +31,37 @@ func lockCommand() *cli.Command {
 		Name:      "lock",
 		Usage:     "write a complete multi-platform .terraform.lock.hcl from registry metadata",
 		ArgsUsage: "[DIR]",
-		Description: `Reads required_providers from the configuration in DIR (default: the current
-directory) and its .terraform.lock.hcl, chooses versions as tofu does (a locked version
-that still meets the constraints is kept), and writes h1 and zh hashes for every
---platform without downloading zips (zips are downloaded only for artifacts that lack a
-stored h1). tofu init then accepts the file without changing it.`,
+		Description: `Reads the configuration in DIR (default: the current directory) as tofu init reads
+it: the root module, every local module it calls, and the modules tofu init (or tofu get)
+already installed under .terraform/modules; the providers required_providers declares and
+those that resources, data sources and provider blocks imply, with the constraints of every
+module combined. Chooses versions as tofu does (a version in .terraform.lock.hcl that still
+meets the constraints is kept; tags are read as tofu's oci_mirror reads them), and writes
+the h1 of every --platform's package and a zh for every line of the publisher's signed
+SHA256SUMS, without downloading zips (zips are downloaded only for artifacts that lack a
+stored h1). tofu init then accepts the file without changing it.
+
+--for terraform keys short addresses ("acme/widgets") on registry.terraform.io, reads
+only .tf files and writes Terraform's header; by default the client is detected from the
+existing lock file, .tofu files or the provider cache, and is tofu otherwise.`,
 		Flags: append([]cli.Flag{
 			providerTemplateFlag(),
 			&cli.StringSliceFlag{Name: "platform", Usage: "lock for this `os_arch` (repeatable)", Required: true},
+			&cli.StringFlag{Name: "for", Usage: "the client the lock file is for: `tofu or terraform` (default: detected, else tofu)"},
 			&cli.BoolFlag{Name: "no-download", Usage: "fail rather than download a zip whose h1 is not stored"},
 		}, append(registryFlags(), outputFlags()...)...),
 		Action: lock,
 	}
+}
+
+// lockClient is the client given with --for, or the one detected in dir.
+func lockClient(c *cli.Context, dir string) (tfconfig.Client, string, error) {
+	if s := c.String("for"); s != "" {
+		client, err := tfconfig.ParseClient(s)
+		return client, "--for", err
+	}
+	client, why := tfconfig.DetectClient(dir)
+	return client, why, nil
 }
 
 func lock(c *cli.Context) error {
@@ -61,9 +81,15 @@ func lock(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		platforms = append(platforms, pl)
+		if !slices.Contains(platforms, pl) {
+			platforms = append(platforms, pl)
+		}
 	}
-	reqs, err := tfconfig.RequiredProviders(dir)
+	client, why, err := lockClient(c, dir)
+	if err != nil {
+		return err
+	}
+	cfg, err := tfconfig.Load(dir, tfconfig.Options{Client: client})
 	if err != nil {
 		return err
 	}
@@ -72,16 +98,17 @@ func lock(c *cli.Context) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	client, err := registryClient(c)
+	registry, err := registryClient(c)
 	if err != nil {
 		return err
 	}
-	lf, err := lockfile.Lock(c.Context, reqs, existing, lockfile.Options{
+	lf, err := lockfile.Lock(c.Context, cfg.Requirements, existing, lockfile.Options{
 		Template: tpl,
 		Open: func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error) {
-			return client.OpenReadOnly(ctx, ref)
+			return registry.OpenReadOnly(ctx, ref)
 		},
 		Platforms:  platforms,
+		Client:     client,
 		NoDownload: c.Bool("no-download"),
 	})
 	if err != nil {
@@ -90,14 +117,27 @@ func lock(c *cli.Context) error {
 	if err := localfile.WriteAtomic(lockPath, lf.Bytes()); err != nil {
 		return err
 	}
-	rep := newReporter(c)
-	var lines []string
+	return reportLock(c, lockPath, client, why, cfg, lf)
+}
+
+// lockResult is `lock --json`'s output.
+type lockResult struct {
+	LockFile  string              `json:"lock_file"`
+	For       string              `json:"for"`
+	Modules   int                 `json:"modules"`
+	Providers []lockfile.Provider `json:"providers"`
+}
+
+func reportLock(c *cli.Context, lockPath string, client tfconfig.Client, why string, cfg *tfconfig.Config, lf *lockfile.File) error {
+	res := lockResult{LockFile: lockPath, For: string(client), Modules: len(cfg.Modules), Providers: make([]lockfile.Provider, 0, len(lf.Providers))}
+	human := fmt.Sprintf("wrote %s for %s (%s), %d module(s) read:", lockPath, client, why, len(cfg.Modules))
 	for _, p := range lf.Providers {
-		lines = append(lines, fmt.Sprintf("%s %s (%d hashes)", p.Address, p.Version, len(p.Hashes)))
+		p.Hashes = lockfile.SortedUnique(p.Hashes)
+		res.Providers = append(res.Providers, p)
+		human += fmt.Sprintf("\n  %s %s (%d hashes)", p.Address, p.Version, len(p.Hashes))
 	}
-	human := fmt.Sprintf("wrote %s:", lockPath)
-	for _, l := range lines {
-		human += "\n  " + l
+	if len(lf.Providers) == 0 {
+		human += "\n  (the configuration requires no provider)"
 	}
-	return rep.result(map[string]any{"lock_file": lockPath, "providers": lf.Providers}, human)
+	return newReporter(c).result(res, human)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/opentofu/tofudl/branding"
 	"github.com/urfave/cli/v2"
 
@@ -25,9 +26,15 @@ Registry Protocol; credentials from TF_TOKEN_<host>), selects every version meet
 constraint (all released versions when none is given), downloads each platform's zip,
 SHA256SUMS and signature, verifies them against the registry's signing keys as tofu
 does, and pushes them with provenance. Versions already complete in the target are
-skipped without downloading. With --lockfile, exactly the locked versions are mirrored and
-any zip whose zh: is not in the lock is refused. One provider failing does not stop the
-others; the exit status is 1 if any failed.
+skipped without downloading. With --lockfile, exactly the locked versions are mirrored
+and any zip whose zh: is not in the lock is refused. One provider failing does not stop
+the others; the exit status is 1 if any failed.
+
+Signatures and SHA256SUMS are judged exactly as OpenTofu 1.12 judges them (see
+docs/artifacts.md): what tofu refuses is refused, with the reason; a release signed by
+an expired key, subkey or signature is mirrored with a warning, unless
+--enforce-gpg-expiration or OPENTOFU_ENFORCE_GPG_EXPIRATION=true. Each result carries the
+warnings its stored signature and SHA256SUMS give (also for versions already complete).
 
 With --tofu-repository, OpenTofu releases are mirrored too, from a TofuDL-compatible API
 (OpenTofu's by default): the versions matching --tofu-versions (default: the newest
@@ -42,6 +49,7 @@ OpenTofu's signing key (or --tofu-key) and SHA256SUMS, one artifact per version.
 			&cli.StringFlag{Name: "tofu-api-url", Value: branding.DefaultDownloadAPIURL, Usage: "TofuDL api.json `URL`", EnvVars: []string{"OCI_TOFU_TOFU_API_URL"}},
 			&cli.StringFlag{Name: "tofu-download-url", Value: branding.DefaultMirrorURLTemplate, Usage: "download URL `TEMPLATE` with {{ .Version }} and {{ .Artifact }}", EnvVars: []string{"OCI_TOFU_TOFU_DOWNLOAD_URL"}},
 			&cli.StringSliceFlag{Name: "tofu-key", Usage: "armored public key `FILE` for OpenTofu releases instead of OpenTofu's (repeatable)"},
+			enforceExpirationFlag(),
 		}, append(registryFlags(), outputFlags()...)...),
 		Action: runMirror,
 	}
@@ -92,14 +100,20 @@ func runMirror(c *cli.Context) error {
 	}
 	origins := origin.NewClient(transport)
 	rep := newReporter(c)
-	var results []mirror.Result
+	var results []mirrorResult
 	if len(specs) > 0 {
 		if opts.Template, err = oci.ParseProviderTemplate(c.String("provider-template")); err != nil {
 			return fmt.Errorf("--provider-template: %w", err)
 		}
 		opts.Open = client.Open
 		opts.Log = rep.infof
-		results = mirror.Mirror(c.Context, origins, specs, opts)
+		ctx := c.Context
+		if enforceExpiration(c) {
+			ctx = release.EnforcingGPGExpiration(ctx)
+		}
+		for _, r := range mirror.Mirror(ctx, origins, specs, opts) {
+			results = append(results, withStoredWarnings(c, client, r))
+		}
 	}
 	if repo := c.String("tofu-repository"); repo != "" {
 		tofu, err := tofuMirrorOptions(c, client, repo, opts.Platforms)
@@ -107,13 +121,16 @@ func runMirror(c *cli.Context) error {
 			return err
 		}
 		tofu.Log = rep.infof
-		results = append(results, mirror.MirrorTofu(c.Context, origins, tofu)...)
+		for _, r := range mirror.MirrorTofu(c.Context, origins, tofu) {
+			results = append(results, mirrorResult{Result: r})
+		}
 	}
 	failed := 0
 	for _, r := range results {
 		if r.Error != "" {
 			failed++
 		}
+		rep.warn(r.Provider+" "+r.Version, r.Warnings)
 	}
 	if rep.json {
 		rep.result(map[string]any{"ok": failed == 0, "results": results}, "")
@@ -133,6 +150,37 @@ func runMirror(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("%d of %d failed", failed, len(results)), 1)
 	}
 	return nil
+}
+
+// mirrorResult is a mirrored version with the warnings about it.
+type mirrorResult struct {
+	mirror.Result
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// withStoredWarnings adds to a mirrored (or already complete) provider
+// version the warnings its stored signature and SHA256SUMS give now
+// (release.StoredWarnings): an expired signing key, say.
+func withStoredWarnings(c *cli.Context, client *oci.Client, r mirror.Result) mirrorResult {
+	out := mirrorResult{Result: r}
+	if r.Error != "" || r.Reference == "" || r.Digest == "" {
+		return out
+	}
+	ref, err := oci.ParseReference(r.Reference)
+	if err != nil {
+		return out
+	}
+	repo, err := client.OpenReadOnly(c.Context, ref)
+	if err == nil {
+		var desc ocispec.Descriptor
+		if desc, err = repo.Resolve(c.Context, r.Digest); err == nil {
+			out.Warnings, err = release.StoredWarnings(c.Context, repo, desc)
+		}
+	}
+	if err != nil {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("could not re-read the stored signature for warnings: %v", err))
+	}
+	return out
 }
 
 func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []names.Platform) (mirror.TofuMirrorOptions, error) {

@@ -25,13 +25,21 @@ files, terraform-provider-<type>_<version>_SHA256SUMS and its detached signature
 
 REPOSITORY is host[:port]/path in a registry, or oci-layout:PATH. The tag is the
 version, with '+' written as '_'. Everything is verified before anything is
-written, and the tag is written last.`,
+written, and the tag is written last.
+
+SHA256SUMS and its signature are judged exactly as OpenTofu 1.12 judges them when it
+installs the release from a registry (see docs/artifacts.md): what OpenTofu refuses
+(an empty line, "<hex> *<name>" lines for a package, an ASCII-armored or revoked
+signature) is refused, with the reason; what OpenTofu installs with a warning (a key,
+subkey or signature that has expired) is pushed with a warning, unless
+--enforce-gpg-expiration or OPENTOFU_ENFORCE_GPG_EXPIRATION=true.`,
 		Flags: append(append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "key", Usage: "armored public key `FILE` the SHA256SUMS signature must verify against (repeatable)", EnvVars: []string{"OCI_TOFU_KEYS"}},
 			&cli.BoolFlag{Name: "unsigned", Usage: "accept a release without a verified signature (in-house builds); zips are still checked against SHA256SUMS"},
 			&cli.StringFlag{Name: "sign-key", Usage: "armored private key `FILE` to create SHA256SUMS and its signature for a release that has none", EnvVars: []string{"OCI_TOFU_SIGN_KEY"}},
 			&cli.StringSliceFlag{Name: "platform", Usage: "push only this `os_arch` (repeatable)"},
 			&cli.BoolFlag{Name: "replace", Usage: "overwrite a version tag that already holds different content"},
+			enforceExpirationFlag(),
 		}, registryFlags()...), outputFlags()...),
 		Action: pushProvider,
 	}
@@ -49,7 +57,7 @@ func pushProvider(c *cli.Context) error {
 	if ref.Reference != "" {
 		return fmt.Errorf("%s: give the repository without a tag; the tag is the provider version", c.Args().Get(1))
 	}
-	opts := release.Options{Unsigned: c.Bool("unsigned")}
+	opts := release.Options{Unsigned: c.Bool("unsigned"), EnforceGPGExpiration: enforceExpiration(c)}
 	for _, k := range c.StringSlice("key") {
 		kr, err := pgp.LoadKeyring(k)
 		if err != nil {
@@ -83,6 +91,7 @@ func pushProvider(c *cli.Context) error {
 		return err
 	}
 	rep.infof("verified %s %s: %d platforms%s", rel.Type, rel.Version, len(rel.Packages), signedNote(rel))
+	rep.warn(rel.Type+" "+rel.Version, rel.Warnings)
 	client, err := registryClient(c)
 	if err != nil {
 		return err
@@ -119,7 +128,16 @@ func pushProvider(c *cli.Context) error {
 		"uploaded":       res.Uploaded,
 		"skipped":        res.Skipped,
 		"uploaded_bytes": res.UploadedBytes,
+		"warnings":       nonNil(rel.Warnings),
 	}, human)
+}
+
+// nonNil makes an empty list print as [] in JSON.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func signedNote(rel *release.Provider) string {

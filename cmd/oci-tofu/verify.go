@@ -17,9 +17,14 @@ func verifyCommand() *cli.Command {
 		ArgsUsage: "REFERENCE...",
 		Description: `Each REFERENCE is host[:port]/repo[:tag|@digest] or oci-layout:PATH[:tag]; without a
 tag every tag of the repository is checked. Checks: media types, artifactType on
-descriptors and bodies, platforms and duplicates, a single archive/zip layer, canonical
-version tags, the 4 MiB manifest limit, zips readable with matching digests, and the
-oci-tofu provenance (SHA256SUMS, signature, h1) when present.
+descriptors and bodies, platforms and duplicates, a single archive/zip layer, version
+tags, the 4 MiB manifest limit, zips readable with matching digests, and the oci-tofu
+provenance (SHA256SUMS, signature, h1) when present, judged as OpenTofu 1.12 judges them.
+
+Errors are what would make OpenTofu fail; the rest are warnings. Tags are read as
+OpenTofu's oci_mirror reads them: tags that are not versions (latest, v1.2.3) are
+ignored, so they and what they point to get warnings only; a tag like 1.2 is listed as
+version 1.2.0, and is an error only when there is no tag 1.2.0 for OpenTofu to resolve.
 Exit status 1 when anything would make OpenTofu fail.`,
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "skip-zips", Usage: "check manifests only; do not download zips"},

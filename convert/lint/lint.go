@@ -1,6 +1,12 @@
 // Package lint checks OCI artifacts exactly as OpenTofu reads them: the
 // linter behind `oci-tofu verify`. Errors are what would make OpenTofu fail;
 // warnings are what it ignores or what oci-tofu cannot vouch for.
+//
+// Tags are read as OpenTofu's oci_mirror reads them (names.ListedVersion,
+// names.CanonicalTag): a tag that is not a version ("latest", "v1.2.3") is
+// ignored, so it and what it points to only get warnings; a tag like "1.2"
+// is listed as version 1.2.0, whose tag "1.2.0" OpenTofu then resolves:
+// an error when there is no such tag, a warning otherwise.
 package lint
 
 import (
@@ -13,8 +19,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -79,10 +85,17 @@ type checker struct {
 	ref      string
 	opts     Options
 	findings []Finding
+	// unread is set for a tag OpenTofu never reads: what it points to
+	// cannot make OpenTofu fail, so errors about it become warnings.
+	unread string
 }
 
 func (c *checker) add(sev Severity, format string, args ...any) {
-	c.findings = append(c.findings, Finding{Reference: c.ref, Severity: sev, Message: fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	if sev == SeverityError && c.unread != "" {
+		sev, msg = SeverityWarning, msg+" ("+c.unread+")"
+	}
+	c.findings = append(c.findings, Finding{Reference: c.ref, Severity: sev, Message: msg})
 }
 
 // problem records err as a finding when it is about the artifact, and
@@ -107,11 +120,15 @@ func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Referen
 	}
 	switch desc.MediaType {
 	case ocispec.MediaTypeImageIndex:
-		err = c.provider(desc, ref.Reference)
+		if err = c.providerTag(ref.Reference); err == nil {
+			err = c.provider(desc)
+		}
 	case ocispec.MediaTypeImageManifest:
-		err = c.module(desc)
+		err = c.manifest(desc, ref.Reference)
 	default:
-		c.add(SeverityError, "media type %q is neither an OCI image index (provider) nor an image manifest (module)", desc.MediaType)
+		if err = c.providerTag(ref.Reference); err == nil {
+			c.add(SeverityError, "media type %q is neither an OCI image index (provider) nor an image manifest (module)", desc.MediaType)
+		}
 	}
 	if err != nil {
 		return c.findings, err
@@ -122,10 +139,37 @@ func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Referen
 	return c.findings, nil
 }
 
-func (c *checker) provider(desc ocispec.Descriptor, tag string) error {
-	if _, ok := names.VersionFromTag(tag); !ok && !isDigest(tag) {
-		c.add(SeverityError, "tag %q is not a canonical version: OpenTofu never resolves it (write 1.2.3, with _ for +)", tag)
+// providerTag judges a tag as OpenTofu's oci_mirror reads the tags of a
+// provider repository: it lists every tag that parses as a version (with
+// _ for +) and resolves each listed version's canonical tag. Tags it
+// ignores mark the checker unread; a listed tag whose canonical tag is
+// missing is an error, as OpenTofu then fails.
+func (c *checker) providerTag(tag string) error {
+	if isDigest(tag) || names.CanonicalTag(tag) {
+		return nil
 	}
+	v, listed := names.ListedVersion(tag)
+	if !listed {
+		c.unread = "OpenTofu never reads this tag"
+		c.add(SeverityWarning, "tag %q is not a version: OpenTofu's oci_mirror ignores it (version tags are canonical semver, with _ for +, like 1.2.3)", tag)
+		return nil
+	}
+	canonical := names.TagForVersion(v)
+	c.unread = "OpenTofu reads tag " + canonical + ", not this one"
+	_, err := c.repo.Resolve(c.ctx, canonical)
+	switch {
+	case err == nil:
+		c.add(SeverityWarning, "tag %q is listed by OpenTofu as version %s, which it installs from tag %q: this tag is never read", tag, v, canonical)
+	case oci.IsNotFound(err):
+		c.findings = append(c.findings, Finding{Reference: c.ref, Severity: SeverityError, Message: fmt.Sprintf(
+			"tag %q is listed by OpenTofu as version %s, and OpenTofu then fails resolving tag %q, which does not exist: tag the index %s (and remove %s)", tag, v, canonical, canonical, tag)})
+	default:
+		return fmt.Errorf("resolving %s: %w", canonical, err)
+	}
+	return nil
+}
+
+func (c *checker) provider(desc ocispec.Descriptor) error {
 	pv, err := oci.ReadProviderIndex(c.ctx, c.repo, desc)
 	if err != nil {
 		return c.problem(err)
@@ -175,37 +219,44 @@ func (c *checker) provider(desc ocispec.Descriptor, tag string) error {
 	return nil
 }
 
+// provenance checks the SHA256SUMS, signature and keys stored with a
+// release as OpenTofu, installing it through the proxy's registry
+// protocol, would (release.CheckProvenance), and that SHA256SUMS gives
+// each platform's zip the digest the index holds.
 func (c *checker) provenance(desc ocispec.Descriptor, zips map[names.Platform]ocispec.Descriptor) (*oci.Provenance, error) {
 	prov, files, err := oci.ReadProvenance(c.ctx, c.repo, desc)
 	if err != nil {
 		return nil, c.problem(fmt.Errorf("provenance: %w", err))
 	}
+	warnings, err := release.CheckProvenance(files)
+	for _, w := range warnings {
+		c.add(SeverityWarning, "provenance: %s", w)
+	}
+	if err != nil {
+		c.add(SeverityError, "provenance: %v: OpenTofu refuses the release through the registry protocol", err)
+	}
 	if files.SHA256SUMS.Data == nil {
 		return prov, nil
 	}
-	sums, err := sha256sums.Parse(files.SHA256SUMS.Data)
+	sums, err := sha256sums.Read(files.SHA256SUMS.Data)
 	if err != nil {
-		c.add(SeverityError, "provenance SHA256SUMS: %v", err)
-		return prov, nil
+		return prov, nil // reported above
 	}
 	for p, z := range zips {
 		name := prov.Platforms[p.String()].Filename
-		if sums[name] != z.Digest.Encoded() {
+		if sum, err := sums.Lookup(name); err != nil {
+			c.add(SeverityError, "%s: %v", p, err)
+		} else if sum != z.Digest.Encoded() {
 			c.add(SeverityError, "%s: zip digest %s is not what SHA256SUMS lists for %q", p, z.Digest, name)
-		}
-	}
-	if files.Signature.Data != nil {
-		kr, err := pgp.ReadKeyring(files.Keys.Name, files.Keys.Data)
-		if err != nil {
-			c.add(SeverityError, "provenance keys: %v", err)
-		} else if _, err := pgp.VerifyDetached(files.SHA256SUMS.Data, files.Signature.Data, []*pgp.Keyring{kr}); err != nil {
-			c.add(SeverityError, "provenance signature: %v", err)
 		}
 	}
 	return prov, nil
 }
 
-func (c *checker) module(desc ocispec.Descriptor) error {
+// manifest checks an image manifest: a module (any tag may name one), or
+// a provider platform manifest tagged directly, which OpenTofu refuses
+// when it reads the tag.
+func (c *checker) manifest(desc ocispec.Descriptor, tag string) error {
 	// A registry's tag resolution carries no artifactType: read the body.
 	b, err := oci.FetchManifest(c.ctx, c.repo, desc)
 	if err != nil {
@@ -215,9 +266,16 @@ func (c *checker) module(desc ocispec.Descriptor) error {
 		ArtifactType string `json:"artifactType"`
 	}
 	if json.Unmarshal(b, &head) == nil && head.ArtifactType == oci.ArtifactTypeProviderTarget {
+		if err := c.providerTag(tag); err != nil {
+			return err
+		}
 		c.add(SeverityError, "tag points to a provider platform manifest; OpenTofu needs providers tagged as an index")
 		return nil
 	}
+	return c.module(desc)
+}
+
+func (c *checker) module(desc ocispec.Descriptor) error {
 	z, err := oci.ReadModule(c.ctx, c.repo, desc)
 	if err != nil {
 		return c.problem(err)

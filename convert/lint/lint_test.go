@@ -84,7 +84,11 @@ func TestVerifyFlagsBrokenArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo.Tag(ctx, good.Root, "v1.0.0")
+	// Tags OpenTofu ignores ("v1.0.0", "latest") or lists as 1.0.0, which
+	// is there ("1.0"), or lists as 2.1.0, which is not ("2.1").
+	for _, tag := range []string{"v1.0.0", "latest", "1.0", "2.1"} {
+		repo.Tag(ctx, good.Root, tag)
+	}
 
 	okZip := oci.BytesBlob(oci.MediaTypeZip, zipBytes(t, map[string]string{"terraform-provider-x": "bin"}), nil)
 	notZip := oci.BytesBlob(oci.MediaTypeZip, []byte("this is not a zip"), nil)
@@ -107,6 +111,7 @@ func TestVerifyFlagsBrokenArtifacts(t *testing.T) {
 	modGood := platformManifest(t, oci.ArtifactTypeModule, okZip.Descriptor)
 	slip := oci.BytesBlob(oci.MediaTypeZip, zipBytes(t, map[string]string{"../escape.tf": "x"}), nil)
 	modSlip := platformManifest(t, oci.ArtifactTypeModule, slip.Descriptor)
+	craft(t, repo, "broken-latest", blobs, twoZips, index(t, oci.ArtifactTypeProvider, onPlatform(twoZips, "linux", "amd64")))
 	craft(t, repo, "mod-good", blobs, modGood)
 	craft(t, repo, "mod-slip", []oci.Blob{slip}, modSlip)
 
@@ -119,7 +124,7 @@ func TestVerifyFlagsBrokenArtifacts(t *testing.T) {
 		return f
 	}
 	cases := map[string]string{
-		"v1.0.0":   "not a canonical version",
+		"2.1":      `OpenTofu then fails resolving tag "2.1.0"`,
 		"2.0.0":    "artifactType",
 		"2.0.1":    "more than one manifest",
 		"2.0.2":    "lacks a platform",
@@ -142,6 +147,17 @@ func TestVerifyFlagsBrokenArtifacts(t *testing.T) {
 	}
 	if f := verify("2.0.7"); hasSeverity(f, lint.SeverityError) || !hasFinding(f, lint.SeverityWarning, "no oci-tofu provenance") {
 		t.Errorf("third-party artifact: %+v", f)
+	}
+	// What OpenTofu never reads cannot make it fail: warnings only.
+	for tag, want := range map[string]string{
+		"v1.0.0":        "oci_mirror ignores it",
+		"latest":        "oci_mirror ignores it",
+		"1.0":           `installs from tag "1.0.0": this tag is never read`,
+		"broken-latest": "ambiguous",
+	} {
+		if f := verify(tag); hasSeverity(f, lint.SeverityError) || !hasFinding(f, lint.SeverityWarning, want) {
+			t.Errorf("%s: want only warnings, one mentioning %q: %+v", tag, want, f)
+		}
 	}
 
 	// A zip blob altered in storage is caught by its digest.
@@ -179,4 +195,49 @@ func hasFinding(f []lint.Finding, s lint.Severity, text string) bool {
 		}
 	}
 	return false
+}
+
+// Releases OpenTofu installs with a warning, or as "verified checksum",
+// give warnings, not errors; a clean one passes.
+func TestVerifyWarnsAboutStoredSignatures(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	want := map[string]string{
+		"good-ed25519":   "",
+		"expired-subkey": "expired on 2024-01-02T00:00:00Z",
+		"sums-comment":   `"verified checksum"`,
+	}
+	for _, c := range testenv.SignatureCorpus(t) {
+		text, ok := want[c.Name]
+		if !ok {
+			continue
+		}
+		kr, err := pgp.LoadKeyring(c.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := release.ReadProvider(ctx, c.Dir, release.Options{Keys: []*pgp.Keyring{kr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo, err := orasoci.New(filepath.Join(dir, c.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rel.Push(ctx, repo, false, oci.PushOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := lint.Check(ctx, repo, oci.Reference{Layout: true, Repository: filepath.Join(dir, c.Name), Reference: "1.0.0"}, lint.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case hasSeverity(f, lint.SeverityError):
+			t.Errorf("%s: %+v", c.Name, f)
+		case text == "" && !hasSeverity(f, lint.SeverityOK):
+			t.Errorf("%s: clean release flagged: %+v", c.Name, f)
+		case text != "" && !hasFinding(f, lint.SeverityWarning, text):
+			t.Errorf("%s: want a warning mentioning %q: %+v", c.Name, text, f)
+		}
+	}
 }

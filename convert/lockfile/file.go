@@ -13,22 +13,28 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
+	"github.com/oci-tofu/oci-tofu/convert/tfconfig"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/zclconf/go-cty/cty"
 )
 
 // Provider is one provider block of a .terraform.lock.hcl file.
 type Provider struct {
-	Address     string   `hcl:"address,label"`
-	Version     string   `hcl:"version"`
-	Constraints string   `hcl:"constraints,optional"`
-	Hashes      []string `hcl:"hashes,optional"`
+	Address     string   `hcl:"address,label" json:"address"`
+	Version     string   `hcl:"version" json:"version"`
+	Constraints string   `hcl:"constraints,optional" json:"constraints,omitempty"`
+	Hashes      []string `hcl:"hashes,optional" json:"hashes"`
 }
 
 // File is the provider part of a dependency lock file.
 type File struct {
 	Providers []Provider `hcl:"provider,block"`
 	Remain    hcl.Body   `hcl:",remain"`
+	// Client is the CLI the file is written for: its name appears in the
+	// header comment ("maintained automatically by \"tofu init\""). The
+	// zero value is tofu.
+	Client tfconfig.Client
 }
 
 // Read parses a .terraform.lock.hcl file.
@@ -59,18 +65,18 @@ func (lf *File) Provider(address string) *Provider {
 	return nil
 }
 
-// Bytes renders the lock file exactly as OpenTofu writes it (header
-// comment, providers sorted, one hash per line, sorted), so `tofu init`
-// finds nothing to rewrite.
+// Bytes renders the lock file exactly as the client writes it (header
+// comment naming it, providers sorted by hostname, namespace and type, one
+// hash per line, sorted), so its init finds nothing to rewrite.
 func (lf *File) Bytes() []byte {
 	f := hclwrite.NewEmptyFile()
 	body := f.Body()
 	body.AppendUnstructuredTokens(hclwrite.Tokens{
-		{Type: hclsyntax.TokenComment, Bytes: []byte("# This file is maintained automatically by \"tofu init\".\n")},
+		{Type: hclsyntax.TokenComment, Bytes: []byte("# This file is maintained automatically by \"" + lf.Client.Command() + " init\".\n")},
 		{Type: hclsyntax.TokenComment, Bytes: []byte("# Manual edits may be lost in future updates.\n")},
 	})
 	providers := append([]Provider(nil), lf.Providers...)
-	sort.Slice(providers, func(i, j int) bool { return providers[i].Address < providers[j].Address })
+	sort.Slice(providers, func(i, j int) bool { return lessAddress(providers[i].Address, providers[j].Address) })
 	for _, p := range providers {
 		body.AppendNewline()
 		b := body.AppendNewBlock("provider", []string{p.Address}).Body()
@@ -91,9 +97,23 @@ func (lf *File) Bytes() []byte {
 	return f.Bytes()
 }
 
+// lessAddress orders provider addresses as the clients order lock file
+// blocks (see tfconfig.LessProvider).
+func lessAddress(a, b string) bool {
+	pa, errA := names.ParseProvider(a)
+	pb, errB := names.ParseProvider(b)
+	if errA != nil || errB != nil {
+		return a < b
+	}
+	return tfconfig.LessProvider(pa, pb)
+}
+
+// SortedUnique is hashes as Bytes writes them: sorted, each once.
+func SortedUnique(hashes []string) []string { return sortedUnique(hashes) }
+
 func sortedUnique(in []string) []string {
 	seen := map[string]bool{}
-	var out []string
+	out := []string{}
 	for _, s := range in {
 		if !seen[s] {
 			seen[s] = true

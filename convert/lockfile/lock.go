@@ -3,38 +3,47 @@ package lockfile
 import (
 	"context"
 	"fmt"
-	"sync"
+	"slices"
 
-	"github.com/apparentlymart/go-versions/versions"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
-	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/convert/tfconfig"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-// Options say where providers are and which platforms to lock.
+// Options say where providers are, which platforms to lock and for which
+// client.
 type Options struct {
 	Template  *oci.Template
 	Open      func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error)
 	Platforms []names.Platform
+	// Client decides how tags are listed (see listVersions) and the lock
+	// file's header; the requirements' addresses already follow it.
+	Client tfconfig.Client
 	// NoDownload refuses to download zips whose h1 is not stored, instead of
 	// computing it.
 	NoDownload bool
 }
 
-// Lock chooses a version for each requirement as OpenTofu would (keeping a
-// locked version that still meets the constraints) and returns lock entries
-// holding h1 for every requested platform and zh for every package of the
-// release. Everything comes from registry metadata; a zip is downloaded
-// only when its artifact lacks a stored h1 (third-party artifacts).
+// Lock chooses a version for each requirement as the client would (a
+// locked version that still meets the constraints is kept, otherwise the
+// newest acceptable one) and returns the lock file the client would write
+// after installing every requested platform from a signed registry:
+// the h1 of each requested platform's package, a zh for every line of the
+// publisher's signed SHA256SUMS (or, for a release without one, for every
+// package of the index), and the hashes of an earlier lock of the same
+// version. Everything comes from registry metadata; a zip is downloaded
+// only when its artifact lacks a trusted stored h1 (third-party
+// artifacts). Providers of the existing lock that nothing requires any more
+// are dropped, as tofu init drops them.
 func Lock(ctx context.Context, reqs []tfconfig.Requirement, existing *File, opts Options) (*File, error) {
 	if len(opts.Platforms) == 0 {
 		return nil, fmt.Errorf("no platform to lock: give at least one os_arch")
 	}
-	out := &File{Providers: make([]Provider, len(reqs))}
+	out := &File{Client: opts.Client, Providers: make([]Provider, len(reqs))}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for i, r := range reqs {
@@ -57,6 +66,7 @@ func Lock(ctx context.Context, reqs []tfconfig.Requirement, existing *File, opts
 	return out, nil
 }
 
+// lockOne locks one provider.
 func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts Options) (*Provider, error) {
 	ref, err := opts.Template.Expand(r.Addr.TemplateValues())
 	if err != nil {
@@ -64,64 +74,93 @@ func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts O
 	}
 	repo, err := opts.Open(ctx, ref)
 	if err != nil {
-		return nil, err
-	}
-	available, err := oci.ListVersions(ctx, repo)
-	if err != nil {
 		if oci.IsNotFound(err) {
 			return nil, fmt.Errorf("no repository %s", ref)
 		}
-		return nil, fmt.Errorf("listing versions in %s: %w", ref, err)
+		return nil, err
 	}
-	var locked *versions.Version
-	if prev != nil {
-		v, err := versions.ParseVersion(prev.Version)
-		if err != nil {
-			return nil, fmt.Errorf("lock file version %q: %w", prev.Version, err)
-		}
-		locked = &v
-	}
-	v, err := names.SelectVersion(available, r.Constraints, locked)
+	v, tag, err := chooseVersion(ctx, repo, ref, r, prev, opts.Client)
 	if err != nil {
 		return nil, err
 	}
 	pv, err := oci.ResolveProvider(ctx, repo, v)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", ref, v, err)
-	}
-	h := newHashSet()
-	if prev != nil && prev.Version == v.String() {
-		h.add(prev.Hashes...)
-	}
-	var prov *oci.Provenance
-	var files *oci.ProvenanceFiles
-	if pv.Provenance != nil {
-		if prov, files, err = oci.ReadProvenance(ctx, repo, *pv.Provenance); err != nil {
-			return nil, err
-		}
-		// zh of every package the signed SHA256SUMS lists, as tofu records
-		// when installing from a signed registry.
-		if files.SHA256SUMS.Data != nil {
-			sums, err := sha256sums.Parse(files.SHA256SUMS.Data)
-			if err != nil {
-				return nil, err
-			}
-			for name, sum := range sums {
-				if f, err := names.ParseProviderFilename(name); err == nil && f.Kind == names.ProviderZip && f.Version == v.String() {
-					h.add(pkghash.ZH(sum))
-				}
-			}
-		}
+		return nil, fmt.Errorf("%s:%s: %w", ref, tag, err)
 	}
 	for _, p := range opts.Platforms {
 		if _, ok := pv.Platforms[p]; !ok {
 			return nil, fmt.Errorf("%s %s has no package for %s", ref, v, p)
 		}
 	}
-	// zh for every platform in the index, and h1 for the requested ones.
-	wanted := map[names.Platform]bool{}
-	for _, p := range opts.Platforms {
-		wanted[p] = true
+	h, err := releaseHashes(ctx, repo, pv, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", ref, v, err)
+	}
+	if prev != nil && prev.Version == v.String() {
+		if err := checkPriorHashes(prev, h); err != nil {
+			return nil, err
+		}
+		h.add(preferredHashes(prev.Hashes)...)
+	}
+	return &Provider{
+		Address:     r.Addr.String(),
+		Version:     v.String(),
+		Constraints: names.ConstraintsString(r.Constraints),
+		Hashes:      h.list(),
+	}, nil
+}
+
+// chooseVersion lists the repository as the client does and selects as
+// tofu's installer does; it returns the version and the tag the client
+// resolves for it.
+func chooseVersion(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, r tfconfig.Requirement, prev *Provider, c tfconfig.Client) (names.Version, string, error) {
+	tl, err := listVersions(ctx, repo, c)
+	if err != nil {
+		if oci.IsNotFound(err) {
+			return names.Version{}, "", fmt.Errorf("no repository %s", ref)
+		}
+		return names.Version{}, "", fmt.Errorf("listing versions in %s: %w", ref, err)
+	}
+	var locked *names.Version
+	if prev != nil {
+		v, err := names.ParseVersionLoose(prev.Version)
+		if err != nil {
+			return names.Version{}, "", fmt.Errorf("lock file version %q: %w", prev.Version, err)
+		}
+		locked = &v
+	}
+	v, err := names.SelectVersion(tl.available, r.Constraints, locked)
+	if err != nil {
+		return names.Version{}, "", fmt.Errorf("%s: %w", ref, err)
+	}
+	tag, err := tl.tagFor(v, ref.String())
+	if err != nil {
+		return names.Version{}, "", err
+	}
+	return v, tag, nil
+}
+
+// releaseHashes computes the hashes of a release: zh of every line of the
+// publisher's signed SHA256SUMS (or of every package when unsigned), zh of
+// every package of the index, and h1 of each requested platform.
+func releaseHashes(ctx context.Context, repo oci.ReadOnlyRepository, pv *oci.ProviderVersion, opts Options) (*hashSet, error) {
+	h := newHashSet()
+	var prov *oci.Provenance
+	var files *oci.ProvenanceFiles
+	if pv.Provenance != nil {
+		var err error
+		if prov, files, err = oci.ReadProvenance(ctx, repo, *pv.Provenance); err != nil {
+			return nil, err
+		}
+		sums, err := publisherSignedSums(prov, files)
+		if err != nil {
+			return nil, err
+		}
+		zhs, err := signedZipHashes(sums)
+		if err != nil {
+			return nil, err
+		}
+		h.add(zhs...)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
@@ -132,17 +171,10 @@ func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts O
 				return fmt.Errorf("%s: %w", p, err)
 			}
 			h.add(pkghash.ZH(zip.Digest.Encoded()))
-			if !wanted[p] {
+			if !slices.Contains(opts.Platforms, p) {
 				return nil
 			}
-			if h1 := pkghash.TrustedH1(prov, files, p, zip); h1 != "" {
-				h.add(h1)
-				return nil
-			}
-			if opts.NoDownload {
-				return fmt.Errorf("%s: no stored h1 and downloads are disabled", p)
-			}
-			h1, err := pkghash.RemoteZipH1(gctx, repo, zip)
+			h1, err := platformH1(gctx, repo, prov, files, p, zip, opts.NoDownload)
 			if err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
@@ -150,38 +182,34 @@ func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts O
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return &Provider{
-		Address:     r.Addr.String(),
-		Version:     v.String(),
-		Constraints: names.ConstraintsString(r.Constraints),
-		Hashes:      h.list(),
-	}, nil
+	return h, g.Wait()
 }
 
-type hashSet struct {
-	mu sync.Mutex
-	m  map[string]bool
+// platformH1 is a package's h1: the one stored with the release when it
+// can be trusted, otherwise computed from the downloaded zip.
+func platformH1(ctx context.Context, repo oci.ReadOnlyRepository, prov *oci.Provenance, files *oci.ProvenanceFiles, p names.Platform, zip ocispec.Descriptor, noDownload bool) (string, error) {
+	if h1 := pkghash.TrustedH1(prov, files, p, zip); h1 != "" {
+		return h1, nil
+	}
+	if noDownload {
+		return "", fmt.Errorf("no stored h1 and downloads are disabled")
+	}
+	return pkghash.RemoteZipH1(ctx, repo, zip)
 }
 
-func newHashSet() *hashSet { return &hashSet{m: map[string]bool{}} }
-
-func (h *hashSet) add(hs ...string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, x := range hs {
-		h.m[x] = true
+// checkPriorHashes refuses to extend an earlier lock of the same version
+// whose hashes match none of the release's packages: tofu init would
+// refuse that release ("doesn't match any of the checksums previously
+// recorded"), and adding today's hashes would hide a changed release.
+func checkPriorHashes(prev *Provider, h *hashSet) error {
+	prior := preferredHashes(prev.Hashes)
+	if len(prior) == 0 {
+		return nil
 	}
-}
-
-func (h *hashSet) list() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]string, 0, len(h.m))
-	for x := range h.m {
-		out = append(out, x)
+	for _, x := range prior {
+		if h.has(x) {
+			return nil
+		}
 	}
-	return sortedUnique(out)
+	return fmt.Errorf("the lock file's hashes for %s %s match none of the packages in the registry: the release changed since it was locked, and tofu init would refuse it; check the release, then remove the entry to lock it afresh", prev.Address, prev.Version)
 }

@@ -163,8 +163,10 @@ const dosDate1980 = 1<<5 | 1
 
 func moduleHeader(f moduleFile) *zip.FileHeader {
 	fh := &zip.FileHeader{Name: f.name, Method: zip.Deflate}
-	fh.ModifiedDate = dosDate1980 //nolint:staticcheck // see dosDate1980
-	fh.ModifiedTime = 0           //nolint:staticcheck
+	//lint:ignore SA1019 set directly so that no extended-timestamp field is written (see dosDate1980)
+	fh.ModifiedDate = dosDate1980
+	//lint:ignore SA1019 as above
+	fh.ModifiedTime = 0
 	if f.exec {
 		fh.SetMode(0o755)
 	} else {
@@ -265,75 +267,99 @@ func readSmall(ctx context.Context, f moduleFile) ([]byte, error) {
 
 // writeModuleZip writes the zip and returns each file's content sha256.
 func writeModuleZip(ctx context.Context, w io.Writer, files []moduleFile, workers int) ([][sha256.Size]byte, error) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	results := make([]chan compressed, len(files))
-	for i := range results {
-		results[i] = make(chan compressed, 1)
-	}
-	budget := semaphore.NewWeighted(inflightLimit)
-	cpu := make(chan struct{}, workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	go func() {
-		for i, f := range files {
-			if f.size > inlineLimit {
-				continue // streamed by the writer
-			}
-			if err := budget.Acquire(ctx, f.size+1); err != nil {
-				return
-			}
-			select {
-			case cpu <- struct{}{}:
-			case <-ctx.Done():
-				budget.Release(f.size + 1)
-				return
-			}
-			wg.Add(1)
-			go func(i int, f moduleFile) {
-				defer wg.Done()
-				results[i] <- compressFile(ctx, f)
-				<-cpu
-			}(i, f)
-		}
-	}()
-
+	c := startCompressing(ctx, files, workers)
+	defer c.wait()
 	sums := make([][sha256.Size]byte, len(files))
 	zw := zip.NewWriter(w)
 	for i, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		var err error
 		if f.size > inlineLimit {
-			if err := streamFile(ctx, zw, f, &sums[i]); err != nil {
-				return nil, err
-			}
-			continue
+			err = streamFile(ctx, zw, f, &sums[i])
+		} else {
+			err = c.writeCompressed(ctx, zw, i, &sums[i])
 		}
-		var c compressed
-		select {
-		case c = <-results[i]:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		budget.Release(f.size + 1)
-		if c.err != nil {
-			return nil, c.err
-		}
-		sums[i] = c.sum
-		out, err := zw.CreateRaw(c.fh)
 		if err != nil {
-			return nil, err
-		}
-		if _, err := out.Write(c.data); err != nil {
 			return nil, err
 		}
 	}
 	return sums, zw.Close()
 }
+
+// compressor deflates the small files in parallel, in order of need and
+// within a memory budget, while the writer consumes them one by one.
+type compressor struct {
+	files   []moduleFile
+	results []chan compressed
+	budget  *semaphore.Weighted
+	wg      sync.WaitGroup
+}
+
+func startCompressing(ctx context.Context, files []moduleFile, workers int) *compressor {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	c := &compressor{files: files, results: make([]chan compressed, len(files)), budget: semaphore.NewWeighted(inflightLimit)}
+	for i := range c.results {
+		c.results[i] = make(chan compressed, 1)
+	}
+	c.wg.Add(1)
+	go c.feed(ctx, make(chan struct{}, workers))
+	return c
+}
+
+// feed starts one compression per small file, as the budget and the CPU
+// slots allow.
+func (c *compressor) feed(ctx context.Context, cpu chan struct{}) {
+	defer c.wg.Done()
+	for i, f := range c.files {
+		if f.size > inlineLimit {
+			continue // streamed by the writer
+		}
+		if err := c.budget.Acquire(ctx, f.size+1); err != nil {
+			return
+		}
+		select {
+		case cpu <- struct{}{}:
+		case <-ctx.Done():
+			c.budget.Release(f.size + 1)
+			return
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.results[i] <- compressFile(ctx, f)
+			<-cpu
+		}()
+	}
+}
+
+// writeCompressed writes file i's compressed entry once it is ready.
+func (c *compressor) writeCompressed(ctx context.Context, zw *zip.Writer, i int, sum *[sha256.Size]byte) error {
+	var r compressed
+	select {
+	case r = <-c.results[i]:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	c.budget.Release(c.files[i].size + 1)
+	if r.err != nil {
+		return r.err
+	}
+	*sum = r.sum
+	out, err := zw.CreateRaw(r.fh)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(r.data)
+	return err
+}
+
+func (c *compressor) wait() { c.wg.Wait() }
 
 func streamFile(ctx context.Context, zw *zip.Writer, f moduleFile, sum *[sha256.Size]byte) error {
 	file, err := localfile.OpenRegular(f.path)

@@ -34,55 +34,74 @@ func Unpack(zipFile, dir string, maxSize int64) ([]string, error) {
 	if err := checkTargetDir(dir); err != nil {
 		return nil, err
 	}
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".oci-tofu-*")
+	tmp, err := tempSibling(dir)
 	if err != nil {
 		return nil, err
 	}
-	done := false
-	defer func() {
-		if !done {
-			os.RemoveAll(tmp)
-		}
-	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
+	if err := unpackAll(&zr.Reader, tmp, maxSize); err != nil {
+		os.RemoveAll(tmp)
 		return nil, err
 	}
+	if err := replaceEmptyDir(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return names, nil
+}
+
+// tempSibling makes a temporary directory beside dir, to be renamed into
+// place when complete.
+func tempSibling(dir string) (string, error) {
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".oci-tofu-*")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// unpackAll writes every entry below tmp, at most maxSize bytes in all
+// (counted as written, not as declared).
+func unpackAll(zr *zip.Reader, tmp string, maxSize int64) error {
 	remaining := maxSize
 	for _, f := range zr.File {
 		name, isDir, err := moduleEntryName(f)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		target := filepath.Join(tmp, filepath.FromSlash(name))
 		if isDir {
 			if err := os.MkdirAll(target, 0o755); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return nil, err
+			return err
 		}
 		n, err := unpackFile(f, target, remaining)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		remaining -= n
 	}
-	// An empty directory may have appeared at dir meanwhile; only an empty
-	// one is replaced.
+	return nil
+}
+
+// replaceEmptyDir renames tmp to dir. An empty directory may have appeared
+// at dir meanwhile; only an empty one is replaced.
+func replaceEmptyDir(tmp, dir string) error {
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", dir, err)
+		return fmt.Errorf("%s: %w", dir, err)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return nil, err
-	}
-	done = true
-	return names, nil
+	return os.Rename(tmp, dir)
 }
 
 func checkTargetDir(dir string) error {

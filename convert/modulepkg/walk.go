@@ -112,64 +112,77 @@ func (w *moduleWalker) walk(realDir, rel string, excluded bool) error {
 		return err
 	}
 	for _, e := range entries {
-		name := e.Name()
-		entry := name
-		if rel != "" {
-			entry = rel + "/" + name
-		}
-		if strings.ContainsAny(name, "\\\x00") {
-			return fmt.Errorf("%s: file names with a backslash cannot be packed portably", entry)
-		}
-		p := filepath.Join(realDir, name)
-		fi, err := e.Info()
-		if err != nil {
+		if err := w.visit(realDir, rel, e, excluded); err != nil {
 			return err
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			// A link that is left out whatever it points to is not followed,
-			// so a .terraform symlinked elsewhere or an ignored dangling link
-			// does no harm.
-			if w.excludedEitherWay(name, entry, excluded) {
-				continue
-			}
-			if p, fi, err = w.resolve(p, entry); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// visit takes one directory entry: a file to pack, a directory to walk, or
+// something left out or refused.
+func (w *moduleWalker) visit(realDir, rel string, e os.DirEntry, excluded bool) error {
+	name := e.Name()
+	entry := name
+	if rel != "" {
+		entry = rel + "/" + name
+	}
+	if strings.ContainsAny(name, "\\\x00") {
+		return fmt.Errorf("%s: file names with a backslash cannot be packed portably", entry)
+	}
+	p := filepath.Join(realDir, name)
+	fi, err := e.Info()
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// A link that is left out whatever it points to is not followed,
+		// so a .terraform symlinked elsewhere or an ignored dangling link
+		// does no harm.
+		if w.excludedEitherWay(name, entry, excluded) {
+			return nil
 		}
-		isDir := fi.IsDir()
-		if alwaysExcluded(name, isDir) {
-			continue
-		}
-		ex := w.rules.Excluded(entry, isDir, excluded)
-		switch {
-		case isDir:
-			if ex && !w.negates {
-				continue
-			}
-			if w.active[p] {
-				return fmt.Errorf("%s: symbolic link makes a cycle (it points to a directory that contains it)", entry)
-			}
-			if err := w.walk(p, entry, ex); err != nil {
-				return err
-			}
-		case fi.Mode().IsRegular():
-			if ex {
-				continue
-			}
-			if len(w.files) >= MaxFiles {
-				return fmt.Errorf("more than %d files: too many for a module package", MaxFiles)
-			}
-			if w.total += fi.Size(); w.total > MaxSize {
-				return fmt.Errorf("%s: the module's files add up to more than %d bytes, more than OpenTofu users can pull (oci-tofu pull module refuses it too)", entry, int64(MaxSize))
-			}
-			w.files = append(w.files, moduleFile{name: entry, path: p, size: fi.Size(), exec: fi.Mode()&0o111 != 0, stamp: stampOf(fi)})
-		default:
-			if ex {
-				continue
-			}
-			return fmt.Errorf("%s is a %s, not a regular file or directory", entry, fi.Mode().Type())
+		if p, fi, err = w.resolve(p, entry); err != nil {
+			return err
 		}
 	}
+	isDir := fi.IsDir()
+	if alwaysExcluded(name, isDir) {
+		return nil
+	}
+	ex := w.rules.Excluded(entry, isDir, excluded)
+	switch {
+	case isDir:
+		return w.enter(p, entry, ex)
+	case ex:
+		return nil
+	case fi.Mode().IsRegular():
+		return w.add(p, entry, fi)
+	}
+	return fmt.Errorf("%s is a %s, not a regular file or directory", entry, fi.Mode().Type())
+}
+
+// enter walks a directory unless it is excluded (and nothing below it can
+// be re-included) or a link back to a directory being walked.
+func (w *moduleWalker) enter(p, entry string, excluded bool) error {
+	if excluded && !w.negates {
+		return nil
+	}
+	if w.active[p] {
+		return fmt.Errorf("%s: symbolic link makes a cycle (it points to a directory that contains it)", entry)
+	}
+	return w.walk(p, entry, excluded)
+}
+
+// add records a file to pack, within the package limits.
+func (w *moduleWalker) add(p, entry string, fi fs.FileInfo) error {
+	if len(w.files) >= MaxFiles {
+		return fmt.Errorf("more than %d files: too many for a module package", MaxFiles)
+	}
+	if w.total += fi.Size(); w.total > MaxSize {
+		return fmt.Errorf("%s: the module's files add up to more than %d bytes, more than OpenTofu users can pull (oci-tofu pull module refuses it too)", entry, int64(MaxSize))
+	}
+	w.files = append(w.files, moduleFile{name: entry, path: p, size: fi.Size(), exec: fi.Mode()&0o111 != 0, stamp: stampOf(fi)})
 	return nil
 }
 

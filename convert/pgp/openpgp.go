@@ -1,18 +1,19 @@
 // Package pgp is OpenPGP as OpenTofu uses it for provider releases: armored
-// public key rings, detached signatures over SHA256SUMS checked with
-// go-crypto as OpenTofu checks them, and a signer for in-house builds.
+// public key rings, binary detached signatures over SHA256SUMS checked with
+// go-crypto exactly as OpenTofu 1.12 checks them (Policy: expired keys
+// accepted with a warning unless expiry is enforced; revoked keys and
+// armored signatures refused), the same check as the TofuDL client makes
+// for OpenTofu's own releases (VerifyTofuDL), and a signer for in-house
+// builds.
 package pgp
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
-	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
 )
@@ -58,37 +59,17 @@ type Verified struct {
 	Keyring *Keyring
 	// KeyID is the primary key id of the signing entity.
 	KeyID string
+	// Expired, when not empty, says which key, subkey or signature date
+	// had expired, and when: the signature was accepted anyway (Policy).
+	Expired string
 	// Warnings are what OpenTofu would print while accepting the signature.
 	Warnings []string
 }
 
-// VerifyDetached checks a detached signature (binary, as the Provider
-// Registry Protocol serves it, or armored) over data with go-crypto's
-// CheckDetachedSignature, as OpenTofu does, against each keyring in turn.
-func VerifyDetached(data, sig []byte, keyrings []*Keyring) (*Verified, error) {
-	if len(keyrings) == 0 {
-		return nil, errors.New("no public key to verify the signature with (give --key, or --unsigned for an in-house build)")
-	}
-	bin, err := DearmorSignature(sig)
-	if err != nil {
-		return nil, err
-	}
-	var errs []string
-	for _, kr := range keyrings {
-		signer, err := openpgp.CheckDetachedSignature(kr.Entities, bytes.NewReader(data), bytes.NewReader(bin), nil)
-		if err == nil {
-			return &Verified{Keyring: kr, KeyID: KeyID(signer.PrimaryKey.KeyId)}, nil
-		}
-		if errors.Is(err, pgperrors.ErrUnknownIssuer) {
-			errs = append(errs, fmt.Sprintf("%s: not signed by this key", kr.Name))
-		} else {
-			errs = append(errs, fmt.Sprintf("%s: %v", kr.Name, err))
-		}
-	}
-	return nil, fmt.Errorf("signature does not verify: %s", strings.Join(errs, "; "))
-}
-
-// DearmorSignature returns a signature in binary form, unwrapping ASCII armor.
+// DearmorSignature returns a signature in binary form, unwrapping ASCII
+// armor. Verification never does: OpenTofu refuses armored signatures, and
+// so does Verify (ErrArmoredSignature). It is for tools and tests that
+// compare a binary signature with an armored copy.
 func DearmorSignature(sig []byte) ([]byte, error) {
 	if !bytes.HasPrefix(bytes.TrimSpace(sig), []byte("-----BEGIN")) {
 		return sig, nil

@@ -2,6 +2,7 @@ package pgp
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -13,9 +14,9 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
-func fixture(t *testing.T, elem ...string) string { return testenv.Testdata(t, elem...) }
+func fixture(t testing.TB, elem ...string) string { return testenv.Testdata(t, elem...) }
 
-func mustKeyring(t *testing.T, name string) *Keyring {
+func mustKeyring(t testing.TB, name string) *Keyring {
 	t.Helper()
 	kr, err := LoadKeyring(fixture(t, "keys", name))
 	if err != nil {
@@ -24,7 +25,7 @@ func mustKeyring(t *testing.T, name string) *Keyring {
 	return kr
 }
 
-func readFixture(t *testing.T, elem ...string) []byte {
+func readFixture(t testing.TB, elem ...string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(fixture(t, elem...))
 	if err != nil {
@@ -43,10 +44,10 @@ func TestVerifyGnuPGSignature(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GnuPG signature with the right key among others: %v", err)
 	}
-	if v.Keyring != gpg || len(v.KeyID) != 16 {
-		t.Fatalf("verified by %s key %s", v.Keyring.Name, v.KeyID)
+	if v.Keyring != gpg || len(v.KeyID) != 16 || len(v.Warnings) != 0 {
+		t.Fatalf("verified by %s key %s (%v)", v.Keyring.Name, v.KeyID, v.Warnings)
 	}
-	if _, err := VerifyDetached(sums, sig, []*Keyring{other}); err == nil || !strings.Contains(err.Error(), "not signed by this key") {
+	if _, err := VerifyDetached(sums, sig, []*Keyring{other}); err == nil || !strings.Contains(err.Error(), "not signed by any of these keys") {
 		t.Fatalf("wrong key: %v", err)
 	}
 	tampered := append(bytes.Clone(sums), '\n')
@@ -58,7 +59,9 @@ func TestVerifyGnuPGSignature(t *testing.T) {
 	}
 }
 
-func TestVerifyGoCryptoSignatureAndArmor(t *testing.T) {
+// OpenTofu reads only binary signatures; the armored form of a good
+// signature is refused with a message saying what to do.
+func TestVerifyRefusesArmoredSignature(t *testing.T) {
 	sums := readFixture(t, "providers", "hello", "2.0.0-rc1", "terraform-provider-hello_2.0.0-rc1_SHA256SUMS")
 	sig := readFixture(t, "providers", "hello", "2.0.0-rc1", "terraform-provider-hello_2.0.0-rc1_SHA256SUMS.sig")
 	kr := mustKeyring(t, "gocrypto-signer.asc")
@@ -69,38 +72,95 @@ func TestVerifyGoCryptoSignatureAndArmor(t *testing.T) {
 	w, _ := armor.Encode(&armored, openpgp.SignatureType, nil)
 	w.Write(sig)
 	w.Close()
-	if _, err := VerifyDetached(sums, armored.Bytes(), []*Keyring{kr}); err != nil {
+	if _, err := VerifyDetached(sums, armored.Bytes(), []*Keyring{kr}); !errors.Is(err, ErrArmoredSignature) || !strings.Contains(err.Error(), "gpg --dearmor") {
 		t.Fatalf("armored form of the same signature: %v", err)
+	}
+	if _, err := VerifyTofuDL(sums, armored.Bytes(), []*Keyring{kr}); !errors.Is(err, ErrArmoredTofuDLSignature) {
+		t.Fatalf("armored signature, TofuDL rules: %v", err)
 	}
 	if _, err := VerifyDetached(sums, sig, []*Keyring{mustKeyring(t, "gpg-signer.asc")}); err == nil {
 		t.Fatal("verified with the wrong key")
 	}
 }
 
-func TestVerifyRefusesExpiredKey(t *testing.T) {
-	created := time.Now().Add(-48 * time.Hour)
-	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA, Time: func() time.Time { return created }, KeyLifetimeSecs: 3600}
-	e, err := openpgp.NewEntity("expired", "", "expired@example.invalid", cfg)
+// expiringKey makes an EdDSA key created at created that lives for life
+// (0: forever), and a signature over data made at signed.
+func expiringKey(t *testing.T, created time.Time, life time.Duration, data []byte, signed time.Time) (*Keyring, []byte) {
+	t.Helper()
+	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA, Time: func() time.Time { return created }, KeyLifetimeSecs: uint32(life / time.Second)}
+	e, err := openpgp.NewEntity("expiring", "", "expiring@example.invalid", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := []byte("content\n")
 	var sig bytes.Buffer
-	// Signed while the key was valid; the key has expired since.
-	signTime := created.Add(time.Minute)
-	if err := openpgp.DetachSign(&sig, e, bytes.NewReader(data), &packet.Config{Time: func() time.Time { return signTime }}); err != nil {
+	if err := openpgp.DetachSign(&sig, e, bytes.NewReader(data), &packet.Config{Time: func() time.Time { return signed }}); err != nil {
 		t.Fatal(err)
 	}
 	var pub bytes.Buffer
 	w, _ := armor.Encode(&pub, openpgp.PublicKeyType, nil)
 	e.Serialize(w)
 	w.Close()
-	kr, err := ReadKeyring("expired.asc", pub.Bytes())
+	kr, err := ReadKeyring("expiring.asc", pub.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := VerifyDetached(data, sig.Bytes(), []*Keyring{kr}); err == nil || !strings.Contains(err.Error(), "expired") {
-		t.Fatalf("expired key: want an error saying expired, got %v", err)
+	return kr, sig.Bytes()
+}
+
+func at(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+// A key that expires after signing: valid before, accepted with a warning
+// naming the key and its expiry after (OpenTofu 1.12's default), refused
+// after when expiry is enforced.
+func TestVerifyExpiredKeyAsTofu(t *testing.T) {
+	created := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	data := []byte("content\n")
+	kr, sig := expiringKey(t, created, time.Hour, data, created.Add(time.Minute))
+	before, after := created.Add(30*time.Minute), created.Add(2*time.Hour)
+
+	v, err := Policy{Now: at(before), EnforceExpiration: true}.Verify(data, sig, []*Keyring{kr})
+	if err != nil || len(v.Warnings) != 0 || v.Expired != "" {
+		t.Fatalf("while valid: %+v %v", v, err)
+	}
+	v, err = Policy{Now: at(after)}.Verify(data, sig, []*Keyring{kr})
+	if err != nil {
+		t.Fatalf("expired, not enforced: %v", err)
+	}
+	if len(v.Warnings) != 1 || !strings.Contains(v.Warnings[0], v.KeyID) || !strings.Contains(v.Warnings[0], "expired on 2025-03-01T01:00:00Z") || !strings.Contains(v.Warnings[0], EnforceExpirationEnv) {
+		t.Fatalf("the warning must name the key and its expiry: %q", v.Warnings)
+	}
+	_, err = Policy{Now: at(after), EnforceExpiration: true}.Verify(data, sig, []*Keyring{kr})
+	if !errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "expired on 2025-03-01T01:00:00Z") {
+		t.Fatalf("expired, enforced: %v", err)
+	}
+	// A keyring that verifies outright wins over an expired one in any
+	// order, as in OpenTofu; both here hold the same signer.
+	good, goodSig := expiringKey(t, created, 0, data, created.Add(time.Minute))
+	for _, order := range [][]*Keyring{{kr, good}, {good, kr}} {
+		if v, err := (Policy{Now: at(after)}).Verify(data, goodSig, order); err != nil || v.Keyring != good || len(v.Warnings) != 0 {
+			t.Fatalf("good key beside an expired one: %+v %v", v, err)
+		}
+	}
+}
+
+// A signature dated after now counts as expired for go-crypto, and so for
+// OpenTofu: accepted with a warning.
+func TestVerifySignatureFromTheFuture(t *testing.T) {
+	now := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	data := []byte("content\n")
+	kr, sig := expiringKey(t, now.Add(-time.Hour), 0, data, now.Add(time.Hour))
+	v, err := Policy{Now: at(now)}.Verify(data, sig, []*Keyring{kr})
+	if err != nil || len(v.Warnings) != 1 || !strings.Contains(v.Warnings[0], "in the future") {
+		t.Fatalf("%+v %v", v, err)
+	}
+}
+
+func TestEnforceExpirationFromEnvAsTofu(t *testing.T) {
+	for value, want := range map[string]bool{"true": true, "TRUE": false, "1": false, "": false, "yes": false} {
+		t.Setenv(EnforceExpirationEnv, value)
+		if got := EnforceExpirationFromEnv(); got != want {
+			t.Errorf("%s=%q: %v, want %v (OpenTofu enforces only for \"true\")", EnforceExpirationEnv, value, got, want)
+		}
 	}
 }
 
@@ -128,4 +188,16 @@ func TestSignerIsReproducibleAndVerifies(t *testing.T) {
 	if _, err := LoadSigner(fixture(t, "keys", "gpg-signer.asc")); err == nil {
 		t.Fatal("a public key was accepted as a signing key")
 	}
+}
+
+// Nothing read from outside makes verification panic.
+func FuzzVerifyDetached(f *testing.F) {
+	kr := mustKeyring(f, "gpg-signer.asc")
+	f.Add(readFixture(f, "providers", "hello", "1.0.0", "terraform-provider-hello_1.0.0_SHA256SUMS.sig"))
+	f.Add([]byte("-----BEGIN PGP SIGNATURE-----\n\n-----END PGP SIGNATURE-----\n"))
+	f.Add([]byte{0x88, 0x00})
+	f.Fuzz(func(t *testing.T, sig []byte) {
+		VerifyDetached([]byte("data"), sig, []*Keyring{kr})
+		VerifyTofuDL([]byte("data"), sig, []*Keyring{kr})
+	})
 }

@@ -41,6 +41,12 @@ type Options struct {
 	// SignTime dates generated signatures (reproducible pushes); zero means
 	// the signing key's creation time.
 	SignTime time.Time
+	// EnforceGPGExpiration refuses a release whose signature verifies only
+	// with an expired key, subkey or signature date, as OpenTofu does with
+	// OPENTOFU_ENFORCE_GPG_EXPIRATION=true. Without it such a release is
+	// accepted with a warning (Provider.Warnings), as OpenTofu 1.12 installs
+	// it with a warning. A context from EnforcingGPGExpiration enforces too.
+	EnforceGPGExpiration bool
 	// Platforms, when not empty, selects which platforms to take; each must
 	// be present.
 	Platforms []names.Platform
@@ -59,8 +65,10 @@ type Provider struct {
 	Files     oci.ProvenanceFiles
 	KeyIDs    []string
 	Protocols []string
-	// Warnings are what OpenTofu would print while accepting the release
-	// (an expired signing key, say).
+	// Warnings say what OpenTofu puts up with while installing the release
+	// but handles differently from a clean one: an expired signing key
+	// (tofu prints a warning), a SHA256SUMS line that makes tofu drop the
+	// signed hashes, a name listed twice with different digests.
 	Warnings []string
 }
 
@@ -98,11 +106,19 @@ func ReadProvider(ctx context.Context, dir string, opts Options) (*Provider, err
 		return nil, err
 	}
 	rel := &Provider{Type: rf.typ, Version: rf.version}
-	sums, err := rel.readSums(ctx, rf)
-	if err != nil {
+	if err := rel.readSums(ctx, rf); err != nil {
 		return nil, err
 	}
+	if enforcingGPGExpiration(ctx) {
+		opts.EnforceGPGExpiration = true
+	}
+	// The signature first, then what OpenTofu checks after it: its reading
+	// of SHA256SUMS for the lock file.
 	if err := rel.verifySignature(ctx, rf, opts); err != nil {
+		return nil, err
+	}
+	sums, err := rel.parseSums()
+	if err != nil {
 		return nil, err
 	}
 	if sums != nil && len(opts.Platforms) == 0 {
@@ -189,19 +205,31 @@ func (rf *releaseFiles) selectPlatforms(platforms []names.Platform) error {
 }
 
 // readSums reads SHA256SUMS when the release has one.
-func (rel *Provider) readSums(ctx context.Context, rf *releaseFiles) (sha256sums.Sums, error) {
+func (rel *Provider) readSums(ctx context.Context, rf *releaseFiles) error {
 	if rf.sums == "" {
-		return nil, nil
+		return nil
 	}
 	data, err := localfile.ReadBoundedContext(ctx, rf.path(rf.sums), oci.MaxSmallFile)
 	if err != nil {
-		return nil, err
-	}
-	sums, err := sha256sums.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", rf.sums, err)
+		return err
 	}
 	rel.Files.SHA256SUMS = oci.NamedBytes{Name: rf.sums, Data: data}
+	return nil
+}
+
+// parseSums reads SHA256SUMS as OpenTofu reads it: a file OpenTofu cannot
+// read is refused, with the line and the reason; what it reads
+// differently from a clean file becomes a warning.
+func (rel *Provider) parseSums() (*sha256sums.File, error) {
+	f := rel.Files.SHA256SUMS
+	if f.Data == nil {
+		return nil, nil
+	}
+	sums, err := sha256sums.Read(f.Data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name, err)
+	}
+	rel.Warnings = append(rel.Warnings, sums.Warnings()...)
 	return sums, nil
 }
 
@@ -221,15 +249,12 @@ func (rel *Provider) verifySignature(ctx context.Context, rf *releaseFiles, opts
 		if err != nil {
 			return err
 		}
-		bin, err := pgp.DearmorSignature(sig)
+		policy := pgp.Policy{EnforceExpiration: opts.EnforceGPGExpiration}
+		v, err := policy.Verify(rel.Files.SHA256SUMS.Data, sig, opts.Keys)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sigName, err)
 		}
-		v, err := pgp.VerifyDetached(rel.Files.SHA256SUMS.Data, bin, opts.Keys)
-		if err != nil {
-			return fmt.Errorf("%s: %w", sigName, err)
-		}
-		rel.Files.Signature = oci.NamedBytes{Name: names.ProviderSignatureName(rf.typ, rf.version), Data: bin}
+		rel.Files.Signature = oci.NamedBytes{Name: names.ProviderSignatureName(rf.typ, rf.version), Data: sig}
 		rel.Files.Keys = oci.NamedBytes{Name: "signing-keys.asc", Data: v.Keyring.Armored}
 		rel.KeyIDs = []string{v.KeyID}
 		rel.Warnings = append(rel.Warnings, v.Warnings...)
@@ -247,8 +272,8 @@ func (rel *Provider) verifySignature(ctx context.Context, rf *releaseFiles, opts
 
 // checkNoneMissing makes sure every zip SHA256SUMS lists for this release
 // is in the directory (unless platforms were chosen).
-func (rf *releaseFiles) checkNoneMissing(sums sha256sums.Sums) error {
-	for name := range sums {
+func (rf *releaseFiles) checkNoneMissing(sums *sha256sums.File) error {
+	for name := range sums.Sums() {
 		f, err := names.ParseProviderFilename(name)
 		if err != nil || f.Kind != names.ProviderZip || f.Type != rf.typ || f.Version != rf.version {
 			continue
@@ -262,7 +287,7 @@ func (rf *releaseFiles) checkNoneMissing(sums sha256sums.Sums) error {
 
 // packages describes the selected zips: digests from SHA256SUMS, or from
 // the files themselves when there is none.
-func (rf *releaseFiles) packages(ctx context.Context, sums sha256sums.Sums) ([]Package, error) {
+func (rf *releaseFiles) packages(ctx context.Context, sums *sha256sums.File) ([]Package, error) {
 	platforms := make([]names.Platform, 0, len(rf.selectedPlatforms))
 	for p := range rf.selectedPlatforms {
 		platforms = append(platforms, p)
@@ -283,9 +308,9 @@ func (rf *releaseFiles) packages(ctx context.Context, sums sha256sums.Sums) ([]P
 	return pkgs, g.Wait()
 }
 
-// describePackage takes a zip's digest from SHA256SUMS, or reads the file
-// when there is none.
-func describePackage(ctx context.Context, path string, sums sha256sums.Sums, sumsName string) (Package, error) {
+// describePackage takes a zip's digest from SHA256SUMS, as OpenTofu looks
+// it up, or reads the file when there is none.
+func describePackage(ctx context.Context, path string, sums *sha256sums.File, sumsName string) (Package, error) {
 	name := filepath.Base(path)
 	pkg := Package{Path: path, Filename: name}
 	if sums == nil {
@@ -293,9 +318,9 @@ func describePackage(ctx context.Context, path string, sums sha256sums.Sums, sum
 		pkg.SHA256, pkg.Size = sum, size
 		return pkg, err
 	}
-	want, listed := sums[name]
-	if !listed {
-		return pkg, fmt.Errorf("%s: not listed in %s", name, sumsName)
+	want, err := sums.Lookup(name)
+	if err != nil {
+		return pkg, fmt.Errorf("%s: not listed in %s as OpenTofu reads it: %w", name, sumsName, err)
 	}
 	f, err := localfile.OpenRegular(path)
 	if err != nil {
@@ -325,7 +350,7 @@ func hashFile(ctx context.Context, path string) (string, int64, error) {
 
 // readManifest reads the plugin protocol versions from manifest.json,
 // checked like a zip when SHA256SUMS lists it.
-func (rel *Provider) readManifest(ctx context.Context, rf *releaseFiles, sums sha256sums.Sums) error {
+func (rel *Provider) readManifest(ctx context.Context, rf *releaseFiles, sums *sha256sums.File) error {
 	if rf.manifest == "" {
 		return nil
 	}
@@ -333,8 +358,11 @@ func (rel *Provider) readManifest(ctx context.Context, rf *releaseFiles, sums sh
 	if err != nil {
 		return err
 	}
-	if want, ok := sums[rf.manifest]; ok && digest.FromBytes(data).Encoded() != want {
-		return fmt.Errorf("%s: sha256 does not match %s", rf.manifest, rf.sums)
+	if sums != nil {
+		// OpenTofu does not check manifest.json; we do where it is listed.
+		if want, err := sums.Lookup(rf.manifest); err == nil && digest.FromBytes(data).Encoded() != want {
+			return fmt.Errorf("%s: sha256 does not match %s", rf.manifest, rf.sums)
+		}
 	}
 	if rel.Protocols, err = parseReleaseManifest(data); err != nil {
 		return fmt.Errorf("%s: %w", rf.manifest, err)
@@ -373,23 +401,10 @@ func (rel *Provider) sign(opts Options, generate bool) error {
 // read as an unpacker reads it (CRC and sizes of every entry). It returns
 // each package's h1, computed from what unpacking produces.
 func (rel *Provider) Check(ctx context.Context) (map[names.Platform]string, error) {
-	h1 := make([]string, len(rel.Packages))
-	var g errgroup.Group
-	g.SetLimit(runtime.NumCPU())
-	for i, p := range rel.Packages {
-		g.Go(func() (err error) {
-			h1[i], err = p.check(ctx)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := rel.CheckDigests(ctx); err != nil {
 		return nil, err
 	}
-	out := make(map[names.Platform]string, len(h1))
-	for i, p := range rel.Packages {
-		out[p.Platform] = h1[i]
-	}
-	return out, nil
+	return rel.hashPackages(ctx)
 }
 
 // CheckDigests reads every zip and compares its sha256 with the one
@@ -415,13 +430,6 @@ func (p Package) checkDigest(ctx context.Context) error {
 		return fmt.Errorf("%s changed while it was being pushed", p.Filename)
 	}
 	return nil
-}
-
-func (p Package) check(ctx context.Context) (string, error) {
-	if err := p.checkDigest(ctx); err != nil {
-		return "", err
-	}
-	return p.h1(ctx)
 }
 
 // h1 unpacks the zip, as OpenTofu would, for its h1 hash.
@@ -482,4 +490,20 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// enforceKey marks a context under which expired keys are refused.
+type enforceKey struct{}
+
+// EnforcingGPGExpiration returns a context under which ReadProvider refuses
+// releases signed by expired keys, subkeys or signatures whatever its
+// Options say. It carries the command line's setting to code that builds
+// Options itself (protocol/origin's Mirror).
+func EnforcingGPGExpiration(ctx context.Context) context.Context {
+	return context.WithValue(ctx, enforceKey{}, true)
+}
+
+func enforcingGPGExpiration(ctx context.Context) bool {
+	enforce, _ := ctx.Value(enforceKey{}).(bool)
+	return enforce
 }

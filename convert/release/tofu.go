@@ -47,6 +47,11 @@ type TofuFile struct {
 // detached signature) with one of keys, and every other file listed there
 // with a matching digest. Signature files of SHA256SUMS itself (.gpgsig,
 // cosign's .sig and .pem) are kept unverified. Nothing else is accepted.
+//
+// The rules are those of the TofuDL client (github.com/opentofu/tofudl),
+// which installs these releases: pgp.VerifyTofuDL (no grace for expired
+// keys, binary signatures only) and sha256sums.TofuDLDigests (every line
+// naming a file must give its exact lower-case digest).
 func ReadTofu(ctx context.Context, dir string, keys []*pgp.Keyring) (*Tofu, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -77,15 +82,12 @@ func ReadTofu(ctx context.Context, dir string, keys []*pgp.Keyring) (*Tofu, erro
 	if err != nil {
 		return nil, fmt.Errorf("the release must be signed: %w", err)
 	}
-	v, err := pgp.VerifyDetached(sumsData, sigData, keys)
+	v, err := pgp.VerifyTofuDL(sumsData, sigData, keys)
 	if err != nil {
 		return nil, fmt.Errorf("%s.gpgsig: %w", sumsName, err)
 	}
-	sums, err := sha256sums.Parse(sumsData)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", sumsName, err)
-	}
 	rel := &Tofu{Version: version, KeyID: v.KeyID}
+	listed := map[string][]string{}
 	var toCheck []int
 	for _, e := range entries {
 		name := e.Name()
@@ -96,10 +98,11 @@ func ReadTofu(ctx context.Context, dir string, keys []*pgp.Keyring) (*Tofu, erro
 		switch {
 		case name == sumsName || strings.HasPrefix(name, sumsName+"."):
 			// SHA256SUMS and its signatures: verified above or not ours to check.
-		case sums[name] != "":
+		case len(sha256sums.TofuDLDigests(sumsData, name)) > 0:
+			listed[name] = sha256sums.TofuDLDigests(sumsData, name)
 			toCheck = append(toCheck, len(rel.Files))
 		case strings.HasPrefix(name, "tofu_"):
-			return nil, fmt.Errorf("%s: not listed in %s, so it cannot be verified", name, sumsName)
+			return nil, fmt.Errorf("%s: not listed in %s as the TofuDL client reads it, so it cannot be verified%s", name, sumsName, tofuDLListingHint(sumsData, name))
 		default:
 			return nil, fmt.Errorf("%s: not part of OpenTofu release %s", name, version)
 		}
@@ -117,8 +120,10 @@ func ReadTofu(ctx context.Context, dir string, keys []*pgp.Keyring) (*Tofu, erro
 			if f.SHA256, f.Size, err = hashFile(ctx, f.Path); err != nil {
 				return err
 			}
-			if want := sums[f.Name]; want != "" && want != f.SHA256 {
-				return fmt.Errorf("%s: sha256 %s does not match %s (%s): the file was altered or the wrong file", f.Name, f.SHA256, sumsName, want)
+			for _, want := range listed[f.Name] {
+				if want != f.SHA256 {
+					return fmt.Errorf("%s: sha256 %s does not match %s (%q), as the TofuDL client compares them: the file was altered, the wrong file, or the digest is not written in lower-case hex", f.Name, f.SHA256, sumsName, want)
+				}
 			}
 			return nil
 		})
@@ -177,4 +182,13 @@ func (r *Tofu) Push(ctx context.Context, repo oci.Repository, replace bool, opts
 		return oci.PushResult{}, fmt.Errorf("%w: %s already holds different content (%s); pass --replace to overwrite it", ErrVersionExists, tag, held)
 	}
 	return oci.Push(ctx, repo, a, tags, opts)
+}
+
+// tofuDLListingHint explains a name that SHA256SUMS mentions in a form the
+// TofuDL client does not read.
+func tofuDLListingHint(sums []byte, name string) string {
+	if !strings.Contains(string(sums), name) {
+		return ""
+	}
+	return fmt.Sprintf(" (a line mentions it, but the client reads only \"<sha256>  %s\" lines: two spaces, no '*' or tab)", name)
 }

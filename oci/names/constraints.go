@@ -53,8 +53,13 @@ func ConstraintsString(spec Constraints) string {
 	}
 	sort.Slice(sels, func(i, j int) bool {
 		vi, vj := boundaryVersion(sels[i].Boundary), boundaryVersion(sels[j].Boundary)
-		if !vi.Same(vj) {
+		switch {
+		case !vi.Same(vj):
 			return vi.LessThan(vj)
+		case vi.Metadata.Raw() != vj.Metadata.Raw():
+			// OpenTofu orders equal boundaries by build metadata, only
+			// to have some order.
+			return vi.Metadata.LessThan(vj.Metadata)
 		}
 		return opRank[sels[i].Operator] < opRank[sels[j].Operator]
 	})
@@ -121,25 +126,27 @@ func allowed(spec Constraints) versions.Set {
 // Admits reports whether v meets the constraints as OpenTofu reads them.
 func Admits(spec Constraints, v Version) bool { return allowed(spec).Has(v) }
 
-// SelectVersion chooses as OpenTofu does: the locked version when it still
-// meets the constraints, otherwise the newest available version meeting
-// them (pre-releases only when named exactly).
+// SelectVersion chooses as OpenTofu's provider installer does: the locked
+// version when it still meets the constraints (and is still available),
+// otherwise the newest available version meeting them (pre-releases only
+// when named exactly). Errors say what tofu init would say.
 func SelectVersion(available VersionList, spec Constraints, locked *Version) (Version, error) {
 	set := allowed(spec)
 	if locked != nil {
 		if !set.Has(*locked) {
-			return versions.Unspecified, fmt.Errorf("locked version %s does not match the constraints %q (tofu init would refuse too; upgrade deliberately)", locked, ConstraintsString(spec))
+			return versions.Unspecified, fmt.Errorf("locked provider version %s does not match the configured version constraint %q; tofu init would refuse too (upgrade deliberately with tofu init -upgrade, or remove the entry from the lock file)", locked, ConstraintsString(spec))
 		}
-		for _, v := range available {
-			if v.Same(*locked) {
-				return v, nil
-			}
-		}
-		return versions.Unspecified, fmt.Errorf("locked version %s is not available", locked)
+		set = versions.Only(*locked)
+	}
+	if set.Exactly(versions.Unspecified) {
+		return versions.Unspecified, fmt.Errorf("0.0.0 is not a valid provider version")
 	}
 	v := available.NewestInSet(set)
 	if v == versions.Unspecified {
-		return v, fmt.Errorf("no available version matches %q (available: %s)", ConstraintsString(spec), available)
+		if locked != nil {
+			return v, fmt.Errorf("the previously-selected version %s is no longer available", locked)
+		}
+		return v, fmt.Errorf("no available releases match the given constraints %q (available: %s)", ConstraintsString(spec), available)
 	}
 	return v, nil
 }

@@ -23,6 +23,8 @@ func TestConstraintsStringMatchesTofu(t *testing.T) {
 		"!= 1.5.0, >= 1.0":       ">= 1.0.0, != 1.5.0",
 		"2.0.0-rc1":              "2.0.0-rc1",
 		">= 1.0.0, ~> 1.0, >1.0": "> 1.0.0, >= 1.0.0, ~> 1.0",
+		"1.0.0+b, 1.0.0+a":       "1.0.0+a, 1.0.0+b", // equal boundaries ordered by metadata
+		"~> 2, >= 2.0.0":         ">= 2.0.0, ~> 2.0",
 	} {
 		c, err := names.ParseConstraints(in)
 		if err != nil {
@@ -53,10 +55,12 @@ func TestSelectVersion(t *testing.T) {
 		{c: "~> 1.0", want: "1.1.0"},
 		{c: "", want: "2.0.0"},
 		{c: "2.0.0-rc1", want: "2.0.0-rc1"},
-		{c: ">= 2.0.0-rc1, < 2.0.0", err: "no available version"},
+		{c: ">= 2.0.0-rc1, < 2.0.0", err: "no available releases match"},
 		{c: "~> 1.0", locked: "1.0.0", want: "1.0.0"},
 		{c: "~> 1.0", locked: "2.0.0", err: "does not match"},
-		{c: "~> 3.0", err: "no available version"},
+		{c: "~> 3.0", err: "no available releases match"},
+		{c: "~> 1.0", locked: "1.0.5", err: "no longer available"},
+		{c: "0.0.0", err: "0.0.0 is not a valid provider version"},
 	} {
 		got, err := pick(tc.c, tc.locked)
 		if tc.err != "" {

@@ -88,3 +88,25 @@ func TestRetaggedVersionSeenWithinResolveTTL(t *testing.T) {
 		t.Fatalf("an archive URL handed out before the re-tag changed content: %d", got.Status)
 	}
 }
+
+// A tag OpenTofu lists but cannot resolve ("1.2" for 1.2.0) is left out
+// of both listings with a reason, so clients choose a version they can
+// install.
+func TestUnresolvableTagsLeftOut(t *testing.T) {
+	dir, open := layoutStore(t)
+	repo := open("test", "hello")
+	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
+	push(t, repo, releaseArtifact(t, "1.0.0"), "1.2")
+	push(t, repo, releaseArtifact(t, "1.0.0"), "latest")
+	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")})
+	var idx struct{ Versions map[string]any }
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
+	if len(idx.Versions) != 1 || idx.Versions["1.0.0"] == nil {
+		t.Fatalf("index.json: %v", idx.Versions)
+	}
+	var vd versionsDoc
+	p.getJSON(t, "/v1/providers/test/hello/versions", 200, &vd)
+	if len(vd.Versions) != 1 || len(vd.Warnings) != 1 || !strings.Contains(vd.Warnings[0], `"1.2"`) {
+		t.Fatalf("versions: %+v", vd)
+	}
+}

@@ -167,7 +167,11 @@ func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// mirrorIndex lists every version OpenTofu's oci_mirror would list.
+// mirrorIndex lists the versions the mirror can serve: those whose
+// canonical tag exists. A version OpenTofu's oci_mirror would list from a
+// non-canonical tag alone ("1.2") is left out, as it is from /versions:
+// listing it would make every client that picks it fail; `oci-tofu
+// verify` reports such tags.
 func (s *Server) mirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
 	_, l, err := s.listing(ctx, p)
 	if err != nil {
@@ -175,6 +179,10 @@ func (s *Server) mirrorIndex(ctx context.Context, p names.Provider) (any, time.T
 	}
 	index := wire.MirrorIndex{Versions: make(map[string]struct{}, len(l.Versions))}
 	for _, v := range l.Versions {
+		if tag, bad := l.Unresolvable[v.String()]; bad {
+			s.log.Warn("version left out: its only tag is not the one OpenTofu resolves", "provider", p.String(), "version", v.String(), "tag", tag)
+			continue
+		}
 		index.Versions[v.String()] = struct{}{}
 	}
 	return index, l.At, nil

@@ -214,10 +214,7 @@ func TestTofuMirrorRefusesInconsistentArtifacts(t *testing.T) {
 	}
 	push(t, repo, a, "1.8.1")
 	// A config listing a digest that is not its layer's.
-	files := make([]oci.Blob, 0, len(a.Blobs)-1)
-	for _, b := range a.Blobs[1:] {
-		files = append(files, b)
-	}
+	files := append([]oci.Blob(nil), a.Blobs[1:]...)
 	swapped := oci.BytesBlob(oci.MediaTypeReleaseFile, []byte("not the release file"), map[string]string{oci.AnnotationTitle: "tofu_1.8.0_linux_amd64.tar.gz"})
 	cfg := oci.TofuRelease{Version: "1.8.0"}
 	var layers []ocispec.Descriptor

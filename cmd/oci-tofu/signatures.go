@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+)
+
+// enforceExpirationFlag mirrors OpenTofu's OPENTOFU_ENFORCE_GPG_EXPIRATION.
+// The variable is read as OpenTofu reads it (only "true" enforces), not as
+// urfave/cli reads boolean variables, so it is not the flag's EnvVars.
+func enforceExpirationFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name: "enforce-gpg-expiration",
+		Usage: "refuse releases signed by an expired key, subkey or signature, as OpenTofu does with " +
+			pgp.EnforceExpirationEnv + "=true (also honoured); by default they are accepted with a warning, as OpenTofu 1.12 installs them",
+	}
+}
+
+// enforceExpiration reports whether the flag or OpenTofu's variable asks
+// for expired signatures to be refused.
+func enforceExpiration(c *cli.Context) bool {
+	return c.Bool("enforce-gpg-expiration") || pgp.EnforceExpirationFromEnv()
+}
+
+// warn prints warnings about a release to stderr, for humans (--json
+// output carries them in its result).
+func (r *reporter) warn(subject string, warnings []string) {
+	if r.quiet || r.json {
+		return
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(r.err, "warning: %s: %s\n", subject, w)
+	}
+}
