@@ -50,6 +50,7 @@ func pullThroughFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "pull-through-metadata-timeout", Value: 10 * time.Second, Usage: "bound on each metadata read from an origin", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_METADATA_TIMEOUT"}},
 		&cli.DurationFlag{Name: "pull-through-timeout", Value: 30 * time.Minute, Usage: "bound on pulling one whole release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TIMEOUT"}},
 		&cli.IntFlag{Name: "pull-through-concurrency", Value: 4, Usage: "background downloads per release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_CONCURRENCY"}},
+		enforceExpirationFlag(),
 		&cli.IntFlag{Name: "pull-through-max-releases", Value: 16, Usage: "releases pulled at once (more are answered 503)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MAX_RELEASES"}},
 	}
 }
@@ -74,6 +75,8 @@ func pullThroughOptions(c *cli.Context) (*proxy.PullThrough, error) {
 		Timeout:         c.Duration("pull-through-timeout"),
 		Concurrency:     c.Int("pull-through-concurrency"),
 		MaxPulls:        c.Int("pull-through-max-releases"),
+		// Provider signatures as `mirror` judges them (signatures.go).
+		EnforceGPGExpiration: enforceExpiration(c),
 	}
 	for _, o := range origins {
 		host, base, err := parseOrigin(o)

@@ -53,8 +53,8 @@ type ProviderRelease struct {
 	Downloads map[names.Platform]*origin.Download
 	// Protocols are the plugin protocols the registry names.
 	Protocols []string
-	// SHA256SUMS and Signature (binary) are the bytes the registry served;
-	// Sums is SHA256SUMS parsed.
+	// SHA256SUMS and Signature are the bytes the registry served; Sums
+	// are the packages' digests as OpenTofu reads them from SHA256SUMS.
 	SHA256SUMS, Signature []byte
 	Sums                  sha256sums.Sums
 	// Keys are the registry's signing keys; KeyID the one that verified.
@@ -85,7 +85,7 @@ func ResolveProviderRelease(ctx context.Context, c *origin.Client, addr names.Pr
 	if err := rel.fetchChecksums(ctx, c); err != nil {
 		return nil, err
 	}
-	if err := rel.verify(); err != nil {
+	if err := rel.verify(ctx); err != nil {
 		return nil, err
 	}
 	return rel, nil
@@ -188,27 +188,33 @@ func (rel *ProviderRelease) fetchChecksums(ctx context.Context, c *origin.Client
 	return nil
 }
 
-// verify checks the signature over SHA256SUMS with convert/pgp, as `push
-// provider` and OpenTofu do, and that SHA256SUMS lists every package with
-// the digest the registry's download answer names.
-func (rel *ProviderRelease) verify() error {
-	bin, err := pgp.DearmorSignature(rel.Signature)
+// verify judges the signature over SHA256SUMS with the policy ReadProvider
+// applies (release.SignaturePolicy: OpenTofu's rules, expiry enforced
+// under release.EnforcingGPGExpiration), reads SHA256SUMS as OpenTofu
+// reads it, and checks that it lists every package with the digest the
+// registry's download answer names.
+func (rel *ProviderRelease) verify(ctx context.Context) error {
+	v, err := release.SignaturePolicy(ctx, release.Options{}).Verify(rel.SHA256SUMS, rel.Signature, rel.Keys)
 	if err != nil {
 		return verificationError("%s: %v", rel.SignatureName(), err)
 	}
-	v, err := pgp.VerifyDetached(rel.SHA256SUMS, bin, rel.Keys)
+	rel.KeyID, rel.Warnings = v.KeyID, v.Warnings
+	file, err := sha256sums.Read(rel.SHA256SUMS)
 	if err != nil {
-		return verificationError("%s: %v", rel.SignatureName(), err)
-	}
-	rel.Signature, rel.KeyID, rel.Warnings = bin, v.KeyID, v.Warnings
-	if rel.Sums, err = sha256sums.Parse(rel.SHA256SUMS); err != nil {
 		return verificationError("%s: %v", rel.SumsName(), err)
 	}
+	rel.Warnings = append(rel.Warnings, file.Warnings()...)
+	rel.Sums = sha256sums.Sums{}
 	for _, p := range rel.Platforms {
 		name, d := rel.ZipName(p), rel.Downloads[p]
-		if rel.Sums[name] == "" || rel.Sums[name] != strings.ToLower(d.SHASum) {
-			return verificationError("%s lists %s with sha256 %q, the registry's download answer says %q", rel.SumsName(), name, rel.Sums[name], d.SHASum)
+		sum, err := file.Lookup(name)
+		if err != nil {
+			return verificationError("%s: %v", rel.SumsName(), err)
 		}
+		if sum != strings.ToLower(d.SHASum) {
+			return verificationError("%s lists %s with sha256 %s, the registry's download answer says %q", rel.SumsName(), name, sum, d.SHASum)
+		}
+		rel.Sums[name] = sum
 	}
 	return nil
 }

@@ -97,7 +97,6 @@ type TofuOriginRelease struct {
 	// platforms chosen, SHA256SUMS and its signature always.
 	Files                 []string
 	SHA256SUMS, Signature []byte
-	Sums                  sha256sums.Sums
 	KeyID                 string
 	origin                *TofuOrigin
 }
@@ -124,14 +123,11 @@ func (o *TofuOrigin) Resolve(ctx context.Context, c *origin.Client, v versions.V
 		}
 		*f.out = b.Bytes()
 	}
-	ver, err := pgp.VerifyDetached(rel.SHA256SUMS, rel.Signature, o.Keys)
+	ver, err := pgp.VerifyTofuDL(rel.SHA256SUMS, rel.Signature, o.Keys)
 	if err != nil {
 		return nil, verificationError("%s.gpgsig: %v", sums, err)
 	}
 	rel.KeyID = ver.KeyID
-	if rel.Sums, err = sha256sums.Parse(rel.SHA256SUMS); err != nil {
-		return nil, verificationError("%s: %v", sums, err)
-	}
 	return rel, nil
 }
 
@@ -159,10 +155,23 @@ func (rel *TofuOriginRelease) Has(name string) bool {
 	return ok
 }
 
-// SHA256 is the digest SHA256SUMS lists for a file: "" for SHA256SUMS
-// itself and its signatures, which `push tofu` keeps unverified (the
-// .gpgsig being verified as the signature).
-func (rel *TofuOriginRelease) SHA256(name string) string { return rel.Sums[name] }
+// SHA256 is the digest a file must have, as the TofuDL client reads
+// SHA256SUMS (sha256sums.TofuDLDigests, the rule `push tofu` applies): ""
+// for files it does not list (SHA256SUMS itself and its signatures, which
+// `push tofu` keeps unverified), a value no file matches when its lines
+// disagree.
+func (rel *TofuOriginRelease) SHA256(name string) string {
+	ds := sha256sums.TofuDLDigests(rel.SHA256SUMS, name)
+	if len(ds) == 0 {
+		return ""
+	}
+	for _, d := range ds[1:] {
+		if d != ds[0] {
+			return "conflicting digests in SHA256SUMS"
+		}
+	}
+	return ds[0]
+}
 
 // URL is where a file of the release is downloaded from.
 func (rel *TofuOriginRelease) URL(name string) (*url.URL, error) {
@@ -255,7 +264,7 @@ func (rel *TofuOriginRelease) HeldIn(ctx context.Context, repo oci.ReadOnlyRepos
 		held[f.Name] = f.SHA256
 	}
 	for _, f := range rel.Files {
-		want := rel.Sums[f]
+		want := rel.SHA256(f)
 		switch f {
 		case rel.SumsName():
 			want = digest.FromBytes(rel.SHA256SUMS).Encoded()

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -43,6 +44,12 @@ type PullThrough struct {
 	// Tofu, when set, is the TofuDL origin of OpenTofu releases for the
 	// TofuDL mirror (which needs Options.TofuRepository).
 	Tofu *mirror.TofuOrigin
+	// EnforceGPGExpiration refuses provider releases signed by an expired
+	// key, subkey or signature, as OpenTofu does with
+	// OPENTOFU_ENFORCE_GPG_EXPIRATION=true (and `mirror
+	// --enforce-gpg-expiration`); by default they are taken with a warning
+	// in the log.
+	EnforceGPGExpiration bool
 	// Client reaches origins (default: system trust plus SSL_CERT_FILE,
 	// TF_TOKEN_<host> credentials as OpenTofu reads them).
 	Client *origin.Client
@@ -309,7 +316,7 @@ func (pt *pullThrough) newPull(kind, key, what string, repo oci.Repository, file
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), pt.opts.Timeout)
+	ctx, cancel := context.WithTimeout(pt.signatureContext(context.Background()), pt.opts.Timeout)
 	sorted := append([]string(nil), files...)
 	sort.Strings(sorted)
 	return &pull{pt: pt, kind: kind, key: key, what: what, dir: dir, repo: repo, files: sorted, ctx: ctx, cancel: cancel,
@@ -527,4 +534,12 @@ func (r *recentlyStored) list(repo string) []storedVersion {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version.LessThan(out[j].version) })
 	return out
+}
+
+// signatureContext carries EnforceGPGExpiration to the release readers.
+func (pt *pullThrough) signatureContext(ctx context.Context) context.Context {
+	if pt.opts.EnforceGPGExpiration {
+		return pubrelease.EnforcingGPGExpiration(ctx)
+	}
+	return ctx
 }

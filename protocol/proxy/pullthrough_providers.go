@@ -103,7 +103,7 @@ func (pt *pullThrough) providerRelease(ctx context.Context, t pullTarget, v name
 		if entry == nil {
 			return nil, 0, fmt.Errorf("%s %s: %w", t.origin, v, origin.ErrNotFound)
 		}
-		rel, err := mirror.ResolveProviderRelease(ctx, pt.client, t.origin, entry, nil, 8)
+		rel, err := mirror.ResolveProviderRelease(pt.signatureContext(ctx), pt.client, t.origin, entry, nil, 8)
 		if err != nil {
 			pt.reportOriginError("provider", t.origin.String()+" "+v.String(), err)
 			if kind := originFailure(err); kind == "tampered" {
@@ -111,6 +111,9 @@ func (pt *pullThrough) providerRelease(ctx context.Context, t pullTarget, v name
 				pt.metrics.result("provider", kind)
 			}
 			return nil, 0, err
+		}
+		if len(rel.Warnings) > 0 {
+			pt.log.Warn("pull-through: origin release accepted with warnings", "release", t.origin.String()+" "+v.String(), "warnings", rel.Warnings)
 		}
 		cost := len(rel.SHA256SUMS) + len(rel.Signature) + 4096
 		for _, k := range rel.Keys {
