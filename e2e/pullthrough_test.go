@@ -231,9 +231,8 @@ func TestPullThroughRefusesTamperedReleases(t *testing.T) {
 					t.Errorf("the retry reached the origin again")
 				}
 			}
-			time.Sleep(500 * time.Millisecond) // what a background push would need
+			waitForLog(t, s, c.want) // the pull has ended
 			assertNoTags(t, reg, reg.Host+"/pulled/example.com/"+c.ns+"/hello")
-			waitForLog(t, s, c.want)
 		})
 	}
 	_, metrics := s.get(t, "/metrics")
