@@ -113,6 +113,7 @@ func TestPullThroughTofuDL(t *testing.T) {
 	if err != nil || !bytes.Equal(bin, tofuBinary(t, "1.9.0", "linux_arm64")) {
 		t.Fatalf("1.9.0 with the origin down: %v", err)
 	}
+	waitForLog(t, s, `msg="pull-through: release not stored" kind=tofu release="OpenTofu 1.8.0"`)
 	if tagDigest(t, reg, "tools/opentofu", "1.8.0") != "" {
 		t.Error("the tampered 1.8.0 was tagged")
 	}
