@@ -55,7 +55,8 @@ ${hostname}), e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}; tags are
 least one of the three.
 
 Every flag can also be set by its OCI_TOFU_… environment variable. The registry
-password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
+password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
+` + pullThroughHelp,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: ":8443", Usage: "`ADDRESS` to listen on, host:port", EnvVars: []string{"OCI_TOFU_LISTEN"}},
 			&cli.BoolFlag{Name: "check", Usage: "check the configuration and the registries it names (reachability, TLS, credentials, a sample repository per mapping), print a table, and exit: 0 when nothing failed"},
@@ -92,7 +93,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.`,
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
-		}, registryFlags()...),
+		}, append(pullThroughFlags(), registryFlags()...)...),
 		Action: serve,
 	}
 }
@@ -119,6 +120,9 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPullThrough(c.Context, srv); err != nil { // serve_pullthrough.go
+		return err
+	}
 	tlsConfig, err := serverTLS(c)
 	if err != nil {
 		return err
@@ -143,7 +147,8 @@ func serve(c *cli.Context) error {
 	}
 	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", templateString(opts.ProviderTemplate),
 		"module_template", templateString(opts.ModuleTemplate), "tofu_repository", c.String("tofu-repository"),
-		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil)
+		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
+		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"))
 	go probeRegistries(c.Context, opts, logger)
 
 	errc := make(chan error, 1)
@@ -241,6 +246,9 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 	}
 	hc := hintContext{plainHTTP: ro.PlainHTTP, username: ro.Username != "", caFile: ro.CAFile != "", template: "--provider-template"}
 	opts.Hint = func(err error) string { return hint(err, hc) }
+	if opts.PullThrough, err = pullThroughOptions(c); err != nil { // serve_pullthrough.go
+		return proxy.Options{}, err
+	}
 	if f := c.String("signing-key"); f != "" {
 		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
 			return proxy.Options{}, err

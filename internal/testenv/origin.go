@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -30,7 +29,7 @@ type OriginRelease struct {
 type Origin struct {
 	Host string // localhost:PORT
 	Root string
-	srv  *http.Server
+	site // access log, stop and start (origin_site.go)
 }
 
 // OriginOptions shape the origin's network, to stand in for a remote
@@ -139,22 +138,7 @@ func StartOriginWith(t testing.TB, releases []OriginRelease, opts OriginOptions)
 	for key, vs := range versions {
 		writeJSON("v1/providers/"+key+"/versions", map[string]any{"versions": vs})
 	}
-	ca := NewCA(t)
-	o.srv = &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !strings.HasPrefix(r.URL.Path, "/files/") {
-				w.Header().Set("Content-Type", "application/json")
-			}
-			time.Sleep(opts.Latency)
-			if opts.BytesPerSecond > 0 {
-				w = &throttled{ResponseWriter: w, rate: opts.BytesPerSecond, start: time.Now()}
-			}
-			http.FileServer(http.Dir(root)).ServeHTTP(w, r)
-		}),
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.ServerCert}},
-	}
-	go o.srv.ServeTLS(l, "", "")
-	t.Cleanup(func() { o.srv.Close() })
+	o.serve(t, l, root, opts)
 	return o
 }
 

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,9 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
-	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -149,95 +146,44 @@ func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 }
 
 func mirrorVersion(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, locked *lockfile.Provider, opts MirrorOptions) (oci.PushResult, error) {
-	platforms := opts.Platforms
-	if len(platforms) == 0 {
-		for _, p := range v.Platforms {
-			pl, err := names.ParsePlatform(p.OS + "_" + p.Arch)
-			if err != nil {
-				return oci.PushResult{}, fmt.Errorf("registry lists %w", err)
-			}
-			platforms = append(platforms, pl)
-		}
-	}
-	for _, p := range platforms {
-		if !slices.Contains(v.Platforms, wire.RegistryPlatform{OS: p.OS, Arch: p.Arch}) {
-			return oci.PushResult{}, fmt.Errorf("the registry offers no %s package", p)
-		}
+	platforms, err := offeredPlatforms(v, opts.Platforms)
+	if err != nil {
+		return oci.PushResult{}, err
 	}
 	version, _ := versions.ParseVersion(v.Version)
 	if done, ok := complete(ctx, repo, version, platforms); ok {
 		return oci.PushResult{Root: done, UpToDate: true}, nil
 	}
-
+	// SHA256SUMS, its signature and the registry's keys first, as tofu
+	// checks them; then the packages, each against the signed SHA256SUMS.
+	rel, err := ResolveProviderRelease(ctx, c, addr, v, platforms, opts.Concurrency)
+	if err != nil {
+		return oci.PushResult{}, err
+	}
+	if locked != nil {
+		for _, p := range rel.Platforms {
+			if !slices.Contains(locked.Hashes, pkghash.ZH(rel.ZipSHA256(p))) {
+				return oci.PushResult{}, fmt.Errorf("%s: zh:%s is not in the lock file", p, rel.ZipSHA256(p))
+			}
+		}
+	}
 	dir, err := os.MkdirTemp("", "oci-tofu-mirror-")
 	if err != nil {
 		return oci.PushResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	downloads := make([]*origin.Download, len(platforms))
+	if err := rel.WriteChecksums(dir); err != nil {
+		return oci.PushResult{}, err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Concurrency)
-	for i, p := range platforms {
-		g.Go(func() error {
-			d, err := c.Download(gctx, addr, version.String(), p)
-			if err != nil {
-				return err
-			}
-			downloads[i] = d
-			want := fmt.Sprintf("terraform-provider-%s_%s_%s.zip", addr.Type, version, p)
-			if d.Filename != want {
-				return fmt.Errorf("%s: package named %q, want %q", p, d.Filename, want)
-			}
-			if locked != nil && !slices.Contains(locked.Hashes, pkghash.ZH(strings.ToLower(d.SHASum))) {
-				return fmt.Errorf("%s: zh:%s is not in the lock file", p, d.SHASum)
-			}
-			u, err := d.Resolve(d.DownloadURL)
-			if err != nil {
-				return err
-			}
-			return c.FetchTo(gctx, u, addr.Hostname, opts.MaxZipSize, filepath.Join(dir, d.Filename), d.SHASum)
-		})
+	for _, p := range rel.Platforms {
+		g.Go(func() error { return rel.DownloadZip(gctx, c, p, dir, opts.MaxZipSize) })
 	}
 	if err := g.Wait(); err != nil {
 		return oci.PushResult{}, err
 	}
-
-	// SHA256SUMS, its signature and the registry's keys, as tofu checks them.
-	first := downloads[0]
-	for _, d := range downloads[1:] {
-		if d.SHASumsURL != first.SHASumsURL || d.SHASumsSignatureURL != first.SHASumsSignatureURL {
-			return oci.PushResult{}, fmt.Errorf("platforms disagree on the SHA256SUMS location")
-		}
-	}
-	sumsName := fmt.Sprintf("terraform-provider-%s_%s_SHA256SUMS", addr.Type, version)
-	for file, ref := range map[string]string{sumsName: first.SHASumsURL, sumsName + ".sig": first.SHASumsSignatureURL} {
-		u, err := first.Resolve(ref)
-		if err != nil {
-			return oci.PushResult{}, err
-		}
-		if err := c.FetchTo(ctx, u, addr.Hostname, 1<<20, filepath.Join(dir, file), ""); err != nil {
-			return oci.PushResult{}, err
-		}
-	}
-	var keys []*pgp.Keyring
-	for i, k := range first.SigningKeys.GPGPublicKeys {
-		kr, err := pgp.ReadKeyring(fmt.Sprintf("%s signing key %d", addr.Hostname, i+1), []byte(k.ASCIIArmor))
-		if err != nil {
-			return oci.PushResult{}, err
-		}
-		keys = append(keys, kr)
-	}
-	if len(keys) == 0 {
-		return oci.PushResult{}, fmt.Errorf("the registry lists no signing key")
-	}
-	rel, err := release.ReadProvider(ctx, dir, release.Options{Keys: keys, Platforms: platforms})
-	if err != nil {
-		return oci.PushResult{}, err
-	}
-	if len(rel.Protocols) == 0 {
-		rel.Protocols = first.Protocols
-	}
-	return rel.Push(ctx, repo, false, oci.PushOptions{})
+	return rel.PushDir(ctx, dir, repo, oci.PushOptions{})
 }
 
 // complete reports whether the target already holds the version with every

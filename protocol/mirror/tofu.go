@@ -1,24 +1,16 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
-	"text/template"
 
 	"github.com/apparentlymart/go-versions/versions"
 	"github.com/apparentlymart/go-versions/versions/constraints"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/opentofu/tofudl/branding"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
-	"github.com/oci-tofu/oci-tofu/convert/release"
-	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
@@ -53,43 +45,20 @@ type TofuMirrorOptions struct {
 // against SHA256SUMS), and pushed one artifact per version. Versions whose
 // tag already holds the same release are reported as skipped.
 func MirrorTofu(ctx context.Context, c *origin.Client, opts TofuMirrorOptions) []Result {
-	if opts.APIURL == "" {
-		opts.APIURL = branding.DefaultDownloadAPIURL
-	}
-	if opts.DownloadTemplate == "" {
-		opts.DownloadTemplate = branding.DefaultMirrorURLTemplate
-	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
-	}
-	if opts.MaxFileSize <= 0 {
-		opts.MaxFileSize = 1 << 30
 	}
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}
 	}
 	fail := func(err error) []Result { return []Result{{Provider: "opentofu", Error: err.Error()}} }
-	tpl, err := template.New("download").Option("missingkey=error").Parse(opts.DownloadTemplate)
+	o, err := NewTofuOrigin(opts.APIURL, opts.DownloadTemplate, opts.Keys, opts.Platforms, opts.MaxFileSize)
 	if err != nil {
-		return fail(fmt.Errorf("download URL template: %w", err))
+		return fail(err)
 	}
-	api, err := url.Parse(opts.APIURL)
-	if err != nil || (api.Scheme != "https" && api.Scheme != "http") {
-		return fail(fmt.Errorf("invalid API URL %q", opts.APIURL))
-	}
-	doc, err := c.TofuAPI(ctx, api)
+	files, available, err := o.Versions(ctx, c)
 	if err != nil {
-		return fail(fmt.Errorf("reading %s: %w", api.Redacted(), err))
-	}
-	files := map[string][]string{}
-	var available versions.List
-	for _, v := range doc.Versions {
-		pv, err := names.ParseVersion(v.ID)
-		if err != nil {
-			continue
-		}
-		files[pv.String()] = v.Files
-		available = append(available, pv)
+		return fail(err)
 	}
 	var chosen versions.List
 	if len(opts.Versions) > 0 {
@@ -98,12 +67,12 @@ func MirrorTofu(ctx context.Context, c *origin.Client, opts TofuMirrorOptions) [
 		chosen = versions.List{newest}
 	}
 	if len(chosen) == 0 {
-		return fail(fmt.Errorf("%s lists no matching version", api.Redacted()))
+		return fail(fmt.Errorf("%s lists no matching version", o.API.Redacted()))
 	}
 	var results []Result
 	for _, v := range chosen {
 		r := Result{Provider: "opentofu", Version: v.String()}
-		res, err := mirrorTofuVersion(ctx, c, tpl, v, files[v.String()], opts)
+		res, err := mirrorTofuVersion(ctx, c, o, v, files[v.String()], opts)
 		if err != nil {
 			r.Error = err.Error()
 			opts.Log("opentofu %s: %v", v, err)
@@ -117,59 +86,38 @@ func MirrorTofu(ctx context.Context, c *origin.Client, opts TofuMirrorOptions) [
 	return results
 }
 
-func mirrorTofuVersion(ctx context.Context, c *origin.Client, tpl *template.Template, v versions.Version, listed []string, opts TofuMirrorOptions) (oci.PushResult, error) {
-	sums := "tofu_" + v.String() + "_SHA256SUMS"
-	var want []string
-	for _, f := range listed {
-		if f == "" || strings.ContainsAny(f, "/\\") || f == "." || f == ".." {
-			return oci.PushResult{}, fmt.Errorf("api.json lists an unsafe file name %q", f)
-		}
-		if strings.HasPrefix(f, sums) || tofuFileWanted(f, v, opts.Platforms) {
-			want = append(want, f)
-		}
+// mirrorTofuVersion takes one release: the signed SHA256SUMS first (if the
+// repository already holds exactly these files, nothing else is
+// downloaded), then the files, then the push.
+func mirrorTofuVersion(ctx context.Context, c *origin.Client, o *TofuOrigin, v versions.Version, listed []string, opts TofuMirrorOptions) (oci.PushResult, error) {
+	rel, err := o.Resolve(ctx, c, v, listed)
+	if err != nil {
+		return oci.PushResult{}, err
+	}
+	if done, ok := rel.HeldIn(ctx, opts.Repo); ok {
+		return oci.PushResult{Root: done, UpToDate: true}, nil
 	}
 	dir, err := os.MkdirTemp("", "oci-tofu-tofu-")
 	if err != nil {
 		return oci.PushResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	fetch := func(ctx context.Context, f string) error {
-		var b bytes.Buffer
-		if err := tpl.Execute(&b, struct{ Version, Artifact string }{v.String(), f}); err != nil {
-			return err
-		}
-		u, err := url.Parse(b.String())
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-			return fmt.Errorf("download URL %q is not http(s)", b.String())
-		}
-		return c.FetchTo(ctx, u, u.Host, opts.MaxFileSize, filepath.Join(dir, f), "")
-	}
-	// The signed SHA256SUMS first: if the repository already holds exactly
-	// these files, nothing else is downloaded.
-	for _, f := range []string{sums, sums + ".gpgsig"} {
-		if err := fetch(ctx, f); err != nil {
-			return oci.PushResult{}, err
-		}
-	}
-	if done, ok := tofuReleaseHeld(ctx, dir, sums, v, want, opts); ok {
-		return oci.PushResult{Root: done, UpToDate: true}, nil
+	if err := rel.WriteChecksums(dir); err != nil {
+		return oci.PushResult{}, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Concurrency)
-	for _, f := range want {
-		if f == sums || f == sums+".gpgsig" {
+	for _, f := range rel.Files {
+		if f == rel.SumsName() || f == rel.SumsName()+".gpgsig" {
 			continue
 		}
-		g.Go(func() error { return fetch(gctx, f) })
+		g.Go(func() error { return rel.Download(gctx, c, f, dir) })
 	}
 	if err := g.Wait(); err != nil {
 		return oci.PushResult{}, err
 	}
-	rel, err := release.ReadTofu(ctx, dir, opts.Keys)
-	if err != nil {
-		return oci.PushResult{}, err
-	}
-	return rel.Push(ctx, opts.Repo, false, oci.PushOptions{})
+	_, res, err := o.PushDir(ctx, dir, opts.Repo, oci.PushOptions{})
+	return res, err
 }
 
 // tofuFileWanted selects a release file for the platforms asked for (all
@@ -184,43 +132,4 @@ func tofuFileWanted(name string, v versions.Version, platforms []names.Platform)
 		}
 	}
 	return false
-}
-
-// tofuReleaseHeld reports whether the version's tag holds exactly the
-// wanted files with the digests the (verified) SHA256SUMS lists.
-func tofuReleaseHeld(ctx context.Context, dir, sums string, v versions.Version, want []string, opts TofuMirrorOptions) (ocispec.Descriptor, bool) {
-	data, err := os.ReadFile(filepath.Join(dir, sums))
-	if err != nil {
-		return ocispec.Descriptor{}, false
-	}
-	sig, err := os.ReadFile(filepath.Join(dir, sums+".gpgsig"))
-	if err != nil {
-		return ocispec.Descriptor{}, false
-	}
-	if _, err := pgp.VerifyDetached(data, sig, opts.Keys); err != nil {
-		return ocispec.Descriptor{}, false
-	}
-	listed, err := sha256sums.Parse(data)
-	if err != nil {
-		return ocispec.Descriptor{}, false
-	}
-	desc, err := opts.Repo.Resolve(ctx, names.TagForVersion(v))
-	if err != nil {
-		return ocispec.Descriptor{}, false
-	}
-	cfg, _, err := oci.ReadTofuRelease(ctx, opts.Repo, desc)
-	if err != nil || len(cfg.Files) != len(want) {
-		return ocispec.Descriptor{}, false
-	}
-	held := map[string]string{}
-	for _, f := range cfg.Files {
-		held[f.Name] = f.SHA256
-	}
-	for _, f := range want {
-		sum, ok := held[f]
-		if !ok || (listed[f] != "" && listed[f] != sum) {
-			return ocispec.Descriptor{}, false
-		}
-	}
-	return desc, true
 }

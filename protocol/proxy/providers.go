@@ -162,6 +162,9 @@ func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveDoc(w, r, escaped, func(ctx context.Context) (any, time.Time, error) {
+		if t, ok := s.pull.mirrorTarget(req.Provider); ok && req.Index {
+			return s.pullMirrorIndex(ctx, t) // pullthrough_providers.go
+		}
 		if req.Index {
 			return s.mirrorIndex(ctx, req.Provider)
 		}
@@ -195,6 +198,11 @@ func (s *Server) mirrorIndex(ctx context.Context, p names.Provider) (any, time.T
 // mirrorVersion is <version>.json: every platform's archive, with its
 // trusted h1 and its zh.
 func (s *Server) mirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
+	if t, ok := s.pull.mirrorTarget(p); ok {
+		if doc, done, err := s.pullMirrorVersion(ctx, t, v); done { // pullthrough_providers.go
+			return doc, err
+		}
+	}
 	rel, err := s.release(ctx, p, v)
 	if err != nil {
 		return nil, err
@@ -251,6 +259,9 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 		shown = strings.ToLower(r.Host) + "/" + req.Namespace + "/" + req.Type
 	}
 	s.serveDoc(w, r, host+" "+r.URL.EscapedPath(), func(ctx context.Context) (any, time.Time, error) {
+		if t, ok := s.pull.registryTarget(p); ok && !req.Download {
+			return s.pullVersionsDoc(ctx, t) // pullthrough_providers.go
+		}
 		if !req.Download {
 			return s.versionsDoc(ctx, p, shown)
 		}
@@ -371,6 +382,11 @@ func plural(n int, noun string) string {
 // SHA256SUMS and its signature, the keys, and (OpenTofu 1.12) every
 // platform's hashes and size, so tofu records a complete lock entry.
 func (s *Server) downloadDoc(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
+	if t, ok := s.pull.registryTarget(p); ok {
+		if doc, done, err := s.pullDownloadDoc(ctx, t, req); done { // pullthrough_providers.go
+			return doc, err
+		}
+	}
 	rel, err := s.release(ctx, p, req.Version)
 	if err != nil {
 		return nil, err

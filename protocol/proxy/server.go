@@ -94,6 +94,10 @@ type Options struct {
 	// upstream failure; it is logged with the request (never sent to
 	// clients).
 	Hint func(error) string
+	// PullThrough, when set, fetches what the registry does not hold from
+	// allow-listed origins, verifies it, stores it and serves it
+	// (pullthrough.go).
+	PullThrough *PullThrough
 }
 
 // Server serves the discovery document and the handler sets mounted on it.
@@ -107,7 +111,9 @@ type Server struct {
 	generated *cache.Cache[*checksums] // SHA256SUMS the proxy signed itself
 	urls      *urlSigner
 	tokens    [][32]byte
-	seen      *seen // what was served, for the page
+	seen      *seen        // what was served, for the page
+	client    *oci.Client  // reaches the registry (pull-through writes with it)
+	pull      *pullThrough // nil without pull-through
 
 	mu       sync.RWMutex
 	mux      *http.ServeMux
@@ -125,6 +131,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if err := s.setUpClientAuth(); err != nil {
+		return nil, err
+	}
+	if err := s.setUpPullThrough(); err != nil {
 		return nil, err
 	}
 	s.docs = cache.New[document](cache.Options{Name: "documents", TTL: opts.TagTTL, MaxStale: max(opts.MaxStale, 0),
@@ -212,6 +221,7 @@ func (s *Server) connect() error {
 			return err
 		}
 	}
+	s.client = client
 	s.store = store.New(store.Options{
 		Client: client, TagTTL: s.opts.TagTTL, ResolveTTL: s.opts.ResolveTTL, MaxStale: s.opts.MaxStale,
 		FailureTTL: s.opts.FailureTTL, Timeout: s.opts.UpstreamTimeout, CacheEntries: s.opts.CacheEntries,

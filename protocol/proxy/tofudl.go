@@ -43,7 +43,11 @@ func (t *tofuMirror) serveAPI(w http.ResponseWriter, r *http.Request) {
 		t.s.fail(w, r, notFound("no such document"))
 		return
 	}
-	t.s.serveDoc(w, r, TofuAPIPath, t.apiDoc)
+	build := t.apiDoc
+	if t.s.pull.tofuEnabled() {
+		build = t.pullAPIDoc // pullthrough_tofu.go
+	}
+	t.s.serveDoc(w, r, TofuAPIPath, build)
 }
 
 // apiDoc lists the tags that name OpenTofu versions as TofuDL writes them
@@ -106,6 +110,10 @@ func (t *tofuMirror) serveDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rel, err := t.repo.TofuRelease(r.Context(), req.Version)
+	if err != nil && s.pull.tofuEnabled() && notHeld(err) {
+		t.servePulledTofu(w, r, req) // pullthrough_tofu.go
+		return
+	}
 	if err != nil {
 		s.fail(w, r, missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", req.Version))
 		return

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/opentofu/tofudl/branding"
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/origin"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+)
+
+// pullThroughHelp is the pull-through part of `serve --help`.
+const pullThroughHelp = `
+Pull-through (see docs/proxy.md, "Pull-through"): with --pull-through-origin, a provider
+version the registry does not hold is fetched from its origin registry when a client first
+asks for it: SHA256SUMS and its signature verified against the origin's keys, each package
+streamed to the client while it is hashed and written to the registry, the remaining
+platforms fetched in the background, and the version tagged once complete, exactly as
+'oci-tofu mirror' would have pushed it. Only the listed origins are ever contacted:
+  --pull-through-origin registry.opentofu.org --pull-through-origin registry.terraform.io
+  --pull-through-origin tf.corp.example=https://tf.corp.example/api/providers/
+(HOST alone: service discovery at https://HOST/.well-known/terraform.json; HOST=URL: the
+providers.v1 URL itself, like a host block of the CLI configuration). Origin credentials
+come from TF_TOKEN_<host>, as for tofu. The registry protocol (PROXY/NAMESPACE/TYPE) pulls
+from --pull-through-registry-origin. --pull-through-tofu-api-url does the same for
+OpenTofu releases on the TofuDL mirror. Pull-through needs registry credentials allowed to
+push: without them serve refuses to start.`
+
+// pullThroughFlags are serve's pull-through flags.
+func pullThroughFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "pull-through-origin", Usage: "allow pulling providers through from this origin registry `HOST[=PROVIDERS_URL]` (repeatable)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_ORIGINS"}},
+		&cli.StringFlag{Name: "pull-through-registry-origin", Usage: "origin `HOST` (one of --pull-through-origin) of providers addressed under the proxy's own hostname (registry protocol)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_REGISTRY_ORIGIN"}},
+		&cli.StringFlag{Name: "pull-through-tofu-api-url", Usage: "pull OpenTofu releases through from this TofuDL api.json `URL` (e.g. " + branding.DefaultDownloadAPIURL + "); needs --tofu-repository", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_API_URL"}},
+		&cli.StringFlag{Name: "pull-through-tofu-download-url", Value: branding.DefaultMirrorURLTemplate, Usage: "download URL `TEMPLATE` of the TofuDL origin, with {{ .Version }} and {{ .Artifact }}", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_DOWNLOAD_URL"}},
+		&cli.StringSliceFlag{Name: "pull-through-tofu-key", Usage: "armored public key `FILE` OpenTofu releases must be signed with (repeatable; default OpenTofu's)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_KEYS"}},
+		&cli.StringSliceFlag{Name: "pull-through-tofu-platform", Usage: "store only this `os_arch`'s files of pulled OpenTofu releases (repeatable; default all files)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_PLATFORMS"}},
+		&cli.DurationFlag{Name: "pull-through-failure-ttl", Value: time.Minute, Usage: "how long a release that failed to pull (unreachable or failing verification) is remembered before asking its origin again", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_FAILURE_TTL"}},
+		&cli.DurationFlag{Name: "pull-through-listing-ttl", Value: 5 * time.Minute, Usage: "how long origins' version listings are cached", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_LISTING_TTL"}},
+		&cli.DurationFlag{Name: "pull-through-metadata-timeout", Value: 10 * time.Second, Usage: "bound on each metadata read from an origin", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_METADATA_TIMEOUT"}},
+		&cli.DurationFlag{Name: "pull-through-timeout", Value: 30 * time.Minute, Usage: "bound on pulling one whole release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TIMEOUT"}},
+		&cli.IntFlag{Name: "pull-through-concurrency", Value: 4, Usage: "background downloads per release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_CONCURRENCY"}},
+		enforceExpirationFlag(),
+		&cli.IntFlag{Name: "pull-through-max-releases", Value: 16, Usage: "releases pulled at once (more are answered 503)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MAX_RELEASES"}},
+	}
+}
+
+// pullThroughOptions reads the pull-through flags; nil when pull-through
+// is off.
+func pullThroughOptions(c *cli.Context) (*proxy.PullThrough, error) {
+	origins := c.StringSlice("pull-through-origin")
+	tofuAPI := c.String("pull-through-tofu-api-url")
+	if len(origins) == 0 && tofuAPI == "" {
+		if c.String("pull-through-registry-origin") != "" {
+			return nil, fmt.Errorf("--pull-through-registry-origin needs --pull-through-origin")
+		}
+		return nil, nil
+	}
+	pt := &proxy.PullThrough{
+		Origins:         map[string]*url.URL{},
+		RegistryOrigin:  strings.ToLower(c.String("pull-through-registry-origin")),
+		FailureTTL:      c.Duration("pull-through-failure-ttl"),
+		ListingTTL:      c.Duration("pull-through-listing-ttl"),
+		MetadataTimeout: c.Duration("pull-through-metadata-timeout"),
+		Timeout:         c.Duration("pull-through-timeout"),
+		Concurrency:     c.Int("pull-through-concurrency"),
+		MaxPulls:        c.Int("pull-through-max-releases"),
+		// Provider signatures as `mirror` judges them (signatures.go).
+		EnforceGPGExpiration: enforceExpiration(c),
+	}
+	for _, o := range origins {
+		host, base, err := parseOrigin(o)
+		if err != nil {
+			return nil, fmt.Errorf("--pull-through-origin %s: %w", o, err)
+		}
+		pt.Origins[host] = base
+	}
+	transport, err := oci.NewTransport(oci.Options{CAFile: c.String("ca-file")})
+	if err != nil {
+		return nil, err
+	}
+	pt.Client = origin.NewClient(transport)
+	if tofuAPI != "" {
+		if pt.Tofu, err = tofuPullOrigin(c, tofuAPI); err != nil {
+			return nil, err
+		}
+	}
+	return pt, nil
+}
+
+// parseOrigin reads HOST or HOST=PROVIDERS_URL.
+func parseOrigin(s string) (string, *url.URL, error) {
+	host, raw, withURL := strings.Cut(strings.TrimSpace(s), "=")
+	host = strings.ToLower(host)
+	if !names.ValidHostname(host) {
+		return "", nil, fmt.Errorf("%q is not a registry hostname (as provider addresses write it)", host)
+	}
+	if !withURL {
+		return host, nil, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return "", nil, fmt.Errorf("the providers.v1 URL must be an absolute https:// URL")
+	}
+	return host, u, nil
+}
+
+// tofuPullOrigin reads the TofuDL origin flags.
+func tofuPullOrigin(c *cli.Context, api string) (*mirror.TofuOrigin, error) {
+	var keys []*pgp.Keyring
+	for _, k := range c.StringSlice("pull-through-tofu-key") {
+		kr, err := pgp.LoadKeyring(k)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, kr)
+	}
+	if len(keys) == 0 {
+		kr, err := release.OpenTofuSigningKey()
+		if err != nil {
+			return nil, err
+		}
+		keys = []*pgp.Keyring{kr}
+	}
+	var platforms []names.Platform
+	for _, p := range c.StringSlice("pull-through-tofu-platform") {
+		pl, err := names.ParsePlatform(p)
+		if err != nil {
+			return nil, fmt.Errorf("--pull-through-tofu-platform: %w", err)
+		}
+		platforms = append(platforms, pl)
+	}
+	return mirror.NewTofuOrigin(api, c.String("pull-through-tofu-download-url"), keys, platforms, oci.MaxPackageSize)
+}
+
+// checkPullThrough refuses to start a pull-through proxy the registry
+// does not let push.
+func checkPullThrough(ctx context.Context, srv *proxy.Server) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return srv.CheckPullThrough(ctx)
+}

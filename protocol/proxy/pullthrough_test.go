@@ -1,0 +1,351 @@
+package proxy
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/origin"
+)
+
+// pipeBody is an origin answer the test writes chunk by chunk.
+func pipeBody(size int64) (*io.PipeWriter, func(context.Context) (*origin.Body, error)) {
+	pr, pw := io.Pipe()
+	return pw, func(context.Context) (*origin.Body, error) { return &origin.Body{ReadCloser: pr, Size: size}, nil }
+}
+
+// Readers follow a growing file but never get its last chunk before the
+// whole file has verified; a mismatch reaches every reader as an error.
+func TestGrowingFileHoldsBackUntilVerified(t *testing.T) {
+	content := []byte("first chunk|second chunk")
+	for _, c := range []struct {
+		name, want string
+		size       int64
+		ok         bool
+	}{
+		{"verified", sha256Hex(content), int64(len(content)), true},
+		{"size unknown", sha256Hex(content), -1, true},
+		{"digest mismatch", sha256Hex([]byte("other")), int64(len(content)), false},
+		{"short", sha256Hex(content), int64(len(content)) + 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := newGrowingFile("f.zip", filepath.Join(t.TempDir(), "f.zip"), c.want, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pw, open := pipeBody(c.size)
+			done := make(chan error, 1)
+			go func() { done <- g.fill(context.Background(), open, nil) }()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if size, err := g.answer(ctx); err != nil || size != c.size {
+				t.Fatalf("answer: %d, %v", size, err)
+			}
+			rd, err := g.reader(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			pw.Write(content[:12])
+			pw.Write(content[12:])
+			// The first chunk is readable, the second held back.
+			buf := make([]byte, 100)
+			n, err := rd.Read(buf)
+			if err != nil || string(buf[:n]) != "first chunk|" {
+				t.Fatalf("first read: %q, %v", buf[:n], err)
+			}
+			short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+			rd.ctx = short
+			if n, err := rd.Read(buf); n != 0 || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("the last chunk was readable before the file verified: %q, %v", buf[:n], err)
+			}
+			cancelShort()
+			rd.ctx = ctx
+			pw.Close()
+			rest, err := io.ReadAll(rd)
+			ferr := <-done
+			if c.ok {
+				if err != nil || ferr != nil || string(rest) != "second chunk" {
+					t.Fatalf("after verification: %q, %v, %v", rest, err, ferr)
+				}
+				return
+			}
+			if err == nil || ferr == nil || !errors.Is(err, errDigestMismatch) || len(rest) != 0 {
+				t.Fatalf("a bad file reached the reader: %q, %v, %v", rest, err, ferr)
+			}
+		})
+	}
+}
+
+func TestPullThroughOptionsChecked(t *testing.T) {
+	u, _ := url.Parse("https://origin.example/v1/providers/")
+	for _, c := range []struct {
+		name            string
+		opts            PullThrough
+		providers, tofu bool
+		want            string
+	}{
+		{"nothing", PullThrough{}, true, true, "at least one origin"},
+		{"no provider template", PullThrough{Origins: map[string]*url.URL{"a.example": nil}}, false, true, "provider template"},
+		{"no tofu repository", PullThrough{Tofu: tofuOrigin(t)}, true, false, "TofuDL repository"},
+		{"bad host", PullThrough{Origins: map[string]*url.URL{"A B": u}}, true, false, "not a registry hostname"},
+		{"registry origin not allowed", PullThrough{Origins: map[string]*url.URL{"a.example": nil}, RegistryOrigin: "b.example"}, true, false, "not one of the allowed"},
+	} {
+		if err := checkPullThrough(&c.opts, c.providers, c.tofu); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error mentioning %q", c.name, err, c.want)
+		}
+	}
+}
+
+// signedRelease writes a provider release of random zips (size bytes of
+// content each), SHA256SUMS and its signature by the go-crypto test key.
+func signedRelease(t *testing.T, typ, version string, size int64, platforms ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	sums := sha256sums.Sums{}
+	for _, p := range platforms {
+		name := fmt.Sprintf("terraform-provider-%s_%s_%s.zip", typ, version, p)
+		var b bytes.Buffer
+		zw := zip.NewWriter(&b)
+		w, _ := zw.CreateHeader(&zip.FileHeader{Name: "terraform-provider-" + typ, Method: zip.Store})
+		io.CopyN(w, rand.Reader, size)
+		zw.Close()
+		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sums[name] = sha256Hex(b.Bytes())
+	}
+	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := signer.Sign(sums.Bytes(), time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, fmt.Sprintf("terraform-provider-%s_%s_SHA256SUMS", typ, version)), sums.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, fmt.Sprintf("terraform-provider-%s_%s_SHA256SUMS.sig", typ, version)), sig, 0o644)
+	return dir
+}
+
+// pullProxy serves oci-layout repositories with pull-through from origin
+// as example.com. A layout is read through a snapshot the store caches
+// like a tag list (and a missing one is remembered like a failure), so the
+// test turns those caches off to see what pull-through stored at once, as
+// it would with a registry.
+func pullProxy(t *testing.T, origin *testenv.Origin, extra PullThrough, tokens ...string) (*proxy, string) {
+	t.Helper()
+	dir := t.TempDir()
+	base, _ := url.Parse(origin.ProvidersURL())
+	pt := extra
+	pt.Origins = map[string]*url.URL{"example.com": base}
+	pt.Client = originClient(t)
+	return startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"), PullThrough: &pt,
+		TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1, AuthTokens: tokens}), dir
+}
+
+func originClient(t *testing.T) *origin.Client {
+	t.Helper()
+	tr, err := oci.NewTransport(oci.Options{CAFile: testenv.NewCA(t).CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return origin.NewClient(tr)
+}
+
+// pullURL is the archive URL <version>.json names for a platform.
+func pullURL(t *testing.T, p *proxy, addr, version, platform string) string {
+	t.Helper()
+	u := "/v1/mirror/" + addr + "/" + version + ".json"
+	var doc wire.MirrorVersion
+	r := p.getJSON(t, u, 200, &doc)
+	a, ok := doc.Archives[platform]
+	if !ok || len(a.Hashes) != 1 || !strings.HasPrefix(a.Hashes[0], "zh:") || !strings.Contains(a.URL, "/pull/m/") {
+		t.Fatalf("%s: %+v", u, doc)
+	}
+	return resolve(t, r.URL, a.URL)
+}
+
+// waitIdle waits until no pull is in flight.
+func waitIdle(t *testing.T, p *proxy) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		p.pull.mu.Lock()
+		n := len(p.pull.inflight)
+		p.pull.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pulls still in flight")
+		}
+	}
+}
+
+// The first byte reaches the client long before the origin has sent the
+// whole package; the release is stored (all platforms) afterwards and
+// served from the registry, also with the origin down.
+func TestPullThroughStreamsWhileFetching(t *testing.T) {
+	const size = 6 << 20
+	dir := signedRelease(t, "big", "1.0.0", size, "linux_amd64", "darwin_arm64")
+	origin := testenv.StartOriginWith(t, []testenv.OriginRelease{{Namespace: "acme", Type: "big", Dir: dir, Key: testenv.Testdata(t, "keys", "gocrypto-signer.asc")}},
+		testenv.OriginOptions{BytesPerSecond: 4 << 20})
+	p, store := pullProxy(t, origin, PullThrough{})
+	u := pullURL(t, p, "example.com/acme/big", "1.0.0", "linux_amd64")
+
+	start := time.Now()
+	resp, err := p.Client.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatal(err)
+	}
+	ttfb := time.Since(start)
+	rest, err := io.ReadAll(resp.Body)
+	total := time.Since(start)
+	want, _ := os.ReadFile(filepath.Join(dir, "terraform-provider-big_1.0.0_linux_amd64.zip"))
+	if err != nil || !bytes.Equal(append(first, rest...), want) || resp.ContentLength != int64(len(want)) {
+		t.Fatalf("streamed %d of %d bytes (Content-Length %d): %v", 1+len(rest), len(want), resp.ContentLength, err)
+	}
+	if ttfb > total/3 {
+		t.Errorf("first byte after %s of %s: the client waited for the download", ttfb, total)
+	}
+	waitIdle(t, p)
+	if _, err := os.Stat(filepath.Join(store, "acme", "big", "index.json")); err != nil {
+		t.Fatalf("nothing stored: %v", err)
+	}
+	if strings.Contains(p.logs.String(), "early upload failed") {
+		t.Errorf("uploads while downloading failed:\n%s", p.logs.String())
+	}
+	origin.Stop()
+	// Listings fall back to what the registry holds; the version is served
+	// from it (the same URL, and the registry's own).
+	var idx wire.MirrorIndex
+	p.getJSON(t, "/v1/mirror/example.com/acme/big/index.json", 200, &idx)
+	if _, ok := idx.Versions["1.0.0"]; !ok {
+		t.Errorf("index with the origin down: %+v", idx)
+	}
+	if r := p.get(t, u); r.Status != 200 || !bytes.Equal(r.Body, want) {
+		t.Errorf("the pull URL after the release was stored: %d, %s", r.Status, r.Body)
+	}
+	var doc wire.MirrorVersion
+	r := p.getJSON(t, "/v1/mirror/example.com/acme/big/1.0.0.json", 200, &doc)
+	a := doc.Archives["darwin_arm64"]
+	if !strings.Contains(a.URL, "/archives/") || len(a.Hashes) != 2 {
+		t.Fatalf("version document once stored: %+v", doc)
+	}
+	if r := p.get(t, resolve(t, r.URL, a.URL)); r.Status != 200 || len(r.Body) < size {
+		t.Errorf("darwin_arm64 from the registry: %d, %d bytes", r.Status, len(r.Body))
+	}
+}
+
+// A package whose last bytes differ from what the signed SHA256SUMS lists
+// is streamed, and the transfer aborted before its end: the client never
+// holds the whole (wrong) file, and nothing is tagged.
+func TestPullThroughAbortsTamperedStream(t *testing.T) {
+	const size = 4 << 20
+	dir := signedRelease(t, "big", "1.0.0", size, "linux_amd64")
+	origin := testenv.StartOriginWith(t, []testenv.OriginRelease{{Namespace: "acme", Type: "big", Dir: dir, Key: testenv.Testdata(t, "keys", "gocrypto-signer.asc")}},
+		testenv.OriginOptions{BytesPerSecond: 8 << 20})
+	origin.Tamper(t, "files/acme/big/terraform-provider-big_1.0.0_linux_amd64.zip", func(b []byte) []byte {
+		b[len(b)-1] ^= 1
+		return b
+	})
+	p, store := pullProxy(t, origin, PullThrough{})
+	u := pullURL(t, p, "example.com/acme/big", "1.0.0", "linux_amd64")
+	whole, err := os.ReadFile(filepath.Join(origin.Root, "files/acme/big/terraform-provider-big_1.0.0_linux_amd64.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.get(t, u)
+	if r.Err == nil || len(r.Body) >= len(whole) {
+		t.Fatalf("a tampered package was served whole: status %d, %d bytes, %v", r.Status, len(r.Body), r.Err)
+	}
+	if len(r.Body) == 0 {
+		t.Errorf("nothing was streamed before the end")
+	}
+	waitIdle(t, p)
+	if _, err := os.Stat(filepath.Join(store, "acme", "big", "index.json")); err == nil {
+		b, _ := os.ReadFile(filepath.Join(store, "acme", "big", "index.json"))
+		var idx struct{ Manifests []map[string]any }
+		json.Unmarshal(b, &idx)
+		if len(idx.Manifests) > 0 {
+			t.Errorf("a tampered release was tagged: %s", b)
+		}
+	}
+	if !strings.Contains(p.logs.String(), "reason=digest_mismatch") {
+		t.Errorf("no abort logged:\n%s", p.logs.String())
+	}
+	// Remembered: the next request fails at once without the origin.
+	before := origin.Count(func(string) bool { return true })
+	p.wantError(t, "/v1/mirror/example.com/acme/big/1.0.0.json", 502, "remembered")
+	if origin.Count(func(string) bool { return true }) != before {
+		t.Error("the origin was asked again within the failure TTL")
+	}
+}
+
+// tofuOrigin is a TofuDL origin (never contacted by these tests).
+func tofuOrigin(t *testing.T) *mirror.TofuOrigin {
+	t.Helper()
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := mirror.NewTofuOrigin("https://tofu.example/api.json", "", []*pgp.Keyring{kr}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// With client authentication, pull URLs are signed and expire like
+// archive URLs: unsigned or altered ones are refused before anything is
+// fetched.
+func TestPullThroughURLsSigned(t *testing.T) {
+	const token = "pull-through-token-0123456789"
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: testenv.Testdata(t, "providers", "hello", "1.0.0"), Key: testenv.Testdata(t, "keys", "gpg-signer.asc")}})
+	p, _ := pullProxy(t, origin, PullThrough{}, token)
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	if r := p.get(t, "/v1/mirror/example.com/test/hello/1.0.0.json"); r.Status != 401 {
+		t.Fatalf("metadata without a token: %d", r.Status)
+	}
+	r := p.do(t, "GET", "/v1/mirror/example.com/test/hello/1.0.0.json", auth)
+	var doc wire.MirrorVersion
+	if err := json.Unmarshal(r.Body, &doc); err != nil || r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	signed := resolve(t, r.URL, doc.Archives["linux_amd64"].URL)
+	if !strings.Contains(signed, "signature=") {
+		t.Fatalf("pull URL not signed: %s", signed)
+	}
+	unsigned, _, _ := strings.Cut(signed, "?")
+	if r := p.get(t, unsigned); r.Status != 403 {
+		t.Errorf("unsigned pull URL: %d", r.Status)
+	}
+	if n := origin.Count(func(p string) bool { return strings.HasSuffix(p, ".zip") }); n != 0 {
+		t.Errorf("an unsigned request reached the origin")
+	}
+	if r := p.get(t, signed); r.Status != 200 || !bytes.Equal(r.Body, fixtureZip(t, "1.0.0", "linux_amd64")) {
+		t.Errorf("signed pull URL: %d, %d bytes", r.Status, len(r.Body))
+	}
+}
