@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/opentofu/tofudl/branding"
 	"github.com/urfave/cli/v2"
 
@@ -117,22 +116,15 @@ func runMirror(c *cli.Context) error {
 		t.Log = rep.infof
 		tofu = &t
 	}
-	var results []mirrorResult
+	var results []mirror.Result
 	if len(specs) > 0 {
 		opts.Open = client.Open
 		opts.Log = rep.infof
-		ctx := c.Context
-		if enforceExpiration(c) {
-			ctx = release.EnforcingGPGExpiration(ctx)
-		}
-		for _, r := range mirror.Mirror(ctx, origins, specs, opts) {
-			results = append(results, withStoredWarnings(c, client, r))
-		}
+		opts.EnforceGPGExpiration = enforceExpiration(c)
+		results = append(results, mirror.Mirror(c.Context, origins, specs, opts)...)
 	}
 	if tofu != nil {
-		for _, r := range mirror.MirrorTofu(c.Context, origins, *tofu) {
-			results = append(results, mirrorResult{Result: r})
-		}
+		results = append(results, mirror.MirrorTofu(c.Context, origins, *tofu)...)
 	}
 	failed := 0
 	for _, r := range results {
@@ -159,37 +151,6 @@ func runMirror(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("%d of %d failed", failed, len(results)), 1)
 	}
 	return nil
-}
-
-// mirrorResult is a mirrored version with the warnings about it.
-type mirrorResult struct {
-	mirror.Result
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// withStoredWarnings adds to a mirrored (or already complete) provider
-// version the warnings its stored signature and SHA256SUMS give now
-// (release.StoredWarnings): an expired signing key, say.
-func withStoredWarnings(c *cli.Context, client *oci.Client, r mirror.Result) mirrorResult {
-	out := mirrorResult{Result: r}
-	if r.Error != "" || r.Reference == "" || r.Digest == "" {
-		return out
-	}
-	ref, err := oci.ParseReference(r.Reference)
-	if err != nil {
-		return out
-	}
-	repo, err := client.OpenReadOnly(c.Context, ref)
-	if err == nil {
-		var desc ocispec.Descriptor
-		if desc, err = repo.Resolve(c.Context, r.Digest); err == nil {
-			out.Warnings, err = release.StoredWarnings(c.Context, repo, desc)
-		}
-	}
-	if err != nil {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("could not re-read the stored signature for warnings: %v", err))
-	}
-	return out
 }
 
 func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []names.Platform) (mirror.TofuMirrorOptions, error) {

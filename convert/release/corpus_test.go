@@ -29,7 +29,6 @@ func TestReadProviderDecidesTheCorpusAsTofu(t *testing.T) {
 			}{
 				{"default", context.Background(), release.Options{Keys: keys}, c.Tofu},
 				{"enforced", context.Background(), release.Options{Keys: keys, EnforceGPGExpiration: true}, c.TofuEnforced},
-				{"enforced by context", release.EnforcingGPGExpiration(context.Background()), release.Options{Keys: keys}, c.TofuEnforced},
 			} {
 				rel, err := release.ReadProvider(run.ctx, c.Dir, run.opts)
 				if err == nil {

@@ -45,7 +45,7 @@ type Options struct {
 	// with an expired key, subkey or signature date, as OpenTofu does with
 	// OPENTOFU_ENFORCE_GPG_EXPIRATION=true. Without it such a release is
 	// accepted with a warning (Provider.Warnings), as OpenTofu 1.12 installs
-	// it with a warning. A context from EnforcingGPGExpiration enforces too.
+	// it with a warning.
 	EnforceGPGExpiration bool
 	// Platforms, when not empty, selects which platforms to take; each must
 	// be present.
@@ -108,9 +108,6 @@ func ReadProvider(ctx context.Context, dir string, opts Options) (*Provider, err
 	rel := &Provider{Type: rf.typ, Version: rf.version}
 	if err := rel.readSums(ctx, rf); err != nil {
 		return nil, err
-	}
-	if enforcingGPGExpiration(ctx) {
-		opts.EnforceGPGExpiration = true
 	}
 	// The signature first, then what OpenTofu checks after it: its reading
 	// of SHA256SUMS for the lock file.
@@ -490,20 +487,4 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// enforceKey marks a context under which expired keys are refused.
-type enforceKey struct{}
-
-// EnforcingGPGExpiration returns a context under which ReadProvider refuses
-// releases signed by expired keys, subkeys or signatures whatever its
-// Options say. It carries the command line's setting to code that builds
-// Options itself (protocol/origin's Mirror).
-func EnforcingGPGExpiration(ctx context.Context) context.Context {
-	return context.WithValue(ctx, enforceKey{}, true)
-}
-
-func enforcingGPGExpiration(ctx context.Context) bool {
-	enforce, _ := ctx.Value(enforceKey{}).(bool)
-	return enforce
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -39,6 +40,9 @@ type MirrorOptions struct {
 	MaxZipSize int64
 	// Log reports progress lines.
 	Log func(format string, args ...any)
+	// EnforceGPGExpiration refuses releases whose signature verifies only
+	// with an expired key, subkey or signature.
+	EnforceGPGExpiration bool
 }
 
 // Result is the outcome for one provider version (or for a provider as a
@@ -50,6 +54,9 @@ type Result struct {
 	Digest    string `json:"digest,omitempty"`
 	Skipped   bool   `json:"skipped,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Warnings are what OpenTofu would print installing the release: an
+	// expired signing key, a SHA256SUMS it does not take as signed.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Mirror copies provider releases from their origin registries into OCI:
@@ -132,7 +139,8 @@ func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	var results []Result
 	for _, v := range chosen {
 		r := Result{Provider: addr, Version: v.String()}
-		res, err := mirrorVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, locked, opts)
+		res, warnings, err := mirrorVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, locked, opts)
+		r.Warnings = warnings
 		if err != nil {
 			r.Error = err.Error()
 			opts.Log("%s %s: %v", addr, v, err)
@@ -145,21 +153,35 @@ func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	return results
 }
 
-func mirrorVersion(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, locked *lockfile.Provider, opts MirrorOptions) (oci.PushResult, error) {
+// mirrorVersion mirrors one version, returning what was pushed and the
+// warnings OpenTofu would give about its signature.
+func mirrorVersion(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, locked *lockfile.Provider, opts MirrorOptions) (oci.PushResult, []string, error) {
 	platforms, err := offeredPlatforms(v, opts.Platforms)
 	if err != nil {
-		return oci.PushResult{}, err
+		return oci.PushResult{}, nil, err
 	}
 	version, _ := versions.ParseVersion(v.Version)
 	if done, ok := complete(ctx, repo, version, platforms); ok {
-		return oci.PushResult{Root: done, UpToDate: true}, nil
+		// What the stored signature gives now: a key may have expired since.
+		warnings, err := release.StoredWarnings(ctx, repo, done)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("could not re-read the stored signature for warnings: %v", err))
+		}
+		return oci.PushResult{Root: done, UpToDate: true}, warnings, nil
 	}
 	// SHA256SUMS, its signature and the registry's keys first, as tofu
 	// checks them; then the packages, each against the signed SHA256SUMS.
-	rel, err := ResolveProviderRelease(ctx, c, addr, v, platforms, opts.Concurrency)
+	rel, err := ResolveProviderRelease(ctx, c, addr, v, ResolveOptions{Platforms: platforms, Concurrency: opts.Concurrency, EnforceGPGExpiration: opts.EnforceGPGExpiration})
 	if err != nil {
-		return oci.PushResult{}, err
+		return oci.PushResult{}, nil, err
 	}
+	res, err := pushRelease(ctx, c, rel, repo, locked, opts)
+	return res, rel.Warnings, err
+}
+
+// pushRelease downloads a resolved release's packages, each checked
+// against the signed SHA256SUMS, and pushes it.
+func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderRelease, repo oci.Repository, locked *lockfile.Provider, opts MirrorOptions) (oci.PushResult, error) {
 	if locked != nil {
 		for _, p := range rel.Platforms {
 			if !slices.Contains(locked.Hashes, pkghash.ZH(rel.ZipSHA256(p))) {

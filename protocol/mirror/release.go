@@ -62,6 +62,20 @@ type ProviderRelease struct {
 	KeyID string
 	// Warnings are what OpenTofu would print accepting the signature.
 	Warnings []string
+	// policy judges the signature (expiry enforced or not).
+	policy pgp.Policy
+}
+
+// ResolveOptions say which packages of a release to resolve and how its
+// signature is judged.
+type ResolveOptions struct {
+	// Platforms, when not empty, selects the packages; each must be offered.
+	Platforms []names.Platform
+	// Concurrency bounds the download answers asked for at once.
+	Concurrency int
+	// EnforceGPGExpiration refuses signatures that verify only with an
+	// expired key, subkey or signature (OPENTOFU_ENFORCE_GPG_EXPIRATION).
+	EnforceGPGExpiration bool
 }
 
 // ResolveProviderRelease asks the origin where every platform's package
@@ -69,23 +83,24 @@ type ProviderRelease struct {
 // SHA256SUMS and its signature and verifies them, before any package is
 // downloaded. platforms, when not empty, selects the packages; each must
 // be offered.
-func ResolveProviderRelease(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, platforms []names.Platform, concurrency int) (*ProviderRelease, error) {
+func ResolveProviderRelease(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, opts ResolveOptions) (*ProviderRelease, error) {
 	version, err := names.ParseVersion(v.Version)
 	if err != nil {
 		return nil, fmt.Errorf("the registry lists version %q: %w", v.Version, err)
 	}
-	platforms, err = offeredPlatforms(v, platforms)
+	platforms, err := offeredPlatforms(v, opts.Platforms)
 	if err != nil {
 		return nil, err
 	}
-	rel := &ProviderRelease{Provider: addr, Version: version.String(), Platforms: platforms, Downloads: map[names.Platform]*origin.Download{}}
-	if err := rel.askDownloads(ctx, c, max(concurrency, 1)); err != nil {
+	rel := &ProviderRelease{Provider: addr, Version: version.String(), Platforms: platforms, Downloads: map[names.Platform]*origin.Download{},
+		policy: pgp.Policy{EnforceExpiration: opts.EnforceGPGExpiration}}
+	if err := rel.askDownloads(ctx, c, max(opts.Concurrency, 1)); err != nil {
 		return nil, err
 	}
 	if err := rel.fetchChecksums(ctx, c); err != nil {
 		return nil, err
 	}
-	if err := rel.verify(ctx); err != nil {
+	if err := rel.verify(); err != nil {
 		return nil, err
 	}
 	return rel, nil
@@ -189,12 +204,12 @@ func (rel *ProviderRelease) fetchChecksums(ctx context.Context, c *origin.Client
 }
 
 // verify judges the signature over SHA256SUMS with the policy ReadProvider
-// applies (release.SignaturePolicy: OpenTofu's rules, expiry enforced
-// under release.EnforcingGPGExpiration), reads SHA256SUMS as OpenTofu
+// applies (OpenTofu's rules, expiry enforced when asked for), reads
+// SHA256SUMS as OpenTofu
 // reads it, and checks that it lists every package with the digest the
 // registry's download answer names.
-func (rel *ProviderRelease) verify(ctx context.Context) error {
-	v, err := release.SignaturePolicy(ctx, release.Options{}).Verify(rel.SHA256SUMS, rel.Signature, rel.Keys)
+func (rel *ProviderRelease) verify() error {
+	v, err := rel.policy.Verify(rel.SHA256SUMS, rel.Signature, rel.Keys)
 	if err != nil {
 		return verificationError("%s: %v", rel.SignatureName(), err)
 	}
@@ -304,7 +319,7 @@ func (rel *ProviderRelease) DownloadZip(ctx context.Context, c *origin.Client, p
 // does, and pushes it with provenance: the artifact `oci-tofu mirror`
 // writes. Versions tagged already with this very release are UpToDate.
 func (rel *ProviderRelease) PushDir(ctx context.Context, dir string, repo oci.Repository, opts oci.PushOptions) (oci.PushResult, error) {
-	r, err := release.ReadProvider(ctx, dir, release.Options{Keys: rel.Keys, Platforms: rel.Platforms})
+	r, err := release.ReadProvider(ctx, dir, release.Options{Keys: rel.Keys, Platforms: rel.Platforms, EnforceGPGExpiration: rel.policy.EnforceExpiration})
 	if err != nil {
 		return oci.PushResult{}, err
 	}

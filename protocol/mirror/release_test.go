@@ -33,7 +33,7 @@ func resolve(t *testing.T, c *origin.Client, o *testenv.Origin, ns, v string) (*
 	}
 	for _, rv := range vs {
 		if rv.Version == v {
-			return mirror.ResolveProviderRelease(context.Background(), c, addr, rv, nil, 4)
+			return mirror.ResolveProviderRelease(context.Background(), c, addr, rv, mirror.ResolveOptions{Concurrency: 4})
 		}
 	}
 	t.Fatalf("%s not offered", v)

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -316,7 +315,7 @@ func (pt *pullThrough) newPull(kind, key, what string, repo oci.Repository, file
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(pt.signatureContext(context.Background()), pt.opts.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), pt.opts.Timeout)
 	sorted := append([]string(nil), files...)
 	sort.Strings(sorted)
 	return &pull{pt: pt, kind: kind, key: key, what: what, dir: dir, repo: repo, files: sorted, ctx: ctx, cancel: cancel,
@@ -534,12 +533,4 @@ func (r *recentlyStored) list(repo string) []storedVersion {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version.LessThan(out[j].version) })
 	return out
-}
-
-// signatureContext carries EnforceGPGExpiration to the release readers.
-func (pt *pullThrough) signatureContext(ctx context.Context) context.Context {
-	if pt.opts.EnforceGPGExpiration {
-		return pubrelease.EnforcingGPGExpiration(ctx)
-	}
-	return ctx
 }

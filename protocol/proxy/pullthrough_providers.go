@@ -103,7 +103,7 @@ func (pt *pullThrough) providerRelease(ctx context.Context, t pullTarget, v name
 		if entry == nil {
 			return nil, 0, fmt.Errorf("%s %s: %w", t.origin, v, origin.ErrNotFound)
 		}
-		rel, err := mirror.ResolveProviderRelease(pt.signatureContext(ctx), pt.client, t.origin, entry, nil, 8)
+		rel, err := mirror.ResolveProviderRelease(ctx, pt.client, t.origin, entry, mirror.ResolveOptions{Concurrency: 8, EnforceGPGExpiration: pt.opts.EnforceGPGExpiration})
 		if err != nil {
 			pt.reportOriginError("provider", t.origin.String()+" "+v.String(), err)
 			if kind := originFailure(err); kind == "tampered" {
