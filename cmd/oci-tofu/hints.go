@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -59,14 +60,14 @@ func envTrue(name string) bool {
 }
 
 // hint is one line saying what to do about a failure, or "". The
-// catalogue follows oci.Classify's classes; a few failures outside the
-// registry (a signature by another key) are recognised by their message.
+// catalogue follows oci.Classify's classes, and a few failures outside the
+// registry (pgp.ErrWrongKey: a signature by another key).
 func hint(err error, hc hintContext) string {
 	var u *usageErr
 	if err == nil || errors.As(err, &u) {
 		return ""
 	}
-	if strings.Contains(err.Error(), "not signed by this key") {
+	if errors.Is(err, pgp.ErrWrongKey) {
 		return "the release was signed with another key: pass the publisher's public key with --key (`gpg --list-packets FILE.sig` shows the key ID it wants)"
 	}
 	switch oci.Classify(err) {

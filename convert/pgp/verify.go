@@ -46,6 +46,9 @@ var ErrArmoredSignature = errors.New("the signature is ASCII-armored, and OpenTo
 // expiry is enforced.
 var ErrExpired = errors.New("expiry is enforced")
 
+// ErrWrongKey reports a signature that none of the keys made.
+var ErrWrongKey = errors.New("not signed by any of these keys")
+
 // VerifyDetached checks a binary detached signature over data as OpenTofu
 // 1.12 does by default: expired keys, subkeys and signatures are accepted
 // with a warning (Verified.Warnings). See Policy.Verify.
@@ -91,7 +94,7 @@ func (p Policy) Verify(data, sig []byte, keyrings []*Keyring) (v *Verified, err 
 		}
 	}
 	if expired == nil {
-		return nil, fmt.Errorf("signature does not verify: not signed by any of these keys: %s", strings.Join(tried, "; "))
+		return nil, fmt.Errorf("signature does not verify: %w: %s", ErrWrongKey, strings.Join(tried, "; "))
 	}
 	if p.EnforceExpiration {
 		return nil, fmt.Errorf("%s: refused because %w (--enforce-gpg-expiration or %s=true), as OpenTofu then refuses it too", expired.Expired, ErrExpired, EnforceExpirationEnv)
