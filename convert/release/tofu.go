@@ -57,60 +57,97 @@ func ReadTofu(ctx context.Context, dir string, keys []*pgp.Keyring) (*Tofu, erro
 	if err != nil {
 		return nil, err
 	}
+	version, err := tofuReleaseVersion(dir, entries)
+	if err != nil {
+		return nil, err
+	}
+	sumsName := names.TofuSHA256SUMSName(version)
+	sums, keyID, err := readSignedTofuSums(ctx, dir, sumsName, keys)
+	if err != nil {
+		return nil, err
+	}
+	rel := &Tofu{Version: version, KeyID: keyID}
+	listed, err := rel.collectFiles(dir, entries, sumsName, sums)
+	if err != nil {
+		return nil, err
+	}
+	if err := rel.checkFiles(ctx, sumsName, listed); err != nil {
+		return nil, err
+	}
+	sort.Slice(rel.Files, func(i, j int) bool { return rel.Files[i].Name < rel.Files[j].Name })
+	return rel, nil
+}
+
+// tofuReleaseVersion is the one version whose tofu_<v>_SHA256SUMS the
+// directory holds.
+func tofuReleaseVersion(dir string, entries []os.DirEntry) (string, error) {
 	var version string
 	for _, e := range entries {
 		if v, ok := strings.CutSuffix(e.Name(), "_SHA256SUMS"); ok && strings.HasPrefix(v, "tofu_") {
 			if version != "" {
-				return nil, fmt.Errorf("%s holds more than one release (%s and %s): push one version at a time", dir, version, v[5:])
+				return "", fmt.Errorf("%s holds more than one release (%s and %s): push one version at a time", dir, version, v[5:])
 			}
 			version = v[5:]
 		}
 	}
 	if version == "" {
-		return nil, fmt.Errorf("%s has no tofu_<version>_SHA256SUMS", dir)
+		return "", fmt.Errorf("%s has no tofu_<version>_SHA256SUMS", dir)
 	}
 	if _, err := names.ParseVersion(version); err != nil {
-		return nil, fmt.Errorf("tofu_%s_SHA256SUMS: %w", version, err)
+		return "", fmt.Errorf("tofu_%s_SHA256SUMS: %w", version, err)
 	}
-	prefix := "tofu_" + version + "_"
-	sumsName := prefix + "SHA256SUMS"
-	sumsData, err := localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName), oci.MaxSmallFile)
+	return version, nil
+}
+
+// readSignedTofuSums reads SHA256SUMS and verifies its .gpgsig as the
+// TofuDL client does, returning the file and the key that signed it.
+func readSignedTofuSums(ctx context.Context, dir, sumsName string, keys []*pgp.Keyring) ([]byte, string, error) {
+	sums, err := localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName), oci.MaxSmallFile)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	sigData, err := localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName+".gpgsig"), oci.MaxSmallFile)
+	sig, err := localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName+".gpgsig"), oci.MaxSmallFile)
 	if err != nil {
-		return nil, fmt.Errorf("the release must be signed: %w", err)
+		return nil, "", fmt.Errorf("the release must be signed: %w", err)
 	}
-	v, err := pgp.VerifyTofuDL(sumsData, sigData, keys)
+	v, err := pgp.VerifyTofuDL(sums, sig, keys)
 	if err != nil {
-		return nil, fmt.Errorf("%s.gpgsig: %w", sumsName, err)
+		return nil, "", fmt.Errorf("%s.gpgsig: %w", sumsName, err)
 	}
-	rel := &Tofu{Version: version, KeyID: v.KeyID}
+	return sums, v.KeyID, nil
+}
+
+// collectFiles takes every file of the directory: SHA256SUMS and its
+// signatures, and files SHA256SUMS lists (returned with their listed
+// digests); anything else is refused.
+func (rel *Tofu) collectFiles(dir string, entries []os.DirEntry, sumsName string, sums []byte) (map[string][]string, error) {
 	listed := map[string][]string{}
-	var toCheck []int
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() || !e.Type().IsRegular() {
 			return nil, fmt.Errorf("%s: only regular files belong in a release directory", name)
 		}
-		f := TofuFile{Name: name, Path: filepath.Join(dir, name)}
-		switch {
+		switch digests := sha256sums.TofuDLDigests(sums, name); {
 		case name == sumsName || strings.HasPrefix(name, sumsName+"."):
 			// SHA256SUMS and its signatures: verified above or not ours to check.
-		case len(sha256sums.TofuDLDigests(sumsData, name)) > 0:
-			listed[name] = sha256sums.TofuDLDigests(sumsData, name)
-			toCheck = append(toCheck, len(rel.Files))
+		case len(digests) > 0:
+			listed[name] = digests
 		case strings.HasPrefix(name, "tofu_"):
-			return nil, fmt.Errorf("%s: not listed in %s as the TofuDL client reads it, so it cannot be verified%s", name, sumsName, tofuDLListingHint(sumsData, name))
+			return nil, fmt.Errorf("%s: not listed in %s as the TofuDL client reads it, so it cannot be verified%s", name, sumsName, tofuDLListingHint(sums, name))
 		default:
-			return nil, fmt.Errorf("%s: not part of OpenTofu release %s", name, version)
+			return nil, fmt.Errorf("%s: not part of OpenTofu release %s", name, rel.Version)
 		}
-		rel.Files = append(rel.Files, f)
+		rel.Files = append(rel.Files, TofuFile{Name: name, Path: filepath.Join(dir, name)})
 	}
-	if len(toCheck) == 0 {
+	if len(listed) == 0 {
 		return nil, fmt.Errorf("%s holds none of the files %s lists", dir, sumsName)
 	}
+	return listed, nil
+}
+
+// checkFiles hashes every file, in parallel, and compares the listed ones
+// with their digests as the TofuDL client compares them.
+func (rel *Tofu) checkFiles(ctx context.Context, sumsName string, listed map[string][]string) error {
 	var g errgroup.Group
 	g.SetLimit(runtime.NumCPU())
 	for i := range rel.Files {
@@ -128,11 +165,7 @@ func ReadTofu(ctx context.Context, dir string, keys []*pgp.Keyring) (*Tofu, erro
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	sort.Slice(rel.Files, func(i, j int) bool { return rel.Files[i].Name < rel.Files[j].Name })
-	return rel, nil
+	return g.Wait()
 }
 
 // Artifact builds the release artifact: every file a layer titled with its
