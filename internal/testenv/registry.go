@@ -298,3 +298,36 @@ func WriteDockerConfig(t testing.TB, dir string, creds ...Credential) string {
 	}
 	return dir
 }
+
+// AliasRepository makes repository alias show what repository from holds,
+// by linking alias's storage to from's (Distribution only): many
+// repositories of the same content appear at once, without pushing each.
+// The registry serves each as a repository of its own (tags, manifests,
+// blobs), so clients and caches see distinct repositories.
+func (r *Registry) AliasRepository(t testing.TB, from, alias string) {
+	t.Helper()
+	if r.Kind != KindDistribution && r.Kind != KindDistribution28 && r.Kind != KindTokenAuth {
+		t.Fatalf("AliasRepository needs a Distribution registry, not %s", r.Kind)
+	}
+	repos := filepath.Join(r.Storage, "docker", "registry", "v2", "repositories")
+	src := filepath.Join(repos, filepath.FromSlash(from))
+	if _, err := os.Stat(src); err != nil {
+		t.Fatalf("repository %s: %v", from, err)
+	}
+	dst := filepath.Join(repos, filepath.FromSlash(alias))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(src, dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Pid is the registry process's id (0 when it is not running), for
+// benchmarks that read its CPU time.
+func (r *Registry) Pid() int {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
