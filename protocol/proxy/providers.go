@@ -109,15 +109,15 @@ func (s *Server) releaseAt(ctx context.Context, p names.Provider, v names.Versio
 	return &release{repo: repo, p: p, v: v, pv: pv}, nil
 }
 
-// read reads what n names of a release at once: its provenance (two
-// round trips: the manifest, then its files) and its platform manifests
-// (one), so a document that needs both waits for two round trips after
-// the index, not three.
-func (rel *release) read(ctx context.Context, n needs) error {
+// readRelease reads what n names of a release at once: its provenance
+// (two round trips: the manifest, then its files) and its platform
+// manifests (one), so a document that needs both waits two round trips
+// after the index, not three.
+func (s *Server) readRelease(ctx context.Context, rel *release, n needs) error {
 	g, gctx := errgroup.WithContext(ctx)
 	if n&needProvenance != 0 {
-		g.Go(func() (err error) {
-			rel.prov, err = rel.repo.Provenance(gctx, rel.pv)
+		g.Go(func() error {
+			_, err := s.withProvenance(gctx, rel)
 			return err
 		})
 	}
@@ -128,6 +128,15 @@ func (rel *release) read(ctx context.Context, n needs) error {
 		})
 	}
 	return g.Wait()
+}
+
+func (s *Server) withProvenance(ctx context.Context, rel *release) (*release, error) {
+	prov, err := rel.repo.Provenance(ctx, rel.pv)
+	if err != nil {
+		return nil, err
+	}
+	rel.prov = prov
+	return rel, nil
 }
 
 // protocols are a release's plugin protocol versions; "5.0" when unknown
@@ -207,7 +216,7 @@ func (s *Server) mirrorVersion(ctx context.Context, p names.Provider, v names.Ve
 	if err != nil {
 		return nil, err
 	}
-	if err := rel.read(ctx, needProvenance|needZips); err != nil {
+	if err := s.readRelease(ctx, rel, needProvenance|needZips); err != nil {
 		return nil, err
 	}
 	archives := make(map[string]wire.MirrorArchive, len(rel.zips))
@@ -357,7 +366,7 @@ func (s *Server) downloadDoc(ctx context.Context, p names.Provider, req Registry
 	if _, ok := rel.pv.Platforms[req.Platform]; !ok {
 		return nil, notFound("provider %s %s has no package for %s", p, req.Version, req.Platform)
 	}
-	if err := rel.read(ctx, needProvenance|needZips); err != nil {
+	if err := s.readRelease(ctx, rel, needProvenance|needZips); err != nil {
 		return nil, err
 	}
 	cs, err := s.checksums(ctx, rel, rel.zips)
@@ -442,7 +451,7 @@ func (s *Server) serveZip(w http.ResponseWriter, r *http.Request, rel *release, 
 
 // serveChecksums serves SHA256SUMS or its signature.
 func (s *Server) serveChecksums(w http.ResponseWriter, r *http.Request, rel *release, file ArchiveFile) {
-	if err := rel.read(r.Context(), needProvenance|needZips); err != nil {
+	if err := s.readRelease(r.Context(), rel, needProvenance|needZips); err != nil {
 		s.fail(w, r, err)
 		return
 	}
