@@ -52,10 +52,10 @@ $(TOOLS)/regctl:
 	GOBIN=$(TOOLS) $(GO) install github.com/regclient/regclient/cmd/regctl@$(REGCTL_VERSION)
 
 # Debian packages for the tests (docker-registry: Distribution 2.8, one of
-# the registries the compatibility suite runs against), the benchmarks'
-# references and fixture regeneration (nginx, curl, zip; gnupg for
-# testdata/gen-fixtures.sh).
-APT_PACKAGES := nginx curl zip gnupg docker-registry
+# the registries the compatibility suite runs against; skopeo, one of the
+# tools that must read our OCI layouts), the benchmarks' references and
+# fixture regeneration (nginx, curl, zip; gnupg for testdata/gen-fixtures.sh).
+APT_PACKAGES := nginx curl zip gnupg docker-registry skopeo
 # Installs only what is missing (removed packages whose configuration files
 # remain count as missing) and prints nothing unless apt fails. The
 # docker-registry service that the package would start on :5000 is kept off:
