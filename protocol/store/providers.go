@@ -40,12 +40,13 @@ func parseIndex(desc ocispec.Descriptor, body []byte) (any, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	return pv, indexCost(pv, len(body)), nil
+	return pv, indexCost(len(body)), nil
 }
 
 // indexCost is about the memory a parsed provider index takes: measured
-// at twice its JSON's length (descriptors, the platform map and strings).
-func indexCost(pv *oci.ProviderVersion, bodyLen int) int64 {
+// at 1.7 times its JSON's length (descriptors, the platform map, strings),
+// counted as twice.
+func indexCost(bodyLen int) int64 {
 	return 2 * int64(bodyLen)
 }
 
@@ -83,7 +84,7 @@ func (r *Repo) providerIndex(ctx context.Context, desc ocispec.Descriptor, read 
 		}
 		desc.Size = int64(len(body))
 		pv, err := oci.ParseProviderIndex(desc, body)
-		return pv, indexCost(pv, len(body)), err
+		return pv, indexCost(len(body)), err
 	})
 	if err != nil {
 		return nil, r.fail(err, "reading a provider index")
