@@ -177,8 +177,7 @@ func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, er
 	if idx.ArtifactType != ArtifactTypeProvider {
 		return nil, invalid("index %s has artifactType %q, want %q", desc.Digest, idx.ArtifactType, ArtifactTypeProvider)
 	}
-	desc.MediaType = ocispec.MediaTypeImageIndex
-	pv := &ProviderVersion{Index: desc, Platforms: make(map[names.Platform]ocispec.Descriptor, len(idx.Manifests))}
+	pv := &ProviderVersion{Index: desc, Platforms: map[names.Platform]ocispec.Descriptor{}}
 	for _, d := range idx.Manifests {
 		if err := pv.add(d); err != nil {
 			return nil, err
@@ -187,6 +186,7 @@ func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, er
 	if pv.Provenance != nil {
 		pv.Summary = parseSummary(idx.Annotations)
 	}
+	pv.Index.MediaType = ocispec.MediaTypeImageIndex // the same string, shared (see add)
 	return pv, nil
 }
 

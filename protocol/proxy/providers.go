@@ -53,9 +53,9 @@ type release struct {
 	p    names.Provider
 	v    names.Version
 	pv   *oci.ProviderVersion
-	prov *store.Provenance // nil when the artifact has none (third-party tools)
 	// zips are the platforms' zip layers, when read (needZips).
 	zips map[names.Platform]ocispec.Descriptor
+	prov *store.Provenance // nil when the artifact has none (third-party tools)
 }
 
 // needs says what a handler reads of a release besides its index.

@@ -107,6 +107,15 @@ func (s *Store) CacheCost() int64 {
 	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost()
 }
 
+// stringsCost is about the memory a slice of strings takes.
+func stringsCost(list []string) int64 {
+	n := int64(24)
+	for _, s := range list {
+		n += 16 + int64((len(s)+7)&^7)
+	}
+	return n
+}
+
 // cacheShares share Options.CacheBytes out among the caches, in percent:
 // what a listing of many versions needs (what each version tag names,
 // parsed) gets the most.
@@ -212,15 +221,6 @@ func (r *Repo) Tags(ctx context.Context) ([]string, time.Time, error) {
 		return nil, time.Time{}, r.fail(err, listing)
 	}
 	return res.Val, res.Fetched, nil
-}
-
-// stringsCost is about the memory a slice of strings takes.
-func stringsCost(list []string) int64 {
-	n := int64(24)
-	for _, s := range list {
-		n += 16 + int64((len(s)+7)&^7)
-	}
-	return n
 }
 
 // listTags reads every tag, refusing repositories with more than
