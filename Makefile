@@ -57,12 +57,13 @@ $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # Debian packages for the tests (docker-registry: Distribution 2.8, one of
-# the registries the compatibility suite runs against; chromium: the
-# proxy's page rendered headless, no display needed), the benchmarks'
-# references (nginx, curl, wrk) and fixture regeneration (zip; gnupg for
-# testdata/gen-fixtures.sh). TestMakeInstallsWhatTestsRun checks that
-# every program the tests run is built by `make tools` or listed here.
-APT_PACKAGES := nginx curl wrk zip gnupg gpg gpgconf docker-registry chromium
+# the registries the compatibility suite runs against; skopeo, one of the
+# tools that must read our OCI layouts; chromium: the proxy's page rendered
+# headless, no display needed), the benchmarks' references (nginx, curl,
+# wrk) and fixture regeneration (zip; gnupg for testdata/gen-fixtures.sh).
+# TestMakeInstallsWhatTestsRun checks that every program the tests run is
+# built by `make tools` or listed here.
+APT_PACKAGES := nginx curl wrk zip gnupg gpg gpgconf docker-registry chromium skopeo
 # Installs only what is missing (removed packages whose configuration files
 # remain count as missing) and prints nothing unless apt fails. The
 # docker-registry service that the package would start on :5000 is kept off:

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # bench/proxy.sh — the proxy's performance figures beside their references,
-# measured in one run over TLS on loopback (see BenchmarkProxy):
+# measured in one run over TLS on loopback (see BenchmarkProxy and
+# BenchmarkMetadataDistance):
 #   warm <version>.json req/s: oci-tofu serve vs nginx serving the same file
-#   256 MiB archive: streamed through the proxy vs straight from the registry
+#   256 MiB archive: the proxy's CPU time per byte vs the registry's serving
+#     the blob directly, and the throughput of each
 #   proxy peak RSS during 8 concurrent 256 MiB downloads
+#   500 versions × 4 platforms in a registry 40 ms away: cold, warm and
+#     after-TTL /versions, cold index.json and <version>.json, in round trips
+#     of a static file through the same distance; RSS with 50 such providers
 # Needs .tools/bin/registry (make tools), nginx and wrk (installed here when
-# root; without wrk the JSON load comes from Go workers). About a minute.
+# root; without wrk the JSON load comes from Go workers). About two minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,13 +26,31 @@ if [ -n "$missing" ]; then
   fi
 fi
 
-out=$(go test ./bench -run '^$' -bench '^BenchmarkProxy$' -benchtime 1x -timeout 30m)
+out=$(go test ./bench -run '^$' -bench '^Benchmark(Proxy|MetadataDistance)$' -benchtime 1x -timeout 30m)
 echo "$out"
-line=$(grep '^BenchmarkProxy' <<<"$out")
-metric() { awk -v m="$1" '{for (i = 2; i <= NF; i++) if ($i == m) print $(i-1)}' <<<"$line"; }
+metric() { awk -v b="$1" -v m="$2" '$1 ~ "^"b"(-[0-9]+)?$" {for (i = 2; i <= NF; i++) if ($i == m) print $(i-1)}' <<<"$out"; }
+p() { metric BenchmarkProxy "$1"; }
+d() { metric BenchmarkMetadataDistance "$1"; }
+row() { printf '%-44s %12s %12s %8s %8s\n' "$@"; }
 client=$(grep -o 'JSON load from [a-z]*' <<<"$out" | awk '{print $4}')
-printf '\n%-38s %12s %12s %8s %6s\n' "measure (medians; TLS 1.3, HTTP/1.1)" "oci-tofu" "reference" "ratio" "goal"
-printf '%-38s %12s %12s %8s %6s\n' "warm <version>.json (req/s) vs nginx" "$(metric json-proxy-req/s)" "$(metric json-nginx-req/s)" "$(metric json-proxy/nginx)" "≥0.8"
-printf '%-38s %12s %12s %8s %6s\n' "256 MiB archive (MiB/s) vs registry" "$(metric stream-proxy-MiB/s)" "$(metric stream-registry-MiB/s)" "$(metric stream-proxy/registry)" "≥0.9"
-printf '%-38s %12s %12s %8s %6s\n' "peak RSS, 8 x 256 MiB downloads (MiB)" "$(metric proxy-peak-RSS-MiB)" "" "" "<150"
+
+echo
+row "measure (medians; TLS 1.3, HTTP/1.1)" "oci-tofu" "reference" "ratio" "goal"
+row "warm <version>.json (req/s) vs nginx" "$(p json-proxy-req/s)" "$(p json-nginx-req/s)" "$(p json-proxy/nginx)" "≥0.8"
+row "256 MiB archive: CPU ms vs registry's" "$(p stream-cpu-proxy-ms)" "$(p stream-cpu-registry-ms)" "$(p stream-cpu-proxy/registry)" "≤1.3"
+row "256 MiB archive: MiB/s vs registry's" "$(p stream-proxy-MiB/s)" "$(p stream-registry-MiB/s)" "$(p stream-proxy/registry)" ""
+row "peak RSS, 8 x 256 MiB downloads (MiB)" "$(p proxy-peak-RSS-MiB)" "" "" "<150"
 echo "(JSON load: ${client:-?}, 32 keep-alive connections; archive: one Go HTTP/1.1 client)"
+
+echo
+row "500 versions × 4 platforms, 40 ms away" "oci-tofu" "static file" "ratio" "goal"
+row "cold /versions (ms) vs one round trip" "$(d cold-versions-ms)" "$(d static-rtt-ms)" "$(d cold-versions/rtt)" "<1000ms"
+row "first cold /versions, new connections (ms)" "$(d first-cold-versions-ms)" "" "" "<1000ms"
+row "registry requests per cold /versions" "$(d cold-versions-requests)" "500" "" "≤500+few"
+row "warm /versions (ms)" "$(d warm-versions-ms)" "" "" ""
+row "/versions after the TTLs (ms; max)" "$(d after-ttl-versions-ms) ($(d after-ttl-versions-max-ms))" "" "" "=warm"
+row "cold index.json (round trips)" "$(d cold-index.json-rtts)" "1" "" "≤3"
+row "cold <version>.json (round trips)" "$(d cold-version.json-rtts)" "1" "" "≤3"
+row "cold download document (round trips)" "$(d cold-download-rtts)" "1" "" ""
+row "RSS with 50 such providers cached (MiB)" "$(d rss-50-providers-MiB)" "" "" "bounded"
+row "Go heap in use, 50 providers (MiB)" "$(d heap-inuse-50-providers-MiB)" "" "" ""

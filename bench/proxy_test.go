@@ -32,7 +32,9 @@ import (
 //   - warm <version>.json requests/s through the proxy vs nginx serving the
 //     same JSON as a static file (json-proxy/nginx, goal ≥ 0.8);
 //   - streaming a 256 MiB archive through the proxy vs straight from the
-//     registry's blob endpoint (stream-proxy/registry, goal ≥ 0.9);
+//     registry's blob endpoint: the CPU time each server process spends
+//     per byte, read from /proc (stream-cpu-proxy/registry, goal ≤ 1.3),
+//     and the wall-clock throughput (stream-proxy/registry);
 //   - the proxy's peak RSS during 8 concurrent 256 MiB downloads (goal
 //     < 150 MiB: nothing is buffered).
 //
@@ -87,7 +89,14 @@ func BenchmarkProxy(b *testing.B) {
 	b.Logf("JSON load from %s, 32 connections", jsonClient)
 
 	b.ResetTimer()
-	var jsonProxy, jsonNginx, streamProxy, streamReg []float64
+	var jsonProxy, jsonNginx, streamProxy, streamReg, cpuProxy, cpuReg []float64
+	// stream downloads u, adding its MiB/s to speed and the CPU seconds
+	// process pid spent meanwhile to cpu.
+	stream := func(u string, pid int, speed, cpu *[]float64) {
+		before := procCPU(b, pid)
+		*speed = append(*speed, proxyStream(b, client, u, archiveSize))
+		*cpu = append(*cpu, (procCPU(b, pid) - before).Seconds())
+	}
 	for i := 0; i < b.N; i++ {
 		// ABBA rounds, so drift and noise hit both sides alike.
 		for r := 0; r < 4; r++ {
@@ -101,16 +110,17 @@ func BenchmarkProxy(b *testing.B) {
 		}
 		for r := 0; r < 5; r++ {
 			if r%2 == 0 {
-				streamReg = append(streamReg, proxyStream(b, client, blobURL, archiveSize))
-				streamProxy = append(streamProxy, proxyStream(b, client, archiveURL, archiveSize))
+				stream(blobURL, reg.Pid(), &streamReg, &cpuReg)
+				stream(archiveURL, cmd.Process.Pid, &streamProxy, &cpuProxy)
 			} else {
-				streamProxy = append(streamProxy, proxyStream(b, client, archiveURL, archiveSize))
-				streamReg = append(streamReg, proxyStream(b, client, blobURL, archiveSize))
+				stream(archiveURL, cmd.Process.Pid, &streamProxy, &cpuProxy)
+				stream(blobURL, reg.Pid(), &streamReg, &cpuReg)
 			}
 		}
 	}
 	b.Logf("json req/s: proxy %.0f, nginx %.0f", jsonProxy, jsonNginx)
 	b.Logf("stream MiB/s: proxy %.0f, registry %.0f", streamProxy, streamReg)
+	b.Logf("stream CPU s per 256 MiB: proxy %.2f, registry %.2f", cpuProxy, cpuReg)
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
@@ -126,6 +136,10 @@ func BenchmarkProxy(b *testing.B) {
 	b.ReportMetric(sp, "stream-proxy-MiB/s")
 	b.ReportMetric(sr, "stream-registry-MiB/s")
 	b.ReportMetric(sp/sr, "stream-proxy/registry")
+	cp, cr := median(cpuProxy), median(cpuReg)
+	b.ReportMetric(cp*1000, "stream-cpu-proxy-ms")
+	b.ReportMetric(cr*1000, "stream-cpu-registry-ms")
+	b.ReportMetric(cp/cr, "stream-cpu-proxy/registry")
 	b.ReportMetric(rss, "proxy-peak-RSS-MiB")
 	b.ReportMetric(0, "ns/op")
 }
@@ -406,6 +420,20 @@ func proxyStream(b *testing.B, c *http.Client, u string, size int64) float64 {
 		return 0
 	}
 	return float64(size) / (1 << 20) / time.Since(start).Seconds()
+}
+
+// procCPU is the CPU time (user and system, all threads) process pid has
+// used, from /proc/PID/stat, in clock ticks of 10 ms.
+func procCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatalf("no /proc: %v", err)
+	}
+	// The command name (field 2) may hold spaces: count from its ")".
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // proxyPeakRSS reads a process's peak resident set (VmHWM) in MiB.

@@ -77,3 +77,43 @@ func assertNoTagsWithAuth(t *testing.T, reg *testenv.Registry, user, pass string
 		t.Fatalf("a refused push left tags: %s", out)
 	}
 }
+
+// Where tofu 1.12 finds credentials for oci:// module sources (and
+// oci_mirror): the containers auth.json under $HOME/.config and
+// $HOME/.docker/config.json, but not $DOCKER_CONFIG, which only the docker
+// CLI (and oci-tofu) read. docs/modules.md says so; this pins it.
+func TestTofuOCICredentialLocations(t *testing.T) {
+	isolateCache(t)
+	const user, pass = "ci-bot", "s3cret-Pa55word"
+	reg := testenv.StartRegistryWithAuth(t, user, pass)
+	repo := reg.Host + "/modules/greeting"
+	env := append(os.Environ(), "SSL_CERT_FILE="+reg.CA.CertFile, "DOCKER_CONFIG="+t.TempDir(), "OCI_TOFU_USERNAME="+user, "OCI_TOFU_PASSWORD="+pass)
+	testenv.MustRun(t, "", env, ociTofu, "push", "module", "--quiet", testenv.Testdata(t, "modules", "greeting"), repo+":1.0.0")
+
+	auths := []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.Host, base64.StdEncoding.EncodeToString([]byte(user+":"+pass))))
+	config := fmt.Sprintf("module \"m\" {\n  source = \"oci://%s?tag=1.0.0\"\n  name   = \"x\"\n}\n", repo)
+	try := func(place func(tofu *testenv.CLI)) (string, error) {
+		tofu := testenv.Tofu(t, "")
+		place(tofu)
+		return tofu.Try(t, testenv.WriteConfig(t, map[string]string{"main.tf": config}), "init", "-input=false", "-no-color")
+	}
+	write := func(path string) {
+		os.MkdirAll(filepath.Dir(path), 0o700)
+		if err := os.WriteFile(path, auths, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := try(func(tofu *testenv.CLI) {
+		dir := t.TempDir()
+		write(filepath.Join(dir, "config.json"))
+		tofu.Env = append(tofu.Env, "DOCKER_CONFIG="+dir)
+	}); err == nil || !strings.Contains(strings.Join(strings.Fields(out), " "), "credential not found") {
+		t.Errorf("with credentials only in DOCKER_CONFIG (docs/modules.md: tofu does not read it): %v\n%s", err, out)
+	}
+	if out, err := try(func(tofu *testenv.CLI) { write(filepath.Join(tofu.Home, ".config", "containers", "auth.json")) }); err != nil {
+		t.Errorf("$HOME/.config/containers/auth.json: %v\n%s", err, out)
+	}
+	if out, err := try(func(tofu *testenv.CLI) { write(filepath.Join(tofu.Home, ".docker", "config.json")) }); err != nil {
+		t.Errorf("$HOME/.docker/config.json: %v\n%s", err, out)
+	}
+}

@@ -186,6 +186,7 @@ func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, er
 	if pv.Provenance != nil {
 		pv.Summary = parseSummary(idx.Annotations)
 	}
+	pv.Index.MediaType = ocispec.MediaTypeImageIndex // the same string, shared (see add)
 	return pv, nil
 }
 
@@ -195,6 +196,7 @@ func (pv *ProviderVersion) add(d ocispec.Descriptor) error {
 	case ArtifactTypeProviderTarget:
 	case ArtifactTypeProvenance:
 		if pv.Provenance == nil && d.MediaType == ocispec.MediaTypeImageManifest {
+			d.MediaType, d.ArtifactType = ocispec.MediaTypeImageManifest, ArtifactTypeProvenance
 			pv.Provenance = &d
 		}
 		return nil
@@ -214,6 +216,9 @@ func (pv *ProviderVersion) add(d ocispec.Descriptor) error {
 	if _, dup := pv.Platforms[p]; dup {
 		return invalid("index %s has more than one manifest for %s: OpenTofu refuses it as ambiguous", pv.Index.Digest, p)
 	}
+	// The constants hold the same strings; sharing them spares memory when
+	// thousands of indexes are cached.
+	d.MediaType, d.ArtifactType = ocispec.MediaTypeImageManifest, ArtifactTypeProviderTarget
 	pv.Platforms[p] = d
 	return nil
 }

@@ -166,14 +166,11 @@ func credentialFunc(opts Options) (auth.CredentialFunc, error) {
 }
 
 // Open opens the repository ref names, for reading and writing. An OCI
-// layout directory is created when missing.
+// layout directory is created when missing; its index.json names the
+// tagged roots only (see layout).
 func (c *Client) Open(ref Reference) (Repository, error) {
 	if ref.Layout {
-		store, err := oci.New(ref.Repository)
-		if err != nil {
-			return nil, fmt.Errorf("opening OCI layout %s: %w", ref.Repository, err)
-		}
-		return store, nil
+		return openLayout(ref.Repository)
 	}
 	repo, err := c.remote(ref)
 	if err != nil {

@@ -87,6 +87,9 @@ type Front struct {
 	challenge *string           // upstream's /v2/ challenge, once asked
 
 	upstreamRequests atomic.Int64
+	// answeredRound is the highest Round among the requests answered so
+	// far (see AccessEntry.Round).
+	answeredRound atomic.Int64
 }
 
 // AccessEntry is one request a Front (or its redirect target) answered.
@@ -100,6 +103,13 @@ type AccessEntry struct {
 	// Action is what the front did: "forwarded", "paged", "redirected",
 	// "denied", "fault" (answered by a fault), "hung".
 	Action string
+	// Round is how many round trips a client needed, at least, before it
+	// could send this request: one more than the highest Round of the
+	// requests answered before it arrived. Requests sent together (a
+	// parallel fan-out) share a Round; a request sent after reading an
+	// answer has a higher one. With Latency set, the Rounds of a client's
+	// requests count its sequential round trips.
+	Round int
 }
 
 // String is the entry as a log line.
@@ -182,11 +192,32 @@ func (f *Front) Log() []AccessEntry {
 	return append([]AccessEntry(nil), f.log...)
 }
 
-// ResetLog empties the access log.
+// ResetLog empties the access log and starts counting Rounds anew.
 func (f *Front) ResetLog() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.log = nil
+	f.answeredRound.Store(0)
+}
+
+// Rounds is the highest Round in the access log: the sequential round
+// trips the requests since the last ResetLog took, at least.
+func (f *Front) Rounds() int {
+	n := 0
+	for _, e := range f.Log() {
+		n = max(n, e.Round)
+	}
+	return n
+}
+
+// answered raises answeredRound to round.
+func (f *Front) answered(round int) {
+	for {
+		cur := f.answeredRound.Load()
+		if int64(round) <= cur || f.answeredRound.CompareAndSwap(cur, int64(round)) {
+			return
+		}
+	}
 }
 
 // Count counts the access log entries that match.
@@ -220,9 +251,11 @@ func (f *Front) faults() *faultScript {
 // denial, paging, redirects or forwarding.
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w}
-	entry := AccessEntry{Time: time.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: authScheme(r)}
+	entry := AccessEntry{Time: time.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: authScheme(r),
+		Round: int(f.answeredRound.Load()) + 1}
 	defer func() {
 		entry.Status = rec.status
+		f.answered(entry.Round)
 		f.record(entry)
 	}()
 	if !sleepCtx(r.Context(), f.opts.Latency) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +57,37 @@ func TestFrontLatency(t *testing.T) {
 	}
 	if d := time.Since(start); d < 150*time.Millisecond {
 		t.Errorf("request took %v, want at least the 150ms latency", d)
+	}
+}
+
+// Rounds count sequential round trips: requests sent together share a
+// round, a request sent after an answer has the next one.
+func TestFrontRounds(t *testing.T) {
+	reg := StartRegistry(t)
+	f := StartFrontFor(t, reg, FrontOptions{Latency: 100 * time.Millisecond})
+	client := NewCA(t).HTTPClient()
+	get(t, client, f.URL+"/v2/")
+	f.ResetLog()
+	get(t, client, f.URL+"/v2/") // round 1
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ { // round 2, all four
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, err := client.Get(f.URL + "/v2/"); err == nil { // failures show in the rounds
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	get(t, client, f.URL+"/v2/") // round 3
+	rounds := map[int]int{}
+	for _, e := range f.Log() {
+		rounds[e.Round]++
+	}
+	if f.Rounds() != 3 || rounds[1] != 1 || rounds[2] != 4 || rounds[3] != 1 {
+		t.Fatalf("rounds %v (highest %d), want 1 in round 1, 4 in round 2, 1 in round 3", rounds, f.Rounds())
 	}
 }
 

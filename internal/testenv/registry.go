@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,11 +66,12 @@ type Registry struct {
 	// Token is the token service of a token-auth registry, else nil.
 	Token *TokenServer
 
-	argv  func(t testing.TB) []string // the command that serves it
-	cmd   *exec.Cmd
-	front *Front // crane's TLS front
-	done  chan struct{}
-	log   *LockedBuffer
+	argv   func(t testing.TB) []string // the command that serves it
+	config string                      // Distribution's configuration file
+	cmd    *exec.Cmd
+	front  *Front // crane's TLS front
+	done   chan struct{}
+	log    *LockedBuffer
 }
 
 // StartRegistry starts a CNCF Distribution v3 registry with filesystem
@@ -76,6 +79,36 @@ type Registry struct {
 func StartRegistry(t testing.TB) *Registry {
 	t.Helper()
 	return startDistribution(t, KindDistribution, "", "")
+}
+
+// StartRegistryWithAccessLog starts a CNCF Distribution v3 registry that
+// logs every request it answers (see AccessLog): counting them costs no
+// front between clients and the registry.
+func StartRegistryWithAccessLog(t testing.TB) *Registry {
+	t.Helper()
+	r := newDistribution(t, KindDistribution, "")
+	r.rewriteConfig(t, func(c string) string {
+		return strings.Replace(c, "  accesslog:\n    disabled: true\n", "  accesslog:\n    disabled: false\n", 1)
+	})
+	r.Start(t)
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// accessLine matches a request in Distribution's access log (combined
+// log format).
+var accessLine = regexp.MustCompile(`\] "([A-Z]+) (\S+) HTTP/[0-9.]+" ([0-9]{3}) `)
+
+// AccessLog lists the requests the registry answered since it started, as
+// "METHOD PATH STATUS", when it was started with StartRegistryWithAccessLog.
+func (r *Registry) AccessLog() []string {
+	var out []string
+	for _, line := range strings.Split(r.Log(), "\n") {
+		if m := accessLine.FindStringSubmatch(line); m != nil {
+			out = append(out, m[1]+" "+m[2]+" "+m[3])
+		}
+	}
+	return out
 }
 
 // StartRegistryWithAuth starts a Distribution v3 registry that requires
@@ -153,6 +186,7 @@ func newDistribution(t testing.TB, kind, auth string) *Registry {
 	port := FreePort(t)
 	r := &Registry{Kind: kind, CA: ca, Storage: filepath.Join(dir, "storage"), Host: fmt.Sprintf("localhost:%d", port)}
 	config := filepath.Join(dir, "config.yml")
+	r.config = config
 	if err := os.WriteFile(config, []byte(distributionConfig(r.Storage, port, ca)+auth), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +224,19 @@ http:
     certificate: %s
     key: %s
 `, storage, port, ca.ServerCertFile, ca.ServerKeyFile)
+}
+
+// rewriteConfig edits a Distribution registry's configuration before it
+// starts.
+func (r *Registry) rewriteConfig(t testing.TB, edit func(string) string) {
+	t.Helper()
+	b, err := os.ReadFile(r.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.config, []byte(edit(string(b))), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // htpasswdAuth writes an htpasswd file for user and returns the auth
@@ -297,4 +344,37 @@ func WriteDockerConfig(t testing.TB, dir string, creds ...Credential) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// AliasRepository makes repository alias show what repository from holds,
+// by linking alias's storage to from's (Distribution only): many
+// repositories of the same content appear at once, without pushing each.
+// The registry serves each as a repository of its own (tags, manifests,
+// blobs), so clients and caches see distinct repositories.
+func (r *Registry) AliasRepository(t testing.TB, from, alias string) {
+	t.Helper()
+	if r.Kind != KindDistribution && r.Kind != KindDistribution28 && r.Kind != KindTokenAuth {
+		t.Fatalf("AliasRepository needs a Distribution registry, not %s", r.Kind)
+	}
+	repos := filepath.Join(r.Storage, "docker", "registry", "v2", "repositories")
+	src := filepath.Join(repos, filepath.FromSlash(from))
+	if _, err := os.Stat(src); err != nil {
+		t.Fatalf("repository %s: %v", from, err)
+	}
+	dst := filepath.Join(repos, filepath.FromSlash(alias))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(src, dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Pid is the registry process's id (0 when it is not running), for
+// benchmarks that read its CPU time.
+func (r *Registry) Pid() int {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
 }

@@ -267,3 +267,21 @@ func TestTokenServerGrants(t *testing.T) {
 		t.Errorf("the registry let an anonymous token list tags: %d", resp.StatusCode)
 	}
 }
+
+// A registry started with its access log lists what it answered; an alias
+// of a repository serves the same content under its own name.
+func TestRegistryAccessLogAndAlias(t *testing.T) {
+	reg := StartRegistryWithAccessLog(t)
+	repo := orasRepo(t, reg.Host, "test/artifact", reg.Credential())
+	want := pushArtifact(t, repo, "1.0.0", []byte("hello"))
+	reg.AliasRepository(t, "test/artifact", "test/alias")
+	alias := orasRepo(t, reg.Host, "test/alias", reg.Credential())
+	assertPulls(t, alias, "1.0.0", want)
+	var found bool
+	for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		found = slices.Contains(reg.AccessLog(), "GET /v2/test/alias/manifests/1.0.0 200")
+	}
+	if !found {
+		t.Fatalf("the access log has no GET of the alias's manifest:\n%s", strings.Join(reg.AccessLog(), "\n"))
+	}
+}

@@ -31,6 +31,10 @@ type Options struct {
 	// MaxEntries and MaxCost bound the cache (defaults 4096 and unbounded).
 	MaxEntries int
 	MaxCost    int64
+	// EntryCost is added to every entry's cost, with its key's length:
+	// the cache's own bookkeeping per entry, so that MaxCost bounds the
+	// memory the cache holds, small entries included.
+	EntryCost int64
 	// Timeout bounds each fetch (default 30s).
 	Timeout time.Duration
 	// Observe, when set, is told the result of each lookup: "hit",
@@ -247,6 +251,13 @@ func (c *Cache[V]) Peek(key string) (V, bool) {
 	return e.val, true
 }
 
+// Cost is the entries' total cost: about the bytes they hold.
+func (c *Cache[V]) Cost() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cost
+}
+
 // Len is the number of entries.
 func (c *Cache[V]) Len() int {
 	c.mu.Lock()
@@ -263,6 +274,7 @@ func (c *Cache[V]) storeLocked(e *entry[V]) {
 			e.expires = t
 		}
 	}
+	e.cost += c.opts.EntryCost + int64(len(e.key))
 	if el, ok := c.items[e.key]; ok {
 		c.cost -= el.Value.(*entry[V]).cost
 		el.Value = e

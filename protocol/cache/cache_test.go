@@ -167,7 +167,8 @@ func TestFetchGoesOnForRemainingWaiters(t *testing.T) {
 }
 
 func TestBoundedByEntriesAndCost(t *testing.T) {
-	c := cache.New[string](cache.Options{MaxEntries: 3, MaxCost: 10})
+	// Each entry costs its value's cost plus its key's length.
+	c := cache.New[string](cache.Options{MaxEntries: 3, MaxCost: 14})
 	for _, k := range []string{"a", "b", "c", "d"} {
 		c.Add(k, "xx", 2)
 	}
@@ -178,7 +179,7 @@ func TestBoundedByEntriesAndCost(t *testing.T) {
 		t.Fatal("least recently used entry kept")
 	}
 	c.Add("big", "xxxxxxxx", 8)
-	if c.Len() != 2 { // 8 + one of 2
+	if c.Len() != 2 { // 8+3 and one of 2+1
 		t.Fatalf("%d entries after a costly one", c.Len())
 	}
 }
@@ -189,5 +190,16 @@ func TestPanickingFetchIsAnError(t *testing.T) {
 	_, err := c.Get(context.Background(), "k", func(context.Context) (string, int64, error) { panic("boom") })
 	if err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// Bookkeeping counts: small values cannot fill memory past MaxCost.
+func TestEntryCostBoundsSmallEntries(t *testing.T) {
+	c := cache.New[string](cache.Options{MaxCost: 1000, EntryCost: 300})
+	for _, k := range []string{"a", "b", "c", "d"} {
+		c.Add(k, "x", 1)
+	}
+	if c.Len() != 3 || c.Cost() != 3*(1+300+1) {
+		t.Fatalf("%d entries costing %d", c.Len(), c.Cost())
 	}
 }

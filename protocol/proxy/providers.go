@@ -10,6 +10,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
@@ -37,7 +38,7 @@ const (
 // (providers.v1) and the archive downloads.
 func (s *Server) mountProviders() {
 	s.generated = cache.New[*checksums](cache.Options{Name: "generated_checksums", FailureTTL: failureTTL(s.opts.FailureTTL),
-		MaxEntries: s.opts.CacheEntries, Timeout: s.opts.UpstreamTimeout, Observe: s.metrics.observeCache})
+		MaxEntries: s.opts.CacheEntries, MaxCost: s.opts.CacheBytes / 20, EntryCost: store.EntryCost, Timeout: s.opts.UpstreamTimeout, Observe: s.metrics.observeCache})
 	s.Mount("", MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(s.serveMirror)))
 	s.Mount("providers.v1", ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(s.serveRegistry)))
 	s.Mount("", ArchivePrefix, "archives", http.HandlerFunc(s.serveArchive))
@@ -58,8 +59,18 @@ type release struct {
 	p    names.Provider
 	v    names.Version
 	pv   *oci.ProviderVersion
+	// zips are the platforms' zip layers, when read (needZips).
+	zips map[names.Platform]ocispec.Descriptor
 	prov *store.Provenance // nil when the artifact has none (third-party tools)
 }
+
+// needs says what a handler reads of a release besides its index.
+type needs int
+
+const (
+	needProvenance needs = 1 << iota
+	needZips
+)
 
 // listing lists a provider's versions; a provider without any is 404.
 func (s *Server) listing(ctx context.Context, p names.Provider) (*store.Repo, store.Listing, error) {
@@ -77,7 +88,7 @@ func (s *Server) listing(ctx context.Context, p names.Provider) (*store.Repo, st
 	return repo, l, nil
 }
 
-// release reads the release version v's tag names, with its provenance.
+// release reads the index version v's tag names.
 func (s *Server) release(ctx context.Context, p names.Provider, v names.Version) (*release, error) {
 	repo, err := s.providerRepo(p)
 	if err != nil {
@@ -87,7 +98,7 @@ func (s *Server) release(ctx context.Context, p names.Provider, v names.Version)
 	if err != nil {
 		return nil, missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v))
 	}
-	return s.withProvenance(ctx, &release{repo: repo, p: p, v: v, pv: pv})
+	return &release{repo: repo, p: p, v: v, pv: pv}, nil
 }
 
 // releaseAt reads the release with a given index digest, as archive URLs
@@ -101,7 +112,28 @@ func (s *Server) releaseAt(ctx context.Context, p names.Provider, v names.Versio
 	if err != nil {
 		return nil, missing(err, "provider "+p.String(), "provider %s has no release with index %s", p, index)
 	}
-	return s.withProvenance(ctx, &release{repo: repo, p: p, v: v, pv: pv})
+	return &release{repo: repo, p: p, v: v, pv: pv}, nil
+}
+
+// readRelease reads what n names of a release at once: its provenance
+// (two round trips: the manifest, then its files) and its platform
+// manifests (one), so a document that needs both waits two round trips
+// after the index, not three.
+func (s *Server) readRelease(ctx context.Context, rel *release, n needs) error {
+	g, gctx := errgroup.WithContext(ctx)
+	if n&needProvenance != 0 {
+		g.Go(func() error {
+			_, err := s.withProvenance(gctx, rel)
+			return err
+		})
+	}
+	if n&needZips != 0 {
+		g.Go(func() (err error) {
+			rel.zips, err = rel.repo.Zips(gctx, rel.pv)
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 func (s *Server) withProvenance(ctx context.Context, rel *release) (*release, error) {
@@ -207,14 +239,13 @@ func (s *Server) mirrorVersion(ctx context.Context, p names.Provider, v names.Ve
 	if err != nil {
 		return nil, err
 	}
-	zips, err := rel.repo.Zips(ctx, rel.pv)
-	if err != nil {
+	if err := s.readRelease(ctx, rel, needProvenance|needZips); err != nil {
 		return nil, err
 	}
 	sum, known := rel.summary()
 	s.seen.providerVersion(p.String(), viaMirror, v, rel.pv.SortedPlatforms(), known && len(sum.SigningKeyIDs) > 0)
-	archives := make(map[string]wire.MirrorArchive, len(zips))
-	for pl, z := range zips {
+	archives := make(map[string]wire.MirrorArchive, len(rel.zips))
+	for pl, z := range rel.zips {
 		archives[pl.String()] = wire.MirrorArchive{
 			URL:    mirrorToArchives + s.archiveRef(rel, names.ProviderZipName(p.Type, v.String(), pl)),
 			Hashes: rel.hashes(pl, z),
@@ -394,15 +425,14 @@ func (s *Server) downloadDoc(ctx context.Context, p names.Provider, req Registry
 	if _, ok := rel.pv.Platforms[req.Platform]; !ok {
 		return nil, notFound("provider %s %s has no package for %s", p, req.Version, req.Platform)
 	}
-	zips, err := rel.repo.Zips(ctx, rel.pv)
+	if err := s.readRelease(ctx, rel, needProvenance|needZips); err != nil {
+		return nil, err
+	}
+	cs, err := s.checksums(ctx, rel, rel.zips)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := s.checksums(ctx, rel, zips)
-	if err != nil {
-		return nil, err
-	}
-	zip := zips[req.Platform]
+	zip := rel.zips[req.Platform]
 	name, err := cs.checkListed(rel, req.Platform, zip.Digest.Encoded())
 	if err != nil {
 		return nil, err
@@ -418,7 +448,7 @@ func (s *Server) downloadDoc(ctx context.Context, p names.Provider, req Registry
 		SHASumsSignatureURL: registryToArchives + s.archiveRef(rel, sums+".sig"),
 		SHASum:              zip.Digest.Encoded(),
 		SigningKeys:         wire.SigningKeys{GPGPublicKeys: cs.keys},
-		Packages:            rel.packages(zips),
+		Packages:            rel.packages(rel.zips),
 	}, nil
 }
 
@@ -480,12 +510,11 @@ func (s *Server) serveZip(w http.ResponseWriter, r *http.Request, rel *release, 
 
 // serveChecksums serves SHA256SUMS or its signature.
 func (s *Server) serveChecksums(w http.ResponseWriter, r *http.Request, rel *release, file ArchiveFile) {
-	zips, err := rel.repo.Zips(r.Context(), rel.pv)
-	if err != nil {
+	if err := s.readRelease(r.Context(), rel, needProvenance|needZips); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	cs, err := s.checksums(r.Context(), rel, zips)
+	cs, err := s.checksums(r.Context(), rel, rel.zips)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -75,7 +75,10 @@ type Options struct {
 	// remembered): see store.Options. Documents live as long as tag lists
 	// and are then served stale, for at most MaxStale, while being rebuilt.
 	TagTTL, ResolveTTL, MaxStale, FailureTTL time.Duration
-	// CacheEntries and CacheBytes bound each cache (defaults 16384, 64 MiB).
+	// CacheBytes bounds the memory the caches hold together (default 256
+	// MiB): a fifth for documents, a twentieth for generated signatures,
+	// the rest for the store's caches (see store.Options).
+	// CacheEntries bounds the entries of each cache besides (default 65536).
 	CacheEntries int
 	CacheBytes   int64
 	// UpstreamTimeout bounds each metadata read from the registry (default 30s).
@@ -137,7 +140,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.docs = cache.New[document](cache.Options{Name: "documents", TTL: opts.TagTTL, MaxStale: max(opts.MaxStale, 0),
-		FailureTTL: failureTTL(opts.FailureTTL), MaxEntries: opts.CacheEntries, MaxCost: opts.CacheBytes,
+		FailureTTL: failureTTL(opts.FailureTTL), MaxEntries: opts.CacheEntries, MaxCost: opts.CacheBytes / 5, EntryCost: store.EntryCost,
 		Timeout: 2 * opts.UpstreamTimeout, Observe: s.metrics.observeCache})
 	s.routeCommon()
 	s.routePage(len(mappings) > 0)
@@ -194,10 +197,10 @@ func withDefaults(opts Options) Options {
 	def(&opts.StallTimeout, 60*time.Second)
 	def(&opts.ArchiveURLTTL, time.Hour)
 	if opts.CacheEntries <= 0 {
-		opts.CacheEntries = 16384
+		opts.CacheEntries = 65536
 	}
 	if opts.CacheBytes <= 0 {
-		opts.CacheBytes = 64 << 20
+		opts.CacheBytes = 256 << 20
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -225,7 +228,7 @@ func (s *Server) connect() error {
 	s.store = store.New(store.Options{
 		Client: client, TagTTL: s.opts.TagTTL, ResolveTTL: s.opts.ResolveTTL, MaxStale: s.opts.MaxStale,
 		FailureTTL: s.opts.FailureTTL, Timeout: s.opts.UpstreamTimeout, CacheEntries: s.opts.CacheEntries,
-		CacheBytes: s.opts.CacheBytes, DeniedAsMissing: s.opts.DeniedAsMissing,
+		CacheBytes: s.opts.CacheBytes - s.opts.CacheBytes/5 - s.opts.CacheBytes/20, DeniedAsMissing: s.opts.DeniedAsMissing,
 		Observe: s.metrics.observeCache, Logger: s.log,
 	})
 	return nil

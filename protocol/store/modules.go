@@ -13,11 +13,11 @@ import (
 // Module reads the module package a tag names: its manifest's descriptor
 // and its zip layer, with OpenTofu's checks.
 func (r *Repo) Module(ctx context.Context, tag string) (manifest, zip ocispec.Descriptor, err error) {
-	tm, err := r.manifestByTag(ctx, tag)
+	tm, err := r.manifestByTag(ctx, "body", tag, keepBody)
 	if err != nil {
 		return manifest, zip, err
 	}
-	zip, err = r.moduleZip(ctx, tm.desc, func(context.Context) ([]byte, error) { return tm.body, nil })
+	zip, err = r.moduleZip(ctx, tm.desc, func(context.Context) ([]byte, error) { return tm.val.([]byte), nil })
 	return tm.desc, zip, err
 }
 

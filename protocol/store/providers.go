@@ -23,20 +23,39 @@ type Provenance struct {
 // registry allows. A listed version whose canonical tag does not exist
 // ("1.2" for 1.2.0) is NotFound, as OpenTofu finds it.
 func (r *Repo) ProviderVersion(ctx context.Context, v names.Version) (*oci.ProviderVersion, error) {
-	tm, err := r.manifestByTag(ctx, names.TagForVersion(v))
+	tm, err := r.manifestByTag(ctx, "provider", names.TagForVersion(v), parseIndex)
 	if err != nil {
 		return nil, err
 	}
-	pv, err := r.providerIndex(ctx, tm.desc, func(context.Context) ([]byte, error) { return tm.body, nil })
-	if err != nil {
-		return nil, err
+	if tm.err != nil {
+		return nil, r.fail(tm.err, "reading a provider index")
 	}
-	return withVersion(pv, v), nil
+	return withVersion(tm.val.(*oci.ProviderVersion), v), nil
+}
+
+// parseIndex reads a provider index as the resolve cache keeps it.
+func parseIndex(desc ocispec.Descriptor, body []byte) (any, int64, error) {
+	desc.Size = int64(len(body))
+	pv, err := oci.ParseProviderIndex(desc, body)
+	if err != nil {
+		return nil, 0, err
+	}
+	return pv, indexCost(len(body)), nil
+}
+
+// indexCost is about the memory a parsed provider index takes: measured
+// at 1.7 times its JSON's length (descriptors, the platform map, strings),
+// counted as twice.
+func indexCost(bodyLen int) int64 {
+	return 2 * int64(bodyLen)
 }
 
 // ProviderVersionAt reads the index with digest d: the exact release an
 // archive URL was handed out for, whatever its tag names now.
 func (r *Repo) ProviderVersionAt(ctx context.Context, v names.Version, d digest.Digest) (*oci.ProviderVersion, error) {
+	if tm, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(v))); ok && tm.err == nil && tm.desc.Digest == d {
+		return withVersion(tm.val.(*oci.ProviderVersion), v), nil // the index the tag named when last read
+	}
 	repo, err := r.open(ctx)
 	if err != nil {
 		return nil, err
@@ -65,7 +84,7 @@ func (r *Repo) providerIndex(ctx context.Context, desc ocispec.Descriptor, read 
 		}
 		desc.Size = int64(len(body))
 		pv, err := oci.ParseProviderIndex(desc, body)
-		return pv, int64(len(body)), err
+		return pv, indexCost(len(body)), err
 	})
 	if err != nil {
 		return nil, r.fail(err, "reading a provider index")

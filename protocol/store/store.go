@@ -42,8 +42,10 @@ type Options struct {
 	FailureTTL time.Duration
 	// Timeout bounds each upstream read (default 30s).
 	Timeout time.Duration
-	// CacheEntries and CacheBytes bound each cache of content addressed
-	// by digest (defaults 16384 entries and 64 MiB).
+	// CacheBytes bounds the memory all the store's caches hold together
+	// (default 192 MiB), shared out by cacheShares; costs are estimated
+	// from what entries hold, bookkeeping included. CacheEntries bounds
+	// the entries of each cache besides (default 65536).
 	CacheEntries int
 	CacheBytes   int64
 	// Concurrency bounds the reads one request fans out at once (default 64).
@@ -75,14 +77,18 @@ func New(opts Options) *Store {
 	opts = withDefaults(opts)
 	ttl := func(name string, ttl, stale time.Duration) cache.Options {
 		return cache.Options{Name: name, TTL: ttl, MaxStale: stale, FailureTTL: opts.FailureTTL,
-			MaxEntries: opts.CacheEntries, Timeout: opts.Timeout, Observe: opts.Observe}
+			MaxEntries: opts.CacheEntries, EntryCost: EntryCost, Timeout: opts.Timeout, Observe: opts.Observe}
 	}
-	byDigest := func(name string) cache.Options { return withCost(ttl(name, 0, 0), opts.CacheBytes) }
+	share := func(o cache.Options) cache.Options {
+		o.MaxCost = max(opts.CacheBytes*cacheShares[o.Name]/100, 1)
+		return o
+	}
+	byDigest := func(name string) cache.Options { return share(ttl(name, 0, 0)) }
 	return &Store{
 		opts:       opts,
 		repos:      cache.New[oci.ReadOnlyRepository](ttl("repositories", opts.TagTTL, opts.MaxStale)),
-		tags:       cache.New[[]string](ttl("tags", opts.TagTTL, 0)), // listings are revalidated at the document level
-		byTag:      cache.New[taggedManifest](withCost(ttl("resolve", opts.ResolveTTL, opts.MaxStale), opts.CacheBytes)),
+		tags:       cache.New[[]string](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
+		byTag:      cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
 		providers:  cache.New[*oci.ProviderVersion](byDigest("indexes")),
 		zips:       cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
 		provenance: cache.New[*Provenance](byDigest("provenance")),
@@ -91,9 +97,31 @@ func New(opts Options) *Store {
 	}
 }
 
-func withCost(o cache.Options, max int64) cache.Options {
-	o.MaxCost = max
-	return o
+// EntryCost is what one cache entry costs besides its value (the entry,
+// its list element and map slot; the key is counted apart), in bytes.
+const EntryCost = 320
+
+// CacheCost is about the bytes the store's caches hold (what their costs
+// add up to; the repositories cache, bounded by entries only, aside).
+func (s *Store) CacheCost() int64 {
+	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost()
+}
+
+// stringsCost is about the memory a slice of strings takes.
+func stringsCost(list []string) int64 {
+	n := int64(24)
+	for _, s := range list {
+		n += 16 + int64((len(s)+7)&^7)
+	}
+	return n
+}
+
+// cacheShares share Options.CacheBytes out among the caches, in percent:
+// what a listing of many versions needs (what each version tag names,
+// parsed) gets the most.
+var cacheShares = map[string]int64{
+	"resolve": 50, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
 // disabledOr reads a duration option: 0 is the default, negative turns the
@@ -120,10 +148,10 @@ func withDefaults(o Options) Options {
 	o.MaxStale = disabledOr(o.MaxStale, 5*time.Minute, 0)
 	o.FailureTTL = disabledOr(o.FailureTTL, 5*time.Second, -1)
 	if o.CacheEntries <= 0 {
-		o.CacheEntries = 16384
+		o.CacheEntries = 65536
 	}
 	if o.CacheBytes <= 0 {
-		o.CacheBytes = 64 << 20
+		o.CacheBytes = 192 << 20
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 64
@@ -187,7 +215,7 @@ func (r *Repo) Tags(ctx context.Context) ([]string, time.Time, error) {
 	}
 	res, err := r.s.tags.Get(ctx, r.name, func(ctx context.Context) ([]string, int64, error) {
 		tags, err := listTags(ctx, repo)
-		return tags, int64(len(tags)) * 16, err
+		return tags, stringsCost(tags), err
 	})
 	if err != nil {
 		return nil, time.Time{}, r.fail(err, listing)
@@ -279,29 +307,55 @@ func (r *Repo) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadClose
 	return rc, nil
 }
 
-// taggedManifest is what a tag named when it was read: the descriptor and
-// the manifest's bytes.
+// taggedManifest is what a tag named when it was read: the manifest's
+// descriptor and what the reader made of its bytes (read once, so a
+// parsed provider index need not keep the bytes it came from).
 type taggedManifest struct {
 	desc ocispec.Descriptor
-	body []byte
+	val  any
+	// err is why the reader refused the manifest. It is kept like a value,
+	// for ResolveTTL: reading the same bytes again would say the same.
+	err error
+}
+
+// manifestReader makes what the resolve cache keeps of a manifest read by
+// tag, and says about how many bytes of memory that takes.
+type manifestReader func(desc ocispec.Descriptor, body []byte) (val any, cost int64, err error)
+
+// keepBody keeps a manifest's bytes as they are.
+func keepBody(_ ocispec.Descriptor, body []byte) (any, int64, error) {
+	return body, int64(len(body)), nil
 }
 
 // manifestByTag reads the manifest or index a tag names, in one round
-// trip where the registry allows, cached for ResolveTTL.
-func (r *Repo) manifestByTag(ctx context.Context, tag string) (taggedManifest, error) {
+// trip where the registry allows, and keeps what read makes of it for
+// ResolveTTL. kind names the reader: one tag read by two kinds of reader
+// is two entries.
+func (r *Repo) manifestByTag(ctx context.Context, kind, tag string, read manifestReader) (taggedManifest, error) {
 	repo, err := r.open(ctx)
 	if err != nil {
 		return taggedManifest{}, err
 	}
-	res, err := r.s.byTag.Get(ctx, r.name+":"+tag, func(ctx context.Context) (taggedManifest, int64, error) {
+	res, err := r.s.byTag.Get(ctx, r.tagKey(kind, tag), func(ctx context.Context) (taggedManifest, int64, error) {
 		desc, body, err := oci.FetchReference(ctx, repo, tag)
-		return taggedManifest{desc: desc, body: body}, int64(len(body)), err
+		if err != nil {
+			return taggedManifest{}, 0, err
+		}
+		val, cost, err := read(desc, body)
+		return taggedManifest{desc: desc, val: val, err: err}, cost + descriptorCost, nil
 	})
 	if err != nil {
 		return taggedManifest{}, r.fail(err, "reading tag "+tag)
 	}
 	return res.Val, nil
 }
+
+// tagKey is the resolve cache's key for a tag read by a kind of reader.
+func (r *Repo) tagKey(kind, tag string) string { return r.name + ":" + tag + " " + kind }
+
+// descriptorCost is about what a descriptor read from a registry takes in
+// memory (its digest and media type strings, the struct).
+const descriptorCost = 256
 
 // EachVersion calls fn for every version, at most Concurrency at a time,
 // and stops at the first error fn returns: the reads still outstanding

@@ -28,7 +28,7 @@ type TofuRelease struct {
 // layers, so a file is served only under the digest and size the release
 // records.
 func (r *Repo) TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, error) {
-	tm, err := r.manifestByTag(ctx, names.TagForVersion(v))
+	tm, err := r.manifestByTag(ctx, "body", names.TagForVersion(v), keepBody)
 	if err != nil {
 		return nil, err
 	}
@@ -37,8 +37,8 @@ func (r *Repo) TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, 
 		return nil, err
 	}
 	res, err := r.s.tofu.Get(ctx, r.name+"@"+tm.desc.Digest.String(), func(ctx context.Context) (*TofuRelease, int64, error) {
-		rel, err := readTofuRelease(ctx, repo, tm, v)
-		return rel, int64(len(tm.body)), err
+		rel, err := readTofuRelease(ctx, repo, tm.desc, tm.val.([]byte), v)
+		return rel, int64(len(tm.val.([]byte))), err
 	})
 	if err != nil {
 		return nil, r.fail(err, "reading an OpenTofu release")
@@ -46,8 +46,8 @@ func (r *Repo) TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, 
 	return res.Val, nil
 }
 
-func readTofuRelease(ctx context.Context, repo oci.ReadOnlyRepository, tm taggedManifest, v names.Version) (*TofuRelease, error) {
-	cfg, layers, err := oci.ReadTofuReleaseBody(ctx, repo, tm.desc, tm.body)
+func readTofuRelease(ctx context.Context, repo oci.ReadOnlyRepository, desc ocispec.Descriptor, body []byte, v names.Version) (*TofuRelease, error) {
+	cfg, layers, err := oci.ReadTofuReleaseBody(ctx, repo, desc, body)
 	if err != nil {
 		return nil, err
 	}

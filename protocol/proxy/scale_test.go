@@ -1,0 +1,238 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
+	"github.com/oci-tofu/oci-tofu/internal/seed"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// scaleVersions is the number of versions of the provider the scale test
+// pushes (× 4 platforms, signed).
+const scaleVersions = 300
+
+// The behaviour behind the distance goals (docs/benchmarks.md), counted
+// at a front that puts the registry 100 ms away, so that each request's
+// Round is the number of sequential round trips the proxy made to get
+// there: a provider with hundreds of versions listed cold in one round for
+// the tags and one per 64 versions (Concurrency), one request per version;
+// index.json in one round trip, <version>.json and the download document in
+// three; an archive after its metadata in one; after the TTLs no client
+// waits for the registry; and fifty such providers held within the cache
+// bound.
+func TestManyVersions(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	seedScale(t, reg, "scale/acme/big0", scaleVersions)
+	for i := 1; i < 50; i++ {
+		reg.AliasRepository(t, "scale/acme/big0", fmt.Sprintf("scale/acme/big%d", i))
+	}
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("memory-bounded", func(t *testing.T) { testScaleMemory(t, reg, client) })
+	t.Run("round-trips", func(t *testing.T) { testScaleRoundTrips(t, reg, client) })
+	t.Run("stale-while-revalidate", func(t *testing.T) { testScaleNoWaitAfterTTL(t, reg, client) })
+}
+
+// seedScale pushes n signed versions × 4 platforms into repo.
+func seedScale(t *testing.T, reg *testenv.Registry, repo string, n int) {
+	t.Helper()
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.Open(oci.Reference{Registry: reg.Host, Repository: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seed.Provider(context.Background(), r, t.TempDir(), seed.Options{Versions: n, Signer: signer}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scaleProxy serves the scale providers (scale/acme/bigN) from host.
+func scaleProxy(t *testing.T, client *oci.Client, host string, opts Options) *proxy {
+	opts.Client = client
+	opts.ProviderTemplate = mustTemplate(t, host+"/scale/${namespace}/${type}")
+	return startProxy(t, opts)
+}
+
+func testScaleRoundTrips(t *testing.T, reg *testenv.Registry, client *oci.Client) {
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: 100 * time.Millisecond})
+	p := scaleProxy(t, client, front.Host, Options{})
+	const concurrency = 64 // store.Options.Concurrency's default
+	v := seed.Version(scaleVersions / 2)
+
+	// counted GETs u (wanting 200) and returns the registry requests it
+	// made and their rounds.
+	counted := func(t *testing.T, u string, out any) ([]testenv.AccessEntry, int) {
+		t.Helper()
+		front.ResetLog()
+		p.getJSON(t, u, http.StatusOK, out)
+		return front.Log(), front.Rounds()
+	}
+	t.Run("versions", func(t *testing.T) {
+		var doc wire.RegistryVersions
+		log, rounds := counted(t, "/v1/providers/acme/big0/versions", &doc)
+		if len(doc.Versions) != scaleVersions || len(doc.Warnings) != 0 {
+			t.Fatalf("%d versions, warnings %q", len(doc.Versions), doc.Warnings)
+		}
+		if len(log) > scaleVersions+3 {
+			t.Errorf("%d registry requests for %d versions, want one per version and a few more:\n%s", len(log), scaleVersions, summariseLog(log))
+		}
+		if want := 1 + (scaleVersions+concurrency-1)/concurrency + 1; rounds > want {
+			t.Errorf("%d sequential round trips, want at most %d (the tags, then %d versions at a time)", rounds, want, concurrency)
+		}
+	})
+	t.Run("index.json", func(t *testing.T) {
+		var doc wire.MirrorIndex
+		log, rounds := counted(t, "/v1/mirror/registry.opentofu.org/acme/big1/index.json", &doc)
+		if len(doc.Versions) != scaleVersions || len(log) != 1 || rounds != 1 {
+			t.Errorf("%d versions from %d requests in %d round trips, want %d from 1 in 1:\n%s", len(doc.Versions), len(log), rounds, scaleVersions, summariseLog(log))
+		}
+	})
+	var archiveURL string
+	t.Run("version.json", func(t *testing.T) {
+		var doc wire.MirrorVersion
+		u := "/v1/mirror/registry.opentofu.org/acme/big2/" + v + ".json"
+		log, rounds := counted(t, u, &doc)
+		a, ok := doc.Archives["linux_amd64"]
+		if len(doc.Archives) != 4 || !ok || len(a.Hashes) != 2 {
+			t.Fatalf("archives %+v", doc.Archives)
+		}
+		if rounds > 3 {
+			t.Errorf("%d sequential round trips, want at most 3 (the index, then the provenance manifest and the platform manifests, then the provenance files):\n%s", rounds, summariseLog(log))
+		}
+		base, err := url.Parse(p.URL + u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		archiveURL = resolve(t, base, a.URL)
+	})
+	t.Run("download", func(t *testing.T) {
+		var doc wire.RegistryDownload
+		log, rounds := counted(t, "/v1/providers/acme/big3/"+v+"/download/linux/amd64", &doc)
+		if len(doc.Packages) != 4 || len(doc.SigningKeys.GPGPublicKeys) != 1 {
+			t.Fatalf("download document %+v", doc)
+		}
+		if rounds > 3 {
+			t.Errorf("%d sequential round trips, want at most 3:\n%s", rounds, summariseLog(log))
+		}
+	})
+	t.Run("archive-after-metadata", func(t *testing.T) {
+		front.ResetLog()
+		if r := p.get(t, archiveURL); r.Status != http.StatusOK || r.Err != nil {
+			t.Fatalf("GET %s: %d %v", archiveURL, r.Status, r.Err)
+		}
+		if log := front.Log(); len(log) != 1 || !strings.Contains(log[0].Path, "/blobs/") {
+			t.Errorf("an archive whose metadata was just served took %d registry requests, want the blob alone:\n%s", len(log), summariseLog(log))
+		}
+	})
+}
+
+// After the TTLs, documents are answered at once, stale, while the
+// registry is asked again in the background: here the registry never
+// answers, and clients still get their documents.
+func testScaleNoWaitAfterTTL(t *testing.T, reg *testenv.Registry, client *oci.Client) {
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
+	const ttl = 500 * time.Millisecond
+	p := scaleProxy(t, client, front.Host, Options{TagTTL: ttl, ResolveTTL: ttl, UpstreamTimeout: time.Second})
+	docs := []string{
+		"/v1/providers/acme/big4/versions",
+		"/v1/mirror/registry.opentofu.org/acme/big4/index.json",
+		"/v1/mirror/registry.opentofu.org/acme/big4/" + seed.Version(3) + ".json",
+		"/v1/providers/acme/big4/" + seed.Version(3) + "/download/linux/amd64",
+	}
+	warm := map[string]string{}
+	for _, u := range docs {
+		warm[u] = string(p.getJSON(t, u, http.StatusOK, nil).Body)
+	}
+	time.Sleep(2 * ttl)
+	front.SetFaults(testenv.FaultRule{Fault: testenv.Fault{Hang: testenv.HangUntilClientLeaves}})
+	front.ResetLog()
+	p.Client.Timeout = 3 * time.Second // a client that waited would time out
+	for _, u := range docs {
+		if got := string(p.getJSON(t, u, http.StatusOK, nil).Body); got != warm[u] {
+			t.Errorf("%s after the TTL:\n%s\nwant the document served before:\n%s", u, got, warm[u])
+		}
+	}
+	// The revalidations did go to the registry (and hung there until the
+	// proxy gave up on them: then they are logged).
+	for deadline := time.Now().Add(10 * time.Second); front.Count(func(e testenv.AccessEntry) bool { return e.Action == "hung" }) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no revalidation reached the registry")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Fifty providers of hundreds of versions, listed: the caches hold what
+// CacheBytes allows, and the heap grows by about that much, not by what
+// the listings would take unbounded (about 3 KiB a version, 45 MiB here).
+func testScaleMemory(t *testing.T, reg *testenv.Registry, client *oci.Client) {
+	const bound = 8 << 20
+	p := scaleProxy(t, client, reg.Host, Options{CacheBytes: bound})
+	versions := func(i int) string { return fmt.Sprintf("/v1/providers/acme/big%d/versions", i) }
+	p.getJSON(t, versions(0), http.StatusOK, nil) // connections to the registry open, buffers allocated
+	before := heapInUse()
+	for i := 1; i < 50; i++ {
+		var doc wire.RegistryVersions
+		p.getJSON(t, versions(i), http.StatusOK, &doc)
+		if len(doc.Versions) != scaleVersions {
+			t.Fatalf("provider %d: %d versions", i, len(doc.Versions))
+		}
+	}
+	held := p.store.CacheCost() + p.docs.Cost() + p.generated.Cost()
+	grown := int64(heapInUse()) - int64(before)
+	t.Logf("caches hold %.1f MiB by their count; the heap grew by %.1f MiB", float64(held)/(1<<20), float64(grown)/(1<<20))
+	if held > bound {
+		t.Errorf("the caches hold %d bytes, more than CacheBytes (%d)", held, bound)
+	}
+	// The slack is for what is not cached: connections, goroutines, the
+	// runtime's own growth.
+	if slack := int64(8 << 20); grown > bound+slack {
+		t.Errorf("the heap grew by %.1f MiB with CacheBytes %d MiB: the caches' costs under-count what they hold", float64(grown)/(1<<20), bound>>20)
+	}
+	var doc wire.RegistryVersions
+	p.getJSON(t, versions(0), http.StatusOK, &doc)
+	if len(doc.Versions) != scaleVersions {
+		t.Fatalf("after evictions: %d versions", len(doc.Versions))
+	}
+}
+
+// heapInUse is the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// summariseLog is the first lines of an access log, for failure messages.
+func summariseLog(log []testenv.AccessEntry) string {
+	var b strings.Builder
+	for i, e := range log {
+		if i == 20 {
+			fmt.Fprintf(&b, "… and %d more\n", len(log)-i)
+			break
+		}
+		fmt.Fprintf(&b, "round %d: %s\n", e.Round, e)
+	}
+	return b.String()
+}
