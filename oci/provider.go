@@ -57,6 +57,9 @@ func buildProvider(pkgs []ProviderPackage, prov *ProvenanceArtifact, annotate bo
 	if len(pkgs) == 0 {
 		return nil, errors.New("a provider version needs at least one platform")
 	}
+	if len(pkgs) >= MaxIndexEntries {
+		return nil, fmt.Errorf("%d platforms: a provider version may have at most %d", len(pkgs), MaxIndexEntries-1)
+	}
 	pkgs = append([]ProviderPackage(nil), pkgs...)
 	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].Platform.String() < pkgs[j].Platform.String() })
 	a := &Artifact{Blobs: []Blob{emptyConfig()}}
@@ -177,6 +180,9 @@ func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, er
 	if idx.ArtifactType != ArtifactTypeProvider {
 		return nil, invalid("index %s has artifactType %q, want %q", desc.Digest, idx.ArtifactType, ArtifactTypeProvider)
 	}
+	if len(idx.Manifests) > MaxIndexEntries {
+		return nil, invalid("index %s has %d manifests, more than the %d oci-tofu reads", desc.Digest, len(idx.Manifests), MaxIndexEntries)
+	}
 	pv := &ProviderVersion{Index: desc, Platforms: map[names.Platform]ocispec.Descriptor{}}
 	for _, d := range idx.Manifests {
 		if err := pv.add(d); err != nil {
@@ -210,7 +216,12 @@ func (pv *ProviderVersion) add(d ocispec.Descriptor) error {
 	if d.Platform.OSVersion != "" {
 		return nil // OpenTofu never selects these
 	}
-	p := names.Platform{OS: d.Platform.OS, Arch: d.Platform.Architecture}
+	p, err := names.ParsePlatform(d.Platform.OS + "_" + d.Platform.Architecture)
+	if err != nil || p.OS != d.Platform.OS {
+		// Not a Go platform name ("linux/../x", "Linux"): OpenTofu never
+		// selects it, and it must not become a file name or URL.
+		return nil
+	}
 	if _, dup := pv.Platforms[p]; dup {
 		return invalid("index %s has more than one manifest for %s: OpenTofu refuses it as ambiguous", pv.Index.Digest, p)
 	}

@@ -169,7 +169,8 @@ func (u *Upload) upload(ctx context.Context, b Blob, progress func(int64)) error
 		return err
 	}
 	defer r.Close()
-	sent := &progressReader{r: r, add: progress}
+	// An OCI layout copies without looking at ctx: the reader does.
+	sent := &progressReader{ctx: ctx, r: r, add: progress}
 	err = pushIgnoringExisting(ctx, u.repo, b.Descriptor, sent)
 	if err != nil {
 		progress(-sent.n) // the next attempt starts again
@@ -325,13 +326,18 @@ func describe(d ocispec.Descriptor) string {
 	return d.Digest.String()
 }
 
+// progressReader reports the bytes read, and fails once ctx ends.
 type progressReader struct {
+	ctx context.Context
 	r   io.Reader
 	add func(int64)
 	n   int64
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
+	if err := p.ctx.Err(); err != nil {
+		return 0, err
+	}
 	n, err := p.r.Read(b)
 	if n > 0 {
 		p.n += int64(n)

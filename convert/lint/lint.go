@@ -222,6 +222,10 @@ func (c *checker) module(desc ocispec.Descriptor) error {
 	if err != nil {
 		return c.problem(err)
 	}
+	if z.Size > modulepkg.MaxSize {
+		c.add(SeverityError, "module zip %s is %d bytes, more than the %d bytes oci-tofu pull module accepts", z.Digest, z.Size, int64(modulepkg.MaxSize))
+		return nil
+	}
 	if c.opts.SkipZips {
 		return nil
 	}
@@ -232,6 +236,11 @@ func (c *checker) module(desc ocispec.Descriptor) error {
 	defer done()
 	if _, err := modulepkg.CheckZip(zr, modulepkg.MaxSize); err != nil {
 		c.add(SeverityError, "module zip %s: %v", z.Digest, err)
+	} else if err := pkghash.ReadEntries(c.ctx, zr); err != nil {
+		if c.ctx.Err() != nil {
+			return c.ctx.Err()
+		}
+		c.add(SeverityError, "module zip %s: %v: OpenTofu would fail to unpack it", z.Digest, err)
 	}
 	return nil
 }

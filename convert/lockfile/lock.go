@@ -75,7 +75,7 @@ func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts O
 	}
 	var locked *versions.Version
 	if prev != nil {
-		v, err := versions.ParseVersion(prev.Version)
+		v, err := names.ParseVersionLoose(prev.Version)
 		if err != nil {
 			return nil, fmt.Errorf("lock file version %q: %w", prev.Version, err)
 		}

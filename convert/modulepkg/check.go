@@ -2,6 +2,7 @@ package modulepkg
 
 import (
 	"archive/zip"
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,10 +16,17 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
 )
 
-// OpenZip checks an existing module package zip (readable, safe entry
-// names, no links or special files, bounded size, a module at its root
-// unless allowNoRoot) and hashes it; the file is pushed byte for byte.
+// OpenZip is OpenZipContext without a context.
 func OpenZip(file string, allowNoRoot bool) (*Zip, error) {
+	return OpenZipContext(context.Background(), file, allowNoRoot)
+}
+
+// OpenZipContext checks an existing module package zip (a regular file,
+// readable, safe entry names, no links or special files, bounded size,
+// every entry read as an unpacker reads it — CRC-32 and sizes —, a module
+// at its root unless allowNoRoot) and hashes it; the file is pushed byte
+// for byte. Reading stops when ctx ends.
+func OpenZipContext(ctx context.Context, file string, allowNoRoot bool) (*Zip, error) {
 	f, err := localfile.OpenRegular(file)
 	if err != nil {
 		return nil, err
@@ -31,6 +39,9 @@ func OpenZip(file string, allowNoRoot bool) (*Zip, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", file)
 	}
+	if fi.Size() > MaxSize {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d bytes a module package may have (oci-tofu pull module refuses it too)", file, fi.Size(), int64(MaxSize))
+	}
 	zr, err := zip.NewReader(f, fi.Size())
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a readable zip: %w", file, err)
@@ -42,10 +53,13 @@ func OpenZip(file string, allowNoRoot bool) (*Zip, error) {
 	if err := checkModuleRoot(names, allowNoRoot); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
+	if err := pkghash.ReadEntries(ctx, zr); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	sum, n, err := pkghash.SHA256(f)
+	sum, n, err := pkghash.SHA256(localfile.Reader(ctx, io.LimitReader(f, fi.Size()+1)))
 	if err != nil {
 		return nil, err
 	}

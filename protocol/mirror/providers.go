@@ -108,7 +108,7 @@ func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	byVersion := map[string]*wire.RegistryVersion{}
 	var available versions.List
 	for _, v := range listed {
-		pv, err := versions.ParseVersion(v.Version)
+		pv, err := names.ParseVersionLoose(v.Version)
 		if err != nil {
 			continue
 		}
@@ -121,7 +121,7 @@ func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 		if locked = opts.Lock.Provider(addr); locked == nil {
 			return fail(fmt.Errorf("the lock file has no entry for %s", addr))
 		}
-		v, err := versions.ParseVersion(locked.Version)
+		v, err := names.ParseVersionLoose(locked.Version)
 		if err != nil || byVersion[v.String()] == nil {
 			return fail(fmt.Errorf("locked version %s is not offered by %s", locked.Version, spec.Provider.Hostname))
 		}
@@ -164,7 +164,7 @@ func mirrorVersion(ctx context.Context, c *origin.Client, addr names.Provider, v
 			return oci.PushResult{}, fmt.Errorf("the registry offers no %s package", p)
 		}
 	}
-	version, _ := versions.ParseVersion(v.Version)
+	version, _ := names.ParseVersionLoose(v.Version)
 	if done, ok := complete(ctx, repo, version, platforms); ok {
 		return oci.PushResult{Root: done, UpToDate: true}, nil
 	}

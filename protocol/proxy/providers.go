@@ -53,6 +53,10 @@ type release struct {
 	v    names.Version
 	pv   *oci.ProviderVersion
 	prov *store.Provenance // nil when the artifact has none (third-party tools)
+	// provErr is why a provenance the index names could not be read
+	// (corrupt, invalid or missing): the packages are still served by
+	// their digests, but nothing that needs the provenance is.
+	provErr error
 }
 
 // listing lists a provider's versions; a provider without any is 404.
@@ -98,12 +102,22 @@ func (s *Server) releaseAt(ctx context.Context, p names.Provider, v names.Versio
 	return s.withProvenance(ctx, &release{repo: repo, p: p, v: v, pv: pv})
 }
 
+// withProvenance reads a release's provenance. One that the registry
+// holds but cannot serve intact (corrupt, invalid, missing) costs only
+// what needs it — stored h1 hashes, the publisher's SHA256SUMS and
+// signature —, not the packages, which are served by their digests.
 func (s *Server) withProvenance(ctx context.Context, rel *release) (*release, error) {
 	prov, err := rel.repo.Provenance(ctx, rel.pv)
-	if err != nil {
+	switch store.FailureOf(err) {
+	case oci.FailureNone:
+		rel.prov = prov
+	case oci.FailureCorrupt, oci.FailureInvalid, oci.FailureNotFound:
+		s.log.Warn("a provider release's provenance cannot be read; serving its packages by digest alone",
+			"provider", rel.p.String(), "version", rel.v.String(), "index", rel.pv.Index.Digest.String(), "error", err.Error())
+		rel.provErr = err
+	default:
 		return nil, err
 	}
-	rel.prov = prov
 	return rel, nil
 }
 

@@ -311,7 +311,8 @@ func (s *Store) EachVersion(ctx context.Context, vs names.VersionList, fn func(c
 }
 
 // each calls fn for 0…n-1, at most Concurrency at a time, stopping at the
-// first error.
+// first error. Each call is a recovery boundary: a panic is its error
+// (cache.PanicError), not the end of the process.
 func (s *Store) each(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.Concurrency)
@@ -319,7 +320,7 @@ func (s *Store) each(ctx context.Context, n int, fn func(ctx context.Context, i 
 		if gctx.Err() != nil {
 			break
 		}
-		g.Go(func() error { return fn(gctx, i) })
+		g.Go(func() error { return cache.Recover(func() error { return fn(gctx, i) }) })
 	}
 	return g.Wait()
 }
