@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -70,33 +69,31 @@ func OpenZipContext(ctx context.Context, file string, allowNoRoot bool) (*Zip, e
 }
 
 // CheckZip checks every entry of a module package zip as unpacking
-// will, and returns the file entries' cleaned names, sorted.
+// will (names, kinds, clashes between files and directories, sizes as
+// declared; pkghash.ReadEntries reads the contents), and returns the file
+// entries' cleaned names, sorted.
 func CheckZip(zr *zip.Reader, maxSize int64) ([]string, error) {
 	if len(zr.File) > MaxFiles {
 		return nil, fmt.Errorf("zip has %d entries, more than the %d allowed", len(zr.File), MaxFiles)
 	}
-	seen := map[string]bool{}
-	var names []string
-	var total uint64
 	for _, f := range zr.File {
-		name, dir, err := moduleEntryName(f)
-		if err != nil {
+		if _, _, err := moduleEntryName(f); err != nil {
 			return nil, err
 		}
-		if dir {
-			continue
-		}
-		if seen[name] {
-			return nil, fmt.Errorf("zip holds %s twice", name)
-		}
-		seen[name] = true
-		total += f.UncompressedSize64
+	}
+	files, err := pkghash.UnpackedFiles(zr)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(files))
+	var total uint64
+	for i, f := range files {
+		total += f.File.UncompressedSize64
 		if total > uint64(maxSize) {
 			return nil, fmt.Errorf("zip unpacks to more than %d bytes", maxSize)
 		}
-		names = append(names, name)
+		names[i] = f.Name
 	}
-	sort.Strings(names)
 	return names, nil
 }
 

@@ -102,7 +102,7 @@ func UnpackedFiles(zr *zip.Reader) ([]UnpackedFile, error) {
 		files = append(files, UnpackedFile{Name: name, File: f})
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("the zip holds directories only, no file")
+		return nil, fmt.Errorf("the zip holds no files, directories only")
 	}
 	for _, f := range files {
 		if dirs[f.Name] {
