@@ -13,6 +13,8 @@ import (
 	"github.com/apparentlymart/go-versions/versions/constraints"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -35,12 +37,18 @@ func RequiredProviders(dir string) ([]Requirement, error) {
 	parser := hclparse.NewParser()
 	byAddr := map[names.Provider]*Requirement{}
 	for _, path := range files {
+		// Regular files only, bounded: a FIFO or a device named main.tf is
+		// refused, not waited on.
+		src, err := localfile.ReadBounded(path, oci.MaxLockFile)
+		if err != nil {
+			return nil, err
+		}
 		var f *hcl.File
 		var diags hcl.Diagnostics
 		if strings.HasSuffix(path, ".json") {
-			f, diags = parser.ParseJSONFile(path)
+			f, diags = parser.ParseJSON(src, path)
 		} else {
-			f, diags = parser.ParseHCLFile(path)
+			f, diags = parser.ParseHCL(src, path)
 		}
 		if diags.HasErrors() {
 			return nil, fmt.Errorf("%s", diags.Error())
