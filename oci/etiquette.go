@@ -22,9 +22,10 @@ import (
 //
 // Retries also draw on a budget per host (as gRPC's retry throttling
 // does): every failed answer spends a token, every good one earns back a
-// tenth, and retries stop while fewer than half the tokens are left. A
-// registry that refuses everything is then asked about once per request,
-// not MaxRetries+1 times, however many requests are in flight.
+// tenth, time earns back one a second, and retries stop while fewer than
+// half the tokens are left. A registry that refuses everything is then
+// asked about once per request, not MaxRetries+1 times, however many
+// requests are in flight.
 type Etiquette struct {
 	// MaxConcurrent bounds requests in flight per registry host (default 64).
 	MaxConcurrent int
@@ -79,15 +80,17 @@ type hostState struct {
 	slots       chan struct{}
 	mu          sync.Mutex
 	pausedUntil time.Time
-	tokens      float64 // the retry budget (see Etiquette)
+	tokens      float64   // the retry budget (see Etiquette)
+	counted     time.Time // when tokens was last brought up to date
 }
 
 // The retry budget: retryTokens to start with and at most; a failed
-// answer spends one, a good one earns retryRefill back; retries need more
-// than half.
+// answer spends one, a good one earns retryRefill back, and every second
+// retryRefillPerSecond; retries need more than half.
 const (
-	retryTokens = 10
-	retryRefill = 0.1
+	retryTokens          = 10
+	retryRefill          = 0.1
+	retryRefillPerSecond = 1
 )
 
 // maxPause bounds how long one Retry-After keeps requests from a host.
@@ -201,6 +204,7 @@ func (h *hostState) account(resp *http.Response, err error) bool {
 	failed := err != nil && transientError(err) || resp != nil && retryableStatus(resp.StatusCode)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.refillLocked()
 	switch {
 	case failed:
 		h.tokens = max(h.tokens-1, 0)
@@ -214,7 +218,16 @@ func (h *hostState) account(resp *http.Response, err error) bool {
 func (h *hostState) mayRetry() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.refillLocked()
 	return h.tokens > retryTokens/2
+}
+
+func (h *hostState) refillLocked() {
+	now := time.Now()
+	if !h.counted.IsZero() {
+		h.tokens = min(h.tokens+now.Sub(h.counted).Seconds()*retryRefillPerSecond, retryTokens)
+	}
+	h.counted = now
 }
 
 func retryableStatus(code int) bool {

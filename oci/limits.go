@@ -34,4 +34,8 @@ const (
 	MaxPackageFiles = 100_000
 	// MaxVersions bounds how many version tags one repository may list.
 	MaxVersions = 10_000
+	// MaxTags bounds how many tags, versions or not, one repository may
+	// list; MaxTagPages the pages a registry may split them into.
+	MaxTags     = 2 * MaxVersions
+	MaxTagPages = 1000
 )

@@ -122,20 +122,49 @@ type ProvenanceSummary struct {
 // A repository that does not exist has no versions and reports
 // errdef.ErrNotFound.
 func ListVersions(ctx context.Context, repo ReadOnlyRepository) (names.VersionList, error) {
-	var list names.VersionList
-	err := repo.Tags(ctx, "", func(tags []string) error {
-		for _, t := range tags {
-			if v, ok := names.VersionFromTag(t); ok {
-				list = append(list, v)
-			}
-		}
-		return nil
-	})
+	tags, err := ListTags(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
+	var list names.VersionList
+	for _, t := range tags {
+		if v, ok := names.VersionFromTag(t); ok {
+			list = append(list, v)
+		}
+	}
 	list.Sort()
 	return list, nil
+}
+
+// ListTags reads every tag of a repository, following the registry's
+// pages, within bounds a hostile or broken registry cannot stretch: at
+// most MaxTags tags and MaxTagPages pages, and every page must bring a
+// tag not seen before (a paging loop ends at its first repeat).
+func ListTags(ctx context.Context, repo ReadOnlyRepository) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	pages := 0
+	err := repo.Tags(ctx, "", func(tags []string) error {
+		pages++
+		added := 0
+		for _, t := range tags {
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+				added++
+			}
+		}
+		switch {
+		case len(out) > MaxTags:
+			return invalid("the repository lists more than %d tags", MaxTags)
+		case pages > MaxTagPages:
+			return invalid("the registry's tag list runs to more than %d pages", MaxTagPages)
+		case added == 0 && len(tags) > 0:
+			return invalid("the registry's tag list pages in a loop (page %d repeats earlier tags)", pages)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // ResolveProvider reads the index a version tag names (in one round trip

@@ -53,8 +53,7 @@ func Check(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, 
 	if ref.Reference != "" {
 		return verifyOne(ctx, repo, ref, opts)
 	}
-	var tags []string
-	err := repo.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil })
+	tags, err := oci.ListTags(ctx, repo)
 	if err != nil {
 		return nil, fmt.Errorf("listing tags of %s: %w", ref, err)
 	}

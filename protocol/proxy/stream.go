@@ -85,6 +85,10 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.R
 		h.Del("ETag")
 		h.Del("Content-Disposition")
 		h.Del("Cache-Control")
+		if ctx.Err() != nil && r.Context().Err() == nil {
+			// The stall timer, not the client, gave up.
+			err = statusErr(http.StatusGatewayTimeout, err, "the OCI registry did not start sending the blob within %s", stall)
+		}
 		s.fail(w, r, err)
 		return
 	}

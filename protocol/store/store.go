@@ -195,18 +195,10 @@ func (r *Repo) Tags(ctx context.Context) ([]string, time.Time, error) {
 	return res.Val, res.Fetched, nil
 }
 
-// listTags reads every tag, refusing repositories with more than
-// oci.MaxVersions·2 of them (or a paging loop that never ends).
+// listTags reads every tag within oci.ListTags's bounds (tags, pages, no
+// paging loop).
 func listTags(ctx context.Context, repo oci.ReadOnlyRepository) ([]string, error) {
-	var out []string
-	err := repo.Tags(ctx, "", func(tags []string) error {
-		out = append(out, tags...)
-		if len(out) > 2*oci.MaxVersions {
-			return fmt.Errorf("%w: more than %d tags", oci.ErrInvalidArtifact, 2*oci.MaxVersions)
-		}
-		return nil
-	})
-	return out, err
+	return oci.ListTags(ctx, repo)
 }
 
 // Listing is what a repository's tags say about versions, as OpenTofu's
