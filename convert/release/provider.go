@@ -321,7 +321,7 @@ func openPackageFile(path string) (*os.File, int64, error) {
 	}
 	if st.Size() > oci.MaxPackageSize {
 		f.Close()
-		return nil, 0, fmt.Errorf("%s is %d bytes, more than the %d bytes a package may have (oci.MaxPackageSize: pulls, verify and the proxy refuse more)", path, st.Size(), int64(oci.MaxPackageSize))
+		return nil, 0, fmt.Errorf("%s is %d bytes, more than the %d bytes a package may have (pulls, verify and the proxy refuse more; see docs/security.md)", path, st.Size(), int64(oci.MaxPackageSize))
 	}
 	return f, st.Size(), nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -272,6 +273,9 @@ func (s *Server) versionsDoc(ctx context.Context, p names.Provider) (any, time.T
 		return nil, l.At, err
 	}
 	doc := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
+	for _, tag := range sortedKeys(l.Refused) {
+		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the tag %q is left out: it looks like a version but is none (%s)", tag, l.Refused[tag]))
+	}
 	for i := range l.Versions {
 		if out[i] != nil {
 			doc.Versions = append(doc.Versions, out[i])
@@ -487,4 +491,13 @@ func (s *Server) cacheHeaders(w http.ResponseWriter, pinned bool) {
 		// served stale from HTTP caches.
 		w.Header().Set("Cache-Control", "no-cache")
 	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -211,6 +212,10 @@ type Listing struct {
 	// the tag that stands for it ("1.2.0" → "1.2"): OpenTofu lists such a
 	// version and then fails to resolve it.
 	Unresolvable map[string]string
+	// Refused maps tags that look like versions but are none (a number
+	// beyond 64 bits, "1.0.0.0") to why, at most maxRefused of them; they
+	// are left out, with a warning.
+	Refused map[string]string
 	// At is when the tags were read.
 	At time.Time
 }
@@ -224,19 +229,32 @@ func (r *Repo) Versions(ctx context.Context) (Listing, error) {
 	}
 	l := listVersions(tags)
 	l.At = at
+	if len(l.Refused) > 0 {
+		r.s.opts.Logger.Warn("tags that look like versions but are none are left out", "repository", r.name, "tags", fmt.Sprint(l.Refused))
+	}
 	if len(l.Versions) > oci.MaxVersions {
 		return Listing{At: at}, r.fail(fmt.Errorf("%w: %d version tags, more than %d", oci.ErrInvalidArtifact, len(l.Versions), oci.MaxVersions), "listing versions")
 	}
 	return l, nil
 }
 
+// maxRefused bounds the refused tags a Listing names.
+const maxRefused = 10
+
 func listVersions(tags []string) Listing {
-	l := Listing{Unresolvable: map[string]string{}}
+	l := Listing{Unresolvable: map[string]string{}, Refused: map[string]string{}}
 	listed := map[string]names.Version{}
 	canonical := map[string]bool{}
 	for _, t := range tags {
 		v, ok := names.ListedVersion(t)
 		if !ok {
+			if looksLikeVersion(t) && len(l.Refused) < maxRefused {
+				_, err := names.ParseVersionLoose(strings.ReplaceAll(t, "_", "+"))
+				if err == nil {
+					err = fmt.Errorf("not a version OpenTofu lists")
+				}
+				l.Refused[t] = err.Error()
+			}
 			continue
 		}
 		key := v.String()
@@ -315,4 +333,14 @@ func (s *Store) each(ctx context.Context, n int, fn func(ctx context.Context, i 
 		g.Go(func() error { return cache.Recover(func() error { return fn(gctx, i) }) })
 	}
 	return g.Wait()
+}
+
+// looksLikeVersion reports whether a tag was probably meant as a version:
+// digits, a dot and more.
+func looksLikeVersion(tag string) bool {
+	i := 0
+	for i < len(tag) && tag[i] >= '0' && tag[i] <= '9' {
+		i++
+	}
+	return i > 0 && i < len(tag) && tag[i] == '.'
 }
