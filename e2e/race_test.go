@@ -151,4 +151,3 @@ func tagDigest(t *testing.T, reg *testenv.Registry, repoName, tag string) string
 	}
 	return d.Digest.String()
 }
-
