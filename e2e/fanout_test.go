@@ -20,7 +20,7 @@ const (
 	registryConcurrency = 64
 	// retryBudget is the etiquette's retry budget per host (half its
 	// tokens): retries allowed while a registry refuses everything.
-	retryBudget = 5
+	retryBudget = 10
 	// maxPeakRSSMiB bounds the proxy's peak resident memory in these
 	// tests (it starts at about 20 MiB; before the fan-out bounds, the
 	// 5,000-entry index took it to 473 MB).

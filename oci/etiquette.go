@@ -20,12 +20,13 @@ import (
 // request's deadline), and a few retries with jittered backoff for
 // idempotent requests that met a throttle, a 5xx or a dropped connection.
 //
-// Retries also draw on a budget per host (as gRPC's retry throttling
-// does): every failed answer spends a token, every good one earns back a
-// tenth, time earns back one a second, and retries stop while fewer than
-// half the tokens are left. A registry that refuses everything is then
-// asked about once per request, not MaxRetries+1 times, however many
-// requests are in flight.
+// Retries also draw on a budget per host (after gRPC's retry throttling):
+// every failed answer spends a token, a retry that succeeds gives it back,
+// any other good answer earns back a tenth and time one a second, and
+// retries stop while fewer than half the tokens are left. A registry that
+// throttles a request now and then is retried as often as it asks; one that
+// refuses everything is asked about once per request, not MaxRetries+1
+// times, however many requests are in flight.
 type Etiquette struct {
 	// MaxConcurrent bounds requests in flight per registry host (default 64).
 	MaxConcurrent int
@@ -85,10 +86,11 @@ type hostState struct {
 }
 
 // The retry budget: retryTokens to start with and at most; a failed
-// answer spends one, a good one earns retryRefill back, and every second
-// retryRefillPerSecond; retries need more than half.
+// answer spends one, a retry that succeeds gives it back, another good
+// answer earns retryRefill, and every second retryRefillPerSecond; retries
+// need more than half.
 const (
-	retryTokens          = 10
+	retryTokens          = 20
 	retryRefill          = 0.1
 	retryRefillPerSecond = 1
 )
@@ -135,7 +137,7 @@ func (p *politeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	h := p.host(req.URL.Host)
 	for attempt := 0; ; attempt++ {
 		resp, err := p.send(req, h)
-		failed := h.account(resp, err)
+		failed := h.account(resp, err, attempt > 0)
 		wait, retry := p.retryAfter(req, resp, err, attempt)
 		if retry && failed && !h.mayRetry() {
 			retry = false
@@ -198,9 +200,9 @@ func (p *politeTransport) mayWait(ctx context.Context, until time.Time) bool {
 	return !ok || until.Before(dl)
 }
 
-// account updates the host's retry budget with an answer, and reports
-// whether it failed (one that might be retried).
-func (h *hostState) account(resp *http.Response, err error) bool {
+// account updates the host's retry budget with an answer (to a retry or
+// not), and reports whether it failed (one that might be retried).
+func (h *hostState) account(resp *http.Response, err error, retry bool) bool {
 	failed := err != nil && transientError(err) || resp != nil && retryableStatus(resp.StatusCode)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -208,6 +210,8 @@ func (h *hostState) account(resp *http.Response, err error) bool {
 	switch {
 	case failed:
 		h.tokens = max(h.tokens-1, 0)
+	case err == nil && retry:
+		h.tokens = min(h.tokens+1, retryTokens)
 	case err == nil:
 		h.tokens = min(h.tokens+retryRefill, retryTokens)
 	}

@@ -165,7 +165,7 @@ func TestPoliteTransportRetryBudget(t *testing.T) {
 	}
 	// Good answers earn the budget back: a lone failure is retried again.
 	mode.Store(1)
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 10*retryTokens; i++ {
 		resp, err := client.Get(srv.URL)
 		if err != nil {
 			t.Fatal(err)
