@@ -187,19 +187,13 @@ func (r *Repo) Tags(ctx context.Context) ([]string, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	res, err := r.s.tags.Get(ctx, r.name, func(ctx context.Context) ([]string, int64, error) {
-		tags, err := listTags(ctx, repo)
+		tags, err := oci.ListTags(ctx, repo) // bounded: tags, pages, no paging loop
 		return tags, int64(len(tags)) * 16, err
 	})
 	if err != nil {
 		return nil, time.Time{}, r.fail(err, listing)
 	}
 	return res.Val, res.Fetched, nil
-}
-
-// listTags reads every tag within oci.ListTags's bounds (tags, pages, no
-// paging loop).
-func listTags(ctx context.Context, repo oci.ReadOnlyRepository) ([]string, error) {
-	return oci.ListTags(ctx, repo)
 }
 
 // Listing is what a repository's tags say about versions, as OpenTofu's
@@ -249,11 +243,7 @@ func listVersions(tags []string) Listing {
 		v, ok := names.ListedVersion(t)
 		if !ok {
 			if looksLikeVersion(t) && len(l.Refused) < maxRefused {
-				_, err := names.ParseVersionLoose(strings.ReplaceAll(t, "_", "+"))
-				if err == nil {
-					err = fmt.Errorf("not a version OpenTofu lists")
-				}
-				l.Refused[t] = err.Error()
+				l.Refused[t] = whyNoVersion(t)
 			}
 			continue
 		}
@@ -333,6 +323,14 @@ func (s *Store) each(ctx context.Context, n int, fn func(ctx context.Context, i 
 		g.Go(func() error { return cache.Recover(func() error { return fn(gctx, i) }) })
 	}
 	return g.Wait()
+}
+
+// whyNoVersion says why a tag that looks like a version is none.
+func whyNoVersion(tag string) string {
+	if _, err := names.ParseVersionLoose(strings.ReplaceAll(tag, "_", "+")); err != nil {
+		return err.Error()
+	}
+	return "not a version OpenTofu lists"
 }
 
 // looksLikeVersion reports whether a tag was probably meant as a version:
