@@ -234,9 +234,12 @@ func (h *hostState) refillLocked() {
 	h.counted = now
 }
 
+// retryableStatus: answers worth asking again, for an idempotent request.
+// A 500 is among them: registries answer it for races of their own (two
+// pushes writing one blob), gone on the next try.
 func retryableStatus(code int) bool {
 	switch code {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusRequestTimeout:
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusRequestTimeout:
 		return true
 	}
 	return false

@@ -135,7 +135,22 @@ func (u *Upload) pending(blobs []Blob) []Blob {
 	return out
 }
 
+// blob uploads one blob unless the repository has it, starting again on a
+// transient failure of either step (a registry may fail while another
+// push writes the same blob).
 func (u *Upload) blob(ctx context.Context, b Blob, progress func(int64)) error {
+	for attempt := 0; ; attempt++ {
+		err := u.blobOnce(ctx, b, progress)
+		if err == nil || attempt >= maxUploadRetries || !transientFailure(err) {
+			return err
+		}
+		if err := sleepContext(ctx, uploadBackoff<<attempt); err != nil {
+			return err
+		}
+	}
+}
+
+func (u *Upload) blobOnce(ctx context.Context, b Blob, progress func(int64)) error {
 	ok, err := u.repo.Exists(ctx, b.Descriptor)
 	if err != nil {
 		return fmt.Errorf("checking blob %s: %w", describe(b.Descriptor), err)
@@ -145,19 +160,11 @@ func (u *Upload) blob(ctx context.Context, b Blob, progress func(int64)) error {
 		u.record(b.Descriptor, false)
 		return nil
 	}
-	for attempt := 0; ; attempt++ {
-		err := u.upload(ctx, b, progress)
-		if err == nil {
-			u.record(b.Descriptor, true)
-			return nil
-		}
-		if attempt >= maxUploadRetries || !transientFailure(err) {
-			return fmt.Errorf("uploading blob %s: %w", describe(b.Descriptor), err)
-		}
-		if err := sleepContext(ctx, uploadBackoff<<attempt); err != nil {
-			return err
-		}
+	if err := u.upload(ctx, b, progress); err != nil {
+		return fmt.Errorf("uploading blob %s: %w", describe(b.Descriptor), err)
 	}
+	u.record(b.Descriptor, true)
+	return nil
 }
 
 // Uploads that meet a throttle, a 5xx or a dropped connection start again
