@@ -38,7 +38,7 @@ type MirrorOptions struct {
 	Lock *lockfile.File
 	// Concurrency bounds parallel downloads per version (default 4).
 	Concurrency int
-	// MaxZipSize bounds each download (default 2 GiB).
+	// MaxZipSize bounds each download (default oci.MaxPackageSize).
 	MaxZipSize int64
 	// Log reports progress lines.
 	Log func(format string, args ...any)
@@ -67,7 +67,7 @@ func Mirror(ctx context.Context, c *origin.Client, specs []names.ProviderSpec, o
 		opts.Concurrency = 4
 	}
 	if opts.MaxZipSize <= 0 {
-		opts.MaxZipSize = 2 << 30
+		opts.MaxZipSize = oci.MaxPackageSize
 	}
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}

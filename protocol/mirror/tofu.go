@@ -63,7 +63,7 @@ func MirrorTofu(ctx context.Context, c *origin.Client, opts TofuMirrorOptions) [
 		opts.Concurrency = 4
 	}
 	if opts.MaxFileSize <= 0 {
-		opts.MaxFileSize = 1 << 30
+		opts.MaxFileSize = oci.MaxPackageSize
 	}
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}
