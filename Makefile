@@ -79,21 +79,31 @@ tools-apt:
 	  else echo "please install:$$missing"; fi; \
 	fi
 
-## test: unit, fuzz seeds, integration and end-to-end tests against real tofu and a real registry
+## test: unit, fuzz seeds, integration and end-to-end tests against real tofu and a real registry,
+## then every fuzz target for FUZZSHORT each
 test: tools tools-apt lint
 	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSHORT)
 
 unit:
 	$(GO) test -count=1 ./oci/... ./convert/... ./protocol/...
 
-## fuzz: run each fuzz target for a while (make test runs their seed corpora)
-FUZZTIME ?= 30s
+## fuzz: run each fuzz target for FUZZTIME (make test runs them for FUZZSHORT each; their seed
+## corpora, and every failing input found, live in the packages' testdata/fuzz)
+FUZZTIME  ?= 30s
+FUZZSHORT ?= 2s
+FUZZ_TARGETS := \
+	./oci/names:FuzzVersionFromTag ./oci/names:FuzzParseConstraints ./oci/names:FuzzParseProviderFilename \
+	./oci/names:FuzzParseAddresses ./oci:FuzzParseProviderIndex ./oci:FuzzParseModule ./oci:FuzzParseReference \
+	./oci:FuzzRetryAfterHeader ./oci:FuzzReadProvenanceAndTofuRelease ./convert/sha256sums:FuzzParseSHA256Sums \
+	./convert/pkghash:FuzzZipH1 ./convert/modulepkg:FuzzCheckZip ./convert/lockfile:FuzzReadLockFile \
+	./convert/cliconfig:FuzzReadOCIMirrors ./convert/tfconfig:FuzzLoad ./convert/pgp:FuzzVerifyDetached \
+	./convert/sha256sums:FuzzReadAgreesWithTofu ./protocol/proxy:FuzzParsePaths ./protocol/proxy:FuzzServeHTTP
 fuzz:
-	$(GO) test ./convert/sha256sums -run '^$$' -fuzz FuzzReadAgreesWithTofu -fuzztime $(FUZZTIME)
-	$(GO) test ./convert/sha256sums -run '^$$' -fuzz FuzzParseSHA256Sums -fuzztime $(FUZZTIME)
-	$(GO) test ./convert/pgp -run '^$$' -fuzz FuzzVerifyDetached -fuzztime $(FUZZTIME)
-	$(GO) test ./oci/names -run '^$$' -fuzz FuzzParseProviderFilename -fuzztime $(FUZZTIME)
-	$(GO) test ./oci/names -run '^$$' -fuzz FuzzVersionFromTag -fuzztime $(FUZZTIME)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+	  $(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) >/tmp/oci-tofu-fuzz.$$$$ 2>&1 || { cat /tmp/oci-tofu-fuzz.$$$$; rm -f /tmp/oci-tofu-fuzz.$$$$; exit 1; }; \
+	done; rm -f /tmp/oci-tofu-fuzz.$$$$
 
 ## bench: the performance figures the issues ask for, beside their references
 ## (each line: oci-tofu's figure, the reference's, and their ratio; see docs/benchmarks.md)

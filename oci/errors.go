@@ -70,7 +70,7 @@ const (
 var failureNames = map[Failure]string{
 	FailureNone: "none", FailureNotFound: "not_found", FailureUnauthorized: "unauthorized",
 	FailureDenied: "denied", FailureThrottled: "throttled", FailureUnavailable: "unavailable",
-	FailureTimeout: "timeout", FailureUnreachable: "unreachable", FailureTLS: "tls",
+	FailureServerError: "server_error", FailureTimeout: "timeout", FailureUnreachable: "unreachable", FailureTLS: "tls",
 	FailurePlainHTTP: "plain_http", FailureInvalid: "invalid_artifact", FailureCorrupt: "corrupt",
 	FailureCanceled: "canceled", FailureOther: "other",
 }
@@ -102,7 +102,10 @@ func Classify(err error) Failure {
 }
 
 func classifyContent(err error) (Failure, bool) {
+	var throttled *ThrottledError
 	switch {
+	case errors.As(err, &throttled):
+		return FailureThrottled, true
 	case errors.Is(err, ErrInvalidArtifact):
 		return FailureInvalid, true
 	case errors.Is(err, content.ErrMismatchedDigest), errors.Is(err, content.ErrTrailingData), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, errdef.ErrSizeExceedsLimit):

@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -14,9 +15,18 @@ import (
 
 // Etiquette bounds how hard oci-tofu leans on one registry: at most
 // MaxConcurrent requests in flight per host, 429 and 503 answers honoured
-// (every request to that host waits out the Retry-After), and a few retries
-// with jittered backoff for idempotent requests that met a throttle, a 5xx
-// or a dropped connection.
+// (every request to that host waits out the Retry-After, or fails at once
+// with a ThrottledError when the wait would outlast MaxWait or the
+// request's deadline), and a few retries with jittered backoff for
+// idempotent requests that met a throttle, a 5xx or a dropped connection.
+//
+// Retries also draw on a budget per host (after gRPC's retry throttling):
+// every failed answer spends a token, a retry that succeeds gives it back,
+// any other good answer earns back a tenth and time one a second, and
+// retries stop while fewer than half the tokens are left. A registry that
+// throttles a request now and then is retried as often as it asks; one that
+// refuses everything is asked about once per request, not MaxRetries+1
+// times, however many requests are in flight.
 type Etiquette struct {
 	// MaxConcurrent bounds requests in flight per registry host (default 64).
 	MaxConcurrent int
@@ -71,6 +81,33 @@ type hostState struct {
 	slots       chan struct{}
 	mu          sync.Mutex
 	pausedUntil time.Time
+	tokens      float64   // the retry budget (see Etiquette)
+	counted     time.Time // when tokens was last brought up to date
+}
+
+// The retry budget: retryTokens to start with and at most; a failed
+// answer spends one, a retry that succeeds gives it back, another good
+// answer earns retryRefill, and every second retryRefillPerSecond; retries
+// need more than half.
+const (
+	retryTokens          = 20
+	retryRefill          = 0.1
+	retryRefillPerSecond = 1
+)
+
+// maxPause bounds how long one Retry-After keeps requests from a host.
+const maxPause = time.Minute
+
+// ThrottledError is a request refused without being sent: its registry
+// asked for a pause (429 or 503 with Retry-After) that lasts until Until,
+// beyond what the request may wait.
+type ThrottledError struct {
+	Host  string
+	Until time.Time
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("%s asked for a pause until %s (Retry-After); the request was not sent", e.Host, e.Until.Format(time.RFC3339))
 }
 
 func newPoliteTransport(base http.RoundTripper, e *Etiquette) *politeTransport {
@@ -82,7 +119,7 @@ func (p *politeTransport) host(h string) *hostState {
 	defer p.mu.Unlock()
 	s := p.hosts[h]
 	if s == nil {
-		s = &hostState{slots: make(chan struct{}, p.e.MaxConcurrent)}
+		s = &hostState{slots: make(chan struct{}, p.e.MaxConcurrent), tokens: retryTokens}
 		p.hosts[h] = s
 	}
 	return s
@@ -100,7 +137,11 @@ func (p *politeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	h := p.host(req.URL.Host)
 	for attempt := 0; ; attempt++ {
 		resp, err := p.send(req, h)
+		failed := h.account(resp, err, attempt > 0)
 		wait, retry := p.retryAfter(req, resp, err, attempt)
+		if retry && failed && !h.mayRetry() {
+			retry = false
+		}
 		if !retry {
 			return resp, err
 		}
@@ -127,8 +168,13 @@ func (p *politeTransport) send(req *http.Request, h *hostState) (*http.Response,
 		return nil, ctx.Err()
 	}
 	defer func() { <-h.slots }()
-	if err := p.sleep(ctx, time.Until(h.paused())); err != nil {
-		return nil, err
+	if until := h.paused(); time.Until(until) > 0 {
+		if !p.mayWait(ctx, until) {
+			return nil, &ThrottledError{Host: req.URL.Host, Until: until}
+		}
+		if err := p.sleep(ctx, time.Until(until)); err != nil {
+			return nil, err
+		}
 	}
 	if waited := time.Since(start); waited > 10*time.Millisecond {
 		p.event(req.URL.Host, "wait", waited)
@@ -137,11 +183,66 @@ func (p *politeTransport) send(req *http.Request, h *hostState) (*http.Response,
 	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 		d := retryAfterHeader(resp.Header.Get("Retry-After"), time.Now())
 		if d > 0 {
-			h.pause(time.Now().Add(min(d, p.e.MaxWait)))
+			h.pause(time.Now().Add(min(d, maxPause)))
 		}
 		p.event(req.URL.Host, "throttled", d)
 	}
 	return resp, err
+}
+
+// mayWait reports whether a request may wait for a pause to end: not
+// beyond MaxWait, nor beyond its deadline.
+func (p *politeTransport) mayWait(ctx context.Context, until time.Time) bool {
+	if time.Until(until) > p.e.MaxWait {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return !ok || until.Before(dl)
+}
+
+// account updates the host's retry budget with an answer (to a retry or
+// not), and reports whether it failed (one that might be retried).
+func (h *hostState) account(resp *http.Response, err error, retry bool) bool {
+	failed := err != nil && transientError(err) || resp != nil && retryableStatus(resp.StatusCode)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refillLocked()
+	switch {
+	case failed:
+		h.tokens = max(h.tokens-1, 0)
+	case err == nil && retry:
+		h.tokens = min(h.tokens+1, retryTokens)
+	case err == nil:
+		h.tokens = min(h.tokens+retryRefill, retryTokens)
+	}
+	return failed
+}
+
+// mayRetry reports whether the host's retry budget allows a retry.
+func (h *hostState) mayRetry() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refillLocked()
+	return h.tokens > retryTokens/2
+}
+
+func (h *hostState) refillLocked() {
+	now := time.Now()
+	if !h.counted.IsZero() {
+		h.tokens = min(h.tokens+now.Sub(h.counted).Seconds()*retryRefillPerSecond, retryTokens)
+	}
+	h.counted = now
+}
+
+// retryableStatus: answers worth asking again, for an idempotent request.
+// A 500 is among them: registries answer it for races of their own (two
+// pushes writing one blob), gone on the next try.
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusRequestTimeout:
+		return true
+	}
+	return false
 }
 
 func (h *hostState) paused() time.Time {
@@ -171,7 +272,7 @@ func (p *politeTransport) retryAfter(req *http.Request, resp *http.Response, err
 		}
 	case resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusServiceUnavailable:
 		wait = retryAfterHeader(resp.Header.Get("Retry-After"), time.Now())
-	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusGatewayTimeout, resp.StatusCode == http.StatusRequestTimeout:
+	case retryableStatus(resp.StatusCode):
 	default:
 		return 0, false
 	}

@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -93,13 +94,6 @@ func TestPoliteTransportGivesUp(t *testing.T) {
 		t.Fatalf("503: %v %v after %d calls", resp, err, calls.Load())
 	}
 	resp.Body.Close()
-	calls.Store(0)
-	start := time.Now()
-	resp, err = client.Get(srv.URL + "/long")
-	if err != nil || resp.StatusCode != 429 || calls.Load() != 1 || time.Since(start) > 500*time.Millisecond {
-		t.Fatalf("long Retry-After: %v %v after %d calls in %s", resp, err, calls.Load(), time.Since(start))
-	}
-	resp.Body.Close()
 	// A POST is never sent twice.
 	calls.Store(0)
 	resp, err = client.Post(srv.URL+"/down", "text/plain", http.NoBody)
@@ -116,6 +110,103 @@ func TestPoliteTransportGivesUp(t *testing.T) {
 		if resp.StatusCode != 503 {
 			t.Fatalf("got %d", resp.StatusCode)
 		}
+	}
+	// A Retry-After beyond MaxWait is handed back at once; until it ends,
+	// requests to the host fail without being sent.
+	calls.Store(0)
+	start := time.Now()
+	resp, err = client.Get(srv.URL + "/long")
+	if err != nil || resp.StatusCode != 429 || calls.Load() != 1 || time.Since(start) > 500*time.Millisecond {
+		t.Fatalf("long Retry-After: %v %v after %d calls in %s", resp, err, calls.Load(), time.Since(start))
+	}
+	resp.Body.Close()
+	_, err = client.Get(srv.URL + "/down")
+	var te *ThrottledError
+	if !errors.As(err, &te) || Classify(err) != FailureThrottled || calls.Load() != 1 {
+		t.Fatalf("a request during a long pause: %v (%s) after %d calls", err, Classify(err), calls.Load())
+	}
+}
+
+// A registry that throttles everything is asked about once per request:
+// the retry budget, shared by the requests to the host, runs out after a
+// few failures, however many requests are in flight.
+func TestPoliteTransportRetryBudget(t *testing.T) {
+	// mode 0: every answer is 503; 1: every answer is good; 2: the first
+	// answer is 502, then good ones.
+	var calls, mode, bad atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		switch mode.Load() {
+		case 0:
+			time.Sleep(20 * time.Millisecond)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 2:
+			if bad.Add(1) == 1 {
+				w.WriteHeader(http.StatusBadGateway)
+			}
+		}
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: newPoliteTransport(http.DefaultTransport, &Etiquette{MaxConcurrent: 64, MaxRetries: 2})}
+	const requests = 64
+	var wg sync.WaitGroup
+	for i := 0; i < requests; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, err := client.Get(srv.URL); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	if n := calls.Load(); n > requests+retryTokens/2 {
+		t.Errorf("%d calls for %d requests: the retry budget did not hold", n, requests)
+	}
+	// Good answers earn the budget back: a lone failure is retried again.
+	mode.Store(1)
+	for i := 0; i < 10*retryTokens; i++ {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	mode.Store(2)
+	resp, err := client.Get(srv.URL)
+	if err != nil || resp.StatusCode != 200 || bad.Load() != 2 {
+		t.Fatalf("after good answers: %v %v after %d calls", resp, err, bad.Load())
+	}
+	resp.Body.Close()
+}
+
+// A request whose deadline ends before the host's pause fails at once as
+// throttled, instead of waiting until its deadline and looking like a
+// timeout.
+func TestPoliteTransportThrottledBeforeDeadline(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Retry-After", "2")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: newPoliteTransport(http.DefaultTransport, &Etiquette{})}
+	get := func() (*http.Response, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		return client.Do(req)
+	}
+	resp, err := get()
+	if err != nil || resp.StatusCode != 429 {
+		t.Fatalf("first: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	start := time.Now()
+	_, err = get()
+	if Classify(err) != FailureThrottled || time.Since(start) > 100*time.Millisecond || calls.Load() != 1 {
+		t.Fatalf("second: %v (%s) after %s and %d calls", err, Classify(err), time.Since(start), calls.Load())
 	}
 }
 

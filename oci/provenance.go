@@ -114,6 +114,13 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 	if m.ArtifactType != ArtifactTypeProvenance || m.Config.MediaType != MediaTypeProvenanceConfig {
 		return nil, nil, invalid("manifest %s is not an oci-tofu provenance manifest", desc.Digest)
 	}
+	seen := map[string]bool{}
+	for _, layer := range m.Layers {
+		if _, ok := provenanceLayer(layer.MediaType); ok && seen[layer.MediaType] {
+			return nil, nil, invalid("provenance %s holds two %s layers", desc.Digest, layer.MediaType)
+		}
+		seen[layer.MediaType] = true
+	}
 	var p Provenance
 	files := &ProvenanceFiles{}
 	var mu sync.Mutex
@@ -128,16 +135,11 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 		}
 		return nil
 	})
-	seen := map[string]bool{}
 	for _, layer := range m.Layers {
 		l, ok := provenanceLayer(layer.MediaType)
 		if !ok {
 			continue
 		}
-		if seen[layer.MediaType] {
-			return nil, nil, invalid("provenance %s holds two %s layers", desc.Digest, layer.MediaType)
-		}
-		seen[layer.MediaType] = true
 		g.Go(func() error {
 			data, err := fetchSmall(gctx, repo, layer)
 			if err != nil {

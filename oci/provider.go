@@ -57,6 +57,9 @@ func buildProvider(pkgs []ProviderPackage, prov *ProvenanceArtifact, annotate bo
 	if len(pkgs) == 0 {
 		return nil, errors.New("a provider version needs at least one platform")
 	}
+	if len(pkgs) >= MaxIndexEntries {
+		return nil, fmt.Errorf("%d platforms: a provider version may have at most %d", len(pkgs), MaxIndexEntries-1)
+	}
 	pkgs = append([]ProviderPackage(nil), pkgs...)
 	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].Platform.String() < pkgs[j].Platform.String() })
 	a := &Artifact{Blobs: []Blob{emptyConfig()}}
@@ -119,20 +122,49 @@ type ProvenanceSummary struct {
 // A repository that does not exist has no versions and reports
 // errdef.ErrNotFound.
 func ListVersions(ctx context.Context, repo ReadOnlyRepository) (names.VersionList, error) {
-	var list names.VersionList
-	err := repo.Tags(ctx, "", func(tags []string) error {
-		for _, t := range tags {
-			if v, ok := names.VersionFromTag(t); ok {
-				list = append(list, v)
-			}
-		}
-		return nil
-	})
+	tags, err := ListTags(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
+	var list names.VersionList
+	for _, t := range tags {
+		if v, ok := names.VersionFromTag(t); ok {
+			list = append(list, v)
+		}
+	}
 	list.Sort()
 	return list, nil
+}
+
+// ListTags reads every tag of a repository, following the registry's
+// pages, within bounds a hostile or broken registry cannot stretch: at
+// most MaxTags tags and MaxTagPages pages, and every page must bring a
+// tag not seen before (a paging loop ends at its first repeat).
+func ListTags(ctx context.Context, repo ReadOnlyRepository) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	pages := 0
+	err := repo.Tags(ctx, "", func(tags []string) error {
+		pages++
+		added := 0
+		for _, t := range tags {
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+				added++
+			}
+		}
+		switch {
+		case len(out) > MaxTags:
+			return invalid("the repository lists more than %d tags", MaxTags)
+		case pages > MaxTagPages:
+			return invalid("the registry's tag list runs to more than %d pages", MaxTagPages)
+		case added == 0 && len(tags) > 0:
+			return invalid("the registry's tag list pages in a loop (page %d repeats earlier tags)", pages)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // ResolveProvider reads the index a version tag names (in one round trip
@@ -177,6 +209,9 @@ func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, er
 	if idx.ArtifactType != ArtifactTypeProvider {
 		return nil, invalid("index %s has artifactType %q, want %q", desc.Digest, idx.ArtifactType, ArtifactTypeProvider)
 	}
+	if len(idx.Manifests) > MaxIndexEntries {
+		return nil, invalid("index %s has %d manifests, more than the %d oci-tofu reads", desc.Digest, len(idx.Manifests), MaxIndexEntries)
+	}
 	pv := &ProviderVersion{Index: desc, Platforms: map[names.Platform]ocispec.Descriptor{}}
 	for _, d := range idx.Manifests {
 		if err := pv.add(d); err != nil {
@@ -212,7 +247,12 @@ func (pv *ProviderVersion) add(d ocispec.Descriptor) error {
 	if d.Platform.OSVersion != "" {
 		return nil // OpenTofu never selects these
 	}
-	p := names.Platform{OS: d.Platform.OS, Arch: d.Platform.Architecture}
+	p, err := names.ParsePlatform(d.Platform.OS + "_" + d.Platform.Architecture)
+	if err != nil || p.OS != d.Platform.OS {
+		// Not a Go platform name ("linux/../x", "Linux"): OpenTofu never
+		// selects it, and it must not become a file name or URL.
+		return nil
+	}
 	if _, dup := pv.Platforms[p]; dup {
 		return invalid("index %s has more than one manifest for %s: OpenTofu refuses it as ambiguous", pv.Index.Digest, p)
 	}

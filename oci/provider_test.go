@@ -240,3 +240,33 @@ func TestPushRefusesATagThatMoved(t *testing.T) {
 		t.Fatal("the tag was replaced")
 	}
 }
+
+// racingRepo writes another artifact's root under a tag right after each
+// Tag call, as a concurrent push would.
+type racingRepo struct {
+	Repository
+	theirs ocispec.Descriptor
+}
+
+func (r racingRepo) Tag(ctx context.Context, desc ocispec.Descriptor, tag string) error {
+	if err := r.Repository.Tag(ctx, desc, tag); err != nil {
+		return err
+	}
+	return r.Repository.Tag(ctx, r.theirs, tag)
+}
+
+// A tag replaced right after this push wrote it is reported too: the push
+// does not claim a tag it no longer holds.
+func TestPushReportsATagReplacedAfterItsWrite(t *testing.T) {
+	ctx := context.Background()
+	store := newLayout(t)
+	mine, _ := BuildProvider([]ProviderPackage{zipPkg("linux", "amd64", "mine")}, nil)
+	theirs, _ := BuildProvider([]ProviderPackage{zipPkg("linux", "amd64", "theirs")}, nil)
+	if _, err := Push(ctx, store, theirs, Tags{"0.9.0": ""}, PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Push(ctx, racingRepo{store, theirs.Root()}, mine, Tags{"1.0.0": ""}, PushOptions{})
+	if !errors.Is(err, ErrTagMoved) || !strings.Contains(err.Error(), theirs.Root().Digest.String()) || !strings.Contains(err.Error(), "right after") {
+		t.Fatalf("want ErrTagMoved naming the replacement, got %v", err)
+	}
+}

@@ -40,9 +40,13 @@ type PushResult struct {
 // Tags are the tags a push writes, each with the digest it held when the
 // caller decided to write it ("" for a tag that did not exist). A push
 // refuses to move a tag that changed since: registries have no
-// compare-and-swap, so the tag is read again just before it is written
-// and a lost race is reported (ErrTagMoved) instead of silently replacing
-// another push's result.
+// compare-and-swap, so the tag is read again just before it is written,
+// and once more after a settling time (twice the time the check and write
+// took), and a lost race is reported (ErrTagMoved) instead of silently
+// replacing another push's result or claiming a tag another push replaced.
+// Only a competing write delayed beyond the settling time (a stalled
+// connection) can still go unnoticed; CI must serialise pushes of one
+// version (docs/artifacts.md).
 type Tags map[string]digest.Digest
 
 // ErrTagMoved reports that a tag changed while a push was under way.
@@ -131,7 +135,22 @@ func (u *Upload) pending(blobs []Blob) []Blob {
 	return out
 }
 
+// blob uploads one blob unless the repository has it, starting again on a
+// transient failure of either step (a registry may fail while another
+// push writes the same blob).
 func (u *Upload) blob(ctx context.Context, b Blob, progress func(int64)) error {
+	for attempt := 0; ; attempt++ {
+		err := u.blobOnce(ctx, b, progress)
+		if err == nil || attempt >= maxUploadRetries || !transientFailure(err) {
+			return err
+		}
+		if err := sleepContext(ctx, uploadBackoff<<attempt); err != nil {
+			return err
+		}
+	}
+}
+
+func (u *Upload) blobOnce(ctx context.Context, b Blob, progress func(int64)) error {
 	ok, err := u.repo.Exists(ctx, b.Descriptor)
 	if err != nil {
 		return fmt.Errorf("checking blob %s: %w", describe(b.Descriptor), err)
@@ -141,19 +160,11 @@ func (u *Upload) blob(ctx context.Context, b Blob, progress func(int64)) error {
 		u.record(b.Descriptor, false)
 		return nil
 	}
-	for attempt := 0; ; attempt++ {
-		err := u.upload(ctx, b, progress)
-		if err == nil {
-			u.record(b.Descriptor, true)
-			return nil
-		}
-		if attempt >= maxUploadRetries || !transientFailure(err) {
-			return fmt.Errorf("uploading blob %s: %w", describe(b.Descriptor), err)
-		}
-		if err := sleepContext(ctx, uploadBackoff<<attempt); err != nil {
-			return err
-		}
+	if err := u.upload(ctx, b, progress); err != nil {
+		return fmt.Errorf("uploading blob %s: %w", describe(b.Descriptor), err)
 	}
+	u.record(b.Descriptor, true)
+	return nil
 }
 
 // Uploads that meet a throttle, a 5xx or a dropped connection start again
@@ -169,7 +180,8 @@ func (u *Upload) upload(ctx context.Context, b Blob, progress func(int64)) error
 		return err
 	}
 	defer r.Close()
-	sent := &progressReader{r: r, add: progress}
+	// An OCI layout copies without looking at ctx: the reader does.
+	sent := &progressReader{ctx: ctx, r: r, add: progress}
 	err = pushIgnoringExisting(ctx, u.repo, b.Descriptor, sent)
 	if err != nil {
 		progress(-sent.n) // the next attempt starts again
@@ -223,13 +235,47 @@ func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult
 			return u.result(root), err
 		}
 	}
+	var slowest time.Duration
 	for _, tag := range sortedTags(tags) {
-		if err := u.tag(ctx, root, tag, tags[tag]); err != nil {
+		took, err := u.tag(ctx, root, tag, tags[tag])
+		if err != nil {
 			return u.result(root), err
 		}
+		slowest = max(slowest, took)
+	}
+	if err := u.settle(ctx, root, tags, slowest); err != nil {
+		return u.result(root), err
 	}
 	return u.result(root), nil
 }
+
+// settle waits for competing writes that checked the tags before ours
+// landed (they take about as long from check to write as ours did), then
+// reads the tags back: a push must not claim a tag that another push
+// replaced right after it (that push reports the race too).
+func (u *Upload) settle(ctx context.Context, root ocispec.Descriptor, tags Tags, checkToWrite time.Duration) error {
+	if err := sleepContext(ctx, min(2*checkToWrite+settleMargin, maxSettle)); err != nil {
+		return err
+	}
+	for _, tag := range sortedTags(tags) {
+		d, err := u.repo.Resolve(ctx, tag)
+		switch {
+		case err != nil:
+			return fmt.Errorf("checking tag %s after writing it: %w", tag, err)
+		case d.Digest != root.Digest:
+			return fmt.Errorf("%w: %s was replaced by %s right after this push (%s) wrote it: serialise pushes of one version",
+				ErrTagMoved, tag, d.Digest, root.Digest)
+		}
+	}
+	return nil
+}
+
+// The settling time after tag writes: twice the slowest check-and-write,
+// plus settleMargin, at most maxSettle.
+const (
+	settleMargin = 20 * time.Millisecond
+	maxSettle    = 5 * time.Second
+)
 
 func (u *Upload) result(root ocispec.Descriptor) PushResult {
 	u.mu.Lock()
@@ -254,30 +300,31 @@ func (u *Upload) manifest(ctx context.Context, m Manifest) error {
 }
 
 // tag writes one tag after checking that it still holds what it held when
-// the push was decided.
-func (u *Upload) tag(ctx context.Context, root ocispec.Descriptor, tag string, was digest.Digest) error {
+// the push was decided; it returns how long the check and write took.
+func (u *Upload) tag(ctx context.Context, root ocispec.Descriptor, tag string, was digest.Digest) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
+	start := time.Now()
 	now := digest.Digest("")
 	d, err := u.repo.Resolve(ctx, tag)
 	switch {
 	case err == nil:
 		now = d.Digest
 	case !IsNotFound(err):
-		return fmt.Errorf("checking tag %s before writing it: %w", tag, err)
+		return 0, fmt.Errorf("checking tag %s before writing it: %w", tag, err)
 	}
 	if now == root.Digest {
-		return nil
+		return time.Since(start), nil
 	}
 	if now != was {
-		return fmt.Errorf("%w: %s held %s when this push started and holds %s now; this push (%s) leaves it alone: serialise pushes of one version",
+		return 0, fmt.Errorf("%w: %s held %s when this push started and holds %s now; this push (%s) leaves it alone: serialise pushes of one version",
 			ErrTagMoved, tag, orNone(was), orNone(now), root.Digest)
 	}
 	if err := u.repo.Tag(ctx, root, tag); err != nil {
-		return fmt.Errorf("tagging %s: %w", tag, err)
+		return 0, fmt.Errorf("tagging %s: %w", tag, err)
 	}
-	return nil
+	return time.Since(start), nil
 }
 
 func orNone(d digest.Digest) string {
@@ -325,13 +372,18 @@ func describe(d ocispec.Descriptor) string {
 	return d.Digest.String()
 }
 
+// progressReader reports the bytes read, and fails once ctx ends.
 type progressReader struct {
+	ctx context.Context
 	r   io.Reader
 	add func(int64)
 	n   int64
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
+	if err := p.ctx.Err(); err != nil {
+		return 0, err
+	}
 	n, err := p.r.Read(b)
 	if n > 0 {
 		p.n += int64(n)

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -27,7 +28,7 @@ func NewTransport(opts Options) (*http.Transport, error) {
 		pool = x509.NewCertPool()
 	}
 	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
+		pem, err := readCAFile(opts.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("reading CA file: %w", err)
 		}
@@ -74,3 +75,28 @@ type readBufferedConn struct {
 }
 
 func (c *readBufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// readCAFile reads a CA bundle: a regular file of at most MaxSmallFile
+// bytes (a FIFO or a device is refused, not waited on).
+func readCAFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxSmallFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxSmallFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxSmallFile)
+	}
+	return b, nil
+}

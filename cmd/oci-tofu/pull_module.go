@@ -77,7 +77,7 @@ func pullModule(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref, err)
 	}
-	files, err := modulepkg.Unpack(tmp.Name(), dir, maxSize)
+	files, err := modulepkg.UnpackContext(c.Context, tmp.Name(), dir, maxSize)
 	if err != nil {
 		return fmt.Errorf("unpacking %s into %s: %w", ref, dir, err)
 	}

@@ -98,7 +98,7 @@ func pushModule(c *cli.Context) error {
 		defer z.Remove()
 		rep.infof("packed %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
 	} else {
-		z, err = modulepkg.OpenZip(source, c.Bool("allow-no-root"))
+		z, err = modulepkg.OpenZipContext(c.Context, source, c.Bool("allow-no-root"))
 		if err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
@@ -323,7 +324,15 @@ func serverTLS(c *cli.Context) (*tls.Config, error) {
 		if certFile == "" || keyFile == "" {
 			return nil, fmt.Errorf("--tls-cert and --tls-key go together")
 		}
-		if cert, err = tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+		certPEM, err := readSmallFile(certFile, oci.MaxSmallFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert: %w", err)
+		}
+		keyPEM, err := readSmallFile(keyFile, oci.MaxSmallFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-key: %w", err)
+		}
+		if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
 			return nil, fmt.Errorf("loading the TLS certificate: %w", err)
 		}
 	}
@@ -396,18 +405,8 @@ func readTokens(path string) ([]string, error) {
 	return tokens, nil
 }
 
+// readSmallFile reads a regular file of at most max bytes (a FIFO or a
+// device is refused, not waited on).
 func readSmallFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
-	}
-	return b, nil
+	return localfile.ReadBounded(path, max)
 }

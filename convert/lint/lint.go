@@ -60,8 +60,7 @@ func Check(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, 
 	if ref.Reference != "" {
 		return verifyOne(ctx, repo, ref, opts)
 	}
-	var tags []string
-	err := repo.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil })
+	tags, err := oci.ListTags(ctx, repo)
 	if err != nil {
 		return nil, fmt.Errorf("listing tags of %s: %w", ref, err)
 	}
@@ -285,6 +284,10 @@ func (c *checker) module(desc ocispec.Descriptor) error {
 	if err != nil {
 		return c.problem(err)
 	}
+	if z.Size > modulepkg.MaxSize {
+		c.add(SeverityError, "module zip %s is %d bytes, more than the %d bytes oci-tofu pull module accepts", z.Digest, z.Size, int64(modulepkg.MaxSize))
+		return nil
+	}
 	if c.opts.SkipZips {
 		return nil
 	}
@@ -295,6 +298,11 @@ func (c *checker) module(desc ocispec.Descriptor) error {
 	defer done()
 	if _, err := modulepkg.CheckZip(zr, modulepkg.MaxSize); err != nil {
 		c.add(SeverityError, "module zip %s: %v", z.Digest, err)
+	} else if err := pkghash.ReadEntries(c.ctx, zr); err != nil {
+		if c.ctx.Err() != nil {
+			return c.ctx.Err()
+		}
+		c.add(SeverityError, "module zip %s: %v: OpenTofu would fail to unpack it", z.Digest, err)
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ func exportVersion(ctx context.Context, repo oci.ReadOnlyRepository, addr names.
 		}
 		h1 := pkghash.TrustedH1(prov, files, p, zip)
 		if h1 == "" {
-			if h1, err = pkghash.ZipFileH1(path); err != nil {
+			if h1, err = pkghash.ZipFileH1Context(ctx, path); err != nil {
 				return doc, err
 			}
 		}

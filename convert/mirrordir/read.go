@@ -169,7 +169,7 @@ func readArchive(ctx context.Context, typeDir, key string, a wire.MirrorArchive)
 	if err != nil {
 		return release.Package{}, fmt.Errorf("reading %s: %w", name, err)
 	}
-	if err := matchRecorded(path, sum, a.Hashes); err != nil {
+	if err := matchRecorded(ctx, path, sum, a.Hashes); err != nil {
 		return release.Package{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return release.Package{Platform: p, Path: path, Filename: name, SHA256: sum, Size: size}, nil
@@ -188,7 +188,7 @@ func localArchiveName(u string) (string, error) {
 // matchRecorded checks a zip against the hashes a mirror recorded: every
 // zh must be its sha256, and every h1 either its unpacked hash or the
 // archive hash older tools wrote; at least one must be there.
-func matchRecorded(path, sum string, hashes []string) error {
+func matchRecorded(ctx context.Context, path, sum string, hashes []string) error {
 	if len(hashes) == 0 {
 		return errors.New("version.json records no hash for it: nothing to verify against")
 	}
@@ -204,7 +204,7 @@ func matchRecorded(path, sum string, hashes []string) error {
 			matched = true
 		case strings.HasPrefix(h, "h1:"):
 			if h1 == "" {
-				if h1, err = pkghash.ZipFileH1(path); err != nil {
+				if h1, err = pkghash.ZipFileH1Context(ctx, path); err != nil {
 					return err
 				}
 			}

@@ -2,11 +2,11 @@ package modulepkg
 
 import (
 	"archive/zip"
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -15,10 +15,17 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
 )
 
-// OpenZip checks an existing module package zip (readable, safe entry
-// names, no links or special files, bounded size, a module at its root
-// unless allowNoRoot) and hashes it; the file is pushed byte for byte.
+// OpenZip is OpenZipContext without a context.
 func OpenZip(file string, allowNoRoot bool) (*Zip, error) {
+	return OpenZipContext(context.Background(), file, allowNoRoot)
+}
+
+// OpenZipContext checks an existing module package zip (a regular file,
+// readable, safe entry names, no links or special files, bounded size,
+// every entry read as an unpacker reads it — CRC-32 and sizes —, a module
+// at its root unless allowNoRoot) and hashes it; the file is pushed byte
+// for byte. Reading stops when ctx ends.
+func OpenZipContext(ctx context.Context, file string, allowNoRoot bool) (*Zip, error) {
 	f, err := localfile.OpenRegular(file)
 	if err != nil {
 		return nil, err
@@ -31,6 +38,9 @@ func OpenZip(file string, allowNoRoot bool) (*Zip, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", file)
 	}
+	if fi.Size() > MaxSize {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d bytes a module package may have (oci-tofu pull module refuses it too)", file, fi.Size(), int64(MaxSize))
+	}
 	zr, err := zip.NewReader(f, fi.Size())
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a readable zip: %w", file, err)
@@ -42,10 +52,13 @@ func OpenZip(file string, allowNoRoot bool) (*Zip, error) {
 	if err := checkModuleRoot(names, allowNoRoot); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
+	if err := pkghash.ReadEntries(ctx, zr); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	sum, n, err := pkghash.SHA256(f)
+	sum, n, err := pkghash.SHA256(localfile.Reader(ctx, io.LimitReader(f, fi.Size()+1)))
 	if err != nil {
 		return nil, err
 	}
@@ -56,33 +69,31 @@ func OpenZip(file string, allowNoRoot bool) (*Zip, error) {
 }
 
 // CheckZip checks every entry of a module package zip as unpacking
-// will, and returns the file entries' cleaned names, sorted.
+// will (names, kinds, clashes between files and directories, sizes as
+// declared; pkghash.ReadEntries reads the contents), and returns the file
+// entries' cleaned names, sorted.
 func CheckZip(zr *zip.Reader, maxSize int64) ([]string, error) {
 	if len(zr.File) > MaxFiles {
 		return nil, fmt.Errorf("zip has %d entries, more than the %d allowed", len(zr.File), MaxFiles)
 	}
-	seen := map[string]bool{}
-	var names []string
-	var total uint64
 	for _, f := range zr.File {
-		name, dir, err := moduleEntryName(f)
-		if err != nil {
+		if _, _, err := moduleEntryName(f); err != nil {
 			return nil, err
 		}
-		if dir {
-			continue
-		}
-		if seen[name] {
-			return nil, fmt.Errorf("zip holds %s twice", name)
-		}
-		seen[name] = true
-		total += f.UncompressedSize64
+	}
+	files, err := pkghash.UnpackedFiles(zr)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(files))
+	var total uint64
+	for i, f := range files {
+		total += f.File.UncompressedSize64
 		if total > uint64(maxSize) {
 			return nil, fmt.Errorf("zip unpacks to more than %d bytes", maxSize)
 		}
-		names = append(names, name)
+		names[i] = f.Name
 	}
-	sort.Strings(names)
 	return names, nil
 }
 

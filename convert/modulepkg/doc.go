@@ -15,7 +15,8 @@ import "github.com/oci-tofu/oci-tofu/oci"
 const (
 	// MaxFiles bounds the number of files in a module package.
 	MaxFiles = oci.MaxPackageFiles
-	// MaxSize bounds a module package's unpacked size (the sum of its
-	// files) when packing, checking and unpacking.
-	MaxSize = 1 << 30
+	// MaxSize bounds a module package's size, packed (the zip) and
+	// unpacked (the sum of its files), when packing, checking, pulling and
+	// unpacking.
+	MaxSize = oci.MaxModuleSize
 )

@@ -101,6 +101,10 @@ func Pack(ctx context.Context, dir string, opts Options) (*Zip, error) {
 		os.Remove(tmp.Name())
 		return nil, err
 	}
+	if cw.n > MaxSize {
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("%s packs to a zip of %d bytes, more than the %d bytes a module package may have (oci-tofu pull module refuses it too)", dir, cw.n, int64(MaxSize))
+	}
 	z.Digest = digest.NewDigest(digest.SHA256, h)
 	z.Size = cw.n
 	z.Tree = treeDigest(files, sums)

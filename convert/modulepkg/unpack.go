@@ -2,20 +2,29 @@ package modulepkg
 
 import (
 	"archive/zip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
 )
 
-// Unpack unpacks a module package zip into dir, which must not
+// Unpack is UnpackContext without a context.
+func Unpack(zipFile, dir string, maxSize int64) ([]string, error) {
+	return UnpackContext(context.Background(), zipFile, dir, maxSize)
+}
+
+// UnpackContext unpacks a module package zip into dir, which must not
 // exist or be empty. It unpacks into a temporary directory next to dir and
 // renames it into place only when every entry was written, refusing
 // entries that would escape dir, links, and more than maxSize bytes in all
 // (counted as written, not as declared). It returns the files written.
-func Unpack(zipFile, dir string, maxSize int64) ([]string, error) {
+// When ctx ends it stops, and dir is left as it was.
+func UnpackContext(ctx context.Context, zipFile, dir string, maxSize int64) ([]string, error) {
 	if maxSize <= 0 {
 		maxSize = MaxSize
 	}
@@ -38,7 +47,7 @@ func Unpack(zipFile, dir string, maxSize int64) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unpackAll(&zr.Reader, tmp, maxSize); err != nil {
+	if err := unpackAll(ctx, &zr.Reader, tmp, maxSize); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
@@ -69,7 +78,7 @@ func tempSibling(dir string) (string, error) {
 
 // unpackAll writes every entry below tmp, at most maxSize bytes in all
 // (counted as written, not as declared).
-func unpackAll(zr *zip.Reader, tmp string, maxSize int64) error {
+func unpackAll(ctx context.Context, zr *zip.Reader, tmp string, maxSize int64) error {
 	remaining := maxSize
 	for _, f := range zr.File {
 		name, isDir, err := moduleEntryName(f)
@@ -86,7 +95,7 @@ func unpackAll(zr *zip.Reader, tmp string, maxSize int64) error {
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return err
 		}
-		n, err := unpackFile(f, target, remaining)
+		n, err := unpackFile(ctx, f, target, remaining)
 		if err != nil {
 			return err
 		}
@@ -125,7 +134,7 @@ func checkTargetDir(dir string) error {
 	return nil
 }
 
-func unpackFile(f *zip.File, target string, remaining int64) (int64, error) {
+func unpackFile(ctx context.Context, f *zip.File, target string, remaining int64) (int64, error) {
 	r, err := f.Open()
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", f.Name, err)
@@ -139,7 +148,7 @@ func unpackFile(f *zip.File, target string, remaining int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(out, io.LimitReader(r, remaining+1))
+	n, err := io.Copy(out, localfile.Reader(ctx, io.LimitReader(r, remaining+1)))
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}

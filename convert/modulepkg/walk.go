@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
 )
 
 // Module packages are zips whose root is the module package root
@@ -86,7 +88,7 @@ func collectModuleFiles(dir string) (string, []moduleFile, error) {
 		return "", nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	w := &moduleWalker{root: root, active: map[string]bool{}}
-	if f, err := os.Open(filepath.Join(root, IgnoreFileName)); err == nil {
+	if f, err := localfile.OpenRegular(filepath.Join(root, IgnoreFileName)); err == nil {
 		w.rules, err = ParseIgnoreRules(io.LimitReader(f, 1<<20))
 		f.Close()
 		if err != nil {

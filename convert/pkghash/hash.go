@@ -13,6 +13,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -30,65 +31,165 @@ func ZipH1(zr *zip.Reader) (string, error) { return ZipH1Context(context.Backgro
 // dirhash.HashZip it leaves directory entries out, as they vanish when the
 // zip is unpacked (REFERENCE §3).
 //
-// Every entry is read as an unpacker reads it: archive/zip checks its
-// CRC-32 and that it holds exactly its declared size, so a corrupt entry is
-// an error here rather than an h1 over bytes no unpacker would produce.
-// Symbolic-link entries count as files holding their target, as OpenTofu's
-// unpacker (go-getter) writes them. Reading stops when ctx ends.
+// The zip is taken as OpenTofu's unpacker (go-getter's ZipDecompressor)
+// takes it, or refused where that unpacker would fail or where the result
+// would depend on the machine (UnpackedFiles): every entry is read as an
+// unpacker reads it, so archive/zip checks its CRC-32 and that it holds
+// exactly its declared size, and a corrupt entry is an error here rather
+// than an h1 over bytes no unpacker would produce. Symbolic-link entries
+// count as files holding their target, as go-getter writes them. Reading
+// stops when ctx ends.
 func ZipH1Context(ctx context.Context, zr *zip.Reader) (string, error) {
-	entries := map[string]*zip.File{}
-	var names []string
+	files, err := UnpackedFiles(zr)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(files))
+	byName := make(map[string]*zip.File, len(files))
+	for i, f := range files {
+		names[i] = f.Name
+		byName[f.Name] = f.File
+	}
+	return dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
+		return openEntry(ctx, name, byName[name])
+	})
+}
+
+// UnpackedFile is a file a zip unpacks to: its cleaned name and its entry.
+type UnpackedFile struct {
+	Name string
+	File *zip.File
+}
+
+// UnpackedFiles lists the files a provider package unpacks to, sorted by
+// name, refusing what go-getter (OpenTofu's unpacker) refuses — an empty
+// archive, a ".." path element anywhere — and what would unpack
+// differently from machine to machine or not at all: names that leave the
+// directory, are absolute or hold a backslash or NUL; a name given twice;
+// a file where another entry needs a directory; no file at all; more than
+// oci.MaxPackageFiles entries or oci.MaxUnpackedSize bytes.
+func UnpackedFiles(zr *zip.Reader) ([]UnpackedFile, error) {
+	switch {
+	case len(zr.File) == 0:
+		return nil, fmt.Errorf("the zip is empty (OpenTofu's unpacker refuses an empty archive)")
+	case len(zr.File) > oci.MaxPackageFiles:
+		return nil, fmt.Errorf("the zip has %d entries, more than the %d allowed", len(zr.File), oci.MaxPackageFiles)
+	}
+	var files []UnpackedFile
+	dirs := map[string]bool{}
+	seen := map[string]bool{}
 	var total uint64
+	for _, f := range zr.File {
+		name, err := CleanZipName(f.Name)
+		if err != nil {
+			return nil, err
+		}
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+		if strings.HasSuffix(f.Name, "/") || f.FileInfo().IsDir() {
+			dirs[name] = true
+			continue
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("zip holds %s twice", name)
+		}
+		seen[name] = true
+		total += f.UncompressedSize64
+		if total > MaxUnpackedSize {
+			return nil, fmt.Errorf("zip unpacks to more than %d bytes", uint64(MaxUnpackedSize))
+		}
+		files = append(files, UnpackedFile{Name: name, File: f})
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("the zip holds no files, directories only")
+	}
+	for _, f := range files {
+		if dirs[f.Name] {
+			return nil, fmt.Errorf("zip entry %s is a file, but other entries need it as a directory: it cannot be unpacked", f.Name)
+		}
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	return files, nil
+}
+
+// ReadEntries reads every file entry of a zip as an unpacker does (CRC-32
+// and sizes checked), stopping when ctx ends; the first corrupt entry is
+// the error.
+func ReadEntries(ctx context.Context, zr *zip.Reader) error {
 	for _, f := range zr.File {
 		if strings.HasSuffix(f.Name, "/") || f.FileInfo().IsDir() {
 			continue
 		}
-		name, err := CleanZipName(f.Name)
+		r, err := openEntry(ctx, f.Name, f)
 		if err != nil {
-			return "", err
+			return err
 		}
-		if _, dup := entries[name]; dup {
-			return "", fmt.Errorf("zip holds %s twice", name)
+		_, err = io.Copy(io.Discard, r)
+		r.Close()
+		if err != nil {
+			return err
 		}
-		total += f.UncompressedSize64
-		if total > MaxUnpackedSize {
-			return "", fmt.Errorf("zip unpacks to more than %d bytes", uint64(MaxUnpackedSize))
-		}
-		entries[name] = f
-		names = append(names, name)
 	}
-	sort.Strings(names)
-	return dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
-		f := entries[name]
-		r, err := f.Open()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		return entryReader{Reader: localfile.Reader(ctx, r), Closer: r, name: name}, nil
-	})
+	return nil
+}
+
+func openEntry(ctx context.Context, name string, f *zip.File) (io.ReadCloser, error) {
+	r, err := f.Open()
+	if err != nil {
+		return nil, fmt.Errorf("zip entry %s: %w", name, err)
+	}
+	return entryReader{Reader: localfile.Reader(ctx, r), Closer: r, name: name}, nil
 }
 
 // ZipFileH1 is ZipH1 for a zip file on disk.
 func ZipFileH1(file string) (string, error) {
-	zr, err := zip.OpenReader(file)
+	return ZipFileH1Context(context.Background(), file)
+}
+
+// ZipFileH1Context is ZipH1Context for a zip file on disk, which must be a
+// regular file.
+func ZipFileH1Context(ctx context.Context, file string) (string, error) {
+	f, err := localfile.OpenRegular(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	zr, err := zip.NewReader(f, fi.Size())
 	if err != nil {
 		return "", fmt.Errorf("%s is not a readable zip: %w", file, err)
 	}
-	defer zr.Close()
-	h, err := ZipH1(&zr.Reader)
+	h, err := ZipH1Context(ctx, zr)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", file, err)
 	}
 	return h, nil
 }
 
-// CleanZipName checks that a zip entry stays inside the directory it is
-// unpacked to and returns it in slash form.
+// CleanZipName checks that a zip entry unpacks inside the directory it is
+// unpacked to, under the same name on every system, and returns it
+// cleaned. Refused: absolute names, ".." anywhere (go-getter, OpenTofu's
+// unpacker, refuses those even when they stay inside), backslashes (a
+// separator on Windows, part of the name elsewhere) and NUL.
 func CleanZipName(name string) (string, error) {
-	n := strings.ReplaceAll(name, "\\", "/")
-	c := path.Clean(n)
-	if path.IsAbs(n) || c == ".." || strings.HasPrefix(c, "../") || c == "." || strings.Contains(n, "\x00") {
-		return "", fmt.Errorf("zip entry %q would be unpacked outside its directory", name)
+	if strings.ContainsAny(name, "\\\x00") {
+		return "", fmt.Errorf("zip entry %q holds a backslash or NUL: it would unpack differently on different systems", name)
+	}
+	if path.IsAbs(name) || len(name) > 1 && name[1] == ':' && unicode.IsLetter(rune(name[0])) {
+		return "", fmt.Errorf("zip entry %q has an absolute name: it would be unpacked outside its directory", name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("zip entry %q has a \"..\" element: it would be unpacked outside its directory (OpenTofu's unpacker refuses it)", name)
+		}
+	}
+	c := path.Clean(name)
+	if c == "." {
+		return "", fmt.Errorf("zip entry %q names no file", name)
 	}
 	return c, nil
 }

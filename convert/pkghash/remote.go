@@ -44,6 +44,9 @@ func RemoteZipH1(ctx context.Context, repo oci.ReadOnlyRepository, z ocispec.Des
 	defer done()
 	h1, err := ZipH1Context(ctx, zr)
 	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
 		return "", fmt.Errorf("%w: %s: %v", oci.ErrInvalidArtifact, z.Digest, err)
 	}
 	return h1, nil

@@ -6,10 +6,10 @@
 package release
 
 import (
-	"archive/zip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -319,28 +319,47 @@ func describePackage(ctx context.Context, path string, sums *sha256sums.File, su
 	if err != nil {
 		return pkg, fmt.Errorf("%s: not listed in %s as OpenTofu reads it: %w", name, sumsName, err)
 	}
-	f, err := localfile.OpenRegular(path)
+	f, size, err := openPackageFile(path)
 	if err != nil {
 		return pkg, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return pkg, err
-	}
-	pkg.SHA256, pkg.Size = want, st.Size()
+	f.Close()
+	pkg.SHA256, pkg.Size = want, size
 	return pkg, nil
 }
 
-func hashFile(ctx context.Context, path string) (string, int64, error) {
+// openPackageFile opens a release file (a zip, an OpenTofu release file)
+// that must be a regular file of at most oci.MaxPackageSize bytes, the
+// most a pull, a verify or the proxy reads.
+func openPackageFile(path string) (*os.File, int64, error) {
 	f, err := localfile.OpenRegular(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if st.Size() > oci.MaxPackageSize {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s is %d bytes, more than the %d bytes a package may have (pulls, verify and the proxy refuse more; see docs/security.md)", path, st.Size(), int64(oci.MaxPackageSize))
+	}
+	return f, st.Size(), nil
+}
+
+func hashFile(ctx context.Context, path string) (string, int64, error) {
+	f, _, err := openPackageFile(path)
 	if err != nil {
 		return "", 0, err
 	}
 	defer f.Close()
-	sum, size, err := pkghash.SHA256(localfile.Reader(ctx, f))
+	sum, size, err := pkghash.SHA256(localfile.Reader(ctx, io.LimitReader(f, oci.MaxPackageSize+1)))
 	if err != nil {
 		return "", 0, fmt.Errorf("reading %s: %w", filepath.Base(path), err)
+	}
+	if size > oci.MaxPackageSize {
+		return "", 0, fmt.Errorf("%s grew beyond %d bytes while it was read", filepath.Base(path), int64(oci.MaxPackageSize))
 	}
 	return sum, size, nil
 }
@@ -431,13 +450,11 @@ func (p Package) checkDigest(ctx context.Context) error {
 
 // h1 unpacks the zip, as OpenTofu would, for its h1 hash.
 func (p Package) h1(ctx context.Context) (string, error) {
-	zr, err := zip.OpenReader(p.Path)
+	h1, err := pkghash.ZipFileH1Context(ctx, p.Path)
 	if err != nil {
-		return "", fmt.Errorf("%s is not a readable zip: %w", p.Filename, err)
-	}
-	defer zr.Close()
-	h1, err := pkghash.ZipH1Context(ctx, &zr.Reader)
-	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
 		return "", fmt.Errorf("%s: %w", p.Filename, err)
 	}
 	return h1, nil

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -300,13 +301,45 @@ func (c *Cache[V]) observe(result string) {
 
 func (c *Cache[V]) observeLocked(result string) { c.observe(result) }
 
-// safely runs a fetch, turning a panic into an error: a fetch runs in a
-// goroutine of its own, where a panic would end the process.
+// safely runs a fetch, turning a panic into a *PanicError: a fetch runs
+// in a goroutine of its own, where a panic would end the process. The
+// error is remembered like any failure, so the same input does not panic
+// again for every caller.
 func safely[V any](ctx context.Context, fetch Fetch[V]) (val V, cost int64, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("internal error: %v", p)
+			err = &PanicError{Value: p, Stack: debug.Stack()}
 		}
 	}()
 	return fetch(ctx)
+}
+
+// PanicError is a panic recovered in a goroutine the process runs in the
+// background (a fetch, one branch of a fan-out): a bug met by some input,
+// turned into an error so that one request fails instead of the process.
+type PanicError struct {
+	Value any
+	Stack []byte
+	once  sync.Once
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("internal error: panic: %v", e.Value) }
+
+// FirstReport reports true once per PanicError, however many callers get
+// it (a remembered failure is shared): whoever logs it logs it once.
+func (e *PanicError) FirstReport() bool {
+	first := false
+	e.once.Do(func() { first = true })
+	return first
+}
+
+// Recover runs fn, returning a panic as a *PanicError: the recovery
+// boundary of a goroutine that runs for a request.
+func Recover(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return fn()
 }

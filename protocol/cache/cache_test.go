@@ -187,9 +187,21 @@ func TestBoundedByEntriesAndCost(t *testing.T) {
 // A fetch that panics is a failure, not the end of the process.
 func TestPanickingFetchIsAnError(t *testing.T) {
 	c := cache.New[string](cache.Options{})
-	_, err := c.Get(context.Background(), "k", func(context.Context) (string, int64, error) { panic("boom") })
-	if err == nil {
-		t.Fatal("no error")
+	var calls atomic.Int64
+	boom := func(context.Context) (string, int64, error) { calls.Add(1); panic("boom") }
+	_, err := c.Get(context.Background(), "k", boom)
+	var pe *cache.PanicError
+	if !errors.As(err, &pe) || pe.Value != "boom" || len(pe.Stack) == 0 || !pe.FirstReport() {
+		t.Fatalf("%v", err)
+	}
+	// Remembered like any failure: the same panic is not met again at
+	// once, and is reported once.
+	_, err = c.Get(context.Background(), "k", boom)
+	if !errors.As(err, &pe) || calls.Load() != 1 || pe.FirstReport() {
+		t.Fatalf("%v after %d calls", err, calls.Load())
+	}
+	if err := cache.Recover(func() error { var s []int; _ = s[len(s)]; return nil }); !errors.As(err, &pe) {
+		t.Fatalf("Recover: %v", err)
 	}
 }
 

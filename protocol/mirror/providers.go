@@ -36,7 +36,7 @@ type MirrorOptions struct {
 	Lock *lockfile.File
 	// Concurrency bounds parallel downloads per version (default 4).
 	Concurrency int
-	// MaxZipSize bounds each download (default 2 GiB).
+	// MaxZipSize bounds each download (default oci.MaxPackageSize).
 	MaxZipSize int64
 	// Log reports progress lines.
 	Log func(format string, args ...any)
@@ -71,7 +71,7 @@ func Mirror(ctx context.Context, c *origin.Client, specs []names.ProviderSpec, o
 		opts.Concurrency = 4
 	}
 	if opts.MaxZipSize <= 0 {
-		opts.MaxZipSize = 2 << 30
+		opts.MaxZipSize = oci.MaxPackageSize
 	}
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}
@@ -112,7 +112,7 @@ func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	byVersion := map[string]*wire.RegistryVersion{}
 	var available versions.List
 	for _, v := range listed {
-		pv, err := versions.ParseVersion(v.Version)
+		pv, err := names.ParseVersionLoose(v.Version)
 		if err != nil {
 			continue
 		}
@@ -125,7 +125,7 @@ func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 		if locked = opts.Lock.Provider(addr); locked == nil {
 			return fail(fmt.Errorf("the lock file has no entry for %s", addr))
 		}
-		v, err := versions.ParseVersion(locked.Version)
+		v, err := names.ParseVersionLoose(locked.Version)
 		if err != nil || byVersion[v.String()] == nil {
 			return fail(fmt.Errorf("locked version %s is not offered by %s", locked.Version, spec.Provider.Hostname))
 		}
@@ -160,7 +160,7 @@ func mirrorVersion(ctx context.Context, c *origin.Client, addr names.Provider, v
 	if err != nil {
 		return oci.PushResult{}, nil, err
 	}
-	version, _ := versions.ParseVersion(v.Version)
+	version, _ := names.ParseVersionLoose(v.Version)
 	if done, ok := complete(ctx, repo, version, platforms); ok {
 		// What the stored signature gives now: a key may have expired since.
 		warnings, err := release.StoredWarnings(ctx, repo, done)

@@ -48,6 +48,9 @@ func MirrorTofu(ctx context.Context, c *origin.Client, opts TofuMirrorOptions) [
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = oci.MaxPackageSize
+	}
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}
 	}

@@ -48,6 +48,9 @@ func errUnsigned(rel *release) error {
 // every release unservable once its key expires; clients check the
 // signature themselves anyway.
 func (s *Server) checksums(ctx context.Context, rel *release, zips map[names.Platform]ocispec.Descriptor) (*checksums, error) {
+	if rel.provErr != nil {
+		return nil, rel.provErr
+	}
 	if rel.signedByPublisher() {
 		return publisherChecksums(rel)
 	}

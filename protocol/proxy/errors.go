@@ -3,10 +3,13 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -61,6 +64,10 @@ func toHTTP(err error, retryAfter int) *httpError {
 	if errors.As(err, &he) {
 		return he
 	}
+	var pe *cache.PanicError
+	if errors.As(err, &pe) {
+		return &httpError{status: http.StatusInternalServerError, msg: "internal error", err: err}
+	}
 	if errors.Is(err, errBadPath) {
 		return &httpError{status: http.StatusBadRequest, msg: err.Error()}
 	}
@@ -113,7 +120,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, 499, "client closed the request")
 		return
 	}
-	he := toHTTP(err, int(max(s.opts.FailureTTL, 0).Seconds())+1)
+	var pe *cache.PanicError
+	if errors.As(err, &pe) && pe.FirstReport() {
+		s.log.Error("panic in a background task of a request", "path", r.URL.EscapedPath(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
+	he := toHTTP(err, retryAfter(err, s.opts.FailureTTL))
 	if he.status >= 500 {
 		s.metrics.upstreamError(store.FailureOf(err).String())
 		s.seen.upstreamFailure(store.FailureOf(err).String(), he.msg)
@@ -128,4 +139,16 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))
 	}
 	writeError(w, he.status, he.msg)
+}
+
+// retryAfter is the Retry-After (seconds) of a 503: when the registry
+// asked for a pause, what is left of it; otherwise until the failure is
+// forgotten (FailureTTL) and the registry is asked again.
+func retryAfter(err error, failureTTL time.Duration) int {
+	secs := int(max(failureTTL, 0).Seconds()) + 1
+	var te *oci.ThrottledError
+	if errors.As(err, &te) {
+		secs = max(secs, int(math.Ceil(time.Until(te.Until).Seconds())))
+	}
+	return secs
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -62,6 +63,10 @@ type release struct {
 	// zips are the platforms' zip layers, when read (needZips).
 	zips map[names.Platform]ocispec.Descriptor
 	prov *store.Provenance // nil when the artifact has none (third-party tools)
+	// provErr is why a provenance the index names could not be read
+	// (corrupt, invalid or missing): the packages are still served by
+	// their digests, but nothing that needs the provenance is.
+	provErr error
 }
 
 // needs says what a handler reads of a release besides its index.
@@ -136,12 +141,22 @@ func (s *Server) readRelease(ctx context.Context, rel *release, n needs) error {
 	return g.Wait()
 }
 
+// withProvenance reads a release's provenance. One that the registry
+// holds but cannot serve intact (corrupt, invalid, missing) costs only
+// what needs it — stored h1 hashes, the publisher's SHA256SUMS and
+// signature —, not the packages, which are served by their digests.
 func (s *Server) withProvenance(ctx context.Context, rel *release) (*release, error) {
 	prov, err := rel.repo.Provenance(ctx, rel.pv)
-	if err != nil {
+	switch store.FailureOf(err) {
+	case oci.FailureNone:
+		rel.prov = prov
+	case oci.FailureCorrupt, oci.FailureInvalid, oci.FailureNotFound:
+		s.log.Warn("a provider release's provenance cannot be read; serving its packages by digest alone",
+			"provider", rel.p.String(), "version", rel.v.String(), "index", rel.pv.Index.Digest.String(), "error", err.Error())
+		rel.provErr = err
+	default:
 		return nil, err
 	}
-	rel.prov = prov
 	return rel, nil
 }
 
@@ -323,6 +338,9 @@ func (s *Server) versionsDoc(ctx context.Context, p names.Provider, shown string
 	}
 	doc := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
 	var unsigned []*wire.RegistryVersion // listed only if nothing else is
+	for _, tag := range sortedKeys(l.Refused) {
+		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the tag %q is left out: it looks like a version but is none (%s)", tag, l.Refused[tag]))
+	}
 	for i := range l.Versions {
 		switch {
 		case out[i] != nil && warn[i] != "":
@@ -561,4 +579,13 @@ func (s *Server) cacheHeaders(w http.ResponseWriter, pinned bool) {
 		// served stale from HTTP caches.
 		w.Header().Set("Cache-Control", "no-cache")
 	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

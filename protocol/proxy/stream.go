@@ -8,11 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -83,6 +85,10 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.R
 		h.Del("ETag")
 		h.Del("Content-Disposition")
 		h.Del("Cache-Control")
+		if ctx.Err() != nil && r.Context().Err() == nil {
+			// The stall timer, not the client, gave up.
+			err = statusErr(http.StatusGatewayTimeout, err, "the OCI registry did not start sending the blob within %s", stall)
+		}
 		s.fail(w, r, err)
 		return
 	}
@@ -117,6 +123,13 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.R
 	go func() {
 		defer close(done)
 		defer close(full)
+		defer func() {
+			// The recovery boundary of the reader: a panic ends this
+			// download, not the process.
+			if p := recover(); p != nil {
+				readErr, readReason = &cache.PanicError{Value: p, Stack: debug.Stack()}, "internal"
+			}
+		}()
 		src := io.LimitReader(rc, zip.Size+1) // one byte more reveals an over-long blob
 		for {
 			var buf *[]byte
@@ -187,7 +200,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.R
 	// full is closed: the reader is done and its results are visible.
 	if readErr != nil {
 		switch {
-		case readReason == "size_mismatch":
+		case readReason == "size_mismatch", readReason == "internal":
 			abort(readReason, readErr)
 		case r.Context().Err() != nil:
 			abort("client", readErr)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -214,27 +215,13 @@ func (r *Repo) Tags(ctx context.Context) ([]string, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	res, err := r.s.tags.Get(ctx, r.name, func(ctx context.Context) ([]string, int64, error) {
-		tags, err := listTags(ctx, repo)
+		tags, err := oci.ListTags(ctx, repo) // bounded: tags, pages, no paging loop
 		return tags, stringsCost(tags), err
 	})
 	if err != nil {
 		return nil, time.Time{}, r.fail(err, listing)
 	}
 	return res.Val, res.Fetched, nil
-}
-
-// listTags reads every tag, refusing repositories with more than
-// oci.MaxVersions·2 of them (or a paging loop that never ends).
-func listTags(ctx context.Context, repo oci.ReadOnlyRepository) ([]string, error) {
-	var out []string
-	err := repo.Tags(ctx, "", func(tags []string) error {
-		out = append(out, tags...)
-		if len(out) > 2*oci.MaxVersions {
-			return fmt.Errorf("%w: more than %d tags", oci.ErrInvalidArtifact, 2*oci.MaxVersions)
-		}
-		return nil
-	})
-	return out, err
 }
 
 // Listing is what a repository's tags say about versions, as OpenTofu's
@@ -247,6 +234,10 @@ type Listing struct {
 	// the tag that stands for it ("1.2.0" → "1.2"): OpenTofu lists such a
 	// version and then fails to resolve it.
 	Unresolvable map[string]string
+	// Refused maps tags that look like versions but are none (a number
+	// beyond 64 bits, "1.0.0.0") to why, at most maxRefused of them; they
+	// are left out, with a warning.
+	Refused map[string]string
 	// At is when the tags were read.
 	At time.Time
 }
@@ -260,19 +251,28 @@ func (r *Repo) Versions(ctx context.Context) (Listing, error) {
 	}
 	l := listVersions(tags)
 	l.At = at
+	if len(l.Refused) > 0 {
+		r.s.opts.Logger.Warn("tags that look like versions but are none are left out", "repository", r.name, "tags", fmt.Sprint(l.Refused))
+	}
 	if len(l.Versions) > oci.MaxVersions {
 		return Listing{At: at}, r.fail(fmt.Errorf("%w: %d version tags, more than %d", oci.ErrInvalidArtifact, len(l.Versions), oci.MaxVersions), "listing versions")
 	}
 	return l, nil
 }
 
+// maxRefused bounds the refused tags a Listing names.
+const maxRefused = 10
+
 func listVersions(tags []string) Listing {
-	l := Listing{Unresolvable: map[string]string{}}
+	l := Listing{Unresolvable: map[string]string{}, Refused: map[string]string{}}
 	listed := map[string]names.Version{}
 	canonical := map[string]bool{}
 	for _, t := range tags {
 		v, ok := names.ListedVersion(t)
 		if !ok {
+			if looksLikeVersion(t) && len(l.Refused) < maxRefused {
+				l.Refused[t] = whyNoVersion(t)
+			}
 			continue
 		}
 		key := v.String()
@@ -365,7 +365,8 @@ func (s *Store) EachVersion(ctx context.Context, vs names.VersionList, fn func(c
 }
 
 // each calls fn for 0…n-1, at most Concurrency at a time, stopping at the
-// first error.
+// first error. Each call is a recovery boundary: a panic is its error
+// (cache.PanicError), not the end of the process.
 func (s *Store) each(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.Concurrency)
@@ -373,7 +374,25 @@ func (s *Store) each(ctx context.Context, n int, fn func(ctx context.Context, i 
 		if gctx.Err() != nil {
 			break
 		}
-		g.Go(func() error { return fn(gctx, i) })
+		g.Go(func() error { return cache.Recover(func() error { return fn(gctx, i) }) })
 	}
 	return g.Wait()
+}
+
+// whyNoVersion says why a tag that looks like a version is none.
+func whyNoVersion(tag string) string {
+	if _, err := names.ParseVersionLoose(strings.ReplaceAll(tag, "_", "+")); err != nil {
+		return err.Error()
+	}
+	return "not a version OpenTofu lists"
+}
+
+// looksLikeVersion reports whether a tag was probably meant as a version:
+// digits, a dot and more.
+func looksLikeVersion(tag string) bool {
+	i := 0
+	for i < len(tag) && tag[i] >= '0' && tag[i] <= '9' {
+		i++
+	}
+	return i > 0 && i < len(tag) && tag[i] == '.'
 }
