@@ -132,4 +132,3 @@ func digestIn(out string) string {
 	d, _, _ := strings.Cut(rest, ")")
 	return d
 }
-
