@@ -221,7 +221,7 @@ func TestMetricsClosedLabels(t *testing.T) {
 	closed := map[string][]string{
 		"method":  {"GET", "HEAD", "OTHER"},
 		"class":   {"2xx", "3xx", "4xx", "5xx", "aborted"},
-		"handler": {"healthz", "metrics", "discovery", "unknown", "mirror", "providers", "archives", "modules", "module_archives", "tofu_api", "tofu_download"},
+		"handler": {"healthz", "metrics", "discovery", "page", "unknown", "mirror", "providers", "archives", "modules", "module_archives", "tofu_api", "tofu_download"},
 	}
 	label := regexp.MustCompile(`(\w+)="([^"]*)"`)
 	series := 0
@@ -236,7 +236,7 @@ func TestMetricsClosedLabels(t *testing.T) {
 			}
 		}
 	}
-	if series == 0 || series > 11*3*5 {
+	if series == 0 || series > 12*3*5 {
 		t.Errorf("%d request series", series)
 	}
 }

@@ -40,7 +40,9 @@ func (s *Server) routePage(providers bool) {
 	if providers {
 		s.mux.Handle(MirrorPrefix+"{$}", h)
 	}
-	s.mux.Handle("/", s.instrument("not_found", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Everything else: the protocols' JSON error form, counted under one
+	// label whatever the path.
+	s.mux.Handle("/", s.instrument("unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such path: see / for what this proxy serves")
 	})))
 }

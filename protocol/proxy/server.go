@@ -272,11 +272,6 @@ func (s *Server) routeCommon() {
 		}
 	})))
 	s.mux.Handle(DiscoveryPath, s.instrument("discovery", http.HandlerFunc(s.serveDiscovery)))
-	// Everything else: the protocols' JSON error form, counted under one
-	// label whatever the path.
-	s.mux.Handle("/", s.instrument("unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: see /.well-known/terraform.json")
-	})))
 }
 
 // Mount serves h under prefix (which must end in "/"), instrumented with
