@@ -113,6 +113,18 @@ func TestFanOutBounded(t *testing.T) {
 	})
 }
 
+// withoutStartupCheck leaves out the GET /v2/ serve sends once at start
+// to check the registry answers: what is bounded is the work requests cause.
+func withoutStartupCheck(log []testenv.AccessEntry) []testenv.AccessEntry {
+	var out []testenv.AccessEntry
+	for _, e := range log {
+		if e.Path != "/v2/" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // versionTags are the tags 1.0.0 … 1.0.(n-1).
 func versionTags(n int) []string {
 	tags := make([]string, n)
@@ -128,7 +140,7 @@ func versionTags(n int) []string {
 func assertBounded(t *testing.T, s *served, front *testenv.Front, maxRequests int) {
 	t.Helper()
 	time.Sleep(2 * time.Second)
-	log := front.Log()
+	log := withoutStartupCheck(front.Log())
 	peak := s.peakRSS(t)
 	t.Logf("%d registry requests, peak RSS %.1f MiB", len(log), peak)
 	if len(log) > maxRequests {
