@@ -169,6 +169,9 @@ func serve(c *cli.Context) error {
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	if err := srv.Close(ctx); err != nil { // pulls through in flight finish first
+		return fmt.Errorf("shutdown: %w", err)
+	}
 	return nil
 }
 

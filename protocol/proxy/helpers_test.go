@@ -158,7 +158,14 @@ func startProxy(t testing.TB, opts Options) *proxy {
 	ts := httptest.NewUnstartedServer(s)
 	ts.EnableHTTP2 = true
 	ts.StartTLS()
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		ts.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("closing the proxy: %v", err)
+		}
+	})
 	c := ts.Client()
 	c.Timeout = 30 * time.Second
 	return &proxy{Server: s, URL: ts.URL, Client: c, logs: logs}

@@ -96,6 +96,7 @@ type pullThrough struct {
 
 	mu       sync.Mutex
 	inflight map[string]*pull
+	running  sync.WaitGroup // pulls whose run has not returned
 }
 
 // setUpPullThrough validates the pull-through options and starts it.
@@ -300,7 +301,13 @@ func (pt *pullThrough) start(key string, newPull func() (*pull, error), demand s
 		pt.inflight[key] = p
 		pt.metrics.inflight.Inc()
 		pt.log.Info("pull-through: fetching a release from its origin", p.logAttrs()...)
-		defer func() { go p.run() }() // after the demanded file has started
+		pt.running.Add(1)
+		defer func() { // after the demanded file has started
+			go func() {
+				defer pt.running.Done()
+				p.run()
+			}()
+		}()
 	}
 	if demand == "" {
 		return p, nil, nil
@@ -533,4 +540,23 @@ func (r *recentlyStored) list(repo string) []storedVersion {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version.LessThan(out[j].version) })
 	return out
+}
+
+// close waits for the pulls in flight to store their releases until ctx
+// ends, then cancels those still running and waits for them to clean up.
+func (pt *pullThrough) close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { pt.running.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	pt.mu.Lock()
+	for _, p := range pt.inflight {
+		p.cancel()
+	}
+	pt.mu.Unlock()
+	<-done
+	return fmt.Errorf("pulls still running were stopped: %w", ctx.Err())
 }

@@ -95,7 +95,10 @@ func testScaleRoundTrips(t *testing.T, reg *testenv.Registry, client *oci.Client
 		if len(log) > scaleVersions+3 {
 			t.Errorf("%d registry requests for %d versions, want one per version and a few more:\n%s", len(log), scaleVersions, summariseLog(log))
 		}
-		if want := 1 + (scaleVersions+concurrency-1)/concurrency + 1; rounds > want {
+		// The slots of the fan-out are refilled as reads end, so a slot
+		// that ends early takes one read more than the even share: one
+		// round of slack for that, one for the index fetch before.
+		if want := 1 + (scaleVersions+concurrency-1)/concurrency + 2; rounds > want {
 			t.Errorf("%d sequential round trips, want at most %d (the tags, then %d versions at a time)", rounds, want, concurrency)
 		}
 	})

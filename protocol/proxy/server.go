@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -290,6 +291,17 @@ func (s *Server) Mount(serviceID, prefix, name string, h http.Handler) {
 
 // Logger is the server's logger, for mounted handlers.
 func (s *Server) Logger() *slog.Logger { return s.log }
+
+// Close ends the server's background work once it serves no more
+// requests: releases being pulled through are given until ctx ends to be
+// stored, then cancelled (their temporary files removed). Serve calls it
+// after the HTTP server has shut down.
+func (s *Server) Close(ctx context.Context) error {
+	if s.pull == nil {
+		return nil
+	}
+	return s.pull.close(ctx)
+}
 
 // ServeHTTP refuses paths with dot segments or empty segments before
 // routing (http.ServeMux would otherwise redirect them to a cleaned path),

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"io"
 	"log/slog"
 	"net/http"
@@ -56,166 +57,237 @@ type blobFile struct {
 // the response is aborted (the connection or HTTP/2 stream is reset) and
 // the client sees a broken download, never a silently wrong file.
 func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.Repo, zip ocispec.Descriptor, file blobFile) {
-	if zip.Size < 0 || zip.Size > oci.MaxPackageSize || zip.Digest.Validate() != nil || zip.Digest.Algorithm() != "sha256" {
+	if !validLayer(zip) {
 		s.fail(w, r, statusErr(http.StatusBadGateway, nil, "the artifact's layer has an invalid descriptor (digest %q, %d bytes)", zip.Digest, zip.Size))
 		return
 	}
-	h := w.Header()
+	setBlobHeaders(w.Header(), zip, file)
+	s.cacheHeaders(w, file.pinned)
+	if r.Method == http.MethodHead {
+		return
+	}
+	st, err := s.openBlobStream(r, repo, zip)
+	if err != nil {
+		for _, k := range []string{"Content-Length", "ETag", "Content-Disposition", "Cache-Control"} {
+			w.Header().Del(k)
+		}
+		s.fail(w, r, err)
+		return
+	}
+	defer st.close()
+	st.startReader()
+	st.deliver(w)
+}
+
+// validLayer: a sha256 digest and a size within oci.MaxPackageSize.
+func validLayer(zip ocispec.Descriptor) bool {
+	return zip.Size >= 0 && zip.Size <= oci.MaxPackageSize && zip.Digest.Validate() == nil && zip.Digest.Algorithm() == "sha256"
+}
+
+func setBlobHeaders(h http.Header, zip ocispec.Descriptor, file blobFile) {
 	h.Set("Content-Type", file.contentType)
 	h.Set("Content-Length", itoa(zip.Size))
 	h.Set("ETag", `"`+zip.Digest.String()+`"`)
 	h.Set("Content-Disposition", `attachment; filename="`+file.name+`"`)
 	h.Set("X-Content-Type-Options", "nosniff")
-	s.cacheHeaders(w, file.pinned)
-	if r.Method == http.MethodHead {
-		return
-	}
+}
 
-	// Stall detection: the stream is cancelled when neither the registry
-	// nor the client made progress for StallTimeout.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stall := s.opts.StallTimeout
-	timer := time.AfterFunc(stall, cancel)
-	defer timer.Stop()
+// blobStream is one blob on its way from the registry to one client.
+type blobStream struct {
+	s   *Server
+	r   *http.Request
+	zip ocispec.Descriptor
+	rc  io.ReadCloser
 
-	rc, err := repo.Fetch(ctx, zip)
+	// Stall detection: ctx is cancelled when neither the registry nor the
+	// client made progress for stall.
+	ctx    context.Context
+	cancel context.CancelFunc
+	stall  time.Duration
+	timer  *time.Timer
+
+	// Buffers come from free and go back full on full; the reader closes
+	// full, and done, when it stops, with what it found set before.
+	done       chan struct{}
+	bufs       chan *[]byte
+	full       chan chunk
+	hash       hash.Hash
+	total      int64
+	readErr    error
+	readReason string
+}
+
+// openBlobStream starts fetching the blob, bounded by the stall timeout.
+func (s *Server) openBlobStream(r *http.Request, repo *store.Repo, zip ocispec.Descriptor) (*blobStream, error) {
+	st := &blobStream{s: s, r: r, zip: zip, stall: s.opts.StallTimeout, hash: sha256.New()}
+	st.ctx, st.cancel = context.WithCancel(r.Context())
+	st.timer = time.AfterFunc(st.stall, st.cancel)
+	rc, err := repo.Fetch(st.ctx, zip)
 	if err != nil {
-		h.Del("Content-Length")
-		h.Del("ETag")
-		h.Del("Content-Disposition")
-		h.Del("Cache-Control")
-		if ctx.Err() != nil && r.Context().Err() == nil {
+		st.timer.Stop()
+		st.cancel()
+		if st.ctx.Err() != nil && r.Context().Err() == nil {
 			// The stall timer, not the client, gave up.
-			err = statusErr(http.StatusGatewayTimeout, err, "the OCI registry did not start sending the blob within %s", stall)
+			err = statusErr(http.StatusGatewayTimeout, err, "the OCI registry did not start sending the blob within %s", st.stall)
 		}
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
-	defer rc.Close()
+	st.rc = rc
+	return st, nil
+}
 
-	ctl := http.NewResponseController(w)
-	abort := func(reason string, err error) {
-		s.metrics.streamAborts.WithLabelValues(reason).Inc()
-		if reason != "client" {
-			s.metrics.upstreamError(reason)
-		}
-		s.log.LogAttrs(r.Context(), slog.LevelWarn, "archive stream aborted",
-			slog.String("reason", reason), slog.String("path", r.URL.EscapedPath()),
-			slog.String("digest", zip.Digest.String()), slog.Any("error", err))
-		panic(http.ErrAbortHandler)
-	}
-
-	// The reader: buffers come from free, go back full on full; closing
-	// full ends the stream, with readErr and readReason set before.
-	free := make(chan *[]byte, streamBuffers)
-	full := make(chan chunk, streamBuffers)
+// startReader fills the buffers from the registry in a goroutine.
+func (st *blobStream) startReader() {
+	st.bufs = make(chan *[]byte, streamBuffers)
+	st.full = make(chan chunk, streamBuffers)
+	st.done = make(chan struct{})
 	for i := 0; i < streamBuffers; i++ {
-		free <- bufPool.Get().(*[]byte)
+		st.bufs <- bufPool.Get().(*[]byte)
 	}
-	var (
-		readErr    error
-		readReason string
-		total      int64
-	)
-	hash := sha256.New()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(full)
-		defer func() {
-			// The recovery boundary of the reader: a panic ends this
-			// download, not the process.
-			if p := recover(); p != nil {
-				readErr, readReason = &cache.PanicError{Value: p, Stack: debug.Stack()}, "internal"
-			}
-		}()
-		src := io.LimitReader(rc, zip.Size+1) // one byte more reveals an over-long blob
-		for {
-			var buf *[]byte
-			select {
-			case buf = <-free:
-			case <-ctx.Done():
-				readErr, readReason = ctx.Err(), "cancelled"
-				return
-			}
-			n, err := io.ReadFull(src, *buf)
-			if n > 0 {
-				timer.Reset(stall)
-				hash.Write((*buf)[:n])
-				total += int64(n)
-				if total > zip.Size {
-					readErr, readReason = errors.New("the registry sent more bytes than the descriptor's size"), "size_mismatch"
-					free <- buf
-					return
-				}
-				full <- chunk{buf, n} // never blocks: as many slots as buffers
-			} else {
-				free <- buf
-			}
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return
-			}
-			if err != nil {
-				readErr, readReason = err, "read"
-				return
-			}
-		}
-	}()
-	defer func() {
-		// Stop the reader (cancel runs first if we abort) and pool its buffers.
-		cancel()
-		rc.Close()
-		<-done
-		for c := range full {
-			bufPool.Put(c.buf)
-		}
-		for {
-			select {
-			case b := <-free:
-				bufPool.Put(b)
-			default:
-				return // a buffer the handler held when it aborted is left to the GC
-			}
-		}
-	}()
+	go st.read()
+}
 
-	write := func(c chunk) {
-		ctl.SetWriteDeadline(time.Now().Add(stall))
-		n, err := w.Write((*c.buf)[:c.n])
-		s.metrics.bytesStreamed.Add(float64(n))
-		if err != nil {
-			abort("client", err)
+// read is the reader goroutine: it reads, hashes and counts the registry's
+// bytes, at most one byte more than the descriptor's size (which reveals
+// an over-long blob).
+func (st *blobStream) read() {
+	defer close(st.done)
+	defer close(st.full)
+	defer func() {
+		// The recovery boundary of the reader: a panic ends this
+		// download, not the process.
+		if p := recover(); p != nil {
+			st.readErr, st.readReason = &cache.PanicError{Value: p, Stack: debug.Stack()}, "internal"
 		}
-		timer.Reset(stall)
-		free <- c.buf
+	}()
+	src := io.LimitReader(st.rc, st.zip.Size+1)
+	for {
+		var buf *[]byte
+		select {
+		case buf = <-st.bufs:
+		case <-st.ctx.Done():
+			st.readErr, st.readReason = st.ctx.Err(), "cancelled"
+			return
+		}
+		if !st.fill(src, buf) {
+			return
+		}
 	}
+}
+
+// fill reads one buffer and passes it on; false when the stream ended.
+func (st *blobStream) fill(src io.Reader, buf *[]byte) bool {
+	n, err := io.ReadFull(src, *buf)
+	if n == 0 {
+		st.bufs <- buf
+	} else {
+		st.timer.Reset(st.stall)
+		st.hash.Write((*buf)[:n])
+		st.total += int64(n)
+		if st.total > st.zip.Size {
+			st.readErr, st.readReason = errors.New("the registry sent more bytes than the descriptor's size"), "size_mismatch"
+			st.bufs <- buf
+			return false
+		}
+		st.full <- chunk{buf, n} // never blocks: as many slots as buffers
+	}
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return false
+	case err != nil:
+		st.readErr, st.readReason = err, "read"
+		return false
+	}
+	return true
+}
+
+// deliver writes the buffers to the client as they fill, holding the last
+// one back until the blob has verified; otherwise it aborts the response.
+func (st *blobStream) deliver(w http.ResponseWriter) {
+	ctl := http.NewResponseController(w)
 	var held chunk
-	for c := range full {
+	for c := range st.full {
 		if held.buf != nil {
-			write(held)
+			st.write(w, ctl, held)
 		}
 		held = c
 	}
 	// full is closed: the reader is done and its results are visible.
-	if readErr != nil {
-		switch {
-		case readReason == "size_mismatch", readReason == "internal":
-			abort(readReason, readErr)
-		case r.Context().Err() != nil:
-			abort("client", readErr)
-		case ctx.Err() != nil:
-			abort("timeout", readErr)
-		}
-		abort("read", readErr)
-	}
-	if total != zip.Size {
-		abort("size_mismatch", errors.New("the registry sent "+itoa(total)+" bytes, the descriptor says "+itoa(zip.Size)))
-	}
-	if got := hex.EncodeToString(hash.Sum(nil)); got != zip.Digest.Encoded() {
-		abort("digest_mismatch", errors.New("the blob's sha256 is "+got+", not the descriptor's "+zip.Digest.Encoded()))
+	if reason, err := st.verdict(); err != nil {
+		st.abort(reason, err)
 	}
 	if held.buf != nil {
-		write(held)
+		st.write(w, ctl, held)
+	}
+}
+
+// verdict is why the stream failed, once the reader is done: a read
+// error, a size or a digest that does not match; nil when it verified.
+func (st *blobStream) verdict() (string, error) {
+	if st.readErr != nil {
+		switch {
+		case st.readReason == "size_mismatch", st.readReason == "internal":
+			return st.readReason, st.readErr
+		case st.r.Context().Err() != nil:
+			return "client", st.readErr
+		case st.ctx.Err() != nil:
+			return "timeout", st.readErr
+		}
+		return "read", st.readErr
+	}
+	if st.total != st.zip.Size {
+		return "size_mismatch", errors.New("the registry sent " + itoa(st.total) + " bytes, the descriptor says " + itoa(st.zip.Size))
+	}
+	if got := hex.EncodeToString(st.hash.Sum(nil)); got != st.zip.Digest.Encoded() {
+		return "digest_mismatch", errors.New("the blob's sha256 is " + got + ", not the descriptor's " + st.zip.Digest.Encoded())
+	}
+	return "", nil
+}
+
+// write sends one buffer to the client and returns it to the reader.
+func (st *blobStream) write(w http.ResponseWriter, ctl *http.ResponseController, c chunk) {
+	ctl.SetWriteDeadline(time.Now().Add(st.stall))
+	n, err := w.Write((*c.buf)[:c.n])
+	st.s.metrics.bytesStreamed.Add(float64(n))
+	if err != nil {
+		st.abort("client", err)
+	}
+	st.timer.Reset(st.stall)
+	st.bufs <- c.buf
+}
+
+// abort counts and logs why the stream failed and aborts the response.
+func (st *blobStream) abort(reason string, err error) {
+	st.s.metrics.streamAborts.WithLabelValues(reason).Inc()
+	if reason != "client" {
+		st.s.metrics.upstreamError(reason)
+	}
+	st.s.log.LogAttrs(st.r.Context(), slog.LevelWarn, "archive stream aborted",
+		slog.String("reason", reason), slog.String("path", st.r.URL.EscapedPath()),
+		slog.String("digest", st.zip.Digest.String()), slog.Any("error", err))
+	panic(http.ErrAbortHandler)
+}
+
+// close stops the reader (cancel first: it may be waiting for a buffer)
+// and returns the buffers to the pool. A buffer the handler held when it
+// aborted is left to the GC.
+func (st *blobStream) close() {
+	st.cancel()
+	st.timer.Stop()
+	st.rc.Close()
+	if st.done == nil {
+		return
+	}
+	<-st.done
+	for c := range st.full {
+		bufPool.Put(c.buf)
+	}
+	for {
+		select {
+		case b := <-st.bufs:
+			bufPool.Put(b)
+		default:
+			return
+		}
 	}
 }
