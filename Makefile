@@ -96,7 +96,7 @@ FUZZ_TARGETS := \
 	./oci/names:FuzzVersionFromTag ./oci/names:FuzzParseConstraints ./oci/names:FuzzParseProviderFilename \
 	./oci/names:FuzzParseAddresses ./oci:FuzzParseProviderIndex ./oci:FuzzParseModule ./oci:FuzzParseReference \
 	./oci:FuzzRetryAfterHeader ./oci:FuzzReadProvenanceAndTofuRelease ./convert/sha256sums:FuzzParseSHA256Sums \
-	./convert/pkghash:FuzzZipH1 ./convert/modulepkg:FuzzCheckZip ./convert/lockfile:FuzzReadLockFile \
+	./convert/pkghash:FuzzZipH1 ./convert/modulepkg:FuzzCheckZip ./convert/lockfile:FuzzReadLockFile ./convert/lockfile:FuzzSignedZipHashes \
 	./convert/cliconfig:FuzzReadOCIMirrors ./convert/tfconfig:FuzzLoad ./convert/pgp:FuzzVerifyDetached \
 	./convert/sha256sums:FuzzReadAgreesWithTofu ./protocol/proxy:FuzzParsePaths ./protocol/proxy:FuzzServeHTTP
 fuzz:

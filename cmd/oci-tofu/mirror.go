@@ -55,47 +55,9 @@ OpenTofu's signing key (or --tofu-key) and SHA256SUMS, one artifact per version.
 }
 
 func runMirror(c *cli.Context) error {
-	opts := mirror.MirrorOptions{}
-	var err error
-	for _, p := range c.StringSlice("platform") {
-		pl, err := names.ParsePlatform(p)
-		if err != nil {
-			return err
-		}
-		opts.Platforms = append(opts.Platforms, pl)
-	}
-	var specs []names.ProviderSpec
-	if f := c.String("lockfile"); f != "" {
-		if opts.Lock, err = lockfile.Read(f); err != nil {
-			return err
-		}
-		if c.NArg() == 0 {
-			for _, p := range opts.Lock.Providers {
-				a, err := names.ParseProvider(p.Address)
-				if err != nil {
-					return err
-				}
-				specs = append(specs, names.ProviderSpec{Provider: a})
-			}
-		}
-	}
-	for _, arg := range c.Args().Slice() {
-		s, err := names.ParseProviderSpec(arg)
-		if err != nil {
-			return usageError(c, "%v", err)
-		}
-		specs = append(specs, s)
-	}
-	if len(specs) == 0 && c.String("tofu-repository") == "" {
-		return usageError(c, "give the providers to mirror (ADDRESS[@CONSTRAINT]...), --lockfile or --tofu-repository")
-	}
-	if len(specs) > 0 {
-		if opts.Template, err = oci.ParseProviderTemplate(c.String("provider-template")); err != nil {
-			if c.String("provider-template") == "" {
-				return usageError(c, "missing --provider-template TEMPLATE (where the providers go)")
-			}
-			return fmt.Errorf("--provider-template: %w", err)
-		}
+	opts, specs, err := mirrorProviderOptions(c)
+	if err != nil {
+		return err
 	}
 	client, err := registryClient(c)
 	if err != nil {
@@ -107,7 +69,7 @@ func runMirror(c *cli.Context) error {
 	}
 	origins := origin.NewClient(transport)
 	rep := newReporter(c)
-	var tofu *mirror.TofuMirrorOptions
+	var tofu *mirror.TofuMirrorOptions // read in full before anything is mirrored
 	if repo := c.String("tofu-repository"); repo != "" {
 		t, err := tofuMirrorOptions(c, client, repo, opts.Platforms)
 		if err != nil {
@@ -120,12 +82,82 @@ func runMirror(c *cli.Context) error {
 	if len(specs) > 0 {
 		opts.Open = client.Open
 		opts.Log = rep.infof
-		opts.EnforceGPGExpiration = enforceExpiration(c)
 		results = append(results, mirror.Mirror(c.Context, origins, specs, opts)...)
 	}
 	if tofu != nil {
 		results = append(results, mirror.MirrorTofu(c.Context, origins, *tofu)...)
 	}
+	return reportMirrored(rep, results)
+}
+
+// mirrorProviderOptions reads what to mirror: the providers named, or
+// those --lockfile locks, and where they go.
+func mirrorProviderOptions(c *cli.Context) (mirror.MirrorOptions, []names.ProviderSpec, error) {
+	opts := mirror.MirrorOptions{EnforceGPGExpiration: enforceExpiration(c)}
+	var err error
+	if opts.Platforms, err = parsePlatforms(c.StringSlice("platform")); err != nil {
+		return opts, nil, err
+	}
+	var specs []names.ProviderSpec
+	if f := c.String("lockfile"); f != "" {
+		if opts.Lock, err = lockfile.Read(f); err != nil {
+			return opts, nil, err
+		}
+		if c.NArg() == 0 {
+			if specs, err = lockedProviders(opts.Lock); err != nil {
+				return opts, nil, err
+			}
+		}
+	}
+	for _, arg := range c.Args().Slice() {
+		s, err := names.ParseProviderSpec(arg)
+		if err != nil {
+			return opts, nil, usageError(c, "%v", err)
+		}
+		specs = append(specs, s)
+	}
+	if len(specs) == 0 && c.String("tofu-repository") == "" {
+		return opts, nil, usageError(c, "give the providers to mirror (ADDRESS[@CONSTRAINT]...), --lockfile or --tofu-repository")
+	}
+	if len(specs) > 0 {
+		if opts.Template, err = oci.ParseProviderTemplate(c.String("provider-template")); err != nil {
+			if c.String("provider-template") == "" {
+				return opts, nil, usageError(c, "missing --provider-template TEMPLATE (where the providers go)")
+			}
+			return opts, nil, fmt.Errorf("--provider-template: %w", err)
+		}
+	}
+	return opts, specs, nil
+}
+
+func parsePlatforms(args []string) ([]names.Platform, error) {
+	var out []names.Platform
+	for _, p := range args {
+		pl, err := names.ParsePlatform(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pl)
+	}
+	return out, nil
+}
+
+// lockedProviders are the providers a lock file locks, any version.
+func lockedProviders(lock *lockfile.File) ([]names.ProviderSpec, error) {
+	var specs []names.ProviderSpec
+	for _, p := range lock.Providers {
+		a, err := names.ParseProvider(p.Address)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, names.ProviderSpec{Provider: a})
+	}
+	return specs, nil
+}
+
+// reportMirrored prints one line per release (or the JSON result) and
+// fails when any release failed.
+func reportMirrored(rep *reporter, results []mirror.Result) error {
 	failed := 0
 	for _, r := range results {
 		if r.Error != "" {

@@ -52,58 +52,20 @@ func pushModule(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tags := []string{tag}
-	for _, t := range c.StringSlice("also-tag") {
-		t, err := moduleTag(t)
-		if err != nil {
-			return fmt.Errorf("--also-tag: %w", err)
-		}
-		if !contains(tags, t) {
-			tags = append(tags, t)
-		}
+	tags, err := withAlsoTags(tag, c.StringSlice("also-tag"))
+	if err != nil {
+		return err
 	}
 	rep := newReporter(c)
 	client, err := registryClient(c)
 	if err != nil {
 		return err
 	}
-
-	fi, err := os.Stat(source)
-	if err != nil {
+	z, done, err := moduleZip(c, rep, client, ref, tags, source)
+	if err != nil || done {
 		return err
 	}
-	var z *modulepkg.Zip
-	if fi.IsDir() {
-		opts := modulepkg.Options{AllowNoRoot: c.Bool("allow-no-root")}
-		if !c.Bool("no-cache") {
-			opts.Cache = modulepkg.DefaultCache()
-		}
-		if opts.Cache != nil {
-			// An unchanged tree that was packed before and whose tags
-			// already point at the result needs no packing at all.
-			tree, names, err := modulepkg.HashTree(c.Context, source, opts)
-			if err != nil {
-				return err
-			}
-			if zd, size, ok := opts.Cache.Lookup(tree); ok {
-				if done, err := upToDate(c, rep, client, ref, tags, oci.ModuleLayerDescriptor(zd, size), len(names)); done || err != nil {
-					return err
-				}
-			}
-		}
-		z, err = modulepkg.Pack(c.Context, source, opts)
-		if err != nil {
-			return err
-		}
-		defer z.Remove()
-		rep.infof("packed %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
-	} else {
-		z, err = modulepkg.OpenZipContext(c.Context, source, c.Bool("allow-no-root"))
-		if err != nil {
-			return err
-		}
-		rep.infof("checked %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
-	}
+	defer z.Remove()
 	art, err := oci.BuildModule(z.Blob())
 	if err != nil {
 		return err
@@ -121,6 +83,62 @@ func pushModule(c *cli.Context) error {
 		return fmt.Errorf("pushing to %s: %w (no tag was written)", ref.Name(), err)
 	}
 	return reportModulePush(rep, ref, tags, z.Digest.String(), z.Size, len(z.Files), res)
+}
+
+// withAlsoTags is the target's tag and each --also-tag, once each.
+func withAlsoTags(tag string, also []string) ([]string, error) {
+	tags := []string{tag}
+	for _, t := range also {
+		t, err := moduleTag(t)
+		if err != nil {
+			return nil, fmt.Errorf("--also-tag: %w", err)
+		}
+		if !contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	return tags, nil
+}
+
+// moduleZip is the module package to push: source packed (a directory)
+// or checked (a zip). done: the tags already hold what an unchanged,
+// earlier packed directory gives, reported as up to date.
+func moduleZip(c *cli.Context, rep *reporter, client *oci.Client, ref oci.Reference, tags []string, source string) (*modulepkg.Zip, bool, error) {
+	fi, err := os.Stat(source)
+	if err != nil {
+		return nil, false, err
+	}
+	if !fi.IsDir() {
+		z, err := modulepkg.OpenZipContext(c.Context, source, c.Bool("allow-no-root"))
+		if err != nil {
+			return nil, false, err
+		}
+		rep.infof("checked %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
+		return z, false, nil
+	}
+	opts := modulepkg.Options{AllowNoRoot: c.Bool("allow-no-root")}
+	if !c.Bool("no-cache") {
+		opts.Cache = modulepkg.DefaultCache()
+	}
+	if opts.Cache != nil {
+		// An unchanged tree that was packed before and whose tags
+		// already point at the result needs no packing at all.
+		tree, names, err := modulepkg.HashTree(c.Context, source, opts)
+		if err != nil {
+			return nil, false, err
+		}
+		if zd, size, ok := opts.Cache.Lookup(tree); ok {
+			if done, err := upToDate(c, rep, client, ref, tags, oci.ModuleLayerDescriptor(zd, size), len(names)); done || err != nil {
+				return nil, done, err
+			}
+		}
+	}
+	z, err := modulepkg.Pack(c.Context, source, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	rep.infof("packed %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
+	return z, false, nil
 }
 
 // upToDate checks whether the tags already point at the module built from

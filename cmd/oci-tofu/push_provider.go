@@ -50,42 +50,15 @@ func pushProvider(c *cli.Context) error {
 		return err
 	}
 	dir := c.Args().Get(0)
-	ref, err := oci.ParseReference(c.Args().Get(1))
+	ref, err := repositoryArg(c.Args().Get(1), "the tag is the provider version")
 	if err != nil {
 		return err
 	}
-	if ref.Reference != "" {
-		return fmt.Errorf("%s: give the repository without a tag; the tag is the provider version", c.Args().Get(1))
-	}
-	opts := release.Options{Unsigned: c.Bool("unsigned"), EnforceGPGExpiration: enforceExpiration(c)}
-	for _, k := range c.StringSlice("key") {
-		kr, err := pgp.LoadKeyring(k)
-		if err != nil {
-			return err
-		}
-		opts.Keys = append(opts.Keys, kr)
-	}
-	if f := c.String("sign-key"); f != "" {
-		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
-			return err
-		}
-		if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
-			sec, err := strconv.ParseInt(epoch, 10, 64)
-			if err != nil {
-				return fmt.Errorf("SOURCE_DATE_EPOCH: %w", err)
-			}
-			opts.SignTime = time.Unix(sec, 0)
-		}
-	}
-	for _, p := range c.StringSlice("platform") {
-		pl, err := names.ParsePlatform(p)
-		if err != nil {
-			return err
-		}
-		opts.Platforms = append(opts.Platforms, pl)
+	opts, err := providerReadOptions(c)
+	if err != nil {
+		return err
 	}
 	rep := newReporter(c)
-
 	rel, err := release.ReadProvider(c.Context, dir, opts)
 	if err != nil {
 		return err
@@ -109,16 +82,71 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)
 	}
+	return reportProviderPush(rep, rel, ref.WithReference(tag), res)
+}
+
+// repositoryArg parses a repository argument, which must carry no tag
+// (why says where the tag comes from).
+func repositoryArg(arg, why string) (oci.Reference, error) {
+	ref, err := oci.ParseReference(arg)
+	if err != nil {
+		return ref, err
+	}
+	if ref.Reference != "" {
+		return ref, fmt.Errorf("%s: give the repository without a tag; %s", arg, why)
+	}
+	return ref, nil
+}
+
+// providerReadOptions are the keys, signer and platforms push provider
+// reads a release with.
+func providerReadOptions(c *cli.Context) (release.Options, error) {
+	opts := release.Options{Unsigned: c.Bool("unsigned"), EnforceGPGExpiration: enforceExpiration(c)}
+	for _, k := range c.StringSlice("key") {
+		kr, err := pgp.LoadKeyring(k)
+		if err != nil {
+			return opts, err
+		}
+		opts.Keys = append(opts.Keys, kr)
+	}
+	var err error
+	if f := c.String("sign-key"); f != "" {
+		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
+			return opts, err
+		}
+		if opts.SignTime, err = sourceDateEpoch(); err != nil {
+			return opts, err
+		}
+	}
+	opts.Platforms, err = parsePlatforms(c.StringSlice("platform"))
+	return opts, err
+}
+
+// sourceDateEpoch is $SOURCE_DATE_EPOCH as a time (zero when unset), for
+// reproducible signatures.
+func sourceDateEpoch() (time.Time, error) {
+	epoch := os.Getenv("SOURCE_DATE_EPOCH")
+	if epoch == "" {
+		return time.Time{}, nil
+	}
+	sec, err := strconv.ParseInt(epoch, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH: %w", err)
+	}
+	return time.Unix(sec, 0), nil
+}
+
+func reportProviderPush(rep *reporter, rel *release.Provider, ref oci.Reference, res oci.PushResult) error {
 	platforms := make([]string, len(rel.Packages))
 	for i, p := range rel.Packages {
 		platforms[i] = p.Platform.String()
 	}
-	human := fmt.Sprintf("pushed %s@%s (%d uploaded, %d already present)", ref.WithReference(tag), res.Root.Digest, res.Uploaded, res.Skipped)
+	human := fmt.Sprintf("pushed %s@%s (%d uploaded, %d already present)", ref, res.Root.Digest, res.Uploaded, res.Skipped)
 	if res.UpToDate {
-		human = fmt.Sprintf("%s is up to date (%s)", ref.WithReference(tag), res.Root.Digest)
+		human = fmt.Sprintf("%s is up to date (%s)", ref, res.Root.Digest)
 	}
 	return rep.result(map[string]any{
-		"reference":      ref.WithReference(tag).String(),
+		"reference":      ref.String(),
 		"digest":         res.Root.Digest.String(),
 		"type":           rel.Type,
 		"version":        rel.Version,

@@ -124,14 +124,38 @@ func serve(c *cli.Context) error {
 	if err := checkPullThrough(c.Context, srv); err != nil { // serve_pullthrough.go
 		return err
 	}
-	tlsConfig, err := serverTLS(c)
+	ln, scheme, err := listen(c)
 	if err != nil {
 		return err
+	}
+	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", templateString(opts.ProviderTemplate),
+		"module_template", templateString(opts.ModuleTemplate), "tofu_repository", c.String("tofu-repository"),
+		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
+		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"))
+	go probeRegistries(c.Context, opts, logger)
+	return serveUntilStopped(c, srv, ln, logger)
+}
+
+// listen opens --listen, with TLS unless --insecure-listen.
+func listen(c *cli.Context) (net.Listener, string, error) {
+	tlsConfig, err := serverTLS(c)
+	if err != nil {
+		return nil, "", err
 	}
 	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {
-		return err
+		return nil, "", err
 	}
+	if tlsConfig == nil {
+		return ln, "http", nil
+	}
+	return tls.NewListener(ln, tlsConfig), "https", nil
+}
+
+// serveUntilStopped serves until the command's context ends (a signal),
+// then shuts down within --shutdown-timeout: requests in flight finish,
+// then releases being pulled through.
+func serveUntilStopped(c *cli.Context, srv *proxy.Server, ln net.Listener, logger *slog.Logger) error {
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -139,19 +163,6 @@ func serve(c *cli.Context) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	scheme := "https"
-	if tlsConfig != nil {
-		hs.TLSConfig = tlsConfig
-		ln = tls.NewListener(ln, tlsConfig)
-	} else {
-		scheme = "http"
-	}
-	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", templateString(opts.ProviderTemplate),
-		"module_template", templateString(opts.ModuleTemplate), "tofu_repository", c.String("tofu-repository"),
-		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
-		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"))
-	go probeRegistries(c.Context, opts, logger)
-
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -169,7 +180,7 @@ func serve(c *cli.Context) error {
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	if err := srv.Close(ctx); err != nil { // pulls through in flight finish first
+	if err := srv.Close(ctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
@@ -178,62 +189,7 @@ func serve(c *cli.Context) error {
 // serveOptions reads and checks everything serve is given, before it
 // listens or reaches any registry.
 func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
-	var mappings []store.ProviderMapping
-	if f := c.String("config"); f != "" {
-		mirrors, err := cliconfig.ReadOCIMirrors(f)
-		if err != nil {
-			return proxy.Options{}, fmt.Errorf("--config: %w", err)
-		}
-		for _, m := range mirrors {
-			mappings = append(mappings, store.ProviderMapping{Template: m.Template, Include: m.Include, Exclude: m.Exclude, Source: m.Pos})
-		}
-	}
-	include, err := cliconfig.ParseMatchingPatterns(c.StringSlice("include"))
-	if err != nil {
-		return proxy.Options{}, fmt.Errorf("--include: %w", err)
-	}
-	exclude, err := cliconfig.ParseMatchingPatterns(c.StringSlice("exclude"))
-	if err != nil {
-		return proxy.Options{}, fmt.Errorf("--exclude: %w", err)
-	}
-	if c.String("provider-template") == "" && len(mappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
-		return proxy.Options{}, fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
-	}
-	var tpl, modTpl *oci.Template
-	if s := c.String("provider-template"); s != "" {
-		if tpl, err = oci.ParseProviderTemplate(s); err != nil {
-			return proxy.Options{}, fmt.Errorf("--provider-template: %w", err)
-		}
-	}
-	if s := c.String("module-template"); s != "" {
-		if modTpl, err = oci.ParseModuleTemplate(s); err != nil {
-			return proxy.Options{}, fmt.Errorf("--module-template: %w", err)
-		}
-	}
-	var tofuRepo *oci.Reference
-	if s := c.String("tofu-repository"); s != "" {
-		ref, err := oci.ParseReference(s)
-		if err != nil {
-			return proxy.Options{}, fmt.Errorf("--tofu-repository: %w", err)
-		}
-		if ref.Reference != "" {
-			return proxy.Options{}, fmt.Errorf("--tofu-repository %s: give the repository without a tag or digest; tags are the versions", s)
-		}
-		tofuRepo = &ref
-	}
-	ro, err := registryOptions(c)
-	if err != nil {
-		return proxy.Options{}, err
-	}
-	ro.Etiquette = &oci.Etiquette{MaxConcurrent: c.Int("registry-concurrency")}
 	opts := proxy.Options{
-		Registry:         ro,
-		ProviderTemplate: tpl,
-		ProviderMappings: mappings,
-		ModuleTemplate:   modTpl,
-		TofuRepository:   tofuRepo,
-		Include:          include,
-		Exclude:          exclude,
 		RegistryHostname: c.String("registry-hostname"),
 		ArchiveURLTTL:    c.Duration("archive-url-ttl"),
 		TagTTL:           c.Duration("tag-ttl"),
@@ -248,32 +204,113 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 		Logger:           logger,
 		Version:          version,
 	}
+	if err := readServedSources(c, &opts); err != nil {
+		return proxy.Options{}, err
+	}
+	ro, err := registryOptions(c)
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	ro.Etiquette = &oci.Etiquette{MaxConcurrent: c.Int("registry-concurrency")}
+	opts.Registry = ro
 	hc := hintContext{plainHTTP: ro.PlainHTTP, username: ro.Username != "", caFile: ro.CAFile != "", template: "--provider-template"}
 	opts.Hint = func(err error) string { return hint(err, hc) }
 	if opts.PullThrough, err = pullThroughOptions(c); err != nil { // serve_pullthrough.go
 		return proxy.Options{}, err
 	}
+	if err := readServeSecrets(c, &opts); err != nil {
+		return proxy.Options{}, err
+	}
+	return opts, nil
+}
+
+// readServedSources reads what is served from where: --config's
+// oci_mirror blocks, the templates, --tofu-repository and the filters.
+func readServedSources(c *cli.Context, opts *proxy.Options) error {
+	var err error
+	if opts.ProviderMappings, err = configMappings(c.String("config")); err != nil {
+		return err
+	}
+	if opts.Include, err = cliconfig.ParseMatchingPatterns(c.StringSlice("include")); err != nil {
+		return fmt.Errorf("--include: %w", err)
+	}
+	if opts.Exclude, err = cliconfig.ParseMatchingPatterns(c.StringSlice("exclude")); err != nil {
+		return fmt.Errorf("--exclude: %w", err)
+	}
+	if c.String("provider-template") == "" && len(opts.ProviderMappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
+		return fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
+	}
+	if s := c.String("provider-template"); s != "" {
+		if opts.ProviderTemplate, err = oci.ParseProviderTemplate(s); err != nil {
+			return fmt.Errorf("--provider-template: %w", err)
+		}
+	}
+	if s := c.String("module-template"); s != "" {
+		if opts.ModuleTemplate, err = oci.ParseModuleTemplate(s); err != nil {
+			return fmt.Errorf("--module-template: %w", err)
+		}
+	}
+	opts.TofuRepository, err = tofuRepository(c.String("tofu-repository"))
+	return err
+}
+
+// configMappings are the oci_mirror blocks of a tofu CLI configuration
+// file ("" for none).
+func configMappings(file string) ([]store.ProviderMapping, error) {
+	if file == "" {
+		return nil, nil
+	}
+	mirrors, err := cliconfig.ReadOCIMirrors(file)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	var mappings []store.ProviderMapping
+	for _, m := range mirrors {
+		mappings = append(mappings, store.ProviderMapping{Template: m.Template, Include: m.Include, Exclude: m.Exclude, Source: m.Pos})
+	}
+	return mappings, nil
+}
+
+// tofuRepository parses --tofu-repository: a repository, no tag.
+func tofuRepository(s string) (*oci.Reference, error) {
+	if s == "" {
+		return nil, nil
+	}
+	ref, err := oci.ParseReference(s)
+	if err != nil {
+		return nil, fmt.Errorf("--tofu-repository: %w", err)
+	}
+	if ref.Reference != "" {
+		return nil, fmt.Errorf("--tofu-repository %s: give the repository without a tag or digest; tags are the versions", s)
+	}
+	return &ref, nil
+}
+
+// readServeSecrets reads the signing key, the client tokens and the URL
+// signing key from their files.
+func readServeSecrets(c *cli.Context, opts *proxy.Options) error {
+	var err error
 	if f := c.String("signing-key"); f != "" {
 		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
-			return proxy.Options{}, err
+			return err
 		}
 	}
 	if f := c.String("auth-token-file"); f != "" {
 		if opts.AuthTokens, err = readTokens(f); err != nil {
-			return proxy.Options{}, err
+			return err
 		}
 	}
 	if f := c.String("url-signing-key-file"); f != "" {
 		key, err := readSmallFile(f, 4096)
 		if err != nil {
-			return proxy.Options{}, err
+			return err
 		}
 		if key = bytes.TrimSpace(key); len(key) < 16 {
-			return proxy.Options{}, fmt.Errorf("%s: the URL signing key must have at least 16 bytes", f)
+			return fmt.Errorf("%s: the URL signing key must have at least 16 bytes", f)
 		}
 		opts.URLSigningKey = key
 	}
-	return opts, nil
+	return nil
 }
 
 func templateString(t *oci.Template) string {

@@ -171,71 +171,97 @@ func (d *diagnostics) providerInstallation(block *hclast.ObjectItem) []OCIMirror
 // method decodes one installation method block; ok is false when tofu
 // reported an error for it.
 func (d *diagnostics) method(kind string, block, m *hclast.ObjectItem, body *hclast.ObjectType, before int) (include, exclude []string, mirror *OCIMirror, ok bool) {
-	decode := func(v any) bool {
-		if err := hcl1.DecodeObject(v, body); err != nil {
-			d.add("Invalid %s block at %s: %s.", kind, d.pos(block), err)
-			return false
-		}
-		return true
-	}
 	switch kind {
 	case "direct":
-		var c struct {
-			Include         []string `hcl:"include"`
-			Exclude         []string `hcl:"exclude"`
-			DownloadRetries *int     `hcl:"download_retry_count"`
-		}
-		return c.Include, c.Exclude, nil, decode(&c)
+		include, exclude, ok = d.direct(block, body)
 	case "filesystem_mirror":
-		var c struct {
-			Path    string   `hcl:"path"`
-			Include []string `hcl:"include"`
-			Exclude []string `hcl:"exclude"`
-		}
-		if !decode(&c) {
-			return nil, nil, nil, false
-		}
-		if c.Path == "" {
-			d.add("Invalid %s block at %s: \"path\" argument is required.", kind, d.pos(block))
-			return nil, nil, nil, false
-		}
-		return c.Include, c.Exclude, nil, true
+		include, exclude, ok = d.filesystemMirror(block, body)
 	case "network_mirror":
-		var c struct {
-			URL             string   `hcl:"url"`
-			Include         []string `hcl:"include"`
-			Exclude         []string `hcl:"exclude"`
-			DownloadRetries *int     `hcl:"download_retry_count"`
-			Trusted         bool     `hcl:"trust_all_hashes"`
-		}
-		if !decode(&c) {
-			return nil, nil, nil, false
-		}
-		if c.URL == "" {
-			d.add("Invalid %s block at %s: \"url\" argument is required.", kind, d.pos(block))
-			return nil, nil, nil, false
-		}
-		return c.Include, c.Exclude, nil, true
+		include, exclude, ok = d.networkMirror(block, body)
 	case "oci_mirror":
 		return d.ociMirror(body)
 	case "dev_overrides":
-		if before > 0 {
-			d.add("The dev_overrides block at at %s must appear before all other installation methods, because development overrides always have the highest priority.", d.pos(m))
-			return nil, nil, nil, false
-		}
-		var raw map[string]string
-		if !decode(&raw) {
-			return nil, nil, nil, false
-		}
-		for addr := range raw {
-			if _, err := regaddr.ParseProviderSource(addr); err != nil {
-				d.add("The entry %q in %s is not a valid provider source string.\n\n%s", addr, d.pos(block), err)
-			}
-		}
-		return nil, nil, nil, true
+		ok = d.devOverrides(block, m, body, before)
+	default:
+		d.add("Unknown provider installation method %q at %s.", kind, d.pos(m))
 	}
-	d.add("Unknown provider installation method %q at %s.", kind, d.pos(m))
-	return nil, nil, nil, false
+	return include, exclude, nil, ok
+}
+
+// decode decodes a method block's body into v, reporting tofu's error.
+func (d *diagnostics) decode(kind string, block *hclast.ObjectItem, body *hclast.ObjectType, v any) bool {
+	if err := hcl1.DecodeObject(v, body); err != nil {
+		d.add("Invalid %s block at %s: %s.", kind, d.pos(block), err)
+		return false
+	}
+	return true
+}
+
+// required reports a method's missing required argument.
+func (d *diagnostics) required(kind, arg string, block *hclast.ObjectItem) bool {
+	d.add("Invalid %s block at %s: %q argument is required.", kind, d.pos(block), arg)
+	return false
+}
+
+func (d *diagnostics) direct(block *hclast.ObjectItem, body *hclast.ObjectType) ([]string, []string, bool) {
+	var c struct {
+		Include         []string `hcl:"include"`
+		Exclude         []string `hcl:"exclude"`
+		DownloadRetries *int     `hcl:"download_retry_count"`
+	}
+	ok := d.decode("direct", block, body, &c)
+	return c.Include, c.Exclude, ok
+}
+
+func (d *diagnostics) filesystemMirror(block *hclast.ObjectItem, body *hclast.ObjectType) ([]string, []string, bool) {
+	var c struct {
+		Path    string   `hcl:"path"`
+		Include []string `hcl:"include"`
+		Exclude []string `hcl:"exclude"`
+	}
+	if !d.decode("filesystem_mirror", block, body, &c) {
+		return nil, nil, false
+	}
+	if c.Path == "" {
+		return nil, nil, d.required("filesystem_mirror", "path", block)
+	}
+	return c.Include, c.Exclude, true
+}
+
+func (d *diagnostics) networkMirror(block *hclast.ObjectItem, body *hclast.ObjectType) ([]string, []string, bool) {
+	var c struct {
+		URL             string   `hcl:"url"`
+		Include         []string `hcl:"include"`
+		Exclude         []string `hcl:"exclude"`
+		DownloadRetries *int     `hcl:"download_retry_count"`
+		Trusted         bool     `hcl:"trust_all_hashes"`
+	}
+	if !d.decode("network_mirror", block, body, &c) {
+		return nil, nil, false
+	}
+	if c.URL == "" {
+		return nil, nil, d.required("network_mirror", "url", block)
+	}
+	return c.Include, c.Exclude, true
+}
+
+// devOverrides checks a dev_overrides block: first of all methods, and
+// its keys provider source addresses.
+func (d *diagnostics) devOverrides(block, m *hclast.ObjectItem, body *hclast.ObjectType, before int) bool {
+	if before > 0 {
+		d.add("The dev_overrides block at at %s must appear before all other installation methods, because development overrides always have the highest priority.", d.pos(m))
+		return false
+	}
+	var raw map[string]string
+	if !d.decode("dev_overrides", block, body, &raw) {
+		return false
+	}
+	for addr := range raw {
+		if _, err := regaddr.ParseProviderSource(addr); err != nil {
+			d.add("The entry %q in %s is not a valid provider source string.\n\n%s", addr, d.pos(block), err)
+		}
+	}
+	return true
 }
 
 // ociMirror decodes an oci_mirror block as

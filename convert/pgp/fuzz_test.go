@@ -28,5 +28,6 @@ func FuzzVerifyDetached(f *testing.F) {
 		if v, err := pgp.VerifyDetached(data, sig, []*pgp.Keyring{kr}); err == nil && v.Keyring != kr {
 			t.Fatalf("verified by a key not given: %+v", v)
 		}
+		pgp.VerifyTofuDL(data, sig, []*pgp.Keyring{kr})
 	})
 }

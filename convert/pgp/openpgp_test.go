@@ -189,15 +189,3 @@ func TestSignerIsReproducibleAndVerifies(t *testing.T) {
 		t.Fatal("a public key was accepted as a signing key")
 	}
 }
-
-// Nothing read from outside makes verification panic.
-func FuzzVerifyDetached(f *testing.F) {
-	kr := mustKeyring(f, "gpg-signer.asc")
-	f.Add(readFixture(f, "providers", "hello", "1.0.0", "terraform-provider-hello_1.0.0_SHA256SUMS.sig"))
-	f.Add([]byte("-----BEGIN PGP SIGNATURE-----\n\n-----END PGP SIGNATURE-----\n"))
-	f.Add([]byte{0x88, 0x00})
-	f.Fuzz(func(t *testing.T, sig []byte) {
-		VerifyDetached([]byte("data"), sig, []*Keyring{kr})
-		VerifyTofuDL([]byte("data"), sig, []*Keyring{kr})
-	})
-}
