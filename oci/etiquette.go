@@ -148,7 +148,7 @@ func (p *politeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp != nil {
 			drain(resp)
 		}
-		if err := p.sleep(req.Context(), wait); err != nil {
+		if err := sleepContext(req.Context(), wait); err != nil {
 			return nil, err
 		}
 		p.event(req.URL.Host, "retry", wait)
@@ -172,7 +172,7 @@ func (p *politeTransport) send(req *http.Request, h *hostState) (*http.Response,
 		if !p.mayWait(ctx, until) {
 			return nil, &ThrottledError{Host: req.URL.Host, Until: until}
 		}
-		if err := p.sleep(ctx, time.Until(until)); err != nil {
+		if err := sleepContext(ctx, time.Until(until)); err != nil {
 			return nil, err
 		}
 	}
@@ -348,20 +348,6 @@ func transientError(err error) bool {
 		return true
 	}
 	return false
-}
-
-func (p *politeTransport) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // drain reads a little of an answer we discard so its connection can be

@@ -197,7 +197,11 @@ func transientFailure(err error) bool {
 	return false
 }
 
+// sleepContext waits for d, or less when ctx ends first (its error).
 func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -7,7 +7,6 @@ package mirror
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -189,23 +188,14 @@ func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderRelease, re
 			}
 		}
 	}
-	dir, err := os.MkdirTemp("", "oci-tofu-mirror-")
-	if err != nil {
-		return oci.PushResult{}, err
-	}
-	defer os.RemoveAll(dir)
-	if err := rel.WriteChecksums(dir); err != nil {
-		return oci.PushResult{}, err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(opts.Concurrency)
-	for _, p := range rel.Platforms {
-		g.Go(func() error { return rel.DownloadZip(gctx, c, p, dir, opts.MaxZipSize) })
-	}
-	if err := g.Wait(); err != nil {
-		return oci.PushResult{}, err
-	}
-	return rel.PushDir(ctx, dir, repo, oci.PushOptions{})
+	return stageAndPush(ctx, opts.Concurrency, stagedRelease[names.Platform]{
+		writeChecksums: rel.WriteChecksums,
+		files:          rel.Platforms,
+		fetch: func(ctx context.Context, p names.Platform, dir string) error {
+			return rel.DownloadZip(ctx, c, p, dir, opts.MaxZipSize)
+		},
+		push: func(dir string) (oci.PushResult, error) { return rel.PushDir(ctx, dir, repo, oci.PushOptions{}) },
+	})
 }
 
 // complete reports whether the target already holds the version with every

@@ -3,12 +3,10 @@ package mirror
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/apparentlymart/go-versions/versions"
 	"github.com/apparentlymart/go-versions/versions/constraints"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -100,27 +98,23 @@ func mirrorTofuVersion(ctx context.Context, c *origin.Client, o *TofuOrigin, v v
 	if done, ok := rel.HeldIn(ctx, opts.Repo); ok {
 		return oci.PushResult{Root: done, UpToDate: true}, nil
 	}
-	dir, err := os.MkdirTemp("", "oci-tofu-tofu-")
-	if err != nil {
-		return oci.PushResult{}, err
-	}
-	defer os.RemoveAll(dir)
-	if err := rel.WriteChecksums(dir); err != nil {
-		return oci.PushResult{}, err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(opts.Concurrency)
+	var files []string
 	for _, f := range rel.Files {
-		if f == rel.SumsName() || f == rel.SumsName()+".gpgsig" {
-			continue
+		if f != rel.SumsName() && f != rel.SumsName()+".gpgsig" {
+			files = append(files, f)
 		}
-		g.Go(func() error { return rel.Download(gctx, c, f, dir) })
 	}
-	if err := g.Wait(); err != nil {
-		return oci.PushResult{}, err
-	}
-	_, res, err := o.PushDir(ctx, dir, opts.Repo, oci.PushOptions{})
-	return res, err
+	return stageAndPush(ctx, opts.Concurrency, stagedRelease[string]{
+		writeChecksums: rel.WriteChecksums,
+		files:          files,
+		fetch: func(ctx context.Context, f, dir string) error {
+			return rel.Download(ctx, c, f, dir)
+		},
+		push: func(dir string) (oci.PushResult, error) {
+			_, res, err := o.PushDir(ctx, dir, opts.Repo, oci.PushOptions{})
+			return res, err
+		},
+	})
 }
 
 // tofuFileWanted selects a release file for the platforms asked for (all

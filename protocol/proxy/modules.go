@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
@@ -48,17 +47,12 @@ func (m *modules) repo(host string, mod names.Module) (*store.Repo, error) {
 // :namespace/:name/:system/:version/download.
 func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	s := m.s
-	if !allowRead(w, r) {
+	req, ok := readRequest(s, w, r, ModulesPath, ParseModulePath)
+	if !ok {
 		return
 	}
-	req, err := ParseModulePath(strings.TrimPrefix(r.URL.EscapedPath(), ModulesPath))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	host, err := s.registryHostname(r)
-	if err != nil {
-		s.fail(w, r, err)
+	host, ok := s.hostname(w, r)
+	if !ok {
 		return
 	}
 	repo, err := m.repo(host, req.Module)
@@ -137,18 +131,12 @@ func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, repo *st
 // named, by manifest digest, verifying the zip's digest as it streams.
 func (m *modules) serveArchive(w http.ResponseWriter, r *http.Request) {
 	s := m.s
-	rest, ok := s.archivePath(w, r, ModuleArchivePrefix)
+	req, ok := signedRequest(s, w, r, ModuleArchivePrefix, ParseModuleArchivePath)
 	if !ok {
 		return
 	}
-	req, err := ParseModuleArchivePath(rest)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	host, err := s.registryHostname(r)
-	if err != nil {
-		s.fail(w, r, err)
+	host, ok := s.hostname(w, r)
+	if !ok {
 		return
 	}
 	repo, err := m.repo(host, req.Module)

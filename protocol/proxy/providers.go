@@ -199,16 +199,11 @@ func (s *Server) archiveRef(rel *release, file string) string {
 
 // serveMirror answers the Provider Network Mirror Protocol.
 func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
-	if !allowRead(w, r) {
+	req, ok := readRequest(s, w, r, MirrorPrefix, ParseMirrorPath)
+	if !ok {
 		return
 	}
-	escaped := r.URL.EscapedPath()
-	req, err := ParseMirrorPath(strings.TrimPrefix(escaped, MirrorPrefix))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.serveDoc(w, r, escaped, func(ctx context.Context) (any, time.Time, error) {
+	s.serveDoc(w, r, r.URL.EscapedPath(), func(ctx context.Context) (any, time.Time, error) {
 		if t, ok := s.pull.mirrorTarget(req.Provider); ok && req.Index {
 			return s.pullMirrorIndex(ctx, t) // pullthrough_providers.go
 		}
@@ -285,17 +280,12 @@ func (s *Server) registryHostname(r *http.Request) (string, error) {
 // serveRegistry answers the Provider Registry Protocol, the proxy being
 // the origin registry of its providers.
 func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
-	if !allowRead(w, r) {
+	req, ok := readRequest(s, w, r, ProvidersPath, ParseRegistryPath)
+	if !ok {
 		return
 	}
-	req, err := ParseRegistryPath(strings.TrimPrefix(r.URL.EscapedPath(), ProvidersPath))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	host, err := s.registryHostname(r)
-	if err != nil {
-		s.fail(w, r, err)
+	host, ok := s.hostname(w, r)
+	if !ok {
 		return
 	}
 	p := names.Provider{Hostname: host, Namespace: req.Namespace, Type: req.Type}
@@ -491,13 +481,8 @@ func (rel *release) packages(zips map[names.Platform]ocispec.Descriptor) map[str
 // serveArchive serves a zip, SHA256SUMS or signature named by a URL from
 // the metadata.
 func (s *Server) serveArchive(w http.ResponseWriter, r *http.Request) {
-	rest, ok := s.archivePath(w, r, ArchivePrefix)
+	req, ok := signedRequest(s, w, r, ArchivePrefix, ParseArchivePath)
 	if !ok {
-		return
-	}
-	req, err := ParseArchivePath(rest)
-	if err != nil {
-		s.fail(w, r, err)
 		return
 	}
 	rel, err := s.releaseAt(r.Context(), req.Provider, req.Version, req.Index)

@@ -101,12 +101,8 @@ func (t *tofuMirror) apiDoc(ctx context.Context) (any, time.Time, error) {
 // streams (a mismatch aborts the response).
 func (t *tofuMirror) serveDownload(w http.ResponseWriter, r *http.Request) {
 	s := t.s
-	if !allowRead(w, r) {
-		return
-	}
-	req, err := ParseTofuDownloadPath(strings.TrimPrefix(r.URL.EscapedPath(), TofuDownloadPrefix))
-	if err != nil {
-		s.fail(w, r, err)
+	req, ok := readRequest(s, w, r, TofuDownloadPrefix, ParseTofuDownloadPath)
+	if !ok {
 		return
 	}
 	rel, err := t.repo.TofuRelease(r.Context(), req.Version)
