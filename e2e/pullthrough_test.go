@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -350,5 +351,37 @@ func TestPullThroughNeedsPushCredentials(t *testing.T) {
 			dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, "1.0.0")})
 			tofu.Run(t, dir, "init", "-input=false", "-no-color")
 		})
+	}
+}
+
+// SIGTERM while a release is being pulled through: serve stops taking
+// requests, lets the pull finish storing the release (tagged, in the
+// registry), and exits 0 — the origin 700 ms away for every file.
+func TestServeFinishesPullsOnShutdown(t *testing.T) {
+	key := testenv.Testdata(t, "keys", "gpg-signer.asc")
+	origin := testenv.StartOriginWith(t, []testenv.OriginRelease{
+		{Namespace: "test", Type: "hello", Dir: testenv.Testdata(t, "providers", "hello", "1.0.0"), Key: key},
+	}, testenv.OriginOptions{Latency: 700 * time.Millisecond})
+	reg := testenv.StartRegistry(t)
+	s := startServe(t, pullThroughArgs(reg, origin)...)
+	zip := archiveURL(t, s, "/v1/mirror/example.com/test/hello/1.0.0.json", "linux_amd64")
+	if code, body := s.get(t, zip); code != http.StatusOK || len(body) == 0 {
+		t.Fatalf("the first archive: %d", code)
+	}
+	// The other platforms are still on their way from the origin.
+	if d := tagDigest(t, reg, "pulled/example.com/test/hello", "1.0.0"); d != "" {
+		t.Fatalf("tagged before the other platforms arrived: %s", d)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve did not stop within 15s of SIGTERM:\n%s", s.logs)
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("serve exited with %d:\n%s", code, s.logs)
+	}
+	if tagDigest(t, reg, "pulled/example.com/test/hello", "1.0.0") == "" {
+		t.Errorf("the release being pulled was not stored before serve exited:\n%s", s.logs)
 	}
 }

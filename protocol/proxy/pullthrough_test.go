@@ -349,3 +349,29 @@ func TestPullThroughURLsSigned(t *testing.T) {
 		t.Errorf("signed pull URL: %d, %d bytes", r.Status, len(r.Body))
 	}
 }
+
+// Close gives pulls in flight until its context ends, then cancels them:
+// nothing is tagged and their temporary files are removed.
+func TestCloseCancelsPullsAtItsDeadline(t *testing.T) {
+	origin := testenv.StartOriginWith(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: testenv.Testdata(t, "providers", "hello", "1.0.0"), Key: testenv.Testdata(t, "keys", "gpg-signer.asc")}},
+		testenv.OriginOptions{Latency: 300 * time.Millisecond})
+	tmp := t.TempDir()
+	p, dir := pullProxy(t, origin, PullThrough{TempDir: tmp})
+	zip := pullURL(t, p, "example.com/test/hello", "1.0.0", "linux_amd64")
+	if r := p.get(t, zip); r.Status != 200 {
+		t.Fatalf("the first archive: %d", r.Status)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := p.Server.Close(ctx); err == nil {
+		t.Fatalf("Close returned nil although the pull could not finish in 20ms")
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the cancelled pull left %d entries in its temporary directory", len(left))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "test", "hello", "index.json")); err == nil {
+		if b, _ := os.ReadFile(filepath.Join(dir, "test", "hello", "index.json")); strings.Contains(string(b), `"1.0.0"`) {
+			t.Errorf("the cancelled pull tagged 1.0.0: %s", b)
+		}
+	}
+}
