@@ -125,7 +125,7 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 	files := &ProvenanceFiles{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
+	goRecovered(g, func() error {
 		cfg, err := fetchSmall(gctx, repo, m.Config)
 		if err != nil {
 			return err
@@ -140,7 +140,7 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 		if !ok {
 			continue
 		}
-		g.Go(func() error {
+		goRecovered(g, func() error {
 			data, err := fetchSmall(gctx, repo, layer)
 			if err != nil {
 				return err

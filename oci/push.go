@@ -113,7 +113,7 @@ func (u *Upload) Blobs(ctx context.Context, blobs []Blob) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Concurrency)
 	for _, b := range todo {
-		g.Go(func() error { return u.blob(gctx, b, progress) })
+		goRecovered(g, func() error { return u.blob(gctx, b, progress) })
 	}
 	return g.Wait()
 }
