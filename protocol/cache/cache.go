@@ -252,6 +252,24 @@ func (c *Cache[V]) Peek(key string) (V, bool) {
 	return e.val, true
 }
 
+// Fresh returns the value for key when the cache holds it fresh (counted
+// as a hit), and never fetches: for callers that can skip work before a
+// Get when the answer is at hand.
+func (c *Cache[V]) Fresh(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		e := el.Value.(*entry[V])
+		if e.err == nil && (e.expires.IsZero() || c.opts.Now().Before(e.expires)) {
+			c.ll.MoveToFront(el)
+			c.observeLocked("hit")
+			return e.val, true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
 // Cost is the entries' total cost: about the bytes they hold.
 func (c *Cache[V]) Cost() int64 {
 	c.mu.Lock()

@@ -63,6 +63,17 @@ func (s *Server) serveDoc(w http.ResponseWriter, r *http.Request, key string, bu
 	writeDoc(w, r, res.Val)
 }
 
+// serveFreshDoc answers from a fresh cached document, if there is one for
+// key: a warm request needs no parsing, since a document is only cached
+// under a key whose request was valid.
+func (s *Server) serveFreshDoc(w http.ResponseWriter, r *http.Request, key string) bool {
+	d, ok := s.docs.Fresh(key)
+	if ok {
+		writeDoc(w, r, d)
+	}
+	return ok
+}
+
 var (
 	headerJSON    = []string{"application/json"}
 	headerNoStore = []string{"no-store"}

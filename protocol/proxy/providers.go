@@ -199,11 +199,18 @@ func (s *Server) archiveRef(rel *release, file string) string {
 
 // serveMirror answers the Provider Network Mirror Protocol.
 func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
-	req, ok := readRequest(s, w, r, MirrorPrefix, ParseMirrorPath)
+	if !allowRead(w, r) {
+		return
+	}
+	key := r.URL.EscapedPath()
+	if s.serveFreshDoc(w, r, key) {
+		return
+	}
+	req, ok := parseRequest(s, w, r, strings.TrimPrefix(key, MirrorPrefix), ParseMirrorPath)
 	if !ok {
 		return
 	}
-	s.serveDoc(w, r, r.URL.EscapedPath(), func(ctx context.Context) (any, time.Time, error) {
+	s.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
 		if t, ok := s.pull.mirrorTarget(req.Provider); ok && req.Index {
 			return s.pullMirrorIndex(ctx, t) // pullthrough_providers.go
 		}
@@ -280,11 +287,18 @@ func (s *Server) registryHostname(r *http.Request) (string, error) {
 // serveRegistry answers the Provider Registry Protocol, the proxy being
 // the origin registry of its providers.
 func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
-	req, ok := readRequest(s, w, r, ProvidersPath, ParseRegistryPath)
-	if !ok {
+	if !allowRead(w, r) {
 		return
 	}
 	host, ok := s.hostname(w, r)
+	if !ok {
+		return
+	}
+	key := host + " " + r.URL.EscapedPath()
+	if s.serveFreshDoc(w, r, key) {
+		return
+	}
+	req, ok := parseRequest(s, w, r, strings.TrimPrefix(r.URL.EscapedPath(), ProvidersPath), ParseRegistryPath)
 	if !ok {
 		return
 	}
@@ -294,7 +308,7 @@ func (s *Server) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	if s.opts.RegistryHostname == "" {
 		shown = strings.ToLower(r.Host) + "/" + req.Namespace + "/" + req.Type
 	}
-	s.serveDoc(w, r, host+" "+r.URL.EscapedPath(), func(ctx context.Context) (any, time.Time, error) {
+	s.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
 		if t, ok := s.pull.registryTarget(p); ok && !req.Download {
 			return s.pullVersionsDoc(ctx, t) // pullthrough_providers.go
 		}

@@ -318,20 +318,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func checkRawPath(u *url.URL) error {
-	for _, p := range []string{u.EscapedPath(), u.Path} {
+	for _, p := range [2]string{u.EscapedPath(), u.Path} {
 		if len(p) > maxPathLen {
 			return badPath("path longer than %d bytes", maxPathLen)
 		}
 		if !strings.HasPrefix(p, "/") {
 			return badPath("path must be absolute")
 		}
-		for _, seg := range strings.Split(p[1:], "/") {
+		for rest := p[1:]; ; {
+			seg, after, more := strings.Cut(rest, "/")
 			if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
 				return badPath("dot segments are not allowed in paths")
 			}
-		}
-		if strings.Contains(p[1:], "//") {
-			return badPath("empty path segment")
+			if !more {
+				break
+			}
+			if seg == "" {
+				return badPath("empty path segment")
+			}
+			rest = after
 		}
 	}
 	return nil
