@@ -227,12 +227,7 @@ func decodeModuleBlock(block *hcl.Block, override bool) (*moduleCall, hcl.Diagno
 	content, _, diags := block.Body.PartialContent(schema)
 	mc := &moduleCall{name: block.Labels[0], rng: block.DefRange}
 	if !hclsyntax.ValidIdentifier(mc.name) {
-		diags = append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Invalid module instance name",
-			Detail:   "A name must start with a letter or underscore and may contain only letters, digits, underscores, and dashes.",
-			Subject:  &block.LabelRanges[0],
-		})
+		diags = append(diags, invalidName("Invalid module instance name", block.LabelRanges[0]))
 	}
 	if attr, ok := content.Attributes["source"]; ok {
 		mc.source = attr.Expr
@@ -241,18 +236,24 @@ func decodeModuleBlock(block *hcl.Block, override bool) (*moduleCall, hcl.Diagno
 	return mc, diags
 }
 
+// invalidName is tofu's diagnostic for a block label that is not an
+// identifier.
+func invalidName(summary string, rng hcl.Range) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   "A name must start with a letter or underscore and may contain only letters, digits, underscores, and dashes.",
+		Subject:  &rng,
+	}
+}
+
 var resourceBlockSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "provider"}}}
 
 func decodeResourceBlock(block *hcl.Block, mode string, c Client) (*resource, hcl.Diagnostics) {
 	content, _, diags := block.Body.PartialContent(resourceBlockSchema)
 	r := &resource{mode: mode, typ: block.Labels[0], name: block.Labels[1], rng: block.DefRange}
 	if !hclsyntax.ValidIdentifier(r.typ) {
-		diags = append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Invalid resource type name",
-			Detail:   "A name must start with a letter or underscore and may contain only letters, digits, underscores, and dashes.",
-			Subject:  &block.LabelRanges[0],
-		})
+		diags = append(diags, invalidName("Invalid resource type name", block.LabelRanges[0]))
 	}
 	if attr, ok := content.Attributes["provider"]; ok {
 		name, d := decodeProviderRef(attr.Expr, "provider", c)

@@ -43,6 +43,22 @@ func (m *modules) repo(host string, mod names.Module) (*store.Repo, error) {
 	return m.s.store.Repo(ref), nil
 }
 
+// repoFor is the repository of the module a request names, for the host
+// it was sent to (also returned); ok is false when the request has been
+// answered.
+func (m *modules) repoFor(w http.ResponseWriter, r *http.Request, mod names.Module) (*store.Repo, string, bool) {
+	host, ok := m.s.hostname(w, r)
+	if !ok {
+		return nil, "", false
+	}
+	repo, err := m.repo(host, mod)
+	if err != nil {
+		m.s.fail(w, r, err)
+		return nil, "", false
+	}
+	return repo, host, true
+}
+
 // serveRegistry answers :namespace/:name/:system/versions and
 // :namespace/:name/:system/:version/download.
 func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
@@ -51,13 +67,8 @@ func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	host, ok := s.hostname(w, r)
+	repo, host, ok := m.repoFor(w, r, req.Module)
 	if !ok {
-		return
-	}
-	repo, err := m.repo(host, req.Module)
-	if err != nil {
-		s.fail(w, r, err)
 		return
 	}
 	if !req.Download {
@@ -135,13 +146,8 @@ func (m *modules) serveArchive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	host, ok := s.hostname(w, r)
+	repo, _, ok := m.repoFor(w, r, req.Module)
 	if !ok {
-		return
-	}
-	repo, err := m.repo(host, req.Module)
-	if err != nil {
-		s.fail(w, r, err)
 		return
 	}
 	zip, err := repo.ModuleAt(r.Context(), req.Manifest)
