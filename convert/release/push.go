@@ -72,12 +72,7 @@ func (rel *Provider) parts(h1 map[names.Platform]string) ([]oci.ProviderPackage,
 // the zips upload while their h1 hashes are computed, and provenance,
 // manifests and finally the tag follow.
 func (rel *Provider) Push(ctx context.Context, repo oci.Repository, replace bool, opts oci.PushOptions) (oci.PushResult, error) {
-	v, err := names.ParseVersion(rel.Version)
-	if err != nil {
-		return oci.PushResult{}, err
-	}
-	tag := names.TagForVersion(v)
-	tags, err := oci.CurrentTags(ctx, repo, []string{tag})
+	tag, tags, err := versionTag(ctx, repo, rel.Version)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
@@ -86,7 +81,7 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, replace bool
 			return oci.PushResult{Root: root, UpToDate: true}, nil
 		}
 		if !replace {
-			return oci.PushResult{}, fmt.Errorf("%w: %s already holds different content (%s); pass --replace to overwrite it", ErrVersionExists, tag, held)
+			return oci.PushResult{}, versionExists(tag, held)
 		}
 	}
 	if err := rel.CheckDigests(ctx); err != nil {
@@ -192,3 +187,19 @@ func (p Package) zipDescriptor() ocispec.Descriptor {
 }
 
 func (p Package) open() (io.ReadCloser, error) { return localfile.OpenRegular(p.Path) }
+
+// versionTag is a version's tag and what it holds now.
+func versionTag(ctx context.Context, repo oci.ReadOnlyRepository, version string) (string, oci.Tags, error) {
+	v, err := names.ParseVersion(version)
+	if err != nil {
+		return "", nil, err
+	}
+	tag := names.TagForVersion(v)
+	tags, err := oci.CurrentTags(ctx, repo, []string{tag})
+	return tag, tags, err
+}
+
+// versionExists refuses to replace a version tag holding other content.
+func versionExists(tag string, held digest.Digest) error {
+	return fmt.Errorf("%w: %s already holds different content (%s); pass --replace to overwrite it", ErrVersionExists, tag, held)
+}

@@ -198,7 +198,7 @@ func (r *Tofu) Artifact() (*oci.Artifact, error) {
 // PushTofu pushes a verified release under its version tag, tag last;
 // an identical release already there is reported up to date.
 func (r *Tofu) Push(ctx context.Context, repo oci.Repository, replace bool, opts oci.PushOptions) (oci.PushResult, error) {
-	v, err := names.ParseVersion(r.Version)
+	tag, tags, err := versionTag(ctx, repo, r.Version)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
@@ -206,13 +206,8 @@ func (r *Tofu) Push(ctx context.Context, repo oci.Repository, replace bool, opts
 	if err != nil {
 		return oci.PushResult{}, err
 	}
-	tag := names.TagForVersion(v)
-	tags, err := oci.CurrentTags(ctx, repo, []string{tag})
-	if err != nil {
-		return oci.PushResult{}, err
-	}
 	if held := tags[tag]; held != "" && held != a.Root().Digest && !replace {
-		return oci.PushResult{}, fmt.Errorf("%w: %s already holds different content (%s); pass --replace to overwrite it", ErrVersionExists, tag, held)
+		return oci.PushResult{}, versionExists(tag, held)
 	}
 	return oci.Push(ctx, repo, a, tags, opts)
 }
