@@ -436,24 +436,7 @@ func (s *Server) servePulledFile(w http.ResponseWriter, r *http.Request, t pullT
 		s.servePulledFrom(w, r, p.provider, g, req, name)
 		return true
 	}
-	if res, ok := s.pull.completed.Peek(key); ok {
-		rel, err := s.releaseAt(ctx, t.p, req.Version, res.root.Digest)
-		if err != nil {
-			s.fail(w, r, err)
-			return true
-		}
-		s.serveHeldFile(w, r, rel, req)
-		return true
-	}
-	if rel, err := s.release(ctx, t.p, req.Version); err == nil {
-		if !rel.signedByPublisher() || digest.FromBytes(rel.prov.Files.SHA256SUMS.Data) != req.Index {
-			s.fail(w, r, notFound("provider %s %s is now held with another SHA256SUMS than this URL names: ask for the metadata again", t.p, req.Version))
-			return true
-		}
-		s.serveHeldFile(w, r, rel, req)
-		return true
-	} else if !notHeld(err) {
-		s.fail(w, r, err)
+	if s.serveStoredPull(w, r, t, req, key) {
 		return true
 	}
 	meta, err := s.pull.providerRelease(ctx, t, req.Version)
@@ -482,6 +465,33 @@ func (s *Server) servePulledFile(w http.ResponseWriter, r *http.Request, t pullT
 		return true
 	}
 	s.servePulledFrom(w, r, meta, g, req, name)
+	return true
+}
+
+// serveStoredPull serves the file from the release a pull stored, or the
+// registry holds; false when the registry does not hold the version.
+func (s *Server) serveStoredPull(w http.ResponseWriter, r *http.Request, t pullTarget, req ArchiveRequest, key string) bool {
+	ctx := r.Context()
+	if res, ok := s.pull.completed.Peek(key); ok {
+		rel, err := s.releaseAt(ctx, t.p, req.Version, res.root.Digest)
+		if err != nil {
+			s.fail(w, r, err)
+			return true
+		}
+		s.serveHeldFile(w, r, rel, req)
+		return true
+	}
+	rel, err := s.release(ctx, t.p, req.Version)
+	switch {
+	case err != nil && notHeld(err):
+		return false
+	case err != nil:
+		s.fail(w, r, err)
+	case !rel.signedByPublisher() || digest.FromBytes(rel.prov.Files.SHA256SUMS.Data) != req.Index:
+		s.fail(w, r, notFound("provider %s %s is now held with another SHA256SUMS than this URL names: ask for the metadata again", t.p, req.Version))
+	default:
+		s.serveHeldFile(w, r, rel, req)
+	}
 	return true
 }
 
