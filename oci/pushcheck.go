@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"oras.land/oras-go/v2/registry"
-	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 // CheckPush makes sure the proxy may push to ref's repository without
@@ -27,7 +26,7 @@ func (c *Client) CheckPush(ctx context.Context, ref Reference) error {
 		scheme = "http"
 	}
 	u := &url.URL{Scheme: scheme, Host: ref.Registry, Path: "/v2/" + ref.Repository + "/blobs/uploads/"}
-	ctx = auth.AppendRepositoryScope(ctx, registry.Reference{Registry: ref.Registry, Repository: ref.Repository}, auth.ActionPull, auth.ActionPush)
+	ctx = withPushScope(ctx, registry.Reference{Registry: ref.Registry, Repository: ref.Repository})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
@@ -61,6 +62,37 @@ func TestCheckPush(t *testing.T) {
 	if os.Geteuid() != 0 { // root writes anywhere
 		if err := anonymous.CheckPush(ctx, oci.Reference{Layout: true, Repository: filepath.Join(ro, "x")}); err == nil {
 			t.Error("a read-only layout directory passed")
+		}
+	}
+}
+
+// A repository opened for writing asks for pull and push rights on every
+// request, reads through FetchReference included: one token serves the
+// whole push, and GHCR answers 404 (not a refusal) for a new repository.
+func TestOpenAsksForPushScopeOnEveryRequest(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartTokenRegistry(t, "bob", "bob-pw")
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile, Username: reg.Username, Password: reg.Password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: "team/new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := oci.FetchReference(ctx, repo, "1.0.0"); !oci.IsNotFound(err) {
+		t.Fatalf("a tag of a new repository: %v, want not found", err)
+	}
+	if _, err := repo.Resolve(ctx, "1.0.0"); !oci.IsNotFound(err) {
+		t.Fatalf("resolving: %v, want not found", err)
+	}
+	requests := reg.Token.Requests()
+	if len(requests) == 0 {
+		t.Fatal("no token was asked for")
+	}
+	for _, r := range requests {
+		if !slices.Contains(r.Scopes, "repository:team/new:pull,push") && !slices.Contains(r.Scopes, "repository:team/new:push,pull") {
+			t.Errorf("a token asked for %v, without push", r.Scopes)
 		}
 	}
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
@@ -176,7 +174,8 @@ func (c *Client) Open(ref Reference) (Repository, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pushScoped{repo}, nil
+	repo.Client = pushScoped{client: c.auth, ref: repo.Reference}
+	return repo, nil
 }
 
 // OpenReadOnly opens ref for reading. A missing OCI layout directory is
@@ -254,39 +253,24 @@ func hostPort(u *url.URL) string {
 	return u.Host
 }
 
-// pushScoped is a remote repository opened for writing: every request asks
-// for pull and push rights at once, so the token fetched for the first
-// read already allows the writes. Registries that deny reads of a
-// repository that does not exist yet to a pull-only token (GHCR) then
-// answer 404 as they should, and a push needs one token, not two.
+// pushScoped is the client of a remote repository opened for writing:
+// every request it sends asks for pull and push rights at once, so the
+// token fetched for the first read already allows the writes. Registries
+// that deny reads of a repository that does not exist yet to a pull-only
+// token (GHCR) then answer 404 as they should, and a push needs one token,
+// not two. The scope travels in the request's context, which is where
+// oras-go's auth client reads it, so it covers every call on the
+// repository.
 type pushScoped struct {
-	*remote.Repository
+	client *auth.Client
+	ref    registry.Reference
 }
 
-func (r pushScoped) scoped(ctx context.Context) context.Context {
-	return auth.AppendRepositoryScope(ctx, r.Reference, auth.ActionPull, auth.ActionPush)
+func (c pushScoped) Do(req *http.Request) (*http.Response, error) {
+	return c.client.Do(req.WithContext(withPushScope(req.Context(), c.ref)))
 }
 
-func (r pushScoped) Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error) {
-	return r.Repository.Resolve(r.scoped(ctx), reference)
-}
-
-func (r pushScoped) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
-	return r.Repository.Fetch(r.scoped(ctx), d)
-}
-
-func (r pushScoped) Exists(ctx context.Context, d ocispec.Descriptor) (bool, error) {
-	return r.Repository.Exists(r.scoped(ctx), d)
-}
-
-func (r pushScoped) Push(ctx context.Context, d ocispec.Descriptor, content io.Reader) error {
-	return r.Repository.Push(r.scoped(ctx), d, content)
-}
-
-func (r pushScoped) Tag(ctx context.Context, d ocispec.Descriptor, reference string) error {
-	return r.Repository.Tag(r.scoped(ctx), d, reference)
-}
-
-func (r pushScoped) Tags(ctx context.Context, last string, fn func(tags []string) error) error {
-	return r.Repository.Tags(r.scoped(ctx), last, fn)
+// withPushScope asks for pull and push rights on ref.
+func withPushScope(ctx context.Context, ref registry.Reference) context.Context {
+	return auth.AppendRepositoryScope(ctx, ref, auth.ActionPull, auth.ActionPush)
 }
