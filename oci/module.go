@@ -2,7 +2,6 @@ package oci
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -56,11 +55,8 @@ func BuildModule(zip Blob) (*Artifact, error) {
 // than 4 MiB, matching its digest, with artifactType
 // application/vnd.opentofu.modulepkg and exactly one archive/zip layer.
 func ReadModule(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (ocispec.Descriptor, error) {
-	if desc.MediaType == ocispec.MediaTypeImageIndex {
-		return ocispec.Descriptor{}, invalid("%s is an image index (a provider?), but a module package is an image manifest", desc.Digest)
-	}
-	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return ocispec.Descriptor{}, invalid("%s has mediaType %q, but a module package is an OCI image manifest", desc.Digest, desc.MediaType)
+	if err := checkModuleDescriptor(desc); err != nil {
+		return ocispec.Descriptor{}, err
 	}
 	b, err := FetchManifest(ctx, repo, desc)
 	if err != nil {
@@ -72,15 +68,12 @@ func ReadModule(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descr
 // ParseModule checks a module package manifest's body as OpenTofu does and
 // returns its zip layer.
 func ParseModule(desc ocispec.Descriptor, b []byte) (ocispec.Descriptor, error) {
-	if desc.MediaType == ocispec.MediaTypeImageIndex {
-		return ocispec.Descriptor{}, invalid("%s is an image index (a provider?), but a module package is an image manifest", desc.Digest)
+	if err := checkModuleDescriptor(desc); err != nil {
+		return ocispec.Descriptor{}, err
 	}
-	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return ocispec.Descriptor{}, invalid("%s has mediaType %q, but a module package is an OCI image manifest", desc.Digest, desc.MediaType)
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return ocispec.Descriptor{}, invalid("manifest %s is not valid JSON: %v", desc.Digest, err)
+	m, err := decodeManifest(desc, b)
+	if err != nil {
+		return ocispec.Descriptor{}, err
 	}
 	if m.MediaType != ocispec.MediaTypeImageManifest {
 		return ocispec.Descriptor{}, invalid("manifest %s has mediaType %q", desc.Digest, m.MediaType)
@@ -91,15 +84,27 @@ func ParseModule(desc ocispec.Descriptor, b []byte) (ocispec.Descriptor, error) 
 	return SingleZipLayer(m)
 }
 
-// ResolveModule resolves a tag or digest and reads the module manifest it
-// names; it returns the manifest's and the zip layer's descriptors.
+// ResolveModule reads the module manifest a tag or digest names (one
+// round trip where the repository can, see FetchReference); it returns
+// the manifest's and the zip layer's descriptors.
 func ResolveModule(ctx context.Context, repo ReadOnlyRepository, reference string) (manifest, zip ocispec.Descriptor, err error) {
-	manifest, err = repo.Resolve(ctx, reference)
+	manifest, b, err := FetchReference(ctx, repo, reference)
 	if err != nil {
 		return manifest, zip, fmt.Errorf("resolving %s: %w", reference, err)
 	}
-	zip, err = ReadModule(ctx, repo, manifest)
+	zip, err = ParseModule(manifest, b)
 	return manifest, zip, err
+}
+
+// checkModuleDescriptor: a module package is an image manifest.
+func checkModuleDescriptor(desc ocispec.Descriptor) error {
+	if desc.MediaType == ocispec.MediaTypeImageIndex {
+		return invalid("%s is an image index (a provider?), but a module package is an image manifest", desc.Digest)
+	}
+	if desc.MediaType != ocispec.MediaTypeImageManifest {
+		return invalid("%s has mediaType %q, but a module package is an OCI image manifest", desc.Digest, desc.MediaType)
+	}
+	return nil
 }
 
 // FetchBlob streams a blob to w, refusing one declared larger than maxSize

@@ -184,8 +184,8 @@ func ResolveProvider(ctx context.Context, repo ReadOnlyRepository, v names.Versi
 
 // ReadProviderIndex reads and checks a provider index.
 func ReadProviderIndex(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (*ProviderVersion, error) {
-	if desc.MediaType != ocispec.MediaTypeImageIndex {
-		return nil, invalid("tag points to %q, but a provider version must be an image index", desc.MediaType)
+	if err := checkProviderDescriptor(desc); err != nil {
+		return nil, err
 	}
 	b, err := FetchManifest(ctx, repo, desc)
 	if err != nil {
@@ -194,10 +194,18 @@ func ReadProviderIndex(ctx context.Context, repo ReadOnlyRepository, desc ocispe
 	return ParseProviderIndex(desc, b)
 }
 
+// checkProviderDescriptor: a provider version is an image index.
+func checkProviderDescriptor(desc ocispec.Descriptor) error {
+	if desc.MediaType != ocispec.MediaTypeImageIndex {
+		return invalid("tag points to %q, but a provider version must be an image index", desc.MediaType)
+	}
+	return nil
+}
+
 // ParseProviderIndex checks a provider index's body as OpenTofu does.
 func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, error) {
-	if desc.MediaType != ocispec.MediaTypeImageIndex {
-		return nil, invalid("tag points to %q, but a provider version must be an image index", desc.MediaType)
+	if err := checkProviderDescriptor(desc); err != nil {
+		return nil, err
 	}
 	var idx ocispec.Index
 	if err := json.Unmarshal(b, &idx); err != nil {
@@ -323,14 +331,23 @@ func SingleZipLayer(m ocispec.Manifest) (ocispec.Descriptor, error) {
 // FetchManifest reads a manifest or index, refusing anything over
 // MaxManifestSize and verifying its digest.
 func FetchManifest(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) ([]byte, error) {
-	if desc.Size > MaxManifestSize || desc.Size < 0 {
-		return nil, invalid("manifest %s of %d bytes exceeds the %d MiB limit", desc.Digest, desc.Size, MaxManifestSize>>20)
+	if err := checkManifestSize(desc); err != nil {
+		return nil, err
 	}
 	b, err := content.FetchAll(ctx, repo, desc)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", desc.Digest, err)
 	}
 	return b, nil
+}
+
+// checkManifestSize refuses a manifest over MaxManifestSize (OpenTofu's
+// limit) before it is read.
+func checkManifestSize(desc ocispec.Descriptor) error {
+	if desc.Size > MaxManifestSize || desc.Size < 0 {
+		return invalid("manifest %s of %d bytes exceeds the %d MiB limit", desc.Digest, desc.Size, MaxManifestSize>>20)
+	}
+	return nil
 }
 
 // manifestMediaTypes are the media types a registry answers manifest
@@ -365,8 +382,8 @@ func FetchReference(ctx context.Context, repo ReadOnlyRepository, reference stri
 	if !manifestMediaTypes[desc.MediaType] {
 		return desc, nil, fmt.Errorf("the registry answered a manifest request for %s with content type %q, which is no manifest type", reference, desc.MediaType)
 	}
-	if desc.Size > MaxManifestSize || desc.Size < 0 {
-		return desc, nil, invalid("manifest %s of %d bytes exceeds the %d MiB limit", desc.Digest, desc.Size, MaxManifestSize>>20)
+	if err := checkManifestSize(desc); err != nil {
+		return desc, nil, err
 	}
 	b, err := content.ReadAll(rc, desc)
 	if err != nil {
@@ -378,11 +395,16 @@ func FetchReference(ctx context.Context, repo ReadOnlyRepository, reference stri
 // fetchImageManifest reads and decodes an image manifest (bounded and
 // digest-checked by FetchManifest).
 func fetchImageManifest(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (ocispec.Manifest, error) {
-	var m ocispec.Manifest
 	b, err := FetchManifest(ctx, repo, desc)
 	if err != nil {
-		return m, err
+		return ocispec.Manifest{}, err
 	}
+	return decodeManifest(desc, b)
+}
+
+// decodeManifest decodes an image manifest's body.
+func decodeManifest(desc ocispec.Descriptor, b []byte) (ocispec.Manifest, error) {
+	var m ocispec.Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, invalid("manifest %s is not valid JSON: %v", desc.Digest, err)
 	}

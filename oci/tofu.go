@@ -65,8 +65,8 @@ func BuildTofuRelease(version string, files []Blob) (*Artifact, error) {
 // ReadTofuRelease reads a release artifact: its config and the descriptor
 // of each file by name.
 func ReadTofuRelease(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (*TofuRelease, map[string]ocispec.Descriptor, error) {
-	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return nil, nil, invalid("%s has mediaType %q, not an OCI image manifest", desc.Digest, desc.MediaType)
+	if err := checkTofuDescriptor(desc); err != nil {
+		return nil, nil, err
 	}
 	b, err := FetchManifest(ctx, repo, desc)
 	if err != nil {
@@ -75,14 +75,22 @@ func ReadTofuRelease(ctx context.Context, repo ReadOnlyRepository, desc ocispec.
 	return ReadTofuReleaseBody(ctx, repo, desc, b)
 }
 
+// checkTofuDescriptor: an OpenTofu release is an image manifest.
+func checkTofuDescriptor(desc ocispec.Descriptor) error {
+	if desc.MediaType != ocispec.MediaTypeImageManifest {
+		return invalid("%s has mediaType %q, not an OCI image manifest", desc.Digest, desc.MediaType)
+	}
+	return nil
+}
+
 // ReadTofuReleaseBody is ReadTofuRelease for a manifest already read.
 func ReadTofuReleaseBody(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor, b []byte) (*TofuRelease, map[string]ocispec.Descriptor, error) {
-	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return nil, nil, invalid("%s has mediaType %q, not an OCI image manifest", desc.Digest, desc.MediaType)
+	if err := checkTofuDescriptor(desc); err != nil {
+		return nil, nil, err
 	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, nil, invalid("manifest %s is not valid JSON: %v", desc.Digest, err)
+	m, err := decodeManifest(desc, b)
+	if err != nil {
+		return nil, nil, err
 	}
 	if m.ArtifactType != ArtifactTypeTofuRelease || m.Config.MediaType != MediaTypeTofuReleaseConfig {
 		return nil, nil, invalid("manifest %s is not an OpenTofu release artifact", desc.Digest)

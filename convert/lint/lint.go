@@ -276,11 +276,11 @@ func (c *checker) manifest(desc ocispec.Descriptor, tag string) error {
 	if head.ArtifactType == oci.ArtifactTypeTofuRelease {
 		return c.tofuRelease(desc, b)
 	}
-	return c.module(desc)
+	return c.module(desc, b)
 }
 
-func (c *checker) module(desc ocispec.Descriptor) error {
-	z, err := oci.ReadModule(c.ctx, c.repo, desc)
+func (c *checker) module(desc ocispec.Descriptor, body []byte) error {
+	z, err := oci.ParseModule(desc, body)
 	if err != nil {
 		return c.problem(err)
 	}
