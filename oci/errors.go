@@ -78,15 +78,6 @@ var failureNames = map[Failure]string{
 // String is the class's metric label.
 func (f Failure) String() string { return failureNames[f] }
 
-// Failures lists every class, for metrics that want all label values.
-func Failures() []Failure {
-	out := make([]Failure, 0, len(failureNames))
-	for f := FailureNone; f <= FailureOther; f++ {
-		out = append(out, f)
-	}
-	return out
-}
-
 // Classify tells what kind of failure err is.
 func Classify(err error) Failure {
 	if err == nil {
@@ -136,8 +127,6 @@ func classifyStatus(code int) Failure {
 		return FailureUnavailable
 	case code >= 500:
 		return FailureServerError
-	case code == http.StatusBadRequest:
-		return FailureOther
 	}
 	return FailureOther
 }

@@ -138,8 +138,8 @@ func (p *politeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		resp, err := p.send(req, h)
 		failed := h.account(resp, err, attempt > 0)
-		wait, retry := p.retryAfter(req, resp, err, attempt)
-		if retry && failed && !h.mayRetry() {
+		wait, retry := p.retryAfter(req, resp, failed, attempt)
+		if retry && !h.mayRetry() {
 			retry = false
 		}
 		if !retry {
@@ -259,22 +259,16 @@ func (h *hostState) pause(until time.Time) {
 	}
 }
 
-// retryAfter decides whether and when to send req again.
-func (p *politeTransport) retryAfter(req *http.Request, resp *http.Response, err error, attempt int) (time.Duration, bool) {
-	if attempt >= p.e.MaxRetries || !replayable(req) || req.Context().Err() != nil {
+// retryAfter decides whether and when to send req again, after an
+// attempt that failed (as hostState.account judged it: a transient error
+// or a retryable status).
+func (p *politeTransport) retryAfter(req *http.Request, resp *http.Response, failed bool, attempt int) (time.Duration, bool) {
+	if !failed || attempt >= p.e.MaxRetries || !replayable(req) || req.Context().Err() != nil {
 		return 0, false
 	}
 	var wait time.Duration
-	switch {
-	case err != nil:
-		if !transientError(err) {
-			return 0, false
-		}
-	case resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusServiceUnavailable:
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 		wait = retryAfterHeader(resp.Header.Get("Retry-After"), time.Now())
-	case retryableStatus(resp.StatusCode):
-	default:
-		return 0, false
 	}
 	if wait > p.e.MaxWait {
 		return 0, false // the caller learns of the throttle now rather than much later

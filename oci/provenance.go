@@ -65,10 +65,13 @@ func (pa *ProvenanceArtifact) summary() map[string]string {
 	return a
 }
 
-var provenanceLayers = []struct {
+// provenanceLayer is one kind of file a provenance manifest holds.
+type provenanceLayer struct {
 	mediaType string
 	get       func(*ProvenanceFiles) *NamedBytes
-}{
+}
+
+var provenanceLayers = []provenanceLayer{
 	{MediaTypeSHA256SUMS, func(f *ProvenanceFiles) *NamedBytes { return &f.SHA256SUMS }},
 	{MediaTypePGPSignature, func(f *ProvenanceFiles) *NamedBytes { return &f.Signature }},
 	{MediaTypePGPKeys, func(f *ProvenanceFiles) *NamedBytes { return &f.Keys }},
@@ -116,7 +119,7 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 	}
 	seen := map[string]bool{}
 	for _, layer := range m.Layers {
-		if _, ok := provenanceLayer(layer.MediaType); ok && seen[layer.MediaType] {
+		if _, ok := layerKind(layer.MediaType); ok && seen[layer.MediaType] {
 			return nil, nil, invalid("provenance %s holds two %s layers", desc.Digest, layer.MediaType)
 		}
 		seen[layer.MediaType] = true
@@ -136,7 +139,7 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 		return nil
 	})
 	for _, layer := range m.Layers {
-		l, ok := provenanceLayer(layer.MediaType)
+		l, ok := layerKind(layer.MediaType)
 		if !ok {
 			continue
 		}
@@ -157,16 +160,14 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 	return &p, files, nil
 }
 
-func provenanceLayer(mediaType string) (struct {
-	mediaType string
-	get       func(*ProvenanceFiles) *NamedBytes
-}, bool) {
+// layerKind is the provenance file kind of a layer's media type.
+func layerKind(mediaType string) (provenanceLayer, bool) {
 	for _, l := range provenanceLayers {
 		if l.mediaType == mediaType {
 			return l, true
 		}
 	}
-	return provenanceLayers[0], false
+	return provenanceLayer{}, false
 }
 
 func fetchSmall(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) ([]byte, error) {

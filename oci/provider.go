@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -61,7 +61,7 @@ func buildProvider(pkgs []ProviderPackage, prov *ProvenanceArtifact, annotate bo
 		return nil, fmt.Errorf("%d platforms: a provider version may have at most %d", len(pkgs), MaxIndexEntries-1)
 	}
 	pkgs = append([]ProviderPackage(nil), pkgs...)
-	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].Platform.String() < pkgs[j].Platform.String() })
+	slices.SortFunc(pkgs, func(a, b ProviderPackage) int { return names.ComparePlatforms(a.Platform, b.Platform) })
 	a := &Artifact{Blobs: []Blob{emptyConfig()}}
 	idx := ocispec.Index{ArtifactType: ArtifactTypeProvider}
 	for i, p := range pkgs {
@@ -417,6 +417,6 @@ func (pv *ProviderVersion) SortedPlatforms() []names.Platform {
 	for p := range pv.Platforms {
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	slices.SortFunc(out, names.ComparePlatforms)
 	return out
 }

@@ -56,17 +56,22 @@ var ErrTagMoved = errors.New("tag moved during the push")
 func CurrentTags(ctx context.Context, repo ReadOnlyRepository, tags []string) (Tags, error) {
 	out := Tags{}
 	for _, t := range tags {
-		d, err := repo.Resolve(ctx, t)
-		switch {
-		case err == nil:
-			out[t] = d.Digest
-		case IsNotFound(err):
-			out[t] = ""
-		default:
+		d, err := tagDigest(ctx, repo, t)
+		if err != nil {
 			return nil, fmt.Errorf("resolving %s: %w", t, err)
 		}
+		out[t] = d
 	}
 	return out, nil
+}
+
+// tagDigest is what a tag holds: "" when it does not exist.
+func tagDigest(ctx context.Context, repo ReadOnlyRepository, tag string) (digest.Digest, error) {
+	d, err := repo.Resolve(ctx, tag)
+	if IsNotFound(err) {
+		return "", nil
+	}
+	return d.Digest, err
 }
 
 // Upload is one push in progress. Blobs may be uploaded early (large files
@@ -310,12 +315,8 @@ func (u *Upload) tag(ctx context.Context, root ocispec.Descriptor, tag string, w
 		return 0, err
 	}
 	start := time.Now()
-	now := digest.Digest("")
-	d, err := u.repo.Resolve(ctx, tag)
-	switch {
-	case err == nil:
-		now = d.Digest
-	case !IsNotFound(err):
+	now, err := tagDigest(ctx, u.repo, tag)
+	if err != nil {
 		return 0, fmt.Errorf("checking tag %s before writing it: %w", tag, err)
 	}
 	if now == root.Digest {

@@ -28,11 +28,7 @@ func ParseRegistryReference(s string) (Reference, error) {
 // An OCI layout is pinged by looking for its directory.
 func (c *Client) Ping(ctx context.Context, ref Reference) error {
 	if ref.Layout {
-		_, err := os.Stat(ref.Repository)
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("OCI layout %s: %w", ref.Repository, errdef.ErrNotFound)
-		}
-		return err
+		return layoutExists(ref.Repository)
 	}
 	reg, err := remote.NewRegistry(ref.Registry)
 	if err != nil {
@@ -41,6 +37,15 @@ func (c *Client) Ping(ctx context.Context, ref Reference) error {
 	reg.Client = c.auth
 	reg.PlainHTTP = c.opts.PlainHTTP
 	return reg.Ping(ctx)
+}
+
+// layoutExists: a missing OCI layout directory is errdef.ErrNotFound.
+func layoutExists(dir string) error {
+	_, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("OCI layout %s: %w", dir, errdef.ErrNotFound)
+	}
+	return err
 }
 
 // CredentialSource says where the client's credentials for a registry

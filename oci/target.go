@@ -2,7 +2,6 @@ package oci
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,7 +11,6 @@ import (
 
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content/oci"
-	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -65,11 +63,7 @@ func ParseReference(s string) (Reference, error) {
 	if strings.Contains(s, "://") {
 		return Reference{}, fmt.Errorf("invalid reference %q: write host[:port]/repository without a scheme, or %sPATH", s, LayoutPrefix)
 	}
-	r, err := registry.ParseReference(s)
-	if err != nil {
-		return Reference{}, fmt.Errorf("invalid reference %q: %w", s, err)
-	}
-	return Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Reference}, nil
+	return ParseRegistryReference(s)
 }
 
 // WithReference returns a copy of r naming tag or digest ref.
@@ -182,10 +176,7 @@ func (c *Client) Open(ref Reference) (Repository, error) {
 // reported as errdef.ErrNotFound, never created.
 func (c *Client) OpenReadOnly(ctx context.Context, ref Reference) (ReadOnlyRepository, error) {
 	if ref.Layout {
-		if _, err := os.Stat(ref.Repository); err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("OCI layout %s: %w", ref.Repository, errdef.ErrNotFound)
-			}
+		if err := layoutExists(ref.Repository); err != nil {
 			return nil, err
 		}
 		store, err := oci.NewFromFS(ctx, os.DirFS(ref.Repository))

@@ -179,7 +179,7 @@ func (c *checker) provider(desc ocispec.Descriptor) error {
 		c.add(SeverityError, "index has no %s manifest: OpenTofu finds no package for any platform", oci.ArtifactTypeProviderTarget)
 	}
 	zips := map[names.Platform]ocispec.Descriptor{}
-	platforms := sortedPlatforms(pv.Platforms)
+	platforms := pv.SortedPlatforms()
 	for _, p := range platforms {
 		z, err := oci.ReadProviderPackage(c.ctx, c.repo, pv.Platforms[p])
 		if err != nil {
@@ -338,15 +338,6 @@ func (c *checker) tofuRelease(desc ocispec.Descriptor, body []byte) error {
 		}
 	}
 	return nil
-}
-
-func sortedPlatforms(m map[names.Platform]ocispec.Descriptor) []names.Platform {
-	ps := make([]names.Platform, 0, len(m))
-	for p := range m {
-		ps = append(ps, p)
-	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].String() < ps[j].String() })
-	return ps
 }
 
 func isDigest(ref string) bool { return digest.Digest(ref).Validate() == nil }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -144,7 +145,7 @@ func readPackedVersion(ctx context.Context, typeDir string, addr names.Provider,
 		}
 		rel.Packages = append(rel.Packages, pkg)
 	}
-	sort.Slice(rel.Packages, func(i, j int) bool { return rel.Packages[i].Platform.String() < rel.Packages[j].Platform.String() })
+	slices.SortFunc(rel.Packages, func(a, b release.Package) int { return names.ComparePlatforms(a.Platform, b.Platform) })
 	return &Release{Provider: addr, Release: rel}, nil
 }
 

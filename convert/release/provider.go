@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -289,7 +290,7 @@ func (rf *releaseFiles) packages(ctx context.Context, sums *sha256sums.File) ([]
 	for p := range rf.selectedPlatforms {
 		platforms = append(platforms, p)
 	}
-	sort.Slice(platforms, func(i, j int) bool { return platforms[i].String() < platforms[j].String() })
+	slices.SortFunc(platforms, names.ComparePlatforms)
 	pkgs := make([]Package, len(platforms))
 	var g errgroup.Group
 	g.SetLimit(runtime.NumCPU())

@@ -1,6 +1,9 @@
 package names
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Platform is an OpenTofu target platform: Go's OS and architecture names.
 type Platform struct{ OS, Arch string }
@@ -35,11 +38,5 @@ func validPlatformWord(s string) bool {
 
 // ComparePlatforms orders platforms by their string form.
 func ComparePlatforms(a, b Platform) int {
-	switch as, bs := a.String(), b.String(); {
-	case as < bs:
-		return -1
-	case as > bs:
-		return 1
-	}
-	return 0
+	return strings.Compare(a.String(), b.String())
 }

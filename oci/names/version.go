@@ -58,9 +58,9 @@ func fitsUint64(digits string) bool {
 // differs from the input (v1.2.3, 1.2, 01.2.3), because OpenTofu resolves the
 // tag of the canonical form: any other spelling would never be found.
 func ParseVersion(s string) (Version, error) {
-	v, err := parseSemver(s)
+	v, err := ParseVersionLoose(s)
 	if err != nil {
-		return versions.Unspecified, fmt.Errorf("invalid version %q: %w", s, err)
+		return versions.Unspecified, err
 	}
 	if v.String() != s {
 		return versions.Unspecified, fmt.Errorf("version %q is not canonical: write %q", s, v.String())
@@ -88,11 +88,10 @@ func TagForVersion(v Version) string {
 // count: OpenTofu would parse "v1.2.3" in its tag listing but then resolve
 // "1.2.3", so such tags are treated as not being versions at all.
 func VersionFromTag(tag string) (Version, bool) {
-	v, err := parseSemver(strings.ReplaceAll(tag, "_", "+"))
-	if err != nil || TagForVersion(v) != tag {
-		return versions.Unspecified, false
+	if v, ok := ListedVersion(tag); ok && TagForVersion(v) == tag {
+		return v, true
 	}
-	return v, true
+	return versions.Unspecified, false
 }
 
 // ParseProtocolVersion checks a plugin protocol version ("5.0", "6").
@@ -120,8 +119,8 @@ func ListedVersion(tag string) (Version, bool) {
 // CanonicalTag reports whether tag is the tag OpenTofu resolves for the
 // version it lists it as.
 func CanonicalTag(tag string) bool {
-	v, ok := ListedVersion(tag)
-	return ok && TagForVersion(v) == tag
+	_, ok := VersionFromTag(tag)
+	return ok
 }
 
 // MustParseVersion is ParseVersion for constants known to be valid; it
