@@ -156,17 +156,18 @@ func (c *checker) providerTag(tag string) error {
 		return nil
 	}
 	canonical := names.TagForVersion(v)
-	c.unread = "OpenTofu reads tag " + canonical + ", not this one"
 	_, err := c.repo.Resolve(c.ctx, canonical)
 	switch {
 	case err == nil:
 		c.add(SeverityWarning, "tag %q is listed by OpenTofu as version %s, which it installs from tag %q: this tag is never read", tag, v, canonical)
 	case oci.IsNotFound(err):
-		c.findings = append(c.findings, Finding{Reference: c.ref, Severity: SeverityError, Message: fmt.Sprintf(
-			"tag %q is listed by OpenTofu as version %s, and OpenTofu then fails resolving tag %q, which does not exist: tag the index %s (and remove %s)", tag, v, canonical, canonical, tag)})
+		c.add(SeverityError, "tag %q is listed by OpenTofu as version %s, and OpenTofu then fails resolving tag %q, which does not exist: tag the index %s (and remove %s)", tag, v, canonical, canonical, tag)
 	default:
 		return fmt.Errorf("resolving %s: %w", canonical, err)
 	}
+	// What the tag names is checked too, but tofu never reads it: its
+	// errors are warnings.
+	c.unread = "OpenTofu reads tag " + canonical + ", not this one"
 	return nil
 }
 

@@ -26,26 +26,24 @@ type tagListing struct {
 // canonical tag of the version it chose; Terraform reaches OCI only
 // through the proxy, which lists canonical tags only.
 func listVersions(ctx context.Context, repo oci.ReadOnlyRepository, c tfconfig.Client) (*tagListing, error) {
-	tl := &tagListing{tags: map[string]bool{}, listedAs: map[string][]string{}}
-	err := repo.Tags(ctx, "", func(tags []string) error {
-		for _, t := range tags {
-			if len(tl.tags) >= oci.MaxVersions {
-				return fmt.Errorf("more than %d tags", oci.MaxVersions)
-			}
-			tl.tags[t] = true
-			v, ok := names.ListedVersion(t)
-			if c == tfconfig.Terraform {
-				v, ok = names.VersionFromTag(t)
-			}
-			if ok {
-				tl.available = append(tl.available, v)
-				tl.listedAs[v.String()] = append(tl.listedAs[v.String()], t)
-			}
-		}
-		return nil
-	})
+	tags, err := oci.ListTags(ctx, repo)
 	if err != nil {
 		return nil, err
+	}
+	if len(tags) > oci.MaxVersions {
+		return nil, fmt.Errorf("more than %d tags", oci.MaxVersions)
+	}
+	tl := &tagListing{tags: map[string]bool{}, listedAs: map[string][]string{}}
+	for _, t := range tags {
+		tl.tags[t] = true
+		v, ok := names.ListedVersion(t)
+		if c == tfconfig.Terraform {
+			v, ok = names.VersionFromTag(t)
+		}
+		if ok {
+			tl.available = append(tl.available, v)
+			tl.listedAs[v.String()] = append(tl.listedAs[v.String()], t)
+		}
 	}
 	tl.available.Sort()
 	return tl, nil

@@ -161,19 +161,15 @@ func readArchive(ctx context.Context, typeDir, key string, a wire.MirrorArchive)
 		return release.Package{}, err
 	}
 	path := filepath.Join(typeDir, name)
-	f, err := localfile.OpenRegular(path)
+	sum, size, err := release.HashPackageFile(ctx, path)
 	if err != nil {
 		return release.Package{}, err
 	}
-	sum, size, err := pkghash.SHA256(localfile.Reader(ctx, f))
-	f.Close()
+	h1, err := matchRecorded(ctx, path, sum, a.Hashes)
 	if err != nil {
-		return release.Package{}, fmt.Errorf("reading %s: %w", name, err)
-	}
-	if err := matchRecorded(ctx, path, sum, a.Hashes); err != nil {
 		return release.Package{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return release.Package{Platform: p, Path: path, Filename: name, SHA256: sum, Size: size}, nil
+	return release.Package{Platform: p, Path: path, Filename: name, SHA256: sum, Size: size, H1: h1}, nil
 }
 
 // localArchiveName accepts only a file beside the JSON document: imports
@@ -188,10 +184,11 @@ func localArchiveName(u string) (string, error) {
 
 // matchRecorded checks a zip against the hashes a mirror recorded: every
 // zh must be its sha256, and every h1 either its unpacked hash or the
-// archive hash older tools wrote; at least one must be there.
-func matchRecorded(ctx context.Context, path, sum string, hashes []string) error {
+// archive hash older tools wrote; at least one must be there. It returns
+// the zip's h1 when it computed it.
+func matchRecorded(ctx context.Context, path, sum string, hashes []string) (string, error) {
 	if len(hashes) == 0 {
-		return errors.New("version.json records no hash for it: nothing to verify against")
+		return "", errors.New("version.json records no hash for it: nothing to verify against")
 	}
 	var h1, legacy string
 	matched := false
@@ -200,30 +197,30 @@ func matchRecorded(ctx context.Context, path, sum string, hashes []string) error
 		switch {
 		case strings.HasPrefix(h, "zh:"):
 			if h != pkghash.ZH(sum) {
-				return fmt.Errorf("sha256 %s does not match the recorded %s", sum, h)
+				return "", fmt.Errorf("sha256 %s does not match the recorded %s", sum, h)
 			}
 			matched = true
 		case strings.HasPrefix(h, "h1:"):
 			if h1 == "" {
 				if h1, err = pkghash.ZipFileH1Context(ctx, path); err != nil {
-					return err
+					return "", err
 				}
 			}
 			if h != h1 && legacy == "" {
 				if legacy, err = dirhash.HashZip(path, dirhash.Hash1); err != nil {
-					return err
+					return "", err
 				}
 			}
 			if h != h1 && h != legacy {
-				return fmt.Errorf("h1 %s does not match the recorded %s", h1, h)
+				return "", fmt.Errorf("h1 %s does not match the recorded %s", h1, h)
 			}
 			matched = true
 		}
 	}
 	if !matched {
-		return fmt.Errorf("version.json records no h1 or zh hash for it (%v)", hashes)
+		return "", fmt.Errorf("version.json records no h1 or zh hash for it (%v)", hashes)
 	}
-	return nil
+	return h1, nil
 }
 
 // readUnpackedVersion packs each HOST/NS/TYPE/VERSION/OS_ARCH directory

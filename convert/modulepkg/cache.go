@@ -4,12 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
 )
 
 // Cache remembers which zip each module tree packed to, so that a
@@ -79,13 +80,12 @@ func (c *Cache) loadStamps(root string) *stampRecord {
 	if c == nil {
 		return nil
 	}
-	f, err := os.Open(c.stampFile(root))
+	b, err := localfile.ReadBounded(c.stampFile(root), 64<<20)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	var r stampRecord
-	if json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&r) != nil || r.Format != moduleZipFormat {
+	if json.Unmarshal(b, &r) != nil || r.Format != moduleZipFormat {
 		return nil
 	}
 	return &r
@@ -136,8 +136,8 @@ func (c *Cache) Lookup(tree digest.Digest) (digest.Digest, int64, bool) {
 	if c == nil || tree.Validate() != nil {
 		return "", 0, false
 	}
-	b, err := os.ReadFile(filepath.Join(c.Dir, tree.Encoded()+".json"))
-	if err != nil || len(b) > 4096 {
+	b, err := localfile.ReadBounded(filepath.Join(c.Dir, tree.Encoded()+".json"), 4096)
+	if err != nil {
 		return "", 0, false
 	}
 	var r moduleCacheRecord

@@ -81,6 +81,10 @@ type Package struct {
 	// SHA256 is the digest the zip must have; Size its size on disk.
 	SHA256 string
 	Size   int64
+	// H1 is the zip's h1 when the reader already computed it (the push
+	// checks SHA256 first, so it is the h1 of what is pushed); "" to
+	// compute it at push time.
+	H1 string
 }
 
 // releaseFiles are the provider release files found in a directory.
@@ -253,7 +257,7 @@ func (rel *Provider) verifySignature(ctx context.Context, rf *releaseFiles, opts
 			return fmt.Errorf("%s: %w", sigName, err)
 		}
 		rel.Files.Signature = oci.NamedBytes{Name: names.ProviderSignatureName(rf.typ, rf.version), Data: sig}
-		rel.Files.Keys = oci.NamedBytes{Name: "signing-keys.asc", Data: v.Keyring.Armored}
+		rel.Files.Keys = oci.NamedBytes{Name: signingKeysName, Data: v.Keyring.Armored}
 		rel.KeyIDs = []string{v.KeyID}
 		rel.Warnings = append(rel.Warnings, v.Warnings...)
 		return nil
@@ -312,7 +316,7 @@ func describePackage(ctx context.Context, path string, sums *sha256sums.File, su
 	name := filepath.Base(path)
 	pkg := Package{Path: path, Filename: name}
 	if sums == nil {
-		sum, size, err := hashFile(ctx, path)
+		sum, size, err := HashPackageFile(ctx, path)
 		pkg.SHA256, pkg.Size = sum, size
 		return pkg, err
 	}
@@ -349,7 +353,9 @@ func openPackageFile(path string) (*os.File, int64, error) {
 	return f, st.Size(), nil
 }
 
-func hashFile(ctx context.Context, path string) (string, int64, error) {
+// HashPackageFile is the sha256 (hex) and size of a package file, a
+// regular file of at most oci.MaxPackageSize bytes, read cancellably.
+func HashPackageFile(ctx context.Context, path string) (string, int64, error) {
 	f, _, err := openPackageFile(path)
 	if err != nil {
 		return "", 0, err
@@ -388,6 +394,9 @@ func (rel *Provider) readManifest(ctx context.Context, rf *releaseFiles, sums *s
 	return nil
 }
 
+// signingKeysName is the name the provenance gives the signing keys.
+const signingKeysName = "signing-keys.asc"
+
 func (rel *Provider) sign(opts Options, generate bool) error {
 	name := names.ProviderSHA256SUMSName(rel.Type, rel.Version)
 	if generate {
@@ -408,8 +417,8 @@ func (rel *Provider) sign(opts Options, generate bool) error {
 	if err != nil {
 		return err
 	}
-	rel.Files.Signature = oci.NamedBytes{Name: name + ".sig", Data: sig}
-	rel.Files.Keys = oci.NamedBytes{Name: "signing-keys.asc", Data: opts.Signer.Public}
+	rel.Files.Signature = oci.NamedBytes{Name: names.ProviderSignatureName(rel.Type, rel.Version), Data: sig}
+	rel.Files.Keys = oci.NamedBytes{Name: signingKeysName, Data: opts.Signer.Public}
 	rel.KeyIDs = []string{opts.Signer.KeyID()}
 	return nil
 }
@@ -436,7 +445,7 @@ func (rel *Provider) CheckDigests(ctx context.Context) error {
 }
 
 func (p Package) checkDigest(ctx context.Context) error {
-	sum, size, err := hashFile(ctx, p.Path)
+	sum, size, err := HashPackageFile(ctx, p.Path)
 	if err != nil {
 		return err
 	}
@@ -451,6 +460,9 @@ func (p Package) checkDigest(ctx context.Context) error {
 
 // h1 unpacks the zip, as OpenTofu would, for its h1 hash.
 func (p Package) h1(ctx context.Context) (string, error) {
+	if p.H1 != "" {
+		return p.H1, nil
+	}
 	h1, err := pkghash.ZipFileH1Context(ctx, p.Path)
 	if err != nil {
 		if ctx.Err() != nil {

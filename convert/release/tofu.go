@@ -40,6 +40,9 @@ type Tofu struct {
 type TofuFile struct {
 	Name, Path, SHA256 string
 	Size               int64
+	// Data holds a file read and verified in memory (SHA256SUMS and its
+	// .gpgsig): those bytes, not the file read again, are what is pushed.
+	Data []byte
 }
 
 // ReadTofu reads and verifies an OpenTofu release directory:
@@ -62,12 +65,12 @@ func ReadTofu(ctx context.Context, dir string, keys []*pgp.Keyring) (*Tofu, erro
 		return nil, err
 	}
 	sumsName := names.TofuSHA256SUMSName(version)
-	sums, keyID, err := readSignedTofuSums(ctx, dir, sumsName, keys)
+	sums, sig, keyID, err := readSignedTofuSums(ctx, dir, sumsName, keys)
 	if err != nil {
 		return nil, err
 	}
 	rel := &Tofu{Version: version, KeyID: keyID}
-	listed, err := rel.collectFiles(dir, entries, sumsName, sums)
+	listed, err := rel.collectFiles(dir, entries, sumsName, map[string][]byte{sumsName: sums, sumsName + ".gpgsig": sig})
 	if err != nil {
 		return nil, err
 	}
@@ -100,27 +103,29 @@ func tofuReleaseVersion(dir string, entries []os.DirEntry) (string, error) {
 }
 
 // readSignedTofuSums reads SHA256SUMS and verifies its .gpgsig as the
-// TofuDL client does, returning the file and the key that signed it.
-func readSignedTofuSums(ctx context.Context, dir, sumsName string, keys []*pgp.Keyring) ([]byte, string, error) {
-	sums, err := localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName), oci.MaxSmallFile)
+// TofuDL client does, returning both files and the key that signed it.
+func readSignedTofuSums(ctx context.Context, dir, sumsName string, keys []*pgp.Keyring) (sums, sig []byte, keyID string, err error) {
+	sums, err = localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName), oci.MaxSmallFile)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	sig, err := localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName+".gpgsig"), oci.MaxSmallFile)
+	sig, err = localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName+".gpgsig"), oci.MaxSmallFile)
 	if err != nil {
-		return nil, "", fmt.Errorf("the release must be signed: %w", err)
+		return nil, nil, "", fmt.Errorf("the release must be signed: %w", err)
 	}
 	v, err := pgp.VerifyTofuDL(sums, sig, keys)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s.gpgsig: %w", sumsName, err)
+		return nil, nil, "", fmt.Errorf("%s.gpgsig: %w", sumsName, err)
 	}
-	return sums, v.KeyID, nil
+	return sums, sig, v.KeyID, nil
 }
 
 // collectFiles takes every file of the directory: SHA256SUMS and its
 // signatures, and files SHA256SUMS lists (returned with their listed
-// digests); anything else is refused.
-func (rel *Tofu) collectFiles(dir string, entries []os.DirEntry, sumsName string, sums []byte) (map[string][]string, error) {
+// digests); anything else is refused. verified holds the files already
+// read and verified (SHA256SUMS and its .gpgsig), by name.
+func (rel *Tofu) collectFiles(dir string, entries []os.DirEntry, sumsName string, verified map[string][]byte) (map[string][]string, error) {
+	sums := verified[sumsName]
 	listed := map[string][]string{}
 	for _, e := range entries {
 		name := e.Name()
@@ -137,7 +142,7 @@ func (rel *Tofu) collectFiles(dir string, entries []os.DirEntry, sumsName string
 		default:
 			return nil, fmt.Errorf("%s: not part of OpenTofu release %s", name, rel.Version)
 		}
-		rel.Files = append(rel.Files, TofuFile{Name: name, Path: filepath.Join(dir, name)})
+		rel.Files = append(rel.Files, TofuFile{Name: name, Path: filepath.Join(dir, name), Data: verified[name]})
 	}
 	if len(listed) == 0 {
 		return nil, fmt.Errorf("%s holds none of the files %s lists", dir, sumsName)
@@ -153,8 +158,12 @@ func (rel *Tofu) checkFiles(ctx context.Context, sumsName string, listed map[str
 	for i := range rel.Files {
 		f := &rel.Files[i]
 		g.Go(func() error {
+			if f.Data != nil {
+				f.SHA256, f.Size = digest.FromBytes(f.Data).Encoded(), int64(len(f.Data))
+				return nil
+			}
 			var err error
-			if f.SHA256, f.Size, err = hashFile(ctx, f.Path); err != nil {
+			if f.SHA256, f.Size, err = HashPackageFile(ctx, f.Path); err != nil {
 				return err
 			}
 			for _, want := range listed[f.Name] {
@@ -171,7 +180,7 @@ func (rel *Tofu) checkFiles(ctx context.Context, sumsName string, listed map[str
 // Artifact builds the release artifact: every file a layer titled with its
 // name, the file list in the config.
 func (r *Tofu) Artifact() (*oci.Artifact, error) {
-	sumsName := "tofu_" + r.Version + "_SHA256SUMS"
+	sumsName := names.TofuSHA256SUMSName(r.Version)
 	blobs := make([]oci.Blob, len(r.Files))
 	for i, f := range r.Files {
 		mt := oci.MediaTypeReleaseFile
@@ -180,6 +189,10 @@ func (r *Tofu) Artifact() (*oci.Artifact, error) {
 			mt = oci.MediaTypeSHA256SUMS
 		case sumsName + ".gpgsig":
 			mt = oci.MediaTypePGPSignature
+		}
+		if f.Data != nil {
+			blobs[i] = oci.BytesBlob(mt, f.Data, map[string]string{oci.AnnotationTitle: f.Name})
+			continue
 		}
 		path := f.Path
 		blobs[i] = oci.Blob{
