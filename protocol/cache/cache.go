@@ -324,12 +324,11 @@ func (c *Cache[V]) observeLocked(result string) { c.observe(result) }
 // error is remembered like any failure, so the same input does not panic
 // again for every caller.
 func safely[V any](ctx context.Context, fetch Fetch[V]) (val V, cost int64, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = &PanicError{Value: p, Stack: debug.Stack()}
-		}
-	}()
-	return fetch(ctx)
+	err = Recover(func() (err error) {
+		val, cost, err = fetch(ctx)
+		return err
+	})
+	return val, cost, err
 }
 
 // PanicError is a panic recovered in a goroutine the process runs in the

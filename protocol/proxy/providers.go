@@ -11,7 +11,6 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
@@ -125,27 +124,24 @@ func (s *Server) releaseAt(ctx context.Context, p names.Provider, v names.Versio
 // manifests (one), so a document that needs both waits two round trips
 // after the index, not three.
 func (s *Server) readRelease(ctx context.Context, rel *release, n needs) error {
-	g, gctx := errgroup.WithContext(ctx)
+	var reads []func(context.Context) error
 	if n&needProvenance != 0 {
-		g.Go(func() error {
-			_, err := s.withProvenance(gctx, rel)
-			return err
-		})
+		reads = append(reads, func(ctx context.Context) error { return s.withProvenance(ctx, rel) })
 	}
 	if n&needZips != 0 {
-		g.Go(func() (err error) {
-			rel.zips, err = rel.repo.Zips(gctx, rel.pv)
+		reads = append(reads, func(ctx context.Context) (err error) {
+			rel.zips, err = rel.repo.Zips(ctx, rel.pv)
 			return err
 		})
 	}
-	return g.Wait()
+	return s.store.Each(ctx, len(reads), func(ctx context.Context, i int) error { return reads[i](ctx) })
 }
 
 // withProvenance reads a release's provenance. One that the registry
 // holds but cannot serve intact (corrupt, invalid, missing) costs only
 // what needs it — stored h1 hashes, the publisher's SHA256SUMS and
 // signature —, not the packages, which are served by their digests.
-func (s *Server) withProvenance(ctx context.Context, rel *release) (*release, error) {
+func (s *Server) withProvenance(ctx context.Context, rel *release) error {
 	prov, err := rel.repo.Provenance(ctx, rel.pv)
 	switch store.FailureOf(err) {
 	case oci.FailureNone:
@@ -155,9 +151,9 @@ func (s *Server) withProvenance(ctx context.Context, rel *release) (*release, er
 			"provider", rel.p.String(), "version", rel.v.String(), "index", rel.pv.Index.Digest.String(), "error", err.Error())
 		rel.provErr = err
 	default:
-		return nil, err
+		return err
 	}
-	return rel, nil
+	return nil
 }
 
 // protocols are a release's plugin protocol versions; "5.0" when unknown
@@ -247,13 +243,11 @@ func (s *Server) mirrorIndex(ctx context.Context, p names.Provider) (any, time.T
 // mirrorVersion is <version>.json: every platform's archive, with its
 // trusted h1 and its zh.
 func (s *Server) mirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
-	if t, ok := s.pull.mirrorTarget(p); ok {
-		if doc, done, err := s.pullMirrorVersion(ctx, t, v); done { // pullthrough_providers.go
-			return doc, err
-		}
-	}
 	rel, err := s.release(ctx, p, v)
 	if err != nil {
+		if t, ok := s.pull.mirrorTarget(p); ok && notHeld(err) {
+			return s.pullMirrorVersion(ctx, t, v) // pullthrough_providers.go
+		}
 		return nil, err
 	}
 	if err := s.readRelease(ctx, rel, needProvenance|needZips); err != nil {
@@ -435,13 +429,11 @@ func plural(n int, noun string) string {
 // SHA256SUMS and its signature, the keys, and (OpenTofu 1.12) every
 // platform's hashes and size, so tofu records a complete lock entry.
 func (s *Server) downloadDoc(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
-	if t, ok := s.pull.registryTarget(p); ok {
-		if doc, done, err := s.pullDownloadDoc(ctx, t, req); done { // pullthrough_providers.go
-			return doc, err
-		}
-	}
 	rel, err := s.release(ctx, p, req.Version)
 	if err != nil {
+		if t, ok := s.pull.registryTarget(p); ok && notHeld(err) {
+			return s.pullDownloadDoc(ctx, t, req) // pullthrough_providers.go
+		}
 		return nil, err
 	}
 	if _, ok := rel.pv.Platforms[req.Platform]; !ok {

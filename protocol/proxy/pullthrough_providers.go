@@ -243,15 +243,11 @@ func (s *Server) pullRef(t pullTarget, v names.Version, sums digest.Digest, file
 // pullMirrorVersion answers <version>.json for a version the registry does
 // not hold: the origin's packages, verified against its signed SHA256SUMS,
 // at pull URLs, each with its zh: hash (the h1 is known only once the
-// package is unpacked; it is offered once the release is stored). done is
-// false when the registry holds the version: the caller answers.
-func (s *Server) pullMirrorVersion(ctx context.Context, t pullTarget, v names.Version) (doc any, done bool, err error) {
-	if _, err := s.release(ctx, t.p, v); err == nil || !notHeld(err) {
-		return nil, false, nil
-	}
+// package is unpacked; it is offered once the release is stored).
+func (s *Server) pullMirrorVersion(ctx context.Context, t pullTarget, v names.Version) (any, error) {
 	rel, err := s.pull.providerRelease(ctx, t, v)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
 	for _, pl := range rel.Platforms {
@@ -260,25 +256,21 @@ func (s *Server) pullMirrorVersion(ctx context.Context, t pullTarget, v names.Ve
 			Hashes: []string{pkghash.ZH(rel.ZipSHA256(pl))},
 		}
 	}
-	return wire.MirrorVersion{Archives: archives}, true, nil
+	return wire.MirrorVersion{Archives: archives}, nil
 }
 
 // pullDownloadDoc answers …/download/<os>/<arch> for a version the
 // registry does not hold: the origin's SHA256SUMS, signature and keys
 // (served by the proxy, as verified), the package at a pull URL. The
 // package's download starts at once, since the client asks for it next.
-// done is false when the registry holds the version.
-func (s *Server) pullDownloadDoc(ctx context.Context, t pullTarget, req RegistryRequest) (doc any, done bool, err error) {
-	if _, err := s.release(ctx, t.p, req.Version); err == nil || !notHeld(err) {
-		return nil, false, nil
-	}
+func (s *Server) pullDownloadDoc(ctx context.Context, t pullTarget, req RegistryRequest) (any, error) {
 	v, pl := req.Version, req.Platform
 	rel, err := s.pull.providerRelease(ctx, t, v)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	if !rel.Has(pl) {
-		return nil, true, notFound("provider %s %s has no package for %s", t.p, v, pl)
+		return nil, notFound("provider %s %s has no package for %s", t.p, v, pl)
 	}
 	if _, _, err := s.pull.startProvider(t, v, rel, rel.ZipName(pl)); err != nil && !errors.Is(err, errPullFinished) {
 		s.log.Debug("pull-through: could not start the download early", "error", err)
@@ -298,7 +290,7 @@ func (s *Server) pullDownloadDoc(ctx context.Context, t pullTarget, req Registry
 		SHASumsSignatureURL: registryToPull + s.pullRef(t, v, sums, rel.SignatureName()),
 		SHASum:              rel.ZipSHA256(pl),
 		SigningKeys:         rel.Downloads[pl].SigningKeys,
-	}, true, nil
+	}, nil
 }
 
 // providerPullKey names a pull: the repository, the version and the

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -153,13 +152,15 @@ func (st *blobStream) startReader() {
 func (st *blobStream) read() {
 	defer close(st.done)
 	defer close(st.full)
-	defer func() {
-		// The recovery boundary of the reader: a panic ends this
-		// download, not the process.
-		if p := recover(); p != nil {
-			st.readErr, st.readReason = &cache.PanicError{Value: p, Stack: debug.Stack()}, "internal"
-		}
-	}()
+	// The recovery boundary of the reader: a panic ends this download,
+	// not the process.
+	if err := cache.Recover(st.readAll); err != nil {
+		st.readErr, st.readReason = err, "internal"
+	}
+}
+
+// readAll fills buffers until the stream ends, recording why it ended.
+func (st *blobStream) readAll() error {
 	src := io.LimitReader(st.rc, st.zip.Size+1)
 	for {
 		var buf *[]byte
@@ -167,10 +168,10 @@ func (st *blobStream) read() {
 		case buf = <-st.bufs:
 		case <-st.ctx.Done():
 			st.readErr, st.readReason = st.ctx.Err(), "cancelled"
-			return
+			return nil
 		}
 		if !st.fill(src, buf) {
-			return
+			return nil
 		}
 	}
 }

@@ -121,7 +121,7 @@ func (r *Repo) Zips(ctx context.Context, pv *oci.ProviderVersion) (map[names.Pla
 	out := make(map[names.Platform]ocispec.Descriptor, len(pv.Platforms))
 	var mu sync.Mutex
 	platforms := pv.SortedPlatforms()
-	err := r.s.each(ctx, len(platforms), func(ctx context.Context, i int) error {
+	err := r.s.Each(ctx, len(platforms), func(ctx context.Context, i int) error {
 		p := platforms[i]
 		z, err := r.PlatformZip(ctx, pv.Platforms[p])
 		if err != nil {

@@ -361,13 +361,13 @@ const descriptorCost = 256
 // and stops at the first error fn returns: the reads still outstanding
 // are cancelled (no work goes on for nobody).
 func (s *Store) EachVersion(ctx context.Context, vs names.VersionList, fn func(ctx context.Context, i int, v names.Version) error) error {
-	return s.each(ctx, len(vs), func(ctx context.Context, i int) error { return fn(ctx, i, vs[i]) })
+	return s.Each(ctx, len(vs), func(ctx context.Context, i int) error { return fn(ctx, i, vs[i]) })
 }
 
-// each calls fn for 0…n-1, at most Concurrency at a time, stopping at the
+// Each calls fn for 0…n-1, at most Concurrency at a time, stopping at the
 // first error. Each call is a recovery boundary: a panic is its error
 // (cache.PanicError), not the end of the process.
-func (s *Store) each(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+func (s *Store) Each(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.Concurrency)
 	for i := 0; i < n; i++ {
