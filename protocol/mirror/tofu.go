@@ -98,15 +98,9 @@ func mirrorTofuVersion(ctx context.Context, c *origin.Client, o *TofuOrigin, v v
 	if done, ok := rel.HeldIn(ctx, opts.Repo); ok {
 		return oci.PushResult{Root: done, UpToDate: true}, nil
 	}
-	var files []string
-	for _, f := range rel.Files {
-		if f != rel.SumsName() && f != rel.SumsName()+".gpgsig" {
-			files = append(files, f)
-		}
-	}
 	return stageAndPush(ctx, opts.Concurrency, stagedRelease[string]{
 		writeChecksums: rel.WriteChecksums,
-		files:          files,
+		files:          rel.Downloads(),
 		fetch: func(ctx context.Context, f, dir string) error {
 			return rel.Download(ctx, c, f, dir)
 		},

@@ -149,6 +149,21 @@ func (o *TofuOrigin) WantedFiles(v versions.Version, listed []string) []string {
 // SumsName is the release's SHA256SUMS file name.
 func (rel *TofuOriginRelease) SumsName() string { return names.TofuSHA256SUMSName(rel.Version) }
 
+// SignatureName is the name of SHA256SUMS's signature.
+func (rel *TofuOriginRelease) SignatureName() string { return rel.SumsName() + ".gpgsig" }
+
+// Downloads are the release's files other than SHA256SUMS and its
+// signature (which resolving the release read already).
+func (rel *TofuOriginRelease) Downloads() []string {
+	var files []string
+	for _, f := range rel.Files {
+		if f != rel.SumsName() && f != rel.SignatureName() {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
 // Has reports whether name is one of the files to take.
 func (rel *TofuOriginRelease) Has(name string) bool {
 	_, ok := slices.BinarySearch(rel.Files, name)
@@ -209,7 +224,7 @@ func (rel *TofuOriginRelease) WriteChecksums(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, rel.SumsName()), rel.SHA256SUMS, 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, rel.SumsName()+".gpgsig"), rel.Signature, 0o600)
+	return os.WriteFile(filepath.Join(dir, rel.SignatureName()), rel.Signature, 0o600)
 }
 
 // Download downloads one file into dir, checking it against SHA256SUMS
@@ -268,7 +283,7 @@ func (rel *TofuOriginRelease) HeldIn(ctx context.Context, repo oci.ReadOnlyRepos
 		switch f {
 		case rel.SumsName():
 			want = digest.FromBytes(rel.SHA256SUMS).Encoded()
-		case rel.SumsName() + ".gpgsig":
+		case rel.SignatureName():
 			want = digest.FromBytes(rel.Signature).Encoded()
 		}
 		if sum, ok := held[f]; !ok || (want != "" && want != sum) {

@@ -92,7 +92,8 @@ type pullThrough struct {
 	tofuRels  *cache.Cache[*mirror.TofuOriginRelease]
 	completed *cache.Cache[pulled]
 	recent    *recentlyStored
-	failures  *failureMemory
+	// failures remembers releases that failed, for FailureTTL.
+	failures *cache.Cache[error]
 
 	mu       sync.Mutex
 	inflight map[string]*pull
@@ -110,7 +111,7 @@ func (s *Server) setUpPullThrough() error {
 	}
 	opts := pullDefaults(*o)
 	pt := &pullThrough{s: s, opts: opts, client: opts.Client, log: s.log, metrics: newPullMetrics(s.metrics.reg),
-		failures: newFailureMemory(opts.FailureTTL, s.opts.CacheEntries), inflight: map[string]*pull{},
+		failures: cache.New[error](cache.Options{Name: "origin_failures", TTL: opts.FailureTTL, MaxEntries: s.opts.CacheEntries}), inflight: map[string]*pull{},
 		recent: newRecentlyStored(recentTTL, s.opts.CacheEntries)}
 	if pt.client == nil {
 		pt.client = origin.NewClient(nil)
@@ -294,6 +295,9 @@ func (pt *pullThrough) start(key string, newPull func() (*pull, error), demand s
 			return nil, nil, &httpError{status: http.StatusServiceUnavailable, retryAfter: 5,
 				msg: fmt.Sprintf("the proxy is already pulling %d releases from their origins; try again shortly", len(pt.inflight))}
 		}
+		if _, done := pt.completed.Peek(key); done {
+			return nil, nil, errPullFinished
+		}
 		var err error
 		if p, err = newPull(); err != nil {
 			return nil, nil, err
@@ -316,10 +320,15 @@ func (pt *pullThrough) start(key string, newPull func() (*pull, error), demand s
 	return p, g, err
 }
 
-// newPull prepares a pull's directory and context.
-func (pt *pullThrough) newPull(kind, key, what string, repo oci.Repository, files []string) (*pull, error) {
+// newPull prepares a pull's directory, holding the release's verified
+// checksums (writeChecksums), and its context.
+func (pt *pullThrough) newPull(kind, key, what string, repo oci.Repository, files []string, writeChecksums func(dir string) error) (*pull, error) {
 	dir, err := os.MkdirTemp(pt.opts.TempDir, "oci-tofu-pull-")
 	if err != nil {
+		return nil, err
+	}
+	if err := writeChecksums(dir); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pt.opts.Timeout)
@@ -338,7 +347,7 @@ func (pt *pullThrough) finished(p *pull, res pulled, err error, took time.Durati
 		pt.metrics.result(p.kind, "stored")
 		pt.log.Info("pull-through: release verified and stored", append(attrs, slog.String("digest", res.root.Digest.String()))...)
 	} else {
-		pt.failures.add(p.failKey, err)
+		pt.failures.Add(p.failKey, err, 0)
 		kind := originFailure(err)
 		pt.metrics.result(p.kind, kind)
 		pt.log.Warn("pull-through: release not stored", append(attrs, slog.String("failure", kind), slog.Any("error", err))...)
@@ -383,58 +392,10 @@ func originError(host string, err error) error {
 	return statusErr(http.StatusBadGateway, err, "not held by the registry, and origin %s answered with an error", host)
 }
 
-// failureMemory remembers failed releases for a while.
-type failureMemory struct {
-	ttl time.Duration
-	max int
-	mu  sync.Mutex
-	m   map[string]failure
-}
-
-type failure struct {
-	err   error
-	until time.Time
-}
-
-func newFailureMemory(ttl time.Duration, max int) *failureMemory {
-	return &failureMemory{ttl: ttl, max: max, m: map[string]failure{}}
-}
-
-func (f *failureMemory) add(key string, err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := time.Now()
-	if len(f.m) >= f.max {
-		for k, v := range f.m {
-			if now.After(v.until) {
-				delete(f.m, k)
-			}
-		}
-	}
-	if len(f.m) < f.max {
-		f.m[key] = failure{err: err, until: now.Add(f.ttl)}
-	}
-}
-
-// get returns the remembered failure for key, if still remembered.
-func (f *failureMemory) get(key string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	v, ok := f.m[key]
-	if !ok {
-		return nil
-	}
-	if time.Now().After(v.until) {
-		delete(f.m, key)
-		return nil
-	}
-	return v.err
-}
-
 // remembered answers a request for a release that failed recently.
 func (pt *pullThrough) remembered(kind, key, host string) error {
-	err := pt.failures.get(key)
-	if err == nil {
+	err, ok := pt.failures.Peek(key)
+	if !ok {
 		return nil
 	}
 	pt.metrics.remembered.WithLabelValues(kind).Inc()

@@ -107,7 +107,7 @@ func (pt *pullThrough) providerRelease(ctx context.Context, t pullTarget, v name
 		if err != nil {
 			pt.reportOriginError("provider", t.origin.String()+" "+v.String(), err)
 			if kind := originFailure(err); kind == "tampered" {
-				pt.failures.add(fk, err)
+				pt.failures.Add(fk, err, 0)
 				pt.metrics.result("provider", kind)
 			}
 			return nil, 0, err
@@ -308,9 +308,6 @@ func (pt *pullThrough) startProvider(t pullTarget, v names.Version, rel *mirror.
 	}
 	key := providerPullKey(ref.Name(), v, rel.SumsDigest())
 	return pt.start(key, func() (*pull, error) {
-		if _, ok := pt.completed.Peek(key); ok {
-			return nil, errPullFinished
-		}
 		repo, err := pt.s.client.Open(ref)
 		if err != nil {
 			return nil, err
@@ -323,12 +320,8 @@ func (pt *pullThrough) startProvider(t pullTarget, v names.Version, rel *mirror.
 		for name := range byName {
 			files = append(files, name)
 		}
-		p, err := pt.newPull("provider", key, t.origin.String()+" "+v.String(), repo, files)
+		p, err := pt.newPull("provider", key, t.origin.String()+" "+v.String(), repo, files, rel.WriteChecksums)
 		if err != nil {
-			return nil, err
-		}
-		if err := rel.WriteChecksums(p.dir); err != nil {
-			p.cancel()
 			return nil, err
 		}
 		p.failKey, p.provider = providerFailKey(t, v), rel
@@ -399,10 +392,15 @@ func (s *Server) servePull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := providerPullKey(ref.Name(), req.Version, req.Index)
-	// A pull may finish between two steps: one more round then finds
-	// the release stored.
+	s.serveWhilePulling(w, r, func() bool { return s.servePulledFile(w, r, t, req, key) })
+}
+
+// serveWhilePulling answers with serve, which returns false when a pull
+// finished between two of its steps: one more round then finds the
+// release stored.
+func (s *Server) serveWhilePulling(w http.ResponseWriter, r *http.Request, serve func() bool) {
 	for range 2 {
-		if done := s.servePulledFile(w, r, t, req, key); done {
+		if serve() {
 			return
 		}
 	}

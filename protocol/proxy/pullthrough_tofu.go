@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -71,7 +70,7 @@ func (pt *pullThrough) tofuRelease(ctx context.Context, v names.Version) (*mirro
 		if err != nil {
 			pt.reportOriginError("tofu", "OpenTofu "+v.String(), err)
 			if kind := originFailure(err); kind == "tampered" {
-				pt.failures.add(fk, err)
+				pt.failures.Add(fk, err, 0)
 				pt.metrics.result("tofu", kind)
 			}
 			return nil, 0, err
@@ -105,13 +104,13 @@ func (t *tofuMirror) pullAPIDoc(ctx context.Context) (any, time.Time, error) {
 			have[sv.version.String()] = true
 		}
 	}
-	defer sortTofuVersions(doc.Versions)
 	l, fetched, oerr := pt.tofuOffered(ctx)
 	if oerr != nil {
 		if len(doc.Versions) == 0 {
 			return nil, at, originError(pt.opts.Tofu.API.Host, oerr)
 		}
 		pt.degradedListing("tofu", pt.opts.Tofu.API.Redacted(), oerr)
+		sortTofuVersions(doc.Versions)
 		return doc, at, nil
 	}
 	for _, v := range l.versions {
@@ -124,11 +123,6 @@ func (t *tofuMirror) pullAPIDoc(ctx context.Context) (any, time.Time, error) {
 	return doc, earliestNonZero(at, fetched), nil
 }
 
-// sortTofuVersions orders api.json's versions newest first.
-func sortTofuVersions(vs []wire.TofuVersion) {
-	sort.SliceStable(vs, func(i, j int) bool { return names.CompareTofuVersions(vs[i].ID, vs[j].ID) > 0 })
-}
-
 // tofuPullKey names the pull of release v into the TofuDL repository.
 func (t *tofuMirror) tofuPullKey(v names.Version) string {
 	return "tofu " + t.repo.Name() + " " + v.String()
@@ -139,20 +133,13 @@ func (t *tofuMirror) tofuPullKey(v names.Version) string {
 // origin, SHA256SUMS and its signature first (a client asks for them
 // before the archive), an archive as it downloads.
 func (t *tofuMirror) servePulledTofu(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest) {
-	for range 2 {
-		if t.servePulledTofuFile(w, r, req) {
-			return
-		}
-	}
-	t.s.fail(w, r, statusErr(http.StatusServiceUnavailable, nil, "the release is being stored; try again"))
+	t.s.serveWhilePulling(w, r, func() bool { return t.servePulledTofuFile(w, r, req) })
 }
 
 func (t *tofuMirror) servePulledTofuFile(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest) bool {
 	s, pt := t.s, t.s.pull
 	key := t.tofuPullKey(req.Version)
-	pt.mu.Lock()
-	p := pt.inflight[key]
-	pt.mu.Unlock()
+	p, _, _ := pt.inflightFile(key, "") // no file asked: no error
 	var rel *mirror.TofuOriginRelease
 	if p != nil {
 		rel = p.tofu
@@ -171,7 +158,7 @@ func (t *tofuMirror) servePulledTofuFile(w http.ResponseWriter, r *http.Request,
 			return true
 		}
 	}
-	if name := req.Artifact; name == rel.SumsName() || name == rel.SumsName()+".gpgsig" {
+	if name := req.Artifact; name == rel.SumsName() || name == rel.SignatureName() {
 		body := rel.SHA256SUMS
 		if name != rel.SumsName() {
 			body = rel.Signature
@@ -200,25 +187,12 @@ func (t *tofuMirror) servePulledTofuFile(w http.ResponseWriter, r *http.Request,
 func (pt *pullThrough) startTofu(t *tofuMirror, v names.Version, rel *mirror.TofuOriginRelease, demand string) (*pull, *growingFile, error) {
 	key := t.tofuPullKey(v)
 	return pt.start(key, func() (*pull, error) {
-		if _, ok := pt.completed.Peek(key); ok {
-			return nil, errPullFinished
-		}
 		repo, err := pt.s.client.Open(t.repo.Reference())
 		if err != nil {
 			return nil, err
 		}
-		var files []string
-		for _, f := range rel.Files {
-			if f != rel.SumsName() && f != rel.SumsName()+".gpgsig" {
-				files = append(files, f)
-			}
-		}
-		p, err := pt.newPull("tofu", key, "OpenTofu "+v.String(), repo, files)
+		p, err := pt.newPull("tofu", key, "OpenTofu "+v.String(), repo, rel.Downloads(), rel.WriteChecksums)
 		if err != nil {
-			return nil, err
-		}
-		if err := rel.WriteChecksums(p.dir); err != nil {
-			p.cancel()
 			return nil, err
 		}
 		p.failKey, p.tofu = tofuFailKey(v), rel

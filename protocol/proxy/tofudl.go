@@ -86,9 +86,7 @@ func (t *tofuMirror) apiDoc(ctx context.Context) (any, time.Time, error) {
 			doc.Versions = append(doc.Versions, wire.TofuVersion{ID: rel.Version, Files: rel.Names})
 		}
 	}
-	sort.SliceStable(doc.Versions, func(i, j int) bool {
-		return names.CompareTofuVersions(doc.Versions[i].ID, doc.Versions[j].ID) > 0
-	})
+	sortTofuVersions(doc.Versions)
 	ids := make([]string, len(doc.Versions))
 	for i, v := range doc.Versions {
 		ids[i] = v.ID
@@ -135,4 +133,9 @@ func releaseFileType(name string) string {
 	default:
 		return "application/octet-stream"
 	}
+}
+
+// sortTofuVersions orders api.json's versions newest first.
+func sortTofuVersions(vs []wire.TofuVersion) {
+	sort.SliceStable(vs, func(i, j int) bool { return names.CompareTofuVersions(vs[i].ID, vs[j].ID) > 0 })
 }
