@@ -10,11 +10,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -165,7 +165,7 @@ func findReleaseFiles(dir string) (*releaseFiles, error) {
 	case len(rf.releasesInTheDir) == 0:
 		return nil, fmt.Errorf("%s holds no provider release (%s<type>_<version>_<os>_<arch>.zip files)", dir, names.ProviderFilePrefix)
 	case len(rf.releasesInTheDir) > 1:
-		return nil, fmt.Errorf("%s holds more than one provider release (%s): push one type and version at a time", dir, strings.Join(sortedKeys(rf.releasesInTheDir), ", "))
+		return nil, fmt.Errorf("%s holds more than one provider release (%s): push one type and version at a time", dir, strings.Join(slices.Sorted(maps.Keys(rf.releasesInTheDir)), ", "))
 	case len(rf.zips) == 0:
 		return nil, fmt.Errorf("%s holds no provider zip for %s %s", dir, rf.typ, rf.version)
 	}
@@ -508,13 +508,4 @@ func pickSignature(choices []string, typ, version string) (string, error) {
 		return choices[0], nil
 	}
 	return "", fmt.Errorf("several signatures (%s) and none named %s", strings.Join(choices, ", "), plain)
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -7,6 +7,7 @@ package tfconfig
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -127,7 +128,7 @@ type loader struct {
 // order; path holds the directories of m and its callers.
 func (l *loader) walk(m *module, key string, path []string) {
 	l.diags = append(l.diags, m.addRequirements(l.reqs, l.client)...)
-	for _, name := range sortedKeys(m.calls) {
+	for _, name := range slices.Sorted(maps.Keys(m.calls)) {
 		call := m.calls[name]
 		childKey := name
 		if key != "" {

@@ -2,7 +2,8 @@ package tfconfig
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -263,13 +264,13 @@ func impliedLocalName(resourceType string) string {
 // For Terraform, test files and imports into child modules add nothing.
 func (m *module) addRequirements(reqs *requirements, c Client) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	for _, name := range sortedKeys(m.required) {
+	for _, name := range slices.Sorted(maps.Keys(m.required)) {
 		rp := m.required[name]
 		cons, d := rp.version.parsedConstraints()
 		diags = append(diags, d...)
 		reqs.add(rp.address(c), cons, rp.rng)
 	}
-	for _, key := range sortedKeys(m.resources) {
+	for _, key := range slices.Sorted(maps.Keys(m.resources)) {
 		r := m.resources[key]
 		local := r.provider
 		if local == "" {
@@ -294,7 +295,7 @@ func (m *module) addRequirements(reqs *requirements, c Client) hcl.Diagnostics {
 			reqs.add(m.providerFor(local, c), nil, imp.rng)
 		}
 	}
-	for _, key := range sortedKeys(m.providers) {
+	for _, key := range slices.Sorted(maps.Keys(m.providers)) {
 		diags = append(diags, m.addProviderBlock(reqs, m.providers[key], c)...)
 	}
 	if c.readsTofuFiles() {
@@ -311,15 +312,6 @@ func (m *module) addProviderBlock(reqs *requirements, p *providerConfig, c Clien
 	cons, diags := p.version.parsedConstraints()
 	reqs.add(m.providerFor(p.name, c), cons, p.rng)
 	return diags
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 var testFileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{

@@ -7,8 +7,6 @@ package origin
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -207,26 +204,6 @@ func (c *Client) FetchFile(ctx context.Context, u *url.URL, host string, max int
 	}
 	if n > max {
 		return fmt.Errorf("downloading %s: larger than %d bytes", u.Redacted(), max)
-	}
-	return nil
-}
-
-// FetchTo downloads u into path, checking the sha256 when given.
-func (c *Client) FetchTo(ctx context.Context, u *url.URL, host string, max int64, path, sha string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	h := sha256.New()
-	err = c.FetchFile(ctx, u, host, max, io.MultiWriter(f, h))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if sha != "" && hex.EncodeToString(h.Sum(nil)) != strings.ToLower(sha) {
-		return fmt.Errorf("%s: sha256 %x does not match the registry's %s", filepath.Base(path), h.Sum(nil), sha)
 	}
 	return nil
 }

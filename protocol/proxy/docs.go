@@ -52,7 +52,7 @@ func (s *Server) serveDoc(w http.ResponseWriter, r *http.Request, key string, bu
 		}
 		if s.urls != nil {
 			// Signed archive URLs in a document outlive it, stale or not.
-			expires = earliest(expires, time.Now().Add(s.opts.ArchiveURLTTL/2-s.opts.MaxStale))
+			expires = earliestNonZero(expires, time.Now().Add(s.opts.ArchiveURLTTL/2-s.opts.MaxStale))
 		}
 		return newDocument(append(b, '\n'), expires), int64(len(b)), nil
 	})
@@ -89,11 +89,4 @@ func writeDoc(w http.ResponseWriter, r *http.Request, d document) {
 		return
 	}
 	w.Write(d.body)
-}
-
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || b.Before(a) {
-		return b
-	}
-	return a
 }

@@ -5,7 +5,6 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -49,18 +48,15 @@ func (s *Server) routePage(providers bool) {
 
 // pageData is what the page template shows.
 type pageData struct {
-	Host, Base  string
-	Serves      string // "providers, modules and OpenTofu releases"
-	Version     string
-	Minimal     bool
-	Uptime      string
-	Started     string
-	Mappings    []mappingView
-	Seen        seenView
-	Snippets    []snippet
-	Auth        bool
-	Now         time.Time
-	RegistryURL string
+	Host, Base string
+	Serves     string // "providers, modules and OpenTofu releases"
+	Version    string
+	Minimal    bool
+	Uptime     string
+	Started    string
+	Mappings   []mappingView
+	Seen       seenView
+	Snippets   []snippet
 }
 
 // mappingView is one configured mapping, for people.
@@ -87,9 +83,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 		Base:    "https://" + host,
 		Version: s.opts.Version,
 		Minimal: len(s.tokens) > 0,
-		Auth:    len(s.tokens) > 0,
 		Seen:    s.seen.view(),
-		Now:     time.Now(),
 	}
 	d.Started = d.Seen.Started.UTC().Format(time.RFC3339)
 	d.Uptime = time.Since(d.Seen.Started).Round(time.Second).String()
@@ -97,7 +91,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 		d.Mappings = s.mappingViews()
 	}
 	d.Serves = s.serves()
-	d.Snippets = s.snippets(r, d.Base)
+	d.Snippets = s.snippets(r, d.Base, d.Seen.Providers)
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
 		s.fail(w, r, fmt.Errorf("rendering the page: %w", err))
@@ -150,7 +144,7 @@ func (s *Server) mappingViews() []mappingView {
 }
 
 // snippets are the client configurations for what is configured.
-func (s *Server) snippets(r *http.Request, base string) []snippet {
+func (s *Server) snippets(r *http.Request, base string, seenProviders []artifactView) []snippet {
 	var out []snippet
 	if len(s.providers) > 0 {
 		mirror := s.networkMirrorSnippet(base)
@@ -163,7 +157,7 @@ func (s *Server) snippets(r *http.Request, base string) []snippet {
 			out = append(out, snippet{ID: "tofu-oci-mirror", Title: "OpenTofu ≥ 1.10: straight from the OCI registry (oci_mirror)",
 				Note: note, Body: oci})
 		}
-		out = append(out, s.registrySnippet(r, base))
+		out = append(out, s.registrySnippet(r, base, seenProviders))
 	}
 	if s.opts.ModuleTemplate != nil {
 		host := s.registryHost(r)
@@ -237,10 +231,10 @@ func (s *Server) ociMirrorSnippet() (body, note string) {
 }
 
 // registrySnippet shows the proxy as origin registry of its providers.
-func (s *Server) registrySnippet(r *http.Request, base string) snippet {
+func (s *Server) registrySnippet(r *http.Request, base string, seenProviders []artifactView) snippet {
 	host := s.registryHost(r)
 	addr := host + "/acme/widgets"
-	for _, p := range s.seen.view().Providers {
+	for _, p := range seenProviders {
 		if strings.HasPrefix(p.Address, host+"/") {
 			addr = p.Address
 			break
@@ -262,13 +256,6 @@ func (s *Server) registryHost(r *http.Request) string {
 		return s.opts.RegistryHostname
 	}
 	return strings.ToLower(r.Host)
-}
-
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return hostport
 }
 
 func hclList(items []string) string {

@@ -3,9 +3,9 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"net"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +37,7 @@ const (
 // mountProviders adds the network mirror, the registry protocol
 // (providers.v1) and the archive downloads.
 func (s *Server) mountProviders() {
-	s.generated = cache.New[*checksums](cache.Options{Name: "generated_checksums", FailureTTL: failureTTL(s.opts.FailureTTL),
+	s.generated = cache.New[*checksums](cache.Options{Name: "generated_checksums", FailureTTL: s.opts.FailureTTL,
 		MaxEntries: s.opts.CacheEntries, MaxCost: s.opts.CacheBytes / 20, EntryCost: store.EntryCost, Timeout: s.opts.UpstreamTimeout, Observe: s.metrics.observeCache})
 	s.Mount("", MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(s.serveMirror)))
 	s.Mount("providers.v1", ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(s.serveRegistry)))
@@ -271,10 +271,7 @@ func (s *Server) registryHostname(r *http.Request) (string, error) {
 	if s.opts.RegistryHostname != "" {
 		return s.opts.RegistryHostname, nil
 	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
+	host := hostOnly(r.Host)
 	return parseHostname(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 }
 
@@ -336,7 +333,7 @@ func (s *Server) versionsDoc(ctx context.Context, p names.Provider, shown string
 	}
 	doc := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
 	var unsigned []*wire.RegistryVersion // listed only if nothing else is
-	for _, tag := range sortedKeys(l.Refused) {
+	for _, tag := range slices.Sorted(maps.Keys(l.Refused)) {
 		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the tag %q is left out: it looks like a version but is none (%s)", tag, l.Refused[tag]))
 	}
 	for i := range l.Versions {
@@ -380,9 +377,10 @@ func (s *Server) listedVersion(ctx context.Context, shown string, repo *store.Re
 	if err != nil {
 		return nil, skipReason(v, err), keepFatal(err)
 	}
-	s.seen.providerVersion(shown, viaRegistry, v, pv.SortedPlatforms(), len(sum.SigningKeyIDs) > 0)
+	platforms := pv.SortedPlatforms()
+	s.seen.providerVersion(shown, viaRegistry, v, platforms, len(sum.SigningKeyIDs) > 0)
 	rv := &wire.RegistryVersion{Version: v.String(), Protocols: protocols(sum, known)}
-	for _, pl := range pv.SortedPlatforms() {
+	for _, pl := range platforms {
 		rv.Platforms = append(rv.Platforms, wire.RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
 	}
 	if len(sum.SigningKeyIDs) == 0 && s.opts.Signer == nil {
@@ -532,12 +530,7 @@ func (s *Server) serveChecksums(w http.ResponseWriter, r *http.Request, rel *rel
 	if file == ArchiveSignature {
 		body, ctype = cs.signature, "application/octet-stream"
 	}
-	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-	s.cacheHeaders(w, true)
-	if r.Method != http.MethodHead {
-		w.Write(body)
-	}
+	s.writeSmallFile(w, r, body, ctype)
 }
 
 // archivePath admits a GET or HEAD of an archive URL handed out in metadata
@@ -570,13 +563,4 @@ func (s *Server) cacheHeaders(w http.ResponseWriter, pinned bool) {
 		// served stale from HTTP caches.
 		w.Header().Set("Cache-Control", "no-cache")
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

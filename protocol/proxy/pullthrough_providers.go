@@ -220,6 +220,7 @@ func (s *Server) pullVersionsDoc(ctx context.Context, t pullTarget) (any, time.T
 	return doc, earliestNonZero(at, fetched), nil
 }
 
+// earliestNonZero is the earlier of a and b, a zero time meaning none.
 func earliestNonZero(a, b time.Time) time.Time {
 	if a.IsZero() {
 		return b
@@ -501,9 +502,9 @@ func archiveFileName(p names.Provider, req ArchiveRequest) string {
 func (s *Server) servePulledFrom(w http.ResponseWriter, r *http.Request, rel *mirror.ProviderRelease, g *growingFile, req ArchiveRequest, name string) {
 	switch req.File {
 	case ArchiveSHA256SUMS:
-		writeSmallFile(w, r, rel.SHA256SUMS, "text/plain; charset=utf-8", s)
+		s.writeSmallFile(w, r, rel.SHA256SUMS, "text/plain; charset=utf-8")
 	case ArchiveSignature:
-		writeSmallFile(w, r, rel.Signature, "application/octet-stream", s)
+		s.writeSmallFile(w, r, rel.Signature, "application/octet-stream")
 	default:
 		s.streamPulled(w, r, g, blobFile{name: name, contentType: "application/zip", pinned: true})
 	}
@@ -519,7 +520,7 @@ func (s *Server) serveHeldFile(w http.ResponseWriter, r *http.Request, rel *rele
 }
 
 // writeSmallFile answers a small file held in memory.
-func writeSmallFile(w http.ResponseWriter, r *http.Request, body []byte, ctype string, s *Server) {
+func (s *Server) writeSmallFile(w http.ResponseWriter, r *http.Request, body []byte, ctype string) {
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 	s.cacheHeaders(w, true)

@@ -163,7 +163,7 @@ func (t *tofuMirror) servePulledTofuFile(w http.ResponseWriter, r *http.Request,
 		if name != rel.SumsName() {
 			body = rel.Signature
 		}
-		writeSmallFile(w, r, body, releaseFileType(name), s)
+		s.writeSmallFile(w, r, body, releaseFileType(name))
 		return true
 	}
 	if !rel.Has(req.Artifact) {

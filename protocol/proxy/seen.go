@@ -27,7 +27,6 @@ type seen struct {
 	providers map[string]*seenArtifact
 	modules   map[string]*seenArtifact
 	tofu      []string // versions, newest first
-	tofuAt    time.Time
 	failure   *seenFailure
 	failures  int
 }
@@ -111,7 +110,8 @@ func (s *seen) providerListed(addr string, via string, vs names.VersionList) {
 	}
 }
 
-// providerVersion records what a version offered: platforms, signature.
+// providerVersion records what a version offered: platforms (sorted),
+// signature.
 func (s *seen) providerVersion(addr string, via string, v names.Version, platforms []names.Platform, signed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -122,7 +122,6 @@ func (s *seen) providerVersion(addr string, via string, v names.Version, platfor
 	for _, pl := range platforms {
 		sv.Platforms = append(sv.Platforms, pl.String())
 	}
-	sort.Strings(sv.Platforms)
 	sv.Signed = "no"
 	if signed {
 		sv.Signed = "yes"
@@ -147,7 +146,6 @@ func (s *seen) tofuListed(versions []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tofu = slices.Clone(versions[:min(len(versions), maxSeenVersions)])
-	s.tofuAt = time.Now()
 }
 
 // upstreamFailure records a registry failure answered with 5xx.

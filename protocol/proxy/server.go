@@ -141,7 +141,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.docs = cache.New[document](cache.Options{Name: "documents", TTL: opts.TagTTL, MaxStale: max(opts.MaxStale, 0),
-		FailureTTL: failureTTL(opts.FailureTTL), MaxEntries: opts.CacheEntries, MaxCost: opts.CacheBytes / 5, EntryCost: store.EntryCost,
+		FailureTTL: opts.FailureTTL, MaxEntries: opts.CacheEntries, MaxCost: opts.CacheBytes / 5, EntryCost: store.EntryCost,
 		Timeout: 2 * opts.UpstreamTimeout, Observe: s.metrics.observeCache})
 	s.routeCommon()
 	s.routePage(len(mappings) > 0)
@@ -446,12 +446,14 @@ func (s *Server) record(name string, r *http.Request, rec *recorder, start time.
 	s.log.LogAttrs(r.Context(), level, "request", attrs...)
 }
 
-func remoteIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+func remoteIP(r *http.Request) string { return hostOnly(r.RemoteAddr) }
+
+// hostOnly is the host of host:port, or hostport when it has no port.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
 	}
-	return host
+	return hostport
 }
 
 // recorder remembers the status and size of a response.
@@ -511,12 +513,4 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
-}
-
-// failureTTL is FailureTTL as the caches read it: negative means off.
-func failureTTL(d time.Duration) time.Duration {
-	if d < 0 {
-		return -1
-	}
-	return d
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -30,10 +29,7 @@ func (r *Repo) ModuleAt(ctx context.Context, d digest.Digest) (ocispec.Descripto
 	}
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d}
 	return r.moduleZip(ctx, desc, func(ctx context.Context) ([]byte, error) {
-		got, body, err := oci.FetchReference(ctx, repo, d.String())
-		if err == nil && got.Digest != d {
-			err = fmt.Errorf("%w: asked for %s, got %s", oci.ErrInvalidArtifact, d, got.Digest)
-		}
+		got, body, err := manifestAt(ctx, repo, d)
 		if err == nil && got.MediaType != ocispec.MediaTypeImageManifest {
 			_, err = oci.ParseModule(got, body)
 		}

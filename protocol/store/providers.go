@@ -62,10 +62,7 @@ func (r *Repo) ProviderVersionAt(ctx context.Context, v names.Version, d digest.
 	}
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: d}
 	pv, err := r.providerIndex(ctx, desc, func(ctx context.Context) ([]byte, error) {
-		got, body, err := oci.FetchReference(ctx, repo, d.String())
-		if err == nil && got.Digest != d {
-			err = fmt.Errorf("%w: asked for %s, got %s", oci.ErrInvalidArtifact, d, got.Digest)
-		}
+		_, body, err := manifestAt(ctx, repo, d)
 		return body, err
 	})
 	if err != nil {
@@ -82,14 +79,26 @@ func (r *Repo) providerIndex(ctx context.Context, desc ocispec.Descriptor, read 
 		if err != nil {
 			return nil, 0, err
 		}
-		desc.Size = int64(len(body))
-		pv, err := oci.ParseProviderIndex(desc, body)
-		return pv, indexCost(len(body)), err
+		pv, cost, err := parseIndex(desc, body)
+		if err != nil {
+			return nil, 0, err
+		}
+		return pv.(*oci.ProviderVersion), cost, nil
 	})
 	if err != nil {
 		return nil, r.fail(err, "reading a provider index")
 	}
 	return res.Val, nil
+}
+
+// manifestAt reads the manifest or index with digest d, refusing an
+// answer with another digest.
+func manifestAt(ctx context.Context, repo oci.ReadOnlyRepository, d digest.Digest) (ocispec.Descriptor, []byte, error) {
+	got, body, err := oci.FetchReference(ctx, repo, d.String())
+	if err == nil && got.Digest != d {
+		err = fmt.Errorf("%w: asked for %s, got %s", oci.ErrInvalidArtifact, d, got.Digest)
+	}
+	return got, body, err
 }
 
 // withVersion is a copy of a (shared, cached) index read for version v.
