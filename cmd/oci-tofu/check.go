@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
@@ -335,9 +334,9 @@ func checkServerTLS(c *cli.Context) checkResult {
 	case certFile == "" && keyFile == "":
 		res.Status, res.Detail = checkError, "no certificate: give --tls-cert and --tls-key (or --self-signed for trials, --insecure-no-tls behind a TLS-terminating proxy)"
 	default:
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		cert, err := loadServerCert(certFile, keyFile)
 		if err != nil {
-			res.Status, res.Detail = checkError, "loading the TLS certificate: "+err.Error()
+			res.Status, res.Detail = checkError, err.Error()
 			return res
 		}
 		leaf, err := x509.ParseCertificate(cert.Certificate[0])

@@ -7,8 +7,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
-	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/mirror"
@@ -191,33 +189,17 @@ func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, pl
 		DownloadTemplate: c.String("tofu-download-url"),
 		Platforms:        platforms,
 	}
-	ref, err := oci.ParseReference(repository)
+	ref, err := tofuRepository(repository)
 	if err != nil {
 		return opts, err
 	}
-	if ref.Reference != "" {
-		return opts, fmt.Errorf("--tofu-repository %s: give the repository without a tag", repository)
-	}
-	opts.RepoRef = ref
-	if opts.Repo, err = client.Open(ref); err != nil {
+	opts.RepoRef = *ref
+	if opts.Repo, err = client.Open(*ref); err != nil {
 		return opts, err
 	}
 	if opts.Versions, err = names.ParseConstraints(c.String("tofu-versions")); err != nil {
 		return opts, err
 	}
-	for _, k := range c.StringSlice("tofu-key") {
-		kr, err := pgp.LoadKeyring(k)
-		if err != nil {
-			return opts, err
-		}
-		opts.Keys = append(opts.Keys, kr)
-	}
-	if len(opts.Keys) == 0 {
-		kr, err := release.OpenTofuSigningKey()
-		if err != nil {
-			return opts, err
-		}
-		opts.Keys = []*pgp.Keyring{kr}
-	}
-	return opts, nil
+	opts.Keys, err = tofuKeyrings(c.StringSlice("tofu-key"))
+	return opts, err
 }

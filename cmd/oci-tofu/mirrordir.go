@@ -98,12 +98,8 @@ func export(c *cli.Context) error {
 		return fmt.Errorf("--provider-template: %w", err)
 	}
 	var opts mirrordir.Options
-	for _, p := range c.StringSlice("platform") {
-		pl, err := names.ParsePlatform(p)
-		if err != nil {
-			return err
-		}
-		opts.Platforms = append(opts.Platforms, pl)
+	if opts.Platforms, err = parsePlatforms(c.StringSlice("platform")); err != nil {
+		return err
 	}
 	dir := c.Args().First()
 	// The whole command line is checked before anything is exported.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
+
+	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 func outputFlags() []cli.Flag {
@@ -77,4 +79,12 @@ func (r *reporter) result(v any, human string) error {
 		fmt.Fprintln(r.out, human)
 	}
 	return nil
+}
+
+// pushedLine is a push's one-line report.
+func pushedLine(ref oci.Reference, res oci.PushResult) string {
+	if res.UpToDate {
+		return fmt.Sprintf("%s is up to date (%s)", ref, res.Root.Digest)
+	}
+	return fmt.Sprintf("pushed %s@%s (%d uploaded, %d already present)", ref, res.Root.Digest, res.Uploaded, res.Skipped)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -93,7 +94,7 @@ func withAlsoTags(tag string, also []string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--also-tag: %w", err)
 		}
-		if !contains(tags, t) {
+		if !slices.Contains(tags, t) {
 			tags = append(tags, t)
 		}
 	}
@@ -164,10 +165,7 @@ func upToDate(c *cli.Context, rep *reporter, client *oci.Client, ref oci.Referen
 func reportModulePush(rep *reporter, ref oci.Reference, tags []string, zipDigest string, zipSize int64, files int, res oci.PushResult) error {
 	tag := tags[0]
 	primary := ref.WithReference(tag)
-	human := fmt.Sprintf("pushed %s@%s (%d uploaded, %d already present)", primary, res.Root.Digest, res.Uploaded, res.Skipped)
-	if res.UpToDate {
-		human = fmt.Sprintf("%s is up to date (%s)", primary, res.Root.Digest)
-	}
+	human := pushedLine(primary, res)
 	result := map[string]any{
 		"reference":      primary.String(),
 		"digest":         res.Root.Digest.String(),
@@ -244,13 +242,4 @@ func moduleTag(t string) (string, error) {
 		return "", fmt.Errorf("invalid tag %q: tags are up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'", t)
 	}
 	return t, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

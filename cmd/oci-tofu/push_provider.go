@@ -102,14 +102,10 @@ func repositoryArg(arg, why string) (oci.Reference, error) {
 // reads a release with.
 func providerReadOptions(c *cli.Context) (release.Options, error) {
 	opts := release.Options{Unsigned: c.Bool("unsigned"), EnforceGPGExpiration: enforceExpiration(c)}
-	for _, k := range c.StringSlice("key") {
-		kr, err := pgp.LoadKeyring(k)
-		if err != nil {
-			return opts, err
-		}
-		opts.Keys = append(opts.Keys, kr)
-	}
 	var err error
+	if opts.Keys, err = loadKeyrings(c.StringSlice("key")); err != nil {
+		return opts, err
+	}
 	if f := c.String("sign-key"); f != "" {
 		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
 			return opts, err
@@ -141,10 +137,6 @@ func reportProviderPush(rep *reporter, rel *release.Provider, ref oci.Reference,
 	for i, p := range rel.Packages {
 		platforms[i] = p.Platform.String()
 	}
-	human := fmt.Sprintf("pushed %s@%s (%d uploaded, %d already present)", ref, res.Root.Digest, res.Uploaded, res.Skipped)
-	if res.UpToDate {
-		human = fmt.Sprintf("%s is up to date (%s)", ref, res.Root.Digest)
-	}
 	return rep.result(map[string]any{
 		"reference":      ref.String(),
 		"digest":         res.Root.Digest.String(),
@@ -157,7 +149,7 @@ func reportProviderPush(rep *reporter, rel *release.Provider, ref oci.Reference,
 		"skipped":        res.Skipped,
 		"uploaded_bytes": res.UploadedBytes,
 		"warnings":       nonNil(rel.Warnings),
-	}, human)
+	}, pushedLine(ref, res))
 }
 
 // nonNil makes an empty list print as [] in JSON.

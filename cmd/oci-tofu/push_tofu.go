@@ -5,7 +5,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -34,27 +33,13 @@ func pushTofu(c *cli.Context) error {
 	if err := wantArgs(c, 2, 2); err != nil {
 		return err
 	}
-	ref, err := oci.ParseReference(c.Args().Get(1))
+	ref, err := repositoryArg(c.Args().Get(1), "the tag is the version")
 	if err != nil {
 		return err
 	}
-	if ref.Reference != "" {
-		return fmt.Errorf("%s: give the repository without a tag; the tag is the version", c.Args().Get(1))
-	}
-	var keys []*pgp.Keyring
-	for _, k := range c.StringSlice("key") {
-		kr, err := pgp.LoadKeyring(k)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, kr)
-	}
-	if len(keys) == 0 {
-		kr, err := release.OpenTofuSigningKey()
-		if err != nil {
-			return err
-		}
-		keys = append(keys, kr)
+	keys, err := tofuKeyrings(c.StringSlice("key"))
+	if err != nil {
+		return err
 	}
 	rel, err := release.ReadTofu(c.Context, c.Args().Get(0), keys)
 	if err != nil {
@@ -80,12 +65,8 @@ func pushTofu(c *cli.Context) error {
 	for i, f := range rel.Files {
 		files[i] = f.Name
 	}
-	human := fmt.Sprintf("pushed %s@%s (%d uploaded, %d already present)", tagged, res.Root.Digest, res.Uploaded, res.Skipped)
-	if res.UpToDate {
-		human = fmt.Sprintf("%s is up to date (%s)", tagged, res.Root.Digest)
-	}
 	return rep.result(map[string]any{
 		"reference": tagged.String(), "digest": res.Root.Digest.String(), "version": rel.Version,
 		"files": files, "up_to_date": res.UpToDate, "uploaded": res.Uploaded,
-	}, human)
+	}, pushedLine(tagged, res))
 }

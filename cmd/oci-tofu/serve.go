@@ -364,19 +364,29 @@ func serverTLS(c *cli.Context) (*tls.Config, error) {
 		if certFile == "" || keyFile == "" {
 			return nil, fmt.Errorf("--tls-cert and --tls-key go together")
 		}
-		certPEM, err := readSmallFile(certFile, oci.MaxSmallFile)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-cert: %w", err)
-		}
-		keyPEM, err := readSmallFile(keyFile, oci.MaxSmallFile)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-key: %w", err)
-		}
-		if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
-			return nil, fmt.Errorf("loading the TLS certificate: %w", err)
+		if cert, err = loadServerCert(certFile, keyFile); err != nil {
+			return nil, err
 		}
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}, nil
+}
+
+// loadServerCert reads the server's certificate and key: regular files of
+// at most oci.MaxSmallFile bytes.
+func loadServerCert(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := readSmallFile(certFile, oci.MaxSmallFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert: %w", err)
+	}
+	keyPEM, err := readSmallFile(keyFile, oci.MaxSmallFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-key: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("loading the TLS certificate: %w", err)
+	}
+	return cert, nil
 }
 
 func selfSignedCert(hosts []string, out string) (tls.Certificate, error) {

@@ -10,8 +10,6 @@ import (
 	"github.com/opentofu/tofudl/branding"
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
-	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/mirror"
@@ -117,28 +115,13 @@ func parseOrigin(s string) (string, *url.URL, error) {
 
 // tofuPullOrigin reads the TofuDL origin flags.
 func tofuPullOrigin(c *cli.Context, api string) (*mirror.TofuOrigin, error) {
-	var keys []*pgp.Keyring
-	for _, k := range c.StringSlice("pull-through-tofu-key") {
-		kr, err := pgp.LoadKeyring(k)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, kr)
+	keys, err := tofuKeyrings(c.StringSlice("pull-through-tofu-key"))
+	if err != nil {
+		return nil, err
 	}
-	if len(keys) == 0 {
-		kr, err := release.OpenTofuSigningKey()
-		if err != nil {
-			return nil, err
-		}
-		keys = []*pgp.Keyring{kr}
-	}
-	var platforms []names.Platform
-	for _, p := range c.StringSlice("pull-through-tofu-platform") {
-		pl, err := names.ParsePlatform(p)
-		if err != nil {
-			return nil, fmt.Errorf("--pull-through-tofu-platform: %w", err)
-		}
-		platforms = append(platforms, pl)
+	platforms, err := parsePlatforms(c.StringSlice("pull-through-tofu-platform"))
+	if err != nil {
+		return nil, fmt.Errorf("--pull-through-tofu-platform: %w", err)
 	}
 	return mirror.NewTofuOrigin(api, c.String("pull-through-tofu-download-url"), keys, platforms, oci.MaxPackageSize)
 }

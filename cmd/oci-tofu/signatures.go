@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 )
 
 // enforceExpirationFlag mirrors OpenTofu's OPENTOFU_ENFORCE_GPG_EXPIRATION.
@@ -34,4 +35,30 @@ func (r *reporter) warn(subject string, warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintf(r.err, "warning: %s: %s\n", subject, w)
 	}
+}
+
+// loadKeyrings reads armored public key files.
+func loadKeyrings(files []string) ([]*pgp.Keyring, error) {
+	var keys []*pgp.Keyring
+	for _, f := range files {
+		kr, err := pgp.LoadKeyring(f)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, kr)
+	}
+	return keys, nil
+}
+
+// tofuKeyrings are the keys OpenTofu releases are checked with: the key
+// files given, or OpenTofu's own signing key.
+func tofuKeyrings(files []string) ([]*pgp.Keyring, error) {
+	if len(files) > 0 {
+		return loadKeyrings(files)
+	}
+	kr, err := release.OpenTofuSigningKey()
+	if err != nil {
+		return nil, err
+	}
+	return []*pgp.Keyring{kr}, nil
 }
