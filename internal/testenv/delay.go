@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -42,7 +41,7 @@ func StartDelayFront(t testing.TB, upstream string, oneWay time.Duration) *Delay
 	t.Helper()
 	d := &DelayFront{Upstream: upstream, Delay: oneWay, conns: map[net.Conn]struct{}{}}
 	d.l = listenLoopback(t)
-	d.Host = fmt.Sprintf("localhost:%d", d.l.Addr().(*net.TCPAddr).Port)
+	d.Host = loopbackHost(d.l)
 	d.wg.Add(1)
 	go d.accept()
 	t.Cleanup(d.close)

@@ -163,7 +163,7 @@ func StartFront(t testing.TB, upstream string, opts FrontOptions) *Front {
 		ErrorLog:       log.New(io.Discard, "", 0),
 	}
 	l := listenLoopback(t)
-	f.Host = fmt.Sprintf("localhost:%d", l.Addr().(*net.TCPAddr).Port)
+	f.Host = loopbackHost(l)
 	f.URL = "https://" + f.Host
 	serveTLS(t, l, f)
 	if opts.Redirect != NoRedirect {
@@ -478,6 +478,11 @@ func listenLoopback(t testing.TB) net.Listener {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// loopbackHost is how tests name a loopback listener: localhost:PORT.
+func loopbackHost(l net.Listener) string {
+	return fmt.Sprintf("localhost:%d", l.Addr().(*net.TCPAddr).Port)
 }
 
 // serveTLS serves h with the test CA's certificate on l until the test

@@ -1,9 +1,7 @@
 package testenv
 
 import (
-	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,18 +47,14 @@ func StartOriginWith(t testing.TB, releases []OriginRelease, opts OriginOptions)
 	t.Helper()
 	root := t.TempDir()
 	o := &Origin{Root: root}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Host = fmt.Sprintf("localhost:%d", l.Addr().(*net.TCPAddr).Port)
+	l := listenLoopback(t)
+	o.Host = loopbackHost(l)
 	writeJSON := func(rel string, v any) {
 		p := filepath.Join(root, filepath.FromSlash(rel))
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		b, _ := json.Marshal(v)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		writeJSONFile(t, p, v)
 	}
 	writeJSON(".well-known/terraform.json", map[string]string{"providers.v1": "/v1/providers/"})
 	type platform struct {

@@ -180,11 +180,8 @@ func StartTofuOrigin(t testing.TB, dirs []string, opts OriginOptions) *TofuOrigi
 	t.Helper()
 	root := t.TempDir()
 	o := &TofuOrigin{Root: root}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Host = fmt.Sprintf("localhost:%d", l.Addr().(*net.TCPAddr).Port)
+	l := listenLoopback(t)
+	o.Host = loopbackHost(l)
 	type version struct {
 		ID    string   `json:"id"`
 		Files []string `json:"files"`

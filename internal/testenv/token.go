@@ -6,14 +6,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"crypto/tls"
 	"encoding/asn1"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -71,17 +68,9 @@ func StartTokenServer(t testing.TB, service string, users map[string]string) *To
 	if err := os.WriteFile(s.JWKSFile, s.jwks(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.URL = fmt.Sprintf("https://localhost:%d/token", l.Addr().(*net.TCPAddr).Port)
-	srv := &http.Server{
-		Handler:   http.HandlerFunc(s.serveToken),
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{NewCA(t).ServerCert}},
-	}
-	go srv.ServeTLS(l, "", "")
-	t.Cleanup(func() { srv.Close() })
+	l := listenLoopback(t)
+	s.URL = "https://" + loopbackHost(l) + "/token"
+	serveTLS(t, l, http.HandlerFunc(s.serveToken))
 	return s
 }
 
