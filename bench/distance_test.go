@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
-	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // Shape of the metadata benchmark (issue 10): one provider with 500
@@ -52,7 +49,7 @@ func BenchmarkMetadataDistance(b *testing.B) {
 	reg := testenv.StartRegistryWithAccessLog(b)
 	bin := buildOCITofu(b)
 	seedStart := time.Now()
-	distanceSeed(b, reg, "bench/acme/big0")
+	seed.SignedProvider(b, reg, "bench/acme/big0", distanceVersions)
 	b.Logf("seeded %d versions × %d platforms in %v", distanceVersions, len(seed.Platforms), time.Since(seedStart).Round(time.Millisecond))
 	for i := 1; i < distanceProviders; i++ {
 		reg.AliasRepository(b, "bench/acme/big0", fmt.Sprintf("bench/acme/big%d", i))
@@ -143,26 +140,6 @@ func BenchmarkMetadataDistance(b *testing.B) {
 	b.ReportMetric(heap, "heap-inuse-50-providers-MiB")
 	b.ReportMetric(hwm, "peak-rss-MiB")
 	b.ReportMetric(0, "ns/op")
-}
-
-// distanceSeed pushes the benchmark's provider into repo.
-func distanceSeed(b *testing.B, reg *testenv.Registry, repoName string) {
-	b.Helper()
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	if err != nil {
-		b.Fatal(err)
-	}
-	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: repoName})
-	if err != nil {
-		b.Fatal(err)
-	}
-	signer, err := pgp.LoadSigner(testenv.Testdata(b, "keys", "gocrypto-signer-private.asc"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := seed.Provider(context.Background(), repo, b.TempDir(), seed.Options{Versions: distanceVersions, Signer: signer}); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // serveProcess runs `oci-tofu serve` over TLS with args and waits until it

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
@@ -32,7 +30,7 @@ const scaleVersions = 300
 // bound.
 func TestManyVersions(t *testing.T) {
 	reg := testenv.StartRegistry(t)
-	seedScale(t, reg, "scale/acme/big0", scaleVersions)
+	seed.SignedProvider(t, reg, "scale/acme/big0", scaleVersions)
 	for i := 1; i < 50; i++ {
 		reg.AliasRepository(t, "scale/acme/big0", fmt.Sprintf("scale/acme/big%d", i))
 	}
@@ -43,26 +41,6 @@ func TestManyVersions(t *testing.T) {
 	t.Run("memory-bounded", func(t *testing.T) { testScaleMemory(t, reg, client) })
 	t.Run("round-trips", func(t *testing.T) { testScaleRoundTrips(t, reg, client) })
 	t.Run("stale-while-revalidate", func(t *testing.T) { testScaleNoWaitAfterTTL(t, reg, client) })
-}
-
-// seedScale pushes n signed versions × 4 platforms into repo.
-func seedScale(t *testing.T, reg *testenv.Registry, repo string, n int) {
-	t.Helper()
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := client.Open(oci.Reference{Registry: reg.Host, Repository: repo})
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := seed.Provider(context.Background(), r, t.TempDir(), seed.Options{Versions: n, Signer: signer}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // scaleProxy serves the scale providers (scale/acme/bigN) from host.
