@@ -16,8 +16,7 @@ import (
 // once that read is done, within about a TTL plus one upstream read.
 func TestDocumentsRevalidateInTheBackground(t *testing.T) {
 	reg := testenv.StartRegistry(t)
-	client, _ := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	repo, _ := client.Open(oci.Reference{Registry: reg.Host, Repository: "p/test/hello"})
+	repo := registryRepo(t, reg, "p/test/hello")
 	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
 	const latency = 300 * time.Millisecond
 	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: latency})

@@ -331,3 +331,39 @@ func (fp *faultProxy) count(prefix string) int {
 }
 
 func (fp *faultProxy) host() string { return strings.TrimPrefix(fp.URL, "http://") }
+
+// registryRepo opens repository name on a test registry, to push fixtures.
+func registryRepo(t testing.TB, reg *testenv.Registry, name string) oci.Repository {
+	t.Helper()
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// throughFaults are Options reading through fp with every cache off (each
+// request goes upstream) and a short upstream timeout; callers add what
+// is served.
+func throughFaults() Options {
+	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true, Timeout: 2 * time.Second})
+	return Options{Client: plain, TagTTL: time.Nanosecond, ResolveTTL: time.Nanosecond, MaxStale: -1, FailureTTL: -1, UpstreamTimeout: 500 * time.Millisecond}
+}
+
+// upstreamFault is a faultProxy mode and the answer every protocol gives
+// for it.
+type upstreamFault struct {
+	mode   string
+	status int
+	msg    string
+}
+
+var upstreamFaults = []upstreamFault{
+	{"garbage", http.StatusBadGateway, "bad answer from the OCI registry"},
+	{"slow", http.StatusGatewayTimeout, "did not answer in time"},
+	{"401", http.StatusBadGateway, "denied the proxy access"},
+}

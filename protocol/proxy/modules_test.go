@@ -315,26 +315,11 @@ func TestModulesBadPaths(t *testing.T) {
 // Registry failures are 5xx with a clear message, never 404.
 func TestModulesUpstreamFailures(t *testing.T) {
 	reg := testenv.StartRegistry(t)
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: "modules/acme/network/aws"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	push(t, repo, moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
+	push(t, registryRepo(t, reg, "modules/acme/network/aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
 	fp := newFaultProxy(t, reg)
-	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true, Timeout: 2 * time.Second})
-	p := startProxy(t, Options{
-		Client:          plain,
-		ModuleTemplate:  mustModuleTemplate(t, fp.host()+"/modules/${namespace}/${name}/${system}"),
-		TagTTL:          time.Nanosecond,
-		ResolveTTL:      time.Nanosecond,
-		MaxStale:        -1,
-		FailureTTL:      -1,
-		UpstreamTimeout: 500 * time.Millisecond,
-	})
+	opts := throughFaults()
+	opts.ModuleTemplate = mustModuleTemplate(t, fp.host()+"/modules/${namespace}/${name}/${system}")
+	p := startProxy(t, opts)
 	versionsPath := "/v1/modules/acme/network/aws/versions"
 	download := "/v1/modules/acme/network/aws/1.0.0/download"
 	var vs moduleVersionsDoc
@@ -343,15 +328,7 @@ func TestModulesUpstreamFailures(t *testing.T) {
 		t.Fatalf("%+v", vs)
 	}
 	u := p.moduleDownload(t, download, nil)
-	for _, c := range []struct {
-		mode   string
-		status int
-		msg    string
-	}{
-		{"garbage", http.StatusBadGateway, "bad answer from the OCI registry"},
-		{"slow", http.StatusGatewayTimeout, "did not answer in time"},
-		{"401", http.StatusBadGateway, "denied the proxy access"},
-	} {
+	for _, c := range upstreamFaults {
 		fp.mode.Store(c.mode)
 		for _, path := range []string{versionsPath, download} {
 			p.wantError(t, path, c.status, c.msg)
@@ -366,7 +343,7 @@ func TestModulesUpstreamFailures(t *testing.T) {
 		t.Fatalf("after recovery: %v", r.Err)
 	}
 
-	down := startProxy(t, Options{Client: plain, ModuleTemplate: mustModuleTemplate(t, "127.0.0.1:1/modules/${namespace}/${name}/${system}")})
+	down := startProxy(t, Options{Client: opts.Client, ModuleTemplate: mustModuleTemplate(t, "127.0.0.1:1/modules/${namespace}/${name}/${system}")})
 	down.wantError(t, versionsPath, http.StatusBadGateway, "unreachable")
 	down.wantError(t, download, http.StatusBadGateway, "unreachable")
 }

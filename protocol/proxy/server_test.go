@@ -316,26 +316,11 @@ func TestBadPaths(t *testing.T) {
 // data and never 404.
 func TestUpstreamFailures(t *testing.T) {
 	reg := testenv.StartRegistry(t)
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: "providers/test/hello"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
+	push(t, registryRepo(t, reg, "providers/test/hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	fp := newFaultProxy(t, reg)
-	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true, Timeout: 2 * time.Second})
-	p := startProxy(t, Options{
-		Client:           plain,
-		ProviderTemplate: mustTemplate(t, fp.host()+"/providers/${namespace}/${type}"),
-		TagTTL:           time.Nanosecond, // every request goes upstream
-		ResolveTTL:       time.Nanosecond,
-		MaxStale:         -1,
-		FailureTTL:       -1,
-		UpstreamTimeout:  500 * time.Millisecond,
-	})
+	opts := throughFaults()
+	opts.ProviderTemplate = mustTemplate(t, fp.host()+"/providers/${namespace}/${type}")
+	p := startProxy(t, opts)
 	index := "/v1/mirror/example.com/test/hello/index.json"
 	version := "/v1/mirror/example.com/test/hello/1.0.0.json"
 	registry := "/v1/providers/test/hello/versions"
@@ -344,20 +329,10 @@ func TestUpstreamFailures(t *testing.T) {
 	if len(idx.Versions) != 1 {
 		t.Fatalf("%+v", idx)
 	}
-	for _, c := range []struct {
-		mode   string
-		status int
-		msg    string
-	}{
-		{"garbage", http.StatusBadGateway, "bad answer from the OCI registry"},
-		{"slow", http.StatusGatewayTimeout, "did not answer in time"},
-		{"401", http.StatusBadGateway, "denied the proxy access"},
-		// oras retries 5xx answers with backoff; within the short upstream
-		// timeout here they end as 504, with a longer one as 502/503
-		// (TestUpstreamErrorMapping).
-		{"500", 0, ""},
-		{"503", 0, ""},
-	} {
+	// oras retries 5xx answers with backoff; within the short upstream
+	// timeout here they end as 504, with a longer one as 502/503
+	// (TestUpstreamErrorMapping).
+	for _, c := range append(slices.Clone(upstreamFaults), upstreamFault{"500", 0, ""}, upstreamFault{"503", 0, ""}) {
 		fp.mode.Store(c.mode)
 		for _, path := range []string{index, version, registry} {
 			if c.status != 0 {
@@ -374,7 +349,7 @@ func TestUpstreamFailures(t *testing.T) {
 	p.getJSON(t, version, 200, nil)
 
 	// Registry down: connection refused.
-	down := startProxy(t, Options{Client: plain, ProviderTemplate: mustTemplate(t, "127.0.0.1:1/providers/${namespace}/${type}")})
+	down := startProxy(t, Options{Client: opts.Client, ProviderTemplate: mustTemplate(t, "127.0.0.1:1/providers/${namespace}/${type}")})
 	down.wantError(t, index, http.StatusBadGateway, "unreachable")
 	down.wantError(t, registry, http.StatusBadGateway, "unreachable")
 	if !strings.Contains(down.logs.String(), "connection refused") {
@@ -487,8 +462,7 @@ func TestLargeCorruptBlobAbortsMidStream(t *testing.T) {
 // The same through a registry that corrupts blobs in flight.
 func TestCorruptBlobFromRegistryAborts(t *testing.T) {
 	reg := testenv.StartRegistry(t)
-	client, _ := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	repo, _ := client.Open(oci.Reference{Registry: reg.Host, Repository: "p/test/hello"})
+	repo := registryRepo(t, reg, "p/test/hello")
 	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
 	fp := newFaultProxy(t, reg)
 	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true})
@@ -510,8 +484,7 @@ func TestCorruptBlobFromRegistryAborts(t *testing.T) {
 // none until the tag TTL passes.
 func TestCachesCollapseUpstreamRequests(t *testing.T) {
 	reg := testenv.StartRegistry(t)
-	client, _ := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	repo, _ := client.Open(oci.Reference{Registry: reg.Host, Repository: "p/test/hello"})
+	repo := registryRepo(t, reg, "p/test/hello")
 	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
 	fp := newFaultProxy(t, reg)
 	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true})

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -303,15 +302,11 @@ func TestTofuMirrorClientAuthentication(t *testing.T) {
 // are 5xx, never 404 or an empty list.
 func TestTofuMirrorUpstream(t *testing.T) {
 	reg := testenv.StartRegistry(t)
-	client, _ := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: "tools/opentofu"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := registryRepo(t, reg, "tools/opentofu")
 	fp := newFaultProxy(t, reg)
-	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true, Timeout: 2 * time.Second})
-	ref := oci.Reference{Registry: fp.host(), Repository: "tools/opentofu"}
-	p := startProxy(t, Options{Client: plain, TofuRepository: &ref, TagTTL: time.Nanosecond, ResolveTTL: time.Nanosecond, MaxStale: -1, FailureTTL: -1, UpstreamTimeout: 500 * time.Millisecond})
+	opts := throughFaults()
+	opts.TofuRepository = &oci.Reference{Registry: fp.host(), Repository: "tools/opentofu"}
+	p := startProxy(t, opts)
 	var doc tofuAPIDoc
 	p.getJSON(t, "/tofu/api.json", 200, &doc)
 	if len(doc.Versions) != 0 {
@@ -322,15 +317,7 @@ func TestTofuMirrorUpstream(t *testing.T) {
 	if len(doc.Versions) != 1 {
 		t.Fatalf("api.json after push: %+v", doc)
 	}
-	for _, c := range []struct {
-		mode   string
-		status int
-		msg    string
-	}{
-		{"garbage", http.StatusBadGateway, "bad answer from the OCI registry"},
-		{"slow", http.StatusGatewayTimeout, "did not answer in time"},
-		{"401", http.StatusBadGateway, "denied the proxy access"},
-	} {
+	for _, c := range upstreamFaults {
 		fp.mode.Store(c.mode)
 		p.wantError(t, "/tofu/api.json", c.status, c.msg)
 		p.wantError(t, "/tofu/download/v1.9.0/tofu_1.9.0_SHA256SUMS", c.status, c.msg)
@@ -345,6 +332,6 @@ func TestTofuMirrorUpstream(t *testing.T) {
 		t.Fatalf("after recovery: %v", r.Err)
 	}
 
-	down := startProxy(t, Options{Client: plain, TofuRepository: &oci.Reference{Registry: "127.0.0.1:1", Repository: "tools/opentofu"}})
+	down := startProxy(t, Options{Client: opts.Client, TofuRepository: &oci.Reference{Registry: "127.0.0.1:1", Repository: "tools/opentofu"}})
 	down.wantError(t, "/tofu/api.json", http.StatusBadGateway, "unreachable")
 }
