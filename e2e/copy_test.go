@@ -12,10 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"oras.land/oras-go/v2"
+
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"oras.land/oras-go/v2"
 )
 
 // A release pushed to an OCI layout, copied into a registry by regctl, then

@@ -128,3 +128,18 @@ func (s *served) alive(t *testing.T) {
 	default:
 	}
 }
+
+// registryRepo opens a repository straight in a test registry, with its
+// credentials if it has any (set-up and inspection, not under test).
+func registryRepo(t *testing.T, reg *testenv.Registry, name string) oci.Repository {
+	t.Helper()
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile, Username: reg.Username, Password: reg.Password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}

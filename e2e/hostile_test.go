@@ -64,14 +64,7 @@ func assertNoPanic(t *testing.T, out string, err error) {
 func tagRepo(t *testing.T, reg *testenv.Registry, repoName, from string, tags ...string) {
 	t.Helper()
 	ctx := context.Background()
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: repoName})
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := registryRepo(t, reg, repoName)
 	desc, err := repo.Resolve(ctx, from)
 	if err != nil {
 		t.Fatal(err)

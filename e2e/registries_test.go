@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
-	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // The registries as they are: every kind of registry, and real registries'
@@ -163,24 +162,11 @@ func paging(t *testing.T) *compatTarget {
 // straight in the registry (set-up, not under test).
 func addVersionTags(t *testing.T, reg *testenv.Registry, n int) {
 	t.Helper()
-	ctx := context.Background()
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile, Username: reg.Username, Password: reg.Password})
-	if err != nil {
-		t.Fatal(err)
+	tags := make([]string, n)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("0.%d.0", i+1)
 	}
-	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: "providers/test/hello"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := repo.Resolve(ctx, "1.0.0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= n; i++ {
-		if err := repo.Tag(ctx, desc, fmt.Sprintf("0.%d.0", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tagRepo(t, reg, "providers/test/hello", "1.0.0", tags...)
 }
 
 // denyMissing answers 403 DENIED for repositories that do not exist, as
@@ -387,14 +373,7 @@ func runCompat(t *testing.T, tg *compatTarget) {
 // the front failed (that failure is reported by the push subtest).
 func ensurePushed(t *testing.T, reg *testenv.Registry) {
 	t.Helper()
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile, Username: reg.Username, Password: reg.Password})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: "providers/test/hello"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := registryRepo(t, reg, "providers/test/hello")
 	for _, v := range compatVersions {
 		if _, err := repo.Resolve(context.Background(), v); err == nil {
 			continue

@@ -25,7 +25,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
-	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // served is a running `oci-tofu serve` (the built binary) on 127.0.0.1.
@@ -347,14 +346,7 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 func pushThirdParty(t *testing.T, reg *testenv.Registry, repoName, tag, goos, arch string, zip []byte) {
 	t.Helper()
 	ctx := context.Background()
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: repoName})
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := registryRepo(t, reg, repoName)
 	pushBytes := func(mt string, b []byte) ocispec.Descriptor {
 		d := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(b), Size: int64(len(b))}
 		if err := repo.Push(ctx, d, bytes.NewReader(b)); err != nil {

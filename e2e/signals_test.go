@@ -153,20 +153,14 @@ func writeLargeZip(t *testing.T, p string, n int) {
 // waitOpen waits until process pid has file p open (from /proc), or it
 // exits, or d passes.
 func waitOpen(pid int, p string, done <-chan error, d time.Duration) bool {
-	deadline := time.Now().Add(d)
 	fds := filepath.Join("/proc", strconv.Itoa(pid), "fd")
-	for time.Now().Before(deadline) {
+	return waitFor(func() bool {
 		entries, _ := os.ReadDir(fds)
 		for _, e := range entries {
 			if target, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && target == p {
 				return true
 			}
 		}
-		select {
-		case <-done:
-			return false
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return false
+		return false
+	}, done, d)
 }

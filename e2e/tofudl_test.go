@@ -230,14 +230,7 @@ func TestTofuDLTamperedRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := client.Open(oci.Reference{Registry: reg.Host, Repository: "tools/opentofu"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := registryRepo(t, reg, "tools/opentofu")
 	held, err := oci.CurrentTags(ctx, r, []string{"1.9.0"})
 	if err != nil {
 		t.Fatal(err)
