@@ -116,7 +116,8 @@ func BenchmarkMetadataDistance(b *testing.B) {
 	for i := 0; i < distanceProviders; i++ {
 		timeGet(b, client, versions(i))
 	}
-	rss, hwm := procRSS(b, cmd.Process.Pid)
+	status := testenv.ProcStatus(b, cmd.Process.Pid)
+	rss, hwm := float64(status["VmRSS"])/1024, float64(status["VmHWM"])/1024
 	heap := metricValue(b, client, proxyURL+"/metrics", "go_memstats_heap_inuse_bytes") / (1 << 20)
 
 	b.Logf("static file through the delay: %.1f ms (new connection %.1f ms)", rtt*1000, coldRTT.Seconds()*1000)
@@ -223,27 +224,4 @@ func metricValue(b *testing.B, c *http.Client, u, name string) float64 {
 	}
 	b.Fatalf("%s: no %s", u, name)
 	return 0
-}
-
-// procRSS reads a process's resident set and its peak (VmRSS, VmHWM) in MiB.
-func procRSS(b *testing.B, pid int) (rss, peak float64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatalf("no /proc: %v", err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		var kb float64
-		fmt.Sscan(f[1], &kb)
-		switch f[0] {
-		case "VmRSS:":
-			rss = kb / 1024
-		case "VmHWM:":
-			peak = kb / 1024
-		}
-	}
-	return rss, peak
 }

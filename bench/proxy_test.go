@@ -128,7 +128,7 @@ func BenchmarkProxy(b *testing.B) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	rss := proxyPeakRSS(b, cmd.Process.Pid)
+	rss := float64(testenv.ProcStatus(b, cmd.Process.Pid)["VmHWM"]) / 1024
 	jp, jn, sp, sr := median(jsonProxy), median(jsonNginx), median(streamProxy), median(streamReg)
 	b.ReportMetric(jp, "json-proxy-req/s")
 	b.ReportMetric(jn, "json-nginx-req/s")
@@ -434,20 +434,4 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// proxyPeakRSS reads a process's peak resident set (VmHWM) in MiB.
-func proxyPeakRSS(b *testing.B, pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Logf("no /proc: %v", err)
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }

@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -82,41 +79,17 @@ func providerIndexOfMissingManifests(t *testing.T, n int) []byte {
 	return b
 }
 
-// procStatus reads the kB figures of /proc/PID/status (VmRSS, VmHWM, …).
-func procStatus(t *testing.T, pid int) map[string]int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := map[string]int64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(v)
-		if len(fields) == 2 && fields[1] == "kB" {
-			n, _ := strconv.ParseInt(fields[0], 10, 64)
-			out[k] = n
-		}
-	}
-	return out
-}
-
 // peakRSS is the most resident memory the process has had, in MiB
 // (VmHWM: the kernel's high-water mark, so short peaks count).
 func (s *served) peakRSS(t *testing.T) float64 {
 	t.Helper()
-	return float64(procStatus(t, s.cmd.Process.Pid)["VmHWM"]) / 1024
+	return float64(testenv.ProcStatus(t, s.cmd.Process.Pid)["VmHWM"]) / 1024
 }
 
 // rss is the process's resident memory now, in MiB.
 func (s *served) rss(t *testing.T) float64 {
 	t.Helper()
-	return float64(procStatus(t, s.cmd.Process.Pid)["VmRSS"]) / 1024
+	return float64(testenv.ProcStatus(t, s.cmd.Process.Pid)["VmRSS"]) / 1024
 }
 
 // alive fails the test when the proxy process has exited.
