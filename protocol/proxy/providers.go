@@ -38,7 +38,7 @@ const (
 // (providers.v1) and the archive downloads.
 func (s *Server) mountProviders() {
 	s.generated = cache.New[*checksums](cache.Options{Name: "generated_checksums", FailureTTL: s.opts.FailureTTL,
-		MaxEntries: s.opts.CacheEntries, MaxCost: s.opts.CacheBytes / 20, EntryCost: store.EntryCost, Timeout: s.opts.UpstreamTimeout, Observe: s.metrics.observeCache})
+		MaxEntries: s.opts.CacheEntries, MaxCost: budgetOf(s.opts).generated, EntryCost: store.EntryCost, Timeout: s.opts.UpstreamTimeout, Observe: s.metrics.observeCache})
 	s.Mount("", MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(s.serveMirror)))
 	s.Mount("providers.v1", ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(s.serveRegistry)))
 	s.Mount("", ArchivePrefix, "archives", http.HandlerFunc(s.serveArchive))

@@ -125,7 +125,7 @@ func (s *Server) setUpPullThrough() error {
 	}
 	metaCache := func(name string, ttl time.Duration) cache.Options {
 		return cache.Options{Name: name, TTL: ttl, MaxStale: ttl, FailureTTL: opts.FailureTTL, MaxEntries: s.opts.CacheEntries,
-			MaxCost: s.opts.CacheBytes, Timeout: opts.MetadataTimeout, Observe: s.metrics.observeCache}
+			MaxCost: budgetOf(s.opts).origins / 4, Timeout: opts.MetadataTimeout, Observe: s.metrics.observeCache}
 	}
 	pt.listings = cache.New[originListing](metaCache("origin_listings", opts.ListingTTL))
 	pt.releases = cache.New[*mirror.ProviderRelease](withFailureTTL(metaCache("origin_releases", opts.ListingTTL), -1))

@@ -141,7 +141,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.docs = cache.New[document](cache.Options{Name: "documents", TTL: opts.TagTTL, MaxStale: max(opts.MaxStale, 0),
-		FailureTTL: opts.FailureTTL, MaxEntries: opts.CacheEntries, MaxCost: opts.CacheBytes / 5, EntryCost: store.EntryCost,
+		FailureTTL: opts.FailureTTL, MaxEntries: opts.CacheEntries, MaxCost: budgetOf(opts).docs, EntryCost: store.EntryCost,
 		Timeout: 2 * opts.UpstreamTimeout, Observe: s.metrics.observeCache})
 	s.routeCommon()
 	s.routePage(len(mappings) > 0)
@@ -229,7 +229,7 @@ func (s *Server) connect() error {
 	s.store = store.New(store.Options{
 		Client: client, TagTTL: s.opts.TagTTL, ResolveTTL: s.opts.ResolveTTL, MaxStale: s.opts.MaxStale,
 		FailureTTL: s.opts.FailureTTL, Timeout: s.opts.UpstreamTimeout, CacheEntries: s.opts.CacheEntries,
-		CacheBytes: s.opts.CacheBytes - s.opts.CacheBytes/5 - s.opts.CacheBytes/20, DeniedAsMissing: s.opts.DeniedAsMissing,
+		CacheBytes: budgetOf(s.opts).store, DeniedAsMissing: s.opts.DeniedAsMissing,
 		Observe: s.metrics.observeCache, Logger: s.log,
 	})
 	return nil
@@ -513,4 +513,20 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
+}
+
+// cacheBudget shares Options.CacheBytes out among the caches.
+type cacheBudget struct{ docs, generated, origins, store int64 }
+
+// budgetOf gives a fifth to documents, a twentieth to generated
+// signatures, with pull-through a tenth to what is read from origins (a
+// quarter of it per origin cache), and the rest to what is read from
+// registries.
+func budgetOf(o Options) cacheBudget {
+	b := cacheBudget{docs: o.CacheBytes / 5, generated: o.CacheBytes / 20}
+	if o.PullThrough != nil {
+		b.origins = o.CacheBytes / 10
+	}
+	b.store = o.CacheBytes - b.docs - b.generated - b.origins
+	return b
 }
