@@ -52,18 +52,14 @@ type checker struct {
 	pinged  map[string]error // registry (or layout) → ping result
 }
 
-func newChecker(opts proxy.Options, template string) (*checker, error) {
-	client, err := oci.NewClient(opts.Registry)
-	if err != nil {
-		return nil, err
-	}
+func newChecker(client *oci.Client, opts proxy.Options, template string) *checker {
 	return &checker{
 		client:  client,
 		opts:    opts,
-		hc:      hintContext{plainHTTP: opts.Registry.PlainHTTP, username: opts.Registry.Username != "", caFile: opts.Registry.CAFile != "", template: template},
+		hc:      registryHints(opts.Registry, template),
 		timeout: max(opts.UpstreamTimeout, time.Second),
 		pinged:  map[string]error{},
-	}, nil
+	}
 }
 
 // runCheck is `serve --check`: every mapping resolved against its
@@ -74,10 +70,11 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 	if c.String("config") != "" && c.String("provider-template") == "" {
 		template = "--config"
 	}
-	ck, err := newChecker(opts, template)
+	client, err := oci.NewClient(opts.Registry)
 	if err != nil {
 		return err
 	}
+	ck := newChecker(client, opts, template)
 	var results []checkResult
 	results = append(results, checkServerTLS(c))
 	samples, err := parseProviderSamples(c.StringSlice("check-provider"))
@@ -370,11 +367,8 @@ func ipStrings(c *x509.Certificate) []string {
 // configuration names answers and accepts the proxy's credentials, and
 // logs what it found (with the hint for a failure): a proxy without
 // credentials says so at start, not at its first client's request.
-func probeRegistries(ctx context.Context, opts proxy.Options, logger *slog.Logger) {
-	ck, err := newChecker(opts, "")
-	if err != nil {
-		return
-	}
+func probeRegistries(ctx context.Context, client *oci.Client, opts proxy.Options, logger *slog.Logger) {
+	ck := newChecker(client, opts, "")
 	results := ck.providers(ctx, nil)
 	results = append(results, ck.modules(ctx, nil)...)
 	if opts.TofuRepository != nil {

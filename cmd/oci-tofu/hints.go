@@ -20,6 +20,11 @@ type hintContext struct {
 	template  string // the template flag given, e.g. "--provider-template"
 }
 
+// registryHints is the hint context of registry options.
+func registryHints(ro oci.Options, template string) hintContext {
+	return hintContext{plainHTTP: ro.PlainHTTP, username: ro.Username != "", caFile: ro.CAFile != "", template: template}
+}
+
 // hintContextOf reads the (reordered) command line and the environment.
 func hintContextOf(args []string) hintContext {
 	var hc hintContext

@@ -132,7 +132,7 @@ func serve(c *cli.Context) error {
 		"module_template", templateString(opts.ModuleTemplate), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"))
-	go probeRegistries(c.Context, opts, logger)
+	go probeRegistries(c.Context, srv.Client(), opts, logger)
 	return serveUntilStopped(c, srv, ln, logger)
 }
 
@@ -213,7 +213,7 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 	}
 	ro.Etiquette = &oci.Etiquette{MaxConcurrent: c.Int("registry-concurrency")}
 	opts.Registry = ro
-	hc := hintContext{plainHTTP: ro.PlainHTTP, username: ro.Username != "", caFile: ro.CAFile != "", template: "--provider-template"}
+	hc := registryHints(ro, "--provider-template")
 	opts.Hint = func(err error) string { return hint(err, hc) }
 	if opts.PullThrough, err = pullThroughOptions(c); err != nil { // serve_pullthrough.go
 		return proxy.Options{}, err

@@ -292,6 +292,11 @@ func (s *Server) Mount(serviceID, prefix, name string, h http.Handler) {
 // Logger is the server's logger, for mounted handlers.
 func (s *Server) Logger() *slog.Logger { return s.log }
 
+// Client is the registry client the server reads (and pull-through
+// writes) with, for work beside the server that should share its
+// credentials, connections and etiquette (start-up checks).
+func (s *Server) Client() *oci.Client { return s.client }
+
 // Close ends the server's background work once it serves no more
 // requests: releases being pulled through are given until ctx ends to be
 // stored, then cancelled (their temporary files removed). Serve calls it
