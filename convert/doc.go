@@ -8,7 +8,7 @@
 //   - modulepkg: module directories and zips → module packages, and back
 //   - tfconfig, lockfile: configurations and their dependency lock files
 //   - cliconfig: the oci_mirror blocks of a tofu CLI configuration
-//   - mirrordir: `providers mirror` directories, imported and exported
+//   - providerdir: `providers mirror` directories, imported and exported
 //   - lint: artifacts checked exactly as OpenTofu reads them
 //   - wire: the protocols' documents
 package convert

@@ -9,7 +9,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -67,7 +67,7 @@ func runMirror(c *cli.Context) error {
 	}
 	origins := origin.NewClient(transport)
 	rep := newReporter(c)
-	var tofu *mirror.TofuMirrorOptions // read in full before anything is mirrored
+	var tofu *ingest.TofuOptions // read in full before anything is mirrored
 	if repo := c.String("tofu-repository"); repo != "" {
 		t, err := tofuMirrorOptions(c, client, repo, opts.Platforms)
 		if err != nil {
@@ -76,22 +76,22 @@ func runMirror(c *cli.Context) error {
 		t.Log = rep.infof
 		tofu = &t
 	}
-	var results []mirror.Result
+	var results []ingest.Result
 	if len(specs) > 0 {
 		opts.Open = client.Open
 		opts.Log = rep.infof
-		results = append(results, mirror.Mirror(c.Context, origins, specs, opts)...)
+		results = append(results, ingest.Providers(c.Context, origins, specs, opts)...)
 	}
 	if tofu != nil {
-		results = append(results, mirror.MirrorTofu(c.Context, origins, *tofu)...)
+		results = append(results, ingest.Tofu(c.Context, origins, *tofu)...)
 	}
 	return reportMirrored(rep, results)
 }
 
 // mirrorProviderOptions reads what to mirror: the providers named, or
 // those --lockfile locks, and where they go.
-func mirrorProviderOptions(c *cli.Context) (mirror.MirrorOptions, []names.ProviderSpec, error) {
-	opts := mirror.MirrorOptions{EnforceGPGExpiration: enforceExpiration(c)}
+func mirrorProviderOptions(c *cli.Context) (ingest.ProviderOptions, []names.ProviderSpec, error) {
+	opts := ingest.ProviderOptions{EnforceGPGExpiration: enforceExpiration(c)}
 	var err error
 	if opts.Platforms, err = parsePlatforms(c.StringSlice("platform")); err != nil {
 		return opts, nil, err
@@ -155,7 +155,7 @@ func lockedProviders(lock *lockfile.File) ([]names.ProviderSpec, error) {
 
 // reportMirrored prints one line per release (or the JSON result) and
 // fails when any release failed.
-func reportMirrored(rep *reporter, results []mirror.Result) error {
+func reportMirrored(rep *reporter, results []ingest.Result) error {
 	failed := 0
 	for _, r := range results {
 		if r.Error != "" {
@@ -183,8 +183,8 @@ func reportMirrored(rep *reporter, results []mirror.Result) error {
 	return nil
 }
 
-func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []names.Platform) (mirror.TofuMirrorOptions, error) {
-	opts := mirror.TofuMirrorOptions{
+func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []names.Platform) (ingest.TofuOptions, error) {
+	opts := ingest.TofuOptions{
 		APIURL:           c.String("tofu-api-url"),
 		DownloadTemplate: c.String("tofu-download-url"),
 		Platforms:        platforms,

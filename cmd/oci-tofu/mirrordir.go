@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert/mirrordir"
+	"github.com/oci-tofu/oci-tofu/convert/providerdir"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -35,7 +35,7 @@ func pushMirror(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	releases, err := mirrordir.Read(c.Context, c.Args().First())
+	releases, err := providerdir.Read(c.Context, c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func export(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--provider-template: %w", err)
 	}
-	var opts mirrordir.Options
+	var opts providerdir.Options
 	if opts.Platforms, err = parsePlatforms(c.StringSlice("platform")); err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func export(c *cli.Context) error {
 		if len(vs) == 0 {
 			return fmt.Errorf("%s: no version in %s matches %q (available: %s)", spec.Provider, ref, names.ConstraintsString(spec.Constraints), list)
 		}
-		if err := mirrordir.Export(c.Context, repo, spec.Provider, vs, dir, opts); err != nil {
+		if err := providerdir.Export(c.Context, repo, spec.Provider, vs, dir, opts); err != nil {
 			return err
 		}
 		rep.infof("%s: exported %s", spec.Provider, vs)

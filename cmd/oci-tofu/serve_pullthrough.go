@@ -12,7 +12,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
@@ -114,7 +114,7 @@ func parseOrigin(s string) (string, *url.URL, error) {
 }
 
 // tofuPullOrigin reads the TofuDL origin flags.
-func tofuPullOrigin(c *cli.Context, api string) (*mirror.TofuOrigin, error) {
+func tofuPullOrigin(c *cli.Context, api string) (*ingest.TofuOrigin, error) {
 	keys, err := tofuKeyrings(c.StringSlice("pull-through-tofu-key"))
 	if err != nil {
 		return nil, err
@@ -123,7 +123,7 @@ func tofuPullOrigin(c *cli.Context, api string) (*mirror.TofuOrigin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--pull-through-tofu-platform: %w", err)
 	}
-	return mirror.NewTofuOrigin(api, c.String("pull-through-tofu-download-url"), keys, platforms, oci.MaxPackageSize)
+	return ingest.NewTofuOrigin(api, c.String("pull-through-tofu-download-url"), keys, platforms, oci.MaxPackageSize)
 }
 
 // checkPullThrough refuses to start a pull-through proxy the registry

@@ -73,12 +73,12 @@ func TestRetaggedVersionSeenWithinResolveTTL(t *testing.T) {
 	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"),
 		TagTTL: 100 * time.Millisecond, ResolveTTL: 300 * time.Millisecond, MaxStale: -1})
 	const doc = "/v1/mirror/example.com/test/hello/1.0.0.json"
-	var before mirrorVersion
+	var before networkMirrorVersion
 	r := p.getJSON(t, doc, 200, &before)
 	oldURL := resolve(t, r.URL, before.Archives["linux_amd64"].URL)
 	push(t, repo, thirdPartyArtifact(t, map[names.Platform][]byte{{OS: "linux", Arch: "amd64"}: []byte("another zip")}), "1.0.0")
 	time.Sleep(400 * time.Millisecond)
-	var after mirrorVersion
+	var after networkMirrorVersion
 	p.getJSON(t, doc, 200, &after)
 	if len(after.Archives) != 1 {
 		t.Fatalf("the re-tagged version was not seen: %+v", after)

@@ -208,22 +208,22 @@ func (s *Server) serveMirror(w http.ResponseWriter, r *http.Request) {
 	}
 	s.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
 		if t, ok := s.pull.mirrorTarget(req.Provider); ok && req.Index {
-			return s.pullMirrorIndex(ctx, t) // pullthrough_providers.go
+			return s.pullNetworkMirrorIndex(ctx, t) // pullthrough_providers.go
 		}
 		if req.Index {
-			return s.mirrorIndex(ctx, req.Provider)
+			return s.networkMirrorIndex(ctx, req.Provider)
 		}
-		doc, err := s.mirrorVersion(ctx, req.Provider, req.Version)
+		doc, err := s.networkMirrorVersion(ctx, req.Provider, req.Version)
 		return doc, time.Time{}, err
 	})
 }
 
-// mirrorIndex lists the versions the mirror can serve: those whose
+// networkMirrorIndex lists the versions the mirror can serve: those whose
 // canonical tag exists. A version OpenTofu's oci_mirror would list from a
 // non-canonical tag alone ("1.2") is left out, as it is from /versions:
 // listing it would make every client that picks it fail; `oci-tofu
 // verify` reports such tags.
-func (s *Server) mirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
+func (s *Server) networkMirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
 	_, l, err := s.listing(ctx, p)
 	if err != nil {
 		return nil, l.At, err
@@ -240,13 +240,13 @@ func (s *Server) mirrorIndex(ctx context.Context, p names.Provider) (any, time.T
 	return index, l.At, nil
 }
 
-// mirrorVersion is <version>.json: every platform's archive, with its
+// networkMirrorVersion is <version>.json: every platform's archive, with its
 // trusted h1 and its zh.
-func (s *Server) mirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
+func (s *Server) networkMirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
 	rel, err := s.release(ctx, p, v)
 	if err != nil {
 		if t, ok := s.pull.mirrorTarget(p); ok && notHeld(err) {
-			return s.pullMirrorVersion(ctx, t, v) // pullthrough_providers.go
+			return s.pullNetworkMirrorVersion(ctx, t, v) // pullthrough_providers.go
 		}
 		return nil, err
 	}

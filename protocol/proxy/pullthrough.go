@@ -16,7 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
-	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -42,7 +42,7 @@ type PullThrough struct {
 	RegistryOrigin string
 	// Tofu, when set, is the TofuDL origin of OpenTofu releases for the
 	// TofuDL mirror (which needs Options.TofuRepository).
-	Tofu *mirror.TofuOrigin
+	Tofu *ingest.TofuOrigin
 	// EnforceGPGExpiration refuses provider releases signed by an expired
 	// key, subkey or signature, as OpenTofu does with
 	// OPENTOFU_ENFORCE_GPG_EXPIRATION=true (and `mirror
@@ -87,9 +87,9 @@ type pullThrough struct {
 	metrics *pullMetrics
 
 	listings  *cache.Cache[originListing]
-	releases  *cache.Cache[*mirror.ProviderRelease]
+	releases  *cache.Cache[*ingest.ProviderRelease]
 	tofuAPI   *cache.Cache[tofuListing]
-	tofuRels  *cache.Cache[*mirror.TofuOriginRelease]
+	tofuRels  *cache.Cache[*ingest.TofuOriginRelease]
 	completed *cache.Cache[pulled]
 	recent    *recentlyStored
 	// failures remembers releases that failed, for FailureTTL.
@@ -128,9 +128,9 @@ func (s *Server) setUpPullThrough() error {
 			MaxCost: budgetOf(s.opts).origins / 4, Timeout: opts.MetadataTimeout, Observe: s.metrics.observeCache}
 	}
 	pt.listings = cache.New[originListing](metaCache("origin_listings", opts.ListingTTL))
-	pt.releases = cache.New[*mirror.ProviderRelease](withFailureTTL(metaCache("origin_releases", opts.ListingTTL), -1))
+	pt.releases = cache.New[*ingest.ProviderRelease](withFailureTTL(metaCache("origin_releases", opts.ListingTTL), -1))
 	pt.tofuAPI = cache.New[tofuListing](metaCache("origin_tofu_api", opts.ListingTTL))
-	pt.tofuRels = cache.New[*mirror.TofuOriginRelease](withFailureTTL(metaCache("origin_tofu_releases", opts.ListingTTL), -1))
+	pt.tofuRels = cache.New[*ingest.TofuOriginRelease](withFailureTTL(metaCache("origin_tofu_releases", opts.ListingTTL), -1))
 	pt.completed = cache.New[pulled](cache.Options{Name: "pulled", TTL: recentTTL, MaxEntries: s.opts.CacheEntries, Observe: s.metrics.observeCache})
 	s.pull = pt
 	if len(opts.Origins) > 0 && len(s.providers) > 0 {
@@ -364,7 +364,7 @@ func (pt *pullThrough) finished(p *pull, res pulled, err error, took time.Durati
 // "tampered" (failed verification), "not_found", "unreachable" or "error".
 func originFailure(err error) string {
 	switch {
-	case errors.Is(err, mirror.ErrVerification), errors.Is(err, errDigestMismatch):
+	case errors.Is(err, ingest.ErrVerification), errors.Is(err, errDigestMismatch):
 		return "tampered"
 	case errors.Is(err, origin.ErrNotFound):
 		return "not_found"

@@ -10,7 +10,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -93,7 +93,7 @@ func (g *growingFile) fill(ctx context.Context, open func(context.Context) (*ori
 		return fmt.Errorf("%w: %s: the origin sent %d bytes, it announced %d", errDigestMismatch, g.name, written, body.Size)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); g.want != "" && got != g.want {
-		return fmt.Errorf("%w (%w): %s: sha256 %s, SHA256SUMS lists %s", errDigestMismatch, mirror.ErrVerification, g.name, got, g.want)
+		return fmt.Errorf("%w (%w): %s: sha256 %s, SHA256SUMS lists %s", errDigestMismatch, ingest.ErrVerification, g.name, got, g.want)
 	}
 	return f.Close()
 }

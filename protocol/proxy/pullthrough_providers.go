@@ -16,7 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -89,12 +89,12 @@ func providerFailKey(t pullTarget, v names.Version) string {
 
 // providerRelease is the origin's release of version v, its signature
 // and digests verified (cached); a failure is remembered for FailureTTL.
-func (pt *pullThrough) providerRelease(ctx context.Context, t pullTarget, v names.Version) (*mirror.ProviderRelease, error) {
+func (pt *pullThrough) providerRelease(ctx context.Context, t pullTarget, v names.Version) (*ingest.ProviderRelease, error) {
 	fk := providerFailKey(t, v)
 	if err := pt.remembered("provider", fk, t.origin.Hostname); err != nil {
 		return nil, err
 	}
-	res, err := pt.releases.Get(ctx, fk, func(ctx context.Context) (*mirror.ProviderRelease, int64, error) {
+	res, err := pt.releases.Get(ctx, fk, func(ctx context.Context) (*ingest.ProviderRelease, int64, error) {
 		l, _, err := pt.offered(ctx, t)
 		if err != nil {
 			return nil, 0, err
@@ -103,7 +103,7 @@ func (pt *pullThrough) providerRelease(ctx context.Context, t pullTarget, v name
 		if entry == nil {
 			return nil, 0, fmt.Errorf("%s %s: %w", t.origin, v, origin.ErrNotFound)
 		}
-		rel, err := mirror.ResolveProviderRelease(ctx, pt.client, t.origin, entry, mirror.ResolveOptions{Concurrency: 8, EnforceGPGExpiration: pt.opts.EnforceGPGExpiration})
+		rel, err := ingest.ResolveProviderRelease(ctx, pt.client, t.origin, entry, ingest.ResolveOptions{Concurrency: 8, EnforceGPGExpiration: pt.opts.EnforceGPGExpiration})
 		if err != nil {
 			pt.reportOriginError("provider", t.origin.String()+" "+v.String(), err)
 			if kind := originFailure(err); kind == "tampered" {
@@ -147,11 +147,11 @@ func (s *Server) heldVersions(ctx context.Context, p names.Provider) (names.Vers
 	return vs, l.At, nil
 }
 
-// pullMirrorIndex is index.json with pull-through: what the registry
+// pullNetworkMirrorIndex is index.json with pull-through: what the registry
 // holds and what the origin offers. With the origin failing, what the
 // registry holds (logged and counted), or the origin's error when it holds
 // nothing.
-func (s *Server) pullMirrorIndex(ctx context.Context, t pullTarget) (any, time.Time, error) {
+func (s *Server) pullNetworkMirrorIndex(ctx context.Context, t pullTarget) (any, time.Time, error) {
 	held, at, err := s.heldVersions(ctx, t.p)
 	if err != nil {
 		return nil, at, err
@@ -241,11 +241,11 @@ func (s *Server) pullRef(t pullTarget, v names.Version, sums digest.Digest, file
 	return p + "?" + s.urls.sign(PullPrefix+p)
 }
 
-// pullMirrorVersion answers <version>.json for a version the registry does
+// pullNetworkMirrorVersion answers <version>.json for a version the registry does
 // not hold: the origin's packages, verified against its signed SHA256SUMS,
 // at pull URLs, each with its zh: hash (the h1 is known only once the
 // package is unpacked; it is offered once the release is stored).
-func (s *Server) pullMirrorVersion(ctx context.Context, t pullTarget, v names.Version) (any, error) {
+func (s *Server) pullNetworkMirrorVersion(ctx context.Context, t pullTarget, v names.Version) (any, error) {
 	rel, err := s.pull.providerRelease(ctx, t, v)
 	if err != nil {
 		return nil, err
@@ -302,7 +302,7 @@ func providerPullKey(repo string, v names.Version, sums digest.Digest) string {
 
 // startProvider returns the pull of an origin release, starting it when
 // none runs, and the file demand (if any) on its way.
-func (pt *pullThrough) startProvider(t pullTarget, v names.Version, rel *mirror.ProviderRelease, demand string) (*pull, *growingFile, error) {
+func (pt *pullThrough) startProvider(t pullTarget, v names.Version, rel *ingest.ProviderRelease, demand string) (*pull, *growingFile, error) {
 	ref, err := pt.s.providers.Map(t.p)
 	if err != nil {
 		return nil, nil, err
@@ -499,7 +499,7 @@ func archiveFileName(p names.Provider, req ArchiveRequest) string {
 
 // servePulledFrom serves a file of an origin release: SHA256SUMS and its
 // signature as verified, a package as it downloads.
-func (s *Server) servePulledFrom(w http.ResponseWriter, r *http.Request, rel *mirror.ProviderRelease, g *growingFile, req ArchiveRequest, name string) {
+func (s *Server) servePulledFrom(w http.ResponseWriter, r *http.Request, rel *ingest.ProviderRelease, g *growingFile, req ArchiveRequest, name string) {
 	switch req.File {
 	case ArchiveSHA256SUMS:
 		s.writeSmallFile(w, r, rel.SHA256SUMS, "text/plain; charset=utf-8")

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -33,8 +33,8 @@ type pull struct {
 	failKey string
 	what    string
 	// provider or tofu is the verified origin release being pulled.
-	provider *mirror.ProviderRelease
-	tofu     *mirror.TofuOriginRelease // "registry.opentofu.org/hashicorp/aws 5.0.0", for logs
+	provider *ingest.ProviderRelease
+	tofu     *ingest.TofuOriginRelease // "registry.opentofu.org/hashicorp/aws 5.0.0", for logs
 	dir      string
 	repo     oci.Repository
 	files    []string // every file to download

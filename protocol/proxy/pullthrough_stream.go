@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 )
 
 // streamPulled serves a file while pull-through downloads it from the
@@ -71,7 +71,7 @@ func (s *Server) streamPulled(w http.ResponseWriter, r *http.Request, g *growing
 			s.abortPulled(r, g, "client", rerr)
 		case ctx.Err() != nil:
 			s.abortPulled(r, g, "timeout", rerr)
-		case errors.Is(rerr, errDigestMismatch), errors.Is(rerr, mirror.ErrVerification):
+		case errors.Is(rerr, errDigestMismatch), errors.Is(rerr, ingest.ErrVerification):
 			s.abortPulled(r, g, "digest_mismatch", rerr)
 		default:
 			s.abortPulled(r, g, "origin", rerr)

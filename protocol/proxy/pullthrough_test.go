@@ -21,7 +21,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -305,13 +305,13 @@ func TestPullThroughAbortsTamperedStream(t *testing.T) {
 }
 
 // tofuOrigin is a TofuDL origin (never contacted by these tests).
-func tofuOrigin(t *testing.T) *mirror.TofuOrigin {
+func tofuOrigin(t *testing.T) *ingest.TofuOrigin {
 	t.Helper()
 	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := mirror.NewTofuOrigin("https://tofu.example/api.json", "", []*pgp.Keyring{kr}, nil, 0)
+	o, err := ingest.NewTofuOrigin("https://tofu.example/api.json", "", []*pgp.Keyring{kr}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -51,13 +51,13 @@ func tofuFailKey(v names.Version) string { return "tofu " + v.String() }
 
 // tofuRelease is the origin's release v, its SHA256SUMS signature verified
 // with the configured keys (cached); failures are remembered.
-func (pt *pullThrough) tofuRelease(ctx context.Context, v names.Version) (*mirror.TofuOriginRelease, error) {
+func (pt *pullThrough) tofuRelease(ctx context.Context, v names.Version) (*ingest.TofuOriginRelease, error) {
 	fk := tofuFailKey(v)
 	host := pt.opts.Tofu.API.Host
 	if err := pt.remembered("tofu", fk, host); err != nil {
 		return nil, err
 	}
-	res, err := pt.tofuRels.Get(ctx, fk, func(ctx context.Context) (*mirror.TofuOriginRelease, int64, error) {
+	res, err := pt.tofuRels.Get(ctx, fk, func(ctx context.Context) (*ingest.TofuOriginRelease, int64, error) {
 		l, _, err := pt.tofuOffered(ctx)
 		if err != nil {
 			return nil, 0, err
@@ -140,7 +140,7 @@ func (t *tofuMirror) servePulledTofuFile(w http.ResponseWriter, r *http.Request,
 	s, pt := t.s, t.s.pull
 	key := t.tofuPullKey(req.Version)
 	p, _, _ := pt.inflightFile(key, "") // no file asked: no error
-	var rel *mirror.TofuOriginRelease
+	var rel *ingest.TofuOriginRelease
 	if p != nil {
 		rel = p.tofu
 	} else if res, ok := pt.completed.Peek(key); ok {
@@ -184,7 +184,7 @@ func (t *tofuMirror) servePulledTofuFile(w http.ResponseWriter, r *http.Request,
 
 // startTofu returns the pull of an OpenTofu release, starting it when none
 // runs, and the file demand on its way.
-func (pt *pullThrough) startTofu(t *tofuMirror, v names.Version, rel *mirror.TofuOriginRelease, demand string) (*pull, *growingFile, error) {
+func (pt *pullThrough) startTofu(t *tofuMirror, v names.Version, rel *ingest.TofuOriginRelease, demand string) (*pull, *growingFile, error) {
 	key := t.tofuPullKey(v)
 	return pt.start(key, func() (*pull, error) {
 		repo, err := pt.s.client.Open(t.repo.Reference())

@@ -29,7 +29,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-type mirrorVersion struct {
+type networkMirrorVersion struct {
 	Archives map[string]struct {
 		URL    string   `json:"url"`
 		Hashes []string `json:"hashes"`
@@ -81,7 +81,7 @@ func TestServeSignedReleasesFromLayout(t *testing.T) {
 		t.Fatalf("index.json: %+v", idx)
 	}
 
-	var mv mirrorVersion
+	var mv networkMirrorVersion
 	r := p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &mv)
 	if len(mv.Archives) != 4 {
 		t.Fatalf("archives: %+v", mv.Archives)
@@ -188,7 +188,7 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 	tpl := mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")
 	p := startProxy(t, Options{ProviderTemplate: tpl})
 
-	var mv mirrorVersion
+	var mv networkMirrorVersion
 	r := p.getJSON(t, "/v1/mirror/registry.opentofu.org/third/hello/1.1.0.json", 200, &mv)
 	for plat, z := range map[string][]byte{"linux_amd64": zips[names.Platform{OS: "linux", Arch: "amd64"}], "darwin_arm64": zips[names.Platform{OS: "darwin", Arch: "arm64"}]} {
 		a := mv.Archives[plat]
@@ -366,7 +366,7 @@ func TestDigestMismatchAbortsStream(t *testing.T) {
 	zip := fixtureZip(t, "1.0.0", "linux_amd64")
 	blob := filepath.Join(dir, "test", "hello", "blobs", "sha256", sha256Hex(zip))
 
-	var mv mirrorVersion
+	var mv networkMirrorVersion
 	r := p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &mv)
 	u := resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
 	for _, c := range []struct {
@@ -431,7 +431,7 @@ func TestLargeCorruptBlobAbortsMidStream(t *testing.T) {
 	rand.Read(big)
 	push(t, open("big", "blob"), thirdPartyArtifact(t, map[names.Platform][]byte{{OS: "linux", Arch: "amd64"}: big}), "1.0.0")
 	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")})
-	var mv mirrorVersion
+	var mv networkMirrorVersion
 	r := p.getJSON(t, "/v1/mirror/example.com/big/blob/1.0.0.json", 200, &mv)
 	u := resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
 	if got := p.get(t, u); got.Err != nil || !bytes.Equal(got.Body, big) {
@@ -467,7 +467,7 @@ func TestCorruptBlobFromRegistryAborts(t *testing.T) {
 	fp := newFaultProxy(t, reg)
 	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true})
 	p := startProxy(t, Options{Client: plain, ProviderTemplate: mustTemplate(t, fp.host()+"/p/${namespace}/${type}")})
-	var mv mirrorVersion
+	var mv networkMirrorVersion
 	r := p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &mv)
 	u := resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
 	zip := fixtureZip(t, "1.0.0", "linux_amd64")
@@ -547,7 +547,7 @@ func TestClientAuthentication(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("with token: %d %s", r.Status, r.Body)
 	}
-	var mv mirrorVersion
+	var mv networkMirrorVersion
 	json.Unmarshal(r.Body, &mv)
 	u := resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
 	if got := p.get(t, u); got.Status != 200 || !bytes.Equal(got.Body, fixtureZip(t, "1.0.0", "linux_amd64")) {

@@ -1,4 +1,4 @@
-package mirrordir_test
+package providerdir_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	orasoci "oras.land/oras-go/v2/content/oci"
 
-	"github.com/oci-tofu/oci-tofu/convert/mirrordir"
+	"github.com/oci-tofu/oci-tofu/convert/providerdir"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -27,7 +27,7 @@ func TestReadUnpackedLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	releases, err := mirrordir.Read(ctx, root)
+	releases, err := providerdir.Read(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}

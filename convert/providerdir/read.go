@@ -1,8 +1,8 @@
-// Package mirrordir reads and writes the directories `tofu providers
+// Package providerdir reads and writes the directories `tofu providers
 // mirror` and `terraform providers mirror` write (packed and unpacked
 // layouts): import into OCI artifacts, export from them. An export serves
 // as a static network mirror or a filesystem_mirror.
-package mirrordir
+package providerdir
 
 import (
 	"context"

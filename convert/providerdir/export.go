@@ -1,4 +1,4 @@
-package mirrordir
+package providerdir
 
 import (
 	"context"

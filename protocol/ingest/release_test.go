@@ -1,4 +1,4 @@
-package mirror_test
+package ingest_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/mirror"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -24,7 +24,7 @@ func originClient(t *testing.T) *origin.Client {
 }
 
 // resolve reads version v of ns/hello from the origin.
-func resolve(t *testing.T, c *origin.Client, o *testenv.Origin, ns, v string) (*mirror.ProviderRelease, error) {
+func resolve(t *testing.T, c *origin.Client, o *testenv.Origin, ns, v string) (*ingest.ProviderRelease, error) {
 	t.Helper()
 	addr := names.Provider{Hostname: o.Host, Namespace: ns, Type: "hello"}
 	vs, err := c.Versions(context.Background(), addr)
@@ -33,7 +33,7 @@ func resolve(t *testing.T, c *origin.Client, o *testenv.Origin, ns, v string) (*
 	}
 	for _, rv := range vs {
 		if rv.Version == v {
-			return mirror.ResolveProviderRelease(context.Background(), c, addr, rv, mirror.ResolveOptions{Concurrency: 4})
+			return ingest.ResolveProviderRelease(context.Background(), c, addr, rv, ingest.ResolveOptions{Concurrency: 4})
 		}
 	}
 	t.Fatalf("%s not offered", v)
@@ -52,7 +52,7 @@ func TestProviderReleaseVerifiesBeforeDownloading(t *testing.T) {
 	})
 	c := originClient(t)
 
-	if _, err := resolve(t, c, o, "wrongkey", "1.0.0"); !errors.Is(err, mirror.ErrVerification) || !strings.Contains(err.Error(), "signature") {
+	if _, err := resolve(t, c, o, "wrongkey", "1.0.0"); !errors.Is(err, ingest.ErrVerification) || !strings.Contains(err.Error(), "signature") {
 		t.Errorf("signature by another key: %v", err)
 	}
 	if n := o.Count(func(p string) bool { return strings.HasSuffix(p, ".zip") }); n != 0 {
@@ -89,7 +89,7 @@ func TestProviderReleaseVerifiesBeforeDownloading(t *testing.T) {
 	o.Tamper(t, "files/good/hello/terraform-provider-hello_1.0.0_linux_amd64.zip", func(b []byte) []byte { return append(b, 'x') })
 	again := t.TempDir()
 	err = rel.DownloadZip(context.Background(), c, names.Platform{OS: "linux", Arch: "amd64"}, again, 1<<20)
-	if !errors.Is(err, mirror.ErrVerification) {
+	if !errors.Is(err, ingest.ErrVerification) {
 		t.Errorf("tampered package: %v", err)
 	}
 	// And a bound is a bound.

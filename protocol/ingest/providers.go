@@ -1,8 +1,8 @@
-// Package mirror copies releases from their origins into OCI repositories,
+// Package ingest copies releases from their origins into OCI repositories,
 // verified as OpenTofu verifies them: provider releases from origin
 // registries (the Provider Registry Protocol) and OpenTofu releases from a
 // TofuDL API. It is the use case behind `oci-tofu mirror`.
-package mirror
+package ingest
 
 import (
 	"context"
@@ -24,8 +24,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
-// MirrorOptions configure Mirror.
-type MirrorOptions struct {
+// ProviderOptions configure Providers.
+type ProviderOptions struct {
 	Template *oci.Template
 	Open     func(ref oci.Reference) (oci.Repository, error)
 	// Platforms to mirror; empty means every platform the registry lists.
@@ -65,7 +65,7 @@ type Result struct {
 // pushed with the packer, provenance included. Versions already complete in
 // the target are skipped without downloading. A failure is reported in its
 // result and does not stop the other providers.
-func Mirror(ctx context.Context, c *origin.Client, specs []names.ProviderSpec, opts MirrorOptions) []Result {
+func Providers(ctx context.Context, c *origin.Client, specs []names.ProviderSpec, opts ProviderOptions) []Result {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
@@ -81,7 +81,7 @@ func Mirror(ctx context.Context, c *origin.Client, specs []names.ProviderSpec, o
 	g.SetLimit(2)
 	for _, spec := range specs {
 		g.Go(func() error {
-			rs := mirrorProvider(ctx, c, spec, opts)
+			rs := ingestProvider(ctx, c, spec, opts)
 			mu.Lock()
 			results = append(results, rs...)
 			mu.Unlock()
@@ -93,7 +93,7 @@ func Mirror(ctx context.Context, c *origin.Client, specs []names.ProviderSpec, o
 	return results
 }
 
-func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSpec, opts MirrorOptions) []Result {
+func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSpec, opts ProviderOptions) []Result {
 	addr := spec.Provider.String()
 	fail := func(err error) []Result { return []Result{{Provider: addr, Error: err.Error()}} }
 	ref, err := opts.Template.Expand(spec.Provider.TemplateValues())
@@ -138,7 +138,7 @@ func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	var results []Result
 	for _, v := range chosen {
 		r := Result{Provider: addr, Version: v.String()}
-		res, warnings, err := mirrorVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, locked, opts)
+		res, warnings, err := ingestVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, locked, opts)
 		r.Warnings = warnings
 		if err != nil {
 			r.Error = err.Error()
@@ -152,9 +152,9 @@ func mirrorProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	return results
 }
 
-// mirrorVersion mirrors one version, returning what was pushed and the
+// ingestVersion mirrors one version, returning what was pushed and the
 // warnings OpenTofu would give about its signature.
-func mirrorVersion(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, locked *lockfile.Provider, opts MirrorOptions) (oci.PushResult, []string, error) {
+func ingestVersion(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, []string, error) {
 	platforms, err := offeredPlatforms(v, opts.Platforms)
 	if err != nil {
 		return oci.PushResult{}, nil, err
@@ -180,7 +180,7 @@ func mirrorVersion(ctx context.Context, c *origin.Client, addr names.Provider, v
 
 // pushRelease downloads a resolved release's packages, each checked
 // against the signed SHA256SUMS, and pushes it.
-func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderRelease, repo oci.Repository, locked *lockfile.Provider, opts MirrorOptions) (oci.PushResult, error) {
+func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderRelease, repo oci.Repository, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, error) {
 	if locked != nil {
 		for _, p := range rel.Platforms {
 			if !slices.Contains(locked.Hashes, pkghash.ZH(rel.ZipSHA256(p))) {

@@ -1,4 +1,4 @@
-package mirror
+package ingest
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
-// TofuMirrorOptions configure MirrorTofu.
-type TofuMirrorOptions struct {
+// TofuOptions configure Tofu.
+type TofuOptions struct {
 	// APIURL is a TofuDL api.json (default: OpenTofu's).
 	APIURL string
 	// DownloadTemplate is a Go template with {{ .Version }} and
@@ -37,12 +37,12 @@ type TofuMirrorOptions struct {
 	Log         func(format string, args ...any)
 }
 
-// MirrorTofu copies OpenTofu releases from a TofuDL-compatible API into an
+// Tofu copies OpenTofu releases from a TofuDL-compatible API into an
 // OCI repository: the versions chosen, their files downloaded, verified as
 // `push tofu` verifies them (signature with the given keys, every file
 // against SHA256SUMS), and pushed one artifact per version. Versions whose
 // tag already holds the same release are reported as skipped.
-func MirrorTofu(ctx context.Context, c *origin.Client, opts TofuMirrorOptions) []Result {
+func Tofu(ctx context.Context, c *origin.Client, opts TofuOptions) []Result {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
@@ -73,7 +73,7 @@ func MirrorTofu(ctx context.Context, c *origin.Client, opts TofuMirrorOptions) [
 	var results []Result
 	for _, v := range chosen {
 		r := Result{Provider: "opentofu", Version: v.String()}
-		res, err := mirrorTofuVersion(ctx, c, o, v, files[v.String()], opts)
+		res, err := ingestTofuVersion(ctx, c, o, v, files[v.String()], opts)
 		if err != nil {
 			r.Error = err.Error()
 			opts.Log("opentofu %s: %v", v, err)
@@ -87,10 +87,10 @@ func MirrorTofu(ctx context.Context, c *origin.Client, opts TofuMirrorOptions) [
 	return results
 }
 
-// mirrorTofuVersion takes one release: the signed SHA256SUMS first (if the
+// ingestTofuVersion takes one release: the signed SHA256SUMS first (if the
 // repository already holds exactly these files, nothing else is
 // downloaded), then the files, then the push.
-func mirrorTofuVersion(ctx context.Context, c *origin.Client, o *TofuOrigin, v versions.Version, listed []string, opts TofuMirrorOptions) (oci.PushResult, error) {
+func ingestTofuVersion(ctx context.Context, c *origin.Client, o *TofuOrigin, v versions.Version, listed []string, opts TofuOptions) (oci.PushResult, error) {
 	rel, err := o.Resolve(ctx, c, v, listed)
 	if err != nil {
 		return oci.PushResult{}, err
