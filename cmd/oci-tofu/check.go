@@ -57,7 +57,7 @@ func newChecker(client *oci.Client, opts proxy.Options, template string) *checke
 		client:  client,
 		opts:    opts,
 		hc:      registryHints(opts.Registry, template),
-		timeout: max(opts.UpstreamTimeout, time.Second),
+		timeout: max(opts.Store.Timeout, time.Second),
 		pinged:  map[string]error{},
 	}
 }
@@ -137,9 +137,6 @@ func orDash(s string) string {
 // naming one provider) gives one.
 func (ck *checker) providers(ctx context.Context, samples []names.Provider) []checkResult {
 	mappings := ck.opts.ProviderMappings
-	if ck.opts.ProviderTemplate != nil {
-		mappings = append([]store.ProviderMapping{{Template: ck.opts.ProviderTemplate, Include: ck.opts.Include, Exclude: ck.opts.Exclude, Source: "--provider-template"}}, mappings...)
-	}
 	var out []checkResult
 	for _, m := range mappings {
 		res := checkResult{Target: "providers " + m.Source, Mapping: m.Template.String()}

@@ -128,7 +128,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", templateString(opts.ProviderTemplate),
+	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", c.String("provider-template"),
 		"module_template", templateString(opts.ModuleTemplate), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"))
@@ -192,17 +192,19 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 	opts := proxy.Options{
 		RegistryHostname: c.String("registry-hostname"),
 		ArchiveURLTTL:    c.Duration("archive-url-ttl"),
-		TagTTL:           c.Duration("tag-ttl"),
-		ResolveTTL:       c.Duration("resolve-ttl"),
-		MaxStale:         c.Duration("max-stale"),
-		FailureTTL:       c.Duration("failure-ttl"),
-		CacheEntries:     c.Int("cache-entries"),
-		CacheBytes:       c.Int64("cache-bytes"),
-		DeniedAsMissing:  c.StringSlice("denied-as-missing"),
-		UpstreamTimeout:  c.Duration("upstream-timeout"),
-		StallTimeout:     c.Duration("stall-timeout"),
-		Logger:           logger,
-		Version:          version,
+		Store: store.Options{
+			TagTTL:          c.Duration("tag-ttl"),
+			ResolveTTL:      c.Duration("resolve-ttl"),
+			MaxStale:        c.Duration("max-stale"),
+			FailureTTL:      c.Duration("failure-ttl"),
+			CacheEntries:    c.Int("cache-entries"),
+			DeniedAsMissing: c.StringSlice("denied-as-missing"),
+			Timeout:         c.Duration("upstream-timeout"),
+		},
+		CacheBytes:   c.Int64("cache-bytes"),
+		StallTimeout: c.Duration("stall-timeout"),
+		Logger:       logger,
+		Version:      version,
 	}
 	if err := readServedSources(c, &opts); err != nil {
 		return proxy.Options{}, err
@@ -227,24 +229,31 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 // readServedSources reads what is served from where: --config's
 // oci_mirror blocks, the templates, --tofu-repository and the filters.
 func readServedSources(c *cli.Context, opts *proxy.Options) error {
-	var err error
-	if opts.ProviderMappings, err = configMappings(c.String("config")); err != nil {
+	configured, err := configMappings(c.String("config"))
+	if err != nil {
 		return err
 	}
-	if opts.Include, err = cliconfig.ParseMatchingPatterns(c.StringSlice("include")); err != nil {
+	include, err := cliconfig.ParseMatchingPatterns(c.StringSlice("include"))
+	if err != nil {
 		return fmt.Errorf("--include: %w", err)
 	}
-	if opts.Exclude, err = cliconfig.ParseMatchingPatterns(c.StringSlice("exclude")); err != nil {
+	exclude, err := cliconfig.ParseMatchingPatterns(c.StringSlice("exclude"))
+	if err != nil {
 		return fmt.Errorf("--exclude: %w", err)
 	}
-	if c.String("provider-template") == "" && len(opts.ProviderMappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
+	if c.String("provider-template") == "" && len(configured) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
 		return fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
 	}
+	// --provider-template comes first: a provider maps to the first
+	// mapping that admits it.
 	if s := c.String("provider-template"); s != "" {
-		if opts.ProviderTemplate, err = oci.ParseProviderTemplate(s); err != nil {
+		tpl, err := oci.ParseProviderTemplate(s)
+		if err != nil {
 			return fmt.Errorf("--provider-template: %w", err)
 		}
+		opts.ProviderMappings = append(opts.ProviderMappings, store.ProviderMapping{Template: tpl, Include: include, Exclude: exclude, Source: "--provider-template"})
 	}
+	opts.ProviderMappings = append(opts.ProviderMappings, configured...)
 	if s := c.String("module-template"); s != "" {
 		if opts.ModuleTemplate, err = oci.ParseModuleTemplate(s); err != nil {
 			return fmt.Errorf("--module-template: %w", err)

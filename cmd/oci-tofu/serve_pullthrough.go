@@ -15,6 +15,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
 // pullThroughHelp is the pull-through part of `serve --help`.
@@ -55,7 +56,7 @@ func pullThroughFlags() []cli.Flag {
 
 // pullThroughOptions reads the pull-through flags; nil when pull-through
 // is off.
-func pullThroughOptions(c *cli.Context) (*proxy.PullThrough, error) {
+func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 	origins := c.StringSlice("pull-through-origin")
 	tofuAPI := c.String("pull-through-tofu-api-url")
 	if len(origins) == 0 && tofuAPI == "" {
@@ -64,7 +65,7 @@ func pullThroughOptions(c *cli.Context) (*proxy.PullThrough, error) {
 		}
 		return nil, nil
 	}
-	pt := &proxy.PullThrough{
+	pt := &pullthrough.Options{
 		Origins:         map[string]*url.URL{},
 		RegistryOrigin:  strings.ToLower(c.String("pull-through-registry-origin")),
 		FailureTTL:      c.Duration("pull-through-failure-ttl"),

@@ -47,18 +47,18 @@ func errUnsigned(rel *release) error {
 // index the archive URL names). Checking time validity now would make
 // every release unservable once its key expires; clients check the
 // signature themselves anyway.
-func (s *Server) checksums(ctx context.Context, rel *release, zips map[names.Platform]ocispec.Descriptor) (*checksums, error) {
+func (h *heldProviders) checksums(ctx context.Context, rel *release, zips map[names.Platform]ocispec.Descriptor) (*checksums, error) {
 	if rel.provErr != nil {
 		return nil, rel.provErr
 	}
 	if rel.signedByPublisher() {
 		return publisherChecksums(rel)
 	}
-	if s.opts.Signer == nil {
+	if h.opts.Signer == nil {
 		return nil, errUnsigned(rel)
 	}
-	res, err := s.generated.Get(ctx, rel.repo.Name()+"@"+rel.pv.Index.Digest.String(), func(context.Context) (*checksums, int64, error) {
-		cs, err := s.generateChecksums(rel, zips)
+	res, err := h.generated.Get(ctx, rel.repo.Name()+"@"+rel.pv.Index.Digest.String(), func(context.Context) (*checksums, int64, error) {
+		cs, err := h.generateChecksums(rel, zips)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -67,18 +67,18 @@ func (s *Server) checksums(ctx context.Context, rel *release, zips map[names.Pla
 	return res.Val, err
 }
 
-func (s *Server) generateChecksums(rel *release, zips map[names.Platform]ocispec.Descriptor) (*checksums, error) {
+func (h *heldProviders) generateChecksums(rel *release, zips map[names.Platform]ocispec.Descriptor) (*checksums, error) {
 	sums := sha256sums.Sums{}
 	for p, z := range zips {
 		sums[names.ProviderZipName(rel.p.Type, rel.v.String(), p)] = z.Digest.Encoded()
 	}
 	data := sums.Bytes()
-	sig, err := s.opts.Signer.Sign(data, time.Now())
+	sig, err := h.opts.Signer.Sign(data, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	return &checksums{sums: sums, data: data, signature: sig, generated: true,
-		keys: []wire.GPGPublicKey{{KeyID: s.opts.Signer.KeyID(), ASCIIArmor: string(s.opts.Signer.Public)}}}, nil
+		keys: []wire.GPGPublicKey{{KeyID: h.opts.Signer.KeyID(), ASCIIArmor: string(h.opts.Signer.Public)}}}, nil
 }
 
 func publisherChecksums(rel *release) (*checksums, error) {

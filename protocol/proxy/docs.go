@@ -36,7 +36,7 @@ type builder func(ctx context.Context) (v any, asOf time.Time, err error)
 // no client waits for a revalidation. Failures are remembered for
 // FailureTTL, so clients retrying against a struggling registry do not
 // reach it again and again.
-func (s *Server) serveDoc(w http.ResponseWriter, r *http.Request, key string, build builder) {
+func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string, build builder) {
 	res, err := s.docs.Get(r.Context(), key, func(ctx context.Context) (document, int64, error) {
 		v, asOf, err := build(ctx)
 		if err != nil {
@@ -48,11 +48,11 @@ func (s *Server) serveDoc(w http.ResponseWriter, r *http.Request, key string, bu
 		}
 		var expires time.Time
 		if !asOf.IsZero() {
-			expires = asOf.Add(s.opts.TagTTL)
+			expires = asOf.Add(s.opts.Store.TagTTL)
 		}
 		if s.urls != nil {
 			// Signed archive URLs in a document outlive it, stale or not.
-			expires = earliestNonZero(expires, time.Now().Add(s.opts.ArchiveURLTTL/2-s.opts.MaxStale))
+			expires = earliestNonZero(expires, time.Now().Add(s.opts.ArchiveURLTTL/2-s.opts.Store.MaxStale))
 		}
 		return newDocument(append(b, '\n'), expires), int64(len(b)), nil
 	})
@@ -66,7 +66,7 @@ func (s *Server) serveDoc(w http.ResponseWriter, r *http.Request, key string, bu
 // serveFreshDoc answers from a fresh cached document, if there is one for
 // key: a warm request needs no parsing, since a document is only cached
 // under a key whose request was valid.
-func (s *Server) serveFreshDoc(w http.ResponseWriter, r *http.Request, key string) bool {
+func (s *responder) serveFreshDoc(w http.ResponseWriter, r *http.Request, key string) bool {
 	d, ok := s.docs.Fresh(key)
 	if ok {
 		writeDoc(w, r, d)

@@ -9,6 +9,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // After the tag TTL a document is answered at once from the cache while
@@ -22,7 +23,7 @@ func TestDocumentsRevalidateInTheBackground(t *testing.T) {
 	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: latency})
 	upstream, _ := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
 	const ttl = time.Second
-	p := startProxy(t, Options{Client: upstream, ProviderTemplate: mustTemplate(t, front.Host+"/p/${namespace}/${type}"), TagTTL: ttl})
+	p := startProxy(t, Options{Client: upstream, ProviderMappings: mustMapping(t, front.Host+"/p/${namespace}/${type}"), Store: store.Options{TagTTL: ttl}})
 	const index = "/v1/mirror/example.com/test/hello/index.json"
 	var idx struct{ Versions map[string]any }
 	p.getJSON(t, index, 200, &idx)
@@ -53,8 +54,8 @@ func TestDocumentsStaleForAtMostMaxStale(t *testing.T) {
 	dir, open := layoutStore(t)
 	repo := open("test", "hello")
 	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"),
-		TagTTL: 100 * time.Millisecond, MaxStale: 100 * time.Millisecond})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		Store: store.Options{TagTTL: 100 * time.Millisecond, MaxStale: 100 * time.Millisecond}})
 	const index = "/v1/mirror/example.com/test/hello/index.json"
 	first := p.get(t, index).Body
 	push(t, repo, releaseArtifact(t, "1.1.0"), "1.1.0")
@@ -70,8 +71,8 @@ func TestRetaggedVersionSeenWithinResolveTTL(t *testing.T) {
 	dir, open := layoutStore(t)
 	repo := open("test", "hello")
 	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"),
-		TagTTL: 100 * time.Millisecond, ResolveTTL: 300 * time.Millisecond, MaxStale: -1})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		Store: store.Options{TagTTL: 100 * time.Millisecond, ResolveTTL: 300 * time.Millisecond, MaxStale: -1}})
 	const doc = "/v1/mirror/example.com/test/hello/1.0.0.json"
 	var before networkMirrorVersion
 	r := p.getJSON(t, doc, 200, &before)
@@ -97,7 +98,7 @@ func TestUnresolvableTagsLeftOut(t *testing.T) {
 	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
 	push(t, repo, releaseArtifact(t, "1.0.0"), "1.2")
 	push(t, repo, releaseArtifact(t, "1.0.0"), "latest")
-	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")})
 	var idx struct{ Versions map[string]any }
 	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
 	if len(idx.Versions) != 1 || idx.Versions["1.0.0"] == nil {

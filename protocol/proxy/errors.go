@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -68,6 +69,10 @@ func toHTTP(err error, retryAfter int) *httpError {
 	if errors.As(err, &pe) {
 		return &httpError{status: http.StatusInternalServerError, msg: "internal error", err: err}
 	}
+	var ptErr *pullthrough.Error
+	if errors.As(err, &ptErr) {
+		return pullThroughStatus(ptErr)
+	}
 	if errors.Is(err, errBadPath) {
 		return &httpError{status: http.StatusBadRequest, msg: err.Error()}
 	}
@@ -83,6 +88,21 @@ func toHTTP(err error, retryAfter int) *httpError {
 		out.retryAfter = retryAfter
 	}
 	return out
+}
+
+// pullThroughStatus is what a client sees of a pull-through failure: 404
+// when the origin does not offer the release, 503 when too many are being
+// pulled, 502 otherwise; Retry-After when the engine says when to ask
+// again.
+func pullThroughStatus(pe *pullthrough.Error) *httpError {
+	status := http.StatusBadGateway
+	switch pe.Failure {
+	case pullthrough.FailureNotFound:
+		status = http.StatusNotFound
+	case pullthrough.FailureBusy:
+		status = http.StatusServiceUnavailable
+	}
+	return &httpError{status: status, msg: pe.Msg, err: pe.Err, retryAfter: pe.RetryAfter}
 }
 
 // upstreamStatus is the status and message for a class of upstream failure.
@@ -115,7 +135,7 @@ func upstreamStatus(f oci.Failure, what string) (int, string) {
 }
 
 // fail answers an error: its status and message, with details logged.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (s *responder) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		writeError(w, 499, "client closed the request")
 		return
@@ -124,7 +144,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &pe) && pe.FirstReport() {
 		s.log.Error("panic in a background task of a request", "path", r.URL.EscapedPath(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 	}
-	he := toHTTP(err, retryAfter(err, s.opts.FailureTTL))
+	he := toHTTP(err, retryAfter(err, s.opts.Store.FailureTTL))
 	if he.status >= 500 {
 		s.metrics.upstreamError(store.FailureOf(err).String())
 		s.seen.upstreamFailure(store.FailureOf(err).String(), he.msg)

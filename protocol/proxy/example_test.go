@@ -12,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // Serve the providers of an OCI layout through the network mirror
@@ -32,7 +33,7 @@ func ExampleNew() {
 	}
 
 	tpl, _ := oci.ParseProviderTemplate("oci-layout:" + dir + "/${namespace}/${type}")
-	srv, err := proxy.New(proxy.Options{Client: client, ProviderTemplate: tpl})
+	srv, err := proxy.New(proxy.Options{Client: client, ProviderMappings: []store.ProviderMapping{{Template: tpl}}})
 	if err != nil {
 		panic(err)
 	}

@@ -30,7 +30,7 @@ func FuzzServeHTTP(f *testing.F) {
 	}
 	s, err := New(Options{
 		Client:           client,
-		ProviderTemplate: mustTemplate(f, "oci-layout:"+dir+"/${namespace}/${type}"),
+		ProviderMappings: mustMapping(f, "oci-layout:"+dir+"/${namespace}/${type}"),
 		ModuleTemplate:   mustModuleTemplate(f, "oci-layout:"+mdir+"/${namespace}/${name}/${system}"),
 		TofuRepository:   &tref,
 		Logger:           slog.New(slog.NewTextHandler(logs, nil)),

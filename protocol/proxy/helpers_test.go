@@ -27,6 +27,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // helloKeys names the public key each fixture release is signed with.
@@ -178,6 +179,17 @@ func mustTemplate(t testing.TB, s string) *oci.Template {
 		t.Fatal(err)
 	}
 	return tpl
+}
+
+// mustMapping maps every provider to the repositories template s names.
+func mustMapping(t testing.TB, s string) []store.ProviderMapping {
+	t.Helper()
+	return mapping(mustTemplate(t, s))
+}
+
+// mapping maps every provider to tpl's repositories.
+func mapping(tpl *oci.Template) []store.ProviderMapping {
+	return []store.ProviderMapping{{Template: tpl, Source: "test"}}
 }
 
 type response struct {
@@ -351,7 +363,7 @@ func registryRepo(t testing.TB, reg *testenv.Registry, name string) oci.Reposito
 // is served.
 func throughFaults() Options {
 	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true, Timeout: 2 * time.Second})
-	return Options{Client: plain, TagTTL: time.Nanosecond, ResolveTTL: time.Nanosecond, MaxStale: -1, FailureTTL: -1, UpstreamTimeout: 500 * time.Millisecond}
+	return Options{Client: plain, Store: store.Options{TagTTL: time.Nanosecond, ResolveTTL: time.Nanosecond, MaxStale: -1, FailureTTL: -1, Timeout: 500 * time.Millisecond}}
 }
 
 // upstreamFault is a faultProxy mode and the answer every protocol gives

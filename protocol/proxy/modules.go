@@ -23,13 +23,13 @@ const (
 // (oci-tofu push module, or any tool writing OpenTofu's modulepkg) in the
 // repositories a template maps module addresses to.
 type modules struct {
-	s        *Server
+	s        *responder
 	template *oci.Template
 }
 
 // mountModules adds modules.v1 and the module archive downloads.
 func (s *Server) mountModules(tpl *oci.Template) {
-	m := &modules{s: s, template: tpl}
+	m := &modules{s: s.out, template: tpl}
 	s.Mount("modules.v1", ModulesPath, "modules", s.Authenticate(http.HandlerFunc(m.serveRegistry)))
 	s.Mount("", ModuleArchivePrefix, "module_archives", http.HandlerFunc(m.serveArchive))
 }

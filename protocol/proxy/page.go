@@ -94,7 +94,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 	d.Snippets = s.snippets(r, d.Base, d.Seen.Providers)
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
-		s.fail(w, r, fmt.Errorf("rendering the page: %w", err))
+		s.out.fail(w, r, fmt.Errorf("rendering the page: %w", err))
 		return
 	}
 	h := w.Header()
@@ -111,7 +111,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 // serves names what is configured, for the page's first line.
 func (s *Server) serves() string {
 	var what []string
-	if len(s.providers) > 0 {
+	if len(s.mappings) > 0 {
 		what = append(what, "Providers")
 	}
 	if s.opts.ModuleTemplate != nil {
@@ -131,7 +131,7 @@ func (s *Server) serves() string {
 
 func (s *Server) mappingViews() []mappingView {
 	var out []mappingView
-	for _, m := range s.providers {
+	for _, m := range s.mappings {
 		out = append(out, mappingView{What: "providers", Source: m.Source, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
 	}
 	if t := s.opts.ModuleTemplate; t != nil {
@@ -146,7 +146,7 @@ func (s *Server) mappingViews() []mappingView {
 // snippets are the client configurations for what is configured.
 func (s *Server) snippets(r *http.Request, base string, seenProviders []artifactView) []snippet {
 	var out []snippet
-	if len(s.providers) > 0 {
+	if len(s.mappings) > 0 {
 		mirror := s.networkMirrorSnippet(base)
 		out = append(out,
 			snippet{ID: "tofu-network-mirror", Title: "OpenTofu (any version): this proxy as network mirror",
@@ -182,7 +182,7 @@ func (s *Server) snippets(r *http.Request, base string, seenProviders []artifact
 // mappings admit to this proxy's mirror (and the rest to the origin).
 func (s *Server) networkMirrorSnippet(base string) string {
 	var include []string
-	for _, m := range s.providers {
+	for _, m := range s.mappings {
 		if len(m.Include) == 0 {
 			include = nil
 			break
@@ -209,7 +209,7 @@ func (s *Server) networkMirrorSnippet(base string) string {
 func (s *Server) ociMirrorSnippet() (body, note string) {
 	var b strings.Builder
 	b.WriteString("provider_installation {\n")
-	for _, m := range s.providers {
+	for _, m := range s.mappings {
 		t := m.Template.String()
 		if strings.HasPrefix(t, oci.LayoutPrefix) {
 			return "", "This proxy reads an OCI layout directory: clients cannot read it directly; use the network mirror."

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -23,92 +22,25 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
-
-// pipeBody is an origin answer the test writes chunk by chunk.
-func pipeBody(size int64) (*io.PipeWriter, func(context.Context) (*origin.Body, error)) {
-	pr, pw := io.Pipe()
-	return pw, func(context.Context) (*origin.Body, error) { return &origin.Body{ReadCloser: pr, Size: size}, nil }
-}
-
-// Readers follow a growing file but never get its last chunk before the
-// whole file has verified; a mismatch reaches every reader as an error.
-func TestGrowingFileHoldsBackUntilVerified(t *testing.T) {
-	content := []byte("first chunk|second chunk")
-	for _, c := range []struct {
-		name, want string
-		size       int64
-		ok         bool
-	}{
-		{"verified", sha256Hex(content), int64(len(content)), true},
-		{"size unknown", sha256Hex(content), -1, true},
-		{"digest mismatch", sha256Hex([]byte("other")), int64(len(content)), false},
-		{"short", sha256Hex(content), int64(len(content)) + 1, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			g, err := newGrowingFile("f.zip", filepath.Join(t.TempDir(), "f.zip"), c.want, 1<<20)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pw, open := pipeBody(c.size)
-			done := make(chan error, 1)
-			go func() { done <- g.fill(context.Background(), open, nil) }()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if size, err := g.answer(ctx); err != nil || size != c.size {
-				t.Fatalf("answer: %d, %v", size, err)
-			}
-			rd, err := g.reader(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rd.Close()
-			pw.Write(content[:12])
-			pw.Write(content[12:])
-			// The first chunk is readable, the second held back.
-			buf := make([]byte, 100)
-			n, err := rd.Read(buf)
-			if err != nil || string(buf[:n]) != "first chunk|" {
-				t.Fatalf("first read: %q, %v", buf[:n], err)
-			}
-			short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
-			rd.ctx = short
-			if n, err := rd.Read(buf); n != 0 || !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("the last chunk was readable before the file verified: %q, %v", buf[:n], err)
-			}
-			cancelShort()
-			rd.ctx = ctx
-			pw.Close()
-			rest, err := io.ReadAll(rd)
-			ferr := <-done
-			if c.ok {
-				if err != nil || ferr != nil || string(rest) != "second chunk" {
-					t.Fatalf("after verification: %q, %v, %v", rest, err, ferr)
-				}
-				return
-			}
-			if err == nil || ferr == nil || !errors.Is(err, errDigestMismatch) || len(rest) != 0 {
-				t.Fatalf("a bad file reached the reader: %q, %v, %v", rest, err, ferr)
-			}
-		})
-	}
-}
 
 func TestPullThroughOptionsChecked(t *testing.T) {
 	u, _ := url.Parse("https://origin.example/v1/providers/")
 	for _, c := range []struct {
 		name            string
-		opts            PullThrough
+		opts            pullthrough.Options
 		providers, tofu bool
 		want            string
 	}{
-		{"nothing", PullThrough{}, true, true, "at least one origin"},
-		{"no provider template", PullThrough{Origins: map[string]*url.URL{"a.example": nil}}, false, true, "provider template"},
-		{"no tofu repository", PullThrough{Tofu: tofuOrigin(t)}, true, false, "TofuDL repository"},
-		{"bad host", PullThrough{Origins: map[string]*url.URL{"A B": u}}, true, false, "not a registry hostname"},
-		{"registry origin not allowed", PullThrough{Origins: map[string]*url.URL{"a.example": nil}, RegistryOrigin: "b.example"}, true, false, "not one of the allowed"},
+		{"nothing", pullthrough.Options{}, true, true, "at least one origin"},
+		{"no provider template", pullthrough.Options{Origins: map[string]*url.URL{"a.example": nil}}, false, true, "provider template"},
+		{"no tofu repository", pullthrough.Options{Tofu: tofuOrigin(t)}, true, false, "TofuDL repository"},
+		{"bad host", pullthrough.Options{Origins: map[string]*url.URL{"A B": u}}, true, false, "not a registry hostname"},
+		{"registry origin not allowed", pullthrough.Options{Origins: map[string]*url.URL{"a.example": nil}, RegistryOrigin: "b.example"}, true, false, "not one of the allowed"},
 	} {
-		if err := checkPullThrough(&c.opts, c.providers, c.tofu); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := c.opts.Check(c.providers, c.tofu); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error mentioning %q", c.name, err, c.want)
 		}
 	}
@@ -150,15 +82,15 @@ func signedRelease(t *testing.T, typ, version string, size int64, platforms ...s
 // like a tag list (and a missing one is remembered like a failure), so the
 // test turns those caches off to see what pull-through stored at once, as
 // it would with a registry.
-func pullProxy(t *testing.T, origin *testenv.Origin, extra PullThrough, tokens ...string) (*proxy, string) {
+func pullProxy(t *testing.T, origin *testenv.Origin, extra pullthrough.Options, tokens ...string) (*proxy, string) {
 	t.Helper()
 	dir := t.TempDir()
 	base, _ := url.Parse(origin.ProvidersURL())
 	pt := extra
 	pt.Origins = map[string]*url.URL{"example.com": base}
 	pt.Client = originClient(t)
-	return startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"), PullThrough: &pt,
-		TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1, AuthTokens: tokens}), dir
+	return startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), PullThrough: &pt,
+		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}, AuthTokens: tokens}), dir
 }
 
 func originClient(t *testing.T) *origin.Client {
@@ -187,10 +119,7 @@ func pullURL(t *testing.T, p *proxy, addr, version, platform string) string {
 func waitIdle(t *testing.T, p *proxy) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		p.pull.mu.Lock()
-		n := len(p.pull.inflight)
-		p.pull.mu.Unlock()
-		if n == 0 {
+		if p.pull.InFlight() == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -207,7 +136,7 @@ func TestPullThroughStreamsWhileFetching(t *testing.T) {
 	dir := signedRelease(t, "big", "1.0.0", size, "linux_amd64", "darwin_arm64")
 	origin := testenv.StartOriginWith(t, []testenv.OriginRelease{{Namespace: "acme", Type: "big", Dir: dir, Key: testenv.Testdata(t, "keys", "gocrypto-signer.asc")}},
 		testenv.OriginOptions{BytesPerSecond: 4 << 20})
-	p, store := pullProxy(t, origin, PullThrough{})
+	p, store := pullProxy(t, origin, pullthrough.Options{})
 	u := pullURL(t, p, "example.com/acme/big", "1.0.0", "linux_amd64")
 
 	start := time.Now()
@@ -271,7 +200,7 @@ func TestPullThroughAbortsTamperedStream(t *testing.T) {
 		b[len(b)-1] ^= 1
 		return b
 	})
-	p, store := pullProxy(t, origin, PullThrough{})
+	p, store := pullProxy(t, origin, pullthrough.Options{})
 	u := pullURL(t, p, "example.com/acme/big", "1.0.0", "linux_amd64")
 	whole, err := os.ReadFile(filepath.Join(origin.Root, "files/acme/big/terraform-provider-big_1.0.0_linux_amd64.zip"))
 	if err != nil {
@@ -324,7 +253,7 @@ func tofuOrigin(t *testing.T) *ingest.TofuOrigin {
 func TestPullThroughURLsSigned(t *testing.T) {
 	const token = "pull-through-token-0123456789"
 	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: testenv.Testdata(t, "providers", "hello", "1.0.0"), Key: testenv.Testdata(t, "keys", "gpg-signer.asc")}})
-	p, _ := pullProxy(t, origin, PullThrough{}, token)
+	p, _ := pullProxy(t, origin, pullthrough.Options{}, token)
 	auth := map[string]string{"Authorization": "Bearer " + token}
 	if r := p.get(t, "/v1/mirror/example.com/test/hello/1.0.0.json"); r.Status != 401 {
 		t.Fatalf("metadata without a token: %d", r.Status)
@@ -356,7 +285,7 @@ func TestCloseCancelsPullsAtItsDeadline(t *testing.T) {
 	origin := testenv.StartOriginWith(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: testenv.Testdata(t, "providers", "hello", "1.0.0"), Key: testenv.Testdata(t, "keys", "gpg-signer.asc")}},
 		testenv.OriginOptions{Latency: 300 * time.Millisecond})
 	tmp := t.TempDir()
-	p, dir := pullProxy(t, origin, PullThrough{TempDir: tmp})
+	p, dir := pullProxy(t, origin, pullthrough.Options{TempDir: tmp})
 	zip := pullURL(t, p, "example.com/test/hello", "1.0.0", "linux_amd64")
 	if r := p.get(t, zip); r.Status != 200 {
 		t.Fatalf("the first archive: %d", r.Status)

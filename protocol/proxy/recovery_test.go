@@ -18,13 +18,13 @@ import (
 // in one branch of a fan-out.
 func TestRecoveryBoundaries(t *testing.T) {
 	dir, _ := layoutStore(t)
-	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")})
 	p.Mount("", "/boom/", "boom", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var s []string
 		_ = s[len(r.URL.Path)] // out of range: a runtime panic, as a bug would make
 	}))
 	p.Mount("", "/doc/", "doc", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.serveDoc(w, r, "doc", func(context.Context) (any, time.Time, error) { panic("in a fetch") })
+		p.out.serveDoc(w, r, "doc", func(context.Context) (any, time.Time, error) { panic("in a fetch") })
 	}))
 
 	p.wantError(t, "/boom/x", http.StatusInternalServerError, "internal error")

@@ -9,7 +9,7 @@ import (
 // only (else 405), then the escaped path below prefix parsed (else the
 // parser's error: 400, or 404 for what cannot exist). ok is false when
 // the request has been answered.
-func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, prefix string, parse func(string) (T, error)) (req T, ok bool) {
+func readRequest[T any](s *responder, w http.ResponseWriter, r *http.Request, prefix string, parse func(string) (T, error)) (req T, ok bool) {
 	if !allowRead(w, r) {
 		return req, false
 	}
@@ -18,7 +18,7 @@ func readRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, prefi
 
 // signedRequest is readRequest for the URLs the proxy hands out
 // (archives): when URLs are signed, the signature is checked first.
-func signedRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, prefix string, parse func(string) (T, error)) (req T, ok bool) {
+func signedRequest[T any](s *responder, w http.ResponseWriter, r *http.Request, prefix string, parse func(string) (T, error)) (req T, ok bool) {
 	rest, ok := s.archivePath(w, r, prefix)
 	if !ok {
 		return req, false
@@ -26,7 +26,7 @@ func signedRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, pre
 	return parseRequest(s, w, r, rest, parse)
 }
 
-func parseRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, rest string, parse func(string) (T, error)) (T, bool) {
+func parseRequest[T any](s *responder, w http.ResponseWriter, r *http.Request, rest string, parse func(string) (T, error)) (T, bool) {
 	req, err := parse(rest)
 	if err != nil {
 		s.fail(w, r, err)
@@ -36,7 +36,7 @@ func parseRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, rest
 
 // hostname is the registry hostname of a registry protocol request; ok
 // is false when the request has been answered (an invalid Host).
-func (s *Server) hostname(w http.ResponseWriter, r *http.Request) (string, bool) {
+func (s *responder) hostname(w http.ResponseWriter, r *http.Request) (string, bool) {
 	host, err := s.registryHostname(r)
 	if err != nil {
 		s.fail(w, r, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // scaleVersions is the number of versions of the provider the scale test
@@ -46,7 +47,7 @@ func TestManyVersions(t *testing.T) {
 // scaleProxy serves the scale providers (scale/acme/bigN) from host.
 func scaleProxy(t *testing.T, client *oci.Client, host string, opts Options) *proxy {
 	opts.Client = client
-	opts.ProviderTemplate = mustTemplate(t, host+"/scale/${namespace}/${type}")
+	opts.ProviderMappings = mustMapping(t, host+"/scale/${namespace}/${type}")
 	return startProxy(t, opts)
 }
 
@@ -132,7 +133,7 @@ func testScaleRoundTrips(t *testing.T, reg *testenv.Registry, client *oci.Client
 func testScaleNoWaitAfterTTL(t *testing.T, reg *testenv.Registry, client *oci.Client) {
 	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
 	const ttl = 500 * time.Millisecond
-	p := scaleProxy(t, client, front.Host, Options{TagTTL: ttl, ResolveTTL: ttl, UpstreamTimeout: time.Second})
+	p := scaleProxy(t, client, front.Host, Options{Store: store.Options{TagTTL: ttl, ResolveTTL: ttl, Timeout: time.Second}})
 	docs := []string{
 		"/v1/providers/acme/big4/versions",
 		"/v1/mirror/registry.opentofu.org/acme/big4/index.json",
@@ -178,7 +179,7 @@ func testScaleMemory(t *testing.T, reg *testenv.Registry, client *oci.Client) {
 			t.Fatalf("provider %d: %d versions", i, len(doc.Versions))
 		}
 	}
-	held := p.store.CacheCost() + p.docs.Cost() + p.generated.Cost()
+	held := p.store.CacheCost() + p.out.docs.Cost() + p.held.generated.Cost()
 	grown := int64(heapInUse()) - int64(before)
 	t.Logf("caches hold %.1f MiB by their count; the heap grew by %.1f MiB", float64(held)/(1<<20), float64(grown)/(1<<20))
 	if held > bound {

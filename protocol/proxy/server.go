@@ -21,6 +21,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -35,21 +36,17 @@ const (
 )
 
 // Options configure a Server. A registry client (Client, or Registry to
-// build one) is required, and at least one of ProviderTemplate,
-// ProviderMappings, ModuleTemplate and TofuRepository.
+// build one) is required, and at least one of ProviderMappings,
+// ModuleTemplate and TofuRepository.
 type Options struct {
 	// Client reaches registries. When nil, one is built from Registry,
 	// with the proxy's metrics watching its etiquette.
 	Client   *oci.Client
 	Registry oci.Options
-	// ProviderTemplate maps hostname/namespace/type to a repository, in the
-	// syntax of OpenTofu's oci_mirror repository_template, filtered by
-	// Include and Exclude ("host/namespace/type" path.Match patterns).
-	ProviderTemplate *oci.Template
-	Include, Exclude []string
-	// ProviderMappings are more templates, each with its own filters, as
-	// the oci_mirror blocks of an OpenTofu CLI configuration: a provider
-	// maps to the first whose filters admit it (ProviderTemplate first).
+	// ProviderMappings map providers to repositories, in the syntax of
+	// OpenTofu's oci_mirror repository_template, each with its own
+	// filters, as the oci_mirror blocks of an OpenTofu CLI configuration: a
+	// provider maps to the first whose filters admit it.
 	ProviderMappings []store.ProviderMapping
 	// ModuleTemplate maps hostname/namespace/name/system to a repository
 	// of module packages, served as modules.v1.
@@ -71,25 +68,22 @@ type Options struct {
 	AuthTokens    []string
 	URLSigningKey []byte
 	ArchiveURLTTL time.Duration
-	// TagTTL (default 30s), ResolveTTL (5m), MaxStale (5m; negative:
-	// never stale) and FailureTTL (5s; negative: failures not
-	// remembered): see store.Options. Documents live as long as tag lists
-	// and are then served stale, for at most MaxStale, while being rebuilt.
-	TagTTL, ResolveTTL, MaxStale, FailureTTL time.Duration
+	// Store configures the reads of registries: TagTTL, ResolveTTL,
+	// MaxStale, FailureTTL, Timeout, CacheEntries and DeniedAsMissing, with
+	// the store's defaults (its Client, CacheBytes, Observe and Logger are
+	// the server's). Documents live as long as tag lists (TagTTL) and are
+	// then served stale, for at most MaxStale, while being rebuilt;
+	// failures are remembered for FailureTTL; Timeout bounds each metadata
+	// read from the registry.
+	Store store.Options
 	// CacheBytes bounds the memory the caches hold together (default 256
 	// MiB): a fifth for documents, a twentieth for generated signatures,
-	// the rest for the store's caches (see store.Options).
-	// CacheEntries bounds the entries of each cache besides (default 65536).
-	CacheEntries int
-	CacheBytes   int64
-	// UpstreamTimeout bounds each metadata read from the registry (default 30s).
-	UpstreamTimeout time.Duration
+	// with pull-through a tenth for origin metadata, the rest for the
+	// store's caches.
+	CacheBytes int64
 	// StallTimeout aborts an archive stream that makes no progress, either
 	// from the registry or to the client, for this long (default 60s).
 	StallTimeout time.Duration
-	// DeniedAsMissing lists registry hosts (or "*") that answer 401/403
-	// for repositories that do not exist (GHCR).
-	DeniedAsMissing []string
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
 	// Version is shown on the page at "/".
@@ -99,25 +93,25 @@ type Options struct {
 	// clients).
 	Hint func(error) string
 	// PullThrough, when set, fetches what the registry does not hold from
-	// allow-listed origins, verifies it, stores it and serves it
-	// (pullthrough.go).
-	PullThrough *PullThrough
+	// allow-listed origins, verifies it, stores it and serves it.
+	PullThrough *pullthrough.Options
 }
 
-// Server serves the discovery document and the handler sets mounted on it.
+// Server serves the discovery document and the handler sets mounted on
+// it: providers, modules and the TofuDL mirror (each a handler type of its
+// own, reading through one responder), the page, health and metrics.
 type Server struct {
-	opts      Options
-	log       *slog.Logger
-	metrics   *metrics
-	store     *store.Store
-	providers store.ProviderMappings
-	docs      *cache.Cache[document]
-	generated *cache.Cache[*checksums] // SHA256SUMS the proxy signed itself
-	urls      *urlSigner
-	tokens    [][32]byte
-	seen      *seen        // what was served, for the page
-	client    *oci.Client  // reaches the registry (pull-through writes with it)
-	pull      *pullThrough // nil without pull-through
+	opts     Options
+	log      *slog.Logger
+	metrics  *metrics
+	seen     *seen // what was served, for the page
+	out      *responder
+	store    *store.Store
+	mappings store.ProviderMappings
+	held     *heldProviders // nil without providers
+	tokens   [][32]byte
+	client   *oci.Client         // reaches the registry (pull-through writes with it)
+	pull     *pullthrough.Engine // nil without pull-through
 
 	mu       sync.RWMutex
 	mux      *http.ServeMux
@@ -130,23 +124,25 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), providers: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
-	if err := s.setUpClientAuth(); err != nil {
+	urls, err := s.setUpClientAuth()
+	if err != nil {
 		return nil, err
 	}
-	if err := s.setUpPullThrough(); err != nil {
+	if err := s.startPullThrough(); err != nil {
 		return nil, err
 	}
-	s.docs = cache.New[document](cache.Options{Name: "documents", TTL: opts.TagTTL, MaxStale: max(opts.MaxStale, 0),
-		FailureTTL: opts.FailureTTL, MaxEntries: opts.CacheEntries, MaxCost: budgetOf(opts).docs, EntryCost: store.EntryCost,
-		Timeout: 2 * opts.UpstreamTimeout, Observe: s.metrics.observeCache})
+	s.out = &responder{opts: &s.opts, log: s.log, metrics: s.metrics, seen: s.seen, store: s.store, urls: urls,
+		docs: cache.New[document](cache.Options{Name: "documents", TTL: opts.Store.TagTTL, MaxStale: max(opts.Store.MaxStale, 0),
+			FailureTTL: opts.Store.FailureTTL, MaxEntries: opts.Store.CacheEntries, MaxCost: budgetOf(opts).docs, EntryCost: store.EntryCost,
+			Timeout: 2 * opts.Store.Timeout, Observe: s.metrics.observeCache})}
 	s.routeCommon()
 	s.routePage(len(mappings) > 0)
 	if len(mappings) > 0 {
-		s.mountProviders()
+		s.mountProviders(mappings)
 	}
 	if opts.ModuleTemplate != nil {
 		s.mountModules(opts.ModuleTemplate)
@@ -157,13 +153,35 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
+// startPullThrough starts the pull-through engine, when configured.
+func (s *Server) startPullThrough() error {
+	if s.opts.PullThrough == nil {
+		return nil
+	}
+	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository,
+		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.observeCache, CacheEntries: s.opts.Store.CacheEntries,
+		CacheBytes: budgetOf(s.opts).origins, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.pull = e
+	return nil
+}
+
+// CheckPullThrough makes sure the registry lets the proxy push where
+// pull-through stores releases (pullthrough.Engine.CheckPush); nil
+// without pull-through.
+func (s *Server) CheckPullThrough(ctx context.Context) error {
+	if s.pull == nil {
+		return nil
+	}
+	return s.pull.CheckPush(ctx)
+}
+
 // checkOptions validates options and fills in defaults.
 func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
-	if opts.ProviderTemplate != nil {
-		opts.ProviderMappings = append([]store.ProviderMapping{{Template: opts.ProviderTemplate, Include: opts.Include, Exclude: opts.Exclude, Source: "--provider-template"}}, opts.ProviderMappings...)
-	}
 	if len(opts.ProviderMappings) == 0 && opts.ModuleTemplate == nil && opts.TofuRepository == nil {
-		return opts, nil, errors.New("proxy.New: configure at least one of ProviderTemplate, ModuleTemplate and TofuRepository")
+		return opts, nil, errors.New("proxy.New: configure at least one of ProviderMappings, ModuleTemplate and TofuRepository")
 	}
 	if opts.TofuRepository != nil && opts.TofuRepository.Reference != "" {
 		return opts, nil, errors.New("proxy.New: TofuRepository must name a repository without a tag or digest")
@@ -180,25 +198,15 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	return withDefaults(opts), mappings, nil
 }
 
+// withDefaults fills in what is left unset; the store's defaults are
+// the store's.
 func withDefaults(opts Options) Options {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
+	opts.Store = opts.Store.WithDefaults()
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = 60 * time.Second
 	}
-	def(&opts.TagTTL, 30*time.Second)
-	def(&opts.ResolveTTL, 5*time.Minute)
-	def(&opts.UpstreamTimeout, 30*time.Second)
-	if opts.MaxStale == 0 {
-		opts.MaxStale = 5 * time.Minute
-	}
-	if opts.FailureTTL == 0 {
-		opts.FailureTTL = 5 * time.Second
-	}
-	def(&opts.StallTimeout, 60*time.Second)
-	def(&opts.ArchiveURLTTL, time.Hour)
-	if opts.CacheEntries <= 0 {
-		opts.CacheEntries = 65536
+	if opts.ArchiveURLTTL <= 0 {
+		opts.ArchiveURLTTL = time.Hour
 	}
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 256 << 20
@@ -226,23 +234,21 @@ func (s *Server) connect() error {
 		}
 	}
 	s.client = client
-	s.store = store.New(store.Options{
-		Client: client, TagTTL: s.opts.TagTTL, ResolveTTL: s.opts.ResolveTTL, MaxStale: s.opts.MaxStale,
-		FailureTTL: s.opts.FailureTTL, Timeout: s.opts.UpstreamTimeout, CacheEntries: s.opts.CacheEntries,
-		CacheBytes: budgetOf(s.opts).store, DeniedAsMissing: s.opts.DeniedAsMissing,
-		Observe: s.metrics.observeCache, Logger: s.log,
-	})
+	so := s.opts.Store
+	so.Client, so.CacheBytes, so.Observe, so.Logger = client, budgetOf(s.opts).store, s.metrics.observeCache, s.log
+	s.store = store.New(so)
 	return nil
 }
 
-// setUpClientAuth hashes the client tokens and keys the archive URL signer.
-func (s *Server) setUpClientAuth() error {
+// setUpClientAuth hashes the client tokens and keys the archive URL
+// signer (nil without client authentication).
+func (s *Server) setUpClientAuth() (*urlSigner, error) {
 	if len(s.opts.AuthTokens) == 0 {
-		return nil
+		return nil, nil
 	}
 	for _, t := range s.opts.AuthTokens {
 		if t == "" {
-			return errors.New("empty client token")
+			return nil, errors.New("empty client token")
 		}
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -250,11 +256,10 @@ func (s *Server) setUpClientAuth() error {
 	if len(key) == 0 {
 		key = make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	s.urls = &urlSigner{key: key, ttl: s.opts.ArchiveURLTTL, now: time.Now}
-	return nil
+	return &urlSigner{key: key, ttl: s.opts.ArchiveURLTTL, now: time.Now}, nil
 }
 
 // routeCommon adds the health, metrics and discovery endpoints.
@@ -302,10 +307,7 @@ func (s *Server) Client() *oci.Client { return s.client }
 // stored, then cancelled (their temporary files removed). Serve calls it
 // after the HTTP server has shut down.
 func (s *Server) Close(ctx context.Context) error {
-	if s.pull == nil {
-		return nil
-	}
-	return s.pull.close(ctx)
+	return s.pull.Close(ctx)
 }
 
 // ServeHTTP refuses paths with dot segments or empty segments before

@@ -27,6 +27,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 type networkMirrorVersion struct {
@@ -67,7 +68,7 @@ func TestServeSignedReleasesFromLayout(t *testing.T) {
 	repo := open("test", "hello")
 	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
 	push(t, repo, releaseArtifact(t, "2.0.0-rc1"), "2.0.0-rc1")
-	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")})
 
 	var disco map[string]string
 	p.getJSON(t, "/.well-known/terraform.json", 200, &disco)
@@ -186,7 +187,7 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 	}
 	push(t, open("third", "hello"), thirdPartyArtifact(t, zips), "1.1.0")
 	tpl := mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")
-	p := startProxy(t, Options{ProviderTemplate: tpl})
+	p := startProxy(t, Options{ProviderMappings: mapping(tpl)})
 
 	var mv networkMirrorVersion
 	r := p.getJSON(t, "/v1/mirror/registry.opentofu.org/third/hello/1.1.0.json", 200, &mv)
@@ -215,7 +216,7 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := startProxy(t, Options{ProviderTemplate: tpl, Signer: signer})
+	ps := startProxy(t, Options{ProviderMappings: mapping(tpl), Signer: signer})
 	ps.getJSON(t, "/v1/providers/third/hello/versions", 200, &vd)
 	if len(vd.Versions) != 1 || vd.Versions[0].Version != "1.1.0" || !slices.Equal(vd.Versions[0].Protocols, []string{"5.0"}) || len(vd.Versions[0].Platforms) != 2 {
 		t.Fatalf("versions with a signing key: %+v", vd)
@@ -245,10 +246,8 @@ func TestServeThirdPartyArtifact(t *testing.T) {
 func TestNotFound(t *testing.T) {
 	dir, open := layoutStore(t)
 	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{
-		ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"),
-		Exclude:          []string{"*/secret/*"},
-	})
+	tpl := mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")
+	p := startProxy(t, Options{ProviderMappings: []store.ProviderMapping{{Template: tpl, Exclude: []string{"*/secret/*"}}}})
 	for _, c := range []struct{ path, msg string }{
 		{"/v1/mirror/example.com/test/nope/index.json", "unknown provider"},
 		{"/v1/mirror/example.com/nope/hello/1.0.0.json", "unknown provider"},
@@ -274,7 +273,7 @@ func TestNotFound(t *testing.T) {
 func TestBadPaths(t *testing.T) {
 	dir, open := layoutStore(t)
 	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")})
 	hex := strings.Repeat("a", 64)
 	for _, path := range []string{
 		"/v1/mirror/example.com/test/../hello/index.json",
@@ -319,7 +318,7 @@ func TestUpstreamFailures(t *testing.T) {
 	push(t, registryRepo(t, reg, "providers/test/hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	fp := newFaultProxy(t, reg)
 	opts := throughFaults()
-	opts.ProviderTemplate = mustTemplate(t, fp.host()+"/providers/${namespace}/${type}")
+	opts.ProviderMappings = mustMapping(t, fp.host()+"/providers/${namespace}/${type}")
 	p := startProxy(t, opts)
 	index := "/v1/mirror/example.com/test/hello/index.json"
 	version := "/v1/mirror/example.com/test/hello/1.0.0.json"
@@ -349,7 +348,7 @@ func TestUpstreamFailures(t *testing.T) {
 	p.getJSON(t, version, 200, nil)
 
 	// Registry down: connection refused.
-	down := startProxy(t, Options{Client: opts.Client, ProviderTemplate: mustTemplate(t, "127.0.0.1:1/providers/${namespace}/${type}")})
+	down := startProxy(t, Options{Client: opts.Client, ProviderMappings: mustMapping(t, "127.0.0.1:1/providers/${namespace}/${type}")})
 	down.wantError(t, index, http.StatusBadGateway, "unreachable")
 	down.wantError(t, registry, http.StatusBadGateway, "unreachable")
 	if !strings.Contains(down.logs.String(), "connection refused") {
@@ -362,7 +361,7 @@ func TestUpstreamFailures(t *testing.T) {
 func TestDigestMismatchAbortsStream(t *testing.T) {
 	dir, open := layoutStore(t)
 	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")})
 	zip := fixtureZip(t, "1.0.0", "linux_amd64")
 	blob := filepath.Join(dir, "test", "hello", "blobs", "sha256", sha256Hex(zip))
 
@@ -430,7 +429,7 @@ func TestLargeCorruptBlobAbortsMidStream(t *testing.T) {
 	big := make([]byte, 3<<20+12345)
 	rand.Read(big)
 	push(t, open("big", "blob"), thirdPartyArtifact(t, map[names.Platform][]byte{{OS: "linux", Arch: "amd64"}: big}), "1.0.0")
-	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")})
 	var mv networkMirrorVersion
 	r := p.getJSON(t, "/v1/mirror/example.com/big/blob/1.0.0.json", 200, &mv)
 	u := resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
@@ -466,7 +465,7 @@ func TestCorruptBlobFromRegistryAborts(t *testing.T) {
 	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
 	fp := newFaultProxy(t, reg)
 	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true})
-	p := startProxy(t, Options{Client: plain, ProviderTemplate: mustTemplate(t, fp.host()+"/p/${namespace}/${type}")})
+	p := startProxy(t, Options{Client: plain, ProviderMappings: mustMapping(t, fp.host()+"/p/${namespace}/${type}")})
 	var mv networkMirrorVersion
 	r := p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &mv)
 	u := resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
@@ -488,7 +487,7 @@ func TestCachesCollapseUpstreamRequests(t *testing.T) {
 	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
 	fp := newFaultProxy(t, reg)
 	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true})
-	p := startProxy(t, Options{Client: plain, ProviderTemplate: mustTemplate(t, fp.host()+"/p/${namespace}/${type}"), TagTTL: time.Hour})
+	p := startProxy(t, Options{Client: plain, ProviderMappings: mustMapping(t, fp.host()+"/p/${namespace}/${type}"), Store: store.Options{TagTTL: time.Hour}})
 	fp.mode.Store("slow-ish")
 	var wg sync.WaitGroup
 	for i := 0; i < 32; i++ {
@@ -529,7 +528,7 @@ func TestClientAuthentication(t *testing.T) {
 	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	token := "s3cret-token-0123456789"
 	p := startProxy(t, Options{
-		ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
 		AuthTokens:       []string{token},
 		ArchiveURLTTL:    time.Minute,
 	})
@@ -564,7 +563,7 @@ func TestClientAuthentication(t *testing.T) {
 	q.Set("expires", fmt.Sprint(time.Now().Add(time.Hour).Unix()))
 	pu.RawQuery = q.Encode()
 	p.wantError(t, pu.String(), http.StatusForbidden, "signature is invalid")
-	p.urls.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	p.out.urls.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
 	p.wantError(t, u, http.StatusForbidden, "expired")
 	if strings.Contains(p.logs.String(), token) || strings.Contains(p.logs.String(), "signature=") {
 		t.Errorf("secrets in the log:\n%s", p.logs.String())
@@ -575,7 +574,7 @@ func TestClientAuthentication(t *testing.T) {
 // the discovery document.
 func TestMountAdvertisesService(t *testing.T) {
 	dir, _ := layoutStore(t)
-	p := startProxy(t, Options{ProviderTemplate: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}")})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")})
 	p.Mount("modules.v1", "/v1/modules/", "modules", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("mod")) }))
 	var disco map[string]string
 	p.getJSON(t, "/.well-known/terraform.json", 200, &disco)

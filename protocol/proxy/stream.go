@@ -13,10 +13,11 @@ import (
 	"sync"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -55,7 +56,7 @@ type blobFile struct {
 // verified, so on a mismatch the client never receives a complete file:
 // the response is aborted (the connection or HTTP/2 stream is reset) and
 // the client sees a broken download, never a silently wrong file.
-func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.Repo, zip ocispec.Descriptor, file blobFile) {
+func (s *responder) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.Repo, zip ocispec.Descriptor, file blobFile) {
 	if !validLayer(zip) {
 		s.fail(w, r, statusErr(http.StatusBadGateway, nil, "the artifact's layer has an invalid descriptor (digest %q, %d bytes)", zip.Digest, zip.Size))
 		return
@@ -93,7 +94,7 @@ func setBlobHeaders(h http.Header, zip ocispec.Descriptor, file blobFile) {
 
 // blobStream is one blob on its way from the registry to one client.
 type blobStream struct {
-	s   *Server
+	s   *responder
 	r   *http.Request
 	zip ocispec.Descriptor
 	rc  io.ReadCloser
@@ -117,7 +118,7 @@ type blobStream struct {
 }
 
 // openBlobStream starts fetching the blob, bounded by the stall timeout.
-func (s *Server) openBlobStream(r *http.Request, repo *store.Repo, zip ocispec.Descriptor) (*blobStream, error) {
+func (s *responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispec.Descriptor) (*blobStream, error) {
 	st := &blobStream{s: s, r: r, zip: zip, stall: s.opts.StallTimeout, hash: sha256.New()}
 	st.ctx, st.cancel = context.WithCancel(r.Context())
 	st.timer = time.AfterFunc(st.stall, st.cancel)

@@ -20,44 +20,71 @@ const (
 	TofuDownloadPrefix = "/tofu/download/"
 )
 
-// tofuMirror serves OpenTofu releases (oci-tofu push tofu) from one
+// tofuSource answers the TofuDL mirror: heldTofu from the registry's
+// TofuDL repository; with pull-through, pulledTofu wraps it with the
+// TofuDL origin's releases. Handlers ask it and do not know which
+// answered.
+type tofuSource interface {
+	// apiDoc is api.json: every release, newest first.
+	apiDoc(ctx context.Context) (any, time.Time, error)
+	// serveFile streams one release file.
+	serveFile(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest)
+}
+
+// tofuHandlers serve OpenTofu releases (oci-tofu push tofu) from one
 // repository as a TofuDL mirror.
-type tofuMirror struct {
-	s    *Server
+type tofuHandlers struct {
+	*responder
+	source tofuSource
+}
+
+// heldTofu is the tofuSource of the releases the registry holds.
+type heldTofu struct {
+	*responder
 	repo *store.Repo
 }
 
 // mountTofu adds the TofuDL mirror for the releases in ref.
 func (s *Server) mountTofu(ref oci.Reference) {
-	t := &tofuMirror{s: s, repo: s.store.Repo(ref)}
+	held := &heldTofu{responder: s.out, repo: s.store.Repo(ref)}
+	t := &tofuHandlers{responder: s.out, source: held}
+	if s.pull.Tofu() {
+		t.source = &pulledTofu{heldTofu: held, engine: s.pull}
+	}
 	s.Mount("", TofuAPIPath, "tofu_api", s.Authenticate(http.HandlerFunc(t.serveAPI)))
 	s.Mount("", TofuDownloadPrefix, "tofu_download", s.Authenticate(http.HandlerFunc(t.serveDownload)))
 }
 
 // serveAPI answers api.json: every release, newest first.
-func (t *tofuMirror) serveAPI(w http.ResponseWriter, r *http.Request) {
+func (t *tofuHandlers) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if !allowRead(w, r) {
 		return
 	}
 	if r.URL.EscapedPath() != TofuAPIPath {
-		t.s.fail(w, r, notFound("no such document"))
+		t.fail(w, r, notFound("no such document"))
 		return
 	}
-	build := t.apiDoc
-	if t.s.pull.tofuEnabled() {
-		build = t.pullAPIDoc // pullthrough_tofu.go
+	t.serveDoc(w, r, TofuAPIPath, t.source.apiDoc)
+}
+
+// serveDownload streams one release file, verifying its digest as it
+// streams (a mismatch aborts the response).
+func (t *tofuHandlers) serveDownload(w http.ResponseWriter, r *http.Request) {
+	req, ok := readRequest(t.responder, w, r, TofuDownloadPrefix, ParseTofuDownloadPath)
+	if !ok {
+		return
 	}
-	t.s.serveDoc(w, r, TofuAPIPath, build)
+	t.source.serveFile(w, r, req)
 }
 
 // apiDoc lists the tags that name OpenTofu versions as TofuDL writes them
 // (1.9.0, 1.10.0-beta1) and hold valid release artifacts; others are left
 // out and logged. A repository that does not exist (yet) has none.
-func (t *tofuMirror) apiDoc(ctx context.Context) (any, time.Time, error) {
+func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 	doc := wire.TofuAPI{Versions: []wire.TofuVersion{}}
 	l, err := t.repo.Versions(ctx)
 	if store.FailureOf(err) == oci.FailureNotFound {
-		t.s.log.Warn("the OpenTofu release repository does not exist", "repository", t.repo.Name())
+		t.log.Warn("the OpenTofu release repository does not exist", "repository", t.repo.Name())
 		return doc, time.Now(), nil
 	}
 	if err != nil {
@@ -70,10 +97,10 @@ func (t *tofuMirror) apiDoc(ctx context.Context) (any, time.Time, error) {
 		}
 	}
 	out := make([]*store.TofuRelease, len(vs))
-	err = t.s.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
+	err = t.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
 		rel, err := t.repo.TofuRelease(ctx, v)
 		if err != nil && store.FailureOf(err) == oci.FailureInvalid {
-			t.s.log.Warn("OpenTofu version left out: not a valid release artifact", "version", v.String(), "error", err)
+			t.log.Warn("OpenTofu version left out: not a valid release artifact", "version", v.String(), "error", err)
 		}
 		out[i] = rel
 		return keepFatal(err)
@@ -91,34 +118,29 @@ func (t *tofuMirror) apiDoc(ctx context.Context) (any, time.Time, error) {
 	for i, v := range doc.Versions {
 		ids[i] = v.ID
 	}
-	t.s.seen.tofuListed(ids)
+	t.seen.tofuListed(ids)
 	return doc, l.At, nil
 }
 
-// serveDownload streams one release file, verifying its digest as it
-// streams (a mismatch aborts the response).
-func (t *tofuMirror) serveDownload(w http.ResponseWriter, r *http.Request) {
-	s := t.s
-	req, ok := readRequest(s, w, r, TofuDownloadPrefix, ParseTofuDownloadPath)
-	if !ok {
-		return
-	}
+// serveFile streams a file of a release the registry holds.
+func (t *heldTofu) serveFile(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest) {
 	rel, err := t.repo.TofuRelease(r.Context(), req.Version)
-	if err != nil && s.pull.tofuEnabled() && notHeld(err) {
-		t.servePulledTofu(w, r, req) // pullthrough_tofu.go
-		return
-	}
+	t.serveHeld(w, r, req, rel, err)
+}
+
+// serveHeld streams a file of rel, as the registry answered for it.
+func (t *heldTofu) serveHeld(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest, rel *store.TofuRelease, err error) {
 	if err != nil {
-		s.fail(w, r, missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", req.Version))
+		t.fail(w, r, missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", req.Version))
 		return
 	}
 	desc, ok := rel.Files[req.Artifact]
 	if !ok {
-		s.fail(w, r, notFound("OpenTofu %s has no file %s", req.Version, req.Artifact))
+		t.fail(w, r, notFound("OpenTofu %s has no file %s", req.Version, req.Artifact))
 		return
 	}
 	// Download URLs name a version, not a digest: not pinned.
-	s.serveBlob(w, r, t.repo, desc, blobFile{name: req.Artifact, contentType: releaseFileType(req.Artifact)})
+	t.serveBlob(w, r, t.repo, desc, blobFile{name: req.Artifact, contentType: releaseFileType(req.Artifact)})
 }
 
 // releaseFileType is the Content-Type of a release file.

@@ -75,9 +75,9 @@ type Store struct {
 
 // New makes a Store.
 func New(opts Options) *Store {
-	opts = withDefaults(opts)
+	opts = opts.WithDefaults()
 	ttl := func(name string, ttl, stale time.Duration) cache.Options {
-		return cache.Options{Name: name, TTL: ttl, MaxStale: stale, FailureTTL: opts.FailureTTL,
+		return cache.Options{Name: name, TTL: ttl, MaxStale: max(stale, 0), FailureTTL: opts.FailureTTL,
 			MaxEntries: opts.CacheEntries, EntryCost: EntryCost, Timeout: opts.Timeout, Observe: opts.Observe}
 	}
 	share := func(o cache.Options) cache.Options {
@@ -137,7 +137,10 @@ func disabledOr(d, def, off time.Duration) time.Duration {
 	return d
 }
 
-func withDefaults(o Options) Options {
+// WithDefaults is o with every unset option at its default: 0 means the
+// default, and a negative MaxStale or FailureTTL turns that behaviour off
+// (and stays negative, so applying WithDefaults again changes nothing).
+func (o Options) WithDefaults() Options {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -146,7 +149,7 @@ func withDefaults(o Options) Options {
 	def(&o.TagTTL, 30*time.Second)
 	def(&o.ResolveTTL, 5*time.Minute)
 	def(&o.Timeout, 30*time.Second)
-	o.MaxStale = disabledOr(o.MaxStale, 5*time.Minute, 0)
+	o.MaxStale = disabledOr(o.MaxStale, 5*time.Minute, -1)
 	o.FailureTTL = disabledOr(o.FailureTTL, 5*time.Second, -1)
 	if o.CacheEntries <= 0 {
 		o.CacheEntries = 65536

@@ -1,4 +1,4 @@
-package proxy
+package pullthrough
 
 import (
 	"context"
@@ -19,14 +19,14 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
-// pull is one origin release being fetched into the registry: every file
-// downloaded once (growingFile) into a temporary release directory, the
+// Pull is one origin release being fetched into the registry: every file
+// downloaded once (File) into a temporary release directory, the
 // files clients ask for first and at once, the others in the background
 // once no client-requested download is running any more, at most
 // Concurrency at a time; then the directory is pushed (finish) and the
 // version tagged. It runs detached from the requests that started it.
-type pull struct {
-	pt   *pullThrough
+type Pull struct {
+	e    *Engine
 	kind string // "provider" or "tofu", for logs and metrics
 	key  string
 	// failKey names the release in the failure memory (origin and version).
@@ -44,55 +44,55 @@ type pull struct {
 	want      func(name string) string
 	mediaType func(name string) string
 	// finish pushes the complete directory and says what it pushed.
-	finish func(ctx context.Context, dir string) (pulled, error)
+	finish func(ctx context.Context, dir string) (Stored, error)
 
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	started  map[string]*growingFile
+	started  map[string]*File
 	demanded int           // client-requested downloads running
 	settled  chan struct{} // closed and replaced when demanded drops to 0
 	finished bool
 	uploads  sync.WaitGroup
 }
 
-// pulled is what a finished pull stored: the root's descriptor and, by
+// Stored is what a finished pull stored: the root's descriptor and, by
 // file name, each file's blob.
-type pulled struct {
-	root  ocispec.Descriptor
-	files map[string]ocispec.Descriptor
+type Stored struct {
+	Root  ocispec.Descriptor
+	Files map[string]ocispec.Descriptor
 }
 
-// errPullFinished means the pull has ended: what it stored is read from
+// ErrFinished means the pull has ended: what it stored is read from
 // the registry now.
-var errPullFinished = errors.New("pull-through of this release has finished")
+var ErrFinished = errors.New("pull-through of this release has finished")
 
 // fetch returns the growing file for name, starting its download at once
 // if it has not started (a client waits for it).
-func (p *pull) fetch(name string) (*growingFile, error) {
+func (p *Pull) fetch(name string) (*File, error) {
 	return p.startFile(name, true)
 }
 
-func (p *pull) startFile(name string, demanded bool) (*growingFile, error) {
+func (p *Pull) startFile(name string, demanded bool) (*File, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.finished {
-		return nil, errPullFinished
+		return nil, ErrFinished
 	}
 	if g, ok := p.started[name]; ok {
 		return g, nil
 	}
-	g, err := newGrowingFile(name, filepath.Join(p.dir, name), p.want(name), p.pt.opts.MaxFileSize)
+	g, err := newFile(name, filepath.Join(p.dir, name), p.want(name), p.e.opts.MaxFileSize)
 	if err != nil {
 		return nil, err
 	}
-	g.counted = p.pt.metrics.originBytes.Add
+	g.counted = p.e.metrics.originBytes.Add
 	p.started[name] = g
 	if demanded {
 		p.demanded++
 	}
-	p.pt.metrics.downloads.WithLabelValues(p.kind).Inc()
+	p.e.metrics.downloads.WithLabelValues(p.kind).Inc()
 	go func() {
 		err := g.fill(p.ctx, func(ctx context.Context) (*origin.Body, error) { return p.open(ctx, name) }, func(size int64) { p.uploadEarly(g, size) })
 		if err != nil && p.ctx.Err() == nil {
@@ -114,7 +114,7 @@ func (p *pull) startFile(name string, demanded bool) (*growingFile, error) {
 // digest and size are known: the final push then finds it there. A failed
 // early upload costs nothing but the time: the push uploads what is
 // missing from the verified file.
-func (p *pull) uploadEarly(g *growingFile, size int64) {
+func (p *Pull) uploadEarly(g *File, size int64) {
 	if size < 0 || g.want == "" {
 		return
 	}
@@ -125,17 +125,17 @@ func (p *pull) uploadEarly(g *growingFile, size int64) {
 	p.uploads.Add(1)
 	go func() {
 		defer p.uploads.Done()
-		open := func() (io.ReadCloser, error) { return g.reader(p.ctx) }
+		open := func() (io.ReadCloser, error) { return g.Reader(p.ctx) }
 		err := oci.NewUpload(p.repo, oci.PushOptions{Concurrency: 1}).Blobs(p.ctx, []oci.Blob{{Descriptor: desc, Open: open}})
 		if err != nil && p.ctx.Err() == nil {
-			p.pt.log.Debug("pull-through: early upload failed, the push will retry it", "file", g.name, "error", err)
+			p.e.log.Debug("pull-through: early upload failed, the push will retry it", "file", g.name, "error", err)
 		}
 	}()
 }
 
 // run drives the pull to its end: the requested files, then the rest,
 // then the push; it records the outcome and removes the directory.
-func (p *pull) run() {
+func (p *Pull) run() {
 	start := time.Now()
 	res, err := p.download()
 	if err == nil {
@@ -144,7 +144,7 @@ func (p *pull) run() {
 	}
 	p.cancel()
 	p.uploads.Wait()
-	p.pt.finished(p, res, err, time.Since(start))
+	p.e.finished(p, res, err, time.Since(start))
 	p.mu.Lock()
 	p.finished = true
 	p.mu.Unlock()
@@ -153,7 +153,7 @@ func (p *pull) run() {
 
 // download waits for the files clients asked for, then fetches the
 // others, and returns the first failure.
-func (p *pull) download() (pulled, error) {
+func (p *Pull) download() (Stored, error) {
 	for {
 		p.mu.Lock()
 		demanded, settled := p.demanded, p.settled
@@ -164,11 +164,11 @@ func (p *pull) download() (pulled, error) {
 		select {
 		case <-settled:
 		case <-p.ctx.Done():
-			return pulled{}, p.failure()
+			return Stored{}, p.failure()
 		}
 	}
 	var g errgroup.Group
-	g.SetLimit(p.pt.opts.Concurrency)
+	g.SetLimit(p.e.opts.Concurrency)
 	for _, name := range p.files {
 		g.Go(func() error {
 			f, err := p.startFile(name, false)
@@ -179,14 +179,14 @@ func (p *pull) download() (pulled, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return pulled{}, p.failure()
+		return Stored{}, p.failure()
 	}
-	return pulled{}, nil
+	return Stored{}, nil
 }
 
-// failure is the error that ended the pull: the first file that failed,
+// failure is the error that ended the Pull: the first file that failed,
 // or the context's.
-func (p *pull) failure() error {
+func (p *Pull) failure() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, name := range p.files {
@@ -205,6 +205,14 @@ func (p *pull) failure() error {
 	return errors.New("pull-through stopped")
 }
 
-func (p *pull) logAttrs() []any {
+func (p *Pull) logAttrs() []any {
 	return []any{slog.String("kind", p.kind), slog.String("release", p.what)}
 }
+
+// Provider is the verified origin release a provider pull fetches (nil
+// for an OpenTofu release).
+func (p *Pull) Provider() *ingest.ProviderRelease { return p.provider }
+
+// Tofu is the verified OpenTofu release a pull fetches (nil for a
+// provider release).
+func (p *Pull) Tofu() *ingest.TofuOriginRelease { return p.tofu }

@@ -1,4 +1,4 @@
-package proxy
+package pullthrough
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
-// growingFile is one file of an origin release on its way to disk: a
+// File is one file of an origin release on its way to disk: a
 // single download from the origin, written to a temporary file and hashed
 // as it arrives, which any number of readers follow (clients being served
 // the file, the upload to the registry) while it grows. Readers never see
 // the whole file before it has verified: the last chunk written is held
 // back until the download has ended with the expected size and sha256, so
 // a mismatch leaves every reader with an error instead of the file.
-type growingFile struct {
+type File struct {
 	name string
 	path string
 	want string // expected sha256 (hex); "" for files nothing lists
@@ -40,32 +40,32 @@ type growingFile struct {
 	err      error
 }
 
-func newGrowingFile(name, path, want string, max int64) (*growingFile, error) {
+func newFile(name, path, want string, max int64) (*File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	f.Close()
-	return &growingFile{name: name, path: path, want: want, max: max, size: -1, changed: make(chan struct{})}, nil
+	return &File{name: name, path: path, want: want, max: max, size: -1, changed: make(chan struct{})}, nil
 }
 
-func (g *growingFile) lock()   { g.mu.Lock() }
-func (g *growingFile) unlock() { g.mu.Unlock() }
+func (g *File) lock()   { g.mu.Lock() }
+func (g *File) unlock() { g.mu.Unlock() }
 
 // broadcastLocked wakes every waiter.
-func (g *growingFile) broadcastLocked() {
+func (g *File) broadcastLocked() {
 	close(g.changed)
 	g.changed = make(chan struct{})
 }
 
-// errDigestMismatch marks a download whose bytes are not the ones the
+// ErrDigestMismatch marks a download whose bytes are not the ones the
 // signed SHA256SUMS lists (or whose size is not the announced one).
-var errDigestMismatch = errors.New("the origin's file does not match the signed SHA256SUMS")
+var ErrDigestMismatch = errors.New("the origin's file does not match the signed SHA256SUMS")
 
 // fill downloads the file: open starts the origin's answer, answered is
 // called once its size is known (-1: not announced). It returns the
 // download's outcome, which every reader also sees.
-func (g *growingFile) fill(ctx context.Context, open func(context.Context) (*origin.Body, error), answered func(size int64)) (err error) {
+func (g *File) fill(ctx context.Context, open func(context.Context) (*origin.Body, error), answered func(size int64)) (err error) {
 	defer func() { g.finish(err) }()
 	body, err := open(ctx)
 	if err != nil {
@@ -90,24 +90,24 @@ func (g *growingFile) fill(ctx context.Context, open func(context.Context) (*ori
 		return err
 	}
 	if body.Size >= 0 && written != body.Size {
-		return fmt.Errorf("%w: %s: the origin sent %d bytes, it announced %d", errDigestMismatch, g.name, written, body.Size)
+		return fmt.Errorf("%w: %s: the origin sent %d bytes, it announced %d", ErrDigestMismatch, g.name, written, body.Size)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); g.want != "" && got != g.want {
-		return fmt.Errorf("%w (%w): %s: sha256 %s, SHA256SUMS lists %s", errDigestMismatch, ingest.ErrVerification, g.name, got, g.want)
+		return fmt.Errorf("%w (%w): %s: sha256 %s, SHA256SUMS lists %s", ErrDigestMismatch, ingest.ErrVerification, g.name, got, g.want)
 	}
 	return f.Close()
 }
 
 // copy writes the body to f and the hash, publishing all but the latest
 // chunk to readers as it goes.
-func (g *growingFile) copy(ctx context.Context, f *os.File, h io.Writer, body io.Reader) (int64, error) {
+func (g *File) copy(ctx context.Context, f *os.File, h io.Writer, body io.Reader) (int64, error) {
 	buf := make([]byte, 128<<10)
 	var written int64
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {
 			if written+int64(n) > g.max || (g.size >= 0 && written+int64(n) > g.size) {
-				return written, fmt.Errorf("%w: %s: the origin sent more bytes than announced (or than %d)", errDigestMismatch, g.name, g.max)
+				return written, fmt.Errorf("%w: %s: the origin sent more bytes than announced (or than %d)", ErrDigestMismatch, g.name, g.max)
 			}
 			if _, err := f.Write(buf[:n]); err != nil {
 				return written, err
@@ -134,7 +134,7 @@ func (g *growingFile) copy(ctx context.Context, f *os.File, h io.Writer, body io
 }
 
 // finish records the outcome: on success every byte becomes visible.
-func (g *growingFile) finish(err error) {
+func (g *File) finish(err error) {
 	g.lock()
 	defer g.unlock()
 	if g.done {
@@ -150,7 +150,7 @@ func (g *growingFile) finish(err error) {
 }
 
 // outcome waits until the download has ended and returns its error.
-func (g *growingFile) outcome(ctx context.Context) error {
+func (g *File) outcome(ctx context.Context) error {
 	for {
 		g.lock()
 		done, err, ch := g.done, g.err, g.changed
@@ -166,9 +166,9 @@ func (g *growingFile) outcome(ctx context.Context) error {
 	}
 }
 
-// answer waits until the origin has answered, and returns the announced
+// Answer waits until the origin has answered, and returns the announced
 // size (-1: none), or the download's error if it failed before.
-func (g *growingFile) answer(ctx context.Context) (int64, error) {
+func (g *File) Answer(ctx context.Context) (int64, error) {
 	for {
 		g.lock()
 		answered, size, done, err, ch := g.answered, g.size, g.done, g.err, g.changed
@@ -187,8 +187,8 @@ func (g *growingFile) answer(ctx context.Context) (int64, error) {
 	}
 }
 
-// reader follows the file from its start. The caller closes it.
-func (g *growingFile) reader(ctx context.Context) (*follower, error) {
+// Reader follows the file from its start. The caller closes it.
+func (g *File) Reader(ctx context.Context) (io.ReadCloser, error) {
 	f, err := os.Open(g.path)
 	if err != nil {
 		return nil, err
@@ -196,9 +196,9 @@ func (g *growingFile) reader(ctx context.Context) (*follower, error) {
 	return &follower{g: g, f: f, ctx: ctx}, nil
 }
 
-// follower reads a growingFile as it grows.
+// follower reads a File as it grows.
 type follower struct {
-	g   *growingFile
+	g   *File
 	f   *os.File
 	off int64
 	ctx context.Context
@@ -233,3 +233,6 @@ func (r *follower) Read(p []byte) (int, error) {
 }
 
 func (r *follower) Close() error { return r.f.Close() }
+
+// Name is the file's name in its release.
+func (g *File) Name() string { return g.name }

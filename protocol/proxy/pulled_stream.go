@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
 // streamPulled serves a file while pull-through downloads it from the
@@ -19,14 +20,14 @@ import (
 // a digest mismatch, the origin breaking off, or no progress for
 // StallTimeout aborts the response, so the client sees a broken transfer,
 // never a wrong file.
-func (s *Server) streamPulled(w http.ResponseWriter, r *http.Request, g *growingFile, file blobFile) {
+func (s *responder) streamPulled(w http.ResponseWriter, r *http.Request, g *pullthrough.File, file blobFile) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stall := s.opts.StallTimeout
 	timer := time.AfterFunc(stall, cancel)
 	defer timer.Stop()
 
-	size, err := g.answer(ctx)
+	size, err := g.Answer(ctx)
 	if err != nil {
 		s.fail(w, r, pulledFileError(err))
 		return
@@ -42,7 +43,7 @@ func (s *Server) streamPulled(w http.ResponseWriter, r *http.Request, g *growing
 	if r.Method == http.MethodHead {
 		return
 	}
-	rd, err := g.reader(ctx)
+	rd, err := g.Reader(ctx)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -71,7 +72,7 @@ func (s *Server) streamPulled(w http.ResponseWriter, r *http.Request, g *growing
 			s.abortPulled(r, g, "client", rerr)
 		case ctx.Err() != nil:
 			s.abortPulled(r, g, "timeout", rerr)
-		case errors.Is(rerr, errDigestMismatch), errors.Is(rerr, ingest.ErrVerification):
+		case errors.Is(rerr, pullthrough.ErrDigestMismatch), errors.Is(rerr, ingest.ErrVerification):
 			s.abortPulled(r, g, "digest_mismatch", rerr)
 		default:
 			s.abortPulled(r, g, "origin", rerr)
@@ -80,21 +81,21 @@ func (s *Server) streamPulled(w http.ResponseWriter, r *http.Request, g *growing
 }
 
 // abortPulled cuts a pulled file's response (net/http resets the stream).
-func (s *Server) abortPulled(r *http.Request, g *growingFile, reason string, err error) {
+func (s *responder) abortPulled(r *http.Request, g *pullthrough.File, reason string, err error) {
 	s.metrics.streamAborts.WithLabelValues(reason).Inc()
 	s.log.LogAttrs(r.Context(), slog.LevelWarn, "pulled file stream aborted",
 		slog.String("reason", reason), slog.String("path", r.URL.EscapedPath()),
-		slog.String("file", g.name), slog.Any("error", err))
+		slog.String("file", g.Name()), slog.Any("error", err))
 	panic(http.ErrAbortHandler)
 }
 
 // pulledFileError is what a client sees when the origin download failed
 // before its answer began.
 func pulledFileError(err error) error {
-	switch originFailure(err) {
-	case "tampered":
+	switch pullthrough.Classify(err) {
+	case pullthrough.FailureTampered:
 		return statusErr(http.StatusBadGateway, err, "the origin's file failed verification against the signed SHA256SUMS and was not stored")
-	case "not_found":
+	case pullthrough.FailureNotFound:
 		return statusErr(http.StatusBadGateway, err, "the origin does not have the file its registry named")
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

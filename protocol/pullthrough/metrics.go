@@ -1,13 +1,13 @@
-package proxy
+package pullthrough
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// pullMetrics are pull-through's metrics, on the server's registry. Labels
+// metrics are pull-through's metrics. Labels
 // come from closed sets: kind is "provider" or "tofu"; results and
 // failures are "stored", "tampered", "not_found", "unreachable", "error".
-type pullMetrics struct {
+type metrics struct {
 	releases     *prometheus.CounterVec
 	downloads    *prometheus.CounterVec
 	originErrors *prometheus.CounterVec
@@ -17,11 +17,11 @@ type pullMetrics struct {
 	originBytes  prometheus.Counter
 }
 
-func newPullMetrics(reg *prometheus.Registry) *pullMetrics {
-	m := &pullMetrics{
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
 		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_pullthrough_releases_total",
-			Help: "Releases pulled through from an origin, by kind and result (stored, tampered, not_found, unreachable, error).",
+			Help: "Releases Stored through from an origin, by kind and result (stored, tampered, not_found, unreachable, error).",
 		}, []string{"kind", "result"}),
 		downloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_pullthrough_origin_downloads_total",
@@ -41,18 +41,20 @@ func newPullMetrics(reg *prometheus.Registry) *pullMetrics {
 		}, []string{"kind"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "oci_tofu_proxy_pullthrough_in_flight",
-			Help: "Releases being pulled through right now.",
+			Help: "Releases being Stored through right now.",
 		}),
 		originBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_pullthrough_origin_bytes_total",
 			Help: "Bytes downloaded from origins.",
 		}),
 	}
-	reg.MustRegister(m.releases, m.downloads, m.originErrors, m.degraded, m.remembered, m.inflight, m.originBytes)
+	if reg != nil {
+		reg.MustRegister(m.releases, m.downloads, m.originErrors, m.degraded, m.remembered, m.inflight, m.originBytes)
+	}
 	return m
 }
 
 // result counts a finished pull.
-func (m *pullMetrics) result(kind, result string) {
+func (m *metrics) result(kind, result string) {
 	m.releases.WithLabelValues(kind, result).Inc()
 }

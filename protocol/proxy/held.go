@@ -1,0 +1,433 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// heldProviders is the providerSource of what the registry holds: every
+// document built from the store's reads of version tags, indexes,
+// platform manifests and provenance.
+type heldProviders struct {
+	*responder
+	mappings  store.ProviderMappings
+	generated *cache.Cache[*checksums] // SHA256SUMS the proxy signed itself
+}
+
+// providerRepo is the repository a provider maps to.
+func (h *heldProviders) providerRepo(p names.Provider) (*store.Repo, error) {
+	ref, err := h.mappings.Map(p)
+	if err != nil {
+		return nil, missing(err, "provider "+p.String(), "provider %s is not served by this proxy (see its --include/--exclude or configuration)", p)
+	}
+	return h.store.Repo(ref), nil
+}
+
+// release is one provider version as found in its repository.
+type release struct {
+	repo *store.Repo
+	p    names.Provider
+	v    names.Version
+	pv   *oci.ProviderVersion
+	// zips are the platforms' zip layers, when read (needZips).
+	zips map[names.Platform]ocispec.Descriptor
+	prov *store.Provenance // nil when the artifact has none (third-party tools)
+	// provErr is why a provenance the index names could not be read
+	// (corrupt, invalid or missing): the packages are still served by
+	// their digests, but nothing that needs the provenance is.
+	provErr error
+}
+
+// needs says what a handler reads of a release besides its index.
+type needs int
+
+const (
+	needProvenance needs = 1 << iota
+	needZips
+)
+
+// listing lists a provider's versions; a provider without any is 404.
+func (h *heldProviders) listing(ctx context.Context, p names.Provider) (*store.Repo, store.Listing, error) {
+	repo, err := h.providerRepo(p)
+	if err != nil {
+		return nil, store.Listing{}, err
+	}
+	l, err := repo.Versions(ctx)
+	if err != nil {
+		return nil, l, missing(err, "provider "+p.String(), "unknown provider %s", p)
+	}
+	if len(l.Versions) == 0 {
+		return nil, l, notFound("provider %s has no versions (no tag of its repository is a version)", p)
+	}
+	return repo, l, nil
+}
+
+// release reads the index version v's tag names. When the registry does
+// not hold the version, the error is a versionNotHeld.
+func (h *heldProviders) release(ctx context.Context, p names.Provider, v names.Version) (*release, error) {
+	repo, err := h.providerRepo(p)
+	if err != nil {
+		return nil, markNotHeld(err)
+	}
+	pv, err := repo.ProviderVersion(ctx, v)
+	if err != nil {
+		return nil, markNotHeld(missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v)))
+	}
+	return &release{repo: repo, p: p, v: v, pv: pv}, nil
+}
+
+// releaseAt reads the release with a given index digest, as archive URLs
+// name it: the exact content the client's metadata described.
+func (h *heldProviders) releaseAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*release, error) {
+	repo, err := h.providerRepo(p)
+	if err != nil {
+		return nil, err
+	}
+	pv, err := repo.ProviderVersionAt(ctx, v, index)
+	if err != nil {
+		return nil, missing(err, "provider "+p.String(), "provider %s has no release with index %s", p, index)
+	}
+	return &release{repo: repo, p: p, v: v, pv: pv}, nil
+}
+
+// readRelease reads what n names of a release at once: its provenance
+// (two round trips: the manifest, then its files) and its platform
+// manifests (one), so a document that needs both waits two round trips
+// after the index, not three.
+func (h *heldProviders) readRelease(ctx context.Context, rel *release, n needs) error {
+	var reads []func(context.Context) error
+	if n&needProvenance != 0 {
+		reads = append(reads, func(ctx context.Context) error { return h.withProvenance(ctx, rel) })
+	}
+	if n&needZips != 0 {
+		reads = append(reads, func(ctx context.Context) (err error) {
+			rel.zips, err = rel.repo.Zips(ctx, rel.pv)
+			return err
+		})
+	}
+	return h.store.Each(ctx, len(reads), func(ctx context.Context, i int) error { return reads[i](ctx) })
+}
+
+// withProvenance reads a release's provenance. One that the registry
+// holds but cannot serve intact (corrupt, invalid, missing) costs only
+// what needs it — stored h1 hashes, the publisher's SHA256SUMS and
+// signature —, not the packages, which are served by their digests.
+func (h *heldProviders) withProvenance(ctx context.Context, rel *release) error {
+	prov, err := rel.repo.Provenance(ctx, rel.pv)
+	switch store.FailureOf(err) {
+	case oci.FailureNone:
+		rel.prov = prov
+	case oci.FailureCorrupt, oci.FailureInvalid, oci.FailureNotFound:
+		h.log.Warn("a provider release's provenance cannot be read; serving its packages by digest alone",
+			"provider", rel.p.String(), "version", rel.v.String(), "index", rel.pv.Index.Digest.String(), "error", err.Error())
+		rel.provErr = err
+	default:
+		return err
+	}
+	return nil
+}
+
+// protocols are a release's plugin protocol versions; "5.0" when unknown
+// (third-party artifacts; see docs/proxy.md).
+func protocols(sum oci.ProvenanceSummary, known bool) []string {
+	if known && len(sum.Protocols) > 0 {
+		return sum.Protocols
+	}
+	return []string{"5.0"}
+}
+
+// h1 is the stored h1 of a platform's package when it can be trusted
+// (pkghash.TrustedH1), or "".
+func (rel *release) h1(p names.Platform, zip ocispec.Descriptor) string {
+	if rel.prov == nil {
+		return ""
+	}
+	return pkghash.TrustedH1(rel.prov.Meta, rel.prov.Files, p, zip)
+}
+
+// hashes are a package's lock-file hashes: its trusted h1, if any, and zh.
+func (rel *release) hashes(p names.Platform, zip ocispec.Descriptor) []string {
+	var out []string
+	if h1 := rel.h1(p, zip); h1 != "" {
+		out = append(out, h1)
+	}
+	return append(out, pkghash.ZH(zip.Digest.Encoded()))
+}
+
+// archiveRef is an archive's path below ArchivePrefix, signed when client
+// authentication is on.
+func (h *heldProviders) archiveRef(rel *release, file string) string {
+	p := archivePath(rel.p, rel.v, rel.pv.Index.Digest, file)
+	if h.urls == nil {
+		return p
+	}
+	return p + "?" + h.urls.sign(ArchivePrefix+p)
+}
+
+// networkMirrorIndex lists the versions the mirror can serve: those whose
+// canonical tag exists. A version OpenTofu's oci_mirror would list from a
+// non-canonical tag alone ("1.2") is left out, as it is from /versions:
+// listing it would make every client that picks it fail; `oci-tofu
+// verify` reports such tags.
+func (h *heldProviders) networkMirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
+	_, l, err := h.listing(ctx, p)
+	if err != nil {
+		return nil, l.At, err
+	}
+	index := wire.MirrorIndex{Versions: make(map[string]struct{}, len(l.Versions))}
+	for _, v := range l.Versions {
+		if tag, bad := l.Unresolvable[v.String()]; bad {
+			h.log.Warn("version left out: its only tag is not the one OpenTofu resolves", "provider", p.String(), "version", v.String(), "tag", tag)
+			continue
+		}
+		index.Versions[v.String()] = struct{}{}
+	}
+	h.seen.providerListed(p.String(), viaMirror, l.Versions)
+	return index, l.At, nil
+}
+
+// networkMirrorVersion is <version>.json: every platform's archive, with its
+// trusted h1 and its zh.
+func (h *heldProviders) networkMirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
+	rel, err := h.release(ctx, p, v)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.readRelease(ctx, rel, needProvenance|needZips); err != nil {
+		return nil, err
+	}
+	sum, known := rel.summary()
+	h.seen.providerVersion(p.String(), viaMirror, v, rel.pv.SortedPlatforms(), known && len(sum.SigningKeyIDs) > 0)
+	archives := make(map[string]wire.MirrorArchive, len(rel.zips))
+	for pl, z := range rel.zips {
+		archives[pl.String()] = wire.MirrorArchive{
+			URL:    mirrorToArchives + h.archiveRef(rel, names.ProviderZipName(p.Type, v.String(), pl)),
+			Hashes: rel.hashes(pl, z),
+		}
+	}
+	return wire.MirrorVersion{Archives: archives}, nil
+}
+
+// versionsDoc lists the versions the registry protocol can offer, with
+// their protocols and platforms, read from each version's index alone
+// (one round trip each, many at once within bounds). Versions it cannot
+// offer are left out and explained in "warnings", which OpenTofu prints;
+// when none is left the answer is 404 naming why.
+func (h *heldProviders) versionsDoc(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
+	repo, l, err := h.listing(ctx, p)
+	if err != nil {
+		return nil, l.At, err
+	}
+	out := make([]*wire.RegistryVersion, len(l.Versions))
+	warn := make([]string, len(l.Versions))
+	err = h.store.EachVersion(ctx, l.Versions, func(ctx context.Context, i int, v names.Version) error {
+		var err error
+		out[i], warn[i], err = h.listedVersion(ctx, shown, repo, l, v)
+		return err
+	})
+	if err != nil {
+		return nil, l.At, err
+	}
+	doc := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
+	var unsigned []*wire.RegistryVersion // listed only if nothing else is
+	for _, tag := range slices.Sorted(maps.Keys(l.Refused)) {
+		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the tag %q is left out: it looks like a version but is none (%s)", tag, l.Refused[tag]))
+	}
+	for i := range l.Versions {
+		switch {
+		case out[i] != nil && warn[i] != "":
+			unsigned = append(unsigned, out[i])
+		case out[i] != nil:
+			doc.Versions = append(doc.Versions, out[i])
+		}
+		if warn[i] != "" {
+			doc.Warnings = append(doc.Warnings, warn[i])
+		}
+	}
+	if len(doc.Versions) == 0 {
+		h.log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
+		if len(unsigned) == 0 {
+			return nil, l.At, notFound("provider %s has %s, none of which this proxy can offer through the registry protocol: %s", p, plural(len(l.Versions), "version"), strings.Join(doc.Warnings, "; "))
+		}
+		// OpenTofu and Terraform print the warnings of a versions answer
+		// ("Additional provider information from registry") only when it
+		// lists a version; of a 404 they print nothing but "does not have
+		// a provider". So the unsigned versions are listed, the warnings
+		// say why they cannot be installed from here, and their download
+		// answers 409.
+		doc.Versions = unsigned
+	}
+	return doc, l.At, nil
+}
+
+// listedVersion is one entry of the versions document, or the warning
+// saying why the version is left out.
+func (h *heldProviders) listedVersion(ctx context.Context, shown string, repo *store.Repo, l store.Listing, v names.Version) (*wire.RegistryVersion, string, error) {
+	if tag, ok := l.Unresolvable[v.String()]; ok {
+		return nil, fmt.Sprintf("%s is left out: its tag is %q, but OpenTofu resolves the tag %q, which does not exist (retag it)", v, tag, names.TagForVersion(v)), nil
+	}
+	pv, err := repo.ProviderVersion(ctx, v)
+	if err != nil {
+		return nil, skipReason(v, err), keepFatal(err)
+	}
+	sum, known, err := repo.Summary(ctx, pv)
+	if err != nil {
+		return nil, skipReason(v, err), keepFatal(err)
+	}
+	platforms := pv.SortedPlatforms()
+	h.seen.providerVersion(shown, viaRegistry, v, platforms, len(sum.SigningKeyIDs) > 0)
+	rv := &wire.RegistryVersion{Version: v.String(), Protocols: protocols(sum, known)}
+	for _, pl := range platforms {
+		rv.Platforms = append(rv.Platforms, wire.RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
+	}
+	if len(sum.SigningKeyIDs) == 0 && h.opts.Signer == nil {
+		return rv, unsignedWarning(v), nil
+	}
+	return rv, "", nil
+}
+
+// unsignedWarning says why an unsigned version cannot be installed through
+// the registry protocol, and what to do instead.
+func unsignedWarning(v names.Version) string {
+	return fmt.Sprintf("%s has no publisher signature and this proxy has no --signing-key, so it cannot be installed through the registry protocol: install it through the proxy's network mirror (/v1/mirror/), or push it signed, or give the proxy --signing-key", v)
+}
+
+// skipReason explains a version left out of a listing.
+func skipReason(v names.Version, err error) string {
+	switch store.FailureOf(err) {
+	case oci.FailureNotFound:
+		return v.String() + " is left out: its tag vanished while the versions were listed"
+	case oci.FailureInvalid:
+		return v.String() + " is left out: its OCI artifact is not a valid provider"
+	}
+	return ""
+}
+
+// keepFatal passes on errors that must fail a whole listing (the registry
+// failing, not one version's artifact).
+func keepFatal(err error) error {
+	if store.Skippable(err) {
+		return nil
+	}
+	return err
+}
+
+// plural is "1 version", "2 versions".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// downloadDoc is …/:version/download/:os/:arch: the package's location,
+// SHA256SUMS and its signature, the keys, and (OpenTofu 1.12) every
+// platform's hashes and size, so tofu records a complete lock entry.
+func (h *heldProviders) downloadDoc(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
+	rel, err := h.release(ctx, p, req.Version)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := rel.pv.Platforms[req.Platform]; !ok {
+		return nil, notFound("provider %s %s has no package for %s", p, req.Version, req.Platform)
+	}
+	if err := h.readRelease(ctx, rel, needProvenance|needZips); err != nil {
+		return nil, err
+	}
+	cs, err := h.checksums(ctx, rel, rel.zips)
+	if err != nil {
+		return nil, err
+	}
+	zip := rel.zips[req.Platform]
+	name, err := cs.checkListed(rel, req.Platform, zip.Digest.Encoded())
+	if err != nil {
+		return nil, err
+	}
+	sums := names.ProviderSHA256SUMSName(p.Type, req.Version.String())
+	return wire.RegistryDownload{
+		Protocols:           protocols(rel.summary()),
+		OS:                  req.Platform.OS,
+		Arch:                req.Platform.Arch,
+		Filename:            name,
+		DownloadURL:         registryToArchives + h.archiveRef(rel, names.ProviderZipName(p.Type, req.Version.String(), req.Platform)),
+		SHASumsURL:          registryToArchives + h.archiveRef(rel, sums),
+		SHASumsSignatureURL: registryToArchives + h.archiveRef(rel, sums+".sig"),
+		SHASum:              zip.Digest.Encoded(),
+		SigningKeys:         wire.SigningKeys{GPGPublicKeys: cs.keys},
+		Packages:            rel.packages(rel.zips),
+	}, nil
+}
+
+// summary is what the release's provenance says of it.
+func (rel *release) summary() (oci.ProvenanceSummary, bool) {
+	if rel.prov == nil {
+		return oci.ProvenanceSummary{}, false
+	}
+	return oci.ProvenanceSummary{Protocols: rel.prov.Meta.Protocols, SigningKeyIDs: rel.prov.Meta.SigningKeyIDs}, true
+}
+
+// packages is the download document's packages object: for every platform
+// of the version, its lock-file hashes and its size.
+func (rel *release) packages(zips map[names.Platform]ocispec.Descriptor) map[string]wire.RegistryPackage {
+	out := make(map[string]wire.RegistryPackage, len(zips))
+	for pl, z := range zips {
+		out[pl.String()] = wire.RegistryPackage{Hashes: rel.hashes(pl, z), PackageSize: z.Size}
+	}
+	return out
+}
+
+func (h *heldProviders) serveZip(w http.ResponseWriter, r *http.Request, rel *release, p names.Platform) {
+	m, ok := rel.pv.Platforms[p]
+	if !ok {
+		h.fail(w, r, notFound("provider %s %s has no package for %s", rel.p, rel.v, p))
+		return
+	}
+	zip, err := rel.repo.PlatformZip(r.Context(), m)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.serveBlob(w, r, rel.repo, zip, blobFile{name: names.ProviderZipName(rel.p.Type, rel.v.String(), p), contentType: "application/zip", pinned: true})
+}
+
+// serveChecksums serves SHA256SUMS or its signature.
+func (h *heldProviders) serveChecksums(w http.ResponseWriter, r *http.Request, rel *release, file ArchiveFile) {
+	if err := h.readRelease(r.Context(), rel, needProvenance|needZips); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	cs, err := h.checksums(r.Context(), rel, rel.zips)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	body, ctype := cs.data, "text/plain; charset=utf-8"
+	if file == ArchiveSignature {
+		body, ctype = cs.signature, "application/octet-stream"
+	}
+	h.writeSmallFile(w, r, body, ctype)
+}
+
+// serveHeldFile serves a file of a release the registry holds.
+func (h *heldProviders) serveHeldFile(w http.ResponseWriter, r *http.Request, rel *release, req ArchiveRequest) {
+	if req.File == ArchiveZip {
+		h.serveZip(w, r, rel, req.Platform)
+		return
+	}
+	h.serveChecksums(w, r, rel, req.File)
+}

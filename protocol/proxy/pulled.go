@@ -1,0 +1,255 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// PullPrefix serves the files of provider releases the registry does not
+// hold yet: <via>/<host>/<namespace>/<type>/<version>/<SHA256SUMS
+// sha256>/<file>, via being "m" (network mirror) or "r" (registry
+// protocol). The SHA256SUMS digest pins the URL to the origin release whose
+// signature was verified when the metadata handed the URL out.
+const PullPrefix = "/v1/pull/"
+
+// Relative URLs from the metadata documents to PullPrefix.
+const (
+	mirrorToPull   = "../../../../pull/"
+	registryToPull = "../../../../../../pull/"
+)
+
+// pulledProviders is the providerSource with pull-through: what the
+// registry holds (heldProviders), and for what it does not hold, what the
+// allow-listed origin of the address offers, fetched, verified and stored
+// by the pull-through engine.
+type pulledProviders struct {
+	*heldProviders
+	engine *pullthrough.Engine
+}
+
+// notHeld reports whether err says the registry does not hold what was
+// asked for (so pull-through may fetch it).
+func notHeld(err error) bool {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status == http.StatusNotFound
+	}
+	return store.FailureOf(err) == oci.FailureNotFound
+}
+
+// versionNotHeld marks an error that says the registry does not hold a
+// release at all (rather than holding it incomplete or failing to read
+// it): only then may pull-through fetch it from its origin.
+type versionNotHeld struct{ error }
+
+func (e versionNotHeld) Unwrap() error { return e.error }
+
+// markNotHeld marks err as a versionNotHeld when it means "not held".
+func markNotHeld(err error) error {
+	if notHeld(err) {
+		return versionNotHeld{err}
+	}
+	return err
+}
+
+// isVersionNotHeld reports whether err is a versionNotHeld.
+func isVersionNotHeld(err error) bool {
+	var nh versionNotHeld
+	return errors.As(err, &nh)
+}
+
+// networkMirrorIndex is index.json: what the registry holds and what the
+// origin offers. With the origin failing, what the registry holds (logged
+// and counted), or the origin's error when it holds nothing.
+func (h *pulledProviders) networkMirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
+	t, ok := h.engine.MirrorTarget(p)
+	if !ok {
+		return h.heldProviders.networkMirrorIndex(ctx, p)
+	}
+	held, at, err := h.heldVersions(ctx, p)
+	if err != nil {
+		return nil, at, err
+	}
+	index := wire.MirrorIndex{Versions: map[string]struct{}{}}
+	for _, v := range held {
+		index.Versions[v.String()] = struct{}{}
+	}
+	l, fetched, oerr := h.engine.Offered(ctx, t)
+	if oerr != nil {
+		if len(held) == 0 {
+			return nil, at, oerr
+		}
+		h.engine.DegradedListing("provider", t.Origin.String(), oerr)
+		return index, at, nil
+	}
+	for _, v := range l.Versions {
+		index.Versions[v.String()] = struct{}{}
+	}
+	return index, earliestNonZero(at, fetched), nil
+}
+
+// heldVersions lists the versions the registry holds for p, with those
+// pull-through stored lately; none when its repository does not exist.
+func (h *pulledProviders) heldVersions(ctx context.Context, p names.Provider) (names.VersionList, time.Time, error) {
+	repo, err := h.providerRepo(p)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	l, err := repo.Versions(ctx)
+	if err != nil && !notHeld(err) {
+		return nil, l.At, err
+	}
+	vs := l.Versions
+	for _, sv := range h.engine.Recent(repo.Name()) {
+		if !slices.ContainsFunc(vs, func(v names.Version) bool { return v.Same(sv.Version) }) {
+			vs = append(vs, sv.Version)
+		}
+	}
+	return vs, l.At, nil
+}
+
+// networkMirrorVersion is <version>.json; for a version the registry does
+// not hold, the origin's packages, verified against its signed SHA256SUMS,
+// at pull URLs, each with its zh: hash (the h1 is known only once the
+// package is unpacked; it is offered once the release is stored).
+func (h *pulledProviders) networkMirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
+	doc, err := h.heldProviders.networkMirrorVersion(ctx, p, v)
+	t, ok := h.engine.MirrorTarget(p)
+	if !ok || !isVersionNotHeld(err) {
+		return doc, err
+	}
+	rel, err := h.engine.ProviderRelease(ctx, t, v)
+	if err != nil {
+		return nil, err
+	}
+	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
+	for _, pl := range rel.Platforms {
+		archives[pl.String()] = wire.MirrorArchive{
+			URL:    mirrorToPull + h.pullRef(t, v, rel.SumsDigest(), rel.ZipName(pl)),
+			Hashes: []string{pkghash.ZH(rel.ZipSHA256(pl))},
+		}
+	}
+	return wire.MirrorVersion{Archives: archives}, nil
+}
+
+// versionsDoc is the registry protocol's versions document: the versions
+// the registry holds (as heldProviders lists them) and those the origin
+// offers besides, with the origin's protocols and platforms.
+func (h *pulledProviders) versionsDoc(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
+	t, ok := h.engine.RegistryTarget(p)
+	if !ok {
+		return h.heldProviders.versionsDoc(ctx, p, shown)
+	}
+	doc := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
+	d, at, err := h.heldProviders.versionsDoc(ctx, p, p.String())
+	switch {
+	case err == nil:
+		doc = d.(wire.RegistryVersions)
+	case !notHeld(err):
+		return nil, at, err
+	}
+	have := map[string]bool{}
+	for _, v := range doc.Versions {
+		have[v.Version] = true
+	}
+	if ref, err := h.mappings.Map(p); err == nil {
+		for _, sv := range h.engine.Recent(ref.Name()) {
+			if sv.Registry != nil && !have[sv.Registry.Version] {
+				doc.Versions = append(doc.Versions, sv.Registry)
+				have[sv.Registry.Version] = true
+			}
+		}
+	}
+	l, fetched, oerr := h.engine.Offered(ctx, t)
+	if oerr != nil {
+		if len(doc.Versions) == 0 {
+			return nil, at, oerr
+		}
+		h.engine.DegradedListing("provider", t.Origin.String(), oerr)
+		if pullthrough.Classify(oerr) != pullthrough.FailureNotFound {
+			doc.Warnings = append(doc.Warnings, fmt.Sprintf("origin %s is unavailable: only the versions the proxy's registry holds are listed", t.Origin.Hostname))
+		}
+		return doc, at, nil
+	}
+	for _, v := range l.Versions {
+		if have[v.String()] {
+			continue
+		}
+		o := l.ByVersion[v.String()]
+		doc.Versions = append(doc.Versions, &wire.RegistryVersion{Version: v.String(), Protocols: o.Protocols, Platforms: o.Platforms})
+	}
+	return doc, earliestNonZero(at, fetched), nil
+}
+
+// downloadDoc answers …/download/<os>/<arch>; for a version the registry
+// does not hold, the origin's SHA256SUMS, signature and keys (served by
+// the proxy, as verified) and the package at a pull URL. The package's
+// download starts at once, since the client asks for it next.
+func (h *pulledProviders) downloadDoc(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
+	doc, err := h.heldProviders.downloadDoc(ctx, p, req)
+	t, ok := h.engine.RegistryTarget(p)
+	if !ok || !isVersionNotHeld(err) {
+		return doc, err
+	}
+	v, pl := req.Version, req.Platform
+	rel, err := h.engine.ProviderRelease(ctx, t, v)
+	if err != nil {
+		return nil, err
+	}
+	if !rel.Has(pl) {
+		return nil, notFound("provider %s %s has no package for %s", t.Served, v, pl)
+	}
+	if _, _, err := h.engine.StartProvider(t, v, rel, rel.ZipName(pl)); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
+		h.log.Debug("pull-through: could not start the download early", "error", err)
+	}
+	sums := rel.SumsDigest()
+	protos := rel.Protocols
+	if len(protos) == 0 {
+		protos = protocols(oci.ProvenanceSummary{}, false)
+	}
+	return wire.RegistryDownload{
+		Protocols:           protos,
+		OS:                  pl.OS,
+		Arch:                pl.Arch,
+		Filename:            rel.ZipName(pl),
+		DownloadURL:         registryToPull + h.pullRef(t, v, sums, rel.ZipName(pl)),
+		SHASumsURL:          registryToPull + h.pullRef(t, v, sums, rel.SumsName()),
+		SHASumsSignatureURL: registryToPull + h.pullRef(t, v, sums, rel.SignatureName()),
+		SHASum:              rel.ZipSHA256(pl),
+		SigningKeys:         rel.Downloads[pl].SigningKeys,
+	}, nil
+}
+
+// pullRef is a pull URL's path below PullPrefix, signed when client
+// authentication is on.
+func (h *pulledProviders) pullRef(t pullthrough.Target, v names.Version, sums digest.Digest, file string) string {
+	p := t.Via + "/" + archivePath(t.Served, v, sums, file)
+	if h.urls == nil {
+		return p
+	}
+	return p + "?" + h.urls.sign(PullPrefix+p)
+}
+
+// earliestNonZero is the earlier of a and b, a zero time meaning none.
+func earliestNonZero(a, b time.Time) time.Time {
+	if a.IsZero() {
+		return b
+	}
+	if b.IsZero() || a.Before(b) {
+		return a
+	}
+	return b
+}

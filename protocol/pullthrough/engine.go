@@ -1,0 +1,327 @@
+package pullthrough
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// Config is what the engine uses besides its Options: where releases are
+// stored (the provider mappings and the TofuDL repository, through the
+// registry client), where its metrics go, and how much its caches hold.
+type Config struct {
+	Options
+	// Mappings map provider addresses to the repositories pulled providers
+	// are stored in.
+	Mappings store.ProviderMappings
+	// TofuRepository stores pulled OpenTofu releases.
+	TofuRepository *oci.Reference
+	// Registry writes to the registry.
+	Registry *oci.Client
+	// Metrics registers pull-through's metrics (nil: not registered).
+	Metrics prometheus.Registerer
+	// ObserveCache is told each cache lookup's result.
+	ObserveCache func(cache, result string)
+	// CacheEntries bounds the entries of each cache (default 65536);
+	// CacheBytes the memory of the origin metadata caches together
+	// (default 16 MiB).
+	CacheEntries int
+	CacheBytes   int64
+	Logger       *slog.Logger
+}
+
+// Engine is the running pull-through: origin metadata caches, the pulls
+// in flight, what they recently stored and what recently failed.
+type Engine struct {
+	opts     Options
+	mappings store.ProviderMappings
+	tofuRepo *oci.Reference
+	registry *oci.Client
+	log      *slog.Logger
+	metrics  *metrics
+
+	listings  *cache.Cache[Listing]
+	releases  *cache.Cache[*ingest.ProviderRelease]
+	tofuAPI   *cache.Cache[TofuListing]
+	tofuRels  *cache.Cache[*ingest.TofuOriginRelease]
+	completed *cache.Cache[Stored]
+	recent    *recentlyStored
+	// failures remembers releases that failed, for FailureTTL.
+	failures *cache.Cache[error]
+
+	mu       sync.Mutex
+	inflight map[string]*Pull
+	running  sync.WaitGroup // pulls whose run has not returned
+}
+
+// recentTTL is how long what pull-through stored is remembered in memory:
+// longer than the registry's tag lists and tag resolutions are cached (and
+// a "not found" remembered), so listings and archive URLs never miss a
+// release just stored.
+const recentTTL = 15 * time.Minute
+
+// New checks the configuration and starts the engine.
+func New(c Config) (*Engine, error) {
+	if err := c.Options.Check(len(c.Mappings) > 0, c.TofuRepository != nil); err != nil {
+		return nil, err
+	}
+	if c.Registry == nil {
+		return nil, fmt.Errorf("pull-through: a registry client is required")
+	}
+	if c.CacheEntries <= 0 {
+		c.CacheEntries = 65536
+	}
+	if c.CacheBytes <= 0 {
+		c.CacheBytes = 16 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	opts := c.Options.withDefaults()
+	for host, base := range opts.Origins {
+		if base != nil {
+			if err := opts.Client.SetProvidersBase(host, base); err != nil {
+				return nil, err
+			}
+		}
+	}
+	e := &Engine{opts: opts, mappings: c.Mappings, tofuRepo: c.TofuRepository, registry: c.Registry, log: c.Logger,
+		metrics: newMetrics(c.Metrics), inflight: map[string]*Pull{}, recent: newRecentlyStored(recentTTL, c.CacheEntries),
+		failures: cache.New[error](cache.Options{Name: "origin_failures", TTL: opts.FailureTTL, MaxEntries: c.CacheEntries})}
+	metaCache := func(name string, failureTTL time.Duration) cache.Options {
+		return cache.Options{Name: name, TTL: opts.ListingTTL, MaxStale: opts.ListingTTL, FailureTTL: failureTTL, MaxEntries: c.CacheEntries,
+			MaxCost: c.CacheBytes / 4, Timeout: opts.MetadataTimeout, Observe: c.ObserveCache}
+	}
+	// Releases are not remembered as failures by the cache: the engine
+	// remembers the failures that count (failures), and only those.
+	e.listings = cache.New[Listing](metaCache("origin_listings", opts.FailureTTL))
+	e.releases = cache.New[*ingest.ProviderRelease](metaCache("origin_releases", -1))
+	e.tofuAPI = cache.New[TofuListing](metaCache("origin_tofu_api", opts.FailureTTL))
+	e.tofuRels = cache.New[*ingest.TofuOriginRelease](metaCache("origin_tofu_releases", -1))
+	e.completed = cache.New[Stored](cache.Options{Name: "pulled", TTL: recentTTL, MaxEntries: c.CacheEntries, Observe: c.ObserveCache})
+	return e, nil
+}
+
+// Providers reports whether providers are pulled through.
+func (e *Engine) Providers() bool { return e != nil && len(e.opts.Origins) > 0 }
+
+// Tofu reports whether OpenTofu releases are pulled through.
+func (e *Engine) Tofu() bool { return e != nil && e.opts.Tofu != nil }
+
+// FailureTTL is how long failed origin releases are remembered.
+func (e *Engine) FailureTTL() time.Duration { return e.opts.FailureTTL }
+
+// InFlight is the number of releases being pulled right now.
+func (e *Engine) InFlight() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.inflight)
+}
+
+// CheckPush makes sure the registry lets the proxy push where
+// pull-through stores releases: it starts (and cancels) an upload in a
+// repository of each provider mapping and in the TofuDL repository. A
+// read-only deployment is refused at start-up rather than on the first
+// install.
+func (e *Engine) CheckPush(ctx context.Context) error {
+	var refs []oci.Reference
+	if len(e.opts.Origins) > 0 {
+		host := e.opts.RegistryOrigin
+		for h := range e.opts.Origins {
+			if host == "" || h < host {
+				host = h
+			}
+		}
+		probe := names.Provider{Hostname: host, Namespace: "oci-tofu", Type: "pull-through-check"}
+		for _, m := range e.mappings {
+			ref, err := m.Template.Expand(probe.TemplateValues())
+			if err != nil {
+				return err
+			}
+			refs = append(refs, ref)
+		}
+	}
+	if e.opts.Tofu != nil {
+		refs = append(refs, *e.tofuRepo)
+	}
+	for _, ref := range refs {
+		if err := e.registry.CheckPush(ctx, ref); err != nil {
+			return fmt.Errorf("pull-through stores what it fetches, but the registry refuses the proxy's pushes to %s: %w\n"+
+				"Give credentials allowed to push (--username with OCI_TOFU_PASSWORD or --password-stdin, or a docker config with them), "+
+				"or run read-only, without pull-through", ref.Name(), err)
+		}
+	}
+	return nil
+}
+
+// start returns the pull in flight under key, or starts one with newPull,
+// then asks it for the file a client wants (demand), if any.
+func (e *Engine) start(key string, newPull func() (*Pull, error), demand string) (*Pull, *File, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.inflight[key]
+	if !ok {
+		if len(e.inflight) >= e.opts.MaxPulls {
+			return nil, nil, &Error{Failure: FailureBusy, RetryAfter: 5,
+				Msg: fmt.Sprintf("the proxy is already pulling %d releases from their origins; try again shortly", len(e.inflight))}
+		}
+		if _, done := e.completed.Peek(key); done {
+			return nil, nil, ErrFinished
+		}
+		var err error
+		if p, err = newPull(); err != nil {
+			return nil, nil, err
+		}
+		e.inflight[key] = p
+		e.metrics.inflight.Inc()
+		e.log.Info("pull-through: fetching a release from its origin", p.logAttrs()...)
+		e.running.Add(1)
+		defer func() { // after the demanded file has started
+			go func() {
+				defer e.running.Done()
+				p.run()
+			}()
+		}()
+	}
+	if demand == "" {
+		return p, nil, nil
+	}
+	g, err := p.fetch(demand)
+	return p, g, err
+}
+
+// newPull prepares a pull's directory, holding the release's verified
+// checksums (writeChecksums), and its context.
+func (e *Engine) newPull(kind, key, what string, repo oci.Repository, files []string, writeChecksums func(dir string) error) (*Pull, error) {
+	dir, err := os.MkdirTemp(e.opts.TempDir, "oci-tofu-pull-")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeChecksums(dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.opts.Timeout)
+	sorted := append([]string(nil), files...)
+	sort.Strings(sorted)
+	return &Pull{e: e, kind: kind, key: key, what: what, dir: dir, repo: repo, files: sorted, ctx: ctx, cancel: cancel,
+		started: map[string]*File{}, settled: make(chan struct{})}, nil
+}
+
+// finished records a pull's outcome: what it stored, or its failure,
+// remembered for FailureTTL.
+func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
+	attrs := append(p.logAttrs(), slog.Duration("duration", took))
+	if err == nil {
+		e.completed.Add(p.key, res, 1024)
+		e.metrics.result(p.kind, "stored")
+		e.log.Info("pull-through: release verified and stored", append(attrs, slog.String("digest", res.Root.Digest.String()))...)
+	} else {
+		e.failures.Add(p.failKey, err, 0)
+		kind := Classify(err)
+		e.metrics.result(p.kind, kind)
+		e.log.Warn("pull-through: release not stored", append(attrs, slog.String("failure", kind), slog.Any("error", err))...)
+	}
+	e.mu.Lock()
+	if e.inflight[p.key] == p {
+		delete(e.inflight, p.key)
+		e.metrics.inflight.Dec()
+	}
+	e.mu.Unlock()
+}
+
+// InflightFile returns a file of the pull in flight under key (starting
+// its download if needed; name "" asks for none), or nil when no pull
+// runs under key.
+func (e *Engine) InflightFile(key, name string) (*Pull, *File, error) {
+	e.mu.Lock()
+	p := e.inflight[key]
+	e.mu.Unlock()
+	if p == nil {
+		return nil, nil, nil
+	}
+	if name == "" {
+		return p, nil, nil
+	}
+	g, err := p.fetch(name)
+	if errors.Is(err, ErrFinished) {
+		return nil, nil, nil
+	}
+	return p, g, err
+}
+
+// Completed is what the pull under key stored, while remembered.
+func (e *Engine) Completed(key string) (Stored, bool) { return e.completed.Peek(key) }
+
+// remembered is the error of a release that failed recently, or nil.
+func (e *Engine) remembered(kind, key, host string) error {
+	err, ok := e.failures.Peek(key)
+	if !ok {
+		return nil
+	}
+	e.metrics.remembered.WithLabelValues(kind).Inc()
+	pe, _ := originError(host, err).(*Error)
+	if pe == nil {
+		return err
+	}
+	out := *pe
+	out.Msg += fmt.Sprintf(" (remembered for %s; not retried before)", e.opts.FailureTTL)
+	if out.Failure != FailureNotFound {
+		out.RetryAfter = int(e.opts.FailureTTL.Seconds()) + 1
+	}
+	return &out
+}
+
+// reportOriginError logs and counts a failed read of origin metadata.
+func (e *Engine) reportOriginError(kind, what string, err error) {
+	failure := Classify(err)
+	e.metrics.originErrors.WithLabelValues(kind, failure).Inc()
+	if failure == FailureNotFound || errors.Is(err, context.Canceled) {
+		return
+	}
+	e.log.Warn("pull-through: origin failed", slog.String("kind", kind), slog.String("what", what), slog.String("failure", failure), slog.Any("error", err))
+}
+
+// DegradedListing logs and counts a listing answered without the origin.
+func (e *Engine) DegradedListing(kind, what string, err error) {
+	if Classify(err) == FailureNotFound {
+		return
+	}
+	e.metrics.degraded.WithLabelValues(kind).Inc()
+	e.log.Warn("pull-through: listing only what the registry holds, the origin failed", slog.String("kind", kind), slog.String("what", what), slog.Any("error", err))
+}
+
+// Close waits for the pulls in flight to store their releases until ctx
+// ends, then cancels those still running and waits for them to clean up.
+func (e *Engine) Close(ctx context.Context) error {
+	if e == nil {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() { e.running.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	for _, p := range e.inflight {
+		p.cancel()
+	}
+	e.mu.Unlock()
+	<-done
+	return fmt.Errorf("pulls still running were stopped: %w", ctx.Err())
+}

@@ -1,0 +1,82 @@
+package pullthrough
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/origin"
+)
+
+// Failure classes of pull-through, for errors, logs and metrics labels.
+const (
+	// FailureTampered: the origin's release or file failed verification
+	// (signature, SHA256SUMS, digest) and was not stored.
+	FailureTampered = "tampered"
+	// FailureNotFound: the origin does not offer it.
+	FailureNotFound = "not_found"
+	// FailureUnreachable: the origin could not be reached.
+	FailureUnreachable = "unreachable"
+	// FailureError: the origin answered with an error.
+	FailureError = "error"
+	// FailureBusy: too many releases are being pulled at once.
+	FailureBusy = "busy"
+)
+
+// Error is what a request learns when pull-through cannot provide a
+// release: its class, a message fit for clients (Err, which may name
+// internal hosts, is for logs), and, for failures remembered or load
+// refused, how many seconds to wait before asking again.
+type Error struct {
+	Failure    string
+	Msg        string
+	Err        error
+	RetryAfter int
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Msg + ": " + e.Err.Error()
+	}
+	return e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Classify names the class of an origin failure: FailureTampered,
+// FailureNotFound, FailureUnreachable or FailureError (FailureBusy for
+// the engine's own refusal).
+func Classify(err error) string {
+	var pe *Error
+	switch {
+	case errors.As(err, &pe):
+		return pe.Failure
+	case errors.Is(err, ingest.ErrVerification), errors.Is(err, ErrDigestMismatch):
+		return FailureTampered
+	case errors.Is(err, origin.ErrNotFound):
+		return FailureNotFound
+	case origin.Unreachable(err):
+		return FailureUnreachable
+	}
+	return FailureError
+}
+
+// originError is what a request sees when the origin could not provide a
+// release the registry does not hold.
+func originError(host string, err error) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	failure := Classify(err)
+	msg := fmt.Sprintf("not held by the registry, and origin %s answered with an error", host)
+	switch failure {
+	case FailureTampered:
+		msg = fmt.Sprintf("the release from origin %s failed verification (signature or digests) and was not stored", host)
+	case FailureNotFound:
+		msg = fmt.Sprintf("not held by the registry, and origin %s does not offer it", host)
+	case FailureUnreachable:
+		msg = fmt.Sprintf("not held by the registry, and origin %s is unreachable", host)
+	}
+	return &Error{Failure: failure, Msg: msg, Err: err}
+}

@@ -1,0 +1,135 @@
+// Package pullthrough fetches what the registry does not hold from
+// allow-listed origins on first use: it reads origin listings and
+// releases (cached, failures remembered), verifies them as `oci-tofu
+// mirror` does, downloads every file once into a temporary release that
+// any number of readers follow while it grows, and stores the release in
+// exactly the layout `mirror` writes, tagged only when complete. It sits
+// beside protocol/store: the proxy asks the store first and pull-through
+// for what the store says is not held; it knows nothing of HTTP handlers
+// and returns classified errors (Error) that the proxy maps to statuses.
+// See docs/proxy.md, "Pull-through".
+package pullthrough
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/origin"
+)
+
+// Options configure pull-through: what the registry does not hold is
+// fetched from allow-listed origins on first use, verified as `oci-tofu
+// mirror` verifies it, stored in exactly the layout `mirror` writes, and
+// served while it streams in; later requests are served from the registry,
+// also while the origin is down.
+type Options struct {
+	// Origins are the only origin registries ever contacted for providers,
+	// by hostname as provider addresses write it (lower case, with a port
+	// when not 443). A nil URL means OpenTofu's service discovery
+	// (https://HOST/.well-known/terraform.json, providers.v1); a URL is the
+	// providers.v1 base itself, as a `host` block of a CLI configuration
+	// gives it.
+	Origins map[string]*url.URL
+	// RegistryOrigin is the origin of the providers served through the
+	// Provider Registry Protocol, whose addresses carry the proxy's own
+	// hostname: PROXY/NAMESPACE/TYPE is pulled from
+	// RegistryOrigin/NAMESPACE/TYPE. Empty: the registry protocol serves
+	// only what the registry holds. It must be one of Origins.
+	RegistryOrigin string
+	// Tofu, when set, is the TofuDL origin of OpenTofu releases for the
+	// TofuDL mirror (which needs a TofuDL repository).
+	Tofu *ingest.TofuOrigin
+	// EnforceGPGExpiration refuses provider releases signed by an expired
+	// key, subkey or signature, as OpenTofu does with
+	// OPENTOFU_ENFORCE_GPG_EXPIRATION=true (and `mirror
+	// --enforce-gpg-expiration`); by default they are taken with a warning
+	// in the log.
+	EnforceGPGExpiration bool
+	// Client reaches origins (default: system trust plus SSL_CERT_FILE,
+	// TF_TOKEN_<host> credentials as OpenTofu reads them).
+	Client *origin.Client
+	// FailureTTL is how long an origin release that could not be fetched or
+	// failed verification is remembered, and answered with its error
+	// without asking the origin again (default 1m).
+	FailureTTL time.Duration
+	// ListingTTL is how long an origin's version listing is fresh (default
+	// 5m); it is then served stale for as long while one background read
+	// revalidates it.
+	ListingTTL time.Duration
+	// MetadataTimeout bounds each read of an origin's listings, download
+	// answers, SHA256SUMS and signature (default 10s, OpenTofu's own
+	// registry client timeout).
+	MetadataTimeout time.Duration
+	// Concurrency bounds the background downloads of one release (default 4).
+	Concurrency int
+	// MaxPulls bounds the releases being pulled at once (default 16);
+	// beyond it further releases are refused as busy.
+	MaxPulls int
+	// Timeout bounds the pull of one whole release (default 30m).
+	Timeout time.Duration
+	// TempDir holds releases being assembled (default os.TempDir()).
+	TempDir string
+	// MaxFileSize bounds each downloaded file (default oci.MaxPackageSize).
+	MaxFileSize int64
+}
+
+// Check refuses a configuration that cannot work: providers and tofu say
+// whether there is somewhere to store pulled providers (a provider
+// mapping) and OpenTofu releases (a TofuDL repository).
+func (o *Options) Check(providers, tofu bool) error {
+	if len(o.Origins) == 0 && o.Tofu == nil {
+		return errors.New("pull-through: give at least one origin registry or a TofuDL origin")
+	}
+	if len(o.Origins) > 0 && !providers {
+		return errors.New("pull-through of providers needs a provider template (where pulled providers are stored)")
+	}
+	if o.Tofu != nil && !tofu {
+		return errors.New("pull-through of OpenTofu releases needs a TofuDL repository (where they are stored)")
+	}
+	for host := range o.Origins {
+		if !names.ValidHostname(host) {
+			return fmt.Errorf("pull-through: %q is not a registry hostname", host)
+		}
+	}
+	if o.RegistryOrigin != "" {
+		if _, ok := o.Origins[o.RegistryOrigin]; !ok {
+			return fmt.Errorf("pull-through: the registry protocol's origin %s is not one of the allowed origins", o.RegistryOrigin)
+		}
+	}
+	return nil
+}
+
+// withDefaults fills in what is left unset.
+func (o Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.FailureTTL, time.Minute)
+	def(&o.ListingTTL, 5*time.Minute)
+	def(&o.Timeout, 30*time.Minute)
+	def(&o.MetadataTimeout, 10*time.Second)
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.MaxPulls <= 0 {
+		o.MaxPulls = 16
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = oci.MaxPackageSize
+	}
+	if o.Client == nil {
+		o.Client = origin.NewClient(nil)
+	}
+	return o
+}
