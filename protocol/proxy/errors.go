@@ -172,3 +172,34 @@ func retryAfter(err error, failureTTL time.Duration) int {
 	}
 	return secs
 }
+
+// notHeld reports whether err says the registry does not hold what was
+// asked for (so pull-through may fetch it).
+func notHeld(err error) bool {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status == http.StatusNotFound
+	}
+	return store.FailureOf(err) == oci.FailureNotFound
+}
+
+// versionNotHeld marks an error that says the registry does not hold a
+// release at all (rather than holding it incomplete or failing to read
+// it): only then may pull-through fetch it from its origin.
+type versionNotHeld struct{ error }
+
+func (e versionNotHeld) Unwrap() error { return e.error }
+
+// markNotHeld marks err as a versionNotHeld when it means "not held".
+func markNotHeld(err error) error {
+	if notHeld(err) {
+		return versionNotHeld{err}
+	}
+	return err
+}
+
+// isVersionNotHeld reports whether err is a versionNotHeld.
+func isVersionNotHeld(err error) bool {
+	var nh versionNotHeld
+	return errors.As(err, &nh)
+}

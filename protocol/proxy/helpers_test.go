@@ -69,7 +69,7 @@ func push(t testing.TB, repo oci.Repository, a *oci.Artifact, tag string) {
 }
 
 // thirdPartyArtifact assembles a provider the way OpenTofu's docs tell
-// third-party tools to (REFERENCE §1): an index and platform manifests,
+// third-party tools to (docs/reference.md §1): an index and platform manifests,
 // each with one archive/zip layer, and nothing else; written with plain
 // image-spec types rather than package oci's builders.
 func thirdPartyArtifact(t testing.TB, zips map[names.Platform][]byte) *oci.Artifact {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
-	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // PullPrefix serves the files of provider releases the registry does not
@@ -38,37 +36,6 @@ const (
 type pulledProviders struct {
 	*heldProviders
 	engine *pullthrough.Engine
-}
-
-// notHeld reports whether err says the registry does not hold what was
-// asked for (so pull-through may fetch it).
-func notHeld(err error) bool {
-	var he *httpError
-	if errors.As(err, &he) {
-		return he.status == http.StatusNotFound
-	}
-	return store.FailureOf(err) == oci.FailureNotFound
-}
-
-// versionNotHeld marks an error that says the registry does not hold a
-// release at all (rather than holding it incomplete or failing to read
-// it): only then may pull-through fetch it from its origin.
-type versionNotHeld struct{ error }
-
-func (e versionNotHeld) Unwrap() error { return e.error }
-
-// markNotHeld marks err as a versionNotHeld when it means "not held".
-func markNotHeld(err error) error {
-	if notHeld(err) {
-		return versionNotHeld{err}
-	}
-	return err
-}
-
-// isVersionNotHeld reports whether err is a versionNotHeld.
-func isVersionNotHeld(err error) bool {
-	var nh versionNotHeld
-	return errors.As(err, &nh)
 }
 
 // networkMirrorIndex is index.json: what the registry holds and what the

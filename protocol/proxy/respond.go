@@ -1,7 +1,11 @@
 package proxy
 
 import (
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"time"
 
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -20,4 +24,36 @@ type responder struct {
 	store   *store.Store
 	docs    *cache.Cache[document]
 	urls    *urlSigner // nil without client authentication
+}
+
+func allowRead(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	writeError(w, http.StatusMethodNotAllowed, "only GET and HEAD are supported")
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "encoding the response failed")
+		return
+	}
+	writeDoc(w, r, newDocument(append(b, '\n'), time.Time{}))
+}
+
+// writeError answers {"errors":[msg]}, the registry protocols' error form.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	if rec, ok := w.(*recorder); ok && rec.errMsg == "" {
+		rec.errMsg = msg
+	}
+	b, _ := json.Marshal(map[string][]string{"errors": {msg}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(b)+1))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
 }

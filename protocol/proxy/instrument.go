@@ -1,0 +1,107 @@
+package proxy
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"time"
+)
+
+// instrument counts, times and logs requests, and is the recovery boundary
+// of each: a panic is logged once with its stack and answered 500 (or the
+// stream cut), never the end of the process. Logs carry the method, the
+// path without query (archive URL signatures stay out) and the outcome;
+// never headers.
+func (s *Server) instrument(name string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			p := recover()
+			aborted := p != nil
+			if aborted && p != http.ErrAbortHandler {
+				s.log.Error("panic serving a request", "handler", name, "path", r.URL.EscapedPath(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					writeError(rec, http.StatusInternalServerError, "internal error")
+					aborted = false
+				}
+			}
+			s.record(name, r, rec, start, aborted)
+			if aborted {
+				panic(http.ErrAbortHandler) // cut the response; net/http logs nothing for this one
+			}
+		}()
+		h.ServeHTTP(rec, r)
+	})
+}
+
+// record counts and logs one finished request.
+func (s *Server) record(name string, r *http.Request, rec *recorder, start time.Time, aborted bool) {
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if aborted {
+		status = 0
+	}
+	d := time.Since(start)
+	s.metrics.observe(name, r.Method, status, d)
+	level := slog.LevelInfo
+	if status >= 500 || status == 0 {
+		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(r.Context(), level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("handler", name), slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()),
+		slog.Int("status", status), slog.Int64("bytes", rec.bytes), slog.Duration("duration", d),
+		slog.String("remote", remoteIP(r)),
+	}
+	if rec.errMsg != "" {
+		attrs = append(attrs, slog.String("error", rec.errMsg))
+	}
+	if rec.hint != "" {
+		attrs = append(attrs, slog.String("hint", rec.hint))
+	}
+	s.log.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+func remoteIP(r *http.Request) string { return hostOnly(r.RemoteAddr) }
+
+// hostOnly is the host of host:port, or hostport when it has no port.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
+
+// recorder remembers the status and size of a response.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	errMsg string
+	hint   string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
