@@ -117,8 +117,13 @@ bench: tools tools-apt build
 demo: $(TOOLS)/tofu build
 	bash scripts/demo.sh
 
-## lint: gofmt, go vet and staticcheck (built from the Go module proxy), all clean
+## lint: gofmt, go vet and staticcheck (built from the Go module proxy), all clean; and no
+## binaries in git: no tracked file over MAX_TRACKED_BYTES outside testdata/ directories
+MAX_TRACKED_BYTES := 1048576
 lint: $(TOOLS)/staticcheck
+	@big=$$(git ls-files -z | grep -zv -e '^testdata/' -e '/testdata/' | xargs -0 -r stat -c '%s %n' 2>/dev/null | \
+	  awk '$$1 > $(MAX_TRACKED_BYTES)'); \
+	test -z "$$big" || { echo "tracked files over $(MAX_TRACKED_BYTES) bytes outside testdata/ (size, path):"; echo "$$big"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(TOOLS)/staticcheck ./...

@@ -2,7 +2,7 @@ package oci
 
 import ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-// Media and artifact types OpenTofu reads (REFERENCE §1, §2).
+// Media and artifact types OpenTofu reads (docs/reference.md §1, §2).
 const (
 	// ArtifactTypeProvider marks the image index that a provider version tag points to.
 	ArtifactTypeProvider = "application/vnd.opentofu.provider"

@@ -25,7 +25,7 @@ func ModuleLayerDescriptor(d digest.Digest, size int64) ocispec.Descriptor {
 }
 
 // BuildModule assembles a module package exactly as OpenTofu's oci://
-// module source reads it (REFERENCE §2): an image manifest with artifactType
+// module source reads it (docs/reference.md §2): an image manifest with artifactType
 // application/vnd.opentofu.modulepkg, the empty config and a single
 // archive/zip layer. The manifest has no timestamps, so the same zip always
 // gives the same digest.

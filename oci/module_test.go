@@ -34,7 +34,7 @@ func TestBuildModule(t *testing.T) {
 	if root.MediaType != ocispec.MediaTypeImageManifest || root.ArtifactType != ArtifactTypeModule {
 		t.Fatalf("root descriptor %+v", root)
 	}
-	// The body, field by field, as OpenTofu reads it (REFERENCE §2).
+	// The body, field by field, as OpenTofu reads it (docs/reference.md §2).
 	var m map[string]any
 	if err := json.Unmarshal(a.Manifests[0].Bytes, &m); err != nil {
 		t.Fatal(err)

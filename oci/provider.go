@@ -24,7 +24,7 @@ type ProviderPackage struct {
 }
 
 // BuildProvider assembles a provider version exactly as OpenTofu's
-// oci_mirror reads it (REFERENCE §1): one image manifest per platform with
+// oci_mirror reads it (docs/reference.md §1): one image manifest per platform with
 // the empty config and a single archive/zip layer, under an image index with
 // artifactType application/vnd.opentofu.provider. When provenance is given,
 // its manifest is added to the index with oci-tofu's own artifactType, which
@@ -168,7 +168,7 @@ func ListTags(ctx context.Context, repo ReadOnlyRepository) ([]string, error) {
 }
 
 // ResolveProvider reads the index a version tag names (in one round trip
-// where the registry allows), applying OpenTofu's checks (REFERENCE §1).
+// where the registry allows), applying OpenTofu's checks (docs/reference.md §1).
 func ResolveProvider(ctx context.Context, repo ReadOnlyRepository, v names.Version) (*ProviderVersion, error) {
 	desc, b, err := FetchReference(ctx, repo, names.TagForVersion(v))
 	if err != nil {

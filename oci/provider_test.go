@@ -25,7 +25,7 @@ func zipPkg(os, arch, content string) ProviderPackage {
 }
 
 // The platform manifest is byte-for-byte the known-good one from OpenTofu's
-// own tests (REFERENCE §1), and the index carries the artifact types tofu
+// own tests (docs/reference.md §1), and the index carries the artifact types tofu
 // checks on descriptors and bodies.
 func TestBuildProviderLayout(t *testing.T) {
 	pkgs := []ProviderPackage{zipPkg("linux", "amd64", "zip-a"), zipPkg("darwin", "arm64", "zip-b")}

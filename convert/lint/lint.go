@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // Check checks the artifact a reference names the way OpenTofu reads it
-// (REFERENCE §1, §2): media types, artifactType on descriptors and bodies,
+// (docs/reference.md §1, §2): media types, artifactType on descriptors and bodies,
 // platforms and duplicates, a single zip layer, canonical tags, size limits,
 // readable zips whose digests match, and the oci-tofu provenance (signature,
 // SHA256SUMS, h1) when present. A reference without tag or digest checks

@@ -1,5 +1,5 @@
 // Package modulepkg makes and reads OpenTofu module packages: zips whose
-// root is the module package root (REFERENCE §2). It walks a module
+// root is the module package root (docs/reference.md §2). It walks a module
 // directory (exclusions, .terraformignore, symbolic links), packs it
 // reproducibly (entries sorted, every timestamp 1980-01-01 00:00,
 // permissions 0644 or 0755, no directory entries, no extra fields: the same

@@ -421,13 +421,14 @@ func TestPackModuleRoot(t *testing.T) {
 	}
 }
 
-// craftZip writes a zip with raw entries, as an attacker would.
+// entry is one raw zip entry for craftZip.
 type entry struct {
 	name string
 	mode fs.FileMode
 	body string
 }
 
+// craftZip writes a zip with raw entries, as an attacker would.
 func craftZip(t *testing.T, entries ...entry) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "evil.zip")

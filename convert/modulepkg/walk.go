@@ -15,7 +15,7 @@ import (
 )
 
 // Module packages are zips whose root is the module package root
-// (REFERENCE §2). Pack makes them reproducibly: entries sorted by
+// (docs/reference.md §2). Pack makes them reproducibly: entries sorted by
 // name, every timestamp 1980-01-01 00:00, permissions 0644 or 0755, no
 // directory entries, no extra fields, so the same tree always gives the same
 // bytes and hence the same OCI digest.

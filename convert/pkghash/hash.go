@@ -29,7 +29,7 @@ func ZipH1(zr *zip.Reader) (string, error) { return ZipH1Context(context.Backgro
 // ZipH1Context computes the h1: hash OpenTofu records for a provider package
 // after installing it: Go's dirhash Hash1 over the unpacked files. Unlike
 // dirhash.HashZip it leaves directory entries out, as they vanish when the
-// zip is unpacked (REFERENCE §3).
+// zip is unpacked (docs/reference.md §3).
 //
 // The zip is taken as OpenTofu's unpacker (go-getter's ZipDecompressor)
 // takes it, or refused where that unpacker would fail or where the result

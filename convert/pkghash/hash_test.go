@@ -30,7 +30,7 @@ func TestHashZipH1MatchesTofu(t *testing.T) {
 			t.Errorf("%s: h1 %s, tofu wrote %s", platform, got, want)
 		}
 		// The fixtures hold directory entries, so hashing the zip as it is
-		// (dirhash.HashZip) gives another value: the trap REFERENCE §3 names.
+		// (dirhash.HashZip) gives another value: the trap docs/reference.md §3 names.
 		if naive, _ := dirhash.HashZip(zipPath, dirhash.Hash1); naive == want {
 			t.Errorf("%s: fixture has no directory entries; the test would not catch the difference", platform)
 		}

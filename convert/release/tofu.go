@@ -208,7 +208,7 @@ func (r *Tofu) Artifact() (*oci.Artifact, error) {
 	return oci.BuildTofuRelease(r.Version, blobs)
 }
 
-// PushTofu pushes a verified release under its version tag, tag last;
+// Push pushes a verified release under its version tag, tag last;
 // an identical release already there is reported up to date.
 func (r *Tofu) Push(ctx context.Context, repo oci.Repository, replace bool, opts oci.PushOptions) (oci.PushResult, error) {
 	tag, tags, err := versionTag(ctx, repo, r.Version)

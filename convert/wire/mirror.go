@@ -1,6 +1,6 @@
 package wire
 
-// Provider Network Mirror Protocol documents (REFERENCE §4), as the proxy
+// Provider Network Mirror Protocol documents (docs/reference.md §4), as the proxy
 // serves them and `tofu providers mirror` writes them.
 
 // MirrorIndex is a network mirror's index.json.

@@ -1,6 +1,6 @@
 package wire
 
-// Module Registry Protocol documents (REFERENCE §6).
+// Module Registry Protocol documents (docs/reference.md §6).
 
 // ModuleVersions is the …/versions document.
 type ModuleVersions struct {

@@ -6,7 +6,7 @@
 // and mirror directories hold the network mirror's.
 package wire
 
-// Provider Registry Protocol documents (REFERENCE §5).
+// Provider Registry Protocol documents (docs/reference.md §5).
 
 // RegistryPlatform is an os/arch pair.
 type RegistryPlatform struct {

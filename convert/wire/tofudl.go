@@ -1,6 +1,6 @@
 package wire
 
-// TofuDL mirror documents (REFERENCE §7).
+// TofuDL mirror documents (docs/reference.md §7).
 
 // TofuAPI is api.json: every release, newest first.
 type TofuAPI struct {

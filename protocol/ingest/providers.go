@@ -58,7 +58,7 @@ type Result struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// Mirror copies provider releases from their origin registries into OCI:
+// Providers copies provider releases from their origin registries into OCI:
 // for each spec, every version meeting its constraints (or the locked
 // version), each platform's zip, SHA256SUMS and signature, verified against
 // the registry's signing keys exactly as `tofu init` verifies them, then

@@ -1,6 +1,6 @@
 // Package origin is a client for origins: registries speaking service
-// discovery and the Provider Registry Protocol (REFERENCE §5) as OpenTofu
-// uses them, and TofuDL APIs. Credentials (TF_TOKEN_*) go only to the
+// discovery and the Provider Registry Protocol (docs/reference.md §8, §5)
+// as OpenTofu uses them, and TofuDL APIs (§7). Credentials (TF_TOKEN_*) go only to the
 // registry host itself, never to download locations elsewhere; every
 // answer is bounded.
 package origin
