@@ -36,7 +36,9 @@ func (r *Repo) TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, 
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.s.tofu.Get(ctx, r.name+"@"+tm.desc.Digest.String(), func(ctx context.Context) (*TofuRelease, int64, error) {
+	// Keyed by version too: the check that the artifact holds the version
+	// its tag names must hold for every tag that names it.
+	res, err := r.s.tofu.Get(ctx, r.name+"@"+tm.desc.Digest.String()+" "+v.String(), func(ctx context.Context) (*TofuRelease, int64, error) {
 		rel, err := readTofuRelease(ctx, repo, tm.desc, tm.val.([]byte), v)
 		return rel, int64(len(tm.val.([]byte))), err
 	})
