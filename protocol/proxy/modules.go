@@ -63,16 +63,21 @@ func (m *modules) repoFor(w http.ResponseWriter, r *http.Request, mod names.Modu
 // :namespace/:name/:system/:version/download.
 func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	s := m.s
-	req, ok := readRequest(s, w, r, ModulesPath, ParseModulePath)
+	host, ok := s.hostname(w, r)
 	if !ok {
 		return
 	}
-	repo, host, ok := m.repoFor(w, r, req.Module)
+	req, key, ok := readDocRequest(s, w, r, host+" ", ModulesPath, ParseModulePath)
 	if !ok {
+		return
+	}
+	repo, err := m.repo(host, req.Module)
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	if !req.Download {
-		s.serveDoc(w, r, host+" "+r.URL.EscapedPath(), func(ctx context.Context) (any, time.Time, error) {
+		s.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
 			return m.versionsDoc(ctx, repo, req.Module)
 		})
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // PagePath is the page for people: what this proxy serves and how to
@@ -34,7 +35,8 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 // authentication on, it shows only health and client configuration: what
 // is served, and from where, is for clients holding a token.
 func (s *Server) routePage(providers bool) {
-	h := s.instrument("page", http.HandlerFunc(s.servePage))
+	pg := &page{responder: s.out, mappings: s.mappings, minimal: len(s.tokens) > 0}
+	h := s.instrument("page", http.HandlerFunc(pg.servePage))
 	s.mux.Handle("/{$}", h)
 	if providers {
 		s.mux.Handle(MirrorPrefix+"{$}", h)
@@ -44,6 +46,14 @@ func (s *Server) routePage(providers bool) {
 	s.mux.Handle("/", s.instrument("unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such path: see / for what this proxy serves")
 	})))
+}
+
+// page is the page for people, built from the options, the mappings and
+// the record of what was served.
+type page struct {
+	*responder
+	mappings store.ProviderMappings
+	minimal  bool // client authentication is on: health and client configuration only
 }
 
 // pageData is what the page template shows.
@@ -70,7 +80,7 @@ type snippet struct {
 	ID, Title, Note, Body string
 }
 
-func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
+func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 	if !allowRead(w, r) {
 		return
 	}
@@ -82,7 +92,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 		Host:    host,
 		Base:    "https://" + host,
 		Version: s.opts.Version,
-		Minimal: len(s.tokens) > 0,
+		Minimal: s.minimal,
 		Seen:    s.seen.view(),
 	}
 	d.Started = d.Seen.Started.UTC().Format(time.RFC3339)
@@ -94,7 +104,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 	d.Snippets = s.snippets(r, d.Base, d.Seen.Providers)
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
-		s.out.fail(w, r, fmt.Errorf("rendering the page: %w", err))
+		s.fail(w, r, fmt.Errorf("rendering the page: %w", err))
 		return
 	}
 	h := w.Header()
@@ -109,7 +119,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 }
 
 // serves names what is configured, for the page's first line.
-func (s *Server) serves() string {
+func (s *page) serves() string {
 	var what []string
 	if len(s.mappings) > 0 {
 		what = append(what, "Providers")
@@ -129,7 +139,7 @@ func (s *Server) serves() string {
 	return strings.Join(what[:len(what)-1], ", ") + " and " + what[len(what)-1]
 }
 
-func (s *Server) mappingViews() []mappingView {
+func (s *page) mappingViews() []mappingView {
 	var out []mappingView
 	for _, m := range s.mappings {
 		out = append(out, mappingView{What: "providers", Source: m.Source, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
@@ -144,7 +154,7 @@ func (s *Server) mappingViews() []mappingView {
 }
 
 // snippets are the client configurations for what is configured.
-func (s *Server) snippets(r *http.Request, base string, seenProviders []artifactView) []snippet {
+func (s *page) snippets(r *http.Request, base string, seenProviders []artifactView) []snippet {
 	var out []snippet
 	if len(s.mappings) > 0 {
 		mirror := s.networkMirrorSnippet(base)
@@ -170,7 +180,7 @@ func (s *Server) snippets(r *http.Request, base string, seenProviders []artifact
 			Note: "For tofudl, installers and CI; clients still verify SHA256SUMS and its signature.",
 			Body: fmt.Sprintf("TOFUDL_API_URL=%s/tofu/api.json\nTOFUDL_DOWNLOAD_MIRROR_URL_TEMPLATE='%s/tofu/download/v{{ .Version }}/{{ .Artifact }}'\n", base, base)})
 	}
-	if len(s.tokens) > 0 {
+	if s.minimal {
 		out = append(out, snippet{ID: "credentials", Title: "Client authentication",
 			Note: "This proxy wants a bearer token: add it to the same CLI configuration.",
 			Body: fmt.Sprintf("credentials %q {\n  token = \"<your token>\"\n}\n", strings.TrimSuffix(strings.TrimPrefix(base, "https://"), ":443"))})
@@ -180,7 +190,7 @@ func (s *Server) snippets(r *http.Request, base string, seenProviders []artifact
 
 // networkMirrorSnippet is a provider_installation block sending what the
 // mappings admit to this proxy's mirror (and the rest to the origin).
-func (s *Server) networkMirrorSnippet(base string) string {
+func (s *page) networkMirrorSnippet(base string) string {
 	var include []string
 	for _, m := range s.mappings {
 		if len(m.Include) == 0 {
@@ -206,7 +216,7 @@ func (s *Server) networkMirrorSnippet(base string) string {
 // ociMirrorSnippet writes the mappings as oci_mirror blocks, when tofu
 // accepts them (checked with tofu's own rules); otherwise a note says why
 // not.
-func (s *Server) ociMirrorSnippet() (body, note string) {
+func (s *page) ociMirrorSnippet() (body, note string) {
 	var b strings.Builder
 	b.WriteString("provider_installation {\n")
 	for _, m := range s.mappings {
@@ -231,7 +241,7 @@ func (s *Server) ociMirrorSnippet() (body, note string) {
 }
 
 // registrySnippet shows the proxy as origin registry of its providers.
-func (s *Server) registrySnippet(r *http.Request, base string, seenProviders []artifactView) snippet {
+func (s *page) registrySnippet(r *http.Request, base string, seenProviders []artifactView) snippet {
 	host := s.registryHost(r)
 	addr := host + "/acme/widgets"
 	for _, p := range seenProviders {
@@ -251,7 +261,7 @@ func (s *Server) registrySnippet(r *http.Request, base string, seenProviders []a
 
 // registryHost is the host name providers and modules have through the
 // registry protocols: --registry-hostname, or the host the client used.
-func (s *Server) registryHost(r *http.Request) string {
+func (s *page) registryHost(r *http.Request) string {
 	if s.opts.RegistryHostname != "" {
 		return s.opts.RegistryHostname
 	}

@@ -72,14 +72,7 @@ func (s *Server) mountProviders(mappings store.ProviderMappings) {
 
 // serveMirror answers the Provider Network Mirror Protocol.
 func (h *providerHandlers) serveMirror(w http.ResponseWriter, r *http.Request) {
-	if !allowRead(w, r) {
-		return
-	}
-	key := r.URL.EscapedPath()
-	if h.serveFreshDoc(w, r, key) {
-		return
-	}
-	req, ok := parseRequest(h.responder, w, r, strings.TrimPrefix(key, MirrorPrefix), ParseMirrorPath)
+	req, key, ok := readDocRequest(h.responder, w, r, "", MirrorPrefix, ParseMirrorPath)
 	if !ok {
 		return
 	}
@@ -105,18 +98,11 @@ func (s *responder) registryHostname(r *http.Request) (string, error) {
 // serveRegistry answers the Provider Registry Protocol, the proxy being
 // the origin registry of its providers.
 func (h *providerHandlers) serveRegistry(w http.ResponseWriter, r *http.Request) {
-	if !allowRead(w, r) {
-		return
-	}
 	host, ok := h.hostname(w, r)
 	if !ok {
 		return
 	}
-	key := host + " " + r.URL.EscapedPath()
-	if h.serveFreshDoc(w, r, key) {
-		return
-	}
-	req, ok := parseRequest(h.responder, w, r, strings.TrimPrefix(r.URL.EscapedPath(), ProvidersPath), ParseRegistryPath)
+	req, key, ok := readDocRequest(h.responder, w, r, host+" ", ProvidersPath, ParseRegistryPath)
 	if !ok {
 		return
 	}

@@ -16,6 +16,22 @@ func readRequest[T any](s *responder, w http.ResponseWriter, r *http.Request, pr
 	return parseRequest(s, w, r, strings.TrimPrefix(r.URL.EscapedPath(), prefix), parse)
 }
 
+// readDocRequest is readRequest for the metadata handlers: a fresh
+// cached document under keyPrefix+path answers at once, before any
+// parsing (a document is only cached under the key of a valid request).
+func readDocRequest[T any](s *responder, w http.ResponseWriter, r *http.Request, keyPrefix, prefix string, parse func(string) (T, error)) (req T, key string, ok bool) {
+	if !allowRead(w, r) {
+		return req, "", false
+	}
+	path := r.URL.EscapedPath()
+	key = keyPrefix + path
+	if s.serveFreshDoc(w, r, key) {
+		return req, "", false
+	}
+	req, ok = parseRequest(s, w, r, strings.TrimPrefix(path, prefix), parse)
+	return req, key, ok
+}
+
 // signedRequest is readRequest for the URLs the proxy hands out
 // (archives): when URLs are signed, the signature is checked first.
 func signedRequest[T any](s *responder, w http.ResponseWriter, r *http.Request, prefix string, parse func(string) (T, error)) (req T, ok bool) {
