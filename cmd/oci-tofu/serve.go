@@ -136,7 +136,8 @@ func serve(c *cli.Context) error {
 	return serveUntilStopped(c, srv, ln, logger)
 }
 
-// listen opens --listen, with TLS unless --insecure-listen.
+// listen opens --listen, with TLS unless --insecure-no-tls (plain HTTP
+// behind a TLS-terminating proxy).
 func listen(c *cli.Context) (net.Listener, string, error) {
 	tlsConfig, err := serverTLS(c)
 	if err != nil {
