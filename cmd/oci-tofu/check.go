@@ -136,12 +136,8 @@ func orDash(s string) string {
 // repository when a --check-provider address (or the mapping's include,
 // naming one provider) gives one.
 func (ck *checker) providers(ctx context.Context, samples []names.Provider) []checkResult {
-	mappings := ck.opts.ProviderMappings
-	if ck.opts.ProviderTemplate != nil {
-		mappings = append([]store.ProviderMapping{{Template: ck.opts.ProviderTemplate, Include: ck.opts.Include, Exclude: ck.opts.Exclude, Source: "--provider-template"}}, mappings...)
-	}
 	var out []checkResult
-	for _, m := range mappings {
+	for _, m := range ck.opts.ProviderMappings {
 		res := checkResult{Target: "providers " + m.Source, Mapping: m.Template.String()}
 		only := store.ProviderMappings{m}
 		var sample *names.Provider

@@ -128,8 +128,8 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", templateString(opts.ProviderTemplate),
-		"module_template", templateString(opts.ModuleTemplate), "tofu_repository", c.String("tofu-repository"),
+	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", c.String("provider-template"),
+		"module_template", c.String("module-template"), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"))
 	go probeRegistries(c.Context, srv.Client(), opts, logger)
@@ -225,26 +225,16 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 	return opts, nil
 }
 
-// readServedSources reads what is served from where: --config's
-// oci_mirror blocks, the templates, --tofu-repository and the filters.
+// readServedSources reads what is served from where: the provider
+// mappings (--provider-template with --include and --exclude, then
+// --config's oci_mirror blocks), --module-template and --tofu-repository.
 func readServedSources(c *cli.Context, opts *proxy.Options) error {
 	var err error
-	if opts.ProviderMappings, err = configMappings(c.String("config")); err != nil {
+	if opts.ProviderMappings, err = providerMappings(c); err != nil {
 		return err
 	}
-	if opts.Include, err = cliconfig.ParseMatchingPatterns(c.StringSlice("include")); err != nil {
-		return fmt.Errorf("--include: %w", err)
-	}
-	if opts.Exclude, err = cliconfig.ParseMatchingPatterns(c.StringSlice("exclude")); err != nil {
-		return fmt.Errorf("--exclude: %w", err)
-	}
-	if c.String("provider-template") == "" && len(opts.ProviderMappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
+	if len(opts.ProviderMappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
 		return fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
-	}
-	if s := c.String("provider-template"); s != "" {
-		if opts.ProviderTemplate, err = oci.ParseProviderTemplate(s); err != nil {
-			return fmt.Errorf("--provider-template: %w", err)
-		}
 	}
 	if s := c.String("module-template"); s != "" {
 		if opts.ModuleTemplate, err = oci.ParseModuleTemplate(s); err != nil {
@@ -253,6 +243,35 @@ func readServedSources(c *cli.Context, opts *proxy.Options) error {
 	}
 	opts.TofuRepository, err = tofuRepository(c.String("tofu-repository"))
 	return err
+}
+
+// providerMappings are the provider mappings in the order they are
+// tried: --provider-template (filtered by --include and --exclude), then
+// the oci_mirror blocks of --config. Each mapping's Source names where it
+// was configured, for the check table, the logs and the status page.
+func providerMappings(c *cli.Context) ([]store.ProviderMapping, error) {
+	fromConfig, err := configMappings(c.String("config"))
+	if err != nil {
+		return nil, err
+	}
+	include, err := cliconfig.ParseMatchingPatterns(c.StringSlice("include"))
+	if err != nil {
+		return nil, fmt.Errorf("--include: %w", err)
+	}
+	exclude, err := cliconfig.ParseMatchingPatterns(c.StringSlice("exclude"))
+	if err != nil {
+		return nil, fmt.Errorf("--exclude: %w", err)
+	}
+	s := c.String("provider-template")
+	if s == "" {
+		return fromConfig, nil
+	}
+	tpl, err := oci.ParseProviderTemplate(s)
+	if err != nil {
+		return nil, fmt.Errorf("--provider-template: %w", err)
+	}
+	flagged := store.ProviderMapping{Template: tpl, Include: include, Exclude: exclude, Source: "--provider-template"}
+	return append([]store.ProviderMapping{flagged}, fromConfig...), nil
 }
 
 // configMappings are the oci_mirror blocks of a tofu CLI configuration
@@ -312,13 +331,6 @@ func readServeSecrets(c *cli.Context, opts *proxy.Options) error {
 		opts.URLSigningKey = key
 	}
 	return nil
-}
-
-func templateString(t *oci.Template) string {
-	if t == nil {
-		return ""
-	}
-	return t.String()
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
