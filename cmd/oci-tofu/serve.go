@@ -1,34 +1,23 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
-	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+	"github.com/oci-tofu/oci-tofu/protocol/servercreds"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -316,19 +305,14 @@ func readServeSecrets(c *cli.Context, opts *proxy.Options) error {
 		}
 	}
 	if f := c.String("auth-token-file"); f != "" {
-		if opts.AuthTokens, err = readTokens(f); err != nil {
+		if opts.AuthTokens, err = servercreds.ReadTokens(f); err != nil {
 			return err
 		}
 	}
 	if f := c.String("url-signing-key-file"); f != "" {
-		key, err := readSmallFile(f, 4096)
-		if err != nil {
+		if opts.URLSigningKey, err = servercreds.ReadURLSigningKey(f); err != nil {
 			return err
 		}
-		if key = bytes.TrimSpace(key); len(key) < 16 {
-			return fmt.Errorf("%s: the URL signing key must have at least 16 bytes", f)
-		}
-		opts.URLSigningKey = key
 	}
 	return nil
 }
@@ -369,7 +353,7 @@ func serverTLS(c *cli.Context) (*tls.Config, error) {
 		return nil, nil
 	case selfSigned:
 		out := c.String("self-signed-cert-out")
-		if cert, err = selfSignedCert(c.StringSlice("self-signed-host"), out); err != nil {
+		if cert, err = servercreds.SelfSigned(c.StringSlice("self-signed-host"), out); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(c.App.ErrWriter, "oci-tofu: self-signed certificate written to %s; clients trust it with\n  SSL_CERT_FILE=%s tofu init\n(or add it to the system trust store). For trials only.\n", out, out)
@@ -381,95 +365,17 @@ func serverTLS(c *cli.Context) (*tls.Config, error) {
 			return nil, err
 		}
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}, nil
+	return servercreds.ServerConfig(cert), nil
 }
 
-// loadServerCert reads the server's certificate and key: regular files of
-// at most oci.MaxSmallFile bytes.
+// loadServerCert reads the server's certificate and key (regular files
+// of bounded size); a file that cannot be read is named by its flag.
 func loadServerCert(certFile, keyFile string) (tls.Certificate, error) {
-	certPEM, err := readSmallFile(certFile, oci.MaxSmallFile)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-cert: %w", err)
+	cert, err := servercreds.LoadCertificate(certFile, keyFile)
+	var fe *servercreds.FileError
+	if errors.As(err, &fe) {
+		flag := map[string]string{servercreds.CertificateFile: "--tls-cert", servercreds.KeyFile: "--tls-key"}[fe.Role]
+		return cert, fmt.Errorf("%s: %w", flag, fe.Err)
 	}
-	keyPEM, err := readSmallFile(keyFile, oci.MaxSmallFile)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-key: %w", err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("loading the TLS certificate: %w", err)
-	}
-	return cert, nil
-}
-
-func selfSignedCert(hosts []string, out string) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "oci-tofu self-signed"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(30 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(out, certPEM, 0o644); err != nil {
-		return tls.Certificate{}, fmt.Errorf("writing the self-signed certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-}
-
-// readTokens reads client tokens, one per line; blank lines and lines
-// starting with # are skipped.
-func readTokens(path string) ([]string, error) {
-	b, err := readSmallFile(path, 1<<20)
-	if err != nil {
-		return nil, err
-	}
-	var tokens []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if len(line) < 16 {
-			return nil, fmt.Errorf("%s: tokens must have at least 16 characters", path)
-		}
-		tokens = append(tokens, line)
-	}
-	if len(tokens) == 0 {
-		return nil, fmt.Errorf("%s holds no token", path)
-	}
-	return tokens, nil
-}
-
-// readSmallFile reads a regular file of at most max bytes (a FIFO or a
-// device is refused, not waited on).
-func readSmallFile(path string, max int64) ([]byte, error) {
-	return localfile.ReadBounded(path, max)
+	return cert, err
 }
