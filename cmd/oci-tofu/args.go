@@ -16,7 +16,9 @@ const completionFlag = "--generate-bash-completion"
 // order. A flag that takes a value keeps it ("--platform linux_amd64",
 // "--platform=linux_amd64"); everything after "--" stays an argument; an
 // unknown flag moves alone, for urfave/cli to report. Nothing else changes:
-// the completion flag stays last, where urfave/cli looks for it.
+// the completion flag stays last, where urfave/cli looks for it. (urfave/cli
+// v2 has no option for this: the standard flag package it parses with
+// stops at the first non-flag argument.)
 func reorderArgs(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -33,21 +35,21 @@ func reorderArgs(app *cli.App, args []string) []string {
 		i++
 	}
 	out = append(out, rest[:i]...)
-	commands, flags := app.Commands, app.Flags
+	subcommand, flags := app.Command, app.Flags
 	var leaf *cli.Command
 	for i < len(rest) {
-		cmd := findCommand(commands, rest[i])
+		cmd := subcommand(rest[i])
 		if cmd == nil {
 			break
 		}
 		out = append(out, rest[i])
 		i++
-		leaf, commands, flags = cmd, cmd.Subcommands, cmd.Flags
-		if len(commands) == 0 {
+		leaf, subcommand, flags = cmd, cmd.Command, cmd.Flags
+		if len(cmd.Subcommands) == 0 {
 			break
 		}
 		// Flags between a parent command and its subcommand stay put.
-		for i < len(rest) && isFlag(rest[i]) && findCommand(commands, rest[i]) == nil {
+		for i < len(rest) && isFlag(rest[i]) && subcommand(rest[i]) == nil {
 			out = append(out, rest[i])
 			i++
 		}
@@ -104,13 +106,4 @@ func takesValue(flags []cli.Flag, arg string) bool {
 		}
 	}
 	return false
-}
-
-func findCommand(commands []*cli.Command, name string) *cli.Command {
-	for _, c := range commands {
-		if c.HasName(name) {
-			return c
-		}
-	}
-	return nil
 }

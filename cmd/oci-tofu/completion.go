@@ -8,7 +8,10 @@ import (
 
 // Shell completion scripts. Each asks the binary itself for candidates
 // with urfave/cli's --generate-bash-completion, so they stay current with
-// the commands and flags of the installed version.
+// the commands and flags of the installed version. urfave/cli v2 generates
+// only the fish script (App.ToFishCompletion); its bash and zsh scripts are
+// files in its repository, not part of the Go package, so these are
+// adaptations of them.
 const (
 	bashCompletion = `# oci-tofu completion for bash: eval "$(oci-tofu completion bash)"
 _oci_tofu_complete() {

@@ -3,9 +3,9 @@ package main
 import (
 	"crypto/x509"
 	"errors"
-	"os"
 	"regexp"
-	"strings"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -25,43 +25,29 @@ func registryHints(ro oci.Options, template string) hintContext {
 	return hintContext{plainHTTP: ro.PlainHTTP, username: ro.Username != "", caFile: ro.CAFile != "", template: template}
 }
 
-// hintContextOf reads the (reordered) command line and the environment.
-func hintContextOf(args []string) hintContext {
-	var hc hintContext
-	hc.plainHTTP = envTrue("OCI_TOFU_PLAIN_HTTP")
-	hc.username = os.Getenv("OCI_TOFU_USERNAME") != ""
-	hc.caFile = os.Getenv("OCI_TOFU_CA_FILE") != ""
-	for _, a := range args {
-		if a == "--" {
+// hintsKey is where beforeAction leaves the running command's hint
+// context, in the application's Metadata, for main.
+const hintsKey = "hints"
+
+// hintContextOf is the hint context of a command's parsed flags (set on
+// the command line or by their environment variables). The template is
+// the first template flag set: serve takes several.
+func hintContextOf(c *cli.Context) hintContext {
+	hc := hintContext{plainHTTP: c.Bool("plain-http"), username: c.String("username") != "", caFile: c.String("ca-file") != ""}
+	for _, name := range []string{"provider-template", "module-template", "config"} {
+		if c.IsSet(name) {
+			hc.template = "--" + name
 			break
 		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !isFlag(a) {
-			continue
-		}
-		switch name {
-		case "plain-http":
-			hc.plainHTTP = !hasValue || value == "true"
-		case "username":
-			hc.username = true
-		case "ca-file":
-			hc.caFile = true
-		case "provider-template", "module-template", "config":
-			hc.template = "--" + name
-		}
-	}
-	if hc.template == "" && os.Getenv("OCI_TOFU_PROVIDER_TEMPLATE") != "" {
-		hc.template = "--provider-template"
 	}
 	return hc
 }
 
-func envTrue(name string) bool {
-	switch strings.ToLower(os.Getenv(name)) {
-	case "1", "true", "yes":
-		return true
-	}
-	return false
+// hintContextOfRun is the hint context beforeAction recorded for the
+// command app ran (the zero context when none ran).
+func hintContextOfRun(app *cli.App) hintContext {
+	hc, _ := app.Metadata[hintsKey].(hintContext)
+	return hc
 }
 
 // hint is one line saying what to do about a failure, or "". The

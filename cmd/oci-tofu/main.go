@@ -29,7 +29,7 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, errorLine(err))
-		if hint := hint(err, hintContextOf(args)); hint != "" {
+		if hint := hint(err, hintContextOfRun(app)); hint != "" {
 			fmt.Fprintln(os.Stderr, "hint:", hint)
 		}
 		var ec cli.ExitCoder

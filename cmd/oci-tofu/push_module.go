@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
@@ -62,28 +60,41 @@ func pushModule(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	z, done, err := moduleZip(c, rep, client, ref, tags, source)
-	if err != nil || done {
-		return err
-	}
-	defer z.Remove()
-	art, err := oci.BuildModule(z.Blob())
+	target := modulepkg.Target{Client: client, Ref: ref, Tags: tags}
+	pkg, err := modulepkg.Prepare(c.Context, source, target, modulePackOptions(c))
 	if err != nil {
 		return err
 	}
-	repo, err := client.Open(ref)
+	defer pkg.Remove()
+	reportPrepared(rep, pkg)
+	res, err := pkg.Push(c.Context, target, oci.PushOptions{Progress: rep.progress("uploading")})
 	if err != nil {
 		return err
 	}
-	held, err := oci.CurrentTags(c.Context, repo, tags)
-	if err != nil {
-		return fmt.Errorf("reading the tags of %s: %w", ref.Name(), err)
+	return reportModulePush(rep, ref, tags, pkg.Digest.String(), pkg.Size, pkg.Files, res)
+}
+
+// modulePackOptions are --allow-no-root and, unless --no-cache, the
+// record of earlier packs.
+func modulePackOptions(c *cli.Context) modulepkg.Options {
+	opts := modulepkg.Options{AllowNoRoot: c.Bool("allow-no-root")}
+	if !c.Bool("no-cache") {
+		opts.Cache = modulepkg.DefaultCache()
 	}
-	res, err := oci.Push(c.Context, repo, art, held, oci.PushOptions{Progress: rep.progress("uploading")})
-	if err != nil {
-		return fmt.Errorf("pushing to %s: %w (no tag was written)", ref.Name(), err)
+	return opts
+}
+
+// reportPrepared says what became of the source before anything is pushed.
+func reportPrepared(rep *reporter, pkg *modulepkg.Package) {
+	counts := plural(pkg.Files, "file") + ", " + plural(int(pkg.Size), "byte")
+	switch pkg.How {
+	case modulepkg.Checked:
+		rep.infof("checked %s: %s, %s", pkg.Source, counts, pkg.Digest)
+	case modulepkg.Packed:
+		rep.infof("packed %s: %s, %s", pkg.Source, counts, pkg.Digest)
+	case modulepkg.Unchanged:
+		rep.infof("unchanged since it was packed as %s", pkg.Digest)
 	}
-	return reportModulePush(rep, ref, tags, z.Digest.String(), z.Size, len(z.Files), res)
 }
 
 // withAlsoTags is the target's tag and each --also-tag, once each.
@@ -99,67 +110,6 @@ func withAlsoTags(tag string, also []string) ([]string, error) {
 		}
 	}
 	return tags, nil
-}
-
-// moduleZip is the module package to push: source packed (a directory)
-// or checked (a zip). done: the tags already hold what an unchanged,
-// earlier packed directory gives, reported as up to date.
-func moduleZip(c *cli.Context, rep *reporter, client *oci.Client, ref oci.Reference, tags []string, source string) (*modulepkg.Zip, bool, error) {
-	fi, err := os.Stat(source)
-	if err != nil {
-		return nil, false, err
-	}
-	if !fi.IsDir() {
-		z, err := modulepkg.OpenZipContext(c.Context, source, c.Bool("allow-no-root"))
-		if err != nil {
-			return nil, false, err
-		}
-		rep.infof("checked %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
-		return z, false, nil
-	}
-	opts := modulepkg.Options{AllowNoRoot: c.Bool("allow-no-root")}
-	if !c.Bool("no-cache") {
-		opts.Cache = modulepkg.DefaultCache()
-	}
-	if opts.Cache != nil {
-		// An unchanged tree that was packed before and whose tags
-		// already point at the result needs no packing at all.
-		tree, names, err := modulepkg.HashTree(c.Context, source, opts)
-		if err != nil {
-			return nil, false, err
-		}
-		if zd, size, ok := opts.Cache.Lookup(tree); ok {
-			if done, err := upToDate(c, rep, client, ref, tags, oci.ModuleLayerDescriptor(zd, size), len(names)); done || err != nil {
-				return nil, done, err
-			}
-		}
-	}
-	z, err := modulepkg.Pack(c.Context, source, opts)
-	if err != nil {
-		return nil, false, err
-	}
-	rep.infof("packed %s: %s, %s, %s", source, plural(len(z.Files), "file"), plural(int(z.Size), "byte"), z.Digest)
-	return z, false, nil
-}
-
-// upToDate checks whether the tags already point at the module built from
-// a zip layer recorded for this tree, and reports so; done is false when a
-// push is needed. Registry errors only mean the shortcut is not taken.
-func upToDate(c *cli.Context, rep *reporter, client *oci.Client, ref oci.Reference, tags []string, zip ocispec.Descriptor, files int) (done bool, err error) {
-	repo, err := client.OpenReadOnly(c.Context, ref)
-	if err != nil {
-		return false, nil
-	}
-	root, err := oci.ModuleRoot(zip)
-	if err != nil {
-		return false, nil
-	}
-	held, err := oci.CurrentTags(c.Context, repo, tags)
-	if err != nil || !held.AllHold(root.Digest) {
-		return false, nil
-	}
-	rep.infof("unchanged since it was packed as %s", zip.Digest)
-	return true, reportModulePush(rep, ref, tags, zip.Digest.String(), zip.Size, files, oci.PushResult{Root: root, UpToDate: true})
 }
 
 func reportModulePush(rep *reporter, ref oci.Reference, tags []string, zipDigest string, zipSize int64, files int, res oci.PushResult) error {

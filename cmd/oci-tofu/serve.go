@@ -1,34 +1,23 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
-	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+	"github.com/oci-tofu/oci-tofu/protocol/servercreds"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -129,14 +118,15 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", c.String("provider-template"),
-		"module_template", templateString(opts.ModuleTemplate), "tofu_repository", c.String("tofu-repository"),
+		"module_template", c.String("module-template"), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"))
 	go probeRegistries(c.Context, srv.Client(), opts, logger)
 	return serveUntilStopped(c, srv, ln, logger)
 }
 
-// listen opens --listen, with TLS unless --insecure-listen.
+// listen opens --listen, with TLS unless --insecure-no-tls (plain HTTP
+// behind a TLS-terminating proxy).
 func listen(c *cli.Context) (net.Listener, string, error) {
 	tlsConfig, err := serverTLS(c)
 	if err != nil {
@@ -226,34 +216,17 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 	return opts, nil
 }
 
-// readServedSources reads what is served from where: --config's
-// oci_mirror blocks, the templates, --tofu-repository and the filters.
+// readServedSources reads what is served from where: the provider
+// mappings (--provider-template with --include and --exclude, then
+// --config's oci_mirror blocks), --module-template and --tofu-repository.
 func readServedSources(c *cli.Context, opts *proxy.Options) error {
-	configured, err := configMappings(c.String("config"))
-	if err != nil {
+	var err error
+	if opts.ProviderMappings, err = providerMappings(c); err != nil {
 		return err
 	}
-	include, err := cliconfig.ParseMatchingPatterns(c.StringSlice("include"))
-	if err != nil {
-		return fmt.Errorf("--include: %w", err)
-	}
-	exclude, err := cliconfig.ParseMatchingPatterns(c.StringSlice("exclude"))
-	if err != nil {
-		return fmt.Errorf("--exclude: %w", err)
-	}
-	if c.String("provider-template") == "" && len(configured) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
+	if len(opts.ProviderMappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
 		return fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
 	}
-	// --provider-template comes first: a provider maps to the first
-	// mapping that admits it.
-	if s := c.String("provider-template"); s != "" {
-		tpl, err := oci.ParseProviderTemplate(s)
-		if err != nil {
-			return fmt.Errorf("--provider-template: %w", err)
-		}
-		opts.ProviderMappings = append(opts.ProviderMappings, store.ProviderMapping{Template: tpl, Include: include, Exclude: exclude, Source: "--provider-template"})
-	}
-	opts.ProviderMappings = append(opts.ProviderMappings, configured...)
 	if s := c.String("module-template"); s != "" {
 		if opts.ModuleTemplate, err = oci.ParseModuleTemplate(s); err != nil {
 			return fmt.Errorf("--module-template: %w", err)
@@ -261,6 +234,35 @@ func readServedSources(c *cli.Context, opts *proxy.Options) error {
 	}
 	opts.TofuRepository, err = tofuRepository(c.String("tofu-repository"))
 	return err
+}
+
+// providerMappings are the provider mappings in the order they are
+// tried: --provider-template (filtered by --include and --exclude), then
+// the oci_mirror blocks of --config. Each mapping's Source names where it
+// was configured, for the check table, the logs and the status page.
+func providerMappings(c *cli.Context) ([]store.ProviderMapping, error) {
+	fromConfig, err := configMappings(c.String("config"))
+	if err != nil {
+		return nil, err
+	}
+	include, err := cliconfig.ParseMatchingPatterns(c.StringSlice("include"))
+	if err != nil {
+		return nil, fmt.Errorf("--include: %w", err)
+	}
+	exclude, err := cliconfig.ParseMatchingPatterns(c.StringSlice("exclude"))
+	if err != nil {
+		return nil, fmt.Errorf("--exclude: %w", err)
+	}
+	s := c.String("provider-template")
+	if s == "" {
+		return fromConfig, nil
+	}
+	tpl, err := oci.ParseProviderTemplate(s)
+	if err != nil {
+		return nil, fmt.Errorf("--provider-template: %w", err)
+	}
+	flagged := store.ProviderMapping{Template: tpl, Include: include, Exclude: exclude, Source: "--provider-template"}
+	return append([]store.ProviderMapping{flagged}, fromConfig...), nil
 }
 
 // configMappings are the oci_mirror blocks of a tofu CLI configuration
@@ -305,28 +307,16 @@ func readServeSecrets(c *cli.Context, opts *proxy.Options) error {
 		}
 	}
 	if f := c.String("auth-token-file"); f != "" {
-		if opts.AuthTokens, err = readTokens(f); err != nil {
+		if opts.AuthTokens, err = servercreds.ReadTokens(f); err != nil {
 			return err
 		}
 	}
 	if f := c.String("url-signing-key-file"); f != "" {
-		key, err := readSmallFile(f, 4096)
-		if err != nil {
+		if opts.URLSigningKey, err = servercreds.ReadURLSigningKey(f); err != nil {
 			return err
 		}
-		if key = bytes.TrimSpace(key); len(key) < 16 {
-			return fmt.Errorf("%s: the URL signing key must have at least 16 bytes", f)
-		}
-		opts.URLSigningKey = key
 	}
 	return nil
-}
-
-func templateString(t *oci.Template) string {
-	if t == nil {
-		return ""
-	}
-	return t.String()
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
@@ -365,7 +355,7 @@ func serverTLS(c *cli.Context) (*tls.Config, error) {
 		return nil, nil
 	case selfSigned:
 		out := c.String("self-signed-cert-out")
-		if cert, err = selfSignedCert(c.StringSlice("self-signed-host"), out); err != nil {
+		if cert, err = servercreds.SelfSigned(c.StringSlice("self-signed-host"), out); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(c.App.ErrWriter, "oci-tofu: self-signed certificate written to %s; clients trust it with\n  SSL_CERT_FILE=%s tofu init\n(or add it to the system trust store). For trials only.\n", out, out)
@@ -377,95 +367,17 @@ func serverTLS(c *cli.Context) (*tls.Config, error) {
 			return nil, err
 		}
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}, nil
+	return servercreds.ServerConfig(cert), nil
 }
 
-// loadServerCert reads the server's certificate and key: regular files of
-// at most oci.MaxSmallFile bytes.
+// loadServerCert reads the server's certificate and key (regular files
+// of bounded size); a file that cannot be read is named by its flag.
 func loadServerCert(certFile, keyFile string) (tls.Certificate, error) {
-	certPEM, err := readSmallFile(certFile, oci.MaxSmallFile)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-cert: %w", err)
+	cert, err := servercreds.LoadCertificate(certFile, keyFile)
+	var fe *servercreds.FileError
+	if errors.As(err, &fe) {
+		flag := map[string]string{servercreds.CertificateFile: "--tls-cert", servercreds.KeyFile: "--tls-key"}[fe.Role]
+		return cert, fmt.Errorf("%s: %w", flag, fe.Err)
 	}
-	keyPEM, err := readSmallFile(keyFile, oci.MaxSmallFile)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-key: %w", err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("loading the TLS certificate: %w", err)
-	}
-	return cert, nil
-}
-
-func selfSignedCert(hosts []string, out string) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "oci-tofu self-signed"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(30 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(out, certPEM, 0o644); err != nil {
-		return tls.Certificate{}, fmt.Errorf("writing the self-signed certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-}
-
-// readTokens reads client tokens, one per line; blank lines and lines
-// starting with # are skipped.
-func readTokens(path string) ([]string, error) {
-	b, err := readSmallFile(path, 1<<20)
-	if err != nil {
-		return nil, err
-	}
-	var tokens []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if len(line) < 16 {
-			return nil, fmt.Errorf("%s: tokens must have at least 16 characters", path)
-		}
-		tokens = append(tokens, line)
-	}
-	if len(tokens) == 0 {
-		return nil, fmt.Errorf("%s holds no token", path)
-	}
-	return tokens, nil
-}
-
-// readSmallFile reads a regular file of at most max bytes (a FIFO or a
-// device is refused, not waited on).
-func readSmallFile(path string, max int64) ([]byte, error) {
-	return localfile.ReadBounded(path, max)
+	return cert, err
 }

@@ -121,16 +121,34 @@ func configureCommands(parent string, cmds []*cli.Command) {
 		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
 			return flagUsageError(path, cmd, err)
 		}
-		cmd.Action = withRequiredFlags(cmd, cmd.Action)
+		cmd.Before = beforeAction(cmd)
 	}
 }
 
-// withRequiredFlags checks the command's required flags itself, so a
-// missing one is a usage error naming the flag and the synopsis (rather
-// than urfave/cli's full help page followed by a bare error).
-func withRequiredFlags(cmd *cli.Command, action cli.ActionFunc) cli.ActionFunc {
+// beforeAction runs once urfave/cli has parsed a command's flags, before
+// its action: it records what decides error hints (hints.go), then checks
+// the command's required flags itself, so that a missing one is a usage
+// error naming the flag and the synopsis. urfave/cli's own check prints
+// the whole help page followed by a bare error, so the flags' Required is
+// cleared here and kept as a list.
+func beforeAction(cmd *cli.Command) cli.BeforeFunc {
+	required := takeRequired(cmd.Flags)
+	return func(c *cli.Context) error {
+		c.App.Metadata[hintsKey] = hintContextOf(c)
+		for _, f := range required {
+			name := f.Names()[0]
+			if !c.IsSet(name) {
+				return usageError(c, "missing --%s (%s)", name, flagUsage(f))
+			}
+		}
+		return nil
+	}
+}
+
+// takeRequired clears Required on flags and returns the flags it was set on.
+func takeRequired(flags []cli.Flag) []cli.Flag {
 	var required []cli.Flag
-	for _, f := range cmd.Flags {
+	for _, f := range flags {
 		switch f := f.(type) {
 		case *cli.StringFlag:
 			if f.Required {
@@ -144,18 +162,7 @@ func withRequiredFlags(cmd *cli.Command, action cli.ActionFunc) cli.ActionFunc {
 			}
 		}
 	}
-	if len(required) == 0 || action == nil {
-		return action
-	}
-	return func(c *cli.Context) error {
-		for _, f := range required {
-			name := f.Names()[0]
-			if !c.IsSet(name) {
-				return usageError(c, "missing --%s (%s)", name, flagUsage(f))
-			}
-		}
-		return action(c)
-	}
+	return required
 }
 
 // flagUsage is a flag's help text, without urfave/cli's placeholder quotes.
@@ -178,7 +185,8 @@ func errorLine(err error) string {
 }
 
 // flagUsageError turns a flag parsing error into a usage error, with the
-// closest known flag for an unknown one.
+// closest known flag for an unknown one (the OnUsageError hook; urfave/cli
+// would print "Incorrect Usage" and the whole help page).
 func flagUsageError(path string, cmd *cli.Command, err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
@@ -199,7 +207,9 @@ func flagUsageError(path string, cmd *cli.Command, err error) error {
 
 // unknownCommandAction is the action of the application and of commands
 // that only group subcommands: help without arguments, otherwise an error
-// naming the closest command.
+// naming the closest command. urfave/cli v2 would show its help action's
+// "No help topic for …" with exit status 3, and its CommandNotFound hook
+// cannot return an error.
 func unknownCommandAction(path string, commands func() []*cli.Command) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if c.NArg() == 0 || c.Args().First() == "help" {
@@ -226,6 +236,8 @@ func unknownCommandAction(path string, commands func() []*cli.Command) cli.Actio
 
 // closest is the candidate most like s (Jaro-Winkler, as urfave/cli's own
 // suggestions), or "" when none is close enough to be what was meant.
+// urfave/cli's SuggestFlag and SuggestCommand always suggest something,
+// however far (and "help"), so they cannot say "no suggestion".
 func closest(s string, candidates []string) string {
 	best, score := "", 0.0
 	for _, c := range candidates {
@@ -247,7 +259,7 @@ func versionCommand() *cli.Command {
 			if err := wantArgs(c, 0, 0); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, c.App.Version)
+			cli.ShowVersion(c) // as --version
 			return nil
 		},
 	}

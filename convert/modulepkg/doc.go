@@ -5,7 +5,9 @@
 // permissions 0644 or 0755, no directory entries, no extra fields: the same
 // tree always gives the same bytes and hence the same OCI digest), hashes a
 // tree without packing it, remembers what trees packed to, checks existing
-// zips as an unpacker must, and unpacks them safely.
+// zips as an unpacker must, and unpacks them safely. Prepare and
+// Package.Push push a directory or zip to a repository's tags, skipping an
+// unchanged tree whose earlier pack the tags already hold.
 package modulepkg
 
 import "github.com/oci-tofu/oci-tofu/oci"

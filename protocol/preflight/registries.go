@@ -1,0 +1,263 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// Config is the part of a serve configuration the registry checks need.
+type Config struct {
+	// Client reaches the registries (the server's own, at start-up).
+	Client *oci.Client
+	// Providers are the provider mappings in order; each is checked, and
+	// its Source labels its Result ("providers " + Source).
+	Providers []store.ProviderMapping
+	// ModuleTemplate, when set, is checked like a provider mapping, labelled
+	// "modules " + ModuleSource.
+	ModuleTemplate *oci.Template
+	ModuleSource   string
+	// TofuRepository, when set, is the repository of OpenTofu releases,
+	// labelled "OpenTofu releases " + TofuSource.
+	TofuRepository *oci.Reference
+	TofuSource     string
+	// Timeout bounds each registry call (at least a second).
+	Timeout time.Duration
+	// Hint, when set, says in one line what to do about a failure.
+	Hint func(error) string
+	// UnsampledAdvice, when set, ends the detail of a mapping checked
+	// without a sample repository: how to ask for one.
+	UnsampledAdvice string
+}
+
+// Samples are addresses whose repositories to look for. A provider mapping
+// is sampled with the first provider it admits (or the one provider its
+// include names); the module template with the first module.
+type Samples struct {
+	Providers []names.Provider
+	Modules   []ModuleAddress
+}
+
+// ModuleAddress is a module's address in a registry: HOST/NAMESPACE/NAME/SYSTEM.
+type ModuleAddress struct {
+	Host   string
+	Module names.Module
+}
+
+// ParseModuleAddress reads HOST/NAMESPACE/NAME/SYSTEM; the host is
+// lower-cased.
+func ParseModuleAddress(s string) (ModuleAddress, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 4 {
+		return ModuleAddress{}, fmt.Errorf("module address %q: want HOST/NAMESPACE/NAME/SYSTEM", s)
+	}
+	m, err := names.ParseModule(parts[1], parts[2], parts[3])
+	if err != nil {
+		return ModuleAddress{}, err
+	}
+	return ModuleAddress{Host: strings.ToLower(parts[0]), Module: m}, nil
+}
+
+func (a ModuleAddress) String() string { return a.Host + "/" + a.Module.String() }
+
+// Registries checks every mapping of cfg, in order: the provider mappings,
+// the module template, the repository of OpenTofu releases. Each registry
+// (or layout root) is pinged once.
+func Registries(ctx context.Context, cfg Config, samples Samples) []Result {
+	ck := &checker{cfg: cfg, timeout: max(cfg.Timeout, time.Second), pinged: map[string]error{}}
+	results := ck.providers(ctx, samples.Providers)
+	if cfg.ModuleTemplate != nil {
+		results = append(results, ck.modules(ctx, samples.Modules))
+	}
+	if cfg.TofuRepository != nil {
+		results = append(results, ck.tofuRepository(ctx, *cfg.TofuRepository))
+	}
+	return results
+}
+
+// checker runs the checks of one configuration, remembering each ping.
+type checker struct {
+	cfg     Config
+	timeout time.Duration
+	pinged  map[string]error // registry (or layout) → ping result
+}
+
+// exampleProvider and exampleModule stand in for a sample: their
+// repository is not looked for, but the template must expand for them.
+var (
+	exampleProvider = names.Provider{Hostname: "example.com", Namespace: "example", Type: "example"}
+	exampleModule   = ModuleAddress{Host: "example.com", Module: names.Module{Namespace: "example", Name: "example", System: "example"}}
+)
+
+// providers checks each provider mapping: its registry, and a sample
+// repository when one of samples (or the mapping's include, naming one
+// provider) is admitted by it.
+func (ck *checker) providers(ctx context.Context, samples []names.Provider) []Result {
+	var out []Result
+	for _, m := range ck.cfg.Providers {
+		res := Result{Target: "providers " + m.Source, Mapping: m.Template.String()}
+		sample, sampled := admittedSample(m, samples)
+		ref, err := m.Template.Expand(sample.TemplateValues())
+		if err != nil {
+			out = append(out, notExpanding(res, err))
+			continue
+		}
+		out = append(out, ck.repository(ctx, res, ref, sampled, "provider "+sample.String()))
+	}
+	return out
+}
+
+// admittedSample is the first sample (then the provider the include names)
+// the mapping admits, or the example provider.
+func admittedSample(m store.ProviderMapping, samples []names.Provider) (names.Provider, bool) {
+	only := store.ProviderMappings{m}
+	for _, p := range append(append([]names.Provider(nil), samples...), includedProvider(m.Include)...) {
+		if _, err := only.Map(p); err == nil {
+			return p, true
+		}
+	}
+	return exampleProvider, false
+}
+
+// includedProvider is the provider an include list names when it names
+// exactly one, without wildcards.
+func includedProvider(include []string) []names.Provider {
+	if len(include) != 1 || strings.Contains(include[0], "*") {
+		return nil
+	}
+	p, err := names.ParseProvider(include[0])
+	if err != nil {
+		return nil
+	}
+	return []names.Provider{p}
+}
+
+// modules checks the module template like a provider mapping, sampled
+// with the first module address.
+func (ck *checker) modules(ctx context.Context, samples []ModuleAddress) Result {
+	tpl := ck.cfg.ModuleTemplate
+	res := Result{Target: "modules " + ck.cfg.ModuleSource, Mapping: tpl.String()}
+	sample := exampleModule
+	if len(samples) > 0 {
+		sample = samples[0]
+	}
+	ref, err := tpl.Expand(sample.Module.TemplateValues(sample.Host))
+	if err != nil {
+		return notExpanding(res, err)
+	}
+	return ck.repository(ctx, res, ref, len(samples) > 0, "module "+sample.String())
+}
+
+// tofuRepository checks the repository of OpenTofu releases.
+func (ck *checker) tofuRepository(ctx context.Context, ref oci.Reference) Result {
+	res := Result{Target: "OpenTofu releases " + ck.cfg.TofuSource, Mapping: ref.String()}
+	return ck.repository(ctx, res, ref, true, "OpenTofu releases")
+}
+
+func notExpanding(res Result, err error) Result {
+	res.Status, res.Detail = StatusError, "the template does not give a repository: "+err.Error()
+	return res
+}
+
+// repository pings ref's registry and, when sampled, lists the versions
+// of the repository itself.
+func (ck *checker) repository(ctx context.Context, res Result, ref oci.Reference, sampled bool, what string) Result {
+	res.Registry = ref.Registry
+	pingRef := ref
+	if ref.Layout {
+		// A layout's "registry" is the directory the template starts with.
+		pingRef.Repository = layoutRoot(strings.TrimPrefix(res.Mapping, oci.LayoutPrefix))
+		res.Registry = oci.LayoutPrefix + pingRef.Repository
+	} else {
+		res.Credentials = orAnonymous(ck.cfg.Client.CredentialSource(ctx, ref.Registry))
+	}
+	if err := ck.ping(ctx, pingRef); err != nil {
+		if ref.Layout && oci.IsNotFound(err) {
+			res.Status, res.Detail = StatusWarning, "the OCI layout directory "+pingRef.Repository+" does not exist (yet)"
+			return res
+		}
+		return ck.failed(res, err, "the registry does not answer as expected: ")
+	}
+	if !sampled {
+		answers := "the registry answers"
+		if ref.Layout {
+			answers = "the layout root exists"
+		}
+		res.Status, res.Detail = StatusOK, ck.withAdvice(answers)
+		return res
+	}
+	return ck.versions(ctx, res, ref, what)
+}
+
+// versions lists the versions of the sampled repository.
+func (ck *checker) versions(ctx context.Context, res Result, ref oci.Reference, what string) Result {
+	res.Repository = ref.Name()
+	ctx, cancel := context.WithTimeout(ctx, ck.timeout)
+	defer cancel()
+	repo, err := ck.cfg.Client.OpenReadOnly(ctx, ref)
+	var versions names.VersionList
+	if err == nil {
+		versions, err = oci.ListVersions(ctx, repo)
+	}
+	switch {
+	case err == nil:
+		res.Status, res.Detail = StatusOK, fmt.Sprintf("%s: %s has %s", what, ref.Name(), plural(len(versions), "version"))
+	case oci.IsNotFound(err):
+		res.Status, res.Detail = StatusWarning, fmt.Sprintf("%s: %s does not exist (nothing pushed there yet, or another template was meant)", what, ref.Name())
+	default:
+		return ck.failed(res, err, what+": ")
+	}
+	return res
+}
+
+// ping asks each registry (or layout root) once.
+func (ck *checker) ping(ctx context.Context, ref oci.Reference) error {
+	key := ref.Registry
+	if ref.Layout {
+		key = oci.LayoutPrefix + ref.Repository
+	}
+	if err, done := ck.pinged[key]; done {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ck.timeout)
+	defer cancel()
+	err := ck.cfg.Client.Ping(ctx, ref)
+	ck.pinged[key] = err
+	return err
+}
+
+func (ck *checker) failed(res Result, err error, prefix string) Result {
+	res.Status, res.Detail = StatusError, prefix+err.Error()
+	if ck.cfg.Hint != nil {
+		res.Hint = ck.cfg.Hint(err)
+	}
+	return res
+}
+
+func (ck *checker) withAdvice(detail string) string {
+	if ck.cfg.UnsampledAdvice == "" {
+		return detail
+	}
+	return detail + "; " + ck.cfg.UnsampledAdvice
+}
+
+func orAnonymous(s string) string {
+	if s == "" {
+		return "anonymous"
+	}
+	return s
+}
+
+// layoutRoot is the first directory of a layout path (the part a
+// template cannot vary), for display.
+func layoutRoot(p string) string {
+	if i := strings.Index(p, "${"); i >= 0 {
+		return p[:i]
+	}
+	return p
+}

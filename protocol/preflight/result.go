@@ -1,0 +1,51 @@
+package preflight
+
+import "fmt"
+
+// Check statuses, from good to bad.
+const (
+	StatusOK      = "ok"
+	StatusWarning = "warning"
+	StatusError   = "error"
+)
+
+// TLSTarget is the Target of the server certificate's check.
+const TLSTarget = "server TLS"
+
+// Result is one check.
+type Result struct {
+	// Target is what was checked: "providers " and the mapping's Source,
+	// "modules …", "OpenTofu releases …", TLSTarget.
+	Target string `json:"target"`
+	// Mapping is the template, repository or certificate file configured.
+	Mapping string `json:"mapping,omitempty"`
+	// Registry is the registry host (or OCI layout root) the mapping reaches.
+	Registry string `json:"registry,omitempty"`
+	// Credentials says whose, as oci.Client.CredentialSource tells, or
+	// "anonymous".
+	Credentials string `json:"credentials,omitempty"`
+	// Repository is the sample repository looked for, if any.
+	Repository string `json:"repository,omitempty"`
+	Status     string `json:"status"`
+	Detail     string `json:"detail"`
+	Hint       string `json:"hint,omitempty"`
+}
+
+// Failed is the number of results with StatusError.
+func Failed(results []Result) int {
+	n := 0
+	for _, r := range results {
+		if r.Status == StatusError {
+			n++
+		}
+	}
+	return n
+}
+
+// plural is "1 version", "2 versions".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

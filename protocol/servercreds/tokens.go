@@ -1,0 +1,61 @@
+package servercreds
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
+)
+
+// Bounds on the secret files.
+const (
+	// MaxTokenFile bounds a client token file.
+	MaxTokenFile = 1 << 20
+	// MaxURLSigningKeyFile bounds a URL signing key file.
+	MaxURLSigningKeyFile = 4096
+	// MinTokenLength and MinURLSigningKey are the shortest client token
+	// (characters) and URL signing key (bytes) accepted.
+	MinTokenLength   = 16
+	MinURLSigningKey = 16
+)
+
+// ReadTokens reads client bearer tokens, one per line; blank lines and
+// lines starting with # are skipped. Every token has at least
+// MinTokenLength characters, and there is at least one.
+func ReadTokens(path string) ([]string, error) {
+	b, err := localfile.ReadBounded(path, MaxTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	var tokens []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if len(line) < MinTokenLength {
+			return nil, fmt.Errorf("%s: tokens must have at least %d characters", path, MinTokenLength)
+		}
+		tokens = append(tokens, line)
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%s holds no token", path)
+	}
+	return tokens, nil
+}
+
+// ReadURLSigningKey reads the HMAC key archive URLs are signed with,
+// without surrounding white space: at least MinURLSigningKey bytes.
+func ReadURLSigningKey(path string) ([]byte, error) {
+	key, err := localfile.ReadBounded(path, MaxURLSigningKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if key = bytes.TrimSpace(key); len(key) < MinURLSigningKey {
+		return nil, fmt.Errorf("%s: the URL signing key must have at least %d bytes", path, MinURLSigningKey)
+	}
+	return key, nil
+}
