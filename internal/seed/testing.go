@@ -1,8 +1,12 @@
 package seed
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
@@ -29,4 +33,30 @@ func SignedProvider(t testing.TB, reg *testenv.Registry, name string, n int) {
 	if err := Provider(context.Background(), repo, t.TempDir(), Options{Versions: n, Signer: signer}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Push writes a at each tag, replacing whatever the tags held, for a test
+// (which it fails on error).
+func Push(t testing.TB, repo oci.Repository, a *oci.Artifact, tags ...string) {
+	t.Helper()
+	held, err := oci.CurrentTags(context.Background(), repo, tags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oci.Push(context.Background(), repo, a, held, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ModuleArtifact is what `oci-tofu push module` pushes for a module zip.
+func ModuleArtifact(t testing.TB, zip []byte) *oci.Artifact {
+	t.Helper()
+	a, err := oci.BuildModule(oci.Blob{
+		Descriptor: oci.ModuleLayerDescriptor(digest.FromBytes(zip), int64(len(zip))),
+		Open:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(zip)), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -59,13 +60,7 @@ func releaseArtifact(t testing.TB, version string) *oci.Artifact {
 // push writes a at tag, replacing whatever the tag held.
 func push(t testing.TB, repo oci.Repository, a *oci.Artifact, tag string) {
 	t.Helper()
-	held, err := oci.CurrentTags(context.Background(), repo, []string{tag})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := oci.Push(context.Background(), repo, a, held, oci.PushOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	seed.Push(t, repo, a, tag)
 }
 
 // thirdPartyArtifact assembles a provider the way OpenTofu's docs tell

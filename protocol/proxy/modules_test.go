@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -41,14 +41,7 @@ func moduleZip(t testing.TB, version string) []byte {
 // moduleArtifact is what `oci-tofu push module` pushes for a zip.
 func moduleArtifact(t testing.TB, z []byte) *oci.Artifact {
 	t.Helper()
-	a, err := oci.BuildModule(oci.Blob{
-		Descriptor: oci.ModuleLayerDescriptor(digest.FromBytes(z), int64(len(z))),
-		Open:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(z)), nil },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return seed.ModuleArtifact(t, z)
 }
 
 func mustModuleTemplate(t testing.TB, s string) *oci.Template {

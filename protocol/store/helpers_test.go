@@ -8,10 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/opencontainers/go-digest"
-
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -91,26 +90,13 @@ func moduleZip(t testing.TB, body string) []byte {
 // moduleArtifact is what `oci-tofu push module` pushes for a zip.
 func moduleArtifact(t testing.TB, z []byte) *oci.Artifact {
 	t.Helper()
-	a, err := oci.BuildModule(oci.Blob{
-		Descriptor: oci.ModuleLayerDescriptor(digest.FromBytes(z), int64(len(z))),
-		Open:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(z)), nil },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return seed.ModuleArtifact(t, z)
 }
 
 // push writes a at each tag, replacing whatever the tags held.
 func push(t testing.TB, repo oci.Repository, a *oci.Artifact, tags ...string) {
 	t.Helper()
-	held, err := oci.CurrentTags(context.Background(), repo, tags)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := oci.Push(context.Background(), repo, a, held, oci.PushOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	seed.Push(t, repo, a, tags...)
 }
 
 // layout is an OCI layout directory the test writes with the project's
