@@ -95,6 +95,11 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"psuh", "provider"}, []string{`unknown command "psuh"; did you mean "oci-tofu push"?`}},
 		{[]string{"push", "provdier"}, []string{`did you mean "oci-tofu push provider"?`}},
 		{[]string{"pull", "modul", "x"}, []string{`did you mean "oci-tofu pull module"?`}},
+		// No command is a usage error like an unknown one; help is asked for.
+		{[]string{"push"}, []string{"oci-tofu push: missing command", "usage: oci-tofu push COMMAND   (one of: mirror, module, provider, tofu;"}},
+		{[]string{"pull"}, []string{"oci-tofu pull: missing command"}},
+		{[]string{}, []string{"oci-tofu: missing command", "usage: oci-tofu COMMAND"}},
+		{[]string{"push", "provider", "--kye", "k.asc", "dir", "repo"}, []string{"unknown flag --kye; did you mean --key?"}},
 	} {
 		out, err := run(t, tc.args...)
 		if code := exitCode(t, err); code != 1 {

@@ -38,4 +38,11 @@ func TestClosest(t *testing.T) {
 			t.Errorf("closest(%q) = %q, want %q", in, got, want)
 		}
 	}
+	// Short flags: one swap or edit away is a typo; one letter is not.
+	flags := []string{"key", "k", "platform", "unsigned", "h", "help"}
+	for in, want := range map[string]string{"kye": "key", "platfrom": "platform", "unsinged": "unsigned", "x": "", "hepl": "help"} {
+		if got := closest(in, flags); got != want {
+			t.Errorf("closest(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

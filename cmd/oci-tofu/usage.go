@@ -206,19 +206,19 @@ func flagUsageError(path string, cmd *cli.Command, err error) error {
 }
 
 // unknownCommandAction is the action of the application and of commands
-// that only group subcommands: help without arguments, otherwise an error
-// naming the closest command. urfave/cli v2 would show its help action's
-// "No help topic for …" with exit status 3, and its CommandNotFound hook
-// cannot return an error.
+// that only group subcommands. `help` shows the help (exit status 0, as
+// --help); no command, or an unknown one, is a usage error like any other
+// (exit status 1), naming the commands and the closest one. urfave/cli v2
+// would show its help action's "No help topic for …" with exit status 3,
+// and its CommandNotFound hook cannot return an error.
 func unknownCommandAction(path string, commands func() []*cli.Command) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		if c.NArg() == 0 || c.Args().First() == "help" {
+		if c.Args().First() == "help" {
 			if c.Command != nil && c.Command.Name != "" && len(c.Command.Subcommands) > 0 {
 				return cli.ShowSubcommandHelp(c)
 			}
 			return cli.ShowAppHelp(c)
 		}
-		name := c.Args().First()
 		var names []string
 		for _, cmd := range commands() {
 			if !cmd.Hidden {
@@ -226,22 +226,35 @@ func unknownCommandAction(path string, commands func() []*cli.Command) cli.Actio
 			}
 		}
 		sort.Strings(names)
+		synopsis := path + " COMMAND   (one of: " + strings.Join(names, ", ") + "; " + path + " --help for more)"
+		if c.NArg() == 0 {
+			return &usageErr{msg: path + ": missing command", synopsis: synopsis}
+		}
+		name := c.Args().First()
 		msg := fmt.Sprintf("%s: unknown command %q", path, name)
 		if s := closest(name, names); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", path+" "+s)
 		}
-		return &usageErr{msg: msg, synopsis: path + " COMMAND   (one of: " + strings.Join(names, ", ") + "; " + path + " --help for more)"}
+		return &usageErr{msg: msg, synopsis: synopsis}
 	}
 }
 
-// closest is the candidate most like s (Jaro-Winkler, as urfave/cli's own
-// suggestions), or "" when none is close enough to be what was meant.
-// urfave/cli's SuggestFlag and SuggestCommand always suggest something,
-// however far (and "help"), so they cannot say "no suggestion".
+// closest is the candidate most like s, or "" when none is close enough
+// to be what was meant: one edit or swap of neighbours away (a typo in a
+// short name such as --kye), or else the best Jaro-Winkler match, as
+// urfave/cli's own suggestions use. urfave/cli's SuggestFlag and
+// SuggestCommand always suggest something, however far (and "help"), so
+// they cannot say "no suggestion".
 func closest(s string, candidates []string) string {
+	s = strings.ToLower(s)
+	for _, c := range candidates {
+		if len(s) >= 3 && len(c) >= 3 && editDistance(s, c) <= 1 {
+			return c
+		}
+	}
 	best, score := "", 0.0
 	for _, c := range candidates {
-		if d := smetrics.JaroWinkler(strings.ToLower(s), c, 0.7, 4); d > score {
+		if d := smetrics.JaroWinkler(s, c, 0.7, 4); d > score {
 			best, score = c, d
 		}
 	}
@@ -249,6 +262,31 @@ func closest(s string, candidates []string) string {
 		return ""
 	}
 	return best
+}
+
+// editDistance counts the insertions, deletions, substitutions and swaps
+// of neighbouring letters that turn a into b (optimal string alignment).
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2, prev, cur := make([]int, len(rb)+1), make([]int, len(rb)+1), make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
 }
 
 func versionCommand() *cli.Command {
