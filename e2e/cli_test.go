@@ -159,3 +159,31 @@ printf '%s\n' "${COMPREPLY[@]}"`, "bash")
 		t.Errorf("zsh completion: %s", out)
 	}
 }
+
+// Every command's help fits in 100 columns, flag usages included (they
+// were aligned after the longest flag name: lines of over 300 columns).
+func TestCLIHelpFitsInAHundredColumns(t *testing.T) {
+	var walk func(path []string)
+	checked := 0
+	walk = func(path []string) {
+		out, _ := run(t, append(append([]string(nil), path...), "--help")...)
+		checked++
+		for i, line := range strings.Split(out, "\n") {
+			if len(line) > 100 {
+				t.Errorf("oci-tofu %s --help, line %d has %d columns: %q", strings.Join(path, " "), i+1, len(line), line)
+			}
+		}
+		// A command that groups others names them in its usage error.
+		bare, _ := run(t, path...)
+		if _, list, ok := strings.Cut(bare, "(one of: "); ok {
+			list, _, _ = strings.Cut(list, ";")
+			for _, name := range strings.Split(list, ", ") {
+				walk(append(append([]string(nil), path...), name))
+			}
+		}
+	}
+	walk(nil)
+	if checked < 15 {
+		t.Errorf("only %d commands' help was checked", checked)
+	}
+}

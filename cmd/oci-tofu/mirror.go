@@ -16,7 +16,7 @@ import (
 func mirrorCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "mirror",
-		Usage:     "copy verified provider releases (and OpenTofu releases) from their origins into OCI",
+		Usage:     "copy verified provider and OpenTofu releases from their origins into OCI",
 		ArgsUsage: "ADDRESS[@CONSTRAINT]...",
 		Description: `Resolves each provider through its origin registry (service discovery and the Provider
 Registry Protocol; credentials from TF_TOKEN_<host>), selects every version meeting the

@@ -13,7 +13,7 @@ import (
 func pushMirrorCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "mirror",
-		Usage:     "import a directory written by `tofu providers mirror` or `terraform providers mirror`",
+		Usage:     "import a `tofu providers mirror` (or terraform's) directory",
 		ArgsUsage: "DIR",
 		Description: `Reads DIR in the packed layout (HOST/NAMESPACE/TYPE/<version>.json beside the zips;
 the unpacked layout HOST/NAMESPACE/TYPE/VERSION/OS_ARCH/ is packed into zips), verifies

@@ -16,7 +16,7 @@ import (
 func pushModuleCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "module",
-		Usage:     "pack a module directory (or push a module zip) as an OpenTofu oci:// module package",
+		Usage:     "pack a module directory (or push a module zip) as an oci:// module package",
 		ArgsUsage: "SOURCE REPOSITORY:TAG",
 		Description: `SOURCE is a module directory or an existing .zip module package.
 

@@ -26,14 +26,14 @@ func serveCommand() *cli.Command {
 		Name:  "serve",
 		Usage: "serve providers, modules and OpenTofu releases from OCI repositories (HTTPS)",
 		Description: `Serves, for OpenTofu, Terraform and TofuDL:
-  /.well-known/terraform.json          service discovery (providers.v1, modules.v1)
-  /v1/mirror/                          Provider Network Mirror Protocol      (--provider-template)
-  /v1/providers/                       Provider Registry Protocol, the proxy as origin registry
-  /v1/archives/                        package downloads, streamed from the registry and verified
-  /v1/modules/                         Module Registry Protocol              (--module-template)
-  /v1/module-archives/                 module package downloads, streamed and verified
-  /tofu/api.json, /tofu/download/      TofuDL mirror of OpenTofu releases    (--tofu-repository)
-  /healthz, /metrics                   liveness and Prometheus metrics
+  /.well-known/terraform.json      service discovery (providers.v1, modules.v1)
+  /v1/mirror/                      Provider Network Mirror Protocol    (--provider-template)
+  /v1/providers/                   Provider Registry Protocol, the proxy as origin registry
+  /v1/archives/                    package downloads, streamed from the registry and verified
+  /v1/modules/                     Module Registry Protocol            (--module-template)
+  /v1/module-archives/             module package downloads, streamed and verified
+  /tofu/api.json, /tofu/download/  TofuDL mirror of OpenTofu releases  (--tofu-repository)
+  /healthz, /metrics               liveness and Prometheus metrics
 
 --provider-template maps a provider address to a repository, with the syntax of
 tofu's oci_mirror repository_template: ${hostname}, ${namespace}, ${type}, e.g.

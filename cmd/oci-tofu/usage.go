@@ -98,6 +98,7 @@ func plural(n int, noun string) string {
 // command's synopsis before any work starts, unknown commands answered
 // with the closest one, `version`, and shell completion.
 func configureCLI(app *cli.App) {
+	cli.FlagStringer = flagHelp
 	app.EnableBashCompletion = true
 	app.UsageText = app.Name + " COMMAND [flags] [arguments]   (flags may also follow the arguments)"
 	app.Commands = append(app.Commands, versionCommand(), completionCommand())
