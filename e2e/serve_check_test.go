@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +116,24 @@ func TestServeLogsHints(t *testing.T) {
 	if !strings.Contains(logs, `msg="registry check failed"`) || strings.Count(logs, "hint=\"the registry wants credentials") < 2 {
 		t.Errorf("no hint at start and with the request:\n%s", logs)
 	}
+}
+
+// A start-up check that warns (here: the layout the template names does
+// not exist yet) is logged as a warning, not as information.
+func TestServeLogsStartupWarningsAsWarnings(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "not-yet")
+	s := startServe(t, "--provider-template", "oci-layout:"+missing+"/${namespace}/${type}")
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(s.logs.String(), `msg="registry check"`) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, line := range strings.Split(s.logs.String(), "\n") {
+		if strings.Contains(line, `msg="registry check"`) && strings.Contains(line, "status=warning") {
+			if !strings.Contains(line, "level=WARN") {
+				t.Errorf("a start-up warning is logged below WARN: %s", line)
+			}
+			return
+		}
+	}
+	t.Errorf("no start-up warning for a missing layout:\n%s", s.logs.String())
 }

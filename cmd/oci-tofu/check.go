@@ -146,9 +146,12 @@ func checkServerTLS(c *cli.Context) preflight.Result {
 func probeRegistries(ctx context.Context, client *oci.Client, opts proxy.Options, logger *slog.Logger) {
 	for _, r := range preflight.Registries(ctx, preflightConfig(client, opts, ""), preflight.Samples{}) {
 		attrs := []any{"what", r.Target, "registry", r.Registry, "credentials", r.Credentials}
-		if r.Status == preflight.StatusError {
+		switch r.Status {
+		case preflight.StatusError:
 			logger.Warn("registry check failed", append(attrs, "error", r.Detail, "hint", r.Hint)...)
-		} else {
+		case preflight.StatusWarning:
+			logger.Warn("registry check", append(attrs, "status", r.Status, "detail", r.Detail, "hint", r.Hint)...)
+		default:
 			logger.Info("registry check", append(attrs, "status", r.Status, "detail", r.Detail)...)
 		}
 	}
