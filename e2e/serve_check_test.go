@@ -94,6 +94,41 @@ func TestServeCheck(t *testing.T) {
 	}
 }
 
+// Every address given to --check-provider is answered: each in every
+// mapping that admits it, and one no mapping admits with a line saying so
+// (they were dropped without a word).
+func TestServeCheckReportsEveryAddress(t *testing.T) {
+	dir := t.TempDir()
+	out, err := run(t, "push", "provider", "--quiet", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"),
+		testenv.Testdata(t, "providers", "hello", "1.0.0"), "oci-layout:"+dir+"/test/hello")
+	if err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	out, err = run(t, "serve", "--check", "--json", "--insecure-no-tls",
+		"--provider-template", "oci-layout:"+dir+"/${namespace}/${type}", "--include", "example.com/test/*",
+		"--check-provider", "example.com/test/hello", "--check-provider", "example.com/test/absent",
+		"--check-provider", "example.com/other/hello")
+	var doc struct{ Checks []checkRow }
+	if jerr := json.Unmarshal([]byte(out), &doc); jerr != nil {
+		t.Fatalf("--json: %v, %v\n%s", jerr, err, out)
+	}
+	repos, notAdmitted := map[string]string{}, ""
+	for _, r := range doc.Checks {
+		switch r.Target {
+		case "providers --provider-template":
+			repos[filepath.Base(r.Repository)] = r.Status
+		case "provider example.com/other/hello":
+			notAdmitted = r.Status + ": " + r.Detail
+		}
+	}
+	if repos["hello"] != "ok" || repos["absent"] != "warning" || len(repos) != 2 {
+		t.Errorf("each admitted address in its own line, want hello ok and absent warning: %v\n%s", repos, out)
+	}
+	if !strings.HasPrefix(notAdmitted, "warning: no provider mapping admits this address") {
+		t.Errorf("the address no mapping admits: %q\n%s", notAdmitted, out)
+	}
+}
+
 // checkRow is one line of `serve --check --json`.
 type checkRow struct {
 	Target, Mapping, Registry, Credentials, Repository, Status, Detail, Hint string

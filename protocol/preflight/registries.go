@@ -35,9 +35,10 @@ type Config struct {
 	UnsampledAdvice string
 }
 
-// Samples are addresses whose repositories to look for. A provider mapping
-// is sampled with the first provider it admits (or the one provider its
-// include names); the module template with the first module.
+// Samples are addresses whose repositories to look for: in every provider
+// mapping that admits them (a mapping no sample is admitted by is sampled
+// with the one provider its include names, if any), and in the module
+// template.
 type Samples struct {
 	Providers []names.Provider
 	Modules   []ModuleAddress
@@ -72,7 +73,7 @@ func Registries(ctx context.Context, cfg Config, samples Samples) []Result {
 	ck := &checker{cfg: cfg, timeout: max(cfg.Timeout, time.Second), pinged: map[string]error{}}
 	results := ck.providers(ctx, samples.Providers)
 	if cfg.ModuleTemplate != nil {
-		results = append(results, ck.modules(ctx, samples.Modules))
+		results = append(results, ck.modules(ctx, samples.Modules)...)
 	}
 	if cfg.TofuRepository != nil {
 		results = append(results, ck.tofuRepository(ctx, *cfg.TofuRepository))
@@ -94,34 +95,57 @@ var (
 	exampleModule   = ModuleAddress{Host: "example.com", Module: names.Module{Namespace: "example", Name: "example", System: "example"}}
 )
 
-// providers checks each provider mapping: its registry, and a sample
-// repository when one of samples (or the mapping's include, naming one
-// provider) is admitted by it.
+// providers checks each provider mapping: its registry, and the
+// repository of every sample it admits (or of the provider its include
+// names); one line per sample. A sample no mapping admits gets a line
+// saying so: every address asked about is answered.
 func (ck *checker) providers(ctx context.Context, samples []names.Provider) []Result {
 	var out []Result
+	admittedByAny := make([]bool, len(samples))
 	for _, m := range ck.cfg.Providers {
 		res := Result{Target: "providers " + m.Source, Mapping: m.Template.String()}
-		sample, sampled := admittedSample(m, samples)
-		ref, err := m.Template.Expand(sample.TemplateValues())
-		if err != nil {
-			out = append(out, notExpanding(res, err))
-			continue
+		admitted := admittedSamples(m, samples, admittedByAny)
+		sampled := len(admitted) > 0
+		if !sampled {
+			admitted = []names.Provider{exampleProvider}
 		}
-		out = append(out, ck.repository(ctx, res, ref, sampled, "provider "+sample.String()))
+		for _, sample := range admitted {
+			ref, err := m.Template.Expand(sample.TemplateValues())
+			if err != nil {
+				out = append(out, notExpanding(res, err))
+				continue
+			}
+			out = append(out, ck.repository(ctx, res, ref, sampled, "provider "+sample.String()))
+		}
+	}
+	for i, p := range samples {
+		if !admittedByAny[i] {
+			out = append(out, Result{Target: "provider " + p.String(), Status: StatusWarning,
+				Detail: "no provider mapping admits this address (see the mappings' include and exclude filters): it is not served"})
+		}
 	}
 	return out
 }
 
-// admittedSample is the first sample (then the provider the include names)
-// the mapping admits, or the example provider.
-func admittedSample(m store.ProviderMapping, samples []names.Provider) (names.Provider, bool) {
+// admittedSamples are the samples the mapping admits (marked in
+// admittedByAny), or else the provider its include names.
+func admittedSamples(m store.ProviderMapping, samples []names.Provider, admittedByAny []bool) []names.Provider {
 	only := store.ProviderMappings{m}
-	for _, p := range append(append([]names.Provider(nil), samples...), includedProvider(m.Include)...) {
+	var out []names.Provider
+	for i, p := range samples {
 		if _, err := only.Map(p); err == nil {
-			return p, true
+			out = append(out, p)
+			admittedByAny[i] = true
 		}
 	}
-	return exampleProvider, false
+	if len(out) == 0 {
+		for _, p := range includedProvider(m.Include) {
+			if _, err := only.Map(p); err == nil {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // includedProvider is the provider an include list names when it names
@@ -137,20 +161,25 @@ func includedProvider(include []string) []names.Provider {
 	return []names.Provider{p}
 }
 
-// modules checks the module template like a provider mapping, sampled
-// with the first module address.
-func (ck *checker) modules(ctx context.Context, samples []ModuleAddress) Result {
+// modules checks the module template like a provider mapping: one line
+// per sample, or one for the registry alone.
+func (ck *checker) modules(ctx context.Context, samples []ModuleAddress) []Result {
 	tpl := ck.cfg.ModuleTemplate
 	res := Result{Target: "modules " + ck.cfg.ModuleSource, Mapping: tpl.String()}
-	sample := exampleModule
-	if len(samples) > 0 {
-		sample = samples[0]
+	sampled := len(samples) > 0
+	if !sampled {
+		samples = []ModuleAddress{exampleModule}
 	}
-	ref, err := tpl.Expand(sample.Module.TemplateValues(sample.Host))
-	if err != nil {
-		return notExpanding(res, err)
+	var out []Result
+	for _, sample := range samples {
+		ref, err := tpl.Expand(sample.Module.TemplateValues(sample.Host))
+		if err != nil {
+			out = append(out, notExpanding(res, err))
+			continue
+		}
+		out = append(out, ck.repository(ctx, res, ref, sampled, "module "+sample.String()))
 	}
-	return ck.repository(ctx, res, ref, len(samples) > 0, "module "+sample.String())
+	return out
 }
 
 // tofuRepository checks the repository of OpenTofu releases.
