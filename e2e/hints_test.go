@@ -75,6 +75,10 @@ func TestErrorHints(t *testing.T) {
 		hint  string
 		not   string // must not appear
 	}{
+		{name: "template emptied by the shell's double quotes", args: []string{"serve", "--insecure-no-tls", "--provider-template", "ghcr.io/acme//"},
+			hint: "hint: the template has no ${…} left: a shell replaces them (with nothing) inside double quotes; put the template in single quotes"},
+		{name: "template lacking one placeholder", args: []string{"serve", "--insecure-no-tls", "--provider-template", "ghcr.io/acme/${type}"},
+			hint: "must use ${namespace}", not: "double quotes"},
 		{name: "credentials missing (push)", args: []string{"push", "provider", "--key", key, release, authReg.Host + "/p/test/hello"},
 			hint: "hint: the registry wants credentials: run `docker login " + authReg.Host + "`"},
 		{name: "credentials missing (verify)", args: []string{"verify", authReg.Host + "/p/test/hello:1.0.0"},

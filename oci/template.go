@@ -38,7 +38,7 @@ func ParseTemplate(s string, allowed, required []string) (*Template, error) {
 	}
 	for _, r := range required {
 		if !contains(t.vars, r) {
-			return nil, fmt.Errorf("repository template %q must use ${%s}", s, r)
+			return nil, &MissingPlaceholderError{Template: s, Missing: r, Used: len(t.vars)}
 		}
 	}
 	// Whatever it is given, the template must name a repository: try it
@@ -53,6 +53,18 @@ func ParseTemplate(s string, allowed, required []string) (*Template, error) {
 		return nil, fmt.Errorf("repository template %q does not give a repository (host[:port]/path or %sPATH): %w", s, LayoutPrefix, err)
 	}
 	return t, nil
+}
+
+// MissingPlaceholderError is a template that lacks a required
+// placeholder. Used counts the placeholders it has: none at all usually
+// means a shell expanded them (to nothing) inside double quotes.
+type MissingPlaceholderError struct {
+	Template, Missing string
+	Used              int
+}
+
+func (e *MissingPlaceholderError) Error() string {
+	return fmt.Sprintf("repository template %q must use ${%s}", e.Template, e.Missing)
 }
 
 // Provider template placeholders.

@@ -58,6 +58,10 @@ func hint(err error, hc hintContext) string {
 	if err == nil || errors.As(err, &u) {
 		return ""
 	}
+	var mp *oci.MissingPlaceholderError
+	if errors.As(err, &mp) && mp.Used == 0 {
+		return "the template has no ${…} left: a shell replaces them (with nothing) inside double quotes; put the template in single quotes ('…/${namespace}/…')"
+	}
 	if errors.Is(err, pgp.ErrWrongKey) {
 		return "the release was signed with another key: pass the publisher's public key with --key (`gpg --list-packets FILE.sig` shows the key ID it wants)"
 	}
