@@ -56,6 +56,7 @@ func pushMirror(c *cli.Context) error {
 	}
 	rep := newReporter(c)
 	var results []map[string]any
+	upToDate := 0
 	for i, r := range releases {
 		repo, err := client.Open(refs[i])
 		if err != nil {
@@ -68,8 +69,23 @@ func pushMirror(c *cli.Context) error {
 		tagged := refs[i].WithReference(res.Root.Digest.String())
 		rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
 		results = append(results, map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate})
+		if res.UpToDate {
+			upToDate++
+		}
 	}
-	return rep.result(map[string]any{"pushed": results}, fmt.Sprintf("imported %s", plural(len(results), "provider version")))
+	return rep.result(map[string]any{"pushed": results}, importSummary(len(results)-upToDate, upToDate))
+}
+
+// importSummary says what an import did: the versions it pushed, and
+// those the registry already held.
+func importSummary(imported, upToDate int) string {
+	switch {
+	case upToDate == 0:
+		return "imported " + plural(imported, "provider version")
+	case imported == 0:
+		return plural(upToDate, "provider version") + " already up to date; nothing imported"
+	}
+	return fmt.Sprintf("imported %s; %d already up to date", plural(imported, "provider version"), upToDate)
 }
 
 func exportCommand() *cli.Command {
