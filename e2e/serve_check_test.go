@@ -172,3 +172,26 @@ func TestServeLogsStartupWarningsAsWarnings(t *testing.T) {
 	}
 	t.Errorf("no start-up warning for a missing layout:\n%s", s.logs.String())
 }
+
+// A client that does not trust the proxy's certificate fails its TLS
+// handshake; the proxy's log says so, with a hint, instead of Go's bare
+// "http: TLS handshake error … bad certificate" (or curl's "bad record
+// MAC").
+func TestServeLogsUntrustingClientsWithAHint(t *testing.T) {
+	s := startServe(t, "--provider-template", "oci-layout:"+t.TempDir()+"/${namespace}/${type}")
+	tofu := testenv.Tofu(t, "provider_installation {\n  network_mirror { url = \""+s.URL+"/v1/mirror/\" }\n}\n")
+	// The last SSL_CERT_FILE wins: one that trusts nothing of the test's.
+	tofu.Env = append(tofu.Env, "SSL_CERT_FILE="+filepath.Join(t.TempDir(), "no-such-bundle.pem"))
+	cfg := testenv.WriteConfig(t, map[string]string{"main.tf": "terraform {\n  required_providers {\n    hello = { source = \"example.com/test/hello\" }\n  }\n}\n"})
+	if out, err := tofu.Try(t, cfg, "init", "-input=false", "-no-color"); err == nil || !strings.Contains(out, "certificate") {
+		t.Fatalf("tofu trusted a certificate it should not: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(s.logs.String(), "TLS handshake failed") {
+		time.Sleep(50 * time.Millisecond)
+	}
+	logs := s.logs.String()
+	if !strings.Contains(logs, `msg="TLS handshake failed"`) || !strings.Contains(logs, `hint="the client does not trust this server's certificate`) {
+		t.Errorf("no hinted handshake failure in the log:\n%s", logs)
+	}
+}

@@ -151,7 +151,7 @@ func serveUntilStopped(c *cli.Context, srv *proxy.Server, ln net.Listener, logge
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:          servercreds.HandshakeLog(logger),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -1,9 +1,11 @@
 package servercreds_test
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,5 +102,27 @@ func TestReadURLSigningKey(t *testing.T) {
 	}
 	if _, err := servercreds.ReadURLSigningKey(write(t, "k", strings.Repeat("k", servercreds.MaxURLSigningKeyFile+1))); err == nil {
 		t.Error("an oversized key file was read")
+	}
+}
+
+// The lines net/http writes for failed handshakes are logged with a hint
+// when the client does not trust the certificate (Go clients say "bad
+// certificate", curl's OpenSSL ends in "bad record MAC"); other lines pass
+// unchanged.
+func TestHandshakeLog(t *testing.T) {
+	for line, want := range map[string]string{
+		"http: TLS handshake error from 127.0.0.1:33686: remote error: tls: bad certificate": `hint="the client does not trust`,
+		"http: TLS handshake error from 127.0.0.1:33702: local error: tls: bad record MAC":   `hint="the client does not trust`,
+		"http: TLS handshake error from 127.0.0.1:33703: EOF":                                `msg="TLS handshake failed" remote=127.0.0.1:33703 error=EOF`,
+		"http: superfluous response.WriteHeader call from example.com/x.go:1":                `msg="http: superfluous`,
+	} {
+		var b bytes.Buffer
+		servercreds.HandshakeLog(slog.New(slog.NewTextHandler(&b, nil))).Print(line)
+		if got := b.String(); !strings.Contains(got, want) || !strings.Contains(got, "level=WARN") {
+			t.Errorf("%s:\n got %s\nwant %s", line, got, want)
+		}
+		if strings.HasSuffix(line, "EOF") && strings.Contains(b.String(), "hint=") {
+			t.Errorf("a hint for a plain EOF: %s", b.String())
+		}
 	}
 }
