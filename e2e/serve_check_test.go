@@ -195,3 +195,25 @@ func TestServeLogsUntrustingClientsWithAHint(t *testing.T) {
 		t.Errorf("no hinted handshake failure in the log:\n%s", logs)
 	}
 }
+
+// A network_mirror url without its trailing slash, or the proxy's base
+// URL, makes tofu ask for paths the proxy does not serve; the answer and
+// the log say which URL to use (they said only "no such path").
+func TestServeHintsAtAWrongNetworkMirrorURL(t *testing.T) {
+	s := startServe(t, "--provider-template", "oci-layout:"+t.TempDir()+"/${namespace}/${type}")
+	cfg := testenv.WriteConfig(t, map[string]string{"main.tf": "terraform {\n  required_providers {\n    hello = { source = \"example.com/test/hello\" }\n  }\n}\n"})
+	for _, url := range []string{s.URL + "/v1/mirror", s.URL + "/"} {
+		tofu := testenv.Tofu(t, "provider_installation {\n  network_mirror { url = \""+url+"\" }\n}\n")
+		out, err := tofu.Try(t, cfg, "init", "-input=false", "-no-color")
+		if err == nil {
+			t.Fatalf("%s: tofu init succeeded:\n%s", url, out)
+		}
+	}
+	logs := s.logs.String()
+	if n := strings.Count(logs, `hint="a client's network_mirror url lacks /v1/mirror/ or its trailing slash`); n < 2 {
+		t.Errorf("%d hinted requests for the two wrong URLs, want 2 or more:\n%s", n, logs)
+	}
+	if code, body := s.get(t, "/v1/nothing/here"); code != 404 || strings.Contains(string(body), "network_mirror") {
+		t.Errorf("an unrelated unknown path: %d %s", code, body)
+	}
+}

@@ -43,9 +43,7 @@ func (s *Server) routePage(providers bool) {
 	}
 	// Everything else: the protocols' JSON error form, counted under one
 	// label whatever the path.
-	s.mux.Handle("/", s.instrument("unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such path: see / for what this proxy serves")
-	})))
+	s.mux.Handle("/", s.instrument("unknown", http.HandlerFunc(serveUnknownPath)))
 }
 
 // page is the page for people, built from the options, the mappings and
@@ -298,4 +296,32 @@ func ago(t time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return t.UTC().Format(time.DateOnly)
+}
+
+// serveUnknownPath answers a path nothing serves: 404 in the protocols'
+// error form. A request shaped like a network mirror's, under another
+// prefix, comes from a client configured with the mirror's URL cut short
+// (no trailing slash: tofu resolves documents against the URL's parent)
+// or with the base URL: the answer and the log say which URL to use.
+func serveUnknownPath(w http.ResponseWriter, r *http.Request) {
+	msg := "no such path: see / for what this proxy serves"
+	if misplacedMirrorRequest(r.URL.EscapedPath()) {
+		msg = "no such path: this looks like a network mirror request made with the wrong URL; a network_mirror block's url is https://" + r.Host + MirrorPrefix + " (with the trailing slash)"
+		if rec, ok := w.(*recorder); ok {
+			rec.hint = "a client's network_mirror url lacks " + MirrorPrefix + " or its trailing slash: it must be https://HOST" + MirrorPrefix
+		}
+	}
+	writeError(w, http.StatusNotFound, msg)
+}
+
+// misplacedMirrorRequest reports whether path is a network mirror
+// document's (HOST/NAMESPACE/TYPE/index.json or VERSION.json) at the root
+// or under /v1/ instead of under MirrorPrefix.
+func misplacedMirrorRequest(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/v1/")
+	if !ok {
+		rest = strings.TrimPrefix(path, "/")
+	}
+	_, err := ParseMirrorPath(rest)
+	return err == nil
 }
