@@ -17,12 +17,16 @@ func TestDemoScript(t *testing.T) {
 	root := testenv.Root(t)
 	dir := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join(root, "scripts", "demo.sh"))
-	cmd.Env = append(os.Environ(), "OCI_TOFU_BIN="+ociTofu, "TOFU_BIN="+testenv.Tool(t, "tofu"), "DEMO_DIR="+filepath.Join(dir, "demo"), "XDG_CACHE_HOME="+dir)
+	// No TOFU: the demo finds tofu on PATH, says so, and builds none.
+	tofuDir := filepath.Dir(testenv.Tool(t, "tofu"))
+	cmd.Env = append(os.Environ(), "OCI_TOFU_BIN="+ociTofu, "TOFU=", "TOFU_BIN=", "PATH="+tofuDir+":"+os.Getenv("PATH"),
+		"DEMO_DIR="+filepath.Join(dir, "demo"), "XDG_CACHE_HOME="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}
-	for _, want := range []string{"==> serve the layout over HTTPS", "tofu init accepted the generated lock file unchanged.", "Demo done"} {
+	for _, want := range []string{"using tofu 1.12.6 from PATH (" + tofuDir + "/tofu)", "==> serve the layout over HTTPS",
+		"tofu init accepted the generated lock file unchanged.", "Demo done", "Next, try the proxy yourself", `docs/proxy.md, "Trying it out"`} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}

@@ -10,8 +10,39 @@ cd "$(dirname "$0")/.."
 root=$PWD
 # The binaries and the output directory can be chosen (the e2e test does).
 bin=${OCI_TOFU_BIN:-$root/bin/oci-tofu}
-tofu=${TOFU_BIN:-$root/.tools/bin/tofu}
 demo=${DEMO_DIR:-$root/out/demo}
+# OpenTofu: TOFU (or TOFU_BIN) when given; else a `tofu` on PATH of a
+# version the demo supports; else the one `make tools` builds, built now
+# if missing (it says so: a first build takes about five minutes).
+min_tofu=1.10
+
+# tofu_version prints the x.y.z a tofu binary reports, or nothing.
+tofu_version() { "$1" version 2>/dev/null | sed -n 's/^OpenTofu v\([0-9][0-9.]*\).*/\1/p' | head -1; }
+# supported says whether version $1 is at least $min_tofu.
+supported() { [ -n "$1" ] && [ "$(printf '%s\n%s\n' "$min_tofu" "$1" | sort -V | head -1)" = "$min_tofu" ]; }
+
+find_tofu() {
+  local given=${TOFU:-${TOFU_BIN:-}}
+  if [ -n "$given" ]; then
+    echo "$given"; return
+  fi
+  local path_tofu
+  path_tofu=$(command -v tofu || true)
+  if [ -n "$path_tofu" ]; then
+    local v; v=$(tofu_version "$path_tofu")
+    if supported "$v"; then
+      echo "using tofu $v from PATH ($path_tofu); TOFU=/path/to/tofu picks another" >&2
+      echo "$path_tofu"; return
+    fi
+    echo "the tofu on PATH ($path_tofu, version ${v:-unknown}) is older than $min_tofu: not used" >&2
+  fi
+  if [ ! -x "$root/.tools/bin/tofu" ]; then
+    echo "building OpenTofu from the Go module proxy into .tools/bin (about five minutes the first time; TOFU=/path/to/tofu skips this)..." >&2
+    make --no-print-directory -C "$root" "$root/.tools/bin/tofu" >&2
+  fi
+  echo "$root/.tools/bin/tofu"
+}
+tofu=$(find_tofu)
 rm -rf "$demo"; mkdir -p "$demo/config" "$demo/home"
 store=$demo/store
 template="oci-layout:$store/providers/\${namespace}/\${type}"
@@ -105,3 +136,10 @@ step "a module through the proxy's Module Registry Protocol: tofu init and apply
 
 echo
 echo "Demo done: everything lives in $demo (store = an OCI layout any registry tool can copy)."
+cat <<NEXT
+
+Next, try the proxy yourself with your own tofu: docs/proxy.md, "Trying it out", is a
+complete install through it; or serve this demo's store again and open its page:
+  $bin serve --self-signed --listen 127.0.0.1:8443 --provider-template '$template'
+  (then https://localhost:8443/ shows the client configuration to copy)
+NEXT
