@@ -326,5 +326,5 @@ func (rel *ProviderRelease) PushDir(ctx context.Context, dir string, repo oci.Re
 	if len(r.Protocols) == 0 {
 		r.Protocols = rel.Protocols
 	}
-	return r.Push(ctx, repo, false, opts)
+	return r.Push(ctx, repo, opts)
 }

@@ -63,7 +63,7 @@ func push(t testing.TB, repo oci.Repository, a *oci.Artifact, tag string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := oci.Push(context.Background(), repo, a, held, oci.PushOptions{}); err != nil {
+	if _, err := oci.Push(context.Background(), repo, a, held, oci.PushOptions{Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 }
