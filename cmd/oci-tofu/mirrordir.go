@@ -49,6 +49,9 @@ func pushMirror(c *cli.Context) error {
 		if refs[i], err = tpl.Expand(r.Provider.TemplateValues()); err != nil {
 			return fmt.Errorf("%s: %w", r.Provider, err)
 		}
+		if err := r.Release.CheckServedAs(r.Provider.Type); err != nil {
+			return fmt.Errorf("%s: %w", r.Provider, err)
+		}
 	}
 	client, err := registryClient(c)
 	if err != nil {

@@ -83,6 +83,9 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if !ref.Layout {
+		rel.Repository = ref.Repository
+	}
 	res, err := rel.Push(c.Context, repo, pushOptions(c, rep), also...)
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)

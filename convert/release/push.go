@@ -77,9 +77,15 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 		return oci.PushResult{}, err
 	}
 	if held, ok := rel.heldAs(ctx, repo, tags[tag]); ok {
+		if err := rel.checkTarget(); err != nil {
+			return oci.PushResult{}, err
+		}
 		return oci.Push(ctx, repo, held, tags, opts)
 	}
 	if err := rel.CheckDigests(ctx); err != nil {
+		return oci.PushResult{}, err
+	}
+	if err := rel.checkTarget(); err != nil {
 		return oci.PushResult{}, err
 	}
 	up := oci.NewUpload(repo, opts)
@@ -92,6 +98,14 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 		return oci.PushResult{}, err
 	}
 	return up.Commit(ctx, a, tags)
+}
+
+// checkTarget checks Repository, when set, with CheckRepository.
+func (rel *Provider) checkTarget() error {
+	if rel.Repository == "" {
+		return nil
+	}
+	return rel.CheckRepository(rel.Repository)
 }
 
 // hashAndUpload computes the packages' h1 hashes and, when upload is set,
