@@ -25,6 +25,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/crypto/x509roots/fallback/bundle"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
@@ -38,9 +39,11 @@ const (
 	imageEpoch     = 1700000000 // SOURCE_DATE_EPOCH
 	imagePlatforms = "linux/amd64,linux/arm64"
 	imageSource    = "https://github.com/oci-tofu/oci-tofu"
-	// debianCABundle is where Debian's ca-certificates package keeps the
-	// bundle the image ships.
-	debianCABundle = "/etc/ssl/certs/ca-certificates.crt"
+	// imageCABundle is where the image keeps its CA bundle, as Debian does.
+	imageCABundle = "/etc/ssl/certs/ca-certificates.crt"
+	// hostCABundle is the build machine's own (Debian) bundle, which the
+	// image must not copy.
+	hostCABundle = "/etc/ssl/certs/ca-certificates.crt"
 )
 
 // The proxy's container image, built by tools/image without a container
@@ -123,8 +126,8 @@ func checkImageConfig(t *testing.T, img *ociImage) {
 		t.Errorf("Entrypoint %q Cmd %q", c.Entrypoint, c.Cmd)
 	}
 	env := envMap(c.Env)
-	if env["SSL_CERT_FILE"] != debianCABundle || !strings.Contains(env["PATH"], "/usr/local/bin") {
-		t.Errorf("Env %q lacks PATH or SSL_CERT_FILE=%s", c.Env, debianCABundle)
+	if env["SSL_CERT_FILE"] != imageCABundle || !strings.Contains(env["PATH"], "/usr/local/bin") {
+		t.Errorf("Env %q lacks PATH or SSL_CERT_FILE=%s", c.Env, imageCABundle)
 	}
 	if _, ok := c.ExposedPorts["8443/tcp"]; !ok {
 		t.Errorf("ExposedPorts %v lack 8443/tcp", c.ExposedPorts)
@@ -318,29 +321,56 @@ func colonFile(t *testing.T, p string, n int) [][]string {
 	return lines
 }
 
-// checkCABundle checks that the image's trust store is the build
-// machine's Debian bundle and holds certificates.
+// checkCABundle checks that the image's trust store is the Mozilla bundle
+// pinned in go.mod (golang.org/x/crypto/x509roots/fallback, the roots
+// without constraints a PEM file cannot carry), in its order, and nothing
+// else: no CA the build machine added to its own trust store.
 func checkCABundle(t *testing.T, p string) {
 	t.Helper()
-	got := readBoundedFile(t, p)
-	want := readBoundedFile(t, debianCABundle)
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is not Debian's %s", p, debianCABundle)
+	var want [][]byte
+	for root := range bundle.Roots() {
+		if root.Constraint == nil {
+			want = append(want, root.Certificate)
+		}
 	}
-	count := 0
-	for rest := got; ; {
+	var got [][]byte
+	for rest := readBoundedFile(t, p); ; {
 		var block *pem.Block
 		if block, rest = pem.Decode(rest); block == nil {
 			break
 		}
-		if _, err := x509.ParseCertificate(block.Bytes); err == nil {
-			count++
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			t.Errorf("%s: a block is not a certificate: %v", p, err)
 		}
+		got = append(got, block.Bytes)
 	}
-	if count == 0 {
-		t.Errorf("the CA bundle %s holds no certificate", p)
+	if len(want) < 100 || !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Fatalf("%s holds %d certificates, not the %d of the pinned Mozilla bundle", p, len(got), len(want))
+	}
+	if host := hostOnlyCertificates(t, want); len(host) > 0 {
+		t.Logf("the build machine trusts %d CAs the pinned bundle lacks (such as %s); the image leaves them out", len(host), host[0])
 	}
 	checkOwnerMode(t, p, 0, 0o644)
+}
+
+// hostOnlyCertificates are the subjects of the certificates the build
+// machine's bundle holds beyond the pinned ones (its locally added CAs).
+func hostOnlyCertificates(t *testing.T, pinned [][]byte) []string {
+	t.Helper()
+	b, err := os.ReadFile(hostCABundle)
+	if err != nil {
+		return nil
+	}
+	var extra []string
+	for rest := b; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			return extra
+		}
+		if c, err := x509.ParseCertificate(block.Bytes); err == nil && !slices.ContainsFunc(pinned, func(d []byte) bool { return bytes.Equal(d, block.Bytes) }) {
+			extra = append(extra, c.Subject.String())
+		}
+	}
 }
 
 // checkOwnerMode checks a file's owner (user and group) and mode.

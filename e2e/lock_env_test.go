@@ -150,7 +150,7 @@ func (e *lockEnv) pushGenerated(t *testing.T, addr, version string, platforms, t
 		return err
 	}
 	if len(tags) == 0 {
-		_, err = rel.Push(ctx, repo, false, oci.PushOptions{})
+		_, err = rel.Push(ctx, repo, oci.PushOptions{})
 	} else {
 		var a *oci.Artifact
 		if a, err = rel.Artifact(ctx); err == nil {

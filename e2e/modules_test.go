@@ -226,7 +226,8 @@ func TestPushModuleReproducible(t *testing.T) {
 	b, _ := os.ReadFile(main)
 	os.WriteFile(main, []byte(strings.Replace(string(b), "Hello", "Howdy", 1)), 0o644)
 	os.Chtimes(main, fi.ModTime(), fi.ModTime())
-	if changed := pushModule(t, cp, repo+":1.0.0"); changed.UpToDate || changed.Digest == first.Digest {
+	// (A version is written once: the changed tree replaces 1.0.0 only with --replace.)
+	if changed := pushModule(t, "--replace", cp, repo+":1.0.0"); changed.UpToDate || changed.Digest == first.Digest {
 		t.Fatalf("a changed tree was taken as unchanged: %+v", changed)
 	}
 
@@ -337,4 +338,42 @@ func TestPushModuleRefuses(t *testing.T) {
 	if res.Files != 1 {
 		t.Fatalf("%+v", res)
 	}
+}
+
+// A module version is written once, as a provider's: other content under
+// an existing version tag is refused, naming both digests, and neither the
+// version nor latest moves; a new version moves latest; --replace
+// overwrites.
+func TestPushModuleVersionWrittenOnce(t *testing.T) {
+	isolateCache(t)
+	reg := testenv.StartRegistry(t)
+	repo := reg.Host + "/modules/greeting"
+	first := pushModule(t, "--also-tag", "latest", testenv.Testdata(t, "modules", "greeting"), repo+":1.4.0")
+	changed := filepath.Join(t.TempDir(), "greeting")
+	testenv.MustRun(t, "", nil, "cp", "-r", testenv.Testdata(t, "modules", "greeting"), changed)
+	os.WriteFile(filepath.Join(changed, "extra.tf"), []byte("# changed\n"), 0o644)
+
+	out, err := run(t, "push", "module", "--also-tag", "latest", changed, repo+":1.4.0")
+	if err == nil || !strings.Contains(out, "1.4.0 already holds different content ("+first.Digest) || !strings.Contains(out, "this push is sha256:") || !strings.Contains(out, "--replace") {
+		t.Fatalf("other content under 1.4.0: %v\n%s", err, out)
+	}
+	for _, tag := range []string{"1.4.0", "latest"} {
+		if got := craneDigest(t, reg, repo+":"+tag); got != first.Digest {
+			t.Fatalf("%s moved to %s after a refused push (was %s)", tag, got, first.Digest)
+		}
+	}
+	next := pushModule(t, "--also-tag", "latest", changed, repo+":1.5.0")
+	if got := craneDigest(t, reg, repo+":latest"); got != next.Digest || next.Digest == first.Digest {
+		t.Fatalf("latest is %s after pushing 1.5.0 (%s)", got, next.Digest)
+	}
+	if res := pushModule(t, "--replace", changed, repo+":1.4.0"); res.Digest != next.Digest || res.UpToDate {
+		t.Fatalf("--replace: %+v", res)
+	}
+}
+
+// craneDigest is what ref's tag holds, as crane reads it.
+func craneDigest(t *testing.T, reg *testenv.Registry, ref string) string {
+	t.Helper()
+	env := append(os.Environ(), "SSL_CERT_FILE="+reg.CA.CertFile, "HOME="+t.TempDir(), "DOCKER_CONFIG="+t.TempDir())
+	return strings.TrimSpace(testenv.MustRun(t, "", env, testenv.Tool(t, "crane"), "digest", ref))
 }

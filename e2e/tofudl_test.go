@@ -235,7 +235,7 @@ func TestTofuDLTamperedRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := oci.Push(ctx, r, a, held, oci.PushOptions{}); err != nil { // replaces the genuine release
+	if _, err := oci.Push(ctx, r, a, held, oci.PushOptions{Replace: true}); err != nil { // replaces the genuine release
 		t.Fatal(err)
 	}
 	_, err = dl.Download(ctx, tofudl.DownloadOptVersion("1.9.0"), tofudl.DownloadOptPlatform(tofudl.PlatformLinux), tofudl.DownloadOptArchitecture(tofudl.ArchitectureAMD64))

@@ -24,6 +24,9 @@ type PushOptions struct {
 	// Progress, when set, is called as bytes are uploaded (from several
 	// goroutines; it must be safe for concurrent use).
 	Progress func(done, total int64)
+	// Replace lets the push overwrite version tags that hold other
+	// content (see Tags.CheckVersions).
+	Replace bool
 }
 
 // PushResult says what a push did.
@@ -230,11 +233,16 @@ func (u *Upload) record(d ocispec.Descriptor, uploaded bool) {
 }
 
 // Commit finishes the push: the remaining blobs, the manifests, then the
-// tags, each checked against what the caller saw (see Tags).
+// tags, each checked against what the caller saw (see Tags). A version tag
+// that holds other content is refused first (Tags.CheckVersions), before
+// anything more is written.
 func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult, error) {
 	root := a.Root()
 	if tags.AllHold(root.Digest) {
 		return PushResult{Root: root, UpToDate: true}, nil
+	}
+	if err := tags.CheckVersions(root.Digest, u.opts.Replace); err != nil {
+		return u.result(root), err
 	}
 	if err := u.Blobs(ctx, a.Blobs); err != nil {
 		return u.result(root), err

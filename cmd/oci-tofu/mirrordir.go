@@ -21,7 +21,7 @@ every zip against the hashes its version.json records, and pushes each provider 
 to the repository the template names. Everything is verified before anything is pushed.`,
 		Flags: append([]cli.Flag{
 			providerTemplateFlag(),
-			&cli.BoolFlag{Name: "replace", Usage: "overwrite version tags that hold different content"},
+			replaceFlag(),
 		}, append(registryFlags(), outputFlags()...)...),
 		Action: pushMirror,
 	}
@@ -49,6 +49,9 @@ func pushMirror(c *cli.Context) error {
 		if refs[i], err = tpl.Expand(r.Provider.TemplateValues()); err != nil {
 			return fmt.Errorf("%s: %w", r.Provider, err)
 		}
+		if err := r.Release.CheckServedAs(r.Provider.Type); err != nil {
+			return fmt.Errorf("%s: %w", r.Provider, err)
+		}
 	}
 	client, err := registryClient(c)
 	if err != nil {
@@ -62,7 +65,7 @@ func pushMirror(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		res, err := r.Release.Push(c.Context, repo, c.Bool("replace"), oci.PushOptions{})
+		res, err := r.Release.Push(c.Context, repo, oci.PushOptions{Replace: c.Bool("replace")})
 		if err != nil {
 			return fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, refs[i], err)
 		}

@@ -29,15 +29,17 @@ otherwise. A .zip is pushed byte for byte after checking its entries.
 REPOSITORY is host[:port]/path in a registry, or oci-layout:PATH. TAG is a
 version (1.4.0, 2.0.0-rc1, 1.0.0+build.5 written as 1.0.0_build.5), or any
 other OCI tag such as latest. Tags that look like versions must be canonical
-(not v1.4.0 or 1.4). Tags are written last, after all content.
+(not v1.4.0 or 1.4). Tags are written last, after all content. A version tag is
+written once: other content under an existing version is refused, naming both
+digests, unless --replace. Tags that are not versions (latest, given as TAG or
+with --also-tag) are pointers that move to this push.
 
 OpenTofu (>= 1.10) installs the result with
   source = "oci://REPOSITORY?tag=TAG"`,
 		Flags: append(append([]cli.Flag{
-			&cli.StringSliceFlag{Name: "also-tag", Usage: "also write `TAG` (repeatable), e.g. latest or 1.4"},
 			&cli.BoolFlag{Name: "allow-no-root", Usage: "accept a package without a .tf/.tofu file at its root (modules only in subdirectories)"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "always pack; do not consult or update the record of earlier packs (in the user cache directory)", EnvVars: []string{"OCI_TOFU_NO_CACHE"}},
-		}, registryFlags()...), outputFlags()...),
+		}, append(tagFlags(), registryFlags()...)...), outputFlags()...),
 		Action: pushModule,
 	}
 }
@@ -67,7 +69,7 @@ func pushModule(c *cli.Context) error {
 	}
 	defer pkg.Remove()
 	reportPrepared(rep, pkg)
-	res, err := pkg.Push(c.Context, target, oci.PushOptions{Progress: rep.progress("uploading")})
+	res, err := pkg.Push(c.Context, target, pushOptions(c, rep))
 	if err != nil {
 		return err
 	}

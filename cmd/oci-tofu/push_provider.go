@@ -25,7 +25,9 @@ files, terraform-provider-<type>_<version>_SHA256SUMS and its detached signature
 
 REPOSITORY is host[:port]/path in a registry, or oci-layout:PATH. The tag is the
 version, with '+' written as '_'. Everything is verified before anything is
-written, and the tag is written last.
+written, and the tag is written last. A version is written once: other content
+under an existing version is refused, naming both digests, unless --replace.
+--also-tag writes pointers such as latest, which move to this push.
 
 SHA256SUMS and its signature are judged exactly as OpenTofu 1.12 judges them when it
 installs the release from a registry (see docs/artifacts.md): what OpenTofu refuses
@@ -38,9 +40,8 @@ subkey or signature that has expired) is pushed with a warning, unless
 			&cli.BoolFlag{Name: "unsigned", Usage: "accept a release without a verified signature (in-house builds); zips are still checked against SHA256SUMS"},
 			&cli.StringFlag{Name: "sign-key", Usage: "armored private key `FILE` to create SHA256SUMS and its signature for a release that has none", EnvVars: []string{"OCI_TOFU_SIGN_KEY"}},
 			&cli.StringSliceFlag{Name: "platform", Usage: "push only this `os_arch` (repeatable)"},
-			&cli.BoolFlag{Name: "replace", Usage: "overwrite a version tag that already holds different content"},
 			enforceExpirationFlag(),
-		}, registryFlags()...), outputFlags()...),
+		}, append(tagFlags(), registryFlags()...)...), outputFlags()...),
 		Action: pushProvider,
 	}
 }
@@ -78,7 +79,14 @@ func pushProvider(c *cli.Context) error {
 		return err
 	}
 	tag := names.TagForVersion(v)
-	res, err := rel.Push(c.Context, repo, c.Bool("replace"), oci.PushOptions{Progress: rep.progress("uploading")})
+	also, err := alsoTags(c, tag)
+	if err != nil {
+		return err
+	}
+	if !ref.Layout {
+		rel.Repository = ref.Repository
+	}
+	res, err := rel.Push(c.Context, repo, pushOptions(c, rep), also...)
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/release"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
@@ -20,11 +19,12 @@ tofu_<v>_SHA256SUMS and its binary signature tofu_<v>_SHA256SUMS.gpgsig. The sig
 must verify with OpenTofu's signing key (E3E6E43D84CB852EADB0051D0C0AF313E5FD9F80), or with
 --key for self-built releases, and every file must match SHA256SUMS. The release is pushed
 as one artifact tagged with the version, each file a layer named after it, so that
-oras pull gives the release back. The tag is written last.`,
+oras pull gives the release back. The tag is written last. A version is written
+once: other content under an existing version is refused, naming both digests,
+unless --replace. --also-tag writes pointers such as latest, which move to this push.`,
 		Flags: append(append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "key", Usage: "armored public key `FILE` instead of OpenTofu's (repeatable)", EnvVars: []string{"OCI_TOFU_TOFU_KEYS"}},
-			&cli.BoolFlag{Name: "replace", Usage: "overwrite a version tag that already holds different content"},
-		}, registryFlags()...), outputFlags()...),
+		}, append(tagFlags(), registryFlags()...)...), outputFlags()...),
 		Action: pushTofu,
 	}
 }
@@ -55,9 +55,13 @@ func pushTofu(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := rel.Push(c.Context, repo, c.Bool("replace"), oci.PushOptions{Progress: rep.progress("uploading")})
 	v, _ := names.ParseVersion(rel.Version)
 	tagged := ref.WithReference(names.TagForVersion(v))
+	also, err := alsoTags(c, tagged.Reference)
+	if err != nil {
+		return err
+	}
+	res, err := rel.Push(c.Context, repo, pushOptions(c, rep), also...)
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag was not written)", ref.Name(), err)
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -83,6 +84,8 @@ type checker struct {
 	ctx      context.Context
 	repo     oci.ReadOnlyRepository
 	ref      string
+	repoName string // the repository path, which names the provider type
+	layout   bool   // an OCI layout: its directory names no type
 	tag      string // the tag or digest checked
 	opts     Options
 	findings []Finding
@@ -110,7 +113,7 @@ func (c *checker) problem(err error) error {
 }
 
 func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, opts Options) ([]Finding, error) {
-	c := &checker{ctx: ctx, repo: repo, ref: ref.String(), tag: ref.Reference, opts: opts}
+	c := &checker{ctx: ctx, repo: repo, ref: ref.String(), repoName: ref.Repository, layout: ref.Layout, tag: ref.Reference, opts: opts}
 	desc, err := repo.Resolve(ctx, ref.Reference)
 	if err != nil {
 		return c.findings, c.problem(fmt.Errorf("resolving %s: %w", ref.Reference, err))
@@ -197,6 +200,7 @@ func (c *checker) provider(desc ocispec.Descriptor) error {
 	} else if prov, err = c.provenance(*pv.Provenance, zips); err != nil {
 		return err
 	}
+	c.typeAgrees(prov)
 	if c.opts.SkipZips {
 		return nil
 	}
@@ -219,6 +223,19 @@ func (c *checker) provider(desc ocispec.Descriptor) error {
 		}
 	}
 	return nil
+}
+
+// typeAgrees checks that the repository serves the provider type the
+// release was published as (a template maps type T to a repository
+// ending in T): under another type tofu installs the packages and then
+// finds no terraform-provider-<type> executable.
+func (c *checker) typeAgrees(prov *oci.Provenance) {
+	if prov == nil || prov.Type == "" || c.layout || names.RepositoryServesType(c.repoName, prov.Type) {
+		return
+	}
+	served := c.repoName[strings.LastIndex(c.repoName, "/")+1:]
+	c.add(SeverityError, "the release is of provider type %s (%s%s), but repository %s serves type %s: tofu would find no %s%s executable in it",
+		prov.Type, names.ProviderFilePrefix, prov.Type, c.repoName, served, names.ProviderFilePrefix, served)
 }
 
 // provenance checks the SHA256SUMS, signature and keys stored with a

@@ -80,7 +80,7 @@ func TestVerifyFlagsBrokenArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := rel.Push(ctx, repo, false, oci.PushOptions{})
+	good, err := rel.Push(ctx, repo, oci.PushOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestVerifyWarnsAboutStoredSignatures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rel.Push(ctx, repo, false, oci.PushOptions{}); err != nil {
+		if _, err := rel.Push(ctx, repo, oci.PushOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		f, err := lint.Check(ctx, repo, oci.Reference{Layout: true, Repository: filepath.Join(dir, c.Name), Reference: "1.0.0"}, lint.Options{})
@@ -259,7 +259,7 @@ func TestVerifyOpenTofuRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rel.Push(ctx, repo, false, oci.PushOptions{}); err != nil {
+	if _, err := rel.Push(ctx, repo, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, skip := range []bool{false, true} {

@@ -2,8 +2,10 @@ package modulepkg_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
@@ -86,5 +88,55 @@ func TestPrepareMissingSource(t *testing.T) {
 	}
 	if _, err := os.Stat(layout); !os.IsNotExist(err) {
 		t.Errorf("the layout was created: %v", err)
+	}
+}
+
+// A module version is written once: other content under an existing
+// version tag is refused, naming both digests, and the tags stay where
+// they were, unless Replace; tags that are not versions (latest) move.
+func TestPushModuleVersionIsWrittenOnce(t *testing.T) {
+	ctx := context.Background()
+	client, _ := oci.NewClient(oci.Options{})
+	ref, _ := oci.ParseReference(oci.LayoutPrefix + filepath.Join(t.TempDir(), "modules", "x"))
+	module := func(value string) string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte("output \"x\" { value = "+value+" }\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	push := func(dir string, tags []string, opts oci.PushOptions) (oci.PushResult, error) {
+		t.Helper()
+		target := modulepkg.Target{Client: client, Ref: ref, Tags: tags}
+		pkg, err := modulepkg.Prepare(ctx, dir, target, modulepkg.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pkg.Remove()
+		return pkg.Push(ctx, target, opts)
+	}
+	first, err := push(module("1"), []string{"1.4.0", "latest"}, oci.PushOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := module("2")
+	_, err = push(other, []string{"1.4.0", "latest"}, oci.PushOptions{})
+	if !errors.Is(err, oci.ErrVersionExists) || !strings.Contains(err.Error(), first.Root.Digest.String()) || !strings.Contains(err.Error(), "--replace") {
+		t.Fatalf("other content under 1.4.0: %v", err)
+	}
+	repo, _ := client.OpenReadOnly(ctx, ref)
+	held, _ := oci.CurrentTags(ctx, repo, []string{"1.4.0", "latest"})
+	if !held.AllHold(first.Root.Digest) {
+		t.Fatalf("a refused push moved tags: %v", held)
+	}
+	// latest is not a version: a new version moves it.
+	second, err := push(other, []string{"1.5.0", "latest"}, oci.PushOptions{})
+	if err != nil || second.Root.Digest == first.Root.Digest {
+		t.Fatalf("a new version: %+v %v", second, err)
+	}
+	// --replace overwrites the version.
+	res, err := push(other, []string{"1.4.0"}, oci.PushOptions{Replace: true})
+	if err != nil || res.Root.Digest != second.Root.Digest {
+		t.Fatalf("replace: %+v %v", res, err)
 	}
 }

@@ -44,7 +44,7 @@ func TestReadUnpackedLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Release.Push(ctx, repo, false, oci.PushOptions{}); err != nil {
+	if _, err := r.Release.Push(ctx, repo, oci.PushOptions{}); err != nil {
 		t.Fatalf("pushing the packed unpacked layout: %v", err)
 	}
 	tmp := r.Release.Packages[0].Path

@@ -29,11 +29,11 @@ func ExampleProvider_Push() {
 	if err != nil {
 		panic(err)
 	}
-	first, err := rel.Push(ctx, repo, false, oci.PushOptions{})
+	first, err := rel.Push(ctx, repo, oci.PushOptions{})
 	if err != nil {
 		panic(err)
 	}
-	again, _ := rel.Push(ctx, repo, false, oci.PushOptions{})
+	again, _ := rel.Push(ctx, repo, oci.PushOptions{})
 	fmt.Println(rel.Type, rel.Version, len(rel.Packages), "platforms, signed by", rel.KeyIDs[0])
 	fmt.Println("first push up to date:", first.UpToDate, "; again:", again.UpToDate, again.Root.Digest == first.Root.Digest)
 	// Output:

@@ -113,12 +113,18 @@ func (rel *Provider) Check(ctx context.Context) (map[names.Platform]string, erro
 }
 
 // CheckDigests reads every zip and compares its sha256 with the one
-// recorded, without unpacking anything.
+// recorded, without unpacking anything, and finds in each the executable
+// OpenTofu runs for the release's type.
 func (rel *Provider) CheckDigests(ctx context.Context) error {
 	var g errgroup.Group
 	g.SetLimit(runtime.NumCPU())
 	for _, p := range rel.Packages {
-		g.Go(func() error { return p.checkDigest(ctx) })
+		g.Go(func() error {
+			if err := p.checkDigest(ctx); err != nil {
+				return err
+			}
+			return p.checkExecutable(rel.Type)
+		})
 	}
 	return g.Wait()
 }

@@ -67,6 +67,10 @@ type Provider struct {
 	// (tofu prints a warning), a SHA256SUMS line that makes tofu drop the
 	// signed hashes, a name listed twice with different digests.
 	Warnings []string
+	// Repository, when set, is the registry repository the release is
+	// pushed to: Push refuses one named after another type, once the
+	// release has verified (CheckRepository).
+	Repository string
 }
 
 // Package is one platform's zip of a release.

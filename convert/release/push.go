@@ -2,7 +2,6 @@ package release
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -16,8 +15,9 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-// ErrVersionExists is returned when a version tag holds other content.
-var ErrVersionExists = errors.New("version already exists")
+// ErrVersionExists is returned when a version tag holds other content:
+// oci.ErrVersionExists, the one rule's error.
+var ErrVersionExists = oci.ErrVersionExists
 
 // Artifact reads and checks every zip (Check) and builds the OCI artifact:
 // the provider index OpenTofu reads, plus oci-tofu's provenance manifest.
@@ -56,39 +56,40 @@ func (rel *Provider) parts(h1 map[names.Platform]string) ([]oci.ProviderPackage,
 	return pkgs, pa, err
 }
 
-// Push pushes the release under its version tag.
+// Push pushes the release under its version tag, and under the also
+// tags (pointers such as latest, never another version), following the one
+// rule for version tags (oci.Tags.CheckVersions; opts.Replace overrides it).
 //
-// When the tag already holds exactly this release it answers UpToDate
-// without reading the zips: it borrows the h1 hashes stored with the
-// release, builds the index and compares digests. The index digest covers
-// every zip digest and every provenance file (the signed SHA256SUMS among
-// them), so a match means the registry holds this very release.
+// When the version tag already holds exactly this release, nothing is read
+// or checked: the h1 hashes stored with the release rebuild its index, and
+// the index digest covers every zip digest and every provenance file (the
+// signed SHA256SUMS among them), so a match means the registry holds this
+// very release. Only also tags that do not hold it yet are written.
 //
-// A version tag that holds different content is not replaced unless
-// replace is set: versions are expected to be immutable, and lock files
-// elsewhere may pin the old packages.
-//
-// Otherwise every zip is read and checked before anything is written; then
-// the zips upload while their h1 hashes are computed, and provenance,
-// manifests and finally the tag follow.
-func (rel *Provider) Push(ctx context.Context, repo oci.Repository, replace bool, opts oci.PushOptions) (oci.PushResult, error) {
-	tag, tags, err := versionTag(ctx, repo, rel.Version)
+// Otherwise every zip is read and checked against SHA256SUMS before the
+// rule is applied, so a tampered zip is reported as such, never as other
+// content. Then the zips upload while their h1 hashes are computed (only
+// hashed when the push will be refused), and provenance, manifests and
+// finally the tags follow.
+func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.PushOptions, also ...string) (oci.PushResult, error) {
+	tag, tags, err := releaseTags(ctx, repo, rel.Version, also)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
-	if held := tags[tag]; held != "" {
-		if root, ok := rel.heldAs(ctx, repo, held); ok {
-			return oci.PushResult{Root: root, UpToDate: true}, nil
+	if held, ok := rel.heldAs(ctx, repo, tags[tag]); ok {
+		if err := rel.checkTarget(); err != nil {
+			return oci.PushResult{}, err
 		}
-		if !replace {
-			return oci.PushResult{}, versionExists(tag, held)
-		}
+		return oci.Push(ctx, repo, held, tags, opts)
 	}
 	if err := rel.CheckDigests(ctx); err != nil {
 		return oci.PushResult{}, err
 	}
+	if err := rel.checkTarget(); err != nil {
+		return oci.PushResult{}, err
+	}
 	up := oci.NewUpload(repo, opts)
-	h1, err := rel.uploadZipsWhileHashing(ctx, up)
+	h1, err := rel.hashAndUpload(ctx, up, !tags.Conflicts(opts.Replace))
 	if err != nil {
 		return oci.PushResult{}, err
 	}
@@ -97,6 +98,23 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, replace bool
 		return oci.PushResult{}, err
 	}
 	return up.Commit(ctx, a, tags)
+}
+
+// checkTarget checks Repository, when set, with CheckRepository.
+func (rel *Provider) checkTarget() error {
+	if rel.Repository == "" {
+		return nil
+	}
+	return rel.CheckRepository(rel.Repository)
+}
+
+// hashAndUpload computes the packages' h1 hashes and, when upload is set,
+// uploads the zips at the same time.
+func (rel *Provider) hashAndUpload(ctx context.Context, up *oci.Upload, upload bool) (map[names.Platform]string, error) {
+	if !upload {
+		return rel.hashPackages(ctx)
+	}
+	return rel.uploadZipsWhileHashing(ctx, up)
 }
 
 // uploadZipsWhileHashing uploads the zips and computes their h1 hashes at
@@ -131,43 +149,47 @@ func (rel *Provider) hashPackages(ctx context.Context) (map[names.Platform]strin
 	return out, nil
 }
 
-// heldAs reports whether the index at held is what rel would push, using
+// heldAs is the artifact held, when it is what rel would push, using
 // the h1 hashes stored with it instead of unpacking every zip.
-func (rel *Provider) heldAs(ctx context.Context, repo oci.Repository, held digest.Digest) (ocispec.Descriptor, bool) {
+func (rel *Provider) heldAs(ctx context.Context, repo oci.Repository, held digest.Digest) (*oci.Artifact, bool) {
+	if held == "" {
+		return nil, false
+	}
 	desc, err := repo.Resolve(ctx, held.String())
 	if err != nil {
-		return desc, false
+		return nil, false
 	}
 	pv, err := oci.ReadProviderIndex(ctx, repo, desc)
 	if err != nil || pv.Provenance == nil {
-		return desc, false
+		return nil, false
 	}
 	prov, _, err := oci.ReadProvenance(ctx, repo, *pv.Provenance)
 	if err != nil {
-		return desc, false
+		return nil, false
 	}
 	stored := map[names.Platform]string{}
 	for _, p := range rel.Packages {
 		if stored[p.Platform] = prov.Platforms[p.Platform.String()].H1; stored[p.Platform] == "" {
-			return desc, false
+			return nil, false
 		}
 	}
-	return desc, rel.builds(stored, held)
+	return rel.builds(stored, held)
 }
 
-// builds reports whether rel, with the given h1 hashes, makes the index
-// held, as oci-tofu builds indexes now or as earlier versions did.
-func (rel *Provider) builds(h1 map[names.Platform]string, held digest.Digest) bool {
+// builds is the artifact rel, with the given h1 hashes, makes when it is
+// the index held, as oci-tofu builds indexes now or as earlier versions
+// did.
+func (rel *Provider) builds(h1 map[names.Platform]string, held digest.Digest) (*oci.Artifact, bool) {
 	pkgs, pa, err := rel.parts(h1)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	for _, build := range []func([]oci.ProviderPackage, *oci.ProvenanceArtifact) (*oci.Artifact, error){oci.BuildProvider, oci.BuildProviderUnannotated} {
 		if a, err := build(pkgs, pa); err == nil && a.Root().Digest == held {
-			return true
+			return a, true
 		}
 	}
-	return false
+	return nil, false
 }
 
 func (rel *Provider) zipBlobs() []oci.Blob {
@@ -188,18 +210,20 @@ func (p Package) zipDescriptor() ocispec.Descriptor {
 
 func (p Package) open() (io.ReadCloser, error) { return localfile.OpenRegular(p.Path) }
 
-// versionTag is a version's tag and what it holds now.
-func versionTag(ctx context.Context, repo oci.ReadOnlyRepository, version string) (string, oci.Tags, error) {
+// releaseTags are a release's version tag and its also tags, with what
+// each holds now. An also tag may not be another version: a release's
+// version is in its content, and tofu would install it under the wrong one.
+func releaseTags(ctx context.Context, repo oci.ReadOnlyRepository, version string, also []string) (string, oci.Tags, error) {
 	v, err := names.ParseVersion(version)
 	if err != nil {
 		return "", nil, err
 	}
 	tag := names.TagForVersion(v)
-	tags, err := oci.CurrentTags(ctx, repo, []string{tag})
+	for _, t := range also {
+		if t != tag && oci.IsVersionTag(t) {
+			return "", nil, fmt.Errorf("also tag %s: a release of %s can be tagged only with its own version and tags that are not versions (such as latest)", t, version)
+		}
+	}
+	tags, err := oci.CurrentTags(ctx, repo, append([]string{tag}, also...))
 	return tag, tags, err
-}
-
-// versionExists refuses to replace a version tag holding other content.
-func versionExists(tag string, held digest.Digest) error {
-	return fmt.Errorf("%w: %s already holds different content (%s); pass --replace to overwrite it", ErrVersionExists, tag, held)
 }

@@ -30,7 +30,7 @@ func TestPushProviderReleaseUpToDateWithoutRehashing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := rel.Push(ctx, repo, false, oci.PushOptions{})
+	first, err := rel.Push(ctx, repo, oci.PushOptions{})
 	// Into an empty repository: 4 zips, the empty config, provenance config
 	// and 4 files, 4 platform manifests, provenance manifest, index.
 	if err != nil || first.UpToDate || first.Skipped != 0 || first.Uploaded != 4+1+5+4+1+1 {
@@ -40,20 +40,20 @@ func TestPushProviderReleaseUpToDateWithoutRehashing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := again.Push(ctx, repo, false, oci.PushOptions{})
+	res, err := again.Push(ctx, repo, oci.PushOptions{})
 	if err != nil || !res.UpToDate || res.Root.Digest != first.Root.Digest {
 		t.Fatalf("%+v %v", res, err)
 	}
 	// A subset of platforms is different content for the same version:
 	// refused unless replacing, then pushed (and hashed).
 	sub, _ := release.ReadProvider(ctx, dir, release.Options{Keys: keys, Platforms: []names.Platform{{OS: "linux", Arch: "amd64"}}})
-	if _, err := sub.Push(ctx, repo, false, oci.PushOptions{}); !errors.Is(err, release.ErrVersionExists) {
+	if _, err := sub.Push(ctx, repo, oci.PushOptions{}); !errors.Is(err, release.ErrVersionExists) {
 		t.Fatalf("overwrite without replace: %v", err)
 	}
 	if d, _ := repo.Resolve(ctx, "1.0.0"); d.Digest != first.Root.Digest {
 		t.Fatal("refused push moved the tag")
 	}
-	res, err = sub.Push(ctx, repo, true, oci.PushOptions{})
+	res, err = sub.Push(ctx, repo, oci.PushOptions{Replace: true})
 	if err != nil || res.UpToDate || res.Root.Digest == first.Root.Digest {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -85,7 +85,7 @@ func TestPushProviderReleaseDeferredZipCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rel.Push(ctx, holding, false, oci.PushOptions{}); err != nil {
+	if _, err := rel.Push(ctx, holding, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := os.OpenFile(filepath.Join(dir, "terraform-provider-hello_1.0.0_linux_arm64.zip"), os.O_WRONLY, 0)
@@ -96,14 +96,14 @@ func TestPushProviderReleaseDeferredZipCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deferred read looked at the zip: %v", err)
 	}
-	res, err := rel.Push(ctx, holding, false, oci.PushOptions{})
+	res, err := rel.Push(ctx, holding, oci.PushOptions{})
 	if err != nil || !res.UpToDate {
 		t.Fatalf("registry holds the signed release: %+v %v", res, err)
 	}
 	freshDir := t.TempDir()
 	fresh, _ := orasoci.New(freshDir)
 	rel, _ = release.ReadProvider(ctx, dir, opts)
-	if _, err := rel.Push(ctx, fresh, false, oci.PushOptions{}); err == nil || !strings.Contains(err.Error(), "linux_arm64.zip: sha256") {
+	if _, err := rel.Push(ctx, fresh, oci.PushOptions{}); err == nil || !strings.Contains(err.Error(), "linux_arm64.zip: sha256") {
 		t.Fatalf("tampered zip: %v", err)
 	}
 	if _, err := fresh.Resolve(ctx, "1.0.0"); err == nil {
@@ -139,7 +139,7 @@ func TestPushRecognisesUnannotatedIndex(t *testing.T) {
 	if _, err := oci.Push(ctx, repo, legacy, oci.Tags{"1.0.0": ""}, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := rel.Push(ctx, repo, false, oci.PushOptions{})
+	res, err := rel.Push(ctx, repo, oci.PushOptions{})
 	if err != nil || !res.UpToDate || res.Root.Digest != legacy.Root().Digest {
 		t.Fatalf("re-push over the unannotated index: %+v %v", res, err)
 	}
@@ -161,4 +161,37 @@ func unannotated(t *testing.T, a *oci.Artifact) *oci.Artifact {
 	out := *a
 	out.Manifests = append(append([]oci.Manifest(nil), a.Manifests[:len(a.Manifests)-1]...), root)
 	return &out
+}
+
+// Verification comes before the comparison with what the tag holds: a
+// tampered zip is reported as such, not as "different content" with a
+// hint to --replace; a release that verifies is refused naming both
+// digests.
+func TestPushProviderVerifiesBeforeComparing(t *testing.T) {
+	ctx := context.Background()
+	keys := []*pgp.Keyring{mustKeyring(t, "gpg-signer.asc")}
+	dir := copyRelease(t, "providers", "hello", "1.0.0")
+	repo, _ := orasoci.New(t.TempDir())
+	one, _ := release.ReadProvider(ctx, dir, release.Options{Keys: keys, Platforms: []names.Platform{{OS: "linux", Arch: "amd64"}}})
+	first, err := one.Push(ctx, repo, oci.PushOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := release.ReadProvider(ctx, dir, release.Options{Keys: keys})
+	_, err = all.Push(ctx, repo, oci.PushOptions{})
+	if !errors.Is(err, oci.ErrVersionExists) || !strings.Contains(err.Error(), first.Root.Digest.String()) {
+		t.Fatalf("other content: %v", err)
+	}
+	want, _ := all.Artifact(ctx)
+	if !strings.Contains(err.Error(), want.Root().Digest.String()) {
+		t.Fatalf("the refusal does not name this push's digest %s: %v", want.Root().Digest, err)
+	}
+	f, _ := os.OpenFile(filepath.Join(dir, "terraform-provider-hello_1.0.0_linux_arm64.zip"), os.O_WRONLY, 0)
+	f.WriteAt([]byte("XX"), 100)
+	f.Close()
+	tampered, _ := release.ReadProvider(ctx, dir, release.Options{Keys: keys})
+	_, err = tampered.Push(ctx, repo, oci.PushOptions{})
+	if err == nil || !strings.Contains(err.Error(), "linux_arm64.zip: sha256") || strings.Contains(err.Error(), "--replace") {
+		t.Fatalf("tampered zip under an existing version: %v", err)
+	}
 }

@@ -208,19 +208,18 @@ func (r *Tofu) Artifact() (*oci.Artifact, error) {
 	return oci.BuildTofuRelease(r.Version, blobs)
 }
 
-// Push pushes a verified release under its version tag, tag last;
-// an identical release already there is reported up to date.
-func (r *Tofu) Push(ctx context.Context, repo oci.Repository, replace bool, opts oci.PushOptions) (oci.PushResult, error) {
-	tag, tags, err := versionTag(ctx, repo, r.Version)
+// Push pushes a verified release under its version tag and the also tags
+// (pointers such as latest), tags last, following the one rule for
+// version tags (oci.Tags.CheckVersions; opts.Replace overrides it); an
+// identical release already there is reported up to date.
+func (r *Tofu) Push(ctx context.Context, repo oci.Repository, opts oci.PushOptions, also ...string) (oci.PushResult, error) {
+	_, tags, err := releaseTags(ctx, repo, r.Version, also)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
 	a, err := r.Artifact()
 	if err != nil {
 		return oci.PushResult{}, err
-	}
-	if held := tags[tag]; held != "" && held != a.Root().Digest && !replace {
-		return oci.PushResult{}, versionExists(tag, held)
 	}
 	return oci.Push(ctx, repo, a, tags, opts)
 }

@@ -58,11 +58,11 @@ func TestPushTofuReleaseRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rel.Push(ctx, repo, false, oci.PushOptions{})
+	res, err := rel.Push(ctx, repo, oci.PushOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := rel.Push(ctx, repo, false, oci.PushOptions{})
+	again, err := rel.Push(ctx, repo, oci.PushOptions{})
 	if err != nil || !again.UpToDate || again.Root.Digest != res.Root.Digest {
 		t.Fatalf("%+v %v", again, err)
 	}

@@ -123,7 +123,7 @@ func pushVersion(ctx context.Context, repo oci.Repository, dir string, zips map[
 	if err != nil {
 		return fmt.Errorf("version %s: %w", v, err)
 	}
-	if _, err := rel.Push(ctx, repo, false, oci.PushOptions{}); err != nil {
+	if _, err := rel.Push(ctx, repo, oci.PushOptions{}); err != nil {
 		return fmt.Errorf("pushing version %s: %w", v, err)
 	}
 	return nil

@@ -43,7 +43,7 @@ func Push(t testing.TB, repo oci.Repository, a *oci.Artifact, tags ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := oci.Push(context.Background(), repo, a, held, oci.PushOptions{}); err != nil {
+	if _, err := oci.Push(context.Background(), repo, a, held, oci.PushOptions{Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 }

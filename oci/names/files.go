@@ -130,3 +130,24 @@ func validKeyIDSuffix(s string) bool {
 	}
 	return true
 }
+
+// IsProviderExecutable reports whether a file at the top of an unpacked
+// package is the executable OpenTofu runs for a provider of type typ:
+// "terraform-provider-<type>", then nothing or '_' or '.' and anything
+// (OpenTofu v1.12.6, internal/providercache/cached_provider.go,
+// ExecutableFile).
+func IsProviderExecutable(typ, name string) bool {
+	rest, ok := strings.CutPrefix(name, ProviderFilePrefix+typ)
+	return ok && (rest == "" || rest[0] == '_' || rest[0] == '.')
+}
+
+// RepositoryServesType reports whether a repository path can be the one a
+// provider of type typ maps to: its last component is the type, or ends
+// with it after '-', '_' or '.' (".../acme/widgets",
+// ".../terraform-provider-widgets"), as repository templates name it
+// (${type}).
+func RepositoryServesType(repository, typ string) bool {
+	last := repository[strings.LastIndex(repository, "/")+1:]
+	rest, ok := strings.CutSuffix(last, strings.ToLower(typ))
+	return ok && (rest == "" || strings.ContainsAny(rest[len(rest)-1:], "-_."))
+}

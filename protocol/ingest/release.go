@@ -323,8 +323,11 @@ func (rel *ProviderRelease) PushDir(ctx context.Context, dir string, repo oci.Re
 	if err != nil {
 		return oci.PushResult{}, err
 	}
+	if err := r.CheckServedAs(rel.Provider.Type); err != nil {
+		return oci.PushResult{}, err
+	}
 	if len(r.Protocols) == 0 {
 		r.Protocols = rel.Protocols
 	}
-	return r.Push(ctx, repo, false, opts)
+	return r.Push(ctx, repo, opts)
 }

@@ -255,7 +255,7 @@ func (o *TofuOrigin) PushDir(ctx context.Context, dir string, repo oci.Repositor
 	if err != nil {
 		return nil, oci.PushResult{}, err
 	}
-	res, err := r.Push(ctx, repo, false, opts)
+	res, err := r.Push(ctx, repo, opts)
 	return r, res, err
 }
 

@@ -28,7 +28,7 @@ func ExampleNew() {
 	}
 	client, _ := oci.NewClient(oci.Options{})
 	repo, _ := client.Open(oci.Reference{Layout: true, Repository: filepath.Join(dir, "test", "hello")})
-	if _, err := rel.Push(ctx, repo, false, oci.PushOptions{}); err != nil {
+	if _, err := rel.Push(ctx, repo, oci.PushOptions{}); err != nil {
 		panic(err)
 	}
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -132,6 +133,7 @@ func (h *heldProviders) withProvenance(ctx context.Context, rel *release) error 
 	switch store.FailureOf(err) {
 	case oci.FailureNone:
 		rel.prov = prov
+		return rel.typeAgrees()
 	case oci.FailureCorrupt, oci.FailureInvalid, oci.FailureNotFound:
 		h.log.Warn("a provider release's provenance cannot be read; serving its packages by digest alone",
 			"provider", rel.p.String(), "version", rel.v.String(), "index", rel.pv.Index.Digest.String(), "error", err.Error())
@@ -140,6 +142,22 @@ func (h *heldProviders) withProvenance(ctx context.Context, rel *release) error 
 		return err
 	}
 	return nil
+}
+
+// typeAgrees refuses a release whose provenance names another provider
+// type than the address it is served under (the template mapped the
+// address to a repository holding another provider): tofu would install
+// its packages and then find no terraform-provider-<type> executable.
+func (rel *release) typeAgrees() error {
+	if rel.prov == nil || rel.prov.Meta == nil {
+		return nil
+	}
+	typ := rel.prov.Meta.Type
+	if typ == "" || strings.EqualFold(typ, rel.p.Type) {
+		return nil
+	}
+	what := fmt.Sprintf("the release mapped to %s is of provider type %s, not %s: tofu would find no %s%s executable in it", rel.p, typ, rel.p.Type, names.ProviderFilePrefix, rel.p.Type)
+	return &store.Error{Failure: oci.FailureInvalid, Repo: rel.repo.Name(), What: what, Err: errors.New(what)}
 }
 
 // protocols are a release's plugin protocol versions; "5.0" when unknown

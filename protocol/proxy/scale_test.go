@@ -31,9 +31,9 @@ const scaleVersions = 300
 // bound.
 func TestManyVersions(t *testing.T) {
 	reg := testenv.StartRegistry(t)
-	seed.SignedProvider(t, reg, "scale/acme/big0", scaleVersions)
+	seed.SignedProvider(t, reg, "scale/acme0/big", scaleVersions)
 	for i := 1; i < 50; i++ {
-		reg.AliasRepository(t, "scale/acme/big0", fmt.Sprintf("scale/acme/big%d", i))
+		reg.AliasRepository(t, "scale/acme0/big", fmt.Sprintf("scale/acme%d/big", i))
 	}
 	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
 	if err != nil {
@@ -44,7 +44,7 @@ func TestManyVersions(t *testing.T) {
 	t.Run("stale-while-revalidate", func(t *testing.T) { testScaleNoWaitAfterTTL(t, reg, client) })
 }
 
-// scaleProxy serves the scale providers (scale/acme/bigN) from host.
+// scaleProxy serves the scale providers (scale/acmeN/big: the type is "big" in every copy) from host.
 func scaleProxy(t *testing.T, client *oci.Client, host string, opts Options) *proxy {
 	opts.Client = client
 	opts.ProviderMappings = mustMapping(t, host+"/scale/${namespace}/${type}")
@@ -67,7 +67,7 @@ func testScaleRoundTrips(t *testing.T, reg *testenv.Registry, client *oci.Client
 	}
 	t.Run("versions", func(t *testing.T) {
 		var doc wire.RegistryVersions
-		log, rounds := counted(t, "/v1/providers/acme/big0/versions", &doc)
+		log, rounds := counted(t, "/v1/providers/acme0/big/versions", &doc)
 		if len(doc.Versions) != scaleVersions || len(doc.Warnings) != 0 {
 			t.Fatalf("%d versions, warnings %q", len(doc.Versions), doc.Warnings)
 		}
@@ -83,7 +83,7 @@ func testScaleRoundTrips(t *testing.T, reg *testenv.Registry, client *oci.Client
 	})
 	t.Run("index.json", func(t *testing.T) {
 		var doc wire.MirrorIndex
-		log, rounds := counted(t, "/v1/mirror/registry.opentofu.org/acme/big1/index.json", &doc)
+		log, rounds := counted(t, "/v1/mirror/registry.opentofu.org/acme1/big/index.json", &doc)
 		if len(doc.Versions) != scaleVersions || len(log) != 1 || rounds != 1 {
 			t.Errorf("%d versions from %d requests in %d round trips, want %d from 1 in 1:\n%s", len(doc.Versions), len(log), rounds, scaleVersions, summariseLog(log))
 		}
@@ -91,7 +91,7 @@ func testScaleRoundTrips(t *testing.T, reg *testenv.Registry, client *oci.Client
 	var archiveURL string
 	t.Run("version.json", func(t *testing.T) {
 		var doc wire.MirrorVersion
-		u := "/v1/mirror/registry.opentofu.org/acme/big2/" + v + ".json"
+		u := "/v1/mirror/registry.opentofu.org/acme2/big/" + v + ".json"
 		log, rounds := counted(t, u, &doc)
 		a, ok := doc.Archives["linux_amd64"]
 		if len(doc.Archives) != 4 || !ok || len(a.Hashes) != 2 {
@@ -108,7 +108,7 @@ func testScaleRoundTrips(t *testing.T, reg *testenv.Registry, client *oci.Client
 	})
 	t.Run("download", func(t *testing.T) {
 		var doc wire.RegistryDownload
-		log, rounds := counted(t, "/v1/providers/acme/big3/"+v+"/download/linux/amd64", &doc)
+		log, rounds := counted(t, "/v1/providers/acme3/big/"+v+"/download/linux/amd64", &doc)
 		if len(doc.Packages) != 4 || len(doc.SigningKeys.GPGPublicKeys) != 1 {
 			t.Fatalf("download document %+v", doc)
 		}
@@ -135,10 +135,10 @@ func testScaleNoWaitAfterTTL(t *testing.T, reg *testenv.Registry, client *oci.Cl
 	const ttl = 500 * time.Millisecond
 	p := scaleProxy(t, client, front.Host, Options{Store: store.Options{TagTTL: ttl, ResolveTTL: ttl, Timeout: time.Second}})
 	docs := []string{
-		"/v1/providers/acme/big4/versions",
-		"/v1/mirror/registry.opentofu.org/acme/big4/index.json",
-		"/v1/mirror/registry.opentofu.org/acme/big4/" + seed.Version(3) + ".json",
-		"/v1/providers/acme/big4/" + seed.Version(3) + "/download/linux/amd64",
+		"/v1/providers/acme4/big/versions",
+		"/v1/mirror/registry.opentofu.org/acme4/big/index.json",
+		"/v1/mirror/registry.opentofu.org/acme4/big/" + seed.Version(3) + ".json",
+		"/v1/providers/acme4/big/" + seed.Version(3) + "/download/linux/amd64",
 	}
 	warm := map[string]string{}
 	for _, u := range docs {
@@ -169,7 +169,7 @@ func testScaleNoWaitAfterTTL(t *testing.T, reg *testenv.Registry, client *oci.Cl
 func testScaleMemory(t *testing.T, reg *testenv.Registry, client *oci.Client) {
 	const bound = 8 << 20
 	p := scaleProxy(t, client, reg.Host, Options{CacheBytes: bound})
-	versions := func(i int) string { return fmt.Sprintf("/v1/providers/acme/big%d/versions", i) }
+	versions := func(i int) string { return fmt.Sprintf("/v1/providers/acme%d/big/versions", i) }
 	p.getJSON(t, versions(0), http.StatusOK, nil) // connections to the registry open, buffers allocated
 	before := heapInUse()
 	for i := 1; i < 50; i++ {

@@ -33,7 +33,7 @@ func pushTofuFixture(t testing.TB, repo oci.Repository, version string) *pubrele
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rel.Push(context.Background(), repo, true, oci.PushOptions{}); err != nil {
+	if _, err := rel.Push(context.Background(), repo, oci.PushOptions{Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 	return rel

@@ -130,3 +130,24 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
+
+// The image's CA bundle comes from the module go.mod pins, not from the
+// build machine: the same bytes on every machine, every block a
+// certificate; --ca-bundle is read only when given.
+func TestPinnedCABundle(t *testing.T) {
+	a, err := caBundle("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pinnedCABundle()
+	if n := countCertificates(a); n < 100 || !bytes.Equal(a, b) || bytes.Count(a, []byte("-----BEGIN CERTIFICATE-----")) != n {
+		t.Fatalf("pinned bundle: %d certificates, deterministic %v", n, bytes.Equal(a, b))
+	}
+	if _, err := caBundle(filepath.Join(t.TempDir(), "nosuch.crt")); err == nil {
+		t.Error("a missing --ca-bundle file was accepted")
+	}
+	o, err := parseFlags(nil)
+	if err != nil || o.CABundle != "" {
+		t.Errorf("the default reads %q (%v), want the pinned bundle", o.CABundle, err)
+	}
+}

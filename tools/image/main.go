@@ -68,7 +68,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.Meta.Revision, "revision", "", "VCS revision for the org.opencontainers.image.revision label")
 	fs.StringVar(&o.Meta.Source, "source", "https://github.com/oci-tofu/oci-tofu", "source repository URL for the labels")
 	fs.StringVar(&platforms, "platform", "linux/amd64,linux/arm64", "comma-separated platforms")
-	fs.StringVar(&o.CABundle, "ca-bundle", caBundlePath, "CA bundle `FILE` to ship (Debian's ca-certificates)")
+	fs.StringVar(&o.CABundle, "ca-bundle", "", "CA bundle `FILE` to ship instead of the Mozilla bundle pinned in go.mod (golang.org/x/crypto/x509roots/fallback)")
 	fs.StringVar(&o.ModuleDir, "module", ".", "oci-tofu module `DIR` to build ./cmd/oci-tofu from")
 	fs.StringVar(&o.Go, "go", "go", "go command")
 	fs.StringVar(&o.Push, "push", "", "after writing the layout, copy the image to `REGISTRY/REPOSITORY[:TAG]` (docker config credentials)")
@@ -139,11 +139,11 @@ func run(ctx context.Context, o options) error {
 // buildImages builds each platform's image: the shared base layer and a
 // layer with that platform's binary.
 func buildImages(ctx context.Context, o options) ([]platformImage, error) {
-	caBundle, err := readCABundle(o.CABundle)
+	certs, err := caBundle(o.CABundle)
 	if err != nil {
 		return nil, err
 	}
-	base, err := buildLayer(baseFiles(caBundle), o.Meta.Created)
+	base, err := buildLayer(baseFiles(certs), o.Meta.Created)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ const (
 	userHome     = "/home/nonroot"
 )
 
-// maxCABundle bounds the CA bundle read from the build machine (Debian's is
+// maxCABundle bounds a CA bundle given with --ca-bundle (Debian's is
 // about 200 KiB).
 const maxCABundle = 4 << 20
 
@@ -60,12 +60,12 @@ func imageUser() string {
 	return id + ":" + id
 }
 
-// readCABundle reads the build machine's CA bundle (Debian's
-// ca-certificates package) and checks that it holds certificates.
+// readCABundle reads a CA bundle given with --ca-bundle and checks that
+// it holds certificates.
 func readCABundle(path string) ([]byte, error) {
 	b, err := readBounded(path, maxCABundle)
 	if err != nil {
-		return nil, fmt.Errorf("CA bundle: %w (on Debian: apt-get install ca-certificates)", err)
+		return nil, fmt.Errorf("CA bundle: %w", err)
 	}
 	if countCertificates(b) == 0 {
 		return nil, fmt.Errorf("CA bundle %s holds no PEM certificate", path)
