@@ -450,15 +450,24 @@ func TestEachVersionStopsAtFirstError(t *testing.T) {
 	}
 	fatal := errors.New("fatal")
 	var calls, cancelledCalls atomic.Int32
+	running := make(chan struct{}) // closed by the first call besides the failing one
+	var once sync.Once
 	err := s.EachVersion(context.Background(), vs, func(ctx context.Context, i int, v names.Version) error {
 		calls.Add(1)
 		if i == 0 {
+			// Fail only once another call runs, so that one is there to
+			// see the cancellation.
+			select {
+			case <-running:
+			case <-time.After(5 * time.Second):
+			}
 			return fatal
 		}
+		once.Do(func() { close(running) })
 		select {
 		case <-ctx.Done():
 			cancelledCalls.Add(1)
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(5 * time.Second):
 		}
 		return nil
 	})
