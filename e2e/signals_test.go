@@ -31,7 +31,7 @@ func TestPushStopsOnSignal(t *testing.T) {
 			sig  syscall.Signal
 		}{{"hashing", syscall.SIGTERM}, {"uploading", syscall.SIGINT}} {
 			t.Run(target+"/"+phase.name, func(t *testing.T) {
-				repo, layout, written := reg.Host+"/signals/"+phase.name, "", reg.Storage
+				repo, layout, written := reg.Host+"/signals/"+phase.name+"/hello", "", reg.Storage
 				if target == "oci-layout" {
 					layout = t.TempDir()
 					repo, written = "oci-layout:"+layout, layout
