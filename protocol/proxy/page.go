@@ -88,9 +88,14 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 	if host == "" {
 		host = "localhost"
 	}
+	base := "https://" + host
+	if s.opts.PublicURL != "" {
+		base = s.opts.PublicURL
+		host = strings.TrimPrefix(base, "https://")
+	}
 	d := pageData{
 		Host:    host,
-		Base:    "https://" + host,
+		Base:    base,
 		Version: s.opts.Version,
 		Minimal: s.minimal,
 		Seen:    s.seen.view(),
@@ -183,7 +188,7 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 	if s.minimal {
 		out = append(out, snippet{ID: "credentials", Title: "Client authentication",
 			Note: "This proxy wants a bearer token: add it to the same CLI configuration.",
-			Body: fmt.Sprintf("credentials %q {\n  token = \"<your token>\"\n}\n", strings.TrimSuffix(strings.TrimPrefix(base, "https://"), ":443"))})
+			Body: fmt.Sprintf("credentials %q {\n  token = \"<your token>\"\n}\n", strings.TrimSuffix(authorityOf(base), ":443"))})
 	}
 	return out
 }
@@ -252,7 +257,7 @@ func (s *page) registrySnippet(r *http.Request, base string, seenProviders []art
 	}
 	body := fmt.Sprintf("terraform {\n  required_providers {\n    %s = {\n      source = %q\n    }\n  }\n}\n", addr[strings.LastIndex(addr, "/")+1:], addr)
 	note := "Providers under this proxy's host name, in your configuration; OpenTofu and Terraform discover /v1/providers/ and verify the publisher's signature."
-	if s.opts.RegistryHostname != "" && s.opts.RegistryHostname != hostOnly(strings.TrimPrefix(base, "https://")) {
+	if s.opts.RegistryHostname != "" && s.opts.RegistryHostname != hostOnly(authorityOf(base)) {
 		body = fmt.Sprintf("# CLI configuration: send %s to this proxy\nhost %q {\n  services = {\n    \"providers.v1\" = %q\n  }\n}\n\n", host, host, base+ProvidersPath) + body
 		note = "This proxy serves the registry protocol as " + host + ": a host block in the CLI configuration sends that host here."
 	}
@@ -298,4 +303,10 @@ func ago(t time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return t.UTC().Format(time.DateOnly)
+}
+
+// authorityOf is the host[:port] of an https base URL.
+func authorityOf(base string) string {
+	host, _, _ := strings.Cut(strings.TrimPrefix(base, "https://"), "/")
+	return host
 }
