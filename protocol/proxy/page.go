@@ -162,12 +162,14 @@ func (s *page) mappingViews() []mappingView {
 func (s *page) snippets(r *http.Request, base string, seenProviders []artifactView) []snippet {
 	var out []snippet
 	if len(s.mappings) > 0 {
-		mirror := s.networkMirrorSnippet(base)
 		out = append(out,
 			snippet{ID: "tofu-network-mirror", Title: "OpenTofu (any version): this proxy as network mirror",
-				Note: "In ~/.tofurc, or the file TF_CLI_CONFIG_FILE names. Provider addresses in your configuration stay as they are.", Body: mirror},
+				Note: "In ~/.tofurc, or the file TF_CLI_CONFIG_FILE names. Provider addresses in your configuration stay as they are. " +
+					"With trust_all_hashes (OpenTofu ≥ 1.12; older versions ignore it), tofu init locks every platform this proxy serves, not only its own.",
+				Body: s.networkMirrorSnippet(base, true)},
 			snippet{ID: "terraform-network-mirror", Title: "Terraform: this proxy as network mirror",
-				Note: "In ~/.terraformrc (terraform.rc on Windows), or the file TF_CLI_CONFIG_FILE names. Terraform's short addresses are on registry.terraform.io.", Body: mirror})
+				Note: "In ~/.terraformrc (terraform.rc on Windows), or the file TF_CLI_CONFIG_FILE names. Terraform's short addresses are on registry.terraform.io.",
+				Body: s.networkMirrorSnippet(base, false)})
 		if oci, note := s.ociMirrorSnippet(); oci != "" || note != "" {
 			out = append(out, snippet{ID: "tofu-oci-mirror", Title: "OpenTofu ≥ 1.10: straight from the OCI registry (oci_mirror)",
 				Note: note, Body: oci})
@@ -194,8 +196,10 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 }
 
 // networkMirrorSnippet is a provider_installation block sending what the
-// mappings admit to this proxy's mirror (and the rest to the origin).
-func (s *page) networkMirrorSnippet(base string) string {
+// mappings admit to this proxy's mirror (and the rest to the origin);
+// trustAll adds OpenTofu's trust_all_hashes, so that tofu records every
+// platform's hashes the mirror reports.
+func (s *page) networkMirrorSnippet(base string, trustAll bool) string {
 	var include []string
 	for _, m := range s.mappings {
 		if len(m.Include) == 0 {
@@ -207,6 +211,9 @@ func (s *page) networkMirrorSnippet(base string) string {
 	var b strings.Builder
 	b.WriteString("provider_installation {\n  network_mirror {\n")
 	fmt.Fprintf(&b, "    url = %q\n", base+MirrorPrefix)
+	if trustAll {
+		b.WriteString("    trust_all_hashes = true\n")
+	}
 	if len(include) > 0 {
 		fmt.Fprintf(&b, "    include = %s\n", hclList(include))
 	}
