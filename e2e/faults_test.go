@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -220,6 +221,13 @@ func archiveURL(t *testing.T, s *served, versionPath, platform string) string {
 	a, ok := doc.Archives[platform]
 	if !ok {
 		t.Fatalf("%s lists no %s archive: %+v", versionPath, platform, doc)
+	}
+	if abs, err := url.Parse(a.URL); err == nil && abs.IsAbs() {
+		// Absolute URLs name the host the client used.
+		if abs.Host != s.Host {
+			t.Fatalf("%s: archive URL %s is not on %s", versionPath, a.URL, s.Host)
+		}
+		return abs.RequestURI()
 	}
 	dir := versionPath[:strings.LastIndex(versionPath, "/")+1]
 	u := dir + a.URL

@@ -143,8 +143,11 @@ func TestServePageInBrowser(t *testing.T) {
 
 	// The snippets, verbatim, in real tofu.
 	mirror := preText(t, dom, "tofu-network-mirror")
-	if !strings.Contains(mirror, `url = "`+s.URL+`/v1/mirror/"`) {
+	if !strings.Contains(mirror, `url = "`+s.URL+`/v1/mirror/"`) || !strings.Contains(mirror, "trust_all_hashes = true") {
 		t.Errorf("network_mirror snippet:\n%s", mirror)
+	}
+	if tf := preText(t, dom, "terraform-network-mirror"); strings.Contains(tf, "trust_all_hashes") {
+		t.Errorf("Terraform's snippet has OpenTofu's trust_all_hashes:\n%s", tf)
 	}
 	ociMirror := preText(t, dom, "tofu-oci-mirror")
 	for name, cliConfig := range map[string]string{"network_mirror": mirror, "oci_mirror": ociMirror} {

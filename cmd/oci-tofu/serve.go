@@ -65,6 +65,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.StringFlag{Name: "config", Usage: "OpenTofu CLI configuration `FILE` whose provider_installation oci_mirror blocks (repository_template, include, exclude) map providers to repositories, first match wins; after --provider-template", EnvVars: []string{"OCI_TOFU_CONFIG"}},
 			&cli.StringSliceFlag{Name: "include", Usage: "serve only providers matching `host/namespace/type` (wildcards *, repeatable)", EnvVars: []string{"OCI_TOFU_INCLUDE"}},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "never serve providers matching `host/namespace/type` (repeatable)", EnvVars: []string{"OCI_TOFU_EXCLUDE"}},
+			&cli.StringFlag{Name: "public-url", Usage: "`URL` clients reach the proxy by, https://host[:port][/prefix], the base of every URL it hands out (default: https and the Host of each request when serving TLS; relative URLs with --insecure-no-tls)", EnvVars: []string{"OCI_TOFU_PUBLIC_URL"}},
 			&cli.StringFlag{Name: "registry-hostname", Usage: "${hostname} for the registry protocol (default: the host name clients use to reach the proxy)", EnvVars: []string{"OCI_TOFU_REGISTRY_HOSTNAME"}},
 			&cli.StringFlag{Name: "signing-key", Usage: "armored private key `FILE` to sign generated SHA256SUMS for releases without a publisher signature", EnvVars: []string{"OCI_TOFU_SIGNING_KEY"}},
 			&cli.StringFlag{Name: "auth-token-file", Usage: "`FILE` of client bearer tokens, one per line; enables client authentication and signed archive URLs", EnvVars: []string{"OCI_TOFU_AUTH_TOKEN_FILE"}},
@@ -181,6 +182,7 @@ func serveUntilStopped(c *cli.Context, srv *proxy.Server, ln net.Listener, logge
 func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 	opts := proxy.Options{
 		RegistryHostname: c.String("registry-hostname"),
+		PublicURL:        c.String("public-url"),
 		ArchiveURLTTL:    c.Duration("archive-url-ttl"),
 		Store: store.Options{
 			TagTTL:          c.Duration("tag-ttl"),

@@ -9,15 +9,18 @@ import (
 )
 
 // document is an encoded JSON answer, ready to write, and until when it is
-// fresh.
+// fresh. Its URLs lack their base (baseurl.go): bases are the offsets in
+// body where each answer's own base URL goes.
 type document struct {
 	body    []byte
-	length  []string // Content-Length header value
+	length  []string // Content-Length header value, without bases
+	bases   []int
 	expires time.Time
 }
 
 func newDocument(body []byte, expires time.Time) document {
-	return document{body: body, length: []string{strconv.Itoa(len(body))}, expires: expires}
+	body, bases := cutBaseMarks(body)
+	return document{body: body, length: []string{strconv.Itoa(len(body))}, bases: bases, expires: expires}
 }
 
 // Expires lets the document cache expire a document with the data it was
@@ -60,7 +63,7 @@ func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string,
 		s.fail(w, r, err)
 		return
 	}
-	writeDoc(w, r, res.Val)
+	s.writeDoc(w, r, res.Val)
 }
 
 // serveFreshDoc answers from a fresh cached document, if there is one for
@@ -69,7 +72,7 @@ func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string,
 func (s *responder) serveFreshDoc(w http.ResponseWriter, r *http.Request, key string) bool {
 	d, ok := s.docs.Fresh(key)
 	if ok {
-		writeDoc(w, r, d)
+		s.writeDoc(w, r, d)
 	}
 	return ok
 }
@@ -79,14 +82,31 @@ var (
 	headerNoStore = []string{"no-store"}
 )
 
-// writeDoc writes an encoded JSON document.
-func writeDoc(w http.ResponseWriter, r *http.Request, d document) {
+// writeDoc writes an encoded JSON document, with the base URL of r's
+// answer in its URLs.
+func (s *responder) writeDoc(w http.ResponseWriter, r *http.Request, d document) {
+	if len(d.bases) == 0 {
+		writeEncoded(w, r, d.body, d.length)
+		return
+	}
+	base, err := s.baseFor(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	body := spliceBase(d.body, d.bases, jsonBase(base))
+	writeEncoded(w, r, body, []string{strconv.Itoa(len(body))})
+}
+
+// writeEncoded writes an encoded JSON document whose Content-Length header
+// value is length.
+func writeEncoded(w http.ResponseWriter, r *http.Request, body []byte, length []string) {
 	h := w.Header()
 	h["Content-Type"] = headerJSON
-	h["Content-Length"] = d.length
+	h["Content-Length"] = length
 	h["Cache-Control"] = headerNoStore
 	if r.Method == http.MethodHead {
 		return
 	}
-	w.Write(d.body)
+	w.Write(body)
 }

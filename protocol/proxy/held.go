@@ -187,14 +187,10 @@ func (rel *release) hashes(p names.Platform, zip ocispec.Descriptor) []string {
 	return append(out, pkghash.ZH(zip.Digest.Encoded()))
 }
 
-// archiveRef is an archive's path below ArchivePrefix, signed when client
-// authentication is on.
+// archiveRef is an archive's URL in a document (its base marked:
+// baseurl.go), signed when client authentication is on.
 func (h *heldProviders) archiveRef(rel *release, file string) string {
-	p := archivePath(rel.p, rel.v, rel.pv.Index.Digest, file)
-	if h.urls == nil {
-		return p
-	}
-	return p + "?" + h.urls.sign(ArchivePrefix+p)
+	return h.fileRef(ArchivePrefix, archivePath(rel.p, rel.v, rel.pv.Index.Digest, file))
 }
 
 // networkMirrorIndex lists the versions the mirror can serve: those whose
@@ -234,7 +230,7 @@ func (h *heldProviders) networkMirrorVersion(ctx context.Context, p names.Provid
 	archives := make(map[string]wire.MirrorArchive, len(rel.zips))
 	for pl, z := range rel.zips {
 		archives[pl.String()] = wire.MirrorArchive{
-			URL:    mirrorToArchives + h.archiveRef(rel, names.ProviderZipName(p.Type, v.String(), pl)),
+			URL:    h.archiveRef(rel, names.ProviderZipName(p.Type, v.String(), pl)),
 			Hashes: rel.hashes(pl, z),
 		}
 	}
@@ -382,9 +378,9 @@ func (h *heldProviders) downloadDoc(ctx context.Context, p names.Provider, req R
 		OS:                  req.Platform.OS,
 		Arch:                req.Platform.Arch,
 		Filename:            name,
-		DownloadURL:         registryToArchives + h.archiveRef(rel, names.ProviderZipName(p.Type, req.Version.String(), req.Platform)),
-		SHASumsURL:          registryToArchives + h.archiveRef(rel, sums),
-		SHASumsSignatureURL: registryToArchives + h.archiveRef(rel, sums+".sig"),
+		DownloadURL:         h.archiveRef(rel, names.ProviderZipName(p.Type, req.Version.String(), req.Platform)),
+		SHASumsURL:          h.archiveRef(rel, sums),
+		SHASumsSignatureURL: h.archiveRef(rel, sums+".sig"),
 		SHASum:              zip.Digest.Encoded(),
 		SigningKeys:         wire.SigningKeys{GPGPublicKeys: cs.keys},
 		Packages:            rel.packages(rel.zips),

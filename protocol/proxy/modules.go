@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
@@ -14,9 +15,8 @@ import (
 
 // Module Registry Protocol paths.
 const (
-	ModulesPath          = "/v1/modules/"
-	ModuleArchivePrefix  = "/v1/module-archives/"
-	moduleDownloadToZips = "../../../../../module-archives/" // from …/:ns/:name/:system/:version/download
+	ModulesPath         = "/v1/modules/"
+	ModuleArchivePrefix = "/v1/module-archives/"
 )
 
 // modules serves the Module Registry Protocol from module packages
@@ -131,11 +131,12 @@ func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, repo *st
 		m.s.fail(w, r, missing(err, "module "+req.Module.String(), "module %s has no version %s", req.Module, req.Version))
 		return
 	}
-	p := moduleArchivePath(req.Module, req.Version, manifest.Digest)
-	loc := moduleDownloadToZips + p
-	if m.s.urls != nil {
-		loc += "?" + m.s.urls.sign(ModuleArchivePrefix+p)
+	base, err := m.s.baseFor(r)
+	if err != nil {
+		m.s.fail(w, r, err)
+		return
 	}
+	loc := base + strings.TrimPrefix(m.s.fileRef(ModuleArchivePrefix, moduleArchivePath(req.Module, req.Version, manifest.Digest)), baseMark)
 	h := w.Header()
 	h.Set("X-Terraform-Get", loc)
 	h.Set("Content-Length", "0")

@@ -96,8 +96,8 @@ func (p *proxy) moduleDownload(t testing.TB, path string, header map[string]stri
 		t.Fatalf("GET %s: %d %s, want 204 without a body", path, r.Status, r.Body)
 	}
 	loc := r.Header.Get("X-Terraform-Get")
-	if !strings.HasPrefix(loc, "../") {
-		t.Fatalf("X-Terraform-Get %q is not relative to the download URL", loc)
+	if !strings.HasPrefix(loc, p.URL+"/") {
+		t.Fatalf("X-Terraform-Get %q is not an absolute URL on the host the client used (%s)", loc, p.URL)
 	}
 	u := resolve(t, r.URL, loc)
 	pu, _ := url.Parse(u)

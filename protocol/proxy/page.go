@@ -86,9 +86,14 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 	if host == "" {
 		host = "localhost"
 	}
+	base := "https://" + host
+	if s.opts.PublicURL != "" {
+		base = s.opts.PublicURL
+		host = strings.TrimPrefix(base, "https://")
+	}
 	d := pageData{
 		Host:    host,
-		Base:    "https://" + host,
+		Base:    base,
 		Version: s.opts.Version,
 		Minimal: s.minimal,
 		Seen:    s.seen.view(),
@@ -155,12 +160,14 @@ func (s *page) mappingViews() []mappingView {
 func (s *page) snippets(r *http.Request, base string, seenProviders []artifactView) []snippet {
 	var out []snippet
 	if len(s.mappings) > 0 {
-		mirror := s.networkMirrorSnippet(base)
 		out = append(out,
 			snippet{ID: "tofu-network-mirror", Title: "OpenTofu (any version): this proxy as network mirror",
-				Note: "In ~/.tofurc, or the file TF_CLI_CONFIG_FILE names. Provider addresses in your configuration stay as they are.", Body: mirror},
+				Note: "In ~/.tofurc, or the file TF_CLI_CONFIG_FILE names. Provider addresses in your configuration stay as they are. " +
+					"With trust_all_hashes (OpenTofu ≥ 1.12; older versions ignore it), tofu init locks every platform this proxy serves, not only its own.",
+				Body: s.networkMirrorSnippet(base, true)},
 			snippet{ID: "terraform-network-mirror", Title: "Terraform: this proxy as network mirror",
-				Note: "In ~/.terraformrc (terraform.rc on Windows), or the file TF_CLI_CONFIG_FILE names. Terraform's short addresses are on registry.terraform.io.", Body: mirror})
+				Note: "In ~/.terraformrc (terraform.rc on Windows), or the file TF_CLI_CONFIG_FILE names. Terraform's short addresses are on registry.terraform.io.",
+				Body: s.networkMirrorSnippet(base, false)})
 		if oci, note := s.ociMirrorSnippet(); oci != "" || note != "" {
 			out = append(out, snippet{ID: "tofu-oci-mirror", Title: "OpenTofu ≥ 1.10: straight from the OCI registry (oci_mirror)",
 				Note: note, Body: oci})
@@ -181,14 +188,16 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 	if s.minimal {
 		out = append(out, snippet{ID: "credentials", Title: "Client authentication",
 			Note: "This proxy wants a bearer token: add it to the same CLI configuration.",
-			Body: fmt.Sprintf("credentials %q {\n  token = \"<your token>\"\n}\n", strings.TrimSuffix(strings.TrimPrefix(base, "https://"), ":443"))})
+			Body: fmt.Sprintf("credentials %q {\n  token = \"<your token>\"\n}\n", strings.TrimSuffix(authorityOf(base), ":443"))})
 	}
 	return out
 }
 
 // networkMirrorSnippet is a provider_installation block sending what the
-// mappings admit to this proxy's mirror (and the rest to the origin).
-func (s *page) networkMirrorSnippet(base string) string {
+// mappings admit to this proxy's mirror (and the rest to the origin);
+// trustAll adds OpenTofu's trust_all_hashes, so that tofu records every
+// platform's hashes the mirror reports.
+func (s *page) networkMirrorSnippet(base string, trustAll bool) string {
 	var include []string
 	for _, m := range s.mappings {
 		if len(m.Include) == 0 {
@@ -200,6 +209,9 @@ func (s *page) networkMirrorSnippet(base string) string {
 	var b strings.Builder
 	b.WriteString("provider_installation {\n  network_mirror {\n")
 	fmt.Fprintf(&b, "    url = %q\n", base+MirrorPrefix)
+	if trustAll {
+		b.WriteString("    trust_all_hashes = true\n")
+	}
 	if len(include) > 0 {
 		fmt.Fprintf(&b, "    include = %s\n", hclList(include))
 	}
@@ -250,7 +262,7 @@ func (s *page) registrySnippet(r *http.Request, base string, seenProviders []art
 	}
 	body := fmt.Sprintf("terraform {\n  required_providers {\n    %s = {\n      source = %q\n    }\n  }\n}\n", addr[strings.LastIndex(addr, "/")+1:], addr)
 	note := "Providers under this proxy's host name, in your configuration; OpenTofu and Terraform discover /v1/providers/ and verify the publisher's signature."
-	if s.opts.RegistryHostname != "" && s.opts.RegistryHostname != hostOnly(strings.TrimPrefix(base, "https://")) {
+	if s.opts.RegistryHostname != "" && s.opts.RegistryHostname != hostOnly(authorityOf(base)) {
 		body = fmt.Sprintf("# CLI configuration: send %s to this proxy\nhost %q {\n  services = {\n    \"providers.v1\" = %q\n  }\n}\n\n", host, host, base+ProvidersPath) + body
 		note = "This proxy serves the registry protocol as " + host + ": a host block in the CLI configuration sends that host here."
 	}
@@ -324,4 +336,10 @@ func misplacedMirrorRequest(path string) bool {
 	}
 	_, err := ParseMirrorPath(rest)
 	return err == nil
+}
+
+// authorityOf is the host[:port] of an https base URL.
+func authorityOf(base string) string {
+	host, _, _ := strings.Cut(strings.TrimPrefix(base, "https://"), "/")
+	return host
 }

@@ -17,14 +17,6 @@ const (
 	viaRegistry = "registry protocol"
 )
 
-// Relative URLs from the metadata documents to the archive prefix:
-// /v1/mirror/:hostname/:namespace/:type/:version.json and
-// /v1/providers/:namespace/:type/:version/download/:os/:arch.
-const (
-	mirrorToArchives   = "../../../../archives/"
-	registryToArchives = "../../../../../../archives/"
-)
-
 // providerSource builds the provider protocols' documents: heldProviders
 // from what the registry holds; with pull-through, pulledProviders wraps
 // it with what allow-listed origins offer. Handlers ask it and do not

@@ -23,12 +23,6 @@ import (
 // signature was verified when the metadata handed the URL out.
 const PullPrefix = "/v1/pull/"
 
-// Relative URLs from the metadata documents to PullPrefix.
-const (
-	mirrorToPull   = "../../../../pull/"
-	registryToPull = "../../../../../../pull/"
-)
-
 // pulledProviders is the providerSource with pull-through: what the
 // registry holds (heldProviders), and for what it does not hold, what the
 // allow-listed origin of the address offers, fetched, verified and stored
@@ -105,7 +99,7 @@ func (h *pulledProviders) networkMirrorVersion(ctx context.Context, p names.Prov
 	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
 	for _, pl := range rel.Platforms {
 		archives[pl.String()] = wire.MirrorArchive{
-			URL:    mirrorToPull + h.pullRef(t, v, rel.SumsDigest(), rel.ZipName(pl)),
+			URL:    h.pullRef(t, v, rel.SumsDigest(), rel.ZipName(pl)),
 			Hashes: []string{pkghash.ZH(rel.ZipSHA256(pl))},
 		}
 	}
@@ -192,22 +186,18 @@ func (h *pulledProviders) downloadDoc(ctx context.Context, p names.Provider, req
 		OS:                  pl.OS,
 		Arch:                pl.Arch,
 		Filename:            rel.ZipName(pl),
-		DownloadURL:         registryToPull + h.pullRef(t, v, sums, rel.ZipName(pl)),
-		SHASumsURL:          registryToPull + h.pullRef(t, v, sums, rel.SumsName()),
-		SHASumsSignatureURL: registryToPull + h.pullRef(t, v, sums, rel.SignatureName()),
+		DownloadURL:         h.pullRef(t, v, sums, rel.ZipName(pl)),
+		SHASumsURL:          h.pullRef(t, v, sums, rel.SumsName()),
+		SHASumsSignatureURL: h.pullRef(t, v, sums, rel.SignatureName()),
 		SHASum:              rel.ZipSHA256(pl),
 		SigningKeys:         rel.Downloads[pl].SigningKeys,
 	}, nil
 }
 
-// pullRef is a pull URL's path below PullPrefix, signed when client
-// authentication is on.
+// pullRef is a pull URL in a document (its base marked: baseurl.go),
+// signed when client authentication is on.
 func (h *pulledProviders) pullRef(t pullthrough.Target, v names.Version, sums digest.Digest, file string) string {
-	p := t.Via + "/" + archivePath(t.Served, v, sums, file)
-	if h.urls == nil {
-		return p
-	}
-	return p + "?" + h.urls.sign(PullPrefix+p)
+	return h.fileRef(PullPrefix, t.Via+"/"+archivePath(t.Served, v, sums, file))
 }
 
 // earliestNonZero is the earlier of a and b, a zero time meaning none.

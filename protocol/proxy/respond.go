@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
+	"strconv"
 
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -41,7 +41,8 @@ func writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 		writeError(w, http.StatusInternalServerError, "encoding the response failed")
 		return
 	}
-	writeDoc(w, r, newDocument(append(b, '\n'), time.Time{}))
+	b = append(b, '\n')
+	writeEncoded(w, r, b, []string{strconv.Itoa(len(b))})
 }
 
 // writeError answers {"errors":[msg]}, the registry protocols' error form.

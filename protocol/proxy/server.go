@@ -22,9 +22,10 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// Paths the server answers on. The archive URLs it hands out are relative
-// to the metadata that names them, so a path-prefixing reverse proxy in
-// front keeps working.
+// Paths the server answers on. The URLs it hands out are absolute when it
+// knows the URL clients reach it by (Options.PublicURL, or TLS it
+// terminates itself), and relative to the document that names them
+// otherwise (baseurl.go).
 const (
 	DiscoveryPath = wire.DiscoveryPath
 	MirrorPrefix  = "/v1/mirror/"
@@ -55,6 +56,12 @@ type Options struct {
 	// expands templates with. Empty: the host name the client used to reach
 	// the proxy, without port.
 	RegistryHostname string
+	// PublicURL is the URL clients reach the proxy by,
+	// https://host[:port][/prefix] (a path-prefixing reverse proxy in
+	// front): the base of every URL the proxy hands out. Empty: https and
+	// the request's Host when the proxy terminates TLS, relative URLs when
+	// it serves plain HTTP behind a front.
+	PublicURL string
 	// Signer, when set, signs a SHA256SUMS generated from the OCI digests
 	// for releases that carry no publisher signature, so the registry
 	// protocol can offer them.
@@ -186,6 +193,11 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	mappings, err := store.CheckMappings(opts.ProviderMappings)
 	if err != nil {
 		return opts, nil, err
+	}
+	if opts.PublicURL != "" {
+		if opts.PublicURL, err = ParsePublicURL(opts.PublicURL); err != nil {
+			return opts, nil, err
+		}
 	}
 	if opts.RegistryHostname != "" {
 		if opts.RegistryHostname, err = parseHostname(opts.RegistryHostname); err != nil {
@@ -353,7 +365,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	doc := make(wire.Discovery, len(s.services))
 	for k, v := range s.services {
-		doc[k] = v
+		doc[k] = s.opts.PublicURL + v // absolute with a public URL, which may carry a path prefix
 	}
 	s.mu.RUnlock()
 	writeJSON(w, r, doc)
