@@ -184,3 +184,43 @@ func TestServePageWithClientAuth(t *testing.T) {
 		t.Errorf("/nosuch: %d", code)
 	}
 }
+
+// The page's snippets for a proxy reached as localhost with a template
+// without ${hostname}: its oci_mirror block (with the include tofu then
+// needs) and its module call (on 127.0.0.1: module registry hosts need a
+// dot) work verbatim in real tofu, and the module call in real terraform.
+// They were tofu's error text, and a source both clients refuse.
+func TestServePageSnippetsWorkInClients(t *testing.T) {
+	isolateCache(t)
+	reg := testenv.StartRegistry(t)
+	pushHello(t, reg.Host+"/providers/test/hello", "1.0.0")
+	mustRun(t, "push", "module", "--quiet", testenv.Testdata(t, "modules", "greeting"), reg.Host+"/modules/acme/network/aws:1.0.0")
+	s := startServe(t, "--provider-template", reg.Host+"/providers/${namespace}/${type}",
+		"--module-template", reg.Host+"/modules/${namespace}/${name}/${system}")
+	code, body := s.get(t, "/")
+	if code != 200 {
+		t.Fatalf("page: %d", code)
+	}
+	page := string(body)
+
+	ociMirror := preText(t, page, "tofu-oci-mirror")
+	if !strings.Contains(ociMirror, `include = ["registry.opentofu.org/*/*"]`) {
+		t.Errorf("oci_mirror snippet:\n%s", ociMirror)
+	}
+	dir := testenv.WriteConfig(t, map[string]string{"main.tf": "terraform {\n  required_providers {\n    hello = { source = \"registry.opentofu.org/test/hello\" }\n  }\n}\n"})
+	if out := testenv.Tofu(t, ociMirror).Run(t, dir, "init", "-input=false", "-no-color"); !strings.Contains(out, "Installed test/hello v1.0.0") {
+		t.Errorf("tofu with the page's oci_mirror snippet:\n%s\n%s", ociMirror, out)
+	}
+
+	module := preText(t, page, "modules")
+	if !strings.Contains(module, `source  = "127.0.0.1:`) {
+		t.Errorf("module snippet for a proxy reached as localhost:\n%s", module)
+	}
+	for name, cli := range map[string]*testenv.CLI{"tofu": testenv.Tofu(t, ""), "terraform": testenv.Terraform(t, "")} {
+		dir := testenv.WriteConfig(t, map[string]string{"main.tf": module})
+		out, err := cli.Try(t, dir, "init", "-input=false", "-no-color", "-backend=false")
+		if err != nil || !strings.Contains(out, "acme/network/aws 1.0.0") {
+			t.Errorf("%s with the page's module snippet: %v\n%s\n%s", name, err, module, out)
+		}
+	}
+}

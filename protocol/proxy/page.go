@@ -5,7 +5,10 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
+	"maps"
+	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -168,17 +171,16 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 			snippet{ID: "terraform-network-mirror", Title: "Terraform: this proxy as network mirror",
 				Note: "In ~/.terraformrc (terraform.rc on Windows), or the file TF_CLI_CONFIG_FILE names. Terraform's short addresses are on registry.terraform.io.",
 				Body: s.networkMirrorSnippet(base, false)})
-		if oci, note := s.ociMirrorSnippet(); oci != "" || note != "" {
+		// oci_mirror blocks name the registry's repositories: with client
+		// authentication on, they are for operators, like the mappings.
+		if oci, note := s.ociMirrorSnippet(seenHosts(seenProviders)); !s.minimal && (oci != "" || note != "") {
 			out = append(out, snippet{ID: "tofu-oci-mirror", Title: "OpenTofu ≥ 1.10: straight from the OCI registry (oci_mirror)",
 				Note: note, Body: oci})
 		}
 		out = append(out, s.registrySnippet(r, base, seenProviders))
 	}
 	if s.opts.ModuleTemplate != nil {
-		host := s.registryHost(r)
-		out = append(out, snippet{ID: "modules", Title: "Modules: this proxy as module registry",
-			Note: "Module addresses are HOST/NAMESPACE/NAME/SYSTEM, with version constraints.",
-			Body: fmt.Sprintf("module \"network\" {\n  source  = %q\n  version = \"~> 1.0\"\n}\n", host+"/acme/network/aws")})
+		out = append(out, s.moduleSnippet(r))
 	}
 	if s.opts.TofuRepository != nil {
 		out = append(out, snippet{ID: "tofudl", Title: "OpenTofu releases: TofuDL mirror",
@@ -225,18 +227,26 @@ func (s *page) networkMirrorSnippet(base string, trustAll bool) string {
 
 // ociMirrorSnippet writes the mappings as oci_mirror blocks, when tofu
 // accepts them (checked with tofu's own rules); otherwise a note says why
-// not.
-func (s *page) ociMirrorSnippet() (body, note string) {
+// not. tofu wants a template without ${hostname} to come with include
+// patterns of one hostname: a mapping without any gets one for the hosts
+// clients were seen asking for (or registry.opentofu.org), and the note
+// says to adjust it.
+func (s *page) ociMirrorSnippet(seen []string) (body, note string) {
 	var b strings.Builder
+	added := false
 	b.WriteString("provider_installation {\n")
 	for _, m := range s.mappings {
 		t := m.Template.String()
 		if strings.HasPrefix(t, oci.LayoutPrefix) {
 			return "", "This proxy reads an OCI layout directory: clients cannot read it directly; use the network mirror."
 		}
+		include := m.Include
+		if len(include) == 0 && !strings.Contains(t, "${hostname}") {
+			include, added = hostPatterns(seen), true
+		}
 		fmt.Fprintf(&b, "  oci_mirror {\n    repository_template = %q\n", t)
-		if len(m.Include) > 0 {
-			fmt.Fprintf(&b, "    include = %s\n", hclList(m.Include))
+		if len(include) > 0 {
+			fmt.Fprintf(&b, "    include = %s\n", hclList(include))
 		}
 		if len(m.Exclude) > 0 {
 			fmt.Fprintf(&b, "    exclude = %s\n", hclList(m.Exclude))
@@ -247,7 +257,52 @@ func (s *page) ociMirrorSnippet() (body, note string) {
 	if _, err := cliconfig.ParseOCIMirrors([]byte(b.String()), "oci_mirror"); err != nil {
 		return "", "These mappings are not oci_mirror blocks tofu accepts (" + err.Error() + "); use the network mirror."
 	}
-	return b.String(), "Clients then need credentials for the registry themselves (docker login), and trust in its certificate."
+	note = "Clients then need credentials for the registry themselves (docker login), and trust in its certificate."
+	if added {
+		note += " A template without ${hostname} needs include patterns of one provider host: adjust the include to the host your configurations use."
+	}
+	return b.String(), note
+}
+
+// seenHosts are the provider hostnames clients asked for, sorted.
+func seenHosts(providers []artifactView) []string {
+	hosts := map[string]bool{}
+	for _, p := range providers {
+		if host, _, ok := strings.Cut(p.Address, "/"); ok {
+			hosts[host] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(hosts))
+}
+
+// hostPatterns are include patterns for providers of one host: the first
+// of hosts, or registry.opentofu.org.
+func hostPatterns(hosts []string) []string {
+	if len(hosts) > 0 {
+		return []string{hosts[0] + "/*/*"}
+	}
+	return []string{"registry.opentofu.org/*/*"}
+}
+
+// moduleSnippet is a module call through this proxy's module registry.
+// tofu and terraform refuse module hosts without a dot ("localhost"):
+// 127.0.0.1 stands in for localhost, and another such name gets a note.
+func (s *page) moduleSnippet(r *http.Request) snippet {
+	host := s.registryHost(r)
+	note := "Module addresses are HOST/NAMESPACE/NAME/SYSTEM, with version constraints."
+	name, port := host, ""
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		name, port = h, ":"+p
+	}
+	switch {
+	case name == "localhost" || name == "::1":
+		host = "127.0.0.1" + port
+		note += " Module registry hosts need a dot, so 127.0.0.1 stands for localhost here (this proxy's certificate must name it; --self-signed's does)."
+	case !strings.Contains(name, "."):
+		note += " OpenTofu and Terraform refuse module registry hosts without a dot, such as " + name + ": reach this proxy by a name with one."
+	}
+	return snippet{ID: "modules", Title: "Modules: this proxy as module registry", Note: note,
+		Body: fmt.Sprintf("module \"network\" {\n  source  = %q\n  version = \"~> 1.0\"\n}\n", host+"/acme/network/aws")}
 }
 
 // registrySnippet shows the proxy as origin registry of its providers.
