@@ -9,6 +9,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -55,6 +56,40 @@ func ModuleArtifact(t testing.TB, zip []byte) *oci.Artifact {
 		Descriptor: oci.ModuleLayerDescriptor(digest.FromBytes(zip), int64(len(zip))),
 		Open:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(zip)), nil },
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// helloKeys names the public key each fixture release of the hello
+// provider (testdata/providers/hello) is signed with.
+var helloKeys = map[string]string{
+	"1.0.0":     "gpg-signer.asc",
+	"1.1.0":     "gpg-signer.asc",
+	"2.0.0-rc1": "gocrypto-signer.asc",
+}
+
+// HelloRelease verifies a fixture release of the hello provider as
+// `oci-tofu push provider` does, for a test (which it fails on error).
+func HelloRelease(t testing.TB, version string) *release.Provider {
+	t.Helper()
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", helloKeys[version]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := release.ReadProvider(context.Background(), testenv.Testdata(t, "providers", "hello", version), release.Options{Keys: []*pgp.Keyring{kr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
+// HelloArtifact is what `oci-tofu push provider` pushes for a fixture
+// release of the hello provider (index, platform manifests, provenance).
+func HelloArtifact(t testing.TB, version string) *oci.Artifact {
+	t.Helper()
+	a, err := HelloRelease(t, version).Artifact(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

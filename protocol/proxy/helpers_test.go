@@ -22,8 +22,6 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
-	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -31,30 +29,11 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// helloKeys names the public key each fixture release is signed with.
-var helloKeys = map[string]string{
-	"1.0.0":     "gpg-signer.asc",
-	"1.1.0":     "gpg-signer.asc",
-	"2.0.0-rc1": "gocrypto-signer.asc",
-}
-
 // releaseArtifact verifies a fixture release as `oci-tofu push provider`
 // does and builds its artifact (index, platform manifests, provenance).
 func releaseArtifact(t testing.TB, version string) *oci.Artifact {
 	t.Helper()
-	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", helloKeys[version]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := pubrelease.ReadProvider(context.Background(), testenv.Testdata(t, "providers", "hello", version), pubrelease.Options{Keys: []*pgp.Keyring{kr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := rel.Artifact(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return seed.HelloArtifact(t, version)
 }
 
 // push writes a at tag, replacing whatever the tag held.

@@ -17,14 +17,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// helloKeys names the public key each fixture release of the hello
-// provider is signed with.
-var helloKeys = map[string]string{
-	"1.0.0":     "gpg-signer.asc",
-	"1.1.0":     "gpg-signer.asc",
-	"2.0.0-rc1": "gocrypto-signer.asc",
-}
-
 func keyring(t testing.TB, name string) *pgp.Keyring {
 	t.Helper()
 	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", name))
@@ -38,23 +30,14 @@ func keyring(t testing.TB, name string) *pgp.Keyring {
 // `oci-tofu push provider` does.
 func providerRelease(t testing.TB, version string) *release.Provider {
 	t.Helper()
-	rel, err := release.ReadProvider(context.Background(), testenv.Testdata(t, "providers", "hello", version),
-		release.Options{Keys: []*pgp.Keyring{keyring(t, helloKeys[version])}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rel
+	return seed.HelloRelease(t, version)
 }
 
 // providerArtifact is what `oci-tofu push provider` pushes for a fixture
 // release (index, platform manifests, provenance).
 func providerArtifact(t testing.TB, version string) *oci.Artifact {
 	t.Helper()
-	a, err := providerRelease(t, version).Artifact(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return seed.HelloArtifact(t, version)
 }
 
 // tofuArtifact is what `oci-tofu push tofu` pushes for a fixture release.
