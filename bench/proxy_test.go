@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,7 +76,7 @@ func BenchmarkProxy(b *testing.B) {
 		b.Fatalf("nginx serves %q", got)
 	}
 	proxyCheckTLS(b, ca, proxyURL, nginxURL)
-	archiveURL := proxyURL + "/v1/" + strings.TrimPrefix(proxyArchiveURL(b, body), "../../../../")
+	archiveURL := proxyResolve(b, proxyURL+versionPath, proxyArchiveURL(b, body))
 	blobURL := fmt.Sprintf("https://%s/v2/bench/acme/big/blobs/%s", reg.Host, zipDigest)
 
 	load := proxyLoad
@@ -283,6 +284,20 @@ func proxyArchiveURL(b *testing.B, versionJSON []byte) string {
 	}
 	s = s[i+7:]
 	return s[:strings.Index(s, `"`)]
+}
+
+// proxyResolve is ref (absolute, or relative as a plain-HTTP proxy
+// without --public-url writes it) resolved against the document's URL.
+func proxyResolve(b *testing.B, doc, ref string) string {
+	base, err := url.Parse(doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := url.Parse(ref)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return base.ResolveReference(r).String()
 }
 
 // proxyStartNginx serves body at path over TLS with the test certificate.
