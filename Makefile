@@ -11,6 +11,8 @@ DISTRIBUTION_VERSION := v3.0.0
 CRANE_VERSION        := v0.22.1
 REGCTL_VERSION       := v0.11.7
 STATICCHECK_VERSION  := v0.8.2
+# cosign checks what `push provider --attest-key` signs (e2e/attest_test.go).
+COSIGN_VERSION       := v3.1.3
 # Renovate, the dependency bot the proxy is tested with (e2e/renovate_test.go),
 # from the npm registry, with the Node.js it needs (engines: node ^24.11) as an
 # npm package: Debian's node is too old.
@@ -39,8 +41,8 @@ image:
 	  --tag $(VERSION) --version $(VERSION) --revision '$(REVISION)' --platform $(IMAGE_PLATFORMS) \
 	  $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
 
-## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl and Renovate in .tools/bin
-tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/renovate
+## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl, cosign and Renovate in .tools/bin
+tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/cosign $(TOOLS)/renovate
 
 $(TOOLS)/tofu: tools/tofu/go.mod tools/tofu/go.sum
 	@mkdir -p $(TOOLS)
@@ -57,6 +59,10 @@ $(TOOLS)/crane:
 $(TOOLS)/regctl:
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) $(GO) install github.com/regclient/regclient/cmd/regctl@$(REGCTL_VERSION)
+
+$(TOOLS)/cosign:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION)
 
 # npm installs exact versions into .tools/renovate (no lock file in git: the
 # two pins are the whole input), marked done by a stamp named by both versions,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -41,6 +42,7 @@ subkey or signature that has expired) is pushed with a warning, unless
 			&cli.StringFlag{Name: "sign-key", Usage: "armored private key `FILE` to create SHA256SUMS and its signature for a release that has none", EnvVars: []string{"OCI_TOFU_SIGN_KEY"}},
 			&cli.StringSliceFlag{Name: "platform", Usage: "push only this `os_arch` (repeatable)"},
 			enforceExpirationFlag(),
+			attestKeyFlag(),
 		}, append(tagFlags(), registryFlags()...)...), outputFlags()...),
 		Action: pushProvider,
 	}
@@ -56,6 +58,10 @@ func pushProvider(c *cli.Context) error {
 		return err
 	}
 	opts, err := providerReadOptions(c)
+	if err != nil {
+		return err
+	}
+	signer, err := attestSigner(c)
 	if err != nil {
 		return err
 	}
@@ -90,7 +96,21 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)
 	}
+	if signer != nil {
+		if err := attestProvider(c, rep, repo, ref, rel, res, opts, signer); err != nil {
+			return err
+		}
+	}
 	return reportProviderPush(rep, rel, ref.WithReference(tag), res)
+}
+
+// attestProvider signs the pushed index and attests what was verified.
+func attestProvider(c *cli.Context, rep *reporter, repo oci.Repository, ref oci.Reference, rel *release.Provider, res oci.PushResult, opts release.Options, signer *attest.Signer) error {
+	pred, err := rel.Predicate(c.Context, repo, res.Root, opts.Signer, attestTime(), version)
+	if err != nil {
+		return fmt.Errorf("%s@%s was pushed, but reading it back to attest it failed: %w", ref.Name(), res.Root.Digest, err)
+	}
+	return attestPushed(c, rep, repo, ref, res.Root.Digest, signer, release.ProviderPredicateType, pred)
 }
 
 // repositoryArg parses a repository argument, which must carry no tag

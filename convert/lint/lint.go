@@ -71,6 +71,9 @@ func Check(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, 
 	sort.Strings(tags)
 	var all []Finding
 	for _, t := range tags {
+		if oci.IsAttachmentTag(t) {
+			continue // cosign's signatures and attestations (sha256-<hex>.sig, .att): no artifact
+		}
 		f, err := verifyOne(ctx, repo, ref.WithReference(t), opts)
 		if err != nil {
 			return all, err

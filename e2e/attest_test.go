@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// writeKeyPair writes a PKCS#8 private key and its PKIX public key as PEM
+// files (what `openssl genpkey` writes) and returns their paths.
+func writeKeyPair(t *testing.T, priv any, pub any) (string, string) {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	key, pubFile := filepath.Join(dir, "attest.key"), filepath.Join(dir, "attest.pub")
+	os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+	os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644)
+	return key, pubFile
+}
+
+func ecdsaKeyPair(t *testing.T) (string, string) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeKeyPair(t, k, &k.PublicKey)
+}
+
+// cosign runs the real cosign CLI offline (no Rekor: the signatures are
+// made with a key and never uploaded), trusting the test CA.
+func cosign(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	env := append(testenvEnv(t), "SSL_CERT_FILE="+testenv.NewCA(t).CertFile, "COSIGN_PASSWORD=test-password", "TUF_ROOT="+t.TempDir())
+	return testenv.Run(t, t.TempDir(), env, testenv.Tool(t, "cosign"), args...)
+}
+
+func cosignVerify(t *testing.T, pub, ref string) (string, error) {
+	return cosign(t, "verify", "--key", pub, "--insecure-ignore-tlog=true", ref)
+}
+
+func cosignVerifyAttestation(t *testing.T, pub, ref string) (string, error) {
+	return cosign(t, "verify-attestation", "--key", pub, "--insecure-ignore-tlog=true", "--type", release.ProviderPredicateType, ref)
+}
+
+// refused requires cosign to have failed, saying why (want).
+func refused(t *testing.T, what string, out string, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(out, want) {
+		t.Errorf("%s: cosign %v, want a refusal saying %q:\n%s", what, err, want, out)
+	}
+}
+
+// pushAttested pushes a hello fixture version with --attest-key and
+// returns the index digest.
+func pushAttested(t *testing.T, key, repo, version string) string {
+	t.Helper()
+	out := mustRun(t, "push", "provider", "--json", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"),
+		"--attest-key", key, testenv.Testdata(t, "providers", "hello", version), repo)
+	return jsonField(t, out, "digest")
+}
+
+// The real cosign accepts the signature and the attestation push provider
+// writes, and refuses them with another key; tofu still installs the
+// provider, and verify still passes, beside the sha256-….sig/.att tags.
+func TestAttestVerifiedByCosign(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	key, pub := ecdsaKeyPair(t)
+	repo := reg.Host + "/providers/test/hello"
+	d := pushAttested(t, key, repo, "1.0.0")
+	ref := repo + "@" + d
+	if out, err := cosignVerify(t, pub, ref); err != nil {
+		t.Fatalf("cosign verify: %v\n%s", err, out)
+	}
+	out, err := cosignVerifyAttestation(t, pub, ref)
+	if err != nil {
+		t.Fatalf("cosign verify-attestation: %v\n%s", err, out)
+	}
+	checkPredicate(t, out, d)
+
+	_, otherPub := ecdsaKeyPair(t)
+	out, err = cosignVerify(t, otherPub, ref)
+	refused(t, "another key's signature", out, err, "invalid signature")
+	out, err = cosignVerifyAttestation(t, otherPub, ref)
+	refused(t, "another key's attestation", out, err, "accepted signatures do not match threshold")
+
+	// Pushing again (up to date) re-attests without piling up layers.
+	if d2 := pushAttested(t, key, repo, "1.0.0"); d2 != d {
+		t.Fatalf("re-push gave %s, not %s", d2, d)
+	}
+	for _, kind := range []oci.AttachmentKind{oci.CosignSignatures, oci.CosignAttestations} {
+		layers, err := oci.ReadAttachment(context.Background(), registryRepo(t, reg, "providers/test/hello"), digest.Digest(d), kind)
+		if err != nil || len(layers) != 1 {
+			t.Errorf("%s after a re-push: %d layers, %v", kind, len(layers), err)
+		}
+	}
+
+	mustRun(t, "verify", repo)
+	tofu := testenv.Tofu(t, ociMirrorConfig(reg.Host))
+	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, "~> 1.0")})
+	tofu.Run(t, dir, "init", "-input=false", "-no-color")
+}
+
+// checkPredicate reads cosign verify-attestation's output (one JSON
+// envelope a line) and checks the statement's subject and predicate.
+func checkPredicate(t *testing.T, out, d string) {
+	t.Helper()
+	line := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
+	var env struct{ Payload string }
+	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &env); err != nil {
+		t.Fatalf("cosign output: %v\n%s", err, out)
+	}
+	body, _ := base64.StdEncoding.DecodeString(env.Payload)
+	var st struct {
+		Subject []struct {
+			Digest map[string]string
+		}
+		PredicateType string
+		Predicate     release.ProviderPredicate
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	p := st.Predicate
+	switch {
+	case "sha256:"+st.Subject[0].Digest["sha256"] != d:
+		t.Errorf("subject %v, want %s", st.Subject, d)
+	case p.Type != "hello" || p.Version != "1.0.0" || p.Signature != "verified" || len(p.KeyFingerprints) != 1 || len(p.KeyFingerprints[0]) != 40:
+		t.Errorf("predicate %+v", p)
+	case len(p.Platforms) != 4 || !strings.HasPrefix(p.Platforms["linux_amd64"].H1, "h1:") || p.Platforms["linux_amd64"].ZH != "zh:"+fixtureZipSHA(t, "1.0.0", "linux_amd64"):
+		t.Errorf("platforms %+v", p.Platforms)
+	case p.SHA256SUMS == nil || p.SHA256SUMSSig == nil || p.VerifiedAt == "":
+		t.Errorf("predicate %+v", p)
+	}
+}
+
+// An attestation or signature about another index, copied under this
+// index's tags, and a tampered attestation are refused by cosign.
+func TestAttestHostileAttachmentsRefusedByCosign(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	key, pub := ecdsaKeyPair(t)
+	repo := reg.Host + "/providers/test/hello"
+	a := digest.Digest(pushAttested(t, key, repo, "1.0.0"))
+	b := digest.Digest(pushAttested(t, key, repo, "1.1.0"))
+	r := registryRepo(t, reg, "providers/test/hello")
+	for _, kind := range []oci.AttachmentKind{oci.CosignSignatures, oci.CosignAttestations} {
+		layers, err := oci.ReadAttachment(ctx, r, b, kind)
+		if err != nil || len(layers) != 1 {
+			t.Fatalf("%s of %s: %v", kind, b, err)
+		}
+		if _, err := oci.WriteAttachment(ctx, r, a, kind, layers); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref := repo + "@" + a.String()
+	out, err := cosignVerify(t, pub, ref)
+	refused(t, "a signature of another index", out, err, "invalid or missing digest in claim")
+	out, err = cosignVerifyAttestation(t, pub, ref)
+	refused(t, "an attestation about another index", out, err, "no matching subject digest found")
+
+	refB := repo + "@" + b.String()
+	layers, _ := oci.ReadAttachment(ctx, r, b, oci.CosignAttestations)
+	layers[0].Payload = tamperEnvelope(t, layers[0].Payload)
+	if _, err := oci.WriteAttachment(ctx, r, b, oci.CosignAttestations, layers); err != nil {
+		t.Fatal(err)
+	}
+	out, err = cosignVerifyAttestation(t, pub, refB)
+	refused(t, "a tampered attestation", out, err, "accepted signatures do not match threshold")
+	if out, err := cosignVerify(t, pub, refB); err != nil {
+		t.Errorf("the untouched signature no longer verifies: %v\n%s", err, out)
+	}
+}
+
+// tamperEnvelope changes the version in a DSSE envelope's statement,
+// keeping its signature.
+func tamperEnvelope(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var e map[string]any
+	if err := json.Unmarshal(data, &e); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := base64.StdEncoding.DecodeString(e["payload"].(string))
+	changed := strings.Replace(string(body), `"version":"1.1.0"`, `"version":"9.9.9"`, 1)
+	if changed == string(body) {
+		t.Fatalf("no version in %s", body)
+	}
+	e["payload"] = base64.StdEncoding.EncodeToString([]byte(changed))
+	out, _ := json.Marshal(e)
+	return out
+}
+
+// Ed25519 keys and cosign's own encrypted key file sign what cosign accepts.
+func TestAttestOtherKeyKinds(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	pubK, privK, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edKey, edPub := writeKeyPair(t, privK, pubK)
+	t.Setenv("COSIGN_PASSWORD", "test-password") // for oci-tofu reading cosign.key
+	dir := t.TempDir()
+	if out, err := cosign(t, "generate-key-pair", "--output-key-prefix", filepath.Join(dir, "cosign")); err != nil {
+		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+	}
+	for name, pair := range map[string][2]string{
+		"ed25519":          {edKey, edPub},
+		"cosign-encrypted": {filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			repo := reg.Host + "/" + name + "/hello"
+			out, err := run(t, "push", "provider", "--json", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"),
+				"--attest-key", pair[0], testenv.Testdata(t, "providers", "hello", "1.0.0"), repo)
+			if err != nil {
+				t.Fatalf("push: %v\n%s", err, out)
+			}
+			ref := repo + "@" + jsonField(t, out, "digest")
+			if out, err := cosignVerify(t, pair[1], ref); err != nil {
+				t.Errorf("cosign verify: %v\n%s", err, out)
+			}
+			if out, err := cosignVerifyAttestation(t, pair[1], ref); err != nil {
+				t.Errorf("cosign verify-attestation: %v\n%s", err, out)
+			}
+		})
+	}
+}

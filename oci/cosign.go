@@ -1,0 +1,180 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Cosign's attachments, stored as cosign stores them for registries
+// without the OCI 1.1 referrers API (the "tag schema"): an image manifest
+// tagged sha256-<hex>.sig (signatures) or sha256-<hex>.att (attestations)
+// in the subject's repository, one layer per signature or attestation
+// (docs/artifacts.md, "Signatures and attestations"). The layout follows
+// github.com/sigstore/cosign/v3 pkg/oci/static, pkg/oci/empty and
+// pkg/types; the config is the one go-containerregistry writes for
+// cosign's empty image with layers appended.
+const (
+	// MediaTypeCosignSimpleSigning is a signature layer: the simple-signing
+	// payload, its signature base64 in AnnotationCosignSignature.
+	MediaTypeCosignSimpleSigning = "application/vnd.dev.cosign.simplesigning.v1+json"
+	// MediaTypeDSSEEnvelope is an attestation layer: a DSSE envelope
+	// (the signature is inside; AnnotationCosignSignature is empty).
+	MediaTypeDSSEEnvelope = "application/vnd.dsse.envelope.v1+json"
+	// AnnotationCosignSignature carries a layer's base64 signature.
+	AnnotationCosignSignature = "dev.cosignproject.cosign/signature"
+	// AnnotationPredicateType names an attestation layer's predicate type.
+	AnnotationPredicateType = "predicateType"
+	// MaxAttachmentLayers bounds the layers of one attachment manifest we
+	// read or write.
+	MaxAttachmentLayers = 64
+)
+
+// AttachmentKind is the tag suffix of a cosign attachment.
+type AttachmentKind string
+
+// The attachment kinds cosign writes with the tag schema.
+const (
+	CosignSignatures   AttachmentKind = "sig"
+	CosignAttestations AttachmentKind = "att"
+)
+
+// AttachmentTag is the tag cosign gives a subject's attachment of a kind:
+// sha256-<hex>.sig or sha256-<hex>.att.
+func AttachmentTag(subject digest.Digest, kind AttachmentKind) string {
+	return string(subject.Algorithm()) + "-" + subject.Encoded() + "." + string(kind)
+}
+
+// IsAttachmentTag reports whether tag is a cosign tag-schema tag
+// (sha256-<hex>.sig, .att, .sbom): not a version, never listed as one.
+func IsAttachmentTag(tag string) bool {
+	hex, ok := strings.CutPrefix(tag, "sha256-")
+	if !ok {
+		return false
+	}
+	hex, _, ok = strings.Cut(hex, ".")
+	return ok && len(hex) == 64 && digest.NewDigestFromEncoded(digest.SHA256, hex).Validate() == nil
+}
+
+// AttachmentLayer is one signature or attestation: its media type, payload
+// and annotations.
+type AttachmentLayer struct {
+	MediaType   string
+	Payload     []byte
+	Annotations map[string]string
+}
+
+// ReadAttachment reads the layers of a subject's attachment of a kind:
+// none (and no error) when its tag does not exist. Reads are bounded: the
+// manifest by MaxManifestSize, its layers by MaxAttachmentLayers, each
+// payload by MaxSmallFile; every blob is checked against its digest.
+func ReadAttachment(ctx context.Context, repo ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) ([]AttachmentLayer, error) {
+	tag := AttachmentTag(subject, kind)
+	desc, b, err := FetchReference(ctx, repo, tag)
+	if IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", tag, err)
+	}
+	m, err := decodeManifest(desc, b)
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Layers) > MaxAttachmentLayers {
+		return nil, invalid("%s has %d layers, more than the %d read", tag, len(m.Layers), MaxAttachmentLayers)
+	}
+	out := make([]AttachmentLayer, 0, len(m.Layers))
+	for _, l := range m.Layers {
+		payload, err := fetchSmall(ctx, repo, l)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tag, err)
+		}
+		out = append(out, AttachmentLayer{MediaType: l.MediaType, Payload: payload, Annotations: l.Annotations})
+	}
+	return out, nil
+}
+
+// WriteAttachment writes a subject's attachment of a kind holding exactly
+// layers, and moves its tag to it (a pointer tag: Push's checks for tags
+// that move during the push apply). The caller decides which earlier
+// layers to keep (ReadAttachment).
+func WriteAttachment(ctx context.Context, repo Repository, subject digest.Digest, kind AttachmentKind, layers []AttachmentLayer) (ocispec.Descriptor, error) {
+	a, err := BuildAttachment(layers)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	tag := AttachmentTag(subject, kind)
+	tags, err := CurrentTags(ctx, repo, []string{tag})
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	res, err := Push(ctx, repo, a, tags, PushOptions{})
+	if err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("writing %s: %w", tag, err)
+	}
+	return res.Root, nil
+}
+
+// BuildAttachment builds the manifest cosign writes for layers: an OCI
+// image manifest with go-containerregistry's image config, one layer per
+// payload, each annotated.
+func BuildAttachment(layers []AttachmentLayer) (*Artifact, error) {
+	if len(layers) == 0 || len(layers) > MaxAttachmentLayers {
+		return nil, fmt.Errorf("an attachment holds 1 to %d layers, not %d", MaxAttachmentLayers, len(layers))
+	}
+	a := &Artifact{}
+	m := ocispec.Manifest{Layers: make([]ocispec.Descriptor, len(layers))}
+	diffIDs := make([]digest.Digest, len(layers))
+	for i, l := range layers {
+		b := BytesBlob(l.MediaType, l.Payload, l.Annotations)
+		a.Blobs = append(a.Blobs, b)
+		m.Layers[i] = b.Descriptor
+		diffIDs[i] = b.Descriptor.Digest
+	}
+	config, err := attachmentConfig(diffIDs)
+	if err != nil {
+		return nil, err
+	}
+	cb := BytesBlob(ocispec.MediaTypeImageConfig, config, nil)
+	a.Blobs = append(a.Blobs, cb)
+	m.Config = cb.Descriptor
+	mf, err := EncodeManifest(m)
+	if err != nil {
+		return nil, err
+	}
+	a.Manifests = []Manifest{mf}
+	return a, nil
+}
+
+// attachmentConfig is the config go-containerregistry gives cosign's
+// empty image after appending layers (uncompressed: diff IDs are the
+// layer digests), field for field.
+func attachmentConfig(diffIDs []digest.Digest) ([]byte, error) {
+	type history struct {
+		Created string `json:"created"`
+	}
+	type rootFS struct {
+		Type    string          `json:"type"`
+		DiffIDs []digest.Digest `json:"diff_ids"`
+	}
+	hist := make([]history, len(diffIDs))
+	for i := range hist {
+		hist[i].Created = zeroTime
+	}
+	return json.Marshal(struct {
+		Architecture string         `json:"architecture"`
+		Created      string         `json:"created"`
+		History      []history      `json:"history"`
+		OS           string         `json:"os"`
+		RootFS       rootFS         `json:"rootfs"`
+		Config       map[string]any `json:"config"`
+	}{Created: zeroTime, History: hist, RootFS: rootFS{Type: "layers", DiffIDs: diffIDs}, Config: map[string]any{}})
+}
+
+// zeroTime is how go-containerregistry writes an unset time.
+const zeroTime = "0001-01-01T00:00:00Z"
