@@ -122,6 +122,51 @@ func TestAttestVerifiedByCosign(t *testing.T) {
 	tofu := testenv.Tofu(t, ociMirrorConfig(reg.Host))
 	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, "~> 1.0")})
 	tofu.Run(t, dir, "init", "-input=false", "-no-color")
+
+	// oci-tofu verify --attest-pub agrees with cosign.
+	out = mustRun(t, "verify", "--attest-pub", pub, repo)
+	wantLine(t, out, "ok", d+" is signed and attested ("+release.ProviderPredicateType+") by key "+pub)
+	out = mustRun(t, "verify", "--json", "--skip-zips", "--attest-pub", pub, ref)
+	if !strings.Contains(out, `"ok": true`) || !strings.Contains(out, "is signed and attested") {
+		t.Errorf("verify --json --attest-pub:\n%s", out)
+	}
+	out = verifyRefused(t, "another key", otherPub, ref)
+	wantLine(t, out, "error", "key "+otherPub+": signature: no signature by the key")
+	wantLine(t, out, "error", "key "+otherPub+": attestation: no signature by the key")
+	out = verifyRefused(t, "the right key and another", pub+","+otherPub, ref)
+	wantLine(t, out, "ok", "by key "+pub)
+	// A version pushed without --attest-key fails verify --attest-pub.
+	mustRun(t, "push", "provider", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"), testenv.Testdata(t, "providers", "hello", "1.1.0"), repo)
+	out = verifyRefused(t, "an unsigned version", pub, repo)
+	wantLine(t, out, "error", "key "+pub+": no signature (sha256-")
+	wantLine(t, out, "ok", d+" is signed and attested")
+}
+
+// verifyRefused requires oci-tofu verify --skip-zips --attest-pub (pubs
+// separated by commas) to exit 1 on ref, and returns its output.
+func verifyRefused(t *testing.T, what, pubs, ref string) string {
+	t.Helper()
+	args := []string{"verify", "--skip-zips"}
+	for _, p := range strings.Split(pubs, ",") {
+		args = append(args, "--attest-pub", p)
+	}
+	out, err := run(t, append(args, ref)...)
+	if err == nil || !strings.Contains(out, "signature or attestation is missing or does not verify") {
+		t.Errorf("verify --attest-pub, %s: %v, want a refusal:\n%s", what, err, out)
+	}
+	return out
+}
+
+// wantLine requires a line of verify's human output with severity sev
+// containing want.
+func wantLine(t *testing.T, out, sev, want string) {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, sev+" ") && strings.Contains(l, want) {
+			return
+		}
+	}
+	t.Errorf("no %s line saying %q in:\n%s", sev, want, out)
 }
 
 // checkPredicate reads cosign verify-attestation's output (one JSON
@@ -181,6 +226,9 @@ func TestAttestHostileAttachmentsRefusedByCosign(t *testing.T) {
 	refused(t, "a signature of another index", out, err, "invalid or missing digest in claim")
 	out, err = cosignVerifyAttestation(t, pub, ref)
 	refused(t, "an attestation about another index", out, err, "no matching subject digest found")
+	out = verifyRefused(t, "attachments of another index", pub, ref)
+	wantLine(t, out, "error", "signature: the key's signature names "+b.String())
+	wantLine(t, out, "error", "attestation: the key's attestation is about another subject")
 
 	refB := repo + "@" + b.String()
 	layers, _ := oci.ReadAttachment(ctx, r, b, oci.CosignAttestations)
@@ -192,6 +240,11 @@ func TestAttestHostileAttachmentsRefusedByCosign(t *testing.T) {
 	refused(t, "a tampered attestation", out, err, "accepted signatures do not match threshold")
 	if out, err := cosignVerify(t, pub, refB); err != nil {
 		t.Errorf("the untouched signature no longer verifies: %v\n%s", err, out)
+	}
+	out = verifyRefused(t, "a tampered attestation", pub, refB)
+	wantLine(t, out, "error", "key "+pub+": attestation: no signature by the key")
+	if strings.Contains(out, "key "+pub+": signature:") {
+		t.Errorf("verify refused the untouched signature:\n%s", out)
 	}
 }
 

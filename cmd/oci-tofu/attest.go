@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/lint"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -18,6 +19,27 @@ func attestKeyFlag() cli.Flag {
 		Usage:   "PEM private key `FILE` (ECDSA P-256, Ed25519, or cosign's encrypted key with COSIGN_PASSWORD) to sign the pushed index and attest what was verified, as cosign stores them (sha256-<hex>.sig/.att tags)",
 		EnvVars: []string{"OCI_TOFU_ATTEST_KEY"},
 	}
+}
+
+func attestPubFlag() cli.Flag {
+	return &cli.StringSliceFlag{
+		Name:    "attest-pub",
+		Usage:   "PEM public key `FILE` (cosign.pub; ECDSA P-256 or Ed25519) that must have signed and attested every artifact checked (repeatable: each key must have)",
+		EnvVars: []string{"OCI_TOFU_ATTEST_PUB"},
+	}
+}
+
+// attestPublicKeys loads each --attest-pub.
+func attestPublicKeys(c *cli.Context) ([]lint.AttestKey, error) {
+	var keys []lint.AttestKey
+	for _, f := range c.StringSlice("attest-pub") {
+		v, err := attest.LoadVerifier(f)
+		if err != nil {
+			return nil, fmt.Errorf("--attest-pub: %w", err)
+		}
+		keys = append(keys, lint.AttestKey{Name: f, Key: v})
+	}
+	return keys, nil
 }
 
 // attestSigner loads --attest-key, nil when it is not given.

@@ -25,9 +25,15 @@ Errors are what would make OpenTofu fail; the rest are warnings. Tags are read a
 OpenTofu's oci_mirror reads them: tags that are not versions (latest, v1.2.3) are
 ignored, so they and what they point to get warnings only; a tag like 1.2 is listed as
 version 1.2.0, and is an error only when there is no tag 1.2.0 for OpenTofu to resolve.
-Exit status 1 when anything would make OpenTofu fail.`,
+Exit status 1 when anything would make OpenTofu fail.
+
+With --attest-pub, every artifact checked must also carry a signature and an
+attestation by each key given, as push --attest-key writes them and as cosign
+verify and cosign verify-attestation check them; one missing or not verifying is
+an error (exit status 1).`,
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "skip-zips", Usage: "check manifests only; do not download zips"},
+			attestPubFlag(),
 		}, registryFlags()...), outputFlags()...),
 		Action: verify,
 	}
@@ -44,17 +50,22 @@ func verify(c *cli.Context) error {
 			return usageError(c, "%v", err)
 		}
 	}
+	keys, err := attestPublicKeys(c)
+	if err != nil {
+		return err
+	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err
 	}
 	rep := newReporter(c)
+	opts := lint.Options{SkipZips: c.Bool("skip-zips"), AttestKeys: keys}
 	var all []lint.Finding
 	for _, ref := range refs {
 		repo, err := client.OpenReadOnly(c.Context, ref)
 		var findings []lint.Finding
 		if err == nil {
-			findings, err = lint.Check(c.Context, repo, ref, lint.Options{SkipZips: c.Bool("skip-zips")})
+			findings, err = lint.Check(c.Context, repo, ref, opts)
 		}
 		if err != nil && !oci.IsContentProblem(err) {
 			// Not reaching the registry says nothing about the artifacts.
@@ -83,6 +94,9 @@ func verify(c *cli.Context) error {
 		}
 	}
 	if failed > 0 {
+		if len(keys) > 0 {
+			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", plural(failed, "problem")), 1)
+		}
 		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", plural(failed, "problem")), 1)
 	}
 	return nil

@@ -48,6 +48,9 @@ type Finding struct {
 type Options struct {
 	// SkipZips leaves the zips undownloaded: only manifests are checked.
 	SkipZips bool
+	// AttestKeys, when given, must each have signed every artifact
+	// checked and attested it, as cosign verifies (see attestations).
+	AttestKeys []AttestKey
 }
 
 // Check checks the artifact a reference names the way OpenTofu reads it
@@ -95,6 +98,9 @@ type checker struct {
 	// unread is set for a tag OpenTofu never reads: what it points to
 	// cannot make OpenTofu fail, so errors about it become warnings.
 	unread string
+	// predicateType is that of the attestation oci-tofu writes for the
+	// kind of artifact checked; empty for what it does not attest.
+	predicateType string
 }
 
 func (c *checker) add(sev Severity, format string, args ...any) {
@@ -143,7 +149,7 @@ func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Referen
 	if len(c.findings) == 0 {
 		c.add(SeverityOK, "%s passes every check", desc.Digest)
 	}
-	return c.findings, nil
+	return c.findings, c.attestations(desc.Digest)
 }
 
 // providerTag judges a tag as OpenTofu's oci_mirror reads the tags of a
@@ -178,6 +184,7 @@ func (c *checker) providerTag(tag string) error {
 }
 
 func (c *checker) provider(desc ocispec.Descriptor) error {
+	c.predicateType = release.ProviderPredicateType
 	pv, err := oci.ReadProviderIndex(c.ctx, c.repo, desc)
 	if err != nil {
 		return c.problem(err)
