@@ -63,7 +63,11 @@ func cosignVerify(t *testing.T, pub, ref string) (string, error) {
 }
 
 func cosignVerifyAttestation(t *testing.T, pub, ref string) (string, error) {
-	return cosign(t, "verify-attestation", "--key", pub, "--insecure-ignore-tlog=true", "--type", release.ProviderPredicateType, ref)
+	return cosignVerifyAttestationType(t, pub, ref, release.ProviderPredicateType)
+}
+
+func cosignVerifyAttestationType(t *testing.T, pub, ref, predicateType string) (string, error) {
+	return cosign(t, "verify-attestation", "--key", pub, "--insecure-ignore-tlog=true", "--type", predicateType, ref)
 }
 
 // refused requires cosign to have failed, saying why (want).

@@ -16,7 +16,7 @@ import (
 func attestKeyFlag() cli.Flag {
 	return &cli.StringFlag{
 		Name:    "attest-key",
-		Usage:   "PEM private key `FILE` (ECDSA P-256, Ed25519, or cosign's encrypted key with COSIGN_PASSWORD) to sign the pushed index and attest what was verified, as cosign stores them (sha256-<hex>.sig/.att tags)",
+		Usage:   "PEM private key `FILE` (ECDSA P-256, Ed25519, or cosign's encrypted key with COSIGN_PASSWORD) to sign what was pushed (the index or manifest the tag names) and attest what was verified, as cosign stores them (sha256-<hex>.sig/.att tags)",
 		EnvVars: []string{"OCI_TOFU_ATTEST_KEY"},
 	}
 }
@@ -51,8 +51,8 @@ func attestSigner(c *cli.Context) (*attest.Signer, error) {
 	return attest.LoadSigner(f, []byte(os.Getenv("COSIGN_PASSWORD")))
 }
 
-// attestPushed signs root and writes the attestation of predicate,
-// reporting the tags written.
+// attestPushed signs subject, just pushed to ref's repository, and writes
+// the attestation of predicate, reporting the tags written.
 func attestPushed(c *cli.Context, rep *reporter, repo oci.Repository, ref oci.Reference, subject digest.Digest, s *attest.Signer, predicateType string, predicate any) error {
 	a, err := attest.Attach(c.Context, repo, ref.Name(), subject, s, predicateType, predicate)
 	if err != nil {

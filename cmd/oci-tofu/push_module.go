@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/urfave/cli/v2"
 
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -39,6 +41,7 @@ OpenTofu (>= 1.10) installs the result with
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "allow-no-root", Usage: "accept a package without a .tf/.tofu file at its root (modules only in subdirectories)"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "always pack; do not consult or update the record of earlier packs (in the user cache directory)", EnvVars: []string{"OCI_TOFU_NO_CACHE"}},
+			attestKeyFlag(),
 		}, append(tagFlags(), registryFlags()...)...), outputFlags()...),
 		Action: pushModule,
 	}
@@ -54,6 +57,10 @@ func pushModule(c *cli.Context) error {
 		return err
 	}
 	tags, err := withAlsoTags(tag, c.StringSlice("also-tag"))
+	if err != nil {
+		return err
+	}
+	signer, err := attestSigner(c)
 	if err != nil {
 		return err
 	}
@@ -73,7 +80,21 @@ func pushModule(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if signer != nil {
+		if err := attestModule(c, rep, client, ref, pkg.Predicate(ref.Name(), tags, res.Root.Digest, attestTime(), version), res.Root.Digest, signer); err != nil {
+			return err
+		}
+	}
 	return reportModulePush(rep, ref, tags, pkg.Digest.String(), pkg.Size, pkg.Files, res)
+}
+
+// attestModule signs the pushed manifest and attests the package.
+func attestModule(c *cli.Context, rep *reporter, client *oci.Client, ref oci.Reference, pred *modulepkg.Predicate, root digest.Digest, signer *attest.Signer) error {
+	repo, err := client.Open(ref)
+	if err != nil {
+		return err
+	}
+	return attestPushed(c, rep, repo, ref, root, signer, modulepkg.PredicateType, pred)
 }
 
 // modulePackOptions are --allow-no-root and, unless --no-cache, the

@@ -24,6 +24,7 @@ once: other content under an existing version is refused, naming both digests,
 unless --replace. --also-tag writes pointers such as latest, which move to this push.`,
 		Flags: append(append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "key", Usage: "armored public key `FILE` instead of OpenTofu's (repeatable)", EnvVars: []string{"OCI_TOFU_TOFU_KEYS"}},
+			attestKeyFlag(),
 		}, append(tagFlags(), registryFlags()...)...), outputFlags()...),
 		Action: pushTofu,
 	}
@@ -38,6 +39,10 @@ func pushTofu(c *cli.Context) error {
 		return err
 	}
 	keys, err := tofuKeyrings(c.StringSlice("key"))
+	if err != nil {
+		return err
+	}
+	signer, err := attestSigner(c)
 	if err != nil {
 		return err
 	}
@@ -64,6 +69,12 @@ func pushTofu(c *cli.Context) error {
 	res, err := rel.Push(c.Context, repo, pushOptions(c, rep), also...)
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag was not written)", ref.Name(), err)
+	}
+	if signer != nil {
+		pred := rel.Predicate(ref.Name(), attestTime(), version)
+		if err := attestPushed(c, rep, repo, ref, res.Root.Digest, signer, release.TofuPredicateType, pred); err != nil {
+			return err
+		}
 	}
 	files := make([]string, len(rel.Files))
 	for i, f := range rel.Files {

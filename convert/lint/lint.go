@@ -308,6 +308,7 @@ func (c *checker) manifest(desc ocispec.Descriptor, tag string) error {
 }
 
 func (c *checker) module(desc ocispec.Descriptor, body []byte) error {
+	c.predicateType = modulepkg.PredicateType
 	z, err := oci.ParseModule(desc, body)
 	if err != nil {
 		return c.problem(err)
@@ -340,6 +341,7 @@ func (c *checker) module(desc ocispec.Descriptor, body []byte) error {
 // file it lists is a layer of that name, digest and size, and (unless
 // SkipZips) every layer's content matches its digest.
 func (c *checker) tofuRelease(desc ocispec.Descriptor, body []byte) error {
+	c.predicateType = release.TofuPredicateType
 	cfg, layers, err := oci.ReadTofuReleaseBody(c.ctx, c.repo, desc, body)
 	if err != nil {
 		return c.problem(err)

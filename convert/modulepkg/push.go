@@ -43,6 +43,8 @@ type Package struct {
 	Digest digest.Digest
 	Size   int64
 	Files  int
+	// Tree is the directory's content digest (HashTree); empty for a zip.
+	Tree digest.Digest
 
 	zip  *Zip               // nil when Unchanged
 	root ocispec.Descriptor // the module's manifest, when Unchanged
@@ -78,7 +80,7 @@ func Prepare(ctx context.Context, source string, target Target, opts Options) (*
 }
 
 func packageOf(source string, how How, z *Zip) *Package {
-	return &Package{Source: source, How: how, Digest: z.Digest, Size: z.Size, Files: len(z.Files), zip: z}
+	return &Package{Source: source, How: how, Digest: z.Digest, Size: z.Size, Files: len(z.Files), Tree: z.Tree, zip: z}
 }
 
 // unchanged is the Unchanged package of dir when its tree is in the cache
@@ -97,7 +99,7 @@ func unchanged(ctx context.Context, dir string, target Target, opts Options) (*P
 	if !held {
 		return nil, nil
 	}
-	return &Package{Source: dir, How: Unchanged, Digest: zd, Size: size, Files: len(files), root: root}, nil
+	return &Package{Source: dir, How: Unchanged, Digest: zd, Size: size, Files: len(files), Tree: tree, root: root}, nil
 }
 
 // heldByAllTags reports whether every target tag holds the module built

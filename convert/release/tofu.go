@@ -34,6 +34,9 @@ type Tofu struct {
 	Version string
 	Files   []TofuFile
 	KeyID   string
+	// KeyFingerprint is the full fingerprint (upper-case hex) of the
+	// primary key whose id is KeyID.
+	KeyFingerprint string
 }
 
 // TofuFile is one verified file of a release.
@@ -65,11 +68,11 @@ func ReadTofu(ctx context.Context, dir string, keys []*pgp.Keyring) (*Tofu, erro
 		return nil, err
 	}
 	sumsName := names.TofuSHA256SUMSName(version)
-	sums, sig, keyID, err := readSignedTofuSums(ctx, dir, sumsName, keys)
+	sums, sig, v, err := readSignedTofuSums(ctx, dir, sumsName, keys)
 	if err != nil {
 		return nil, err
 	}
-	rel := &Tofu{Version: version, KeyID: keyID}
+	rel := &Tofu{Version: version, KeyID: v.KeyID, KeyFingerprint: primaryFingerprint(v.Keyring, v.KeyID)}
 	listed, err := rel.collectFiles(dir, entries, sumsName, map[string][]byte{sumsName: sums, sumsName + ".gpgsig": sig})
 	if err != nil {
 		return nil, err
@@ -103,21 +106,21 @@ func tofuReleaseVersion(dir string, entries []os.DirEntry) (string, error) {
 }
 
 // readSignedTofuSums reads SHA256SUMS and verifies its .gpgsig as the
-// TofuDL client does, returning both files and the key that signed it.
-func readSignedTofuSums(ctx context.Context, dir, sumsName string, keys []*pgp.Keyring) (sums, sig []byte, keyID string, err error) {
+// TofuDL client does, returning both files and what verified it.
+func readSignedTofuSums(ctx context.Context, dir, sumsName string, keys []*pgp.Keyring) (sums, sig []byte, v *pgp.Verified, err error) {
 	sums, err = localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName), oci.MaxSmallFile)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, nil, err
 	}
 	sig, err = localfile.ReadBoundedContext(ctx, filepath.Join(dir, sumsName+".gpgsig"), oci.MaxSmallFile)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("the release must be signed: %w", err)
+		return nil, nil, nil, fmt.Errorf("the release must be signed: %w", err)
 	}
-	v, err := pgp.VerifyTofuDL(sums, sig, keys)
+	v, err = pgp.VerifyTofuDL(sums, sig, keys)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("%s.gpgsig: %w", sumsName, err)
+		return nil, nil, nil, fmt.Errorf("%s.gpgsig: %w", sumsName, err)
 	}
-	return sums, sig, v.KeyID, nil
+	return sums, sig, v, nil
 }
 
 // collectFiles takes every file of the directory: SHA256SUMS and its
