@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -137,4 +138,43 @@ func fileSHA256(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+// push mirror --attest-key attests each provider version it imports
+// (predicate provider-release/v1, signature "unsigned": a providers mirror
+// directory has no SHA256SUMS), also when it is up to date.
+func TestAttestPushMirrorVerifiedByCosign(t *testing.T) {
+	origin := startHelloOrigin(t)
+	reg := testenv.StartRegistry(t)
+	key, pub := ecdsaKeyPair(t)
+	mirrorDir := tofuProvidersMirror(t, origin, "1.0.0", "linux_amd64")
+	tpl := reg.Host + "/providers/${namespace}/${type}"
+	mustRun(t, "push", "mirror", "--provider-template", tpl, mirrorDir)
+	repo := reg.Host + "/providers/test/hello"
+	// Pushed before without a key: verify --attest-pub refuses it until
+	// the up-to-date re-import attests it.
+	verifyRefused(t, "not attested yet", pub, repo)
+	out := mustRun(t, "push", "mirror", "--provider-template", tpl, "--attest-key", key, mirrorDir)
+	if !strings.Contains(out, "up to date") || !strings.Contains(out, "attested it") {
+		t.Errorf("re-import with --attest-key: %s", out)
+	}
+	d := resolveDigest(t, reg, "providers/test/hello", "1.0.0")
+	ref := repo + "@" + d
+	var p release.ProviderPredicate
+	if got := attested(t, pub, ref, release.ProviderPredicateType, &p); got != d {
+		t.Errorf("subject %s, want %s", got, d)
+	}
+	if p.Type != "hello" || p.Version != "1.0.0" || p.Signature != "unsigned" || p.SHA256SUMS != nil || len(p.Platforms) != 1 || !strings.HasPrefix(p.Platforms["linux_amd64"].H1, "h1:") {
+		t.Errorf("predicate %+v", p)
+	}
+	attestRefusals(t, pub, ref, release.ProviderPredicateType)
+}
+
+func resolveDigest(t *testing.T, reg *testenv.Registry, name, tag string) string {
+	t.Helper()
+	desc, err := registryRepo(t, reg, name).Resolve(context.Background(), tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return desc.Digest.String()
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/providerdir"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -22,6 +23,7 @@ to the repository the template names. Everything is verified before anything is 
 		Flags: append([]cli.Flag{
 			providerTemplateFlag(),
 			replaceFlag(),
+			attestKeyFlag(),
 		}, append(registryFlags(), outputFlags()...)...),
 		Action: pushMirror,
 	}
@@ -32,6 +34,10 @@ func pushMirror(c *cli.Context) error {
 		return err
 	}
 	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
+	if err != nil {
+		return err
+	}
+	signer, err := attestSigner(c)
 	if err != nil {
 		return err
 	}
@@ -68,6 +74,11 @@ func pushMirror(c *cli.Context) error {
 		res, err := r.Release.Push(c.Context, repo, oci.PushOptions{Replace: c.Bool("replace")})
 		if err != nil {
 			return fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, refs[i], err)
+		}
+		if signer != nil {
+			if err := attestProvider(c, rep, repo, refs[i], r.Release, res, release.Options{}, signer); err != nil {
+				return err
+			}
 		}
 		tagged := refs[i].WithReference(res.Root.Digest.String())
 		rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
