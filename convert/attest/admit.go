@@ -26,8 +26,11 @@ func VerifyAttestation(ctx context.Context, repo oci.ReadOnlyRepository, subject
 	}
 	atts, err := oci.ReadAttachment(ctx, repo, subject, oci.CosignAttestations)
 	if err != nil {
-		if oci.IsContentProblem(err) {
+		switch oci.Classify(err) {
+		case oci.FailureInvalid: // our own checks' words (too many layers, a layer too large)
 			return nil, fmt.Errorf("attestation: %w", err), nil
+		case oci.FailureCorrupt, oci.FailureNotFound: // the registry's words may name its hosts
+			return nil, fmt.Errorf("attestation: %s cannot be read intact (%s)", oci.AttachmentTag(subject, oci.CosignAttestations), oci.Classify(err)), nil
 		}
 		return nil, nil, err
 	}

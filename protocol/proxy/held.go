@@ -87,6 +87,9 @@ func (h *heldProviders) release(ctx context.Context, p names.Provider, v names.V
 	if err != nil {
 		return nil, markNotHeld(missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v)))
 	}
+	if err := h.admit(ctx, repo, p, v, pv.Index.Digest); err != nil { // admission.go
+		return nil, err
+	}
 	return &release{repo: repo, p: p, v: v, pv: pv}, nil
 }
 
@@ -100,6 +103,9 @@ func (h *heldProviders) releaseAt(ctx context.Context, p names.Provider, v names
 	pv, err := repo.ProviderVersionAt(ctx, v, index)
 	if err != nil {
 		return nil, missing(err, "provider "+p.String(), "provider %s has no release with index %s", p, index)
+	}
+	if err := h.admit(ctx, repo, p, v, index); err != nil {
+		return nil, err
 	}
 	return &release{repo: repo, p: p, v: v, pv: pv}, nil
 }
@@ -195,18 +201,27 @@ func (h *heldProviders) archiveRef(rel *release, file string) string {
 // canonical tag exists. A version OpenTofu's oci_mirror would list from a
 // non-canonical tag alone ("1.2") is left out, as it is from /versions:
 // listing it would make every client that picks it fail; `oci-tofu
-// verify` reports such tags.
+// verify` reports such tags. With an admission policy, versions it does
+// not admit are left out too (their indexes and attestations are read).
 func (h *heldProviders) networkMirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
-	_, l, err := h.listing(ctx, p)
+	repo, l, err := h.listing(ctx, p)
 	if err != nil {
 		return nil, l.At, err
 	}
-	index := wire.MirrorIndex{Versions: make(map[string]struct{}, len(l.Versions))}
+	resolvable := make([]names.Version, 0, len(l.Versions))
 	for _, v := range l.Versions {
 		if tag, bad := l.Unresolvable[v.String()]; bad {
 			h.log.Warn("version left out: its only tag is not the one OpenTofu resolves", "provider", p.String(), "version", v.String(), "tag", tag)
 			continue
 		}
+		resolvable = append(resolvable, v)
+	}
+	admitted, err := h.admittedVersions(ctx, repo, p, resolvable) // admission.go
+	if err != nil {
+		return nil, l.At, err
+	}
+	index := wire.MirrorIndex{Versions: make(map[string]struct{}, len(admitted))}
+	for _, v := range admitted {
 		index.Versions[v.String()] = struct{}{}
 	}
 	h.seen.providerListed(p.String(), viaMirror, l.Versions)

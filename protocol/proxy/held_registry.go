@@ -81,6 +81,12 @@ func (h *heldProviders) listedVersion(ctx context.Context, shown string, repo *s
 	if err != nil {
 		return nil, skipReason(v, err), keepFatal(err)
 	}
+	if err := repo.Admitted(ctx, store.KindProvider, pv.Index.Digest); err != nil { // admission.go
+		if r, ok := store.Refused(err); ok {
+			return nil, refusedWarning(v, r), nil
+		}
+		return nil, skipReason(v, err), keepFatal(err)
+	}
 	sum, known, err := repo.Summary(ctx, pv)
 	if err != nil {
 		return nil, skipReason(v, err), keepFatal(err)
