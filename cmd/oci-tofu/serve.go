@@ -84,7 +84,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
-		}, append(pullThroughFlags(), registryFlags()...)...),
+		}, append(append(pullThroughFlags(), requireAttestationFlag()), registryFlags()...)...),
 		Action: serve,
 	}
 }
@@ -121,7 +121,9 @@ func serve(c *cli.Context) error {
 	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", c.String("provider-template"),
 		"module_template", c.String("module-template"), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
-		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"))
+		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"),
+		"require_attestation_keys", len(opts.RequireAttestation))
+	warnUnattestedKinds(opts, logger) // serve_attest.go
 	go probeRegistries(c.Context, srv.Client(), opts, logger)
 	return serveUntilStopped(c, srv, ln, logger)
 }
@@ -213,6 +215,9 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 		return proxy.Options{}, err
 	}
 	if err := readServeSecrets(c, &opts); err != nil {
+		return proxy.Options{}, err
+	}
+	if err := readRequireAttestation(c, &opts); err != nil { // serve_attest.go
 		return proxy.Options{}, err
 	}
 	return opts, nil

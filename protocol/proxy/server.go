@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -99,6 +100,12 @@ type Options struct {
 	// PullThrough, when set, fetches what the registry does not hold from
 	// allow-listed origins, verifies it, stores it and serves it.
 	PullThrough *pullthrough.Options
+	// RequireAttestation, when set, serves only provider releases whose
+	// index has an attestation (release.ProviderPredicateType, cosign's
+	// tag schema) verifying with one of these keys; the others do not
+	// exist for clients (admission.go). It cannot be combined with
+	// PullThrough, which stores releases without attestations.
+	RequireAttestation []*attest.Verifier
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -190,6 +197,9 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	if opts.TofuRepository != nil && opts.TofuRepository.Reference != "" {
 		return opts, nil, errors.New("proxy.New: TofuRepository must name a repository without a tag or digest")
 	}
+	if len(opts.RequireAttestation) > 0 && opts.PullThrough != nil {
+		return opts, nil, errors.New("proxy.New: pull-through stores releases without attestations, so it cannot serve only attested releases: configure one of PullThrough and RequireAttestation, not both")
+	}
 	mappings, err := store.CheckMappings(opts.ProviderMappings)
 	if err != nil {
 		return opts, nil, err
@@ -245,6 +255,9 @@ func (s *Server) connect() error {
 	s.client = client
 	so := s.opts.Store
 	so.Client, so.CacheBytes, so.Observe, so.Logger = client, budgetOf(s.opts).store, s.metrics.observeCache, s.log
+	if len(s.opts.RequireAttestation) > 0 {
+		so.Admit = requireAttestation(s.opts.RequireAttestation) // admission.go
+	}
 	s.store = store.New(so)
 	return nil
 }

@@ -54,6 +54,10 @@ type Options struct {
 	// DeniedAsMissing lists registry hosts (or "*") that report a missing
 	// repository as 401/403 (GHCR): such answers then mean "not found".
 	DeniedAsMissing []string
+	// Admit, when set, is the admission policy: a root it refuses is not
+	// served (Repo.Admitted). The proxy sets it from its
+	// RequireAttestation.
+	Admit Admit
 	// Observe is told each cache lookup's result (metrics).
 	Observe func(cache, result string)
 	Logger  *slog.Logger
@@ -71,6 +75,7 @@ type Store struct {
 	provenance *cache.Cache[*Provenance]
 	modules    *cache.Cache[ocispec.Descriptor]
 	tofu       *cache.Cache[*TofuRelease]
+	admissions *cache.Cache[admission]
 }
 
 // New makes a Store.
@@ -80,8 +85,12 @@ func New(opts Options) *Store {
 		return cache.Options{Name: name, TTL: ttl, MaxStale: max(stale, 0), FailureTTL: opts.FailureTTL,
 			MaxEntries: opts.CacheEntries, EntryCost: EntryCost, Timeout: opts.Timeout, Observe: opts.Observe}
 	}
+	shares := cacheShares
+	if opts.Admit != nil {
+		shares = admitShares
+	}
 	share := func(o cache.Options) cache.Options {
-		o.MaxCost = max(opts.CacheBytes*cacheShares[o.Name]/100, 1)
+		o.MaxCost = max(opts.CacheBytes*shares[o.Name]/100, 1)
 		return o
 	}
 	byDigest := func(name string) cache.Options { return share(ttl(name, 0, 0)) }
@@ -95,6 +104,7 @@ func New(opts Options) *Store {
 		provenance: cache.New[*Provenance](byDigest("provenance")),
 		modules:    cache.New[ocispec.Descriptor](byDigest("module_manifests")),
 		tofu:       cache.New[*TofuRelease](byDigest("tofu_releases")),
+		admissions: cache.New[admission](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))),
 	}
 }
 
@@ -105,7 +115,7 @@ const EntryCost = 320
 // CacheCost is about the bytes the store's caches hold (what their costs
 // add up to; the repositories cache, bounded by entries only, aside).
 func (s *Store) CacheCost() int64 {
-	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost()
+	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.admissions.Cost()
 }
 
 // stringsCost is about the memory a slice of strings takes.
@@ -123,6 +133,13 @@ func stringsCost(list []string) int64 {
 var cacheShares = map[string]int64{
 	"resolve": 50, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
+}
+
+// admitShares are cacheShares with an admission policy: its verdicts
+// (a few dozen bytes each, one per version) take 2 of resolve's 50.
+var admitShares = map[string]int64{
+	"resolve": 48, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 2,
 }
 
 // disabledOr reads a duration option: 0 is the default, negative turns the

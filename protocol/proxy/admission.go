@@ -1,0 +1,97 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// Admission (Options.RequireAttestation): a release is served only when
+// its root has an attestation of its kind's predicate type verifying with
+// one of the configured keys. The rule lives in the store (Repo.Admitted,
+// verdicts cached by digest) and is asked where the held sources read
+// releases, so no handler knows of it. Only providers are attested by
+// `push` today; the module and OpenTofu release sources plug in by naming
+// their kind here and asking Repo.Admitted where they read a release.
+
+// attestedKinds are the predicate types an attestation must have, by the
+// kind of root it is about.
+var attestedKinds = map[string]string{
+	store.KindProvider: pubrelease.ProviderPredicateType,
+}
+
+// requireAttestation is the store's admission policy for keys: the .att
+// attachment beside the root is read once (bounded: oci.ReadAttachment)
+// and checked with every key.
+func requireAttestation(keys []*attest.Verifier) store.Admit {
+	return func(ctx context.Context, repo oci.ReadOnlyRepository, kind string, subject digest.Digest) (error, error) {
+		pt, ok := attestedKinds[kind]
+		if !ok {
+			return fmt.Errorf("no attestation is defined for a %s", kind), nil
+		}
+		_, refusal, err := attest.VerifyAttestation(ctx, repo, subject, keys, pt)
+		return refusal, err
+	}
+}
+
+// notAttested is what clients are told of a release the policy refuses:
+// for them it does not exist.
+const notAttested = "no attestation verifying with the configured keys"
+
+// admit refuses a provider release that is not admitted: 404 naming why.
+func (h *heldProviders) admit(ctx context.Context, repo *store.Repo, p names.Provider, v names.Version, index digest.Digest) error {
+	err := repo.Admitted(ctx, store.KindProvider, index)
+	if r, ok := store.Refused(err); ok {
+		return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("provider %s %s is not served: %s (%s)", p, v, notAttested, r.Reason), err: err}
+	}
+	return missing(err, "provider "+p.String(), "provider %s has no version %s", p, v)
+}
+
+// refusedWarning is the versions document's word on a version left out.
+func refusedWarning(v names.Version, r *store.Refusal) string {
+	return fmt.Sprintf("%s is left out: %s (%s)", v, notAttested, r.Reason)
+}
+
+// admittedVersions are the versions of a listing whose release is
+// admitted; without a policy, all of them, with nothing read. Each
+// version's index and attestation are read (cached by digest), at most
+// the store's concurrency at once.
+func (h *heldProviders) admittedVersions(ctx context.Context, repo *store.Repo, p names.Provider, versions []names.Version) ([]names.Version, error) {
+	if len(h.opts.RequireAttestation) == 0 {
+		return versions, nil
+	}
+	keep := make([]bool, len(versions))
+	err := h.store.EachVersion(ctx, versions, func(ctx context.Context, i int, v names.Version) error {
+		pv, err := repo.ProviderVersion(ctx, v)
+		if err == nil {
+			err = repo.Admitted(ctx, store.KindProvider, pv.Index.Digest)
+		}
+		if r, ok := store.Refused(err); ok {
+			h.log.Info("version left out: not admitted", "provider", p.String(), "version", v.String(), "reason", r.Reason)
+			return nil
+		}
+		if err != nil {
+			return keepFatal(err)
+		}
+		keep[i] = true // each index by one goroutine
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []names.Version
+	for i, v := range versions {
+		if keep[i] {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}

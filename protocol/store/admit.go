@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// Admit is an admission policy (Options.Admit): it says whether the root
+// subject (a provider index, …) of a kind ("provider") held in repo may be
+// served. refusal is nil when it may and says why not otherwise (content
+// the policy cannot accept, however hostile, is a refusal); err is for
+// failing to read the registry. It must do bounded work.
+type Admit func(ctx context.Context, repo oci.ReadOnlyRepository, kind string, subject digest.Digest) (refusal, err error)
+
+// Kinds of roots the proxy asks Admit about.
+const (
+	KindProvider = "provider"
+)
+
+// Refusal is what Admitted returns for a root the policy refuses.
+type Refusal struct {
+	Repo    string
+	Kind    string
+	Subject digest.Digest
+	Reason  string
+}
+
+func (e *Refusal) Error() string {
+	return fmt.Sprintf("%s: the %s %s is not admitted: %s", e.Repo, e.Kind, e.Subject, e.Reason)
+}
+
+// Refused reports whether err is a policy's refusal, and returns it.
+func Refused(err error) (*Refusal, bool) {
+	var r *Refusal
+	ok := errors.As(err, &r)
+	return r, ok
+}
+
+// maxReason bounds the refusal reason kept (and shown to clients): it can
+// quote what a hostile attachment holds.
+const maxReason = 512
+
+// admission is a policy's verdict, cached.
+type admission struct {
+	refused bool
+	reason  string
+}
+
+// Admitted asks Options.Admit whether the root subject of a kind may be
+// served: nil when it may, or when there is no policy (then nothing is
+// read); a *Refusal when not; a classified *Error when the registry fails.
+// Verdicts are cached by digest for ResolveTTL (revalidated in the
+// background within MaxStale), so an attestation written or withdrawn
+// later is seen within it; failures for FailureTTL.
+func (r *Repo) Admitted(ctx context.Context, kind string, subject digest.Digest) error {
+	admit := r.s.opts.Admit
+	if admit == nil {
+		return nil
+	}
+	repo, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := r.s.admissions.Get(ctx, kind+" "+r.name+"@"+subject.String(), func(ctx context.Context) (admission, int64, error) {
+		refusal, err := admit(ctx, repo, kind, subject)
+		if err != nil || refusal == nil {
+			return admission{}, 64, err
+		}
+		reason := refusal.Error()
+		if len(reason) > maxReason {
+			reason = reason[:maxReason] + "…"
+		}
+		return admission{refused: true, reason: reason}, 64 + int64(len(reason)), nil
+	})
+	if err != nil {
+		return r.fail(err, "reading the "+kind+"'s attestation")
+	}
+	if res.Val.refused {
+		return &Refusal{Repo: r.name, Kind: kind, Subject: subject, Reason: res.Val.reason}
+	}
+	return nil
+}
