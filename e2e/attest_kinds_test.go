@@ -27,22 +27,7 @@ func attested(t *testing.T, pub, ref, predicateType string, pred any) string {
 	if err != nil {
 		t.Fatalf("cosign verify-attestation --type %s: %v\n%s", predicateType, err, out)
 	}
-	line := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
-	var env struct{ Payload string }
-	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &env); err != nil {
-		t.Fatalf("cosign output: %v\n%s", err, out)
-	}
-	body, _ := base64.StdEncoding.DecodeString(env.Payload)
-	var st struct {
-		Subject []struct {
-			Digest map[string]string
-		}
-		PredicateType string
-		Predicate     json.RawMessage
-	}
-	if err := json.Unmarshal(body, &st); err != nil || len(st.Subject) != 1 {
-		t.Fatalf("statement %s: %v", body, err)
-	}
+	st := attestedStatement(t, out)
 	if st.PredicateType != predicateType {
 		t.Errorf("predicate type %s, want %s", st.PredicateType, predicateType)
 	}
@@ -50,6 +35,33 @@ func attested(t *testing.T, pub, ref, predicateType string, pred any) string {
 		t.Fatal(err)
 	}
 	return "sha256:" + st.Subject[0].Digest["sha256"]
+}
+
+// statement is the in-toto Statement cosign verify-attestation prints.
+type statement struct {
+	Subject []struct {
+		Digest map[string]string
+	}
+	PredicateType string
+	Predicate     json.RawMessage
+}
+
+// attestedStatement reads cosign verify-attestation's output (one JSON
+// envelope a line) and decodes the last envelope's statement, which must
+// have one subject.
+func attestedStatement(t *testing.T, out string) statement {
+	t.Helper()
+	line := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
+	var env struct{ Payload string }
+	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &env); err != nil {
+		t.Fatalf("cosign output: %v\n%s", err, out)
+	}
+	body, _ := base64.StdEncoding.DecodeString(env.Payload)
+	var st statement
+	if err := json.Unmarshal(body, &st); err != nil || len(st.Subject) != 1 {
+		t.Fatalf("statement %s: %v", body, err)
+	}
+	return st
 }
 
 // attestRefusals requires cosign to refuse another key and another

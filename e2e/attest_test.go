@@ -177,23 +177,11 @@ func wantLine(t *testing.T, out, sev, want string) {
 // envelope a line) and checks the statement's subject and predicate.
 func checkPredicate(t *testing.T, out, d string) {
 	t.Helper()
-	line := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
-	var env struct{ Payload string }
-	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &env); err != nil {
-		t.Fatalf("cosign output: %v\n%s", err, out)
-	}
-	body, _ := base64.StdEncoding.DecodeString(env.Payload)
-	var st struct {
-		Subject []struct {
-			Digest map[string]string
-		}
-		PredicateType string
-		Predicate     release.ProviderPredicate
-	}
-	if err := json.Unmarshal(body, &st); err != nil {
+	st := attestedStatement(t, out)
+	var p release.ProviderPredicate
+	if err := json.Unmarshal(st.Predicate, &p); err != nil {
 		t.Fatal(err)
 	}
-	p := st.Predicate
 	switch {
 	case "sha256:"+st.Subject[0].Digest["sha256"] != d:
 		t.Errorf("subject %v, want %s", st.Subject, d)
