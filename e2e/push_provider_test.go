@@ -189,7 +189,7 @@ func TestPushProviderRefusesBadReleases(t *testing.T) {
 		{"missing SHA256SUMS line", "not listed in", gpgKey, func(dir string) {
 			copyFile(t, filepath.Join(dir, "terraform-provider-hello_1.0.0_linux_amd64.zip"), filepath.Join(dir, "terraform-provider-hello_1.0.0_freebsd_amd64.zip"))
 		}},
-		{"missing platform", "missing platform", gpgKey, func(dir string) {
+		{"missing platform", "use --platform to push only the platforms", gpgKey, func(dir string) {
 			os.Remove(filepath.Join(dir, "terraform-provider-hello_1.0.0_darwin_arm64.zip"))
 		}},
 		{"two versions", "more than one provider release", gpgKey, func(dir string) {

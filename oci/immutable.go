@@ -57,6 +57,6 @@ func (t Tags) Conflicts(replace bool) bool {
 func IsVersionTag(tag string) bool { return names.CanonicalTag(tag) }
 
 func versionExists(tag string, held, root digest.Digest) error {
-	return fmt.Errorf("%w: %s already holds different content (%s; this push is %s): a version is written once, so publish the change as a new version, or pass --replace to overwrite it if no one has installed %s",
-		ErrVersionExists, tag, held, root, tag)
+	return fmt.Errorf("%w: %s already holds different content (%s; this push is %s): a version is written once, so publish the change as a new version",
+		ErrVersionExists, tag, held, root)
 }

@@ -7,7 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -61,6 +63,9 @@ func hint(err error, hc hintContext) string {
 	var mp *oci.MissingPlaceholderError
 	if errors.As(err, &mp) && mp.Used == 0 {
 		return "the template has no ${…} left: a shell replaces them (with nothing) inside double quotes; put the template in single quotes ('…/${namespace}/…')"
+	}
+	if h := flagHint(err); h != "" {
+		return h
 	}
 	if errors.Is(err, pgp.ErrWrongKey) {
 		return "the release was signed with another key: pass the publisher's public key with --key (`gpg --list-packets FILE.sig` shows the key ID it wants)"
@@ -122,4 +127,24 @@ func registryHost(err error) string {
 		return m[1]
 	}
 	return "HOST"
+}
+
+// flagHint names the flag that changes the outcome of a refusal the
+// library explains without naming flags.
+func flagHint(err error) string {
+	switch {
+	case errors.Is(err, oci.ErrVersionExists):
+		return "to overwrite the version anyway, pass --replace — only if no one has installed it: lock files pin its hashes"
+	case errors.Is(err, pgp.ErrNoKey):
+		return "give the publisher's public key with --key, or --unsigned to push an in-house build without a signature check"
+	case errors.Is(err, release.ErrNotSigned):
+		return "give --sign-key to sign it (SHA256SUMS is created when missing), or --unsigned for an in-house build"
+	case errors.Is(err, release.ErrMissingPlatform):
+		return "use --platform to push only the platforms the directory holds"
+	case errors.Is(err, pgp.ErrExpired):
+		return "the key or signature expired and expiry is enforced; without --enforce-gpg-expiration (and " + pgp.EnforceExpirationEnv + ") it is accepted with a warning, as OpenTofu 1.12 does"
+	case errors.Is(err, modulepkg.ErrNoRootModule):
+		return "pass --allow-no-root for a package whose modules are all in subdirectories"
+	}
+	return ""
 }

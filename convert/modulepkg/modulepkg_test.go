@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -403,7 +404,7 @@ func TestPackModuleRoot(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"modules/a/main.tf": "", "README.md": "", ".tf": ""})
 	_, err := Write(context.Background(), io.Discard, dir, Options{})
-	if err == nil || !strings.Contains(err.Error(), "--allow-no-root") {
+	if err == nil || !errors.Is(err, ErrNoRootModule) {
 		t.Fatalf("no root module: %v", err)
 	}
 	if _, err := Write(context.Background(), io.Discard, dir, Options{AllowNoRoot: true}); err != nil {
@@ -564,7 +565,7 @@ func TestOpenModuleZip(t *testing.T) {
 	}
 
 	noRoot := craftZip(t, entry{name: "sub/a.tf"})
-	if _, err := OpenZip(noRoot, false); err == nil || !strings.Contains(err.Error(), "--allow-no-root") {
+	if _, err := OpenZip(noRoot, false); err == nil || !errors.Is(err, ErrNoRootModule) {
 		t.Fatalf("no root: %v", err)
 	}
 	notZip := filepath.Join(t.TempDir(), "x.zip")

@@ -27,6 +27,10 @@ var RootSuffixes = []string{".tf", ".tofu", ".tf.json", ".tofu.json"}
 // IgnoreFileName is read from a module's root for extra exclusions.
 const IgnoreFileName = ".terraformignore"
 
+// ErrNoRootModule is returned for a package without a module at its root
+// when none was allowed.
+var ErrNoRootModule = errors.New("it is not a module (its modules may all be in subdirectories, used as //subdir)")
+
 // checkModuleRoot refuses an empty package, and one without a configuration
 // file at its root unless allowNoRoot.
 func checkModuleRoot(names []string, allowNoRoot bool) error {
@@ -46,8 +50,7 @@ func checkModuleRoot(names []string, allowNoRoot bool) error {
 			}
 		}
 	}
-	return fmt.Errorf("no %s file at the package root, so it is not a module; pass --allow-no-root for a package whose modules are all in subdirectories (used as //subdir)",
-		strings.Join(RootSuffixes, ", "))
+	return fmt.Errorf("no %s file at the package root, so %w", strings.Join(RootSuffixes, ", "), ErrNoRootModule)
 }
 
 // alwaysExcluded reports names left out whatever .terraformignore says.

@@ -42,6 +42,9 @@ type Policy struct {
 // release OpenTofu would refuse from its origin.
 var ErrArmoredSignature = errors.New("the signature is ASCII-armored, and OpenTofu reads only binary signatures: it refuses such a release (\"openpgp: invalid data: tag byte does not have MSB set\"); publish the binary form, made with `gpg --detach-sign` without --armor, or converted with `gpg --dearmor < FILE.sig > FILE.sig.bin`")
 
+// ErrNoKey is the error for a signature checked without any public key.
+var ErrNoKey = errors.New("no public key to verify the signature with")
+
 // ErrExpired is the error for expired keys, subkeys and signatures when
 // expiry is enforced.
 var ErrExpired = errors.New("expiry is enforced")
@@ -67,7 +70,7 @@ func VerifyDetached(data, sig []byte, keyrings []*Keyring) (*Verified, error) {
 // outright, unless p.EnforceExpiration.
 func (p Policy) Verify(data, sig []byte, keyrings []*Keyring) (v *Verified, err error) {
 	if len(keyrings) == 0 {
-		return nil, errors.New("no public key to verify the signature with (give --key, or --unsigned for an in-house build)")
+		return nil, ErrNoKey
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -97,7 +100,7 @@ func (p Policy) Verify(data, sig []byte, keyrings []*Keyring) (v *Verified, err 
 		return nil, fmt.Errorf("signature does not verify: %w: %s", ErrWrongKey, strings.Join(tried, "; "))
 	}
 	if p.EnforceExpiration {
-		return nil, fmt.Errorf("%s: refused because %w (--enforce-gpg-expiration or %s=true), as OpenTofu then refuses it too", expired.Expired, ErrExpired, EnforceExpirationEnv)
+		return nil, fmt.Errorf("%s: refused because %w (as OpenTofu does with %s=true)", expired.Expired, ErrExpired, EnforceExpirationEnv)
 	}
 	expired.Warnings = []string{expired.Expired + `: OpenTofu 1.12 installs it with a warning ("gpg key expired, this will fail in future versions of OpenTofu") and refuses it when ` + EnforceExpirationEnv + "=true"}
 	return expired, nil

@@ -264,11 +264,11 @@ func (rel *Provider) verifySignature(ctx context.Context, rf *releaseFiles, opts
 	case opts.Signer != nil || opts.Unsigned:
 		return nil // signed later, once SHA256SUMS is known; or accepted unsigned
 	case sigName != "":
-		return fmt.Errorf("%s is signed but no --key was given to verify it (or pass --unsigned to skip the check)", rf.sums)
+		return fmt.Errorf("%s is signed: %w", rf.sums, pgp.ErrNoKey)
 	case rf.sums != "":
-		return fmt.Errorf("%s has no signature (%s.sig): give --sign-key to sign it, or --unsigned for an in-house build", rf.sums, rf.sums)
+		return fmt.Errorf("%s %w (no %s.sig)", rf.sums, ErrNotSigned, rf.sums)
 	default:
-		return fmt.Errorf("%s has no %s: give --sign-key to create and sign one, or --unsigned for an in-house build", rf.dir, sumsName)
+		return fmt.Errorf("%s has no %s: %w", rf.dir, sumsName, ErrNotSigned)
 	}
 }
 
@@ -281,7 +281,7 @@ func (rf *releaseFiles) checkNoneMissing(sums *sha256sums.File) error {
 			continue
 		}
 		if _, ok := rf.zips[f.Platform]; !ok {
-			return fmt.Errorf("%s lists %s, but %s has no such file (missing platform; use --platform to push a subset)", rf.sums, name, rf.dir)
+			return fmt.Errorf("%s lists %s, but %s has no such file: %w", rf.sums, name, rf.dir, ErrMissingPlatform)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package release_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,7 @@ func TestReadProviderReleasePlatformFilter(t *testing.T) {
 	keys := []*pgp.Keyring{mustKeyring(t, "gpg-signer.asc")}
 	dir := copyRelease(t, "providers", "hello", "1.0.0")
 	os.Remove(filepath.Join(dir, "terraform-provider-hello_1.0.0_windows_amd64.zip"))
-	if _, err := release.ReadProvider(ctx, dir, release.Options{Keys: keys}); err == nil || !strings.Contains(err.Error(), "missing platform") {
+	if _, err := release.ReadProvider(ctx, dir, release.Options{Keys: keys}); !errors.Is(err, release.ErrMissingPlatform) {
 		t.Fatalf("missing platform without filter: %v", err)
 	}
 	rel, err := release.ReadProvider(ctx, dir, release.Options{Keys: keys, Platforms: []names.Platform{{OS: "linux", Arch: "amd64"}}})
@@ -57,7 +58,7 @@ func TestReadProviderReleasePlatformFilter(t *testing.T) {
 func TestReadProviderReleaseSignatureChoices(t *testing.T) {
 	ctx := context.Background()
 	dir := fixture(t, "providers", "hello", "1.0.0")
-	if _, err := release.ReadProvider(ctx, dir, release.Options{}); err == nil || !strings.Contains(err.Error(), "--key") {
+	if _, err := release.ReadProvider(ctx, dir, release.Options{}); !errors.Is(err, pgp.ErrNoKey) {
 		t.Fatalf("signed release without keys: %v", err)
 	}
 	rel, err := release.ReadProvider(ctx, dir, release.Options{Unsigned: true})
@@ -87,7 +88,7 @@ func TestReadProviderReleaseSignatureChoices(t *testing.T) {
 func TestReadProviderReleaseSignsInHouseBuild(t *testing.T) {
 	ctx := context.Background()
 	dir := fixture(t, "providers", "inhouse", "0.1.0")
-	if _, err := release.ReadProvider(ctx, dir, release.Options{}); err == nil || !strings.Contains(err.Error(), "--sign-key") {
+	if _, err := release.ReadProvider(ctx, dir, release.Options{}); !errors.Is(err, release.ErrNotSigned) {
 		t.Fatalf("no SHA256SUMS and no choice: %v", err)
 	}
 	signer, err := pgp.LoadSigner(fixture(t, "keys", "gocrypto-signer-private.asc"))

@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -18,6 +19,14 @@ import (
 // ErrVersionExists is returned when a version tag holds other content:
 // oci.ErrVersionExists, the one rule's error.
 var ErrVersionExists = oci.ErrVersionExists
+
+// ErrNotSigned is returned for a release without a signature (or without
+// SHA256SUMS) when neither a signer nor an unsigned release was asked for.
+var ErrNotSigned = errors.New("has no signature")
+
+// ErrMissingPlatform is returned when SHA256SUMS lists a package the
+// release directory lacks and no platforms were chosen.
+var ErrMissingPlatform = errors.New("a platform's package is missing")
 
 // Artifact reads and checks every zip (Check) and builds the OCI artifact:
 // the provider index OpenTofu reads, plus oci-tofu's provenance manifest.

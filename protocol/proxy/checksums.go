@@ -33,7 +33,7 @@ func (rel *release) signedByPublisher() bool {
 
 func errUnsigned(rel *release) error {
 	return statusErr(http.StatusConflict, nil,
-		"provider %s %s has no publisher signature in its OCI artifact and this proxy has no --signing-key: "+
+		"provider %s %s has no publisher signature in its OCI artifact and this proxy has no signing key: "+
 			"it is offered through the network mirror protocol only", rel.p, rel.v)
 }
 

@@ -125,9 +125,9 @@ func upstreamStatus(f oci.Failure, what string) (int, string) {
 	case oci.FailureUnreachable:
 		return http.StatusBadGateway, "the OCI registry is unreachable while " + what
 	case oci.FailureTLS:
-		return http.StatusBadGateway, "the OCI registry's TLS certificate is not trusted while " + what + ": see --ca-file"
+		return http.StatusBadGateway, "the OCI registry's TLS certificate is not trusted while " + what + ": the proxy needs its CA"
 	case oci.FailurePlainHTTP:
-		return http.StatusBadGateway, "the OCI registry does not speak the expected protocol (HTTP vs HTTPS) while " + what + ": see --plain-http"
+		return http.StatusBadGateway, "the OCI registry does not speak the expected protocol (HTTP vs HTTPS) while " + what
 	case oci.FailureCanceled:
 		return 499, "client closed the request"
 	}
