@@ -66,6 +66,7 @@ func newApp() *cli.App {
 			lockCommand(),
 			exportCommand(),
 			mirrorCommand(),
+			policyCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints and exits

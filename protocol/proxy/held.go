@@ -83,6 +83,9 @@ func (h *heldProviders) release(ctx context.Context, p names.Provider, v names.V
 	if err != nil {
 		return nil, markNotHeld(err)
 	}
+	if err := h.policyRefusal(p, v); err != nil { // policy.go
+		return nil, err
+	}
 	pv, err := repo.ProviderVersion(ctx, v)
 	if err != nil {
 		return nil, markNotHeld(missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v)))
@@ -98,6 +101,9 @@ func (h *heldProviders) release(ctx context.Context, p names.Provider, v names.V
 func (h *heldProviders) releaseAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*release, error) {
 	repo, err := h.providerRepo(p)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.policyRefusal(p, v); err != nil { // policy.go
 		return nil, err
 	}
 	pv, err := repo.ProviderVersionAt(ctx, v, index)
@@ -202,7 +208,8 @@ func (h *heldProviders) archiveRef(rel *release, file string) string {
 // non-canonical tag alone ("1.2") is left out, as it is from /versions:
 // listing it would make every client that picks it fail; `oci-tofu
 // verify` reports such tags. With an admission policy, versions it does
-// not admit are left out too (their indexes and attestations are read).
+// not admit are left out too (their indexes and attestations are read),
+// and those the policy file denies (nothing read).
 func (h *heldProviders) networkMirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
 	repo, l, err := h.listing(ctx, p)
 	if err != nil {
@@ -216,6 +223,7 @@ func (h *heldProviders) networkMirrorIndex(ctx context.Context, p names.Provider
 		}
 		resolvable = append(resolvable, v)
 	}
+	resolvable = h.policyVersions(p, resolvable)                  // policy.go
 	admitted, err := h.admittedVersions(ctx, repo, p, resolvable) // admission.go
 	if err != nil {
 		return nil, l.At, err
@@ -240,8 +248,9 @@ func (h *heldProviders) networkMirrorVersion(ctx context.Context, p names.Provid
 	}
 	sum, known := rel.summary()
 	h.seen.providerVersion(p.String(), viaMirror, v, rel.pv.SortedPlatforms(), known && len(sum.SigningKeyIDs) > 0)
-	archives := make(map[string]wire.MirrorArchive, len(rel.zips))
-	for pl, z := range rel.zips {
+	zips := h.allowedZips(p, rel.zips) // policy.go
+	archives := make(map[string]wire.MirrorArchive, len(zips))
+	for pl, z := range zips {
 		archives[pl.String()] = wire.MirrorArchive{
 			URL:    h.archiveRef(rel, names.ProviderZipName(p.Type, v.String(), pl)),
 			Hashes: rel.hashes(pl, z),
@@ -254,6 +263,10 @@ func (h *heldProviders) serveZip(w http.ResponseWriter, r *http.Request, rel *re
 	m, ok := rel.pv.Platforms[p]
 	if !ok {
 		h.fail(w, r, notFound("provider %s %s has no package for %s", rel.p, rel.v, p))
+		return
+	}
+	if err := h.platformRefusal(rel.p, rel.v, p); err != nil { // policy.go
+		h.fail(w, r, err)
 		return
 	}
 	zip, err := rel.repo.PlatformZip(r.Context(), m)

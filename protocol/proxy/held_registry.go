@@ -33,7 +33,7 @@ func (h *heldProviders) versionsDoc(ctx context.Context, p names.Provider, shown
 	warn := make([]string, len(l.Versions))
 	err = h.store.EachVersion(ctx, l.Versions, func(ctx context.Context, i int, v names.Version) error {
 		var err error
-		out[i], warn[i], err = h.listedVersion(ctx, shown, repo, l, v)
+		out[i], warn[i], err = h.listedVersion(ctx, shown, repo, l, p, v)
 		return err
 	})
 	if err != nil {
@@ -73,9 +73,12 @@ func (h *heldProviders) versionsDoc(ctx context.Context, p names.Provider, shown
 
 // listedVersion is one entry of the versions document, or the warning
 // saying why the version is left out.
-func (h *heldProviders) listedVersion(ctx context.Context, shown string, repo *store.Repo, l store.Listing, v names.Version) (*wire.RegistryVersion, string, error) {
+func (h *heldProviders) listedVersion(ctx context.Context, shown string, repo *store.Repo, l store.Listing, p names.Provider, v names.Version) (*wire.RegistryVersion, string, error) {
 	if tag, ok := l.Unresolvable[v.String()]; ok {
 		return nil, fmt.Sprintf("%s is left out: its tag is %q, but OpenTofu resolves the tag %q, which does not exist (retag it)", v, tag, names.TagForVersion(v)), nil
+	}
+	if warn := h.policyWarning(p, v); warn != "" { // policy.go
+		return nil, warn, nil
 	}
 	pv, err := repo.ProviderVersion(ctx, v)
 	if err != nil {
@@ -91,7 +94,7 @@ func (h *heldProviders) listedVersion(ctx context.Context, shown string, repo *s
 	if err != nil {
 		return nil, skipReason(v, err), keepFatal(err)
 	}
-	platforms := pv.SortedPlatforms()
+	platforms := h.allowedPlatforms(p, pv.SortedPlatforms()) // policy.go
 	h.seen.providerVersion(shown, viaRegistry, v, platforms, len(sum.SigningKeyIDs) > 0)
 	rv := &wire.RegistryVersion{Version: v.String(), Protocols: protocols(sum, known)}
 	for _, pl := range platforms {
@@ -148,6 +151,9 @@ func (h *heldProviders) downloadDoc(ctx context.Context, p names.Provider, req R
 	if _, ok := rel.pv.Platforms[req.Platform]; !ok {
 		return nil, notFound("provider %s %s has no package for %s", p, req.Version, req.Platform)
 	}
+	if err := h.platformRefusal(p, req.Version, req.Platform); err != nil { // policy.go
+		return nil, err
+	}
 	if err := h.readRelease(ctx, rel, needProvenance|needZips); err != nil {
 		return nil, err
 	}
@@ -171,7 +177,7 @@ func (h *heldProviders) downloadDoc(ctx context.Context, p names.Provider, req R
 		SHASumsSignatureURL: h.archiveRef(rel, sums+".sig"),
 		SHASum:              zip.Digest.Encoded(),
 		SigningKeys:         wire.SigningKeys{GPGPublicKeys: cs.keys},
-		Packages:            rel.packages(rel.zips),
+		Packages:            rel.packages(h.allowedZips(p, rel.zips)), // policy.go
 	}, nil
 }
 

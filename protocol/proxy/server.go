@@ -16,6 +16,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
@@ -106,6 +107,12 @@ type Options struct {
 	// exist for clients (admission.go). It cannot be combined with
 	// PullThrough, which stores releases without attestations.
 	RequireAttestation []*attest.Verifier
+	// Policy, when set, is the admission policy file (convert/policy):
+	// provider versions it denies do not exist for clients (left out of
+	// listings with a warning naming the rule, 404 with the reason when
+	// asked for), platforms its rules leave out are not offered
+	// (policy.go). It cannot be combined with PullThrough yet.
+	Policy *policy.Policy
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -199,6 +206,9 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	}
 	if len(opts.RequireAttestation) > 0 && opts.PullThrough != nil {
 		return opts, nil, errors.New("proxy.New: pull-through stores releases without attestations, so it cannot serve only attested releases: configure one of PullThrough and RequireAttestation, not both")
+	}
+	if opts.Policy != nil && opts.PullThrough != nil {
+		return opts, nil, errors.New("proxy.New: the policy file is not applied to pull-through yet (a denied version could still be pulled and listed from the origin): configure one of PullThrough and Policy, not both")
 	}
 	mappings, err := store.CheckMappings(opts.ProviderMappings)
 	if err != nil {

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+)
+
+// policyFlag is serve's admission policy file (docs/policy.md).
+func policyFlag() cli.Flag {
+	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider versions and platforms the policy `FILE` allows (docs/policy.md; check it with `oci-tofu policy test`)", EnvVars: []string{"OCI_TOFU_POLICY"}}
+}
+
+// readPolicy reads --policy, refusing it beside pull-through, which does
+// not apply it yet.
+func readPolicy(c *cli.Context, opts *proxy.Options) error {
+	file := c.String("policy")
+	if file == "" {
+		return nil
+	}
+	if opts.PullThrough != nil {
+		return fmt.Errorf("--policy cannot be combined with --pull-through-origin or --pull-through-tofu-api-url yet: pull-through does not apply the policy (docs/policy.md)")
+	}
+	p, err := policy.Load(file)
+	if err != nil {
+		return fmt.Errorf("--policy: %w", err)
+	}
+	opts.Policy = p
+	return nil
+}
+
+// warnPolicyKinds says that modules and OpenTofu releases are served
+// without the policy.
+func warnPolicyKinds(opts proxy.Options, logger *slog.Logger) {
+	if opts.Policy == nil || (opts.ModuleTemplate == nil && opts.TofuRepository == nil) {
+		return
+	}
+	logger.Warn("--policy applies to providers only: modules and OpenTofu releases are served without it (see docs/policy.md)")
+}
+
+func policyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "policy",
+		Usage: "check an admission policy file",
+		Subcommands: []*cli.Command{{
+			Name:      "test",
+			Usage:     "say, offline, whether the policy allows each address (and version), and which rule decided",
+			ArgsUsage: "ADDRESS[@VERSION]...",
+			Description: "ADDRESS is a provider (hashicorp/aws, registry.opentofu.org/hashicorp/aws), " +
+				"a module with its host (host/namespace/name/system, or module:namespace/name/system), or \"tofu\". " +
+				"The exit status is 0 whatever is decided: it is a query.",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "policy", Usage: "the policy `FILE`", Required: true},
+				&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+			},
+			Action: policyTest,
+		}},
+	}
+}
+
+// policyQuery is one decision of policy test.
+type policyQuery struct {
+	Kind    string `json:"kind"`
+	Address string `json:"address"`
+	Version string `json:"version,omitempty"`
+	policy.Decision
+}
+
+func policyTest(c *cli.Context) error {
+	if err := wantArgs(c, 1, -1); err != nil {
+		return err
+	}
+	p, err := policy.Load(c.String("policy"))
+	if err != nil {
+		return err
+	}
+	var out []policyQuery
+	for _, arg := range c.Args().Slice() {
+		q, err := parsePolicyQuery(arg)
+		if err != nil {
+			return usageError(c, "%v", err)
+		}
+		q.Decision = p.Decide(q.Kind, q.Address, q.Version)
+		out = append(out, q)
+	}
+	w := c.App.Writer
+	if c.Bool("json") {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"decisions": out})
+	}
+	for _, q := range out {
+		verdict := "deny "
+		if q.Allow {
+			verdict = "allow"
+		}
+		what := q.Address
+		if q.Version != "" {
+			what += "@" + q.Version
+		}
+		fmt.Fprintf(w, "%s  %s %s  rule %q: %s\n", verdict, q.Kind, what, q.Rule, q.Reason)
+	}
+	return nil
+}
+
+// parsePolicyQuery reads ADDRESS[@VERSION]: "tofu", a module with four
+// segments or a "module:" prefix, a provider otherwise.
+func parsePolicyQuery(arg string) (policyQuery, error) {
+	addr, version, _ := strings.Cut(arg, "@")
+	if version != "" {
+		if _, err := names.ParseVersion(version); err != nil {
+			return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
+		}
+	}
+	if addr == "tofu" {
+		return policyQuery{Kind: policy.KindTofu, Address: addr, Version: version}, nil
+	}
+	if rest, ok := strings.CutPrefix(addr, "module:"); ok || strings.Count(addr, "/") == 3 {
+		parts := strings.Split(strings.ToLower(rest), "/")
+		if !ok {
+			parts = strings.Split(strings.ToLower(addr), "/")
+		}
+		if len(parts) == 3 {
+			parts = append([]string{"registry.opentofu.org"}, parts...)
+		}
+		if len(parts) != 4 {
+			return policyQuery{}, fmt.Errorf("%s: a module address is [host/]namespace/name/system", arg)
+		}
+		return policyQuery{Kind: policy.KindModule, Address: strings.Join(parts, "/"), Version: version}, nil
+	}
+	p, err := names.ParseProvider(strings.TrimPrefix(addr, "provider:"))
+	if err != nil {
+		return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
+	}
+	return policyQuery{Kind: policy.KindProvider, Address: p.String(), Version: version}, nil
+}

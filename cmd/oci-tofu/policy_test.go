@@ -1,0 +1,28 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+)
+
+func TestParsePolicyQuery(t *testing.T) {
+	for _, c := range []struct{ arg, kind, addr, version string }{
+		{"hashicorp/aws@5.1.0", policy.KindProvider, "registry.opentofu.org/hashicorp/aws", "5.1.0"},
+		{"example.com/test/hello", policy.KindProvider, "example.com/test/hello", ""},
+		{"provider:example.com/test/hello@1.0.0", policy.KindProvider, "example.com/test/hello", "1.0.0"},
+		{"tofu.example.com/platform/vpc/aws@1.2.0", policy.KindModule, "tofu.example.com/platform/vpc/aws", "1.2.0"},
+		{"module:platform/vpc/aws", policy.KindModule, "registry.opentofu.org/platform/vpc/aws", ""},
+		{"tofu@1.9.0", policy.KindTofu, "tofu", "1.9.0"},
+	} {
+		q, err := parsePolicyQuery(c.arg)
+		if err != nil || q.Kind != c.kind || q.Address != c.addr || q.Version != c.version {
+			t.Errorf("parsePolicyQuery(%q) = %+v, %v", c.arg, q, err)
+		}
+	}
+	for _, bad := range []string{"hashicorp/aws@banana", "module:a/b", "a/b/c/d/e", "@1.0.0"} {
+		if _, err := parsePolicyQuery(bad); err == nil {
+			t.Errorf("parsePolicyQuery(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// Decision is the policy's word on a release: whether it is allowed, the
+// name of the rule that decided ("default" when none matched), and why,
+// in a sentence fit for a client.
+type Decision struct {
+	Allow  bool   `json:"allow"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+}
+
+// DefaultRule is the Decision.Rule of a decision no block made.
+const DefaultRule = "default"
+
+// match is the first rule of kind matching address, in the order of the
+// file: a narrow rule must come before a broad one to take effect.
+// Addresses are "hostname/namespace/type" for providers,
+// "hostname/namespace/name/system" for modules, anything for tofu.
+func (p *Policy) match(kind, address string) *rule {
+	address = strings.ToLower(address)
+	for _, r := range p.rules {
+		if r.kind != kind {
+			continue
+		}
+		if r.kind == KindTofu {
+			return r
+		}
+		if ok, _ := path.Match(r.pattern, address); ok {
+			return r
+		}
+	}
+	return nil
+}
+
+func (p *Policy) defaultDecision(kind, address string) Decision {
+	if p.denyByDefault {
+		return Decision{Allow: false, Rule: DefaultRule, Reason: fmt.Sprintf("no %s rule of the policy matches %s, and the policy's default is deny", kind, address)}
+	}
+	return Decision{Allow: true, Rule: DefaultRule, Reason: fmt.Sprintf("no %s rule of the policy matches %s, and the policy's default is allow", kind, address)}
+}
+
+// Decide says whether the version of address (of kind KindProvider,
+// KindModule or KindTofu) may be served: the first matching rule decides
+// (a version it denies outright, or that does not meet its versions, is
+// denied; any other allowed), and without one the default. A nil Policy
+// allows everything. An empty version asks about the address alone: it
+// is allowed when some version may be.
+func (p *Policy) Decide(kind, address, version string) Decision {
+	if p == nil {
+		return Decision{Allow: true, Rule: DefaultRule, Reason: "no policy"}
+	}
+	r := p.match(kind, address)
+	if r == nil {
+		return p.defaultDecision(kind, address)
+	}
+	if version == "" {
+		reason := fmt.Sprintf("allowed by rule %q", r.name)
+		if r.versions != "" || len(r.deny) > 0 {
+			reason += " for the versions it allows" + r.describeVersions()
+		}
+		return Decision{Allow: true, Rule: r.name, Reason: reason}
+	}
+	v, err := names.ParseVersion(version)
+	if err != nil {
+		return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%q is not a version", version)}
+	}
+	for _, d := range r.deny {
+		if d.Same(v) {
+			return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s %s is denied by the policy's rule %q", address, v, r.name)}
+		}
+	}
+	if len(r.spec) > 0 && !names.Admits(r.spec, v) {
+		return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s %s does not meet versions = %q of the policy's rule %q", address, v, r.versions, r.name)}
+	}
+	return Decision{Allow: true, Rule: r.name, Reason: fmt.Sprintf("%s %s is allowed by the policy's rule %q", address, v, r.name)}
+}
+
+func (r *rule) describeVersions() string {
+	var parts []string
+	if r.versions != "" {
+		parts = append(parts, fmt.Sprintf("versions = %q", r.versions))
+	}
+	if len(r.deny) > 0 {
+		ds := make([]string, len(r.deny))
+		for i, d := range r.deny {
+			ds[i] = d.String()
+		}
+		parts = append(parts, "deny = ["+strings.Join(ds, ", ")+"]")
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// Platform says whether a platform ("linux_amd64") of address may be
+// served: the first matching rule's platforms, when it lists them; every
+// platform otherwise. It does not repeat Decide's version check.
+func (p *Policy) Platform(kind, address, platform string) Decision {
+	if p == nil {
+		return Decision{Allow: true, Rule: DefaultRule, Reason: "no policy"}
+	}
+	r := p.match(kind, address)
+	if r == nil || r.platforms == nil {
+		name := DefaultRule
+		if r != nil {
+			name = r.name
+		}
+		return Decision{Allow: true, Rule: name, Reason: "every platform is allowed"}
+	}
+	if r.platforms[strings.ToLower(platform)] {
+		return Decision{Allow: true, Rule: r.name, Reason: fmt.Sprintf("%s is among the platforms of the policy's rule %q", platform, r.name)}
+	}
+	return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s is not among the platforms of the policy's rule %q", platform, r.name)}
+}
+
+// Rules is the number of rules, for logs.
+func (p *Policy) Rules() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.rules)
+}

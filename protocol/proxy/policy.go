@@ -1,0 +1,101 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// The admission policy file (Options.Policy, convert/policy): unlike the
+// attestation check it needs the address and version, not the content, so
+// the held provider source asks it before the store reads anything, where
+// it reads releases (release, releaseAt), lists them (listedVersion,
+// networkMirrorIndex) and hands out platforms. No handler knows of it.
+// Without a policy every question is answered "allowed" with nothing read.
+
+// policyRefusal is the 404 for a provider version the policy denies, with
+// its reason (naming the rule), or nil.
+func (h *heldProviders) policyRefusal(p names.Provider, v names.Version) error {
+	if h.opts.Policy == nil {
+		return nil
+	}
+	d := h.opts.Policy.Decide(policy.KindProvider, p.String(), v.String())
+	if d.Allow {
+		return nil
+	}
+	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("provider %s %s is not served: %s", p, v, d.Reason)}
+}
+
+// policyWarning is the versions document's word on a version the policy
+// denies ("" when it allows it).
+func (h *heldProviders) policyWarning(p names.Provider, v names.Version) string {
+	if h.opts.Policy == nil {
+		return ""
+	}
+	d := h.opts.Policy.Decide(policy.KindProvider, p.String(), v.String())
+	if d.Allow {
+		return ""
+	}
+	return fmt.Sprintf("%s is left out: %s", v, d.Reason)
+}
+
+// policyVersions are the versions the policy allows, the others logged.
+func (h *heldProviders) policyVersions(p names.Provider, vs []names.Version) []names.Version {
+	if h.opts.Policy == nil {
+		return vs
+	}
+	out := make([]names.Version, 0, len(vs))
+	for _, v := range vs {
+		d := h.opts.Policy.Decide(policy.KindProvider, p.String(), v.String())
+		if !d.Allow {
+			h.log.Info("version left out by the policy", "provider", p.String(), "version", v.String(), "rule", d.Rule, "reason", d.Reason)
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// platformRefusal is the 404 for a platform the policy leaves out, or nil.
+func (h *heldProviders) platformRefusal(p names.Provider, v names.Version, pl names.Platform) error {
+	if h.opts.Policy == nil {
+		return nil
+	}
+	d := h.opts.Policy.Platform(policy.KindProvider, p.String(), pl.String())
+	if d.Allow {
+		return nil
+	}
+	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("provider %s %s is not served for %s: %s", p, v, pl, d.Reason)}
+}
+
+// allowedPlatforms are the platforms of ps the policy allows.
+func (h *heldProviders) allowedPlatforms(p names.Provider, ps []names.Platform) []names.Platform {
+	if h.opts.Policy == nil {
+		return ps
+	}
+	out := make([]names.Platform, 0, len(ps))
+	for _, pl := range ps {
+		if h.opts.Policy.Platform(policy.KindProvider, p.String(), pl.String()).Allow {
+			out = append(out, pl)
+		}
+	}
+	return out
+}
+
+// allowedZips are the zips of the platforms the policy allows.
+func (h *heldProviders) allowedZips(p names.Provider, zips map[names.Platform]ocispec.Descriptor) map[names.Platform]ocispec.Descriptor {
+	if h.opts.Policy == nil {
+		return zips
+	}
+	out := make(map[names.Platform]ocispec.Descriptor, len(zips))
+	for pl, z := range zips {
+		if h.opts.Policy.Platform(policy.KindProvider, p.String(), pl.String()).Allow {
+			out[pl] = z
+		}
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+)
+
+func mustPolicy(t *testing.T, src string) *policy.Policy {
+	t.Helper()
+	p, err := policy.Parse([]byte(src), "policy.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// With a policy, a denied version is absent from both listings (the
+// versions document says why, naming the rule) and 404 with the reason
+// when asked for; platforms a rule leaves out are not offered.
+func TestPolicy(t *testing.T) {
+	dir, open := layoutStore(t)
+	repo := open("test", "hello")
+	for _, v := range []string{"1.0.0", "1.1.0", "2.0.0-rc1"} {
+		pushAttested(t, repo, v, nil)
+	}
+	mappings := mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")
+	pol := mustPolicy(t, `
+provider "example.com/test/hello" {
+  name      = "hello-v1"
+  versions  = ">= 1.0"
+  deny      = ["1.1.0"]
+  platforms = ["linux_amd64", "darwin_arm64"]
+}`)
+	p := startProxy(t, Options{ProviderMappings: mappings, Policy: pol, RegistryHostname: "example.com"})
+	plain := startProxy(t, Options{ProviderMappings: mappings})
+
+	var idx struct{ Versions map[string]any }
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
+	if len(idx.Versions) != 1 || idx.Versions["1.0.0"] == nil {
+		t.Errorf("index.json lists %v, want only 1.0.0", idx.Versions)
+	}
+	var vd versionsDoc
+	p.getJSON(t, "/v1/providers/test/hello/versions", 200, &vd)
+	if len(vd.Versions) != 1 || vd.Versions[0].Version != "1.0.0" {
+		t.Fatalf("versions lists %+v, want only 1.0.0", vd.Versions)
+	}
+	if got := len(vd.Versions[0].Platforms); got != 2 {
+		t.Errorf("1.0.0 lists %d platforms, want the policy's 2: %+v", got, vd.Versions[0].Platforms)
+	}
+	if !containsWith(vd.Warnings, `1.1.0 is left out: example.com/test/hello 1.1.0 is denied by the policy's rule "hello-v1"`) ||
+		!containsWith(vd.Warnings, `2.0.0-rc1 is left out: example.com/test/hello 2.0.0-rc1 does not meet versions = ">= 1.0" of the policy's rule "hello-v1"`) {
+		t.Errorf("versions warnings %q do not say why 1.1.0 and 2.0.0-rc1 are left out", vd.Warnings)
+	}
+	var mv networkMirrorVersion
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &mv)
+	if len(mv.Archives) != 2 || mv.Archives["linux_amd64"].URL == "" || mv.Archives["darwin_arm64"].URL == "" {
+		t.Errorf("1.0.0.json: %+v, want linux_amd64 and darwin_arm64 only", mv.Archives)
+	}
+	var d struct{ Packages map[string]any }
+	p.getJSON(t, "/v1/providers/test/hello/1.0.0/download/linux/amd64", 200, &d)
+	if len(d.Packages) != 2 {
+		t.Errorf("download packages: %v, want 2", d.Packages)
+	}
+	p.wantError(t, "/v1/providers/test/hello/1.0.0/download/windows/amd64", 404, `windows_amd64 is not among the platforms of the policy's rule "hello-v1"`)
+
+	const denied = `is denied by the policy's rule "hello-v1"`
+	p.wantError(t, "/v1/mirror/example.com/test/hello/1.1.0.json", 404, "provider example.com/test/hello 1.1.0 is not served: example.com/test/hello 1.1.0 "+denied)
+	p.wantError(t, "/v1/providers/test/hello/1.1.0/download/linux/amd64", 404, denied)
+	p.wantError(t, "/v1/mirror/example.com/test/hello/2.0.0-rc1.json", 404, `does not meet versions = ">= 1.0"`)
+	// Archive URLs an unpoliced proxy hands out: the denied version's, and
+	// an allowed version's platform the policy leaves out.
+	var unpoliced networkMirrorVersion
+	r := plain.getJSON(t, "/v1/mirror/example.com/test/hello/1.1.0.json", 200, &unpoliced)
+	u := strings.TrimPrefix(resolve(t, r.URL, unpoliced.Archives["linux_amd64"].URL), plain.URL)
+	p.wantError(t, u, 404, denied)
+	p.wantError(t, strings.TrimSuffix(u, "linux_amd64.zip")+"SHA256SUMS", 404, denied)
+	r = plain.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &unpoliced)
+	for pl, a := range unpoliced.Archives {
+		want := 200
+		if pl != "linux_amd64" && pl != "darwin_arm64" {
+			want = 404
+		}
+		if got := p.get(t, strings.TrimPrefix(resolve(t, r.URL, a.URL), plain.URL)); got.Status != want {
+			t.Errorf("1.0.0 %s archive: %d, want %d", pl, got.Status, want)
+		}
+	}
+	// Without the policy, all is served as before.
+	plain.getJSON(t, "/v1/mirror/example.com/test/hello/1.1.0.json", 200, &unpoliced)
+}
+
+// A policy denying every version leaves none, and says why.
+func TestPolicyDeniesAll(t *testing.T) {
+	dir, open := layoutStore(t)
+	pushAttested(t, open("test", "hello"), "1.0.0", nil)
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), Policy: mustPolicy(t, `default = "deny"`), RegistryHostname: "example.com"})
+	p.wantError(t, "/v1/providers/test/hello/versions", 404, "the policy's default is deny")
+	var idx struct{ Versions map[string]any }
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
+	if len(idx.Versions) != 0 {
+		t.Errorf("index.json lists %v", idx.Versions)
+	}
+}
+
+func TestPolicyRefusesPullThrough(t *testing.T) {
+	_, err := New(Options{ProviderMappings: mustMapping(t, "oci-layout:/nowhere/${namespace}/${type}"),
+		Policy: mustPolicy(t, ""), PullThrough: &pullthrough.Options{}})
+	if err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("New: %v, want a refusal", err)
+	}
+}
