@@ -55,10 +55,12 @@ func TestRequireAttestation(t *testing.T) {
 	}
 }
 
-// serve refuses to start with a file that is no public key, and beside
-// pull-through.
+// serve refuses to start with a file that is no public key, beside
+// pull-through that does not attest with one of the required keys, and
+// with --attest-key but no pull-through.
 func TestRequireAttestationStartUp(t *testing.T) {
 	_, pub := ecdsaKeyPair(t)
+	otherKey, _ := ecdsaKeyPair(t)
 	notKey := filepath.Join(t.TempDir(), "not.pub")
 	os.WriteFile(notKey, []byte("not a key\n"), 0o644)
 	base := []string{"serve", "--check", "--provider-template", "oci-layout:" + t.TempDir() + "/${namespace}/${type}"}
@@ -68,7 +70,9 @@ func TestRequireAttestationStartUp(t *testing.T) {
 	}{
 		"not a key":    {[]string{"--require-attestation", notKey}, "--require-attestation: " + notKey},
 		"missing":      {[]string{"--require-attestation", notKey + ".gone"}, "--require-attestation"},
-		"pull-through": {[]string{"--require-attestation", pub, "--pull-through-origin", "registry.opentofu.org"}, "cannot be combined with --pull-through-origin"},
+		"pull-through": {[]string{"--require-attestation", pub, "--pull-through-origin", "registry.opentofu.org"}, "needs --attest-key"},
+		"other key":    {[]string{"--require-attestation", pub, "--attest-key", otherKey, "--pull-through-origin", "registry.opentofu.org"}, "--attest-key's public key is not among --require-attestation's keys"},
+		"no pull":      {[]string{"--attest-key", otherKey}, "--attest-key signs and attests the releases pull-through stores"},
 	} {
 		out, err := run(t, append(base, c.args...)...)
 		if err == nil || !strings.Contains(out, c.want) {

@@ -27,6 +27,12 @@ type PushOptions struct {
 	// Replace lets the push overwrite version tags that hold other
 	// content (see Tags.CheckVersions).
 	Replace bool
+	// BeforeTag, when set, is called once the root and everything it
+	// names are written and before any tag is: what it writes about the
+	// root (an attestation) is there when the tags appear. Its error ends
+	// the push with nothing tagged. Not called when the tags already hold
+	// the root (UpToDate).
+	BeforeTag func(ctx context.Context, root ocispec.Descriptor) error
 }
 
 // PushResult says what a push did.
@@ -249,6 +255,11 @@ func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult
 	}
 	for _, m := range a.Manifests {
 		if err := u.manifest(ctx, m); err != nil {
+			return u.result(root), err
+		}
+	}
+	if u.opts.BeforeTag != nil {
+		if err := u.opts.BeforeTag(ctx, root); err != nil {
 			return u.result(root), err
 		}
 	}

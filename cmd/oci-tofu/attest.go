@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/lint"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 )
 
 func attestKeyFlag() cli.Flag {
@@ -64,3 +66,30 @@ func attestPushed(c *cli.Context, rep *reporter, repo oci.Repository, ref oci.Re
 
 // attestTime is when the attestation says the release was verified.
 func attestTime() time.Time { return time.Now().UTC().Truncate(time.Second) }
+
+// keyAttester is ingest's Attester for --attest-key: attest.Attach with
+// the key, each attestation told to log.
+type keyAttester struct {
+	s   *attest.Signer
+	log func(format string, args ...any)
+}
+
+func (a keyAttester) Attest(ctx context.Context, repo oci.Repository, repository string, root digest.Digest, predicateType string, predicate any) error {
+	at, err := attest.Attach(ctx, repo, repository, root, a.s, predicateType, predicate)
+	if err == nil {
+		a.log("signed %s@%s (%s) and attested it (%s, %s)", repository, root, at.SignatureTag, at.AttestationTag, predicateType)
+	}
+	return err
+}
+
+func (a keyAttester) Key() *attest.Verifier { return a.s.Public() }
+
+// ingestAttestation is what mirror and serve's pull-through attest with:
+// nil without --attest-key.
+func ingestAttestation(c *cli.Context, log func(format string, args ...any)) (*ingest.Attestation, error) {
+	s, err := attestSigner(c)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	return &ingest.Attestation{Attester: keyAttester{s: s, log: log}, Version: version}, nil
+}

@@ -36,7 +36,12 @@ warnings its stored signature and SHA256SUMS give (also for versions already com
 With --tofu-repository, OpenTofu releases are mirrored too, from a TofuDL-compatible API
 (OpenTofu's by default): the versions matching --tofu-versions (default: the newest
 stable), each release's files (only those of --platform when given), verified against
-OpenTofu's signing key (or --tofu-key) and SHA256SUMS, one artifact per version.`,
+OpenTofu's signing key (or --tofu-key) and SHA256SUMS, one artifact per version.
+
+With --attest-key, each release mirrored is signed and attested as push provider and
+push tofu attest it (docs/artifacts.md). A release already complete that this key has
+not attested is not skipped: it is downloaded and verified from its origin again, found
+up to date, and attested; one it has attested is skipped as before.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "provider-template", Usage: "where providers go, as tofu's repository_template: e.g. `ghcr.io/acme/providers/${namespace}/${type}`", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
 			&cli.StringSliceFlag{Name: "platform", Usage: "mirror only this `os_arch` (repeatable; default: every platform offered)"},
@@ -47,6 +52,7 @@ OpenTofu's signing key (or --tofu-key) and SHA256SUMS, one artifact per version.
 			&cli.StringFlag{Name: "tofu-download-url", Value: branding.DefaultMirrorURLTemplate, Usage: "download URL `TEMPLATE` with {{ .Version }} and {{ .Artifact }}", EnvVars: []string{"OCI_TOFU_TOFU_DOWNLOAD_URL"}},
 			&cli.StringSliceFlag{Name: "tofu-key", Usage: "armored public key `FILE` for OpenTofu releases instead of OpenTofu's (repeatable)"},
 			enforceExpirationFlag(),
+			attestKeyFlag(),
 		}, append(registryFlags(), outputFlags()...)...),
 		Action: runMirror,
 	}
@@ -67,13 +73,18 @@ func runMirror(c *cli.Context) error {
 	}
 	origins := origin.NewClient(transport)
 	rep := newReporter(c)
+	att, err := ingestAttestation(c, rep.infof)
+	if err != nil {
+		return err
+	}
+	opts.Attest = att
 	var tofu *ingest.TofuOptions // read in full before anything is mirrored
 	if repo := c.String("tofu-repository"); repo != "" {
 		t, err := tofuMirrorOptions(c, client, repo, opts.Platforms)
 		if err != nil {
 			return err
 		}
-		t.Log = rep.infof
+		t.Log, t.Attest = rep.infof, att
 		tofu = &t
 	}
 	var results []ingest.Result
@@ -171,9 +182,9 @@ func reportMirrored(rep *reporter, results []ingest.Result) error {
 			case r.Error != "":
 				fmt.Fprintf(rep.out, "FAILED   %s %s: %s\n", r.Provider, r.Version, r.Error)
 			case r.Skipped:
-				fmt.Fprintf(rep.out, "complete %s %s (%s)\n", r.Provider, r.Version, r.Digest)
+				fmt.Fprintf(rep.out, "complete %s %s (%s)%s\n", r.Provider, r.Version, r.Digest, attestedNote(r))
 			default:
-				fmt.Fprintf(rep.out, "mirrored %s %s → %s@%s\n", r.Provider, r.Version, r.Reference, r.Digest)
+				fmt.Fprintf(rep.out, "mirrored %s %s → %s@%s%s\n", r.Provider, r.Version, r.Reference, r.Digest, attestedNote(r))
 			}
 		}
 	}
@@ -181,6 +192,14 @@ func reportMirrored(rep *reporter, results []ingest.Result) error {
 		return cli.Exit(fmt.Sprintf("%d of %d failed", failed, len(results)), 1)
 	}
 	return nil
+}
+
+// attestedNote marks a release signed and attested by this run.
+func attestedNote(r ingest.Result) string {
+	if r.Attested {
+		return ", signed and attested"
+	}
+	return ""
 }
 
 func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []names.Platform) (ingest.TofuOptions, error) {

@@ -84,7 +84,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
-		}, append(append(pullThroughFlags(), requireAttestationFlag(), policyFlag()), registryFlags()...)...),
+		}, append(append(pullThroughFlags(), requireAttestationFlag(), serveAttestKeyFlag(), policyFlag()), registryFlags()...)...),
 		Action: serve,
 	}
 }
@@ -218,7 +218,7 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 	if err := readServeSecrets(c, &opts); err != nil {
 		return proxy.Options{}, err
 	}
-	if err := readRequireAttestation(c, &opts); err != nil { // serve_attest.go
+	if err := readRequireAttestation(c, &opts, logger); err != nil { // serve_attest.go
 		return proxy.Options{}, err
 	}
 	if err := readPolicy(c, &opts); err != nil { // policy.go

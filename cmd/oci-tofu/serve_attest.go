@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -16,16 +17,36 @@ func requireAttestationFlag() cli.Flag {
 	return &cli.StringSliceFlag{Name: "require-attestation", Usage: "serve only provider releases whose index has an attestation (push provider --attest-key) verifying with this public key `FILE` (PEM, ECDSA P-256 or Ed25519; repeatable: any of them)", EnvVars: []string{"OCI_TOFU_REQUIRE_ATTESTATION"}}
 }
 
-// readRequireAttestation reads --require-attestation's keys, refusing a
-// file that is not a usable public key, and refuses pull-through beside
-// it: releases pulled through are stored without attestations.
-func readRequireAttestation(c *cli.Context, opts *proxy.Options) error {
+// serveAttestKeyFlag is the key pull-through attests what it stores with.
+func serveAttestKeyFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name:    "attest-key",
+		Usage:   "PEM private key `FILE` (ECDSA P-256, Ed25519, or cosign's encrypted key with COSIGN_PASSWORD) with which pull-through signs and attests each release it stores, as mirror --attest-key does",
+		EnvVars: []string{"OCI_TOFU_ATTEST_KEY"},
+	}
+}
+
+// readRequireAttestation reads --attest-key (pull-through's attester) and
+// --require-attestation's keys, refusing a file that is not a usable key,
+// --attest-key without pull-through, and pull-through beside
+// --require-attestation unless it attests with one of the required keys.
+func readRequireAttestation(c *cli.Context, opts *proxy.Options, logger *slog.Logger) error {
+	att, err := ingestAttestation(c, func(format string, args ...any) { logger.Info("pull-through: " + fmt.Sprintf(format, args...)) })
+	if err != nil {
+		return fmt.Errorf("--attest-key: %w", err)
+	}
+	if att != nil {
+		if opts.PullThrough == nil {
+			return fmt.Errorf("--attest-key signs and attests the releases pull-through stores: it needs --pull-through-origin or --pull-through-tofu-api-url")
+		}
+		opts.PullThrough.Attest = att
+	}
 	files := c.StringSlice("require-attestation")
 	if len(files) == 0 {
 		return nil
 	}
-	if opts.PullThrough != nil {
-		return fmt.Errorf("--require-attestation cannot be combined with --pull-through-origin or --pull-through-tofu-api-url: releases pulled through are stored without attestations, so none of them could be served")
+	if opts.PullThrough != nil && att == nil {
+		return fmt.Errorf("--require-attestation with --pull-through-origin or --pull-through-tofu-api-url needs --attest-key: releases pulled through would be stored without attestations, so none of them could be served")
 	}
 	for _, f := range files {
 		v, err := attest.LoadVerifier(f)
@@ -33,6 +54,9 @@ func readRequireAttestation(c *cli.Context, opts *proxy.Options) error {
 			return fmt.Errorf("--require-attestation: %w", err)
 		}
 		opts.RequireAttestation = append(opts.RequireAttestation, v)
+	}
+	if att != nil && !slices.ContainsFunc(opts.RequireAttestation, att.Attester.Key().Equal) {
+		return fmt.Errorf("--attest-key's public key is not among --require-attestation's keys: the releases pull-through stores would carry attestations none of them verifies, so none could be served (add the public key of --attest-key to --require-attestation)")
 	}
 	return nil
 }

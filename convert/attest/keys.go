@@ -159,3 +159,9 @@ func (v *Verifier) Verify(msg, sig []byte) bool {
 	}
 	return false
 }
+
+// Equal reports whether v and o are the same public key.
+func (v *Verifier) Equal(o *Verifier) bool {
+	k, ok := v.key.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && o != nil && k.Equal(o.key)
+}

@@ -42,6 +42,10 @@ type ProviderOptions struct {
 	// EnforceGPGExpiration refuses releases whose signature verifies only
 	// with an expired key, subkey or signature.
 	EnforceGPGExpiration bool
+	// Attest, when set, signs and attests each release pushed; a release
+	// found complete that its key has not attested is verified from its
+	// origin again (downloaded, pushed: up to date) and then attested.
+	Attest *Attestation
 }
 
 // Result is the outcome for one provider version (or for a provider as a
@@ -52,7 +56,9 @@ type Result struct {
 	Reference string `json:"reference,omitempty"`
 	Digest    string `json:"digest,omitempty"`
 	Skipped   bool   `json:"skipped,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// Attested is set when the release was signed and attested now.
+	Attested bool   `json:"attested,omitempty"`
+	Error    string `json:"error,omitempty"`
 	// Warnings are what OpenTofu would print installing the release: an
 	// expired signing key, a SHA256SUMS it does not take as signed.
 	Warnings []string `json:"warnings,omitempty"`
@@ -138,8 +144,8 @@ func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	var results []Result
 	for _, v := range chosen {
 		r := Result{Provider: addr, Version: v.String()}
-		res, warnings, err := ingestVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, locked, opts)
-		r.Warnings = warnings
+		res, warnings, attested, err := ingestVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, ref, locked, opts)
+		r.Warnings, r.Attested = warnings, attested
 		if err != nil {
 			r.Error = err.Error()
 			opts.Log("%s %s: %v", addr, v, err)
@@ -152,35 +158,37 @@ func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	return results
 }
 
-// ingestVersion mirrors one version, returning what was pushed and the
-// warnings OpenTofu would give about its signature.
-func ingestVersion(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, []string, error) {
+// ingestVersion mirrors one version, returning what was pushed, the
+// warnings OpenTofu would give about its signature, and whether it was
+// attested.
+func ingestVersion(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, ref oci.Reference, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, []string, bool, error) {
 	platforms, err := offeredPlatforms(v, opts.Platforms)
 	if err != nil {
-		return oci.PushResult{}, nil, err
+		return oci.PushResult{}, nil, false, err
 	}
 	version, _ := names.ParseVersionLoose(v.Version)
-	if done, ok := complete(ctx, repo, version, platforms); ok {
+	if done, ok := complete(ctx, repo, version, platforms); ok && (opts.Attest == nil || opts.Attest.Attested(ctx, repo, done.Digest, release.ProviderPredicateType)) {
 		// What the stored signature gives now: a key may have expired since.
 		warnings, err := release.StoredWarnings(ctx, repo, done)
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("could not re-read the stored signature for warnings: %v", err))
 		}
-		return oci.PushResult{Root: done, UpToDate: true}, warnings, nil
+		return oci.PushResult{Root: done, UpToDate: true}, warnings, false, nil
 	}
 	// SHA256SUMS, its signature and the registry's keys first, as tofu
 	// checks them; then the packages, each against the signed SHA256SUMS.
 	rel, err := ResolveProviderRelease(ctx, c, addr, v, ResolveOptions{Platforms: platforms, Concurrency: opts.Concurrency, EnforceGPGExpiration: opts.EnforceGPGExpiration})
 	if err != nil {
-		return oci.PushResult{}, nil, err
+		return oci.PushResult{}, nil, false, err
 	}
-	res, err := pushRelease(ctx, c, rel, repo, locked, opts)
-	return res, rel.Warnings, err
+	res, err := pushRelease(ctx, c, rel, repo, ref, locked, opts)
+	return res, rel.Warnings, err == nil && opts.Attest != nil, err
 }
 
 // pushRelease downloads a resolved release's packages, each checked
-// against the signed SHA256SUMS, and pushes it.
-func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderRelease, repo oci.Repository, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, error) {
+// against the signed SHA256SUMS, pushes it and, with opts.Attest,
+// attests it.
+func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderRelease, repo oci.Repository, ref oci.Reference, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, error) {
 	if locked != nil {
 		for _, p := range rel.Platforms {
 			if !slices.Contains(locked.Hashes, pkghash.ZH(rel.ZipSHA256(p))) {
@@ -194,7 +202,9 @@ func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderRelease, re
 		fetch: func(ctx context.Context, p names.Platform, dir string) error {
 			return rel.DownloadZip(ctx, c, p, dir, opts.MaxZipSize)
 		},
-		push: func(dir string) (oci.PushResult, error) { return rel.PushDir(ctx, dir, repo, oci.PushOptions{}) },
+		push: func(dir string) (oci.PushResult, error) {
+			return rel.PushDirAttested(ctx, dir, repo, ref.Name(), oci.PushOptions{}, opts.Attest)
+		},
 	})
 }
 

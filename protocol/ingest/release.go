@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
@@ -319,15 +320,38 @@ func (rel *ProviderRelease) DownloadZip(ctx context.Context, c *origin.Client, p
 // does, and pushes it with provenance: the artifact `oci-tofu mirror`
 // writes. Versions tagged already with this very release are UpToDate.
 func (rel *ProviderRelease) PushDir(ctx context.Context, dir string, repo oci.Repository, opts oci.PushOptions) (oci.PushResult, error) {
-	r, err := release.ReadProvider(ctx, dir, release.Options{Keys: rel.Keys, Platforms: rel.Platforms, EnforceGPGExpiration: rel.policy.EnforceExpiration})
+	r, err := rel.readDir(ctx, dir)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
-	if err := r.CheckServedAs(rel.Provider.Type); err != nil {
+	return r.Push(ctx, repo, opts)
+}
+
+// PushDirAttested is PushDir with att's attestation of the release, in
+// repo (named repository), written before its tags (see
+// Attestation.push); a nil att attests nothing.
+func (rel *ProviderRelease) PushDirAttested(ctx context.Context, dir string, repo oci.Repository, repository string, opts oci.PushOptions, att *Attestation) (oci.PushResult, error) {
+	r, err := rel.readDir(ctx, dir)
+	if err != nil {
 		return oci.PushResult{}, err
+	}
+	push := func(opts oci.PushOptions) (oci.PushResult, error) { return r.Push(ctx, repo, opts) }
+	return att.push(ctx, opts, push, func(ctx context.Context, root ocispec.Descriptor) error {
+		return att.Provider(ctx, repo, repository, r, root)
+	})
+}
+
+// readDir reads and verifies the release directory.
+func (rel *ProviderRelease) readDir(ctx context.Context, dir string) (*release.Provider, error) {
+	r, err := release.ReadProvider(ctx, dir, release.Options{Keys: rel.Keys, Platforms: rel.Platforms, EnforceGPGExpiration: rel.policy.EnforceExpiration})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.CheckServedAs(rel.Provider.Type); err != nil {
+		return nil, err
 	}
 	if len(r.Protocols) == 0 {
 		r.Protocols = rel.Protocols
 	}
-	return r.Push(ctx, repo, opts)
+	return r, nil
 }

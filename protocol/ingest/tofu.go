@@ -9,6 +9,7 @@ import (
 	"github.com/apparentlymart/go-versions/versions/constraints"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
@@ -35,6 +36,10 @@ type TofuOptions struct {
 	Concurrency int
 	MaxFileSize int64
 	Log         func(format string, args ...any)
+	// Attest, when set, signs and attests each release pushed; a release
+	// held already that its key has not attested is downloaded and
+	// verified again (pushed: up to date) and then attested.
+	Attest *Attestation
 }
 
 // Tofu copies OpenTofu releases from a TofuDL-compatible API into an
@@ -73,13 +78,13 @@ func Tofu(ctx context.Context, c *origin.Client, opts TofuOptions) []Result {
 	var results []Result
 	for _, v := range chosen {
 		r := Result{Provider: "opentofu", Version: v.String()}
-		res, err := ingestTofuVersion(ctx, c, o, v, files[v.String()], opts)
+		res, attested, err := ingestTofuVersion(ctx, c, o, v, files[v.String()], opts)
 		if err != nil {
 			r.Error = err.Error()
 			opts.Log("opentofu %s: %v", v, err)
 		} else {
 			r.Reference = opts.RepoRef.WithReference(names.TagForVersion(v)).String()
-			r.Digest, r.Skipped = res.Root.Digest.String(), res.UpToDate
+			r.Digest, r.Skipped, r.Attested = res.Root.Digest.String(), res.UpToDate, attested
 			opts.Log("opentofu %s → %s", v, res.Root.Digest)
 		}
 		results = append(results, r)
@@ -89,26 +94,28 @@ func Tofu(ctx context.Context, c *origin.Client, opts TofuOptions) []Result {
 
 // ingestTofuVersion takes one release: the signed SHA256SUMS first (if the
 // repository already holds exactly these files, nothing else is
-// downloaded), then the files, then the push.
-func ingestTofuVersion(ctx context.Context, c *origin.Client, o *TofuOrigin, v versions.Version, listed []string, opts TofuOptions) (oci.PushResult, error) {
+// downloaded, unless it is to be attested and is not yet), then the
+// files, then the push and, with opts.Attest, the attestation.
+func ingestTofuVersion(ctx context.Context, c *origin.Client, o *TofuOrigin, v versions.Version, listed []string, opts TofuOptions) (oci.PushResult, bool, error) {
 	rel, err := o.Resolve(ctx, c, v, listed)
 	if err != nil {
-		return oci.PushResult{}, err
+		return oci.PushResult{}, false, err
 	}
-	if done, ok := rel.HeldIn(ctx, opts.Repo); ok {
-		return oci.PushResult{Root: done, UpToDate: true}, nil
+	if done, ok := rel.HeldIn(ctx, opts.Repo); ok && (opts.Attest == nil || opts.Attest.Attested(ctx, opts.Repo, done.Digest, release.TofuPredicateType)) {
+		return oci.PushResult{Root: done, UpToDate: true}, false, nil
 	}
-	return stageAndPush(ctx, opts.Concurrency, stagedRelease[string]{
+	res, err := stageAndPush(ctx, opts.Concurrency, stagedRelease[string]{
 		writeChecksums: rel.WriteChecksums,
 		files:          rel.Downloads(),
 		fetch: func(ctx context.Context, f, dir string) error {
 			return rel.Download(ctx, c, f, dir)
 		},
 		push: func(dir string) (oci.PushResult, error) {
-			_, res, err := o.PushDir(ctx, dir, opts.Repo, oci.PushOptions{})
+			_, res, err := o.PushDirAttested(ctx, dir, opts.Repo, opts.RepoRef.Name(), oci.PushOptions{}, opts.Attest)
 			return res, err
 		},
 	})
+	return res, err == nil && opts.Attest != nil, err
 }
 
 // tofuFileWanted selects a release file for the platforms asked for (all

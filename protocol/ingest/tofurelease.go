@@ -259,6 +259,21 @@ func (o *TofuOrigin) PushDir(ctx context.Context, dir string, repo oci.Repositor
 	return r, res, err
 }
 
+// PushDirAttested is PushDir with att's attestation of the release, in
+// repo (named repository), written before its tag (see
+// Attestation.push); a nil att attests nothing.
+func (o *TofuOrigin) PushDirAttested(ctx context.Context, dir string, repo oci.Repository, repository string, opts oci.PushOptions, att *Attestation) (*release.Tofu, oci.PushResult, error) {
+	r, err := release.ReadTofu(ctx, dir, o.Keys)
+	if err != nil {
+		return nil, oci.PushResult{}, err
+	}
+	push := func(opts oci.PushOptions) (oci.PushResult, error) { return r.Push(ctx, repo, opts) }
+	res, err := att.push(ctx, opts, push, func(ctx context.Context, root ocispec.Descriptor) error {
+		return att.Tofu(ctx, repo, repository, r, root)
+	})
+	return r, res, err
+}
+
 // HeldIn reports whether repo's tag for the version holds exactly the
 // files to take with the digests the verified SHA256SUMS lists.
 func (rel *TofuOriginRelease) HeldIn(ctx context.Context, repo oci.ReadOnlyRepository) (ocispec.Descriptor, bool) {

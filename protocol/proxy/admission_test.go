@@ -195,7 +195,7 @@ func TestRequireAttestationRefusesOversizedLayers(t *testing.T) {
 func TestRequireAttestationRefusesPullThrough(t *testing.T) {
 	_, err := New(Options{ProviderMappings: mustMapping(t, "oci-layout:/nowhere/${namespace}/${type}"),
 		RequireAttestation: []*attest.Verifier{attestSigner(t).Public()}, PullThrough: &pullthrough.Options{}})
-	if err == nil || !strings.Contains(err.Error(), "not both") {
+	if err == nil || !strings.Contains(err.Error(), "without an attester") {
 		t.Errorf("New: %v, want a refusal", err)
 	}
 }

@@ -104,8 +104,9 @@ type Options struct {
 	// RequireAttestation, when set, serves only provider releases whose
 	// index has an attestation (release.ProviderPredicateType, cosign's
 	// tag schema) verifying with one of these keys; the others do not
-	// exist for clients (admission.go). It cannot be combined with
-	// PullThrough, which stores releases without attestations.
+	// exist for clients (admission.go). With PullThrough, the pull-through
+	// attester's key (PullThrough.Attest) must be one of them: otherwise
+	// no release pulled through could be served (checkAttestedPulls).
 	RequireAttestation []*attest.Verifier
 	// Policy, when set, is the admission policy file (convert/policy):
 	// provider versions it denies do not exist for clients (left out of
@@ -204,8 +205,8 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	if opts.TofuRepository != nil && opts.TofuRepository.Reference != "" {
 		return opts, nil, errors.New("proxy.New: TofuRepository must name a repository without a tag or digest")
 	}
-	if len(opts.RequireAttestation) > 0 && opts.PullThrough != nil {
-		return opts, nil, errors.New("proxy.New: pull-through stores releases without attestations, so it cannot serve only attested releases: configure one of PullThrough and RequireAttestation, not both")
+	if err := checkAttestedPulls(opts); err != nil {
+		return opts, nil, err
 	}
 	if opts.Policy != nil && opts.PullThrough != nil {
 		return opts, nil, errors.New("proxy.New: the policy file is not applied to pull-through yet (a denied version could still be pulled and listed from the origin): configure one of PullThrough and Policy, not both")

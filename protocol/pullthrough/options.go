@@ -77,6 +77,10 @@ type Options struct {
 	TempDir string
 	// MaxFileSize bounds each downloaded file (default oci.MaxPackageSize).
 	MaxFileSize int64
+	// Attest, when set, signs and attests each release pulled, as `mirror
+	// --attest-key` does, after it is pushed and before it counts as
+	// stored: a pull whose attestation fails has failed.
+	Attest *ingest.Attestation
 }
 
 // Check refuses a configuration that cannot work: providers and tofu say

@@ -204,7 +204,8 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 	p.want = func(name string) string { return rel.Sums[name] }
 	p.mediaType = func(string) string { return oci.MediaTypeZip }
 	p.finish = func(ctx context.Context, dir string) (Stored, error) {
-		res, err := rel.PushDir(ctx, dir, repo, oci.PushOptions{})
+		// Attested (with Options.Attest) before it is tagged.
+		res, err := rel.PushDirAttested(ctx, dir, repo, ref.Name(), oci.PushOptions{}, e.opts.Attest)
 		if err == nil {
 			rv := &wire.RegistryVersion{Version: v.String(), Protocols: rel.Protocols}
 			for _, pl := range rel.Platforms {

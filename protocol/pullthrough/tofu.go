@@ -119,7 +119,8 @@ func (e *Engine) newTofuPull(v names.Version, rel *ingest.TofuOriginRelease, key
 	p.want = rel.SHA256
 	p.mediaType = func(string) string { return oci.MediaTypeReleaseFile }
 	p.finish = func(ctx context.Context, dir string) (Stored, error) {
-		r, res, err := e.opts.Tofu.PushDir(ctx, dir, repo, oci.PushOptions{})
+		// Attested (with Options.Attest) before it is tagged.
+		r, res, err := e.opts.Tofu.PushDirAttested(ctx, dir, repo, e.tofuRepo.Name(), oci.PushOptions{}, e.opts.Attest)
 		if err != nil {
 			return Stored{}, err
 		}

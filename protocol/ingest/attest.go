@@ -1,0 +1,94 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// Attester signs and attests releases as they are stored: the signature
+// and in-toto attestation `push --attest-key` writes (cosign's tag
+// schema). The caller supplies it; ingest and pull-through only say what
+// to attest.
+type Attester interface {
+	// Attest signs root, just stored in repo (named repository,
+	// host/path), and writes the attestation of predicate under
+	// predicateType.
+	Attest(ctx context.Context, repo oci.Repository, repository string, root digest.Digest, predicateType string, predicate any) error
+	// Key is the public key the attestations verify with.
+	Key() *attest.Verifier
+}
+
+// Attestation attests what ingest and pull-through store: each provider
+// release with release.ProviderPredicateType, each OpenTofu release with
+// release.TofuPredicateType, the predicate made from the release verified
+// from its origin, as `push provider` and `push tofu` make it.
+type Attestation struct {
+	Attester Attester
+	// Version is oci-tofu's version, the predicates' verifier.
+	Version string
+	// Now is when the predicates say the release was verified (default
+	// time.Now).
+	Now func() time.Time
+}
+
+func (a *Attestation) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// Provider attests r, verified from its origin and stored in repo (named
+// repository) as root.
+func (a *Attestation) Provider(ctx context.Context, repo oci.Repository, repository string, r *release.Provider, root ocispec.Descriptor) error {
+	pred, err := r.Predicate(ctx, repo, root, nil, a.now().Truncate(time.Second), a.Version)
+	if err != nil {
+		return fmt.Errorf("%s@%s was stored, but reading it back to attest it failed: %w", repository, root.Digest, err)
+	}
+	return a.attest(ctx, repo, repository, root, release.ProviderPredicateType, pred)
+}
+
+// Tofu attests r, verified from its origin and stored in repo (named
+// repository) as root.
+func (a *Attestation) Tofu(ctx context.Context, repo oci.Repository, repository string, r *release.Tofu, root ocispec.Descriptor) error {
+	return a.attest(ctx, repo, repository, root, release.TofuPredicateType, r.Predicate(repository, a.now().Truncate(time.Second), a.Version))
+}
+
+func (a *Attestation) attest(ctx context.Context, repo oci.Repository, repository string, root ocispec.Descriptor, predicateType string, pred any) error {
+	if err := a.Attester.Attest(ctx, repo, repository, root.Digest, predicateType, pred); err != nil {
+		return fmt.Errorf("%s@%s was stored, but signing and attesting it failed: %w", repository, root.Digest, err)
+	}
+	return nil
+}
+
+// Attested reports whether root, held in repo, already carries a
+// signature and an attestation of predicateType that verify with the
+// attester's key: a release found complete is attested again only when
+// it does not (after being verified from its origin again).
+func (a *Attestation) Attested(ctx context.Context, repo oci.ReadOnlyRepository, root digest.Digest, predicateType string) bool {
+	r, err := attest.Verify(ctx, repo, root, a.Attester.Key(), predicateType)
+	return err == nil && r.OK()
+}
+
+// push runs a push with attestWith called before the tags are written, so
+// that no client ever sees the release tagged and not attested; a release
+// its tags already held (UpToDate) is attested after. A nil a just pushes.
+func (a *Attestation) push(ctx context.Context, opts oci.PushOptions, push func(oci.PushOptions) (oci.PushResult, error), attestWith func(context.Context, ocispec.Descriptor) error) (oci.PushResult, error) {
+	if a == nil {
+		return push(opts)
+	}
+	opts.BeforeTag = attestWith
+	res, err := push(opts)
+	if err == nil && res.UpToDate {
+		err = attestWith(ctx, res.Root)
+	}
+	return res, err
+}
