@@ -51,11 +51,11 @@ func policyCommand() *cli.Command {
 		Usage: "check an admission policy file",
 		Subcommands: []*cli.Command{{
 			Name:      "test",
-			Usage:     "say, offline, whether the policy allows each address (and version), and which rule decided",
+			Usage:     "whether the policy allows each address, and the deciding rule (offline)",
 			ArgsUsage: "ADDRESS[@VERSION]...",
-			Description: "ADDRESS is a provider (hashicorp/aws, registry.opentofu.org/hashicorp/aws), " +
-				"a module with its host (host/namespace/name/system, or module:namespace/name/system), or \"tofu\". " +
-				"The exit status is 0 whatever is decided: it is a query.",
+			Description: "ADDRESS is a provider (hashicorp/aws, registry.opentofu.org/hashicorp/aws),\n" +
+				"a module with its host (host/namespace/name/system, or module:namespace/name/system),\n" +
+				"or \"tofu\". The exit status is 0 whatever is decided: it is a query.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "policy", Usage: "the policy `FILE`", Required: true},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON"},
