@@ -50,6 +50,10 @@ type release struct {
 	// (corrupt, invalid or missing): the packages are still served by
 	// their digests, but nothing that needs the provenance is.
 	provErr error
+	// unadmitted is set while the admission verdict (Options.RequireAttestation)
+	// has not been read: nothing of the release may be served before it is
+	// (readRelease or admitted).
+	unadmitted bool
 }
 
 // needs says what a handler reads of a release besides its index.
@@ -76,9 +80,24 @@ func (h *heldProviders) listing(ctx context.Context, p names.Provider) (*store.R
 	return repo, l, nil
 }
 
-// release reads the index version v's tag names. When the registry does
-// not hold the version, the error is a versionNotHeld.
+// release reads the index version v's tag names, and its admission
+// verdict. When the registry does not hold the version, the error is a
+// versionNotHeld.
 func (h *heldProviders) release(ctx context.Context, p names.Provider, v names.Version) (*release, error) {
+	rel, err := h.releaseUnadmitted(ctx, p, v)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.admitted(ctx, rel); err != nil {
+		return nil, err
+	}
+	return rel, nil
+}
+
+// releaseUnadmitted is release without the admission verdict: readRelease
+// reads it beside the provenance and platform manifests (the attestation's
+// two round trips overlap theirs), and admitted before any other answer.
+func (h *heldProviders) releaseUnadmitted(ctx context.Context, p names.Provider, v names.Version) (*release, error) {
 	repo, err := h.providerRepo(p)
 	if err != nil {
 		return nil, markNotHeld(err)
@@ -90,10 +109,21 @@ func (h *heldProviders) release(ctx context.Context, p names.Provider, v names.V
 	if err != nil {
 		return nil, markNotHeld(missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v)))
 	}
-	if err := h.admit(ctx, repo, p, v, pv.Index.Digest); err != nil { // admission.go
-		return nil, err
+	return &release{repo: repo, p: p, v: v, pv: pv, unadmitted: true}, nil
+}
+
+// admitted reads rel's admission verdict if it was not read yet: nil when
+// the release may be served, a 404 naming why not, or the registry's
+// failure (admission.go).
+func (h *heldProviders) admitted(ctx context.Context, rel *release) error {
+	if !rel.unadmitted {
+		return nil
 	}
-	return &release{repo: repo, p: p, v: v, pv: pv}, nil
+	if err := h.admit(ctx, rel.repo, rel.p, rel.v, rel.pv.Index.Digest); err != nil { // admission.go
+		return err
+	}
+	rel.unadmitted = false
+	return nil
 }
 
 // releaseAt reads the release with a given index digest, as archive URLs
@@ -117,10 +147,30 @@ func (h *heldProviders) releaseAt(ctx context.Context, p names.Provider, v names
 }
 
 // readRelease reads what n names of a release at once: its provenance
-// (two round trips: the manifest, then its files) and its platform
-// manifests (one), so a document that needs both waits two round trips
-// after the index, not three.
+// (two round trips: the manifest, then its files), its platform manifests
+// (one) and, when not read yet, its admission verdict (two: the .att
+// manifest, then its layer), so a document that needs them waits two round
+// trips after the index, not three or five. A refused release is refused
+// whatever the other reads found.
 func (h *heldProviders) readRelease(ctx context.Context, rel *release, n needs) error {
+	var verdict chan error
+	if rel.unadmitted {
+		verdict = make(chan error, 1)
+		go func() {
+			verdict <- cache.Recover(func() error { return h.admitted(ctx, rel) })
+		}()
+	}
+	err := h.readParts(ctx, rel, n)
+	if verdict != nil {
+		if aerr := <-verdict; aerr != nil {
+			return aerr
+		}
+	}
+	return err
+}
+
+// readParts reads the provenance and platform manifests n names, at once.
+func (h *heldProviders) readParts(ctx context.Context, rel *release, n needs) error {
 	var reads []func(context.Context) error
 	if n&needProvenance != 0 {
 		reads = append(reads, func(ctx context.Context) error { return h.withProvenance(ctx, rel) })
@@ -239,7 +289,7 @@ func (h *heldProviders) networkMirrorIndex(ctx context.Context, p names.Provider
 // networkMirrorVersion is <version>.json: every platform's archive, with its
 // trusted h1 and its zh.
 func (h *heldProviders) networkMirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
-	rel, err := h.release(ctx, p, v)
+	rel, err := h.releaseUnadmitted(ctx, p, v) // admitted by readRelease
 	if err != nil {
 		return nil, err
 	}

@@ -144,15 +144,20 @@ func plural(n int, noun string) string {
 // SHA256SUMS and its signature, the keys, and (OpenTofu 1.12) every
 // platform's hashes and size, so tofu records a complete lock entry.
 func (h *heldProviders) downloadDoc(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
-	rel, err := h.release(ctx, p, req.Version)
+	rel, err := h.releaseUnadmitted(ctx, p, req.Version) // admitted by readRelease
 	if err != nil {
 		return nil, err
 	}
+	perr := h.platformRefusal(p, req.Version, req.Platform) // policy.go
 	if _, ok := rel.pv.Platforms[req.Platform]; !ok {
-		return nil, notFound("provider %s %s has no package for %s", p, req.Version, req.Platform)
+		perr = notFound("provider %s %s has no package for %s", p, req.Version, req.Platform)
 	}
-	if err := h.platformRefusal(p, req.Version, req.Platform); err != nil { // policy.go
-		return nil, err
+	if perr != nil {
+		// A release that is not admitted has no platforms to speak of.
+		if err := h.admitted(ctx, rel); err != nil {
+			return nil, err
+		}
+		return nil, perr
 	}
 	if err := h.readRelease(ctx, rel, needProvenance|needZips); err != nil {
 		return nil, err
