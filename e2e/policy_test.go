@@ -118,3 +118,41 @@ func TestPolicyTest(t *testing.T) {
 		t.Errorf("serve --policy with pull-through: %v\n%s", err, out)
 	}
 }
+
+// serve --policy applies to modules: of the versions "~> 1.0" admits,
+// real tofu installs 1.0.0 when the policy denies the newest, 1.2.0, and
+// a direct download of 1.2.0 is 404 naming the rule.
+func TestPolicyModules(t *testing.T) {
+	isolateCache(t)
+	reg := testenv.StartRegistry(t)
+	pushGreetingVersions(t, reg.Host+"/modules/acme/greeting/aws", "1.0.0", "1.2.0")
+	file := filepath.Join(t.TempDir(), "policy.hcl")
+	if err := os.WriteFile(file, []byte(`module "*/acme/greeting/aws" {
+  name = "greeting"
+  deny = ["1.2.0"]
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--module-template", reg.Host+"/modules/${namespace}/${name}/${system}", "--policy", file)
+	if code, body := s.get(t, "/v1/modules/acme/greeting/aws/1.2.0/download"); code != 404 || !strings.Contains(string(body), `denied by the policy's rule \"greeting\"`) {
+		t.Errorf("download of the denied 1.2.0: %d %s", code, body)
+	}
+	host := moduleHost(s)
+	cli := testenv.Tofu(t, "")
+	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(`
+module "pick" {
+  source  = "%s/acme/greeting/aws"
+  version = "~> 1.0"
+  name    = "policy"
+}
+`, host)})
+	out := cli.Run(t, dir, "init", "-input=false", "-no-color", "-backend=false")
+	if !strings.Contains(out, "Downloading "+host+"/acme/greeting/aws 1.0.0 for pick") {
+		t.Fatalf("the allowed 1.0.0 not installed:\n%s", out)
+	}
+	main, err := os.ReadFile(filepath.Join(dir, ".terraform", "modules", "pick", "main.tf"))
+	if err != nil || !strings.Contains(string(main), "Hello from 1.0.0, ") {
+		t.Errorf("installed main.tf is not 1.0.0's: %v\n%s", err, main)
+	}
+}

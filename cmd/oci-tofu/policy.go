@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -15,7 +14,7 @@ import (
 
 // policyFlag is serve's admission policy file (docs/policy.md).
 func policyFlag() cli.Flag {
-	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider versions and platforms the policy `FILE` allows (docs/policy.md; check it with `oci-tofu policy test`)", EnvVars: []string{"OCI_TOFU_POLICY"}}
+	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows (docs/policy.md; check it with `oci-tofu policy test`)", EnvVars: []string{"OCI_TOFU_POLICY"}}
 }
 
 // readPolicy reads --policy, refusing it beside pull-through, which does
@@ -34,15 +33,6 @@ func readPolicy(c *cli.Context, opts *proxy.Options) error {
 	}
 	opts.Policy = p
 	return nil
-}
-
-// warnPolicyKinds says that modules and OpenTofu releases are served
-// without the policy.
-func warnPolicyKinds(opts proxy.Options, logger *slog.Logger) {
-	if opts.Policy == nil || (opts.ModuleTemplate == nil && opts.TofuRepository == nil) {
-		return
-	}
-	logger.Warn("--policy applies to providers only: modules and OpenTofu releases are served without it (see docs/policy.md)")
 }
 
 func policyCommand() *cli.Command {

@@ -123,8 +123,6 @@ func serve(c *cli.Context) error {
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"),
 		"require_attestation_keys", len(opts.RequireAttestation), "policy_rules", opts.Policy.Rules())
-	warnUnattestedKinds(opts, logger) // serve_attest.go
-	warnPolicyKinds(opts, logger)     // policy.go
 	go probeRegistries(c.Context, srv.Client(), opts, logger)
 	return serveUntilStopped(c, srv, ln, logger)
 }

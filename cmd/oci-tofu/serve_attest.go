@@ -14,7 +14,7 @@ import (
 // requireAttestationFlag is serve's admission rule (docs/proxy.md,
 // "Serving only attested releases").
 func requireAttestationFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "require-attestation", Usage: "serve only provider releases whose index has an attestation (push provider --attest-key) verifying with this public key `FILE` (PEM, ECDSA P-256 or Ed25519; repeatable: any of them)", EnvVars: []string{"OCI_TOFU_REQUIRE_ATTESTATION"}}
+	return &cli.StringSliceFlag{Name: "require-attestation", Usage: "serve only releases (providers, modules, OpenTofu) whose root has an attestation (push --attest-key) verifying with this public key `FILE` (PEM, ECDSA P-256 or Ed25519; repeatable: any of them)", EnvVars: []string{"OCI_TOFU_REQUIRE_ATTESTATION"}}
 }
 
 // serveAttestKeyFlag is the key pull-through attests what it stores with.
@@ -59,13 +59,4 @@ func readRequireAttestation(c *cli.Context, opts *proxy.Options, logger *slog.Lo
 		return fmt.Errorf("--attest-key's public key is not among --require-attestation's keys: the releases pull-through stores would carry attestations none of them verifies, so none could be served (add the public key of --attest-key to --require-attestation)")
 	}
 	return nil
-}
-
-// warnUnattestedKinds says that modules and OpenTofu releases, which push
-// does not attest yet, are served without the check.
-func warnUnattestedKinds(opts proxy.Options, logger *slog.Logger) {
-	if len(opts.RequireAttestation) == 0 || (opts.ModuleTemplate == nil && opts.TofuRepository == nil) {
-		return
-	}
-	logger.Warn("--require-attestation applies to providers only: modules and OpenTofu releases are served without it (see docs/proxy.md)")
 }

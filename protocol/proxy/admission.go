@@ -8,6 +8,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -18,14 +19,15 @@ import (
 // its root has an attestation of its kind's predicate type verifying with
 // one of the configured keys. The rule lives in the store (Repo.Admitted,
 // verdicts cached by digest) and is asked where the held sources read
-// releases, so no handler knows of it. Only providers are attested by
-// `push` today; the module and OpenTofu release sources plug in by naming
-// their kind here and asking Repo.Admitted where they read a release.
+// releases (heldProviders, moduleSource, heldTofu), so no handler knows
+// of it.
 
 // attestedKinds are the predicate types an attestation must have, by the
 // kind of root it is about.
 var attestedKinds = map[string]string{
 	store.KindProvider: pubrelease.ProviderPredicateType,
+	store.KindModule:   modulepkg.PredicateType,
+	store.KindTofu:     pubrelease.TofuPredicateType,
 }
 
 // requireAttestation is the store's admission policy for keys: the .att
@@ -48,11 +50,17 @@ const notAttested = "no attestation verifying with the configured keys"
 
 // admit refuses a provider release that is not admitted: 404 naming why.
 func (h *heldProviders) admit(ctx context.Context, repo *store.Repo, p names.Provider, v names.Version, index digest.Digest) error {
-	err := repo.Admitted(ctx, store.KindProvider, index)
+	return admitted(ctx, repo, store.KindProvider, "provider "+p.String(), v, index)
+}
+
+// admitted is nil when the root subject of a kind (what, as clients name
+// it, at version v) may be served, and a 404 naming why when not.
+func admitted(ctx context.Context, repo *store.Repo, kind, what string, v names.Version, subject digest.Digest) error {
+	err := repo.Admitted(ctx, kind, subject)
 	if r, ok := store.Refused(err); ok {
-		return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("provider %s %s is not served: %s (%s)", p, v, notAttested, r.Reason), err: err}
+		return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("%s %s is not served: %s (%s)", what, v, notAttested, r.Reason), err: err}
 	}
-	return missing(err, "provider "+p.String(), "provider %s has no version %s", p, v)
+	return missing(err, what, "%s has no version %s", what, v)
 }
 
 // refusedWarning is the versions document's word on a version left out.

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -78,31 +82,40 @@ func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 	if !req.Download {
 		s.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
-			return m.versionsDoc(ctx, repo, req.Module)
+			return m.versionsDoc(ctx, repo, host, req.Module)
 		})
 		return
 	}
-	m.serveDownload(w, r, repo, req)
+	m.serveDownload(w, r, repo, host, req)
 }
 
-// versionsDoc lists the versions whose tags hold a module package; others
-// are left out and logged.
-func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, mod names.Module) (any, time.Time, error) {
+// versionsDoc lists the versions whose tags hold a module package the
+// rules admit (policy.go, admission.go); others are left out and logged.
+func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, host string, mod names.Module) (any, time.Time, error) {
 	l, err := repo.Versions(ctx)
 	if err != nil {
 		return nil, l.At, missing(err, "module "+mod.String(), "unknown module %s", mod)
 	}
-	ok := make([]bool, len(l.Versions))
-	err = m.s.store.EachVersion(ctx, l.Versions, func(ctx context.Context, i int, v names.Version) error {
+	vs := m.s.policyAllowed(policy.KindModule, moduleAddress(host, mod), l.Versions)
+	refused := len(l.Versions) - len(vs)
+	ok := make([]bool, len(vs))
+	err = m.s.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
 		if _, bad := l.Unresolvable[v.String()]; bad {
 			return nil
 		}
-		_, _, err := repo.Module(ctx, names.TagForVersion(v))
+		manifest, _, err := repo.Module(ctx, names.TagForVersion(v))
 		if err != nil && store.FailureOf(err) == oci.FailureInvalid {
 			m.s.log.LogAttrs(ctx, slog.LevelWarn, "module version left out: not a module package",
 				slog.String("module", mod.String()), slog.String("version", v.String()), slog.Any("error", err))
 		}
-		ok[i] = err == nil
+		if err == nil {
+			err = repo.Admitted(ctx, store.KindModule, manifest.Digest)
+		}
+		if r, no := store.Refused(err); no {
+			m.s.log.Info("module version left out: not admitted", "module", mod.String(), "version", v.String(), "reason", r.Reason)
+			return nil
+		}
+		ok[i] = err == nil // each index by one goroutine
 		return keepFatal(err)
 	})
 	if err != nil {
@@ -110,7 +123,7 @@ func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, mod names.M
 	}
 	list := wire.ModuleVersionList{Versions: []wire.ModuleVersion{}}
 	var listed []string
-	for i, v := range l.Versions {
+	for i, v := range vs {
 		if ok[i] {
 			list.Versions = append(list.Versions, wire.ModuleVersion{Version: v.String()})
 			listed = append(listed, v.String())
@@ -118,17 +131,51 @@ func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, mod names.M
 	}
 	m.s.seen.moduleListed(mod.String(), listed)
 	if len(list.Versions) == 0 {
+		if refused > 0 {
+			return nil, l.At, notFound("module %s has no version served here: %d denied by the admission policy, the others hold no admitted module package", mod, refused)
+		}
 		return nil, l.At, notFound("module %s has no versions holding a module package", mod)
 	}
 	return wire.ModuleVersions{Modules: []wire.ModuleVersionList{list}}, l.At, nil
 }
 
+// moduleAddress is a module's address as the policy matches it.
+func moduleAddress(host string, mod names.Module) string {
+	return host + "/" + mod.String()
+}
+
+// release reads the module package version v's tag names, when the
+// policy and the attestation rule admit it (404 naming why otherwise).
+func (m *modules) release(ctx context.Context, repo *store.Repo, host string, mod names.Module, v names.Version) (manifest ocispec.Descriptor, err error) {
+	if err := m.s.policyDenial(policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v); err != nil { // policy.go
+		return manifest, err
+	}
+	manifest, _, err = repo.Module(ctx, names.TagForVersion(v))
+	if err != nil {
+		return manifest, missing(err, "module "+mod.String(), "module %s has no version %s", mod, v)
+	}
+	return manifest, admitted(ctx, repo, store.KindModule, "module "+mod.String(), v, manifest.Digest) // admission.go
+}
+
+// releaseAt reads the zip of the module package with a given manifest
+// digest, as archive URLs name it, when the rules admit it.
+func (m *modules) releaseAt(ctx context.Context, repo *store.Repo, host string, mod names.Module, v names.Version, manifest digest.Digest) (ocispec.Descriptor, error) {
+	if err := m.s.policyDenial(policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	zip, err := repo.ModuleAt(ctx, manifest)
+	if err != nil {
+		return zip, missing(err, "module "+mod.String(), "module %s has no package with manifest %s", mod, manifest)
+	}
+	return zip, admitted(ctx, repo, store.KindModule, "module "+mod.String(), v, manifest)
+}
+
 // serveDownload answers 204 with X-Terraform-Get naming the zip by
 // manifest digest: the exact package, whatever the tag names later.
-func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, repo *store.Repo, req ModuleRequest) {
-	manifest, _, err := repo.Module(r.Context(), names.TagForVersion(req.Version))
+func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, repo *store.Repo, host string, req ModuleRequest) {
+	manifest, err := m.release(r.Context(), repo, host, req.Module, req.Version)
 	if err != nil {
-		m.s.fail(w, r, missing(err, "module "+req.Module.String(), "module %s has no version %s", req.Module, req.Version))
+		m.s.fail(w, r, err)
 		return
 	}
 	base, err := m.s.baseFor(r)
@@ -152,13 +199,13 @@ func (m *modules) serveArchive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	repo, _, ok := m.repoFor(w, r, req.Module)
+	repo, host, ok := m.repoFor(w, r, req.Module)
 	if !ok {
 		return
 	}
-	zip, err := repo.ModuleAt(r.Context(), req.Manifest)
+	zip, err := m.releaseAt(r.Context(), repo, host, req.Module, req.Version, req.Manifest)
 	if err != nil {
-		s.fail(w, r, missing(err, "module "+req.Module.String(), "module %s has no package with manifest %s", req.Module, req.Manifest))
+		s.fail(w, r, err)
 		return
 	}
 	s.serveBlob(w, r, repo, zip, blobFile{name: names.ModuleZipName(req.Module, req.Version), contentType: "application/zip", pinned: true})

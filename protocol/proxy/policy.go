@@ -14,8 +14,41 @@ import (
 // attestation check it needs the address and version, not the content, so
 // the held provider source asks it before the store reads anything, where
 // it reads releases (release, releaseAt), lists them (listedVersion,
-// networkMirrorIndex) and hands out platforms. No handler knows of it.
-// Without a policy every question is answered "allowed" with nothing read.
+// networkMirrorIndex) and hands out platforms; the module source and the
+// held OpenTofu release source ask it where they read and list releases.
+// No handler knows of it. Without a policy every question is answered
+// "allowed" with nothing read.
+
+// policyDenial is the 404 for version v of address (of a policy kind,
+// what naming it for clients) the policy denies, with its reason, or nil.
+func (s *responder) policyDenial(kind, address, what string, v names.Version) error {
+	if s.opts.Policy == nil {
+		return nil
+	}
+	d := s.opts.Policy.Decide(kind, address, v.String())
+	if d.Allow {
+		return nil
+	}
+	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("%s %s is not served: %s", what, v, d.Reason)}
+}
+
+// policyAllowed are the versions of address the policy allows, the others
+// logged; without a policy, vs.
+func (s *responder) policyAllowed(kind, address string, vs []names.Version) []names.Version {
+	if s.opts.Policy == nil {
+		return vs
+	}
+	out := make([]names.Version, 0, len(vs))
+	for _, v := range vs {
+		d := s.opts.Policy.Decide(kind, address, v.String())
+		if !d.Allow {
+			s.log.Info("version left out by the policy", "kind", kind, "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
 
 // policyRefusal is the 404 for a provider version the policy denies, with
 // its reason (naming the rule), or nil.

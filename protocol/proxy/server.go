@@ -101,18 +101,22 @@ type Options struct {
 	// PullThrough, when set, fetches what the registry does not hold from
 	// allow-listed origins, verifies it, stores it and serves it.
 	PullThrough *pullthrough.Options
-	// RequireAttestation, when set, serves only provider releases whose
-	// index has an attestation (release.ProviderPredicateType, cosign's
-	// tag schema) verifying with one of these keys; the others do not
-	// exist for clients (admission.go). With PullThrough, the pull-through
+	// RequireAttestation, when set, serves only releases whose root has
+	// an attestation of its kind's predicate type (provider indexes:
+	// release.ProviderPredicateType; module packages:
+	// modulepkg.PredicateType; OpenTofu releases:
+	// release.TofuPredicateType; cosign's tag schema) verifying with one
+	// of these keys; the others do not exist for clients (admission.go).
+	// OpenTofu releases served with TofuDL pull-through are not checked. With PullThrough, the pull-through
 	// attester's key (PullThrough.Attest) must be one of them: otherwise
 	// no release pulled through could be served (checkAttestedPulls).
 	RequireAttestation []*attest.Verifier
 	// Policy, when set, is the admission policy file (convert/policy):
-	// provider versions it denies do not exist for clients (left out of
-	// listings with a warning naming the rule, 404 with the reason when
-	// asked for), platforms its rules leave out are not offered
-	// (policy.go). It cannot be combined with PullThrough yet.
+	// provider, module and OpenTofu versions it denies do not exist for
+	// clients (left out of listings, with a warning naming the rule where
+	// the protocol has warnings; 404 with the reason when asked for),
+	// provider platforms its rules leave out are not offered (policy.go).
+	// It cannot be combined with PullThrough yet.
 	Policy *policy.Policy
 }
 

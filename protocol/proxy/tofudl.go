@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -42,11 +43,15 @@ type tofuHandlers struct {
 type heldTofu struct {
 	*responder
 	repo *store.Repo
+	// unruled: the admission rules (policy.go, admission.go) are not
+	// applied. So with pull-through, which would list and pull from the
+	// origin the releases they refuse (docs/proxy.md).
+	unruled bool
 }
 
 // mountTofu adds the TofuDL mirror for the releases in ref.
 func (s *Server) mountTofu(ref oci.Reference) {
-	held := &heldTofu{responder: s.out, repo: s.store.Repo(ref)}
+	held := &heldTofu{responder: s.out, repo: s.store.Repo(ref), unruled: s.pull.Tofu()}
 	t := &tofuHandlers{responder: s.out, source: held}
 	if s.pull.Tofu() {
 		t.source = &pulledTofu{heldTofu: held, engine: s.pull}
@@ -78,8 +83,9 @@ func (t *tofuHandlers) serveDownload(w http.ResponseWriter, r *http.Request) {
 }
 
 // apiDoc lists the tags that name OpenTofu versions as TofuDL writes them
-// (1.9.0, 1.10.0-beta1) and hold valid release artifacts; others are left
-// out and logged. A repository that does not exist (yet) has none.
+// (1.9.0, 1.10.0-beta1) and hold valid release artifacts the rules admit;
+// others are left out and logged. A repository that does not exist (yet)
+// has none.
 func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 	doc := wire.TofuAPI{Versions: []wire.TofuVersion{}}
 	l, err := t.repo.Versions(ctx)
@@ -96,13 +102,25 @@ func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 			vs = append(vs, v)
 		}
 	}
+	if !t.unruled {
+		vs = t.policyAllowed(policy.KindTofu, policy.KindTofu, vs) // policy.go
+	}
 	out := make([]*store.TofuRelease, len(vs))
 	err = t.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
 		rel, err := t.repo.TofuRelease(ctx, v)
 		if err != nil && store.FailureOf(err) == oci.FailureInvalid {
 			t.log.Warn("OpenTofu version left out: not a valid release artifact", "version", v.String(), "error", err)
 		}
-		out[i] = rel
+		if err == nil && !t.unruled {
+			err = t.repo.Admitted(ctx, store.KindTofu, rel.Digest) // admission.go
+		}
+		if r, no := store.Refused(err); no {
+			t.log.Info("OpenTofu version left out: not admitted", "version", v.String(), "reason", r.Reason)
+			return nil
+		}
+		if err == nil {
+			out[i] = rel // each index by one goroutine
+		}
 		return keepFatal(err)
 	})
 	if err != nil {
@@ -124,8 +142,24 @@ func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 
 // serveFile streams a file of a release the registry holds.
 func (t *heldTofu) serveFile(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest) {
-	rel, err := t.repo.TofuRelease(r.Context(), req.Version)
+	rel, err := t.release(r.Context(), req.Version)
 	t.serveHeld(w, r, req, rel, err)
+}
+
+// release reads the release version v's tag names, when the policy and
+// the attestation rule admit it (404 naming why otherwise).
+func (t *heldTofu) release(ctx context.Context, v names.Version) (*store.TofuRelease, error) {
+	if t.unruled {
+		return t.repo.TofuRelease(ctx, v)
+	}
+	if err := t.policyDenial(policy.KindTofu, policy.KindTofu, "OpenTofu", v); err != nil { // policy.go
+		return nil, err
+	}
+	rel, err := t.repo.TofuRelease(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	return rel, admitted(ctx, t.repo, store.KindTofu, "OpenTofu", v, rel.Digest) // admission.go
 }
 
 // serveHeld streams a file of rel, as the registry answered for it.

@@ -20,6 +20,8 @@ type Admit func(ctx context.Context, repo oci.ReadOnlyRepository, kind string, s
 // Kinds of roots the proxy asks Admit about.
 const (
 	KindProvider = "provider"
+	KindModule   = "module"
+	KindTofu     = "OpenTofu release"
 )
 
 // Refusal is what Admitted returns for a root the policy refuses.

@@ -17,6 +17,9 @@ const maxTofuFiles = 1000
 // TofuRelease is an OpenTofu release artifact as read and checked.
 type TofuRelease struct {
 	Version string
+	// Digest is the release artifact's manifest digest (what its
+	// attestation is about).
+	Digest digest.Digest
 	// Names are the file names in the release config's order.
 	Names []string
 	// Files maps each file name to its layer.
@@ -59,7 +62,7 @@ func readTofuRelease(ctx context.Context, repo oci.ReadOnlyRepository, desc ocis
 	if len(cfg.Files) == 0 || len(cfg.Files) > maxTofuFiles {
 		return nil, fmt.Errorf("%w: release %s lists %d files", oci.ErrInvalidArtifact, v, len(cfg.Files))
 	}
-	rel := &TofuRelease{Version: cfg.Version, Files: map[string]ocispec.Descriptor{}}
+	rel := &TofuRelease{Version: cfg.Version, Digest: desc.Digest, Files: map[string]ocispec.Descriptor{}}
 	for _, f := range cfg.Files {
 		if err := rel.add(v, f, layers); err != nil {
 			return nil, err
