@@ -23,7 +23,7 @@ func TestServeUnsignedReasonReachesClients(t *testing.T) {
 			out, err := c.new(t, "").Try(t, dir, "init", "-input=false", "-no-color")
 			flat := strings.Join(strings.Fields(out), " ")
 			if err == nil || !strings.Contains(flat, "Additional provider information from registry") ||
-				!strings.Contains(flat, "0.1.0 has no publisher signature and this proxy has no --signing-key") ||
+				!strings.Contains(flat, "0.1.0 has no publisher signature and this proxy has no signing key") ||
 				!strings.Contains(flat, "install it through the proxy's network mirror") {
 				t.Errorf("%s init does not show why: %v\n%s", c.name, err, out)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
 // hintContext is what the command line said that decides a hint: the same
@@ -143,6 +144,8 @@ func flagHint(err error) string {
 		return "use --platform to push only the platforms the directory holds"
 	case errors.Is(err, pgp.ErrExpired):
 		return "the key or signature expired and expiry is enforced; without --enforce-gpg-expiration (and " + pgp.EnforceExpirationEnv + ") it is accepted with a warning, as OpenTofu 1.12 does"
+	case errors.Is(err, pullthrough.ErrPushRefused):
+		return "give credentials allowed to push (--username with OCI_TOFU_PASSWORD or --password-stdin, or a docker config with them), or run read-only, without the --pull-through flags"
 	case errors.Is(err, modulepkg.ErrNoRootModule):
 		return "pass --allow-no-root for a package whose modules are all in subdirectories"
 	}

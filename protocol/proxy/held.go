@@ -32,7 +32,7 @@ type heldProviders struct {
 func (h *heldProviders) providerRepo(p names.Provider) (*store.Repo, error) {
 	ref, err := h.mappings.Map(p)
 	if err != nil {
-		return nil, missing(err, "provider "+p.String(), "provider %s is not served by this proxy (see its --include/--exclude or configuration)", p)
+		return nil, missing(err, "provider "+p.String(), "provider %s is not served by this proxy (see its include and exclude filters)", p)
 	}
 	return h.store.Repo(ref), nil
 }

@@ -109,7 +109,7 @@ func (h *heldProviders) listedVersion(ctx context.Context, shown string, repo *s
 // unsignedWarning says why an unsigned version cannot be installed through
 // the registry protocol, and what to do instead.
 func unsignedWarning(v names.Version) string {
-	return fmt.Sprintf("%s has no publisher signature and this proxy has no --signing-key, so it cannot be installed through the registry protocol: install it through the proxy's network mirror (/v1/mirror/), or push it signed, or give the proxy --signing-key", v)
+	return fmt.Sprintf("%s has no publisher signature and this proxy has no signing key, so it cannot be installed through the registry protocol: install it through the proxy's network mirror (/v1/mirror/), or push it signed, or give the proxy --signing-key", v)
 }
 
 // skipReason explains a version left out of a listing.

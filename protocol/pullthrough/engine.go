@@ -159,9 +159,8 @@ func (e *Engine) CheckPush(ctx context.Context) error {
 	}
 	for _, ref := range refs {
 		if err := e.registry.CheckPush(ctx, ref); err != nil {
-			return fmt.Errorf("pull-through stores what it fetches, but the registry refuses the proxy's pushes to %s: %w\n"+
-				"Give credentials allowed to push (--username with OCI_TOFU_PASSWORD or --password-stdin, or a docker config with them), "+
-				"or run read-only, without pull-through", ref.Name(), err)
+			return fmt.Errorf("pull-through stores what it fetches, but the registry refuses the proxy's pushes to %s: %w: %w",
+				ref.Name(), ErrPushRefused, err)
 		}
 	}
 	return nil

@@ -23,6 +23,11 @@ const (
 	FailureBusy = "busy"
 )
 
+// ErrPushRefused is returned by CheckPush when the registry refuses the
+// pushes pull-through needs: give credentials allowed to push, or run
+// read-only, without pull-through.
+var ErrPushRefused = errors.New("pull-through needs credentials allowed to push, or a read-only proxy without pull-through")
+
 // Error is what a request learns when pull-through cannot provide a
 // release: its class, a message fit for clients (Err, which may name
 // internal hosts, is for logs), and, for failures remembered or load

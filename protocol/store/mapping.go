@@ -97,5 +97,5 @@ func (ms ProviderMappings) Map(p names.Provider) (oci.Reference, error) {
 		return ref, nil
 	}
 	return oci.Reference{}, &Error{Failure: oci.FailureNotFound, Repo: p.String(), What: "mapping the provider to a repository",
-		Err: fmt.Errorf("provider %s is not served by this proxy (see its --include/--exclude or configuration)", p)}
+		Err: fmt.Errorf("provider %s is not served by this proxy (see its include and exclude filters)", p)}
 }
