@@ -12,6 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -102,7 +103,7 @@ func (h *heldProviders) releaseUnadmitted(ctx context.Context, p names.Provider,
 	if err != nil {
 		return nil, markNotHeld(err)
 	}
-	if err := h.policyRefusal(p, v); err != nil { // policy.go
+	if err := h.policyDenial(policy.KindProvider, p.String(), "provider "+p.String(), v); err != nil { // policy.go
 		return nil, err
 	}
 	pv, err := repo.ProviderVersion(ctx, v)
@@ -133,7 +134,7 @@ func (h *heldProviders) releaseAt(ctx context.Context, p names.Provider, v names
 	if err != nil {
 		return nil, err
 	}
-	if err := h.policyRefusal(p, v); err != nil { // policy.go
+	if err := h.policyDenial(policy.KindProvider, p.String(), "provider "+p.String(), v); err != nil { // policy.go
 		return nil, err
 	}
 	pv, err := repo.ProviderVersionAt(ctx, v, index)
@@ -273,8 +274,8 @@ func (h *heldProviders) networkMirrorIndex(ctx context.Context, p names.Provider
 		}
 		resolvable = append(resolvable, v)
 	}
-	resolvable = h.policyVersions(p, resolvable)                  // policy.go
-	admitted, err := h.admittedVersions(ctx, repo, p, resolvable) // admission.go
+	resolvable = h.policyAllowed(policy.KindProvider, p.String(), resolvable) // policy.go
+	admitted, err := h.admittedVersions(ctx, repo, p, resolvable)             // admission.go
 	if err != nil {
 		return nil, l.At, err
 	}

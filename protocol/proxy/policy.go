@@ -50,19 +50,6 @@ func (s *responder) policyAllowed(kind, address string, vs []names.Version) []na
 	return out
 }
 
-// policyRefusal is the 404 for a provider version the policy denies, with
-// its reason (naming the rule), or nil.
-func (h *heldProviders) policyRefusal(p names.Provider, v names.Version) error {
-	if h.opts.Policy == nil {
-		return nil
-	}
-	d := h.opts.Policy.Decide(policy.KindProvider, p.String(), v.String())
-	if d.Allow {
-		return nil
-	}
-	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("provider %s %s is not served: %s", p, v, d.Reason)}
-}
-
 // policyWarning is the versions document's word on a version the policy
 // denies ("" when it allows it).
 func (h *heldProviders) policyWarning(p names.Provider, v names.Version) string {
@@ -76,29 +63,12 @@ func (h *heldProviders) policyWarning(p names.Provider, v names.Version) string 
 	return fmt.Sprintf("%s is left out: %s", v, d.Reason)
 }
 
-// policyVersions are the versions the policy allows, the others logged.
-func (h *heldProviders) policyVersions(p names.Provider, vs []names.Version) []names.Version {
-	if h.opts.Policy == nil {
-		return vs
-	}
-	out := make([]names.Version, 0, len(vs))
-	for _, v := range vs {
-		d := h.opts.Policy.Decide(policy.KindProvider, p.String(), v.String())
-		if !d.Allow {
-			h.log.Info("version left out by the policy", "provider", p.String(), "version", v.String(), "rule", d.Rule, "reason", d.Reason)
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 // platformRefusal is the 404 for a platform the policy leaves out, or nil.
 func (h *heldProviders) platformRefusal(p names.Provider, v names.Version, pl names.Platform) error {
 	if h.opts.Policy == nil {
 		return nil
 	}
-	d := h.opts.Policy.Platform(policy.KindProvider, p.String(), pl.String())
+	d := h.platformDecision(p, pl)
 	if d.Allow {
 		return nil
 	}
@@ -112,7 +82,7 @@ func (h *heldProviders) allowedPlatforms(p names.Provider, ps []names.Platform) 
 	}
 	out := make([]names.Platform, 0, len(ps))
 	for _, pl := range ps {
-		if h.opts.Policy.Platform(policy.KindProvider, p.String(), pl.String()).Allow {
+		if h.platformDecision(p, pl).Allow {
 			out = append(out, pl)
 		}
 	}
@@ -126,9 +96,14 @@ func (h *heldProviders) allowedZips(p names.Provider, zips map[names.Platform]oc
 	}
 	out := make(map[names.Platform]ocispec.Descriptor, len(zips))
 	for pl, z := range zips {
-		if h.opts.Policy.Platform(policy.KindProvider, p.String(), pl.String()).Allow {
+		if h.platformDecision(p, pl).Allow {
 			out[pl] = z
 		}
 	}
 	return out
+}
+
+// platformDecision is the policy's word on platform pl of provider p.
+func (h *heldProviders) platformDecision(p names.Provider, pl names.Platform) policy.Decision {
+	return h.opts.Policy.Platform(policy.KindProvider, p.String(), pl.String())
 }
