@@ -63,6 +63,18 @@ func admitted(ctx context.Context, repo *store.Repo, kind, what string, v names.
 	return missing(err, what, "%s has no version %s", what, v)
 }
 
+// refusedInListing asks, for a listing, whether version v's root subject
+// (of a kind; what names it for logs) is admitted: refused is true, and
+// logged, when it is not; err is a failure to ask.
+func (s *responder) refusedInListing(ctx context.Context, repo *store.Repo, kind, what string, v names.Version, subject digest.Digest) (refused bool, err error) {
+	err = repo.Admitted(ctx, kind, subject)
+	if r, no := store.Refused(err); no {
+		s.log.Info("version left out: not admitted", "kind", kind, "what", what, "version", v.String(), "reason", r.Reason)
+		return true, nil
+	}
+	return false, err
+}
+
 // refusedWarning is the versions document's word on a version left out.
 func refusedWarning(v names.Version, r *store.Refusal) string {
 	return fmt.Sprintf("%s is left out: %s (%s)", v, notAttested, r.Reason)
@@ -79,18 +91,12 @@ func (h *heldProviders) admittedVersions(ctx context.Context, repo *store.Repo, 
 	keep := make([]bool, len(versions))
 	err := h.store.EachVersion(ctx, versions, func(ctx context.Context, i int, v names.Version) error {
 		pv, err := repo.ProviderVersion(ctx, v)
+		refused := false
 		if err == nil {
-			err = repo.Admitted(ctx, store.KindProvider, pv.Index.Digest)
+			refused, err = h.refusedInListing(ctx, repo, store.KindProvider, p.String(), v, pv.Index.Digest)
 		}
-		if r, ok := store.Refused(err); ok {
-			h.log.Info("version left out: not admitted", "provider", p.String(), "version", v.String(), "reason", r.Reason)
-			return nil
-		}
-		if err != nil {
-			return keepFatal(err)
-		}
-		keep[i] = true // each index by one goroutine
-		return nil
+		keep[i] = err == nil && !refused // each index by one goroutine
+		return keepFatal(err)
 	})
 	if err != nil {
 		return nil, err

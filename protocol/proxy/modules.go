@@ -108,14 +108,11 @@ func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, host string
 			m.s.log.LogAttrs(ctx, slog.LevelWarn, "module version left out: not a module package",
 				slog.String("module", mod.String()), slog.String("version", v.String()), slog.Any("error", err))
 		}
+		refused := false
 		if err == nil {
-			err = repo.Admitted(ctx, store.KindModule, manifest.Digest)
+			refused, err = m.s.refusedInListing(ctx, repo, store.KindModule, mod.String(), v, manifest.Digest)
 		}
-		if r, no := store.Refused(err); no {
-			m.s.log.Info("module version left out: not admitted", "module", mod.String(), "version", v.String(), "reason", r.Reason)
-			return nil
-		}
-		ok[i] = err == nil // each index by one goroutine
+		ok[i] = err == nil && !refused // each index by one goroutine
 		return keepFatal(err)
 	})
 	if err != nil {

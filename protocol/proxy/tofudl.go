@@ -111,14 +111,11 @@ func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 		if err != nil && store.FailureOf(err) == oci.FailureInvalid {
 			t.log.Warn("OpenTofu version left out: not a valid release artifact", "version", v.String(), "error", err)
 		}
+		refused := false
 		if err == nil && !t.unruled {
-			err = t.repo.Admitted(ctx, store.KindTofu, rel.Digest) // admission.go
+			refused, err = t.refusedInListing(ctx, t.repo, store.KindTofu, "OpenTofu", v, rel.Digest) // admission.go
 		}
-		if r, no := store.Refused(err); no {
-			t.log.Info("OpenTofu version left out: not admitted", "version", v.String(), "reason", r.Reason)
-			return nil
-		}
-		if err == nil {
+		if err == nil && !refused {
 			out[i] = rel // each index by one goroutine
 		}
 		return keepFatal(err)
