@@ -31,7 +31,7 @@ func readPolicy(c *cli.Context, opts *proxy.Options) error {
 	if err != nil {
 		return fmt.Errorf("--policy: %w", err)
 	}
-	opts.Policy = p
+	opts.Policy = policy.NewLive(p)
 	return nil
 }
 

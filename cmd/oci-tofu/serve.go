@@ -122,7 +122,7 @@ func serve(c *cli.Context) error {
 		"module_template", c.String("module-template"), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"),
-		"require_attestation_keys", len(opts.RequireAttestation), "policy_rules", opts.Policy.Rules())
+		"require_attestation_keys", len(opts.RequireAttestation), "policy_rules", opts.Policy.Current().Rules())
 	go probeRegistries(c.Context, srv.Client(), opts, logger)
 	return serveUntilStopped(c, srv, ln, logger)
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-// The admission policy file (Options.Policy, convert/policy): unlike the
+// The admission policy file (Options.Policy, convert/policy; the
+// policy in force is read once per decision, so a reload takes effect at
+// the next one): unlike the
 // attestation check it needs the address and version, not the content, so
 // the held provider source asks it before the store reads anything, where
 // it reads releases (release, releaseAt), lists them (listedVersion,
@@ -22,10 +24,11 @@ import (
 // policyDenial is the 404 for version v of address (of a policy kind,
 // what naming it for clients) the policy denies, with its reason, or nil.
 func (s *responder) policyDenial(kind, address, what string, v names.Version) error {
-	if s.opts.Policy == nil {
+	pol := s.opts.Policy.Current()
+	if pol == nil {
 		return nil
 	}
-	d := s.opts.Policy.Decide(kind, address, v.String())
+	d := pol.Decide(kind, address, v.String())
 	if d.Allow {
 		return nil
 	}
@@ -35,12 +38,13 @@ func (s *responder) policyDenial(kind, address, what string, v names.Version) er
 // policyAllowed are the versions of address the policy allows, the others
 // logged; without a policy, vs.
 func (s *responder) policyAllowed(kind, address string, vs []names.Version) []names.Version {
-	if s.opts.Policy == nil {
+	pol := s.opts.Policy.Current()
+	if pol == nil {
 		return vs
 	}
 	out := make([]names.Version, 0, len(vs))
 	for _, v := range vs {
-		d := s.opts.Policy.Decide(kind, address, v.String())
+		d := pol.Decide(kind, address, v.String())
 		if !d.Allow {
 			s.log.Info("version left out by the policy", "kind", kind, "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
 			continue
@@ -53,10 +57,11 @@ func (s *responder) policyAllowed(kind, address string, vs []names.Version) []na
 // policyWarning is the versions document's word on a version the policy
 // denies ("" when it allows it).
 func (h *heldProviders) policyWarning(p names.Provider, v names.Version) string {
-	if h.opts.Policy == nil {
+	pol := h.opts.Policy.Current()
+	if pol == nil {
 		return ""
 	}
-	d := h.opts.Policy.Decide(policy.KindProvider, p.String(), v.String())
+	d := pol.Decide(policy.KindProvider, p.String(), v.String())
 	if d.Allow {
 		return ""
 	}
@@ -65,10 +70,11 @@ func (h *heldProviders) policyWarning(p names.Provider, v names.Version) string 
 
 // platformRefusal is the 404 for a platform the policy leaves out, or nil.
 func (h *heldProviders) platformRefusal(p names.Provider, v names.Version, pl names.Platform) error {
-	if h.opts.Policy == nil {
+	pol := h.opts.Policy.Current()
+	if pol == nil {
 		return nil
 	}
-	d := h.platformDecision(p, pl)
+	d := platformDecision(pol, p, pl)
 	if d.Allow {
 		return nil
 	}
@@ -77,12 +83,13 @@ func (h *heldProviders) platformRefusal(p names.Provider, v names.Version, pl na
 
 // allowedPlatforms are the platforms of ps the policy allows.
 func (h *heldProviders) allowedPlatforms(p names.Provider, ps []names.Platform) []names.Platform {
-	if h.opts.Policy == nil {
+	pol := h.opts.Policy.Current()
+	if pol == nil {
 		return ps
 	}
 	out := make([]names.Platform, 0, len(ps))
 	for _, pl := range ps {
-		if h.platformDecision(p, pl).Allow {
+		if platformDecision(pol, p, pl).Allow {
 			out = append(out, pl)
 		}
 	}
@@ -91,19 +98,20 @@ func (h *heldProviders) allowedPlatforms(p names.Provider, ps []names.Platform) 
 
 // allowedZips are the zips of the platforms the policy allows.
 func (h *heldProviders) allowedZips(p names.Provider, zips map[names.Platform]ocispec.Descriptor) map[names.Platform]ocispec.Descriptor {
-	if h.opts.Policy == nil {
+	pol := h.opts.Policy.Current()
+	if pol == nil {
 		return zips
 	}
 	out := make(map[names.Platform]ocispec.Descriptor, len(zips))
 	for pl, z := range zips {
-		if h.platformDecision(p, pl).Allow {
+		if platformDecision(pol, p, pl).Allow {
 			out[pl] = z
 		}
 	}
 	return out
 }
 
-// platformDecision is the policy's word on platform pl of provider p.
-func (h *heldProviders) platformDecision(p names.Provider, pl names.Platform) policy.Decision {
-	return h.opts.Policy.Platform(policy.KindProvider, p.String(), pl.String())
+// platformDecision is pol's word on platform pl of provider p.
+func platformDecision(pol *policy.Policy, p names.Provider, pl names.Platform) policy.Decision {
+	return pol.Platform(policy.KindProvider, p.String(), pl.String())
 }

@@ -8,13 +8,14 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
-func mustPolicy(t *testing.T, src string) *policy.Policy {
+// mustPolicy is src parsed and put in force, as serve --policy does.
+func mustPolicy(t *testing.T, src string) *policy.Live {
 	t.Helper()
 	p, err := policy.Parse([]byte(src), "policy.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return policy.NewLive(p)
 }
 
 // With a policy, a denied version is absent from both listings (the

@@ -117,7 +117,7 @@ type Options struct {
 	// the protocol has warnings; 404 with the reason when asked for),
 	// provider platforms its rules leave out are not offered (policy.go).
 	// It cannot be combined with PullThrough yet.
-	Policy *policy.Policy
+	Policy *policy.Live
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -212,7 +212,7 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	if err := checkAttestedPulls(opts); err != nil {
 		return opts, nil, err
 	}
-	if opts.Policy != nil && opts.PullThrough != nil {
+	if opts.Policy.Current() != nil && opts.PullThrough != nil {
 		return opts, nil, errors.New("proxy.New: the policy file is not applied to pull-through yet (a denied version could still be pulled and listed from the origin): configure one of PullThrough and Policy, not both")
 	}
 	mappings, err := store.CheckMappings(opts.ProviderMappings)
