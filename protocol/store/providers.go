@@ -27,9 +27,6 @@ func (r *Repo) ProviderVersion(ctx context.Context, v names.Version) (*oci.Provi
 	if err != nil {
 		return nil, err
 	}
-	if tm.err != nil {
-		return nil, r.fail(tm.err, "reading a provider index")
-	}
 	return withVersion(tm.val.(*oci.ProviderVersion), v), nil
 }
 
@@ -53,7 +50,7 @@ func indexCost(bodyLen int) int64 {
 // ProviderVersionAt reads the index with digest d: the exact release an
 // archive URL was handed out for, whatever its tag names now.
 func (r *Repo) ProviderVersionAt(ctx context.Context, v names.Version, d digest.Digest) (*oci.ProviderVersion, error) {
-	if tm, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(v))); ok && tm.err == nil && tm.desc.Digest == d {
+	if tm, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(v))); ok && tm.desc.Digest == d {
 		return withVersion(tm.val.(*oci.ProviderVersion), v), nil // the index the tag named when last read
 	}
 	repo, err := r.open(ctx)

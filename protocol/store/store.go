@@ -333,9 +333,6 @@ func (r *Repo) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadClose
 type taggedManifest struct {
 	desc ocispec.Descriptor
 	val  any
-	// err is why the reader refused the manifest. It is kept like a value,
-	// for ResolveTTL: reading the same bytes again would say the same.
-	err error
 }
 
 // manifestReader makes what the resolve cache keeps of a manifest read by
@@ -350,7 +347,10 @@ func keepBody(_ ocispec.Descriptor, body []byte) (any, int64, error) {
 // manifestByTag reads the manifest or index a tag names, in one round
 // trip where the registry allows, and keeps what read makes of it for
 // ResolveTTL. kind names the reader: one tag read by two kinds of reader
-// is two entries.
+// is two entries. A manifest read refuses is a failure like any other,
+// remembered for FailureTTL only: the answer may have been one bad
+// answer of a registry that recovers, and a tag that named the wrong
+// content may be fixed.
 func (r *Repo) manifestByTag(ctx context.Context, kind, tag string, read manifestReader) (taggedManifest, error) {
 	repo, err := r.open(ctx)
 	if err != nil {
@@ -359,10 +359,13 @@ func (r *Repo) manifestByTag(ctx context.Context, kind, tag string, read manifes
 	res, err := r.s.byTag.Get(ctx, r.tagKey(kind, tag), func(ctx context.Context) (taggedManifest, int64, error) {
 		desc, body, err := oci.FetchReference(ctx, repo, tag)
 		if err != nil {
-			return taggedManifest{}, 0, err
+			return taggedManifest{}, 0, r.fail(err, "reading tag "+tag)
 		}
 		val, cost, err := read(desc, body)
-		return taggedManifest{desc: desc, val: val, err: err}, cost + descriptorCost, nil
+		if err != nil {
+			return taggedManifest{}, 0, r.fail(err, "reading the "+kind+" manifest tag "+tag+" names")
+		}
+		return taggedManifest{desc: desc, val: val}, cost + descriptorCost, nil
 	})
 	if err != nil {
 		return taggedManifest{}, r.fail(err, "reading tag "+tag)
