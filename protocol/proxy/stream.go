@@ -124,9 +124,9 @@ func (s *responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispe
 	st.timer = time.AfterFunc(st.stall, st.cancel)
 	rc, err := repo.Fetch(st.ctx, zip)
 	if err != nil {
-		st.timer.Stop()
+		stalled := !st.timer.Stop() // the timer fired: it cancelled the fetch
 		st.cancel()
-		if st.ctx.Err() != nil && r.Context().Err() == nil {
+		if stalled && r.Context().Err() == nil {
 			// The stall timer, not the client, gave up.
 			err = statusErr(http.StatusGatewayTimeout, err, "the OCI registry did not start sending the blob within %s", st.stall)
 		}
