@@ -1,6 +1,10 @@
 package proxy
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
@@ -26,6 +30,32 @@ func TestRegistryDownIs502(t *testing.T) {
 	for _, path := range []string{archive, "/v1/mirror/example.com/test/hello/index.json", "/v1/providers/test/hello/versions"} {
 		if got := p.get(t, path); got.Status != 502 {
 			t.Errorf("%s with the registry refusing connections: %d %s", path, got.Status, got.Body)
+		}
+	}
+}
+
+// A repository listing more tags than the proxy reads is refused with the
+// limit named, not as "an artifact OpenTofu would refuse": OpenTofu would
+// list it (docs/security.md, "Bounded upstream work").
+func TestTooManyTagsNamesTheLimit(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	push(t, registryRepo(t, reg, "p/test/hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
+	tags := []string{"1.0.0"}
+	for i := 0; len(tags) < 50_000; i++ {
+		tags = append(tags, fmt.Sprintf("build-%d", i))
+	}
+	body, _ := json.Marshal(map[string]any{"name": "p/test/hello", "tags": tags})
+	front.SetFaults(testenv.FaultRule{Match: testenv.MatchTagList, Fault: testenv.Fault{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}})
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, Options{Client: client, ProviderMappings: mustMapping(t, front.Host+"/p/${namespace}/${type}")})
+	for _, path := range []string{"/v1/mirror/example.com/test/hello/index.json", "/v1/providers/test/hello/versions"} {
+		got := p.get(t, path)
+		if got.Status != http.StatusBadGateway || !strings.Contains(string(got.Body), "more than 20000 tags") || strings.Contains(string(got.Body), "would refuse") {
+			t.Errorf("%s with 50,000 tags: %d %s; want 502 naming the limit", path, got.Status, got.Body)
 		}
 	}
 }

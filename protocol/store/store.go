@@ -275,7 +275,7 @@ func (r *Repo) Versions(ctx context.Context) (Listing, error) {
 		r.s.opts.Logger.Warn("tags that look like versions but are none are left out", "repository", r.name, "tags", fmt.Sprint(l.Refused))
 	}
 	if len(l.Versions) > oci.MaxVersions {
-		return Listing{At: at}, r.fail(fmt.Errorf("%w: %d version tags, more than %d", oci.ErrInvalidArtifact, len(l.Versions), oci.MaxVersions), "listing versions")
+		return Listing{At: at}, r.fail(oci.Beyond("the repository has %d version tags, more than the %d oci-tofu lists", len(l.Versions), oci.MaxVersions), "listing versions")
 	}
 	return l, nil
 }
