@@ -238,13 +238,16 @@ func (pv *ProviderVersion) add(d ocispec.Descriptor) error {
 	switch d.ArtifactType {
 	case ArtifactTypeProviderTarget:
 	case ArtifactTypeProvenance:
-		if pv.Provenance == nil && d.MediaType == ocispec.MediaTypeImageManifest {
+		if pv.Provenance == nil && d.MediaType == ocispec.MediaTypeImageManifest && d.Digest.Validate() == nil {
 			d.MediaType, d.ArtifactType = ocispec.MediaTypeImageManifest, ArtifactTypeProvenance
 			pv.Provenance = &d
 		}
 		return nil
 	default:
 		return nil // OpenTofu skips descriptors of other artifact types
+	}
+	if err := d.Digest.Validate(); err != nil {
+		return invalid("index %s names a manifest by an invalid digest %q: OpenTofu could not fetch it", pv.Index.Digest, d.Digest)
 	}
 	if d.MediaType != ocispec.MediaTypeImageManifest {
 		return invalid("platform descriptor %s has mediaType %q", d.Digest, d.MediaType)
