@@ -90,6 +90,12 @@ type Options struct {
 	// StallTimeout aborts an archive stream that makes no progress, either
 	// from the registry or to the client, for this long (default 60s).
 	StallTimeout time.Duration
+	// RedirectArchives hands clients the storage URL a registry redirects
+	// an archive's download to (S3, GCS, Azure, a CDN) instead of
+	// streaming the archive; archives of registries that serve blobs
+	// themselves are streamed as always (stream.go, docs/proxy.md
+	// "Archive delivery").
+	RedirectArchives bool
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
 	// Version is shown on the page at "/".

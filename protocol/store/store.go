@@ -327,6 +327,21 @@ func (r *Repo) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadClose
 	return rc, nil
 }
 
+// FetchOrLocate opens a blob for reading, or returns the storage URL its
+// registry redirects the download to (oci.FetchOrLocate): for handing
+// clients the storage URL instead of streaming the blob.
+func (r *Repo) FetchOrLocate(ctx context.Context, desc ocispec.Descriptor) (string, io.ReadCloser, error) {
+	repo, err := r.open(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	loc, rc, err := oci.FetchOrLocate(ctx, repo, desc)
+	if err != nil {
+		return "", nil, r.fail(err, "fetching a blob")
+	}
+	return loc, rc, nil
+}
+
 // taggedManifest is what a tag named when it was read: the manifest's
 // descriptor and what the reader made of its bytes (read once, so a
 // parsed provider index need not keep the bytes it came from).
