@@ -24,10 +24,7 @@ import (
 func TestBadManifestAnswersRecoverWithinFailureTTL(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	push(t, registryRepo(t, reg, "p/test/hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := registryClient(t, reg)
 	const failureTTL = 300 * time.Millisecond
 	for name, fault := range badManifestAnswers(t) {
 		t.Run(name, func(t *testing.T) {

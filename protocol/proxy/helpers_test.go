@@ -319,6 +319,16 @@ func (fp *faultProxy) count(prefix string) int {
 func (fp *faultProxy) host() string { return strings.TrimPrefix(fp.URL, "http://") }
 
 // registryRepo opens repository name on a test registry, to push fixtures.
+// registryClient is a client trusting the test registry's CA.
+func registryClient(t testing.TB, reg *testenv.Registry) *oci.Client {
+	t.Helper()
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
 func registryRepo(t testing.TB, reg *testenv.Registry, name string) oci.Repository {
 	t.Helper()
 	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -18,10 +17,7 @@ import (
 func TestRegistryDownIs502(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	push(t, registryRepo(t, reg, "p/test/hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := registryClient(t, reg)
 	p := startProxy(t, Options{Client: client, ProviderMappings: mustMapping(t, reg.Host+"/p/${namespace}/${type}"), Store: store.Options{FailureTTL: -1}})
 	var mv networkMirrorVersion
 	r := p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &mv)
@@ -47,10 +43,7 @@ func TestTooManyTagsNamesTheLimit(t *testing.T) {
 	}
 	body, _ := json.Marshal(map[string]any{"name": "p/test/hello", "tags": tags})
 	front.SetFaults(testenv.FaultRule{Match: testenv.MatchTagList, Fault: testenv.Fault{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}})
-	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := registryClient(t, reg)
 	p := startProxy(t, Options{Client: client, ProviderMappings: mustMapping(t, front.Host+"/p/${namespace}/${type}")})
 	for _, path := range []string{"/v1/mirror/example.com/test/hello/index.json", "/v1/providers/test/hello/versions"} {
 		got := p.get(t, path)
