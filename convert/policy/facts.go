@@ -2,8 +2,11 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 )
 
 // Facts are what a decision under min_age or signers needs to know of a
@@ -120,4 +123,33 @@ func (p *Policy) DecideOffline(kind, address, version string) Decision {
 		reason += " (signed by " + strings.Join(specs, " and ") + ")"
 	}
 	return Decision{Allow: false, Rule: n.Rule, Reason: reason, DependsOn: on}
+}
+
+// factRules sum up the rules with min_age or signers, at parse time.
+type factRules struct {
+	any             bool
+	attestationKeys []*attest.Verifier
+}
+
+func (f *factRules) add(r *rule) {
+	f.any = f.any || r.minAge > 0 || len(r.signers) > 0
+	for _, s := range r.signers {
+		if s.Kind == SignerAttestation && !slices.ContainsFunc(f.attestationKeys, s.Key.Equal) {
+			f.attestationKeys = append(f.attestationKeys, s.Key)
+		}
+	}
+}
+
+// HasFacts reports whether some rule has min_age or signers: without one,
+// Needs is always empty and callers can skip asking.
+func (p *Policy) HasFacts() bool { return p != nil && p.facts.any }
+
+// AttestationKeys are the keys of every attestation: signer of the file,
+// each once: an attestation by one of them is trusted for the ingest time
+// min_age counts from.
+func (p *Policy) AttestationKeys() []*attest.Verifier {
+	if p == nil {
+		return nil
+	}
+	return p.facts.attestationKeys
 }

@@ -38,6 +38,7 @@ const (
 type Policy struct {
 	denyByDefault bool
 	rules         []*rule
+	facts         factRules // what min_age and signers need (facts.go)
 }
 
 // rule is one provider, module or tofu block.
@@ -132,6 +133,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 		}
 		seen[key] = b.DefRange
 		p.rules = append(p.rules, r)
+		p.facts.add(r)
 	}
 	return p, nil
 }
