@@ -114,12 +114,12 @@ func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind stri
 			f.Signed[sg.Spec] = err == nil
 		case policy.SignerCosign:
 			f.Signed[sg.Spec] = attest.SignedBy(sigs.Layers, sg.Key, root.subject) == nil
-		case policy.SignerPublisher:
-			ids, err := publisherKeys(ctx, root)
+		case policy.SignerPublisher: // policy_publisher.go
+			id, err := publisherKey(ctx, root)
 			if err != nil {
 				return f, err
 			}
-			f.Signed[sg.Spec] = slices.Contains(ids, sg.KeyID)
+			f.Signed[sg.Spec] = id != "" && id == sg.KeyID
 		}
 	}
 	if n.MinAge > 0 {
@@ -130,20 +130,6 @@ func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind stri
 
 func hasSigner(n policy.Needs, kind string) bool {
 	return slices.ContainsFunc(n.Signers, func(s *policy.Signer) bool { return s.Kind == kind })
-}
-
-// publisherKeys are the IDs of the OpenPGP keys whose signature over a
-// provider release's SHA256SUMS push verified, as its provenance records
-// them; none for a release whose provenance cannot be read intact.
-func publisherKeys(ctx context.Context, root releaseRoot) ([]string, error) {
-	if root.pv == nil {
-		return nil, nil
-	}
-	sum, _, err := root.repo.Summary(ctx, root.pv)
-	if err != nil && !oci.IsContentProblem(err) && !store.Skippable(err) {
-		return nil, err
-	}
-	return sum.SigningKeyIDs, nil
 }
 
 // ingestKeys are the keys whose attestations are trusted to say when a

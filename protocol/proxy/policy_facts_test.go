@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -179,6 +180,15 @@ func TestPolicySigners(t *testing.T) {
 		t.Fatal(err)
 	}
 	publisher := pgp.KeyID(kr.Entities[0].PrimaryKey.KeyId)
+	// A release whose provenance claims the publisher's key though
+	// another key signed it: its signature is verified again.
+	forged := seed.HelloRelease(t, "2.0.0-rc1")
+	forged.KeyIDs = []string{publisher}
+	fa, err := forged.Artifact(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(t, open("test", "forged"), fa, "2.0.0-rc1")
 	pol := factsPolicy(t, `
 provider "example.com/test/hello" {
   name    = "publisher-and-org"
@@ -186,6 +196,9 @@ provider "example.com/test/hello" {
 }
 provider "example.com/test/other" {
   signers = ["cosign:org.pub"]
+}
+provider "example.com/test/forged" {
+  signers = ["publisher:`+publisher+`"]
 }`, map[string]*attest.Signer{"org.pub": ours})
 	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), Policy: pol, RegistryHostname: "example.com"})
 
@@ -202,6 +215,7 @@ provider "example.com/test/other" {
 	p.getJSON(t, "/v1/providers/test/hello/1.0.0/download/linux/amd64", 200, nil)
 	p.wantError(t, "/v1/providers/test/hello/2.0.0-rc1/download/linux/amd64", 404, "is not signed by publisher:"+publisher+", which the policy's rule \"publisher-and-org\" requires")
 	p.wantError(t, "/v1/mirror/example.com/test/other/1.0.0.json", 404, "is not signed by cosign:org.pub")
+	p.wantError(t, "/v1/mirror/example.com/test/forged/2.0.0-rc1.json", 404, "is not signed by publisher:"+publisher)
 	if vs := mirrorVersions(t, p, "/v1/mirror/example.com/test/other/index.json"); len(vs) != 1 || vs["1.1.0"] == nil {
 		t.Errorf("other's index.json lists %v, want 1.1.0 (signed by our key)", vs)
 	}
