@@ -188,7 +188,7 @@ func TestPolicySigners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	push(t, open("test", "forged"), fa, "2.0.0-rc1")
+	push(t, open("forged", "hello"), fa, "2.0.0-rc1")
 	pol := factsPolicy(t, `
 provider "example.com/test/hello" {
   name    = "publisher-and-org"
@@ -197,7 +197,7 @@ provider "example.com/test/hello" {
 provider "example.com/test/other" {
   signers = ["cosign:org.pub"]
 }
-provider "example.com/test/forged" {
+provider "example.com/forged/hello" {
   signers = ["publisher:`+publisher+`"]
 }`, map[string]*attest.Signer{"org.pub": ours})
 	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), Policy: pol, RegistryHostname: "example.com"})
@@ -215,7 +215,7 @@ provider "example.com/test/forged" {
 	p.getJSON(t, "/v1/providers/test/hello/1.0.0/download/linux/amd64", 200, nil)
 	p.wantError(t, "/v1/providers/test/hello/2.0.0-rc1/download/linux/amd64", 404, "is not signed by publisher:"+publisher+", which the policy's rule \"publisher-and-org\" requires")
 	p.wantError(t, "/v1/mirror/example.com/test/other/1.0.0.json", 404, "is not signed by cosign:org.pub")
-	p.wantError(t, "/v1/mirror/example.com/test/forged/2.0.0-rc1.json", 404, "is not signed by publisher:"+publisher)
+	p.wantError(t, "/v1/mirror/example.com/forged/hello/2.0.0-rc1.json", 404, "is not signed by publisher:"+publisher)
 	if vs := mirrorVersions(t, p, "/v1/mirror/example.com/test/other/index.json"); len(vs) != 1 || vs["1.1.0"] == nil {
 		t.Errorf("other's index.json lists %v, want 1.1.0 (signed by our key)", vs)
 	}
