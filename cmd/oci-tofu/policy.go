@@ -45,7 +45,9 @@ func policyCommand() *cli.Command {
 			ArgsUsage: "ADDRESS[@VERSION]...",
 			Description: "ADDRESS is a provider (hashicorp/aws, registry.opentofu.org/hashicorp/aws),\n" +
 				"a module with its host (host/namespace/name/system, or module:namespace/name/system),\n" +
-				"or \"tofu\". The exit status is 0 whatever is decided: it is a query.",
+				"or \"tofu\". The exit status is 0 whatever is decided: it is a query.\n" +
+				"A version the versions allow under a rule with min_age or signers is \"depends\":\n" +
+				"that decision needs what the registry holds of the release.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "policy", Usage: "the policy `FILE`", Required: true},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -77,7 +79,7 @@ func policyTest(c *cli.Context) error {
 		if err != nil {
 			return usageError(c, "%v", err)
 		}
-		q.Decision = p.Decide(q.Kind, q.Address, q.Version)
+		q.Decision = p.DecideOffline(q.Kind, q.Address, q.Version)
 		out = append(out, q)
 	}
 	w := c.App.Writer
@@ -88,8 +90,11 @@ func policyTest(c *cli.Context) error {
 	}
 	for _, q := range out {
 		verdict := "deny "
-		if q.Allow {
+		switch {
+		case q.Allow:
 			verdict = "allow"
+		case len(q.DependsOn) > 0:
+			verdict = "depends" // on min_age or signers: facts of the registry
 		}
 		what := q.Address
 		if q.Version != "" {

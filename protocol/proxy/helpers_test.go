@@ -241,7 +241,7 @@ func resolve(t testing.TB, base *url.URL, ref string) string {
 // demand; it counts requests by path.
 type faultProxy struct {
 	*httptest.Server
-	mode   atomic.Value // string: "", "garbage", "slow", "500", "503", "401", "corrupt-blob"
+	mode   atomic.Value // string: "", "garbage", "slow", "500", "500-attachments", "503", "401", "corrupt-blob"
 	mu     sync.Mutex
 	counts map[string]int
 }
@@ -273,6 +273,11 @@ func newFaultProxy(t testing.TB, reg *testenv.Registry) *faultProxy {
 		case "500":
 			http.Error(w, "boom", http.StatusInternalServerError)
 			return
+		case "500-attachments": // cosign's signature and attestation tags only
+			if strings.Contains(r.URL.Path, "/manifests/sha256-") {
+				http.Error(w, "boom", http.StatusInternalServerError)
+				return
+			}
 		case "503":
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return

@@ -122,8 +122,13 @@ type Options struct {
 	// clients (left out of listings, with a warning naming the rule where
 	// the protocol has warnings; 404 with the reason when asked for),
 	// provider platforms its rules leave out are not offered (policy.go).
-	// It cannot be combined with PullThrough yet.
+	// It cannot be combined with PullThrough yet. Rules with min_age or
+	// signers read each release's signatures and attestations
+	// (policy_facts.go).
 	Policy *policy.Live
+	// Now is the clock policy decisions (min_age) are made by (default
+	// time.Now): a version is served once it is old enough by it.
+	Now func() time.Time
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -253,6 +258,9 @@ func withDefaults(opts Options) Options {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return opts
 }

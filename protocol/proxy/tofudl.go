@@ -115,6 +115,11 @@ func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 		if err == nil && !t.unruled {
 			refused, err = t.refusedInListing(ctx, t.repo, store.KindTofu, "OpenTofu", v, rel.Digest) // admission.go
 		}
+		if err == nil && !t.unruled && !refused {
+			var warn string // policy_facts.go
+			warn, err = t.factsWarning(ctx, policy.KindTofu, policy.KindTofu, v, releaseRoot{repo: t.repo, subject: rel.Digest})
+			refused = warn != ""
+		}
 		if err == nil && !refused {
 			out[i] = rel // each index by one goroutine
 		}
@@ -154,6 +159,9 @@ func (t *heldTofu) release(ctx context.Context, v names.Version) (*store.TofuRel
 	}
 	rel, err := t.repo.TofuRelease(ctx, v)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.factsDenial(ctx, policy.KindTofu, policy.KindTofu, "OpenTofu", v, releaseRoot{repo: t.repo, subject: rel.Digest}); err != nil { // policy_facts.go
 		return nil, err
 	}
 	return rel, admitted(ctx, t.repo, store.KindTofu, "OpenTofu", v, rel.Digest) // admission.go

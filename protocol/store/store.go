@@ -76,6 +76,9 @@ type Store struct {
 	modules    *cache.Cache[ocispec.Descriptor]
 	tofu       *cache.Cache[*TofuRelease]
 	admissions *cache.Cache[admission]
+	// attachments are signatures and attestations the policy's min_age
+	// and signers read (attachments.go).
+	attachments *cache.Cache[Attachment]
 }
 
 // New makes a Store.
@@ -95,16 +98,17 @@ func New(opts Options) *Store {
 	}
 	byDigest := func(name string) cache.Options { return share(ttl(name, 0, 0)) }
 	return &Store{
-		opts:       opts,
-		repos:      cache.New[oci.ReadOnlyRepository](ttl("repositories", opts.TagTTL, opts.MaxStale)),
-		tags:       cache.New[[]string](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
-		byTag:      cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
-		providers:  cache.New[*oci.ProviderVersion](byDigest("indexes")),
-		zips:       cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
-		provenance: cache.New[*Provenance](byDigest("provenance")),
-		modules:    cache.New[ocispec.Descriptor](byDigest("module_manifests")),
-		tofu:       cache.New[*TofuRelease](byDigest("tofu_releases")),
-		admissions: cache.New[admission](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))),
+		opts:        opts,
+		repos:       cache.New[oci.ReadOnlyRepository](ttl("repositories", opts.TagTTL, opts.MaxStale)),
+		tags:        cache.New[[]string](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
+		byTag:       cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
+		providers:   cache.New[*oci.ProviderVersion](byDigest("indexes")),
+		zips:        cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
+		provenance:  cache.New[*Provenance](byDigest("provenance")),
+		modules:     cache.New[ocispec.Descriptor](byDigest("module_manifests")),
+		tofu:        cache.New[*TofuRelease](byDigest("tofu_releases")),
+		admissions:  cache.New[admission](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))),
+		attachments: cache.New[Attachment](share(ttl("attachments", opts.ResolveTTL, opts.MaxStale))),
 	}
 }
 
@@ -115,7 +119,7 @@ const EntryCost = 320
 // CacheCost is about the bytes the store's caches hold (what their costs
 // add up to; the repositories cache, bounded by entries only, aside).
 func (s *Store) CacheCost() int64 {
-	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.admissions.Cost()
+	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.admissions.Cost() + s.attachments.Cost()
 }
 
 // stringsCost is about the memory a slice of strings takes.
@@ -129,16 +133,17 @@ func stringsCost(list []string) int64 {
 
 // cacheShares share Options.CacheBytes out among the caches, in percent:
 // what a listing of many versions needs (what each version tag names,
-// parsed) gets the most.
+// parsed) gets the most. Attachments (read only for a policy's min_age
+// and signers) take 2 of it.
 var cacheShares = map[string]int64{
-	"resolve": 50, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 48, "attachments": 2, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
 // admitShares are cacheShares with an admission policy: its verdicts
-// (a few dozen bytes each, one per version) take 2 of resolve's 50.
+// (a few dozen bytes each, one per version) take 2 of resolve's 48.
 var admitShares = map[string]int64{
-	"resolve": 48, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 46, "attachments": 2, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 2,
 }
 
