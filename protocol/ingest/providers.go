@@ -17,6 +17,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -46,6 +47,9 @@ type ProviderOptions struct {
 	// found complete that its key has not attested is verified from its
 	// origin again (downloaded, pushed: up to date) and then attested.
 	Attest *Attestation
+	// Gate, when set, is asked about each version before anything of it
+	// is downloaded (gate.go).
+	Gate Gate
 }
 
 // Result is the outcome for one provider version (or for a provider as a
@@ -59,6 +63,9 @@ type Result struct {
 	// Attested is set when the release was signed and attested now.
 	Attested bool   `json:"attested,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Denied is why the Gate left a version chosen by the constraints out
+	// (nothing of it was downloaded).
+	Denied string `json:"denied,omitempty"`
 	// Warnings are what OpenTofu would print installing the release: an
 	// expired signing key, a SHA256SUMS it does not take as signed.
 	Warnings []string `json:"warnings,omitempty"`
@@ -141,11 +148,15 @@ func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	if len(chosen) == 0 {
 		return fail(fmt.Errorf("no version matches %q", names.ConstraintsString(spec.Constraints)))
 	}
-	var results []Result
+	paddr := policy.ProviderAddress(spec.Provider)
+	chosen, results, err := opts.Gate.split(KindProvider, paddr, addr, chosen, locked != nil) // gate.go
+	if err != nil {
+		return fail(err)
+	}
 	for _, v := range chosen {
-		r := Result{Provider: addr, Version: v.String()}
+		r := Result{Provider: addr, Version: v.String(), Warnings: opts.Gate.warnings(KindProvider, paddr, v)}
 		res, warnings, attested, err := ingestVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, ref, locked, opts)
-		r.Warnings, r.Attested = warnings, attested
+		r.Warnings, r.Attested = append(r.Warnings, warnings...), attested
 		if err != nil {
 			r.Error = err.Error()
 			opts.Log("%s %s: %v", addr, v, err)

@@ -116,7 +116,8 @@ type Options struct {
 	// clients (left out of listings, with a warning naming the rule where
 	// the protocol has warnings; 404 with the reason when asked for),
 	// provider platforms its rules leave out are not offered (policy.go).
-	// It cannot be combined with PullThrough yet.
+	// With PullThrough, the origin's denied versions are left out too and
+	// never pulled (pulled_policy.go).
 	Policy *policy.Live
 }
 
@@ -211,9 +212,6 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	}
 	if err := checkAttestedPulls(opts); err != nil {
 		return opts, nil, err
-	}
-	if opts.Policy.Current() != nil && opts.PullThrough != nil {
-		return opts, nil, errors.New("proxy.New: the policy file is not applied to pull-through yet (a denied version could still be pulled and listed from the origin): configure one of PullThrough and Policy, not both")
 	}
 	mappings, err := store.CheckMappings(opts.ProviderMappings)
 	if err != nil {
