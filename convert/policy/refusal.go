@@ -21,7 +21,11 @@ type DeniedError struct {
 }
 
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("the admission policy's rule %q denies %s %s %s: %s", e.Decision.Rule, e.Kind, e.Address, e.Version, e.Decision.Reason)
+	what := e.Kind + " " + e.Address
+	if e.Kind == KindTofu {
+		what = "OpenTofu"
+	}
+	return fmt.Sprintf("the admission policy's rule %q denies %s %s: %s", e.Decision.Rule, what, e.Version, e.Decision.Reason)
 }
 
 // Is makes errors.Is(err, ErrDenied) true.
