@@ -71,22 +71,9 @@ func verify(c *cli.Context) error {
 		return err
 	}
 	opts := lint.Options{SkipZips: c.Bool("skip-zips"), AttestKeys: keys, Policy: pol}
-	var all []lint.Finding
-	for _, ref := range refs {
-		opts.PolicyAddress = func(kind string) (string, error) { return policy.AddressFromRepository(kind, ref.Repository) }
-		repo, err := client.OpenReadOnly(c.Context, ref)
-		var findings []lint.Finding
-		if err == nil {
-			findings, err = lint.Check(c.Context, repo, ref, opts)
-		}
-		if err != nil && !oci.IsContentProblem(err) {
-			// Not reaching the registry says nothing about the artifacts.
-			return fmt.Errorf("%s: %w", ref, err)
-		}
-		if err != nil {
-			findings = append(findings, lint.Finding{Reference: ref.String(), Severity: lint.SeverityError, Message: err.Error()})
-		}
-		all = append(all, findings...)
+	all, err := verifyRefs(c, client, refs, opts)
+	if err != nil {
+		return err
 	}
 	failed := 0
 	for _, f := range all {
@@ -115,4 +102,28 @@ func verify(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", plural(failed, "problem")), 1)
 	}
 	return nil
+}
+
+// verifyRefs checks each reference; reaching the registry failing stops
+// it (that says nothing about the artifacts), a content problem is a
+// finding.
+func verifyRefs(c *cli.Context, client *oci.Client, refs []oci.Reference, opts lint.Options) ([]lint.Finding, error) {
+	var all []lint.Finding
+	for _, ref := range refs {
+		opts.PolicyAddress = func(kind string) (string, error) { return policy.AddressFromRepository(kind, ref.Repository) }
+		repo, err := client.OpenReadOnly(c.Context, ref)
+		var findings []lint.Finding
+		if err == nil {
+			findings, err = lint.Check(c.Context, repo, ref, opts)
+		}
+		if err != nil && !oci.IsContentProblem(err) {
+			// Not reaching the registry says nothing about the artifacts.
+			return nil, fmt.Errorf("%s: %w", ref, err)
+		}
+		if err != nil {
+			findings = append(findings, lint.Finding{Reference: ref.String(), Severity: lint.SeverityError, Message: err.Error()})
+		}
+		all = append(all, findings...)
+	}
+	return all, nil
 }

@@ -106,6 +106,38 @@ func Providers(ctx context.Context, c *origin.Client, specs []names.ProviderSpec
 	return results
 }
 
+// chooseProviderVersions reads the origin's listing and picks the
+// versions spec's constraints (or the lock's entry, returned) select.
+func chooseProviderVersions(spec names.ProviderSpec, listed []*wire.RegistryVersion, lock *lockfile.File) (map[string]*wire.RegistryVersion, versions.List, *lockfile.Provider, error) {
+	addr := spec.Provider.String()
+	byVersion := map[string]*wire.RegistryVersion{}
+	var available versions.List
+	for _, v := range listed {
+		pv, err := names.ParseVersionLoose(v.Version)
+		if err != nil {
+			continue
+		}
+		byVersion[pv.String()] = v
+		available = append(available, pv)
+	}
+	if lock == nil {
+		chosen := names.MatchingVersions(available, spec.Constraints)
+		if len(chosen) == 0 {
+			return nil, nil, nil, fmt.Errorf("no version matches %q", names.ConstraintsString(spec.Constraints))
+		}
+		return byVersion, chosen, nil, nil
+	}
+	locked := lock.Provider(addr)
+	if locked == nil {
+		return nil, nil, nil, fmt.Errorf("the lock file has no entry for %s", addr)
+	}
+	v, err := names.ParseVersionLoose(locked.Version)
+	if err != nil || byVersion[v.String()] == nil {
+		return nil, nil, nil, fmt.Errorf("locked version %s is not offered by %s", locked.Version, spec.Provider.Hostname)
+	}
+	return byVersion, versions.List{v}, locked, nil
+}
+
 func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSpec, opts ProviderOptions) []Result {
 	addr := spec.Provider.String()
 	fail := func(err error) []Result { return []Result{{Provider: addr, Error: err.Error()}} }
@@ -121,32 +153,9 @@ func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	if err != nil {
 		return fail(err)
 	}
-	byVersion := map[string]*wire.RegistryVersion{}
-	var available versions.List
-	for _, v := range listed {
-		pv, err := names.ParseVersionLoose(v.Version)
-		if err != nil {
-			continue
-		}
-		byVersion[pv.String()] = v
-		available = append(available, pv)
-	}
-	var chosen versions.List
-	var locked *lockfile.Provider
-	if opts.Lock != nil {
-		if locked = opts.Lock.Provider(addr); locked == nil {
-			return fail(fmt.Errorf("the lock file has no entry for %s", addr))
-		}
-		v, err := names.ParseVersionLoose(locked.Version)
-		if err != nil || byVersion[v.String()] == nil {
-			return fail(fmt.Errorf("locked version %s is not offered by %s", locked.Version, spec.Provider.Hostname))
-		}
-		chosen = versions.List{v}
-	} else {
-		chosen = names.MatchingVersions(available, spec.Constraints)
-	}
-	if len(chosen) == 0 {
-		return fail(fmt.Errorf("no version matches %q", names.ConstraintsString(spec.Constraints)))
+	byVersion, chosen, locked, err := chooseProviderVersions(spec, listed, opts.Lock)
+	if err != nil {
+		return fail(err)
 	}
 	paddr := policy.ProviderAddress(spec.Provider)
 	chosen, results, err := opts.Gate.split(KindProvider, paddr, addr, chosen, locked != nil) // gate.go
