@@ -66,11 +66,9 @@ func (h *pulledProviders) pullRefusal(t pullthrough.Target, req ArchiveRequest) 
 	return nil
 }
 
-// withoutDenied keeps doc's warnings once each and, when the policy left
-// no version to list, turns it into the 404 naming why (as heldProviders
-// does when it lists none).
+// withoutDenied is doc, or, when the policy left no version to list, the
+// 404 naming why (as heldProviders answers when it lists none).
 func (h *pulledProviders) withoutDenied(p names.Provider, doc wire.RegistryVersions, denied int) (wire.RegistryVersions, error) {
-	doc.Warnings = slices.Compact(doc.Warnings)
 	if len(doc.Versions) > 0 || denied == 0 {
 		return doc, nil
 	}
