@@ -93,9 +93,6 @@ func TestPolicyTest(t *testing.T) {
 	if out, err := run(t, append(base, "--policy", bad)...); err == nil || !strings.Contains(out, "--policy: "+want) {
 		t.Errorf("serve with a bad file: %v\n%s", err, out)
 	}
-	if out, err := run(t, append(base, "--policy", file, "--pull-through-origin", "registry.opentofu.org")...); err == nil || !strings.Contains(out, "--policy cannot be combined with --pull-through-origin") {
-		t.Errorf("serve --policy with pull-through: %v\n%s", err, out)
-	}
 }
 
 // serve --policy applies to modules: of the versions "~> 1.0" admits,

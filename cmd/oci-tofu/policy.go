@@ -17,15 +17,12 @@ func policyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows (docs/policy.md; check it with `oci-tofu policy test`)", EnvVars: []string{"OCI_TOFU_POLICY"}}
 }
 
-// readPolicy reads --policy, refusing it beside pull-through, which does
-// not apply it yet.
+// readPolicy reads --policy (applied to what the registry holds and to
+// what pull-through would fetch alike).
 func readPolicy(c *cli.Context, opts *proxy.Options) error {
 	file := c.String("policy")
 	if file == "" {
 		return nil
-	}
-	if opts.PullThrough != nil {
-		return fmt.Errorf("--policy cannot be combined with --pull-through-origin or --pull-through-tofu-api-url yet: pull-through does not apply the policy (docs/policy.md)")
 	}
 	p, err := policy.Load(file)
 	if err != nil {

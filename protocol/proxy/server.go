@@ -122,9 +122,9 @@ type Options struct {
 	// clients (left out of listings, with a warning naming the rule where
 	// the protocol has warnings; 404 with the reason when asked for),
 	// provider platforms its rules leave out are not offered (policy.go).
-	// It cannot be combined with PullThrough yet. Rules with min_age or
-	// signers read each release's signatures and attestations
-	// (policy_facts.go).
+	// With PullThrough, the origin's denied versions are left out too and
+	// never pulled (pulled_policy.go). Rules with min_age or signers read
+	// each release's signatures and attestations (policy_facts.go).
 	Policy *policy.Live
 	// Now is the clock policy decisions (min_age) are made by (default
 	// time.Now): a version is served once it is old enough by it.
@@ -222,9 +222,6 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	}
 	if err := checkAttestedPulls(opts); err != nil {
 		return opts, nil, err
-	}
-	if opts.Policy.Current() != nil && opts.PullThrough != nil {
-		return opts, nil, errors.New("proxy.New: the policy file is not applied to pull-through yet (a denied version could still be pulled and listed from the origin): configure one of PullThrough and Policy, not both")
 	}
 	mappings, err := store.CheckMappings(opts.ProviderMappings)
 	if err != nil {
