@@ -40,6 +40,10 @@ func (h *pulledProviders) networkMirrorIndex(ctx context.Context, p names.Provid
 	if !ok {
 		return h.heldProviders.networkMirrorIndex(ctx, p)
 	}
+	if h.factsRule(p) { // pulled_facts.go
+		h.sightOrigin(ctx, p, t)
+		return h.heldProviders.networkMirrorIndex(ctx, p)
+	}
 	held, at, err := h.heldVersions(ctx, p)
 	if err != nil {
 		return nil, at, err
@@ -93,6 +97,9 @@ func (h *pulledProviders) networkMirrorVersion(ctx context.Context, p names.Prov
 	if !ok || !isVersionNotHeld(err) {
 		return doc, err
 	}
+	if h.factsRule(p) { // pulled_facts.go
+		return nil, h.notYetHeld(p, t, v)
+	}
 	rel, err := h.engine.ProviderRelease(ctx, t, v)
 	if err != nil {
 		return nil, err
@@ -113,6 +120,10 @@ func (h *pulledProviders) networkMirrorVersion(ctx context.Context, p names.Prov
 func (h *pulledProviders) versionsDoc(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
 	t, ok := h.engine.RegistryTarget(p)
 	if !ok {
+		return h.heldProviders.versionsDoc(ctx, p, shown)
+	}
+	if h.factsRule(p) { // pulled_facts.go
+		h.sightOrigin(ctx, p, t)
 		return h.heldProviders.versionsDoc(ctx, p, shown)
 	}
 	doc := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
@@ -176,6 +187,9 @@ func (h *pulledProviders) downloadDoc(ctx context.Context, p names.Provider, req
 	t, ok := h.engine.RegistryTarget(p)
 	if !ok || !isVersionNotHeld(err) {
 		return doc, err
+	}
+	if h.factsRule(p) { // pulled_facts.go
+		return nil, h.notYetHeld(p, t, req.Version)
 	}
 	v, pl := req.Version, req.Platform
 	if err := h.platformRefusal(p, v, pl); err != nil { // policy.go: before the origin is asked

@@ -57,6 +57,9 @@ func (h *pulledProviders) allowedArchives(p names.Provider, ps []names.Platform)
 // pullRefusal is the 404 for a pull URL naming a version or package the
 // policy denies, decided before the engine is asked anything.
 func (h *pulledProviders) pullRefusal(t pullthrough.Target, req ArchiveRequest) error {
+	if h.factsRule(t.Served) { // pulled_facts.go: nothing is served from the origin directly
+		return notFound("provider %s %s is served only from this proxy's registry, once the policy's min_age and signers allow it", t.Served, req.Version)
+	}
 	if err := h.policyDenial(policy.KindProvider, t.Served.String(), "provider "+t.Served.String(), req.Version); err != nil {
 		return err
 	}
