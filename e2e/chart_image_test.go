@@ -31,9 +31,10 @@ func serveWithChart(t *testing.T, c container) {
 	pushHello(t, reg.Host+"/providers/test/hello", "1.0.0", "1.1.0")
 	port := testenv.FreePort(t)
 	values := map[string]any{
-		"serve":    map[string]any{"provider-template": reg.Host + "/providers/${namespace}/${type}", "log-format": "text"},
-		"service":  map[string]any{"targetPort": port},
-		"registry": map[string]any{"dockerConfigSecret": "registry-credentials"},
+		"serve":      map[string]any{"provider-template": reg.Host + "/providers/${namespace}/${type}", "log-format": "text"},
+		"service":    map[string]any{"targetPort": port},
+		"listenHost": "127.0.0.1", // the pod's network is the test machine's
+		"registry":   map[string]any{"dockerConfigSecret": "registry-credentials"},
 		"files": map[string]any{
 			"ca-file": map[string]any{"configMap": "registry-ca", "key": "ca.crt"},
 			"policy":  map[string]any{"inline": `provider "example.com/test/hello" { deny = ["1.1.0"] }` + "\n"},
@@ -63,6 +64,9 @@ func serveWithChart(t *testing.T, c container) {
 	spec := r.deployment.Spec.Template.Spec
 	ctr := r.container(t)
 	mountVolumes(t, c.Root, spec.Volumes, ctr.VolumeMounts, secrets, configMaps)
+	if err := os.WriteFile(filepath.Join(c.Root, "etc", "hosts"), []byte("127.0.0.1 localhost\n::1 localhost\n"), 0o644); err != nil {
+		t.Fatal(err) // what the runtime provides
+	}
 	c.run(t, nil, "--version") // the image runs at all
 	cmd := c.command(t, context.Background(), containerEnv(t, ctr, secrets), ctr.Args...)
 	s := launchServe(t, cmd, port)

@@ -84,7 +84,7 @@ secret, configMap, inline, inlineKey}]}.
 {{/* The container's arguments: serve and every option. */}}
 {{- define "oci-tofu.args" -}}
 - serve
-- --listen=:{{ .Values.service.targetPort }}
+- --listen={{ .Values.listenHost }}:{{ .Values.service.targetPort }}
 {{- if .Values.tls.enabled }}
 - --tls-cert=/etc/oci-tofu/tls/tls.crt
 - --tls-key=/etc/oci-tofu/tls/tls.key
