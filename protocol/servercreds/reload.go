@@ -79,7 +79,8 @@ func (r *Reloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error
 	if interval <= 0 {
 		interval = DefaultReloadInterval
 	}
-	if now := r.now(); now.Sub(r.checked) >= interval {
+	// A clock set back counts as time passed, so files are never left unread.
+	if now := r.now(); now.Sub(r.checked) >= interval || now.Before(r.checked) {
 		r.checked = now
 		r.reloadIfChangedLocked()
 	}
