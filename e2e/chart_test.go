@@ -259,7 +259,10 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"service monitor without its CRD", []string{"--set", "serviceMonitor.enabled=true"}, "no monitoring.coreos.com/v1 ServiceMonitor"},
 		{"file with two sources", []string{"--set", "files.policy.secret=a", "--set", "files.policy.configMap=b", "--set", "files.policy.key=k"}, "exactly one of secret, configMap and inline"},
 		{"file without key", []string{"--set", "files.signing-key.secret=a"}, "key (the Secret's or ConfigMap's key holding the file) is required"},
-		{"cache as large as the limit", []string{"--set", "memory.cachePercent=90"}, "cachePercent between 1 and 70"},
+		{"cache as large as the limit", []string{"--set", "memory.cachePercent=90"}, "/memory/cachePercent': maximum: got 90, want 70"},
+		{"soft limit under the cache", []string{"--set", "memory.goMemLimitPercent=40"}, "goMemLimitPercent above cachePercent"},
+		{"misspelt option", []string{"--set", "serve.provider-templat=x"}, "additional properties 'provider-templat' not allowed"},
+		{"file of no option", []string{"--set", "files.tls-cert.secret=a"}, "additional properties 'tls-cert' not allowed"},
 		{"routes without a gateway", []string{"--set", "gateway.tlsRoute.enabled=true"}, "give gateway.parentRefs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -319,6 +322,21 @@ func TestChartCoversEveryServeOption(t *testing.T) {
 	for k, by := range covered {
 		t.Errorf("%s names --%s, which serve does not have", by, k)
 	}
+	// The schema admits exactly these serve and files keys.
+	var schema struct {
+		Properties struct {
+			Serve, Files struct{ Properties map[string]any }
+		}
+	}
+	if err := yaml.Unmarshal(readBoundedFile(t, filepath.Join(testenv.Root(t), chartDir, "values.schema.json")), &schema); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sortedKeys(schema.Properties.Serve.Properties), sortedKeys(values.Serve); !slices.Equal(got, want) {
+		t.Errorf("values.schema.json serve properties %v, values.yaml serve %v", got, want)
+	}
+	if got, want := sortedKeys(schema.Properties.Files.Properties), slices.Sorted(slices.Values(fileFlags)); !slices.Equal(got, want) {
+		t.Errorf("values.schema.json files properties %v, want %v", got, want)
+	}
 	// Each file option renders as --FLAG=PATH of a mounted volume.
 	args := []string{"template", "t", chartDir, "--set", "serve.provider-template=r.example/${namespace}/${type}"}
 	for _, f := range fileFlags {
@@ -368,4 +386,13 @@ func TestChartPushedToARegistry(t *testing.T) {
 		t.Errorf("the chart rendered from the registry differs from the checkout's")
 	}
 	decodeStrict(t, remote)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
