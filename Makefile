@@ -24,7 +24,7 @@ RENOVATE_VERSION     := 44.121.2
 RENOVATE_NODE        := 24.21.0
 RENOVATE_DIR         := $(CURDIR)/.tools/renovate
 
-.PHONY: all build image test unit e2e fuzz bench demo tools tools-apt clean lint kubernetes-yaml
+.PHONY: all build image chart test unit e2e fuzz bench demo tools tools-apt clean lint kubernetes-yaml
 
 all: build
 
@@ -44,6 +44,16 @@ image:
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./tools/image --go '$(GO)' --out $(IMAGE_DIR) \
 	  --tag $(VERSION) --version $(VERSION) --revision '$(REVISION)' --platform $(IMAGE_PLATFORMS) \
 	  $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
+
+## chart: the Helm chart (deploy/helm/oci-tofu) packaged into $(CHART_DIR), its appVersion (the
+## default image tag) set to $(VERSION), the tag `make image` gives the image.
+## CHART_PUSH=oci://REGISTRY/REPOSITORY pushes it too (helm's registry logins: `helm registry login`).
+CHART_DIR     ?= out/chart
+CHART_PUSH    ?=
+CHART_VERSION := $(shell awk '/^version:/ {print $$2}' deploy/helm/oci-tofu/Chart.yaml)
+chart: $(TOOLS)/helm
+	$(TOOLS)/helm package deploy/helm/oci-tofu --destination $(CHART_DIR) --app-version $(VERSION)
+	$(if $(CHART_PUSH),$(TOOLS)/helm push $(CHART_DIR)/oci-tofu-$(CHART_VERSION).tgz $(CHART_PUSH))
 
 ## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl, cosign, helm and Renovate in .tools/bin
 tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/cosign $(TOOLS)/helm $(TOOLS)/renovate
