@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -150,43 +148,14 @@ func listen(c *cli.Context, srv *proxy.Server, logger *slog.Logger) (net.Listene
 }
 
 // serveUntilStopped serves until the command's context ends (a signal),
-// then drains: /readyz fails at once, requests are still served for
-// --shutdown-delay (while load balancers take the pod out of their
-// endpoints), then the listener closes and, within --shutdown-timeout,
-// requests in flight finish, then releases being pulled through.
+// then drains for --shutdown-delay and shuts down within
+// --shutdown-timeout (proxy.Server.ServeUntil).
 func serveUntilStopped(c *cli.Context, srv *proxy.Server, ln net.Listener, logger *slog.Logger) error {
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          servercreds.HandshakeLog(logger),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-c.Context.Done():
-	}
-	srv.Drain()
-	delay := c.Duration("shutdown-delay")
-	logger.Info("draining: not ready, still serving", "shutdown_delay", delay.String())
-	time.Sleep(delay)
-	logger.Info("shutting down")
-	ctx, cancel := context.WithTimeout(context.Background(), c.Duration("shutdown-timeout"))
-	defer cancel()
-	if err := hs.Shutdown(ctx); err != nil {
-		hs.Close()
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	if err := srv.Close(ctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
+	return srv.ServeUntil(c.Context, ln, proxy.Lifecycle{
+		ShutdownDelay:   c.Duration("shutdown-delay"),
+		ShutdownTimeout: c.Duration("shutdown-timeout"),
+		ErrorLog:        servercreds.HandshakeLog(logger),
+	})
 }
 
 // serveOptions reads and checks everything serve is given, before it

@@ -1,6 +1,10 @@
 package proxy
 
 import (
+	"context"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +72,63 @@ func TestProbeTargets(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "reg.example:5000,tofu.example" {
 		t.Errorf("probe targets %v, want reg.example:5000,tofu.example", got)
+	}
+}
+
+// ServeUntil drains before it stops: once its context ends, /readyz
+// answers 503 "draining" while requests are still served (on new
+// connections), and it returns nil after ShutdownDelay.
+func TestServeUntilDrainsFirst(t *testing.T) {
+	client0, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{ProviderMappings: mustMapping(t, "reg.example/${namespace}/${type}"), Client: client0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.ServeUntil(ctx, ln, Lifecycle{ShutdownDelay: 10 * time.Second, ShutdownTimeout: 10 * time.Second}) }()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := client.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/livez"); code != 200 {
+		t.Fatalf("/livez: %d", code)
+	}
+	stop()
+	for deadline := time.Now().Add(10 * time.Second); !s.Probes().Draining(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not draining after the context ended")
+		}
+	}
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "draining") {
+		t.Errorf("/readyz while draining: %d %q", code, body)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz while draining: %d", code)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ServeUntil: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("ServeUntil did not return after its shutdown delay")
+	}
+	if _, err := client.Get("http://" + ln.Addr().String() + "/livez"); err == nil {
+		t.Error("still serving after ServeUntil returned")
 	}
 }
