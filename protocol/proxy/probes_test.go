@@ -93,7 +93,9 @@ func TestServeUntilDrainsFirst(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.ServeUntil(ctx, ln, Lifecycle{ShutdownDelay: 10 * time.Second, ShutdownTimeout: 10 * time.Second}) }()
+	go func() {
+		done <- s.ServeUntil(ctx, ln, Lifecycle{ShutdownDelay: 10 * time.Second, ShutdownTimeout: 10 * time.Second})
+	}()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
 	get := func(path string) (int, string) {
 		t.Helper()
