@@ -263,6 +263,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"soft limit under the cache", []string{"--set", "memory.goMemLimitPercent=40"}, "goMemLimitPercent above cachePercent"},
 		{"misspelt option", []string{"--set", "serve.provider-templat=x"}, "additional properties 'provider-templat' not allowed"},
 		{"file of no option", []string{"--set", "files.tls-cert.secret=a"}, "additional properties 'tls-cert' not allowed"},
+		{"nothing to serve", []string{"--set", "serve.provider-template="}, "there is nothing to serve"},
 		{"routes without a gateway", []string{"--set", "gateway.tlsRoute.enabled=true"}, "give gateway.parentRefs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

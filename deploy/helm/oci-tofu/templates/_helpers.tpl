@@ -117,3 +117,11 @@ secret, configMap, inline, inlineKey}]}.
 {{- define "oci-tofu.scheme" -}}
 {{- ternary "HTTPS" "HTTP" .Values.tls.enabled -}}
 {{- end -}}
+
+{{/* serve needs something to serve, as `oci-tofu serve` does. */}}
+{{- define "oci-tofu.checkServed" -}}
+{{- $s := .Values.serve -}}
+{{- if not (or (index $s "provider-template") (index $s "module-template") (index $s "tofu-repository") (hasKey .Values.files "config")) -}}
+{{- fail "give at least one of serve.provider-template, serve.module-template, serve.tofu-repository and files.config: there is nothing to serve" -}}
+{{- end -}}
+{{- end -}}
