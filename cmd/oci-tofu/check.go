@@ -129,12 +129,12 @@ func checkServerTLS(c *cli.Context) preflight.Result {
 	case certFile == "" && keyFile == "":
 		res.Status, res.Detail = preflight.StatusError, "no certificate: give --tls-cert and --tls-key (or --self-signed for trials, --insecure-no-tls behind a TLS-terminating proxy)"
 	default:
-		cert, err := loadServerCert(certFile, keyFile)
+		r, err := loadServerCert(certFile, keyFile)
 		if err != nil {
 			res.Status, res.Detail = preflight.StatusError, err.Error()
 			return res
 		}
-		return preflight.Certificate(cert, certFile, time.Now())
+		return preflight.Certificate(*r.Certificate(), certFile, time.Now())
 	}
 	return res
 }

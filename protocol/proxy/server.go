@@ -20,6 +20,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/health"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -129,6 +130,9 @@ type Options struct {
 	// Now is the clock policy decisions (min_age) are made by (default
 	// time.Now): a version is served once it is old enough by it.
 	Now func() time.Time
+	// ReadyInterval is how long /readyz reuses its last check of the
+	// registries (default health.DefaultInterval).
+	ReadyInterval time.Duration
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -146,6 +150,7 @@ type Server struct {
 	tokens   [][32]byte
 	client   *oci.Client         // reaches the registry (pull-through writes with it)
 	pull     *pullthrough.Engine // nil without pull-through
+	probes   *health.Probes      // /readyz and /livez (probes.go)
 
 	mu       sync.RWMutex
 	mux      *http.ServeMux
@@ -173,7 +178,9 @@ func New(opts Options) (*Server, error) {
 		docs: cache.New[document](cache.Options{Name: "documents", TTL: opts.Store.TagTTL, MaxStale: max(opts.Store.MaxStale, 0),
 			FailureTTL: opts.Store.FailureTTL, MaxEntries: opts.Store.CacheEntries, MaxCost: budgetOf(opts).docs, EntryCost: store.EntryCost,
 			Timeout: 2 * opts.Store.Timeout, Observe: s.metrics.observeCache})}
+	s.probes = s.newProbes()
 	s.routeCommon()
+	s.routeProbes()
 	s.routePage(len(mappings) > 0)
 	if len(mappings) > 0 {
 		s.mountProviders(mappings)
