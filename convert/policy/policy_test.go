@@ -128,9 +128,9 @@ func TestParseErrors(t *testing.T) {
 func TestParseHostile(t *testing.T) {
 	for _, c := range []struct{ name, src, want string }{
 		{"10 MB", "# " + strings.Repeat("x", 10<<20), "larger than 1048576 bytes"},
-		{"deep nesting", "default = " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000), "policy.hcl:1: nested deeper than 32 levels"},
-		{"deep braces", strings.Repeat("{", 5000), "nested deeper"},
-		{"100,000 rules", strings.Repeat("tofu {}\n", 100000), "has 100000 rules, more than 10000"},
+		{"deep nesting", "default = " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000), "policy.hcl:1:43: nested deeper than 32 levels"},
+		{"deep braces", "tofu {}\n" + strings.Repeat("{", 5000), "policy.hcl:2:33: nested deeper"},
+		{"100,000 rules", strings.Repeat("tofu {}\n", 100000), "policy.hcl:10001:1: the policy has 100000 rules, more than 10000"},
 		{"huge list", `provider "a/b" { deny = [` + strings.Repeat(`"1.0.0",`, 5000) + `] }`, "deny has more than 1000 items"},
 		{"huge constraint", `provider "a/b" { versions = "` + strings.Repeat(">= 1.0.0, ", 1000) + `" }`, "longer than 4096 bytes"},
 		{"huge version numbers", `provider "a/b" { versions = ">= 99999999999999999999999.0.0" }`, "invalid version constraint"},
