@@ -45,6 +45,18 @@ func (l *Live) Generation() uint64 {
 	return 0
 }
 
+// CurrentWithGeneration is Current and the Generation it belongs to, read
+// together.
+func (l *Live) CurrentWithGeneration() (*Policy, uint64) {
+	if l == nil {
+		return nil, 0
+	}
+	if h := l.p.Load(); h != nil {
+		return h.p, h.gen
+	}
+	return nil, 0
+}
+
 // Replace puts p in force for every later Current.
 func (l *Live) Replace(p *Policy) {
 	for {

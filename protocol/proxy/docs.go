@@ -40,6 +40,7 @@ type builder func(ctx context.Context) (v any, asOf time.Time, err error)
 // FailureTTL, so clients retrying against a struggling registry do not
 // reach it again and again.
 func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string, build builder) {
+	key = s.policyDocKey(key) // policy_page.go
 	res, err := s.docs.Get(r.Context(), key, func(ctx context.Context) (document, int64, error) {
 		v, asOf, err := build(ctx)
 		if err != nil {
@@ -70,7 +71,7 @@ func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string,
 // key: a warm request needs no parsing, since a document is only cached
 // under a key whose request was valid.
 func (s *responder) serveFreshDoc(w http.ResponseWriter, r *http.Request, key string) bool {
-	d, ok := s.docs.Fresh(key)
+	d, ok := s.docs.Fresh(s.policyDocKey(key))
 	if ok {
 		s.writeDoc(w, r, d)
 	}

@@ -26,6 +26,7 @@ type metrics struct {
 	streamAborts  *prometheus.CounterVec
 	etiquette     *prometheus.CounterVec
 	throttleWait  prometheus.Counter
+	policy        *policyMetrics // policy_metrics.go
 }
 
 func newMetrics() *metrics {

@@ -20,6 +20,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -118,6 +119,10 @@ type Options struct {
 	// provider platforms its rules leave out are not offered (policy.go).
 	// It cannot be combined with PullThrough yet.
 	Policy *policy.Live
+	// PolicyStatus, when set, reports the reloads of the policy file
+	// Policy comes from (protocol/policyfile), for the page and the
+	// metrics.
+	PolicyStatus func() policyfile.Status
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -148,6 +153,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
+	s.metrics.policy = newPolicyMetrics(s.metrics.reg, opts.PolicyStatus) // policy_metrics.go
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
