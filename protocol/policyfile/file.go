@@ -101,6 +101,7 @@ func (f *File) Reload(why string) error {
 		if sum := sha256.Sum256(src); sum == f.sum {
 			st.Current, st.LastError = true, ""
 			f.status.Store(&st)
+			f.log.Info("policy file read: unchanged", "file", f.path, "why", why, "rules", st.Rules)
 			return nil
 		}
 		var p *policy.Policy
