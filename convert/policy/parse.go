@@ -35,6 +35,7 @@ const (
 type Policy struct {
 	denyByDefault bool
 	rules         []*rule
+	index         *index // index.go
 }
 
 // rule is one provider, module or tofu block.
@@ -119,6 +120,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 		seen[key] = b.DefRange
 		p.rules = append(p.rules, r)
 	}
+	p.index = newIndex(p.rules)
 	return p, nil
 }
 
