@@ -8,14 +8,30 @@ import (
 // index finds the first rule of a kind matching an address without
 // trying every rule: a decision is made per version listed, and a policy
 // may have MaxRules rules (docs/benchmarks.md). Rules whose pattern has no
-// wildcard are found in a map; those with one are tried in the order of
-// the file, only as far as the first exact match: the first rule in the
-// file that matches still decides (scan is the plain reading of that
-// rule, and the tests hold the two to the same answers).
+// wildcard are found in a map. Those with one are kept by kind and the
+// segments before their first wildcard ("registry.opentofu.org/hashicorp"
+// for registry.opentofu.org/hashicorp/*): an address can only match those
+// filed under one of its own leading segments, and these few lists are
+// tried together in the order of the file, only as far as the first
+// exact match. So the first rule in the file that matches still decides
+// (scan is the plain reading of that rule, and the tests hold the two to
+// the same answers).
 type index struct {
-	exact    map[string]int // kind + " " + pattern → position of its first rule
-	wildcard map[string][]int
-	tofu     int // position of the first tofu rule, -1 for none
+	exact    map[string]int   // kind + " " + pattern → position of its first rule
+	wildcard map[string][]int // kind + " " + literal leading segments → positions, ascending
+	tofu     int              // position of the first tofu rule, -1 for none
+}
+
+// literalPrefix is the segments of pattern before its first one with a
+// wildcard, joined by "/" ("" when the first has one).
+func literalPrefix(pattern string) string {
+	segs := strings.Split(pattern, "/")
+	for i, s := range segs {
+		if strings.ContainsAny(s, `*?[\`) {
+			return strings.Join(segs[:i], "/")
+		}
+	}
+	return pattern
 }
 
 func newIndex(rules []*rule) *index {
@@ -27,7 +43,8 @@ func newIndex(rules []*rule) *index {
 				ix.tofu = i
 			}
 		case strings.ContainsAny(r.pattern, `*?[\`):
-			ix.wildcard[r.kind] = append(ix.wildcard[r.kind], i)
+			key := r.kind + " " + literalPrefix(r.pattern)
+			ix.wildcard[key] = append(ix.wildcard[key], i)
 		default:
 			if _, ok := ix.exact[r.kind+" "+r.pattern]; !ok {
 				ix.exact[r.kind+" "+r.pattern] = i
@@ -47,12 +64,37 @@ func (ix *index) first(rules []*rule, kind, address string) int {
 	if !ok {
 		found = len(rules)
 	}
-	for _, i := range ix.wildcard[kind] {
-		if i >= found {
+	// The wildcard rules filed under "", the first segment, the first
+	// two, …: merged in the order of the file.
+	var lists [][]int
+	for prefix, rest := "", address; ; {
+		if l := ix.wildcard[kind+" "+prefix]; len(l) > 0 {
+			lists = append(lists, l)
+		}
+		seg, after, more := strings.Cut(rest, "/")
+		if !more {
 			break
 		}
-		if ok, _ := path.Match(rules[i].pattern, address); ok {
-			return i
+		if prefix == "" {
+			prefix = seg
+		} else {
+			prefix += "/" + seg
+		}
+		rest = after
+	}
+	for {
+		next, from := found, -1
+		for k, l := range lists {
+			if len(l) > 0 && l[0] < next {
+				next, from = l[0], k
+			}
+		}
+		if from < 0 {
+			break
+		}
+		lists[from] = lists[from][1:]
+		if ok, _ := path.Match(rules[next].pattern, address); ok {
+			return next
 		}
 	}
 	if found == len(rules) {
