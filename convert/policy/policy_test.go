@@ -158,6 +158,13 @@ func FuzzParse(f *testing.F) {
 		if err == nil {
 			p.Decide(KindProvider, "registry.opentofu.org/hashicorp/aws", "1.0.0")
 			p.Platform(KindProvider, "registry.opentofu.org/hashicorp/aws", "linux_amd64")
+			// The index finds the rule the plain scan does.
+			for _, q := range [][2]string{{KindProvider, "registry.opentofu.org/hashicorp/aws"}, {KindProvider, "example.com/test/hello"},
+				{KindModule, "tofu.example.com/platform/vpc/aws"}, {KindTofu, "tofu"}} {
+				if got, want := p.index.first(p.rules, q[0], q[1]), scan(p.rules, q[0], q[1]); got != want {
+					t.Fatalf("%s %s: the index finds rule %d, the scan %d", q[0], q[1], got, want)
+				}
+			}
 		}
 	})
 }
