@@ -17,9 +17,9 @@ import (
 // (scan is the plain reading of that rule, and the tests hold the two to
 // the same answers).
 type index struct {
-	exact    map[string]int   // kind + " " + pattern → position of its first rule
-	wildcard map[string][]int // kind + " " + literal leading segments → positions, ascending
-	tofu     int              // position of the first tofu rule, -1 for none
+	exact    map[string]map[string]int   // kind → pattern → position of its first rule
+	wildcard map[string]map[string][]int // kind → literal leading segments → positions, ascending
+	tofu     int                         // position of the first tofu rule, -1 for none
 }
 
 // literalPrefix is the segments of pattern before its first one with a
@@ -35,7 +35,10 @@ func literalPrefix(pattern string) string {
 }
 
 func newIndex(rules []*rule) *index {
-	ix := &index{exact: map[string]int{}, wildcard: map[string][]int{}, tofu: -1}
+	ix := &index{exact: map[string]map[string]int{}, wildcard: map[string]map[string][]int{}, tofu: -1}
+	for _, kind := range []string{KindProvider, KindModule} {
+		ix.exact[kind], ix.wildcard[kind] = map[string]int{}, map[string][]int{}
+	}
 	for i, r := range rules {
 		switch {
 		case r.kind == KindTofu:
@@ -43,11 +46,11 @@ func newIndex(rules []*rule) *index {
 				ix.tofu = i
 			}
 		case strings.ContainsAny(r.pattern, `*?[\`):
-			key := r.kind + " " + literalPrefix(r.pattern)
-			ix.wildcard[key] = append(ix.wildcard[key], i)
+			w := ix.wildcard[r.kind]
+			w[literalPrefix(r.pattern)] = append(w[literalPrefix(r.pattern)], i)
 		default:
-			if _, ok := ix.exact[r.kind+" "+r.pattern]; !ok {
-				ix.exact[r.kind+" "+r.pattern] = i
+			if _, ok := ix.exact[r.kind][r.pattern]; !ok {
+				ix.exact[r.kind][r.pattern] = i
 			}
 		}
 	}
@@ -60,27 +63,26 @@ func (ix *index) first(rules []*rule, kind, address string) int {
 	if kind == KindTofu {
 		return ix.tofu
 	}
-	found, ok := ix.exact[kind+" "+address]
+	found, ok := ix.exact[kind][address]
 	if !ok {
 		found = len(rules)
 	}
 	// The wildcard rules filed under "", the first segment, the first
-	// two, …: merged in the order of the file.
-	var lists [][]int
-	for prefix, rest := "", address; ; {
-		if l := ix.wildcard[kind+" "+prefix]; len(l) > 0 {
+	// two, …: merged in the order of the file. No allocation: the
+	// prefixes are slices of address.
+	w := ix.wildcard[kind]
+	var buf [8][]int
+	lists := buf[:0]
+	if l := w[""]; len(l) > 0 {
+		lists = append(lists, l)
+	}
+	for i := 0; i < len(address); i++ {
+		if address[i] != '/' {
+			continue
+		}
+		if l := w[address[:i]]; len(l) > 0 {
 			lists = append(lists, l)
 		}
-		seg, after, more := strings.Cut(rest, "/")
-		if !more {
-			break
-		}
-		if prefix == "" {
-			prefix = seg
-		} else {
-			prefix += "/" + seg
-		}
-		rest = after
 	}
 	for {
 		next, from := found, -1
