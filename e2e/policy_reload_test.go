@@ -30,7 +30,9 @@ const (
 // the new decision, never an error. Each new decision is in effect once
 // the reload happened, without a restart; the broken file leaves the
 // previous policy in force, with its error (file:line:column) in the log,
-// the metrics and the page; SIGHUP reloads too. The decision metrics'
+// the metrics and the page; SIGHUP reloads too. Real tofu, initialising
+// through the network mirror under that load, installs what the policy
+// in force allows. The decision metrics'
 // rule labels are the file's rule names or "default".
 func TestPolicyReloadUnderLoad(t *testing.T) {
 	reg := testenv.StartRegistry(t)
@@ -49,6 +51,7 @@ func TestPolicyReloadUnderLoad(t *testing.T) {
 	if _, body := s.get(t, "/v1/mirror/example.com/test/hello/index.json"); strings.Contains(string(body), "1.1.0") {
 		t.Errorf("index.json still lists 1.1.0 after the reload: %s", body)
 	}
+	tofuInstalls(t, s, "1.0.0") // the real client sees the new decision, under load
 
 	waitForLoad(load, 6000)
 	renameWrite(t, file, reloadBroken)
@@ -77,6 +80,7 @@ func TestPolicyReloadUnderLoad(t *testing.T) {
 	waitForLoad(load, 10000)
 	renameWrite(t, file, reloadFixed)
 	pollUntil(t, "1.1.0 served again after the fixed file", func() bool { return mirrorDoc(t, s, "1.1.0.json") == 200 })
+	tofuInstalls(t, s, "1.1.0")
 	if metric(t, s, "oci_tofu_policy_file_current") != "1" || metric(t, s, "oci_tofu_policy_reloads_total") != "2" {
 		t.Errorf("after the fix: current %s, reloads %s", metric(t, s, "oci_tofu_policy_file_current"), metric(t, s, "oci_tofu_policy_reloads_total"))
 	}
@@ -97,6 +101,17 @@ func TestPolicyReloadUnderLoad(t *testing.T) {
 		t.Error("no request saw the deny policy")
 	}
 	checkDecisionLabels(t, s, "hello-fixed", "no-1.1.0", "hello-all", "default")
+}
+
+// tofuInstalls checks that tofu init through the network mirror, asked
+// for ">= 1.0", installs version.
+func tofuInstalls(t *testing.T, s *served, version string) {
+	t.Helper()
+	cli := testenv.Tofu(t, networkMirrorConfig(s))
+	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, ">= 1.0")})
+	if out := cli.Run(t, dir, "init", "-input=false", "-no-color"); !strings.Contains(out, "Installed example.com/test/hello v"+version) {
+		t.Errorf("tofu init did not install %s:\n%s", version, out)
+	}
 }
 
 // renameWrite replaces file as editors do: a new file renamed over it.
