@@ -31,12 +31,3 @@ func (p *Policy) HasRule(kind, name string) bool {
 	}
 	return false
 }
-
-// Problems are what the policy asks of the world that cannot be had,
-// found without a registry: nothing yet. It is the seam for rules whose
-// requirements can fail outside the file (signers whose keys cannot be
-// read, once rules can name them): `serve --check` prints each as a
-// failed row.
-func (p *Policy) Problems() []error {
-	return nil
-}

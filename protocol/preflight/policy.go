@@ -23,17 +23,15 @@ type PolicyConfig struct {
 // whose pattern no mapped address can match (a provider pattern outside
 // every mapping's include patterns or inside its exclude patterns, a
 // module rule without a module template, a tofu rule without an OpenTofu
-// repository) is a warning, since it decides nothing; what the policy
-// asks that cannot be had (Policy.Problems, e.g. a signer's key that
-// cannot be read) is an error. One row sums up a policy with neither.
+// repository) is a warning, since it decides nothing. One row sums up a
+// policy without any. (What a rule needs from outside the file, a
+// signer's key, is read when the file is parsed: a key that cannot be
+// read is an error of the file, before any check.)
 func Policy(cfg PolicyConfig) []Result {
 	row := func(status, target, detail string) Result {
 		return Result{Target: target, Mapping: cfg.File, Status: status, Detail: detail}
 	}
 	var out []Result
-	for _, err := range cfg.Policy.Problems() {
-		out = append(out, row(StatusError, "policy", err.Error()))
-	}
 	for _, r := range cfg.Policy.RuleList() {
 		if why := cfg.unmatched(r); why != "" {
 			out = append(out, row(StatusWarning, fmt.Sprintf("policy %s rule %q", r.Kind, r.Name), why))

@@ -95,7 +95,9 @@ func (m *policyMetrics) forgetDroppedRules(pol *policy.Policy, gen uint64) {
 }
 
 // decide is the policy's decision on version v of address (every
-// version, when v is nil), counted, and a denial recorded for the page.
+// version, when v is nil) by its version rules, counted, and a denial
+// recorded for the page. An allowing decision whose rule goes on to read
+// facts (min_age, signers) is counted by factsDecision instead, once.
 // Without a policy it allows and counts nothing.
 func (s *responder) decide(kind, address string, v *names.Version) policy.Decision {
 	pol, gen := s.opts.Policy.CurrentWithGeneration()
@@ -107,9 +109,19 @@ func (s *responder) decide(kind, address string, v *names.Version) policy.Decisi
 		version = v.String()
 	}
 	d := pol.Decide(kind, address, version)
+	if d.Allow && pol.HasFacts() && pol.Needs(kind, address).Any() {
+		return d
+	}
+	s.countDecision(pol, gen, kind, address, v, d, false)
+	return d
+}
+
+// countDecision counts decision d of pol (generation gen) on version v
+// of address and records a denial for the page; fromFacts says it was
+// made on facts read from the registry (min_age, signers).
+func (s *responder) countDecision(pol *policy.Policy, gen uint64, kind, address string, v *names.Version, d policy.Decision, fromFacts bool) {
 	s.metrics.policy.count(pol, gen, kind, d)
 	if !d.Allow && v != nil {
-		s.seen.policyDenied(kind, address, *v)
+		s.seen.policyDenied(kind, address, *v, d, fromFacts)
 	}
-	return d
 }

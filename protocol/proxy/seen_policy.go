@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"maps"
 	"sort"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -8,45 +9,65 @@ import (
 )
 
 // seenDenial is an address (of a policy kind) some of whose versions the
-// policy denied, for the page. The page asks the policy in force again,
-// so what it shows is the policy's word now, not when the version was
-// asked for. Bounded like the rest of the record: maxSeenArtifacts
-// addresses, the newest maxSeenVersions versions of each.
+// policy denied, for the page. The page asks the policy in force again
+// about the version, so what it shows is the policy's word now, not when
+// the version was asked for; a denial made on facts read from the
+// registry (min_age, signers), which the page cannot read again, is shown
+// as it was made while the version rules still leave it to its rule.
+// Bounded like the rest of the record: maxSeenArtifacts addresses, the
+// newest maxSeenVersions versions of each.
 type seenDenial struct {
 	kind, address string
 	versions      map[string]names.Version
+	facts         map[string]policy.Decision // by version: denials made on facts
 }
 
-// policyDenied records that the policy denied version v of address.
-func (s *seen) policyDenied(kind, address string, v names.Version) {
+// policyDenied records that the policy denied version v of address (d,
+// made on facts read from the registry when fromFacts).
+func (s *seen) policyDenied(kind, address string, v names.Version, d policy.Decision, fromFacts bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.denied == nil {
 		s.denied = map[string]*seenDenial{}
 	}
 	key := kind + " " + address
-	d, ok := s.denied[key]
+	sd, ok := s.denied[key]
 	if !ok {
 		if len(s.denied) >= maxSeenArtifacts {
 			return // the page shows the first ones asked for
 		}
-		d = &seenDenial{kind: kind, address: address, versions: map[string]names.Version{}}
-		s.denied[key] = d
+		sd = &seenDenial{kind: kind, address: address, versions: map[string]names.Version{}, facts: map[string]policy.Decision{}}
+		s.denied[key] = sd
 	}
-	if _, ok := d.versions[v.String()]; ok || len(d.versions) < maxSeenVersions {
-		d.versions[v.String()] = v
+	if !sd.keep(v) {
 		return
 	}
+	delete(sd.facts, v.String())
+	if fromFacts {
+		sd.facts[v.String()] = d
+	}
+}
+
+// keep makes room for v among the newest maxSeenVersions versions, and
+// says whether it is one of them.
+func (sd *seenDenial) keep(v names.Version) bool {
+	if _, ok := sd.versions[v.String()]; ok || len(sd.versions) < maxSeenVersions {
+		sd.versions[v.String()] = v
+		return true
+	}
 	oldest := v
-	for _, x := range d.versions {
+	for _, x := range sd.versions {
 		if x.LessThan(oldest) {
 			oldest = x
 		}
 	}
-	if oldest != v {
-		delete(d.versions, oldest.String())
-		d.versions[v.String()] = v
+	if oldest == v {
+		return false
 	}
+	delete(sd.versions, oldest.String())
+	delete(sd.facts, oldest.String())
+	sd.versions[v.String()] = v
+	return true
 }
 
 // denialView is a version the policy in force denies, and why.
@@ -60,11 +81,7 @@ func (s *seen) policyDenials(pol *policy.Policy) []denialView {
 	s.mu.Lock()
 	var ds []seenDenial
 	for _, d := range s.denied {
-		c := seenDenial{kind: d.kind, address: d.address, versions: make(map[string]names.Version, len(d.versions))}
-		for k, v := range d.versions {
-			c.versions[k] = v
-		}
-		ds = append(ds, c)
+		ds = append(ds, seenDenial{kind: d.kind, address: d.address, versions: maps.Clone(d.versions), facts: maps.Clone(d.facts)})
 	}
 	s.mu.Unlock()
 	sort.Slice(ds, func(i, j int) bool {
@@ -81,10 +98,24 @@ func (s *seen) policyDenials(pol *policy.Policy) []denialView {
 		}
 		sort.Slice(vs, func(i, j int) bool { return vs[j].LessThan(vs[i]) })
 		for _, v := range vs {
-			if dec := pol.Decide(d.kind, d.address, v.String()); !dec.Allow {
+			if dec, denied := d.denial(pol, v); denied {
 				out = append(out, denialView{Kind: d.kind, Address: d.address, Version: v.String(), Rule: dec.Rule, Reason: dec.Reason})
 			}
 		}
 	}
 	return out
+}
+
+// denial is pol's word on version v when it denies it: its version rules'
+// now, or the recorded denial on facts if the version rules allow v and
+// the same rule still decides it.
+func (d seenDenial) denial(pol *policy.Policy, v names.Version) (policy.Decision, bool) {
+	dec := pol.Decide(d.kind, d.address, v.String())
+	if !dec.Allow {
+		return dec, true
+	}
+	if f, ok := d.facts[v.String()]; ok && f.Rule == dec.Rule {
+		return f, true
+	}
+	return dec, false
 }
