@@ -8,7 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 )
 
@@ -118,5 +121,39 @@ func checkPolicyLabels(t *testing.T, p *proxy, rules ...string) {
 				t.Errorf("label %s=%q is not from its closed set: %s", m[1], m[2], line)
 			}
 		}
+	}
+}
+
+// A decision on facts (min_age here) is counted once, with its outcome:
+// the version check that lets the rule read the facts is not counted
+// too. The page shows the min_age denial with its reason.
+func TestPolicyFactsCountedOnce(t *testing.T) {
+	dir, open := layoutStore(t)
+	repo := open("test", "hello")
+	ours := attestSigner(t)
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, t0.Add(-100*time.Hour))
+	attestAt(t, repo, pushAttested(t, repo, "1.1.0", nil), ours, pubrelease.ProviderPredicateType, t0)
+	pol := factsPolicy(t, `
+provider "example.com/test/*" {
+  name     = "cool-down"
+  min_age  = "3d"
+  signers  = ["attestation:org.pub"]
+}`, map[string]*attest.Signer{"org.pub": ours})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), Policy: pol,
+		RegistryHostname: "example.com", Now: newClock(t0.Add(time.Hour)).now})
+	if vs := mirrorVersions(t, p, "/v1/mirror/example.com/test/hello/index.json"); len(vs) != 1 || vs["1.0.0"] == nil {
+		t.Fatalf("index.json lists %v, want only 1.0.0", vs)
+	}
+	for series, want := range map[string]string{
+		`oci_tofu_policy_decisions_total{decision="allow",kind="provider",rule="cool-down"}`: "1",
+		`oci_tofu_policy_decisions_total{decision="deny",kind="provider",rule="cool-down"}`:  "1",
+	} {
+		if got := p.metric(t, series); got != want {
+			t.Errorf("%s = %q, want %s", series, got, want)
+		}
+	}
+	if page := string(p.get(t, "/").Body); !strings.Contains(page, `<td>1.1.0</td><td><code>cool-down</code></td><td>example.com/test/hello 1.1.0 entered the registry at 2026-11-01T12:00:00Z and is younger than min_age`) {
+		t.Errorf("the page does not show the min_age denial:\n%s", page)
 	}
 }
