@@ -6,6 +6,7 @@ require (
 	github.com/ProtonMail/go-crypto v1.4.1
 	github.com/ProtonMail/gopenpgp/v2 v2.7.5
 	github.com/apparentlymart/go-versions v1.0.3
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/hashicorp/go-version v1.8.0
 	github.com/hashicorp/hcl v1.0.1-vault-7
 	github.com/hashicorp/hcl/v2 v2.20.1

@@ -37,6 +37,10 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 		return usageError(c, "--check-module: %v", err)
 	}
 	results = append(results, preflight.Registries(c.Context, preflightConfig(client, opts, template), samples)...)
+	if pol := opts.Policy.Current(); pol != nil {
+		results = append(results, preflight.Policy(preflight.PolicyConfig{Policy: pol, File: c.String("policy"),
+			Providers: opts.ProviderMappings, Modules: opts.ModuleTemplate != nil, Tofu: opts.TofuRepository != nil})...)
+	}
 	failed := preflight.Failed(results)
 	if c.Bool("json") {
 		rep := &reporter{out: c.App.Writer, json: true}

@@ -14,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 	"github.com/oci-tofu/oci-tofu/protocol/servercreds"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -97,13 +98,14 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts, err := serveOptions(c, logger)
+	opts, pf, err := serveOptions(c, logger)
 	if err != nil {
 		return err
 	}
 	if c.Bool("check") {
 		return runCheck(c, opts)
 	}
+	reloadPolicy(c.Context, pf, logger) // policy.go
 	if c.Bool("json") {
 		return usageError(c, "--json goes with --check")
 	}
@@ -160,7 +162,7 @@ func serveUntilStopped(c *cli.Context, srv *proxy.Server, ln net.Listener, logge
 
 // serveOptions reads and checks everything serve is given, before it
 // listens or reaches any registry.
-func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
+func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfile.File, error) {
 	opts := proxy.Options{
 		RegistryHostname: c.String("registry-hostname"),
 		PublicURL:        c.String("public-url"),
@@ -180,32 +182,33 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 		Version:      version,
 	}
 	if err := readServedSources(c, &opts); err != nil {
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
 	ro, err := registryOptions(c)
 	if err != nil {
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
 	ro.Etiquette = &oci.Etiquette{MaxConcurrent: c.Int("registry-concurrency")}
 	opts.Registry = ro
 	hc := registryHints(ro, "--provider-template")
 	opts.Hint = func(err error) string { return hint(err, hc) }
 	if opts.PullThrough, err = pullThroughOptions(c); err != nil { // serve_pullthrough.go
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
 	if err := readServeSecrets(c, &opts); err != nil {
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
 	if err := readRequireAttestation(c, &opts, logger); err != nil { // serve_attest.go
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
-	if err := readPolicy(c, &opts); err != nil { // policy.go
-		return proxy.Options{}, err
+	pf, err := readPolicy(c, &opts, logger) // policy.go
+	if err != nil {
+		return proxy.Options{}, nil, err
 	}
 	if err := readArchiveDelivery(c, &opts); err != nil { // serve_delivery.go
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
-	return opts, nil
+	return opts, pf, nil
 }
 
 // readServedSources reads what is served from where: the provider

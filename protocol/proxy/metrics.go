@@ -29,6 +29,7 @@ type metrics struct {
 	etiquette        *prometheus.CounterVec
 	throttleWait     prometheus.Counter
 	tlsReloads       *prometheus.CounterVec
+	policy           *policyMetrics // policy_metrics.go
 }
 
 func newMetrics() *metrics {

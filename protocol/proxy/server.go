@@ -21,6 +21,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/health"
+	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -127,6 +128,10 @@ type Options struct {
 	// never pulled (pulled_policy.go). Rules with min_age or signers read
 	// each release's signatures and attestations (policy_facts.go).
 	Policy *policy.Live
+	// PolicyStatus, when set, reports the reloads of the policy file
+	// Policy comes from (protocol/policyfile), for the page and the
+	// metrics.
+	PolicyStatus func() policyfile.Status
 	// Now is the clock policy decisions (min_age) are made by (default
 	// time.Now): a version is served once it is old enough by it.
 	Now func() time.Time
@@ -164,6 +169,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
+	s.metrics.policy = newPolicyMetrics(s.metrics.reg, opts.PolicyStatus) // policy_metrics.go
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
