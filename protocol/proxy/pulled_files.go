@@ -121,8 +121,9 @@ func (h *pulledProviders) serveStoredPull(w http.ResponseWriter, r *http.Request
 			h.fail(w, r, err)
 			return true
 		}
-		h.log.Warn("pull-through: the shared cache names a release the registry does not confirm; reading the tag instead",
+		h.log.Warn("pull-through: the shared cache names a release the registry does not confirm; set aside",
 			"provider", t.Served.String(), "version", req.Version.String(), "index", res.Root.Digest.String(), "error", err)
+		h.engine.Distrust(key)
 	}
 	rel, err := h.release(ctx, t.Served, req.Version)
 	switch {

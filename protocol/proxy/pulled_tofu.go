@@ -78,7 +78,7 @@ func (t *pulledTofu) servePulledFile(w http.ResponseWriter, r *http.Request, req
 	var rel *ingest.TofuOriginRelease
 	if p != nil {
 		rel = p.Tofu()
-	} else if res, ok := t.engine.Completed(r.Context(), key); ok && t.storedFiles(r, req, &res) {
+	} else if res, ok := t.engine.Completed(r.Context(), key); ok && t.storedFiles(r, req, key, &res) {
 		desc, ok := res.Files[req.Artifact]
 		if !ok {
 			t.fail(w, r, notFound("OpenTofu %s has no file %s", req.Version, req.Artifact))
@@ -121,7 +121,7 @@ func (t *pulledTofu) servePulledFile(w http.ResponseWriter, r *http.Request, req
 // as stored (the shared cache is not trusted): the release is read by
 // its digest from the registry and must be the version asked for. False
 // when it cannot be: the release is then looked for as if not recorded.
-func (t *pulledTofu) storedFiles(r *http.Request, req TofuDownloadRequest, res *pullthrough.Stored) bool {
+func (t *pulledTofu) storedFiles(r *http.Request, req TofuDownloadRequest, key string, res *pullthrough.Stored) bool {
 	if !res.Shared {
 		return true
 	}
@@ -129,6 +129,7 @@ func (t *pulledTofu) storedFiles(r *http.Request, req TofuDownloadRequest, res *
 	if err != nil {
 		t.log.Warn("pull-through: the shared cache names an OpenTofu release the registry does not confirm",
 			"version", req.Version.String(), "digest", res.Root.Digest.String(), "error", err)
+		t.engine.Distrust(key)
 		return false
 	}
 	res.Files = rel.Files

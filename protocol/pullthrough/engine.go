@@ -63,6 +63,10 @@ type Engine struct {
 	tofuAPI   *cache.Cache[TofuListing]
 	tofuRels  *cache.Cache[*ingest.TofuOriginRelease]
 	completed *cache.Cache[Stored]
+	// sharedDone and distrusted hold other replicas' records of what they
+	// stored (shared.go), and those the registry did not confirm.
+	sharedDone *cache.Cache[Stored]
+	distrusted *cache.Cache[bool]
 	recent    *recentlyStored
 	// failures remembers releases that failed, for FailureTTL.
 	failures *cache.Cache[error]
@@ -120,6 +124,8 @@ func New(c Config) (*Engine, error) {
 	e.tofuAPI = cache.New[TofuListing](metaCache("origin_tofu_api", opts.FailureTTL))
 	e.tofuRels = cache.New[*ingest.TofuOriginRelease](metaCache("origin_tofu_releases", -1))
 	e.completed = cache.New[Stored](cache.Options{Name: "pulled", TTL: recentTTL, MaxEntries: c.CacheEntries, Observe: c.ObserveCache})
+	e.sharedDone = cache.New[Stored](cache.Options{Name: "pulled_shared", TTL: recentTTL, MaxEntries: c.CacheEntries})
+	e.distrusted = cache.New[bool](cache.Options{Name: "pulled_distrusted", TTL: recentTTL, MaxEntries: c.CacheEntries})
 	return e, nil
 }
 

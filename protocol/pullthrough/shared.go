@@ -56,8 +56,12 @@ func (e *Engine) rememberFailure(failKey string, err error) {
 	e.shared.Put(context.Background(), failedKey(failKey), b, e.opts.FailureTTL)
 }
 
-// sharedStoredRecord reads what another replica stored under key.
+// sharedStoredRecord reads what another replica stored under key (not
+// when the proxy found the record wrong: Distrust).
 func (e *Engine) sharedStoredRecord(ctx context.Context, key string) (Stored, bool) {
+	if _, bad := e.distrusted.Peek(key); bad {
+		return Stored{}, false
+	}
 	b, ok, err := e.shared.Get(ctx, storedKey(key))
 	if err != nil || !ok {
 		return Stored{}, false
@@ -67,7 +71,16 @@ func (e *Engine) sharedStoredRecord(ctx context.Context, key string) (Stored, bo
 		e.log.Warn("pull-through: ignoring a malformed record in the shared cache", slog.String("key", storedKey(key)))
 		return Stored{}, false
 	}
-	return Stored{Root: ocispec.Descriptor{MediaType: rec.Root.MediaType, Digest: rec.Root.Digest, Size: rec.Root.Size}, Shared: true}, true
+	res := Stored{Root: ocispec.Descriptor{MediaType: rec.Root.MediaType, Digest: rec.Root.Digest, Size: rec.Root.Size}, Shared: true}
+	e.sharedDone.Add(key, res, 1024)
+	return res, true
+}
+
+// Distrust sets aside the shared record of what was stored under key,
+// which the registry did not confirm: this replica then pulls the
+// release itself (and records what it stored).
+func (e *Engine) Distrust(key string) {
+	e.distrusted.Add(key, true, 0)
 }
 
 // sharedFailure is the failure another replica remembers for failKey, as
@@ -106,8 +119,7 @@ func (e *Engine) claim(ctx context.Context, key, failKey, host string, wait bool
 	defer cancel()
 	delay := 20 * time.Millisecond
 	for waited := false; ; waited = true {
-		if res, ok := e.sharedStoredRecord(ctx, key); ok {
-			e.completed.Add(key, res, 1024)
+		if _, ok := e.sharedStoredRecord(ctx, key); ok {
 			return nil, ErrFinished
 		}
 		if err, ok := e.sharedFailure(ctx, failKey, host); ok {
@@ -156,11 +168,13 @@ func (e *Engine) Completed(ctx context.Context, key string) (Stored, bool) {
 	if !e.shared.Shared() {
 		return Stored{}, false
 	}
-	res, ok := e.sharedStoredRecord(ctx, key)
-	if ok {
-		e.completed.Add(key, res, 1024)
+	if _, bad := e.distrusted.Peek(key); bad {
+		return Stored{}, false
 	}
-	return res, ok
+	if res, ok := e.sharedDone.Peek(key); ok {
+		return res, true
+	}
+	return e.sharedStoredRecord(ctx, key)
 }
 
 // failureMessage is what a client is told of a release that failed.
