@@ -57,7 +57,9 @@ func BenchmarkFleet(b *testing.B) {
 			}
 			fleetInstalls(b, f, "example.com/acme/"+typ, 30, 3)
 			waitStored(b, reg, "fleet-"+side+"/example.com/acme/"+typ)
-			n := origin.Count(func(p string) bool { return strings.Contains(p, "/files/acme/"+typ+"/") && strings.HasSuffix(p, ".zip") })
+			n := origin.Count(func(p string) bool {
+				return strings.Contains(p, "/files/acme/"+typ+"/") && strings.HasSuffix(p, ".zip")
+			})
 			perArchive := float64(n) / float64(len(platforms))
 			if side == "shared" {
 				withRedis = append(withRedis, perArchive)

@@ -67,7 +67,7 @@ type Engine struct {
 	// stored (shared.go), and those the registry did not confirm.
 	sharedDone *cache.Cache[Stored]
 	distrusted *cache.Cache[bool]
-	recent    *recentlyStored
+	recent     *recentlyStored
 	// failures remembers releases that failed, for FailureTTL.
 	failures *cache.Cache[error]
 
