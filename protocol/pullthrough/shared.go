@@ -127,6 +127,8 @@ func (e *Engine) claim(ctx context.Context, key, failKey, host string, wait bool
 		}
 		lease, err := e.shared.Lease(ctx, leaseKey(key), e.opts.LeaseTTL)
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, waitEnded(ctx)
 		case err != nil:
 			return nil, nil // on our own: logged and counted by the store
 		case lease != nil:
@@ -144,12 +146,18 @@ func (e *Engine) claim(ctx context.Context, key, failKey, host string, wait bool
 		}
 		select {
 		case <-ctx.Done():
-			return nil, &Error{Failure: FailureBusy, RetryAfter: 5, Err: ctx.Err(),
-				Msg: "another replica of the proxy is pulling this release from its origin; try again shortly"}
+			return nil, waitEnded(ctx)
 		case <-time.After(delay):
 		}
 		delay = min(delay*2, time.Second)
 	}
+}
+
+// waitEnded is what a request learns that stopped waiting for another
+// replica's pull (its deadline, or SharedWait).
+func waitEnded(ctx context.Context) error {
+	return &Error{Failure: FailureBusy, RetryAfter: 5, Err: ctx.Err(),
+		Msg: "another replica of the proxy is pulling this release from its origin; try again shortly"}
 }
 
 // inflightPull is the pull running here under key, or nil.

@@ -93,6 +93,13 @@ func (h *health) failed(op string, err error) {
 	}
 }
 
+// release ends a probe that told nothing (its caller gave up).
+func (h *health) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.probing = false
+}
+
 // ok records a successful operation: the breaker closes.
 func (h *health) ok() {
 	h.mu.Lock()

@@ -107,14 +107,21 @@ func (r *Redis) Close() error {
 
 // do runs one operation within OpTimeout, through the circuit breaker.
 func (r *Redis) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err // the caller gave up: not the store's failure
+	}
 	if !r.health.allow() {
 		r.health.failed(op, ErrUnavailable)
 		return ErrUnavailable
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.opts.OpTimeout)
+	opCtx, cancel := context.WithTimeout(ctx, r.opts.OpTimeout)
 	defer cancel()
-	err := fn(ctx)
+	err := fn(opCtx)
 	if err != nil && !errors.Is(err, redis.Nil) {
+		if ctx.Err() != nil {
+			r.health.release()
+			return ctx.Err()
+		}
 		r.health.failed(op, err)
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

@@ -224,3 +224,24 @@ func TestLocal(t *testing.T) {
 		t.Fatal("Local claims to be shared")
 	}
 }
+
+// Callers that give up (a client hanging up while it waits) are not the
+// store's failures: they neither open the breaker nor log.
+func TestRedisCallerCancellationIsNotAFailure(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	var log bytes.Buffer
+	s := openRedis(t, srv.URL(), &log)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 10 {
+		if _, _, err := s.Get(ctx, "k"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("get with a canceled context: %v", err)
+		}
+	}
+	if err := s.Put(context.Background(), "k", []byte("v"), time.Minute); err != nil {
+		t.Fatalf("the store refuses after callers gave up: %v", err)
+	}
+	if log.Len() != 0 {
+		t.Errorf("logged:\n%s", log.String())
+	}
+}
