@@ -118,7 +118,7 @@ $(TOOLS)/staticcheck:
 # wrk) and fixture regeneration (zip; gnupg for testdata/gen-fixtures.sh).
 # TestMakeInstallsWhatTestsRun checks that every program the tests run is
 # built by `make tools` or listed here.
-APT_PACKAGES := nginx curl wrk zip gnupg gpg gpgconf docker-registry chromium skopeo
+APT_PACKAGES := nginx redis-server redis-tools curl wrk zip gnupg gpg gpgconf docker-registry chromium skopeo
 # Installs only what is missing (removed packages whose configuration files
 # remain count as missing) and prints nothing unless apt fails. The
 # docker-registry service that the package would start on :5000 is kept off:
@@ -131,6 +131,7 @@ tools-apt:
 	    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } >$$log 2>&1; then cat $$log; rm -f $$log; exit 1; fi; \
 	    rm -f $$log; \
 	    case "$$missing" in *docker-registry*) systemctl disable --now docker-registry >/dev/null 2>&1 || true;; esac; \
+	    case "$$missing" in *redis-server*) systemctl disable --now redis-server >/dev/null 2>&1 || true;; esac; \
 	  else echo "please install:$$missing"; fi; \
 	fi
 
@@ -174,7 +175,7 @@ fuzz:
 ## (each line: oci-tofu's figure, the reference's, and their ratio; see docs/benchmarks.md)
 BENCHTIME ?= 1x
 bench: tools tools-apt build
-	$(GO) test ./bench -run '^$$' -bench '^Benchmark(ProviderPush|PackModulePush|Lock|Mirror|PullThrough|RedirectDelivery|Policy)$$' -benchtime $(BENCHTIME) -timeout 40m
+	$(GO) test ./bench -run '^$$' -bench '^Benchmark(ProviderPush|PackModulePush|Lock|Mirror|PullThrough|RedirectDelivery|Policy|Fleet)$$' -benchtime $(BENCHTIME) -timeout 40m
 	bash bench/proxy.sh
 
 ## demo: push the fixture releases into an OCI layout and install them with real tofu

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -23,6 +25,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/health"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -138,6 +141,11 @@ type Options struct {
 	// ReadyInterval is how long /readyz reuses its last check of the
 	// registries (default health.DefaultInterval).
 	ReadyInterval time.Duration
+	// Shared, when set, is the state the replicas of a fleet share
+	// (sharedstate.Redis): pull-through's leases, stored releases and
+	// failures. Nil: this process alone. Its metrics are served when it
+	// is a prometheus.Collector.
+	Shared sharedstate.Store
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -202,12 +210,17 @@ func New(opts Options) (*Server, error) {
 
 // startPullThrough starts the pull-through engine, when configured.
 func (s *Server) startPullThrough() error {
+	if c, ok := s.opts.Shared.(prometheus.Collector); ok {
+		if err := s.metrics.reg.Register(c); err != nil {
+			return err
+		}
+	}
 	if s.opts.PullThrough == nil {
 		return nil
 	}
 	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository,
 		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.observeCache, CacheEntries: s.opts.Store.CacheEntries,
-		CacheBytes: budgetOf(s.opts).origins, Logger: s.log})
+		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared})
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package pullthrough
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
@@ -74,14 +73,6 @@ func originError(host string, err error) error {
 		return err
 	}
 	failure := Classify(err)
-	msg := fmt.Sprintf("not held by the registry, and origin %s answered with an error", host)
-	switch failure {
-	case FailureTampered:
-		msg = fmt.Sprintf("the release from origin %s failed verification (signature or digests) and was not stored", host)
-	case FailureNotFound:
-		msg = fmt.Sprintf("not held by the registry, and origin %s does not offer it", host)
-	case FailureUnreachable:
-		msg = fmt.Sprintf("not held by the registry, and origin %s is unreachable", host)
-	}
+	msg := failureMessage(host, failure)
 	return &Error{Failure: failure, Msg: msg, Err: err}
 }

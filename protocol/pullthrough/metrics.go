@@ -13,6 +13,7 @@ type metrics struct {
 	originErrors *prometheus.CounterVec
 	degraded     *prometheus.CounterVec
 	remembered   *prometheus.CounterVec
+	sharedWaits  *prometheus.CounterVec
 	inflight     prometheus.Gauge
 	originBytes  prometheus.Counter
 }
@@ -39,6 +40,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "oci_tofu_proxy_pullthrough_remembered_failures_total",
 			Help: "Requests answered with a recently failed origin release's error without asking the origin again, by kind.",
 		}, []string{"kind"}),
+		sharedWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oci_tofu_proxy_pullthrough_shared_waits_total",
+			Help: "Requests that found another replica pulling their release (waited) and pulls taken over from a replica whose lease expired (took_over).",
+		}, []string{"result"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "oci_tofu_proxy_pullthrough_in_flight",
 			Help: "Releases being Stored through right now.",
@@ -49,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.releases, m.downloads, m.originErrors, m.degraded, m.remembered, m.inflight, m.originBytes)
+		reg.MustRegister(m.releases, m.downloads, m.originErrors, m.degraded, m.remembered, m.sharedWaits, m.inflight, m.originBytes)
 	}
 	return m
 }

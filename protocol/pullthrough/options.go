@@ -77,6 +77,13 @@ type Options struct {
 	TempDir string
 	// MaxFileSize bounds each downloaded file (default oci.MaxPackageSize).
 	MaxFileSize int64
+	// LeaseTTL is how long a replica's claim on a release it pulls lasts
+	// without renewal (renewed every third of it; default 10s): a replica
+	// that dies holds up the others this long at most.
+	LeaseTTL time.Duration
+	// SharedWait bounds how long a request waits for another replica's
+	// pull of the release (default 5m; the request's own deadline too).
+	SharedWait time.Duration
 	// Attest, when set, signs and attests each release pulled, as `mirror
 	// --attest-key` does, after it is pushed and before it counts as
 	// stored: a pull whose attestation fails has failed.
@@ -120,6 +127,8 @@ func (o Options) withDefaults() Options {
 	def(&o.ListingTTL, 5*time.Minute)
 	def(&o.Timeout, 30*time.Minute)
 	def(&o.MetadataTimeout, 10*time.Second)
+	def(&o.LeaseTTL, 10*time.Second)
+	def(&o.SharedWait, 5*time.Minute)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
 	}
