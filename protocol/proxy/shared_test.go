@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -10,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/opencontainers/go-digest"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
@@ -44,21 +43,23 @@ func TestSharedRecordsAreNotTrusted(t *testing.T) {
 		t.Fatalf("1.0.0: %d %s", r.Status, r.Body)
 	}
 	waitIdle(t, p)
-	raw := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: srv.Password})
+	raw, err := redis.DialURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer raw.Close()
-	ctx := context.Background()
-	keys := raw.Keys(ctx, "oci-tofu:stored *").Val()
+	keys, _ := redis.Strings(raw.Do("KEYS", "oci-tofu:stored *"))
 	if len(keys) != 1 {
 		t.Fatalf("stored records after one pull: %q", keys)
 	}
-	record := raw.Get(ctx, keys[0]).Val()
+	record, _ := redis.String(raw.Do("GET", keys[0]))
 	sums100, _ := os.ReadFile(filepath.Join(d100, "terraform-provider-two_1.0.0_SHA256SUMS"))
 	sums110, _ := os.ReadFile(filepath.Join(d110, "terraform-provider-two_1.1.0_SHA256SUMS"))
 	forged := strings.Replace(keys[0], " 1.0.0 "+digest.FromBytes(sums100).Encoded(), " 1.1.0 "+digest.FromBytes(sums110).Encoded(), 1)
 	if forged == keys[0] {
 		t.Fatalf("unexpected record key %q", keys[0])
 	}
-	raw.Set(ctx, forged, record, time.Minute)
+	raw.Do("SET", forged, record, "PX", time.Minute.Milliseconds())
 
 	r := p.get(t, pullURL(t, p, "example.com/acme/two", "1.1.0", "linux_amd64"))
 	want, _ := os.ReadFile(filepath.Join(d110, "terraform-provider-two_1.1.0_linux_amd64.zip"))

@@ -12,9 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // RedisOptions configure a Redis store.
@@ -36,11 +35,12 @@ type RedisOptions struct {
 }
 
 // Redis is the Store on a Redis server (or anything speaking its
-// protocol): leases are SET NX PX with a random token, renewed by a
-// compare-and-expire script and released by a compare-and-delete script;
-// records are plain keys with an expiry.
+// protocol), through redigo (a small client: go-redis's typed command set
+// cost the binary 8 MB): leases are SET NX PX with a random token, renewed
+// by a compare-and-expire script and released by a compare-and-delete
+// script; records are plain keys with an expiry.
 type Redis struct {
-	client *redis.Client
+	pool   *redis.Pool
 	opts   RedisOptions
 	health *health
 	wg     sync.WaitGroup
@@ -49,10 +49,10 @@ type Redis struct {
 }
 
 // renewScript extends a lease only while it is still the holder's.
-var renewScript = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`)
+var renewScript = redis.NewScript(1, `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`)
 
 // releaseScript deletes a lease only while it is still the holder's.
-var releaseScript = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+var releaseScript = redis.NewScript(1, `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
 
 // OpenRedis makes a Redis store from a redis:// or rediss:// URL. It does
 // not connect yet: a Redis that is down at start-up is the same as one
@@ -61,10 +61,6 @@ func OpenRedis(o RedisOptions) (*Redis, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
 		return nil, fmt.Errorf("the shared cache must be a redis://[user:pass@]host:port[/db] or rediss://… URL, not %q", RedactURL(o.URL))
-	}
-	opt, err := redis.ParseURL(o.URL)
-	if err != nil {
-		return nil, fmt.Errorf("shared cache %s: %s", RedactURL(o.URL), redactErr(err, u))
 	}
 	if o.OpTimeout <= 0 {
 		o.OpTimeout = 100 * time.Millisecond
@@ -75,21 +71,28 @@ func OpenRedis(o RedisOptions) (*Redis, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	dial := []redis.DialOption{
+		redis.DialConnectTimeout(o.OpTimeout * 5), redis.DialReadTimeout(o.OpTimeout), redis.DialWriteTimeout(o.OpTimeout),
+	}
 	if u.Scheme == "rediss" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if o.TLS != nil {
 			cfg = o.TLS.Clone()
 		}
 		cfg.ServerName = u.Hostname()
-		opt.TLSConfig = cfg
+		dial = append(dial, redis.DialTLSConfig(cfg))
 	}
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.OpTimeout*5, o.OpTimeout, o.OpTimeout
-	opt.PoolTimeout = o.OpTimeout
-	opt.MaxRetries = -1
-	opt.ContextTimeoutEnabled = true
-	opt.DisableIdentity = true
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	r := &Redis{client: redis.NewClient(opt), opts: o, closed: make(chan struct{})}
+	pool := &redis.Pool{
+		MaxIdle: 16, IdleTimeout: time.Minute,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			c, err := redis.DialURLContext(ctx, o.URL, dial...)
+			if err != nil {
+				return nil, errors.New(redactErr(err, u))
+			}
+			return c, nil
+		},
+	}
+	r := &Redis{pool: pool, opts: o, closed: make(chan struct{})}
 	r.health = newHealth(o.BreakerFailures, o.BreakerOpen, o.Logger, RedactURL(o.URL))
 	return r, nil
 }
@@ -100,13 +103,13 @@ func (r *Redis) Shared() bool { return true }
 // Close stops the lease renewals and the connections.
 func (r *Redis) Close() error {
 	r.once.Do(func() { close(r.closed) })
-	err := r.client.Close()
+	err := r.pool.Close()
 	r.wg.Wait()
 	return err
 }
 
 // do runs one operation within OpTimeout, through the circuit breaker.
-func (r *Redis) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+func (r *Redis) do(ctx context.Context, op string, fn func(ctx context.Context, c redis.Conn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err // the caller gave up: not the store's failure
 	}
@@ -116,8 +119,8 @@ func (r *Redis) do(ctx context.Context, op string, fn func(ctx context.Context) 
 	}
 	opCtx, cancel := context.WithTimeout(ctx, r.opts.OpTimeout)
 	defer cancel()
-	err := fn(opCtx)
-	if err != nil && !errors.Is(err, redis.Nil) {
+	err := r.with(opCtx, fn)
+	if err != nil && !errors.Is(err, redis.ErrNil) {
 		if ctx.Err() != nil {
 			r.health.release()
 			return ctx.Err()
@@ -129,26 +132,37 @@ func (r *Redis) do(ctx context.Context, op string, fn func(ctx context.Context) 
 	return err
 }
 
+// with runs fn on a pooled connection.
+func (r *Redis) with(ctx context.Context, fn func(ctx context.Context, c redis.Conn) error) error {
+	c, err := r.pool.GetContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(ctx, c)
+}
+
 // Put records val under key for ttl.
 func (r *Redis) Put(ctx context.Context, key string, val []byte, ttl time.Duration) error {
 	if len(val) > maxRecord {
 		return errors.New("shared state: record too large")
 	}
-	return r.do(ctx, "put", func(ctx context.Context) error {
-		return r.client.Set(ctx, r.opts.Prefix+key, val, ttl).Err()
+	return r.do(ctx, "put", func(ctx context.Context, c redis.Conn) error {
+		_, err := redis.DoContext(c, ctx, "SET", r.opts.Prefix+key, val, "PX", ttl.Milliseconds())
+		return err
 	})
 }
 
 // Get reads the record under key (at most maxRecord bytes are taken).
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	var val []byte
-	err := r.do(ctx, "get", func(ctx context.Context) error {
+	err := r.do(ctx, "get", func(ctx context.Context, c redis.Conn) error {
 		var err error
-		val, err = r.client.Get(ctx, r.opts.Prefix+key).Bytes()
+		val, err = redis.Bytes(redis.DoContext(c, ctx, "GET", r.opts.Prefix+key))
 		return err
 	})
 	switch {
-	case errors.Is(err, redis.Nil):
+	case errors.Is(err, redis.ErrNil):
 		return nil, false, nil
 	case err != nil:
 		return nil, false, err
@@ -165,9 +179,9 @@ func (r *Redis) Lease(ctx context.Context, key string, ttl time.Duration) (Lease
 	rand.Read(tok)
 	l := &redisLease{r: r, key: r.opts.Prefix + key, token: hex.EncodeToString(tok), ttl: ttl, stop: make(chan struct{})}
 	var took bool
-	err := r.do(ctx, "lease", func(ctx context.Context) error {
-		var err error
-		took, err = r.client.SetNX(ctx, l.key, l.token, ttl).Result()
+	err := r.do(ctx, "lease", func(ctx context.Context, c redis.Conn) error {
+		reply, err := redis.DoContext(c, ctx, "SET", l.key, l.token, "NX", "PX", ttl.Milliseconds())
+		took = reply != nil // "OK", or nil when the key is held
 		return err
 	})
 	if err != nil || !took {
@@ -204,9 +218,9 @@ func (l *redisLease) renew() {
 		case <-t.C:
 		}
 		var n int64
-		err := l.r.do(context.Background(), "renew", func(ctx context.Context) error {
+		err := l.r.do(context.Background(), "renew", func(ctx context.Context, c redis.Conn) error {
 			var err error
-			n, err = renewScript.Run(ctx, l.r.client, []string{l.key}, l.token, l.ttl.Milliseconds()).Int64()
+			n, err = redis.Int64(renewScript.DoContext(ctx, c, l.key, l.token, l.ttl.Milliseconds()))
 			return err
 		})
 		if err == nil && n == 0 {
@@ -220,8 +234,9 @@ func (l *redisLease) renew() {
 func (l *redisLease) Release() {
 	l.once.Do(func() {
 		close(l.stop)
-		l.r.do(context.Background(), "release", func(ctx context.Context) error {
-			return releaseScript.Run(ctx, l.r.client, []string{l.key}, l.token).Err()
+		l.r.do(context.Background(), "release", func(ctx context.Context, c redis.Conn) error {
+			_, err := releaseScript.DoContext(ctx, c, l.key, l.token)
+			return err
 		})
 	})
 }

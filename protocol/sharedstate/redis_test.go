@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
@@ -92,9 +92,12 @@ func TestRedisReleaseComparesToken(t *testing.T) {
 	if err != nil || la == nil {
 		t.Fatalf("lease: %v %v", la, err)
 	}
-	raw := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: srv.Password})
+	raw, err := redis.DialURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer raw.Close()
-	if err := raw.Del(ctx, "oci-tofu:pull k").Err(); err != nil { // as if it expired
+	if _, err := raw.Do("DEL", "oci-tofu:pull k"); err != nil { // as if it expired
 		t.Fatal(err)
 	}
 	lb, err := b.Lease(ctx, "pull k", time.Minute)
@@ -103,7 +106,8 @@ func TestRedisReleaseComparesToken(t *testing.T) {
 	}
 	time.Sleep(1100 * time.Millisecond) // a's renewal runs, and must find the lease not its own
 	la.Release()
-	if ttl := raw.PTTL(ctx, "oci-tofu:pull k").Val(); ttl < 50*time.Second {
+	if ms, _ := redis.Int64(raw.Do("PTTL", "oci-tofu:pull k")); time.Duration(ms)*time.Millisecond < 50*time.Second {
+		ttl := time.Duration(ms) * time.Millisecond
 		t.Fatalf("b's lease was renewed or released by a: ttl %v", ttl)
 	}
 	if lc, err := c.Lease(ctx, "pull k", time.Minute); err != nil || lc != nil {
