@@ -91,7 +91,7 @@ $(TOOLS)/staticcheck:
 # wrk) and fixture regeneration (zip; gnupg for testdata/gen-fixtures.sh).
 # TestMakeInstallsWhatTestsRun checks that every program the tests run is
 # built by `make tools` or listed here.
-APT_PACKAGES := nginx curl wrk zip gnupg gpg gpgconf docker-registry chromium skopeo
+APT_PACKAGES := nginx curl wrk zip gnupg gpg gpgconf docker-registry chromium skopeo git
 # Installs only what is missing (removed packages whose configuration files
 # remain count as missing) and prints nothing unless apt fails. The
 # docker-registry service that the package would start on :5000 is kept off:

@@ -73,6 +73,11 @@ func fetchGit(ctx context.Context, g *guard, s Source, work, dir string) (string
 	if err != nil {
 		return "", fmt.Errorf("git %s: %w", redact(s.URL), err)
 	}
+	// go-git leaves a .git file naming the object store; it is no part
+	// of the module (push module leaves .git out too).
+	if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+		return "", err
+	}
 	if _, err := os.Lstat(filepath.Join(dir, ".gitmodules")); err == nil {
 		return "", fmt.Errorf("%w: git %s: the repository has submodules, which pull-through does not fetch", ErrRefused, redact(s.URL))
 	}
