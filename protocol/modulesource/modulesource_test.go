@@ -37,14 +37,14 @@ func TestParseSource(t *testing.T) {
 		}
 	}
 	for _, loc := range []string{
-		"http://h.example/m.zip",          // not https
-		"git::ssh://git@h.example/r.git",  // not https
+		"http://h.example/m.zip",           // not https
+		"git::ssh://git@h.example/r.git",   // not https
 		"git::https://u:p@h.example/r.git", // credentials in the URL
 		"s3::https://s3.amazonaws.com/b/m.zip",
 		"hg::https://h.example/r",
-		"https://h.example/page",                   // not an archive
-		"git::https://h.example/r.git//../x",       // subdir leaving the tree
-		"git::https://h.example/r.git?sshkey=abc",  // ssh key parameter
+		"https://h.example/page",                  // not an archive
+		"git::https://h.example/r.git//../x",      // subdir leaving the tree
+		"git::https://h.example/r.git?sshkey=abc", // ssh key parameter
 		"git::https://h.example/r.git?ref=--upload-pack=x",
 		"./relative/m.zip",
 		"git::file:///etc",

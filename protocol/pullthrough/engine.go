@@ -72,7 +72,7 @@ type Engine struct {
 	mu          sync.Mutex
 	inflight    map[string]*Pull
 	modulePulls map[string]*modulePull
-	running  sync.WaitGroup // pulls whose run has not returned
+	running     sync.WaitGroup // pulls whose run has not returned
 }
 
 // recentTTL is how long what pull-through stored is remembered in memory:

@@ -48,8 +48,8 @@ func (e *Engine) ModuleOffered(ctx context.Context, mod names.Module) (map[strin
 type modulePull struct {
 	done   chan struct{}
 	cancel context.CancelFunc
-	res  Stored
-	err  error
+	res    Stored
+	err    error
 }
 
 // ModulePullKey names the pull of version v into the repository named repo.
