@@ -105,7 +105,7 @@ func (f *Fetcher) Resolve(ctx context.Context, mod names.Module, v string) (Sour
 		return Source{}, err
 	}
 	if err := f.allow.check(s.URL); err != nil {
-		return Source{}, fmt.Errorf("module %s/%s %s: the origin's download answer points at %w", f.host, mod, v, err)
+		return Source{}, fmt.Errorf("module %s/%s %s: the origin's download answer: %w", f.host, mod, v, err)
 	}
 	return s, nil
 }
