@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
@@ -24,6 +25,10 @@ type moduleOrigin struct {
 	// trees are the module trees each registry version holds, by
 	// "NAMESPACE/NAME/SYSTEM VERSION".
 	trees map[string]string
+	// gitURL is the greeting repository's URL, commits its commits (the
+	// tags v1.0.0 and v1.1.0).
+	gitURL  string
+	commits []string
 }
 
 // greetingTree is the greeting fixture, its greeting naming version.
@@ -56,7 +61,8 @@ func startModuleOrigin(t *testing.T) *moduleOrigin {
 		trees: map[string]string{},
 	}
 	v1, v11 := greetingTree(t, "1.0.0"), greetingTree(t, "1.1.0")
-	url, _ := o.git.AddRepo(t, "greeting", testenv.GitCommit{Tree: v1, Tags: []string{"v1.0.0"}}, testenv.GitCommit{Tree: v11, Tags: []string{"a:v1.1.0"}})
+	url, commits := o.git.AddRepo(t, "greeting", testenv.GitCommit{Tree: v1, Tags: []string{"v1.0.0"}}, testenv.GitCommit{Tree: v11, Tags: []string{"a:v1.1.0"}})
+	o.gitURL, o.commits = url, commits
 	o.publish("acme/greeting/aws", "1.0.0", "git::"+url+"?ref=v1.0.0", v1)
 	o.publish("acme/greeting/aws", "1.1.0", "git::"+url+"?ref=v1.1.0", v11)
 	o.publish("acme/shout/aws", "1.0.0", "git::"+url+"//modules/shout?ref=v1.0.0", filepath.Join(v1, "modules", "shout"))
@@ -279,6 +285,10 @@ func TestPullThroughModulesRefused(t *testing.T) {
 			if d := tagDigest(t, reg, "pulled/acme/"+name+"/aws", "1.0.0"); d != "" {
 				t.Errorf("tagged %s", d)
 			}
+			// tofu asked twice; the failure is remembered, the origin asked once.
+			if n := o.reg.Count(func(p string) bool { return p == "/v1/modules/acme/"+name+"/aws/1.0.0/download" }); n != 1 {
+				t.Errorf("the origin's download answer was asked %d times, want 1 (the failure remembered)", n)
+			}
 		})
 	}
 	_, metrics := s.get(t, "/metrics")
@@ -299,4 +309,39 @@ func logLine(s *served, want ...string) bool {
 		}
 	}
 	return false
+}
+
+// serve --attest-key with module pull-through and --require-attestation
+// of the same key: the module stored carries an attestation cosign
+// accepts, recording the origin registry, the source URL and the commit
+// the tag resolved to; a fresh install is served from the registry,
+// admitted.
+func TestPullThroughModulesAttested(t *testing.T) {
+	isolateCache(t)
+	o := startModuleOrigin(t)
+	reg := testenv.StartRegistry(t)
+	key, pub := ecdsaKeyPair(t)
+	s := startServe(t, o.serveArgs(reg, "--attest-key", key, "--require-attestation", pub)...)
+	cfg := map[string]string{"main.tf": fmt.Sprintf("module \"g\" {\n  source  = \"%s/acme/greeting/aws\"\n  version = \"1.1.0\"\n}\n", moduleHost(s))}
+	for range 2 {
+		out := testenv.Tofu(t, "").Run(t, testenv.WriteConfig(t, cfg), "init", "-input=false", "-no-color")
+		if !strings.Contains(out, "acme/greeting/aws 1.1.0 for g") {
+			t.Fatalf("not installed:\n%s", out)
+		}
+	}
+	d := tagDigest(t, reg, "pulled/acme/greeting/aws", "1.1.0")
+	var p modulepkg.Predicate
+	if got := attested(t, pub, reg.Host+"/pulled/acme/greeting/aws@"+d, modulepkg.PredicateType, &p); got != d {
+		t.Errorf("subject %s, want %s", got, d)
+	}
+	src := p.Source
+	if src.Kind != "directory" || src.Origin != o.reg.Host || src.URL != "git::"+o.gitURL+"?ref=v1.1.0" || src.Commit != o.commits[1] || src.TreeDigest == "" {
+		t.Errorf("predicate source %+v, want origin %s, url git::%s?ref=v1.1.0, commit %s", src, o.reg.Host, o.gitURL, o.commits[1])
+	}
+	if p.Manifest != d || len(p.Tags) != 1 || p.Tags[0] != "1.1.0" {
+		t.Errorf("predicate %+v", p)
+	}
+	if n := o.git.UploadPacks(); n != 1 {
+		t.Errorf("%d git fetches, want 1", n)
+	}
 }
