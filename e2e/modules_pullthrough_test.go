@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -343,5 +344,67 @@ func TestPullThroughModulesAttested(t *testing.T) {
 	}
 	if n := o.git.UploadPacks(); n != 1 {
 		t.Errorf("%d git fetches, want 1", n)
+	}
+}
+
+// `oci-tofu mirror` of modules: the registry module calls of a
+// configuration (and of its local modules) and --module arguments are
+// fetched from the origin and packed as `push module` packs them; a second
+// run fetches nothing; then, with the origin down and pull-through off,
+// tofu and terraform install the configuration through the proxy.
+func TestMirrorModules(t *testing.T) {
+	isolateCache(t)
+	o := startModuleOrigin(t)
+	reg := testenv.StartRegistry(t)
+	origin := strings.Replace(o.reg.Host, "localhost", "127.0.0.1", 1)
+	calls := func(host string) map[string]string {
+		return map[string]string{
+			"main.tf": fmt.Sprintf(modulePullConfig, host),
+			// A local module calling a registry module.
+			"local/main.tf": fmt.Sprintf("module \"inner\" {\n  source  = \"%s/acme/shout/aws\"\n  version = \">= 1.0\"\n  text    = \"inner\"\n}\n", host),
+			"local.tf":      "module \"local\" {\n  source = \"./local\"\n}\n",
+		}
+	}
+	template := reg.Host + "/mirrored/${namespace}/${name}/${system}"
+	args := []string{"mirror", "--json", "--module-template", template, "--module-source", o.git.Host, "--module-source", o.files.Host}
+	out := mustRun(t, append(args, "--modules-from", testenv.WriteConfig(t, calls(origin)), "--module", origin+"/acme/greeting/aws@1.0.0")...)
+	var res struct {
+		OK      bool
+		Results []struct{ Module, Version, Digest, Error string }
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || !res.OK {
+		t.Fatalf("mirror: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	for _, r := range res.Results {
+		got[r.Module+" "+r.Version] = r.Digest
+	}
+	for _, mv := range []string{"acme/greeting/aws 1.1.0", "acme/greeting/aws 1.0.0", "acme/shout/aws 1.0.0", "acme/archived/aws 1.0.0"} {
+		module, version, _ := strings.Cut(mv, " ")
+		want := pushModule(t, o.trees[mv], reg.Host+"/pushed/"+module+":"+version).Digest
+		if got[origin+"/"+mv] != want || tagDigest(t, reg, "mirrored/"+module, version) != want {
+			t.Errorf("%s: mirrored %q, push module gives %s (results %v)", mv, got[origin+"/"+mv], want, got)
+		}
+	}
+	packs := o.git.UploadPacks()
+	out = mustRun(t, append(args, "--modules-from", testenv.WriteConfig(t, calls(origin)))...)
+	if o.git.UploadPacks() != packs || strings.Count(out, `"skipped": true`) != 4 {
+		t.Errorf("a second mirror fetched again (%d git fetches before, %d after):\n%s", packs, o.git.UploadPacks(), out)
+	}
+
+	o.reg.Stop()
+	o.git.Stop()
+	o.files.Stop()
+	s := startServe(t, "--module-template", template)
+	for _, c := range clis {
+		t.Run(c.name, func(t *testing.T) {
+			dir := testenv.WriteConfig(t, calls(moduleHost(s)))
+			out := c.new(t, "").Run(t, dir, "init", "-input=false", "-no-color")
+			for _, want := range []string{"acme/greeting/aws 1.1.0 for greeting", "acme/shout/aws 1.0.0 for local.inner", "acme/archived/aws 1.0.0 for archived"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("init output lacks %q:\n%s", want, out)
+				}
+			}
+		})
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
@@ -135,8 +135,8 @@ func (e *Engine) runModule(key string, p *modulePull, ref oci.Reference, mod nam
 	close(p.done)
 }
 
-// storeModule resolves v at the origin, fetches its source, and pushes
-// the package push module makes of the tree, tagged last.
+// storeModule finds how the origin writes v, then resolves, fetches,
+// packs and pushes it (ingest.StoreModule), tagged last.
 func (e *Engine) storeModule(ctx context.Context, ref oci.Reference, mod names.Module, v names.Version) (Stored, error) {
 	offered, _, err := e.ModuleOffered(ctx, mod)
 	if err != nil {
@@ -146,41 +146,11 @@ func (e *Engine) storeModule(ctx context.Context, ref oci.Reference, mod names.M
 	if !ok {
 		return Stored{}, fmt.Errorf("module %s %s: %w", mod, v, origin.ErrNotFound)
 	}
-	src, err := e.opts.Modules.Resolve(ctx, mod, raw)
+	res, err := ingest.StoreModule(ctx, e.opts.Modules, mod, raw, v, ingest.ModuleTarget{Client: e.registry, Ref: ref, TempDir: e.opts.TempDir, Attest: e.opts.Attest})
 	if err != nil {
 		return Stored{}, err
-	}
-	fetched, err := e.opts.Modules.Fetch(ctx, src)
-	if err != nil {
-		return Stored{}, err
-	}
-	defer fetched.Remove()
-	tags := []string{names.TagForVersion(v)}
-	target := modulepkg.Target{Client: e.registry, Ref: ref, Tags: tags}
-	pkg, err := modulepkg.Prepare(ctx, fetched.Dir, target, modulepkg.Options{TempDir: e.opts.TempDir})
-	if err != nil {
-		return Stored{}, fmt.Errorf("%w: the module tree from %s: %w", modulesource.ErrRefused, src, err)
-	}
-	defer pkg.Remove()
-	res, err := pkg.Push(ctx, target, oci.PushOptions{})
-	if err != nil {
-		return Stored{}, err
-	}
-	if a := e.opts.Attest; a != nil && a.Attester != nil {
-		if err := e.attestModule(ctx, ref, pkg, tags, res, fetched); err != nil {
-			return Stored{}, err
-		}
 	}
 	return Stored{Root: res.Root}, nil
-}
-
-func (e *Engine) attestModule(ctx context.Context, ref oci.Reference, pkg *modulepkg.Package, tags []string, res oci.PushResult, f *modulesource.Fetched) error {
-	repo, err := e.registry.Open(ref)
-	if err != nil {
-		return err
-	}
-	src := modulepkg.SourcePredicate{Path: f.Source.String(), Origin: f.Origin, URL: f.Source.String(), Commit: f.Commit}
-	return e.opts.Attest.Module(ctx, repo, ref.Name(), pkg, tags, res.Root, src)
 }
 
 // moduleError is what a request sees when a module could not be pulled.
