@@ -28,7 +28,7 @@ module' packs it. Versions whose tag already holds a module package are skipped.
 func mirrorModuleFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "module-template", Usage: "where modules go: `TEMPLATE` with ${namespace}, ${name}, ${system} (and ${hostname}, the origin's)", EnvVars: []string{"OCI_TOFU_MODULE_TEMPLATE"}},
-		&cli.StringSliceFlag{Name: "module", Usage: "mirror every version of a module matching the constraint: `HOST/NAMESPACE/NAME/SYSTEM[@CONSTRAINT]` (repeatable)"},
+		&cli.StringSliceFlag{Name: "module", Usage: "mirror every version of a module that matches CONSTRAINT; `ADDRESS[@CONSTRAINT]` is HOST/NAMESPACE/NAME/SYSTEM[@CONSTRAINT] (repeatable)"},
 		&cli.StringFlag{Name: "modules-from", Usage: "mirror the registry modules the configuration in `DIR` calls (and its local modules call)"},
 		&cli.StringSliceFlag{Name: "module-source", Usage: "allow fetching module sources from `HOST[:PORT]` (repeatable; each module's registry is always allowed)"},
 		&cli.StringFlag{Name: "client", Value: "tofu", Usage: "with --modules-from: read the configuration as `tofu` or terraform does (the registry of short addresses)"},

@@ -39,8 +39,8 @@ OpenTofu releases on the TofuDL mirror. Modules (see docs/modules.md, "Pull-thro
 that registry on first download, fetching the source its download answer names (git over
 HTTPS, .zip/.tar.gz archives) only from the registry itself and the hosts given with
 --pull-through-module-source (e.g. github.com, codeload.github.com), packed as 'push
-module' packs it and stored under --module-template. Pull-through needs registry credentials allowed to
-push: without them serve refuses to start.`
+module' packs it and stored under --module-template. Pull-through needs registry
+credentials allowed to push: without them serve refuses to start.`
 
 // pullThroughFlags are serve's pull-through flags.
 func pullThroughFlags() []cli.Flag {
