@@ -8,8 +8,15 @@ import (
 	"github.com/go-git/go-billy/v5"
 )
 
-// boundedFS is a git work tree that refuses more than MaxFiles files and
-// links and more than MaxTreeSize bytes written in all, as it is written.
+// Work tree limits of a git fetch (variables so tests can lower them).
+var (
+	gitMaxFiles = MaxFiles
+	gitMaxBytes = int64(MaxTreeSize)
+)
+
+// boundedFS is a git work tree that refuses more than gitMaxFiles files
+// and links and more than gitMaxBytes bytes written in all, as it is
+// written.
 type boundedFS struct {
 	billy.Filesystem
 	mu    sync.Mutex
@@ -34,8 +41,8 @@ func (b *boundedFS) fail(err error) error {
 func (b *boundedFS) addFile() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.files++; b.files > MaxFiles {
-		return b.fail(fmt.Errorf("the tree has more than %d files", MaxFiles))
+	if b.files++; b.files > gitMaxFiles {
+		return b.fail(fmt.Errorf("the tree has more than %d files", gitMaxFiles))
 	}
 	return nil
 }
@@ -43,8 +50,8 @@ func (b *boundedFS) addFile() error {
 func (b *boundedFS) addBytes(n int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.bytes += int64(n); b.bytes > MaxTreeSize {
-		return b.fail(fmt.Errorf("the tree holds more than %d bytes", int64(MaxTreeSize)))
+	if b.bytes += int64(n); b.bytes > gitMaxBytes {
+		return b.fail(fmt.Errorf("the tree holds more than %d bytes", gitMaxBytes))
 	}
 	return nil
 }

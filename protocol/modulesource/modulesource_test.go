@@ -242,3 +242,40 @@ func TestFetchRefusesHostileArchives(t *testing.T) {
 		t.Errorf("%s was written", escaped)
 	}
 }
+
+// The registry's credentials go to the registry's own host only: the git
+// server and the archive site never see an Authorization header.
+func TestFetchSendsCredentialsToTheRegistryOnly(t *testing.T) {
+	e := newEnv(t)
+	f, err := modulesource.New(modulesource.Config{Registry: e.reg.Host, Sources: []string{e.git.Host, e.files.Host},
+		Transport: testenv.NewCA(t).HTTPClient().Transport, TempDir: t.TempDir(),
+		Token: func(host string) string { return map[string]string{e.reg.Host: "registry-secret"}[host] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.f = f
+	v1 := tree(t, "v1", map[string]string{"main.tf": "# one\n"})
+	url, _ := e.git.AddRepo(t, "greeting", testenv.GitCommit{Tree: v1, Tags: []string{"v1.0.0"}})
+	e.reg.Set(mod.String(), "1.0.0", testenv.ModuleAnswer{Location: "git::" + url + "?ref=v1.0.0"})
+	e.reg.Set(mod.String(), "1.1.0", testenv.ModuleAnswer{Location: e.files.Put(t, "m.tar.gz", testenv.TarGzDir(t, v1, ""))})
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		if _, err := e.fetch(t, v); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+	}
+	for _, r := range e.reg.Requests() {
+		if r.Authorization != "Bearer" {
+			t.Errorf("the registry got %s %s without its token", r.Method, r.Path)
+		}
+	}
+	for name, site := range map[string][]testenv.OriginRequest{"git server": e.git.Requests(), "archive site": e.files.Requests()} {
+		if len(site) == 0 {
+			t.Errorf("the %s was not asked", name)
+		}
+		for _, r := range site {
+			if r.Authorization != "" {
+				t.Errorf("the %s got credentials (%s) on %s %s", name, r.Authorization, r.Method, r.Path)
+			}
+		}
+	}
+}
