@@ -408,3 +408,44 @@ func TestMirrorModules(t *testing.T) {
 		})
 	}
 }
+
+// The admission policy with module pull-through and module mirroring: a
+// version it denies is left out of the merged listing, never fetched from
+// the origin (its download answer is never asked), and not mirrored.
+func TestPullThroughModulesPolicy(t *testing.T) {
+	isolateCache(t)
+	o := startModuleOrigin(t)
+	reg := testenv.StartRegistry(t)
+	pol := filepath.Join(t.TempDir(), "policy.hcl")
+	if err := os.WriteFile(pol, []byte("module \"*/acme/greeting/aws\" {\n  deny = [\"1.1.0\"]\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, o.serveArgs(reg, "--policy", pol)...)
+	cfg := fmt.Sprintf("module \"g\" {\n  source  = \"%s/acme/greeting/aws\"\n  version = \"~> 1.0\"\n}\n", moduleHost(s))
+	out := testenv.Tofu(t, "").Run(t, testenv.WriteConfig(t, map[string]string{"main.tf": cfg}), "init", "-input=false", "-no-color")
+	if !strings.Contains(out, "acme/greeting/aws 1.0.0 for g") {
+		t.Errorf("init did not pick 1.0.0, the newest version the policy allows:\n%s", out)
+	}
+	if code, body := s.get(t, "/v1/modules/acme/greeting/aws/1.1.0/download"); code != http.StatusNotFound || !strings.Contains(string(body), "policy") {
+		t.Errorf("download of the denied version: %d %s", code, body)
+	}
+	if code, body := s.get(t, "/v1/modules/acme/greeting/aws/versions"); code != 200 || strings.Contains(string(body), "1.1.0") {
+		t.Errorf("versions: %d %s", code, body)
+	}
+	if n := o.reg.Count(func(p string) bool { return strings.HasSuffix(p, "/1.1.0/download") }); n != 0 {
+		t.Errorf("the origin was asked for the denied version %d times", n)
+	}
+	if d := tagDigest(t, reg, "pulled/acme/greeting/aws", "1.1.0"); d != "" {
+		t.Errorf("the denied version was stored: %s", d)
+	}
+
+	origin := strings.Replace(o.reg.Host, "localhost", "127.0.0.1", 1)
+	out, err := run(t, "mirror", "--module-template", reg.Host+"/mirrored/${namespace}/${name}/${system}", "--module-source", o.git.Host,
+		"--policy", pol, "--module", origin+"/acme/greeting/aws")
+	if err != nil || !strings.Contains(out, "denied   "+origin+"/acme/greeting/aws 1.1.0") || !strings.Contains(out, "mirrored "+origin+"/acme/greeting/aws 1.0.0") {
+		t.Errorf("mirror with the policy: %v\n%s", err, out)
+	}
+	if d := tagDigest(t, reg, "mirrored/acme/greeting/aws", "1.1.0"); d != "" {
+		t.Errorf("mirror stored the denied version: %s", d)
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -35,8 +34,25 @@ func mirrorModuleFlags() []cli.Flag {
 	}
 }
 
-// mirrorModuleSpecs reads the modules to mirror; nil when none is asked.
-func mirrorModuleSpecs(c *cli.Context) ([]ingest.ModuleSpec, error) {
+// mirrorModuleSpecs reads the modules to mirror (nil when none is asked)
+// and where they go.
+func mirrorModuleSpecs(c *cli.Context) ([]ingest.ModuleSpec, *oci.Template, error) {
+	specs, err := moduleSpecs(c)
+	if err != nil || len(specs) == 0 {
+		return nil, nil, err
+	}
+	tpl, err := oci.ParseModuleTemplate(c.String("module-template"))
+	if err != nil {
+		if c.String("module-template") == "" {
+			return nil, nil, usageError(c, "missing --module-template TEMPLATE (where the modules go)")
+		}
+		return nil, nil, fmt.Errorf("--module-template: %w", err)
+	}
+	return specs, tpl, nil
+}
+
+// moduleSpecs reads --module and --modules-from.
+func moduleSpecs(c *cli.Context) ([]ingest.ModuleSpec, error) {
 	var specs []ingest.ModuleSpec
 	for _, arg := range c.StringSlice("module") {
 		s, err := parseModuleSpec(arg)
@@ -73,17 +89,4 @@ func parseModuleSpec(s string) (ingest.ModuleSpec, error) {
 		return ingest.ModuleSpec{}, err
 	}
 	return ingest.ModuleSpec{Host: host, Module: mod, Constraints: c}, nil
-}
-
-// mirrorModules mirrors specs into --module-template.
-func mirrorModules(c *cli.Context, specs []ingest.ModuleSpec, client *oci.Client, transport http.RoundTripper, att *ingest.Attestation, log func(string, ...any)) ([]ingest.Result, error) {
-	tpl, err := oci.ParseModuleTemplate(c.String("module-template"))
-	if err != nil {
-		if c.String("module-template") == "" {
-			return nil, usageError(c, "missing --module-template TEMPLATE (where the modules go)")
-		}
-		return nil, fmt.Errorf("--module-template: %w", err)
-	}
-	return ingest.Modules(c.Context, specs, ingest.ModuleOptions{Template: tpl, Client: client, Sources: c.StringSlice("module-source"),
-		Transport: transport, Attest: att, Log: log}), nil
 }

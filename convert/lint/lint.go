@@ -22,6 +22,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -51,6 +52,11 @@ type Options struct {
 	// AttestKeys, when given, must each have signed every artifact
 	// checked and attested it, as cosign verifies (see attestations).
 	AttestKeys []AttestKey
+	// Policy, when set, decides on the version of each tag checked, and
+	// PolicyAddress names the address it matches for a kind of artifact
+	// (policy.go).
+	Policy        *policy.Policy
+	PolicyAddress func(kind string) (string, error)
 }
 
 // Check checks the artifact a reference names the way OpenTofu reads it
@@ -149,6 +155,7 @@ func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Referen
 	if len(c.findings) == 0 {
 		c.add(SeverityOK, "%s passes every check", desc.Digest)
 	}
+	c.policyDecision() // policy.go
 	return c.findings, c.attestations(desc.Digest)
 }
 

@@ -3,9 +3,13 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
@@ -69,6 +73,16 @@ type ModuleSpec struct {
 
 func (s ModuleSpec) String() string { return s.Host + "/" + s.Module.String() }
 
+// policyAddress is the module's address as the admission policy matches
+// it: its host without a port, as for providers (policy.ProviderAddress).
+func (s ModuleSpec) policyAddress() string {
+	host := s.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.ToLower(host + "/" + s.Module.String())
+}
+
 // ModuleOptions say where mirrored modules go and which hosts their
 // sources may come from.
 type ModuleOptions struct {
@@ -82,7 +96,11 @@ type ModuleOptions struct {
 	Transport http.RoundTripper
 	TempDir   string
 	Attest    *Attestation
-	Log       func(format string, args ...any)
+	// Gate, when set, leaves out the versions the admission policy denies
+	// (kind module, address HOST/NAMESPACE/NAME/SYSTEM) before anything of
+	// them is fetched.
+	Gate Gate
+	Log  func(format string, args ...any)
 }
 
 // Modules copies module versions from their origin registries into OCI,
@@ -120,13 +138,13 @@ func mirrorModule(ctx context.Context, f *modulesource.Fetcher, spec ModuleSpec,
 	if err != nil {
 		return fail(err)
 	}
-	chosen, raw, err := moduleVersions(ctx, f, spec)
+	chosen, raw, results, err := moduleVersions(ctx, f, spec, opts.Gate)
 	if err != nil {
 		return fail(err)
 	}
-	var results []Result
 	for _, v := range chosen {
-		r := Result{Module: spec.String(), Version: v.String(), Reference: ref.WithReference(names.TagForVersion(v)).String()}
+		r := Result{Module: spec.String(), Version: v.String(), Reference: ref.WithReference(names.TagForVersion(v)).String(),
+			Warnings: opts.Gate.warnings(policy.KindModule, spec.policyAddress(), v)}
 		res, err := storeIfMissing(ctx, f, spec.Module, raw[v.String()], v, ModuleTarget{Client: opts.Client, Ref: ref, TempDir: opts.TempDir, Attest: opts.Attest})
 		if err != nil {
 			r.Reference, r.Error = "", err.Error()
@@ -140,29 +158,43 @@ func mirrorModule(ctx context.Context, f *modulesource.Fetcher, spec ModuleSpec,
 	return results
 }
 
-// moduleVersions lists the versions of spec to mirror, and how the
-// origin writes each.
-func moduleVersions(ctx context.Context, f *modulesource.Fetcher, spec ModuleSpec) (names.VersionList, map[string]string, error) {
+// moduleVersions lists the versions of spec to mirror among those the
+// gate allows, how the origin writes each, and the results of those the
+// gate denies that would have been taken without it.
+func moduleVersions(ctx context.Context, f *modulesource.Fetcher, spec ModuleSpec, g Gate) (names.VersionList, map[string]string, []Result, error) {
 	offered, err := f.Versions(ctx, spec.Module)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	raw := map[string]string{}
-	var available names.VersionList
+	var available, allowed names.VersionList
 	for _, s := range offered {
 		if v, err := names.ParseVersion(s); err == nil {
 			raw[v.String()] = s
 			available = append(available, v)
+			if g.refuses(policy.KindModule, spec.policyAddress(), v) == nil {
+				allowed = append(allowed, v)
+			}
 		}
 	}
-	chosen := names.MatchingVersions(available, spec.Constraints)
-	if len(chosen) == 0 {
-		return nil, nil, fmt.Errorf("no version matches %q (the origin offers %d): %w", names.ConstraintsString(spec.Constraints), len(available), origin.ErrNotFound)
+	pick := func(l names.VersionList) names.VersionList {
+		chosen := names.MatchingVersions(l, spec.Constraints)
+		if spec.Newest && len(chosen) > 0 {
+			chosen = names.VersionList{chosen.Newest()}
+		}
+		return chosen
 	}
-	if spec.Newest {
-		chosen = names.VersionList{chosen.Newest()}
+	chosen := pick(allowed)
+	var denied []Result
+	for _, v := range pick(available) {
+		if err := g.refuses(policy.KindModule, spec.policyAddress(), v); err != nil && !slices.ContainsFunc(chosen, v.Same) {
+			denied = append(denied, Result{Module: spec.String(), Version: v.String(), Denied: err.Error()})
+		}
 	}
-	return chosen, raw, nil
+	if len(chosen) == 0 && len(denied) == 0 {
+		return nil, nil, nil, fmt.Errorf("no version matches %q (the origin offers %d): %w", names.ConstraintsString(spec.Constraints), len(available), origin.ErrNotFound)
+	}
+	return chosen, raw, denied, nil
 }
 
 // storeIfMissing stores version v unless its tag already holds a module

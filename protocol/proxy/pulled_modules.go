@@ -7,6 +7,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
@@ -23,9 +24,10 @@ type pulledModules struct {
 }
 
 // versionsDoc lists what the registry holds, what pull-through stored
-// lately, and what the origin offers. With the origin failing: what the
-// registry holds (logged and counted), or the origin's error when it
-// holds nothing.
+// lately, and what the origin offers, those two as the admission policy
+// allows (docs/policy.md). With the origin failing: what the registry
+// holds (logged and counted), or the origin's error when it holds
+// nothing.
 func (m *pulledModules) versionsDoc(ctx context.Context, repo *store.Repo, host string, mod names.Module) (any, time.Time, error) {
 	held := []string{}
 	d, at, err := m.heldModules.versionsDoc(ctx, repo, host, mod)
@@ -43,21 +45,25 @@ func (m *pulledModules) versionsDoc(ctx context.Context, repo *store.Repo, host 
 			vs[v.String()] = v
 		}
 	}
+	var more []names.Version
 	for _, sv := range m.engine.Recent(repo.Name()) {
-		vs[sv.Version.String()] = sv.Version
+		more = append(more, sv.Version)
 	}
 	offered, fetched, oerr := m.engine.ModuleOffered(ctx, mod)
+	for canonical := range offered {
+		if v, err := names.ParseVersion(canonical); err == nil {
+			more = append(more, v)
+		}
+	}
+	for _, v := range m.s.policyAllowed(policy.KindModule, moduleAddress(host, mod), more) { // policy.go
+		vs[v.String()] = v
+	}
 	if oerr != nil {
 		if len(vs) == 0 {
 			return nil, at, oerr
 		}
 		m.engine.DegradedListing("module", m.engine.ModuleOrigin()+"/"+mod.String(), oerr)
 		return versionsOf(vs), at, nil
-	}
-	for canonical := range offered {
-		if v, err := names.ParseVersion(canonical); err == nil {
-			vs[v.String()] = v
-		}
 	}
 	return versionsOf(vs), earliestNonZero(at, fetched), nil
 }
@@ -77,9 +83,11 @@ func versionsOf(vs map[string]names.Version) wire.ModuleVersions {
 }
 
 // release reads the package version v's tag names; for a version the
-// registry does not hold, the engine fetches it from the origin and
-// stores it first (one fetch for all concurrent requests), and the
-// answer names the package it stored.
+// registry does not hold (and the policy allows: heldModules.release
+// refuses a denied one first), the engine fetches it from the origin and
+// stores it (one fetch for all concurrent requests), and the answer
+// names the package it stored, when the policy's min_age and signers and
+// the attestation rule admit it.
 func (m *pulledModules) release(ctx context.Context, repo *store.Repo, host string, mod names.Module, v names.Version) (ocispec.Descriptor, error) {
 	manifest, err := m.heldModules.release(ctx, repo, host, mod, v)
 	if !isVersionNotHeld(err) {
@@ -87,6 +95,10 @@ func (m *pulledModules) release(ctx context.Context, repo *store.Repo, host stri
 	}
 	res, err := m.engine.PullModule(ctx, repo.Reference(), mod, v)
 	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	root := releaseRoot{repo: repo, subject: res.Root.Digest}
+	if err := m.s.factsDenial(ctx, policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v, root); err != nil { // policy_facts.go
 		return ocispec.Descriptor{}, err
 	}
 	return res.Root, admitted(ctx, repo, store.KindModule, "module "+mod.String(), v, res.Root.Digest)
