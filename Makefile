@@ -118,7 +118,7 @@ $(TOOLS)/staticcheck:
 # wrk) and fixture regeneration (zip; gnupg for testdata/gen-fixtures.sh).
 # TestMakeInstallsWhatTestsRun checks that every program the tests run is
 # built by `make tools` or listed here.
-APT_PACKAGES := nginx redis-server redis-tools curl wrk zip gnupg gpg gpgconf docker-registry chromium skopeo
+APT_PACKAGES := nginx redis-server redis-tools curl wrk zip gnupg gpg gpgconf docker-registry chromium skopeo git
 # Installs only what is missing (removed packages whose configuration files
 # remain count as missing) and prints nothing unless apt fails. The
 # docker-registry service that the package would start on :5000 is kept off:
@@ -175,7 +175,7 @@ fuzz:
 ## (each line: oci-tofu's figure, the reference's, and their ratio; see docs/benchmarks.md)
 BENCHTIME ?= 1x
 bench: tools tools-apt build
-	$(GO) test ./bench -run '^$$' -bench '^Benchmark(ProviderPush|PackModulePush|Lock|Mirror|PullThrough|RedirectDelivery|Policy|Fleet)$$' -benchtime $(BENCHTIME) -timeout 40m
+	$(GO) test ./bench -run '^$$' -bench '^Benchmark(ProviderPush|PackModulePush|Lock|Mirror|PullThrough|RedirectDelivery|Policy|Fleet|ModulePullThrough)$$' -benchtime $(BENCHTIME) -timeout 40m
 	bash bench/proxy.sh
 
 ## demo: push the fixture releases into an OCI layout and install them with real tofu

@@ -218,7 +218,7 @@ func (s *Server) startPullThrough() error {
 	if s.opts.PullThrough == nil {
 		return nil
 	}
-	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository,
+	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: s.opts.ModuleTemplate,
 		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.observeCache, CacheEntries: s.opts.Store.CacheEntries,
 		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared})
 	if err != nil {

@@ -30,6 +30,10 @@ type Config struct {
 	Mappings store.ProviderMappings
 	// TofuRepository stores pulled OpenTofu releases.
 	TofuRepository *oci.Reference
+	// ModuleTemplate maps module addresses to the repositories pulled
+	// modules are stored in (the proxy names the repository of each pull;
+	// the engine probes one at CheckPush).
+	ModuleTemplate *oci.Template
 	// Registry writes to the registry.
 	Registry *oci.Client
 	// Metrics registers pull-through's metrics (nil: not registered).
@@ -53,6 +57,7 @@ type Engine struct {
 	opts     Options
 	mappings store.ProviderMappings
 	tofuRepo *oci.Reference
+	modTpl   *oci.Template
 	registry *oci.Client
 	log      *slog.Logger
 	metrics  *metrics
@@ -71,9 +76,12 @@ type Engine struct {
 	// failures remembers releases that failed, for FailureTTL.
 	failures *cache.Cache[error]
 
-	mu       sync.Mutex
-	inflight map[string]*Pull
-	running  sync.WaitGroup // pulls whose run has not returned
+	moduleListings *cache.Cache[map[string]string]
+
+	mu          sync.Mutex
+	inflight    map[string]*Pull
+	modulePulls map[string]*modulePull
+	running     sync.WaitGroup // pulls whose run has not returned
 }
 
 // recentTTL is how long what pull-through stored is remembered in memory:
@@ -84,7 +92,7 @@ const recentTTL = 15 * time.Minute
 
 // New checks the configuration and starts the engine.
 func New(c Config) (*Engine, error) {
-	if err := c.Options.Check(len(c.Mappings) > 0, c.TofuRepository != nil); err != nil {
+	if err := c.Options.Check(len(c.Mappings) > 0, c.TofuRepository != nil, c.ModuleTemplate != nil); err != nil {
 		return nil, err
 	}
 	if c.Registry == nil {
@@ -110,8 +118,8 @@ func New(c Config) (*Engine, error) {
 			}
 		}
 	}
-	e := &Engine{opts: opts, shared: c.Shared, mappings: c.Mappings, tofuRepo: c.TofuRepository, registry: c.Registry, log: c.Logger,
-		metrics: newMetrics(c.Metrics), inflight: map[string]*Pull{}, recent: newRecentlyStored(recentTTL, c.CacheEntries),
+	e := &Engine{opts: opts, shared: c.Shared, mappings: c.Mappings, tofuRepo: c.TofuRepository, modTpl: c.ModuleTemplate, registry: c.Registry, log: c.Logger,
+		metrics: newMetrics(c.Metrics), inflight: map[string]*Pull{}, modulePulls: map[string]*modulePull{}, recent: newRecentlyStored(recentTTL, c.CacheEntries),
 		failures: cache.New[error](cache.Options{Name: "origin_failures", TTL: opts.FailureTTL, MaxEntries: c.CacheEntries})}
 	metaCache := func(name string, failureTTL time.Duration) cache.Options {
 		return cache.Options{Name: name, TTL: opts.ListingTTL, MaxStale: opts.ListingTTL, FailureTTL: failureTTL, MaxEntries: c.CacheEntries,
@@ -123,6 +131,7 @@ func New(c Config) (*Engine, error) {
 	e.releases = cache.New[*ingest.ProviderRelease](metaCache("origin_releases", -1))
 	e.tofuAPI = cache.New[TofuListing](metaCache("origin_tofu_api", opts.FailureTTL))
 	e.tofuRels = cache.New[*ingest.TofuOriginRelease](metaCache("origin_tofu_releases", -1))
+	e.moduleListings = cache.New[map[string]string](metaCache("origin_module_listings", opts.FailureTTL))
 	e.completed = cache.New[Stored](cache.Options{Name: "pulled", TTL: recentTTL, MaxEntries: c.CacheEntries, Observe: c.ObserveCache})
 	e.sharedDone = cache.New[Stored](cache.Options{Name: "pulled_shared", TTL: recentTTL, MaxEntries: c.CacheEntries})
 	e.distrusted = cache.New[bool](cache.Options{Name: "pulled_distrusted", TTL: recentTTL, MaxEntries: c.CacheEntries})
@@ -147,7 +156,8 @@ func (e *Engine) InFlight() int {
 
 // CheckPush makes sure the registry lets the proxy push where
 // pull-through stores releases: it starts (and cancels) an upload in a
-// repository of each provider mapping and in the TofuDL repository. A
+// repository of each provider mapping, of the module template and in the
+// TofuDL repository. A
 // read-only deployment is refused at start-up rather than on the first
 // install.
 func (e *Engine) CheckPush(ctx context.Context) error {
@@ -170,6 +180,13 @@ func (e *Engine) CheckPush(ctx context.Context) error {
 	}
 	if e.opts.Tofu != nil {
 		refs = append(refs, *e.tofuRepo)
+	}
+	if e.opts.Modules != nil {
+		ref, err := e.modTpl.Expand(names.Module{Namespace: "oci-tofu", Name: "pull-through-check", System: "check"}.TemplateValues("pull-through-check"))
+		if err != nil {
+			return err
+		}
+		refs = append(refs, ref)
 	}
 	for _, ref := range refs {
 		if err := e.registry.CheckPush(ctx, ref); err != nil {
@@ -368,6 +385,11 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	for _, p := range e.inflight {
 		p.cancel()
+	}
+	for _, p := range e.modulePulls {
+		if p.cancel != nil {
+			p.cancel()
+		}
 	}
 	e.mu.Unlock()
 	<-done

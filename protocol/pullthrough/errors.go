@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -20,6 +21,10 @@ const (
 	FailureError = "error"
 	// FailureBusy: too many releases are being pulled at once.
 	FailureBusy = "busy"
+	// FailureRefused: what the origin offers was refused before it was
+	// stored: a module source on a host outside the allow-list, or a
+	// module tree failing the module package checks.
+	FailureRefused = "refused"
 )
 
 // ErrPushRefused is returned by CheckPush when the registry refuses the
@@ -55,6 +60,8 @@ func Classify(err error) string {
 	switch {
 	case errors.As(err, &pe):
 		return pe.Failure
+	case errors.Is(err, modulesource.ErrRefused):
+		return FailureRefused
 	case errors.Is(err, ingest.ErrVerification), errors.Is(err, ErrDigestMismatch):
 		return FailureTampered
 	case errors.Is(err, origin.ErrNotFound):

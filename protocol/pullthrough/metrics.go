@@ -5,8 +5,9 @@ import (
 )
 
 // metrics are pull-through's metrics. Labels
-// come from closed sets: kind is "provider" or "tofu"; results and
-// failures are "stored", "tampered", "not_found", "unreachable", "error".
+// come from closed sets: kind is "provider", "module" or "tofu"; results
+// and failures are "stored", "tampered", "refused", "not_found",
+// "unreachable", "error".
 type metrics struct {
 	releases     *prometheus.CounterVec
 	downloads    *prometheus.CounterVec
@@ -22,7 +23,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_pullthrough_releases_total",
-			Help: "Releases Stored through from an origin, by kind and result (stored, tampered, not_found, unreachable, error).",
+			Help: "Releases Stored through from an origin, by kind and result (stored, tampered, refused, not_found, unreachable, error).",
 		}, []string{"kind", "result"}),
 		downloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_pullthrough_origin_downloads_total",
