@@ -123,7 +123,8 @@ func TestModulesThroughProxy(t *testing.T) {
 }
 
 // With client authentication, the CLIs send the token of their credentials
-// block to modules.v1 and fetch the signed archive URL without it.
+// block to modules.v1; terraform fetches the signed archive URL without
+// it, tofu 1.12 the plain archive URL with it (use_registry_credentials).
 func TestModulesThroughProxyWithAuth(t *testing.T) {
 	isolateCache(t)
 	reg := testenv.StartRegistry(t)
@@ -154,6 +155,13 @@ func TestModulesThroughProxyWithAuth(t *testing.T) {
 	logs := s.logs.String()
 	if strings.Contains(logs, token) || strings.Contains(logs, "signature=") {
 		t.Errorf("secrets in the proxy log:\n%s", logs)
+	}
+	// tofu 1.12 took the direct location (200, fetched with its token),
+	// terraform the signed X-Terraform-Get URL (204).
+	for _, want := range []string{"/1.0.0/download status=200", "/1.0.0/download status=204"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no download answer %q in the proxy log:\n%s", want, logs)
+		}
 	}
 }
 

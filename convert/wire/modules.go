@@ -16,3 +16,13 @@ type ModuleVersionList struct {
 type ModuleVersion struct {
 	Version string `json:"version"`
 }
+
+// ModuleLocation is the download endpoint's JSON answer. With
+// UseRegistryCredentials set (OpenTofu 1.12 and later read it), the
+// client fetches Location itself, with the registry's credentials when
+// true, instead of handing it to go-getter; without it, Location is a
+// go-getter source address.
+type ModuleLocation struct {
+	Location               string `json:"location"`
+	UseRegistryCredentials *bool  `json:"use_registry_credentials,omitempty"`
+}

@@ -208,7 +208,9 @@ func (m *heldModules) releaseAt(ctx context.Context, repo *store.Repo, host stri
 }
 
 // serveDownload answers 204 with X-Terraform-Get naming the zip by
-// manifest digest: the exact package, whatever the tag names later.
+// manifest digest: the exact package, whatever the tag names later; to
+// OpenTofu 1.12 and later, the same URL unsigned as a direct location
+// fetched with the client's credentials (module_direct.go).
 func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, repo *store.Repo, host string, req ModuleRequest) {
 	manifest, err := m.src.release(r.Context(), repo, host, req.Module, req.Version)
 	if err != nil {
@@ -220,7 +222,12 @@ func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, repo *st
 		m.s.fail(w, r, err)
 		return
 	}
-	loc := base + strings.TrimPrefix(m.s.fileRef(ModuleArchivePrefix, moduleArchivePath(req.Module, req.Version, manifest.Digest)), baseMark)
+	archive := moduleArchivePath(req.Module, req.Version, manifest.Digest)
+	if fetchesModulesDirectly(r) { // module_direct.go
+		serveDirectLocation(w, r, base+ModuleArchivePrefix+archive)
+		return
+	}
+	loc := base + strings.TrimPrefix(m.s.fileRef(ModuleArchivePrefix, archive), baseMark)
 	h := w.Header()
 	h.Set("X-Terraform-Get", loc)
 	h.Set("Content-Length", "0")

@@ -3,6 +3,7 @@ package proxy
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -418,5 +419,49 @@ func TestNewNeedsSomethingToServe(t *testing.T) {
 	ref, _ := oci.ParseReference("localhost:5000/opentofu:1.9.0")
 	if _, err := New(Options{Client: c, TofuRepository: &ref}); err == nil {
 		t.Fatal("a tofu repository with a tag was accepted")
+	}
+}
+
+// OpenTofu 1.12 and later get the download answer as a direct location,
+// unsigned, fetched with their credentials for this host
+// (use_registry_credentials); Terraform and older tofu keep the signed
+// X-Terraform-Get URL. An unsigned archive URL is served with a valid
+// token and refused without one or with a wrong one.
+func TestModuleDownloadsForClientsWithCredentials(t *testing.T) {
+	dir, open := moduleStore(t)
+	z := moduleZip(t, "1.0.0")
+	push(t, open("acme", "network", "aws"), moduleArtifact(t, z), "1.0.0")
+	token := "s3cret-token-0123456789"
+	p := startProxy(t, Options{
+		ModuleTemplate: mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}"),
+		AuthTokens:     []string{token},
+	})
+	download := "/v1/modules/acme/network/aws/1.0.0/download"
+	for ua, direct := range map[string]bool{
+		"OpenTofu/1.12.6": true, "OpenTofu/1.13.0-beta1 ci-bot/2": true, "OpenTofu/2.0.0": true,
+		"OpenTofu/1.11.5": false, "Terraform/1.11.4": false, "": false, "OpenTofu/garbage": false,
+	} {
+		r := p.do(t, http.MethodGet, download, map[string]string{"Authorization": "Bearer " + token, "User-Agent": ua})
+		if !direct {
+			if r.Status != http.StatusNoContent || !strings.Contains(r.Header.Get("X-Terraform-Get"), "signature=") {
+				t.Errorf("%q: %d, X-Terraform-Get %q; want 204 with a signed URL", ua, r.Status, r.Header.Get("X-Terraform-Get"))
+			}
+			continue
+		}
+		var loc struct {
+			Location               string `json:"location"`
+			UseRegistryCredentials *bool  `json:"use_registry_credentials"`
+		}
+		if r.Status != 200 || json.Unmarshal(r.Body, &loc) != nil || loc.UseRegistryCredentials == nil || !*loc.UseRegistryCredentials ||
+			strings.Contains(loc.Location, "?") || !strings.Contains(loc.Location, ModuleArchivePrefix) {
+			t.Fatalf("%q: %d %s; want 200 with an unsigned direct location and use_registry_credentials true", ua, r.Status, r.Body)
+		}
+		if got := p.do(t, http.MethodGet, loc.Location, map[string]string{"Authorization": "Bearer " + token}); got.Status != 200 || !bytes.Equal(got.Body, z) {
+			t.Errorf("%q: the direct location with the token: %d", ua, got.Status)
+		}
+		p.wantError(t, loc.Location, http.StatusForbidden, "not signed")
+		if got := p.do(t, http.MethodGet, loc.Location, map[string]string{"Authorization": "Bearer wrong-token-0123456789"}); got.Status != http.StatusForbidden {
+			t.Errorf("%q: the direct location with a wrong token: %d", ua, got.Status)
+		}
 	}
 }

@@ -24,6 +24,9 @@ type responder struct {
 	store   *store.Store
 	docs    *cache.Cache[document]
 	urls    *urlSigner // nil without client authentication
+	// tokenOK checks an Authorization header against the client tokens
+	// (nil without client authentication).
+	tokenOK func(header string) bool
 }
 
 func allowRead(w http.ResponseWriter, r *http.Request) bool {

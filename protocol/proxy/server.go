@@ -192,6 +192,9 @@ func New(opts Options) (*Server, error) {
 		docs: cache.New[document](cache.Options{Name: "documents", TTL: opts.Store.TagTTL, MaxStale: max(opts.Store.MaxStale, 0),
 			FailureTTL: opts.Store.FailureTTL, MaxEntries: opts.Store.CacheEntries, MaxCost: budgetOf(opts).docs, EntryCost: store.EntryCost,
 			Timeout: 2 * opts.Store.Timeout, Observe: s.metrics.observeCache})}
+	if urls != nil {
+		s.out.tokenOK = s.validToken
+	}
 	s.probes = s.newProbes()
 	s.routeCommon()
 	s.routeProbes()
