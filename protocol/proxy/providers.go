@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -39,7 +41,15 @@ type providerSource interface {
 type providerHandlers struct {
 	*responder
 	source providerSource
-	held   *heldProviders // reads the archives that URLs pin by index digest
+	held   archiveSource // reads the archives that URLs pin by index digest
+}
+
+// archiveSource finds the release an archive URL pins by index digest and
+// serves its files: heldProviders, or mergedProviders over several
+// mappings.
+type archiveSource interface {
+	releaseAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*release, error)
+	serveHeldFile(w http.ResponseWriter, r *http.Request, rel *release, req ArchiveRequest)
 }
 
 // mountProviders adds the network mirror, the registry protocol
@@ -52,6 +62,10 @@ func (s *Server) mountProviders(mappings store.ProviderMappings) {
 			MaxCost: budgetOf(o).generated, EntryCost: store.EntryCost, Timeout: o.Store.Timeout, Observe: s.metrics.observeCache})}
 	s.held = held
 	h := &providerHandlers{responder: s.out, source: held, held: held}
+	if len(mappings) > 1 && !s.pull.Providers() {
+		merged := newMergedProviders(held) // merged.go
+		h.source, h.held = merged, merged
+	}
 	if s.pull.Providers() {
 		pulled := &pulledProviders{heldProviders: held, engine: s.pull}
 		h.source = pulled
