@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	orasoci "oras.land/oras-go/v2/content/oci"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // layoutIndex reads a layout's index.json.

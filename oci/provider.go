@@ -9,10 +9,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // ProviderPackage is one platform's zip, already verified by the caller.

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	orasoci "oras.land/oras-go/v2/content/oci"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func zipPkg(os, arch, content string) ProviderPackage {

@@ -159,10 +159,10 @@ func listFromLayout(ctx context.Context, repo ReadOnlyRepository, g content.Read
 			continue
 		}
 		m, err := decodeManifest(d, b)
-		if err != nil || m.Subject == nil || m.Subject.Digest != subject.Digest || m.ArtifactType != artifactType {
+		if err != nil || m.Subject == nil || m.Subject.Digest != subject.Digest || referrerType(m) != artifactType {
 			continue
 		}
-		d.ArtifactType, d.Annotations = m.ArtifactType, m.Annotations
+		d.ArtifactType, d.Annotations = artifactType, m.Annotations
 		out = append(out, d)
 	}
 	return out, false, nil
@@ -193,4 +193,14 @@ func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descri
 		r.Layers = append(r.Layers, AttachmentLayer{MediaType: l.MediaType, Payload: payload, Annotations: l.Annotations})
 	}
 	return r
+}
+
+// referrerType is a referrer's artifact type as the referrers API gives
+// it: its artifactType, else its config's media type (how notation and
+// image-spec 1.0 tools mark a manifest's type).
+func referrerType(m ocispec.Manifest) string {
+	if m.ArtifactType != "" {
+		return m.ArtifactType
+	}
+	return m.Config.MediaType
 }

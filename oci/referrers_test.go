@@ -3,8 +3,8 @@ package oci_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
