@@ -2,84 +2,18 @@ package notation
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	notationgo "github.com/notaryproject/notation-go"
 	"github.com/notaryproject/notation-go/registry"
-	"github.com/notaryproject/notation-go/signer"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
-
-// signingIdentity is a test CA and a code-signing certificate it issued.
-type signingIdentity struct {
-	root *x509.Certificate
-	leaf *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newIdentity(t *testing.T, name string) signingIdentity {
-	t.Helper()
-	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rootTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name + " CA", Organization: []string{"oci-tofu tests"}},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	root := mustCert(t, rootTmpl, rootTmpl, &rootKey.PublicKey, rootKey)
-	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name + " signer", Organization: []string{"oci-tofu tests"}},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
-	}
-	return signingIdentity{root: root, leaf: mustCert(t, leafTmpl, root, &leafKey.PublicKey, rootKey), key: leafKey}
-}
-
-func mustCert(t *testing.T, tmpl, parent *x509.Certificate, pub, priv any) *x509.Certificate {
-	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// configDir writes a notation configuration directory: the root in the
-// trust store ca:test, and a strict trust policy for scopes.
-func configDir(t *testing.T, root *x509.Certificate, scopes ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	store := filepath.Join(dir, "truststore", "x509", "ca", "test")
-	if err := os.MkdirAll(store, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(store, "root.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: root.Raw}), 0o644)
-	policy := map[string]any{"version": "1.0", "trustPolicies": []map[string]any{{
-		"name": "test", "registryScopes": scopes, "signatureVerification": map[string]any{"level": "strict"},
-		"trustStores": []string{"ca:test"}, "trustedIdentities": []string{"*"},
-	}}}
-	b, _ := json.Marshal(policy)
-	os.WriteFile(filepath.Join(dir, "trustpolicy.oci.json"), b, 0o644)
-	return dir
-}
 
 // pushSubject pushes a small image manifest into the layout under tag.
 func pushSubject(t *testing.T, layoutDir, tag string) ocispec.Descriptor {
@@ -103,27 +37,6 @@ func pushSubject(t *testing.T, layoutDir, tag string) ocispec.Descriptor {
 		t.Fatal(err)
 	}
 	return res.Root
-}
-
-// sign signs the layout's tag with notation-go itself (its signer, its
-// OCI layout repository), as `notation sign --oci-layout` does.
-func sign(t *testing.T, id signingIdentity, layoutDir, tag string) {
-	t.Helper()
-	s, err := signer.NewGenericSigner(id.key, []*x509.Certificate{id.leaf, id.root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := registry.NewOCIRepository(layoutDir, registry.RepositoryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = notationgo.Sign(context.Background(), s, repo, notationgo.SignOptions{
-		SignerSignOptions: notationgo.SignerSignOptions{SignatureMediaType: "application/jose+json"},
-		ArtifactReference: tag,
-	})
-	if err != nil {
-		t.Fatalf("notation sign: %v", err)
-	}
 }
 
 func check(t *testing.T, trust *Trust, layoutDir string, subject ocispec.Descriptor) error {
@@ -160,24 +73,24 @@ func TestNotationSignaturesVerify(t *testing.T) {
 	ctx := context.Background()
 	layoutDir := filepath.Join(t.TempDir(), "Releases")
 	os.MkdirAll(layoutDir, 0o755)
-	id := newIdentity(t, "publisher")
+	id := testenv.NewNotationSigner(t, "publisher")
 	signed, unsigned := pushSubject(t, layoutDir, "1.0.0"), pushSubject(t, layoutDir, "1.1.0")
-	sign(t, id, layoutDir, "1.0.0")
+	id.SignLayout(t, layoutDir, "1.0.0")
 
 	for _, scope := range []string{"*", "local/releases"} {
-		if refusal := check(t, mustLoad(t, configDir(t, id.root, scope)), layoutDir, signed); refusal != nil {
+		if refusal := check(t, mustLoad(t, id.ConfigDir(t, scope)), layoutDir, signed); refusal != nil {
 			t.Errorf("scope %s: refused: %v", scope, refusal)
 		}
 	}
-	trust := mustLoad(t, configDir(t, id.root, "*"))
+	trust := mustLoad(t, id.ConfigDir(t, "*"))
 	refusals := map[string]struct {
 		trust   *Trust
 		subject ocispec.Descriptor
 		want    string
 	}{
 		"unsigned":      {trust, unsigned, "no notation signature"},
-		"another CA":    {mustLoad(t, configDir(t, newIdentity(t, "stranger").root, "*")), signed, "signature"},
-		"another scope": {mustLoad(t, configDir(t, id.root, "registry.example/other")), signed, "no applicable trust policy"},
+		"another CA":    {mustLoad(t, testenv.NewNotationSigner(t, "stranger").ConfigDir(t, "*")), signed, "signature"},
+		"another scope": {mustLoad(t, id.ConfigDir(t, "registry.example/other")), signed, "no applicable trust policy"},
 	}
 	for what, c := range refusals {
 		if refusal := check(t, c.trust, layoutDir, c.subject); refusal == nil || !strings.Contains(refusal.Error(), c.want) {
