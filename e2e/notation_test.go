@@ -21,8 +21,18 @@ func TestRequireNotation(t *testing.T) {
 	publisher := testenv.NewNotationSigner(t, "publisher")
 	publisher.SignLayout(t, layout, "1.0.0")
 	template := "oci-layout:" + root + "/${namespace}/${type}"
+	conf := publisher.ConfigDir(t, "*")
 
-	s := startServe(t, "--provider-template", template, "--require-notation", publisher.ConfigDir(t, "*"))
+	// verify --notation agrees.
+	out := mustRun(t, "verify", "--skip-zips", "--notation", conf, "oci-layout:"+layout+":1.0.0")
+	wantLine(t, out, "ok", "is signed as notation trust policy "+conf+" requires")
+	out, err := run(t, "verify", "--skip-zips", "--notation", conf, "oci-layout:"+layout+":1.1.0")
+	if err == nil || !strings.Contains(out, "signature or attestation is missing or does not verify") {
+		t.Errorf("verify --notation of an unsigned version: %v\n%s", err, out)
+	}
+	wantLine(t, out, "error", "notation trust policy "+conf+": notation: no notation signature of sha256:")
+
+	s := startServe(t, "--provider-template", template, "--require-notation", conf)
 	code, body := s.get(t, "/v1/mirror/example.com/test/hello/index.json")
 	if code != 200 || !strings.Contains(string(body), `"1.0.0"`) || strings.Contains(string(body), "1.1.0") {
 		t.Errorf("index.json: %d %s", code, body)
@@ -42,7 +52,7 @@ func TestRequireNotation(t *testing.T) {
 	if code, body := scoped.get(t, "/v1/mirror/example.com/test/hello/1.0.0.json"); code != 200 {
 		t.Errorf("1.0.0.json with the layout's scope: %d %s", code, body)
 	}
-	out, err := run(t, "serve", "--check", "--provider-template", template, "--require-notation", t.TempDir())
+	out, err = run(t, "serve", "--check", "--provider-template", template, "--require-notation", t.TempDir())
 	if err == nil || !strings.Contains(out, "--require-notation") || !strings.Contains(out, "no notation trust policy") {
 		t.Errorf("serve with an empty notation directory: %v\n%s", err, out)
 	}

@@ -47,12 +47,8 @@ func readRequireAttestation(c *cli.Context, opts *proxy.Options, logger *slog.Lo
 		}
 		opts.PullThrough.Attest = att
 	}
-	for _, dir := range c.StringSlice("require-notation") {
-		t, err := loadNotation(dir) // notation.go
-		if err != nil {
-			return fmt.Errorf("--require-notation: %w", err)
-		}
-		opts.RequireTrust = append(opts.RequireTrust, t)
+	if opts.RequireTrust, err = notationTrusts(c, "require-notation"); err != nil {
+		return err
 	}
 	files := c.StringSlice("require-attestation")
 	if len(files) == 0 {

@@ -30,10 +30,13 @@ Exit status 1 when anything would make OpenTofu fail.
 With --attest-pub, every artifact checked must also carry a signature and an
 attestation by each key given, as push --attest-key writes them and as cosign
 verify and cosign verify-attestation check them; one missing or not verifying is
-an error (exit status 1).`,
+an error (exit status 1). With --notation, every artifact checked must also carry
+a Notary Project signature passing the trust policy and trust store of each
+notation configuration directory given.`,
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "skip-zips", Usage: "check manifests only; do not download zips"},
 			attestPubFlag(),
+			&cli.StringSliceFlag{Name: "notation", Usage: "notation configuration `DIR` (trustpolicy.oci.json or trustpolicy.json, truststore/x509/…) whose trust policy every artifact checked must pass with a Notary Project signature (repeatable: each must)", EnvVars: []string{"OCI_TOFU_NOTATION"}},
 		}, registryFlags()...), outputFlags()...),
 		Action: verify,
 	}
@@ -50,7 +53,7 @@ func verify(c *cli.Context) error {
 			return usageError(c, "%v", err)
 		}
 	}
-	keys, err := attestPublicKeys(c)
+	opts, err := verifyOptions(c)
 	if err != nil {
 		return err
 	}
@@ -59,7 +62,6 @@ func verify(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	opts := lint.Options{SkipZips: c.Bool("skip-zips"), AttestKeys: keys}
 	var all []lint.Finding
 	for _, ref := range refs {
 		repo, err := client.OpenReadOnly(c.Context, ref)
@@ -94,10 +96,21 @@ func verify(c *cli.Context) error {
 		}
 	}
 	if failed > 0 {
-		if len(keys) > 0 {
+		if len(opts.AttestKeys)+len(opts.Trusts) > 0 {
 			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", plural(failed, "problem")), 1)
 		}
 		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", plural(failed, "problem")), 1)
 	}
 	return nil
+}
+
+// verifyOptions are the checks verify's flags ask for: --skip-zips,
+// --attest-pub's keys, --notation's trust policies.
+func verifyOptions(c *cli.Context) (lint.Options, error) {
+	keys, err := attestPublicKeys(c)
+	if err != nil {
+		return lint.Options{}, err
+	}
+	trusts, err := notationTrusts(c, "notation")
+	return lint.Options{SkipZips: c.Bool("skip-zips"), AttestKeys: keys, Trusts: trusts}, err
 }
