@@ -3,6 +3,7 @@ package attest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,9 +33,10 @@ func pushRoot(t *testing.T, repo oci.Repository) digest.Digest {
 // envelope of an in-toto statement about about, signed by s.
 func cosignBundle(t *testing.T, s *Signer, about digest.Digest, predicateType string) []byte {
 	t.Helper()
+	bundles++ // each bundle its own (signatures may be deterministic)
 	env, err := sealStatement(s, Statement{
 		Type:          statementTypeV01,
-		Subject:       []Subject{{Name: "r", Digest: map[string]string{"sha256": about.Encoded()}}},
+		Subject:       []Subject{{Name: fmt.Sprint("r", bundles), Digest: map[string]string{"sha256": about.Encoded()}}},
 		PredicateType: predicateType, Predicate: json.RawMessage(`{}`),
 	})
 	if err != nil {
@@ -47,6 +49,8 @@ func cosignBundle(t *testing.T, s *Signer, about digest.Digest, predicateType st
 	})
 	return b
 }
+
+var bundles int
 
 // referBundle writes a bundle referrer of root, as cosign lays it out;
 // layerSize, when set, is the size its layer descriptor claims.
