@@ -75,9 +75,20 @@ func ReadReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.
 	}
 	out := Referrers{Truncated: truncated, Items: make([]Referrer, 0, len(descs))}
 	for _, d := range descs {
-		out.Items = append(out.Items, readReferrer(ctx, repo, d, subject))
+		if r, ok := readReferrer(ctx, repo, d, subject, artifactType); ok {
+			out.Items = append(out.Items, r)
+		}
 	}
 	return out, nil
+}
+
+// mayBeOfType reports whether a listed referrer may be of artifactType:
+// it says so, or it says nothing telling — no type, or the empty
+// config's media type, as go-containerregistry's referrers tag schema
+// index lists cosign's bundles on some registries (GHCR's among them,
+// docs/artifacts.md "Referrers"). readReferrer reads the real type.
+func mayBeOfType(d ocispec.Descriptor, artifactType string) bool {
+	return d.ArtifactType == artifactType || d.ArtifactType == "" || d.ArtifactType == ocispec.MediaTypeEmptyJSON
 }
 
 var (
@@ -109,16 +120,17 @@ func listReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.
 }
 
 // listFromRegistry reads the registry's listing page by page, keeping
-// the descriptors of artifactType (registries may ignore the filter).
+// the descriptors that may be of artifactType (mayBeOfType).
 func listFromRegistry(ctx context.Context, rl registry.ReferrerLister, subject ocispec.Descriptor, artifactType string) ([]ocispec.Descriptor, bool, error) {
 	var out []ocispec.Descriptor
 	pages, truncated := 0, false
-	err := rl.Referrers(ctx, subject, artifactType, func(page []ocispec.Descriptor) error {
+	// Unfiltered: oras-go would drop the entries of untold type itself.
+	err := rl.Referrers(ctx, subject, "", func(page []ocispec.Descriptor) error {
 		if pages++; pages > MaxReferrerPages {
 			return errTooManyPages
 		}
 		for _, d := range page {
-			if d.ArtifactType != artifactType {
+			if !mayBeOfType(d, artifactType) {
 				continue
 			}
 			if len(out) == MaxReferrers {
@@ -169,30 +181,36 @@ func listFromLayout(ctx context.Context, repo ReadOnlyRepository, g content.Read
 }
 
 // readReferrer reads a referrer's manifest and its layers, each refused
-// by its size before it is fetched and checked against its digest.
-func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descriptor, subject digest.Digest) Referrer {
-	r := Referrer{Descriptor: d}
+// by its size before it is fetched and checked against its digest; ok is
+// false for a manifest of another artifact type than its listing let
+// pass (mayBeOfType).
+func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descriptor, subject digest.Digest, artifactType string) (r Referrer, ok bool) {
+	r = Referrer{Descriptor: d}
 	m, err := fetchImageManifest(ctx, repo, d)
 	switch {
 	case err != nil:
 		r.Err = err
+	case referrerType(m) != artifactType && d.ArtifactType != artifactType:
+		return r, false // listed without a telling type: another kind
+	case referrerType(m) != artifactType:
+		r.Err = invalid("referrer %s is listed as %s but is of type %q", d.Digest, artifactType, referrerType(m))
 	case m.Subject == nil || m.Subject.Digest != subject:
 		r.Err = invalid("referrer %s is not about %s", d.Digest, subject)
 	case len(m.Layers) > maxReferrerLayers:
 		r.Err = invalid("referrer %s has %d layers, more than the %d read", d.Digest, len(m.Layers), maxReferrerLayers)
 	}
 	if r.Err != nil {
-		return r
+		return r, true
 	}
 	r.Annotations = m.Annotations
 	for _, l := range m.Layers {
 		payload, err := fetchSmall(ctx, repo, l)
 		if err != nil {
-			return Referrer{Descriptor: d, Err: fmt.Errorf("referrer %s: %w", d.Digest, err)}
+			return Referrer{Descriptor: d, Err: fmt.Errorf("referrer %s: %w", d.Digest, err)}, true
 		}
 		r.Layers = append(r.Layers, AttachmentLayer{MediaType: l.MediaType, Payload: payload, Annotations: l.Annotations})
 	}
-	return r
+	return r, true
 }
 
 // referrerType is a referrer's artifact type as the referrers API gives

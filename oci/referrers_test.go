@@ -143,3 +143,47 @@ func TestReadReferrersIsBounded(t *testing.T) {
 		t.Errorf("%d registry requests, want at most %d", len(requests), max)
 	}
 }
+
+// A listing that does not tell the referrers' types (artifactType empty,
+// or the empty config's media type, as go-containerregistry's tag schema
+// index lists cosign bundles on some registries): each is read, and only
+// those of the wanted type are kept.
+func TestReadReferrersOfUntoldTypes(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	c, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := c.Open(oci.Reference{Registry: reg.Host, Repository: "p/untold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := subjectArtifact(t, "untold")
+	bundle := referrerArtifact(t, subj.Root(), oci.ArtifactTypeSigstoreBundle, "a bundle")
+	sig := referrerArtifact(t, subj.Root(), oci.ArtifactTypeNotationSignature, "a signature")
+	listing := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
+	for i, a := range []*oci.Artifact{subj, bundle, sig} {
+		if _, err := oci.Push(ctx, repo, a, oci.Tags{fmt.Sprint("t", i): ""}, oci.PushOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			d := a.Root()
+			d.ArtifactType = []string{"", ocispec.MediaTypeEmptyJSON}[i-1]
+			listing.Manifests = append(listing.Manifests, d)
+		}
+	}
+	body, _ := json.Marshal(listing)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{
+		Match: func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/referrers/") },
+		Fault: testenv.Fault{Status: http.StatusOK, Header: http.Header{"Content-Type": {ocispec.MediaTypeImageIndex}}, Body: body},
+	}}})
+	ro, err := c.OpenReadOnly(ctx, oci.Reference{Registry: front.Host, Repository: "p/untold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := oci.ReadReferrers(ctx, ro, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	if err != nil || len(got.Items) != 1 || got.Items[0].Err != nil || got.Items[0].Descriptor.Digest != bundle.Root().Digest {
+		t.Errorf("referrers %+v, %v; want the bundle only", got, err)
+	}
+}
