@@ -65,12 +65,17 @@ func (r *Repo) Admitted(ctx context.Context, kind string, subject digest.Digest)
 	if admit == nil {
 		return nil
 	}
-	repo, err := r.open(ctx)
+	o, err := r.opened(ctx)
 	if err != nil {
 		return err
 	}
 	res, err := r.s.admissions.Get(ctx, kind+" "+r.name+"@"+subject.String(), func(ctx context.Context) (admission, int64, error) {
-		refusal, err := admit(ctx, repo, r.name, kind, subject)
+		select { // the referrers API probe started beside the first reads
+		case <-o.probed:
+		case <-ctx.Done():
+			return admission{}, 0, ctx.Err()
+		}
+		refusal, err := admit(ctx, o.repo, r.name, kind, subject)
 		if err != nil || refusal == nil {
 			return admission{}, 64, err
 		}
