@@ -187,3 +187,28 @@ func TestReadReferrersOfUntoldTypes(t *testing.T) {
 		t.Errorf("referrers %+v, %v; want the bundle only", got, err)
 	}
 }
+
+// ProbeReferrers learns that Distribution has no referrers API: the read
+// after it asks for the referrers tag only, not the API again.
+func TestProbeReferrersLearnsTheAPIIsMissing(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
+	c, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := c.OpenReadOnly(ctx, oci.Reference{Registry: front.Host, Repository: "p/probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oci.ProbeReferrers(ctx, ro)
+	front.ResetLog()
+	if _, err := oci.ReadReferrers(ctx, ro, digest.FromString("a root"), oci.ArtifactTypeSigstoreBundle); err != nil {
+		t.Fatal(err)
+	}
+	log := front.Log()
+	if len(log) != 1 || strings.Contains(log[0].Path, "/referrers/") || !strings.Contains(log[0].Path, "/manifests/sha256-") {
+		t.Errorf("requests after the probe: %+v; want the referrers tag only", log)
+	}
+}
