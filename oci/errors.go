@@ -27,6 +27,22 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArtifact, fmt.Sprintf(format, args...))
 }
 
+// LimitError is content beyond one of oci-tofu's limits (limits.go): not
+// something OpenTofu would refuse, but more than oci-tofu reads. Its
+// message names the limit and holds no URL, so it may be shown to
+// clients. It is an ErrInvalidArtifact (classified FailureInvalid).
+type LimitError struct{ Msg string }
+
+func (e *LimitError) Error() string { return "beyond oci-tofu's limits: " + e.Msg }
+
+// Is makes a LimitError an ErrInvalidArtifact for errors.Is.
+func (e *LimitError) Is(target error) bool { return target == ErrInvalidArtifact }
+
+// Beyond is a LimitError with a formatted message.
+func Beyond(format string, args ...any) error {
+	return &LimitError{Msg: fmt.Sprintf(format, args...)}
+}
+
 // Failure classifies what went wrong in a registry or OCI-layout
 // operation, so that callers decide (status codes, retries, hints,
 // findings) without looking at oras-go's error types themselves.

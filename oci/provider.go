@@ -157,9 +157,9 @@ func ListTags(ctx context.Context, repo ReadOnlyRepository) ([]string, error) {
 		}
 		switch {
 		case len(out) > MaxTags:
-			return invalid("the repository lists more than %d tags", MaxTags)
+			return Beyond("the repository lists more than %d tags", MaxTags)
 		case pages > MaxTagPages:
-			return invalid("the registry's tag list runs to more than %d pages", MaxTagPages)
+			return Beyond("the registry's tag list runs to more than %d pages", MaxTagPages)
 		case added == 0 && len(tags) > 0:
 			return invalid("the registry's tag list pages in a loop (page %d repeats earlier tags)", pages)
 		}
@@ -219,7 +219,7 @@ func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, er
 		return nil, invalid("index %s has artifactType %q, want %q", desc.Digest, idx.ArtifactType, ArtifactTypeProvider)
 	}
 	if len(idx.Manifests) > MaxIndexEntries {
-		return nil, invalid("index %s has %d manifests, more than the %d oci-tofu reads", desc.Digest, len(idx.Manifests), MaxIndexEntries)
+		return nil, Beyond("index %s has %d manifests, more than the %d oci-tofu reads", desc.Digest, len(idx.Manifests), MaxIndexEntries)
 	}
 	pv := &ProviderVersion{Index: desc, Platforms: map[names.Platform]ocispec.Descriptor{}}
 	for _, d := range idx.Manifests {
@@ -239,13 +239,16 @@ func (pv *ProviderVersion) add(d ocispec.Descriptor) error {
 	switch d.ArtifactType {
 	case ArtifactTypeProviderTarget:
 	case ArtifactTypeProvenance:
-		if pv.Provenance == nil && d.MediaType == ocispec.MediaTypeImageManifest {
+		if pv.Provenance == nil && d.MediaType == ocispec.MediaTypeImageManifest && d.Digest.Validate() == nil {
 			d.MediaType, d.ArtifactType = ocispec.MediaTypeImageManifest, ArtifactTypeProvenance
 			pv.Provenance = &d
 		}
 		return nil
 	default:
 		return nil // OpenTofu skips descriptors of other artifact types
+	}
+	if err := d.Digest.Validate(); err != nil {
+		return invalid("index %s names a manifest by an invalid digest %q: OpenTofu could not fetch it", pv.Index.Digest, d.Digest)
 	}
 	if d.MediaType != ocispec.MediaTypeImageManifest {
 		return invalid("platform descriptor %s has mediaType %q", d.Digest, d.MediaType)

@@ -216,6 +216,10 @@ func keepCredentialsAtOrigin(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
 	}
+	if stop, ok := req.Context().Value(storageStopKey{}).(*storageStop); ok && !sameOrigin(via[0].URL, req.URL) {
+		stop.location = req.URL // FetchOrLocate: hand the storage URL out instead
+		return http.ErrUseLastResponse
+	}
 	for _, r := range append(via[1:], req) {
 		if !sameOrigin(via[0].URL, r.URL) {
 			req.Header.Del("Authorization")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
@@ -146,6 +147,8 @@ func flagHint(err error) string {
 		return "the key or signature expired and expiry is enforced; without --enforce-gpg-expiration (and " + pgp.EnforceExpirationEnv + ") it is accepted with a warning, as OpenTofu 1.12 does"
 	case errors.Is(err, pullthrough.ErrPushRefused):
 		return "give credentials allowed to push (--username with OCI_TOFU_PASSWORD or --password-stdin, or a docker config with them), or run read-only, without the --pull-through flags"
+	case errors.Is(err, policy.ErrDenied):
+		return "the admission policy (--policy) denies this version: change the policy, or pass --policy-warn to only warn while rolling it out (push and mirror; `oci-tofu policy test` explains a decision)"
 	case errors.Is(err, modulepkg.ErrNoRootModule):
 		return "pass --allow-no-root for a package whose modules are all in subdirectories"
 	}

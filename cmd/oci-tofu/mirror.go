@@ -38,6 +38,10 @@ With --tofu-repository, OpenTofu releases are mirrored too, from a TofuDL-compat
 stable), each release's files (only those of --platform when given), verified against
 OpenTofu's signing key (or --tofu-key) and SHA256SUMS, one artifact per version.
 
+With --policy, versions the admission policy denies are left out before anything of
+them is downloaded and reported as denied, naming the rule (a locked version it denies
+fails); with --policy-warn they are mirrored with a warning naming the rule.
+
 With --attest-key, each release mirrored is signed and attested as push provider and
 push tofu attest it (docs/artifacts.md). A release already complete that this key has
 not attested is not skipped: it is downloaded and verified from its origin again, found
@@ -53,7 +57,7 @@ up to date, and attested; one it has attested is skipped as before.`,
 			&cli.StringSliceFlag{Name: "tofu-key", Usage: "armored public key `FILE` for OpenTofu releases instead of OpenTofu's (repeatable)"},
 			enforceExpirationFlag(),
 			attestKeyFlag(),
-		}, append(registryFlags(), outputFlags()...)...),
+		}, append(append(gatePolicyFlags(), registryFlags()...), outputFlags()...)...),
 		Action: runMirror,
 	}
 }
@@ -78,13 +82,18 @@ func runMirror(c *cli.Context) error {
 		return err
 	}
 	opts.Attest = att
+	pol, err := readGatePolicy(c) // policy_gate.go
+	if err != nil {
+		return err
+	}
+	opts.Gate = ingest.Gate{Policy: pol, WarnOnly: c.Bool("policy-warn")}
 	var tofu *ingest.TofuOptions // read in full before anything is mirrored
 	if repo := c.String("tofu-repository"); repo != "" {
 		t, err := tofuMirrorOptions(c, client, repo, opts.Platforms)
 		if err != nil {
 			return err
 		}
-		t.Log, t.Attest = rep.infof, att
+		t.Log, t.Attest, t.Gate = rep.infof, att, opts.Gate
 		tofu = &t
 	}
 	var results []ingest.Result
@@ -181,6 +190,8 @@ func reportMirrored(rep *reporter, results []ingest.Result) error {
 			switch {
 			case r.Error != "":
 				fmt.Fprintf(rep.out, "FAILED   %s %s: %s\n", r.Provider, r.Version, r.Error)
+			case r.Denied != "":
+				fmt.Fprintf(rep.out, "denied   %s %s: %s (not mirrored)\n", r.Provider, r.Version, r.Denied)
 			case r.Skipped:
 				fmt.Fprintf(rep.out, "complete %s %s (%s)%s\n", r.Provider, r.Version, r.Digest, attestedNote(r))
 			default:

@@ -17,15 +17,12 @@ func policyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows (docs/policy.md; check it with `oci-tofu policy test`)", EnvVars: []string{"OCI_TOFU_POLICY"}}
 }
 
-// readPolicy reads --policy, refusing it beside pull-through, which does
-// not apply it yet.
+// readPolicy reads --policy (applied to what the registry holds and to
+// what pull-through would fetch alike).
 func readPolicy(c *cli.Context, opts *proxy.Options) error {
 	file := c.String("policy")
 	if file == "" {
 		return nil
-	}
-	if opts.PullThrough != nil {
-		return fmt.Errorf("--policy cannot be combined with --pull-through-origin or --pull-through-tofu-api-url yet: pull-through does not apply the policy (docs/policy.md)")
 	}
 	p, err := policy.Load(file)
 	if err != nil {
@@ -45,7 +42,9 @@ func policyCommand() *cli.Command {
 			ArgsUsage: "ADDRESS[@VERSION]...",
 			Description: "ADDRESS is a provider (hashicorp/aws, registry.opentofu.org/hashicorp/aws),\n" +
 				"a module with its host (host/namespace/name/system, or module:namespace/name/system),\n" +
-				"or \"tofu\". The exit status is 0 whatever is decided: it is a query.",
+				"or \"tofu\". The exit status is 0 whatever is decided: it is a query.\n" +
+				"A version the versions allow under a rule with min_age or signers is \"depends\":\n" +
+				"that decision needs what the registry holds of the release.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "policy", Usage: "the policy `FILE`", Required: true},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -77,7 +76,7 @@ func policyTest(c *cli.Context) error {
 		if err != nil {
 			return usageError(c, "%v", err)
 		}
-		q.Decision = p.Decide(q.Kind, q.Address, q.Version)
+		q.Decision = p.DecideOffline(q.Kind, q.Address, q.Version)
 		out = append(out, q)
 	}
 	w := c.App.Writer
@@ -88,8 +87,11 @@ func policyTest(c *cli.Context) error {
 	}
 	for _, q := range out {
 		verdict := "deny "
-		if q.Allow {
+		switch {
+		case q.Allow:
 			verdict = "allow"
+		case len(q.DependsOn) > 0:
+			verdict = "depends" // on min_age or signers: facts of the registry
 		}
 		what := q.Address
 		if q.Version != "" {

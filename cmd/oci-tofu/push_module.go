@@ -11,6 +11,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -42,7 +43,8 @@ OpenTofu (>= 1.10) installs the result with
 			&cli.BoolFlag{Name: "allow-no-root", Usage: "accept a package without a .tf/.tofu file at its root (modules only in subdirectories)"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "always pack; do not consult or update the record of earlier packs (in the user cache directory)", EnvVars: []string{"OCI_TOFU_NO_CACHE"}},
 			attestKeyFlag(),
-		}, append(tagFlags(), registryFlags()...)...), outputFlags()...),
+			policyAddressFlag("registry.opentofu.org/acme/network/aws"),
+		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), outputFlags()...),
 		Action: pushModule,
 	}
 }
@@ -65,6 +67,13 @@ func pushModule(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
+	for _, t := range tags {
+		if v, ok := names.VersionFromTag(t); ok {
+			if err := admitPush(c, rep, policy.KindModule, ref, v.String()); err != nil { // policy_gate.go: before packing
+				return err
+			}
+		}
+	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -43,7 +44,8 @@ subkey or signature that has expired) is pushed with a warning, unless
 			&cli.StringSliceFlag{Name: "platform", Usage: "push only this `os_arch` (repeatable)"},
 			enforceExpirationFlag(),
 			attestKeyFlag(),
-		}, append(tagFlags(), registryFlags()...)...), outputFlags()...),
+			policyAddressFlag("registry.opentofu.org/acme/widgets"),
+		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), outputFlags()...),
 		Action: pushProvider,
 	}
 }
@@ -72,6 +74,9 @@ func pushProvider(c *cli.Context) error {
 	}
 	rep.infof("%s %s: %s; %s to check against SHA256SUMS and push", rel.Type, rel.Version, signatureNote(rel, opts.Signer), plural(len(rel.Packages), "platform"))
 	rep.warn(rel.Type+" "+rel.Version, rel.Warnings)
+	if err := admitPush(c, rep, policy.KindProvider, ref, rel.Version); err != nil { // policy_gate.go: before any upload
+		return err
+	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -25,7 +26,7 @@ unless --replace. --also-tag writes pointers such as latest, which move to this 
 		Flags: append(append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "key", Usage: "armored public key `FILE` instead of OpenTofu's (repeatable)", EnvVars: []string{"OCI_TOFU_TOFU_KEYS"}},
 			attestKeyFlag(),
-		}, append(tagFlags(), registryFlags()...)...), outputFlags()...),
+		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), outputFlags()...),
 		Action: pushTofu,
 	}
 }
@@ -52,6 +53,9 @@ func pushTofu(c *cli.Context) error {
 	}
 	rep := newReporter(c)
 	rep.infof("verified OpenTofu %s: %s, signature by key %s", rel.Version, plural(len(rel.Files), "file"), rel.KeyID)
+	if err := admitPush(c, rep, policy.KindTofu, ref, rel.Version); err != nil { // policy_gate.go: before any upload
+		return err
+	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/lint"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -32,11 +33,17 @@ attestation by each key given, as push --attest-key writes them and as cosign
 verify and cosign verify-attestation check them; one missing or not verifying is
 an error (exit status 1). With --notation, every artifact checked must also carry
 a Notary Project signature passing the trust policy and trust store of each
-notation configuration directory given.`,
+notation configuration directory given.
+
+With --policy, each version tag also gets the admission policy's decision, naming the
+rule; a version it denies is an error. The policy matches a provider as
+registry.opentofu.org/NAMESPACE/TYPE and a module as registry.opentofu.org/NAMESPACE/NAME/SYSTEM,
+from the repository path's last segments (patterns like */acme/* match them).`,
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "skip-zips", Usage: "check manifests only; do not download zips"},
 			attestPubFlag(),
 			&cli.StringSliceFlag{Name: "notation", Usage: "notation configuration `DIR` (trustpolicy.oci.json or trustpolicy.json, truststore/x509/…) whose trust policy every artifact checked must pass with a Notary Project signature (repeatable: each must)", EnvVars: []string{"OCI_TOFU_NOTATION"}},
+			&cli.StringFlag{Name: "policy", Usage: "also report the admission policy `FILE`'s decision on each version tag; a denied one is an error (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
 		}, registryFlags()...), outputFlags()...),
 		Action: verify,
 	}
@@ -62,21 +69,14 @@ func verify(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	var all []lint.Finding
-	for _, ref := range refs {
-		repo, err := client.OpenReadOnly(c.Context, ref)
-		var findings []lint.Finding
-		if err == nil {
-			findings, err = lint.Check(c.Context, repo, ref, opts)
-		}
-		if err != nil && !oci.IsContentProblem(err) {
-			// Not reaching the registry says nothing about the artifacts.
-			return fmt.Errorf("%s: %w", ref, err)
-		}
-		if err != nil {
-			findings = append(findings, lint.Finding{Reference: ref.String(), Severity: lint.SeverityError, Message: err.Error()})
-		}
-		all = append(all, findings...)
+	pol, err := readGatePolicy(c) // policy_gate.go
+	if err != nil {
+		return err
+	}
+	opts.Policy = pol
+	all, err := verifyRefs(c, client, refs, opts)
+	if err != nil {
+		return err
 	}
 	failed := 0
 	for _, f := range all {
@@ -96,12 +96,39 @@ func verify(c *cli.Context) error {
 		}
 	}
 	if failed > 0 {
+		if pol != nil {
+			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the admission policy denies a version)", plural(failed, "problem")), 1)
+		}
 		if len(opts.AttestKeys)+len(opts.Trusts) > 0 {
 			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", plural(failed, "problem")), 1)
 		}
 		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", plural(failed, "problem")), 1)
 	}
 	return nil
+}
+
+// verifyRefs checks each reference; reaching the registry failing stops
+// it (that says nothing about the artifacts), a content problem is a
+// finding.
+func verifyRefs(c *cli.Context, client *oci.Client, refs []oci.Reference, opts lint.Options) ([]lint.Finding, error) {
+	var all []lint.Finding
+	for _, ref := range refs {
+		opts.PolicyAddress = func(kind string) (string, error) { return policy.AddressFromRepository(kind, ref.Repository) }
+		repo, err := client.OpenReadOnly(c.Context, ref)
+		var findings []lint.Finding
+		if err == nil {
+			findings, err = lint.Check(c.Context, repo, ref, opts)
+		}
+		if err != nil && !oci.IsContentProblem(err) {
+			// Not reaching the registry says nothing about the artifacts.
+			return nil, fmt.Errorf("%s: %w", ref, err)
+		}
+		if err != nil {
+			findings = append(findings, lint.Finding{Reference: ref.String(), Severity: lint.SeverityError, Message: err.Error()})
+		}
+		all = append(all, findings...)
+	}
+	return all, nil
 }
 
 // verifyOptions are the checks verify's flags ask for: --skip-zips,

@@ -23,6 +23,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -55,6 +56,11 @@ type Options struct {
 	// Trusts, when given, must each be satisfied by every artifact
 	// checked (attest.Trust: a notation trust policy's signatures).
 	Trusts []attest.Trust
+	// Policy, when set, decides on the version of each tag checked, and
+	// PolicyAddress names the address it matches for a kind of artifact
+	// (policy.go).
+	Policy        *policy.Policy
+	PolicyAddress func(kind string) (string, error)
 }
 
 // Check checks the artifact a reference names the way OpenTofu reads it
@@ -154,6 +160,7 @@ func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Referen
 	if len(c.findings) == 0 {
 		c.add(SeverityOK, "%s passes every check", desc.Digest)
 	}
+	c.policyDecision() // policy.go
 	return c.findings, c.attestations(desc.Digest)
 }
 

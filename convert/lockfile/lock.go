@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/tfconfig"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -26,6 +27,9 @@ type Options struct {
 	// NoDownload refuses to download zips whose h1 is not stored, instead of
 	// computing it.
 	NoDownload bool
+	// Policy, when set, is the admission policy: versions it denies are
+	// not chosen (policy.go), as the proxy lists none of them.
+	Policy *policy.Policy
 }
 
 // Lock chooses a version for each requirement as the client would (a
@@ -79,7 +83,7 @@ func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts O
 		}
 		return nil, err
 	}
-	v, tag, err := chooseVersion(ctx, repo, ref, r, prev, opts.Client)
+	v, tag, err := chooseVersion(ctx, repo, ref, r, prev, opts.Client, opts.Policy)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +117,7 @@ func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts O
 // chooseVersion lists the repository as the client does and selects as
 // tofu's installer does; it returns the version and the tag the client
 // resolves for it.
-func chooseVersion(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, r tfconfig.Requirement, prev *Provider, c tfconfig.Client) (names.Version, string, error) {
+func chooseVersion(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, r tfconfig.Requirement, prev *Provider, c tfconfig.Client, pol *policy.Policy) (names.Version, string, error) {
 	tl, err := listVersions(ctx, repo, c)
 	if err != nil {
 		if oci.IsNotFound(err) {
@@ -129,9 +133,13 @@ func chooseVersion(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Ref
 		}
 		locked = &v
 	}
-	v, err := names.SelectVersion(tl.available, r.Constraints, locked)
+	available, denied := allowedByPolicy(pol, r.Addr, tl.available) // policy.go
+	if err := lockedDenied(locked, denied); err != nil {
+		return names.Version{}, "", err
+	}
+	v, err := names.SelectVersion(available, r.Constraints, locked)
 	if err != nil {
-		return names.Version{}, "", fmt.Errorf("%s: %w", ref, err)
+		return names.Version{}, "", fmt.Errorf("%s: %w", ref, withDenials(err, denied))
 	}
 	tag, err := tl.tagFor(v, ref.String())
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -15,6 +16,12 @@ type Decision struct {
 	Allow  bool   `json:"allow"`
 	Rule   string `json:"rule"`
 	Reason string `json:"reason"`
+	// AgesIn, for a version min_age denies, is when it will be old
+	// enough (DecideWith).
+	AgesIn time.Time `json:"ages_in,omitzero"`
+	// DependsOn, for a decision made without the registry
+	// (DecideOffline), names what it depends on: "min_age", "signers".
+	DependsOn []string `json:"depends_on,omitempty"`
 }
 
 // DefaultRule is the Decision.Rule of a decision no block made.

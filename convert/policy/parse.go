@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -36,6 +38,7 @@ const (
 type Policy struct {
 	denyByDefault bool
 	rules         []*rule
+	facts         factRules // what min_age and signers need (facts.go)
 }
 
 // rule is one provider, module or tofu block.
@@ -48,6 +51,11 @@ type rule struct {
 	deny     []names.Version
 	// platforms, when non-nil, are the only platforms the rule allows.
 	platforms map[string]bool
+	// minAge, when positive, is the rule's cool-down (min_age, as written
+	// in minAgeText); signers must all have signed (signers.go).
+	minAge     time.Duration
+	minAgeText string
+	signers    []*Signer
 }
 
 var rootSchema = &hcl.BodySchema{
@@ -60,7 +68,7 @@ var rootSchema = &hcl.BodySchema{
 }
 
 var ruleSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "name"}, {Name: "versions"}, {Name: "deny"}, {Name: "platforms"}},
+	Attributes: []hcl.AttributeSchema{{Name: "name"}, {Name: "versions"}, {Name: "deny"}, {Name: "platforms"}, {Name: "min_age"}, {Name: "signers"}},
 }
 
 // Load reads and parses the policy file at path, refusing one larger than
@@ -79,7 +87,8 @@ func Load(path string) (*Policy, error) {
 }
 
 // Parse parses a policy file's content; filename is used in errors, which
-// give the line and column of what is wrong.
+// give the line and column of what is wrong, and its directory is where
+// the key files signers name are read from (relative paths).
 func Parse(src []byte, filename string) (*Policy, error) {
 	if len(src) > MaxFileBytes {
 		return nil, fmt.Errorf("%s: the policy is larger than %d bytes", filename, MaxFileBytes)
@@ -114,7 +123,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 	}
 	seen := map[string]hcl.Range{}
 	for _, b := range content.Blocks {
-		r, err := parseRule(b)
+		r, err := parseRule(b, filepath.Dir(filename))
 		if err != nil {
 			return nil, err
 		}
@@ -124,11 +133,12 @@ func Parse(src []byte, filename string) (*Policy, error) {
 		}
 		seen[key] = b.DefRange
 		p.rules = append(p.rules, r)
+		p.facts.add(r)
 	}
 	return p, nil
 }
 
-func parseRule(b *hcl.Block) (*rule, error) {
+func parseRule(b *hcl.Block, dir string) (*rule, error) {
 	r := &rule{kind: b.Type, name: b.Type}
 	if len(b.Labels) == 1 {
 		pat, err := parsePattern(b.Type, b.Labels[0])
@@ -186,7 +196,7 @@ func parseRule(b *hcl.Block) (*rule, error) {
 			r.platforms[pl.String()] = true
 		}
 	}
-	return r, nil
+	return r, parseFactRules(r, content, dir)
 }
 
 func decode(a *hcl.Attribute, target any) error {

@@ -98,7 +98,7 @@ func TestPlatform(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	for _, c := range []struct{ name, src, want string }{
 		{"syntax", "provider \"a/b\" {\n  versions = \n}", "policy.hcl:2:"},
-		{"unknown attribute", "provider \"a/b\" {\n  min_age = \"7d\"\n}", "policy.hcl:2:3: Unsupported argument"},
+		{"unknown attribute", "provider \"a/b\" {\n  colour = \"7d\"\n}", "policy.hcl:2:3: Unsupported argument"},
 		{"unknown block", "resource \"x\" {}", "policy.hcl:1:1: Unsupported block type"},
 		{"bad default", `default = "maybe"`, `policy.hcl:1:11: default must be "allow" or "deny"`},
 		{"bad pattern", `provider "*/aws" {}`, "policy.hcl:1:10: invalid provider matching pattern"},

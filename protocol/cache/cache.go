@@ -236,6 +236,26 @@ func (c *Cache[V]) Add(key string, val V, cost int64) {
 	c.storeLocked(&entry[V]{key: key, val: val, cost: cost, fetched: c.opts.Now()})
 }
 
+// ForgetIf drops key's value when stale says it is wrong (content it
+// names turned out missing or refused), so the next Get fetches it again
+// instead of answering from it until its TTL. A newer value stale does not
+// recognise is kept.
+func (c *Cache[V]) ForgetIf(key string, stale func(V) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[key]
+	if !ok {
+		return
+	}
+	e := el.Value.(*entry[V])
+	if e.err != nil || !stale(e.val) {
+		return
+	}
+	c.ll.Remove(el)
+	delete(c.items, key)
+	c.cost -= e.cost
+}
+
 // Peek returns a value without fetching, fresh or stale.
 func (c *Cache[V]) Peek(key string) (V, bool) {
 	c.mu.Lock()

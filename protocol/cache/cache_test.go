@@ -215,3 +215,25 @@ func TestEntryCostBoundsSmallEntries(t *testing.T) {
 		t.Fatalf("%d entries costing %d", c.Len(), c.Cost())
 	}
 }
+
+// ForgetIf drops a value its caller found wrong, so the next Get fetches
+// again; a value the check does not recognise (a newer one) stays.
+func TestForgetIf(t *testing.T) {
+	ctx := context.Background()
+	c := cache.New[string](cache.Options{TTL: time.Hour})
+	var calls atomic.Int64
+	if _, err := c.Get(ctx, "k", counting(&calls, "bad", 0)); err != nil {
+		t.Fatal(err)
+	}
+	c.ForgetIf("k", func(v string) bool { return v == "other" })
+	if r, _ := c.Get(ctx, "k", counting(&calls, "good", 0)); r.Val != "bad" || calls.Load() != 1 {
+		t.Fatalf("a value the check does not recognise was dropped: %q after %d fetches", r.Val, calls.Load())
+	}
+	c.ForgetIf("k", func(v string) bool { return v == "bad" })
+	if r, _ := c.Get(ctx, "k", counting(&calls, "good", 0)); r.Val != "good" || calls.Load() != 2 {
+		t.Fatalf("after ForgetIf: %q after %d fetches; want a new fetch", r.Val, calls.Load())
+	}
+	if c.Cost() != int64(len("good")+len("k")) || c.Len() != 1 { // the value and its key
+		t.Errorf("cost %d, len %d after replacing the forgotten value", c.Cost(), c.Len())
+	}
+}

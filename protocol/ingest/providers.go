@@ -17,6 +17,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -46,6 +47,9 @@ type ProviderOptions struct {
 	// found complete that its key has not attested is verified from its
 	// origin again (downloaded, pushed: up to date) and then attested.
 	Attest *Attestation
+	// Gate, when set, is asked about each version before anything of it
+	// is downloaded (gate.go).
+	Gate Gate
 }
 
 // Result is the outcome for one provider version (or for a provider as a
@@ -59,6 +63,9 @@ type Result struct {
 	// Attested is set when the release was signed and attested now.
 	Attested bool   `json:"attested,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Denied is why the Gate left a version chosen by the constraints out
+	// (nothing of it was downloaded).
+	Denied string `json:"denied,omitempty"`
 	// Warnings are what OpenTofu would print installing the release: an
 	// expired signing key, a SHA256SUMS it does not take as signed.
 	Warnings []string `json:"warnings,omitempty"`
@@ -99,6 +106,38 @@ func Providers(ctx context.Context, c *origin.Client, specs []names.ProviderSpec
 	return results
 }
 
+// chooseProviderVersions reads the origin's listing and picks the
+// versions spec's constraints (or the lock's entry, returned) select.
+func chooseProviderVersions(spec names.ProviderSpec, listed []*wire.RegistryVersion, lock *lockfile.File) (map[string]*wire.RegistryVersion, versions.List, *lockfile.Provider, error) {
+	addr := spec.Provider.String()
+	byVersion := map[string]*wire.RegistryVersion{}
+	var available versions.List
+	for _, v := range listed {
+		pv, err := names.ParseVersionLoose(v.Version)
+		if err != nil {
+			continue
+		}
+		byVersion[pv.String()] = v
+		available = append(available, pv)
+	}
+	if lock == nil {
+		chosen := names.MatchingVersions(available, spec.Constraints)
+		if len(chosen) == 0 {
+			return nil, nil, nil, fmt.Errorf("no version matches %q", names.ConstraintsString(spec.Constraints))
+		}
+		return byVersion, chosen, nil, nil
+	}
+	locked := lock.Provider(addr)
+	if locked == nil {
+		return nil, nil, nil, fmt.Errorf("the lock file has no entry for %s", addr)
+	}
+	v, err := names.ParseVersionLoose(locked.Version)
+	if err != nil || byVersion[v.String()] == nil {
+		return nil, nil, nil, fmt.Errorf("locked version %s is not offered by %s", locked.Version, spec.Provider.Hostname)
+	}
+	return byVersion, versions.List{v}, locked, nil
+}
+
 func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSpec, opts ProviderOptions) []Result {
 	addr := spec.Provider.String()
 	fail := func(err error) []Result { return []Result{{Provider: addr, Error: err.Error()}} }
@@ -114,38 +153,19 @@ func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	if err != nil {
 		return fail(err)
 	}
-	byVersion := map[string]*wire.RegistryVersion{}
-	var available versions.List
-	for _, v := range listed {
-		pv, err := names.ParseVersionLoose(v.Version)
-		if err != nil {
-			continue
-		}
-		byVersion[pv.String()] = v
-		available = append(available, pv)
+	byVersion, chosen, locked, err := chooseProviderVersions(spec, listed, opts.Lock)
+	if err != nil {
+		return fail(err)
 	}
-	var chosen versions.List
-	var locked *lockfile.Provider
-	if opts.Lock != nil {
-		if locked = opts.Lock.Provider(addr); locked == nil {
-			return fail(fmt.Errorf("the lock file has no entry for %s", addr))
-		}
-		v, err := names.ParseVersionLoose(locked.Version)
-		if err != nil || byVersion[v.String()] == nil {
-			return fail(fmt.Errorf("locked version %s is not offered by %s", locked.Version, spec.Provider.Hostname))
-		}
-		chosen = versions.List{v}
-	} else {
-		chosen = names.MatchingVersions(available, spec.Constraints)
+	paddr := policy.ProviderAddress(spec.Provider)
+	chosen, results, err := opts.Gate.split(KindProvider, paddr, addr, chosen, locked != nil) // gate.go
+	if err != nil {
+		return fail(err)
 	}
-	if len(chosen) == 0 {
-		return fail(fmt.Errorf("no version matches %q", names.ConstraintsString(spec.Constraints)))
-	}
-	var results []Result
 	for _, v := range chosen {
-		r := Result{Provider: addr, Version: v.String()}
+		r := Result{Provider: addr, Version: v.String(), Warnings: opts.Gate.warnings(KindProvider, paddr, v)}
 		res, warnings, attested, err := ingestVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, ref, locked, opts)
-		r.Warnings, r.Attested = warnings, attested
+		r.Warnings, r.Attested = append(r.Warnings, warnings...), attested
 		if err != nil {
 			r.Error = err.Error()
 			opts.Log("%s %s: %v", addr, v, err)

@@ -40,6 +40,9 @@ type TofuOptions struct {
 	// held already that its key has not attested is downloaded and
 	// verified again (pushed: up to date) and then attested.
 	Attest *Attestation
+	// Gate, when set, is asked about each version before anything of it
+	// is downloaded (gate.go).
+	Gate Gate
 }
 
 // Tofu copies OpenTofu releases from a TofuDL-compatible API into an
@@ -66,18 +69,12 @@ func Tofu(ctx context.Context, c *origin.Client, opts TofuOptions) []Result {
 	if err != nil {
 		return fail(err)
 	}
-	var chosen versions.List
-	if len(opts.Versions) > 0 {
-		chosen = names.MatchingVersions(available, opts.Versions)
-	} else if newest := available.NewestInSet(versions.Released); newest != versions.Unspecified {
-		chosen = versions.List{newest}
-	}
-	if len(chosen) == 0 {
+	chosen, results := chooseTofu(available, opts)
+	if len(chosen) == 0 && len(results) == 0 {
 		return fail(fmt.Errorf("%s lists no matching version", o.API.Redacted()))
 	}
-	var results []Result
 	for _, v := range chosen {
-		r := Result{Provider: "opentofu", Version: v.String()}
+		r := Result{Provider: "opentofu", Version: v.String(), Warnings: opts.Gate.warnings(KindTofu, KindTofu, v)}
 		res, attested, err := ingestTofuVersion(ctx, c, o, v, files[v.String()], opts)
 		if err != nil {
 			r.Error = err.Error()

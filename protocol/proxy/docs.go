@@ -16,6 +16,10 @@ type document struct {
 	length  []string // Content-Length header value, without bases
 	bases   []int
 	expires time.Time
+	// decidedUntil, when set, is when a policy decision in the document
+	// changes (a version ages in: policy_clock.go); it is not served
+	// after it, fresh or stale.
+	decidedUntil time.Time
 }
 
 func newDocument(body []byte, expires time.Time) document {
@@ -40,10 +44,26 @@ type builder func(ctx context.Context) (v any, asOf time.Time, err error)
 // FailureTTL, so clients retrying against a struggling registry do not
 // reach it again and again.
 func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string, build builder) {
-	res, err := s.docs.Get(r.Context(), key, func(ctx context.Context) (document, int64, error) {
+	res, err := s.docs.Get(r.Context(), key, s.fetchDoc(build))
+	if s.undecided(res.Val, err) { // policy_clock.go
+		s.docs.Forget(key)
+		res, err = s.docs.Get(r.Context(), key, s.fetchDoc(build))
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeDoc(w, r, res.Val)
+}
+
+// fetchDoc builds and encodes a document for the cache, noting until when
+// the policy decisions it holds stand (policy_clock.go).
+func (s *responder) fetchDoc(build builder) func(ctx context.Context) (document, int64, error) {
+	return func(ctx context.Context) (document, int64, error) {
+		ctx, dec := withDecisions(ctx)
 		v, asOf, err := build(ctx)
 		if err != nil {
-			return document{}, 0, err
+			return document{}, 0, dec.wrap(err)
 		}
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -57,13 +77,10 @@ func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string,
 			// Signed archive URLs in a document outlive it, stale or not.
 			expires = earliestNonZero(expires, time.Now().Add(s.opts.ArchiveURLTTL/2-s.opts.Store.MaxStale))
 		}
-		return newDocument(append(b, '\n'), expires), int64(len(b)), nil
-	})
-	if err != nil {
-		s.fail(w, r, err)
-		return
+		d := newDocument(append(b, '\n'), expires)
+		d.decidedUntil = dec.until()
+		return d, int64(len(b)), nil
 	}
-	s.writeDoc(w, r, res.Val)
 }
 
 // serveFreshDoc answers from a fresh cached document, if there is one for
@@ -71,6 +88,9 @@ func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string,
 // under a key whose request was valid.
 func (s *responder) serveFreshDoc(w http.ResponseWriter, r *http.Request, key string) bool {
 	d, ok := s.docs.Fresh(key)
+	if ok && s.undecided(d, nil) {
+		return false
+	}
 	if ok {
 		s.writeDoc(w, r, d)
 	}

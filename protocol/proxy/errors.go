@@ -83,6 +83,10 @@ func toHTTP(err error, retryAfter int) *httpError {
 	}
 	f := store.FailureOf(err)
 	status, msg := upstreamStatus(f, what)
+	var le *oci.LimitError
+	if errors.As(err, &le) {
+		msg = "the OCI repository is beyond the proxy's limits while " + what + ": " + le.Msg
+	}
 	out := &httpError{status: status, msg: msg, err: err}
 	if status == http.StatusServiceUnavailable {
 		out.retryAfter = retryAfter

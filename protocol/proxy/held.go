@@ -110,6 +110,9 @@ func (h *heldProviders) releaseUnadmitted(ctx context.Context, p names.Provider,
 	if err != nil {
 		return nil, markNotHeld(missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v)))
 	}
+	if err := h.factsDenial(ctx, policy.KindProvider, p.String(), "provider "+p.String(), v, releaseRoot{repo: repo, subject: pv.Index.Digest, pv: pv}); err != nil { // policy_facts.go
+		return nil, err
+	}
 	return &release{repo: repo, p: p, v: v, pv: pv, unadmitted: true}, nil
 }
 
@@ -140,6 +143,9 @@ func (h *heldProviders) releaseAt(ctx context.Context, p names.Provider, v names
 	pv, err := repo.ProviderVersionAt(ctx, v, index)
 	if err != nil {
 		return nil, missing(err, "provider "+p.String(), "provider %s has no release with index %s", p, index)
+	}
+	if err := h.factsDenial(ctx, policy.KindProvider, p.String(), "provider "+p.String(), v, releaseRoot{repo: repo, subject: index, pv: pv}); err != nil { // policy_facts.go
+		return nil, err
 	}
 	if err := h.admit(ctx, repo, p, v, index); err != nil {
 		return nil, err
@@ -276,6 +282,9 @@ func (h *heldProviders) networkMirrorIndex(ctx context.Context, p names.Provider
 	}
 	resolvable = h.policyAllowed(policy.KindProvider, p.String(), resolvable) // policy.go
 	admitted, err := h.admittedVersions(ctx, repo, p, resolvable)             // admission.go
+	if err == nil {
+		admitted, err = h.factsAllowedVersions(ctx, repo, p, admitted) // policy_facts.go
+	}
 	if err != nil {
 		return nil, l.At, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -89,6 +90,9 @@ func (h *heldProviders) listedVersion(ctx context.Context, shown string, repo *s
 			return nil, refusedWarning(v, r), nil
 		}
 		return nil, skipReason(v, err), keepFatal(err)
+	}
+	if warn, err := h.factsWarning(ctx, policy.KindProvider, p.String(), v, releaseRoot{repo: repo, subject: pv.Index.Digest, pv: pv}); warn != "" || err != nil { // policy_facts.go
+		return nil, warn, err
 	}
 	sum, known, err := repo.Summary(ctx, pv)
 	if err != nil {

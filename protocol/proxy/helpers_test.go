@@ -241,7 +241,7 @@ func resolve(t testing.TB, base *url.URL, ref string) string {
 // demand; it counts requests by path.
 type faultProxy struct {
 	*httptest.Server
-	mode   atomic.Value // string: "", "garbage", "slow", "500", "503", "401", "corrupt-blob"
+	mode   atomic.Value // string: "", "garbage", "slow", "500", "500-attachments", "503", "401", "corrupt-blob"
 	mu     sync.Mutex
 	counts map[string]int
 }
@@ -273,6 +273,11 @@ func newFaultProxy(t testing.TB, reg *testenv.Registry) *faultProxy {
 		case "500":
 			http.Error(w, "boom", http.StatusInternalServerError)
 			return
+		case "500-attachments": // cosign's signature and attestation tags only
+			if strings.Contains(r.URL.Path, "/manifests/sha256-") {
+				http.Error(w, "boom", http.StatusInternalServerError)
+				return
+			}
 		case "503":
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
@@ -319,6 +324,16 @@ func (fp *faultProxy) count(prefix string) int {
 func (fp *faultProxy) host() string { return strings.TrimPrefix(fp.URL, "http://") }
 
 // registryRepo opens repository name on a test registry, to push fixtures.
+// registryClient is a client trusting the test registry's CA.
+func registryClient(t testing.TB, reg *testenv.Registry) *oci.Client {
+	t.Helper()
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
 func registryRepo(t testing.TB, reg *testenv.Registry, name string) oci.Repository {
 	t.Helper()
 	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})

@@ -22,10 +22,12 @@ type metrics struct {
 	latency       *prometheus.HistogramVec
 	cache         *prometheus.CounterVec
 	bytesStreamed prometheus.Counter
-	upstreamErrs  *prometheus.CounterVec
-	streamAborts  *prometheus.CounterVec
-	etiquette     *prometheus.CounterVec
-	throttleWait  prometheus.Counter
+	// archiveRedirects counts archives handed out as storage URLs.
+	archiveRedirects prometheus.Counter
+	upstreamErrs     *prometheus.CounterVec
+	streamAborts     *prometheus.CounterVec
+	etiquette        *prometheus.CounterVec
+	throttleWait     prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -44,6 +46,9 @@ func newMetrics() *metrics {
 		bytesStreamed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_archive_bytes_streamed_total", Help: "Archive bytes streamed to clients.",
 		}),
+		archiveRedirects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oci_tofu_proxy_archive_redirects_total", Help: "Archive downloads answered with a redirect to the registry's storage (--archive-delivery redirect).",
+		}),
 		upstreamErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_upstream_errors_total", Help: "Failures talking to the OCI registry, by class.",
 		}, []string{"kind"}),
@@ -57,7 +62,7 @@ func newMetrics() *metrics {
 			Name: "oci_tofu_proxy_upstream_wait_seconds_total", Help: "Time requests to the registry waited for a free slot or a throttle to pass.",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.cache, m.bytesStreamed, m.upstreamErrs, m.streamAborts, m.etiquette, m.throttleWait,
+	m.reg.MustRegister(m.requests, m.latency, m.cache, m.bytesStreamed, m.archiveRedirects, m.upstreamErrs, m.streamAborts, m.etiquette, m.throttleWait,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,20 +100,9 @@ func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, host string
 	vs := m.s.policyAllowed(policy.KindModule, moduleAddress(host, mod), l.Versions)
 	refused := len(l.Versions) - len(vs)
 	ok := make([]bool, len(vs))
-	err = m.s.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
-		if _, bad := l.Unresolvable[v.String()]; bad {
-			return nil
-		}
-		manifest, _, err := repo.Module(ctx, names.TagForVersion(v))
-		if err != nil && store.FailureOf(err) == oci.FailureInvalid {
-			m.s.log.LogAttrs(ctx, slog.LevelWarn, "module version left out: not a module package",
-				slog.String("module", mod.String()), slog.String("version", v.String()), slog.Any("error", err))
-		}
-		refused := false
-		if err == nil {
-			refused, err = m.s.refusedInListing(ctx, repo, store.KindModule, mod.String(), v, manifest.Digest)
-		}
-		ok[i] = err == nil && !refused // each index by one goroutine
+	denied := make([]bool, len(vs))
+	err = m.s.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) (err error) {
+		ok[i], denied[i], err = m.listable(ctx, repo, l, host, mod, v) // each index by one goroutine
 		return keepFatal(err)
 	})
 	if err != nil {
@@ -127,6 +117,7 @@ func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, host string
 		}
 	}
 	m.s.seen.moduleListed(mod.String(), listed)
+	refused += len(slices.DeleteFunc(denied, func(d bool) bool { return !d }))
 	if len(list.Versions) == 0 {
 		if refused > 0 {
 			return nil, l.At, notFound("module %s has no version served here: %d denied by the admission policy, the others hold no admitted module package", mod, refused)
@@ -134,6 +125,29 @@ func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, host string
 		return nil, l.At, notFound("module %s has no versions holding a module package", mod)
 	}
 	return wire.ModuleVersions{Modules: []wire.ModuleVersionList{list}}, l.At, nil
+}
+
+// listable says whether version v of a listing holds a module package the
+// rules admit; denied is set when the policy's min_age or signers deny it
+// (policy_facts.go).
+func (m *modules) listable(ctx context.Context, repo *store.Repo, l store.Listing, host string, mod names.Module, v names.Version) (ok, denied bool, err error) {
+	if _, bad := l.Unresolvable[v.String()]; bad {
+		return false, false, nil
+	}
+	manifest, _, err := repo.Module(ctx, names.TagForVersion(v))
+	if err != nil && store.FailureOf(err) == oci.FailureInvalid {
+		m.s.log.LogAttrs(ctx, slog.LevelWarn, "module version left out: not a module package",
+			slog.String("module", mod.String()), slog.String("version", v.String()), slog.Any("error", err))
+	}
+	if err != nil {
+		return false, false, err
+	}
+	refused, err := m.s.refusedInListing(ctx, repo, store.KindModule, mod.String(), v, manifest.Digest)
+	if err != nil || refused {
+		return false, false, err
+	}
+	warn, err := m.s.factsWarning(ctx, policy.KindModule, moduleAddress(host, mod), v, releaseRoot{repo: repo, subject: manifest.Digest})
+	return err == nil && warn == "", warn != "", err
 }
 
 // moduleAddress is a module's address as the policy matches it.
@@ -151,6 +165,9 @@ func (m *modules) release(ctx context.Context, repo *store.Repo, host string, mo
 	if err != nil {
 		return manifest, missing(err, "module "+mod.String(), "module %s has no version %s", mod, v)
 	}
+	if err := m.s.factsDenial(ctx, policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v, releaseRoot{repo: repo, subject: manifest.Digest}); err != nil { // policy_facts.go
+		return manifest, err
+	}
 	return manifest, admitted(ctx, repo, store.KindModule, "module "+mod.String(), v, manifest.Digest) // admission.go
 }
 
@@ -163,6 +180,9 @@ func (m *modules) releaseAt(ctx context.Context, repo *store.Repo, host string, 
 	zip, err := repo.ModuleAt(ctx, manifest)
 	if err != nil {
 		return zip, missing(err, "module "+mod.String(), "module %s has no package with manifest %s", mod, manifest)
+	}
+	if err := m.s.factsDenial(ctx, policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v, releaseRoot{repo: repo, subject: manifest}); err != nil {
+		return zip, err
 	}
 	return zip, admitted(ctx, repo, store.KindModule, "module "+mod.String(), v, manifest)
 }

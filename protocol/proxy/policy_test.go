@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
 // mustPolicy is src parsed and put in force, as serve --policy does.
@@ -102,13 +101,5 @@ func TestPolicyDeniesAll(t *testing.T) {
 	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
 	if len(idx.Versions) != 0 {
 		t.Errorf("index.json lists %v", idx.Versions)
-	}
-}
-
-func TestPolicyRefusesPullThrough(t *testing.T) {
-	_, err := New(Options{ProviderMappings: mustMapping(t, "oci-layout:/nowhere/${namespace}/${type}"),
-		Policy: mustPolicy(t, ""), PullThrough: &pullthrough.Options{}})
-	if err == nil || !strings.Contains(err.Error(), "not both") {
-		t.Errorf("New: %v, want a refusal", err)
 	}
 }

@@ -40,10 +40,15 @@ func (h *pulledProviders) networkMirrorIndex(ctx context.Context, p names.Provid
 	if !ok {
 		return h.heldProviders.networkMirrorIndex(ctx, p)
 	}
+	if h.factsRule(p) { // pulled_facts.go
+		h.sightOrigin(ctx, p, t)
+		return h.heldProviders.networkMirrorIndex(ctx, p)
+	}
 	held, at, err := h.heldVersions(ctx, p)
 	if err != nil {
 		return nil, at, err
 	}
+	held = h.allowedOrigin(p, held) // pulled_policy.go
 	index := wire.MirrorIndex{Versions: map[string]struct{}{}}
 	for _, v := range held {
 		index.Versions[v.String()] = struct{}{}
@@ -56,7 +61,7 @@ func (h *pulledProviders) networkMirrorIndex(ctx context.Context, p names.Provid
 		h.engine.DegradedListing("provider", t.Origin.String(), oerr)
 		return index, at, nil
 	}
-	for _, v := range l.Versions {
+	for _, v := range h.allowedOrigin(p, l.Versions) {
 		index.Versions[v.String()] = struct{}{}
 	}
 	return index, earliestNonZero(at, fetched), nil
@@ -92,12 +97,15 @@ func (h *pulledProviders) networkMirrorVersion(ctx context.Context, p names.Prov
 	if !ok || !isVersionNotHeld(err) {
 		return doc, err
 	}
+	if h.factsRule(p) { // pulled_facts.go
+		return nil, h.notYetHeld(p, t, v)
+	}
 	rel, err := h.engine.ProviderRelease(ctx, t, v)
 	if err != nil {
 		return nil, err
 	}
 	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
-	for _, pl := range rel.Platforms {
+	for _, pl := range h.allowedArchives(p, rel.Platforms) { // pulled_policy.go
 		archives[pl.String()] = wire.MirrorArchive{
 			URL:    h.pullRef(t, v, rel.SumsDigest(), rel.ZipName(pl)),
 			Hashes: []string{pkghash.ZH(rel.ZipSHA256(pl))},
@@ -114,6 +122,10 @@ func (h *pulledProviders) versionsDoc(ctx context.Context, p names.Provider, sho
 	if !ok {
 		return h.heldProviders.versionsDoc(ctx, p, shown)
 	}
+	if h.factsRule(p) { // pulled_facts.go
+		h.sightOrigin(ctx, p, t)
+		return h.heldProviders.versionsDoc(ctx, p, shown)
+	}
 	doc := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
 	d, at, err := h.heldProviders.versionsDoc(ctx, p, p.String())
 	switch {
@@ -122,13 +134,21 @@ func (h *pulledProviders) versionsDoc(ctx context.Context, p names.Provider, sho
 	case !notHeld(err):
 		return nil, at, err
 	}
-	have := map[string]bool{}
+	have, denied := map[string]bool{}, 0
 	for _, v := range doc.Versions {
 		have[v.Version] = true
 	}
+	deniedOffer := func(v string) bool { // pulled_policy.go
+		w := h.deniedOffer(p, v)
+		if w != "" {
+			addWarning(&doc, w)
+			denied++
+		}
+		return w != ""
+	}
 	if ref, err := h.mappings.Map(p); err == nil {
 		for _, sv := range h.engine.Recent(ref.Name()) {
-			if sv.Registry != nil && !have[sv.Registry.Version] {
+			if sv.Registry != nil && !have[sv.Registry.Version] && !deniedOffer(sv.Registry.Version) {
 				doc.Versions = append(doc.Versions, sv.Registry)
 				have[sv.Registry.Version] = true
 			}
@@ -146,11 +166,14 @@ func (h *pulledProviders) versionsDoc(ctx context.Context, p names.Provider, sho
 		return doc, at, nil
 	}
 	for _, v := range l.Versions {
-		if have[v.String()] {
+		if have[v.String()] || deniedOffer(v.String()) {
 			continue
 		}
 		o := l.ByVersion[v.String()]
-		doc.Versions = append(doc.Versions, &wire.RegistryVersion{Version: v.String(), Protocols: o.Protocols, Platforms: o.Platforms})
+		doc.Versions = append(doc.Versions, &wire.RegistryVersion{Version: v.String(), Protocols: o.Protocols, Platforms: h.offeredPlatforms(p, o.Platforms)})
+	}
+	if doc, err = h.withoutDenied(p, doc, denied); err != nil { // pulled_policy.go
+		return nil, at, err
 	}
 	return doc, earliestNonZero(at, fetched), nil
 }
@@ -165,7 +188,13 @@ func (h *pulledProviders) downloadDoc(ctx context.Context, p names.Provider, req
 	if !ok || !isVersionNotHeld(err) {
 		return doc, err
 	}
+	if h.factsRule(p) { // pulled_facts.go
+		return nil, h.notYetHeld(p, t, req.Version)
+	}
 	v, pl := req.Version, req.Platform
+	if err := h.platformRefusal(p, v, pl); err != nil { // policy.go: before the origin is asked
+		return nil, err
+	}
 	rel, err := h.engine.ProviderRelease(ctx, t, v)
 	if err != nil {
 		return nil, err

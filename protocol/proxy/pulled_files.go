@@ -27,6 +27,9 @@ func (h *pulledProviders) servePull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := h.target(r, via, req.Provider)
+	if err == nil {
+		err = h.pullRefusal(t, req) // pulled_policy.go
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return

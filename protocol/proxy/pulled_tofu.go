@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
@@ -34,7 +35,7 @@ func (t *pulledTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 		have[v.ID] = true
 	}
 	for _, sv := range t.engine.Recent(t.repo.Name()) {
-		if !have[sv.Version.String()] {
+		if !have[sv.Version.String()] && len(t.allowedTofu([]names.Version{sv.Version})) == 1 { // pulled_policy.go
 			doc.Versions = append(doc.Versions, wire.TofuVersion{ID: sv.Version.String(), Files: sv.Files})
 			have[sv.Version.String()] = true
 		}
@@ -49,7 +50,7 @@ func (t *pulledTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 		sortTofuVersions(doc.Versions)
 		return doc, at, nil
 	}
-	for _, v := range l.Versions {
+	for _, v := range t.allowedTofu(l.Versions) { // pulled_policy.go
 		if have[v.String()] {
 			continue
 		}
@@ -64,6 +65,10 @@ func (t *pulledTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 // once stored, or from the origin, SHA256SUMS and its signature first (a
 // client asks for them before the archive), an archive as it downloads.
 func (t *pulledTofu) serveFile(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest) {
+	if err := t.tofuRefusal(req.Version); err != nil { // pulled_policy.go
+		t.fail(w, r, err)
+		return
+	}
 	rel, err := t.repo.TofuRelease(r.Context(), req.Version)
 	if err == nil || !notHeld(err) {
 		t.serveHeld(w, r, req, rel, err)

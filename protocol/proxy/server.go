@@ -90,6 +90,12 @@ type Options struct {
 	// StallTimeout aborts an archive stream that makes no progress, either
 	// from the registry or to the client, for this long (default 60s).
 	StallTimeout time.Duration
+	// RedirectArchives hands clients the storage URL a registry redirects
+	// an archive's download to (S3, GCS, Azure, a CDN) instead of
+	// streaming the archive; archives of registries that serve blobs
+	// themselves are streamed as always (stream.go, docs/proxy.md
+	// "Archive delivery").
+	RedirectArchives bool
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
 	// Version is shown on the page at "/".
@@ -122,8 +128,13 @@ type Options struct {
 	// clients (left out of listings, with a warning naming the rule where
 	// the protocol has warnings; 404 with the reason when asked for),
 	// provider platforms its rules leave out are not offered (policy.go).
-	// It cannot be combined with PullThrough yet.
+	// With PullThrough, the origin's denied versions are left out too and
+	// never pulled (pulled_policy.go). Rules with min_age or signers read
+	// each release's signatures and attestations (policy_facts.go).
 	Policy *policy.Live
+	// Now is the clock policy decisions (min_age) are made by (default
+	// time.Now): a version is served once it is old enough by it.
+	Now func() time.Time
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -218,9 +229,6 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	if err := checkAttestedPulls(opts); err != nil {
 		return opts, nil, err
 	}
-	if opts.Policy.Current() != nil && opts.PullThrough != nil {
-		return opts, nil, errors.New("proxy.New: the policy file is not applied to pull-through yet (a denied version could still be pulled and listed from the origin): configure one of PullThrough and Policy, not both")
-	}
 	mappings, err := store.CheckMappings(opts.ProviderMappings)
 	if err != nil {
 		return opts, nil, err
@@ -253,6 +261,9 @@ func withDefaults(opts Options) Options {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return opts
 }

@@ -66,7 +66,11 @@ func (s *responder) serveBlob(w http.ResponseWriter, r *http.Request, repo *stor
 	if r.Method == http.MethodHead {
 		return
 	}
-	st, err := s.openBlobStream(r, repo, zip)
+	st, loc, err := s.openBlobStream(r, repo, zip)
+	if loc != "" {
+		s.redirectToStorage(w, r, loc)
+		return
+	}
 	if err != nil {
 		for _, k := range []string{"Content-Length", "ETag", "Content-Disposition", "Cache-Control"} {
 			w.Header().Del(k)
@@ -117,23 +121,47 @@ type blobStream struct {
 	readReason string
 }
 
-// openBlobStream starts fetching the blob, bounded by the stall timeout.
-func (s *responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispec.Descriptor) (*blobStream, error) {
+// openBlobStream starts fetching the blob, bounded by the stall timeout;
+// with RedirectArchives, it returns the storage URL instead when the
+// registry redirects the blob's download.
+func (s *responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispec.Descriptor) (*blobStream, string, error) {
 	st := &blobStream{s: s, r: r, zip: zip, stall: s.opts.StallTimeout, hash: sha256.New()}
 	st.ctx, st.cancel = context.WithCancel(r.Context())
 	st.timer = time.AfterFunc(st.stall, st.cancel)
-	rc, err := repo.Fetch(st.ctx, zip)
-	if err != nil {
-		st.timer.Stop()
+	loc, rc, err := s.fetchBlob(st.ctx, repo, zip)
+	if err != nil || loc != "" {
+		stalled := !st.timer.Stop() // the timer fired: it cancelled the fetch
 		st.cancel()
-		if st.ctx.Err() != nil && r.Context().Err() == nil {
+		if err != nil && stalled && r.Context().Err() == nil {
 			// The stall timer, not the client, gave up.
 			err = statusErr(http.StatusGatewayTimeout, err, "the OCI registry did not start sending the blob within %s", st.stall)
 		}
-		return nil, err
+		return nil, loc, err
 	}
 	st.rc = rc
-	return st, nil
+	return st, "", nil
+}
+
+// fetchBlob opens the blob, or with RedirectArchives locates its storage.
+func (s *responder) fetchBlob(ctx context.Context, repo *store.Repo, zip ocispec.Descriptor) (string, io.ReadCloser, error) {
+	if s.opts.RedirectArchives {
+		return repo.FetchOrLocate(ctx, zip)
+	}
+	rc, err := repo.Fetch(ctx, zip)
+	return "", rc, err
+}
+
+// redirectToStorage sends the client to the storage holding the archive.
+// The client checks what it downloads against the hashes of the proxy's
+// documents and its lock file; the URL, presigned by the registry, carries
+// no credential of the proxy's (docs/security.md).
+func (s *responder) redirectToStorage(w http.ResponseWriter, r *http.Request, loc string) {
+	for _, k := range []string{"Content-Length", "ETag", "Content-Disposition", "Content-Type"} {
+		w.Header().Del(k)
+	}
+	w.Header().Set("Cache-Control", "no-store") // presigned URLs expire
+	s.metrics.archiveRedirects.Inc()
+	http.Redirect(w, r, loc, http.StatusTemporaryRedirect)
 }
 
 // startReader fills the buffers from the registry in a goroutine.

@@ -43,15 +43,17 @@ type tofuHandlers struct {
 type heldTofu struct {
 	*responder
 	repo *store.Repo
-	// unruled: the admission rules (policy.go, admission.go) are not
-	// applied. So with pull-through, which would list and pull from the
-	// origin the releases they refuse (docs/proxy.md).
-	unruled bool
+	// unattested: the attestation rule (admission.go) is not applied. So
+	// with pull-through, which would list and pull from the origin the
+	// releases it refuses (docs/proxy.md). The policy file (policy.go),
+	// which needs no content, is applied to the origin's releases too
+	// (pulled_policy.go).
+	unattested bool
 }
 
 // mountTofu adds the TofuDL mirror for the releases in ref.
 func (s *Server) mountTofu(ref oci.Reference) {
-	held := &heldTofu{responder: s.out, repo: s.store.Repo(ref), unruled: s.pull.Tofu()}
+	held := &heldTofu{responder: s.out, repo: s.store.Repo(ref), unattested: s.pull.Tofu()}
 	t := &tofuHandlers{responder: s.out, source: held}
 	if s.pull.Tofu() {
 		t.source = &pulledTofu{heldTofu: held, engine: s.pull}
@@ -102,9 +104,7 @@ func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 			vs = append(vs, v)
 		}
 	}
-	if !t.unruled {
-		vs = t.policyAllowed(policy.KindTofu, policy.KindTofu, vs) // policy.go
-	}
+	vs = t.policyAllowed(policy.KindTofu, policy.KindTofu, vs) // policy.go
 	out := make([]*store.TofuRelease, len(vs))
 	err = t.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
 		rel, err := t.repo.TofuRelease(ctx, v)
@@ -112,8 +112,13 @@ func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 			t.log.Warn("OpenTofu version left out: not a valid release artifact", "version", v.String(), "error", err)
 		}
 		refused := false
-		if err == nil && !t.unruled {
+		if err == nil && !t.unattested {
 			refused, err = t.refusedInListing(ctx, t.repo, store.KindTofu, "OpenTofu", v, rel.Digest) // admission.go
+		}
+		if err == nil && !t.unattested && !refused {
+			var warn string // policy_facts.go
+			warn, err = t.factsWarning(ctx, policy.KindTofu, policy.KindTofu, v, releaseRoot{repo: t.repo, subject: rel.Digest})
+			refused = warn != ""
 		}
 		if err == nil && !refused {
 			out[i] = rel // each index by one goroutine
@@ -146,14 +151,14 @@ func (t *heldTofu) serveFile(w http.ResponseWriter, r *http.Request, req TofuDow
 // release reads the release version v's tag names, when the policy and
 // the attestation rule admit it (404 naming why otherwise).
 func (t *heldTofu) release(ctx context.Context, v names.Version) (*store.TofuRelease, error) {
-	if t.unruled {
-		return t.repo.TofuRelease(ctx, v)
-	}
 	if err := t.policyDenial(policy.KindTofu, policy.KindTofu, "OpenTofu", v); err != nil { // policy.go
 		return nil, err
 	}
 	rel, err := t.repo.TofuRelease(ctx, v)
-	if err != nil {
+	if err != nil || t.unattested {
+		return rel, err
+	}
+	if err := t.factsDenial(ctx, policy.KindTofu, policy.KindTofu, "OpenTofu", v, releaseRoot{repo: t.repo, subject: rel.Digest}); err != nil { // policy_facts.go
 		return nil, err
 	}
 	return rel, admitted(ctx, t.repo, store.KindTofu, "OpenTofu", v, rel.Digest) // admission.go

@@ -27,9 +27,6 @@ func (r *Repo) ProviderVersion(ctx context.Context, v names.Version) (*oci.Provi
 	if err != nil {
 		return nil, err
 	}
-	if tm.err != nil {
-		return nil, r.fail(tm.err, "reading a provider index")
-	}
 	return withVersion(tm.val.(*oci.ProviderVersion), v), nil
 }
 
@@ -53,7 +50,7 @@ func indexCost(bodyLen int) int64 {
 // ProviderVersionAt reads the index with digest d: the exact release an
 // archive URL was handed out for, whatever its tag names now.
 func (r *Repo) ProviderVersionAt(ctx context.Context, v names.Version, d digest.Digest) (*oci.ProviderVersion, error) {
-	if tm, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(v))); ok && tm.err == nil && tm.desc.Digest == d {
+	if tm, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(v))); ok && tm.desc.Digest == d {
 		return withVersion(tm.val.(*oci.ProviderVersion), v), nil // the index the tag named when last read
 	}
 	repo, err := r.open(ctx)
@@ -125,6 +122,21 @@ func (r *Repo) PlatformZip(ctx context.Context, m ocispec.Descriptor) (ocispec.D
 	return res.Val, nil
 }
 
+// distrust forgets the resolution of pv's version tag to pv's index when
+// content the index names could not be read as it must (missing, refused,
+// corrupt): the index may have been one bad answer of the registry, and
+// is read again after FailureTTL rather than kept for ResolveTTL. It
+// returns err.
+func (r *Repo) distrust(pv *oci.ProviderVersion, err error) error {
+	switch FailureOf(err) {
+	case oci.FailureNotFound, oci.FailureInvalid, oci.FailureCorrupt:
+		r.s.byTag.ForgetIf(r.tagKey("provider", names.TagForVersion(pv.Version)), func(tm taggedManifest) bool {
+			return tm.desc.Digest == pv.Index.Digest
+		})
+	}
+	return err
+}
+
 // Zips reads every platform's zip layer, in parallel.
 func (r *Repo) Zips(ctx context.Context, pv *oci.ProviderVersion) (map[names.Platform]ocispec.Descriptor, error) {
 	out := make(map[names.Platform]ocispec.Descriptor, len(pv.Platforms))
@@ -141,7 +153,10 @@ func (r *Repo) Zips(ctx context.Context, pv *oci.ProviderVersion) (map[names.Pla
 		mu.Unlock()
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, r.distrust(pv, err)
+	}
+	return out, nil
 }
 
 // Provenance reads a version's oci-tofu provenance (cached by digest), or
@@ -164,7 +179,7 @@ func (r *Repo) Provenance(ctx context.Context, pv *oci.ProviderVersion) (*Proven
 		return &Provenance{Meta: meta, Files: files}, cost, nil
 	})
 	if err != nil {
-		return nil, r.fail(err, "reading a version's provenance")
+		return nil, r.distrust(pv, r.fail(err, "reading a version's provenance"))
 	}
 	return res.Val, nil
 }

@@ -137,3 +137,32 @@ func TestRegistryReadsCached(t *testing.T) {
 		t.Errorf("%d tag list reads past a 1ms TagTTL without stale serving, want 2", n)
 	}
 }
+
+// A manifest the store refuses (here a module where a provider index must
+// be) is remembered for FailureTTL only, like any failure, not for
+// ResolveTTL: once the tag names what it should, the version is served
+// again within FailureTTL (docs/proxy.md, "Recovery").
+func TestRefusedManifestRememberedForFailureTTLOnly(t *testing.T) {
+	ctx := context.Background()
+	rs := startRegistry(t)
+	ref := oci.Reference{Registry: rs.reg.Host, Repository: "acme/hello"}
+	repo, err := rs.client.Open(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(t, repo, moduleArtifact(t, moduleZip(t, "# not a provider\n")), "1.1.0")
+	const failureTTL = 50 * time.Millisecond
+	s := newStore(t, store.Options{Client: rs.client, FailureTTL: failureTTL, ResolveTTL: time.Hour})
+	if _, err := s.Repo(ref).ProviderVersion(ctx, version(t, "1.1.0")); failure(t, err) != oci.FailureInvalid {
+		t.Fatalf("a module tagged as a provider version: %v; want invalid", err)
+	}
+	push(t, repo, providerArtifact(t, "1.1.0"), "1.1.0")
+	time.Sleep(2 * failureTTL)
+	pv, err := s.Repo(ref).ProviderVersion(ctx, version(t, "1.1.0"))
+	if err != nil {
+		t.Fatalf("after FailureTTL the refusal is still answered (kept for ResolveTTL): %v", err)
+	}
+	if len(pv.Platforms) == 0 {
+		t.Errorf("the provider index read after recovery has no platforms: %+v", pv)
+	}
+}

@@ -76,6 +76,9 @@ type Store struct {
 	modules    *cache.Cache[ocispec.Descriptor]
 	tofu       *cache.Cache[*TofuRelease]
 	admissions *cache.Cache[admission]
+	// attachments are signatures and attestations the policy's min_age
+	// and signers read (attachments.go).
+	attachments *cache.Cache[Attachment]
 }
 
 // New makes a Store.
@@ -95,16 +98,17 @@ func New(opts Options) *Store {
 	}
 	byDigest := func(name string) cache.Options { return share(ttl(name, 0, 0)) }
 	return &Store{
-		opts:       opts,
-		repos:      cache.New[*opened](ttl("repositories", opts.TagTTL, opts.MaxStale)),
-		tags:       cache.New[[]string](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
-		byTag:      cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
-		providers:  cache.New[*oci.ProviderVersion](byDigest("indexes")),
-		zips:       cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
-		provenance: cache.New[*Provenance](byDigest("provenance")),
-		modules:    cache.New[ocispec.Descriptor](byDigest("module_manifests")),
-		tofu:       cache.New[*TofuRelease](byDigest("tofu_releases")),
-		admissions: cache.New[admission](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))),
+		opts:        opts,
+		repos:       cache.New[*opened](ttl("repositories", opts.TagTTL, opts.MaxStale)),
+		tags:        cache.New[[]string](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
+		byTag:       cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
+		providers:   cache.New[*oci.ProviderVersion](byDigest("indexes")),
+		zips:        cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
+		provenance:  cache.New[*Provenance](byDigest("provenance")),
+		modules:     cache.New[ocispec.Descriptor](byDigest("module_manifests")),
+		tofu:        cache.New[*TofuRelease](byDigest("tofu_releases")),
+		admissions:  cache.New[admission](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))),
+		attachments: cache.New[Attachment](share(ttl("attachments", opts.ResolveTTL, opts.MaxStale))),
 	}
 }
 
@@ -115,7 +119,7 @@ const EntryCost = 320
 // CacheCost is about the bytes the store's caches hold (what their costs
 // add up to; the repositories cache, bounded by entries only, aside).
 func (s *Store) CacheCost() int64 {
-	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.admissions.Cost()
+	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.admissions.Cost() + s.attachments.Cost()
 }
 
 // stringsCost is about the memory a slice of strings takes.
@@ -129,16 +133,17 @@ func stringsCost(list []string) int64 {
 
 // cacheShares share Options.CacheBytes out among the caches, in percent:
 // what a listing of many versions needs (what each version tag names,
-// parsed) gets the most.
+// parsed) gets the most. Attachments (read only for a policy's min_age
+// and signers) take 2 of it.
 var cacheShares = map[string]int64{
-	"resolve": 50, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 48, "attachments": 2, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
 // admitShares are cacheShares with an admission policy: its verdicts
-// (a few dozen bytes each, one per version) take 2 of resolve's 50.
+// (a few dozen bytes each, one per version) take 2 of resolve's 48.
 var admitShares = map[string]int64{
-	"resolve": 48, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 46, "attachments": 2, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 2,
 }
 
@@ -307,7 +312,7 @@ func (r *Repo) Versions(ctx context.Context) (Listing, error) {
 		r.s.opts.Logger.Warn("tags that look like versions but are none are left out", "repository", r.name, "tags", fmt.Sprint(l.Refused))
 	}
 	if len(l.Versions) > oci.MaxVersions {
-		return Listing{At: at}, r.fail(fmt.Errorf("%w: %d version tags, more than %d", oci.ErrInvalidArtifact, len(l.Versions), oci.MaxVersions), "listing versions")
+		return Listing{At: at}, r.fail(oci.Beyond("the repository has %d version tags, more than the %d oci-tofu lists", len(l.Versions), oci.MaxVersions), "listing versions")
 	}
 	return l, nil
 }
@@ -359,15 +364,27 @@ func (r *Repo) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadClose
 	return rc, nil
 }
 
+// FetchOrLocate opens a blob for reading, or returns the storage URL its
+// registry redirects the download to (oci.FetchOrLocate): for handing
+// clients the storage URL instead of streaming the blob.
+func (r *Repo) FetchOrLocate(ctx context.Context, desc ocispec.Descriptor) (string, io.ReadCloser, error) {
+	repo, err := r.open(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	loc, rc, err := oci.FetchOrLocate(ctx, repo, desc)
+	if err != nil {
+		return "", nil, r.fail(err, "fetching a blob")
+	}
+	return loc, rc, nil
+}
+
 // taggedManifest is what a tag named when it was read: the manifest's
 // descriptor and what the reader made of its bytes (read once, so a
 // parsed provider index need not keep the bytes it came from).
 type taggedManifest struct {
 	desc ocispec.Descriptor
 	val  any
-	// err is why the reader refused the manifest. It is kept like a value,
-	// for ResolveTTL: reading the same bytes again would say the same.
-	err error
 }
 
 // manifestReader makes what the resolve cache keeps of a manifest read by
@@ -382,7 +399,10 @@ func keepBody(_ ocispec.Descriptor, body []byte) (any, int64, error) {
 // manifestByTag reads the manifest or index a tag names, in one round
 // trip where the registry allows, and keeps what read makes of it for
 // ResolveTTL. kind names the reader: one tag read by two kinds of reader
-// is two entries.
+// is two entries. A manifest read refuses is a failure like any other,
+// remembered for FailureTTL only: the answer may have been one bad
+// answer of a registry that recovers, and a tag that named the wrong
+// content may be fixed.
 func (r *Repo) manifestByTag(ctx context.Context, kind, tag string, read manifestReader) (taggedManifest, error) {
 	repo, err := r.open(ctx)
 	if err != nil {
@@ -391,10 +411,13 @@ func (r *Repo) manifestByTag(ctx context.Context, kind, tag string, read manifes
 	res, err := r.s.byTag.Get(ctx, r.tagKey(kind, tag), func(ctx context.Context) (taggedManifest, int64, error) {
 		desc, body, err := oci.FetchReference(ctx, repo, tag)
 		if err != nil {
-			return taggedManifest{}, 0, err
+			return taggedManifest{}, 0, r.fail(err, "reading tag "+tag)
 		}
 		val, cost, err := read(desc, body)
-		return taggedManifest{desc: desc, val: val, err: err}, cost + descriptorCost, nil
+		if err != nil {
+			return taggedManifest{}, 0, r.fail(err, "reading the "+kind+" manifest tag "+tag+" names")
+		}
+		return taggedManifest{desc: desc, val: val}, cost + descriptorCost, nil
 	})
 	if err != nil {
 		return taggedManifest{}, r.fail(err, "reading tag "+tag)

@@ -1,0 +1,76 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// ErrDenied is what every refusal by the policy is (errors.Is): push,
+// mirror and lock refuse a version the policy denies with a *DeniedError.
+var ErrDenied = errors.New("denied by the admission policy")
+
+// DeniedError is a version the policy denies, with the decision: the rule
+// that decided and why.
+type DeniedError struct {
+	Kind, Address, Version string
+	Decision               Decision
+}
+
+func (e *DeniedError) Error() string {
+	what := e.Kind + " " + e.Address
+	if e.Kind == KindTofu {
+		what = "OpenTofu"
+	}
+	return fmt.Sprintf("the admission policy's rule %q denies %s %s: %s", e.Decision.Rule, what, e.Version, e.Decision.Reason)
+}
+
+// Is makes errors.Is(err, ErrDenied) true.
+func (e *DeniedError) Is(target error) bool { return target == ErrDenied }
+
+// Check is nil when p allows version of address (a nil Policy allows
+// everything), and otherwise a *DeniedError carrying the decision.
+func (p *Policy) Check(kind, address, version string) error {
+	d := p.Decide(kind, address, version)
+	if d.Allow {
+		return nil
+	}
+	return &DeniedError{Kind: kind, Address: address, Version: version, Decision: d}
+}
+
+// DefaultHostname is the hostname AddressFromRepository gives an address
+// read from a repository path, which names none.
+const DefaultHostname = "registry.opentofu.org"
+
+// AddressFromRepository is the address the policy matches the artifacts
+// of a repository by when nothing else names it: for a provider the last
+// two segments of the repository path (namespace/type), for a module the
+// last three (namespace/name/system), on DefaultHostname; "tofu" for
+// OpenTofu releases. Repository templates end in those names
+// (…/${namespace}/${type}), so this is the address they were pushed for.
+func AddressFromRepository(kind, repository string) (string, error) {
+	n := map[string]int{KindProvider: 2, KindModule: 3}[kind]
+	if kind == KindTofu {
+		return KindTofu, nil
+	}
+	parts := strings.Split(strings.ToLower(strings.Trim(repository, "/")), "/")
+	if n == 0 || len(parts) < n {
+		return "", fmt.Errorf("the repository %q does not end in the %s's names (%s): name the address the admission policy should match", repository, kind, map[string]string{KindProvider: "namespace/type", KindModule: "namespace/name/system"}[kind])
+	}
+	return DefaultHostname + "/" + strings.Join(parts[len(parts)-n:], "/"), nil
+}
+
+// ProviderAddress is the address the policy matches a provider by outside
+// the proxy (lock, mirror): its hostname without a port, as the proxy
+// matches the registry hostname a client reaches (docs/policy.md), then
+// namespace/type.
+func ProviderAddress(p names.Provider) string {
+	host := p.Hostname
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.ToLower(host + "/" + p.Namespace + "/" + p.Type)
+}

@@ -1,0 +1,157 @@
+package policy
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+)
+
+// Kinds of signer a rule can require (signers = ["KIND:VALUE", …]).
+const (
+	// SignerPublisher: the provider release's SHA256SUMS was signed by the
+	// OpenPGP key with this ID or fingerprint, as verified when it was
+	// pushed (the key IDs its provenance records). Providers only.
+	SignerPublisher = "publisher"
+	// SignerAttestation: the release's root carries an oci-tofu
+	// attestation (.att, its kind's predicate type) by this public key.
+	SignerAttestation = "attestation"
+	// SignerCosign: the release's root carries a cosign signature (.sig)
+	// by this public key.
+	SignerCosign = "cosign"
+)
+
+// MaxMinAge bounds min_age: ten years is no cool-down but a ban.
+const MaxMinAge = 10 * 365 * 24 * time.Hour
+
+// Signer is one entry of a rule's signers.
+type Signer struct {
+	// Kind is SignerPublisher, SignerAttestation or SignerCosign.
+	Kind string
+	// Spec is the entry as written ("publisher:34365D9472D7468F"): the
+	// signer's name in explanations and in Facts.Signed.
+	Spec string
+	// KeyID is a publisher key's ID: 16 upper-case hex digits (the low 64
+	// bits of a fingerprint).
+	KeyID string
+	// Key is an attestation or cosign public key, read at load time.
+	Key *attest.Verifier
+}
+
+func (s *Signer) String() string { return s.Spec }
+
+var hexKey = regexp.MustCompile(`^(?:0[xX])?([0-9a-fA-F]{16}|[0-9a-fA-F]{40})$`)
+
+// parseSigner reads one signers entry of a kind's rule; key paths are
+// relative to dir (the policy file's directory).
+func parseSigner(kind, spec, dir string) (*Signer, error) {
+	k, val, ok := strings.Cut(spec, ":")
+	val = strings.TrimSpace(val)
+	if !ok || val == "" {
+		return nil, fmt.Errorf("signers: %q is not KIND:VALUE (publisher:KEYID, attestation:KEYFILE or cosign:KEYFILE)", spec)
+	}
+	s := &Signer{Kind: k, Spec: spec}
+	switch k {
+	case SignerPublisher:
+		if kind != KindProvider {
+			return nil, fmt.Errorf("signers: %q: publisher keys sign provider releases only; a %s rule can require attestation: or cosign: signers", spec, kind)
+		}
+		m := hexKey.FindStringSubmatch(strings.ReplaceAll(val, " ", ""))
+		if m == nil {
+			return nil, fmt.Errorf("signers: %q: a publisher key is an OpenPGP key ID (16 hex digits) or v4 fingerprint (40 hex digits)", spec)
+		}
+		id := strings.ToUpper(m[1])
+		s.KeyID = id[len(id)-16:]
+	case SignerAttestation, SignerCosign:
+		path := val
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		v, err := attest.LoadVerifier(path)
+		if err != nil {
+			return nil, fmt.Errorf("signers: %q: reading the public key: %v", spec, err)
+		}
+		s.Key = v
+	default:
+		return nil, fmt.Errorf("signers: %q: unknown kind %q (publisher, attestation or cosign)", spec, k)
+	}
+	return s, nil
+}
+
+// parseSigners reads a rule's signers attribute.
+func parseSigners(r *rule, a *hcl.Attribute, dir string) error {
+	var list []string
+	if err := decodeList(a, &list); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, spec := range list {
+		s, err := parseSigner(r.kind, spec, dir)
+		if err != nil {
+			return posError(a.Expr.Range(), err.Error())
+		}
+		if !seen[spec] {
+			seen[spec] = true
+			r.signers = append(r.signers, s)
+		}
+	}
+	return nil
+}
+
+var daysPart = regexp.MustCompile(`^([0-9]{1,5})d(.*)$`)
+
+// ParseMinAge reads a min_age: a Go duration ("72h", "90m", "1h30m") or
+// whole days, optionally followed by one ("7d", "1d12h"). It must be
+// positive and at most MaxMinAge.
+func ParseMinAge(s string) (time.Duration, error) {
+	var d time.Duration
+	rest := strings.TrimSpace(s)
+	if m := daysPart.FindStringSubmatch(rest); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		d, rest = time.Duration(n)*24*time.Hour, m[2]
+	}
+	if rest != "" {
+		more, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, fmt.Errorf("min_age %q is not a duration (like \"72h\", \"90m\" or \"7d\")", s)
+		}
+		d += more
+	}
+	if d <= 0 || d > MaxMinAge {
+		return 0, fmt.Errorf("min_age %q must be positive and at most 3650d", s)
+	}
+	return d, nil
+}
+
+// parseMinAge reads a rule's min_age attribute.
+func parseMinAge(r *rule, a *hcl.Attribute) error {
+	if err := decode(a, &r.minAgeText); err != nil {
+		return err
+	}
+	d, err := ParseMinAge(r.minAgeText)
+	if err != nil {
+		return posError(a.Expr.Range(), err.Error())
+	}
+	r.minAge = d
+	return nil
+}
+
+// parseFactRules reads the attributes whose decisions need facts about
+// a release: min_age and signers.
+func parseFactRules(r *rule, content *hcl.BodyContent, dir string) error {
+	if a, ok := content.Attributes["min_age"]; ok {
+		if err := parseMinAge(r, a); err != nil {
+			return err
+		}
+	}
+	if a, ok := content.Attributes["signers"]; ok {
+		return parseSigners(r, a, dir)
+	}
+	return nil
+}

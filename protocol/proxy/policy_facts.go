@@ -1,0 +1,191 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// Policy rules with min_age or signers decide on facts about a release,
+// not its version alone: its signatures and attestations (and, for a
+// provider, the publisher keys its push verified). They are read only
+// when the deciding rule needs them (policy.Needs), after the version
+// check (policy.go) and once the release's root is known: the held
+// sources call factsDenial where they read a release and the listing
+// helpers below where they list. Attachments are read once per root
+// (bounded, cached by digest: store.Repo.Attachment); a registry failure
+// while reading them fails the request (5xx), never decides. Decisions
+// are made at answer time by Options.Now; a min_age denial notes when the
+// version ages in, so no cached document outlives it (policy_clock.go).
+
+// releaseRoot names a release's root and how to reach it.
+type releaseRoot struct {
+	repo    *store.Repo
+	subject digest.Digest
+	// pv is a provider release's index (publisher keys); nil otherwise.
+	pv *oci.ProviderVersion
+}
+
+// storeKinds map policy kinds to the store's (attestation predicate types).
+var storeKinds = map[string]string{
+	policy.KindProvider: store.KindProvider,
+	policy.KindModule:   store.KindModule,
+	policy.KindTofu:     store.KindTofu,
+}
+
+// factsDecision is the policy's decision on version v of address, of a
+// kind, with the facts its deciding rule needs read from root; ok is
+// false when the rule needs none (the version check stands).
+func (s *responder) factsDecision(ctx context.Context, pol *policy.Policy, kind, address string, v names.Version, root releaseRoot) (d policy.Decision, ok bool, err error) {
+	if !pol.HasFacts() {
+		return d, false, nil
+	}
+	n := pol.Needs(kind, address)
+	if !n.Any() {
+		return d, false, nil
+	}
+	f, err := s.readFacts(ctx, pol, kind, n, root)
+	if err != nil {
+		return d, true, err
+	}
+	d = pol.DecideWith(kind, address, v.String(), f, s.opts.Now())
+	noteDecidedUntil(ctx, d.AgesIn)
+	return d, true, nil
+}
+
+// factsDenial is the 404 for a release the deciding rule's min_age or
+// signers deny, with the reason; nil when they allow it or there are none.
+func (s *responder) factsDenial(ctx context.Context, kind, address, what string, v names.Version, root releaseRoot) error {
+	d, ok, err := s.factsDecision(ctx, s.opts.Policy.Current(), kind, address, v, root)
+	if err != nil || !ok || d.Allow {
+		return err
+	}
+	s.log.Info("release denied by the policy", "kind", kind, "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
+	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("%s %s is not served: %s", what, v, d.Reason)}
+}
+
+// factsWarning is a listing's word on a release the deciding rule's
+// min_age or signers deny ("" when they allow it), the denial logged.
+func (s *responder) factsWarning(ctx context.Context, kind, address string, v names.Version, root releaseRoot) (string, error) {
+	d, ok, err := s.factsDecision(ctx, s.opts.Policy.Current(), kind, address, v, root)
+	if err != nil || !ok || d.Allow {
+		return "", err
+	}
+	s.log.Info("version left out by the policy", "kind", kind, "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
+	return fmt.Sprintf("%s is left out: %s", v, d.Reason), nil
+}
+
+// readFacts reads what n needs of root: the attachments its signers and
+// min_age check (each read once, both at once), the publisher keys.
+func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind string, n policy.Needs, root releaseRoot) (policy.Facts, error) {
+	var atts, sigs store.Attachment
+	var reads []func(context.Context) error
+	if n.MinAge > 0 || hasSigner(n, policy.SignerAttestation) {
+		reads = append(reads, func(ctx context.Context) (err error) {
+			atts, err = root.repo.Attachment(ctx, root.subject, oci.CosignAttestations)
+			return err
+		})
+	}
+	if hasSigner(n, policy.SignerCosign) {
+		reads = append(reads, func(ctx context.Context) (err error) {
+			sigs, err = root.repo.Attachment(ctx, root.subject, oci.CosignSignatures)
+			return err
+		})
+	}
+	if err := s.store.Each(ctx, len(reads), func(ctx context.Context, i int) error { return reads[i](ctx) }); err != nil {
+		return policy.Facts{}, err
+	}
+	pt := attestedKinds[storeKinds[kind]]
+	f := policy.Facts{Signed: make(map[string]bool, len(n.Signers))}
+	for _, sg := range n.Signers {
+		switch sg.Kind {
+		case policy.SignerAttestation:
+			_, err := attest.StatementBy(atts.Layers, sg.Key, root.subject, pt)
+			f.Signed[sg.Spec] = err == nil
+		case policy.SignerCosign:
+			f.Signed[sg.Spec] = attest.SignedBy(sigs.Layers, sg.Key, root.subject) == nil
+		case policy.SignerPublisher: // policy_publisher.go
+			id, err := publisherKey(ctx, root)
+			if err != nil {
+				return f, err
+			}
+			f.Signed[sg.Spec] = id != "" && id == sg.KeyID
+		}
+	}
+	if n.MinAge > 0 {
+		f.Ingested = ingestTime(atts.Layers, s.ingestKeys(pol), root.subject, pt)
+	}
+	return f, nil
+}
+
+func hasSigner(n policy.Needs, kind string) bool {
+	return slices.ContainsFunc(n.Signers, func(s *policy.Signer) bool { return s.Kind == kind })
+}
+
+// ingestKeys are the keys whose attestations are trusted to say when a
+// release entered the registry: the policy's attestation signers',
+// --require-attestation's and pull-through's attester's.
+func (s *responder) ingestKeys(pol *policy.Policy) []*attest.Verifier {
+	keys := append(slices.Clip(pol.AttestationKeys()), s.opts.RequireAttestation...)
+	if pt := s.opts.PullThrough; pt != nil && pt.Attest != nil && pt.Attest.Attester != nil {
+		keys = append(keys, pt.Attest.Attester.Key())
+	}
+	return keys
+}
+
+// ingestTime is the earliest ingest time an attestation of subject by one
+// of keys records (zero when none does).
+func ingestTime(layers []oci.AttachmentLayer, keys []*attest.Verifier, subject digest.Digest, predicateType string) (first time.Time) {
+	for _, k := range keys {
+		st, err := attest.StatementBy(layers, k, subject, predicateType)
+		if err != nil {
+			continue
+		}
+		if t, ok := attest.IngestTime(st); ok && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first
+}
+
+// factsAllowedVersions are the versions of a provider listing its deciding
+// rule's min_age and signers allow (each version's index read, at most the
+// store's concurrency at once); all of them, with nothing read, when the
+// rule has neither. A version whose index cannot be read as a provider is
+// left out, as admittedVersions does.
+func (h *heldProviders) factsAllowedVersions(ctx context.Context, repo *store.Repo, p names.Provider, versions []names.Version) ([]names.Version, error) {
+	pol := h.opts.Policy.Current()
+	if !pol.HasFacts() || !pol.Needs(policy.KindProvider, p.String()).Any() {
+		return versions, nil
+	}
+	keep := make([]bool, len(versions))
+	err := h.store.EachVersion(ctx, versions, func(ctx context.Context, i int, v names.Version) error {
+		pv, err := repo.ProviderVersion(ctx, v)
+		warn := ""
+		if err == nil {
+			warn, err = h.factsWarning(ctx, policy.KindProvider, p.String(), v, releaseRoot{repo: repo, subject: pv.Index.Digest, pv: pv})
+		}
+		keep[i] = err == nil && warn == "" // each index by one goroutine
+		return keepFatal(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []names.Version
+	for i, v := range versions {
+		if keep[i] {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}

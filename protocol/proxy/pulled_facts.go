@@ -1,0 +1,81 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+)
+
+// Pull-through under a policy rule with min_age or signers
+// (docs/policy.md): only a stored release has the facts such a rule reads
+// (its signatures, and its ingest time, which for pull-through is when it
+// stored and attested the release: its first sight). For an address such
+// a rule decides, the pulled source therefore answers as the held source
+// does, facts applied, and pulls in the background what the origin offers
+// that the registry does not hold and the rule's versions allow: stored,
+// its clock starts, and it is served once it passes. Nothing is handed
+// out from the origin directly.
+
+// firstSightPulls bounds the background pulls one listing starts (the
+// newest versions first; the engine's --pull-through-max-releases bounds
+// them again, and a busy engine leaves the rest for a later listing).
+const firstSightPulls = 3
+
+// firstSightTimeout bounds reading an origin release before its pull.
+const firstSightTimeout = time.Minute
+
+// factsRule reports whether the policy rule deciding p reads facts.
+func (h *pulledProviders) factsRule(p names.Provider) bool {
+	return h.opts.Policy.Current().Needs(policy.KindProvider, p.String()).Any()
+}
+
+// sightOrigin starts the background pulls of the newest versions t's
+// origin offers that the registry does not hold and the policy's version
+// rules allow.
+func (h *pulledProviders) sightOrigin(ctx context.Context, p names.Provider, t pullthrough.Target) {
+	held, _, err := h.heldVersions(ctx, p)
+	if err != nil {
+		return
+	}
+	l, _, err := h.engine.Offered(ctx, t)
+	if err != nil {
+		h.engine.DegradedListing("provider", t.Origin.String(), err)
+		return
+	}
+	started := 0
+	offered := h.allowedOrigin(p, l.Versions) // pulled_policy.go
+	for i := len(offered) - 1; i >= 0 && started < firstSightPulls; i-- {
+		if !slices.ContainsFunc(held, offered[i].Same) {
+			go h.sight(t, offered[i])
+			started++
+		}
+	}
+}
+
+// sight pulls version v of t's origin into the registry, as a first
+// request would, with nobody waiting for it.
+func (h *pulledProviders) sight(t pullthrough.Target, v names.Version) {
+	ctx, cancel := context.WithTimeout(context.Background(), firstSightTimeout)
+	defer cancel()
+	rel, err := h.engine.ProviderRelease(ctx, t, v)
+	if err == nil {
+		_, _, err = h.engine.StartProvider(t, v, rel, "")
+	}
+	if err != nil && !errors.Is(err, pullthrough.ErrFinished) {
+		h.log.Debug("pull-through: the first sight of a release under a min_age or signers rule did not start its pull", "release", t.Origin.String()+" "+v.String(), "error", err)
+	}
+}
+
+// notYetHeld is the 404 for version v of p the registry does not hold
+// under a facts rule; its pull is started.
+func (h *pulledProviders) notYetHeld(p names.Provider, t pullthrough.Target, v names.Version) error {
+	go h.sight(t, v)
+	rule := h.opts.Policy.Current().Needs(policy.KindProvider, p.String()).Rule
+	return notFound("%s", fmt.Sprintf("provider %s %s is not in this proxy's registry yet: it is being fetched from its origin, and the policy's rule %q serves it once it is stored and meets the rule's min_age and signers", p, v, rule))
+}
