@@ -50,7 +50,7 @@ const (
 // engine, read back through its OCI layout (and by regctl), unpacked, and
 // run as a container runtime would run it: the chrooted binary pushes a
 // signed release to a registry, serves it, and real tofu installs the
-// provider through it.
+// provider through it; then again as the Helm chart's Deployment runs it.
 func TestImage(t *testing.T) {
 	requireRoot(t)
 	builder := newImageBuilder(t)
@@ -68,6 +68,7 @@ func TestImage(t *testing.T) {
 	t.Run("Regctl", func(t *testing.T) { checkWithRegctl(t, layout, img, root) })
 	t.Run("Push", func(t *testing.T) { checkPush(t, builder, layout, img.Root.Digest) })
 	t.Run("Serve", func(t *testing.T) { serveFromImage(t, container{Root: root, Config: img.Config.Config}) })
+	t.Run("Chart", func(t *testing.T) { serveWithChart(t, container{Root: root, Config: img.Config.Config}) }) // chart_image_test.go
 }
 
 // imageBuilder runs tools/image, compiled once per test.

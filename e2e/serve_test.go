@@ -64,6 +64,15 @@ func startServeEnv(t *testing.T, env []string, args ...string) *served {
 func launchServe(t *testing.T, cmd *exec.Cmd, port int) *served {
 	t.Helper()
 	ca := testenv.NewCA(t)
+	// Tests stop their proxy at once: the drain delay Kubernetes needs
+	// (--shutdown-delay, default 5s) is tested by TestDrainOnSIGTERM. A
+	// value given by the test (environment or flag) wins.
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	if !slices.ContainsFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "OCI_TOFU_SHUTDOWN_DELAY=") }) {
+		cmd.Env = append(cmd.Env, "OCI_TOFU_SHUTDOWN_DELAY=0s")
+	}
 	s := &served{Host: fmt.Sprintf("localhost:%d", port), logs: &testenv.LockedBuffer{}, client: ca.HTTPClient(), cmd: cmd, done: make(chan struct{})}
 	s.URL = "https://" + s.Host
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs

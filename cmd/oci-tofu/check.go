@@ -37,6 +37,10 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 		return usageError(c, "--check-module: %v", err)
 	}
 	results = append(results, preflight.Registries(c.Context, preflightConfig(client, opts, template), samples)...)
+	if pol := opts.Policy.Current(); pol != nil {
+		results = append(results, preflight.Policy(preflight.PolicyConfig{Policy: pol, File: c.String("policy"),
+			Providers: opts.ProviderMappings, Modules: opts.ModuleTemplate != nil, Tofu: opts.TofuRepository != nil})...)
+	}
 	failed := preflight.Failed(results)
 	if c.Bool("json") {
 		rep := &reporter{out: c.App.Writer, json: true}
@@ -129,12 +133,12 @@ func checkServerTLS(c *cli.Context) preflight.Result {
 	case certFile == "" && keyFile == "":
 		res.Status, res.Detail = preflight.StatusError, "no certificate: give --tls-cert and --tls-key (or --self-signed for trials, --insecure-no-tls behind a TLS-terminating proxy)"
 	default:
-		cert, err := loadServerCert(certFile, keyFile)
+		r, err := loadServerCert(certFile, keyFile)
 		if err != nil {
 			res.Status, res.Detail = preflight.StatusError, err.Error()
 			return res
 		}
-		return preflight.Certificate(cert, certFile, time.Now())
+		return preflight.Certificate(*r.Certificate(), certFile, time.Now())
 	}
 	return res
 }

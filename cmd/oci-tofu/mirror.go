@@ -45,7 +45,7 @@ fails); with --policy-warn they are mirrored with a warning naming the rule.
 With --attest-key, each release mirrored is signed and attested as push provider and
 push tofu attest it (docs/artifacts.md). A release already complete that this key has
 not attested is not skipped: it is downloaded and verified from its origin again, found
-up to date, and attested; one it has attested is skipped as before.`,
+up to date, and attested; one it has attested is skipped as before.` + mirrorModulesHelp,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "provider-template", Usage: "where providers go, as tofu's repository_template: e.g. `ghcr.io/acme/providers/${namespace}/${type}`", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
 			&cli.StringSliceFlag{Name: "platform", Usage: "mirror only this `os_arch` (repeatable; default: every platform offered)"},
@@ -57,13 +57,17 @@ up to date, and attested; one it has attested is skipped as before.`,
 			&cli.StringSliceFlag{Name: "tofu-key", Usage: "armored public key `FILE` for OpenTofu releases instead of OpenTofu's (repeatable)"},
 			enforceExpirationFlag(),
 			attestKeyFlag(),
-		}, append(append(gatePolicyFlags(), registryFlags()...), outputFlags()...)...),
+		}, append(append(append(gatePolicyFlags(), mirrorModuleFlags()...), registryFlags()...), outputFlags()...)...),
 		Action: runMirror,
 	}
 }
 
 func runMirror(c *cli.Context) error {
-	opts, specs, err := mirrorProviderOptions(c)
+	modules, modTpl, err := mirrorModuleSpecs(c) // mirror_modules.go
+	if err != nil {
+		return err
+	}
+	opts, specs, err := mirrorProviderOptions(c, len(modules) > 0)
 	if err != nil {
 		return err
 	}
@@ -105,12 +109,16 @@ func runMirror(c *cli.Context) error {
 	if tofu != nil {
 		results = append(results, ingest.Tofu(c.Context, origins, *tofu)...)
 	}
+	if len(modules) > 0 {
+		results = append(results, ingest.Modules(c.Context, modules, ingest.ModuleOptions{Template: modTpl, Client: client,
+			Sources: c.StringSlice("module-source"), Transport: transport, Attest: att, Gate: opts.Gate, Log: rep.infof})...)
+	}
 	return reportMirrored(rep, results)
 }
 
 // mirrorProviderOptions reads what to mirror: the providers named, or
 // those --lockfile locks, and where they go.
-func mirrorProviderOptions(c *cli.Context) (ingest.ProviderOptions, []names.ProviderSpec, error) {
+func mirrorProviderOptions(c *cli.Context, modules bool) (ingest.ProviderOptions, []names.ProviderSpec, error) {
 	opts := ingest.ProviderOptions{EnforceGPGExpiration: enforceExpiration(c)}
 	var err error
 	if opts.Platforms, err = parsePlatforms(c.StringSlice("platform")); err != nil {
@@ -134,8 +142,8 @@ func mirrorProviderOptions(c *cli.Context) (ingest.ProviderOptions, []names.Prov
 		}
 		specs = append(specs, s)
 	}
-	if len(specs) == 0 && c.String("tofu-repository") == "" {
-		return opts, nil, usageError(c, "give the providers to mirror (ADDRESS[@CONSTRAINT]...), --lockfile or --tofu-repository")
+	if len(specs) == 0 && c.String("tofu-repository") == "" && !modules {
+		return opts, nil, usageError(c, "give the providers to mirror (ADDRESS[@CONSTRAINT]...), --lockfile, --tofu-repository, --module or --modules-from")
 	}
 	if len(specs) > 0 {
 		if opts.Template, err = oci.ParseProviderTemplate(c.String("provider-template")); err != nil {
@@ -181,7 +189,7 @@ func reportMirrored(rep *reporter, results []ingest.Result) error {
 		if r.Error != "" {
 			failed++
 		}
-		rep.warn(r.Provider+" "+r.Version, r.Warnings)
+		rep.warn(r.Provider+r.Module+" "+r.Version, r.Warnings)
 	}
 	if rep.json {
 		rep.result(map[string]any{"ok": failed == 0, "results": results}, "")
@@ -189,13 +197,13 @@ func reportMirrored(rep *reporter, results []ingest.Result) error {
 		for _, r := range results {
 			switch {
 			case r.Error != "":
-				fmt.Fprintf(rep.out, "FAILED   %s %s: %s\n", r.Provider, r.Version, r.Error)
+				fmt.Fprintf(rep.out, "FAILED   %s %s: %s\n", r.Provider+r.Module, r.Version, r.Error)
 			case r.Denied != "":
-				fmt.Fprintf(rep.out, "denied   %s %s: %s (not mirrored)\n", r.Provider, r.Version, r.Denied)
+				fmt.Fprintf(rep.out, "denied   %s %s: %s (not mirrored)\n", r.Provider+r.Module, r.Version, r.Denied)
 			case r.Skipped:
-				fmt.Fprintf(rep.out, "complete %s %s (%s)%s\n", r.Provider, r.Version, r.Digest, attestedNote(r))
+				fmt.Fprintf(rep.out, "complete %s %s (%s)%s\n", r.Provider+r.Module, r.Version, r.Digest, attestedNote(r))
 			default:
-				fmt.Fprintf(rep.out, "mirrored %s %s → %s@%s%s\n", r.Provider, r.Version, r.Reference, r.Digest, attestedNote(r))
+				fmt.Fprintf(rep.out, "mirrored %s %s → %s@%s%s\n", r.Provider+r.Module, r.Version, r.Reference, r.Digest, attestedNote(r))
 			}
 		}
 	}

@@ -1,35 +1,66 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
 
 // policyFlag is serve's admission policy file (docs/policy.md).
 func policyFlag() cli.Flag {
-	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows (docs/policy.md; check it with `oci-tofu policy test`)", EnvVars: []string{"OCI_TOFU_POLICY"}}
+	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows (docs/policy.md; check it with `oci-tofu policy test`); reloaded when it changes and on SIGHUP, a broken file leaving the last good policy in force", EnvVars: []string{"OCI_TOFU_POLICY"}}
 }
 
 // readPolicy reads --policy (applied to what the registry holds and to
-// what pull-through would fetch alike).
-func readPolicy(c *cli.Context, opts *proxy.Options) error {
+// what pull-through would fetch alike); the file is nil without --policy.
+func readPolicy(c *cli.Context, opts *proxy.Options, logger *slog.Logger) (*policyfile.File, error) {
 	file := c.String("policy")
 	if file == "" {
-		return nil
+		return nil, nil
 	}
-	p, err := policy.Load(file)
+	pf, err := policyfile.Open(file, logger)
 	if err != nil {
-		return fmt.Errorf("--policy: %w", err)
+		return nil, fmt.Errorf("--policy: %w", err)
 	}
-	opts.Policy = policy.NewLive(p)
-	return nil
+	opts.Policy, opts.PolicyStatus = pf.Live(), pf.Status
+	return pf, nil
+}
+
+// reloadPolicy reloads the policy file when it changes and on SIGHUP,
+// until ctx ends (protocol/policyfile); nothing without a policy file.
+// Without a watch (no inotify), SIGHUP still reloads.
+func reloadPolicy(ctx context.Context, pf *policyfile.File, logger *slog.Logger) {
+	if pf == nil {
+		return
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				pf.Reload("SIGHUP")
+			}
+		}
+	}()
+	if _, err := pf.Watch(ctx); err != nil {
+		logger.Warn("the policy file is not watched: send SIGHUP to reload it", "file", pf.Path(), "error", err.Error())
+	}
 }
 
 func policyCommand() *cli.Command {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -16,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 	"github.com/oci-tofu/oci-tofu/protocol/servercreds"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -33,7 +32,8 @@ func serveCommand() *cli.Command {
   /v1/modules/                     Module Registry Protocol            (--module-template)
   /v1/module-archives/             module package downloads, streamed and verified
   /tofu/api.json, /tofu/download/  TofuDL mirror of OpenTofu releases  (--tofu-repository)
-  /healthz, /metrics               liveness and Prometheus metrics
+  /readyz, /livez                  readiness (registries reachable, not draining), liveness
+  /healthz, /metrics               answers while serving (as /livez), Prometheus metrics
 
 --provider-template maps a provider address to a repository, with the syntax of
 tofu's oci_mirror repository_template: ${hostname}, ${namespace}, ${type}, e.g.
@@ -81,10 +81,11 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.StringSliceFlag{Name: "denied-as-missing", Usage: "registry `HOST` (or *) that answers 401/403 for repositories that do not exist, like ghcr.io: the proxy then answers 404 for them (repeatable)", EnvVars: []string{"OCI_TOFU_DENIED_AS_MISSING"}},
 			&cli.DurationFlag{Name: "upstream-timeout", Value: 30 * time.Second, Usage: "bound on each metadata call to the registry", EnvVars: []string{"OCI_TOFU_UPSTREAM_TIMEOUT"}},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 60 * time.Second, Usage: "abort an archive download without progress for this long", EnvVars: []string{"OCI_TOFU_STALL_TIMEOUT"}},
+			&cli.DurationFlag{Name: "shutdown-delay", Value: 5 * time.Second, Usage: "on SIGTERM, how long to keep serving with /readyz failing before closing the listener (time for load balancers to stop sending requests)", EnvVars: []string{"OCI_TOFU_SHUTDOWN_DELAY"}},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
-		}, append(append(pullThroughFlags(), requireAttestationFlag(), requireNotationFlag(), serveAttestKeyFlag(), policyFlag(), archiveDeliveryFlag()), registryFlags()...)...),
+		}, append(append(pullThroughFlags(), requireAttestationFlag(), requireNotationFlag(), serveAttestKeyFlag(), policyFlag(), archiveDeliveryFlag(), sharedCacheFlag()), registryFlags()...)...),
 		Action: serve,
 	}
 }
@@ -97,13 +98,14 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts, err := serveOptions(c, logger)
+	opts, pf, err := serveOptions(c, logger)
 	if err != nil {
 		return err
 	}
 	if c.Bool("check") {
 		return runCheck(c, opts)
 	}
+	reloadPolicy(c.Context, pf, logger) // policy.go
 	if c.Bool("json") {
 		return usageError(c, "--json goes with --check")
 	}
@@ -114,7 +116,7 @@ func serve(c *cli.Context) error {
 	if err := checkPullThrough(c.Context, srv); err != nil { // serve_pullthrough.go
 		return err
 	}
-	ln, scheme, err := listen(c)
+	ln, scheme, err := listen(c, srv, logger)
 	if err != nil {
 		return err
 	}
@@ -128,9 +130,12 @@ func serve(c *cli.Context) error {
 }
 
 // listen opens --listen, with TLS unless --insecure-no-tls (plain HTTP
-// behind a TLS-terminating proxy).
-func listen(c *cli.Context) (net.Listener, string, error) {
-	tlsConfig, err := serverTLS(c)
+// behind a TLS-terminating proxy); a certificate from files is reloaded
+// when they change, counted in srv's metrics.
+func listen(c *cli.Context, srv *proxy.Server, logger *slog.Logger) (net.Listener, string, error) {
+	tlsConfig, err := serverTLS(c, func(r *servercreds.Reloader) {
+		r.Logger, r.OnReload = logger, srv.ObserveCertificateReload
+	})
 	if err != nil {
 		return nil, "", err
 	}
@@ -145,42 +150,19 @@ func listen(c *cli.Context) (net.Listener, string, error) {
 }
 
 // serveUntilStopped serves until the command's context ends (a signal),
-// then shuts down within --shutdown-timeout: requests in flight finish,
-// then releases being pulled through.
+// then drains for --shutdown-delay and shuts down within
+// --shutdown-timeout (proxy.Server.ServeUntil).
 func serveUntilStopped(c *cli.Context, srv *proxy.Server, ln net.Listener, logger *slog.Logger) error {
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          servercreds.HandshakeLog(logger),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-c.Context.Done():
-	}
-	logger.Info("shutting down")
-	ctx, cancel := context.WithTimeout(context.Background(), c.Duration("shutdown-timeout"))
-	defer cancel()
-	if err := hs.Shutdown(ctx); err != nil {
-		hs.Close()
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	if err := srv.Close(ctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
+	return srv.ServeUntil(c.Context, ln, proxy.Lifecycle{
+		ShutdownDelay:   c.Duration("shutdown-delay"),
+		ShutdownTimeout: c.Duration("shutdown-timeout"),
+		ErrorLog:        servercreds.HandshakeLog(logger),
+	})
 }
 
 // serveOptions reads and checks everything serve is given, before it
 // listens or reaches any registry.
-func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
+func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfile.File, error) {
 	opts := proxy.Options{
 		RegistryHostname: c.String("registry-hostname"),
 		PublicURL:        c.String("public-url"),
@@ -200,32 +182,36 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, error) {
 		Version:      version,
 	}
 	if err := readServedSources(c, &opts); err != nil {
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
 	ro, err := registryOptions(c)
 	if err != nil {
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
 	ro.Etiquette = &oci.Etiquette{MaxConcurrent: c.Int("registry-concurrency")}
 	opts.Registry = ro
 	hc := registryHints(ro, "--provider-template")
 	opts.Hint = func(err error) string { return hint(err, hc) }
 	if opts.PullThrough, err = pullThroughOptions(c); err != nil { // serve_pullthrough.go
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
 	if err := readServeSecrets(c, &opts); err != nil {
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
 	if err := readRequireAttestation(c, &opts, logger); err != nil { // serve_attest.go
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
-	if err := readPolicy(c, &opts); err != nil { // policy.go
-		return proxy.Options{}, err
+	pf, err := readPolicy(c, &opts, logger) // policy.go
+	if err != nil {
+		return proxy.Options{}, nil, err
 	}
 	if err := readArchiveDelivery(c, &opts); err != nil { // serve_delivery.go
-		return proxy.Options{}, err
+		return proxy.Options{}, nil, err
 	}
-	return opts, nil
+	if err := readSharedCache(c, &opts); err != nil { // serve_shared.go
+		return proxy.Options{}, nil, err
+	}
+	return opts, pf, nil
 }
 
 // readServedSources reads what is served from where: the provider
@@ -347,8 +333,10 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	}
 }
 
-// serverTLS loads or generates the server certificate; nil means plain HTTP.
-func serverTLS(c *cli.Context) (*tls.Config, error) {
+// serverTLS loads or generates the server certificate; nil means plain
+// HTTP. A certificate from files is served by a servercreds.Reloader,
+// which watch sets up before it is used.
+func serverTLS(c *cli.Context, watch func(*servercreds.Reloader)) (*tls.Config, error) {
 	certFile, keyFile := c.String("tls-cert"), c.String("tls-key")
 	selfSigned, noTLS := c.Bool("self-signed"), c.Bool("insecure-no-tls")
 	n := 0
@@ -375,21 +363,25 @@ func serverTLS(c *cli.Context) (*tls.Config, error) {
 		if certFile == "" || keyFile == "" {
 			return nil, fmt.Errorf("--tls-cert and --tls-key go together")
 		}
-		if cert, err = loadServerCert(certFile, keyFile); err != nil {
+		r, err := loadServerCert(certFile, keyFile)
+		if err != nil {
 			return nil, err
 		}
+		watch(r)
+		return servercreds.ReloadingServerConfig(r), nil
 	}
 	return servercreds.ServerConfig(cert), nil
 }
 
 // loadServerCert reads the server's certificate and key (regular files
-// of bounded size); a file that cannot be read is named by its flag.
-func loadServerCert(certFile, keyFile string) (tls.Certificate, error) {
-	cert, err := servercreds.LoadCertificate(certFile, keyFile)
+// of bounded size) into a Reloader; a file that cannot be read is named
+// by its flag.
+func loadServerCert(certFile, keyFile string) (*servercreds.Reloader, error) {
+	r, err := servercreds.NewReloader(certFile, keyFile)
 	var fe *servercreds.FileError
 	if errors.As(err, &fe) {
 		flag := map[string]string{servercreds.CertificateFile: "--tls-cert", servercreds.KeyFile: "--tls-key"}[fe.Role]
-		return cert, fmt.Errorf("%s: %w", flag, fe.Err)
+		return nil, fmt.Errorf("%s: %w", flag, fe.Err)
 	}
-	return cert, err
+	return r, err
 }

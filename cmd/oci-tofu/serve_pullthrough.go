@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
@@ -32,8 +34,13 @@ platforms fetched in the background, and the version tagged once complete, exact
 providers.v1 URL itself, like a host block of the CLI configuration). Origin credentials
 come from TF_TOKEN_<host>, as for tofu. The registry protocol (PROXY/NAMESPACE/TYPE) pulls
 from --pull-through-registry-origin. --pull-through-tofu-api-url does the same for
-OpenTofu releases on the TofuDL mirror. Pull-through needs registry credentials allowed to
-push: without them serve refuses to start.`
+OpenTofu releases on the TofuDL mirror. Modules (see docs/modules.md, "Pull-through"):
+--pull-through-module-origin registry.opentofu.org pulls PROXY/NAMESPACE/NAME/SYSTEM from
+that registry on first download, fetching the source its download answer names (git over
+HTTPS, .zip/.tar.gz archives) only from the registry itself and the hosts given with
+--pull-through-module-source (e.g. github.com, codeload.github.com), packed as 'push
+module' packs it and stored under --module-template. Pull-through needs registry
+credentials allowed to push: without them serve refuses to start.`
 
 // pullThroughFlags are serve's pull-through flags.
 func pullThroughFlags() []cli.Flag {
@@ -49,6 +56,8 @@ func pullThroughFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "pull-through-metadata-timeout", Value: 10 * time.Second, Usage: "bound on each metadata read from an origin", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_METADATA_TIMEOUT"}},
 		&cli.DurationFlag{Name: "pull-through-timeout", Value: 30 * time.Minute, Usage: "bound on pulling one whole release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TIMEOUT"}},
 		&cli.IntFlag{Name: "pull-through-concurrency", Value: 4, Usage: "background downloads per release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_CONCURRENCY"}},
+		&cli.StringFlag{Name: "pull-through-module-origin", Usage: "pull modules addressed under the proxy's hostname through from this origin module registry `HOST[=MODULES_URL]`; needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
+		&cli.StringSliceFlag{Name: "pull-through-module-source", Usage: "allow fetching module sources (git over HTTPS, archives) from this `HOST[:PORT]` (repeatable; the module origin itself is always allowed)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_SOURCES"}},
 		enforceExpirationFlag(),
 		&cli.IntFlag{Name: "pull-through-max-releases", Value: 16, Usage: "releases pulled at once (more are answered 503)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MAX_RELEASES"}},
 	}
@@ -59,9 +68,13 @@ func pullThroughFlags() []cli.Flag {
 func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 	origins := c.StringSlice("pull-through-origin")
 	tofuAPI := c.String("pull-through-tofu-api-url")
-	if len(origins) == 0 && tofuAPI == "" {
+	modOrigin := c.String("pull-through-module-origin")
+	if len(origins) == 0 && tofuAPI == "" && modOrigin == "" {
 		if c.String("pull-through-registry-origin") != "" {
 			return nil, fmt.Errorf("--pull-through-registry-origin needs --pull-through-origin")
+		}
+		if len(c.StringSlice("pull-through-module-source")) > 0 {
+			return nil, fmt.Errorf("--pull-through-module-source needs --pull-through-module-origin")
 		}
 		return nil, nil
 	}
@@ -89,6 +102,11 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 		return nil, err
 	}
 	pt.Client = origin.NewClient(transport)
+	if modOrigin != "" {
+		if pt.Modules, err = moduleFetcher(modOrigin, c.StringSlice("pull-through-module-source"), transport); err != nil {
+			return nil, err
+		}
+	}
 	if tofuAPI != "" {
 		if pt.Tofu, err = tofuPullOrigin(c, tofuAPI); err != nil {
 			return nil, err
@@ -109,9 +127,22 @@ func parseOrigin(s string) (string, *url.URL, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return "", nil, fmt.Errorf("the providers.v1 URL must be an absolute https:// URL")
+		return "", nil, fmt.Errorf("the service URL (providers.v1 or modules.v1) must be an absolute https:// URL")
 	}
 	return host, u, nil
+}
+
+// moduleFetcher reads the module origin flags.
+func moduleFetcher(o string, sources []string, transport http.RoundTripper) (*modulesource.Fetcher, error) {
+	host, base, err := parseOrigin(o)
+	if err != nil {
+		return nil, fmt.Errorf("--pull-through-module-origin %s: %w", o, err)
+	}
+	f, err := modulesource.New(modulesource.Config{Registry: host, Base: base, Sources: sources, Transport: transport})
+	if err != nil {
+		return nil, fmt.Errorf("--pull-through-module-origin/--pull-through-module-source: %w", err)
+	}
+	return f, nil
 }
 
 // tofuPullOrigin reads the TofuDL origin flags.

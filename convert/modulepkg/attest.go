@@ -33,6 +33,13 @@ type SourcePredicate struct {
 	TreeDigest string `json:"tree_digest,omitempty"`
 	// ZipSHA256 is a zip's sha256: the package's digest, as it was given.
 	ZipSHA256 string `json:"zip_sha256,omitempty"`
+	// Origin is the origin module registry a pull-through fetched the
+	// module from (its hostname); URL the source address its download
+	// answer gave (without query parameters but ref); Commit the git
+	// commit the ref resolved to. Empty for push module.
+	Origin string `json:"origin,omitempty"`
+	URL    string `json:"url,omitempty"`
+	Commit string `json:"commit,omitempty"`
 }
 
 // PackagePredicate is the module zip pushed: the manifest's one layer.

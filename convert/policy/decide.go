@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -30,19 +29,18 @@ const DefaultRule = "default"
 // match is the first rule of kind matching address, in the order of the
 // file: a narrow rule must come before a broad one to take effect.
 // Addresses are "hostname/namespace/type" for providers,
-// "hostname/namespace/name/system" for modules, anything for tofu.
+// "hostname/namespace/name/system" for modules, anything for tofu. The
+// index (index.go) finds it without trying every rule.
 func (p *Policy) match(kind, address string) *rule {
 	address = strings.ToLower(address)
-	for _, r := range p.rules {
-		if r.kind != kind {
-			continue
-		}
-		if r.kind == KindTofu {
-			return r
-		}
-		if ok, _ := path.Match(r.pattern, address); ok {
-			return r
-		}
+	i := -1
+	if p.index != nil {
+		i = p.index.first(p.rules, kind, address)
+	} else {
+		i = scan(p.rules, kind, address)
+	}
+	if i >= 0 {
+		return p.rules[i]
 	}
 	return nil
 }

@@ -6,12 +6,19 @@ import "sync/atomic"
 // read (serve reloads its file): readers take Current once per decision,
 // so one request sees one policy; Replace swaps it whole. A nil *Live, or
 // one holding nil, has no policy.
-type Live struct{ p atomic.Pointer[Policy] }
+type Live struct{ p atomic.Pointer[held] }
+
+// held is a policy with the number of its Replace: what was built under
+// one generation is not served under the next (the proxy's documents).
+type held struct {
+	p   *Policy
+	gen uint64
+}
 
 // NewLive holds p.
 func NewLive(p *Policy) *Live {
 	l := &Live{}
-	l.p.Store(p)
+	l.p.Store(&held{p: p})
 	return l
 }
 
@@ -20,8 +27,46 @@ func (l *Live) Current() *Policy {
 	if l == nil {
 		return nil
 	}
-	return l.p.Load()
+	if h := l.p.Load(); h != nil {
+		return h.p
+	}
+	return nil
+}
+
+// Generation counts the Replace calls so far: a policy read by Current
+// after Generation returned n is that of generation n or a later one.
+func (l *Live) Generation() uint64 {
+	if l == nil {
+		return 0
+	}
+	if h := l.p.Load(); h != nil {
+		return h.gen
+	}
+	return 0
+}
+
+// CurrentWithGeneration is Current and the Generation it belongs to, read
+// together.
+func (l *Live) CurrentWithGeneration() (*Policy, uint64) {
+	if l == nil {
+		return nil, 0
+	}
+	if h := l.p.Load(); h != nil {
+		return h.p, h.gen
+	}
+	return nil, 0
 }
 
 // Replace puts p in force for every later Current.
-func (l *Live) Replace(p *Policy) { l.p.Store(p) }
+func (l *Live) Replace(p *Policy) {
+	for {
+		old := l.p.Load()
+		next := &held{p: p}
+		if old != nil {
+			next.gen = old.gen + 1
+		}
+		if l.p.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}

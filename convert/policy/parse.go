@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
@@ -38,6 +37,7 @@ const (
 type Policy struct {
 	denyByDefault bool
 	rules         []*rule
+	index         *index    // index.go
 	facts         factRules // what min_age and signers need (facts.go)
 }
 
@@ -72,16 +72,11 @@ var ruleSchema = &hcl.BodySchema{
 }
 
 // Load reads and parses the policy file at path, refusing one larger than
-// MaxFileBytes.
+// MaxFileBytes and anything but a regular file (a FIFO would block).
 func Load(path string) (*Policy, error) {
-	f, err := os.Open(path)
+	src, err := localfile.ReadBounded(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("reading the policy: %w", err)
-	}
-	defer f.Close()
-	src, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading the policy %s: %w", path, err)
 	}
 	return Parse(src, path)
 }
@@ -93,8 +88,8 @@ func Parse(src []byte, filename string) (*Policy, error) {
 	if len(src) > MaxFileBytes {
 		return nil, fmt.Errorf("%s: the policy is larger than %d bytes", filename, MaxFileBytes)
 	}
-	if line, ok := tooDeep(src); !ok {
-		return nil, fmt.Errorf("%s:%d: nested deeper than %d levels: a policy needs no such nesting", filename, line, maxNesting)
+	if line, col, ok := tooDeep(src); !ok {
+		return nil, fmt.Errorf("%s:%d:%d: nested deeper than %d levels: a policy needs no such nesting", filename, line, col, maxNesting)
 	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
 	if diags.HasErrors() {
@@ -119,7 +114,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 		}
 	}
 	if len(content.Blocks) > MaxRules {
-		return nil, fmt.Errorf("%s: the policy has %d rules, more than %d", filename, len(content.Blocks), MaxRules)
+		return nil, posError(content.Blocks[MaxRules].DefRange, fmt.Sprintf("the policy has %d rules, more than %d", len(content.Blocks), MaxRules))
 	}
 	seen := map[string]hcl.Range{}
 	for _, b := range content.Blocks {
@@ -135,6 +130,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 		p.rules = append(p.rules, r)
 		p.facts.add(r)
 	}
+	p.index = newIndex(p.rules)
 	return p, nil
 }
 
@@ -255,23 +251,23 @@ func validSegment(s string) bool {
 	return true
 }
 
-// tooDeep reports the line at which brackets nest deeper than maxNesting,
-// before the recursive parser sees the file. Brackets in strings count
-// too: a policy has no use for so many.
-func tooDeep(src []byte) (int, bool) {
+// tooDeep reports the line and column (in bytes) at which brackets nest
+// deeper than maxNesting, before the recursive parser sees the file.
+// Brackets in strings count too: a policy has no use for so many.
+func tooDeep(src []byte) (line, col int, ok bool) {
 	depth := 0
 	for i, c := range src {
 		switch c {
 		case '{', '[', '(':
 			depth++
 			if depth > maxNesting {
-				return bytes.Count(src[:i], []byte("\n")) + 1, false
+				return bytes.Count(src[:i], []byte("\n")) + 1, i - bytes.LastIndexByte(src[:i], '\n'), false
 			}
 		case '}', ']', ')':
 			depth--
 		}
 	}
-	return 0, true
+	return 0, 0, true
 }
 
 // diagError is the first error of diags, with its file, line and column.

@@ -128,9 +128,9 @@ func TestParseErrors(t *testing.T) {
 func TestParseHostile(t *testing.T) {
 	for _, c := range []struct{ name, src, want string }{
 		{"10 MB", "# " + strings.Repeat("x", 10<<20), "larger than 1048576 bytes"},
-		{"deep nesting", "default = " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000), "policy.hcl:1: nested deeper than 32 levels"},
-		{"deep braces", strings.Repeat("{", 5000), "nested deeper"},
-		{"100,000 rules", strings.Repeat("tofu {}\n", 100000), "has 100000 rules, more than 10000"},
+		{"deep nesting", "default = " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000), "policy.hcl:1:43: nested deeper than 32 levels"},
+		{"deep braces", "tofu {}\n" + strings.Repeat("{", 5000), "policy.hcl:2:33: nested deeper"},
+		{"100,000 rules", strings.Repeat("tofu {}\n", 100000), "policy.hcl:10001:1: the policy has 100000 rules, more than 10000"},
 		{"huge list", `provider "a/b" { deny = [` + strings.Repeat(`"1.0.0",`, 5000) + `] }`, "deny has more than 1000 items"},
 		{"huge constraint", `provider "a/b" { versions = "` + strings.Repeat(">= 1.0.0, ", 1000) + `" }`, "longer than 4096 bytes"},
 		{"huge version numbers", `provider "a/b" { versions = ">= 99999999999999999999999.0.0" }`, "invalid version constraint"},
@@ -158,6 +158,13 @@ func FuzzParse(f *testing.F) {
 		if err == nil {
 			p.Decide(KindProvider, "registry.opentofu.org/hashicorp/aws", "1.0.0")
 			p.Platform(KindProvider, "registry.opentofu.org/hashicorp/aws", "linux_amd64")
+			// The index finds the rule the plain scan does.
+			for _, q := range [][2]string{{KindProvider, "registry.opentofu.org/hashicorp/aws"}, {KindProvider, "example.com/test/hello"},
+				{KindModule, "tofu.example.com/platform/vpc/aws"}, {KindTofu, "tofu"}} {
+				if got, want := p.index.first(p.rules, q[0], q[1]), scan(p.rules, q[0], q[1]); got != want {
+					t.Fatalf("%s %s: the index finds rule %d, the scan %d", q[0], q[1], got, want)
+				}
+			}
 		}
 	})
 }

@@ -40,16 +40,24 @@ type OriginRequest struct {
 // serve starts the site on l, serving root.
 func (s *site) serve(t testing.TB, l net.Listener, root string, opts OriginOptions) {
 	fs := http.FileServer(http.Dir(root))
-	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.record(r)
+	s.serveHandler(t, l, opts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, "/files/") {
 			w.Header().Set("Content-Type", "application/json")
 		}
+		fs.ServeHTTP(w, r)
+	}))
+}
+
+// serveHandler starts the site on l, answering with h after recording
+// each request and simulating the network.
+func (s *site) serveHandler(t testing.TB, l net.Listener, opts OriginOptions, h http.Handler) {
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.record(r)
 		time.Sleep(opts.Latency)
 		if opts.BytesPerSecond > 0 {
 			w = &throttled{ResponseWriter: w, rate: opts.BytesPerSecond, start: time.Now()}
 		}
-		fs.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	})
 	s.tls = &tls.Config{Certificates: []tls.Certificate{NewCA(t).ServerCert}}
 	s.addr = l.Addr().String()

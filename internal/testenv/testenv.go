@@ -72,6 +72,9 @@ type CA struct {
 	ServerKeyFile  string
 	Pool           *x509.CertPool
 	ServerCert     tls.Certificate
+
+	cert *x509.Certificate // the CA's own, and its key, to issue more
+	key  *ecdsa.PrivateKey
 }
 
 var (
@@ -141,6 +144,8 @@ func makeCA() (*CA, error) {
 		ServerCertFile: filepath.Join(dir, "server.pem"),
 		ServerKeyFile:  filepath.Join(dir, "server-key.pem"),
 		Pool:           x509.NewCertPool(),
+		cert:           caCert,
+		key:            caKey,
 	}
 	ca.Pool.AddCert(caCert)
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
@@ -155,6 +160,38 @@ func makeCA() (*CA, error) {
 		return nil, err
 	}
 	return ca, nil
+}
+
+// IssueServer issues another server certificate for 127.0.0.1, ::1 and
+// localhost, with the given serial number and common name (to tell
+// certificates apart, as a rotation test does), and returns it and its
+// new key in PEM.
+func (ca *CA) IssueServer(t testing.TB, serial int64, commonName string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(48 * time.Hour),
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
 
 // HTTPClient trusts the test CA.

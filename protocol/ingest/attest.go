@@ -9,6 +9,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -60,6 +61,15 @@ func (a *Attestation) Provider(ctx context.Context, repo oci.Repository, reposit
 // repository) as root.
 func (a *Attestation) Tofu(ctx context.Context, repo oci.Repository, repository string, r *release.Tofu, root ocispec.Descriptor) error {
 	return a.attest(ctx, repo, repository, root, release.TofuPredicateType, r.Predicate(repository, a.now().Truncate(time.Second), a.Version))
+}
+
+// Module attests a module package pulled from an origin and stored in
+// repo (named repository) under tags as root; src says where it came from
+// (origin, source URL, git commit), the rest is what push module records.
+func (a *Attestation) Module(ctx context.Context, repo oci.Repository, repository string, p *modulepkg.Package, tags []string, root ocispec.Descriptor, src modulepkg.SourcePredicate) error {
+	pred := p.Predicate(repository, tags, root.Digest, a.now().Truncate(time.Second), a.Version)
+	pred.Source.Path, pred.Source.Origin, pred.Source.URL, pred.Source.Commit = src.Path, src.Origin, src.URL, src.Commit
+	return a.attest(ctx, repo, repository, root, modulepkg.PredicateType, pred)
 }
 
 func (a *Attestation) attest(ctx context.Context, repo oci.Repository, repository string, root ocispec.Descriptor, predicateType string, pred any) error {

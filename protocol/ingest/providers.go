@@ -55,7 +55,9 @@ type ProviderOptions struct {
 // Result is the outcome for one provider version (or for a provider as a
 // whole when Version is empty and Err is set).
 type Result struct {
-	Provider  string `json:"provider"`
+	Provider string `json:"provider,omitempty"`
+	// Module is set instead of Provider for a module (HOST/NS/NAME/SYSTEM).
+	Module    string `json:"module,omitempty"`
 	Version   string `json:"version,omitempty"`
 	Reference string `json:"reference,omitempty"`
 	Digest    string `json:"digest,omitempty"`

@@ -81,8 +81,15 @@ var ErrNotFound = errors.New("not found")
 
 // ProvidersBase discovers providers.v1 for a host (cached).
 func (c *Client) ProvidersBase(ctx context.Context, host string) (*url.URL, error) {
+	return c.serviceBase(ctx, host, "providers.v1")
+}
+
+// serviceBase discovers a service's base URL for a host (cached by host
+// and service).
+func (c *Client) serviceBase(ctx context.Context, host, service string) (*url.URL, error) {
+	key := discoveryKey(host, service)
 	c.mu.Lock()
-	if u, ok := c.discovery[host]; ok {
+	if u, ok := c.discovery[key]; ok {
 		c.mu.Unlock()
 		return u, nil
 	}
@@ -92,21 +99,30 @@ func (c *Client) ProvidersBase(ctx context.Context, host string) (*url.URL, erro
 	if _, err := c.getJSON(ctx, wk, host, &doc); err != nil {
 		return nil, fmt.Errorf("service discovery for %s: %w", host, err)
 	}
-	s, ok := doc["providers.v1"].(string)
+	s, ok := doc[service].(string)
 	if !ok {
-		return nil, fmt.Errorf("%s does not offer providers.v1", host)
+		return nil, fmt.Errorf("%s does not offer %s", host, service)
 	}
 	base, err := wk.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("%s: providers.v1 %q: %w", host, s, err)
+		return nil, fmt.Errorf("%s: %s %q: %w", host, service, s, err)
 	}
 	if !strings.HasSuffix(base.Path, "/") {
 		base.Path += "/"
 	}
 	c.mu.Lock()
-	c.discovery[host] = base
+	c.discovery[key] = base
 	c.mu.Unlock()
 	return base, nil
+}
+
+// discoveryKey names a host's service in the discovery cache; providers.v1
+// keeps the bare host.
+func discoveryKey(host, service string) string {
+	if service == "providers.v1" {
+		return host
+	}
+	return host + " " + service
 }
 
 // Versions lists a provider's versions.
@@ -165,18 +181,7 @@ func (c *Client) getJSON(ctx context.Context, u *url.URL, host string, v any) (*
 }
 
 func (c *Client) get(ctx context.Context, u *url.URL, host string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	// Credentials go only to the registry host itself, never to download
-	// locations elsewhere.
-	if c.Token != nil && u.Host == host {
-		if tok := c.Token(host); tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-	}
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.do(ctx, u, host)
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +194,22 @@ func (c *Client) get(ctx context.Context, u *url.URL, host string) (*http.Respon
 		return nil, fmt.Errorf("%s: %s", u.Redacted(), resp.Status)
 	}
 	return resp, nil
+}
+
+// do sends a GET, with the host's credentials only when u is on host.
+func (c *Client) do(ctx context.Context, u *url.URL, host string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	// Credentials go only to the registry host itself, never to download
+	// locations elsewhere.
+	if c.Token != nil && host != "" && u.Host == host {
+		if tok := c.Token(host); tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	return c.HTTP.Do(req)
 }
 
 // FetchFile downloads u into w, reading at most max bytes.

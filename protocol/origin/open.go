@@ -38,8 +38,12 @@ func (c *Client) Open(ctx context.Context, u *url.URL, host string, max int64) (
 // asking the host's service discovery: what a `host` block of OpenTofu's CLI
 // configuration does. base must be an absolute http(s) URL.
 func (c *Client) SetProvidersBase(host string, base *url.URL) error {
+	return c.setBase(host, "providers.v1", base)
+}
+
+func (c *Client) setBase(host, service string, base *url.URL) error {
 	if base == nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
-		return fmt.Errorf("providers.v1 URL for %s must be an absolute https URL", host)
+		return fmt.Errorf("%s URL for %s must be an absolute https URL", service, host)
 	}
 	b := *base
 	if !strings.HasSuffix(b.Path, "/") {
@@ -50,7 +54,7 @@ func (c *Client) SetProvidersBase(host string, base *url.URL) error {
 	if c.discovery == nil {
 		c.discovery = map[string]*url.URL{}
 	}
-	c.discovery[host] = &b
+	c.discovery[discoveryKey(host, service)] = &b
 	return nil
 }
 

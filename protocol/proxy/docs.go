@@ -44,6 +44,7 @@ type builder func(ctx context.Context) (v any, asOf time.Time, err error)
 // FailureTTL, so clients retrying against a struggling registry do not
 // reach it again and again.
 func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string, build builder) {
+	key = s.policyDocKey(key) // policy_page.go: a reload takes effect at once
 	res, err := s.docs.Get(r.Context(), key, s.fetchDoc(build))
 	if s.undecided(res.Val, err) { // policy_clock.go
 		s.docs.Forget(key)
@@ -87,7 +88,7 @@ func (s *responder) fetchDoc(build builder) func(ctx context.Context) (document,
 // key: a warm request needs no parsing, since a document is only cached
 // under a key whose request was valid.
 func (s *responder) serveFreshDoc(w http.ResponseWriter, r *http.Request, key string) bool {
-	d, ok := s.docs.Fresh(key)
+	d, ok := s.docs.Fresh(s.policyDocKey(key))
 	if ok && s.undecided(d, nil) {
 		return false
 	}

@@ -28,6 +28,8 @@ type metrics struct {
 	streamAborts     *prometheus.CounterVec
 	etiquette        *prometheus.CounterVec
 	throttleWait     prometheus.Counter
+	tlsReloads       *prometheus.CounterVec
+	policy           *policyMetrics // policy_metrics.go
 }
 
 func newMetrics() *metrics {
@@ -61,8 +63,11 @@ func newMetrics() *metrics {
 		throttleWait: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_upstream_wait_seconds_total", Help: "Time requests to the registry waited for a free slot or a throttle to pass.",
 		}),
+		tlsReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oci_tofu_proxy_tls_certificate_reloads_total", Help: "Changes of the TLS certificate files seen, by result (reloaded, or failed: the previous certificate is kept).",
+		}, []string{"result"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.cache, m.bytesStreamed, m.archiveRedirects, m.upstreamErrs, m.streamAborts, m.etiquette, m.throttleWait,
+	m.reg.MustRegister(m.requests, m.latency, m.cache, m.bytesStreamed, m.archiveRedirects, m.upstreamErrs, m.streamAborts, m.etiquette, m.throttleWait, m.tlsReloads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -119,4 +124,15 @@ func statusClass(code int) string {
 		return "5xx"
 	}
 	return "aborted"
+}
+
+// ObserveCertificateReload counts a change of the TLS certificate files:
+// err is nil when the new pair is served, the reason it was refused
+// otherwise (servercreds.Reloader's OnReload).
+func (s *Server) ObserveCertificateReload(err error) {
+	result := "reloaded"
+	if err != nil {
+		result = "failed"
+	}
+	s.metrics.tlsReloads.WithLabelValues(result).Inc()
 }

@@ -26,15 +26,35 @@ const (
 
 // modules serves the Module Registry Protocol from module packages
 // (oci-tofu push module, or any tool writing OpenTofu's modulepkg) in the
-// repositories a template maps module addresses to.
+// repositories a template maps module addresses to, through a source:
+// what the registry holds (heldModules), or with pull-through also what
+// the origin offers (pulledModules, pulled_modules.go).
 type modules struct {
 	s        *responder
 	template *oci.Template
+	held     *heldModules
+	src      moduleSource
+}
+
+// moduleSource lists a module's versions and reads the package a version
+// names; handlers never know whether it is pulled through.
+type moduleSource interface {
+	versionsDoc(ctx context.Context, repo *store.Repo, host string, mod names.Module) (any, time.Time, error)
+	release(ctx context.Context, repo *store.Repo, host string, mod names.Module, v names.Version) (ocispec.Descriptor, error)
+}
+
+// heldModules is the moduleSource of what the registry holds.
+type heldModules struct {
+	s *responder
 }
 
 // mountModules adds modules.v1 and the module archive downloads.
 func (s *Server) mountModules(tpl *oci.Template) {
-	m := &modules{s: s.out, template: tpl}
+	held := &heldModules{s: s.out}
+	m := &modules{s: s.out, template: tpl, held: held, src: held}
+	if s.pull.Modules() {
+		m.src = &pulledModules{heldModules: held, engine: s.pull}
+	}
 	s.Mount("modules.v1", ModulesPath, "modules", s.Authenticate(http.HandlerFunc(m.serveRegistry)))
 	s.Mount("", ModuleArchivePrefix, "module_archives", http.HandlerFunc(m.serveArchive))
 }
@@ -83,7 +103,7 @@ func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 	if !req.Download {
 		s.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
-			return m.versionsDoc(ctx, repo, host, req.Module)
+			return m.src.versionsDoc(ctx, repo, host, req.Module)
 		})
 		return
 	}
@@ -92,7 +112,7 @@ func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
 
 // versionsDoc lists the versions whose tags hold a module package the
 // rules admit (policy.go, admission.go); others are left out and logged.
-func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, host string, mod names.Module) (any, time.Time, error) {
+func (m *heldModules) versionsDoc(ctx context.Context, repo *store.Repo, host string, mod names.Module) (any, time.Time, error) {
 	l, err := repo.Versions(ctx)
 	if err != nil {
 		return nil, l.At, missing(err, "module "+mod.String(), "unknown module %s", mod)
@@ -130,7 +150,7 @@ func (m *modules) versionsDoc(ctx context.Context, repo *store.Repo, host string
 // listable says whether version v of a listing holds a module package the
 // rules admit; denied is set when the policy's min_age or signers deny it
 // (policy_facts.go).
-func (m *modules) listable(ctx context.Context, repo *store.Repo, l store.Listing, host string, mod names.Module, v names.Version) (ok, denied bool, err error) {
+func (m *heldModules) listable(ctx context.Context, repo *store.Repo, l store.Listing, host string, mod names.Module, v names.Version) (ok, denied bool, err error) {
 	if _, bad := l.Unresolvable[v.String()]; bad {
 		return false, false, nil
 	}
@@ -157,13 +177,13 @@ func moduleAddress(host string, mod names.Module) string {
 
 // release reads the module package version v's tag names, when the
 // policy and the attestation rule admit it (404 naming why otherwise).
-func (m *modules) release(ctx context.Context, repo *store.Repo, host string, mod names.Module, v names.Version) (manifest ocispec.Descriptor, err error) {
+func (m *heldModules) release(ctx context.Context, repo *store.Repo, host string, mod names.Module, v names.Version) (manifest ocispec.Descriptor, err error) {
 	if err := m.s.policyDenial(policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v); err != nil { // policy.go
 		return manifest, err
 	}
 	manifest, _, err = repo.Module(ctx, names.TagForVersion(v))
 	if err != nil {
-		return manifest, missing(err, "module "+mod.String(), "module %s has no version %s", mod, v)
+		return manifest, markNotHeld(missing(err, "module "+mod.String(), "module %s has no version %s", mod, v))
 	}
 	if err := m.s.factsDenial(ctx, policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v, releaseRoot{repo: repo, subject: manifest.Digest}); err != nil { // policy_facts.go
 		return manifest, err
@@ -173,7 +193,7 @@ func (m *modules) release(ctx context.Context, repo *store.Repo, host string, mo
 
 // releaseAt reads the zip of the module package with a given manifest
 // digest, as archive URLs name it, when the rules admit it.
-func (m *modules) releaseAt(ctx context.Context, repo *store.Repo, host string, mod names.Module, v names.Version, manifest digest.Digest) (ocispec.Descriptor, error) {
+func (m *heldModules) releaseAt(ctx context.Context, repo *store.Repo, host string, mod names.Module, v names.Version, manifest digest.Digest) (ocispec.Descriptor, error) {
 	if err := m.s.policyDenial(policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v); err != nil {
 		return ocispec.Descriptor{}, err
 	}
@@ -190,7 +210,7 @@ func (m *modules) releaseAt(ctx context.Context, repo *store.Repo, host string, 
 // serveDownload answers 204 with X-Terraform-Get naming the zip by
 // manifest digest: the exact package, whatever the tag names later.
 func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, repo *store.Repo, host string, req ModuleRequest) {
-	manifest, err := m.release(r.Context(), repo, host, req.Module, req.Version)
+	manifest, err := m.src.release(r.Context(), repo, host, req.Module, req.Version)
 	if err != nil {
 		m.s.fail(w, r, err)
 		return
@@ -220,7 +240,7 @@ func (m *modules) serveArchive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	zip, err := m.releaseAt(r.Context(), repo, host, req.Module, req.Version, req.Manifest)
+	zip, err := m.held.releaseAt(r.Context(), repo, host, req.Module, req.Version, req.Manifest)
 	if err != nil {
 		s.fail(w, r, err)
 		return

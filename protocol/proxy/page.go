@@ -67,6 +67,7 @@ type pageData struct {
 	Started    string
 	Mappings   []mappingView
 	Seen       seenView
+	Policy     *policyView // policy_page.go; nil without a policy
 	Snippets   []snippet
 }
 
@@ -105,6 +106,7 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 	d.Uptime = time.Since(d.Seen.Started).Round(time.Second).String()
 	if !d.Minimal {
 		d.Mappings = s.mappingViews()
+		d.Policy = s.policyView()
 	}
 	d.Serves = s.serves()
 	d.Snippets = s.snippets(r, d.Base, d.Seen.Providers)

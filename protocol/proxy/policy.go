@@ -24,11 +24,7 @@ import (
 // policyDenial is the 404 for version v of address (of a policy kind,
 // what naming it for clients) the policy denies, with its reason, or nil.
 func (s *responder) policyDenial(kind, address, what string, v names.Version) error {
-	pol := s.opts.Policy.Current()
-	if pol == nil {
-		return nil
-	}
-	d := pol.Decide(kind, address, v.String())
+	d := s.decide(kind, address, &v) // policy_metrics.go: counted
 	if d.Allow {
 		return nil
 	}
@@ -44,7 +40,7 @@ func (s *responder) policyAllowed(kind, address string, vs []names.Version) []na
 	}
 	out := make([]names.Version, 0, len(vs))
 	for _, v := range vs {
-		d := pol.Decide(kind, address, v.String())
+		d := s.decide(kind, address, &v)
 		if !d.Allow {
 			s.log.Info("version left out by the policy", "kind", kind, "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
 			continue
@@ -57,11 +53,7 @@ func (s *responder) policyAllowed(kind, address string, vs []names.Version) []na
 // policyWarning is the versions document's word on a version the policy
 // denies ("" when it allows it).
 func (h *heldProviders) policyWarning(p names.Provider, v names.Version) string {
-	pol := h.opts.Policy.Current()
-	if pol == nil {
-		return ""
-	}
-	d := pol.Decide(policy.KindProvider, p.String(), v.String())
+	d := h.decide(policy.KindProvider, p.String(), &v)
 	if d.Allow {
 		return ""
 	}

@@ -60,6 +60,7 @@ func (s *responder) factsDecision(ctx context.Context, pol *policy.Policy, kind,
 	}
 	d = pol.DecideWith(kind, address, v.String(), f, s.opts.Now())
 	noteDecidedUntil(ctx, d.AgesIn)
+	s.countDecision(pol, s.opts.Policy.Generation(), kind, address, &v, d, true) // policy_metrics.go
 	return d, true, nil
 }
 

@@ -202,7 +202,7 @@ func (h *pulledProviders) downloadDoc(ctx context.Context, p names.Provider, req
 	if !rel.Has(pl) {
 		return nil, notFound("provider %s %s has no package for %s", t.Served, v, pl)
 	}
-	if _, _, err := h.engine.StartProvider(t, v, rel, rel.ZipName(pl)); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
+	if _, _, err := h.engine.StartProvider(ctx, t, v, rel, rel.ZipName(pl), false); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
 		h.log.Debug("pull-through: could not start the download early", "error", err)
 	}
 	sums := rel.SumsDigest()

@@ -65,7 +65,7 @@ func (h *pulledProviders) sight(t pullthrough.Target, v names.Version) {
 	defer cancel()
 	rel, err := h.engine.ProviderRelease(ctx, t, v)
 	if err == nil {
-		_, _, err = h.engine.StartProvider(t, v, rel, "")
+		_, _, err = h.engine.StartProvider(ctx, t, v, rel, "", false)
 	}
 	if err != nil && !errors.Is(err, pullthrough.ErrFinished) {
 		h.log.Debug("pull-through: the first sight of a release under a min_age or signers rule did not start its pull", "release", t.Origin.String()+" "+v.String(), "error", err)

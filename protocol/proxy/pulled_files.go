@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -94,7 +95,7 @@ func (h *pulledProviders) servePulledFile(w http.ResponseWriter, r *http.Request
 		h.servePulledFrom(w, r, meta, nil, req, name)
 		return true
 	}
-	_, g, err = h.engine.StartProvider(t, req.Version, meta, name)
+	_, g, err = h.engine.StartProvider(ctx, t, req.Version, meta, name, true)
 	switch {
 	case errors.Is(err, pullthrough.ErrFinished):
 		return false
@@ -110,14 +111,22 @@ func (h *pulledProviders) servePulledFile(w http.ResponseWriter, r *http.Request
 // registry holds; false when the registry does not hold the version.
 func (h *pulledProviders) serveStoredPull(w http.ResponseWriter, r *http.Request, t pullthrough.Target, req ArchiveRequest, key string) bool {
 	ctx := r.Context()
-	if res, ok := h.engine.Completed(key); ok {
+	if res, ok := h.engine.Completed(ctx, key); ok {
 		rel, err := h.releaseAt(ctx, t.Served, req.Version, res.Root.Digest)
-		if err != nil {
+		if err == nil && res.Shared {
+			err = h.checkSharedRelease(ctx, rel, req.Index)
+		}
+		switch {
+		case err == nil:
+			h.serveHeldFile(w, r, rel, req)
+			return true
+		case !res.Shared:
 			h.fail(w, r, err)
 			return true
 		}
-		h.serveHeldFile(w, r, rel, req)
-		return true
+		h.log.Warn("pull-through: the shared cache names a release the registry does not confirm; set aside",
+			"provider", t.Served.String(), "version", req.Version.String(), "index", res.Root.Digest.String(), "error", err)
+		h.engine.Distrust(key)
 	}
 	rel, err := h.release(ctx, t.Served, req.Version)
 	switch {
@@ -131,6 +140,19 @@ func (h *pulledProviders) serveStoredPull(w http.ResponseWriter, r *http.Request
 		h.serveHeldFile(w, r, rel, req)
 	}
 	return true
+}
+
+// checkSharedRelease checks a release another replica recorded as
+// stored (the shared cache is not trusted): read by its digest from the
+// registry, it must carry the publisher's SHA256SUMS the URL names.
+func (h *pulledProviders) checkSharedRelease(ctx context.Context, rel *release, sums digest.Digest) error {
+	if err := h.withProvenance(ctx, rel); err != nil {
+		return err
+	}
+	if !rel.signedByPublisher() || digest.FromBytes(rel.prov.Files.SHA256SUMS.Data) != sums {
+		return fmt.Errorf("the release at %s does not carry the SHA256SUMS %s", rel.pv.Index.Digest, sums)
+	}
+	return nil
 }
 
 // archiveFileName is the release file name an archive request names.

@@ -83,7 +83,7 @@ func (t *pulledTofu) servePulledFile(w http.ResponseWriter, r *http.Request, req
 	var rel *ingest.TofuOriginRelease
 	if p != nil {
 		rel = p.Tofu()
-	} else if res, ok := t.engine.Completed(key); ok {
+	} else if res, ok := t.engine.Completed(r.Context(), key); ok && t.storedFiles(r, req, key, &res) {
 		desc, ok := res.Files[req.Artifact]
 		if !ok {
 			t.fail(w, r, notFound("OpenTofu %s has no file %s", req.Version, req.Artifact))
@@ -110,7 +110,7 @@ func (t *pulledTofu) servePulledFile(w http.ResponseWriter, r *http.Request, req
 		t.fail(w, r, notFound("OpenTofu %s has no file %s (or pull-through does not take it)", req.Version, req.Artifact))
 		return true
 	}
-	_, g, err := t.engine.StartTofu(req.Version, rel, req.Artifact)
+	_, g, err := t.engine.StartTofu(r.Context(), req.Version, rel, req.Artifact, true)
 	switch {
 	case errors.Is(err, pullthrough.ErrFinished):
 		return false
@@ -119,5 +119,24 @@ func (t *pulledTofu) servePulledFile(w http.ResponseWriter, r *http.Request, req
 		return true
 	}
 	t.streamPulled(w, r, g, blobFile{name: req.Artifact, contentType: releaseFileType(req.Artifact)})
+	return true
+}
+
+// storedFiles fills in the files of a release another replica recorded
+// as stored (the shared cache is not trusted): the release is read by
+// its digest from the registry and must be the version asked for. False
+// when it cannot be: the release is then looked for as if not recorded.
+func (t *pulledTofu) storedFiles(r *http.Request, req TofuDownloadRequest, key string, res *pullthrough.Stored) bool {
+	if !res.Shared {
+		return true
+	}
+	rel, err := t.repo.TofuReleaseAt(r.Context(), req.Version, res.Root.Digest)
+	if err != nil {
+		t.log.Warn("pull-through: the shared cache names an OpenTofu release the registry does not confirm",
+			"version", req.Version.String(), "digest", res.Root.Digest.String(), "error", err)
+		t.engine.Distrust(key)
+		return false
+	}
+	res.Files = rel.Files
 	return true
 }

@@ -40,7 +40,7 @@ func TestPullThroughOptionsChecked(t *testing.T) {
 		{"bad host", pullthrough.Options{Origins: map[string]*url.URL{"A B": u}}, true, false, "not a registry hostname"},
 		{"registry origin not allowed", pullthrough.Options{Origins: map[string]*url.URL{"a.example": nil}, RegistryOrigin: "b.example"}, true, false, "not one of the allowed"},
 	} {
-		if err := c.opts.Check(c.providers, c.tofu); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := c.opts.Check(c.providers, c.tofu, false); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error mentioning %q", c.name, err, c.want)
 		}
 	}

@@ -29,6 +29,7 @@ type seen struct {
 	tofu      []string // versions, newest first
 	failure   *seenFailure
 	failures  int
+	denied    map[string]*seenDenial // seen_policy.go
 }
 
 // seenArtifact is a provider or module and the versions served of it.

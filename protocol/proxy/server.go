@@ -14,13 +14,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/health"
+	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -132,9 +137,21 @@ type Options struct {
 	// never pulled (pulled_policy.go). Rules with min_age or signers read
 	// each release's signatures and attestations (policy_facts.go).
 	Policy *policy.Live
+	// PolicyStatus, when set, reports the reloads of the policy file
+	// Policy comes from (protocol/policyfile), for the page and the
+	// metrics.
+	PolicyStatus func() policyfile.Status
 	// Now is the clock policy decisions (min_age) are made by (default
 	// time.Now): a version is served once it is old enough by it.
 	Now func() time.Time
+	// ReadyInterval is how long /readyz reuses its last check of the
+	// registries (default health.DefaultInterval).
+	ReadyInterval time.Duration
+	// Shared, when set, is the state the replicas of a fleet share
+	// (sharedstate.Redis): pull-through's leases, stored releases and
+	// failures. Nil: this process alone. Its metrics are served when it
+	// is a prometheus.Collector.
+	Shared sharedstate.Store
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -152,6 +169,7 @@ type Server struct {
 	tokens   [][32]byte
 	client   *oci.Client         // reaches the registry (pull-through writes with it)
 	pull     *pullthrough.Engine // nil without pull-through
+	probes   *health.Probes      // /readyz and /livez (probes.go)
 
 	mu       sync.RWMutex
 	mux      *http.ServeMux
@@ -165,6 +183,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
+	s.metrics.policy = newPolicyMetrics(s.metrics.reg, opts.PolicyStatus) // policy_metrics.go
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -179,7 +198,9 @@ func New(opts Options) (*Server, error) {
 		docs: cache.New[document](cache.Options{Name: "documents", TTL: opts.Store.TagTTL, MaxStale: max(opts.Store.MaxStale, 0),
 			FailureTTL: opts.Store.FailureTTL, MaxEntries: opts.Store.CacheEntries, MaxCost: budgetOf(opts).docs, EntryCost: store.EntryCost,
 			Timeout: 2 * opts.Store.Timeout, Observe: s.metrics.observeCache})}
+	s.probes = s.newProbes()
 	s.routeCommon()
+	s.routeProbes()
 	s.routePage(len(mappings) > 0)
 	if len(mappings) > 0 {
 		s.mountProviders(mappings)
@@ -195,12 +216,17 @@ func New(opts Options) (*Server, error) {
 
 // startPullThrough starts the pull-through engine, when configured.
 func (s *Server) startPullThrough() error {
+	if c, ok := s.opts.Shared.(prometheus.Collector); ok {
+		if err := s.metrics.reg.Register(c); err != nil {
+			return err
+		}
+	}
 	if s.opts.PullThrough == nil {
 		return nil
 	}
-	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository,
+	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: s.opts.ModuleTemplate,
 		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.observeCache, CacheEntries: s.opts.Store.CacheEntries,
-		CacheBytes: budgetOf(s.opts).origins, Logger: s.log})
+		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared})
 	if err != nil {
 		return err
 	}

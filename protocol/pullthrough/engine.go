@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -29,6 +30,10 @@ type Config struct {
 	Mappings store.ProviderMappings
 	// TofuRepository stores pulled OpenTofu releases.
 	TofuRepository *oci.Reference
+	// ModuleTemplate maps module addresses to the repositories pulled
+	// modules are stored in (the proxy names the repository of each pull;
+	// the engine probes one at CheckPush).
+	ModuleTemplate *oci.Template
 	// Registry writes to the registry.
 	Registry *oci.Client
 	// Metrics registers pull-through's metrics (nil: not registered).
@@ -41,6 +46,9 @@ type Config struct {
 	CacheEntries int
 	CacheBytes   int64
 	Logger       *slog.Logger
+	// Shared is the state replicas share (nil: sharedstate.NewLocal, this
+	// process alone).
+	Shared sharedstate.Store
 }
 
 // Engine is the running pull-through: origin metadata caches, the pulls
@@ -49,22 +57,31 @@ type Engine struct {
 	opts     Options
 	mappings store.ProviderMappings
 	tofuRepo *oci.Reference
+	modTpl   *oci.Template
 	registry *oci.Client
 	log      *slog.Logger
 	metrics  *metrics
+	shared   sharedstate.Store
 
 	listings  *cache.Cache[Listing]
 	releases  *cache.Cache[*ingest.ProviderRelease]
 	tofuAPI   *cache.Cache[TofuListing]
 	tofuRels  *cache.Cache[*ingest.TofuOriginRelease]
 	completed *cache.Cache[Stored]
-	recent    *recentlyStored
+	// sharedDone and distrusted hold other replicas' records of what they
+	// stored (shared.go), and those the registry did not confirm.
+	sharedDone *cache.Cache[Stored]
+	distrusted *cache.Cache[bool]
+	recent     *recentlyStored
 	// failures remembers releases that failed, for FailureTTL.
 	failures *cache.Cache[error]
 
-	mu       sync.Mutex
-	inflight map[string]*Pull
-	running  sync.WaitGroup // pulls whose run has not returned
+	moduleListings *cache.Cache[map[string]string]
+
+	mu          sync.Mutex
+	inflight    map[string]*Pull
+	modulePulls map[string]*modulePull
+	running     sync.WaitGroup // pulls whose run has not returned
 }
 
 // recentTTL is how long what pull-through stored is remembered in memory:
@@ -75,7 +92,7 @@ const recentTTL = 15 * time.Minute
 
 // New checks the configuration and starts the engine.
 func New(c Config) (*Engine, error) {
-	if err := c.Options.Check(len(c.Mappings) > 0, c.TofuRepository != nil); err != nil {
+	if err := c.Options.Check(len(c.Mappings) > 0, c.TofuRepository != nil, c.ModuleTemplate != nil); err != nil {
 		return nil, err
 	}
 	if c.Registry == nil {
@@ -90,6 +107,9 @@ func New(c Config) (*Engine, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Shared == nil {
+		c.Shared = sharedstate.NewLocal()
+	}
 	opts := c.Options.withDefaults()
 	for host, base := range opts.Origins {
 		if base != nil {
@@ -98,8 +118,8 @@ func New(c Config) (*Engine, error) {
 			}
 		}
 	}
-	e := &Engine{opts: opts, mappings: c.Mappings, tofuRepo: c.TofuRepository, registry: c.Registry, log: c.Logger,
-		metrics: newMetrics(c.Metrics), inflight: map[string]*Pull{}, recent: newRecentlyStored(recentTTL, c.CacheEntries),
+	e := &Engine{opts: opts, shared: c.Shared, mappings: c.Mappings, tofuRepo: c.TofuRepository, modTpl: c.ModuleTemplate, registry: c.Registry, log: c.Logger,
+		metrics: newMetrics(c.Metrics), inflight: map[string]*Pull{}, modulePulls: map[string]*modulePull{}, recent: newRecentlyStored(recentTTL, c.CacheEntries),
 		failures: cache.New[error](cache.Options{Name: "origin_failures", TTL: opts.FailureTTL, MaxEntries: c.CacheEntries})}
 	metaCache := func(name string, failureTTL time.Duration) cache.Options {
 		return cache.Options{Name: name, TTL: opts.ListingTTL, MaxStale: opts.ListingTTL, FailureTTL: failureTTL, MaxEntries: c.CacheEntries,
@@ -111,7 +131,10 @@ func New(c Config) (*Engine, error) {
 	e.releases = cache.New[*ingest.ProviderRelease](metaCache("origin_releases", -1))
 	e.tofuAPI = cache.New[TofuListing](metaCache("origin_tofu_api", opts.FailureTTL))
 	e.tofuRels = cache.New[*ingest.TofuOriginRelease](metaCache("origin_tofu_releases", -1))
+	e.moduleListings = cache.New[map[string]string](metaCache("origin_module_listings", opts.FailureTTL))
 	e.completed = cache.New[Stored](cache.Options{Name: "pulled", TTL: recentTTL, MaxEntries: c.CacheEntries, Observe: c.ObserveCache})
+	e.sharedDone = cache.New[Stored](cache.Options{Name: "pulled_shared", TTL: recentTTL, MaxEntries: c.CacheEntries})
+	e.distrusted = cache.New[bool](cache.Options{Name: "pulled_distrusted", TTL: recentTTL, MaxEntries: c.CacheEntries})
 	return e, nil
 }
 
@@ -133,7 +156,8 @@ func (e *Engine) InFlight() int {
 
 // CheckPush makes sure the registry lets the proxy push where
 // pull-through stores releases: it starts (and cancels) an upload in a
-// repository of each provider mapping and in the TofuDL repository. A
+// repository of each provider mapping, of the module template and in the
+// TofuDL repository. A
 // read-only deployment is refused at start-up rather than on the first
 // install.
 func (e *Engine) CheckPush(ctx context.Context) error {
@@ -157,6 +181,13 @@ func (e *Engine) CheckPush(ctx context.Context) error {
 	if e.opts.Tofu != nil {
 		refs = append(refs, *e.tofuRepo)
 	}
+	if e.opts.Modules != nil {
+		ref, err := e.modTpl.Expand(names.Module{Namespace: "oci-tofu", Name: "pull-through-check", System: "check"}.TemplateValues("pull-through-check"))
+		if err != nil {
+			return err
+		}
+		refs = append(refs, ref)
+	}
 	for _, ref := range refs {
 		if err := e.registry.CheckPush(ctx, ref); err != nil {
 			return fmt.Errorf("pull-through stores what it fetches, but the registry refuses the proxy's pushes to %s: %w: %w",
@@ -166,27 +197,40 @@ func (e *Engine) CheckPush(ctx context.Context) error {
 	return nil
 }
 
-// start returns the pull in flight under key, or starts one with newPull,
-// then asks it for the file a client wants (demand), if any.
-func (e *Engine) start(key string, newPull func() (*Pull, error), demand string) (*Pull, *File, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p, ok := e.inflight[key]
-	if !ok {
-		if len(e.inflight) >= e.opts.MaxPulls {
-			return nil, nil, &Error{Failure: FailureBusy, RetryAfter: 5,
-				Msg: fmt.Sprintf("the proxy is already pulling %d releases from their origins; try again shortly", len(e.inflight))}
-		}
+// start returns the pull in flight under key, or starts one with newPull
+// (once this replica holds the release's lease when replicas share
+// state: claim, shared.go), then asks it for the file a client wants
+// (demand), if any. Without wait, a release another replica pulls is
+// errElsewhere.
+func (e *Engine) start(ctx context.Context, key, failKey, host string, newPull func() (*Pull, error), demand string, wait bool) (*Pull, *File, error) {
+	var lease sharedstate.Lease
+	if e.shared.Shared() && e.inflightPull(key) == nil {
 		if _, done := e.completed.Peek(key); done {
 			return nil, nil, ErrFinished
 		}
 		var err error
-		if p, err = newPull(); err != nil {
+		if lease, err = e.claim(ctx, key, failKey, host, wait); err != nil {
 			return nil, nil, err
 		}
-		e.inflight[key] = p
-		e.metrics.inflight.Inc()
-		e.log.Info("pull-through: fetching a release from its origin", p.logAttrs()...)
+	}
+	p, g, created, err := e.startLocal(key, newPull, demand, lease)
+	if !created && lease != nil {
+		lease.Release()
+	}
+	return p, g, err
+}
+
+// startLocal returns the pull in flight here under key, or starts one
+// with newPull holding lease (created), and the demanded file.
+func (e *Engine) startLocal(key string, newPull func() (*Pull, error), demand string, lease sharedstate.Lease) (p *Pull, g *File, created bool, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.inflight[key]
+	if !ok {
+		if p, err = e.newInflight(key, newPull, lease); err != nil {
+			return nil, nil, false, err
+		}
+		created = true
 		e.running.Add(1)
 		defer func() { // after the demanded file has started
 			go func() {
@@ -195,11 +239,30 @@ func (e *Engine) start(key string, newPull func() (*Pull, error), demand string)
 			}()
 		}()
 	}
-	if demand == "" {
-		return p, nil, nil
+	if demand != "" {
+		g, err = p.fetch(demand)
 	}
-	g, err := p.fetch(demand)
-	return p, g, err
+	return p, g, created, err
+}
+
+// newInflight checks the engine's bounds and records a new pull (e.mu held).
+func (e *Engine) newInflight(key string, newPull func() (*Pull, error), lease sharedstate.Lease) (*Pull, error) {
+	if len(e.inflight) >= e.opts.MaxPulls {
+		return nil, &Error{Failure: FailureBusy, RetryAfter: 5,
+			Msg: fmt.Sprintf("the proxy is already pulling %d releases from their origins; try again shortly", len(e.inflight))}
+	}
+	if _, done := e.completed.Peek(key); done {
+		return nil, ErrFinished
+	}
+	p, err := newPull()
+	if err != nil {
+		return nil, err
+	}
+	p.lease = lease
+	e.inflight[key] = p
+	e.metrics.inflight.Inc()
+	e.log.Info("pull-through: fetching a release from its origin", p.logAttrs()...)
+	return p, nil
 }
 
 // newPull prepares a pull's directory, holding the release's verified
@@ -226,13 +289,17 @@ func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
 	attrs := append(p.logAttrs(), slog.Duration("duration", took))
 	if err == nil {
 		e.completed.Add(p.key, res, 1024)
+		e.shareStored(p.key, res)
 		e.metrics.result(p.kind, "stored")
 		e.log.Info("pull-through: release verified and stored", append(attrs, slog.String("digest", res.Root.Digest.String()))...)
 	} else {
-		e.failures.Add(p.failKey, err, 0)
+		e.rememberFailure(p.failKey, err)
 		kind := Classify(err)
 		e.metrics.result(p.kind, kind)
 		e.log.Warn("pull-through: release not stored", append(attrs, slog.String("failure", kind), slog.Any("error", err))...)
+	}
+	if p.lease != nil {
+		p.lease.Release() // after the record: waiting replicas find it
 	}
 	e.mu.Lock()
 	if e.inflight[p.key] == p {
@@ -262,14 +329,13 @@ func (e *Engine) InflightFile(key, name string) (*Pull, *File, error) {
 	return p, g, err
 }
 
-// Completed is what the pull under key stored, while remembered.
-func (e *Engine) Completed(key string) (Stored, bool) { return e.completed.Peek(key) }
-
 // remembered is the error of a release that failed recently, or nil.
-func (e *Engine) remembered(kind, key, host string) error {
+func (e *Engine) remembered(ctx context.Context, kind, key, host string) error {
 	err, ok := e.failures.Peek(key)
 	if !ok {
-		return nil
+		if err, ok = e.sharedFailure(ctx, key, host); !ok {
+			return nil
+		}
 	}
 	e.metrics.remembered.WithLabelValues(kind).Inc()
 	pe, _ := originError(host, err).(*Error)
@@ -319,6 +385,11 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	for _, p := range e.inflight {
 		p.cancel()
+	}
+	for _, p := range e.modulePulls {
+		if p.cancel != nil {
+			p.cancel()
+		}
 	}
 	e.mu.Unlock()
 	<-done

@@ -2,9 +2,9 @@ package pullthrough
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -21,6 +21,10 @@ const (
 	FailureError = "error"
 	// FailureBusy: too many releases are being pulled at once.
 	FailureBusy = "busy"
+	// FailureRefused: what the origin offers was refused before it was
+	// stored: a module source on a host outside the allow-list, or a
+	// module tree failing the module package checks.
+	FailureRefused = "refused"
 )
 
 // ErrPushRefused is returned by CheckPush when the registry refuses the
@@ -56,6 +60,8 @@ func Classify(err error) string {
 	switch {
 	case errors.As(err, &pe):
 		return pe.Failure
+	case errors.Is(err, modulesource.ErrRefused):
+		return FailureRefused
 	case errors.Is(err, ingest.ErrVerification), errors.Is(err, ErrDigestMismatch):
 		return FailureTampered
 	case errors.Is(err, origin.ErrNotFound):
@@ -74,14 +80,6 @@ func originError(host string, err error) error {
 		return err
 	}
 	failure := Classify(err)
-	msg := fmt.Sprintf("not held by the registry, and origin %s answered with an error", host)
-	switch failure {
-	case FailureTampered:
-		msg = fmt.Sprintf("the release from origin %s failed verification (signature or digests) and was not stored", host)
-	case FailureNotFound:
-		msg = fmt.Sprintf("not held by the registry, and origin %s does not offer it", host)
-	case FailureUnreachable:
-		msg = fmt.Sprintf("not held by the registry, and origin %s is unreachable", host)
-	}
+	msg := failureMessage(host, failure)
 	return &Error{Failure: failure, Msg: msg, Err: err}
 }

@@ -5,14 +5,16 @@ import (
 )
 
 // metrics are pull-through's metrics. Labels
-// come from closed sets: kind is "provider" or "tofu"; results and
-// failures are "stored", "tampered", "not_found", "unreachable", "error".
+// come from closed sets: kind is "provider", "module" or "tofu"; results
+// and failures are "stored", "tampered", "refused", "not_found",
+// "unreachable", "error".
 type metrics struct {
 	releases     *prometheus.CounterVec
 	downloads    *prometheus.CounterVec
 	originErrors *prometheus.CounterVec
 	degraded     *prometheus.CounterVec
 	remembered   *prometheus.CounterVec
+	sharedWaits  *prometheus.CounterVec
 	inflight     prometheus.Gauge
 	originBytes  prometheus.Counter
 }
@@ -21,7 +23,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_pullthrough_releases_total",
-			Help: "Releases Stored through from an origin, by kind and result (stored, tampered, not_found, unreachable, error).",
+			Help: "Releases Stored through from an origin, by kind and result (stored, tampered, refused, not_found, unreachable, error).",
 		}, []string{"kind", "result"}),
 		downloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_pullthrough_origin_downloads_total",
@@ -39,6 +41,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "oci_tofu_proxy_pullthrough_remembered_failures_total",
 			Help: "Requests answered with a recently failed origin release's error without asking the origin again, by kind.",
 		}, []string{"kind"}),
+		sharedWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oci_tofu_proxy_pullthrough_shared_waits_total",
+			Help: "Requests that found another replica pulling their release (waited) and pulls taken over from a replica whose lease expired (took_over).",
+		}, []string{"result"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "oci_tofu_proxy_pullthrough_in_flight",
 			Help: "Releases being Stored through right now.",
@@ -49,7 +55,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.releases, m.downloads, m.originErrors, m.degraded, m.remembered, m.inflight, m.originBytes)
+		reg.MustRegister(m.releases, m.downloads, m.originErrors, m.degraded, m.remembered, m.sharedWaits, m.inflight, m.originBytes)
 	}
 	return m
 }

@@ -1,7 +1,8 @@
 // Package pullthrough fetches what the registry does not hold from
 // allow-listed origins on first use: it reads origin listings and
 // releases (cached, failures remembered), verifies them as `oci-tofu
-// mirror` does, downloads every file once into a temporary release that
+// mirror` does (modules: fetched as tofu fetches module sources,
+// protocol/modulesource, and packed as `push module` packs them), downloads every file once into a temporary release that
 // any number of readers follow while it grows, and stores the release in
 // exactly the layout `mirror` writes, tagged only when complete. It sits
 // beside protocol/store: the proxy asks the store first and pull-through
@@ -20,6 +21,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
@@ -77,6 +79,18 @@ type Options struct {
 	TempDir string
 	// MaxFileSize bounds each downloaded file (default oci.MaxPackageSize).
 	MaxFileSize int64
+	// LeaseTTL is how long a replica's claim on a release it pulls lasts
+	// without renewal (renewed every third of it; default 10s): a replica
+	// that dies holds up the others this long at most.
+	LeaseTTL time.Duration
+	// SharedWait bounds how long a request waits for another replica's
+	// pull of the release (default 5m; the request's own deadline too).
+	SharedWait time.Duration
+	// Modules, when set, fetches the modules the registry does not hold
+	// from its origin module registry (module addresses under the proxy's
+	// own hostname: PROXY/NS/NAME/SYSTEM from ORIGIN/NS/NAME/SYSTEM), only
+	// ever contacting the hosts it allows.
+	Modules *modulesource.Fetcher
 	// Attest, when set, signs and attests each release pulled, as `mirror
 	// --attest-key` does, after it is pushed and before it counts as
 	// stored: a pull whose attestation fails has failed.
@@ -86,9 +100,12 @@ type Options struct {
 // Check refuses a configuration that cannot work: providers and tofu say
 // whether there is somewhere to store pulled providers (a provider
 // mapping) and OpenTofu releases (a TofuDL repository).
-func (o *Options) Check(providers, tofu bool) error {
-	if len(o.Origins) == 0 && o.Tofu == nil {
-		return errors.New("pull-through: give at least one origin registry or a TofuDL origin")
+func (o *Options) Check(providers, tofu, modules bool) error {
+	if len(o.Origins) == 0 && o.Tofu == nil && o.Modules == nil {
+		return errors.New("pull-through: give at least one origin registry, a module origin or a TofuDL origin")
+	}
+	if o.Modules != nil && !modules {
+		return errors.New("pull-through of modules needs a module template (where pulled modules are stored)")
 	}
 	if len(o.Origins) > 0 && !providers {
 		return errors.New("pull-through of providers needs a provider template (where pulled providers are stored)")
@@ -120,6 +137,8 @@ func (o Options) withDefaults() Options {
 	def(&o.ListingTTL, 5*time.Minute)
 	def(&o.Timeout, 30*time.Minute)
 	def(&o.MetadataTimeout, 10*time.Second)
+	def(&o.LeaseTTL, 10*time.Second)
+	def(&o.SharedWait, 5*time.Minute)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
 	}

@@ -112,7 +112,7 @@ func providerFailKey(t Target, v names.Version) string {
 // and digests verified (cached); a failure is remembered for FailureTTL.
 func (e *Engine) ProviderRelease(ctx context.Context, t Target, v names.Version) (*ingest.ProviderRelease, error) {
 	fk := providerFailKey(t, v)
-	if err := e.remembered("provider", fk, t.Origin.Hostname); err != nil {
+	if err := e.remembered(ctx, "provider", fk, t.Origin.Hostname); err != nil {
 		return nil, err
 	}
 	res, err := e.releases.Get(ctx, fk, func(ctx context.Context) (*ingest.ProviderRelease, int64, error) {
@@ -128,7 +128,7 @@ func (e *Engine) ProviderRelease(ctx context.Context, t Target, v names.Version)
 		if err != nil {
 			e.reportOriginError("provider", t.Origin.String()+" "+v.String(), err)
 			if kind := Classify(err); kind == FailureTampered {
-				e.failures.Add(fk, err, 0)
+				e.rememberFailure(fk, err)
 				e.metrics.result("provider", kind)
 			}
 			return nil, 0, err
@@ -165,14 +165,16 @@ func (e *Engine) ProviderKey(t Target, v names.Version, sums digest.Digest) (str
 
 // StartProvider returns the pull of an origin release, starting it when
 // none runs, and the file demand (if any) on its way. ErrFinished means
-// the release was stored meanwhile: read it from the registry.
-func (e *Engine) StartProvider(t Target, v names.Version, rel *ingest.ProviderRelease, demand string) (*Pull, *File, error) {
+// the release was stored meanwhile: read it from the registry. With wait,
+// a release another replica pulls is waited for (within ctx); without,
+// it is an error.
+func (e *Engine) StartProvider(ctx context.Context, t Target, v names.Version, rel *ingest.ProviderRelease, demand string, wait bool) (*Pull, *File, error) {
 	ref, err := e.mappings.Map(t.Served)
 	if err != nil {
 		return nil, nil, err
 	}
 	key := ProviderPullKey(ref.Name(), v, rel.SumsDigest())
-	return e.start(key, func() (*Pull, error) { return e.newProviderPull(t, v, rel, ref, key) }, demand)
+	return e.start(ctx, key, providerFailKey(t, v), t.Origin.Hostname, func() (*Pull, error) { return e.newProviderPull(t, v, rel, ref, key) }, demand, wait)
 }
 
 // newProviderPull prepares the pull of a provider release into ref.

@@ -17,6 +17,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
 
 // Pull is one origin release being fetched into the registry: every file
@@ -48,6 +49,9 @@ type Pull struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	// lease is this replica's claim on the release when replicas share
+	// state (released once the outcome is recorded), or nil.
+	lease sharedstate.Lease
 
 	mu       sync.Mutex
 	started  map[string]*File
@@ -62,6 +66,9 @@ type Pull struct {
 type Stored struct {
 	Root  ocispec.Descriptor
 	Files map[string]ocispec.Descriptor
+	// Shared marks what another replica recorded: Root alone, a hint to
+	// be read from the registry and checked, Files unknown.
+	Shared bool
 }
 
 // ErrFinished means the pull has ended: what it stored is read from

@@ -60,7 +60,7 @@ func tofuFailKey(v names.Version) string { return "tofu " + v.String() }
 func (e *Engine) TofuRelease(ctx context.Context, v names.Version) (*ingest.TofuOriginRelease, error) {
 	fk := tofuFailKey(v)
 	host := e.opts.Tofu.API.Host
-	if err := e.remembered("tofu", fk, host); err != nil {
+	if err := e.remembered(ctx, "tofu", fk, host); err != nil {
 		return nil, err
 	}
 	res, err := e.tofuRels.Get(ctx, fk, func(ctx context.Context) (*ingest.TofuOriginRelease, int64, error) {
@@ -76,7 +76,7 @@ func (e *Engine) TofuRelease(ctx context.Context, v names.Version) (*ingest.Tofu
 		if err != nil {
 			e.reportOriginError("tofu", "OpenTofu "+v.String(), err)
 			if kind := Classify(err); kind == FailureTampered {
-				e.failures.Add(fk, err, 0)
+				e.rememberFailure(fk, err)
 				e.metrics.result("tofu", kind)
 			}
 			return nil, 0, err
@@ -96,10 +96,11 @@ func TofuPullKey(repo string, v names.Version) string {
 
 // StartTofu returns the pull of an OpenTofu release into the TofuDL
 // repository, starting it when none runs, and the file demand on its way.
-// ErrFinished means the release was stored meanwhile.
-func (e *Engine) StartTofu(v names.Version, rel *ingest.TofuOriginRelease, demand string) (*Pull, *File, error) {
+// ErrFinished means the release was stored meanwhile; wait as for
+// StartProvider.
+func (e *Engine) StartTofu(ctx context.Context, v names.Version, rel *ingest.TofuOriginRelease, demand string, wait bool) (*Pull, *File, error) {
 	key := TofuPullKey(e.tofuRepo.Name(), v)
-	return e.start(key, func() (*Pull, error) { return e.newTofuPull(v, rel, key) }, demand)
+	return e.start(ctx, key, tofuFailKey(v), e.opts.Tofu.API.Host, func() (*Pull, error) { return e.newTofuPull(v, rel, key) }, demand, wait)
 }
 
 // newTofuPull prepares the pull of an OpenTofu release.

@@ -51,6 +51,27 @@ func (r *Repo) TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, 
 	return res.Val, nil
 }
 
+// TofuReleaseAt reads the release artifact with manifest digest d, checked
+// as TofuRelease checks it, version v included.
+func (r *Repo) TofuReleaseAt(ctx context.Context, v names.Version, d digest.Digest) (*TofuRelease, error) {
+	repo, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.s.tofu.Get(ctx, r.name+"@"+d.String()+" "+v.String(), func(ctx context.Context) (*TofuRelease, int64, error) {
+		desc, body, err := manifestAt(ctx, repo, d)
+		if err != nil {
+			return nil, 0, err
+		}
+		rel, err := readTofuRelease(ctx, repo, desc, body, v)
+		return rel, int64(len(body)), err
+	})
+	if err != nil {
+		return nil, r.fail(err, "reading an OpenTofu release")
+	}
+	return res.Val, nil
+}
+
 func readTofuRelease(ctx context.Context, repo oci.ReadOnlyRepository, desc ocispec.Descriptor, body []byte, v names.Version) (*TofuRelease, error) {
 	cfg, layers, err := oci.ReadTofuReleaseBody(ctx, repo, desc, body)
 	if err != nil {

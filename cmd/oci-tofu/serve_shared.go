@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
+)
+
+// sharedCacheFlag is serve's --shared-cache (docs/proxy.md, "A fleet:
+// shared state on Redis").
+func sharedCacheFlag() cli.Flag {
+	return &cli.StringFlag{Name: "shared-cache", Usage: "Redis `URL` the replicas of a fleet share pull-through state through, redis://[user:pass@]host:port[/db] or rediss://… (TLS, trusting --ca-file too); with it down, each replica works on its own", EnvVars: []string{"OCI_TOFU_SHARED_CACHE"}}
+}
+
+// readSharedCache opens --shared-cache, when given (it connects on first
+// use: a Redis down at start-up is a Redis down later).
+func readSharedCache(c *cli.Context, opts *proxy.Options) error {
+	u := c.String("shared-cache")
+	if u == "" {
+		return nil
+	}
+	transport, err := oci.NewTransport(oci.Options{CAFile: c.String("ca-file")})
+	if err != nil {
+		return err
+	}
+	s, err := sharedstate.OpenRedis(sharedstate.RedisOptions{URL: u, TLS: transport.TLSClientConfig, Logger: opts.Logger})
+	if err != nil {
+		return fmt.Errorf("--shared-cache: %w", err)
+	}
+	opts.Shared = s
+	opts.Logger.Info("pull-through state shared with the other replicas", "shared_cache", sharedstate.RedactURL(u))
+	return nil
+}

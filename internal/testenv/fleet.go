@@ -1,0 +1,201 @@
+package testenv
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Fleet is several `oci-tofu serve` processes (the built binary) behind
+// Debian's nginx, which spreads requests over them round-robin over TLS
+// (the test CA's certificate at both hops) and passes the client's Host
+// on, so every URL the replicas hand out leads back through nginx.
+type Fleet struct {
+	URL      string // https://localhost:PORT, nginx
+	Host     string // localhost:PORT
+	Replicas []*Replica
+	Client   *http.Client
+}
+
+// Replica is one serve process of a fleet.
+type Replica struct {
+	URL  string // https://localhost:PORT, the replica itself
+	Logs *LockedBuffer
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// StartFleet starts n replicas of bin ("serve" and args given after the
+// listen and TLS flags; env added to this process's) and nginx in front,
+// all stopped when the test ends.
+func StartFleet(t testing.TB, bin string, n int, env []string, args ...string) *Fleet {
+	t.Helper()
+	ca := NewCA(t)
+	f := &Fleet{Client: ca.HTTPClient()}
+	var upstreams []string
+	for range n {
+		r := startReplica(t, bin, ca, env, args)
+		f.Replicas = append(f.Replicas, r)
+		upstreams = append(upstreams, strings.TrimPrefix(r.URL, "https://localhost"))
+	}
+	f.Host = startFleetNginx(t, ca, upstreams)
+	f.URL = "https://" + f.Host
+	waitHealthy(t, f.Client, f.URL, nil)
+	return f
+}
+
+func startReplica(t testing.TB, bin string, ca *CA, env, args []string) *Replica {
+	t.Helper()
+	port := FreePort(t)
+	all := append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--tls-cert", ca.ServerCertFile, "--tls-key", ca.ServerKeyFile, "--shutdown-timeout", "10s"}, args...)
+	r := &Replica{URL: fmt.Sprintf("https://localhost:%d", port), Logs: &LockedBuffer{}, done: make(chan struct{})}
+	r.cmd = exec.Command(bin, all...)
+	r.cmd.Env = append(append(os.Environ(), "SSL_CERT_FILE="+ca.CertFile, "DOCKER_CONFIG="+t.TempDir()), env...)
+	r.cmd.Stdout, r.cmd.Stderr = r.Logs, r.Logs
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() {
+		r.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-r.done:
+		case <-time.After(15 * time.Second):
+			r.cmd.Process.Kill()
+			<-r.done
+		}
+		if t.Failed() {
+			t.Logf("replica %s log:\n%s", r.URL, r.Logs.String())
+		}
+	})
+	waitHealthy(t, ca.HTTPClient(), r.URL, r)
+	return r
+}
+
+// Kill ends the replica with SIGKILL: nothing of it runs on, nothing is
+// cleaned up.
+func (r *Replica) Kill() {
+	r.cmd.Process.Kill()
+	<-r.done
+}
+
+// Exited reports whether the replica has ended.
+func (r *Replica) Exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func waitHealthy(t testing.TB, c *http.Client, base string, r *Replica) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r != nil && r.Exited() {
+			t.Fatalf("oci-tofu serve exited:\n%s", r.Logs.String())
+		}
+		resp, err := c.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s did not become healthy", base)
+}
+
+// startFleetNginx runs nginx on a free port in front of the upstream
+// ports (":PORT" on localhost) and returns localhost:PORT.
+func startFleetNginx(t testing.TB, ca *CA, upstreams []string) string {
+	t.Helper()
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
+			t.Fatal("nginx is not installed (apt-get install nginx; make tools-apt does)")
+		}
+		nginx = "/usr/sbin/nginx"
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	port := FreePort(t)
+	var servers strings.Builder
+	for _, u := range upstreams {
+		fmt.Fprintf(&servers, "    server 127.0.0.1%s max_fails=1 fail_timeout=5s;\n", u)
+	}
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;"
+	}
+	conf := fmt.Sprintf(`%s
+worker_processes 1;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %[2]s/tmp;
+  proxy_temp_path %[2]s/tmp;
+  fastcgi_temp_path %[2]s/tmp;
+  uwsgi_temp_path %[2]s/tmp;
+  scgi_temp_path %[2]s/tmp;
+  upstream replicas {
+%[3]s    keepalive 64;
+  }
+  server {
+    listen 127.0.0.1:%[4]d ssl;
+    ssl_certificate %[5]s;
+    ssl_certificate_key %[6]s;
+    keepalive_requests 100000;
+    location / {
+      proxy_pass https://replicas;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_ssl_server_name on;
+      proxy_ssl_name localhost;
+      proxy_ssl_verify on;
+      proxy_ssl_trusted_certificate %[7]s;
+      proxy_ssl_session_reuse on;
+      proxy_buffering off;
+      proxy_read_timeout 300s;
+      proxy_next_upstream error timeout;
+    }
+  }
+}
+`, user, dir, servers.String(), port, ca.ServerCertFile, ca.ServerKeyFile, ca.CertFile)
+	cf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(nginx, "-c", cf, "-g", "daemon off;")
+	log := &LockedBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			t.Logf("nginx: %s\n%s", log.String(), b)
+		}
+	})
+	return fmt.Sprintf("localhost:%d", port)
+}

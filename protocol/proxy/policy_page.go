@@ -1,0 +1,52 @@
+package proxy
+
+import (
+	"strconv"
+	"time"
+)
+
+// policyDocKey is a document's cache key under the policy in force: a
+// document built under one policy is not served once another is in force
+// (a reload), so the new decisions take effect at once rather than after
+// --tag-ttl. Before the first reload, and without a policy, the key is
+// the request's alone (warm requests pay nothing).
+func (s *responder) policyDocKey(key string) string {
+	gen := s.opts.Policy.Generation()
+	if gen == 0 {
+		return key
+	}
+	return key + "\x00policy " + strconv.FormatUint(gen, 10)
+}
+
+// policyView is the page's section on the admission policy.
+type policyView struct {
+	File    string
+	Rules   int
+	Loaded  time.Time // when the policy in force was read (zero: not from a watched file)
+	Checked time.Time
+	Reloads uint64
+	Errors  uint64
+	// Error is why the file's current content is not in force ("" when
+	// it is), and ErrorAt when the reload failed.
+	Error   string
+	ErrorAt time.Time
+	Denied  []denialView
+}
+
+// policyView describes the policy in force, its file's reloads and what
+// it denied of what clients asked for; nil without a policy.
+func (s *page) policyView() *policyView {
+	pol := s.opts.Policy.Current()
+	if pol == nil {
+		return nil
+	}
+	v := &policyView{Rules: pol.Rules(), Denied: s.seen.policyDenials(pol)}
+	if s.opts.PolicyStatus != nil {
+		st := s.opts.PolicyStatus()
+		v.File, v.Loaded, v.Checked, v.Reloads, v.Errors = st.File, st.LoadedAt, st.CheckedAt, st.Reloads, st.Errors
+		if !st.Current {
+			v.Error, v.ErrorAt = st.LastError, st.LastErrorAt
+		}
+	}
+	return v
+}

@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// pulledModules is the moduleSource with pull-through: what the registry
+// holds (heldModules), and the versions the origin module registry offers
+// besides, fetched, packed as `push module` packs them and stored by the
+// pull-through engine on first download.
+type pulledModules struct {
+	*heldModules
+	engine *pullthrough.Engine
+}
+
+// versionsDoc lists what the registry holds, what pull-through stored
+// lately, and what the origin offers, those two as the admission policy
+// allows (docs/policy.md). With the origin failing: what the registry
+// holds (logged and counted), or the origin's error when it holds
+// nothing.
+func (m *pulledModules) versionsDoc(ctx context.Context, repo *store.Repo, host string, mod names.Module) (any, time.Time, error) {
+	held := []string{}
+	d, at, err := m.heldModules.versionsDoc(ctx, repo, host, mod)
+	switch {
+	case err == nil:
+		for _, v := range d.(wire.ModuleVersions).Modules[0].Versions {
+			held = append(held, v.Version)
+		}
+	case !notHeld(err):
+		return nil, at, err
+	}
+	vs := map[string]names.Version{}
+	for _, s := range held {
+		if v, err := names.ParseVersion(s); err == nil {
+			vs[v.String()] = v
+		}
+	}
+	var more []names.Version
+	for _, sv := range m.engine.Recent(repo.Name()) {
+		more = append(more, sv.Version)
+	}
+	offered, fetched, oerr := m.engine.ModuleOffered(ctx, mod)
+	for canonical := range offered {
+		if v, err := names.ParseVersion(canonical); err == nil {
+			more = append(more, v)
+		}
+	}
+	for _, v := range m.s.policyAllowed(policy.KindModule, moduleAddress(host, mod), more) { // policy.go
+		vs[v.String()] = v
+	}
+	if oerr != nil {
+		if len(vs) == 0 {
+			return nil, at, oerr
+		}
+		m.engine.DegradedListing("module", m.engine.ModuleOrigin()+"/"+mod.String(), oerr)
+		return versionsOf(vs), at, nil
+	}
+	return versionsOf(vs), earliestNonZero(at, fetched), nil
+}
+
+// versionsOf is the versions document of vs, oldest first.
+func versionsOf(vs map[string]names.Version) wire.ModuleVersions {
+	sorted := make([]names.Version, 0, len(vs))
+	for _, v := range vs {
+		sorted = append(sorted, v)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].LessThan(sorted[j]) })
+	list := wire.ModuleVersionList{Versions: []wire.ModuleVersion{}}
+	for _, v := range sorted {
+		list.Versions = append(list.Versions, wire.ModuleVersion{Version: v.String()})
+	}
+	return wire.ModuleVersions{Modules: []wire.ModuleVersionList{list}}
+}
+
+// release reads the package version v's tag names; for a version the
+// registry does not hold (and the policy allows: heldModules.release
+// refuses a denied one first), the engine fetches it from the origin and
+// stores it (one fetch for all concurrent requests), and the answer
+// names the package it stored, when the policy's min_age and signers and
+// the attestation rule admit it.
+func (m *pulledModules) release(ctx context.Context, repo *store.Repo, host string, mod names.Module, v names.Version) (ocispec.Descriptor, error) {
+	manifest, err := m.heldModules.release(ctx, repo, host, mod, v)
+	if !isVersionNotHeld(err) {
+		return manifest, err
+	}
+	res, err := m.engine.PullModule(ctx, repo.Reference(), mod, v)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	root := releaseRoot{repo: repo, subject: res.Root.Digest}
+	if err := m.s.factsDenial(ctx, policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v, root); err != nil { // policy_facts.go
+		return ocispec.Descriptor{}, err
+	}
+	return res.Root, admitted(ctx, repo, store.KindModule, "module "+mod.String(), v, res.Root.Digest)
+}
