@@ -192,6 +192,7 @@ lint: $(TOOLS)/staticcheck
 	test -z "$$big" || { echo "tracked files over $(MAX_TRACKED_BYTES) bytes outside testdata/ (size, path):"; echo "$$big"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags nonotation ./cmd/oci-tofu # the build without Notation (docs/artifacts.md)
 	$(TOOLS)/staticcheck ./...
 
 clean:

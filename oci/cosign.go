@@ -50,14 +50,17 @@ func AttachmentTag(subject digest.Digest, kind AttachmentKind) string {
 }
 
 // IsAttachmentTag reports whether tag is a cosign tag-schema tag
-// (sha256-<hex>.sig, .att, .sbom): not a version, never listed as one.
+// (sha256-<hex>.sig, .att, .sbom) or the OCI 1.1 referrers tag schema's
+// (sha256-<hex>, where cosign v3, notation and oras list referrers on
+// registries without the referrers API): not a version, never listed as
+// one.
 func IsAttachmentTag(tag string) bool {
 	hex, ok := strings.CutPrefix(tag, "sha256-")
 	if !ok {
 		return false
 	}
-	hex, _, ok = strings.Cut(hex, ".")
-	return ok && len(hex) == 64 && digest.NewDigestFromEncoded(digest.SHA256, hex).Validate() == nil
+	hex, _, _ = strings.Cut(hex, ".")
+	return len(hex) == 64 && digest.NewDigestFromEncoded(digest.SHA256, hex).Validate() == nil
 }
 
 // AttachmentLayer is one signature or attestation: its media type, payload

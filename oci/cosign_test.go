@@ -15,7 +15,11 @@ func TestAttachmentTags(t *testing.T) {
 			t.Errorf("AttachmentTag(%s) = %s", kind, tag)
 		}
 	}
-	for _, tag := range []string{"1.0.0", "latest", "sha256-abc.sig", "sha256-" + d.Encoded(), "sha512-" + d.Encoded() + ".sig"} {
+	// The referrers tag schema's tag (cosign v3, notation, oras).
+	if tag := "sha256-" + d.Encoded(); !IsAttachmentTag(tag) || IsVersionTag(tag) {
+		t.Errorf("IsAttachmentTag(%q) = false", tag)
+	}
+	for _, tag := range []string{"1.0.0", "latest", "sha256-abc.sig", "sha256-abc", "sha512-" + d.Encoded() + ".sig"} {
 		if IsAttachmentTag(tag) {
 			t.Errorf("IsAttachmentTag(%q) = true", tag)
 		}

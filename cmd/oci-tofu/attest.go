@@ -44,6 +44,20 @@ func attestPublicKeys(c *cli.Context) ([]lint.AttestKey, error) {
 	return keys, nil
 }
 
+// notationTrusts loads each notation configuration directory a flag
+// names (notation.go: loadNotation).
+func notationTrusts(c *cli.Context, flag string) ([]attest.Trust, error) {
+	var out []attest.Trust
+	for _, dir := range c.StringSlice(flag) {
+		t, err := loadNotation(dir)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", flag, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // attestSigner loads --attest-key, nil when it is not given.
 func attestSigner(c *cli.Context) (*attest.Signer, error) {
 	f := c.String("attest-key")

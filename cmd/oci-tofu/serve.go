@@ -85,7 +85,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
-		}, append(append(pullThroughFlags(), requireAttestationFlag(), serveAttestKeyFlag(), policyFlag(), archiveDeliveryFlag(), sharedCacheFlag()), registryFlags()...)...),
+		}, append(append(pullThroughFlags(), requireAttestationFlag(), requireNotationFlag(), serveAttestKeyFlag(), policyFlag(), archiveDeliveryFlag(), sharedCacheFlag()), registryFlags()...)...),
 		Action: serve,
 	}
 }
@@ -124,7 +124,7 @@ func serve(c *cli.Context) error {
 		"module_template", c.String("module-template"), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"),
-		"require_attestation_keys", len(opts.RequireAttestation), "policy_rules", opts.Policy.Current().Rules())
+		"require_attestation_keys", len(opts.RequireAttestation), "require_notation_policies", len(opts.RequireTrust), "policy_rules", opts.Policy.Current().Rules())
 	go probeRegistries(c.Context, srv.Client(), opts, logger)
 	return serveUntilStopped(c, srv, ln, logger)
 }

@@ -17,6 +17,12 @@ func requireAttestationFlag() cli.Flag {
 	return &cli.StringSliceFlag{Name: "require-attestation", Usage: "serve only releases (providers, modules, OpenTofu) whose root has an attestation (push --attest-key) verifying with this public key `FILE` (PEM, ECDSA P-256 or Ed25519; repeatable: any of them)", EnvVars: []string{"OCI_TOFU_REQUIRE_ATTESTATION"}}
 }
 
+// requireNotationFlag admits releases signed with Notation (docs/proxy.md,
+// "Serving only attested releases").
+func requireNotationFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "require-notation", Usage: "serve only releases whose root carries a Notary Project signature (notation sign) that passes the trust policy and trust store of this notation configuration `DIR` (trustpolicy.oci.json or trustpolicy.json, truststore/x509/…; repeatable; with --require-attestation, any key or policy admits a release)", EnvVars: []string{"OCI_TOFU_REQUIRE_NOTATION"}}
+}
+
 // serveAttestKeyFlag is the key pull-through attests what it stores with.
 func serveAttestKeyFlag() cli.Flag {
 	return &cli.StringFlag{
@@ -41,8 +47,14 @@ func readRequireAttestation(c *cli.Context, opts *proxy.Options, logger *slog.Lo
 		}
 		opts.PullThrough.Attest = att
 	}
+	if opts.RequireTrust, err = notationTrusts(c, "require-notation"); err != nil {
+		return err
+	}
 	files := c.StringSlice("require-attestation")
 	if len(files) == 0 {
+		if len(opts.RequireTrust) > 0 && opts.PullThrough != nil {
+			return fmt.Errorf("--require-notation with pull-through needs --require-attestation with the key of --attest-key: releases pulled through carry no Notation signature, so none of them could be served")
+		}
 		return nil
 	}
 	if opts.PullThrough != nil && att == nil {

@@ -31,7 +31,9 @@ Exit status 1 when anything would make OpenTofu fail.
 With --attest-pub, every artifact checked must also carry a signature and an
 attestation by each key given, as push --attest-key writes them and as cosign
 verify and cosign verify-attestation check them; one missing or not verifying is
-an error (exit status 1).
+an error (exit status 1). With --notation, every artifact checked must also carry
+a Notary Project signature passing the trust policy and trust store of each
+notation configuration directory given.
 
 With --policy, each version tag also gets the admission policy's decision, naming the
 rule; a version it denies is an error. The policy matches a provider as
@@ -40,6 +42,7 @@ from the repository path's last segments (patterns like */acme/* match them).`,
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "skip-zips", Usage: "check manifests only; do not download zips"},
 			attestPubFlag(),
+			&cli.StringSliceFlag{Name: "notation", Usage: "notation configuration `DIR` (trustpolicy.oci.json or trustpolicy.json, truststore/x509/…) whose trust policy every artifact checked must pass with a Notary Project signature (repeatable: each must)", EnvVars: []string{"OCI_TOFU_NOTATION"}},
 			&cli.StringFlag{Name: "policy", Usage: "also report the admission policy `FILE`'s decision on each version tag; a denied one is an error (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
 		}, registryFlags()...), outputFlags()...),
 		Action: verify,
@@ -57,7 +60,7 @@ func verify(c *cli.Context) error {
 			return usageError(c, "%v", err)
 		}
 	}
-	keys, err := attestPublicKeys(c)
+	opts, err := verifyOptions(c)
 	if err != nil {
 		return err
 	}
@@ -70,7 +73,7 @@ func verify(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := lint.Options{SkipZips: c.Bool("skip-zips"), AttestKeys: keys, Policy: pol}
+	opts.Policy = pol
 	all, err := verifyRefs(c, client, refs, opts)
 	if err != nil {
 		return err
@@ -96,7 +99,7 @@ func verify(c *cli.Context) error {
 		if pol != nil {
 			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the admission policy denies a version)", plural(failed, "problem")), 1)
 		}
-		if len(keys) > 0 {
+		if len(opts.AttestKeys)+len(opts.Trusts) > 0 {
 			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", plural(failed, "problem")), 1)
 		}
 		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", plural(failed, "problem")), 1)
@@ -126,4 +129,15 @@ func verifyRefs(c *cli.Context, client *oci.Client, refs []oci.Reference, opts l
 		all = append(all, findings...)
 	}
 	return all, nil
+}
+
+// verifyOptions are the checks verify's flags ask for: --skip-zips,
+// --attest-pub's keys, --notation's trust policies.
+func verifyOptions(c *cli.Context) (lint.Options, error) {
+	keys, err := attestPublicKeys(c)
+	if err != nil {
+		return lint.Options{}, err
+	}
+	trusts, err := notationTrusts(c, "notation")
+	return lint.Options{SkipZips: c.Bool("skip-zips"), AttestKeys: keys, Trusts: trusts}, err
 }

@@ -67,6 +67,10 @@ type Subject struct {
 // StatementType is the in-toto Statement v1 type URI.
 const StatementType = "https://in-toto.io/Statement/v1"
 
+// statementTypeV01 is in-toto Statement v0.1, which `cosign attest`
+// still writes into its bundles; its fields are those of v1.
+const statementTypeV01 = "https://in-toto.io/Statement/v0.1"
+
 // covers reports whether one of the statement's subjects is d.
 func (s *Statement) covers(d digest.Digest) bool {
 	for _, sub := range s.Subject {
@@ -122,6 +126,12 @@ func openStatement(v *Verifier, data []byte) (*Statement, error) {
 	if err := json.Unmarshal(data, &e); err != nil {
 		return nil, fmt.Errorf("not a DSSE envelope: %w", err)
 	}
+	return openEnvelope(v, e)
+}
+
+// openEnvelope checks a DSSE envelope's signature with v and returns the
+// in-toto statement (v1 or v0.1) inside.
+func openEnvelope(v *Verifier, e envelope) (*Statement, error) {
 	if e.PayloadType != inTotoPayloadType {
 		return nil, fmt.Errorf("DSSE payload type %q is not %s", e.PayloadType, inTotoPayloadType)
 	}
@@ -136,7 +146,7 @@ func openStatement(v *Verifier, data []byte) (*Statement, error) {
 	if err := json.Unmarshal(body, &st); err != nil {
 		return nil, fmt.Errorf("not an in-toto statement: %w", err)
 	}
-	if st.Type != StatementType {
+	if st.Type != StatementType && st.Type != statementTypeV01 {
 		return nil, fmt.Errorf("statement type %q is not %s", st.Type, StatementType)
 	}
 	return &st, nil

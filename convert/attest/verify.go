@@ -23,26 +23,24 @@ type Report struct {
 // OK reports whether both the signature and the attestation verified.
 func (r Report) OK() bool { return r.Signature == nil && r.Attestation == nil }
 
-// Verify reads subject's .sig and .att attachments (bounded reads, see
-// oci.ReadAttachment) and checks them with v as cosign would: a
-// signature by the key whose payload names subject; a DSSE envelope
-// signed by the key holding an in-toto statement about subject with
-// predicateType. The error is for failing to read the registry.
+// Verify reads subject's signatures and attestations — the Sigstore
+// bundles among its referrers and its .sig and .att attachments (bounded
+// reads, see oci.ReadReferrers and oci.ReadAttachment) — and checks them
+// with v as cosign would: a signature by the key whose payload names
+// subject; a DSSE envelope signed by the key holding an in-toto
+// statement about subject with predicateType. The error is for failing
+// to read the registry.
 func Verify(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, v *Verifier, predicateType string) (Report, error) {
-	sigs, err := oci.ReadAttachment(ctx, repo, subject, oci.CosignSignatures)
-	if err != nil && !oci.IsContentProblem(err) {
+	ev, err := readEvidence(ctx, repo, subject, true)
+	if err != nil {
 		return Report{}, err
 	}
 	var r Report
-	if r.Signature = err; err == nil {
-		r.Signature = verifySignatures(sigs, v, subject)
-	}
-	atts, err := oci.ReadAttachment(ctx, repo, subject, oci.CosignAttestations)
-	if err != nil && !oci.IsContentProblem(err) {
+	if r.Signature, err = ev.signature(v, subject); err != nil {
 		return Report{}, err
 	}
-	if r.Attestation = err; err == nil {
-		r.Statement, r.Attestation = verifyAttestations(atts, v, subject, predicateType)
+	if r.Statement, r.Attestation, err = ev.attestation(v, subject, predicateType); err != nil {
+		return Report{}, err
 	}
 	return r, nil
 }

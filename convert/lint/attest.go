@@ -21,6 +21,9 @@ type AttestKey struct {
 // this kind of artifact) of root. A missing or failing one is an error
 // even under a tag OpenTofu never reads: the keys were asked for.
 func (c *checker) attestations(root digest.Digest) error {
+	if err := c.trusts(root); err != nil {
+		return err
+	}
 	for _, k := range c.opts.AttestKeys {
 		if c.predicateType == "" {
 			c.attestFinding(SeverityError, "key %s: not an artifact oci-tofu attests: no signature or attestation to check", k.Name)
@@ -38,6 +41,23 @@ func (c *checker) attestations(root digest.Digest) error {
 			if e != nil {
 				c.attestFinding(SeverityError, "key %s: %v", k.Name, e)
 			}
+		}
+	}
+	return nil
+}
+
+// trusts checks root with every trust of the options (Notation
+// signatures under a trust policy): each must be satisfied.
+func (c *checker) trusts(root digest.Digest) error {
+	for _, t := range c.opts.Trusts {
+		refusal, err := t.Check(c.ctx, c.repo, c.fullName, root)
+		switch {
+		case err != nil:
+			return fmt.Errorf("reading the signatures of %s: %w", root, err)
+		case refusal != nil:
+			c.attestFinding(SeverityError, "%s: %v", t.Name(), refusal)
+		default:
+			c.attestFinding(SeverityOK, "%s is signed as %s requires", root, t.Name())
 		}
 	}
 	return nil

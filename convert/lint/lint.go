@@ -20,6 +20,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -52,6 +53,9 @@ type Options struct {
 	// AttestKeys, when given, must each have signed every artifact
 	// checked and attested it, as cosign verifies (see attestations).
 	AttestKeys []AttestKey
+	// Trusts, when given, must each be satisfied by every artifact
+	// checked (attest.Trust: a notation trust policy's signatures).
+	Trusts []attest.Trust
 	// Policy, when set, decides on the version of each tag checked, and
 	// PolicyAddress names the address it matches for a kind of artifact
 	// (policy.go).
@@ -97,6 +101,7 @@ type checker struct {
 	repo     oci.ReadOnlyRepository
 	ref      string
 	repoName string // the repository path, which names the provider type
+	fullName string // the repository as oci.Reference.Name names it
 	layout   bool   // an OCI layout: its directory names no type
 	tag      string // the tag or digest checked
 	opts     Options
@@ -128,7 +133,7 @@ func (c *checker) problem(err error) error {
 }
 
 func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, opts Options) ([]Finding, error) {
-	c := &checker{ctx: ctx, repo: repo, ref: ref.String(), repoName: ref.Repository, layout: ref.Layout, tag: ref.Reference, opts: opts}
+	c := &checker{ctx: ctx, repo: repo, ref: ref.String(), repoName: ref.Repository, fullName: ref.Name(), layout: ref.Layout, tag: ref.Reference, opts: opts}
 	desc, err := repo.Resolve(ctx, ref.Reference)
 	if err != nil {
 		return c.findings, c.problem(fmt.Errorf("resolving %s: %w", ref.Reference, err))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
@@ -15,12 +17,13 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// Admission (Options.RequireAttestation): a release is served only when
-// its root has an attestation of its kind's predicate type verifying with
-// one of the configured keys. The rule lives in the store (Repo.Admitted,
-// verdicts cached by digest) and is asked where the held sources read
-// releases (heldProviders, moduleSource, heldTofu), so no handler knows
-// of it.
+// Admission (Options.RequireAttestation, Options.RequireTrust): a release
+// is served only when its root has an attestation of its kind's predicate
+// type verifying with one of the configured keys, or satisfies one of the
+// configured trusts (a notation trust policy). The rule lives in the store
+// (Repo.Admitted, verdicts cached by digest) and is asked where the held
+// sources read releases (heldProviders, moduleSource, heldTofu), so no
+// handler knows of it.
 
 // attestedKinds are the predicate types an attestation must have, by the
 // kind of root it is about.
@@ -30,23 +33,77 @@ var attestedKinds = map[string]string{
 	store.KindTofu:     pubrelease.TofuPredicateType,
 }
 
-// requireAttestation is the store's admission policy for keys: the .att
-// attachment beside the root is read once (bounded: oci.ReadAttachment)
-// and checked with every key.
-func requireAttestation(keys []*attest.Verifier) store.Admit {
-	return func(ctx context.Context, repo oci.ReadOnlyRepository, kind string, subject digest.Digest) (error, error) {
+// admitting reports whether the options configure an admission rule.
+func (o *Options) admitting() bool {
+	return len(o.RequireAttestation) > 0 || len(o.RequireTrust) > 0
+}
+
+// admission is the store's admission policy for keys and trusts: the
+// attestations beside the root (bounded: attest.VerifyAttestation) and
+// each trust's signatures are read at once; any of them admits. A
+// refusal's text says what was required, then why each failed.
+func admission(keys []*attest.Verifier, trusts []attest.Trust) store.Admit {
+	words := notAdmittedWords(len(keys) > 0, len(trusts) > 0)
+	return func(ctx context.Context, repo oci.ReadOnlyRepository, repository, kind string, subject digest.Digest) (error, error) {
 		pt, ok := attestedKinds[kind]
 		if !ok {
-			return fmt.Errorf("no attestation is defined for a %s", kind), nil
+			return fmt.Errorf("%s (no attestation is defined for a %s)", words, kind), nil
 		}
-		_, refusal, err := attest.VerifyAttestation(ctx, repo, subject, keys, pt)
-		return refusal, err
+		why := make([]error, 1+len(trusts))
+		g, gctx := errgroup.WithContext(ctx)
+		if len(keys) > 0 {
+			g.Go(func() (err error) {
+				_, why[0], err = attest.VerifyAttestation(gctx, repo, subject, keys, pt)
+				return err
+			})
+		}
+		for i, t := range trusts {
+			g.Go(func() (err error) {
+				why[i+1], err = t.Check(gctx, repo, repository, subject)
+				if why[i+1] != nil {
+					why[i+1] = fmt.Errorf("%s: %w", t.Name(), why[i+1])
+				}
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+		return admissionVerdict(words, len(keys) > 0, why), nil
 	}
 }
 
-// notAttested is what clients are told of a release the policy refuses:
-// for them it does not exist.
+// admissionVerdict is nil when one requirement held (why[0] is the keys',
+// when there are keys; the others the trusts'), else the refusal.
+func admissionVerdict(words string, keys bool, why []error) error {
+	var reasons []string
+	for i, w := range why {
+		if i == 0 && !keys {
+			continue
+		}
+		if w == nil {
+			return nil
+		}
+		reasons = append(reasons, w.Error())
+	}
+	return fmt.Errorf("%s (%s)", words, strings.Join(reasons, "; "))
+}
+
+// notAttested is what clients are told of a release the keys refuse: for
+// them it does not exist.
 const notAttested = "no attestation verifying with the configured keys"
+
+// notAdmittedWords says what a refused release lacks.
+func notAdmittedWords(keys, trusts bool) string {
+	const notSigned = "no signature satisfying the configured trust policies"
+	switch {
+	case keys && trusts:
+		return notAttested + ", nor a signature satisfying the configured trust policies"
+	case trusts:
+		return notSigned
+	}
+	return notAttested
+}
 
 // admit refuses a provider release that is not admitted: 404 naming why.
 func (h *heldProviders) admit(ctx context.Context, repo *store.Repo, p names.Provider, v names.Version, index digest.Digest) error {
@@ -58,7 +115,7 @@ func (h *heldProviders) admit(ctx context.Context, repo *store.Repo, p names.Pro
 func admitted(ctx context.Context, repo *store.Repo, kind, what string, v names.Version, subject digest.Digest) error {
 	err := repo.Admitted(ctx, kind, subject)
 	if r, ok := store.Refused(err); ok {
-		return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("%s %s is not served: %s (%s)", what, v, notAttested, r.Reason), err: err}
+		return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("%s %s is not served: %s", what, v, r.Reason), err: err}
 	}
 	return missing(err, what, "%s has no version %s", what, v)
 }
@@ -77,7 +134,7 @@ func (s *responder) refusedInListing(ctx context.Context, repo *store.Repo, kind
 
 // refusedWarning is the versions document's word on a version left out.
 func refusedWarning(v names.Version, r *store.Refusal) string {
-	return fmt.Sprintf("%s is left out: %s (%s)", v, notAttested, r.Reason)
+	return fmt.Sprintf("%s is left out: %s", v, r.Reason)
 }
 
 // admittedVersions are the versions of a listing whose release is
@@ -85,7 +142,7 @@ func refusedWarning(v names.Version, r *store.Refusal) string {
 // version's index and attestation are read (cached by digest), at most
 // the store's concurrency at once.
 func (h *heldProviders) admittedVersions(ctx context.Context, repo *store.Repo, p names.Provider, versions []names.Version) ([]names.Version, error) {
-	if len(h.opts.RequireAttestation) == 0 {
+	if !h.opts.admitting() {
 		return versions, nil
 	}
 	keep := make([]bool, len(versions))

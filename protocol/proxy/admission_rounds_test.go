@@ -18,6 +18,7 @@ func TestRequireAttestationRoundTrips(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	s := attestSigner(t)
 	pushAttested(t, registryRepo(t, reg, "p/test/hello"), "1.0.0", s)
+	pushBundleAttested(t, registryRepo(t, reg, "p/test/hello"), "1.1.0", s) // cosign v3's way
 	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: 50 * time.Millisecond})
 	upstream, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
 	if err != nil {
@@ -35,6 +36,7 @@ func TestRequireAttestationRoundTrips(t *testing.T) {
 	for _, u := range []string{
 		"/v1/mirror/example.com/test/hello/1.0.0.json",
 		"/v1/providers/test/hello/1.0.0/download/linux/amd64",
+		"/v1/mirror/example.com/test/hello/1.1.0.json",
 	} {
 		plain, plainRequests := rounds(t, nil, u)
 		attested, attestedRequests := rounds(t, []*attest.Verifier{s.Public()}, u)

@@ -6,7 +6,13 @@ import "errors"
 // that does not attest what it stores with one of the required keys:
 // every release it pulled would then be refused.
 func checkAttestedPulls(opts Options) error {
-	if len(opts.RequireAttestation) == 0 || opts.PullThrough == nil {
+	if opts.PullThrough == nil {
+		return nil
+	}
+	if len(opts.RequireAttestation) == 0 {
+		if len(opts.RequireTrust) > 0 {
+			return errors.New("proxy.New: pull-through stores releases without the signatures RequireTrust asks for, so none of them could be served: require the key of pull-through's attester too (RequireAttestation), or configure one of PullThrough and RequireTrust, not both")
+		}
 		return nil
 	}
 	a := opts.PullThrough.Attest

@@ -51,7 +51,7 @@ type release struct {
 	// (corrupt, invalid or missing): the packages are still served by
 	// their digests, but nothing that needs the provenance is.
 	provErr error
-	// unadmitted is set while the admission verdict (Options.RequireAttestation)
+	// unadmitted is set while the admission verdict (Options.RequireAttestation, RequireTrust)
 	// has not been read: nothing of the release may be served before it is
 	// (readRelease or admitted).
 	unadmitted bool

@@ -122,6 +122,12 @@ type Options struct {
 	// attester's key (PullThrough.Attest) must be one of them: otherwise
 	// no release pulled through could be served (checkAttestedPulls).
 	RequireAttestation []*attest.Verifier
+	// RequireTrust, when set, also admits releases whose root satisfies
+	// one of these trusts (attest.Trust: a notation trust policy, say);
+	// with RequireAttestation, any one of the keys or trusts admits a
+	// release. Without RequireAttestation, PullThrough is refused: what
+	// it stores carries no such signatures (checkAttestedPulls).
+	RequireTrust []attest.Trust
 	// Policy, when set, is the admission policy file (convert/policy):
 	// provider, module and OpenTofu versions it denies do not exist for
 	// clients (left out of listings, with a warning naming the rule where
@@ -310,8 +316,8 @@ func (s *Server) connect() error {
 	s.client = client
 	so := s.opts.Store
 	so.Client, so.CacheBytes, so.Observe, so.Logger = client, budgetOf(s.opts).store, s.metrics.observeCache, s.log
-	if len(s.opts.RequireAttestation) > 0 {
-		so.Admit = requireAttestation(s.opts.RequireAttestation) // admission.go
+	if s.opts.admitting() {
+		so.Admit = admission(s.opts.RequireAttestation, s.opts.RequireTrust) // admission.go
 	}
 	s.store = store.New(so)
 	return nil

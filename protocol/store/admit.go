@@ -11,11 +11,12 @@ import (
 )
 
 // Admit is an admission policy (Options.Admit): it says whether the root
-// subject (a provider index, …) of a kind ("provider") held in repo may be
+// subject (a provider index, …) of a kind ("provider") held in repo, named
+// repository (oci.Reference.Name: host/path, oci-layout:PATH), may be
 // served. refusal is nil when it may and says why not otherwise (content
 // the policy cannot accept, however hostile, is a refusal); err is for
 // failing to read the registry. It must do bounded work.
-type Admit func(ctx context.Context, repo oci.ReadOnlyRepository, kind string, subject digest.Digest) (refusal, err error)
+type Admit func(ctx context.Context, repo oci.ReadOnlyRepository, repository, kind string, subject digest.Digest) (refusal, err error)
 
 // Kinds of roots the proxy asks Admit about.
 const (
@@ -64,12 +65,17 @@ func (r *Repo) Admitted(ctx context.Context, kind string, subject digest.Digest)
 	if admit == nil {
 		return nil
 	}
-	repo, err := r.open(ctx)
+	o, err := r.opened(ctx)
 	if err != nil {
 		return err
 	}
 	res, err := r.s.admissions.Get(ctx, kind+" "+r.name+"@"+subject.String(), func(ctx context.Context) (admission, int64, error) {
-		refusal, err := admit(ctx, repo, kind, subject)
+		select { // the referrers API probe started beside the first reads
+		case <-o.probed:
+		case <-ctx.Done():
+			return admission{}, 0, ctx.Err()
+		}
+		refusal, err := admit(ctx, o.repo, r.name, kind, subject)
 		if err != nil || refusal == nil {
 			return admission{}, 64, err
 		}

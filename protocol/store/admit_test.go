@@ -18,7 +18,7 @@ func TestAdmittedCachesVerdictsByDigest(t *testing.T) {
 	l := newLayout(t)
 	good, bad, broken := digest.FromString("good"), digest.FromString("bad"), digest.FromString("broken")
 	var calls atomic.Int32
-	admit := func(ctx context.Context, repo oci.ReadOnlyRepository, kind string, subject digest.Digest) (error, error) {
+	admit := func(ctx context.Context, repo oci.ReadOnlyRepository, _, kind string, subject digest.Digest) (error, error) {
 		calls.Add(1)
 		switch {
 		case kind != store.KindProvider:

@@ -67,7 +67,7 @@ type Options struct {
 type Store struct {
 	opts Options
 
-	repos      *cache.Cache[oci.ReadOnlyRepository]
+	repos      *cache.Cache[*opened]
 	tags       *cache.Cache[[]string]
 	byTag      *cache.Cache[taggedManifest]
 	providers  *cache.Cache[*oci.ProviderVersion]
@@ -99,7 +99,7 @@ func New(opts Options) *Store {
 	byDigest := func(name string) cache.Options { return share(ttl(name, 0, 0)) }
 	return &Store{
 		opts:        opts,
-		repos:       cache.New[oci.ReadOnlyRepository](ttl("repositories", opts.TagTTL, opts.MaxStale)),
+		repos:       cache.New[*opened](ttl("repositories", opts.TagTTL, opts.MaxStale)),
 		tags:        cache.New[[]string](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
 		byTag:       cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
 		providers:   cache.New[*oci.ProviderVersion](byDigest("indexes")),
@@ -222,9 +222,41 @@ func (r *Repo) Name() string { return r.name }
 func (r *Repo) Reference() oci.Reference { return r.ref }
 
 func (r *Repo) open(ctx context.Context) (oci.ReadOnlyRepository, error) {
-	res, err := r.s.repos.Get(ctx, r.name, func(ctx context.Context) (oci.ReadOnlyRepository, int64, error) {
+	o, err := r.opened(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return o.repo, nil
+}
+
+// opened is an open repository, and, with an admission policy, the
+// probe of its referrers API (probed is closed when it is done).
+type opened struct {
+	repo   oci.ReadOnlyRepository
+	probed chan struct{}
+}
+
+// opened opens the repository once (cached); with an admission policy it
+// starts oci.ProbeReferrers beside the first reads, so the admission's
+// referrers read, a round trip later, goes straight where they are.
+func (r *Repo) opened(ctx context.Context) (*opened, error) {
+	res, err := r.s.repos.Get(ctx, r.name, func(ctx context.Context) (*opened, int64, error) {
 		repo, err := r.s.opts.Client.OpenReadOnly(ctx, r.ref)
-		return repo, 0, err
+		if err != nil {
+			return nil, 0, err
+		}
+		o := &opened{repo: repo, probed: make(chan struct{})}
+		if r.s.opts.Admit == nil {
+			close(o.probed)
+			return o, 0, nil
+		}
+		go func() {
+			defer close(o.probed)
+			pctx, cancel := context.WithTimeout(context.Background(), r.s.opts.Timeout)
+			defer cancel()
+			_ = cache.Recover(func() error { oci.ProbeReferrers(pctx, repo); return nil })
+		}()
+		return o, 0, nil
 	})
 	if err != nil {
 		return nil, r.fail(err, opening)

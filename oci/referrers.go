@@ -1,0 +1,224 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry"
+)
+
+// OCI 1.1 referrers: manifests whose subject is another manifest, listed
+// by the registry's referrers API, or, where it has none, by the index
+// the referrers tag schema keeps under the tag sha256-<hex> (oras-go
+// falls back to it, as cosign v3 and notation write it); in an OCI
+// layout, the manifests of the layout whose subject is the manifest
+// (docs/artifacts.md, "Referrers"). Reads are bounded: at most
+// MaxReferrers referrers of the wanted artifact type are read, the
+// listing is read at most MaxReferrerPages pages of MaxManifestSize each
+// (a layout's at most MaxReferrerScan manifests), and every manifest and
+// layer is refused by its size before it is fetched.
+const (
+	// ArtifactTypeSigstoreBundle is cosign v3's signatures and
+	// attestations: a manifest with one layer, a Sigstore bundle.
+	ArtifactTypeSigstoreBundle = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	// ArtifactTypeNotationSignature is a Notary Project signature: a
+	// manifest with one layer, a JWS or COSE envelope.
+	ArtifactTypeNotationSignature = "application/vnd.cncf.notary.signature"
+	// MaxReferrers bounds the referrers of one artifact type read for one
+	// subject.
+	MaxReferrers = 64
+	// MaxReferrerPages bounds the pages of a referrers listing read.
+	MaxReferrerPages = 16
+	// MaxReferrerScan bounds the manifests of an OCI layout examined
+	// for referrers of one subject.
+	MaxReferrerScan = 1024
+	// maxReferrerLayers bounds the layers of one referrer.
+	maxReferrerLayers = 4
+)
+
+// Referrer is one referrer of a subject: its manifest's descriptor and
+// annotations, and its layers read (AttachmentLayer: media type,
+// payload, annotations). Err says why it could not be read intact (too
+// large, too many layers, corrupt), with nothing else set but Descriptor.
+type Referrer struct {
+	Descriptor  ocispec.Descriptor
+	Annotations map[string]string
+	Layers      []AttachmentLayer
+	Err         error
+}
+
+// Referrers are a subject's referrers of an artifact type, as read.
+type Referrers struct {
+	Items []Referrer
+	// Truncated is set when more referrers of the type exist than were
+	// read (MaxReferrers), or the listing was longer than it may be.
+	Truncated bool
+	// Unsupported is set when the repository cannot list referrers.
+	Unsupported bool
+}
+
+// ReadReferrers lists subject's referrers of artifactType and reads each
+// (bounded, see the package constants). A referrer that cannot be read
+// intact is returned with Err set; err is for the listing itself
+// failing.
+func ReadReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.Digest, artifactType string) (Referrers, error) {
+	descs, truncated, err := listReferrers(ctx, repo, subject, artifactType)
+	if errors.Is(err, errNoReferrers) {
+		return Referrers{Unsupported: true}, nil
+	}
+	if err != nil {
+		return Referrers{}, fmt.Errorf("listing the referrers of %s: %w", subject, err)
+	}
+	out := Referrers{Truncated: truncated, Items: make([]Referrer, 0, len(descs))}
+	for _, d := range descs {
+		if r, ok := readReferrer(ctx, repo, d, subject, artifactType); ok {
+			out.Items = append(out.Items, r)
+		}
+	}
+	return out, nil
+}
+
+// mayBeOfType reports whether a listed referrer may be of artifactType:
+// it says so, or it says nothing telling — no type, or the empty
+// config's media type, as go-containerregistry's referrers tag schema
+// index lists cosign's bundles on some registries (GHCR's among them,
+// docs/artifacts.md "Referrers"). readReferrer reads the real type.
+func mayBeOfType(d ocispec.Descriptor, artifactType string) bool {
+	return d.ArtifactType == artifactType || d.ArtifactType == "" || d.ArtifactType == ocispec.MediaTypeEmptyJSON
+}
+
+var (
+	errNoReferrers  = errors.New("the repository cannot list referrers")
+	errEnough       = errors.New("enough referrers")
+	errTooManyPages = errors.New("too many pages")
+)
+
+// listReferrers lists at most MaxReferrers descriptors of subject's
+// referrers of artifactType: through the referrers API (or its tag
+// schema) of a registry, through the manifests of an OCI layout.
+func listReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.Digest, artifactType string) ([]ocispec.Descriptor, bool, error) {
+	if rl, ok := repo.(registry.ReferrerLister); ok {
+		// The API and its tag schema need only the subject's digest.
+		return listFromRegistry(ctx, rl, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: subject}, artifactType)
+	}
+	g, ok := repo.(content.ReadOnlyGraphStorage)
+	if !ok {
+		return nil, false, errNoReferrers
+	}
+	desc, err := repo.Resolve(ctx, subject.String())
+	if IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return listFromLayout(ctx, repo, g, desc, artifactType)
+}
+
+// listFromRegistry reads the registry's listing page by page, keeping
+// the descriptors that may be of artifactType (mayBeOfType).
+func listFromRegistry(ctx context.Context, rl registry.ReferrerLister, subject ocispec.Descriptor, artifactType string) ([]ocispec.Descriptor, bool, error) {
+	var out []ocispec.Descriptor
+	pages, truncated := 0, false
+	// Unfiltered: oras-go would drop the entries of untold type itself.
+	err := rl.Referrers(ctx, subject, "", func(page []ocispec.Descriptor) error {
+		if pages++; pages > MaxReferrerPages {
+			return errTooManyPages
+		}
+		for _, d := range page {
+			if !mayBeOfType(d, artifactType) {
+				continue
+			}
+			if len(out) == MaxReferrers {
+				truncated = true
+				return errEnough
+			}
+			out = append(out, d)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errEnough), errors.Is(err, errTooManyPages):
+		return out, true, nil
+	case IsNotFound(err):
+		return nil, false, nil // no fallback index: no referrers
+	}
+	return out, truncated, err
+}
+
+// listFromLayout examines at most MaxReferrerScan of the manifests that
+// refer to subject in a layout (each refused by its size before it is
+// read), keeping those of artifactType whose subject is subject.
+func listFromLayout(ctx context.Context, repo ReadOnlyRepository, g content.ReadOnlyGraphStorage, subject ocispec.Descriptor, artifactType string) ([]ocispec.Descriptor, bool, error) {
+	preds, err := g.Predecessors(ctx, subject)
+	if err != nil {
+		return nil, false, err
+	}
+	var out []ocispec.Descriptor
+	for i, d := range preds {
+		if i == MaxReferrerScan || len(out) == MaxReferrers {
+			return out, true, nil
+		}
+		if d.MediaType != ocispec.MediaTypeImageManifest || checkManifestSize(d) != nil {
+			continue
+		}
+		b, err := FetchManifest(ctx, repo, d)
+		if err != nil {
+			continue
+		}
+		m, err := decodeManifest(d, b)
+		if err != nil || m.Subject == nil || m.Subject.Digest != subject.Digest || referrerType(m) != artifactType {
+			continue
+		}
+		d.ArtifactType, d.Annotations = artifactType, m.Annotations
+		out = append(out, d)
+	}
+	return out, false, nil
+}
+
+// readReferrer reads a referrer's manifest and its layers, each refused
+// by its size before it is fetched and checked against its digest; ok is
+// false for a manifest of another artifact type than its listing let
+// pass (mayBeOfType).
+func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descriptor, subject digest.Digest, artifactType string) (r Referrer, ok bool) {
+	r = Referrer{Descriptor: d}
+	m, err := fetchImageManifest(ctx, repo, d)
+	switch {
+	case err != nil:
+		r.Err = err
+	case referrerType(m) != artifactType && d.ArtifactType != artifactType:
+		return r, false // listed without a telling type: another kind
+	case referrerType(m) != artifactType:
+		r.Err = invalid("referrer %s is listed as %s but is of type %q", d.Digest, artifactType, referrerType(m))
+	case m.Subject == nil || m.Subject.Digest != subject:
+		r.Err = invalid("referrer %s is not about %s", d.Digest, subject)
+	case len(m.Layers) > maxReferrerLayers:
+		r.Err = invalid("referrer %s has %d layers, more than the %d read", d.Digest, len(m.Layers), maxReferrerLayers)
+	}
+	if r.Err != nil {
+		return r, true
+	}
+	r.Annotations = m.Annotations
+	for _, l := range m.Layers {
+		payload, err := fetchSmall(ctx, repo, l)
+		if err != nil {
+			return Referrer{Descriptor: d, Err: fmt.Errorf("referrer %s: %w", d.Digest, err)}, true
+		}
+		r.Layers = append(r.Layers, AttachmentLayer{MediaType: l.MediaType, Payload: payload, Annotations: l.Annotations})
+	}
+	return r, true
+}
+
+// referrerType is a referrer's artifact type as the referrers API gives
+// it: its artifactType, else its config's media type (how notation and
+// image-spec 1.0 tools mark a manifest's type).
+func referrerType(m ocispec.Manifest) string {
+	if m.ArtifactType != "" {
+		return m.ArtifactType
+	}
+	return m.Config.MediaType
+}

@@ -1,0 +1,214 @@
+package oci_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	orasoci "oras.land/oras-go/v2/content/oci"
+
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// subjectArtifact is a small image manifest to refer to.
+func subjectArtifact(t *testing.T, content string) *oci.Artifact {
+	t.Helper()
+	b := oci.BytesBlob("application/octet-stream", []byte(content), nil)
+	cfg := oci.BytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil)
+	m, err := oci.EncodeManifest(ocispec.Manifest{Config: cfg.Descriptor, Layers: []ocispec.Descriptor{b.Descriptor}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &oci.Artifact{Blobs: []oci.Blob{b, cfg}, Manifests: []oci.Manifest{m}}
+}
+
+// referrerArtifact is a referrer of subject: artifactType, one layer.
+func referrerArtifact(t *testing.T, subject ocispec.Descriptor, artifactType, payload string) *oci.Artifact {
+	t.Helper()
+	l := oci.BytesBlob(artifactType, []byte(payload), nil)
+	cfg := oci.BytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil)
+	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: artifactType, Config: cfg.Descriptor, Layers: []ocispec.Descriptor{l.Descriptor}, Subject: &subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &oci.Artifact{Blobs: []oci.Blob{l, cfg}, Manifests: []oci.Manifest{m}}
+}
+
+// In an OCI layout that lists its referrers (as oras-go, oras and
+// notation write layouts), a subject's referrers of one artifact type are
+// found, read and checked; other types and other subjects' are not.
+func TestReadReferrersFromLayout(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := orasoci.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj, other := subjectArtifact(t, "a"), subjectArtifact(t, "b")
+	for _, a := range []*oci.Artifact{subj, other,
+		referrerArtifact(t, subj.Root(), oci.ArtifactTypeSigstoreBundle, "bundle of a"),
+		referrerArtifact(t, subj.Root(), oci.ArtifactTypeNotationSignature, "notation of a"),
+		referrerArtifact(t, other.Root(), oci.ArtifactTypeSigstoreBundle, "bundle of b"),
+	} {
+		if _, err := oci.Push(ctx, store, a, oci.Tags{}, oci.PushOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Tag(ctx, subj.Root(), "1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := c.OpenReadOnly(ctx, oci.Reference{Layout: true, Repository: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := oci.ReadReferrers(ctx, repo, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	if err != nil || got.Unsupported || got.Truncated || len(got.Items) != 1 {
+		t.Fatalf("referrers %+v, %v; want the one bundle", got, err)
+	}
+	if r := got.Items[0]; r.Err != nil || len(r.Layers) != 1 || string(r.Layers[0].Payload) != "bundle of a" {
+		t.Errorf("referrer %+v", r)
+	}
+	none, err := oci.ReadReferrers(ctx, repo, digest.FromString("absent"), oci.ArtifactTypeSigstoreBundle)
+	if err != nil || len(none.Items) != 0 {
+		t.Errorf("an absent subject: %+v, %v", none, err)
+	}
+}
+
+// 10,000 referrers on one index, listed by a registry's referrers API (a
+// front of ours answers it for Distribution, which has none): at most
+// MaxReferrers are read, with a bounded number of requests, and the
+// answer says more exist; a referrer of 100 MiB is refused by its size
+// before it is fetched.
+func TestReadReferrersIsBounded(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	c, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := c.Open(oci.Reference{Registry: reg.Host, Repository: "p/hostile"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := subjectArtifact(t, "hostile")
+	if _, err := oci.Push(ctx, repo, subj, oci.Tags{"1.0.0": ""}, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	huge := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: oci.ArtifactTypeSigstoreBundle, Digest: digest.FromString("huge"), Size: 100 << 20}
+	listing := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{huge}}
+	for i := range 10_000 {
+		listing.Manifests = append(listing.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: oci.ArtifactTypeSigstoreBundle, Digest: digest.FromString(fmt.Sprint(i)), Size: 600})
+	}
+	body, err := json.Marshal(listing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{
+		Match: func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/referrers/") },
+		Fault: testenv.Fault{Status: http.StatusOK, Header: http.Header{"Content-Type": {ocispec.MediaTypeImageIndex}}, Body: body},
+	}}})
+	ro, err := c.OpenReadOnly(ctx, oci.Reference{Registry: front.Host, Repository: "p/hostile"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := oci.ReadReferrers(ctx, ro, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Truncated || len(got.Items) != oci.MaxReferrers {
+		t.Errorf("read %d referrers (truncated %v), want %d and truncated", len(got.Items), got.Truncated, oci.MaxReferrers)
+	}
+	if e := got.Items[0].Err; e == nil || !strings.Contains(e.Error(), "exceeds the 4 MiB limit") {
+		t.Errorf("the 100 MiB referrer: %v, want refused by its size", e)
+	}
+	requests := front.Log()
+	for _, r := range requests {
+		if strings.Contains(r.Path, huge.Digest.Encoded()) {
+			t.Errorf("the 100 MiB referrer was fetched: %s %s", r.Method, r.Path)
+		}
+	}
+	// The listing, and one manifest per referrer read (not the huge one).
+	if max := 1 + oci.MaxReferrers - 1; len(requests) > max {
+		t.Errorf("%d registry requests, want at most %d", len(requests), max)
+	}
+}
+
+// A listing that does not tell the referrers' types (artifactType empty,
+// or the empty config's media type, as go-containerregistry's tag schema
+// index lists cosign bundles on some registries): each is read, and only
+// those of the wanted type are kept.
+func TestReadReferrersOfUntoldTypes(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	c, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := c.Open(oci.Reference{Registry: reg.Host, Repository: "p/untold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := subjectArtifact(t, "untold")
+	bundle := referrerArtifact(t, subj.Root(), oci.ArtifactTypeSigstoreBundle, "a bundle")
+	sig := referrerArtifact(t, subj.Root(), oci.ArtifactTypeNotationSignature, "a signature")
+	listing := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
+	for i, a := range []*oci.Artifact{subj, bundle, sig} {
+		if _, err := oci.Push(ctx, repo, a, oci.Tags{fmt.Sprint("t", i): ""}, oci.PushOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			d := a.Root()
+			d.ArtifactType = []string{"", ocispec.MediaTypeEmptyJSON}[i-1]
+			listing.Manifests = append(listing.Manifests, d)
+		}
+	}
+	body, _ := json.Marshal(listing)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{
+		Match: func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/referrers/") },
+		Fault: testenv.Fault{Status: http.StatusOK, Header: http.Header{"Content-Type": {ocispec.MediaTypeImageIndex}}, Body: body},
+	}}})
+	ro, err := c.OpenReadOnly(ctx, oci.Reference{Registry: front.Host, Repository: "p/untold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := oci.ReadReferrers(ctx, ro, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	if err != nil || len(got.Items) != 1 || got.Items[0].Err != nil || got.Items[0].Descriptor.Digest != bundle.Root().Digest {
+		t.Errorf("referrers %+v, %v; want the bundle only", got, err)
+	}
+}
+
+// ProbeReferrers learns that Distribution has no referrers API: the read
+// after it asks for the referrers tag only, not the API again.
+func TestProbeReferrersLearnsTheAPIIsMissing(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
+	c, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := c.OpenReadOnly(ctx, oci.Reference{Registry: front.Host, Repository: "p/probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oci.ProbeReferrers(ctx, ro)
+	front.ResetLog()
+	if _, err := oci.ReadReferrers(ctx, ro, digest.FromString("a root"), oci.ArtifactTypeSigstoreBundle); err != nil {
+		t.Fatal(err)
+	}
+	log := front.Log()
+	if len(log) != 1 || strings.Contains(log[0].Path, "/referrers/") || !strings.Contains(log[0].Path, "/manifests/sha256-") {
+		t.Errorf("requests after the probe: %+v; want the referrers tag only", log)
+	}
+}
