@@ -31,15 +31,18 @@ build:
 ## for linux/amd64 and linux/arm64, built without a container engine (see docs/proxy.md).
 ## Reproducible: the build time is the last commit's (SOURCE_DATE_EPOCH).
 ## IMAGE_PUSH=REGISTRY/REPOSITORY[:TAG] copies it to a registry too (docker config credentials).
+## ATTEST_KEY=FILE (with IMAGE_PUSH) signs the pushed index and attaches its SLSA provenance and
+## SPDX SBOM as cosign attestations, with oci-tofu's own code (COSIGN_PASSWORD for cosign's key files).
 IMAGE_DIR         ?= out/image
 IMAGE_PLATFORMS   ?= linux/amd64,linux/arm64
 IMAGE_PUSH        ?=
+ATTEST_KEY        ?=
 REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 image:
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./tools/image --go '$(GO)' --out $(IMAGE_DIR) \
 	  --tag $(VERSION) --version $(VERSION) --revision '$(REVISION)' --platform $(IMAGE_PLATFORMS) \
-	  $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
+	  $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH)) $(if $(ATTEST_KEY),--attest-key '$(ATTEST_KEY)')
 
 ## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl, cosign and Renovate in .tools/bin
 tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/cosign $(TOOLS)/renovate
