@@ -68,9 +68,12 @@ type Verifier struct {
 // root's Fulcio CAs, valid when the signature was made, which is proved by
 // at least one observer timestamp: a Rekor entry's signed integration time
 // or an RFC 3161 timestamp from one of the root's timestamp authorities.
-// A Rekor entry, when the bundle has one, must verify against the root's
-// logs; the certificate must carry a signed certificate timestamp when the
-// root lists CT logs, as Fulcio's certificates do.
+// When the root lists Rekor logs, the bundle must carry an entry in one of
+// them (its inclusion proof verified), as cosign requires by default; when
+// it lists CT logs, the certificate must carry a signed certificate
+// timestamp from one, as Fulcio's certificates do. The trusted root thus
+// says what is required: a private Sigstore with a timestamp authority and
+// no Rekor needs only the timestamp.
 func LoadVerifier(trustedRootFile string, identities []Identity) (*Verifier, error) {
 	b, err := localfile.ReadBounded(trustedRootFile, maxTrustedRoot)
 	if err != nil {
@@ -89,6 +92,9 @@ func NewVerifier(tr root.TrustedMaterial, identities []Identity) (*Verifier, err
 		return nil, errors.New("keyless verification needs at least one identity (ISSUER=IDENTITY): without one, any certificate the CA ever issued would pass")
 	}
 	opts := []verify.VerifierOption{verify.WithObserverTimestamps(1)}
+	if len(tr.RekorLogs()) > 0 {
+		opts = append(opts, verify.WithTransparencyLog(1))
+	}
 	if len(tr.CTLogs()) > 0 {
 		opts = append(opts, verify.WithSignedCertificateTimestamps(1))
 	}

@@ -23,10 +23,10 @@ const imageBuildType = "https://github.com/oci-tofu/oci-tofu/tools/image@v1"
 // (https://slsa.dev/spec/v1.0/provenance): what was built from what.
 type slsaProvenance struct {
 	BuildDefinition struct {
-		BuildType            string            `json:"buildType"`
-		ExternalParameters   map[string]any    `json:"externalParameters"`
-		InternalParameters   map[string]any    `json:"internalParameters,omitempty"`
-		ResolvedDependencies []slsaDescriptor  `json:"resolvedDependencies,omitempty"`
+		BuildType            string           `json:"buildType"`
+		ExternalParameters   map[string]any   `json:"externalParameters"`
+		InternalParameters   map[string]any   `json:"internalParameters,omitempty"`
+		ResolvedDependencies []slsaDescriptor `json:"resolvedDependencies,omitempty"`
 	} `json:"buildDefinition"`
 	RunDetails struct {
 		Builder struct {
