@@ -32,15 +32,26 @@ var attestedKinds = map[string]string{
 
 // requireAttestation is the store's admission policy for keys: the .att
 // attachment beside the root is read once (bounded: oci.ReadAttachment)
-// and checked with every key.
-func requireAttestation(keys []*attest.Verifier) store.Admit {
+// and checked with every key; when none verifies and a keyless verifier
+// is set, the root's Sigstore bundles are read and checked too
+// (admission_keyless.go).
+func requireAttestation(keys []*attest.Verifier, keyless KeylessVerifier) store.Admit {
 	return func(ctx context.Context, repo oci.ReadOnlyRepository, kind string, subject digest.Digest) (error, error) {
 		pt, ok := attestedKinds[kind]
 		if !ok {
 			return fmt.Errorf("no attestation is defined for a %s", kind), nil
 		}
-		_, refusal, err := attest.VerifyAttestation(ctx, repo, subject, keys, pt)
-		return refusal, err
+		var refusal error
+		if len(keys) > 0 {
+			var err error
+			if _, refusal, err = attest.VerifyAttestation(ctx, repo, subject, keys, pt); err != nil || refusal == nil {
+				return nil, err
+			}
+		}
+		if keyless == nil {
+			return refusal, nil
+		}
+		return keylessAdmission(ctx, keyless, repo, subject, pt, refusal)
 	}
 }
 
@@ -85,7 +96,7 @@ func refusedWarning(v names.Version, r *store.Refusal) string {
 // version's index and attestation are read (cached by digest), at most
 // the store's concurrency at once.
 func (h *heldProviders) admittedVersions(ctx context.Context, repo *store.Repo, p names.Provider, versions []names.Version) ([]names.Version, error) {
-	if len(h.opts.RequireAttestation) == 0 {
+	if !h.opts.requiresAttestation() {
 		return versions, nil
 	}
 	keep := make([]bool, len(versions))

@@ -6,7 +6,7 @@ import "errors"
 // that does not attest what it stores with one of the required keys:
 // every release it pulled would then be refused.
 func checkAttestedPulls(opts Options) error {
-	if len(opts.RequireAttestation) == 0 || opts.PullThrough == nil {
+	if !opts.requiresAttestation() || opts.PullThrough == nil {
 		return nil
 	}
 	a := opts.PullThrough.Attest

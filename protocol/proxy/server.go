@@ -111,6 +111,10 @@ type Options struct {
 	// attester's key (PullThrough.Attest) must be one of them: otherwise
 	// no release pulled through could be served (checkAttestedPulls).
 	RequireAttestation []*attest.Verifier
+	// RequireKeyless, when set, admits too the releases whose root has a
+	// keyless attestation (a Sigstore bundle stored as its referrer) of its
+	// kind's predicate type that it verifies (admission_keyless.go).
+	RequireKeyless KeylessVerifier
 	// Policy, when set, is the admission policy file (convert/policy):
 	// provider, module and OpenTofu versions it denies do not exist for
 	// clients (left out of listings, with a warning naming the rule where
@@ -270,8 +274,8 @@ func (s *Server) connect() error {
 	s.client = client
 	so := s.opts.Store
 	so.Client, so.CacheBytes, so.Observe, so.Logger = client, budgetOf(s.opts).store, s.metrics.observeCache, s.log
-	if len(s.opts.RequireAttestation) > 0 {
-		so.Admit = requireAttestation(s.opts.RequireAttestation) // admission.go
+	if s.opts.requiresAttestation() {
+		so.Admit = requireAttestation(s.opts.RequireAttestation, s.opts.RequireKeyless) // admission.go
 	}
 	s.store = store.New(so)
 	return nil
