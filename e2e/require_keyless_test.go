@@ -19,7 +19,8 @@ const (
 	forkWorkflow    = "https://github.com/mallory/infra/.github/workflows/release.yml@refs/heads/main"
 )
 
-// serve --require-attestation keyless:ISSUER=IDENTITY --trusted-root: of
+// serve --require-attestation keyless:ISSUER=IDENTITY --trusted-root (and
+// verify --attest-pub keyless:…): of
 // two provider versions, each with a keyless attestation (a Sigstore
 // bundle stored as a referrer of its index by regctl, in the referrers
 // tag schema Distribution needs), the one signed by the required CI
@@ -63,6 +64,16 @@ func TestRequireKeylessAttestation(t *testing.T) {
 	}
 	out, err := cosignKeyless("1.1.0")
 	refused(t, "cosign, another identity", out, err, "expected SAN value")
+
+	// oci-tofu verify --attest-pub keyless:… agrees.
+	identity := "keyless:" + ghIssuer + "=" + releaseWorkflow
+	out = mustRun(t, "verify", "--skip-zips", "--attest-pub", identity, "--trusted-root", sig.Root, repo+":1.0.0")
+	wantLine(t, out, "ok", "is attested ("+release.ProviderPredicateType+") keylessly by "+ghIssuer+"="+releaseWorkflow)
+	out, err = run(t, "verify", "--skip-zips", "--attest-pub", identity, "--trusted-root", sig.Root, repo+":1.1.0")
+	if err == nil {
+		t.Errorf("verify passed 1.1.0, attested by another identity:\n%s", out)
+	}
+	wantLine(t, out, "error", "keyless "+ghIssuer+"="+releaseWorkflow+": keyless attestation refused")
 }
 
 // TestRequireKeylessStartUp: keyless identities need a trusted root, and

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/oci-tofu/oci-tofu/convert/lint"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
 
@@ -15,4 +16,10 @@ func readKeyless(trustedRoot string, identities []string, opts *proxy.Options) e
 		return fmt.Errorf("this oci-tofu is built without keyless verification (build tag nokeyless): --require-attestation keyless:… and --trusted-root are not available")
 	}
 	return nil
+}
+
+// keylessChecks refuses keyless identities in a build without keyless
+// verification.
+func keylessChecks(trustedRoot string, identities []string) ([]lint.KeylessCheck, error) {
+	return nil, readKeyless(trustedRoot, identities, nil)
 }

@@ -79,6 +79,11 @@ func readRequireAttestation(c *cli.Context, opts *proxy.Options, logger *slog.Lo
 // identity, not a key file.
 const keylessPrefix = "keyless:"
 
+// verifyTrustedRootFlag is trustedRootFlag for verify's --attest-pub.
+func verifyTrustedRootFlag() cli.Flag {
+	return &cli.StringFlag{Name: "trusted-root", Usage: "Sigstore trusted root `FILE` (trusted_root.json) against which --attest-pub keyless:… attestations are checked, offline", EnvVars: []string{"OCI_TOFU_TRUSTED_ROOT"}}
+}
+
 // splitKeyless separates --require-attestation's key files from its
 // keyless identities (without their prefix).
 func splitKeyless(values []string) (files, identities []string) {

@@ -30,10 +30,12 @@ Exit status 1 when anything would make OpenTofu fail.
 With --attest-pub, every artifact checked must also carry a signature and an
 attestation by each key given, as push --attest-key writes them and as cosign
 verify and cosign verify-attestation check them; one missing or not verifying is
-an error (exit status 1).`,
+an error (exit status 1). --attest-pub keyless:ISSUER=IDENTITY (with --trusted-root
+FILE) requires instead a keyless attestation by that OIDC identity: a Sigstore bundle
+stored as a referrer, as cosign attest stores it without a key, checked offline.`,
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "skip-zips", Usage: "check manifests only; do not download zips"},
-			attestPubFlag(),
+			attestPubFlag(), verifyTrustedRootFlag(),
 		}, registryFlags()...), outputFlags()...),
 		Action: verify,
 	}
@@ -59,7 +61,12 @@ func verify(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	opts := lint.Options{SkipZips: c.Bool("skip-zips"), AttestKeys: keys}
+	_, identities := splitKeyless(c.StringSlice("attest-pub"))
+	keylessIDs, err := keylessChecks(c.String("trusted-root"), identities) // keyless.go
+	if err != nil {
+		return err
+	}
+	opts := lint.Options{SkipZips: c.Bool("skip-zips"), AttestKeys: keys, Keyless: keylessIDs}
 	var all []lint.Finding
 	for _, ref := range refs {
 		repo, err := client.OpenReadOnly(c.Context, ref)

@@ -51,6 +51,9 @@ type Options struct {
 	// AttestKeys, when given, must each have signed every artifact
 	// checked and attested it, as cosign verifies (see attestations).
 	AttestKeys []AttestKey
+	// Keyless, when given, must each have attested every artifact
+	// checked without a key (keyless.go).
+	Keyless []KeylessCheck
 }
 
 // Check checks the artifact a reference names the way OpenTofu reads it
@@ -149,7 +152,10 @@ func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Referen
 	if len(c.findings) == 0 {
 		c.add(SeverityOK, "%s passes every check", desc.Digest)
 	}
-	return c.findings, c.attestations(desc.Digest)
+	if err := c.attestations(desc.Digest); err != nil {
+		return c.findings, err
+	}
+	return c.findings, c.keylessAttestations(desc.Digest) // keyless.go
 }
 
 // providerTag judges a tag as OpenTofu's oci_mirror reads the tags of a
