@@ -35,15 +35,18 @@ build:
 ## for linux/amd64 and linux/arm64, built without a container engine (see docs/proxy.md).
 ## Reproducible: the build time is the last commit's (SOURCE_DATE_EPOCH).
 ## IMAGE_PUSH=REGISTRY/REPOSITORY[:TAG] copies it to a registry too (docker config credentials).
+## ATTEST_KEY=FILE (with IMAGE_PUSH) signs the pushed index and attaches its SLSA provenance and
+## SPDX SBOM as cosign attestations, with oci-tofu's own code (COSIGN_PASSWORD for cosign's key files).
 IMAGE_DIR         ?= out/image
 IMAGE_PLATFORMS   ?= linux/amd64,linux/arm64
 IMAGE_PUSH        ?=
+ATTEST_KEY        ?=
 REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 image:
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./tools/image --go '$(GO)' --out $(IMAGE_DIR) \
 	  --tag $(VERSION) --version $(VERSION) --revision '$(REVISION)' --platform $(IMAGE_PLATFORMS) \
-	  $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
+	  $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH)) $(if $(ATTEST_KEY),--attest-key '$(ATTEST_KEY)')
 
 ## chart: the Helm chart (deploy/helm/oci-tofu) packaged into $(CHART_DIR), its appVersion (the
 ## default image tag) set to $(VERSION), the tag `make image` gives the image.
@@ -175,7 +178,7 @@ fuzz:
 ## (each line: oci-tofu's figure, the reference's, and their ratio; see docs/benchmarks.md)
 BENCHTIME ?= 1x
 bench: tools tools-apt build
-	$(GO) test ./bench -run '^$$' -bench '^Benchmark(ProviderPush|PackModulePush|Lock|Mirror|PullThrough|RedirectDelivery|Policy|Fleet|ModulePullThrough)$$' -benchtime $(BENCHTIME) -timeout 40m
+	$(GO) test ./bench -run '^$$' -bench '^Benchmark(ProviderPush|AttestDistance|PackModulePush|Lock|Mirror|PullThrough|RedirectDelivery|Policy|Fleet|ModulePullThrough)$$' -benchtime $(BENCHTIME) -timeout 40m
 	bash bench/proxy.sh
 
 ## demo: push the fixture releases into an OCI layout and install them with real tofu

@@ -70,20 +70,23 @@ func BenchmarkProviderPush(b *testing.B) {
 	}
 	attestKey := writeAttestKey(b)
 	var raw, push, repush, attested time.Duration
+	var pairs []float64 // each iteration's attested/push
 	var rss float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		raw += rawUpload(b, client, fmt.Sprintf("%s/raw/r%d", reg.Host, i), files)
 		repo := fmt.Sprintf("%s/pushed/r%d/big", reg.Host, i)
+		var withKey, without time.Duration
 		withAttestation := func() {
-			d, _ := runMeasured(b, e, bin, "push", "provider", "--quiet", "--key", key, "--attest-key", attestKey, dir, fmt.Sprintf("%s/attested/r%d/big", reg.Host, i))
-			attested += d
+			withKey, _ = runMeasured(b, e, bin, "push", "provider", "--quiet", "--key", key, "--attest-key", attestKey, dir, fmt.Sprintf("%s/attested/r%d/big", reg.Host, i))
+			attested += withKey
 		}
 		if i%2 == 1 {
 			withAttestation()
 		}
 		d, r := runMeasured(b, e, bin, "push", "provider", "--quiet", "--key", key, dir, repo)
 		push += d
+		without = d
 		if r > rss {
 			rss = r
 		}
@@ -92,6 +95,7 @@ func BenchmarkProviderPush(b *testing.B) {
 		if i%2 == 0 {
 			withAttestation()
 		}
+		pairs = append(pairs, withKey.Seconds()/without.Seconds())
 	}
 	b.StopTimer()
 	n := float64(b.N)
@@ -103,7 +107,10 @@ func BenchmarkProviderPush(b *testing.B) {
 	b.ReportMetric(rss, "peak-RSS-MiB")
 	b.ReportMetric(attested.Seconds()/n, "attested-push-s")
 	b.ReportMetric(attested.Seconds()/push.Seconds(), "attested/push")
-	b.Logf("push %.2f s, with --attest-key %.2f s: attested/push %.3f (goal ≤ 1.10)", push.Seconds()/n, attested.Seconds()/n, attested.Seconds()/push.Seconds())
+	// The median of the pairs resists what one disturbed push does to the
+	// ratio of the sums on a shared machine.
+	b.ReportMetric(median(pairs), "attested/push-median")
+	b.Logf("push %.2f s, with --attest-key %.2f s: attested/push %.3f, median of %d pairs %.3f (goal ≤ 1.10)", push.Seconds()/n, attested.Seconds()/n, attested.Seconds()/push.Seconds(), len(pairs), median(pairs))
 	b.ReportMetric(0, "ns/op")
 }
 

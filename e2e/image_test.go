@@ -412,14 +412,16 @@ func checkWithRegctl(t *testing.T, layout string, img *ociImage, root string) {
 	}
 }
 
-// checkPush pushes the image with tools/image --push (oras-go, docker
-// config credentials) and copies the layout with regctl, as docs/proxy.md
-// says to publish it: both keep the layout's digest.
+// checkPush pushes the image with tools/image --push --attest-key (oras-go,
+// docker config credentials) and copies the layout with regctl, as
+// docs/proxy.md says to publish it: both keep the layout's digest, and
+// cosign verifies the pushed image's signature and attestations.
 func checkPush(t *testing.T, builder imageBuilder, layout string, want digest.Digest) {
 	reg := testenv.StartRegistry(t)
 	// The build keeps this process's HOME (its Go caches); the push gets
 	// an empty docker configuration and trusts the test registry's CA.
-	builder.build(t, []string{"DOCKER_CONFIG=" + t.TempDir(), "SSL_CERT_FILE=" + reg.CA.CertFile}, "--push", reg.Host+"/tools/oci-tofu")
+	key, pub := ecdsaKeyPair(t)
+	builder.build(t, []string{"DOCKER_CONFIG=" + t.TempDir(), "SSL_CERT_FILE=" + reg.CA.CertFile}, "--push", reg.Host+"/tools/oci-tofu", "--attest-key", key)
 	env := append(testenvEnv(t), "SSL_CERT_FILE="+reg.CA.CertFile)
 	regctlRef := reg.Host + "/regctl/oci-tofu:" + imageTag
 	testenv.MustRun(t, "", env, testenv.Tool(t, "regctl"), "image", "copy", "ocidir://"+layout+":"+imageTag, regctlRef)
@@ -429,6 +431,7 @@ func checkPush(t *testing.T, builder imageBuilder, layout string, want digest.Di
 			t.Errorf("%s: digest %s, layout %s", ref, got, want)
 		}
 	}
+	checkImageAttested(t, pub, reg.Host+"/tools/oci-tofu:"+imageTag, want) // image_attest_test.go
 	arm := trimSpace(testenv.MustRun(t, "", env, crane, "digest", "--platform", "linux/arm64", reg.Host+"/tools/oci-tofu:"+imageTag))
 	if !strings.HasPrefix(arm, "sha256:") {
 		t.Errorf("no linux/arm64 image in the pushed index: %s", arm)

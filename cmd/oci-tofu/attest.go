@@ -26,15 +26,17 @@ func attestKeyFlag() cli.Flag {
 func attestPubFlag() cli.Flag {
 	return &cli.StringSliceFlag{
 		Name:    "attest-pub",
-		Usage:   "PEM public key `FILE` (cosign.pub; ECDSA P-256 or Ed25519) that must have signed and attested every artifact checked (repeatable: each key must have)",
+		Usage:   "PEM public key `FILE` (cosign.pub; ECDSA P-256 or Ed25519) that must have signed and attested every artifact checked, or, written keyless:ISSUER=IDENTITY, an OIDC issuer and certificate identity that must have attested it keylessly (a Sigstore bundle, checked against --trusted-root) (repeatable: each must have)",
 		EnvVars: []string{"OCI_TOFU_ATTEST_PUB"},
 	}
 }
 
-// attestPublicKeys loads each --attest-pub.
+// attestPublicKeys loads each --attest-pub that is a key file (the
+// keyless:… ones are verifyKeyless's).
 func attestPublicKeys(c *cli.Context) ([]lint.AttestKey, error) {
 	var keys []lint.AttestKey
-	for _, f := range c.StringSlice("attest-pub") {
+	files, _ := splitKeyless(c.StringSlice("attest-pub"))
+	for _, f := range files {
 		v, err := attest.LoadVerifier(f)
 		if err != nil {
 			return nil, fmt.Errorf("--attest-pub: %w", err)

@@ -76,7 +76,7 @@ func pushMirror(c *cli.Context) error {
 			return fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, refs[i], err)
 		}
 		if signer != nil {
-			if err := attestProvider(c, rep, repo, refs[i], r.Release, res, release.Options{}, signer); err != nil {
+			if err := attestProvider(c, rep, repo, refs[i], r.Release, res.Root, release.Options{}, signer); err != nil {
 				return err
 			}
 		}

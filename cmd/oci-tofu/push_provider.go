@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
@@ -97,25 +98,23 @@ func pushProvider(c *cli.Context) error {
 	if !ref.Layout {
 		rel.Repository = ref.Repository
 	}
-	res, err := rel.Push(c.Context, repo, pushOptions(c, rep), also...)
+	res, err, attestErr := pushAndAttestProvider(c, rep, repo, ref, rel, opts, signer, also) // push_provider_attest.go
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)
 	}
-	if signer != nil {
-		if err := attestProvider(c, rep, repo, ref, rel, res, opts, signer); err != nil {
-			return err
-		}
+	if attestErr != nil {
+		return attestErr
 	}
 	return reportProviderPush(rep, rel, ref.WithReference(tag), res)
 }
 
 // attestProvider signs the pushed index and attests what was verified.
-func attestProvider(c *cli.Context, rep *reporter, repo oci.Repository, ref oci.Reference, rel *release.Provider, res oci.PushResult, opts release.Options, signer *attest.Signer) error {
-	pred, err := rel.Predicate(c.Context, repo, res.Root, opts.Signer, attestTime(), version)
+func attestProvider(c *cli.Context, rep *reporter, repo oci.Repository, ref oci.Reference, rel *release.Provider, root ocispec.Descriptor, opts release.Options, signer *attest.Signer) error {
+	pred, err := rel.Predicate(c.Context, repo, root, opts.Signer, attestTime(), version)
 	if err != nil {
-		return fmt.Errorf("%s@%s was pushed, but reading it back to attest it failed: %w", ref.Name(), res.Root.Digest, err)
+		return fmt.Errorf("%s@%s was pushed, but reading it back to attest it failed: %w", ref.Name(), root.Digest, err)
 	}
-	return attestPushed(c, rep, repo, ref, res.Root.Digest, signer, release.ProviderPredicateType, pred)
+	return attestPushed(c, rep, repo, ref, root.Digest, signer, release.ProviderPredicateType, pred)
 }
 
 // repositoryArg parses a repository argument, which must carry no tag

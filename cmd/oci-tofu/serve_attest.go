@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -14,7 +15,13 @@ import (
 // requireAttestationFlag is serve's admission rule (docs/proxy.md,
 // "Serving only attested releases").
 func requireAttestationFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "require-attestation", Usage: "serve only releases (providers, modules, OpenTofu) whose root has an attestation (push --attest-key) verifying with this public key `FILE` (PEM, ECDSA P-256 or Ed25519; repeatable: any of them)", EnvVars: []string{"OCI_TOFU_REQUIRE_ATTESTATION"}}
+	return &cli.StringSliceFlag{Name: "require-attestation", Usage: "serve only releases (providers, modules, OpenTofu) whose root has an attestation (push --attest-key) verifying with this public key `FILE` (PEM, ECDSA P-256 or Ed25519), or, written keyless:ISSUER=IDENTITY, a keyless attestation (cosign's Sigstore bundle) by that OIDC issuer and certificate identity, checked against --trusted-root (repeatable: any of them)", EnvVars: []string{"OCI_TOFU_REQUIRE_ATTESTATION"}}
+}
+
+// trustedRootFlag is the offline Sigstore trusted root keyless
+// attestations are checked against.
+func trustedRootFlag() cli.Flag {
+	return &cli.StringFlag{Name: "trusted-root", Usage: "Sigstore trusted root `FILE` (trusted_root.json: Fulcio CAs, Rekor logs, timestamp authorities, CT logs) against which --require-attestation keyless:… attestations are checked, offline", EnvVars: []string{"OCI_TOFU_TRUSTED_ROOT"}}
 }
 
 // requireNotationFlag admits releases signed with Notation (docs/proxy.md,
@@ -52,6 +59,9 @@ func readRequireAttestation(c *cli.Context, opts *proxy.Options, logger *slog.Lo
 	}
 	files := c.StringSlice("require-attestation")
 	if len(files) == 0 {
+		if c.String("trusted-root") != "" {
+			return fmt.Errorf("--trusted-root is for --require-attestation keyless:ISSUER=IDENTITY: give one")
+		}
 		if len(opts.RequireTrust) > 0 && opts.PullThrough != nil {
 			return fmt.Errorf("--require-notation with pull-through needs --require-attestation with the key of --attest-key: releases pulled through carry no Notation signature, so none of them could be served")
 		}
@@ -59,6 +69,10 @@ func readRequireAttestation(c *cli.Context, opts *proxy.Options, logger *slog.Lo
 	}
 	if opts.PullThrough != nil && att == nil {
 		return fmt.Errorf("--require-attestation with --pull-through-origin or --pull-through-tofu-api-url needs --attest-key: releases pulled through would be stored without attestations, so none of them could be served")
+	}
+	files, identities := splitKeyless(files)
+	if err := readKeyless(c.String("trusted-root"), identities, opts); err != nil { // keyless.go
+		return err
 	}
 	for _, f := range files {
 		v, err := attest.LoadVerifier(f)
@@ -71,4 +85,26 @@ func readRequireAttestation(c *cli.Context, opts *proxy.Options, logger *slog.Lo
 		return fmt.Errorf("--attest-key's public key is not among --require-attestation's keys: the releases pull-through stores would carry attestations none of them verifies, so none could be served (add the public key of --attest-key to --require-attestation)")
 	}
 	return nil
+}
+
+// keylessPrefix marks a --require-attestation value that is a keyless
+// identity, not a key file.
+const keylessPrefix = "keyless:"
+
+// verifyTrustedRootFlag is trustedRootFlag for verify's --attest-pub.
+func verifyTrustedRootFlag() cli.Flag {
+	return &cli.StringFlag{Name: "trusted-root", Usage: "Sigstore trusted root `FILE` (trusted_root.json) against which --attest-pub keyless:… attestations are checked, offline", EnvVars: []string{"OCI_TOFU_TRUSTED_ROOT"}}
+}
+
+// splitKeyless separates --require-attestation's key files from its
+// keyless identities (without their prefix).
+func splitKeyless(values []string) (files, identities []string) {
+	for _, v := range values {
+		if id, ok := strings.CutPrefix(v, keylessPrefix); ok {
+			identities = append(identities, id)
+		} else {
+			files = append(files, v)
+		}
+	}
+	return files, identities
 }

@@ -34,6 +34,9 @@ verify and cosign verify-attestation check them; one missing or not verifying is
 an error (exit status 1). With --notation, every artifact checked must also carry
 a Notary Project signature passing the trust policy and trust store of each
 notation configuration directory given.
+--attest-pub keyless:ISSUER=IDENTITY (with --trusted-root FILE) requires instead a
+keyless attestation by that OIDC identity: a Sigstore bundle stored as a referrer, as
+cosign attest stores it without a key, checked offline.
 
 With --policy, each version tag also gets the admission policy's decision, naming the
 rule; a version it denies is an error. The policy matches a provider as
@@ -41,7 +44,7 @@ registry.opentofu.org/NAMESPACE/TYPE and a module as registry.opentofu.org/NAMES
 from the repository path's last segments (patterns like */acme/* match them).`,
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "skip-zips", Usage: "check manifests only; do not download zips"},
-			attestPubFlag(),
+			attestPubFlag(), verifyTrustedRootFlag(),
 			&cli.StringSliceFlag{Name: "notation", Usage: "notation configuration `DIR` (trustpolicy.oci.json or trustpolicy.json, truststore/x509/…) whose trust policy every artifact checked must pass with a Notary Project signature (repeatable: each must)", EnvVars: []string{"OCI_TOFU_NOTATION"}},
 			&cli.StringFlag{Name: "policy", Usage: "also report the admission policy `FILE`'s decision on each version tag; a denied one is an error (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
 		}, registryFlags()...), outputFlags()...),
@@ -99,7 +102,7 @@ func verify(c *cli.Context) error {
 		if pol != nil {
 			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the admission policy denies a version)", plural(failed, "problem")), 1)
 		}
-		if len(opts.AttestKeys)+len(opts.Trusts) > 0 {
+		if len(opts.AttestKeys)+len(opts.Trusts)+len(opts.Keyless) > 0 {
 			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", plural(failed, "problem")), 1)
 		}
 		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", plural(failed, "problem")), 1)
@@ -132,12 +135,17 @@ func verifyRefs(c *cli.Context, client *oci.Client, refs []oci.Reference, opts l
 }
 
 // verifyOptions are the checks verify's flags ask for: --skip-zips,
-// --attest-pub's keys, --notation's trust policies.
+// --attest-pub's keys and keyless identities, --notation's trust policies.
 func verifyOptions(c *cli.Context) (lint.Options, error) {
 	keys, err := attestPublicKeys(c)
 	if err != nil {
 		return lint.Options{}, err
 	}
 	trusts, err := notationTrusts(c, "notation")
-	return lint.Options{SkipZips: c.Bool("skip-zips"), AttestKeys: keys, Trusts: trusts}, err
+	if err != nil {
+		return lint.Options{}, err
+	}
+	_, identities := splitKeyless(c.StringSlice("attest-pub"))
+	keyless, err := keylessChecks(c.String("trusted-root"), identities) // keyless.go
+	return lint.Options{SkipZips: c.Bool("skip-zips"), AttestKeys: keys, Trusts: trusts, Keyless: keyless}, err
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -35,11 +36,18 @@ func Attach(ctx context.Context, repo oci.Repository, repository string, subject
 		return Attached{}, err
 	}
 	a := Attached{SignatureTag: oci.AttachmentTag(subject, oci.CosignSignatures), AttestationTag: oci.AttachmentTag(subject, oci.CosignAttestations)}
-	if a.Signature, a.KeptSignatures, err = replaceOwn(ctx, repo, subject, oci.CosignSignatures, sig, s.Public(), predicateType); err != nil {
-		return a, err
-	}
-	a.Attestation, a.KeptAttestations, err = replaceOwn(ctx, repo, subject, oci.CosignAttestations, att, s.Public(), predicateType)
-	return a, err
+	// The two tags are independent: written at once, their round trips and
+	// settling times (oci.Push) overlap.
+	var g errgroup.Group
+	g.Go(func() (err error) {
+		a.Signature, a.KeptSignatures, err = replaceOwn(ctx, repo, subject, oci.CosignSignatures, sig, s.Public(), predicateType)
+		return err
+	})
+	g.Go(func() (err error) {
+		a.Attestation, a.KeptAttestations, err = replaceOwn(ctx, repo, subject, oci.CosignAttestations, att, s.Public(), predicateType)
+		return err
+	})
+	return a, g.Wait()
 }
 
 // signatureLayer is cosign's signature layer for subject.

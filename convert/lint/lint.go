@@ -61,6 +61,9 @@ type Options struct {
 	// (policy.go).
 	Policy        *policy.Policy
 	PolicyAddress func(kind string) (string, error)
+	// Keyless, when given, must each have attested every artifact
+	// checked without a key (keyless.go).
+	Keyless []KeylessCheck
 }
 
 // Check checks the artifact a reference names the way OpenTofu reads it
@@ -161,7 +164,10 @@ func verifyOne(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Referen
 		c.add(SeverityOK, "%s passes every check", desc.Digest)
 	}
 	c.policyDecision() // policy.go
-	return c.findings, c.attestations(desc.Digest)
+	if err := c.attestations(desc.Digest); err != nil {
+		return c.findings, err
+	}
+	return c.findings, c.keylessAttestations(desc.Digest) // keyless.go
 }
 
 // providerTag judges a tag as OpenTofu's oci_mirror reads the tags of a

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // ProviderPredicateType is the in-toto predicate type of the attestation
@@ -61,7 +62,11 @@ type Verifier struct {
 // the h1 hashes are read back from the provenance stored with root (what
 // was pushed, whichever way the push went), the rest comes from rel.
 func (rel *Provider) Predicate(ctx context.Context, repo oci.ReadOnlyRepository, root ocispec.Descriptor, signer *pgp.Signer, at time.Time, version string) (*ProviderPredicate, error) {
-	h1, err := storedH1(ctx, repo, root)
+	h1 := rel.pushedH1(root.Digest)
+	var err error
+	if h1 == nil {
+		h1, err = storedH1(ctx, repo, root)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +90,29 @@ func (rel *Provider) Predicate(ctx context.Context, repo oci.ReadOnlyRepository,
 		p.Platforms[name] = PlatformPredicate{Filename: pkg.Filename, H1: h1[name], ZH: "zh:" + pkg.SHA256}
 	}
 	return p, nil
+}
+
+// builtRelease is the root Push built and the h1 hashes it put into its
+// provenance.
+type builtRelease struct {
+	root digest.Digest
+	h1   map[names.Platform]string
+}
+
+// pushedH1 are the h1 hashes Push built into root, nil when Push did not
+// build root itself. Content addressing makes them the stored ones: a
+// root with this digest holds exactly the provenance Push built, so
+// reading it back (storedH1: the index, the provenance manifest and its
+// blobs) would only cost round trips.
+func (rel *Provider) pushedH1(root digest.Digest) map[string]string {
+	if rel.pushed == nil || rel.pushed.root != root {
+		return nil
+	}
+	out := map[string]string{}
+	for p, h := range rel.pushed.h1 {
+		out[p.String()] = h
+	}
+	return out
 }
 
 // storedH1 are the h1 hashes of the provenance stored with root.

@@ -71,6 +71,10 @@ type Provider struct {
 	// pushed to: Push refuses one named after another type, once the
 	// release has verified (CheckRepository).
 	Repository string
+	// pushed is what Push built and wrote, when it built the release
+	// itself (not when the registry already held it): Predicate takes the
+	// h1 hashes from it instead of reading them back (attest.go).
+	pushed *builtRelease
 }
 
 // Package is one platform's zip of a release.

@@ -106,6 +106,7 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 	if err != nil {
 		return oci.PushResult{}, err
 	}
+	rel.pushed = &builtRelease{root: a.Root().Digest, h1: h1}
 	return up.Commit(ctx, a, tags)
 }
 

@@ -35,52 +35,42 @@ var attestedKinds = map[string]string{
 
 // admitting reports whether the options configure an admission rule.
 func (o *Options) admitting() bool {
-	return len(o.RequireAttestation) > 0 || len(o.RequireTrust) > 0
+	return len(o.RequireAttestation) > 0 || len(o.RequireTrust) > 0 || o.RequireKeyless != nil
 }
 
-// admission is the store's admission policy for keys and trusts: the
-// attestations beside the root (bounded: attest.VerifyAttestation) and
-// each trust's signatures are read at once; any of them admits. A
-// refusal's text says what was required, then why each failed.
-func admission(keys []*attest.Verifier, trusts []attest.Trust) store.Admit {
-	words := notAdmittedWords(len(keys) > 0, len(trusts) > 0)
+// admission is the store's admission policy for keys, trusts and keyless
+// identities: the attestations beside the root (bounded:
+// attest.VerifyAttestation), each trust's signatures and the root's
+// Sigstore bundles (admission_keyless.go) are read at once; any of them
+// admits. A refusal's text says what was required, then why each failed.
+func admission(keys []*attest.Verifier, trusts []attest.Trust, keyless KeylessVerifier) store.Admit {
+	words := notAdmittedWords(len(keys) > 0, len(trusts) > 0, keyless != nil)
 	return func(ctx context.Context, repo oci.ReadOnlyRepository, repository, kind string, subject digest.Digest) (error, error) {
 		pt, ok := attestedKinds[kind]
 		if !ok {
 			return fmt.Errorf("%s (no attestation is defined for a %s)", words, kind), nil
 		}
-		why := make([]error, 1+len(trusts))
+		checks := admissionChecks(keys, trusts, keyless, repo, repository, subject, pt)
+		why := make([]error, len(checks))
 		g, gctx := errgroup.WithContext(ctx)
-		if len(keys) > 0 {
+		for i, check := range checks {
 			g.Go(func() (err error) {
-				_, why[0], err = attest.VerifyAttestation(gctx, repo, subject, keys, pt)
-				return err
-			})
-		}
-		for i, t := range trusts {
-			g.Go(func() (err error) {
-				why[i+1], err = t.Check(gctx, repo, repository, subject)
-				if why[i+1] != nil {
-					why[i+1] = fmt.Errorf("%s: %w", t.Name(), why[i+1])
-				}
+				why[i], err = check(gctx)
 				return err
 			})
 		}
 		if err := g.Wait(); err != nil {
 			return nil, err
 		}
-		return admissionVerdict(words, len(keys) > 0, why), nil
+		return admissionVerdict(words, why), nil
 	}
 }
 
 // admissionVerdict is nil when one requirement held (why[0] is the keys',
 // when there are keys; the others the trusts'), else the refusal.
-func admissionVerdict(words string, keys bool, why []error) error {
+func admissionVerdict(words string, why []error) error {
 	var reasons []string
-	for i, w := range why {
-		if i == 0 && !keys {
-			continue
-		}
+	for _, w := range why {
 		if w == nil {
 			return nil
 		}
@@ -89,20 +79,54 @@ func admissionVerdict(words string, keys bool, why []error) error {
 	return fmt.Errorf("%s (%s)", words, strings.Join(reasons, "; "))
 }
 
+// admissionCheck is one way a root may be admitted: its refusal, or err
+// for failing to read the registry.
+type admissionCheck func(ctx context.Context) (refusal, err error)
+
+// admissionChecks are the checks the keys, trusts and keyless verifier
+// configure, for subject (of predicate type pt) in repo.
+func admissionChecks(keys []*attest.Verifier, trusts []attest.Trust, keyless KeylessVerifier, repo oci.ReadOnlyRepository, repository string, subject digest.Digest, pt string) []admissionCheck {
+	var out []admissionCheck
+	if len(keys) > 0 {
+		out = append(out, func(ctx context.Context) (error, error) {
+			_, refusal, err := attest.VerifyAttestation(ctx, repo, subject, keys, pt)
+			return refusal, err
+		})
+	}
+	for _, t := range trusts {
+		out = append(out, func(ctx context.Context) (error, error) {
+			refusal, err := t.Check(ctx, repo, repository, subject)
+			if refusal != nil {
+				refusal = fmt.Errorf("%s: %w", t.Name(), refusal)
+			}
+			return refusal, err
+		})
+	}
+	if keyless != nil {
+		out = append(out, func(ctx context.Context) (error, error) {
+			return keyless.VerifyKeyless(ctx, repo, subject, pt)
+		})
+	}
+	return out
+}
+
 // notAttested is what clients are told of a release the keys refuse: for
 // them it does not exist.
 const notAttested = "no attestation verifying with the configured keys"
 
 // notAdmittedWords says what a refused release lacks.
-func notAdmittedWords(keys, trusts bool) string {
-	const notSigned = "no signature satisfying the configured trust policies"
-	switch {
-	case keys && trusts:
-		return notAttested + ", nor a signature satisfying the configured trust policies"
-	case trusts:
-		return notSigned
+func notAdmittedWords(keys, trusts, keyless bool) string {
+	var lacks []string
+	if keys {
+		lacks = append(lacks, notAttested)
 	}
-	return notAttested
+	if trusts {
+		lacks = append(lacks, "no signature satisfying the configured trust policies")
+	}
+	if keyless {
+		lacks = append(lacks, "no keyless attestation by the configured identities")
+	}
+	return strings.Join(lacks, ", nor ")
 }
 
 // admit refuses a provider release that is not admitted: 404 naming why.

@@ -10,8 +10,8 @@ func checkAttestedPulls(opts Options) error {
 		return nil
 	}
 	if len(opts.RequireAttestation) == 0 {
-		if len(opts.RequireTrust) > 0 {
-			return errors.New("proxy.New: pull-through stores releases without the signatures RequireTrust asks for, so none of them could be served: require the key of pull-through's attester too (RequireAttestation), or configure one of PullThrough and RequireTrust, not both")
+		if len(opts.RequireTrust) > 0 || opts.RequireKeyless != nil {
+			return errors.New("proxy.New: pull-through stores releases without the signatures RequireTrust or the keyless attestations RequireKeyless ask for, so none of them could be served: require the key of pull-through's attester too (RequireAttestation), or configure one of PullThrough and RequireTrust/RequireKeyless, not both")
 		}
 		return nil
 	}

@@ -128,6 +128,10 @@ type Options struct {
 	// release. Without RequireAttestation, PullThrough is refused: what
 	// it stores carries no such signatures (checkAttestedPulls).
 	RequireTrust []attest.Trust
+	// RequireKeyless, when set, admits too the releases whose root has a
+	// keyless attestation (a Sigstore bundle stored as its referrer) of its
+	// kind's predicate type that it verifies (admission_keyless.go).
+	RequireKeyless KeylessVerifier
 	// Policy, when set, is the admission policy file (convert/policy):
 	// provider, module and OpenTofu versions it denies do not exist for
 	// clients (left out of listings, with a warning naming the rule where
@@ -317,7 +321,7 @@ func (s *Server) connect() error {
 	so := s.opts.Store
 	so.Client, so.CacheBytes, so.Observe, so.Logger = client, budgetOf(s.opts).store, s.metrics.observeCache, s.log
 	if s.opts.admitting() {
-		so.Admit = admission(s.opts.RequireAttestation, s.opts.RequireTrust) // admission.go
+		so.Admit = admission(s.opts.RequireAttestation, s.opts.RequireTrust, s.opts.RequireKeyless) // admission.go
 	}
 	s.store = store.New(so)
 	return nil

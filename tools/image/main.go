@@ -4,7 +4,9 @@
 // /etc/passwd and /etc/group with the non-root user 65532, /tmp) and
 // writes a multi-platform image as an OCI image layout directory, which
 // crane, regctl, skopeo or oras copy to any registry. With --push it
-// copies the image to a registry itself.
+// copies the image to a registry itself; with --attest-key too, it signs
+// the pushed index and attaches its SLSA build provenance and an SPDX SBOM
+// of the binary's Go modules as cosign attestations (attest.go, sbom.go).
 //
 // The build is reproducible: the same source, Go release, CA bundle,
 // flags and SOURCE_DATE_EPOCH give the same digests.
@@ -16,15 +18,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"debug/buildinfo"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // options are the inputs of a build.
@@ -38,6 +45,7 @@ type options struct {
 	Go        string
 	Push      string
 	PlainHTTP bool
+	AttestKey string
 }
 
 // tagPattern is the OCI distribution spec's tag grammar.
@@ -72,6 +80,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.ModuleDir, "module", ".", "oci-tofu module `DIR` to build ./cmd/oci-tofu from")
 	fs.StringVar(&o.Go, "go", "go", "go command")
 	fs.StringVar(&o.Push, "push", "", "after writing the layout, copy the image to `REGISTRY/REPOSITORY[:TAG]` (docker config credentials)")
+	fs.StringVar(&o.AttestKey, "attest-key", os.Getenv("OCI_TOFU_ATTEST_KEY"), "with --push, sign the pushed index with this PEM private key `FILE` (ECDSA P-256, Ed25519, or cosign's encrypted key with COSIGN_PASSWORD) and attach its SLSA provenance and SPDX SBOM as attestations, as cosign does (default: $OCI_TOFU_ATTEST_KEY)")
 	fs.BoolVar(&o.PlainHTTP, "plain-http", false, "push over plain HTTP (local test registries only)")
 	fs.StringVar(&epoch, "source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "build time in seconds since 1970 (default: $SOURCE_DATE_EPOCH, else 0)")
 	if err := fs.Parse(args); err != nil {
@@ -93,6 +102,9 @@ func parseFlags(args []string) (options, error) {
 	if !tagPattern.MatchString(o.Tag) {
 		return o, fmt.Errorf("tag %q is not a valid OCI tag", o.Tag)
 	}
+	if o.AttestKey != "" && o.Push == "" {
+		return o, fmt.Errorf("--attest-key signs the image in the registry it is pushed to: it needs --push (IMAGE_PUSH)")
+	}
 	return o, nil
 }
 
@@ -110,7 +122,7 @@ func parseEpoch(s string) (time.Time, error) {
 
 // run builds the image, writes the layout and pushes it if asked to.
 func run(ctx context.Context, o options) error {
-	images, err := buildImages(ctx, o)
+	images, build, err := buildImages(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -133,40 +145,54 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	fmt.Printf("pushed %s %s\n", o.Push, desc.Digest)
-	return nil
+	if o.AttestKey == "" {
+		return nil
+	}
+	ref, err := oci.ParseRegistryReference(o.Push)
+	if err != nil {
+		return fmt.Errorf("--push %q: %w", o.Push, err)
+	}
+	return attestPushed(ctx, o, ref, desc.Digest, build)
 }
 
 // buildImages builds each platform's image: the shared base layer and a
-// layer with that platform's binary.
-func buildImages(ctx context.Context, o options) ([]platformImage, error) {
+// layer with that platform's binary. It returns the Go build information
+// of the first platform's binary (the module graph is the same for all).
+func buildImages(ctx context.Context, o options) ([]platformImage, *debug.BuildInfo, error) {
 	certs, err := caBundle(o.CABundle)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	base, err := buildLayer(baseFiles(certs), o.Meta.Created)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	work, err := os.MkdirTemp("", "oci-tofu-image-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(work)
 	var images []platformImage
+	var build *debug.BuildInfo
 	for _, p := range o.Platforms {
 		binary, err := buildBinary(ctx, o.Go, o.ModuleDir, work, p, o.Meta.Version)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if build == nil {
+			if build, err = buildinfo.Read(bytes.NewReader(binary)); err != nil {
+				return nil, nil, fmt.Errorf("reading the Go build information of the %s binary: %w", p, err)
+			}
 		}
 		top, err := buildLayer(binaryFiles(binary), o.Meta.Created)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		img, err := assemblePlatform(p, o.Meta, []layer{base, top})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		images = append(images, img)
 	}
-	return images, nil
+	return images, build, nil
 }

@@ -1,0 +1,34 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// KeylessVerifier checks keyless attestations (cosign's Sigstore bundles
+// stored as referrers of a root) for the admission policy. cmd supplies
+// it from convert/keyless (sigstore-go) unless built with the nokeyless
+// tag; the proxy itself does not link sigstore-go.
+type KeylessVerifier interface {
+	// VerifyKeyless returns nil refusal when subject has a keyless
+	// attestation of predicateType by an allowed identity; otherwise
+	// refusal says why. err is for failing to read the registry.
+	VerifyKeyless(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, predicateType string) (refusal, err error)
+}
+
+// keylessAdmission asks v about subject; a refusal names the key-based
+// refusal before it (keyRefusal, nil without keys) too.
+func keylessAdmission(ctx context.Context, v KeylessVerifier, repo oci.ReadOnlyRepository, subject digest.Digest, predicateType string, keyRefusal error) (error, error) {
+	refusal, err := v.VerifyKeyless(ctx, repo, subject, predicateType)
+	if err != nil || refusal == nil {
+		return nil, err
+	}
+	if keyRefusal != nil {
+		return fmt.Errorf("%w; %w", keyRefusal, refusal), nil
+	}
+	return refusal, nil
+}
