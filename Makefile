@@ -196,6 +196,7 @@ lint: $(TOOLS)/staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags nonotation ./cmd/oci-tofu # the build without Notation (docs/artifacts.md)
+	$(GO) vet -tags nokeyless ./cmd/oci-tofu # the build without sigstore-go (docs/security.md)
 	$(TOOLS)/staticcheck ./...
 
 clean:
