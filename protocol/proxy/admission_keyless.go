@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/opencontainers/go-digest"
 
@@ -18,17 +17,4 @@ type KeylessVerifier interface {
 	// attestation of predicateType by an allowed identity; otherwise
 	// refusal says why. err is for failing to read the registry.
 	VerifyKeyless(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, predicateType string) (refusal, err error)
-}
-
-// keylessAdmission asks v about subject; a refusal names the key-based
-// refusal before it (keyRefusal, nil without keys) too.
-func keylessAdmission(ctx context.Context, v KeylessVerifier, repo oci.ReadOnlyRepository, subject digest.Digest, predicateType string, keyRefusal error) (error, error) {
-	refusal, err := v.VerifyKeyless(ctx, repo, subject, predicateType)
-	if err != nil || refusal == nil {
-		return nil, err
-	}
-	if keyRefusal != nil {
-		return fmt.Errorf("%w; %w", keyRefusal, refusal), nil
-	}
-	return refusal, nil
 }
