@@ -169,14 +169,24 @@ func (h *heldProviders) admittedVersions(ctx context.Context, repo *store.Repo, 
 	if !h.opts.admitting() {
 		return versions, nil
 	}
+	return h.keptVersions(ctx, repo, versions, func(ctx context.Context, v names.Version, pv *oci.ProviderVersion) (bool, error) {
+		return h.refusedInListing(ctx, repo, store.KindProvider, p.String(), v, pv.Index.Digest)
+	})
+}
+
+// keptVersions are the versions of a listing whose index drop does not
+// drop, each index read (cached by digest), at most the store's
+// concurrency at once. A version whose index cannot be read as a provider
+// is left out; a registry failure is the error.
+func (h *heldProviders) keptVersions(ctx context.Context, repo *store.Repo, versions []names.Version, drop func(ctx context.Context, v names.Version, pv *oci.ProviderVersion) (bool, error)) ([]names.Version, error) {
 	keep := make([]bool, len(versions))
 	err := h.store.EachVersion(ctx, versions, func(ctx context.Context, i int, v names.Version) error {
 		pv, err := repo.ProviderVersion(ctx, v)
-		refused := false
+		dropped := false
 		if err == nil {
-			refused, err = h.refusedInListing(ctx, repo, store.KindProvider, p.String(), v, pv.Index.Digest)
+			dropped, err = drop(ctx, v, pv)
 		}
-		keep[i] = err == nil && !refused // each index by one goroutine
+		keep[i] = err == nil && !dropped // each index by one goroutine
 		return keepFatal(err)
 	})
 	if err != nil {

@@ -169,24 +169,8 @@ func (h *heldProviders) factsAllowedVersions(ctx context.Context, repo *store.Re
 	if !pol.HasFacts() || !pol.Needs(policy.KindProvider, p.String()).Any() {
 		return versions, nil
 	}
-	keep := make([]bool, len(versions))
-	err := h.store.EachVersion(ctx, versions, func(ctx context.Context, i int, v names.Version) error {
-		pv, err := repo.ProviderVersion(ctx, v)
-		warn := ""
-		if err == nil {
-			warn, err = h.factsWarning(ctx, policy.KindProvider, p.String(), v, releaseRoot{repo: repo, subject: pv.Index.Digest, pv: pv})
-		}
-		keep[i] = err == nil && warn == "" // each index by one goroutine
-		return keepFatal(err)
+	return h.keptVersions(ctx, repo, versions, func(ctx context.Context, v names.Version, pv *oci.ProviderVersion) (bool, error) { // admission.go
+		warn, err := h.factsWarning(ctx, policy.KindProvider, p.String(), v, releaseRoot{repo: repo, subject: pv.Index.Digest, pv: pv})
+		return warn != "", err
 	})
-	if err != nil {
-		return nil, err
-	}
-	var out []names.Version
-	for i, v := range versions {
-		if keep[i] {
-			out = append(out, v)
-		}
-	}
-	return out, nil
 }
