@@ -62,9 +62,10 @@ type Referrers struct {
 }
 
 // ReadReferrers lists subject's referrers of artifactType and reads each
-// (bounded, see the package constants). A referrer that cannot be read
-// intact is returned with Err set; err is for the listing itself
-// failing.
+// (bounded, see the package constants). A referrer whose content cannot
+// be read intact (too large, corrupt, refused, missing) is returned with
+// Err set; err is for the registry failing, while listing or while
+// reading any referrer: never a verdict on the content.
 func ReadReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.Digest, artifactType string) (Referrers, error) {
 	descs, truncated, err := listReferrers(ctx, repo, subject, artifactType)
 	if errors.Is(err, errNoReferrers) {
@@ -75,7 +76,11 @@ func ReadReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.
 	}
 	out := Referrers{Truncated: truncated, Items: make([]Referrer, 0, len(descs))}
 	for _, d := range descs {
-		if r, ok := readReferrer(ctx, repo, d, subject, artifactType); ok {
+		r, ok := readReferrer(ctx, repo, d, subject, artifactType)
+		if r.Err != nil && !IsContentProblem(r.Err) {
+			return Referrers{}, fmt.Errorf("reading referrer %s of %s: %w", d.Digest, subject, r.Err)
+		}
+		if ok {
 			out.Items = append(out.Items, r)
 		}
 	}

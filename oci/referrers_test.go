@@ -212,3 +212,43 @@ func TestProbeReferrersLearnsTheAPIIsMissing(t *testing.T) {
 		t.Errorf("requests after the probe: %+v; want the referrers tag only", log)
 	}
 }
+
+// A registry failing while a referrer is read is an error for the caller,
+// not a referrer that "cannot be read intact": no verdict is drawn from
+// an outage (docs/security.md).
+func TestReadReferrersRegistryFailureIsAnError(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	c, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := c.Open(oci.Reference{Registry: reg.Host, Repository: "p/failing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := subjectArtifact(t, "failing")
+	bundle := referrerArtifact(t, subj.Root(), oci.ArtifactTypeSigstoreBundle, "a bundle")
+	for i, a := range []*oci.Artifact{subj, bundle} {
+		if _, err := oci.Push(ctx, repo, a, oci.Tags{fmt.Sprint("t", i): ""}, oci.PushOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := bundle.Root()
+	d.ArtifactType = oci.ArtifactTypeSigstoreBundle
+	body, _ := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{d}})
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Faults: []testenv.FaultRule{
+		{Match: func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/referrers/") },
+			Fault: testenv.Fault{Status: http.StatusOK, Header: http.Header{"Content-Type": {ocispec.MediaTypeImageIndex}}, Body: body}},
+		{Match: func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/manifests/"+d.Digest.String()) },
+			Fault: testenv.Fault{Status: http.StatusInternalServerError}},
+	}})
+	ro, err := c.OpenReadOnly(ctx, oci.Reference{Registry: front.Host, Repository: "p/failing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := oci.ReadReferrers(ctx, ro, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	if err == nil || oci.IsContentProblem(err) {
+		t.Errorf("referrers %+v, %v; want the registry's failure as an error", got, err)
+	}
+}
