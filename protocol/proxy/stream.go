@@ -61,26 +61,32 @@ func (s *responder) serveBlob(w http.ResponseWriter, r *http.Request, repo *stor
 		s.fail(w, r, statusErr(http.StatusBadGateway, nil, "the artifact's layer has an invalid descriptor (digest %q, %d bytes)", zip.Digest, zip.Size))
 		return
 	}
-	setBlobHeaders(w.Header(), zip, file)
-	s.cacheHeaders(w, file.pinned)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if r.Method == http.MethodHead {
+		s.blobHeaders(w, zip, file)
 		return
 	}
 	st, loc, err := s.openBlobStream(r, repo, zip)
-	if loc != "" {
+	switch {
+	case loc != "":
 		s.redirectToStorage(w, r, loc)
 		return
-	}
-	if err != nil {
-		for _, k := range []string{"Content-Length", "ETag", "Content-Disposition", "Cache-Control"} {
-			w.Header().Del(k)
-		}
+	case err != nil:
 		s.fail(w, r, err)
 		return
 	}
 	defer st.close()
+	s.blobHeaders(w, zip, file)
 	st.startReader()
 	st.deliver(w)
+}
+
+// blobHeaders describe the blob a response carries: set only once it is
+// known to be answered with the blob (HEAD, or a stream opened), so an
+// error or a redirect carries none of them.
+func (s *responder) blobHeaders(w http.ResponseWriter, zip ocispec.Descriptor, file blobFile) {
+	setBlobHeaders(w.Header(), zip, file)
+	s.cacheHeaders(w, file.pinned)
 }
 
 // validLayer: a sha256 digest and a size within oci.MaxPackageSize.
@@ -156,9 +162,6 @@ func (s *responder) fetchBlob(ctx context.Context, repo *store.Repo, zip ocispec
 // documents and its lock file; the URL, presigned by the registry, carries
 // no credential of the proxy's (docs/security.md).
 func (s *responder) redirectToStorage(w http.ResponseWriter, r *http.Request, loc string) {
-	for _, k := range []string{"Content-Length", "ETag", "Content-Disposition", "Content-Type"} {
-		w.Header().Del(k)
-	}
 	w.Header().Set("Cache-Control", "no-store") // presigned URLs expire
 	s.metrics.archiveRedirects.Inc()
 	http.Redirect(w, r, loc, http.StatusTemporaryRedirect)
