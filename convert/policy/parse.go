@@ -48,6 +48,7 @@ type rule struct {
 	pattern  string // normalised; "" for tofu
 	versions string // as written
 	spec     names.Constraints
+	admits   *names.VersionSet // what spec admits, built once (nil without versions)
 	deny     []names.Version
 	// platforms, when non-nil, are the only platforms the rule allows.
 	platforms map[string]bool
@@ -164,6 +165,10 @@ func parseRule(b *hcl.Block, dir string) (*rule, error) {
 			return nil, posError(a.Expr.Range(), err.Error())
 		}
 		r.spec = spec
+		if len(spec) > 0 {
+			admits := names.Admitting(spec)
+			r.admits = &admits
+		}
 	}
 	if a, ok := content.Attributes["deny"]; ok {
 		var list []string
