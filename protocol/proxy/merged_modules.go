@@ -135,24 +135,33 @@ func (m *modules) logShadowed(ctx context.Context, mod names.Module, vs map[stri
 }
 
 // release is version v's package in the first mapping serving it; with
-// pull-through, when no mapping holds it, the one pulled into the first
-// mapping.
+// pull-through, when no mapping holds it at all, the one pulled into the
+// first mapping. When none serves it, the answer is the first refusal of
+// a copy a mapping holds (the policy's, the attestation rule's), or else
+// the first mapping's "no such version".
 func (m *modules) release(ctx context.Context, mr moduleRepos, host string, mod names.Module, v names.Version) (ocispec.Descriptor, error) {
 	if len(mr.repos) == 1 {
 		return m.sourceOf(mr, 0).release(ctx, mr.repos[0], host, mod, v)
 	}
-	var first error
+	var absent, refused error
 	for _, repo := range mr.repos {
 		d, err := m.held.release(ctx, repo, host, mod, v)
-		if err == nil || !notHeld(err) {
+		switch {
+		case err == nil || !notHeld(err):
 			return d, err
+		case isVersionNotHeld(err):
+			absent = cmpOr(absent, err)
+		default:
+			refused = cmpOr(refused, err)
 		}
-		first = cmpOr(first, err)
+	}
+	if refused != nil {
+		return ocispec.Descriptor{}, refused
 	}
 	if mr.pulled {
 		return m.src.release(ctx, mr.repos[0], host, mod, v)
 	}
-	return ocispec.Descriptor{}, first
+	return ocispec.Descriptor{}, absent
 }
 
 // releaseAt is the zip of the package with that manifest digest in the
