@@ -166,3 +166,56 @@ func TestServeModuleTemplatesFromEnvironment(t *testing.T) {
 		t.Errorf("the page does not list the second module template: %d", code)
 	}
 }
+
+const mergedPullConfig = `
+module "pinned" {
+  source  = "%[1]s/acme/greeting/aws"
+  version = "1.1.0"
+}
+
+module "pulled" {
+  source  = "%[1]s/acme/greeting/aws"
+  version = "1.0.0"
+}
+
+module "newest" {
+  source  = "%[1]s/acme/greeting/aws"
+  version = "~> 1.0"
+}
+`
+
+// With module pull-through and a second module template, the listing
+// holds what the origin offers (1.0.0, 1.1.0) and what the second
+// template holds (its own 1.1.0 and 1.5.0); a version a template holds is
+// served from it without a fetch, and a version no template holds is
+// pulled into the first template's repository (never the second's).
+func TestServeMergedModulesWithPullThrough(t *testing.T) {
+	isolateCache(t)
+	o := startModuleOrigin(t)
+	reg := testenv.StartRegistry(t)
+	pushGreetingAs(t, reg.Host+"/held/acme/greeting/aws", "held", "1.1.0", "1.5.0")
+	s := startServe(t, o.serveArgs(reg, "--module-template", reg.Host+"/held/${namespace}/${name}/${system}")...)
+	host := moduleHost(s)
+	packs := o.git.UploadPacks()
+	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(mergedPullConfig, host)})
+	out := testenv.Tofu(t, "").Run(t, dir, "init", "-input=false", "-no-color")
+	for _, want := range []string{"aws 1.1.0 for pinned", "aws 1.0.0 for pulled", "aws 1.5.0 for newest"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("init output lacks %q:\n%s", want, out)
+		}
+	}
+	for name, greeting := range map[string]string{"pinned": `"Hello from held 1.1.0, `, "pulled": `"Hello from 1.0.0, `, "newest": `"Hello from held 1.5.0, `} {
+		if got := readTree(t, filepath.Join(dir, ".terraform", "modules", name))["main.tf"]; !strings.Contains(got, greeting) {
+			t.Errorf("module %s: installed main.tf does not greet %s:\n%s", name, greeting, got)
+		}
+	}
+	if n := o.git.UploadPacks() - packs; n != 1 {
+		t.Errorf("%d git fetches, want 1 (1.0.0; 1.1.0 is held by the second template)", n)
+	}
+	if tagDigest(t, reg, "pulled/acme/greeting/aws", "1.0.0") == "" || tagDigest(t, reg, "held/acme/greeting/aws", "1.0.0") != "" {
+		t.Error("1.0.0 was not pulled into the first template's repository alone")
+	}
+	if tagDigest(t, reg, "pulled/acme/greeting/aws", "1.1.0") != "" {
+		t.Error("1.1.0, held by the second template, was pulled anyway")
+	}
+}
