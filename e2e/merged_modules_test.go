@@ -150,7 +150,9 @@ func TestServeModuleTemplatesFromEnvironment(t *testing.T) {
 	modules := moduleSources(t, testenv.StartRegistry(t))
 	s := startServeEnv(t, []string{"OCI_TOFU_MODULE_TEMPLATE=" + modules[0] + "," + modules[1]})
 	code, body := s.get(t, "/v1/modules/acme/greeting/aws/versions")
-	var doc struct{ Modules []struct{ Versions []struct{ Version string } } }
+	var doc struct {
+		Modules []struct{ Versions []struct{ Version string } }
+	}
 	if err := json.Unmarshal(body, &doc); code != 200 || err != nil || len(doc.Modules) != 1 {
 		t.Fatalf("versions: %d %s", code, body)
 	}

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/internal/testenv"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // twoModuleStores are two module mappings: the first holds
