@@ -184,24 +184,35 @@ module "newest" {
   source  = "%[1]s/acme/greeting/aws"
   version = "~> 1.0"
 }
+
+module "local" {
+  source  = "%[1]s/acme/local/aws"
+  version = "0.1.0"
+}
 `
 
 // With module pull-through and a second module template, the listing
 // holds what the origin offers (1.0.0, 1.1.0) and what the second
 // template holds (its own 1.1.0 and 1.5.0); a version a template holds is
 // served from it without a fetch, and a version no template holds is
-// pulled into the first template's repository (never the second's).
+// pulled into the first template's repository (never the second's). A
+// module the origin does not know (acme/local) is the second template's;
+// with the origin down, a module the first template holds nothing of is
+// listed from the second (acme/shout), the outage logged, as with one
+// template the held versions are.
 func TestServeMergedModulesWithPullThrough(t *testing.T) {
 	isolateCache(t)
 	o := startModuleOrigin(t)
 	reg := testenv.StartRegistry(t)
 	pushGreetingAs(t, reg.Host+"/held/acme/greeting/aws", "held", "1.1.0", "1.5.0")
+	pushGreetingAs(t, reg.Host+"/held/acme/local/aws", "local", "0.1.0")
+	pushGreetingAs(t, reg.Host+"/held/acme/shout/aws", "held shout", "0.9.0")
 	s := startServe(t, o.serveArgs(reg, "--module-template", reg.Host+"/held/${namespace}/${name}/${system}")...)
 	host := moduleHost(s)
 	packs := o.git.UploadPacks()
 	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(mergedPullConfig, host)})
 	out := testenv.Tofu(t, "").Run(t, dir, "init", "-input=false", "-no-color")
-	for _, want := range []string{"aws 1.1.0 for pinned", "aws 1.0.0 for pulled", "aws 1.5.0 for newest"} {
+	for _, want := range []string{"aws 1.1.0 for pinned", "aws 1.0.0 for pulled", "aws 1.5.0 for newest", "local/aws 0.1.0 for local"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("init output lacks %q:\n%s", want, out)
 		}
@@ -219,5 +230,14 @@ func TestServeMergedModulesWithPullThrough(t *testing.T) {
 	}
 	if tagDigest(t, reg, "pulled/acme/greeting/aws", "1.1.0") != "" {
 		t.Error("1.1.0, held by the second template, was pulled anyway")
+	}
+
+	o.reg.Stop()
+	code, body := s.get(t, "/v1/modules/acme/shout/aws/versions")
+	if code != 200 || !strings.Contains(string(body), `"0.9.0"`) || strings.Contains(string(body), `"1.0.0"`) {
+		t.Errorf("acme/shout/aws with the origin down: %d %s, want the second template's 0.9.0", code, body)
+	}
+	if !strings.Contains(s.logs.String(), "listing only what the registry holds") {
+		t.Errorf("the origin's outage was not logged:\n%s", s.logs.String())
 	}
 }

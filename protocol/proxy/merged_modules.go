@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -76,18 +78,20 @@ func (m *modules) versionsDoc(ctx context.Context, mr moduleRepos, host string, 
 	vs := map[string]names.Version{}
 	listedBy := map[string][]*store.Repo{}
 	var at time.Time
-	var first error
-	served := false
+	var absent, outage error
 	for i, repo := range mr.repos {
 		d, vat, err := m.sourceOf(mr, i).versionsDoc(ctx, repo, host, mod)
-		if err != nil && notHeld(err) {
-			first = cmpOr(first, err)
+		switch {
+		case err != nil && absentHere(err):
+			absent = cmpOr(absent, err)
 			continue
-		}
-		if err != nil {
+		case err != nil && i == 0 && mr.pulled && originFailed(err):
+			outage = err
+			continue
+		case err != nil:
 			return nil, vat, err
 		}
-		served, at = true, earliestNonZero(at, vat)
+		at = earliestNonZero(at, vat)
 		for _, lv := range d.(wire.ModuleVersions).Modules[0].Versions {
 			if v, err := names.ParseVersion(lv.Version); err == nil {
 				vs[v.String()] = v
@@ -95,11 +99,32 @@ func (m *modules) versionsDoc(ctx context.Context, mr moduleRepos, host string, 
 			}
 		}
 	}
-	if !served {
-		return nil, at, first
+	if len(vs) == 0 {
+		return nil, at, cmpOr(outage, absent)
+	}
+	if outage != nil {
+		m.src.(*pulledModules).engine.DegradedListing("module", m.src.(*pulledModules).engine.ModuleOrigin()+"/"+mod.String(), outage)
 	}
 	m.logShadowed(ctx, mod, vs, listedBy)
 	return versionsOf(vs), at, nil // pulled_modules.go
+}
+
+// absentHere says a mapping has nothing of what is asked: its registry
+// does not hold it (404) and, for the first mapping with pull-through,
+// its origin does not offer it either.
+func absentHere(err error) bool {
+	var pe *pullthrough.Error
+	return notHeld(err) || errors.As(err, &pe) && pe.Failure == pullthrough.FailureNotFound
+}
+
+// originFailed says the first mapping's listing with pull-through failed
+// at the origin (the mapping's registry holding nothing of the module):
+// merged, the other mappings' versions are listed, as the held ones are
+// with one mapping when its origin fails (pulled_modules.go), and the
+// outage is logged and counted.
+func originFailed(err error) bool {
+	var pe *pullthrough.Error
+	return errors.As(err, &pe)
 }
 
 // cmpOr is a, or b when a is nil.
