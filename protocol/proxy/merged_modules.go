@@ -22,11 +22,12 @@ import (
 // versions are those of every mapping that admits its address; each
 // version is served from the first mapping, in order, that serves it. A
 // mapping holding nothing of the module or of the version (404) is passed
-// over; any other failure of a mapping is the answer, so an outage never
-// turns into another mapping's copy or a shorter list. With pull-through,
-// the first mapping lists what its origin offers too, and a version no
-// mapping holds is pulled into the first mapping (docs/proxy.md "Several
-// mappings", docs/modules.md).
+// over; any other failure of a mapping's registry is the answer, so an
+// outage never turns into another mapping's copy or a shorter list. With
+// pull-through, the first mapping lists what its origin offers too (an
+// origin outage lists what the mappings hold, as with one mapping), and
+// a version no mapping holds is pulled into the first mapping
+// (docs/proxy.md "Modules and OpenTofu releases", docs/modules.md).
 
 // moduleRepos are a module's repositories in the mappings that admit its
 // address, in order; pulled is set when the first of them is the first
