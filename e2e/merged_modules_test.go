@@ -241,3 +241,13 @@ func TestServeMergedModulesWithPullThrough(t *testing.T) {
 		t.Errorf("the origin's outage was not logged:\n%s", s.logs.String())
 	}
 }
+
+// A template given twice is refused at start: the second could never
+// serve anything.
+func TestServeRefusesRepeatedModuleTemplate(t *testing.T) {
+	tpl := "localhost:5000/m/${namespace}/${name}/${system}"
+	out, err := run(t, "serve", "--insecure-no-tls", "--listen", "127.0.0.1:0", "--module-template", tpl, "--module-template", tpl)
+	if err == nil || !strings.Contains(out, "is given twice") || strings.Contains(out, "msg=serving") {
+		t.Errorf("serve with one module template twice: %v\n%s", err, out)
+	}
+}
