@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -41,6 +43,9 @@ ghcr.io/acme/providers/${namespace}/${type} or oci-layout:/srv/oci/${namespace}/
 --module-template maps a module address HOST/NAMESPACE/NAME/SYSTEM to a repository of
 module packages (oci-tofu push module) with ${namespace}, ${name}, ${system} (and
 ${hostname}), e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}; tags are versions.
+Repeat it to merge several: a module's versions are those of every template, each
+version served from the first template (in order) holding it; pull-through stores
+into the first.
 --tofu-repository is the repository of OpenTofu releases (oci-tofu push tofu). Give at
 least one of the three.
 
@@ -60,7 +65,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.StringSliceFlag{Name: "self-signed-host", Value: cli.NewStringSlice("localhost", "127.0.0.1", "::1"), Usage: "host names and IPs the self-signed certificate is valid for", EnvVars: []string{"OCI_TOFU_SELF_SIGNED_HOSTS"}},
 			&cli.BoolFlag{Name: "insecure-no-tls", Usage: "serve plain HTTP, only behind a TLS-terminating proxy or ingress (clients require HTTPS)", EnvVars: []string{"OCI_TOFU_INSECURE_NO_TLS"}},
 			&cli.StringFlag{Name: "provider-template", Usage: "repository `TEMPLATE` for providers: ${hostname}, ${namespace}, ${type}", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
-			&cli.StringFlag{Name: "module-template", Usage: "repository `TEMPLATE` for modules (registry protocol): ${namespace}, ${name}, ${system}, ${hostname}", EnvVars: []string{"OCI_TOFU_MODULE_TEMPLATE"}},
+			&cli.StringSliceFlag{Name: "module-template", Usage: "repository `TEMPLATE` for modules (registry protocol): ${namespace}, ${name}, ${system}, ${hostname}; repeat to merge several, first holder of a version wins (comma-separated in the variable)", EnvVars: []string{"OCI_TOFU_MODULE_TEMPLATE"}},
 			&cli.StringFlag{Name: "tofu-repository", Usage: "`REPOSITORY` (or oci-layout:PATH) of OpenTofu releases to serve as a TofuDL mirror", EnvVars: []string{"OCI_TOFU_TOFU_REPOSITORY"}},
 			&cli.StringFlag{Name: "config", Usage: "OpenTofu CLI configuration `FILE` whose provider_installation oci_mirror blocks (repository_template, include, exclude) map providers to repositories, first match wins; after --provider-template", EnvVars: []string{"OCI_TOFU_CONFIG"}},
 			&cli.StringSliceFlag{Name: "include", Usage: "serve only providers matching `host/namespace/type` (wildcards *, repeatable)", EnvVars: []string{"OCI_TOFU_INCLUDE"}},
@@ -121,7 +126,7 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", c.String("provider-template"),
-		"module_template", c.String("module-template"), "tofu_repository", c.String("tofu-repository"),
+		"module_templates", c.StringSlice("module-template"), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"),
 		"require_attestation_keys", len(opts.RequireAttestation), "require_notation_policies", len(opts.RequireTrust), "policy_rules", opts.Policy.Current().Rules())
@@ -222,16 +227,36 @@ func readServedSources(c *cli.Context, opts *proxy.Options) error {
 	if opts.ProviderMappings, err = providerMappings(c); err != nil {
 		return err
 	}
-	if len(opts.ProviderMappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
+	moduleTemplates := c.StringSlice("module-template")
+	if len(opts.ProviderMappings) == 0 && len(moduleTemplates) == 0 && c.String("tofu-repository") == "" {
 		return fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
 	}
-	if s := c.String("module-template"); s != "" {
-		if opts.ModuleTemplate, err = oci.ParseModuleTemplate(s); err != nil {
-			return fmt.Errorf("--module-template: %w", err)
-		}
+	if err := readModuleTemplates(moduleTemplates, opts); err != nil {
+		return err
 	}
 	opts.TofuRepository, err = tofuRepository(c.String("tofu-repository"))
 	return err
+}
+
+// readModuleTemplates parses the --module-template values, in order: the
+// first is ModuleTemplate (pull-through stores there), the others
+// MoreModuleTemplates, merged after it.
+func readModuleTemplates(values []string, opts *proxy.Options) error {
+	for i, s := range values {
+		tpl, err := oci.ParseModuleTemplate(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("--module-template %q: %w", s, err)
+		}
+		if i == 0 {
+			opts.ModuleTemplate = tpl
+			continue
+		}
+		if slices.ContainsFunc(opts.ModuleTemplates(), func(t *oci.Template) bool { return t.String() == tpl.String() }) {
+			return fmt.Errorf("--module-template %q is given twice", s)
+		}
+		opts.MoreModuleTemplates = append(opts.MoreModuleTemplates, tpl)
+	}
+	return nil
 }
 
 // providerMappings are the provider mappings in the order they are

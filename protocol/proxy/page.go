@@ -152,8 +152,13 @@ func (s *page) mappingViews() []mappingView {
 	for _, m := range s.mappings {
 		out = append(out, mappingView{What: "providers", Source: m.Source, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
 	}
-	if t := s.opts.ModuleTemplate; t != nil {
-		out = append(out, mappingView{What: "modules", Source: "--module-template", Template: t.String()})
+	tpls := s.opts.ModuleTemplates()
+	for i, t := range tpls {
+		source := "--module-template"
+		if len(tpls) > 1 {
+			source = fmt.Sprintf("--module-template #%d", i+1) // merged in this order
+		}
+		out = append(out, mappingView{What: "modules", Source: source, Template: t.String()})
 	}
 	if t := s.opts.TofuRepository; t != nil {
 		out = append(out, mappingView{What: "OpenTofu releases", Source: "--tofu-repository", Template: t.String()})

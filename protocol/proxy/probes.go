@@ -50,8 +50,8 @@ func (s *Server) probeTargets() []oci.Reference {
 	for _, m := range s.mappings {
 		add(m.Template.Expand(values))
 	}
-	if s.opts.ModuleTemplate != nil {
-		add(s.opts.ModuleTemplate.Expand(values))
+	for _, t := range s.opts.ModuleTemplates() {
+		add(t.Expand(values))
 	}
 	if s.opts.TofuRepository != nil {
 		add(*s.opts.TofuRepository, nil)

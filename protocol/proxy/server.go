@@ -54,8 +54,14 @@ type Options struct {
 	// provider maps to the first whose filters admit it.
 	ProviderMappings []store.ProviderMapping
 	// ModuleTemplate maps hostname/namespace/name/system to a repository
-	// of module packages, served as modules.v1.
+	// of module packages, served as modules.v1; pull-through stores
+	// modules there.
 	ModuleTemplate *oci.Template
+	// MoreModuleTemplates are further module mappings, tried after
+	// ModuleTemplate in order (which they need): a module's versions are
+	// those of every mapping, each served from the first mapping holding
+	// it (merged_modules.go, docs/proxy.md "Several mappings").
+	MoreModuleTemplates []*oci.Template
 	// TofuRepository holds OpenTofu releases (oci-tofu push tofu), served
 	// as a TofuDL mirror under /tofu/.
 	TofuRepository *oci.Reference
@@ -213,7 +219,7 @@ func New(opts Options) (*Server, error) {
 		s.mountProviders(mappings)
 	}
 	if opts.ModuleTemplate != nil {
-		s.mountModules(opts.ModuleTemplate)
+		s.mountModules(opts.ModuleTemplates())
 	}
 	if opts.TofuRepository != nil {
 		s.mountTofu(*opts.TofuRepository)
@@ -255,6 +261,9 @@ func (s *Server) CheckPullThrough(ctx context.Context) error {
 func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	if len(opts.ProviderMappings) == 0 && opts.ModuleTemplate == nil && opts.TofuRepository == nil {
 		return opts, nil, errors.New("proxy.New: configure at least one of ProviderMappings, ModuleTemplate and TofuRepository")
+	}
+	if opts.ModuleTemplate == nil && len(opts.MoreModuleTemplates) > 0 {
+		return opts, nil, errors.New("proxy.New: MoreModuleTemplates come after a ModuleTemplate")
 	}
 	if opts.TofuRepository != nil && opts.TofuRepository.Reference != "" {
 		return opts, nil, errors.New("proxy.New: TofuRepository must name a repository without a tag or digest")
