@@ -153,7 +153,8 @@ type Options struct {
 	ReadyInterval time.Duration
 	// Shared, when set, is the state the replicas of a fleet share
 	// (sharedstate.Redis): pull-through's leases, stored releases and
-	// failures. Nil: this process alone. Its metrics are served when it
+	// failures, and (a sharedstate.Board) the page's records of what each
+	// replica served (seen_fleet.go). Nil: this process alone. Its metrics are served when it
 	// is a prometheus.Collector.
 	Shared sharedstate.Store
 }
@@ -165,7 +166,8 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	metrics  *metrics
-	seen     *seen // what was served, for the page
+	seen     *seen       // what was served, for the page
+	fleet    *fleetSeen  // the other replicas' records, with a shared store (seen_fleet.go)
 	out      *responder
 	store    *store.Store
 	mappings store.ProviderMappings
@@ -221,12 +223,17 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// startPullThrough starts the pull-through engine, when configured.
+// startPullThrough serves the shared state's metrics, shares the page's
+// record through it (a sharedstate.Board) and starts the pull-through
+// engine, when configured.
 func (s *Server) startPullThrough() error {
 	if c, ok := s.opts.Shared.(prometheus.Collector); ok {
 		if err := s.metrics.reg.Register(c); err != nil {
 			return err
 		}
+	}
+	if b, ok := s.opts.Shared.(sharedstate.Board); ok && s.opts.Shared.Shared() {
+		s.fleet = newFleetSeen(b, s.seen, s.log)
 	}
 	if s.opts.PullThrough == nil {
 		return nil
@@ -392,8 +399,10 @@ func (s *Server) Client() *oci.Client { return s.client }
 // Close ends the server's background work once it serves no more
 // requests: releases being pulled through are given until ctx ends to be
 // stored, then cancelled (their temporary files removed). Serve calls it
-// after the HTTP server has shut down.
+// after the HTTP server has shut down. The page's shared record is no
+// longer published (it expires in Redis by itself).
 func (s *Server) Close(ctx context.Context) error {
+	s.fleet.close()
 	return s.pull.Close(ctx)
 }
 
