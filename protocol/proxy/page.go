@@ -68,7 +68,7 @@ type pageData struct {
 	Started    string
 	Mappings   []mappingView
 	Seen       seenView
-	Fleet      *fleetView // with a shared store (seen_fleet.go)
+	Fleet      *fleetView  // with a shared store (seen_fleet.go)
 	Policy     *policyView // policy_page.go; nil without a policy
 	Snippets   []snippet
 }

@@ -166,8 +166,8 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	metrics  *metrics
-	seen     *seen       // what was served, for the page
-	fleet    *fleetSeen  // the other replicas' records, with a shared store (seen_fleet.go)
+	seen     *seen      // what was served, for the page
+	fleet    *fleetSeen // the other replicas' records, with a shared store (seen_fleet.go)
 	out      *responder
 	store    *store.Store
 	mappings store.ProviderMappings
