@@ -34,7 +34,7 @@ type Reloader struct {
 
 	mu      sync.Mutex
 	cert    *tls.Certificate
-	lastErr error // of the last reload, nil when it succeeded
+	lastErr error     // of the last reload, nil when it succeeded
 	stamp   fileStamp // of the files when cert (or the last refused pair) was read
 	checked time.Time
 	now     func() time.Time
