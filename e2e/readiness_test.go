@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +81,15 @@ func TestReadinessFollowsTheCertificateServed(t *testing.T) {
 	})
 	if got := leafSerial(t, ca, s.Host); got != "2004" {
 		t.Errorf("serving serial %s, want 2004", got)
+	}
+	block, _ := pem.Decode(cert4)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := strconv.ParseFloat(metric(t, s, "oci_tofu_proxy_tls_certificate_not_after_timestamp_seconds"), 64)
+	if err != nil || int64(got) != leaf.NotAfter.Unix() {
+		t.Errorf("certificate expiry metric %v (%v), want %d", got, err, leaf.NotAfter.Unix())
 	}
 }
 

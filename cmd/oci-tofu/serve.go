@@ -137,6 +137,9 @@ func listen(c *cli.Context, srv *proxy.Server, logger *slog.Logger) (net.Listene
 	tlsConfig, err := serverTLS(c, func(r *servercreds.Reloader) {
 		r.Logger, r.OnReload = logger, srv.ObserveCertificateReload
 		srv.Probes().AddCondition("tls certificate", r.Usable)
+		if err := srv.ObserveCertificateExpiry(func() time.Time { return r.Certificate().Leaf.NotAfter }); err != nil {
+			logger.Warn("the certificate's expiry is not a metric", "error", err.Error())
+		}
 	})
 	if err != nil {
 		return nil, "", err
