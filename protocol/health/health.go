@@ -123,6 +123,11 @@ func (p *Probes) failedConditions() error {
 // registries answers from the last check while it is fresh. A stale
 // result starts one check in the background and is answered meanwhile;
 // with no result yet, the caller waits for the first check (or its ctx).
+// This is not protocol/cache on purpose: the cache cancels a fetch once
+// no caller waits for it and keeps no failure stale, whereas a check
+// here runs to its own Timeout whoever leaves (a kubelet probe timing out
+// on a slow registry must not cancel every check before it ends) and a
+// failed check is a result like any other.
 func (p *Probes) registries(ctx context.Context) error {
 	if p.opts.Registries == nil {
 		return nil
