@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -154,8 +152,8 @@ type Options struct {
 	// Shared, when set, is the state the replicas of a fleet share
 	// (sharedstate.Redis): pull-through's leases, stored releases and
 	// failures, and (a sharedstate.Board) the page's records of what each
-	// replica served (seen_fleet.go). Nil: this process alone. Its metrics are served when it
-	// is a prometheus.Collector.
+	// replica served (seen_fleet.go). Nil: this process alone. Its metrics
+	// are served when it is a prometheus.Collector.
 	Shared sharedstate.Store
 }
 
@@ -197,7 +195,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.startPullThrough(); err != nil {
+	if err := s.startShared(); err != nil {
 		return nil, err
 	}
 	s.out = &responder{opts: &s.opts, log: s.log, metrics: s.metrics, seen: s.seen, store: s.store, urls: urls,
@@ -221,41 +219,6 @@ func New(opts Options) (*Server, error) {
 		s.mountTofu(*opts.TofuRepository)
 	}
 	return s, nil
-}
-
-// startPullThrough serves the shared state's metrics, shares the page's
-// record through it (a sharedstate.Board) and starts the pull-through
-// engine, when configured.
-func (s *Server) startPullThrough() error {
-	if c, ok := s.opts.Shared.(prometheus.Collector); ok {
-		if err := s.metrics.reg.Register(c); err != nil {
-			return err
-		}
-	}
-	if b, ok := s.opts.Shared.(sharedstate.Board); ok && s.opts.Shared.Shared() {
-		s.fleet = newFleetSeen(b, s.seen, s.log)
-	}
-	if s.opts.PullThrough == nil {
-		return nil
-	}
-	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: s.opts.ModuleTemplate,
-		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.observeCache, CacheEntries: s.opts.Store.CacheEntries,
-		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared})
-	if err != nil {
-		return err
-	}
-	s.pull = e
-	return nil
-}
-
-// CheckPullThrough makes sure the registry lets the proxy push where
-// pull-through stores releases (pullthrough.Engine.CheckPush); nil
-// without pull-through.
-func (s *Server) CheckPullThrough(ctx context.Context) error {
-	if s.pull == nil {
-		return nil
-	}
-	return s.pull.CheckPush(ctx)
 }
 
 // checkOptions validates options and fills in defaults.
