@@ -24,14 +24,21 @@ func TestBoardGathersEveryMembersRecordWithinBounds(t *testing.T) {
 	if err := a.Publish(ctx, "seen", "replica-a", []byte("from a"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Publish(ctx, "seen", "replica-b", []byte("from b"), 300*time.Millisecond); err != nil {
+	if err := b.Publish(ctx, "seen", "replica-b", []byte("from b"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	got, err := a.Gather(ctx, "seen", time.Minute)
 	if err != nil || len(got) != 2 || string(got["replica-a"]) != "from a" || string(got["replica-b"]) != "from b" {
 		t.Fatalf("gathered %q, %v", got, err)
 	}
-	// b stops publishing: its record expires.
+	// b's last record is short-lived and b stops publishing: its record
+	// expires, a's (published again) stays.
+	if err := b.Publish(ctx, "seen", "replica-b", []byte("from b"), 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Publish(ctx, "seen", "replica-a", []byte("from a"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "replica-b's record expiring", func() bool {
 		got, err := a.Gather(ctx, "seen", time.Minute)
 		_, present := got["replica-b"]
