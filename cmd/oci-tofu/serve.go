@@ -136,10 +136,15 @@ func serve(c *cli.Context) error {
 
 // listen opens --listen, with TLS unless --insecure-no-tls (plain HTTP
 // behind a TLS-terminating proxy); a certificate from files is reloaded
-// when they change, counted in srv's metrics.
+// when they change, counted in srv's metrics, and readiness fails while
+// the one served has expired (docs/proxy.md, "Probes").
 func listen(c *cli.Context, srv *proxy.Server, logger *slog.Logger) (net.Listener, string, error) {
 	tlsConfig, err := serverTLS(c, func(r *servercreds.Reloader) {
 		r.Logger, r.OnReload = logger, srv.ObserveCertificateReload
+		srv.Probes().AddCondition("tls certificate", r.Usable)
+		if err := srv.ObserveCertificateExpiry(func() time.Time { return r.Certificate().Leaf.NotAfter }); err != nil {
+			logger.Warn("the certificate's expiry is not a metric", "error", err.Error())
+		}
 	})
 	if err != nil {
 		return nil, "", err

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -159,8 +157,9 @@ type Options struct {
 	ReadyInterval time.Duration
 	// Shared, when set, is the state the replicas of a fleet share
 	// (sharedstate.Redis): pull-through's leases, stored releases and
-	// failures. Nil: this process alone. Its metrics are served when it
-	// is a prometheus.Collector.
+	// failures, and (a sharedstate.Board) the page's records of what each
+	// replica served (seen_fleet.go). Nil: this process alone. Its metrics
+	// are served when it is a prometheus.Collector.
 	Shared sharedstate.Store
 }
 
@@ -171,7 +170,8 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	metrics  *metrics
-	seen     *seen // what was served, for the page
+	seen     *seen      // what was served, for the page
+	fleet    *fleetSeen // the other replicas' records, with a shared store (seen_fleet.go)
 	out      *responder
 	store    *store.Store
 	mappings store.ProviderMappings
@@ -201,7 +201,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.startPullThrough(); err != nil {
+	if err := s.startShared(); err != nil {
 		return nil, err
 	}
 	s.out = &responder{opts: &s.opts, log: s.log, metrics: s.metrics, seen: s.seen, store: s.store, urls: urls,
@@ -225,36 +225,6 @@ func New(opts Options) (*Server, error) {
 		s.mountTofu(*opts.TofuRepository)
 	}
 	return s, nil
-}
-
-// startPullThrough starts the pull-through engine, when configured.
-func (s *Server) startPullThrough() error {
-	if c, ok := s.opts.Shared.(prometheus.Collector); ok {
-		if err := s.metrics.reg.Register(c); err != nil {
-			return err
-		}
-	}
-	if s.opts.PullThrough == nil {
-		return nil
-	}
-	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: s.opts.ModuleTemplate,
-		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.observeCache, CacheEntries: s.opts.Store.CacheEntries,
-		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared})
-	if err != nil {
-		return err
-	}
-	s.pull = e
-	return nil
-}
-
-// CheckPullThrough makes sure the registry lets the proxy push where
-// pull-through stores releases (pullthrough.Engine.CheckPush); nil
-// without pull-through.
-func (s *Server) CheckPullThrough(ctx context.Context) error {
-	if s.pull == nil {
-		return nil
-	}
-	return s.pull.CheckPush(ctx)
 }
 
 // checkOptions validates options and fills in defaults.
@@ -401,8 +371,10 @@ func (s *Server) Client() *oci.Client { return s.client }
 // Close ends the server's background work once it serves no more
 // requests: releases being pulled through are given until ctx ends to be
 // stored, then cancelled (their temporary files removed). Serve calls it
-// after the HTTP server has shut down.
+// after the HTTP server has shut down. The page's shared record is no
+// longer published (it expires in Redis by itself).
 func (s *Server) Close(ctx context.Context) error {
+	s.fleet.close()
 	return s.pull.Close(ctx)
 }
 
