@@ -162,10 +162,10 @@ func (s *responder) redirectToStorage(w http.ResponseWriter, r *http.Request, lo
 // deliver streams the blob in the way that costs the least CPU per byte
 // for the client's protocol (measured in docs/benchmarks.md). Over
 // HTTP/1.1 the handler's write encrypts and sends in the handler's own
-// goroutine: inline, with no hand-off between goroutines, costs about a
-// tenth less. Over HTTP/2 a write waits for the connection's writer
-// goroutines: a reader goroutine hashing the next buffers meanwhile costs
-// about a tenth less.
+// goroutine: inline, with no hand-off between goroutines, costs 7-10 %
+// less than a reader goroutine. Over HTTP/2 a write waits for the
+// connection's writer goroutines: a reader goroutine hashing the next
+// buffers meanwhile costs 7-9 % less than inline.
 func (st *blobStream) deliver(w http.ResponseWriter) {
 	if st.r.ProtoMajor >= 2 {
 		st.pipeline(w)
