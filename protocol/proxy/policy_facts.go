@@ -153,10 +153,6 @@ func signerCheck(sg *policy.Signer, subject digest.Digest, pt string) store.Chec
 	}
 }
 
-func hasSigner(n policy.Needs, kind string) bool {
-	return slices.ContainsFunc(n.Signers, func(s *policy.Signer) bool { return s.Kind == kind })
-}
-
 // ingestKeys are the keys whose attestations are trusted to say when a
 // release entered the registry: the policy's attestation signers',
 // --require-attestation's and pull-through's attester's.
