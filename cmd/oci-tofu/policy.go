@@ -69,7 +69,7 @@ func policyCommand() *cli.Command {
 		Usage: "check an admission policy file",
 		Subcommands: []*cli.Command{{
 			Name:      "test",
-			Usage:     "whether the policy allows each address, and the deciding rule (offline, or against the registry)",
+			Usage:     "what the policy decides, and which rule (offline or against the registry)",
 			ArgsUsage: "ADDRESS[@VERSION]...",
 			Description: "ADDRESS is a provider (hashicorp/aws, registry.opentofu.org/hashicorp/aws),\n" +
 				"a module with its host (host/namespace/name/system, or module:namespace/name/system),\n" +
