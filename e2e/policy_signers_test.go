@@ -117,3 +117,33 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// A binary built without notation-go and sigstore-go (-tags
+// nonotation,nokeyless) refuses a policy naming notation: or keyless:
+// signers when it loads it, naming the build tag and the line and column
+// — never serving as though the signer were met — and still reads a
+// policy without them.
+func TestPolicyVerifiedSignersInSmallBuilds(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "oci-tofu-small")
+	testenv.MustRun(t, testenv.Root(t), nil, "go", "build", "-tags", "nonotation,nokeyless", "-o", bin, "./cmd/oci-tofu")
+	dir := t.TempDir()
+	for _, c := range []struct{ src, want string }{
+		{"provider \"*/*/*\" {\n  signers = [\"notation:conf\"]\n}\n", `:2:13: signers: "notation:conf": this oci-tofu was built without Notation support (-tags nonotation)`},
+		{"trusted_root = \"root.json\"\nmodule \"*/*/*/*\" {\n  signers = [\"keyless:https://issuer.example=ci\"]\n}\n", `:3:13: signers: "keyless:https://issuer.example=ci": this oci-tofu is built without keyless verification (build tag nokeyless)`},
+	} {
+		file := filepath.Join(dir, "policy.hcl")
+		writeFile(t, file, c.src)
+		out, err := testenv.Run(t, "", nil, bin, "policy", "test", "--policy", file, "tofu")
+		if err == nil || !strings.Contains(out, file+c.want) {
+			t.Errorf("policy test with %q: %v\n%s", c.src, err, out)
+		}
+		out, err = testenv.Run(t, dir, nil, bin, "serve", "--check", "--self-signed", "--tofu-repository", "oci-layout:"+dir, "--policy", file)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("serve --check with %q: %v\n%s", c.src, err, out)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "policy.hcl"), `tofu { deny = ["1.9.0"] }`)
+	if out, err := testenv.Run(t, "", nil, bin, "policy", "test", "--policy", filepath.Join(dir, "policy.hcl"), "tofu@1.9.0"); err != nil || !strings.Contains(out, "deny ") {
+		t.Errorf("a policy without such signers: %v\n%s", err, out)
+	}
+}
