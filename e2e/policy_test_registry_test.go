@@ -55,7 +55,8 @@ func servedVersions(t *testing.T, s *served, path string) []string {
 
 // policy test against the registry, differentially against serve: for
 // the same registry, mappings and policy (a cosign signer, an
-// attestation signer, version constraints, a module rule), policy test
+// attestation signer, version constraints, a module rule over two merged
+// module templates), policy test
 // decides every version the registry holds, and the ones it allows are
 // exactly the ones serve lists — the others denied with the deciding rule
 // and the reason serve gives.
@@ -78,6 +79,13 @@ func TestPolicyTestAgainstRegistry(t *testing.T) {
 	changed := t.TempDir() // another package than 1.0.0's, not attested
 	writeFiles(t, changed, map[string]string{"main.tf": "output \"greeting\" { value = \"hello again\" }\n"})
 	mustRun(t, "push", "module", "--quiet", changed, module+":1.1.0")
+	// A second module template, merged after the first: it holds 1.1.0
+	// attested (served from it, the first's copy being denied) and 1.2.0
+	// not attested.
+	module2 := reg.Host + "/modules2/acme/greeting/aws"
+	mustRun(t, "push", "module", "--quiet", "--attest-key", attestKey, changed, module2+":1.1.0")
+	writeFiles(t, changed, map[string]string{"main.tf": "output \"greeting\" { value = \"hello once more\" }\n"})
+	mustRun(t, "push", "module", "--quiet", changed, module2+":1.2.0")
 	file := factsPolicyFile(t, `
 provider "example.com/signed/*" {
   name     = "cosigned"
@@ -93,7 +101,8 @@ module "*/acme/*/*" {
   signers = ["attestation:keys/org.pub"]
 }
 `, map[string]string{"keys/cosign.pub": pub, "keys/org.pub": attestPub})
-	mapping := []string{"--provider-template", reg.Host + "/providers/${namespace}/${type}", "--module-template", reg.Host + "/modules/${namespace}/${name}/${system}"}
+	mapping := []string{"--provider-template", reg.Host + "/providers/${namespace}/${type}", "--module-template", reg.Host + "/modules/${namespace}/${name}/${system}",
+		"--module-template", reg.Host + "/modules2/${namespace}/${name}/${system}"}
 	s := startServe(t, append(mapping, "--policy", file)...)
 
 	for _, c := range []struct{ query, listing string }{
@@ -122,12 +131,13 @@ module "*/acme/*/*" {
 	}
 
 	// Each denial carries the rule and the reason serve gives a client.
-	out := mustRun(t, append(append([]string{"policy", "test", "--policy", file}, mapping...), "example.com/signed/hello@1.1.0", "example.com/signed/hello@1.0.0", "example.com/signed/hello@2.0.0-rc1", "localhost/acme/greeting/aws@1.1.0")...)
+	out := mustRun(t, append(append([]string{"policy", "test", "--policy", file}, mapping...), "example.com/signed/hello@1.1.0", "example.com/signed/hello@1.0.0", "example.com/signed/hello@2.0.0-rc1", "localhost/acme/greeting/aws@1.1.0", "localhost/acme/greeting/aws@1.2.0")...)
 	for _, want := range []string{
 		`deny   provider example.com/signed/hello@1.1.0  rule "cosigned": example.com/signed/hello 1.1.0 is not signed by cosign:keys/cosign.pub`,
 		`allow  provider example.com/signed/hello@1.0.0  rule "cosigned"`,
 		`deny   provider example.com/signed/hello@2.0.0-rc1  rule "cosigned"`,
-		`deny   module localhost/acme/greeting/aws@1.1.0  rule "org-modules": localhost/acme/greeting/aws 1.1.0 is not signed by attestation:keys/org.pub`,
+		`allow  module localhost/acme/greeting/aws@1.1.0  rule "org-modules"`,
+		`deny   module localhost/acme/greeting/aws@1.2.0  rule "org-modules": localhost/acme/greeting/aws 1.2.0 is not signed by attestation:keys/org.pub`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("policy test does not say %q:\n%s", want, out)
