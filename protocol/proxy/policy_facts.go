@@ -90,12 +90,12 @@ func (s *responder) factsWarning(ctx context.Context, kind, address string, v na
 // attestations min_age reads the ingest time from, all at once.
 func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind string, n policy.Needs, root releaseRoot) (policy.Facts, error) {
 	pt := attestedKinds[storeKinds[kind]]
-	why := make([]string, len(n.Signers))
+	signed, why := make([]bool, len(n.Signers)), make([]string, len(n.Signers))
 	var atts store.Attachment
 	reads := make([]func(context.Context) error, 0, len(n.Signers)+1)
 	for i, sg := range n.Signers {
 		reads = append(reads, func(ctx context.Context) (err error) {
-			why[i], err = signerRefusal(ctx, sg, root, pt)
+			signed[i], why[i], err = signedBy(ctx, sg, root, pt)
 			return err
 		})
 	}
@@ -110,8 +110,8 @@ func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind stri
 	}
 	f := policy.Facts{Signed: make(map[string]bool, len(n.Signers)), Why: make(map[string]string)}
 	for i, sg := range n.Signers {
-		f.Signed[sg.Spec] = why[i] == ""
-		if why[i] != "" && why[i] != "-" {
+		f.Signed[sg.Spec] = signed[i]
+		if !signed[i] && why[i] != "" {
 			f.Why[sg.Spec] = why[i]
 		}
 	}
@@ -121,20 +121,16 @@ func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind stri
 	return f, nil
 }
 
-// signerRefusal is why the release at root (of predicate type pt) is not
-// signed by sg: "" when it is, "-" when a publisher key is not the one.
-// Verdicts other than a publisher's are cached per root and signer
-// (store.Repo.Checked): the same checks admission makes — a cosign key's
-// signature as a Sigstore bundle referrer or a .sig tag, an attestation
-// as a bundle or an .att tag, a notation trust policy, a keyless
-// identity.
-func signerRefusal(ctx context.Context, sg *policy.Signer, root releaseRoot, pt string) (string, error) {
+// signedBy reports whether the release at root (of predicate type pt) is
+// signed by sg, and why not when the check says. Verdicts other than a
+// publisher's are cached per root and signer (store.Repo.Checked): the
+// same checks admission makes — a cosign key's signature as a Sigstore
+// bundle referrer or a .sig tag, an attestation as a bundle or an .att
+// tag, a notation trust policy, a keyless identity.
+func signedBy(ctx context.Context, sg *policy.Signer, root releaseRoot, pt string) (signed bool, why string, err error) {
 	if sg.Kind == policy.SignerPublisher { // policy_publisher.go
 		id, err := publisherKey(ctx, root)
-		if err != nil || (id != "" && id == sg.KeyID) {
-			return "", err
-		}
-		return "-", nil
+		return err == nil && id != "" && id == sg.KeyID, "", err
 	}
 	return root.repo.Checked(ctx, fmt.Sprintf("signer %s %p", sg.Spec, sg), root.subject, signerCheck(sg, root.subject, pt))
 }

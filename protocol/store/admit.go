@@ -65,14 +65,14 @@ func (r *Repo) Admitted(ctx context.Context, kind string, subject digest.Digest)
 	if admit == nil {
 		return nil
 	}
-	reason, err := r.verdict(ctx, kind+" "+r.name+"@"+subject.String(), func(ctx context.Context, repo oci.ReadOnlyRepository) (error, error) {
+	v, err := r.verdict(ctx, kind+" "+r.name+"@"+subject.String(), func(ctx context.Context, repo oci.ReadOnlyRepository) (error, error) {
 		return admit(ctx, repo, r.name, kind, subject)
 	})
 	if err != nil {
 		return r.fail(err, "reading the "+kind+"'s attestation")
 	}
-	if reason != "" {
-		return &Refusal{Repo: r.name, Kind: kind, Subject: subject, Reason: reason}
+	if v.refused {
+		return &Refusal{Repo: r.name, Kind: kind, Subject: subject, Reason: v.reason}
 	}
 	return nil
 }
@@ -84,23 +84,23 @@ type Check func(ctx context.Context, repo oci.ReadOnlyRepository, repository str
 
 // Checked asks check (a requirement named key, unique to it, such as a
 // policy signer's) about subject, as Admitted asks Options.Admit and
-// cached alike: the refusal's reason ("" when it passes, bounded), or a
+// cached alike: passed, or the refusal's reason (bounded); err is a
 // classified *Error when the registry fails.
-func (r *Repo) Checked(ctx context.Context, key string, subject digest.Digest, check Check) (string, error) {
-	reason, err := r.verdict(ctx, "check "+key+" "+r.name+"@"+subject.String(), func(ctx context.Context, repo oci.ReadOnlyRepository) (error, error) {
+func (r *Repo) Checked(ctx context.Context, key string, subject digest.Digest, check Check) (passed bool, reason string, err error) {
+	v, err := r.verdict(ctx, "check "+key+" "+r.name+"@"+subject.String(), func(ctx context.Context, repo oci.ReadOnlyRepository) (error, error) {
 		return check(ctx, repo, r.name)
 	})
 	if err != nil {
-		return "", r.fail(err, "checking "+key)
+		return false, "", r.fail(err, "checking "+key)
 	}
-	return reason, nil
+	return !v.refused, v.reason, nil
 }
 
-// verdict is ask's refusal reason under key ("" when none), cached.
-func (r *Repo) verdict(ctx context.Context, key string, ask func(context.Context, oci.ReadOnlyRepository) (refusal, err error)) (string, error) {
+// verdict is ask's verdict under key, cached.
+func (r *Repo) verdict(ctx context.Context, key string, ask func(context.Context, oci.ReadOnlyRepository) (refusal, err error)) (admission, error) {
 	o, err := r.opened(ctx)
 	if err != nil {
-		return "", err
+		return admission{}, err
 	}
 	res, err := r.s.admissions.Get(ctx, key, func(ctx context.Context) (admission, int64, error) {
 		select { // the referrers API probe started beside the first reads
@@ -119,7 +119,7 @@ func (r *Repo) verdict(ctx context.Context, key string, ask func(context.Context
 		return admission{refused: true, reason: reason}, 64 + int64(len(reason)), nil
 	})
 	if err != nil {
-		return "", err
+		return admission{}, err
 	}
-	return res.Val.reason, nil
+	return res.Val, nil
 }
