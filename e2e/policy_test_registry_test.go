@@ -29,7 +29,8 @@ func policyTestJSON(t *testing.T, args ...string) []registryDecision {
 }
 
 // servedVersions are the versions a serve listing offers: the keys of
-// the network mirror's index.json, or the module registry's versions.
+// the network mirror's index.json, the module registry's versions, or
+// the ids of TofuDL's api.json.
 func servedVersions(t *testing.T, s *served, path string) []string {
 	t.Helper()
 	code, body := s.get(t, path)
@@ -37,13 +38,21 @@ func servedVersions(t *testing.T, s *served, path string) []string {
 		t.Fatalf("%s: %d %s", path, code, body)
 	}
 	var doc struct {
-		Versions map[string]any
+		Versions json.RawMessage
 		Modules  []struct{ Versions []struct{ Version string } }
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
 		t.Fatalf("%s: %v\n%s", path, err, body)
 	}
-	out := slices.Collect(maps.Keys(doc.Versions))
+	var mirror map[string]any
+	var releases []struct{ ID string }
+	if json.Unmarshal(doc.Versions, &mirror) != nil && json.Unmarshal(doc.Versions, &releases) != nil && doc.Versions != nil {
+		t.Fatalf("%s: versions are neither a map nor a list: %s", path, body)
+	}
+	out := slices.Collect(maps.Keys(mirror))
+	for _, r := range releases {
+		out = append(out, r.ID)
+	}
 	for _, m := range doc.Modules {
 		for _, v := range m.Versions {
 			out = append(out, v.Version)
@@ -56,7 +65,7 @@ func servedVersions(t *testing.T, s *served, path string) []string {
 // policy test against the registry, differentially against serve: for
 // the same registry, mappings and policy (a cosign signer, an
 // attestation signer, version constraints, a module rule over two merged
-// module templates), policy test
+// module templates, a tofu rule), policy test
 // decides every version the registry holds, and the ones it allows are
 // exactly the ones serve lists — the others denied with the deciding rule
 // and the reason serve gives.
@@ -86,6 +95,9 @@ func TestPolicyTestAgainstRegistry(t *testing.T) {
 	mustRun(t, "push", "module", "--quiet", "--attest-key", attestKey, changed, module2+":1.1.0")
 	writeFiles(t, changed, map[string]string{"main.tf": "output \"greeting\" { value = \"hello once more\" }\n"})
 	mustRun(t, "push", "module", "--quiet", changed, module2+":1.2.0")
+	tofuRepo := reg.Host + "/tools/opentofu"
+	mustRun(t, "push", "tofu", "--quiet", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"), "--attest-key", attestKey, testenv.Testdata(t, "tofu", "1.8.0"), tofuRepo)
+	mustRun(t, "push", "tofu", "--quiet", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"), testenv.Testdata(t, "tofu", "1.9.0"), tofuRepo)
 	file := factsPolicyFile(t, `
 provider "example.com/signed/*" {
   name     = "cosigned"
@@ -100,15 +112,20 @@ module "*/acme/*/*" {
   name    = "org-modules"
   signers = ["attestation:keys/org.pub"]
 }
+tofu {
+  name    = "org-tofu"
+  signers = ["attestation:keys/org.pub"]
+}
 `, map[string]string{"keys/cosign.pub": pub, "keys/org.pub": attestPub})
 	mapping := []string{"--provider-template", reg.Host + "/providers/${namespace}/${type}", "--module-template", reg.Host + "/modules/${namespace}/${name}/${system}",
-		"--module-template", reg.Host + "/modules2/${namespace}/${name}/${system}"}
+		"--module-template", reg.Host + "/modules2/${namespace}/${name}/${system}", "--tofu-repository", tofuRepo}
 	s := startServe(t, append(mapping, "--policy", file)...)
 
 	for _, c := range []struct{ query, listing string }{
 		{"example.com/signed/hello", "/v1/mirror/example.com/signed/hello/index.json"},
 		{"example.com/attested/hello", "/v1/mirror/example.com/attested/hello/index.json"},
 		{"localhost/acme/greeting/aws", "/v1/modules/acme/greeting/aws/versions"},
+		{"tofu", "/tofu/api.json"},
 	} {
 		t.Run(c.query, func(t *testing.T) {
 			served := servedVersions(t, s, c.listing)
