@@ -64,12 +64,6 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.StringFlag{Name: "self-signed-cert-out", Value: "oci-tofu-selfsigned.pem", Usage: "where --self-signed writes its certificate, for clients' SSL_CERT_FILE", EnvVars: []string{"OCI_TOFU_SELF_SIGNED_CERT_OUT"}},
 			&cli.StringSliceFlag{Name: "self-signed-host", Value: cli.NewStringSlice("localhost", "127.0.0.1", "::1"), Usage: "host names and IPs the self-signed certificate is valid for", EnvVars: []string{"OCI_TOFU_SELF_SIGNED_HOSTS"}},
 			&cli.BoolFlag{Name: "insecure-no-tls", Usage: "serve plain HTTP, only behind a TLS-terminating proxy or ingress (clients require HTTPS)", EnvVars: []string{"OCI_TOFU_INSECURE_NO_TLS"}},
-			&cli.StringFlag{Name: "provider-template", Usage: "repository `TEMPLATE` for providers: ${hostname}, ${namespace}, ${type}", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
-			&cli.StringSliceFlag{Name: "module-template", Usage: "repository `TEMPLATE` for modules (registry protocol): ${namespace}, ${name}, ${system}, ${hostname}; repeat to merge several, first holder of a version wins (comma-separated in the variable)", EnvVars: []string{"OCI_TOFU_MODULE_TEMPLATE"}},
-			&cli.StringFlag{Name: "tofu-repository", Usage: "`REPOSITORY` (or oci-layout:PATH) of OpenTofu releases to serve as a TofuDL mirror", EnvVars: []string{"OCI_TOFU_TOFU_REPOSITORY"}},
-			&cli.StringFlag{Name: "config", Usage: "OpenTofu CLI configuration `FILE` whose provider_installation oci_mirror blocks (repository_template, include, exclude) map providers to repositories, first match wins; after --provider-template", EnvVars: []string{"OCI_TOFU_CONFIG"}},
-			&cli.StringSliceFlag{Name: "include", Usage: "serve only providers matching `host/namespace/type` (wildcards *, repeatable)", EnvVars: []string{"OCI_TOFU_INCLUDE"}},
-			&cli.StringSliceFlag{Name: "exclude", Usage: "never serve providers matching `host/namespace/type` (repeatable)", EnvVars: []string{"OCI_TOFU_EXCLUDE"}},
 			&cli.StringFlag{Name: "public-url", Usage: "`URL` clients reach the proxy by, https://host[:port][/prefix], the base of every URL it hands out (default: https and the Host of each request when serving TLS; relative URLs with --insecure-no-tls)", EnvVars: []string{"OCI_TOFU_PUBLIC_URL"}},
 			&cli.StringFlag{Name: "registry-hostname", Usage: "${hostname} for the registry protocol (default: the host name clients use to reach the proxy)", EnvVars: []string{"OCI_TOFU_REGISTRY_HOSTNAME"}},
 			&cli.StringFlag{Name: "signing-key", Usage: "armored private key `FILE` to sign generated SHA256SUMS for releases without a publisher signature", EnvVars: []string{"OCI_TOFU_SIGNING_KEY"}},
@@ -90,7 +84,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
-		}, append(append(pullThroughFlags(), requireAttestationFlag(), trustedRootFlag(), requireNotationFlag(), serveAttestKeyFlag(), policyFlag(), archiveDeliveryFlag(), sharedCacheFlag()), registryFlags()...)...),
+		}, append(append(append(servedSourceFlags(), pullThroughFlags()...), requireAttestationFlag(), trustedRootFlag(), requireNotationFlag(), serveAttestKeyFlag(), policyFlag(), archiveDeliveryFlag(), sharedCacheFlag()), registryFlags()...)...),
 		Action: serve,
 	}
 }
@@ -222,6 +216,19 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfi
 		return proxy.Options{}, nil, err
 	}
 	return opts, pf, nil
+}
+
+// servedSourceFlags map what is served to repositories (serve, and
+// policy test against the registry): read by readServedSources.
+func servedSourceFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "provider-template", Usage: "repository `TEMPLATE` for providers: ${hostname}, ${namespace}, ${type}", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
+		&cli.StringSliceFlag{Name: "module-template", Usage: "repository `TEMPLATE` for modules (registry protocol): ${namespace}, ${name}, ${system}, ${hostname}; repeat to merge several, first holder of a version wins (comma-separated in the variable)", EnvVars: []string{"OCI_TOFU_MODULE_TEMPLATE"}},
+		&cli.StringFlag{Name: "tofu-repository", Usage: "`REPOSITORY` (or oci-layout:PATH) of OpenTofu releases to serve as a TofuDL mirror", EnvVars: []string{"OCI_TOFU_TOFU_REPOSITORY"}},
+		&cli.StringFlag{Name: "config", Usage: "OpenTofu CLI configuration `FILE` whose provider_installation oci_mirror blocks (repository_template, include, exclude) map providers to repositories, first match wins; after --provider-template", EnvVars: []string{"OCI_TOFU_CONFIG"}},
+		&cli.StringSliceFlag{Name: "include", Usage: "serve only providers matching `host/namespace/type` (wildcards *, repeatable)", EnvVars: []string{"OCI_TOFU_INCLUDE"}},
+		&cli.StringSliceFlag{Name: "exclude", Usage: "never serve providers matching `host/namespace/type` (repeatable)", EnvVars: []string{"OCI_TOFU_EXCLUDE"}},
+	}
 }
 
 // readServedSources reads what is served from where: the provider

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -60,7 +59,7 @@ type rule struct {
 }
 
 var rootSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "default"}},
+	Attributes: []hcl.AttributeSchema{{Name: "default"}, {Name: "trusted_root"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: KindProvider, LabelNames: []string{"pattern"}},
 		{Type: KindModule, LabelNames: []string{"pattern"}},
@@ -117,9 +116,15 @@ func Parse(src []byte, filename string) (*Policy, error) {
 	if len(content.Blocks) > MaxRules {
 		return nil, posError(content.Blocks[MaxRules].DefRange, fmt.Sprintf("the policy has %d rules, more than %d", len(content.Blocks), MaxRules))
 	}
+	env := newParseEnv(filename)
+	if a, ok := content.Attributes["trusted_root"]; ok {
+		if err := env.parseTrustedRoot(a); err != nil {
+			return nil, err
+		}
+	}
 	seen := map[string]hcl.Range{}
 	for _, b := range content.Blocks {
-		r, err := parseRule(b, filepath.Dir(filename))
+		r, err := parseRule(b, env)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +140,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 	return p, nil
 }
 
-func parseRule(b *hcl.Block, dir string) (*rule, error) {
+func parseRule(b *hcl.Block, env *parseEnv) (*rule, error) {
 	r := &rule{kind: b.Type, name: b.Type}
 	if len(b.Labels) == 1 {
 		pat, err := parsePattern(b.Type, b.Labels[0])
@@ -197,7 +202,7 @@ func parseRule(b *hcl.Block, dir string) (*rule, error) {
 			r.platforms[pl.String()] = true
 		}
 	}
-	return r, parseFactRules(r, content, dir)
+	return r, parseFactRules(r, content, env)
 }
 
 func decode(a *hcl.Attribute, target any) error {

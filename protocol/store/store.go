@@ -133,18 +133,20 @@ func stringsCost(list []string) int64 {
 
 // cacheShares share Options.CacheBytes out among the caches, in percent:
 // what a listing of many versions needs (what each version tag names,
-// parsed) gets the most. Attachments (read only for a policy's min_age
-// and signers) take 2 of it.
+// parsed) gets the most. Attachments (read only for a policy's min_age)
+// and verdicts (Checked: a policy's signers, a few dozen bytes each) take
+// 1 each.
 var cacheShares = map[string]int64{
-	"resolve": 48, "attachments": 2, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 48, "attachments": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
 // admitShares are cacheShares with an admission policy: its verdicts
-// (a few dozen bytes each, one per version) take 2 of resolve's 48.
+// (a few dozen bytes each, one per version), beside a policy's signers',
+// take 2 more of resolve's 48.
 var admitShares = map[string]int64{
-	"resolve": 46, "attachments": 2, "indexes": 15, "provenance": 12, "platform_manifests": 8,
-	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 2,
+	"resolve": 46, "attachments": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 3,
 }
 
 // disabledOr reads a duration option: 0 is the default, negative turns the
