@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/internal/seed"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+)
+
+// Shape of the largest-provider benchmark (issue 21): hashicorp/aws has
+// over 600 versions of about 15 platforms; this is 2,000 × 15, in a
+// registry 40 ms away, and 50 such providers for the memory figure.
+const (
+	largestVersions  = 2000
+	largestProviders = 50
+	largestOneWay    = 20 * time.Millisecond
+	// largestCacheBytes is the proxy's --cache-bytes here: serve's default.
+	largestCacheBytes = 256 << 20
+)
+
+// BenchmarkLargestProvider measures cold /versions (the registry
+// protocol's listing) of a provider of 2,000 versions × 15 platforms from
+// a registry 40 ms away, beside one round trip of a static file through
+// the same distance (the issue's goals in brackets):
+//
+//   - the proxy's very first /versions (no connection to the registry
+//     yet: every connection it opens is a TCP and TLS handshake at the
+//     distance) [< 1 s];
+//   - cold /versions of a provider the proxy has not read, connections
+//     open [< 1 s], in round trips of the reference;
+//   - the registry requests and new connections each makes;
+//   - the proxy's RSS and Go heap in use with 50 such providers (100,000
+//     versions, 1.5 million platform entries) listed, against
+//     --cache-bytes [the caches within it].
+//
+// The registry is CNCF Distribution v3 behind a TCP delay front (20 ms
+// each way), its requests counted in its own access log; the proxy is the
+// real binary with serve's defaults. The provider is seeded with
+// seed.ListingProvider (every version an index of its own, the rest
+// shared), and 49 aliases of its storage are distinct repositories to the
+// proxy and the registry.
+func BenchmarkLargestProvider(b *testing.B) {
+	reg := testenv.StartRegistryWithAccessLog(b)
+	bin := buildOCITofu(b)
+	seedStart := time.Now()
+	seed.SignedListing(b, reg, "bench/acme/aws0", largestVersions, seed.ManyPlatforms)
+	b.Logf("seeded %d versions × %d platforms in %v", largestVersions, len(seed.ManyPlatforms), time.Since(seedStart).Round(time.Millisecond))
+	for i := 1; i < largestProviders; i++ {
+		reg.AliasRepository(b, "bench/acme/aws0", fmt.Sprintf("bench/acme/aws%d", i))
+	}
+	far := testenv.StartDelayFront(b, "127.0.0.1"+reg.Host[strings.LastIndex(reg.Host, ":"):], largestOneWay)
+
+	static := filepath.Join(b.TempDir(), "versions.json")
+	os.WriteFile(static, []byte(`{"versions":[]}`), 0o644)
+	staticURL := far.ServeFile(b, static)
+	client := proxyClient(reg.CA)
+	timeGet(b, client, staticURL)
+	var rtts []float64
+	for i := 0; i < 10; i++ {
+		rtts = append(rtts, timeGet(b, client, staticURL).Seconds())
+	}
+	rtt := median(rtts)
+
+	proxyURL, cmd := serveProcess(b, bin, reg.CA, "--provider-template", far.Host+"/bench/${namespace}/${type}",
+		"--cache-bytes", fmt.Sprint(largestCacheBytes))
+	versions := func(i int) string { return fmt.Sprintf("%s/v1/providers/acme/aws%d/versions", proxyURL, i) }
+	var proxyCPU, registryCPU []float64
+	listed := func(i int) (time.Duration, int, int) {
+		conns := far.Connections()
+		waitQuiet(reg)
+		pc, rc := procCPU(b, cmd.Process.Pid), procCPU(b, reg.Pid())
+		d, n := countedGet(b, client, reg, versions(i))
+		proxyCPU = append(proxyCPU, (procCPU(b, cmd.Process.Pid) - pc).Seconds())
+		registryCPU = append(registryCPU, (procCPU(b, reg.Pid()) - rc).Seconds())
+		return d, n, far.Connections() - conns
+	}
+
+	b.ResetTimer()
+	first, firstReqs, firstConns := listed(0)
+	var cold, reqs, conns []float64
+	for i := 1; i <= 5; i++ {
+		d, n, c := listed(i)
+		cold, reqs, conns = append(cold, d.Seconds()), append(reqs, float64(n)), append(conns, float64(c))
+	}
+	b.StopTimer()
+	load, _ := os.ReadFile("/proc/loadavg")
+	for i := 6; i < largestProviders; i++ {
+		timeGet(b, client, versions(i))
+	}
+	status := testenv.ProcStatus(b, cmd.Process.Pid)
+	rss, hwm := float64(status["VmRSS"])/1024, float64(status["VmHWM"])/1024
+	heap := metricValue(b, client, proxyURL+"/metrics", "go_memstats_heap_inuse_bytes") / (1 << 20)
+
+	b.Logf("static file through the delay: %.1f ms", rtt*1000)
+	b.Logf("first cold /versions %v (%d registry requests, %d new connections); cold %v; requests %v; new connections %v",
+		first.Round(time.Millisecond), firstReqs, firstConns, cold, reqs, conns)
+	b.Logf("CPU per listing (first, then cold): proxy %v s, registry %v s; load average %s", proxyCPU, registryCPU, strings.TrimSpace(string(load)))
+	b.Logf("%d providers listed: RSS %.0f MiB (peak %.0f), Go heap in use %.0f MiB; --cache-bytes %d MiB",
+		largestProviders, rss, hwm, heap, largestCacheBytes>>20)
+	b.ReportMetric(rtt*1000, "static-rtt-ms")
+	b.ReportMetric(first.Seconds()*1000, "first-cold-versions-ms")
+	b.ReportMetric(first.Seconds()/rtt, "first-cold-versions/rtt")
+	b.ReportMetric(float64(firstConns), "first-cold-new-connections")
+	b.ReportMetric(median(cold)*1000, "cold-versions-ms")
+	b.ReportMetric(median(cold)/rtt, "cold-versions/rtt")
+	b.ReportMetric(median(reqs), "cold-versions-requests")
+	b.ReportMetric(median(conns), "cold-versions-new-connections")
+	b.ReportMetric(median(proxyCPU[1:])*1000, "proxy-cpu-per-listing-ms")
+	b.ReportMetric(median(registryCPU[1:])*1000, "registry-cpu-per-listing-ms")
+	b.ReportMetric(rss, "rss-50-providers-MiB")
+	b.ReportMetric(heap, "heap-inuse-50-providers-MiB")
+	b.ReportMetric(hwm, "peak-rss-MiB")
+	b.ReportMetric(float64(largestCacheBytes>>20), "cache-bytes-MiB")
+	b.ReportMetric(0, "ns/op")
+}
