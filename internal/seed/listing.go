@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
@@ -47,12 +48,8 @@ func ListingProvider(ctx context.Context, repo oci.Repository, dir string, opts 
 	if err := Provider(ctx, repo, dir, opts); err != nil || n <= 1 {
 		return err
 	}
-	_, body, err := oci.FetchReference(ctx, repo, names.TagForVersion(names.MustParseVersion(Version(0))))
+	_, base, err := oci.FetchReference(ctx, repo, names.TagForVersion(names.MustParseVersion(Version(0))))
 	if err != nil {
-		return err
-	}
-	var idx ocispec.Index
-	if err := json.Unmarshal(body, &idx); err != nil {
 		return err
 	}
 	if opts.Concurrency <= 0 {
@@ -61,13 +58,18 @@ func ListingProvider(ctx context.Context, repo oci.Repository, dir string, opts 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Concurrency)
 	for i := 1; i < n; i++ {
-		g.Go(func() error { return pushDerivedIndex(gctx, repo, idx, Version(i)) })
+		g.Go(func() error { return pushDerivedIndex(gctx, repo, base, Version(i)) })
 	}
 	return g.Wait()
 }
 
-// pushDerivedIndex uploads idx annotated with version v, tagged v.
-func pushDerivedIndex(ctx context.Context, repo oci.Repository, idx ocispec.Index, v string) error {
+// DerivedIndex is the index ListingProvider tags as version v: base (the
+// first version's index) annotated with v.
+func DerivedIndex(base []byte, v string) ([]byte, error) {
+	var idx ocispec.Index
+	if err := json.Unmarshal(base, &idx); err != nil {
+		return nil, err
+	}
 	ann := map[string]string{AnnotationSeedVersion: v}
 	for k, val := range idx.Annotations {
 		ann[k] = val
@@ -75,14 +77,24 @@ func pushDerivedIndex(ctx context.Context, repo oci.Repository, idx ocispec.Inde
 	idx.Annotations = ann
 	m, err := oci.EncodeIndex(idx)
 	if err != nil {
+		return nil, err
+	}
+	return m.Bytes, nil
+}
+
+// pushDerivedIndex uploads DerivedIndex(base, v), tagged v.
+func pushDerivedIndex(ctx context.Context, repo oci.Repository, base []byte, v string) error {
+	body, err := DerivedIndex(base, v)
+	if err != nil {
 		return err
 	}
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, ArtifactType: oci.ArtifactTypeProvider, Digest: digest.FromBytes(body), Size: int64(len(body))}
 	tag := names.TagForVersion(names.MustParseVersion(v))
 	if rp, ok := repo.(referencePusher); ok {
-		return rp.PushReference(ctx, m.Descriptor, bytes.NewReader(m.Bytes), tag)
+		return rp.PushReference(ctx, desc, bytes.NewReader(body), tag)
 	}
-	if err := repo.Push(ctx, m.Descriptor, bytes.NewReader(m.Bytes)); err != nil {
+	if err := repo.Push(ctx, desc, bytes.NewReader(body)); err != nil {
 		return err
 	}
-	return repo.Tag(ctx, m.Descriptor, tag)
+	return repo.Tag(ctx, desc, tag)
 }
