@@ -95,23 +95,6 @@ func StartRegistryWithAccessLog(t testing.TB) *Registry {
 	return r
 }
 
-// StartCachingRegistryWithAccessLog is StartRegistryWithAccessLog with
-// Distribution's blob descriptor cache in memory, as the configuration
-// Distribution ships (and its container image runs) has it: a manifest
-// read by tag then costs the registry a few file reads fewer. For
-// benchmarks whose registry shares the machine with the proxy.
-func StartCachingRegistryWithAccessLog(t testing.TB) *Registry {
-	t.Helper()
-	r := newDistribution(t, KindDistribution, "")
-	r.rewriteConfig(t, func(c string) string {
-		c = strings.Replace(c, "  accesslog:\n    disabled: true\n", "  accesslog:\n    disabled: false\n", 1)
-		return strings.Replace(c, "storage:\n", "storage:\n  cache:\n    blobdescriptor: inmemory\n", 1)
-	})
-	r.Start(t)
-	t.Cleanup(r.Stop)
-	return r
-}
-
 // accessLine matches a request in Distribution's access log (combined
 // log format).
 var accessLine = regexp.MustCompile(`\] "([A-Z]+) (\S+) HTTP/[0-9.]+" ([0-9]{3}) `)
