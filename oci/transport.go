@@ -58,7 +58,8 @@ func newTransport(opts Options, bulk bool) (*http.Transport, error) {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: timeout,
 		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConnsPerHost:   idleConnsPerHost(opts.Etiquette),
+		MaxIdleConnsPerHost:   metaConnsPerHost(opts.Etiquette),
+		MaxConnsPerHost:       metaConnsPerHost(opts.Etiquette),
 		Protocols:             &protocols,
 	}
 	if bulk {
@@ -69,7 +70,7 @@ func newTransport(opts Options, bulk bool) (*http.Transport, error) {
 			}
 			return &readBufferedConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer)}, nil
 		}
-		t.MaxIdleConnsPerHost = bulkIdleConnsPerHost
+		t.MaxIdleConnsPerHost, t.MaxConnsPerHost = bulkIdleConnsPerHost, 0
 		t.ReadBufferSize, t.WriteBufferSize = 64<<10, 64<<10
 	}
 	return t, nil
@@ -121,15 +122,16 @@ func metadataPath(p string) bool {
 	return strings.Contains(p, "/manifests/") || strings.HasSuffix(p, "/tags/list") || strings.Contains(p, "/referrers/")
 }
 
-// idleConnsPerHost is how many idle connections to one registry are
-// kept: twice the requests the etiquette lets be in flight to it, since a
-// request takes its slot back when its answer's headers arrive, so the
-// next one may start while that answer's body is still being read (on a
-// connection not yet idle). Fewer, and a listing of thousands of versions
-// closes connections it reopens a moment later: a TCP and TLS handshake,
-// two round trips, each.
-func idleConnsPerHost(e *Etiquette) int {
-	return 2 * e.withDefaults().MaxConcurrent
+// metaConnsPerHost is how many metadata connections to one registry host
+// may be open at once, idle ones included, and kept idle: as many as the
+// etiquette lets requests be in flight. A request takes its slot back
+// when its answer's headers arrive, so without this bound the next one
+// would dial a connection of its own while that answer's body is still
+// being read: a listing of thousands of versions on a busy machine opened
+// 414 connections for 256 slots, each a TCP and TLS handshake (two round
+// trips, and CPU at both ends), most of them closed again at once.
+func metaConnsPerHost(e *Etiquette) int {
+	return e.withDefaults().MaxConcurrent
 }
 
 // readBuffer is the read buffer below TLS on registry connections.
