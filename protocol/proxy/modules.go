@@ -34,6 +34,9 @@ type modules struct {
 	template *oci.Template
 	held     *heldModules
 	src      moduleSource
+	// origin, paths: module_origins.go (origin "": the request's host).
+	origin string
+	paths  modulePaths
 }
 
 // moduleSource lists a module's versions and reads the package a version
@@ -51,9 +54,9 @@ type heldModules struct {
 // mountModules adds modules.v1 and the module archive downloads.
 func (s *Server) mountModules(tpl *oci.Template) {
 	held := &heldModules{s: s.out}
-	m := &modules{s: s.out, template: tpl, held: held, src: held}
+	m := &modules{s: s.out, template: tpl, held: held, src: held, paths: ownModulePaths}
 	if s.pull.Modules() {
-		m.src = &pulledModules{heldModules: held, engine: s.pull}
+		m.src = &pulledModules{heldModules: held, engine: s.pull, origin: s.pull.ModuleOrigin()}
 	}
 	s.Mount("modules.v1", ModulesPath, "modules", s.Authenticate(http.HandlerFunc(m.serveRegistry)))
 	s.Mount("", ModuleArchivePrefix, "module_archives", http.HandlerFunc(m.serveArchive))
@@ -72,7 +75,7 @@ func (m *modules) repo(host string, mod names.Module) (*store.Repo, error) {
 // it was sent to (also returned); ok is false when the request has been
 // answered.
 func (m *modules) repoFor(w http.ResponseWriter, r *http.Request, mod names.Module) (*store.Repo, string, bool) {
-	host, ok := m.s.hostname(w, r)
+	host, ok := m.hostname(w, r)
 	if !ok {
 		return nil, "", false
 	}
@@ -88,11 +91,11 @@ func (m *modules) repoFor(w http.ResponseWriter, r *http.Request, mod names.Modu
 // :namespace/:name/:system/:version/download.
 func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	s := m.s
-	host, ok := s.hostname(w, r)
+	host, ok := m.hostname(w, r)
 	if !ok {
 		return
 	}
-	req, key, ok := readDocRequest(s, w, r, host+" ", ModulesPath, ParseModulePath)
+	req, key, ok := readDocRequest(s, w, r, host+" ", m.paths.registry, ParseModulePath)
 	if !ok {
 		return
 	}
@@ -224,10 +227,10 @@ func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, repo *st
 	}
 	archive := moduleArchivePath(req.Module, req.Version, manifest.Digest)
 	if fetchesModulesDirectly(r) { // module_direct.go
-		serveDirectLocation(w, r, base+ModuleArchivePrefix+archive)
+		serveDirectLocation(w, r, base+m.paths.archives+archive)
 		return
 	}
-	loc := base + strings.TrimPrefix(m.s.fileRef(ModuleArchivePrefix, archive), baseMark)
+	loc := base + strings.TrimPrefix(m.s.fileRef(m.paths.archives, archive), baseMark)
 	h := w.Header()
 	h.Set("X-Terraform-Get", loc)
 	h.Set("Content-Length", "0")
@@ -239,7 +242,7 @@ func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, repo *st
 // named, by manifest digest, verifying the zip's digest as it streams.
 func (m *modules) serveArchive(w http.ResponseWriter, r *http.Request) {
 	s := m.s
-	req, ok := signedRequest(s, w, r, ModuleArchivePrefix, ParseModuleArchivePath)
+	req, ok := signedRequest(s, w, r, m.paths.archives, ParseModuleArchivePath)
 	if !ok {
 		return
 	}

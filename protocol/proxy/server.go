@@ -214,6 +214,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.ModuleTemplate != nil {
 		s.mountModules(opts.ModuleTemplate)
+		s.mountModuleOrigins(opts.ModuleTemplate) // module_origins.go
 	}
 	if opts.TofuRepository != nil {
 		s.mountTofu(*opts.TofuRepository)

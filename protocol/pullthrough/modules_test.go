@@ -14,7 +14,7 @@ func TestOptionsCheckModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Modules: f}
+	o := Options{Modules: []*modulesource.Fetcher{f}}
 	if err := o.Check(false, false, false); err == nil || !strings.Contains(err.Error(), "module template") {
 		t.Errorf("without a module template: %v", err)
 	}
