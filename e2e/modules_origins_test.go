@@ -78,7 +78,9 @@ func TestPullThroughModulesTwoOrigins(t *testing.T) {
 	s := startServe(t, twoOriginArgs(reg, opentofu, terraform)...)
 	cliConfig := originHostBlocks(s.URL, "registry.opentofu.org", "registry.terraform.io")
 	downloads := func(o *moduleOrigin, module string) int {
-		return o.reg.Count(func(p string) bool { return strings.HasPrefix(p, "/v1/modules/"+module+"/") && strings.HasSuffix(p, "/download") })
+		return o.reg.Count(func(p string) bool {
+			return strings.HasPrefix(p, "/v1/modules/"+module+"/") && strings.HasSuffix(p, "/download")
+		})
 	}
 	// tofu's short address is registry.opentofu.org's, terraform's
 	// registry.terraform.io's.
