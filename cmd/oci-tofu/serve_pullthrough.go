@@ -60,7 +60,7 @@ func pullThroughFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "pull-through-metadata-timeout", Value: 10 * time.Second, Usage: "bound on each metadata read from an origin", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_METADATA_TIMEOUT"}},
 		&cli.DurationFlag{Name: "pull-through-timeout", Value: 30 * time.Minute, Usage: "bound on pulling one whole release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TIMEOUT"}},
 		&cli.IntFlag{Name: "pull-through-concurrency", Value: 4, Usage: "background downloads per release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_CONCURRENCY"}},
-		&cli.StringSliceFlag{Name: "pull-through-module-origin", Usage: "pull modules through from this origin module registry `HOST[=MODULES_URL]`, served at /v1/origins/HOST/modules/ (repeatable; the first also for modules addressed under the proxy's hostname); needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
+		&cli.StringSliceFlag{Name: "pull-through-module-origin", Usage: "pull modules through from this origin module registry `HOST[=URL]` (URL: its modules.v1), served at /v1/origins/HOST/modules/ (repeatable; the first also for modules addressed under the proxy's hostname); needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
 		&cli.StringSliceFlag{Name: "pull-through-module-source", Usage: "allow fetching module sources (git over HTTPS, archives) from this `HOST[:PORT]` (repeatable; the module origin itself is always allowed)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_SOURCES"}},
 		enforceExpirationFlag(),
 		&cli.IntFlag{Name: "pull-through-max-releases", Value: 16, Usage: "releases pulled at once (more are answered 503)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MAX_RELEASES"}},
