@@ -66,7 +66,8 @@ module "archived" {
 
 // One proxy pulls modules through from two origin registries: real tofu
 // and terraform, their module addresses unchanged and a host block each
-// pointing the two registries' modules.v1 at the proxy, install modules
+// pointing the two registries' modules.v1 at the proxy (the proxy page's
+// snippet), install modules
 // of both origins. Each version is fetched from the origin its address
 // names (each origin's download endpoint and git server count only its
 // own), stored under that origin's hostname with the digest `push
@@ -76,7 +77,17 @@ func TestPullThroughModulesTwoOrigins(t *testing.T) {
 	opentofu, terraform := startModuleOrigin(t), startModuleOrigin(t)
 	reg := testenv.StartRegistry(t)
 	s := startServe(t, twoOriginArgs(reg, opentofu, terraform)...)
-	cliConfig := originHostBlocks(s.URL, "registry.opentofu.org", "registry.terraform.io")
+	// The clients' CLI configuration is the page's snippet, verbatim.
+	_, page := s.get(t, "/")
+	cliConfig := preText(t, string(page), "module-origins")
+	for _, want := range []string{
+		`"modules.v1"   = "` + s.URL + `/v1/origins/registry.opentofu.org/modules/"`,
+		`"providers.v1" = "https://registry.terraform.io/v1/providers/"`,
+	} {
+		if !strings.Contains(cliConfig, want) {
+			t.Errorf("the page's host blocks lack %s:\n%s", want, cliConfig)
+		}
+	}
 	downloads := func(o *moduleOrigin, module string) int {
 		return o.reg.Count(func(p string) bool {
 			return strings.HasPrefix(p, "/v1/modules/"+module+"/") && strings.HasSuffix(p, "/download")

@@ -22,6 +22,9 @@ func (e *Engine) Modules() bool { return e != nil && len(e.opts.Modules) > 0 }
 // ModuleOrigins are the origin module registries by hostname, in the
 // order configured.
 func (e *Engine) ModuleOrigins() []string {
+	if e == nil {
+		return nil
+	}
 	out := make([]string, 0, len(e.opts.Modules))
 	for _, f := range e.opts.Modules {
 		out = append(out, f.Registry())
