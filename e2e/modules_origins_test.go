@@ -194,7 +194,17 @@ module "shout" {
 }
 `)
 	if n := o.git.UploadPacks(); n != 2 {
-		t.Errorf("%d git fetches for 20 concurrent installs over 3 replicas, want 2 (one per module version)", n)
+		// A Redis operation past its bound (100 ms) lets a replica pull on
+		// its own, by design: say so when it happened.
+		var redisErrors []string
+		for _, r := range f.Replicas {
+			for _, line := range strings.Split(replicaMetrics(t, f, r), "\n") {
+				if strings.HasPrefix(line, "oci_tofu_shared_cache_errors_total{") && !strings.HasSuffix(line, " 0") {
+					redisErrors = append(redisErrors, line)
+				}
+			}
+		}
+		t.Errorf("%d git fetches for 20 concurrent installs over 3 replicas, want 2 (one per module version); Redis errors counted: %v", n, redisErrors)
 	}
 	stored, served := 0, 0
 	for _, r := range f.Replicas {
