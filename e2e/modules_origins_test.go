@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -142,6 +143,25 @@ func TestPullThroughModulesTwoOrigins(t *testing.T) {
 			t.Errorf("%s: %d download answers asked, want %d", name, got, want)
 		}
 	}
+	// Each origin fails on its own: with registry.terraform.io's registry
+	// and git server down, what the registry holds of it installs, and a
+	// module registry.opentofu.org publishes now is pulled through.
+	terraform.reg.Stop()
+	terraform.git.Stop()
+	defer func() { terraform.reg.Start(t); terraform.git.Start(t) }()
+	opentofu.publish("acme/later/aws", "1.0.0", "git::"+opentofu.gitURL+"?ref=v1.0.0", opentofu.trees["acme/greeting/aws 1.0.0"])
+	dir := testenv.WriteConfig(t, map[string]string{"main.tf": twoOriginConfig +
+		"module \"later\" {\n  source  = \"registry.opentofu.org/acme/later/aws\"\n  version = \"1.0.0\"\n}\n"})
+	out := testenv.Tofu(t, cliConfig).Run(t, dir, "init", "-input=false", "-no-color")
+	for _, want := range []string{"acme/shout/aws 1.0.0 for shout", "acme/later/aws 1.0.0 for later"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("with registry.terraform.io down, init output lacks %q:\n%s", want, out)
+		}
+	}
+	if d := tagDigest(t, reg, "pulled/registry.opentofu.org/acme/later/aws", "1.0.0"); d == "" {
+		t.Error("registry.opentofu.org's new module was not stored while registry.terraform.io was down")
+	}
+
 	// An origin not configured has no paths: nothing is contacted.
 	if code, _ := s.get(t, "/v1/origins/elsewhere.example/modules/acme/greeting/aws/versions"); code != http.StatusNotFound {
 		t.Errorf("an origin not configured: %d, want 404", code)
@@ -280,5 +300,54 @@ func forgeModuleRecord(t *testing.T, srv *testenv.Redis, from, to string) {
 	record, _ := redis.String(raw.Do("GET", keys[0]))
 	if _, err := raw.Do("SET", strings.TrimSuffix(keys[0], from)+to, record, "PX", time.Minute.Milliseconds()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// With client authentication on, a client sends the token it holds for
+// the origin's host (the module's address) to the proxy its host block
+// names: without it the install is refused; with it tofu 1.12 fetches the
+// per-origin archive URL with the token, terraform the signed one.
+func TestPullThroughModuleOriginsWithAuth(t *testing.T) {
+	isolateCache(t)
+	o := startModuleOrigin(t)
+	reg := testenv.StartRegistry(t)
+	token := "origin-token-0123456789abcdef"
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--module-template", reg.Host+"/pulled/${hostname}/${namespace}/${name}/${system}",
+		"--pull-through-module-origin", "registry.opentofu.org=https://"+o.reg.Host+"/v1/modules/",
+		"--pull-through-module-source", o.reg.Host, "--pull-through-module-source", o.git.Host,
+		"--auth-token-file", tokens)
+	hosts := originHostBlocks(s.URL, "registry.opentofu.org")
+	cfg := map[string]string{"main.tf": "module \"g\" {\n  source  = \"registry.opentofu.org/acme/greeting/aws\"\n  version = \"1.1.0\"\n}\n"}
+	for _, c := range clis {
+		t.Run(c.name, func(t *testing.T) {
+			if out, err := c.new(t, hosts).Try(t, testenv.WriteConfig(t, cfg), "init", "-input=false", "-no-color"); err == nil {
+				t.Fatalf("init without credentials succeeded:\n%s", out)
+			}
+			cli := c.new(t, hosts+fmt.Sprintf("credentials \"registry.opentofu.org\" {\n  token = %q\n}\n", token))
+			if out := cli.Run(t, testenv.WriteConfig(t, cfg), "init", "-input=false", "-no-color"); !strings.Contains(out, "acme/greeting/aws 1.1.0 for g") {
+				t.Errorf("init with the token:\n%s", out)
+			}
+		})
+	}
+	logs := s.logs.String()
+	if strings.Contains(logs, token) {
+		t.Error("the token is in the proxy's log")
+	}
+	// tofu: the direct location (200); terraform: the signed URL (204).
+	for _, want := range []string{
+		"/v1/origins/registry.opentofu.org/modules/acme/greeting/aws/1.1.0/download status=200",
+		"/v1/origins/registry.opentofu.org/modules/acme/greeting/aws/1.1.0/download status=204",
+		"path=/v1/origins/registry.opentofu.org/module-archives/acme/greeting/aws/1.1.0/",
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no %q in the proxy's log", want)
+		}
+	}
+	if n := o.git.UploadPacks(); n != 1 {
+		t.Errorf("%d git fetches, want 1", n)
 	}
 }
