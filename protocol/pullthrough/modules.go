@@ -191,8 +191,7 @@ func (e *Engine) storeModule(ctx context.Context, f *modulesource.Fetcher, ref o
 // moduleError is what a request sees when a module could not be pulled.
 func moduleError(host string, err error) error {
 	if errors.Is(err, modulesource.ErrRefused) {
-		return &Error{Failure: FailureRefused, Err: err,
-			Msg: fmt.Sprintf("not held by the registry, and what origin %s offers was refused (a source outside the allowed hosts, or a tree that fails the module package checks)", host)}
+		return &Error{Failure: FailureRefused, Err: err, Msg: failureMessage(host, FailureRefused)}
 	}
 	return originError(host, err)
 }

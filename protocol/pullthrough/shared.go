@@ -98,7 +98,7 @@ func (e *Engine) sharedFailure(ctx context.Context, failKey, host string) (error
 		return nil, false
 	}
 	switch rec.Failure {
-	case FailureTampered, FailureNotFound, FailureUnreachable:
+	case FailureTampered, FailureNotFound, FailureUnreachable, FailureRefused:
 	default:
 		rec.Failure = FailureError
 	}
@@ -194,6 +194,8 @@ func failureMessage(host, failure string) string {
 		return fmt.Sprintf("not held by the registry, and origin %s does not offer it", host)
 	case FailureUnreachable:
 		return fmt.Sprintf("not held by the registry, and origin %s is unreachable", host)
+	case FailureRefused:
+		return fmt.Sprintf("not held by the registry, and what origin %s offers was refused (a source outside the allowed hosts, or a tree that fails the module package checks)", host)
 	}
 	return fmt.Sprintf("not held by the registry, and origin %s answered with an error", host)
 }
