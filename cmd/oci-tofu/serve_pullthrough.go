@@ -35,12 +35,16 @@ providers.v1 URL itself, like a host block of the CLI configuration). Origin cre
 come from TF_TOKEN_<host>, as for tofu. The registry protocol (PROXY/NAMESPACE/TYPE) pulls
 from --pull-through-registry-origin. --pull-through-tofu-api-url does the same for
 OpenTofu releases on the TofuDL mirror. Modules (see docs/modules.md, "Pull-through"):
---pull-through-module-origin registry.opentofu.org pulls PROXY/NAMESPACE/NAME/SYSTEM from
-that registry on first download, fetching the source its download answer names (git over
-HTTPS, .zip/.tar.gz archives) only from the registry itself and the hosts given with
---pull-through-module-source (e.g. github.com, codeload.github.com), packed as 'push
-module' packs it and stored under --module-template. Pull-through needs registry
-credentials allowed to push: without them serve refuses to start.`
+  --pull-through-module-origin registry.opentofu.org
+  --pull-through-module-origin registry.terraform.io --pull-through-module-source github.com
+serve each origin's modules at /v1/origins/HOST/modules/ (a client's CLI configuration
+names it in a host "HOST" block as modules.v1, so module addresses stay unchanged) and,
+for the first origin, PROXY/NAMESPACE/NAME/SYSTEM too. A version the registry does not
+hold is fetched on first download from that origin, its source (git over HTTPS,
+.zip/.tar.gz archives) only from the origin itself and the --pull-through-module-source
+hosts, packed as 'push module' packs it and stored under --module-template (${hostname}
+being the origin's for the origin's paths). Pull-through needs registry credentials
+allowed to push: without them serve refuses to start.`
 
 // pullThroughFlags are serve's pull-through flags.
 func pullThroughFlags() []cli.Flag {
@@ -56,7 +60,7 @@ func pullThroughFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "pull-through-metadata-timeout", Value: 10 * time.Second, Usage: "bound on each metadata read from an origin", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_METADATA_TIMEOUT"}},
 		&cli.DurationFlag{Name: "pull-through-timeout", Value: 30 * time.Minute, Usage: "bound on pulling one whole release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TIMEOUT"}},
 		&cli.IntFlag{Name: "pull-through-concurrency", Value: 4, Usage: "background downloads per release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_CONCURRENCY"}},
-		&cli.StringFlag{Name: "pull-through-module-origin", Usage: "pull modules addressed under the proxy's hostname through from this origin module registry `HOST[=MODULES_URL]`; needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
+		&cli.StringSliceFlag{Name: "pull-through-module-origin", Usage: "pull modules through from this origin module registry `HOST[=URL]` (URL: its modules.v1), served at /v1/origins/HOST/modules/ (repeatable; the first also for modules addressed under the proxy's hostname); needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
 		&cli.StringSliceFlag{Name: "pull-through-module-source", Usage: "allow fetching module sources (git over HTTPS, archives) from this `HOST[:PORT]` (repeatable; the module origin itself is always allowed)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_SOURCES"}},
 		enforceExpirationFlag(),
 		&cli.IntFlag{Name: "pull-through-max-releases", Value: 16, Usage: "releases pulled at once (more are answered 503)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MAX_RELEASES"}},
@@ -68,8 +72,8 @@ func pullThroughFlags() []cli.Flag {
 func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 	origins := c.StringSlice("pull-through-origin")
 	tofuAPI := c.String("pull-through-tofu-api-url")
-	modOrigin := c.String("pull-through-module-origin")
-	if len(origins) == 0 && tofuAPI == "" && modOrigin == "" {
+	modOrigins := c.StringSlice("pull-through-module-origin")
+	if len(origins) == 0 && tofuAPI == "" && len(modOrigins) == 0 {
 		if c.String("pull-through-registry-origin") != "" {
 			return nil, fmt.Errorf("--pull-through-registry-origin needs --pull-through-origin")
 		}
@@ -102,10 +106,12 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 		return nil, err
 	}
 	pt.Client = origin.NewClient(transport)
-	if modOrigin != "" {
-		if pt.Modules, err = moduleFetcher(modOrigin, c.StringSlice("pull-through-module-source"), transport); err != nil {
+	for _, o := range modOrigins {
+		f, err := moduleFetcher(o, c.StringSlice("pull-through-module-source"), transport)
+		if err != nil {
 			return nil, err
 		}
+		pt.Modules = append(pt.Modules, f)
 	}
 	if tofuAPI != "" {
 		if pt.Tofu, err = tofuPullOrigin(c, tofuAPI); err != nil {

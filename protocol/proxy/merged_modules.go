@@ -104,7 +104,8 @@ func (m *modules) versionsDoc(ctx context.Context, mr moduleRepos, host string, 
 		return nil, at, cmpOr(outage, absent)
 	}
 	if outage != nil {
-		m.src.(*pulledModules).engine.DegradedListing("module", m.src.(*pulledModules).engine.ModuleOrigin()+"/"+mod.String(), outage)
+		p := m.src.(*pulledModules)
+		p.engine.DegradedListing("module", p.origin+"/"+mod.String(), outage)
 	}
 	m.logShadowed(ctx, mod, vs, listedBy)
 	return versionsOf(vs), at, nil // pulled_modules.go

@@ -37,6 +37,9 @@ type modules struct {
 	held      *heldModules
 	src       moduleSource // the first mapping's
 	pulls     bool         // src pulls through
+	// origin, paths: module_origins.go (origin "": the request's host).
+	origin string
+	paths  modulePaths
 }
 
 // moduleSource lists a module's versions and reads the package a version
@@ -55,9 +58,9 @@ type heldModules struct {
 // module mappings in order.
 func (s *Server) mountModules(tpls []*oci.Template) {
 	held := &heldModules{s: s.out}
-	m := &modules{s: s.out, templates: tpls, held: held, src: held}
+	m := &modules{s: s.out, templates: tpls, held: held, src: held, paths: ownModulePaths}
 	if s.pull.Modules() {
-		m.src, m.pulls = &pulledModules{heldModules: held, engine: s.pull}, true
+		m.src, m.pulls = &pulledModules{heldModules: held, engine: s.pull, origin: s.pull.ModuleOrigin()}, true
 	}
 	s.Mount("modules.v1", ModulesPath, "modules", s.Authenticate(http.HandlerFunc(m.serveRegistry)))
 	s.Mount("", ModuleArchivePrefix, "module_archives", http.HandlerFunc(m.serveArchive))
@@ -67,7 +70,7 @@ func (s *Server) mountModules(tpls []*oci.Template) {
 // host it was sent to (also returned); ok is false when the request has
 // been answered.
 func (m *modules) reposFor(w http.ResponseWriter, r *http.Request, mod names.Module) (moduleRepos, string, bool) {
-	host, ok := m.s.hostname(w, r)
+	host, ok := m.hostname(w, r)
 	if !ok {
 		return moduleRepos{}, "", false
 	}
@@ -83,11 +86,11 @@ func (m *modules) reposFor(w http.ResponseWriter, r *http.Request, mod names.Mod
 // :namespace/:name/:system/:version/download.
 func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	s := m.s
-	host, ok := s.hostname(w, r)
+	host, ok := m.hostname(w, r)
 	if !ok {
 		return
 	}
-	req, key, ok := readDocRequest(s, w, r, host+" ", ModulesPath, ParseModulePath)
+	req, key, ok := readDocRequest(s, w, r, host+" ", m.paths.registry, ParseModulePath)
 	if !ok {
 		return
 	}
@@ -219,10 +222,10 @@ func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, mr modul
 	}
 	archive := moduleArchivePath(req.Module, req.Version, manifest.Digest)
 	if fetchesModulesDirectly(r) { // module_direct.go
-		serveDirectLocation(w, r, base+ModuleArchivePrefix+archive)
+		serveDirectLocation(w, r, base+m.paths.archives+archive)
 		return
 	}
-	loc := base + strings.TrimPrefix(m.s.fileRef(ModuleArchivePrefix, archive), baseMark)
+	loc := base + strings.TrimPrefix(m.s.fileRef(m.paths.archives, archive), baseMark)
 	h := w.Header()
 	h.Set("X-Terraform-Get", loc)
 	h.Set("Content-Length", "0")
@@ -234,7 +237,7 @@ func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, mr modul
 // named, by manifest digest, verifying the zip's digest as it streams.
 func (m *modules) serveArchive(w http.ResponseWriter, r *http.Request) {
 	s := m.s
-	req, ok := signedRequest(s, w, r, ModuleArchivePrefix, ParseModuleArchivePath)
+	req, ok := signedRequest(s, w, r, m.paths.archives, ParseModuleArchivePath)
 	if !ok {
 		return
 	}

@@ -38,7 +38,7 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 // authentication on, it shows only health and client configuration: what
 // is served, and from where, is for clients holding a token.
 func (s *Server) routePage(providers bool) {
-	pg := &page{responder: s.out, mappings: s.mappings, minimal: len(s.tokens) > 0, fleet: s.fleet}
+	pg := &page{responder: s.out, mappings: s.mappings, minimal: len(s.tokens) > 0, fleet: s.fleet, moduleOrigins: s.pull.ModuleOrigins()}
 	h := s.instrument("page", http.HandlerFunc(pg.servePage))
 	s.mux.Handle("/{$}", h)
 	if providers {
@@ -56,6 +56,8 @@ type page struct {
 	mappings store.ProviderMappings
 	minimal  bool       // client authentication is on: health and client configuration only
 	fleet    *fleetSeen // nil without a shared store
+	// moduleOrigins are the origin module registries (module_origins.go).
+	moduleOrigins []string
 }
 
 // pageData is what the page template shows.
@@ -196,6 +198,9 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 	}
 	if s.opts.ModuleTemplate != nil {
 		out = append(out, s.moduleSnippet(r))
+		if len(s.moduleOrigins) > 0 {
+			out = append(out, moduleOriginsSnippet(base, s.moduleOrigins)) // module_origins.go
+		}
 	}
 	if s.opts.TofuRepository != nil {
 		out = append(out, snippet{ID: "tofudl", Title: "OpenTofu releases: TofuDL mirror",

@@ -21,6 +21,8 @@ import (
 type pulledModules struct {
 	*heldModules
 	engine *pullthrough.Engine
+	// origin is the origin registry the versions are pulled from.
+	origin string
 }
 
 // versionsDoc lists what the registry holds, what pull-through stored
@@ -49,7 +51,7 @@ func (m *pulledModules) versionsDoc(ctx context.Context, repo *store.Repo, host 
 	for _, sv := range m.engine.Recent(repo.Name()) {
 		more = append(more, sv.Version)
 	}
-	offered, fetched, oerr := m.engine.ModuleOffered(ctx, mod)
+	offered, fetched, oerr := m.engine.ModuleOffered(ctx, m.origin, mod)
 	for canonical := range offered {
 		if v, err := names.ParseVersion(canonical); err == nil {
 			more = append(more, v)
@@ -62,7 +64,7 @@ func (m *pulledModules) versionsDoc(ctx context.Context, repo *store.Repo, host 
 		if len(vs) == 0 {
 			return nil, at, oerr
 		}
-		m.engine.DegradedListing("module", m.engine.ModuleOrigin()+"/"+mod.String(), oerr)
+		m.engine.DegradedListing("module", m.origin+"/"+mod.String(), oerr)
 		return versionsOf(vs), at, nil
 	}
 	return versionsOf(vs), earliestNonZero(at, fetched), nil
@@ -93,7 +95,7 @@ func (m *pulledModules) release(ctx context.Context, repo *store.Repo, host stri
 	if !isVersionNotHeld(err) {
 		return manifest, err
 	}
-	res, err := m.engine.PullModule(ctx, repo.Reference(), mod, v)
+	res, err := m.engine.PullModule(ctx, m.origin, repo.Reference(), mod, v)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}

@@ -220,6 +220,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.ModuleTemplate != nil {
 		s.mountModules(opts.ModuleTemplates())
+		s.mountModuleOrigins(opts.ModuleTemplates()) // module_origins.go
 	}
 	if opts.TofuRepository != nil {
 		s.mountTofu(*opts.TofuRepository)

@@ -78,10 +78,9 @@ type Engine struct {
 
 	moduleListings *cache.Cache[map[string]string]
 
-	mu          sync.Mutex
-	inflight    map[string]*Pull
-	modulePulls map[string]*modulePull
-	running     sync.WaitGroup // pulls whose run has not returned
+	mu       sync.Mutex
+	inflight map[string]*Pull
+	running  sync.WaitGroup // pulls whose run has not returned
 }
 
 // recentTTL is how long what pull-through stored is remembered in memory:
@@ -119,7 +118,7 @@ func New(c Config) (*Engine, error) {
 		}
 	}
 	e := &Engine{opts: opts, shared: c.Shared, mappings: c.Mappings, tofuRepo: c.TofuRepository, modTpl: c.ModuleTemplate, registry: c.Registry, log: c.Logger,
-		metrics: newMetrics(c.Metrics), inflight: map[string]*Pull{}, modulePulls: map[string]*modulePull{}, recent: newRecentlyStored(recentTTL, c.CacheEntries),
+		metrics: newMetrics(c.Metrics), inflight: map[string]*Pull{}, recent: newRecentlyStored(recentTTL, c.CacheEntries),
 		failures: cache.New[error](cache.Options{Name: "origin_failures", TTL: opts.FailureTTL, MaxEntries: c.CacheEntries})}
 	metaCache := func(name string, failureTTL time.Duration) cache.Options {
 		return cache.Options{Name: name, TTL: opts.ListingTTL, MaxStale: opts.ListingTTL, FailureTTL: failureTTL, MaxEntries: c.CacheEntries,
@@ -181,7 +180,7 @@ func (e *Engine) CheckPush(ctx context.Context) error {
 	if e.opts.Tofu != nil {
 		refs = append(refs, *e.tofuRepo)
 	}
-	if e.opts.Modules != nil {
+	if len(e.opts.Modules) > 0 {
 		ref, err := e.modTpl.Expand(names.Module{Namespace: "oci-tofu", Name: "pull-through-check", System: "check"}.TemplateValues("pull-through-check"))
 		if err != nil {
 			return err
@@ -280,7 +279,7 @@ func (e *Engine) newPull(kind, key, what string, repo oci.Repository, files []st
 	sorted := append([]string(nil), files...)
 	sort.Strings(sorted)
 	return &Pull{e: e, kind: kind, key: key, what: what, dir: dir, repo: repo, files: sorted, ctx: ctx, cancel: cancel,
-		started: map[string]*File{}, settled: make(chan struct{})}, nil
+		started: map[string]*File{}, settled: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // finished records a pull's outcome: what it stored, or its failure,
@@ -291,12 +290,12 @@ func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
 		e.completed.Add(p.key, res, 1024)
 		e.shareStored(p.key, res)
 		e.metrics.result(p.kind, "stored")
-		e.log.Info("pull-through: release verified and stored", append(attrs, slog.String("digest", res.Root.Digest.String()))...)
+		e.log.Info(outcomeMessage(p.kind, true), append(attrs, slog.String("digest", res.Root.Digest.String()))...)
 	} else {
 		e.rememberFailure(p.failKey, err)
 		kind := Classify(err)
 		e.metrics.result(p.kind, kind)
-		e.log.Warn("pull-through: release not stored", append(attrs, slog.String("failure", kind), slog.Any("error", err))...)
+		e.log.Warn(outcomeMessage(p.kind, false), append(attrs, slog.String("failure", kind), slog.Any("error", err))...)
 	}
 	if p.lease != nil {
 		p.lease.Release() // after the record: waiting replicas find it
@@ -307,6 +306,19 @@ func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
 		e.metrics.inflight.Dec()
 	}
 	e.mu.Unlock()
+}
+
+// outcomeMessage is the log message of a pull's outcome.
+func outcomeMessage(kind string, stored bool) string {
+	switch {
+	case kind == "module" && stored:
+		return "pull-through: module fetched, packed and stored"
+	case kind == "module":
+		return "pull-through: module not stored"
+	case stored:
+		return "pull-through: release verified and stored"
+	}
+	return "pull-through: release not stored"
 }
 
 // InflightFile returns a file of the pull in flight under key (starting
@@ -385,11 +397,6 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	for _, p := range e.inflight {
 		p.cancel()
-	}
-	for _, p := range e.modulePulls {
-		if p.cancel != nil {
-			p.cancel()
-		}
 	}
 	e.mu.Unlock()
 	<-done

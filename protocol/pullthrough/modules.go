@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
@@ -15,18 +17,47 @@ import (
 )
 
 // Modules reports whether modules are pulled through.
-func (e *Engine) Modules() bool { return e != nil && e.opts.Modules != nil }
+func (e *Engine) Modules() bool { return e != nil && len(e.opts.Modules) > 0 }
 
-// ModuleOrigin is the origin registry modules are pulled from.
-func (e *Engine) ModuleOrigin() string { return e.opts.Modules.Registry() }
+// ModuleOrigins are the origin module registries by hostname, in the
+// order configured.
+func (e *Engine) ModuleOrigins() []string {
+	if e == nil {
+		return nil
+	}
+	out := make([]string, 0, len(e.opts.Modules))
+	for _, f := range e.opts.Modules {
+		out = append(out, f.Registry())
+	}
+	return out
+}
 
-// ModuleOffered lists the versions the origin offers of mod (cached like
-// provider listings; versions that do not parse are left out).
-func (e *Engine) ModuleOffered(ctx context.Context, mod names.Module) (map[string]string, time.Time, error) {
-	res, err := e.moduleListings.Get(ctx, mod.String(), func(ctx context.Context) (map[string]string, int64, error) {
-		raw, err := e.opts.Modules.Versions(ctx, mod)
+// ModuleOrigin is the origin of the modules addressed under the proxy's
+// own hostname: the first of ModuleOrigins.
+func (e *Engine) ModuleOrigin() string { return e.opts.Modules[0].Registry() }
+
+// moduleFetcher is the fetcher of origin registry host.
+func (e *Engine) moduleFetcher(host string) (*modulesource.Fetcher, error) {
+	for _, f := range e.opts.Modules {
+		if f.Registry() == host {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("pull-through: %s is not an origin module registry of this proxy", host)
+}
+
+// ModuleOffered lists the versions origin registry host offers of mod
+// (cached like provider listings; versions that do not parse are left
+// out).
+func (e *Engine) ModuleOffered(ctx context.Context, host string, mod names.Module) (map[string]string, time.Time, error) {
+	f, err := e.moduleFetcher(host)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	res, err := e.moduleListings.Get(ctx, host+"/"+mod.String(), func(ctx context.Context) (map[string]string, int64, error) {
+		raw, err := f.Versions(ctx, mod)
 		if err != nil {
-			e.reportOriginError("module", mod.String(), err)
+			e.reportOriginError("module", host+"/"+mod.String(), err)
 			return nil, 0, err
 		}
 		out := map[string]string{} // canonical version → as the origin writes it
@@ -38,107 +69,111 @@ func (e *Engine) ModuleOffered(ctx context.Context, mod names.Module) (map[strin
 		return out, int64(256 + 32*len(out)), nil
 	})
 	if err != nil {
-		return nil, res.Fetched, originError(e.opts.Modules.Registry(), err)
+		return nil, res.Fetched, originError(host, err)
 	}
 	return res.Val, res.Fetched, nil
 }
 
-// modulePull is one module version being fetched and stored; every
-// request for it waits for the same one.
-type modulePull struct {
-	done   chan struct{}
-	cancel context.CancelFunc
-	res    Stored
-	err    error
-}
-
-// ModulePullKey names the pull of version v into the repository named repo.
+// ModulePullKey names the pull of version v into the repository named
+// repo: one pull per tag, whichever origin it comes from.
 func ModulePullKey(repo string, v names.Version) string {
 	return "module " + repo + " " + v.String()
 }
 
-// PullModule makes sure version v of mod (as the origin names it) is
-// stored in ref, fetching it from the origin when no pull of it ran
-// lately: one fetch however many requests ask at once, its failure
-// remembered for FailureTTL. The pull outlives ctx, which only bounds the
-// wait.
-func (e *Engine) PullModule(ctx context.Context, ref oci.Reference, mod names.Module, v names.Version) (Stored, error) {
-	key := ModulePullKey(ref.Name(), v)
-	if res, ok := e.completed.Peek(key); ok {
-		return res, nil
-	}
-	if err := e.remembered(ctx, "module", key, e.opts.Modules.Registry()); err != nil {
-		return Stored{}, err
-	}
-	p, err := e.startModule(key, ref, mod, v)
+// moduleFailKey names a module version of an origin in the failure
+// memory.
+func moduleFailKey(host string, mod names.Module, v names.Version) string {
+	return "module " + host + "/" + mod.String() + " " + v.String()
+}
+
+// PullModule makes sure version v of mod, as origin registry host names
+// it, is stored in ref, fetching it when no pull of it ran lately: one
+// fetch however many requests ask at once, on this replica and, sharing
+// state, on the others (the engine's pulls and leases, engine.go and
+// shared.go); a failure is remembered for FailureTTL. The pull outlives
+// ctx, which only bounds the wait.
+func (e *Engine) PullModule(ctx context.Context, host string, ref oci.Reference, mod names.Module, v names.Version) (Stored, error) {
+	f, err := e.moduleFetcher(host)
 	if err != nil {
 		return Stored{}, err
 	}
-	select {
-	case <-p.done:
-		return p.res, p.err
-	case <-ctx.Done():
-		return Stored{}, ctx.Err()
+	key, failKey := ModulePullKey(ref.Name(), v), moduleFailKey(host, mod, v)
+	if res, ok := e.completed.Peek(key); ok {
+		return res, nil
 	}
+	if err := e.remembered(ctx, "module", failKey, host); err != nil {
+		return Stored{}, err
+	}
+	for range 2 { // a second round after a shared record the registry did not confirm
+		p, _, err := e.start(ctx, key, failKey, host, func() (*Pull, error) { return e.newModulePull(f, key, failKey, ref, mod, v) }, "", true)
+		switch {
+		case errors.Is(err, ErrFinished):
+			if res, ok := e.storedModule(ctx, key, ref, v); ok {
+				return res, nil
+			}
+			continue
+		case err != nil:
+			return Stored{}, err
+		}
+		select {
+		case <-p.done:
+			return p.res, p.err
+		case <-ctx.Done():
+			return Stored{}, ctx.Err()
+		}
+	}
+	return Stored{}, &Error{Failure: FailureBusy, RetryAfter: 5, Msg: "the module version is being stored by the proxy; try again shortly"}
 }
 
-func (e *Engine) startModule(key string, ref oci.Reference, mod names.Module, v names.Version) (*modulePull, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if p, ok := e.modulePulls[key]; ok {
-		return p, nil
+// storedModule is what the pull under key stored: this replica's record,
+// or, when another replica recorded it, what the version's tag names in
+// the registry now (the shared record only says when to look; a tag
+// that names no module package sets the record aside).
+func (e *Engine) storedModule(ctx context.Context, key string, ref oci.Reference, v names.Version) (Stored, bool) {
+	res, ok := e.Completed(ctx, key)
+	if !ok || !res.Shared {
+		return res, ok
 	}
-	if len(e.inflight)+len(e.modulePulls) >= e.opts.MaxPulls {
-		return nil, &Error{Failure: FailureBusy, RetryAfter: 5,
-			Msg: fmt.Sprintf("the proxy is already pulling %d releases from their origins; try again shortly", len(e.inflight)+len(e.modulePulls))}
+	repo, err := e.registry.OpenReadOnly(ctx, ref)
+	if err == nil {
+		var manifest ocispec.Descriptor
+		if manifest, _, err = oci.ResolveModule(ctx, repo, names.TagForVersion(v)); err == nil {
+			return Stored{Root: manifest, Shared: true}, true
+		}
 	}
-	p := &modulePull{done: make(chan struct{})}
-	e.modulePulls[key] = p
-	e.metrics.inflight.Inc()
-	e.running.Add(1)
-	go func() {
-		defer e.running.Done()
-		e.runModule(key, p, ref, mod, v)
-	}()
+	e.log.Warn("pull-through: the shared cache says a module version is stored, the registry does not confirm it; set aside",
+		slog.String("repository", ref.Name()), slog.String("version", v.String()), slog.Any("error", err))
+	e.Distrust(key)
+	return Stored{}, false
+}
+
+// newModulePull prepares the pull of one module version: no files to
+// download, its finish resolves, fetches, packs and pushes the module
+// (and attests it), tagged last.
+func (e *Engine) newModulePull(f *modulesource.Fetcher, key, failKey string, ref oci.Reference, mod names.Module, v names.Version) (*Pull, error) {
+	p, err := e.newPull("module", key, f.Registry()+"/"+mod.String()+" "+v.String(), nil, nil, func(string) error { return nil })
+	if err != nil {
+		return nil, err
+	}
+	p.failKey = failKey
+	p.attrs = []any{slog.String("module", mod.String()), slog.String("version", v.String()),
+		slog.String("origin", f.Registry()), slog.String("repository", ref.Name())}
+	p.finish = func(ctx context.Context, dir string) (Stored, error) {
+		res, err := e.storeModule(ctx, f, ref, mod, v, dir)
+		if err != nil {
+			return Stored{}, moduleError(f.Registry(), err)
+		}
+		e.recent.add(ref.Name(), StoredVersion{Version: v})
+		return res, nil
+	}
 	return p, nil
 }
 
-// runModule fetches, packs, pushes (and attests) one module version.
-func (e *Engine) runModule(key string, p *modulePull, ref oci.Reference, mod names.Module, v names.Version) {
-	ctx, cancel := context.WithTimeout(context.Background(), e.opts.Timeout)
-	defer cancel()
-	e.mu.Lock()
-	p.cancel = cancel
-	e.mu.Unlock()
-	start := time.Now()
-	attrs := []slog.Attr{slog.String("kind", "module"), slog.String("module", mod.String()), slog.String("version", v.String()),
-		slog.String("origin", e.opts.Modules.Registry()), slog.String("repository", ref.Name())}
-	e.log.LogAttrs(ctx, slog.LevelInfo, "pull-through: fetching a module from its origin", attrs...)
-	p.res, p.err = e.storeModule(ctx, ref, mod, v)
-	attrs = append(attrs, slog.Duration("duration", time.Since(start)))
-	if p.err == nil {
-		e.completed.Add(key, p.res, 1024)
-		e.recent.add(ref.Name(), StoredVersion{Version: v})
-		e.metrics.result("module", "stored")
-		e.log.LogAttrs(ctx, slog.LevelInfo, "pull-through: module fetched, packed and stored", append(attrs, slog.String("digest", p.res.Root.Digest.String()))...)
-	} else {
-		kind := Classify(p.err)
-		p.err = moduleError(e.opts.Modules.Registry(), p.err)
-		e.failures.Add(key, p.err, 0)
-		e.metrics.result("module", kind)
-		e.log.LogAttrs(ctx, slog.LevelWarn, "pull-through: module not stored", append(attrs, slog.String("failure", kind), slog.Any("error", p.err))...)
-	}
-	e.mu.Lock()
-	delete(e.modulePulls, key)
-	e.metrics.inflight.Dec()
-	e.mu.Unlock()
-	close(p.done)
-}
-
 // storeModule finds how the origin writes v, then resolves, fetches,
-// packs and pushes it (ingest.StoreModule), tagged last.
-func (e *Engine) storeModule(ctx context.Context, ref oci.Reference, mod names.Module, v names.Version) (Stored, error) {
-	offered, _, err := e.ModuleOffered(ctx, mod)
+// packs and pushes it (ingest.StoreModule) with its work below dir,
+// tagged last.
+func (e *Engine) storeModule(ctx context.Context, f *modulesource.Fetcher, ref oci.Reference, mod names.Module, v names.Version, dir string) (Stored, error) {
+	offered, _, err := e.ModuleOffered(ctx, f.Registry(), mod)
 	if err != nil {
 		return Stored{}, err
 	}
@@ -146,7 +181,7 @@ func (e *Engine) storeModule(ctx context.Context, ref oci.Reference, mod names.M
 	if !ok {
 		return Stored{}, fmt.Errorf("module %s %s: %w", mod, v, origin.ErrNotFound)
 	}
-	res, err := ingest.StoreModule(ctx, e.opts.Modules, mod, raw, v, ingest.ModuleTarget{Client: e.registry, Ref: ref, TempDir: e.opts.TempDir, Attest: e.opts.Attest})
+	res, err := ingest.StoreModule(ctx, f, mod, raw, v, ingest.ModuleTarget{Client: e.registry, Ref: ref, TempDir: dir, Attest: e.opts.Attest})
 	if err != nil {
 		return Stored{}, err
 	}
@@ -156,8 +191,7 @@ func (e *Engine) storeModule(ctx context.Context, ref oci.Reference, mod names.M
 // moduleError is what a request sees when a module could not be pulled.
 func moduleError(host string, err error) error {
 	if errors.Is(err, modulesource.ErrRefused) {
-		return &Error{Failure: FailureRefused, Err: err,
-			Msg: fmt.Sprintf("not held by the registry, and what origin %s offers was refused (a source outside the allowed hosts, or a tree that fails the module package checks)", host)}
+		return &Error{Failure: FailureRefused, Err: err, Msg: failureMessage(host, FailureRefused)}
 	}
 	return originError(host, err)
 }

@@ -86,11 +86,13 @@ type Options struct {
 	// SharedWait bounds how long a request waits for another replica's
 	// pull of the release (default 5m; the request's own deadline too).
 	SharedWait time.Duration
-	// Modules, when set, fetches the modules the registry does not hold
-	// from its origin module registry (module addresses under the proxy's
-	// own hostname: PROXY/NS/NAME/SYSTEM from ORIGIN/NS/NAME/SYSTEM), only
-	// ever contacting the hosts it allows.
-	Modules *modulesource.Fetcher
+	// Modules, when set, are the origin module registries the modules
+	// the registry does not hold are fetched from, each only ever
+	// contacting the hosts it allows, at most one per hostname. The proxy
+	// serves each under a path of its own (ORIGIN/NS/NAME/SYSTEM); the
+	// first is also the origin of module addresses under the proxy's own
+	// hostname (PROXY/NS/NAME/SYSTEM from FIRST/NS/NAME/SYSTEM).
+	Modules []*modulesource.Fetcher
 	// Attest, when set, signs and attests each release pulled, as `mirror
 	// --attest-key` does, after it is pushed and before it counts as
 	// stored: a pull whose attestation fails has failed.
@@ -101,11 +103,18 @@ type Options struct {
 // whether there is somewhere to store pulled providers (a provider
 // mapping) and OpenTofu releases (a TofuDL repository).
 func (o *Options) Check(providers, tofu, modules bool) error {
-	if len(o.Origins) == 0 && o.Tofu == nil && o.Modules == nil {
+	if len(o.Origins) == 0 && o.Tofu == nil && len(o.Modules) == 0 {
 		return errors.New("pull-through: give at least one origin registry, a module origin or a TofuDL origin")
 	}
-	if o.Modules != nil && !modules {
+	if len(o.Modules) > 0 && !modules {
 		return errors.New("pull-through of modules needs a module template (where pulled modules are stored)")
+	}
+	seen := map[string]bool{}
+	for _, f := range o.Modules {
+		if f == nil || seen[f.Registry()] {
+			return errors.New("pull-through: each origin module registry may be given once")
+		}
+		seen[f.Registry()] = true
 	}
 	if len(o.Origins) > 0 && !providers {
 		return errors.New("pull-through of providers needs a provider template (where pulled providers are stored)")

@@ -28,11 +28,13 @@ import (
 // version tagged. It runs detached from the requests that started it.
 type Pull struct {
 	e    *Engine
-	kind string // "provider" or "tofu", for logs and metrics
+	kind string // "provider", "tofu" or "module", for logs and metrics
 	key  string
 	// failKey names the release in the failure memory (origin and version).
 	failKey string
 	what    string
+	// attrs are more attributes of the pull's log lines.
+	attrs []any
 	// provider or tofu is the verified origin release being pulled.
 	provider *ingest.ProviderRelease
 	tofu     *ingest.TofuOriginRelease // "registry.opentofu.org/hashicorp/aws 5.0.0", for logs
@@ -59,6 +61,11 @@ type Pull struct {
 	settled  chan struct{} // closed and replaced when demanded drops to 0
 	finished bool
 	uploads  sync.WaitGroup
+
+	// done is closed once the outcome (res, err) is recorded.
+	done chan struct{}
+	res  Stored
+	err  error
 }
 
 // Stored is what a finished pull stored: the root's descriptor and, by
@@ -156,6 +163,8 @@ func (p *Pull) run() {
 	p.finished = true
 	p.mu.Unlock()
 	os.RemoveAll(p.dir) // readers still streaming keep their open files
+	p.res, p.err = res, err
+	close(p.done)
 }
 
 // download waits for the files clients asked for, then fetches the
@@ -213,7 +222,7 @@ func (p *Pull) failure() error {
 }
 
 func (p *Pull) logAttrs() []any {
-	return []any{slog.String("kind", p.kind), slog.String("release", p.what)}
+	return append([]any{slog.String("kind", p.kind), slog.String("release", p.what)}, p.attrs...)
 }
 
 // Provider is the verified origin release a provider pull fetches (nil

@@ -98,7 +98,7 @@ func (e *Engine) sharedFailure(ctx context.Context, failKey, host string) (error
 		return nil, false
 	}
 	switch rec.Failure {
-	case FailureTampered, FailureNotFound, FailureUnreachable:
+	case FailureTampered, FailureNotFound, FailureUnreachable, FailureRefused:
 	default:
 		rec.Failure = FailureError
 	}
@@ -119,10 +119,7 @@ func (e *Engine) claim(ctx context.Context, key, failKey, host string, wait bool
 	defer cancel()
 	delay := 20 * time.Millisecond
 	for waited := false; ; waited = true {
-		if _, ok := e.sharedStoredRecord(ctx, key); ok {
-			return nil, ErrFinished
-		}
-		if err, ok := e.sharedFailure(ctx, failKey, host); ok {
+		if err := e.recorded(ctx, key, failKey, host); err != nil {
 			return nil, err
 		}
 		lease, err := e.shared.Lease(ctx, leaseKey(key), e.opts.LeaseTTL)
@@ -132,6 +129,13 @@ func (e *Engine) claim(ctx context.Context, key, failKey, host string, wait bool
 		case err != nil:
 			return nil, nil // on our own: logged and counted by the store
 		case lease != nil:
+			// The holder records its outcome, then releases the lease: a
+			// lease taken between the two (the records read above being
+			// older) is let go again.
+			if err := e.recorded(ctx, key, failKey, host); err != nil {
+				lease.Release()
+				return nil, err
+			}
 			if waited {
 				e.metrics.sharedWaits.WithLabelValues("took_over").Inc()
 			}
@@ -151,6 +155,18 @@ func (e *Engine) claim(ctx context.Context, key, failKey, host string, wait bool
 		}
 		delay = min(delay*2, time.Second)
 	}
+}
+
+// recorded is ErrFinished or the remembered failure when another replica
+// recorded the outcome of key, else nil.
+func (e *Engine) recorded(ctx context.Context, key, failKey, host string) error {
+	if _, ok := e.sharedStoredRecord(ctx, key); ok {
+		return ErrFinished
+	}
+	if err, ok := e.sharedFailure(ctx, failKey, host); ok {
+		return err
+	}
+	return nil
 }
 
 // waitEnded is what a request learns that stopped waiting for another
@@ -194,6 +210,8 @@ func failureMessage(host, failure string) string {
 		return fmt.Sprintf("not held by the registry, and origin %s does not offer it", host)
 	case FailureUnreachable:
 		return fmt.Sprintf("not held by the registry, and origin %s is unreachable", host)
+	case FailureRefused:
+		return fmt.Sprintf("not held by the registry, and what origin %s offers was refused (a source outside the allowed hosts, or a tree that fails the module package checks)", host)
 	}
 	return fmt.Sprintf("not held by the registry, and origin %s answered with an error", host)
 }
