@@ -254,7 +254,7 @@ func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult
 		return u.result(root), err
 	}
 	for _, m := range a.Manifests {
-		if err := u.manifest(ctx, m); err != nil {
+		if err := u.manifestOfBlobs(ctx, m, a.Blobs); err != nil {
 			return u.result(root), err
 		}
 	}
@@ -311,6 +311,55 @@ func (u *Upload) result(root ocispec.Descriptor) PushResult {
 	res := u.res
 	res.Root = root
 	return res
+}
+
+// manifestOfBlobs writes manifest m, whose blobs this upload has written
+// or found. A registry that answers that a blob is unknown all the same
+// has met another push of the same blobs at that moment (Distribution,
+// when two pushes of one release finish together): the blobs are checked
+// again, a missing one uploaded again, and the manifest written again, a
+// few times.
+func (u *Upload) manifestOfBlobs(ctx context.Context, m Manifest, blobs []Blob) error {
+	for attempt := 0; ; attempt++ {
+		err := u.manifest(ctx, m)
+		if err == nil || attempt >= maxUploadRetries || !blobUnknown(err) {
+			return err
+		}
+		if err := sleepContext(ctx, uploadBackoff/4<<attempt); err != nil {
+			return err
+		}
+		if err := u.restoreBlobs(ctx, blobs); err != nil {
+			return err
+		}
+	}
+}
+
+// blobUnknown reports whether err is a registry's answer that a blob a
+// manifest names is not in the repository.
+func blobUnknown(err error) bool {
+	for _, c := range ErrorCodes(err) {
+		if c == "MANIFEST_BLOB_UNKNOWN" || c == "BLOB_UNKNOWN" {
+			return true
+		}
+	}
+	return false
+}
+
+// restoreBlobs uploads again those of blobs the repository no longer
+// has (not counted again in the result: each blob counts once).
+func (u *Upload) restoreBlobs(ctx context.Context, blobs []Blob) error {
+	for _, b := range blobs {
+		ok, err := u.repo.Exists(ctx, b.Descriptor)
+		if err != nil {
+			return fmt.Errorf("checking blob %s: %w", describe(b.Descriptor), err)
+		}
+		if !ok {
+			if err := u.upload(ctx, b, func(int64) {}); err != nil {
+				return fmt.Errorf("uploading blob %s again: %w", describe(b.Descriptor), err)
+			}
+		}
+	}
+	return nil
 }
 
 func (u *Upload) manifest(ctx context.Context, m Manifest) error {
