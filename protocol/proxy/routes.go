@@ -79,27 +79,35 @@ func (s *Server) mountedFor(r *http.Request) *mounted {
 	return nil
 }
 
+// checkRawPath refuses a path, escaped or not, that is too long, not
+// absolute, or has dot segments or empty segments.
 func checkRawPath(u *url.URL) error {
-	for _, p := range [2]string{u.EscapedPath(), u.Path} {
-		if len(p) > maxPathLen {
-			return badPath("path longer than %d bytes", maxPathLen)
+	escaped := u.EscapedPath()
+	if err := checkPathSegments(escaped); err != nil || u.Path == escaped {
+		return err
+	}
+	return checkPathSegments(u.Path)
+}
+
+func checkPathSegments(p string) error {
+	if len(p) > maxPathLen {
+		return badPath("path longer than %d bytes", maxPathLen)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return badPath("path must be absolute")
+	}
+	for rest := p[1:]; ; {
+		seg, after, more := strings.Cut(rest, "/")
+		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
+			return badPath("dot segments are not allowed in paths")
 		}
-		if !strings.HasPrefix(p, "/") {
-			return badPath("path must be absolute")
+		if !more {
+			break
 		}
-		for rest := p[1:]; ; {
-			seg, after, more := strings.Cut(rest, "/")
-			if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
-				return badPath("dot segments are not allowed in paths")
-			}
-			if !more {
-				break
-			}
-			if seg == "" {
-				return badPath("empty path segment")
-			}
-			rest = after
+		if seg == "" {
+			return badPath("empty path segment")
 		}
+		rest = after
 	}
 	return nil
 }
