@@ -34,16 +34,18 @@ import (
 //     same JSON as a static file (json-proxy/nginx, goal ≥ 0.8);
 //   - streaming a 256 MiB archive through the proxy vs straight from the
 //     registry's blob endpoint: the CPU time each server process spends
-//     per byte, read from /proc (stream-cpu-proxy/registry, goal ≤ 1.3),
-//     and the wall-clock throughput (stream-proxy/registry);
+//     per byte, read from /proc (stream-cpu-proxy/registry over HTTP/1.1,
+//     stream-h2-cpu-proxy/registry over HTTP/2, which is what tofu and
+//     terraform speak to a server offering it; goal ≤ 2.4), and the
+//     wall-clock throughput (stream-proxy/registry, HTTP/1.1);
 //   - the CPU time each JSON server spends per answer (nginx's workers
 //     included), steadier than requests per second on a shared machine;
 //   - the proxy's peak RSS during 8 concurrent 256 MiB downloads (goal
 //     < 150 MiB: nothing is buffered).
 //
 // Both sides of each comparison get the same client, the same protocol
-// (HTTP/1.1, keep-alive connections opened before measuring) and the same
-// TLS (1.3, TLS_AES_128_GCM_SHA256, X25519: nginx is configured to match
+// (HTTP/1.1, or HTTP/2 for the stream-h2 figures; keep-alive connections
+// opened before measuring) and the same TLS (1.3, TLS_AES_128_GCM_SHA256, X25519: nginx is configured to match
 // what Go negotiates). The JSON load comes from wrk when installed (a C
 // client leaves more of the 2 CPUs to the servers; wrk speaks HTTP/1.1
 // only, so the proxy's HTTP/2 plays no part), else from Go workers. The
@@ -80,6 +82,9 @@ func BenchmarkProxy(b *testing.B) {
 	proxyCheckTLS(b, ca, proxyURL, nginxURL)
 	archiveURL := proxyResolve(b, proxyURL+versionPath, proxyArchiveURL(b, body))
 	blobURL := fmt.Sprintf("https://%s/v2/bench/acme/big/blobs/%s", reg.Host, zipDigest)
+	h2 := proxyH2Client(ca)
+	proxyCheckProto(b, h2, "HTTP/2.0", archiveURL, blobURL)
+	proxyCheckProto(b, client, "HTTP/1.1", archiveURL, blobURL)
 
 	load := proxyLoad
 	jsonClient := "go"
@@ -112,13 +117,15 @@ func BenchmarkProxy(b *testing.B) {
 		jsonCPU[side].answers += v * 2
 		*rps = append(*rps, v)
 	}
-	// stream downloads u, adding its MiB/s to speed and the CPU seconds
-	// process pid spent meanwhile to cpu.
-	stream := func(u string, pid int, speed, cpu *[]float64) {
+	var h2SpeedProxy, h2SpeedReg, h2Proxy, h2Reg []float64
+	// stream downloads u with c, adding its MiB/s to speed and the CPU
+	// seconds process pid spent meanwhile to cpu.
+	streamWith := func(c *http.Client, u string, pid int, speed, cpu *[]float64) {
 		before := procCPU(b, pid)
-		*speed = append(*speed, proxyStream(b, client, u, archiveSize))
+		*speed = append(*speed, proxyStream(b, c, u, archiveSize))
 		*cpu = append(*cpu, (procCPU(b, pid) - before).Seconds())
 	}
+	stream := func(u string, pid int, speed, cpu *[]float64) { streamWith(client, u, pid, speed, cpu) }
 	for i := 0; i < b.N; i++ {
 		// ABBA rounds, so drift and noise hit both sides alike.
 		for r := 0; r < 4; r++ {
@@ -139,10 +146,24 @@ func BenchmarkProxy(b *testing.B) {
 				stream(blobURL, reg.Pid(), &streamReg, &cpuReg)
 			}
 		}
+		// The same over HTTP/2, what tofu and terraform speak.
+		h2ProxySide := func() { streamWith(h2, archiveURL, cmd.Process.Pid, &h2SpeedProxy, &h2Proxy) }
+		h2RegSide := func() { streamWith(h2, blobURL, reg.Pid(), &h2SpeedReg, &h2Reg) }
+		for r := 0; r < 5; r++ {
+			if r%2 == 0 {
+				h2RegSide()
+				h2ProxySide()
+			} else {
+				h2ProxySide()
+				h2RegSide()
+			}
+		}
 	}
 	b.Logf("json req/s: proxy %.0f, nginx %.0f", jsonProxy, jsonNginx)
 	b.Logf("stream MiB/s: proxy %.0f, registry %.0f", streamProxy, streamReg)
 	b.Logf("stream CPU s per 256 MiB: proxy %.2f, registry %.2f", cpuProxy, cpuReg)
+	b.Logf("HTTP/2 stream MiB/s: proxy %.0f, registry %.0f", h2SpeedProxy, h2SpeedReg)
+	b.Logf("HTTP/2 stream CPU s per 256 MiB: proxy %.2f, registry %.2f", h2Proxy, h2Reg)
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
@@ -166,6 +187,10 @@ func BenchmarkProxy(b *testing.B) {
 	b.ReportMetric(cp*1000, "stream-cpu-proxy-ms")
 	b.ReportMetric(cr*1000, "stream-cpu-registry-ms")
 	b.ReportMetric(cp/cr, "stream-cpu-proxy/registry")
+	hp, hr := median(h2Proxy), median(h2Reg)
+	b.ReportMetric(hp*1000, "stream-h2-cpu-proxy-ms")
+	b.ReportMetric(hr*1000, "stream-h2-cpu-registry-ms")
+	b.ReportMetric(hp/hr, "stream-h2-cpu-proxy/registry")
 	b.ReportMetric(rss, "proxy-peak-RSS-MiB")
 	b.ReportMetric(0, "ns/op")
 }
@@ -180,6 +205,31 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// proxyH2Client is a client that speaks HTTP/2 where offered, as tofu
+// and terraform do (their HTTP clients force the attempt).
+func proxyH2Client(ca *testenv.CA) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		TLSClientConfig:    &tls.Config{RootCAs: ca.Pool, CurvePreferences: []tls.CurveID{tls.X25519}},
+		ForceAttemptHTTP2:  true,
+		DisableCompression: true,
+	}}
+}
+
+// proxyCheckProto makes sure c speaks proto to each of urls.
+func proxyCheckProto(b *testing.B, c *http.Client, proto string, urls ...string) {
+	b.Helper()
+	for _, u := range urls {
+		resp, err := c.Head(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Proto != proto || resp.StatusCode != http.StatusOK {
+			b.Fatalf("HEAD %s: %d over %s, want 200 over %s", u, resp.StatusCode, resp.Proto, proto)
+		}
+	}
 }
 
 // proxyCheckTLS makes sure both JSON servers negotiate the same TLS

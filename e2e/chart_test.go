@@ -397,3 +397,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// serve.module-template is a list (the templates merged in order,
+// docs/proxy.md) or, as before, one string; both render as flags.
+func TestChartModuleTemplates(t *testing.T) {
+	home := t.TempDir()
+	for _, c := range []struct {
+		set  []string
+		want []string
+	}{
+		{[]string{"serve.module-template[0]=a.example/m/${namespace}/${name}/${system}", "serve.module-template[1]=b.example/${system}/${namespace}/${name}"},
+			[]string{"--module-template=a.example/m/${namespace}/${name}/${system}", "--module-template=b.example/${system}/${namespace}/${name}"}},
+		{[]string{"serve.module-template=a.example/m/${namespace}/${name}/${system}"}, []string{"--module-template=a.example/m/${namespace}/${name}/${system}"}},
+	} {
+		args := []string{"template", "t", chartDir}
+		for _, s := range c.set {
+			args = append(args, "--set", s)
+		}
+		var got []string
+		for _, a := range decodeStrict(t, mustHelm(t, home, args...)).container(t).Args {
+			if strings.HasPrefix(a, "--module-template=") {
+				got = append(got, a)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%v: module template flags %v, want %v", c.set, got, c.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // Bounds of the proxy's work under hostile content and a refusing
@@ -17,7 +18,7 @@ const (
 	// registryConcurrency is serve's --registry-concurrency default, which
 	// is also the store's fan-out bound: at most that many reads of one
 	// fan-out are in flight when its first failure cancels the rest.
-	registryConcurrency = 64
+	registryConcurrency = store.DefaultConcurrency
 	// retryBudget is the etiquette's retry budget per host (half its
 	// tokens): retries allowed while a registry refuses everything.
 	retryBudget = 10

@@ -141,6 +141,11 @@ func TestFleetSharesPullThroughOnRedis(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	redis := testenv.StartRedis(t)
 	f := testenv.StartFleet(t, ociTofu, 3, nil, fleetArgs(reg, origin, redis)...)
+	for _, r := range f.Replicas {
+		if !strings.Contains(r.Logs.String(), "shared cache: pull-through (who pulls a release, what was stored, what failed) and the page's record") {
+			t.Errorf("a replica does not say what Redis is used for:\n%s", r.Logs.String())
+		}
+	}
 
 	for i, err := range firstInstalls(t, f, "1.1.0", 30, 4) {
 		if err != nil {

@@ -62,6 +62,11 @@ func TestPolicyReloadUnderLoad(t *testing.T) {
 	if got := metric(t, s, "oci_tofu_policy_file_current"); got != "0" {
 		t.Errorf("oci_tofu_policy_file_current = %s with the broken file", got)
 	}
+	// The last good policy is in force: the replica stays in service (a
+	// broken ConfigMap reaches every replica; docs/proxy.md, "Probes").
+	if code, body := s.get(t, "/readyz"); code != 200 {
+		t.Errorf("/readyz with the broken file: %d %s, want 200", code, body)
+	}
 	brokenAt := file + ":4:1:"
 	if !strings.Contains(s.logs.String(), brokenAt) {
 		t.Errorf("the log does not name the broken file's line and column %q", brokenAt)

@@ -271,3 +271,17 @@ func TestPushReportsATagReplacedAfterItsWrite(t *testing.T) {
 		t.Fatalf("want ErrTagMoved naming the replacement, got %v", err)
 	}
 }
+
+// validDigest, the listing's fast digest check, says what Validate says.
+func TestValidDigestIsValidate(t *testing.T) {
+	good := strings.Repeat("0123456789abcdef", 4)
+	for _, d := range []digest.Digest{
+		digest.Digest("sha256:" + good), digest.Digest("sha256:" + strings.ToUpper(good)), digest.Digest("sha256:" + good[:63]),
+		digest.Digest("sha256:" + good + "0"), digest.Digest("sha256:" + good[:63] + "g"), "sha256:", "", "sha512:" + digest.Digest(good+good),
+		"sha384:" + digest.Digest(good), digest.Digest("SHA256:" + good), digest.Digest("sha256:" + good[:32] + "/" + good[33:]),
+	} {
+		if got, want := validDigest(d) == nil, d.Validate() == nil; got != want {
+			t.Errorf("validDigest(%q) valid=%v, Validate valid=%v", d, got, want)
+		}
+	}
+}

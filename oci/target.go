@@ -122,7 +122,7 @@ type Client struct {
 func NewClient(opts Options) (*Client, error) {
 	transport := opts.Transport
 	if transport == nil {
-		t, err := NewTransport(opts)
+		t, err := newRegistryTransport(opts)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -17,12 +18,19 @@ import (
 // connection: system roots plus SSL_CERT_FILE and opts.CAFile, TLS 1.2+,
 // bounded dial, handshake and response-header timeouts.
 //
-// It speaks HTTP/1.1 only, through a large read buffer: blob transfers are
+// It speaks HTTP/1.1 only, through large buffers: blob transfers are
 // what registry traffic is, and over HTTP/2 they share one connection's
 // flow-control window and cost the registry about twice the CPU (measured
 // against Distribution: 0.85 s against 0.38 s per 256 MiB); parallel
 // transfers get a connection each instead.
 func NewTransport(opts Options) (*http.Transport, error) {
+	return newTransport(opts, true)
+}
+
+// newTransport is NewTransport; bulk is false for the transport of small
+// metadata answers (registryTransport), which keeps Go's small default
+// buffers and more idle connections.
+func newTransport(opts Options, bulk bool) (*http.Transport, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()
@@ -43,24 +51,87 @@ func NewTransport(opts Options) (*http.Transport, error) {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
-	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}},
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: timeout,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   metaConnsPerHost(opts.Etiquette),
+		MaxConnsPerHost:       metaConnsPerHost(opts.Etiquette),
+		Protocols:             &protocols,
+	}
+	if bulk {
+		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dialer.DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
 			return &readBufferedConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer)}, nil
-		},
-		TLSClientConfig:       &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}},
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: timeout,
-		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConnsPerHost:   64,
-		ReadBufferSize:        64 << 10,
-		WriteBufferSize:       64 << 10,
-		Protocols:             &protocols,
-	}, nil
+		}
+		t.MaxIdleConnsPerHost, t.MaxConnsPerHost = bulkIdleConnsPerHost, 0
+		t.ReadBufferSize, t.WriteBufferSize = 64<<10, 64<<10
+	}
+	return t, nil
+}
+
+// bulkIdleConnsPerHost is how many idle blob connections (a quarter of a
+// MiB of buffers each) are kept per host.
+const bulkIdleConnsPerHost = 64
+
+// registryTransport sends a registry's small metadata requests (manifests,
+// tags, referrers: a listing makes thousands at once) through meta, whose
+// connections take Go's default buffers of a few KiB, and everything else
+// (blobs, and wherever their downloads are redirected) through bulk, whose
+// large buffers (a quarter of a MiB a connection) are for throughput.
+// With --registry-concurrency 256, a listing holds 256 connections or more:
+// 64 MiB of buffers if they were all bulk.
+type registryTransport struct {
+	meta, bulk http.RoundTripper
+}
+
+func newRegistryTransport(opts Options) (*registryTransport, error) {
+	meta, err := newTransport(opts, false)
+	if err != nil {
+		return nil, err
+	}
+	bulk, err := newTransport(opts, true)
+	if err != nil {
+		return nil, err
+	}
+	return &registryTransport{meta: meta, bulk: bulk}, nil
+}
+
+func (t *registryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if metadataPath(req.URL.Path) {
+		return t.meta.RoundTrip(req)
+	}
+	return t.bulk.RoundTrip(req)
+}
+
+// metadataPath reports whether a registry API path reads or writes small
+// documents: manifests, tag lists, referrers, the API check.
+func metadataPath(p string) bool {
+	switch {
+	case p == "/v2/":
+		return true
+	case !strings.HasPrefix(p, "/v2/") || strings.Contains(p, "/blobs/"):
+		return false
+	}
+	return strings.Contains(p, "/manifests/") || strings.HasSuffix(p, "/tags/list") || strings.Contains(p, "/referrers/")
+}
+
+// metaConnsPerHost is how many metadata connections to one registry host
+// may be open at once, idle ones included, and kept idle: as many as the
+// etiquette lets requests be in flight. A request takes its slot back
+// when its answer's headers arrive, so without this bound the next one
+// would dial a connection of its own while that answer's body is still
+// being read: a listing of thousands of versions on a busy machine opened
+// 414 connections for 256 slots, each a TCP and TLS handshake (two round
+// trips, and CPU at both ends), most of them closed again at once.
+func metaConnsPerHost(e *Etiquette) int {
+	return e.withDefaults().MaxConcurrent
 }
 
 // readBuffer is the read buffer below TLS on registry connections.

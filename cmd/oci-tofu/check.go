@@ -62,15 +62,16 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 func preflightConfig(client *oci.Client, opts proxy.Options, template string) preflight.Config {
 	hc := registryHints(opts.Registry, template)
 	return preflight.Config{
-		Client:          client,
-		Providers:       opts.ProviderMappings,
-		ModuleTemplate:  opts.ModuleTemplate,
-		ModuleSource:    "--module-template",
-		TofuRepository:  opts.TofuRepository,
-		TofuSource:      "--tofu-repository",
-		Timeout:         opts.Store.Timeout,
-		Hint:            func(err error) string { return hint(err, hc) },
-		UnsampledAdvice: "give --check-provider or --check-module to look for a repository too",
+		Client:              client,
+		Providers:           opts.ProviderMappings,
+		ModuleTemplate:      opts.ModuleTemplate,
+		MoreModuleTemplates: opts.MoreModuleTemplates,
+		ModuleSource:        "--module-template",
+		TofuRepository:      opts.TofuRepository,
+		TofuSource:          "--tofu-repository",
+		Timeout:             opts.Store.Timeout,
+		Hint:                func(err error) string { return hint(err, hc) },
+		UnsampledAdvice:     "give --check-provider or --check-module to look for a repository too",
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/keyless"
 	"github.com/oci-tofu/oci-tofu/convert/lint"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
@@ -81,6 +82,31 @@ type keylessAdmission struct{ v *keyless.Verifier }
 func (k keylessAdmission) Name() string { return k.v.Identities()[0].String() }
 
 func (k keylessAdmission) VerifyKeyless(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, predicateType string) (error, error) {
+	_, _, refusal, err := k.v.VerifyInRegistry(ctx, repo, subject, predicateType)
+	return refusal, err
+}
+
+func init() { policy.SetKeylessLoader(loadPolicyKeyless) }
+
+// loadPolicyKeyless reads a policy's keyless:ISSUER=IDENTITY signer
+// against its trusted_root, with the verifier --require-attestation
+// keyless:… uses.
+func loadPolicyKeyless(trustedRoot, identity string) (policy.RegistryCheck, error) {
+	id, err := keyless.ParseIdentity(identity)
+	if err != nil {
+		return nil, err
+	}
+	v, err := keyless.LoadVerifier(trustedRoot, []keyless.Identity{id})
+	if err != nil {
+		return nil, fmt.Errorf("trusted_root: %w", err)
+	}
+	return keylessSigner{v}, nil
+}
+
+// keylessSigner is policy.RegistryCheck over convert/keyless.
+type keylessSigner struct{ v *keyless.Verifier }
+
+func (k keylessSigner) Check(ctx context.Context, repo oci.ReadOnlyRepository, _ string, subject digest.Digest, predicateType string) (error, error) {
 	_, _, refusal, err := k.v.VerifyInRegistry(ctx, repo, subject, predicateType)
 	return refusal, err
 }

@@ -3,9 +3,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/oci-tofu/oci-tofu/convert/lint"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
 
@@ -22,4 +24,10 @@ func readKeyless(trustedRoot string, identities []string, opts *proxy.Options) e
 // verification.
 func keylessChecks(trustedRoot string, identities []string) ([]lint.KeylessCheck, error) {
 	return nil, readKeyless(trustedRoot, identities, nil)
+}
+
+func init() {
+	policy.SetKeylessLoader(func(string, string) (policy.RegistryCheck, error) {
+		return nil, errors.New("this oci-tofu is built without keyless verification (build tag nokeyless): keyless: signers are not available")
+	})
 }

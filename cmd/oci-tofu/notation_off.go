@@ -6,10 +6,19 @@ import (
 	"errors"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 )
 
-// loadNotation refuses: this binary was built without Notation support
+// errNoNotation says this binary was built without Notation support
 // (-tags nonotation), which leaves notation-go out.
-func loadNotation(string) (attest.Trust, error) {
-	return nil, errors.New("this oci-tofu was built without Notation support (-tags nonotation)")
+var errNoNotation = errors.New("this oci-tofu was built without Notation support (-tags nonotation)")
+
+// loadNotation refuses --require-notation.
+func loadNotation(string) (attest.Trust, error) { return nil, errNoNotation }
+
+// A policy's notation:DIR signers are refused alike.
+func init() {
+	policy.SetNotationLoader(func(string) (policy.RegistryCheck, error) {
+		return nil, errors.New("this oci-tofu was built without Notation support (-tags nonotation): notation: signers are not available")
+	})
 }

@@ -69,17 +69,22 @@ func policyCommand() *cli.Command {
 		Usage: "check an admission policy file",
 		Subcommands: []*cli.Command{{
 			Name:      "test",
-			Usage:     "whether the policy allows each address, and the deciding rule (offline)",
+			Usage:     "what the policy decides, and which rule (offline or against the registry)",
 			ArgsUsage: "ADDRESS[@VERSION]...",
 			Description: "ADDRESS is a provider (hashicorp/aws, registry.opentofu.org/hashicorp/aws),\n" +
 				"a module with its host (host/namespace/name/system, or module:namespace/name/system),\n" +
 				"or \"tofu\". The exit status is 0 whatever is decided: it is a query.\n" +
-				"A version the versions allow under a rule with min_age or signers is \"depends\":\n" +
-				"that decision needs what the registry holds of the release.",
-			Flags: []cli.Flag{
+				"Offline, a version the versions allow under a rule with min_age or signers is\n" +
+				"\"depends\": that decision needs what the registry holds of the release.\n" +
+				"Given serve's mapping flags (--provider-template, --config, --module-template,\n" +
+				"--tofu-repository, the registry's credentials, and --require-attestation's keys,\n" +
+				"which serve trusts for ingest times), it decides against the registry as serve\n" +
+				"does, reading the same signatures and attestations: allow or deny, never depends;\n" +
+				"an ADDRESS without @VERSION is decided for every version its repository holds.",
+			Flags: append([]cli.Flag{
 				&cli.StringFlag{Name: "policy", Usage: "the policy `FILE`", Required: true},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON"},
-			},
+			}, policyRegistryFlags()...),
 			Action: policyTest,
 		}},
 	}
@@ -90,6 +95,8 @@ type policyQuery struct {
 	Kind    string `json:"kind"`
 	Address string `json:"address"`
 	Version string `json:"version,omitempty"`
+	// Held, against the registry, says whether it holds the version.
+	Held *bool `json:"held,omitempty"`
 	policy.Decision
 }
 
@@ -101,14 +108,9 @@ func policyTest(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var out []policyQuery
-	for _, arg := range c.Args().Slice() {
-		q, err := parsePolicyQuery(arg)
-		if err != nil {
-			return usageError(c, "%v", err)
-		}
-		q.Decision = p.DecideOffline(q.Kind, q.Address, q.Version)
-		out = append(out, q)
+	out, err := policyDecisions(c, p)
+	if err != nil {
+		return err
 	}
 	w := c.App.Writer
 	if c.Bool("json") {
@@ -131,6 +133,36 @@ func policyTest(c *cli.Context) error {
 		fmt.Fprintf(w, "%s  %s %s  rule %q: %s\n", verdict, q.Kind, what, q.Rule, q.Reason)
 	}
 	return nil
+}
+
+// policyDecisions are the decisions on the arguments: offline, or
+// against the registry when a mapping is given (policy_registry.go).
+func policyDecisions(c *cli.Context, p *policy.Policy) ([]policyQuery, error) {
+	var srv *proxy.Server
+	if againstRegistry(c) {
+		var err error
+		if srv, err = policyServer(c, p); err != nil {
+			return nil, err
+		}
+	}
+	var out []policyQuery
+	for _, arg := range c.Args().Slice() {
+		q, err := parsePolicyQuery(arg)
+		if err != nil {
+			return nil, usageError(c, "%v", err)
+		}
+		if srv == nil {
+			q.Decision = p.DecideOffline(q.Kind, q.Address, q.Version)
+			out = append(out, q)
+			continue
+		}
+		qs, err := registryDecisions(c, srv, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, qs...)
+	}
+	return out, nil
 }
 
 // parsePolicyQuery reads ADDRESS[@VERSION]: "tofu", a module with four

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -41,6 +43,9 @@ ghcr.io/acme/providers/${namespace}/${type} or oci-layout:/srv/oci/${namespace}/
 --module-template maps a module address HOST/NAMESPACE/NAME/SYSTEM to a repository of
 module packages (oci-tofu push module) with ${namespace}, ${name}, ${system} (and
 ${hostname}), e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}; tags are versions.
+Repeat it to merge several: a module's versions are those of every template, each
+version served from the first template (in order) holding it; pull-through stores
+into the first.
 --tofu-repository is the repository of OpenTofu releases (oci-tofu push tofu). Give at
 least one of the three.
 
@@ -59,12 +64,6 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.StringFlag{Name: "self-signed-cert-out", Value: "oci-tofu-selfsigned.pem", Usage: "where --self-signed writes its certificate, for clients' SSL_CERT_FILE", EnvVars: []string{"OCI_TOFU_SELF_SIGNED_CERT_OUT"}},
 			&cli.StringSliceFlag{Name: "self-signed-host", Value: cli.NewStringSlice("localhost", "127.0.0.1", "::1"), Usage: "host names and IPs the self-signed certificate is valid for", EnvVars: []string{"OCI_TOFU_SELF_SIGNED_HOSTS"}},
 			&cli.BoolFlag{Name: "insecure-no-tls", Usage: "serve plain HTTP, only behind a TLS-terminating proxy or ingress (clients require HTTPS)", EnvVars: []string{"OCI_TOFU_INSECURE_NO_TLS"}},
-			&cli.StringFlag{Name: "provider-template", Usage: "repository `TEMPLATE` for providers: ${hostname}, ${namespace}, ${type}", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
-			&cli.StringFlag{Name: "module-template", Usage: "repository `TEMPLATE` for modules (registry protocol): ${namespace}, ${name}, ${system}, ${hostname}", EnvVars: []string{"OCI_TOFU_MODULE_TEMPLATE"}},
-			&cli.StringFlag{Name: "tofu-repository", Usage: "`REPOSITORY` (or oci-layout:PATH) of OpenTofu releases to serve as a TofuDL mirror", EnvVars: []string{"OCI_TOFU_TOFU_REPOSITORY"}},
-			&cli.StringFlag{Name: "config", Usage: "OpenTofu CLI configuration `FILE` whose provider_installation oci_mirror blocks (repository_template, include, exclude) map providers to repositories, first match wins; after --provider-template", EnvVars: []string{"OCI_TOFU_CONFIG"}},
-			&cli.StringSliceFlag{Name: "include", Usage: "serve only providers matching `host/namespace/type` (wildcards *, repeatable)", EnvVars: []string{"OCI_TOFU_INCLUDE"}},
-			&cli.StringSliceFlag{Name: "exclude", Usage: "never serve providers matching `host/namespace/type` (repeatable)", EnvVars: []string{"OCI_TOFU_EXCLUDE"}},
 			&cli.StringFlag{Name: "public-url", Usage: "`URL` clients reach the proxy by, https://host[:port][/prefix], the base of every URL it hands out (default: https and the Host of each request when serving TLS; relative URLs with --insecure-no-tls)", EnvVars: []string{"OCI_TOFU_PUBLIC_URL"}},
 			&cli.StringFlag{Name: "registry-hostname", Usage: "${hostname} for the registry protocol (default: the host name clients use to reach the proxy)", EnvVars: []string{"OCI_TOFU_REGISTRY_HOSTNAME"}},
 			&cli.StringFlag{Name: "signing-key", Usage: "armored private key `FILE` to sign generated SHA256SUMS for releases without a publisher signature", EnvVars: []string{"OCI_TOFU_SIGNING_KEY"}},
@@ -77,7 +76,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.DurationFlag{Name: "failure-ttl", Value: 5 * time.Second, Usage: "how long a registry failure is remembered before asking again", EnvVars: []string{"OCI_TOFU_FAILURE_TTL"}},
 			&cli.IntFlag{Name: "cache-entries", Value: 65536, Usage: "most entries of each in-memory cache", EnvVars: []string{"OCI_TOFU_CACHE_ENTRIES"}},
 			&cli.Int64Flag{Name: "cache-bytes", Value: 256 << 20, Usage: "about the most memory the in-memory caches hold together, in bytes", EnvVars: []string{"OCI_TOFU_CACHE_BYTES"}},
-			&cli.IntFlag{Name: "registry-concurrency", Value: 64, Usage: "most requests in flight to one registry", EnvVars: []string{"OCI_TOFU_REGISTRY_CONCURRENCY"}},
+			&cli.IntFlag{Name: "registry-concurrency", Value: store.DefaultConcurrency, Usage: "most requests in flight to one registry (also the most one listing reads at once: lower it for a registry that throttles)", EnvVars: []string{"OCI_TOFU_REGISTRY_CONCURRENCY"}},
 			&cli.StringSliceFlag{Name: "denied-as-missing", Usage: "registry `HOST` (or *) that answers 401/403 for repositories that do not exist, like ghcr.io: the proxy then answers 404 for them (repeatable)", EnvVars: []string{"OCI_TOFU_DENIED_AS_MISSING"}},
 			&cli.DurationFlag{Name: "upstream-timeout", Value: 30 * time.Second, Usage: "bound on each metadata call to the registry", EnvVars: []string{"OCI_TOFU_UPSTREAM_TIMEOUT"}},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 60 * time.Second, Usage: "abort an archive download without progress for this long", EnvVars: []string{"OCI_TOFU_STALL_TIMEOUT"}},
@@ -85,7 +84,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
-		}, append(append(pullThroughFlags(), requireAttestationFlag(), trustedRootFlag(), requireNotationFlag(), serveAttestKeyFlag(), policyFlag(), archiveDeliveryFlag(), sharedCacheFlag()), registryFlags()...)...),
+		}, append(append(append(servedSourceFlags(), pullThroughFlags()...), requireAttestationFlag(), trustedRootFlag(), requireNotationFlag(), serveAttestKeyFlag(), policyFlag(), archiveDeliveryFlag(), sharedCacheFlag()), registryFlags()...)...),
 		Action: serve,
 	}
 }
@@ -121,7 +120,7 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", c.String("provider-template"),
-		"module_template", c.String("module-template"), "tofu_repository", c.String("tofu-repository"),
+		"module_templates", c.StringSlice("module-template"), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"),
 		"require_attestation_keys", len(opts.RequireAttestation), "require_notation_policies", len(opts.RequireTrust), "policy_rules", opts.Policy.Current().Rules())
@@ -131,10 +130,15 @@ func serve(c *cli.Context) error {
 
 // listen opens --listen, with TLS unless --insecure-no-tls (plain HTTP
 // behind a TLS-terminating proxy); a certificate from files is reloaded
-// when they change, counted in srv's metrics.
+// when they change, counted in srv's metrics, and readiness fails while
+// the one served has expired (docs/proxy.md, "Probes").
 func listen(c *cli.Context, srv *proxy.Server, logger *slog.Logger) (net.Listener, string, error) {
 	tlsConfig, err := serverTLS(c, func(r *servercreds.Reloader) {
 		r.Logger, r.OnReload = logger, srv.ObserveCertificateReload
+		srv.Probes().AddCondition("tls certificate", r.Usable)
+		if err := srv.ObserveCertificateExpiry(func() time.Time { return r.Certificate().Leaf.NotAfter }); err != nil {
+			logger.Warn("the certificate's expiry is not a metric", "error", err.Error())
+		}
 	})
 	if err != nil {
 		return nil, "", err
@@ -189,6 +193,7 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfi
 		return proxy.Options{}, nil, err
 	}
 	ro.Etiquette = &oci.Etiquette{MaxConcurrent: c.Int("registry-concurrency")}
+	opts.Store.Concurrency = c.Int("registry-concurrency") // a listing may use every slot
 	opts.Registry = ro
 	hc := registryHints(ro, "--provider-template")
 	opts.Hint = func(err error) string { return hint(err, hc) }
@@ -214,6 +219,19 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfi
 	return opts, pf, nil
 }
 
+// servedSourceFlags map what is served to repositories (serve, and
+// policy test against the registry): read by readServedSources.
+func servedSourceFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "provider-template", Usage: "repository `TEMPLATE` for providers: ${hostname}, ${namespace}, ${type}", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
+		&cli.StringSliceFlag{Name: "module-template", Usage: "repository `TEMPLATE` for modules (registry protocol): ${namespace}, ${name}, ${system}, ${hostname}; repeat to merge several, first holder of a version wins (comma-separated in the variable)", EnvVars: []string{"OCI_TOFU_MODULE_TEMPLATE"}},
+		&cli.StringFlag{Name: "tofu-repository", Usage: "`REPOSITORY` (or oci-layout:PATH) of OpenTofu releases to serve as a TofuDL mirror", EnvVars: []string{"OCI_TOFU_TOFU_REPOSITORY"}},
+		&cli.StringFlag{Name: "config", Usage: "OpenTofu CLI configuration `FILE` whose provider_installation oci_mirror blocks (repository_template, include, exclude) map providers to repositories, first match wins; after --provider-template", EnvVars: []string{"OCI_TOFU_CONFIG"}},
+		&cli.StringSliceFlag{Name: "include", Usage: "serve only providers matching `host/namespace/type` (wildcards *, repeatable)", EnvVars: []string{"OCI_TOFU_INCLUDE"}},
+		&cli.StringSliceFlag{Name: "exclude", Usage: "never serve providers matching `host/namespace/type` (repeatable)", EnvVars: []string{"OCI_TOFU_EXCLUDE"}},
+	}
+}
+
 // readServedSources reads what is served from where: the provider
 // mappings (--provider-template with --include and --exclude, then
 // --config's oci_mirror blocks), --module-template and --tofu-repository.
@@ -222,16 +240,36 @@ func readServedSources(c *cli.Context, opts *proxy.Options) error {
 	if opts.ProviderMappings, err = providerMappings(c); err != nil {
 		return err
 	}
-	if len(opts.ProviderMappings) == 0 && c.String("module-template") == "" && c.String("tofu-repository") == "" {
+	moduleTemplates := c.StringSlice("module-template")
+	if len(opts.ProviderMappings) == 0 && len(moduleTemplates) == 0 && c.String("tofu-repository") == "" {
 		return fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
 	}
-	if s := c.String("module-template"); s != "" {
-		if opts.ModuleTemplate, err = oci.ParseModuleTemplate(s); err != nil {
-			return fmt.Errorf("--module-template: %w", err)
-		}
+	if err := readModuleTemplates(moduleTemplates, opts); err != nil {
+		return err
 	}
 	opts.TofuRepository, err = tofuRepository(c.String("tofu-repository"))
 	return err
+}
+
+// readModuleTemplates parses the --module-template values, in order: the
+// first is ModuleTemplate (pull-through stores there), the others
+// MoreModuleTemplates, merged after it.
+func readModuleTemplates(values []string, opts *proxy.Options) error {
+	for i, s := range values {
+		tpl, err := oci.ParseModuleTemplate(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("--module-template %q: %w", s, err)
+		}
+		if i == 0 {
+			opts.ModuleTemplate = tpl
+			continue
+		}
+		if slices.ContainsFunc(opts.ModuleTemplates(), func(t *oci.Template) bool { return t.String() == tpl.String() }) {
+			return fmt.Errorf("--module-template %q is given twice", s)
+		}
+		opts.MoreModuleTemplates = append(opts.MoreModuleTemplates, tpl)
+	}
+	return nil
 }
 
 // providerMappings are the provider mappings in the order they are

@@ -13,11 +13,12 @@ import (
 // sharedCacheFlag is serve's --shared-cache (docs/proxy.md, "A fleet:
 // shared state on Redis").
 func sharedCacheFlag() cli.Flag {
-	return &cli.StringFlag{Name: "shared-cache", Usage: "Redis `URL` the replicas of a fleet share pull-through state through, redis://[user:pass@]host:port[/db] or rediss://… (TLS, trusting --ca-file too); with it down, each replica works on its own", EnvVars: []string{"OCI_TOFU_SHARED_CACHE"}}
+	return &cli.StringFlag{Name: "shared-cache", Usage: "Redis `URL` the replicas of a fleet share state through (the page's record of what the fleet served; with pull-through, who pulls a release and what was stored or failed), redis://[user:pass@]host:port[/db] or rediss://… (TLS, trusting --ca-file too); with it down, each replica works on its own", EnvVars: []string{"OCI_TOFU_SHARED_CACHE"}}
 }
 
 // readSharedCache opens --shared-cache, when given (it connects on first
-// use: a Redis down at start-up is a Redis down later).
+// use: a Redis down at start-up is a Redis down later), and says at start
+// what it is used for. readSharedCache comes after pullThroughOptions.
 func readSharedCache(c *cli.Context, opts *proxy.Options) error {
 	u := c.String("shared-cache")
 	if u == "" {
@@ -32,6 +33,14 @@ func readSharedCache(c *cli.Context, opts *proxy.Options) error {
 		return fmt.Errorf("--shared-cache: %w", err)
 	}
 	opts.Shared = s
-	opts.Logger.Info("pull-through state shared with the other replicas", "shared_cache", sharedstate.RedactURL(u))
+	opts.Logger.Info("shared cache: "+sharedCacheUses(opts), "shared_cache", sharedstate.RedactURL(u))
 	return nil
+}
+
+// sharedCacheUses says what the replicas share through --shared-cache.
+func sharedCacheUses(opts *proxy.Options) string {
+	if opts.PullThrough == nil {
+		return "the page's record of what the fleet served is shared with the other replicas (without pull-through, nothing else is)"
+	}
+	return "pull-through (who pulls a release, what was stored, what failed) and the page's record of what the fleet served are shared with the other replicas"
 }

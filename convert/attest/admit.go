@@ -25,7 +25,7 @@ func VerifyAttestation(ctx context.Context, repo oci.ReadOnlyRepository, subject
 	if len(keys) == 0 {
 		return nil, errors.New("no keys to verify an attestation with"), nil
 	}
-	ev, err := readEvidence(ctx, repo, subject, false)
+	ev, err := readEvidence(ctx, repo, subject, true, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -40,4 +40,18 @@ func VerifyAttestation(ctx context.Context, repo oci.ReadOnlyRepository, subject
 		}
 	}
 	return nil, errors.New(strings.Join(why, "; ")), nil
+}
+
+// VerifySignature reads subject's signatures once — the Sigstore bundles
+// among its referrers (cosign v3's default) and its .sig attachment
+// (cosign's tag schema), at once and bounded — and says whether one is
+// v's signature of subject: refusal nil when it is, else why not (a
+// hostile or broken signature is a refusal). err is for failing to read
+// the registry.
+func VerifySignature(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, v *Verifier) (refusal, err error) {
+	ev, err := readEvidence(ctx, repo, subject, false, true)
+	if err != nil {
+		return nil, err
+	}
+	return ev.signature(v, subject)
 }

@@ -28,10 +28,10 @@ type evidence struct {
 	failed error
 }
 
-// readEvidence reads subject's bundles and its .att attachment, and its
-// .sig attachment when withSigs, concurrently. err is the registry
-// failing to answer the tag-schema reads.
-func readEvidence(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, withSigs bool) (*evidence, error) {
+// readEvidence reads subject's bundles, its .att attachment when
+// withAtts and its .sig attachment when withSigs, concurrently. err is
+// the registry failing to answer the tag-schema reads.
+func readEvidence(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, withAtts, withSigs bool) (*evidence, error) {
 	ev := &evidence{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -56,7 +56,9 @@ func readEvidence(ctx context.Context, repo oci.ReadOnlyRepository, subject dige
 			return err
 		}
 	}
-	g.Go(read(oci.CosignAttestations, &ev.atts, &ev.attsErr))
+	if withAtts {
+		g.Go(read(oci.CosignAttestations, &ev.atts, &ev.attsErr))
+	}
 	if withSigs {
 		g.Go(read(oci.CosignSignatures, &ev.sigs, &ev.sigsErr))
 	}

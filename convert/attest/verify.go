@@ -31,7 +31,7 @@ func (r Report) OK() bool { return r.Signature == nil && r.Attestation == nil }
 // statement about subject with predicateType. The error is for failing
 // to read the registry.
 func Verify(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, v *Verifier, predicateType string) (Report, error) {
-	ev, err := readEvidence(ctx, repo, subject, true)
+	ev, err := readEvidence(ctx, repo, subject, true, true)
 	if err != nil {
 		return Report{}, err
 	}

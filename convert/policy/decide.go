@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,15 +78,33 @@ func (p *Policy) Decide(kind, address, version string) Decision {
 	if err != nil {
 		return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%q is not a version", version)}
 	}
+	return r.decideVersion(address, v)
+}
+
+// DecideVersion is Decide for a version already parsed: what the proxy
+// asks once per version it lists.
+func (p *Policy) DecideVersion(kind, address string, v names.Version) Decision {
+	if p == nil {
+		return Decision{Allow: true, Rule: DefaultRule, Reason: "no policy"}
+	}
+	r := p.match(kind, address)
+	if r == nil {
+		return p.defaultDecision(kind, address)
+	}
+	return r.decideVersion(address, v)
+}
+
+// decideVersion is rule r's word on version v of address.
+func (r *rule) decideVersion(address string, v names.Version) Decision {
 	for _, d := range r.deny {
 		if d.Same(v) {
 			return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s %s is denied by the policy's rule %q", address, v, r.name)}
 		}
 	}
-	if len(r.spec) > 0 && !names.Admits(r.spec, v) {
+	if r.admits != nil && !r.admits.Has(v) {
 		return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s %s does not meet versions = %q of the policy's rule %q", address, v, r.versions, r.name)}
 	}
-	return Decision{Allow: true, Rule: r.name, Reason: fmt.Sprintf("%s %s is allowed by the policy's rule %q", address, v, r.name)}
+	return Decision{Allow: true, Rule: r.name, Reason: address + " " + v.String() + " is allowed by the policy's rule " + strconv.Quote(r.name)}
 }
 
 func (r *rule) describeVersions() string {

@@ -20,6 +20,9 @@ type Facts struct {
 	// Signed says, by Signer.Spec, which of the rule's signers signed the
 	// release (checked by the caller); a signer missing is unsigned.
 	Signed map[string]bool
+	// Why says, by Signer.Spec, why a signer is not counted as signed,
+	// when the caller knows (added to the denial's reason).
+	Why map[string]string
 }
 
 // Needs says what the rule deciding an address needs to know of each
@@ -68,7 +71,11 @@ func (p *Policy) DecideWith(kind, address, version string, f Facts, now time.Tim
 	what := address + " " + version
 	for _, s := range r.signers {
 		if !f.Signed[s.Spec] {
-			return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s is not signed by %s, which the policy's rule %q requires%s", what, s.Spec, r.name, signerHint(s))}
+			reason := fmt.Sprintf("%s is not signed by %s, which the policy's rule %q requires%s", what, s.Spec, r.name, signerHint(s))
+			if why := f.Why[s.Spec]; why != "" {
+				reason += ": " + why
+			}
+			return Decision{Allow: false, Rule: r.name, Reason: reason}
 		}
 	}
 	if r.minAge <= 0 {
@@ -93,6 +100,10 @@ func signerHint(s *Signer) string {
 		return " (the key IDs verified when it was pushed)"
 	case SignerAttestation:
 		return " (an oci-tofu attestation: push --attest-key)"
+	case SignerNotation:
+		return " (a Notary Project signature its trust policy accepts: notation sign)"
+	case SignerKeyless:
+		return " (a keyless Sigstore attestation by that identity: cosign attest)"
 	}
 	return " (a cosign signature: cosign sign --key)"
 }

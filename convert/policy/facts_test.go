@@ -176,7 +176,7 @@ func TestParseFactErrors(t *testing.T) {
 		{"number", `provider "a/b" { min_age = 72 }`, "is not a duration"},
 		{"not a list", `provider "a/b" { signers = "publisher:34365D9472D7468F" }`, "policy.hcl:1:29: Unsuitable value type"},
 		{"no kind", `provider "a/b" { signers = ["34365D9472D7468F"] }`, "policy.hcl:1:28: signers: \"34365D9472D7468F\" is not KIND:VALUE"},
-		{"unknown kind", `provider "a/b" { signers = ["notation:x"] }`, "unknown kind \"notation\""},
+		{"unknown kind", `provider "a/b" { signers = ["gpg:x"] }`, "unknown kind \"gpg\""},
 		{"short key id", `provider "a/b" { signers = ["publisher:72D7468F"] }`, "16 hex digits"},
 		{"publisher on a module", "module \"a/b/c\" {\n  signers = [\"publisher:34365D9472D7468F\"]\n}", "policy.hcl:2:13: signers: \"publisher:34365D9472D7468F\": publisher keys sign provider releases only"},
 		{"publisher on tofu", `tofu { signers = ["publisher:34365D9472D7468F"] }`, "provider releases only"},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,6 +47,7 @@ type rule struct {
 	pattern  string // normalised; "" for tofu
 	versions string // as written
 	spec     names.Constraints
+	admits   *names.VersionSet // what spec admits, built once (nil without versions)
 	deny     []names.Version
 	// platforms, when non-nil, are the only platforms the rule allows.
 	platforms map[string]bool
@@ -59,7 +59,7 @@ type rule struct {
 }
 
 var rootSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "default"}},
+	Attributes: []hcl.AttributeSchema{{Name: "default"}, {Name: "trusted_root"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: KindProvider, LabelNames: []string{"pattern"}},
 		{Type: KindModule, LabelNames: []string{"pattern"}},
@@ -116,9 +116,15 @@ func Parse(src []byte, filename string) (*Policy, error) {
 	if len(content.Blocks) > MaxRules {
 		return nil, posError(content.Blocks[MaxRules].DefRange, fmt.Sprintf("the policy has %d rules, more than %d", len(content.Blocks), MaxRules))
 	}
+	env := newParseEnv(filename)
+	if a, ok := content.Attributes["trusted_root"]; ok {
+		if err := env.parseTrustedRoot(a); err != nil {
+			return nil, err
+		}
+	}
 	seen := map[string]hcl.Range{}
 	for _, b := range content.Blocks {
-		r, err := parseRule(b, filepath.Dir(filename))
+		r, err := parseRule(b, env)
 		if err != nil {
 			return nil, err
 		}
@@ -134,7 +140,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 	return p, nil
 }
 
-func parseRule(b *hcl.Block, dir string) (*rule, error) {
+func parseRule(b *hcl.Block, env *parseEnv) (*rule, error) {
 	r := &rule{kind: b.Type, name: b.Type}
 	if len(b.Labels) == 1 {
 		pat, err := parsePattern(b.Type, b.Labels[0])
@@ -164,6 +170,10 @@ func parseRule(b *hcl.Block, dir string) (*rule, error) {
 			return nil, posError(a.Expr.Range(), err.Error())
 		}
 		r.spec = spec
+		if len(spec) > 0 {
+			admits := names.Admitting(spec)
+			r.admits = &admits
+		}
 	}
 	if a, ok := content.Attributes["deny"]; ok {
 		var list []string
@@ -192,7 +202,7 @@ func parseRule(b *hcl.Block, dir string) (*rule, error) {
 			r.platforms[pl.String()] = true
 		}
 	}
-	return r, parseFactRules(r, content, dir)
+	return r, parseFactRules(r, content, env)
 }
 
 func decode(a *hcl.Attribute, target any) error {

@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 const example = `
@@ -51,6 +54,13 @@ func TestDecide(t *testing.T) {
 		d := p.Decide(c.kind, c.addr, c.version)
 		if d.Allow != c.allow || d.Rule != c.rule || !strings.Contains(d.Reason, c.reason) {
 			t.Errorf("Decide(%s, %s, %s) = %+v, want allow=%v rule=%q reason containing %q", c.kind, c.addr, c.version, d, c.allow, c.rule, c.reason)
+		}
+		// DecideVersion, the proxy's question with the version parsed,
+		// must give the same decision, word for word.
+		if v, err := names.ParseVersion(c.version); err == nil {
+			if dv := p.DecideVersion(c.kind, c.addr, v); !reflect.DeepEqual(dv, d) {
+				t.Errorf("DecideVersion(%s, %s, %s) = %+v, Decide gave %+v", c.kind, c.addr, c.version, dv, d)
+			}
 		}
 	}
 }

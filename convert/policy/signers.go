@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,9 +21,11 @@ const (
 	// SignerAttestation: the release's root carries an oci-tofu
 	// attestation (.att, its kind's predicate type) by this public key.
 	SignerAttestation = "attestation"
-	// SignerCosign: the release's root carries a cosign signature (.sig)
-	// by this public key.
+	// SignerCosign: the release's root carries a cosign signature by this
+	// public key: a Sigstore bundle referrer (cosign v3's default) or a
+	// .sig tag (its tag schema).
 	SignerCosign = "cosign"
+	// SignerNotation and SignerKeyless: verified.go.
 )
 
 // MaxMinAge bounds min_age: ten years is no cool-down but a ban.
@@ -32,7 +33,8 @@ const MaxMinAge = 10 * 365 * 24 * time.Hour
 
 // Signer is one entry of a rule's signers.
 type Signer struct {
-	// Kind is SignerPublisher, SignerAttestation or SignerCosign.
+	// Kind is SignerPublisher, SignerAttestation, SignerCosign,
+	// SignerNotation or SignerKeyless.
 	Kind string
 	// Spec is the entry as written ("publisher:34365D9472D7468F"): the
 	// signer's name in explanations and in Facts.Signed.
@@ -42,25 +44,31 @@ type Signer struct {
 	KeyID string
 	// Key is an attestation or cosign public key, read at load time.
 	Key *attest.Verifier
+	// Check checks a notation or keyless signer (verified.go), loaded at
+	// load time.
+	Check RegistryCheck
 }
 
 func (s *Signer) String() string { return s.Spec }
 
 var hexKey = regexp.MustCompile(`^(?:0[xX])?([0-9a-fA-F]{16}|[0-9a-fA-F]{40})$`)
 
+// signerKinds names the kinds in errors.
+const signerKinds = "publisher:KEYID, attestation:KEYFILE, cosign:KEYFILE, notation:DIR or keyless:ISSUER=IDENTITY"
+
 // parseSigner reads one signers entry of a kind's rule; key paths are
-// relative to dir (the policy file's directory).
-func parseSigner(kind, spec, dir string) (*Signer, error) {
+// relative to the policy file's directory.
+func parseSigner(kind, spec string, env *parseEnv) (*Signer, error) {
 	k, val, ok := strings.Cut(spec, ":")
 	val = strings.TrimSpace(val)
 	if !ok || val == "" {
-		return nil, fmt.Errorf("signers: %q is not KIND:VALUE (publisher:KEYID, attestation:KEYFILE or cosign:KEYFILE)", spec)
+		return nil, fmt.Errorf("signers: %q is not KIND:VALUE (%s)", spec, signerKinds)
 	}
 	s := &Signer{Kind: k, Spec: spec}
 	switch k {
 	case SignerPublisher:
 		if kind != KindProvider {
-			return nil, fmt.Errorf("signers: %q: publisher keys sign provider releases only; a %s rule can require attestation: or cosign: signers", spec, kind)
+			return nil, fmt.Errorf("signers: %q: publisher keys sign provider releases only; a %s rule can require attestation:, cosign:, notation: or keyless: signers", spec, kind)
 		}
 		m := hexKey.FindStringSubmatch(strings.ReplaceAll(val, " ", ""))
 		if m == nil {
@@ -69,30 +77,32 @@ func parseSigner(kind, spec, dir string) (*Signer, error) {
 		id := strings.ToUpper(m[1])
 		s.KeyID = id[len(id)-16:]
 	case SignerAttestation, SignerCosign:
-		path := val
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
-		}
-		v, err := attest.LoadVerifier(path)
+		v, err := attest.LoadVerifier(env.path(val))
 		if err != nil {
 			return nil, fmt.Errorf("signers: %q: reading the public key: %v", spec, err)
 		}
 		s.Key = v
+	case SignerNotation, SignerKeyless:
+		c, err := env.registryCheck(k, spec, val)
+		if err != nil {
+			return nil, err
+		}
+		s.Check = c
 	default:
-		return nil, fmt.Errorf("signers: %q: unknown kind %q (publisher, attestation or cosign)", spec, k)
+		return nil, fmt.Errorf("signers: %q: unknown kind %q (%s)", spec, k, signerKinds)
 	}
 	return s, nil
 }
 
 // parseSigners reads a rule's signers attribute.
-func parseSigners(r *rule, a *hcl.Attribute, dir string) error {
+func parseSigners(r *rule, a *hcl.Attribute, env *parseEnv) error {
 	var list []string
 	if err := decodeList(a, &list); err != nil {
 		return err
 	}
 	seen := map[string]bool{}
 	for _, spec := range list {
-		s, err := parseSigner(r.kind, spec, dir)
+		s, err := parseSigner(r.kind, spec, env)
 		if err != nil {
 			return posError(a.Expr.Range(), err.Error())
 		}
@@ -144,14 +154,14 @@ func parseMinAge(r *rule, a *hcl.Attribute) error {
 
 // parseFactRules reads the attributes whose decisions need facts about
 // a release: min_age and signers.
-func parseFactRules(r *rule, content *hcl.BodyContent, dir string) error {
+func parseFactRules(r *rule, content *hcl.BodyContent, env *parseEnv) error {
 	if a, ok := content.Attributes["min_age"]; ok {
 		if err := parseMinAge(r, a); err != nil {
 			return err
 		}
 	}
 	if a, ok := content.Attributes["signers"]; ok {
-		return parseSigners(r, a, dir)
+		return parseSigners(r, a, env)
 	}
 	return nil
 }

@@ -12,12 +12,35 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // SignedProvider pushes n versions of a provider into repository name of
 // a test registry, signed with the test publisher key, for a test or a
 // benchmark (which it fails on error).
 func SignedProvider(t testing.TB, reg *testenv.Registry, name string, n int) {
+	t.Helper()
+	repo, signer := seedRepo(t, reg, name)
+	if err := Provider(context.Background(), repo, t.TempDir(), Options{Versions: n, Signer: signer}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SignedListing pushes n versions of a provider for the given platforms
+// into repository name of a test registry with ListingProvider (every
+// index distinct, everything else shared with the first version), signed
+// with the test publisher key, for a test or a benchmark of listings.
+func SignedListing(t testing.TB, reg *testenv.Registry, name string, n int, platforms []names.Platform) {
+	t.Helper()
+	repo, signer := seedRepo(t, reg, name)
+	if err := ListingProvider(context.Background(), repo, t.TempDir(), Options{Versions: n, Platforms: platforms, Signer: signer}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seedRepo opens repository name of a test registry for writing, with
+// the test publisher's signer.
+func seedRepo(t testing.TB, reg *testenv.Registry, name string) (oci.Repository, *pgp.Signer) {
 	t.Helper()
 	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile, Username: reg.Username, Password: reg.Password})
 	if err != nil {
@@ -31,9 +54,7 @@ func SignedProvider(t testing.TB, reg *testenv.Registry, name string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Provider(context.Background(), repo, t.TempDir(), Options{Versions: n, Signer: signer}); err != nil {
-		t.Fatal(err)
-	}
+	return repo, signer
 }
 
 // Push writes a at each tag, replacing whatever the tags held, for a test

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -27,7 +28,13 @@ type DelayFront struct {
 	conns map[net.Conn]struct{}
 	done  bool
 	wg    sync.WaitGroup
+	// accepted counts the connections clients opened.
+	accepted atomic.Int64
 }
+
+// Connections is how many connections clients have opened through the
+// front (each a TCP and, for HTTPS, a TLS handshake at the distance).
+func (d *DelayFront) Connections() int { return int(d.accepted.Load()) }
 
 // delayChunk is the most bytes read (and delayed) at once.
 const delayChunk = 32 << 10
@@ -77,6 +84,7 @@ func (d *DelayFront) accept() {
 			c.Close()
 			return
 		}
+		d.accepted.Add(1)
 		d.wg.Add(1)
 		go d.relay(c)
 	}

@@ -168,6 +168,12 @@ func makeCA() (*CA, error) {
 // new key in PEM.
 func (ca *CA) IssueServer(t testing.TB, serial int64, commonName string) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return ca.IssueServerUntil(t, serial, commonName, time.Now().Add(48*time.Hour))
+}
+
+// IssueServerUntil is IssueServer with a certificate valid until notAfter.
+func (ca *CA) IssueServerUntil(t testing.TB, serial int64, commonName string, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +183,7 @@ func (ca *CA) IssueServer(t testing.TB, serial int64, commonName string) (certPE
 		SerialNumber: big.NewInt(serial),
 		Subject:      pkix.Name{CommonName: commonName},
 		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(48 * time.Hour),
+		NotAfter:     notAfter,
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
 		KeyUsage:     x509.KeyUsageDigitalSignature,

@@ -126,6 +126,13 @@ func allowed(spec Constraints) versions.Set {
 // Admits reports whether v meets the constraints as OpenTofu reads them.
 func Admits(spec Constraints, v Version) bool { return allowed(spec).Has(v) }
 
+// VersionSet is a set of versions, as constraints describe them.
+type VersionSet = versions.Set
+
+// Admitting is the set of versions spec admits (Admits), built once for
+// callers that ask about many versions.
+func Admitting(spec Constraints) VersionSet { return allowed(spec) }
+
 // SelectVersion chooses as OpenTofu's provider installer does: the locked
 // version when it still meets the constraints (and is still available),
 // otherwise the newest available version meeting them (pre-releases only

@@ -1,6 +1,7 @@
 package names
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -36,7 +37,38 @@ func validPlatformWord(s string) bool {
 	return true
 }
 
-// ComparePlatforms orders platforms by their string form.
+// ComparePlatforms orders platforms by their string form ("os_arch"),
+// without building it (a listing sorts tens of thousands of platforms).
 func ComparePlatforms(a, b Platform) int {
-	return strings.Compare(a.String(), b.String())
+	if a.OS == b.OS {
+		return strings.Compare(a.Arch, b.Arch)
+	}
+	la, lb := len(a.OS)+1+len(a.Arch), len(b.OS)+1+len(b.Arch)
+	for i := 0; i < min(la, lb); i++ {
+		if c := cmpByte(platformByte(a, i), platformByte(b, i)); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(la, lb)
+}
+
+// platformByte is the byte at i of p's string form.
+func platformByte(p Platform, i int) byte {
+	switch {
+	case i < len(p.OS):
+		return p.OS[i]
+	case i == len(p.OS):
+		return '_'
+	}
+	return p.Arch[i-len(p.OS)-1]
+}
+
+func cmpByte(x, y byte) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
 }

@@ -3,9 +3,10 @@
 // whether it is wedged), and the drain that makes readiness fail on
 // shutdown before connections close. Readiness fails while the registries
 // cannot be reached (checked at most once per Options.Interval, whatever
-// the probe rate), while a named condition has failed (a policy or key
-// that did not load), or once Drain is called. Liveness fails only when
-// the serving loop no longer answers: a process that merely cannot reach
-// its registry is not restarted (docs/proxy.md, "Kubernetes: the Helm
-// chart").
+// the probe rate), while a named condition does not hold (the TLS
+// certificate in use has expired), or once Drain is called. A policy file
+// that fails to reload is deliberately no such condition: the last good
+// policy stays in force. Liveness fails only when the serving loop no
+// longer answers: a process that merely cannot reach its registry is not
+// restarted (docs/proxy.md, "Kubernetes: the Helm chart").
 package health

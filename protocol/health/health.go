@@ -41,13 +41,13 @@ type Probes struct {
 	opts     Options
 	draining atomic.Bool
 
-	mu       sync.Mutex
-	failed   map[string]error // named conditions that failed
-	checked  time.Time        // when Registries last finished
-	checkErr error            // what it said
-	running  chan struct{}    // closed when the running check ends; nil when none runs
-	wasReady *bool            // the last readiness answered, for logging changes
-	now      func() time.Time
+	mu         sync.Mutex
+	conditions map[string]Condition
+	checked    time.Time     // when Registries last finished
+	checkErr   error         // what it said
+	running    chan struct{} // closed when the running check ends; nil when none runs
+	wasReady   *bool         // the last readiness answered, for logging changes
+	now        func() time.Time
 }
 
 // New makes Probes.
@@ -61,7 +61,7 @@ func New(opts Options) *Probes {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Probes{opts: opts, failed: map[string]error{}, now: time.Now}
+	return &Probes{opts: opts, conditions: map[string]Condition{}, now: time.Now}
 }
 
 // ErrDraining is readiness while the process shuts down.
@@ -74,16 +74,17 @@ func (p *Probes) Drain() { p.draining.Store(true) }
 // Draining reports whether Drain was called.
 func (p *Probes) Draining() bool { return p.draining.Load() }
 
-// SetFailed records that the named condition failed (err non-nil) or holds
-// again (nil); readiness fails while any has failed.
-func (p *Probes) SetFailed(name string, err error) {
+// A Condition is a cheap, local check of something readiness depends
+// on (no I/O: it runs on every probe): nil while it holds, or why not.
+// now is the probes' clock.
+type Condition func(now time.Time) error
+
+// AddCondition makes readiness fail while the named condition does not
+// hold (a TLS certificate in use that has expired, say).
+func (p *Probes) AddCondition(name string, c Condition) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err == nil {
-		delete(p.failed, name)
-	} else {
-		p.failed[name] = err
-	}
+	p.conditions[name] = c
 }
 
 // Ready is nil when the process should get requests, or why not.
@@ -97,21 +98,24 @@ func (p *Probes) Ready(ctx context.Context) error {
 	return p.registries(ctx)
 }
 
-// failedConditions joins the failed named conditions, in name order.
+// failedConditions joins the conditions that do not hold, in name order.
 func (p *Probes) failedConditions() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.failed) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(p.failed))
-	for n := range p.failed {
+	names := make([]string, 0, len(p.conditions))
+	for n := range p.conditions {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	msgs := make([]string, len(names))
-	for i, n := range names {
-		msgs[i] = n + ": " + p.failed[n].Error()
+	var msgs []string
+	now := p.now()
+	for _, n := range names {
+		if err := p.conditions[n](now); err != nil {
+			msgs = append(msgs, n+": "+err.Error())
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
 	}
 	return errors.New(strings.Join(msgs, "; "))
 }
@@ -119,6 +123,11 @@ func (p *Probes) failedConditions() error {
 // registries answers from the last check while it is fresh. A stale
 // result starts one check in the background and is answered meanwhile;
 // with no result yet, the caller waits for the first check (or its ctx).
+// This is not protocol/cache on purpose: the cache cancels a fetch once
+// no caller waits for it and keeps no failure stale, whereas a check
+// here runs to its own Timeout whoever leaves (a kubelet probe timing out
+// on a slow registry must not cancel every check before it ends) and a
+// failed check is a result like any other.
 func (p *Probes) registries(ctx context.Context) error {
 	if p.opts.Registries == nil {
 		return nil

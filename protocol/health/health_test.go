@@ -107,18 +107,27 @@ func TestReadyCachesTheRegistryCheck(t *testing.T) {
 
 func TestReadyFailsOnConditionsAndDrain(t *testing.T) {
 	r := &registry{}
-	p, _ := newProbes(r)
+	p, c := newProbes(r)
 	h := p.ReadyHandler()
-	p.SetFailed("policy", errors.New("policy.hcl: line 3: unknown rule"))
-	p.SetFailed("attestation keys", errors.New("key.pem: not a public key"))
-	code, body := probe(t, h)
-	if code != 503 || !strings.Contains(body, "attestation keys: key.pem") || !strings.Contains(body, "policy: policy.hcl") {
-		t.Fatalf("failed conditions: %d %q", code, body)
-	}
-	p.SetFailed("policy", nil)
-	p.SetFailed("attestation keys", nil)
+	expiry := c.now().Add(time.Minute)
+	p.AddCondition("tls certificate", func(now time.Time) error {
+		if !now.Before(expiry) {
+			return errors.New("expired")
+		}
+		return nil
+	})
+	p.AddCondition("another", func(time.Time) error { return nil })
 	if code, body := probe(t, h); code != 200 {
-		t.Fatalf("conditions cleared: %d %q", code, body)
+		t.Fatalf("conditions holding: %d %q", code, body)
+	}
+	c.add(time.Minute)
+	code, body := probe(t, h)
+	if code != 503 || body != "not ready: tls certificate: expired\n" {
+		t.Fatalf("a condition that no longer holds: %d %q", code, body)
+	}
+	expiry = expiry.Add(time.Hour) // a new certificate
+	if code, body := probe(t, h); code != 200 {
+		t.Fatalf("the condition holds again: %d %q", code, body)
 	}
 	p.Drain()
 	if code, body := probe(t, h); code != 503 || !strings.Contains(body, "draining") {

@@ -53,6 +53,10 @@ func TestRegistriesOfLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	moreModules, err := oci.ParseModuleTemplate(oci.LayoutPrefix + root + "/more/${namespace}/${name}/${system}")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := preflight.Config{
 		Client: client(t),
 		Providers: []store.ProviderMapping{
@@ -60,11 +64,12 @@ func TestRegistriesOfLayouts(t *testing.T) {
 			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/p/${namespace}/${type}"), Include: []string{"example.com/acme/*"}, Source: "second"},
 			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/${namespace}/${type}"), Source: "third"},
 		},
-		ModuleTemplate:  modules,
-		ModuleSource:    "(modules)",
-		TofuRepository:  &tofu,
-		TofuSource:      "(tofu)",
-		UnsampledAdvice: "ask for a sample",
+		ModuleTemplate:      modules,
+		MoreModuleTemplates: []*oci.Template{moreModules},
+		ModuleSource:        "(modules)",
+		TofuRepository:      &tofu,
+		TofuSource:          "(tofu)",
+		UnsampledAdvice:     "ask for a sample",
 	}
 	if err := os.MkdirAll(filepath.Join(root, "p"), 0o755); err != nil {
 		t.Fatal(err)
@@ -75,7 +80,8 @@ func TestRegistriesOfLayouts(t *testing.T) {
 		{"providers first", preflight.StatusWarning, "the OCI layout directory " + root + "/nosuch/ does not exist (yet)"},
 		{"providers second", preflight.StatusWarning, "provider example.com/acme/widgets: oci-layout:" + root + "/p/acme/widgets does not exist"},
 		{"providers third", preflight.StatusWarning, "provider example.com/acme/widgets: oci-layout:" + root + "/acme/widgets does not exist"},
-		{"modules (modules)", preflight.StatusWarning, "the OCI layout directory " + root + "/m/ does not exist (yet)"},
+		{"modules (modules) #1", preflight.StatusWarning, "the OCI layout directory " + root + "/m/ does not exist (yet)"},
+		{"modules (modules) #2", preflight.StatusWarning, "the OCI layout directory " + root + "/more/ does not exist (yet)"},
 		{"OpenTofu releases (tofu)", preflight.StatusWarning, "the OCI layout directory " + root + "/tofu does not exist (yet)"},
 	}
 	if len(results) != len(want) {
@@ -92,7 +98,7 @@ func TestRegistriesOfLayouts(t *testing.T) {
 	}
 
 	// Without samples, an existing root only answers; the advice follows.
-	cfg.Providers, cfg.ModuleTemplate, cfg.TofuRepository = cfg.Providers[1:2], nil, nil
+	cfg.Providers, cfg.ModuleTemplate, cfg.MoreModuleTemplates, cfg.TofuRepository = cfg.Providers[1:2], nil, nil, nil
 	results = preflight.Registries(context.Background(), cfg, preflight.Samples{})
 	if len(results) != 1 || results[0].Status != preflight.StatusOK || results[0].Detail != "the layout root exists; ask for a sample" || results[0].Repository != "" {
 		t.Errorf("unsampled: %+v", results)

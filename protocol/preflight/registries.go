@@ -22,6 +22,10 @@ type Config struct {
 	// "modules " + ModuleSource.
 	ModuleTemplate *oci.Template
 	ModuleSource   string
+	// MoreModuleTemplates are the further module mappings, after
+	// ModuleTemplate, each checked alike; with them, each is labelled
+	// ModuleSource + " #N" (N from 1, in order).
+	MoreModuleTemplates []*oci.Template
 	// TofuRepository, when set, is the repository of OpenTofu releases,
 	// labelled "OpenTofu releases " + TofuSource.
 	TofuRepository *oci.Reference
@@ -73,7 +77,14 @@ func Registries(ctx context.Context, cfg Config, samples Samples) []Result {
 	ck := &checker{cfg: cfg, timeout: max(cfg.Timeout, time.Second), pinged: map[string]error{}}
 	results := ck.providers(ctx, samples.Providers)
 	if cfg.ModuleTemplate != nil {
-		results = append(results, ck.modules(ctx, samples.Modules)...)
+		tpls := append([]*oci.Template{cfg.ModuleTemplate}, cfg.MoreModuleTemplates...)
+		for i, tpl := range tpls {
+			source := cfg.ModuleSource
+			if len(tpls) > 1 {
+				source = fmt.Sprintf("%s #%d", source, i+1)
+			}
+			results = append(results, ck.modules(ctx, tpl, source, samples.Modules)...)
+		}
 	}
 	if cfg.TofuRepository != nil {
 		results = append(results, ck.tofuRepository(ctx, *cfg.TofuRepository))
@@ -161,11 +172,10 @@ func includedProvider(include []string) []names.Provider {
 	return []names.Provider{p}
 }
 
-// modules checks the module template like a provider mapping: one line
+// modules checks a module template like a provider mapping: one line
 // per sample, or one for the registry alone.
-func (ck *checker) modules(ctx context.Context, samples []ModuleAddress) []Result {
-	tpl := ck.cfg.ModuleTemplate
-	res := Result{Target: "modules " + ck.cfg.ModuleSource, Mapping: tpl.String()}
+func (ck *checker) modules(ctx context.Context, tpl *oci.Template, source string, samples []ModuleAddress) []Result {
+	res := Result{Target: "modules " + source, Mapping: tpl.String()}
 	sampled := len(samples) > 0
 	if !sampled {
 		samples = []ModuleAddress{exampleModule}

@@ -195,3 +195,15 @@ func (s *Server) ObserveCertificateReload(err error) {
 	}
 	s.metrics.tlsReloads.WithLabelValues(result).Inc()
 }
+
+// ObserveCertificateExpiry serves when the TLS certificate served
+// expires, as oci_tofu_proxy_tls_certificate_not_after_timestamp_seconds
+// (notAfter is asked on each scrape): the alert for a certificate about
+// to expire, which readiness deliberately leaves alone until it has
+// (docs/proxy.md, "Probes"). Called once, by serve.
+func (s *Server) ObserveCertificateExpiry(notAfter func() time.Time) error {
+	return s.metrics.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "oci_tofu_proxy_tls_certificate_not_after_timestamp_seconds",
+		Help: "When the TLS certificate served expires (Unix time); readiness fails once it has.",
+	}, func() float64 { return float64(notAfter().Unix()) }))
+}

@@ -26,14 +26,17 @@ const (
 
 // modules serves the Module Registry Protocol from module packages
 // (oci-tofu push module, or any tool writing OpenTofu's modulepkg) in the
-// repositories a template maps module addresses to, through a source:
-// what the registry holds (heldModules), or with pull-through also what
-// the origin offers (pulledModules, pulled_modules.go).
+// repositories templates map module addresses to, merged when several
+// admit one address (merged_modules.go), through a source: what the
+// registry holds (heldModules), or for the first mapping with
+// pull-through also what the origin offers (pulledModules,
+// pulled_modules.go).
 type modules struct {
-	s        *responder
-	template *oci.Template
-	held     *heldModules
-	src      moduleSource
+	s         *responder
+	templates []*oci.Template // in order; pull-through stores into the first
+	held      *heldModules
+	src       moduleSource // the first mapping's
+	pulls     bool         // src pulls through
 }
 
 // moduleSource lists a module's versions and reads the package a version
@@ -48,40 +51,32 @@ type heldModules struct {
 	s *responder
 }
 
-// mountModules adds modules.v1 and the module archive downloads.
-func (s *Server) mountModules(tpl *oci.Template) {
+// mountModules adds modules.v1 and the module archive downloads, for the
+// module mappings in order.
+func (s *Server) mountModules(tpls []*oci.Template) {
 	held := &heldModules{s: s.out}
-	m := &modules{s: s.out, template: tpl, held: held, src: held}
+	m := &modules{s: s.out, templates: tpls, held: held, src: held}
 	if s.pull.Modules() {
-		m.src = &pulledModules{heldModules: held, engine: s.pull}
+		m.src, m.pulls = &pulledModules{heldModules: held, engine: s.pull}, true
 	}
 	s.Mount("modules.v1", ModulesPath, "modules", s.Authenticate(http.HandlerFunc(m.serveRegistry)))
 	s.Mount("", ModuleArchivePrefix, "module_archives", http.HandlerFunc(m.serveArchive))
 }
 
-// repo is the repository a module maps to.
-func (m *modules) repo(host string, mod names.Module) (*store.Repo, error) {
-	ref, err := m.template.Expand(mod.TemplateValues(host))
-	if err != nil {
-		return nil, notFound("module %s has no repository here: %v", mod, err)
-	}
-	return m.s.store.Repo(ref), nil
-}
-
-// repoFor is the repository of the module a request names, for the host
-// it was sent to (also returned); ok is false when the request has been
-// answered.
-func (m *modules) repoFor(w http.ResponseWriter, r *http.Request, mod names.Module) (*store.Repo, string, bool) {
+// reposFor are the repositories of the module a request names, for the
+// host it was sent to (also returned); ok is false when the request has
+// been answered.
+func (m *modules) reposFor(w http.ResponseWriter, r *http.Request, mod names.Module) (moduleRepos, string, bool) {
 	host, ok := m.s.hostname(w, r)
 	if !ok {
-		return nil, "", false
+		return moduleRepos{}, "", false
 	}
-	repo, err := m.repo(host, mod)
+	mr, err := m.reposOf(host, mod)
 	if err != nil {
 		m.s.fail(w, r, err)
-		return nil, "", false
+		return moduleRepos{}, "", false
 	}
-	return repo, host, true
+	return mr, host, true
 }
 
 // serveRegistry answers :namespace/:name/:system/versions and
@@ -96,18 +91,18 @@ func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	repo, err := m.repo(host, req.Module)
+	mr, err := m.reposOf(host, req.Module) // merged_modules.go
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	if !req.Download {
 		s.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
-			return m.src.versionsDoc(ctx, repo, host, req.Module)
+			return m.versionsDoc(ctx, mr, host, req.Module)
 		})
 		return
 	}
-	m.serveDownload(w, r, repo, host, req)
+	m.serveDownload(w, r, mr, host, req)
 }
 
 // versionsDoc lists the versions whose tags hold a module package the
@@ -211,8 +206,8 @@ func (m *heldModules) releaseAt(ctx context.Context, repo *store.Repo, host stri
 // manifest digest: the exact package, whatever the tag names later; to
 // OpenTofu 1.12 and later, the same URL unsigned as a direct location
 // fetched with the client's credentials (module_direct.go).
-func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, repo *store.Repo, host string, req ModuleRequest) {
-	manifest, err := m.src.release(r.Context(), repo, host, req.Module, req.Version)
+func (m *modules) serveDownload(w http.ResponseWriter, r *http.Request, mr moduleRepos, host string, req ModuleRequest) {
+	manifest, err := m.release(r.Context(), mr, host, req.Module, req.Version)
 	if err != nil {
 		m.s.fail(w, r, err)
 		return
@@ -243,11 +238,11 @@ func (m *modules) serveArchive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	repo, host, ok := m.repoFor(w, r, req.Module)
+	mr, host, ok := m.reposFor(w, r, req.Module)
 	if !ok {
 		return
 	}
-	zip, err := m.held.releaseAt(r.Context(), repo, host, req.Module, req.Version, req.Manifest)
+	zip, repo, err := m.releaseAt(r.Context(), mr, host, req.Module, req.Version, req.Manifest)
 	if err != nil {
 		s.fail(w, r, err)
 		return

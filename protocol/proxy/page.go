@@ -38,7 +38,7 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 // authentication on, it shows only health and client configuration: what
 // is served, and from where, is for clients holding a token.
 func (s *Server) routePage(providers bool) {
-	pg := &page{responder: s.out, mappings: s.mappings, minimal: len(s.tokens) > 0}
+	pg := &page{responder: s.out, mappings: s.mappings, minimal: len(s.tokens) > 0, fleet: s.fleet}
 	h := s.instrument("page", http.HandlerFunc(pg.servePage))
 	s.mux.Handle("/{$}", h)
 	if providers {
@@ -54,7 +54,8 @@ func (s *Server) routePage(providers bool) {
 type page struct {
 	*responder
 	mappings store.ProviderMappings
-	minimal  bool // client authentication is on: health and client configuration only
+	minimal  bool       // client authentication is on: health and client configuration only
+	fleet    *fleetSeen // nil without a shared store
 }
 
 // pageData is what the page template shows.
@@ -67,6 +68,7 @@ type pageData struct {
 	Started    string
 	Mappings   []mappingView
 	Seen       seenView
+	Fleet      *fleetView  // with a shared store (seen_fleet.go)
 	Policy     *policyView // policy_page.go; nil without a policy
 	Snippets   []snippet
 }
@@ -95,12 +97,18 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 		base = s.opts.PublicURL
 		host = strings.TrimPrefix(base, "https://")
 	}
+	own := s.seen.view()
 	d := pageData{
 		Host:    host,
 		Base:    base,
 		Version: s.opts.Version,
 		Minimal: s.minimal,
-		Seen:    s.seen.view(),
+		Seen:    own,
+	}
+	if s.fleet != nil {
+		fv := fleetView{}
+		d.Seen, fv = s.fleet.view(r.Context(), own)
+		d.Fleet = &fv
 	}
 	d.Started = d.Seen.Started.UTC().Format(time.RFC3339)
 	d.Uptime = time.Since(d.Seen.Started).Round(time.Second).String()
@@ -109,7 +117,7 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 		d.Policy = s.policyView()
 	}
 	d.Serves = s.serves()
-	d.Snippets = s.snippets(r, d.Base, d.Seen.Providers)
+	d.Snippets = s.snippets(r, d.Base, own.Providers) // this replica's own: nothing read from a shared store goes into configuration
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
 		s.fail(w, r, fmt.Errorf("rendering the page: %w", err))
@@ -152,8 +160,13 @@ func (s *page) mappingViews() []mappingView {
 	for _, m := range s.mappings {
 		out = append(out, mappingView{What: "providers", Source: m.Source, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
 	}
-	if t := s.opts.ModuleTemplate; t != nil {
-		out = append(out, mappingView{What: "modules", Source: "--module-template", Template: t.String()})
+	tpls := s.opts.ModuleTemplates()
+	for i, t := range tpls {
+		source := "--module-template"
+		if len(tpls) > 1 {
+			source = fmt.Sprintf("--module-template #%d", i+1) // merged in this order
+		}
+		out = append(out, mappingView{What: "modules", Source: source, Template: t.String()})
 	}
 	if t := s.opts.TofuRepository; t != nil {
 		out = append(out, mappingView{What: "OpenTofu releases", Source: "--tofu-repository", Template: t.String()})

@@ -86,41 +86,33 @@ func (s *responder) factsWarning(ctx context.Context, kind, address string, v na
 	return fmt.Sprintf("%s is left out: %s", v, d.Reason), nil
 }
 
-// readFacts reads what n needs of root: the attachments its signers and
-// min_age check (each read once, both at once), the publisher keys.
+// readFacts reads what n needs of root: each signer's verdict and the
+// attestations min_age reads the ingest time from, all at once.
 func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind string, n policy.Needs, root releaseRoot) (policy.Facts, error) {
-	var atts, sigs store.Attachment
-	var reads []func(context.Context) error
-	if n.MinAge > 0 || hasSigner(n, policy.SignerAttestation) {
+	pt := attestedKinds[storeKinds[kind]]
+	signed, why := make([]bool, len(n.Signers)), make([]string, len(n.Signers))
+	var atts store.Attachment
+	reads := make([]func(context.Context) error, 0, len(n.Signers)+1)
+	for i, sg := range n.Signers {
 		reads = append(reads, func(ctx context.Context) (err error) {
-			atts, err = root.repo.Attachment(ctx, root.subject, oci.CosignAttestations)
+			signed[i], why[i], err = signedBy(ctx, sg, root, pt)
 			return err
 		})
 	}
-	if hasSigner(n, policy.SignerCosign) {
+	if n.MinAge > 0 {
 		reads = append(reads, func(ctx context.Context) (err error) {
-			sigs, err = root.repo.Attachment(ctx, root.subject, oci.CosignSignatures)
+			atts, err = root.repo.Attachment(ctx, root.subject, oci.CosignAttestations)
 			return err
 		})
 	}
 	if err := s.store.Each(ctx, len(reads), func(ctx context.Context, i int) error { return reads[i](ctx) }); err != nil {
 		return policy.Facts{}, err
 	}
-	pt := attestedKinds[storeKinds[kind]]
-	f := policy.Facts{Signed: make(map[string]bool, len(n.Signers))}
-	for _, sg := range n.Signers {
-		switch sg.Kind {
-		case policy.SignerAttestation:
-			_, err := attest.StatementBy(atts.Layers, sg.Key, root.subject, pt)
-			f.Signed[sg.Spec] = err == nil
-		case policy.SignerCosign:
-			f.Signed[sg.Spec] = attest.SignedBy(sigs.Layers, sg.Key, root.subject) == nil
-		case policy.SignerPublisher: // policy_publisher.go
-			id, err := publisherKey(ctx, root)
-			if err != nil {
-				return f, err
-			}
-			f.Signed[sg.Spec] = id != "" && id == sg.KeyID
+	f := policy.Facts{Signed: make(map[string]bool, len(n.Signers)), Why: make(map[string]string)}
+	for i, sg := range n.Signers {
+		f.Signed[sg.Spec] = signed[i]
+		if !signed[i] && why[i] != "" {
+			f.Why[sg.Spec] = why[i]
 		}
 	}
 	if n.MinAge > 0 {
@@ -129,8 +121,32 @@ func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind stri
 	return f, nil
 }
 
-func hasSigner(n policy.Needs, kind string) bool {
-	return slices.ContainsFunc(n.Signers, func(s *policy.Signer) bool { return s.Kind == kind })
+// signedBy reports whether the release at root (of predicate type pt) is
+// signed by sg, and why not when the check says. Verdicts other than a
+// publisher's are cached per root and signer (store.Repo.Checked): the
+// same checks admission makes — a cosign key's signature as a Sigstore
+// bundle referrer or a .sig tag, an attestation as a bundle or an .att
+// tag, a notation trust policy, a keyless identity.
+func signedBy(ctx context.Context, sg *policy.Signer, root releaseRoot, pt string) (signed bool, why string, err error) {
+	if sg.Kind == policy.SignerPublisher { // policy_publisher.go
+		id, err := publisherKey(ctx, root)
+		return err == nil && id != "" && id == sg.KeyID, "", err
+	}
+	return root.repo.Checked(ctx, fmt.Sprintf("signer %s %p", sg.Spec, sg), root.subject, signerCheck(sg, root.subject, pt))
+}
+
+// signerCheck is the check of a key, notation or keyless signer.
+func signerCheck(sg *policy.Signer, subject digest.Digest, pt string) store.Check {
+	return func(ctx context.Context, repo oci.ReadOnlyRepository, repository string) (error, error) {
+		switch sg.Kind {
+		case policy.SignerAttestation:
+			_, refusal, err := attest.VerifyAttestation(ctx, repo, subject, []*attest.Verifier{sg.Key}, pt)
+			return refusal, err
+		case policy.SignerCosign:
+			return attest.VerifySignature(ctx, repo, subject, sg.Key)
+		}
+		return sg.Check.Check(ctx, repo, repository, subject, pt)
+	}
 }
 
 // ingestKeys are the keys whose attestations are trusted to say when a

@@ -104,11 +104,12 @@ func (s *responder) decide(kind, address string, v *names.Version) policy.Decisi
 	if pol == nil {
 		return policy.Decision{Allow: true, Rule: policy.DefaultRule, Reason: "no policy"}
 	}
-	version := ""
+	var d policy.Decision
 	if v != nil {
-		version = v.String()
+		d = pol.DecideVersion(kind, address, *v)
+	} else {
+		d = pol.Decide(kind, address, "")
 	}
-	d := pol.Decide(kind, address, version)
 	if d.Allow && pol.HasFacts() && pol.Needs(kind, address).Any() {
 		return d
 	}

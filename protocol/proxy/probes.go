@@ -50,8 +50,8 @@ func (s *Server) probeTargets() []oci.Reference {
 	for _, m := range s.mappings {
 		add(m.Template.Expand(values))
 	}
-	if s.opts.ModuleTemplate != nil {
-		add(s.opts.ModuleTemplate.Expand(values))
+	for _, t := range s.opts.ModuleTemplates() {
+		add(t.Expand(values))
 	}
 	if s.opts.TofuRepository != nil {
 		add(*s.opts.TofuRepository, nil)
@@ -98,6 +98,8 @@ func (s *Server) routeProbes() {
 // them.
 func (s *Server) Drain() { s.probes.Drain() }
 
-// Probes are the server's readiness and liveness probes: callers record
-// failed conditions (a policy or keys that did not reload) on them.
+// Probes are the server's readiness and liveness probes: callers add the
+// conditions readiness depends on besides the registries (serve: the TLS
+// certificate served being valid). A policy that failed to reload is
+// not one: the last good policy stays in force (docs/proxy.md, "Probes").
 func (s *Server) Probes() *health.Probes { return s.probes }

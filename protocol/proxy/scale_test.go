@@ -54,7 +54,7 @@ func scaleProxy(t *testing.T, client *oci.Client, host string, opts Options) *pr
 func testScaleRoundTrips(t *testing.T, reg *testenv.Registry, client *oci.Client) {
 	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: 100 * time.Millisecond})
 	p := scaleProxy(t, client, front.Host, Options{})
-	const concurrency = 64 // store.Options.Concurrency's default
+	const concurrency = 64 // the test client's etiquette (oci's default), below the store's fan-out
 	v := seed.Version(scaleVersions / 2)
 
 	// counted GETs u (wanting 200) and returns the registry requests it

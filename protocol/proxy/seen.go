@@ -30,6 +30,7 @@ type seen struct {
 	failure   *seenFailure
 	failures  int
 	denied    map[string]*seenDenial // seen_policy.go
+	gen       uint64                 // counts changes, for sharing (seen_fleet.go)
 }
 
 // seenArtifact is a provider or module and the versions served of it.
@@ -104,6 +105,7 @@ func (a *seenArtifact) version(v names.Version) *seenVersion {
 func (s *seen) providerListed(addr string, via string, vs names.VersionList) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gen++
 	a := artifact(s.providers, addr)
 	a.Via[via] = true
 	for _, v := range vs {
@@ -116,6 +118,7 @@ func (s *seen) providerListed(addr string, via string, vs names.VersionList) {
 func (s *seen) providerVersion(addr string, via string, v names.Version, platforms []names.Platform, signed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gen++
 	a := artifact(s.providers, addr)
 	a.Via[via] = true
 	sv := a.version(v)
@@ -133,6 +136,7 @@ func (s *seen) providerVersion(addr string, via string, v names.Version, platfor
 func (s *seen) moduleListed(addr string, vs []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gen++
 	a := artifact(s.modules, addr)
 	a.Via["registry protocol"] = true
 	for _, raw := range vs {
@@ -146,6 +150,7 @@ func (s *seen) moduleListed(addr string, vs []string) {
 func (s *seen) tofuListed(versions []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gen++
 	s.tofu = slices.Clone(versions[:min(len(versions), maxSeenVersions)])
 }
 
@@ -153,8 +158,16 @@ func (s *seen) tofuListed(versions []string) {
 func (s *seen) upstreamFailure(class, what string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gen++
 	s.failures++
 	s.failure = &seenFailure{At: time.Now(), Class: class, What: what}
+}
+
+// generation changes whenever the record does.
+func (s *seen) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
 }
 
 // seenView is a copy of the record, sorted for display.

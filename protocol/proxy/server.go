@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -54,8 +52,14 @@ type Options struct {
 	// provider maps to the first whose filters admit it.
 	ProviderMappings []store.ProviderMapping
 	// ModuleTemplate maps hostname/namespace/name/system to a repository
-	// of module packages, served as modules.v1.
+	// of module packages, served as modules.v1; pull-through stores
+	// modules there.
 	ModuleTemplate *oci.Template
+	// MoreModuleTemplates are further module mappings, tried after
+	// ModuleTemplate in order (which they need): a module's versions are
+	// those of every mapping, each served from the first mapping holding
+	// it (merged_modules.go, docs/proxy.md "Several mappings").
+	MoreModuleTemplates []*oci.Template
 	// TofuRepository holds OpenTofu releases (oci-tofu push tofu), served
 	// as a TofuDL mirror under /tofu/.
 	TofuRepository *oci.Reference
@@ -153,8 +157,9 @@ type Options struct {
 	ReadyInterval time.Duration
 	// Shared, when set, is the state the replicas of a fleet share
 	// (sharedstate.Redis): pull-through's leases, stored releases and
-	// failures. Nil: this process alone. Its metrics are served when it
-	// is a prometheus.Collector.
+	// failures, and (a sharedstate.Board) the page's records of what each
+	// replica served (seen_fleet.go). Nil: this process alone. Its metrics
+	// are served when it is a prometheus.Collector.
 	Shared sharedstate.Store
 }
 
@@ -165,7 +170,8 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	metrics  *metrics
-	seen     *seen // what was served, for the page
+	seen     *seen      // what was served, for the page
+	fleet    *fleetSeen // the other replicas' records, with a shared store (seen_fleet.go)
 	out      *responder
 	store    *store.Store
 	mappings store.ProviderMappings
@@ -199,7 +205,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.startPullThrough(); err != nil {
+	if err := s.startShared(); err != nil {
 		return nil, err
 	}
 	s.out = &responder{opts: &s.opts, log: s.log, metrics: s.metrics, seen: s.seen, store: s.store, urls: urls,
@@ -217,7 +223,7 @@ func New(opts Options) (*Server, error) {
 		s.mountProviders(mappings)
 	}
 	if opts.ModuleTemplate != nil {
-		s.mountModules(opts.ModuleTemplate)
+		s.mountModules(opts.ModuleTemplates())
 	}
 	if opts.TofuRepository != nil {
 		s.mountTofu(*opts.TofuRepository)
@@ -225,40 +231,13 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// startPullThrough starts the pull-through engine, when configured.
-func (s *Server) startPullThrough() error {
-	if c, ok := s.opts.Shared.(prometheus.Collector); ok {
-		if err := s.metrics.reg.Register(c); err != nil {
-			return err
-		}
-	}
-	if s.opts.PullThrough == nil {
-		return nil
-	}
-	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: s.opts.ModuleTemplate,
-		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.observeCache, CacheEntries: s.opts.Store.CacheEntries,
-		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared})
-	if err != nil {
-		return err
-	}
-	s.pull = e
-	return nil
-}
-
-// CheckPullThrough makes sure the registry lets the proxy push where
-// pull-through stores releases (pullthrough.Engine.CheckPush); nil
-// without pull-through.
-func (s *Server) CheckPullThrough(ctx context.Context) error {
-	if s.pull == nil {
-		return nil
-	}
-	return s.pull.CheckPush(ctx)
-}
-
 // checkOptions validates options and fills in defaults.
 func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	if len(opts.ProviderMappings) == 0 && opts.ModuleTemplate == nil && opts.TofuRepository == nil {
 		return opts, nil, errors.New("proxy.New: configure at least one of ProviderMappings, ModuleTemplate and TofuRepository")
+	}
+	if opts.ModuleTemplate == nil && len(opts.MoreModuleTemplates) > 0 {
+		return opts, nil, errors.New("proxy.New: MoreModuleTemplates come after a ModuleTemplate")
 	}
 	if opts.TofuRepository != nil && opts.TofuRepository.Reference != "" {
 		return opts, nil, errors.New("proxy.New: TofuRepository must name a repository without a tag or digest")
@@ -382,8 +361,10 @@ func (s *Server) Client() *oci.Client { return s.client }
 // Close ends the server's background work once it serves no more
 // requests: releases being pulled through are given until ctx ends to be
 // stored, then cancelled (their temporary files removed). Serve calls it
-// after the HTTP server has shut down.
+// after the HTTP server has shut down. The page's shared record is no
+// longer published (it expires in Redis by itself).
 func (s *Server) Close(ctx context.Context) error {
+	s.fleet.close()
 	return s.pull.Close(ctx)
 }
 

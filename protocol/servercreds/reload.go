@@ -2,6 +2,7 @@ package servercreds
 
 import (
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -33,6 +34,7 @@ type Reloader struct {
 
 	mu      sync.Mutex
 	cert    *tls.Certificate
+	lastErr error     // of the last reload, nil when it succeeded
 	stamp   fileStamp // of the files when cert (or the last refused pair) was read
 	checked time.Time
 	now     func() time.Time
@@ -100,6 +102,7 @@ func (r *Reloader) reloadIfChangedLocked() {
 	if log == nil {
 		log = slog.Default()
 	}
+	r.lastErr = err
 	if err != nil {
 		log.Error("the TLS certificate files changed but do not load: serving the previous certificate", "cert", r.certFile, "key", r.keyFile, "error", err)
 	} else {
@@ -125,6 +128,33 @@ func stampOf(p string) stamp {
 	s := stamp{size: fi.Size(), mtime: fi.ModTime()}
 	s.dev, s.ino = devIno(fi)
 	return s
+}
+
+// Usable is nil while the certificate served is valid at now, or says
+// why clients will refuse it (expired, or not valid yet) and, when the
+// files' last reload failed, why the files did not replace it. It is a
+// readiness condition (health.Condition): a replica serving a
+// certificate clients refuse is taken out of service, while a valid one
+// whose renewal did not load yet is not (docs/proxy.md, "Probes").
+func (r *Reloader) Usable(now time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	leaf := r.cert.Leaf
+	var why string
+	switch {
+	case leaf == nil:
+		return nil
+	case now.After(leaf.NotAfter):
+		why = "the certificate served expired at " + leaf.NotAfter.UTC().Format(time.RFC3339)
+	case now.Before(leaf.NotBefore):
+		why = "the certificate served is not valid before " + leaf.NotBefore.UTC().Format(time.RFC3339)
+	default:
+		return nil
+	}
+	if r.lastErr != nil {
+		return fmt.Errorf("%s; the files' last reload failed: %w", why, r.lastErr)
+	}
+	return fmt.Errorf("%s (%s): give it a renewed certificate", why, r.certFile)
 }
 
 // ReloadingServerConfig is ServerConfig serving r's current pair.

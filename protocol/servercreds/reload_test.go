@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,6 +88,24 @@ func TestReloaderFollowsTheFiles(t *testing.T) {
 	now = now.Add(DefaultReloadInterval)
 	if got := name(); got != "two.example" || len(reloads) != 3 || !errors.As(reloads[2], new(*FileError)) {
 		t.Errorf("a missing key: serving %s, reloads %v", got, reloads)
+	}
+	// The certificate served is usable while it is valid; once expired it
+	// is not, and the failed reload is named.
+	leaf := r.Certificate().Leaf
+	if err := r.Usable(leaf.NotAfter.Add(-time.Minute)); err != nil {
+		t.Errorf("a valid certificate: %v", err)
+	}
+	if err := r.Usable(leaf.NotAfter.Add(time.Second)); err == nil || !strings.Contains(err.Error(), "expired at") || !strings.Contains(err.Error(), "last reload failed") {
+		t.Errorf("an expired certificate after a failed reload: %v", err)
+	}
+	if err := r.Usable(leaf.NotBefore.Add(-time.Hour)); err == nil || !strings.Contains(err.Error(), "not valid before") {
+		t.Errorf("a certificate not valid yet: %v", err)
+	}
+	write(c1, k1)
+	now = now.Add(DefaultReloadInterval)
+	name()
+	if err := r.Usable(r.Certificate().Leaf.NotAfter.Add(time.Second)); err == nil || strings.Contains(err.Error(), "last reload failed") || !strings.Contains(err.Error(), certFile) {
+		t.Errorf("an expired certificate that loaded: %v", err)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // Operations, the closed set of the errors metric's op label.
-var ops = []string{"lease", "renew", "release", "put", "get"}
+var ops = []string{"lease", "renew", "release", "put", "get", "publish", "gather"}
 
 // health is a shared store's circuit breaker, metrics and rate-limited
 // log: after failures consecutive failures the breaker opens for open,
@@ -45,7 +45,7 @@ func newHealth(failures int, open time.Duration, log *slog.Logger, where string)
 	h := &health{failures: failures, open: open, log: log, where: where,
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_shared_cache_errors_total",
-			Help: "Shared cache operations that failed or were skipped while its circuit breaker was open, by operation (lease, renew, release, put, get).",
+			Help: "Shared cache operations that failed or were skipped while its circuit breaker was open, by operation (lease, renew, release, put, get: pull-through; publish, gather: the page's records).",
 		}, []string{"op"}),
 		up: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "oci_tofu_shared_cache_up",

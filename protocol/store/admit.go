@@ -65,17 +65,50 @@ func (r *Repo) Admitted(ctx context.Context, kind string, subject digest.Digest)
 	if admit == nil {
 		return nil
 	}
+	v, err := r.verdict(ctx, kind+" "+r.name+"@"+subject.String(), func(ctx context.Context, repo oci.ReadOnlyRepository) (error, error) {
+		return admit(ctx, repo, r.name, kind, subject)
+	})
+	if err != nil {
+		return r.fail(err, "reading the "+kind+"'s attestation")
+	}
+	if v.refused {
+		return &Refusal{Repo: r.name, Kind: kind, Subject: subject, Reason: v.reason}
+	}
+	return nil
+}
+
+// Check is one requirement on a root, asked by Checked: refusal nil when
+// the root held in repo (named repository) meets it; err for failing to
+// read the registry. It must do bounded work.
+type Check func(ctx context.Context, repo oci.ReadOnlyRepository, repository string) (refusal, err error)
+
+// Checked asks check (a requirement named key, unique to it, such as a
+// policy signer's) about subject, as Admitted asks Options.Admit and
+// cached alike: passed, or the refusal's reason (bounded); err is a
+// classified *Error when the registry fails.
+func (r *Repo) Checked(ctx context.Context, key string, subject digest.Digest, check Check) (passed bool, reason string, err error) {
+	v, err := r.verdict(ctx, "check "+key+" "+r.name+"@"+subject.String(), func(ctx context.Context, repo oci.ReadOnlyRepository) (error, error) {
+		return check(ctx, repo, r.name)
+	})
+	if err != nil {
+		return false, "", r.fail(err, "checking "+key)
+	}
+	return !v.refused, v.reason, nil
+}
+
+// verdict is ask's verdict under key, cached.
+func (r *Repo) verdict(ctx context.Context, key string, ask func(context.Context, oci.ReadOnlyRepository) (refusal, err error)) (admission, error) {
 	o, err := r.opened(ctx)
 	if err != nil {
-		return err
+		return admission{}, err
 	}
-	res, err := r.s.admissions.Get(ctx, kind+" "+r.name+"@"+subject.String(), func(ctx context.Context) (admission, int64, error) {
+	res, err := r.s.admissions.Get(ctx, key, func(ctx context.Context) (admission, int64, error) {
 		select { // the referrers API probe started beside the first reads
 		case <-o.probed:
 		case <-ctx.Done():
 			return admission{}, 0, ctx.Err()
 		}
-		refusal, err := admit(ctx, o.repo, r.name, kind, subject)
+		refusal, err := ask(ctx, o.repo)
 		if err != nil || refusal == nil {
 			return admission{}, 64, err
 		}
@@ -86,10 +119,7 @@ func (r *Repo) Admitted(ctx context.Context, kind string, subject digest.Digest)
 		return admission{refused: true, reason: reason}, 64 + int64(len(reason)), nil
 	})
 	if err != nil {
-		return r.fail(err, "reading the "+kind+"'s attestation")
+		return admission{}, err
 	}
-	if res.Val.refused {
-		return &Refusal{Repo: r.name, Kind: kind, Subject: subject, Reason: res.Val.reason}
-	}
-	return nil
+	return res.Val, nil
 }

@@ -54,3 +54,43 @@ func TestAdmittedCachesVerdictsByDigest(t *testing.T) {
 		t.Errorf("without a policy: %v", err)
 	}
 }
+
+// Checked caches a check's verdict per key and digest, as Admitted does,
+// without an admission policy; a refusal with an empty text is still a
+// refusal, and a failing registry is an error, not a verdict.
+func TestCheckedCachesVerdictsByKeyAndDigest(t *testing.T) {
+	ctx := context.Background()
+	l := newLayout(t)
+	good, bad, broken := digest.FromString("good"), digest.FromString("bad"), digest.FromString("broken")
+	var calls atomic.Int32
+	check := func(subject digest.Digest) store.Check {
+		return func(ctx context.Context, repo oci.ReadOnlyRepository, repository string) (error, error) {
+			calls.Add(1)
+			switch subject {
+			case bad:
+				return errors.New(""), nil
+			case broken:
+				return nil, context.DeadlineExceeded
+			}
+			return nil, nil
+		}
+	}
+	repo := newStore(t, store.Options{}).Repo(l.ref) // the default cache budget, no admission policy
+	for range 2 {
+		if ok, why, err := repo.Checked(ctx, "signer a", good, check(good)); !ok || why != "" || err != nil {
+			t.Fatalf("good: %v %q %v", ok, why, err)
+		}
+		if ok, _, err := repo.Checked(ctx, "signer a", bad, check(bad)); ok || err != nil {
+			t.Fatalf("bad (an empty refusal): passed %v, %v", ok, err)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the check was run %d times for two subjects asked twice each, want 2", n)
+	}
+	if ok, _, _ := repo.Checked(ctx, "signer b", bad, check(good)); !ok {
+		t.Error("another key's verdict was taken from the cache")
+	}
+	if ok, _, err := repo.Checked(ctx, "signer a", broken, check(broken)); ok || failure(t, err) != oci.FailureTimeout {
+		t.Errorf("a failing registry: %v %v, want a timeout", ok, err)
+	}
+}

@@ -49,7 +49,8 @@ type Options struct {
 	// the entries of each cache besides (default 65536).
 	CacheEntries int
 	CacheBytes   int64
-	// Concurrency bounds the reads one request fans out at once (default 64).
+	// Concurrency bounds the reads one request fans out at once (default
+	// DefaultConcurrency).
 	Concurrency int
 	// DeniedAsMissing lists registry hosts (or "*") that report a missing
 	// repository as 401/403 (GHCR): such answers then mean "not found".
@@ -112,6 +113,15 @@ func New(opts Options) *Store {
 	}
 }
 
+// DefaultConcurrency is the default bound on the reads one request fans
+// out at once, and serve's --registry-concurrency default (the bound on
+// requests in flight to one registry). A cold listing reads one index per
+// version, so its sequential round trips are about versions/Concurrency
+// plus the tag list's pages: 2,000 versions are 8 rounds at 256 (0.3 s at
+// 40 ms), 32 at 64 (1.3 s). docs/proxy.md ("Listings of many versions")
+// says what it costs a registry.
+const DefaultConcurrency = 256
+
 // EntryCost is what one cache entry costs besides its value (the entry,
 // its list element and map slot; the key is counted apart), in bytes.
 const EntryCost = 320
@@ -133,18 +143,20 @@ func stringsCost(list []string) int64 {
 
 // cacheShares share Options.CacheBytes out among the caches, in percent:
 // what a listing of many versions needs (what each version tag names,
-// parsed) gets the most. Attachments (read only for a policy's min_age
-// and signers) take 2 of it.
+// parsed) gets the most. Attachments (read only for a policy's min_age)
+// and verdicts (Checked: a policy's signers, a few dozen bytes each) take
+// 1 each.
 var cacheShares = map[string]int64{
-	"resolve": 48, "attachments": 2, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 48, "attachments": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
 // admitShares are cacheShares with an admission policy: its verdicts
-// (a few dozen bytes each, one per version) take 2 of resolve's 48.
+// (a few dozen bytes each, one per version), beside a policy's signers',
+// take 2 more of resolve's 48.
 var admitShares = map[string]int64{
-	"resolve": 46, "attachments": 2, "indexes": 15, "provenance": 12, "platform_manifests": 8,
-	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 2,
+	"resolve": 46, "attachments": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 3,
 }
 
 // disabledOr reads a duration option: 0 is the default, negative turns the
@@ -180,7 +192,7 @@ func (o Options) WithDefaults() Options {
 		o.CacheBytes = 192 << 20
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 64
+		o.Concurrency = DefaultConcurrency
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

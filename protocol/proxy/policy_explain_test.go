@@ -1,0 +1,82 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+)
+
+// ExplainPolicy decides as the listings do, by the server's clock: every
+// version the repository holds (or one named, held or not) gets the
+// decision the server's index.json applies, and it changes with the
+// clock as the listing does.
+func TestExplainPolicy(t *testing.T) {
+	dir, open := layoutStore(t)
+	repo := open("test", "hello")
+	ours, theirs := attestSigner(t), attestSigner(t)
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, t0.Add(-100*time.Hour))
+	attestAt(t, repo, pushAttested(t, repo, "1.1.0", nil), ours, pubrelease.ProviderPredicateType, t0)
+	attestAt(t, repo, pushAttested(t, repo, "2.0.0-rc1", nil), theirs, pubrelease.ProviderPredicateType, t0.Add(-1000*time.Hour))
+	clk := newClock(t0.Add(time.Hour))
+	pol := factsPolicy(t, `
+provider "example.com/test/*" {
+  name     = "cool-down"
+  min_age  = "3d"
+  signers  = ["attestation:org.pub"]
+}`, map[string]*attest.Signer{"org.pub": ours})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), Policy: pol, Now: clk.now})
+	ctx := context.Background()
+
+	explained := func() map[string]PolicyVerdict {
+		t.Helper()
+		vs, err := p.ExplainPolicy(ctx, policy.KindProvider, "example.com/test/hello", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]PolicyVerdict{}
+		for _, v := range vs {
+			if !v.Held || v.Rule != "cool-down" {
+				t.Errorf("%+v", v)
+			}
+			out[v.Version] = v
+		}
+		return out
+	}
+	for when, want := range map[string][]string{"t0+1h": {"1.0.0"}, "t0+73h": {"1.0.0", "1.1.0"}} {
+		if when == "t0+73h" {
+			clk.set(t0.Add(73 * time.Hour))
+		}
+		got := explained()
+		listed := mirrorVersions(t, p, "/v1/mirror/example.com/test/hello/index.json")
+		if len(got) != 3 {
+			t.Fatalf("%s: %d decisions, want one per version held: %+v", when, len(got), got)
+		}
+		for v, d := range got {
+			if _, ok := listed[v]; ok != d.Allow {
+				t.Errorf("%s: %s allowed %v, listed %v: %s", when, v, d.Allow, ok, d.Reason)
+			}
+		}
+		if len(listed) != len(want) {
+			t.Errorf("%s: index.json lists %v, want %v", when, listed, want)
+		}
+	}
+	if d := explained()["2.0.0-rc1"]; !strings.Contains(d.Reason, "is not signed by attestation:org.pub") {
+		t.Errorf("2.0.0-rc1: %+v", d)
+	}
+
+	// A version the registry does not hold: its rule needs what the
+	// registry holds of it, so it is denied, saying so.
+	vs, err := p.ExplainPolicy(ctx, policy.KindProvider, "example.com/test/hello", "9.0.0")
+	if err != nil || len(vs) != 1 || vs[0].Held || vs[0].Allow || !strings.Contains(vs[0].Reason, "the registry holds no such version") {
+		t.Errorf("9.0.0: %+v, %v", vs, err)
+	}
+	if _, err := p.ExplainPolicy(ctx, policy.KindModule, "example.com/a/b/c", ""); err == nil {
+		t.Error("a module without a module template: no error")
+	}
+}

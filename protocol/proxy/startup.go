@@ -1,0 +1,45 @@
+package proxy
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
+)
+
+// startShared serves the shared state's metrics, shares the page's
+// record through it (a sharedstate.Board) and starts the pull-through
+// engine, when configured.
+func (s *Server) startShared() error {
+	if c, ok := s.opts.Shared.(prometheus.Collector); ok {
+		if err := s.metrics.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	if b, ok := s.opts.Shared.(sharedstate.Board); ok && s.opts.Shared.Shared() {
+		s.fleet = newFleetSeen(b, s.seen, s.log)
+	}
+	if s.opts.PullThrough == nil {
+		return nil
+	}
+	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: s.opts.ModuleTemplate,
+		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.observeCache, CacheEntries: s.opts.Store.CacheEntries,
+		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared})
+	if err != nil {
+		return err
+	}
+	s.pull = e
+	return nil
+}
+
+// CheckPullThrough makes sure the registry lets the proxy push where
+// pull-through stores releases (pullthrough.Engine.CheckPush); nil
+// without pull-through.
+func (s *Server) CheckPullThrough(ctx context.Context) error {
+	if s.pull == nil {
+		return nil
+	}
+	return s.pull.CheckPush(ctx)
+}
