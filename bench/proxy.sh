@@ -38,6 +38,7 @@ client=$(grep -o 'JSON load from [a-z]*' <<<"$out" | awk '{print $4}')
 echo
 row "measure (medians; TLS 1.3, HTTP/1.1)" "oci-tofu" "reference" "ratio" "goal"
 row "warm <version>.json (req/s) vs nginx" "$(p json-proxy-req/s)" "$(p json-nginx-req/s)" "$(p json-proxy/nginx)" "≥0.8"
+row "warm <version>.json: CPU µs per answer" "$(p json-cpu-proxy-µs/answer)" "$(p json-cpu-nginx-µs/answer)" "$(p json-cpu-proxy/nginx)" ""
 row "256 MiB archive: CPU ms vs registry's" "$(p stream-cpu-proxy-ms)" "$(p stream-cpu-registry-ms)" "$(p stream-cpu-proxy/registry)" "≤2.4"
 row "  the same over HTTP/2 (tofu, terraform)" "$(p stream-h2-cpu-proxy-ms)" "$(p stream-h2-cpu-registry-ms)" "$(p stream-h2-cpu-proxy/registry)" "≤2.4"
 row "256 MiB archive: MiB/s vs registry's" "$(p stream-proxy-MiB/s)" "$(p stream-registry-MiB/s)" "$(p stream-proxy/registry)" ""

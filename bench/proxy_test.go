@@ -38,6 +38,8 @@ import (
 //     stream-h2-cpu-proxy/registry over HTTP/2, which is what tofu and
 //     terraform speak to a server offering it; goal ≤ 2.4), and the
 //     wall-clock throughput (stream-proxy/registry, HTTP/1.1);
+//   - the CPU time each JSON server spends per answer (nginx's workers
+//     included), steadier than requests per second on a shared machine;
 //   - the proxy's peak RSS during 8 concurrent 256 MiB downloads (goal
 //     < 150 MiB: nothing is buffered).
 //
@@ -72,7 +74,7 @@ func BenchmarkProxy(b *testing.B) {
 
 	versionPath := "/v1/mirror/example.com/acme/big/1.0.0.json"
 	body := proxyGet(b, client, proxyURL+versionPath)
-	nginxURL, stopNginx := proxyStartNginx(b, ca, versionPath, body)
+	nginxURL, nginxPid, stopNginx := proxyStartNginx(b, ca, versionPath, body)
 	defer stopNginx()
 	if got := proxyGet(b, client, nginxURL+versionPath); string(got) != string(body) {
 		b.Fatalf("nginx serves %q", got)
@@ -96,6 +98,25 @@ func BenchmarkProxy(b *testing.B) {
 
 	b.ResetTimer()
 	var jsonProxy, jsonNginx, streamProxy, streamReg, cpuProxy, cpuReg []float64
+	// jsonCPU is each JSON server's CPU time per answer, summed over the
+	// rounds: the steadier measure on a shared machine.
+	var jsonCPU [2]struct {
+		cpu     time.Duration
+		answers float64
+	}
+	jsonLoad := func(side int, u string, rps *[]float64) {
+		cpu := func() time.Duration {
+			if side == 0 {
+				return procCPU(b, cmd.Process.Pid)
+			}
+			return procTreeCPU(b, nginxPid)
+		}
+		before := cpu()
+		v := load(b, client, u+versionPath, 32, 2*time.Second)
+		jsonCPU[side].cpu += cpu() - before
+		jsonCPU[side].answers += v * 2
+		*rps = append(*rps, v)
+	}
 	var h2SpeedProxy, h2SpeedReg, h2Proxy, h2Reg []float64
 	// stream downloads u with c, adding its MiB/s to speed and the CPU
 	// seconds process pid spent meanwhile to cpu.
@@ -108,13 +129,13 @@ func BenchmarkProxy(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		// ABBA rounds, so drift and noise hit both sides alike.
 		for r := 0; r < 4; r++ {
-			first, second := &jsonProxy, &jsonNginx
-			u1, u2 := proxyURL, nginxURL
-			if r%2 == 1 {
-				first, second, u1, u2 = second, first, u2, u1
+			if r%2 == 0 {
+				jsonLoad(0, proxyURL, &jsonProxy)
+				jsonLoad(1, nginxURL, &jsonNginx)
+			} else {
+				jsonLoad(1, nginxURL, &jsonNginx)
+				jsonLoad(0, proxyURL, &jsonProxy)
 			}
-			*first = append(*first, load(b, client, u1+versionPath, 32, 2*time.Second))
-			*second = append(*second, load(b, client, u2+versionPath, 32, 2*time.Second))
 		}
 		for r := 0; r < 5; r++ {
 			if r%2 == 0 {
@@ -155,6 +176,10 @@ func BenchmarkProxy(b *testing.B) {
 	b.ReportMetric(jp, "json-proxy-req/s")
 	b.ReportMetric(jn, "json-nginx-req/s")
 	b.ReportMetric(jp/jn, "json-proxy/nginx")
+	cpuPA := func(side int) float64 { return float64(jsonCPU[side].cpu.Microseconds()) / jsonCPU[side].answers }
+	b.ReportMetric(cpuPA(0), "json-cpu-proxy-µs/answer")
+	b.ReportMetric(cpuPA(1), "json-cpu-nginx-µs/answer")
+	b.ReportMetric(cpuPA(0)/cpuPA(1), "json-cpu-proxy/nginx")
 	b.ReportMetric(sp, "stream-proxy-MiB/s")
 	b.ReportMetric(sr, "stream-registry-MiB/s")
 	b.ReportMetric(sp/sr, "stream-proxy/registry")
@@ -350,8 +375,10 @@ func proxyResolve(b *testing.B, doc, ref string) string {
 	return base.ResolveReference(r).String()
 }
 
-// proxyStartNginx serves body at path over TLS with the test certificate.
-func proxyStartNginx(b *testing.B, ca *testenv.CA, path string, body []byte) (string, func()) {
+// proxyStartNginx serves body at path over TLS with the test certificate;
+// it returns the URL, the master process's pid (its workers are its
+// children) and how to stop it.
+func proxyStartNginx(b *testing.B, ca *testenv.CA, path string, body []byte) (string, int, func()) {
 	b.Helper()
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
@@ -423,7 +450,7 @@ http {
 			break
 		}
 	}
-	return u, func() {
+	return u, cmd.Process.Pid, func() {
 		cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()

@@ -120,6 +120,24 @@ func TestAbsoluteURLsCarryEachClientsOwnHost(t *testing.T) {
 	}
 }
 
+// A cached document keeps its body as last spliced, for the next answer
+// with the same base: whatever order clients come in (the same Host twice,
+// another, the first again, the same name in upper case, a Host too long
+// to keep a copy for), each gets URLs to its own Host, lower-cased.
+func TestSplicedAnswersFollowEachHost(t *testing.T) {
+	p := startURLProxy(t, Options{})
+	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 58)
+	hosts := []string{"tofu.example.com:8443", "tofu.example.com:8443", "evil.example", "tofu.example.com:8443",
+		"TOFU.Example.com:8443", "tofu.example.com:8443", long, long, "tofu.example.com:8443", "127.0.0.1:8443"}
+	for i, host := range hosts {
+		for _, u := range urlsAs(t, p, host) {
+			if want := "https://" + strings.ToLower(host) + "/v1/"; !strings.HasPrefix(u, want) {
+				t.Errorf("answer %d, Host %s: URL %q, want it under %s", i, host, u, want)
+			}
+		}
+	}
+}
+
 // With a public URL (a path-prefixing front), every URL is on it, whatever
 // Host the client sent; signed URLs keep working behind the front.
 func TestPublicURLIsTheBaseOfEveryURL(t *testing.T) {

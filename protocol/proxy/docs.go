@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,11 +22,47 @@ type document struct {
 	// changes (a version ages in: policy_clock.go); it is not served
 	// after it, fresh or stale.
 	decidedUntil time.Time
+	// spliced, for a document with bases, is its body as last answered
+	// (with that answer's base), shared by the copies the cache hands
+	// out: the next answer with the same base writes it as it is.
+	spliced *atomic.Pointer[splicedDoc]
 }
+
+// splicedDoc is a document's body with one answer's base spliced in, and
+// what that base was made from (baseFor): nothing with a public URL, the
+// request's Host when the proxy terminates TLS, the depth of the path for
+// relative URLs.
+type splicedDoc struct {
+	tls    bool
+	host   string
+	depth  int
+	body   []byte
+	length []string
+}
+
+// maxSplicedBase is the longest base (JSON-escaped) a document keeps its
+// spliced body for; answers with longer bases (a made-up Host) are
+// spliced each time. It bounds what a document's cache cost counts for
+// its spliced copy.
+const maxSplicedBase = 256
 
 func newDocument(body []byte, expires time.Time) document {
 	body, bases := cutBaseMarks(body)
-	return document{body: body, length: []string{strconv.Itoa(len(body))}, bases: bases, expires: expires}
+	d := document{body: body, length: []string{strconv.Itoa(len(body))}, bases: bases, expires: expires}
+	if len(bases) > 0 {
+		d.spliced = new(atomic.Pointer[splicedDoc])
+	}
+	return d
+}
+
+// cost is about the bytes the document holds: its body and, with bases,
+// room for its spliced copy with the longest base kept.
+func (d document) cost() int64 {
+	n := len(d.body)
+	if len(d.bases) > 0 {
+		n += len(d.body) + len(d.bases)*maxSplicedBase
+	}
+	return int64(n)
 }
 
 // Expires lets the document cache expire a document with the data it was
@@ -80,7 +118,7 @@ func (s *responder) fetchDoc(build builder) func(ctx context.Context) (document,
 		}
 		d := newDocument(append(b, '\n'), expires)
 		d.decidedUntil = dec.until()
-		return d, int64(len(b)), nil
+		return d, d.cost(), nil
 	}
 }
 
@@ -110,13 +148,41 @@ func (s *responder) writeDoc(w http.ResponseWriter, r *http.Request, d document)
 		writeEncoded(w, r, d.body, d.length)
 		return
 	}
+	if sp := d.spliced.Load(); sp != nil && s.sameBase(r, sp) {
+		writeEncoded(w, r, sp.body, sp.length)
+		return
+	}
 	base, err := s.baseFor(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	body := spliceBase(d.body, d.bases, jsonBase(base))
-	writeEncoded(w, r, body, []string{strconv.Itoa(len(body))})
+	base = jsonBase(base)
+	sp := &splicedDoc{tls: r.TLS != nil, body: spliceBase(d.body, d.bases, base)}
+	sp.length = []string{strconv.Itoa(len(sp.body))}
+	if sp.tls {
+		sp.host = r.Host
+	} else {
+		sp.depth = strings.Count(r.URL.EscapedPath(), "/")
+	}
+	if len(base) <= maxSplicedBase {
+		d.spliced.Store(sp)
+	}
+	writeEncoded(w, r, sp.body, sp.length)
+}
+
+// sameBase says whether the answer to r gets the base sp was spliced
+// with (baseFor): always with a public URL; with TLS, when r has the
+// same Host (valid, since sp was made with it); otherwise, when r's path
+// is as deep.
+func (s *responder) sameBase(r *http.Request, sp *splicedDoc) bool {
+	switch {
+	case s.opts.PublicURL != "":
+		return true
+	case r.TLS != nil:
+		return sp.tls && sp.host == r.Host
+	}
+	return !sp.tls && sp.depth == strings.Count(r.URL.EscapedPath(), "/")
 }
 
 // writeEncoded writes an encoded JSON document whose Content-Length header

@@ -15,6 +15,7 @@ import (
 // path without query (archive URL signatures stay out) and the outcome;
 // never headers.
 func (s *Server) instrument(name string, h http.Handler) http.Handler {
+	hm := s.metrics.forHandler(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
@@ -28,7 +29,7 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 					aborted = false
 				}
 			}
-			s.record(name, r, rec, start, aborted)
+			s.record(hm, r, rec, start, aborted)
 			if aborted {
 				panic(http.ErrAbortHandler) // cut the response; net/http logs nothing for this one
 			}
@@ -38,7 +39,7 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 }
 
 // record counts and logs one finished request.
-func (s *Server) record(name string, r *http.Request, rec *recorder, start time.Time, aborted bool) {
+func (s *Server) record(hm *handlerMetrics, r *http.Request, rec *recorder, start time.Time, aborted bool) {
 	status := rec.status
 	if status == 0 {
 		status = http.StatusOK
@@ -47,7 +48,7 @@ func (s *Server) record(name string, r *http.Request, rec *recorder, start time.
 		status = 0
 	}
 	d := time.Since(start)
-	s.metrics.observe(name, r.Method, status, d)
+	hm.observe(r.Method, status, d)
 	level := slog.LevelInfo
 	if status >= 500 || status == 0 {
 		level = slog.LevelWarn
@@ -56,7 +57,7 @@ func (s *Server) record(name string, r *http.Request, rec *recorder, start time.
 		return
 	}
 	attrs := []slog.Attr{
-		slog.String("handler", name), slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()),
+		slog.String("handler", hm.name), slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()),
 		slog.Int("status", status), slog.Int64("bytes", rec.bytes), slog.Duration("duration", d),
 		slog.String("remote", remoteIP(r)),
 	}

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +32,11 @@ type metrics struct {
 	throttleWait     prometheus.Counter
 	tlsReloads       *prometheus.CounterVec
 	policy           *policyMetrics // policy_metrics.go
+	// cacheCounters are the cache lookup counters by cache and result
+	// as they are first used, copied on write (a closed set), so a
+	// lookup's count takes no lock; cacheMu serialises the writers.
+	cacheCounters atomic.Pointer[map[[2]string]prometheus.Counter]
+	cacheMu       sync.Mutex
 }
 
 func newMetrics() *metrics {
@@ -90,40 +97,92 @@ func (m *metrics) etiquetteEvent(e oci.Event) {
 
 // observeCache counts a cache lookup.
 func (m *metrics) observeCache(name, result string) {
-	m.cache.WithLabelValues(name, result).Inc()
+	key := [2]string{name, result}
+	if cs := m.cacheCounters.Load(); cs != nil {
+		if c, ok := (*cs)[key]; ok {
+			c.Inc()
+			return
+		}
+	}
+	m.cacheMu.Lock()
+	defer m.cacheMu.Unlock()
+	cs := map[[2]string]prometheus.Counter{}
+	if old := m.cacheCounters.Load(); old != nil {
+		for k, v := range *old {
+			cs[k] = v
+		}
+	}
+	c, ok := cs[key]
+	if !ok {
+		c = m.cache.WithLabelValues(name, result)
+		cs[key] = c
+		m.cacheCounters.Store(&cs)
+	}
+	c.Inc()
 }
 
-func (m *metrics) observe(handler, method string, code int, d time.Duration) {
-	m.requests.WithLabelValues(handler, methodLabel(method), statusClass(code)).Inc()
-	m.latency.WithLabelValues(handler).Observe(d.Seconds())
+// handlerMetrics are one handler's request counters and latency
+// histogram, taken from their vectors the first time each is used (so
+// the series exported are those of requests served) and kept, so that a
+// request pays no label lookup.
+type handlerMetrics struct {
+	m        *metrics
+	name     string
+	latency  atomic.Pointer[prometheus.Observer]
+	requests [len(methodLabels)][len(statusClasses)]atomic.Pointer[prometheus.Counter]
+}
+
+func (m *metrics) forHandler(name string) *handlerMetrics {
+	return &handlerMetrics{m: m, name: name}
+}
+
+// observe counts and times one request.
+func (h *handlerMetrics) observe(method string, code int, d time.Duration) {
+	mi, ci := methodIndex(method), statusIndex(code)
+	c := h.requests[mi][ci].Load()
+	if c == nil {
+		v := h.m.requests.WithLabelValues(h.name, methodLabels[mi], statusClasses[ci])
+		c = &v
+		h.requests[mi][ci].Store(c)
+	}
+	(*c).Inc()
+	o := h.latency.Load()
+	if o == nil {
+		v := h.m.latency.WithLabelValues(h.name)
+		o = &v
+		h.latency.Store(o)
+	}
+	(*o).Observe(d.Seconds())
 }
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// methodLabel folds every method but GET and HEAD into OTHER.
-func methodLabel(method string) string {
+// The request counters' method and status class labels: every method
+// but GET and HEAD is OTHER; "aborted" is a response cut off.
+var (
+	methodLabels  = [...]string{http.MethodGet, http.MethodHead, "OTHER"}
+	statusClasses = [...]string{"2xx", "3xx", "4xx", "5xx", "aborted"}
+)
+
+// methodIndex is the index in methodLabels of method's label.
+func methodIndex(method string) int {
 	switch method {
-	case http.MethodGet, http.MethodHead:
-		return method
+	case http.MethodGet:
+		return 0
+	case http.MethodHead:
+		return 1
 	}
-	return "OTHER"
+	return 2
 }
 
-// statusClass is "2xx" … "5xx", or "aborted" for a response cut off.
-func statusClass(code int) string {
-	switch {
-	case code >= 200 && code < 300:
-		return "2xx"
-	case code >= 300 && code < 400:
-		return "3xx"
-	case code >= 400 && code < 500:
-		return "4xx"
-	case code >= 500 && code < 600:
-		return "5xx"
+// statusIndex is the index in statusClasses of code's class.
+func statusIndex(code int) int {
+	if code >= 200 && code < 600 {
+		return code/100 - 2
 	}
-	return "aborted"
+	return len(statusClasses) - 1
 }
 
 // ObserveCertificateReload counts a change of the TLS certificate files:

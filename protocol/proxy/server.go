@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
@@ -181,8 +181,12 @@ type Server struct {
 	pull     *pullthrough.Engine // nil without pull-through
 	probes   *health.Probes      // /readyz and /livez (probes.go)
 
+	mux *http.ServeMux
+	// prefixes are the handlers Mount added, longest prefix first, as
+	// ServeHTTP routes GET and HEAD requests to them before the mux
+	// (copied on write).
+	prefixes atomic.Pointer[[]mounted]
 	mu       sync.RWMutex
-	mux      *http.ServeMux
 	services map[string]string
 }
 
@@ -347,20 +351,6 @@ func (s *Server) routeCommon() {
 	s.mux.Handle(DiscoveryPath, s.instrument("discovery", http.HandlerFunc(s.serveDiscovery)))
 }
 
-// Mount serves h under prefix (which must end in "/"), instrumented with
-// metrics and logs under the handler name. A non-empty serviceID
-// advertises prefix in the discovery document, e.g. "modules.v1".
-// Handlers that need client authentication wrap themselves with
-// Authenticate.
-func (s *Server) Mount(serviceID, prefix, name string, h http.Handler) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mux.Handle(prefix, s.instrument(name, h))
-	if serviceID != "" {
-		s.services[serviceID] = prefix
-	}
-}
-
 // Logger is the server's logger, for mounted handlers.
 func (s *Server) Logger() *slog.Logger { return s.log }
 
@@ -377,45 +367,6 @@ func (s *Server) Client() *oci.Client { return s.client }
 func (s *Server) Close(ctx context.Context) error {
 	s.fleet.close()
 	return s.pull.Close(ctx)
-}
-
-// ServeHTTP refuses paths with dot segments or empty segments before
-// routing (http.ServeMux would otherwise redirect them to a cleaned path),
-// then routes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := checkRawPath(r.URL); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	s.mu.RLock()
-	mux := s.mux
-	s.mu.RUnlock()
-	mux.ServeHTTP(w, r)
-}
-
-func checkRawPath(u *url.URL) error {
-	for _, p := range [2]string{u.EscapedPath(), u.Path} {
-		if len(p) > maxPathLen {
-			return badPath("path longer than %d bytes", maxPathLen)
-		}
-		if !strings.HasPrefix(p, "/") {
-			return badPath("path must be absolute")
-		}
-		for rest := p[1:]; ; {
-			seg, after, more := strings.Cut(rest, "/")
-			if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
-				return badPath("dot segments are not allowed in paths")
-			}
-			if !more {
-				break
-			}
-			if seg == "" {
-				return badPath("empty path segment")
-			}
-			rest = after
-		}
-	}
-	return nil
 }
 
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {

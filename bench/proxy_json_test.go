@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/protocol/servercreds"
+)
+
+// BenchmarkProxyJSON is BenchmarkProxy's warm <version>.json alone, in
+// more rounds and beside a third server: a bare Go HTTPS server (this
+// test binary run again, bareServerEnv) writing the same bytes from
+// memory with the proxy's TLS configuration and http.Server settings,
+// the floor of Go's HTTP/1.1 and TLS stack. Besides requests per second
+// it reports each server's CPU time per answer (from /proc, nginx's
+// workers included), which the other processes sharing the machine
+// disturb far less than the wall clock. The sides take turns in rotating
+// order; each figure is the median of its rounds (OCI_TOFU_BENCH_ROUNDS,
+// default 6, of 2 s each).
+//
+// OCI_TOFU_BENCH_BASELINE, an oci-tofu binary built from another commit,
+// adds it as a fourth side ("baseline"), so a change is measured against
+// what it changes in the same run.
+func BenchmarkProxyJSON(b *testing.B) {
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		b.Skip("wrk is not installed (apt-get install wrk; bench/proxy.sh does)")
+	}
+	reg := testenv.StartRegistry(b)
+	ca := reg.CA
+	proxyPushBigProvider(b, reg, "bench/acme/big", 1<<10)
+	client := proxyClient(ca)
+	versionPath := "/v1/mirror/example.com/acme/big/1.0.0.json"
+	proxy := startJSONProxy(b, buildOCITofu(b), reg)
+	body := proxyGet(b, client, proxy.url+versionPath)
+	nginxURL, nginxPid, stopNginx := proxyStartNginx(b, ca, versionPath, body)
+	defer stopNginx()
+	bareURL, bare := startBareServer(b, ca, body)
+	proxyWaitHealthy(b, client, bareURL)
+	sides := []*jsonSide{proxy,
+		{name: "nginx", url: nginxURL, cpu: func() time.Duration { return procTreeCPU(b, nginxPid) }},
+		{name: "bare-go", url: bareURL, cpu: func() time.Duration { return procCPU(b, bare.Process.Pid) }}}
+	if bin := os.Getenv("OCI_TOFU_BENCH_BASELINE"); bin != "" {
+		base := startJSONProxy(b, bin, reg)
+		base.name = "baseline"
+		sides = append(sides, base)
+	}
+	urls := []string{}
+	for _, s := range sides {
+		// A proxy's URLs carry its own host.
+		got := strings.ReplaceAll(string(proxyGet(b, client, s.url+versionPath)), s.url, proxy.url)
+		if got != string(body) {
+			b.Fatalf("%s serves %q", s.name, got)
+		}
+		urls = append(urls, s.url)
+	}
+	proxyCheckTLS(b, ca, urls...)
+	rounds := 6
+	if n, err := strconv.Atoi(os.Getenv("OCI_TOFU_BENCH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < rounds; r++ {
+			for k := range sides {
+				sides[(r+k)%len(sides)].measure(b, wrk, versionPath)
+			}
+		}
+	}
+	b.StopTimer()
+	reportJSONSides(b, sides)
+}
+
+// jsonSide is one server under wrk load and what each round measured.
+type jsonSide struct {
+	name      string
+	url       string
+	cpu       func() time.Duration
+	rps, usPA []float64
+}
+
+// measure runs one 2-second round of wrk against the side.
+func (s *jsonSide) measure(b *testing.B, wrk, path string) {
+	before := s.cpu()
+	rps := proxyWrk(b, wrk, s.url+path, 32, 2*time.Second)
+	cpu := s.cpu() - before
+	s.rps = append(s.rps, rps)
+	s.usPA = append(s.usPA, float64(cpu.Microseconds())/(rps*2))
+}
+
+func reportJSONSides(b *testing.B, sides []*jsonSide) {
+	by := map[string]*jsonSide{}
+	for _, s := range sides {
+		b.Logf("%s: req/s %.0f, CPU µs per answer %.1f", s.name, s.rps, s.usPA)
+		b.ReportMetric(median(s.rps), s.name+"-req/s")
+		b.ReportMetric(median(s.usPA), s.name+"-cpu-µs/answer")
+		by[s.name] = s
+	}
+	ratio := func(a, c string) {
+		if by[a] != nil && by[c] != nil {
+			b.ReportMetric(median(by[a].rps)/median(by[c].rps), "json-"+a+"/"+c)
+			b.ReportMetric(median(by[a].usPA)/median(by[c].usPA), "cpu-"+a+"/"+c)
+		}
+	}
+	ratio("proxy", "nginx")
+	ratio("bare-go", "nginx")
+	ratio("proxy", "bare-go")
+	ratio("baseline", "nginx")
+	ratio("proxy", "baseline")
+	b.ReportMetric(0, "ns/op")
+}
+
+// startJSONProxy starts `bin serve` over TLS for the benchmark's provider.
+func startJSONProxy(b *testing.B, bin string, reg *testenv.Registry) *jsonSide {
+	b.Helper()
+	port := testenv.FreePort(b)
+	cmd := startBenchProcess(b, exec.Command(bin, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--tls-cert", reg.CA.ServerCertFile, "--tls-key", reg.CA.ServerKeyFile,
+		"--provider-template", reg.Host+"/bench/${namespace}/${type}", "--log-level", "error"),
+		"SSL_CERT_FILE="+reg.CA.CertFile, "DOCKER_CONFIG="+b.TempDir())
+	s := &jsonSide{name: "proxy", url: fmt.Sprintf("https://localhost:%d", port), cpu: func() time.Duration { return procCPU(b, cmd.Process.Pid) }}
+	proxyWaitHealthy(b, proxyClient(reg.CA), s.url)
+	return s
+}
+
+// startBenchProcess starts cmd with extra environment, stopped at the
+// end of the benchmark.
+func startBenchProcess(b *testing.B, cmd *exec.Cmd, env ...string) *exec.Cmd {
+	b.Helper()
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// bareServerEnv, set in this test binary's environment, makes it the bare
+// Go server of BenchmarkProxyJSON instead of running benchmarks (TestMain).
+const bareServerEnv = "OCI_TOFU_BENCH_BARE_SERVER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(bareServerEnv); spec != "" {
+		if err := runBareServer(spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// startBareServer runs this test binary as a bare Go HTTPS server
+// answering body on every path (and ok on /healthz).
+func startBareServer(b *testing.B, ca *testenv.CA, body []byte) (string, *exec.Cmd) {
+	b.Helper()
+	f := filepath.Join(b.TempDir(), "body.json")
+	if err := os.WriteFile(f, body, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	port := testenv.FreePort(b)
+	spec := strings.Join([]string{fmt.Sprintf("127.0.0.1:%d", port), ca.ServerCertFile, ca.ServerKeyFile, f}, "\n")
+	cmd := startBenchProcess(b, exec.Command(os.Args[0]), bareServerEnv+"="+spec)
+	return fmt.Sprintf("https://localhost:%d", port), cmd
+}
+
+// runBareServer serves as `oci-tofu serve` does (servercreds'
+// configuration, a TLS listener, the same http.Server settings), with a
+// handler that writes the document and the proxy's three headers.
+func runBareServer(spec string) error {
+	p := strings.Split(spec, "\n")
+	cert, err := servercreds.LoadCertificate(p[1], p[2])
+	if err != nil {
+		return err
+	}
+	body, err := os.ReadFile(p[3])
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", p[0])
+	if err != nil {
+		return err
+	}
+	length := []string{strconv.Itoa(len(body))}
+	hs := &http.Server{
+		ErrorLog:          log.New(io.Discard, "", 0),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/healthz" {
+				w.Write([]byte("ok\n"))
+				return
+			}
+			h := w.Header()
+			h["Content-Type"] = []string{"application/json"}
+			h["Content-Length"] = length
+			h["Cache-Control"] = []string{"no-store"}
+			w.Write(body)
+		}),
+	}
+	return hs.Serve(tls.NewListener(ln, servercreds.ServerConfig(cert)))
+}
+
+// procTreeCPU is procCPU of pid and of its children (nginx's workers).
+func procTreeCPU(b *testing.B, pid int) time.Duration {
+	total := procCPU(b, pid)
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		b.Fatalf("no /proc children: %v", err)
+	}
+	for _, c := range strings.Fields(string(children)) {
+		if n, err := strconv.Atoi(c); err == nil {
+			total += procCPU(b, n)
+		}
+	}
+	return total
+}

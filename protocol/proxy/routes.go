@@ -1,0 +1,113 @@
+package proxy
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Routing: the handlers Mount adds (the protocols) are found by prefix
+// before the mux, which routes everything else (the page, probes,
+// metrics, discovery, unknown paths).
+
+// mounted is a handler Mount added (instrumented) and its prefix.
+type mounted struct {
+	prefix string
+	h      http.Handler
+}
+
+// Mount serves h under prefix (which must end in "/"), instrumented with
+// metrics and logs under the handler name. A non-empty serviceID
+// advertises prefix in the discovery document, e.g. "modules.v1".
+// Handlers that need client authentication wrap themselves with
+// Authenticate.
+func (s *Server) Mount(serviceID, prefix, name string, h http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ih := s.instrument(name, h)
+	s.mux.Handle(prefix, ih)
+	var ps []mounted
+	if old := s.prefixes.Load(); old != nil {
+		ps = slices.Clone(*old)
+	}
+	ps = append(ps, mounted{prefix, ih})
+	slices.SortStableFunc(ps, func(a, b mounted) int { return len(b.prefix) - len(a.prefix) })
+	s.prefixes.Store(&ps)
+	if serviceID != "" {
+		s.services[serviceID] = prefix
+	}
+}
+
+// ServeHTTP refuses paths with dot segments or empty segments before
+// routing (http.ServeMux would otherwise redirect them to a cleaned path),
+// then routes: a GET or HEAD below a mounted prefix straight to its
+// handler, everything else through the mux.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := checkRawPath(r.URL); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if m := s.mountedFor(r); m != nil {
+		r.Pattern = m.prefix
+		m.h.ServeHTTP(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// mountedFor is the handler Mount added for the longest prefix of r's
+// path, for a GET or HEAD whose path goes on below it; nil otherwise:
+// the handler the mux would choose, since the path is clean (checkRawPath:
+// the mux would not redirect it) and the only patterns added beside
+// Mount's are exact paths (the mirror's own prefix is the page's). A
+// pattern below a mounted prefix must be added with Mount.
+func (s *Server) mountedFor(r *http.Request) *mounted {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return nil
+	}
+	ps := s.prefixes.Load()
+	if ps == nil {
+		return nil
+	}
+	path := r.URL.EscapedPath()
+	for i, m := range *ps {
+		if strings.HasSuffix(m.prefix, "/") && len(path) > len(m.prefix) && strings.HasPrefix(path, m.prefix) {
+			return &(*ps)[i]
+		}
+	}
+	return nil
+}
+
+// checkRawPath refuses a path, escaped or not, that is too long, not
+// absolute, or has dot segments or empty segments.
+func checkRawPath(u *url.URL) error {
+	escaped := u.EscapedPath()
+	if err := checkPathSegments(escaped); err != nil || u.Path == escaped {
+		return err
+	}
+	return checkPathSegments(u.Path)
+}
+
+func checkPathSegments(p string) error {
+	if len(p) > maxPathLen {
+		return badPath("path longer than %d bytes", maxPathLen)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return badPath("path must be absolute")
+	}
+	for rest := p[1:]; ; {
+		seg, after, more := strings.Cut(rest, "/")
+		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
+			return badPath("dot segments are not allowed in paths")
+		}
+		if !more {
+			break
+		}
+		if seg == "" {
+			return badPath("empty path segment")
+		}
+		rest = after
+	}
+	return nil
+}

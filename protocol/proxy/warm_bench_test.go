@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// BenchmarkWarmVersion is the handler chain's share of a warm
+// <version>.json (Server.ServeHTTP down to the document cache's answer),
+// in process, without sockets: with a public URL, and with the base taken
+// from each request's Host as when the proxy terminates TLS itself (the
+// default of `oci-tofu serve`). The response writer keeps only the
+// headers and counts the bytes, so what is measured is the proxy's own
+// work (make bench measures whole requests: bench/proxy_test.go).
+func BenchmarkWarmVersion(b *testing.B) {
+	dir, open := layoutStore(b)
+	push(b, open("test", "hello"), releaseArtifact(b, "1.0.0"), "1.0.0")
+	client, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, publicURL string
+	}{{"public-url", "https://proxy.example"}, {"tls-host", ""}} {
+		s, err := New(Options{Client: client, ProviderMappings: mustMapping(b, "oci-layout:"+dir+"/${namespace}/${type}"),
+			Logger: slog.New(slog.DiscardHandler), PublicURL: c.publicURL})
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/v1/mirror/example.com/test/hello/1.0.0.json", nil)
+		req.Host = "proxy.example:8443"
+		req.TLS = &tls.ConnectionState{}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatalf("%s: %d %s", c.name, w.Code, w.Body)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			d := &discardWriter{h: http.Header{}}
+			cpu := processCPU(b)
+			for i := 0; i < b.N; i++ {
+				clear(d.h)
+				s.ServeHTTP(d, req)
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+			if d.n != int64(w.Body.Len())*int64(b.N) {
+				b.Fatalf("wrote %d bytes in %d answers of %d", d.n, b.N, w.Body.Len())
+			}
+		})
+	}
+}
+
+// processCPU is the CPU time the process has used (all threads, the
+// collector's too): on a shared machine a steadier measure than ns/op.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// discardWriter is a ResponseWriter that keeps the headers and counts
+// the body's bytes.
+type discardWriter struct {
+	h http.Header
+	n int64
+}
+
+func (d *discardWriter) Header() http.Header { return d.h }
+func (d *discardWriter) WriteHeader(int)     {}
+func (d *discardWriter) Write(b []byte) (int, error) {
+	d.n += int64(len(b))
+	return len(b), nil
+}
