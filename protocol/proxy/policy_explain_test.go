@@ -48,10 +48,13 @@ provider "example.com/test/*" {
 		}
 		return out
 	}
-	for when, want := range map[string][]string{"t0+1h": {"1.0.0"}, "t0+73h": {"1.0.0", "1.1.0"}} {
-		if when == "t0+73h" {
-			clk.set(t0.Add(73 * time.Hour))
-		}
+	for _, step := range []struct {
+		when string
+		at   time.Duration
+		want []string
+	}{{"t0+1h", time.Hour, []string{"1.0.0"}}, {"t0+73h", 73 * time.Hour, []string{"1.0.0", "1.1.0"}}} {
+		when, want := step.when, step.want
+		clk.set(t0.Add(step.at))
 		got := explained()
 		listed := mirrorVersions(t, p, "/v1/mirror/example.com/test/hello/index.json")
 		if len(got) != 3 {
