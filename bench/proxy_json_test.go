@@ -45,8 +45,7 @@ func BenchmarkProxyJSON(b *testing.B) {
 	versionPath := "/v1/mirror/example.com/acme/big/1.0.0.json"
 	proxy := startJSONProxy(b, buildOCITofu(b), reg)
 	body := proxyGet(b, client, proxy.url+versionPath)
-	nginxURL, nginxPid, stopNginx := proxyStartNginx(b, ca, versionPath, body)
-	defer stopNginx()
+	nginxURL, nginxPid := proxyStartNginx(b, ca, versionPath, body)
 	bareURL, bare := startBareServer(b, ca, body)
 	proxyWaitHealthy(b, client, bareURL)
 	sides := []*jsonSide{proxy,

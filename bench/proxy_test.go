@@ -74,8 +74,7 @@ func BenchmarkProxy(b *testing.B) {
 
 	versionPath := "/v1/mirror/example.com/acme/big/1.0.0.json"
 	body := proxyGet(b, client, proxyURL+versionPath)
-	nginxURL, nginxPid, stopNginx := proxyStartNginx(b, ca, versionPath, body)
-	defer stopNginx()
+	nginxURL, nginxPid := proxyStartNginx(b, ca, versionPath, body)
 	if got := proxyGet(b, client, nginxURL+versionPath); string(got) != string(body) {
 		b.Fatalf("nginx serves %q", got)
 	}
@@ -375,74 +374,34 @@ func proxyResolve(b *testing.B, doc, ref string) string {
 	return base.ResolveReference(r).String()
 }
 
-// proxyStartNginx serves body at path over TLS with the test certificate;
-// it returns the URL, the master process's pid (its workers are its
-// children) and how to stop it.
-func proxyStartNginx(b *testing.B, ca *testenv.CA, path string, body []byte) (string, int, func()) {
+// proxyStartNginx serves body at path over TLS with the test certificate
+// until the benchmark ends; it returns the URL and the master process's
+// pid (its workers are its children).
+func proxyStartNginx(b *testing.B, ca *testenv.CA, path string, body []byte) (string, int) {
 	b.Helper()
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/nginx", "/usr/local/sbin/nginx"} {
-			if _, err := os.Stat(p); err == nil {
-				nginx = p
-			}
-		}
-	}
-	if nginx == "" {
+	if testenv.NginxPath() == "" {
 		b.Skip("nginx is not installed (apt-get install nginx; bench/proxy.sh does)")
 	}
-	dir, err := os.MkdirTemp("", "oci-tofu-nginx-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	root := filepath.Join(dir, "root")
+	root := b.TempDir()
+	os.Chmod(root, 0o755)
 	os.MkdirAll(filepath.Join(root, filepath.Dir(path)), 0o755)
 	if err := os.WriteFile(filepath.Join(root, path), body, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	os.Chmod(dir, 0o755)
-	port := testenv.FreePort(b)
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root;"
-	}
-	conf := fmt.Sprintf(`%s
-worker_processes auto;
-pid %[2]s/nginx.pid;
-error_log %[2]s/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path %[2]s/tmp;
-  proxy_temp_path %[2]s/tmp;
-  fastcgi_temp_path %[2]s/tmp;
-  uwsgi_temp_path %[2]s/tmp;
-  scgi_temp_path %[2]s/tmp;
-  types { application/json json; }
+	host, pid := testenv.StartNginx(b, ca, testenv.NginxConfig{
+		Workers:     "auto",
+		Connections: 1024,
+		HTTP: `  types { application/json json; }
   default_type application/octet-stream;
-  sendfile on;
-  keepalive_requests 100000;
-  server {
-    listen 127.0.0.1:%[3]d ssl;
-    ssl_certificate %[4]s;
-    ssl_certificate_key %[5]s;
-    # What Go's crypto/tls (the proxy's server) negotiates, for fairness:
-    # nginx's defaults pick TLS 1.2 with AES-256.
-    ssl_protocols TLSv1.3;
+  sendfile on;`,
+		// What Go's crypto/tls (the proxy's server) negotiates, for fairness:
+		// nginx's defaults pick TLS 1.2 with AES-256.
+		Server: `    ssl_protocols TLSv1.3;
     ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
     ssl_ecdh_curve X25519;
-    root %[6]s;
-  }
-}
-`, user, dir, port, ca.ServerCertFile, ca.ServerKeyFile, root)
-	cf := filepath.Join(dir, "nginx.conf")
-	os.WriteFile(cf, []byte(conf), 0o644)
-	cmd := exec.Command(nginx, "-c", cf, "-g", "daemon off;")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	u := fmt.Sprintf("https://localhost:%d", port)
+    root ` + root + `;`,
+	})
+	u := "https://" + host
 	c := proxyClient(ca)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if resp, err := c.Get(u + path); err == nil {
@@ -450,18 +409,7 @@ http {
 			break
 		}
 	}
-	return u, cmd.Process.Pid, func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		os.RemoveAll(dir)
-	}
+	return u, pid
 }
 
 // proxyLoad sends GETs from workers keep-alive connections for d and

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -100,10 +99,7 @@ func CheckZip(zr *zip.Reader, maxSize int64) ([]string, error) {
 // files.
 func moduleEntryName(f *zip.File) (name string, dir bool, err error) {
 	n := f.Name
-	if n == "" || strings.ContainsAny(n, "\\\x00") || strings.HasPrefix(n, "/") || filepath.IsAbs(n) || len(n) > 1 && n[1] == ':' {
-		return "", false, fmt.Errorf("zip entry %q has an absolute or unsafe name", n)
-	}
-	c, err := pkghash.CleanZipName(n) // refuses ".." elements
+	c, err := pkghash.CleanZipName(n)
 	if err != nil {
 		return "", false, err
 	}

@@ -13,7 +13,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"unicode"
 
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -170,25 +169,40 @@ func ZipFileH1Context(ctx context.Context, file string) (string, error) {
 	return h, nil
 }
 
-// CleanZipName checks that a zip entry unpacks inside the directory it is
-// unpacked to, under the same name on every system, and returns it
-// cleaned. Refused: absolute names, ".." anywhere (go-getter, OpenTofu's
-// unpacker, refuses those even when they stay inside), backslashes (a
-// separator on Windows, part of the name elsewhere) and NUL.
-func CleanZipName(name string) (string, error) {
+// CleanEntryName checks that an archive entry's name (zip or tar) unpacks
+// inside the directory it is unpacked to, under the same name on every
+// system, and returns it cleaned; a name of the directory itself (".",
+// "./", "") cleans to "". Refused: absolute names, any "X:" prefix (a
+// drive on Windows), ".." anywhere (go-getter, OpenTofu's unpacker,
+// refuses those even when they stay inside), backslashes (a separator on
+// Windows, part of the name elsewhere) and NUL. Errors begin with
+// `entry "NAME"`.
+func CleanEntryName(name string) (string, error) {
 	if strings.ContainsAny(name, "\\\x00") {
-		return "", fmt.Errorf("zip entry %q holds a backslash or NUL: it would unpack differently on different systems", name)
+		return "", fmt.Errorf("entry %q has an unsafe name: a backslash or NUL unpacks differently on different systems", name)
 	}
-	if path.IsAbs(name) || len(name) > 1 && name[1] == ':' && unicode.IsLetter(rune(name[0])) {
-		return "", fmt.Errorf("zip entry %q has an absolute name: it would be unpacked outside its directory", name)
+	if path.IsAbs(name) || len(name) > 1 && name[1] == ':' {
+		return "", fmt.Errorf("entry %q has an absolute name: it would be unpacked outside its directory", name)
 	}
 	for _, part := range strings.Split(name, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("zip entry %q has a \"..\" element: it would be unpacked outside its directory (OpenTofu's unpacker refuses it)", name)
+			return "", fmt.Errorf("entry %q leaves the tree: a \"..\" element would be unpacked outside its directory (OpenTofu's unpacker refuses it)", name)
 		}
 	}
-	c := path.Clean(name)
-	if c == "." {
+	if c := path.Clean(name); c != "." {
+		return c, nil
+	}
+	return "", nil
+}
+
+// CleanZipName is CleanEntryName for a zip entry, which must name a file
+// or directory below the root; its errors begin with `zip entry "NAME"`.
+func CleanZipName(name string) (string, error) {
+	c, err := CleanEntryName(name)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("zip %w", err)
+	case c == "":
 		return "", fmt.Errorf("zip entry %q names no file", name)
 	}
 	return c, nil

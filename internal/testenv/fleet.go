@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,45 +116,17 @@ func waitHealthy(t testing.TB, c *http.Client, base string, r *Replica) {
 // ports (":PORT" on localhost) and returns localhost:PORT.
 func startFleetNginx(t testing.TB, ca *CA, upstreams []string) string {
 	t.Helper()
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
-			t.Fatal("nginx is not installed (apt-get install nginx; make tools-apt does)")
-		}
-		nginx = "/usr/sbin/nginx"
-	}
-	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
-	port := FreePort(t)
 	var servers strings.Builder
 	for _, u := range upstreams {
 		fmt.Fprintf(&servers, "    server 127.0.0.1%s max_fails=1 fail_timeout=5s;\n", u)
 	}
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root;"
-	}
-	conf := fmt.Sprintf(`%s
-worker_processes 1;
-pid %[2]s/nginx.pid;
-error_log %[2]s/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path %[2]s/tmp;
-  proxy_temp_path %[2]s/tmp;
-  fastcgi_temp_path %[2]s/tmp;
-  uwsgi_temp_path %[2]s/tmp;
-  scgi_temp_path %[2]s/tmp;
-  upstream replicas {
-%[3]s    keepalive 64;
-  }
-  server {
-    listen 127.0.0.1:%[4]d ssl;
-    ssl_certificate %[5]s;
-    ssl_certificate_key %[6]s;
-    keepalive_requests 100000;
-    location / {
+	host, _ := StartNginx(t, ca, NginxConfig{
+		Workers:     "1",
+		Connections: 4096,
+		HTTP: `  upstream replicas {
+` + servers.String() + `    keepalive 64;
+  }`,
+		Server: fmt.Sprintf(`    location / {
       proxy_pass https://replicas;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
@@ -163,39 +134,12 @@ http {
       proxy_ssl_server_name on;
       proxy_ssl_name localhost;
       proxy_ssl_verify on;
-      proxy_ssl_trusted_certificate %[7]s;
+      proxy_ssl_trusted_certificate %s;
       proxy_ssl_session_reuse on;
       proxy_buffering off;
       proxy_read_timeout 300s;
       proxy_next_upstream error timeout;
-    }
-  }
-}
-`, user, dir, servers.String(), port, ca.ServerCertFile, ca.ServerKeyFile, ca.CertFile)
-	cf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(nginx, "-c", cf, "-g", "daemon off;")
-	log := &LockedBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGQUIT)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Logf("nginx: %s\n%s", log.String(), b)
-		}
+    }`, ca.CertFile),
 	})
-	return fmt.Sprintf("localhost:%d", port)
+	return host
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
 )
 
 // fetchArchive downloads an archive source (bounded) into work and
@@ -123,7 +124,7 @@ func (u *untar) throughLink(name string) error {
 }
 
 func (u *untar) entry(h *tar.Header, r io.Reader) error {
-	name, err := entryName(h.Name)
+	name, err := pkghash.CleanEntryName(h.Name)
 	if err != nil || name == "" {
 		return err
 	}
@@ -159,24 +160,6 @@ func (u *untar) entry(h *tar.Header, r io.Reader) error {
 		return nil
 	}
 	return fmt.Errorf("entry %q is of type %q: only files, directories and symbolic links are taken", h.Name, string(h.Typeflag))
-}
-
-// entryName is a tar entry's cleaned name ("" for the root itself),
-// refusing absolute names and any ".." element (zip-slip).
-func entryName(n string) (string, error) {
-	if strings.ContainsAny(n, "\\\x00") || strings.HasPrefix(n, "/") || len(n) > 1 && n[1] == ':' {
-		return "", fmt.Errorf("entry %q has an absolute or unsafe name", n)
-	}
-	for _, el := range strings.Split(n, "/") {
-		if el == ".." {
-			return "", fmt.Errorf("entry %q leaves the tree (..)", n)
-		}
-	}
-	c := path.Clean(n)
-	if c == "." {
-		return "", nil
-	}
-	return c, nil
 }
 
 func writeEntry(target string, h *tar.Header, r io.Reader) error {

@@ -6,6 +6,12 @@
 // policy stays in force, and the error, with the file's line and column,
 // is logged and kept in the Status the proxy shows on its page and in its
 // metrics. The syntax and the decisions are convert/policy's.
+//
+// servercreds' certificate Reloader, which stats its files on TLS
+// handshakes instead, stays a separate mechanism on purpose: the policy is
+// read and its errors reported without waiting for a request, and never
+// parsed on a request's path (docs/architecture.md, "Why two file
+// reloaders").
 package policyfile
 
 import (

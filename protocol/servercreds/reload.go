@@ -21,6 +21,12 @@ const DefaultReloadInterval = time.Second
 // does not match) is logged, reported to OnReload, and the pair in use is
 // kept; it is read again when the files change again. Connections already
 // open keep the certificate they were made with.
+//
+// It does not share protocol/policyfile's directory watch on purpose:
+// looking on the handshake that serves the pair needs no goroutine and no
+// inotify watch, cannot miss a change when events are lost, and reads and
+// refuses a pair where it would be served (docs/architecture.md, "Why two
+// file reloaders").
 type Reloader struct {
 	certFile, keyFile string
 	// Interval is the least time between two looks at the files
