@@ -59,3 +59,13 @@ func bundleOf(r oci.Referrer) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("keyless attestation: referrer %s holds no Sigstore bundle layer", r.Descriptor.Digest)
 }
+
+// VerifyBundle is VerifyAttestation without the identity: the verifier as
+// an attest.BundleVerifier, for reading ingest times from the bundles
+// attest's evidence reader lists (attest.EarliestIngest).
+func (v *Verifier) VerifyBundle(bundleJSON []byte, subject digest.Digest, predicateType string) (*attest.Statement, error) {
+	st, _, err := v.VerifyAttestation(bundleJSON, subject, predicateType)
+	return st, err
+}
+
+var _ attest.BundleVerifier = (*Verifier)(nil)

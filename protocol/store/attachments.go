@@ -2,47 +2,39 @@ package store
 
 import (
 	"context"
-	"fmt"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
-// Attachment is a cosign attachment of a root as the registry holds it:
-// its layers (none when it has no such attachment), or why it cannot be
-// read intact (Problem: too many layers, a layer too large, corrupt), which
-// is for the caller a release without valid signatures, not a failure.
-type Attachment struct {
-	Layers  []oci.AttachmentLayer
-	Problem string
-}
+// ReadTime reads a time about a root held in repo (named repository):
+// zero when it is not known; err for failing to read the registry. It
+// must do bounded work.
+type ReadTime func(ctx context.Context, repo oci.ReadOnlyRepository, repository string) (time.Time, error)
 
-// Attachment reads subject's attachment of a kind (signatures or
-// attestations; bounded reads: oci.ReadAttachment), cached by digest for
-// ResolveTTL as admission verdicts are, so one written later is seen
-// within it. The error is a classified *Error when the registry fails.
-func (r *Repo) Attachment(ctx context.Context, subject digest.Digest, kind oci.AttachmentKind) (Attachment, error) {
-	repo, err := r.open(ctx)
+// Dated asks read (a fact named key, unique to it and to whom it trusts,
+// such as a policy's trusted ingest time) about subject, cached by digest
+// for ResolveTTL as admission verdicts are, so an attestation written
+// later is seen within it. The error is a classified *Error when the
+// registry fails (never cached as a time).
+func (r *Repo) Dated(ctx context.Context, key string, subject digest.Digest, read ReadTime) (time.Time, error) {
+	o, err := r.opened(ctx)
 	if err != nil {
-		return Attachment{}, err
+		return time.Time{}, r.fail(err, "reading "+key)
 	}
-	res, err := r.s.attachments.Get(ctx, string(kind)+" "+r.name+"@"+subject.String(), func(ctx context.Context) (Attachment, int64, error) {
-		layers, err := oci.ReadAttachment(ctx, repo, subject, kind)
-		switch {
-		case err == nil:
-			cost := int64(64)
-			for _, l := range layers {
-				cost += 128 + int64(len(l.Payload)) + int64(len(l.MediaType)) + 64*int64(len(l.Annotations))
-			}
-			return Attachment{Layers: layers}, cost, nil
-		case oci.IsContentProblem(err):
-			return Attachment{Problem: fmt.Sprintf("%s cannot be read intact (%s)", oci.AttachmentTag(subject, kind), oci.Classify(err))}, 128, nil
+	res, err := r.s.dated.Get(ctx, key+" "+r.name+"@"+subject.String(), func(ctx context.Context) (time.Time, int64, error) {
+		select { // the referrers API probe started beside the first reads
+		case <-o.probed:
+		case <-ctx.Done():
+			return time.Time{}, 0, ctx.Err()
 		}
-		return Attachment{}, 0, err
+		t, err := read(ctx, o.repo, r.name)
+		return t, 64, err
 	})
 	if err != nil {
-		return Attachment{}, r.fail(err, "reading the "+string(kind)+" attachment")
+		return time.Time{}, r.fail(err, "reading "+key)
 	}
 	return res.Val, nil
 }
