@@ -82,7 +82,7 @@ func (p *Policy) DecideWith(kind, address, version string, f Facts, now time.Tim
 		return d
 	}
 	if f.Ingested.IsZero() {
-		return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s has no known ingest time (no oci-tofu attestation by a trusted key records when it entered the registry), so min_age = %q of the policy's rule %q cannot be met", what, r.minAgeText, r.name)}
+		return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s has no known ingest time (no oci-tofu attestation by a trusted key or keyless identity records when it entered the registry), so min_age = %q of the policy's rule %q cannot be met", what, r.minAgeText, r.name)}
 	}
 	agesIn := f.Ingested.Add(r.minAge)
 	if now.Before(agesIn) {
