@@ -73,20 +73,30 @@ module "*/*/*/*" {
 }
 `, map[string]string{"keys/org.pub": oursPub, "sigstore/trusted_root.json": sig.Root})
 
+	// serve's own trust counts too: --require-attestation keyless:…
+	// (1.1.0, attested by another identity, has no ingest time either).
+	coolDown := factsPolicyFile(t, `provider "*/*/*" {
+  name    = "cool-down"
+  min_age = "72h"
+}`, nil)
+	requireKeyless := []string{"--require-attestation", "keyless:" + ghIssuer + "=" + releaseWorkflow, "--trusted-root", sig.Root}
+
 	for _, c := range []struct {
-		path    string
-		allowed []string
-		denied  map[string]string
+		name, path, policy string
+		trust              []string
+		allowed            []string
+		denied             map[string]string
 	}{
-		{"keyed", []string{"1.0.0"}, map[string]string{
+		{"keyed", "keyed", file, nil, []string{"1.0.0"}, map[string]string{
 			"1.1.0":     "entered the registry at " + now.Format(time.RFC3339) + " and is younger than min_age",
 			"2.0.0-rc1": "has no known ingest time",
 		}},
-		{"keyless", []string{"1.0.0"}, map[string]string{"1.1.0": "has no known ingest time"}},
+		{"keyless", "keyless", file, nil, []string{"1.0.0"}, map[string]string{"1.1.0": "has no known ingest time"}},
+		{"keyless required by serve", "keyless", coolDown, requireKeyless, []string{"1.0.0"}, map[string]string{"1.1.0": "has no known ingest time"}},
 	} {
-		t.Run(c.path, func(t *testing.T) {
-			mapping := []string{"--provider-template", reg.Host + "/" + c.path + "/${namespace}/${type}"}
-			s := startServe(t, append(mapping, "--policy", file)...)
+		t.Run(c.name, func(t *testing.T) {
+			mapping := append([]string{"--provider-template", reg.Host + "/" + c.path + "/${namespace}/${type}"}, c.trust...)
+			s := startServe(t, append(mapping, "--policy", c.policy)...)
 			if served := servedVersions(t, s, "/v1/mirror/example.com/test/hello/index.json"); !slices.Equal(served, c.allowed) {
 				t.Errorf("serve lists %v, want %v", served, c.allowed)
 			}
@@ -97,7 +107,7 @@ module "*/*/*/*" {
 				}
 			}
 			var allowed []string
-			for _, d := range policyTestJSON(t, append(append([]string{"--policy", file}, mapping...), "example.com/test/hello")...) {
+			for _, d := range policyTestJSON(t, append(append([]string{"--policy", c.policy}, mapping...), "example.com/test/hello")...) {
 				if d.Allow {
 					allowed = append(allowed, d.Version)
 				} else if why := c.denied[d.Version]; why == "" || !strings.Contains(d.Reason, why) {
