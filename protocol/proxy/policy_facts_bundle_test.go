@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
@@ -151,4 +153,34 @@ func cosignPolicy(t *testing.T, src, pub string) *policy.Live {
 		t.Fatal(err)
 	}
 	return policy.NewLive(p)
+}
+
+// The ingest time is the earliest of the bundles' and the .att tag's, so
+// the registry failing to list the referrers fails the request even when
+// the .att tag reads fine: a time from the tag alone might be later than
+// a bundle's, and a registry failure never decides.
+func TestPolicyMinAgeReferrersFailure(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	fp := newFaultProxy(t, reg)
+	repo := registryRepo(t, reg, "test/hello")
+	ours := attestSigner(t)
+	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, time.Now().Add(-100*time.Hour))
+	opts := throughFaults()
+	opts.ProviderMappings = mustMapping(t, fp.host()+"/${namespace}/${type}")
+	opts.RegistryHostname = "example.com"
+	opts.Policy = factsPolicy(t, `
+provider "example.com/test/hello" { min_age = "72h" }
+module "*/*/*/*" { signers = ["attestation:org.pub"] }
+`, map[string]*attest.Signer{"org.pub": ours})
+	p := startProxy(t, opts)
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, nil)
+	fp.mode.Store("500-referrers")
+	for _, path := range []string{"/v1/mirror/example.com/test/hello/1.0.0.json", "/v1/mirror/example.com/test/hello/index.json", "/v1/providers/test/hello/versions"} {
+		if r := p.get(t, path); r.Status < 500 {
+			t.Errorf("%s with the referrers failing: %d %s, want a 5xx", path, r.Status, strings.TrimSpace(string(r.Body)))
+		}
+	}
+	if fp.count("GET /v2/test/hello/manifests/sha256-") == 0 {
+		t.Error("no referrers were read")
+	}
 }
