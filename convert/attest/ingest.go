@@ -2,6 +2,10 @@ package attest
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -89,4 +93,43 @@ func (ev *evidence) trustedStatements(trust IngestTrust, subject digest.Digest, 
 		}
 	}
 	return out
+}
+
+// VerifyBundles reads subject's Sigstore bundle referrers with the reader
+// admission's key checks use (readEvidence: bounded) and returns the
+// statement of the first that v verifies as an attestation of subject
+// with predicateType. When none does, refusal says why (a broken or
+// hostile referrer is a refusal, never an error); err is for failing to
+// read the registry.
+func VerifyBundles(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, v BundleVerifier, predicateType string) (st *Statement, refusal, err error) {
+	ev, err := readEvidence(ctx, repo, subject, false, false)
+	if err == nil {
+		err = ev.failed
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if ev.bundlesErr != nil {
+		return nil, ev.bundlesErr, nil
+	}
+	var why []string
+	for _, r := range ev.bundles.Items {
+		raw, err := bundleLayer(r)
+		if err == nil {
+			if st, err = v.VerifyBundle(raw, subject, predicateType); err == nil {
+				return st, nil, nil
+			}
+		}
+		if !slices.Contains(why, err.Error()) {
+			why = append(why, err.Error())
+		}
+	}
+	if len(why) == 0 {
+		return nil, fmt.Errorf("no Sigstore bundle refers to %s", subject), nil
+	}
+	refusal = errors.New(strings.Join(why, "; "))
+	if ev.bundles.Truncated {
+		refusal = fmt.Errorf("%w (more than %d bundles refer to %s: the first %d were read)", refusal, oci.MaxReferrers, subject, oci.MaxReferrers)
+	}
+	return nil, refusal, nil
 }
