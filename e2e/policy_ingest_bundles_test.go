@@ -136,4 +136,3 @@ func ingestStatement(t *testing.T, repo, d string, at time.Time) []byte {
 	}
 	return b
 }
-
