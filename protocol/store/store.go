@@ -78,7 +78,7 @@ type Store struct {
 	tofu       *cache.Cache[*TofuRelease]
 	admissions *cache.Cache[admission]
 	// dated are times read of roots: the ingest times a policy's min_age
-	// counts from (attachments.go).
+	// counts from (dated.go).
 	dated *cache.Cache[time.Time]
 }
 
