@@ -75,14 +75,15 @@ func keylessChecks(trustedRoot string, identities []string) ([]lint.KeylessCheck
 	return out, nil
 }
 
-// keylessAdmission is proxy.KeylessVerifier over convert/keyless.
-type keylessAdmission struct{ v *keyless.Verifier }
+// keylessAdmission is proxy.KeylessVerifier over convert/keyless (its
+// VerifyBundle too: serve trusts the identities for ingest times).
+type keylessAdmission struct{ *keyless.Verifier }
 
 // Name is the identity, as findings name it.
-func (k keylessAdmission) Name() string { return k.v.Identities()[0].String() }
+func (k keylessAdmission) Name() string { return k.Identities()[0].String() }
 
 func (k keylessAdmission) VerifyKeyless(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, predicateType string) (error, error) {
-	_, _, refusal, err := k.v.VerifyInRegistry(ctx, repo, subject, predicateType)
+	_, _, refusal, err := k.VerifyInRegistry(ctx, repo, subject, predicateType)
 	return refusal, err
 }
 
@@ -91,7 +92,7 @@ func init() { policy.SetKeylessLoader(loadPolicyKeyless) }
 // loadPolicyKeyless reads a policy's keyless:ISSUER=IDENTITY signer
 // against its trusted_root, with the verifier --require-attestation
 // keyless:… uses.
-func loadPolicyKeyless(trustedRoot, identity string) (policy.RegistryCheck, error) {
+func loadPolicyKeyless(trustedRoot, identity string) (policy.KeylessCheck, error) {
 	id, err := keyless.ParseIdentity(identity)
 	if err != nil {
 		return nil, err
@@ -103,10 +104,10 @@ func loadPolicyKeyless(trustedRoot, identity string) (policy.RegistryCheck, erro
 	return keylessSigner{v}, nil
 }
 
-// keylessSigner is policy.RegistryCheck over convert/keyless.
-type keylessSigner struct{ v *keyless.Verifier }
+// keylessSigner is policy.KeylessCheck over convert/keyless.
+type keylessSigner struct{ *keyless.Verifier }
 
 func (k keylessSigner) Check(ctx context.Context, repo oci.ReadOnlyRepository, _ string, subject digest.Digest, predicateType string) (error, error) {
-	_, _, refusal, err := k.v.VerifyInRegistry(ctx, repo, subject, predicateType)
+	_, _, refusal, err := k.VerifyInRegistry(ctx, repo, subject, predicateType)
 	return refusal, err
 }

@@ -27,7 +27,7 @@ func keylessChecks(trustedRoot string, identities []string) ([]lint.KeylessCheck
 }
 
 func init() {
-	policy.SetKeylessLoader(func(string, string) (policy.RegistryCheck, error) {
+	policy.SetKeylessLoader(func(string, string) (policy.KeylessCheck, error) {
 		return nil, errors.New("this oci-tofu is built without keyless verification (build tag nokeyless): keyless: signers are not available")
 	})
 }

@@ -36,14 +36,12 @@ const bundleMediaTypePrefix = "application/vnd.dev.sigstore.bundle"
 // openBundleReferrer returns the statement of a bundle referrer signed
 // by v.
 func openBundleReferrer(r oci.Referrer, v *Verifier) (*Statement, error) {
-	if r.Err != nil {
-		return nil, r.Err
-	}
-	if len(r.Layers) != 1 || !strings.HasPrefix(r.Layers[0].MediaType, bundleMediaTypePrefix) {
-		return nil, fmt.Errorf("bundle %s does not hold one bundle layer", r.Descriptor.Digest)
+	raw, err := bundleLayer(r)
+	if err != nil {
+		return nil, err
 	}
 	var b sigstoreBundle
-	if err := json.Unmarshal(r.Layers[0].Payload, &b); err != nil {
+	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", r.Descriptor.Digest, err)
 	}
 	if !strings.HasPrefix(b.MediaType, bundleMediaTypePrefix) {
@@ -53,4 +51,16 @@ func openBundleReferrer(r oci.Referrer, v *Verifier) (*Statement, error) {
 		return nil, errors.New("bundle " + r.Descriptor.Digest.String() + " holds no DSSE envelope")
 	}
 	return openEnvelope(v, *b.DSSEEnvelope)
+}
+
+// bundleLayer is the bundle a bundle referrer holds (its one layer), or
+// why it holds none.
+func bundleLayer(r oci.Referrer) ([]byte, error) {
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	if len(r.Layers) != 1 || !strings.HasPrefix(r.Layers[0].MediaType, bundleMediaTypePrefix) {
+		return nil, fmt.Errorf("bundle %s does not hold one bundle layer", r.Descriptor.Digest)
+	}
+	return r.Layers[0].Payload, nil
 }

@@ -82,7 +82,7 @@ func (p *Policy) DecideWith(kind, address, version string, f Facts, now time.Tim
 		return d
 	}
 	if f.Ingested.IsZero() {
-		return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s has no known ingest time (no oci-tofu attestation by a trusted key records when it entered the registry), so min_age = %q of the policy's rule %q cannot be met", what, r.minAgeText, r.name)}
+		return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s has no known ingest time (no oci-tofu attestation by a trusted key or keyless identity records when it entered the registry), so min_age = %q of the policy's rule %q cannot be met", what, r.minAgeText, r.name)}
 	}
 	agesIn := f.Ingested.Add(r.minAge)
 	if now.Before(agesIn) {
@@ -140,13 +140,25 @@ func (p *Policy) DecideOffline(kind, address, version string) Decision {
 type factRules struct {
 	any             bool
 	attestationKeys []*attest.Verifier
+	// keyless are the keyless signers' checks, one per entry.
+	keyless     []attest.BundleVerifier
+	keylessSeen map[string]bool
 }
 
 func (f *factRules) add(r *rule) {
 	f.any = f.any || r.minAge > 0 || len(r.signers) > 0
 	for _, s := range r.signers {
-		if s.Kind == SignerAttestation && !slices.ContainsFunc(f.attestationKeys, s.Key.Equal) {
+		switch {
+		case s.Kind == SignerAttestation && !slices.ContainsFunc(f.attestationKeys, s.Key.Equal):
 			f.attestationKeys = append(f.attestationKeys, s.Key)
+		case s.Kind == SignerKeyless && !f.keylessSeen[s.Spec]:
+			if b, ok := s.Check.(attest.BundleVerifier); ok { // a KeylessCheck (verified.go)
+				if f.keylessSeen == nil {
+					f.keylessSeen = map[string]bool{}
+				}
+				f.keylessSeen[s.Spec] = true
+				f.keyless = append(f.keyless, b)
+			}
 		}
 	}
 }
@@ -154,6 +166,26 @@ func (f *factRules) add(r *rule) {
 // HasFacts reports whether some rule has min_age or signers: without one,
 // Needs is always empty and callers can skip asking.
 func (p *Policy) HasFacts() bool { return p != nil && p.facts.any }
+
+// IngestTrust is who the file trusts to say when a release entered the
+// registry (the ingest time min_age counts from): the keys of its
+// attestation: signers and the identities of its keyless: signers, each
+// once. Callers add the keys and identities they trust besides.
+func (p *Policy) IngestTrust() attest.IngestTrust {
+	if p == nil {
+		return attest.IngestTrust{}
+	}
+	return attest.IngestTrust{Keys: p.facts.attestationKeys, Bundles: p.facts.keyless}
+}
+
+// Serial is unique to this policy among those the process loaded: a key
+// for what callers cache of decisions under its signers.
+func (p *Policy) Serial() uint64 {
+	if p == nil {
+		return 0
+	}
+	return p.serial
+}
 
 // AttestationKeys are the keys of every attestation: signer of the file,
 // each once: an attestation by one of them is trusted for the ingest time

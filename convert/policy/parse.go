@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -38,7 +39,11 @@ type Policy struct {
 	rules         []*rule
 	index         *index    // index.go
 	facts         factRules // what min_age and signers need (facts.go)
+	serial        uint64    // unique to this parse (Serial)
 }
+
+// serials number the policies parsed (Policy.Serial).
+var serials atomic.Uint64
 
 // rule is one provider, module or tofu block.
 type rule struct {
@@ -137,6 +142,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 		p.facts.add(r)
 	}
 	p.index = newIndex(p.rules)
+	p.serial = serials.Add(1)
 	return p, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -45,9 +46,17 @@ type RegistryCheck interface {
 // and trust store).
 type NotationLoader func(dir string) (RegistryCheck, error)
 
+// KeylessCheck is a keyless signer's check, which also verifies one
+// Sigstore bundle as that identity's attestation: a keyless signer is
+// trusted for the ingest time min_age counts from (Policy.IngestTrust).
+type KeylessCheck interface {
+	RegistryCheck
+	attest.BundleVerifier
+}
+
 // KeylessLoader reads a Sigstore trusted root file for one identity
 // (ISSUER=IDENTITY).
-type KeylessLoader func(trustedRoot, identity string) (RegistryCheck, error)
+type KeylessLoader func(trustedRoot, identity string) (KeylessCheck, error)
 
 var loaders struct {
 	sync.RWMutex

@@ -10,6 +10,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -18,6 +19,10 @@ type loadedCheck struct{ args string }
 
 func (loadedCheck) Check(context.Context, oci.ReadOnlyRepository, string, digest.Digest, string) (error, error) {
 	return nil, nil
+}
+
+func (loadedCheck) VerifyBundle([]byte, digest.Digest, string) (*attest.Statement, error) {
+	return nil, errors.New("not verified")
 }
 
 // withLoaders installs loaders recording their arguments (each call
@@ -32,7 +37,7 @@ func withLoaders(t *testing.T, calls *[]string) {
 		}
 		return loadedCheck{dir}, nil
 	})
-	SetKeylessLoader(func(root, id string) (RegistryCheck, error) {
+	SetKeylessLoader(func(root, id string) (KeylessCheck, error) {
 		*calls = append(*calls, "keyless "+root+" "+id)
 		return loadedCheck{root + " " + id}, nil
 	})

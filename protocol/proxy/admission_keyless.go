@@ -5,6 +5,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -17,4 +18,7 @@ type KeylessVerifier interface {
 	// attestation of predicateType by an allowed identity; otherwise
 	// refusal says why. err is for failing to read the registry.
 	VerifyKeyless(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, predicateType string) (refusal, err error)
+	// VerifyBundle verifies one bundle as such an attestation: the
+	// identities are trusted for ingest times too (policy_facts.go).
+	attest.BundleVerifier
 }

@@ -13,6 +13,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -241,10 +242,13 @@ func resolve(t testing.TB, base *url.URL, ref string) string {
 // demand; it counts requests by path.
 type faultProxy struct {
 	*httptest.Server
-	mode   atomic.Value // string: "", "garbage", "slow", "500", "500-attachments", "503", "401", "corrupt-blob"
+	mode   atomic.Value // string: "", "garbage", "slow", "500", "500-attachments", "500-referrers", "503", "401", "corrupt-blob"
 	mu     sync.Mutex
 	counts map[string]int
 }
+
+// referrersTag is the referrers tag schema's tag (sha256-<hex>, no suffix).
+var referrersTag = regexp.MustCompile(`/manifests/sha256-[0-9a-f]{64}$`)
 
 func newFaultProxy(t testing.TB, reg *testenv.Registry) *faultProxy {
 	t.Helper()
@@ -275,6 +279,11 @@ func newFaultProxy(t testing.TB, reg *testenv.Registry) *faultProxy {
 			return
 		case "500-attachments": // cosign's signature and attestation tags only
 			if strings.Contains(r.URL.Path, "/manifests/sha256-") {
+				http.Error(w, "boom", http.StatusInternalServerError)
+				return
+			}
+		case "500-referrers": // the referrers API and its tag schema only
+			if strings.Contains(r.URL.Path, "/referrers/") || referrersTag.MatchString(r.URL.Path) {
 				http.Error(w, "boom", http.StatusInternalServerError)
 				return
 			}

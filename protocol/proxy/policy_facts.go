@@ -91,7 +91,7 @@ func (s *responder) factsWarning(ctx context.Context, kind, address string, v na
 func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind string, n policy.Needs, root releaseRoot) (policy.Facts, error) {
 	pt := attestedKinds[storeKinds[kind]]
 	signed, why := make([]bool, len(n.Signers)), make([]string, len(n.Signers))
-	var atts store.Attachment
+	var ingested time.Time
 	reads := make([]func(context.Context) error, 0, len(n.Signers)+1)
 	for i, sg := range n.Signers {
 		reads = append(reads, func(ctx context.Context) (err error) {
@@ -101,7 +101,7 @@ func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind stri
 	}
 	if n.MinAge > 0 {
 		reads = append(reads, func(ctx context.Context) (err error) {
-			atts, err = root.repo.Attachment(ctx, root.subject, oci.CosignAttestations)
+			ingested, err = s.ingestTime(ctx, pol, root, pt)
 			return err
 		})
 	}
@@ -115,9 +115,7 @@ func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind stri
 			f.Why[sg.Spec] = why[i]
 		}
 	}
-	if n.MinAge > 0 {
-		f.Ingested = ingestTime(atts.Layers, s.ingestKeys(pol), root.subject, pt)
-	}
+	f.Ingested = ingested
 	return f, nil
 }
 
@@ -149,30 +147,33 @@ func signerCheck(sg *policy.Signer, subject digest.Digest, pt string) store.Chec
 	}
 }
 
-// ingestKeys are the keys whose attestations are trusted to say when a
-// release entered the registry: the policy's attestation signers',
-// --require-attestation's and pull-through's attester's.
-func (s *responder) ingestKeys(pol *policy.Policy) []*attest.Verifier {
-	keys := append(slices.Clip(pol.AttestationKeys()), s.opts.RequireAttestation...)
-	if pt := s.opts.PullThrough; pt != nil && pt.Attest != nil && pt.Attest.Attester != nil {
-		keys = append(keys, pt.Attest.Attester.Key())
-	}
-	return keys
+// ingestTime is when the release at root (of predicate type pt) entered
+// the registry, as the earliest oci-tofu attestation of it by a trusted
+// signer records (zero when none does): in a Sigstore bundle referrer or
+// cosign's .att tag, read once with the reader admission uses
+// (attest.EarliestIngest), cached per root and policy.
+func (s *responder) ingestTime(ctx context.Context, pol *policy.Policy, root releaseRoot, pt string) (time.Time, error) {
+	trust := s.ingestTrust(pol)
+	return root.repo.Dated(ctx, fmt.Sprintf("the ingest time (policy #%d)", pol.Serial()), root.subject,
+		func(ctx context.Context, repo oci.ReadOnlyRepository, _ string) (time.Time, error) {
+			return attest.EarliestIngest(ctx, repo, root.subject, trust, pt)
+		})
 }
 
-// ingestTime is the earliest ingest time an attestation of subject by one
-// of keys records (zero when none does).
-func ingestTime(layers []oci.AttachmentLayer, keys []*attest.Verifier, subject digest.Digest, predicateType string) (first time.Time) {
-	for _, k := range keys {
-		st, err := attest.StatementBy(layers, k, subject, predicateType)
-		if err != nil {
-			continue
-		}
-		if t, ok := attest.IngestTime(st); ok && (first.IsZero() || t.Before(first)) {
-			first = t
-		}
+// ingestTrust is who is trusted to say when a release entered the
+// registry: the policy's attestation: keys and keyless: identities,
+// --require-attestation's keys and keyless identities, and pull-through's
+// attester's key.
+func (s *responder) ingestTrust(pol *policy.Policy) attest.IngestTrust {
+	t := pol.IngestTrust()
+	t.Keys = append(slices.Clip(t.Keys), s.opts.RequireAttestation...)
+	if pt := s.opts.PullThrough; pt != nil && pt.Attest != nil && pt.Attest.Attester != nil {
+		t.Keys = append(t.Keys, pt.Attest.Attester.Key())
 	}
-	return first
+	if s.opts.RequireKeyless != nil {
+		t.Bundles = append(slices.Clip(t.Bundles), s.opts.RequireKeyless)
+	}
+	return t
 }
 
 // factsAllowedVersions are the versions of a provider listing its deciding

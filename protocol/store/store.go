@@ -77,9 +77,9 @@ type Store struct {
 	modules    *cache.Cache[ocispec.Descriptor]
 	tofu       *cache.Cache[*TofuRelease]
 	admissions *cache.Cache[admission]
-	// attachments are signatures and attestations the policy's min_age
-	// and signers read (attachments.go).
-	attachments *cache.Cache[Attachment]
+	// dated are times read of roots: the ingest times a policy's min_age
+	// counts from (dated.go).
+	dated *cache.Cache[time.Time]
 }
 
 // New makes a Store.
@@ -99,17 +99,17 @@ func New(opts Options) *Store {
 	}
 	byDigest := func(name string) cache.Options { return share(ttl(name, 0, 0)) }
 	return &Store{
-		opts:        opts,
-		repos:       cache.New[*opened](ttl("repositories", opts.TagTTL, opts.MaxStale)),
-		tags:        cache.New[[]string](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
-		byTag:       cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
-		providers:   cache.New[*oci.ProviderVersion](byDigest("indexes")),
-		zips:        cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
-		provenance:  cache.New[*Provenance](byDigest("provenance")),
-		modules:     cache.New[ocispec.Descriptor](byDigest("module_manifests")),
-		tofu:        cache.New[*TofuRelease](byDigest("tofu_releases")),
-		admissions:  cache.New[admission](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))),
-		attachments: cache.New[Attachment](share(ttl("attachments", opts.ResolveTTL, opts.MaxStale))),
+		opts:       opts,
+		repos:      cache.New[*opened](ttl("repositories", opts.TagTTL, opts.MaxStale)),
+		tags:       cache.New[[]string](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
+		byTag:      cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
+		providers:  cache.New[*oci.ProviderVersion](byDigest("indexes")),
+		zips:       cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
+		provenance: cache.New[*Provenance](byDigest("provenance")),
+		modules:    cache.New[ocispec.Descriptor](byDigest("module_manifests")),
+		tofu:       cache.New[*TofuRelease](byDigest("tofu_releases")),
+		admissions: cache.New[admission](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))),
+		dated:      cache.New[time.Time](share(ttl("ingest_times", opts.ResolveTTL, opts.MaxStale))),
 	}
 }
 
@@ -129,7 +129,7 @@ const EntryCost = 320
 // CacheCost is about the bytes the store's caches hold (what their costs
 // add up to; the repositories cache, bounded by entries only, aside).
 func (s *Store) CacheCost() int64 {
-	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.admissions.Cost() + s.attachments.Cost()
+	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.admissions.Cost() + s.dated.Cost()
 }
 
 // stringsCost is about the memory a slice of strings takes.
@@ -143,11 +143,11 @@ func stringsCost(list []string) int64 {
 
 // cacheShares share Options.CacheBytes out among the caches, in percent:
 // what a listing of many versions needs (what each version tag names,
-// parsed) gets the most. Attachments (read only for a policy's min_age)
+// parsed) gets the most. Ingest times (read only for a policy's min_age)
 // and verdicts (Checked: a policy's signers, a few dozen bytes each) take
 // 1 each.
 var cacheShares = map[string]int64{
-	"resolve": 48, "attachments": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 48, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
@@ -155,7 +155,7 @@ var cacheShares = map[string]int64{
 // (a few dozen bytes each, one per version), beside a policy's signers',
 // take 2 more of resolve's 48.
 var admitShares = map[string]int64{
-	"resolve": 46, "attachments": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 46, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 3,
 }
 

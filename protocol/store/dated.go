@@ -1,0 +1,40 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// ReadTime reads a time about a root held in repo (named repository):
+// zero when it is not known; err for failing to read the registry. It
+// must do bounded work.
+type ReadTime func(ctx context.Context, repo oci.ReadOnlyRepository, repository string) (time.Time, error)
+
+// Dated asks read (a fact named key, unique to it and to whom it trusts,
+// such as a policy's trusted ingest time) about subject, cached by digest
+// for ResolveTTL as admission verdicts are, so an attestation written
+// later is seen within it. The error is a classified *Error when the
+// registry fails (never cached as a time).
+func (r *Repo) Dated(ctx context.Context, key string, subject digest.Digest, read ReadTime) (time.Time, error) {
+	o, err := r.opened(ctx)
+	if err != nil {
+		return time.Time{}, r.fail(err, "reading "+key)
+	}
+	res, err := r.s.dated.Get(ctx, key+" "+r.name+"@"+subject.String(), func(ctx context.Context) (time.Time, int64, error) {
+		select { // the referrers API probe started beside the first reads
+		case <-o.probed:
+		case <-ctx.Done():
+			return time.Time{}, 0, ctx.Err()
+		}
+		t, err := read(ctx, o.repo, r.name)
+		return t, 64, err
+	})
+	if err != nil {
+		return time.Time{}, r.fail(err, "reading "+key)
+	}
+	return res.Val, nil
+}
