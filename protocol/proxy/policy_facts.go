@@ -95,7 +95,7 @@ func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind stri
 	reads := make([]func(context.Context) error, 0, len(n.Signers)+1)
 	for i, sg := range n.Signers {
 		reads = append(reads, func(ctx context.Context) (err error) {
-			signed[i], why[i], err = signedBy(ctx, sg, root, pt)
+			signed[i], why[i], err = signedBy(ctx, pol.Serial(), sg, root, pt)
 			return err
 		})
 	}
@@ -124,13 +124,15 @@ func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind stri
 // publisher's are cached per root and signer (store.Repo.Checked): the
 // same checks admission makes — a cosign key's signature as a Sigstore
 // bundle referrer or a .sig tag, an attestation as a bundle or an .att
-// tag, a notation trust policy, a keyless identity.
-func signedBy(ctx context.Context, sg *policy.Signer, root releaseRoot, pt string) (signed bool, why string, err error) {
+// tag, a notation trust policy, a keyless identity. The cache key names
+// the policy load (serial) and the signer's entry in it: a reload that
+// reads a signer's key file again never meets an earlier load's verdict.
+func signedBy(ctx context.Context, serial uint64, sg *policy.Signer, root releaseRoot, pt string) (signed bool, why string, err error) {
 	if sg.Kind == policy.SignerPublisher { // policy_publisher.go
 		id, err := publisherKey(ctx, root)
 		return err == nil && id != "" && id == sg.KeyID, "", err
 	}
-	return root.repo.Checked(ctx, fmt.Sprintf("signer %s %p", sg.Spec, sg), root.subject, signerCheck(sg, root.subject, pt))
+	return root.repo.Checked(ctx, fmt.Sprintf("signer %d %s", serial, sg.Spec), root.subject, signerCheck(sg, root.subject, pt))
 }
 
 // signerCheck is the check of a key, notation or keyless signer.
