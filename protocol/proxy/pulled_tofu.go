@@ -25,6 +25,9 @@ type pulledTofu struct {
 // first. With the origin failing: what the registry holds, logged and
 // counted.
 func (t *pulledTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
+	if t.factsRule() { // pulled_facts_tofu.go
+		return t.apiDocUnderFacts(ctx)
+	}
 	d, at, err := t.heldTofu.apiDoc(ctx)
 	if err != nil {
 		return nil, at, err
@@ -65,6 +68,10 @@ func (t *pulledTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 // once stored, or from the origin, SHA256SUMS and its signature first (a
 // client asks for them before the archive), an archive as it downloads.
 func (t *pulledTofu) serveFile(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest) {
+	if t.factsRule() { // pulled_facts_tofu.go
+		t.serveFileUnderFacts(w, r, req)
+		return
+	}
 	if err := t.tofuRefusal(req.Version); err != nil { // pulled_policy.go
 		t.fail(w, r, err)
 		return

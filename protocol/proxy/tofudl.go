@@ -47,7 +47,9 @@ type heldTofu struct {
 	// with pull-through, which would list and pull from the origin the
 	// releases it refuses (docs/proxy.md). The policy file (policy.go),
 	// which needs no content, is applied to the origin's releases too
-	// (pulled_policy.go).
+	// (pulled_policy.go); its min_age and signers, which need a stored
+	// release, are applied here, and with them pull-through hands out
+	// nothing from the origin (pulled_facts_tofu.go).
 	unattested bool
 }
 
@@ -115,7 +117,7 @@ func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 		if err == nil && !t.unattested {
 			refused, err = t.refusedInListing(ctx, t.repo, store.KindTofu, "OpenTofu", v, rel.Digest) // admission.go
 		}
-		if err == nil && !t.unattested && !refused {
+		if err == nil && !refused {
 			var warn string // policy_facts.go
 			warn, err = t.factsWarning(ctx, policy.KindTofu, policy.KindTofu, v, releaseRoot{repo: t.repo, subject: rel.Digest})
 			refused = warn != ""
@@ -155,11 +157,14 @@ func (t *heldTofu) release(ctx context.Context, v names.Version) (*store.TofuRel
 		return nil, err
 	}
 	rel, err := t.repo.TofuRelease(ctx, v)
-	if err != nil || t.unattested {
+	if err != nil {
 		return rel, err
 	}
 	if err := t.factsDenial(ctx, policy.KindTofu, policy.KindTofu, "OpenTofu", v, releaseRoot{repo: t.repo, subject: rel.Digest}); err != nil { // policy_facts.go
 		return nil, err
+	}
+	if t.unattested {
+		return rel, nil
 	}
 	return rel, admitted(ctx, t.repo, store.KindTofu, "OpenTofu", v, rel.Digest) // admission.go
 }

@@ -1,0 +1,94 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// TofuDL pull-through under a tofu rule with min_age or signers, as
+// pulled_facts.go does for providers: only a stored release has what such
+// a rule reads, so api.json and the release files are the registry's, the
+// rule applied (heldTofu), and nothing is handed out from the origin.
+// Listing api.json pulls in the background the newest releases the
+// origin offers that the registry does not hold and the rule's versions
+// allow (the first sight, which starts their min_age clock when the
+// proxy attests what it stores); a file of a release not held yet is 404
+// and starts its pull.
+
+// factsRule reports whether the policy's tofu rule reads facts.
+func (t *pulledTofu) factsRule() bool {
+	return t.opts.Policy.Current().Needs(policy.KindTofu, policy.KindTofu).Any()
+}
+
+// apiDocUnderFacts is api.json as the registry holds it, the rule's
+// facts applied; the origin's newest releases are sighted.
+func (t *pulledTofu) apiDocUnderFacts(ctx context.Context) (any, time.Time, error) {
+	d, at, err := t.heldTofu.apiDoc(ctx)
+	if err != nil {
+		return nil, at, err
+	}
+	t.sightOrigin(ctx)
+	return d, at, nil
+}
+
+// sightOrigin starts the background pulls of the newest releases the
+// origin offers that the registry does not hold (a repository that does
+// not exist yet holds none) and the policy's version rules allow.
+func (t *pulledTofu) sightOrigin(ctx context.Context) {
+	held, err := t.repo.Versions(ctx)
+	if err != nil && store.FailureOf(err) != oci.FailureNotFound {
+		return
+	}
+	l, _, err := t.engine.TofuOffered(ctx)
+	if err != nil {
+		t.engine.DegradedListing("tofu", t.engine.TofuOrigin().API.Redacted(), err)
+		return
+	}
+	offered := t.allowedTofu(l.Versions) // pulled_policy.go
+	started := 0
+	for i := len(offered) - 1; i >= 0 && started < firstSightPulls; i-- {
+		if !slices.ContainsFunc(held.Versions, offered[i].Same) {
+			go t.sight(offered[i])
+			started++
+		}
+	}
+}
+
+// sight pulls release v from the origin into the registry, as a first
+// request would, with nobody waiting for it.
+func (t *pulledTofu) sight(v names.Version) {
+	ctx, cancel := context.WithTimeout(context.Background(), firstSightTimeout)
+	defer cancel()
+	rel, err := t.engine.TofuRelease(ctx, v)
+	if err == nil {
+		_, _, err = t.engine.StartTofu(ctx, v, rel, "", false)
+	}
+	if err != nil && !errors.Is(err, pullthrough.ErrFinished) {
+		t.log.Debug("pull-through: the first sight of an OpenTofu release under a min_age or signers rule did not start its pull", "version", v.String(), "error", err)
+	}
+}
+
+// serveFileUnderFacts serves a file of a release the registry holds, the
+// rule applied; of one it does not hold, 404, its pull started.
+func (t *pulledTofu) serveFileUnderFacts(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest) {
+	if err := t.tofuRefusal(req.Version); err != nil { // pulled_policy.go: nothing of a denied version is fetched
+		t.fail(w, r, err)
+		return
+	}
+	if _, err := t.repo.TofuRelease(r.Context(), req.Version); err != nil && notHeld(err) {
+		go t.sight(req.Version)
+		rule := t.opts.Policy.Current().Needs(policy.KindTofu, policy.KindTofu).Rule
+		t.fail(w, r, notFound("OpenTofu %s is not in this proxy's registry yet: it is being fetched from its origin, and the policy's rule %q serves it once it is stored and meets the rule's min_age and signers", req.Version, rule))
+		return
+	}
+	t.heldTofu.serveFile(w, r, req)
+}
