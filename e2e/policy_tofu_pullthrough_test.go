@@ -82,3 +82,53 @@ func waitTag(t *testing.T, reg *testenv.Registry, repository, tag string, limit 
 		}
 	}
 }
+
+// Module pull-through under a module rule with min_age: the versions
+// document is the registry's with the rule applied; listing the module
+// pulls the origin's versions in the background (attested with the
+// proxy's key: their first sight), a download of a version not held yet
+// is 404 saying it is being fetched, and once they are old enough tofu
+// installs the newest, from the registry, each version fetched from git
+// once.
+func TestPullThroughModulesMinAge(t *testing.T) {
+	const minAge = 6 * time.Second
+	isolateCache(t)
+	o := startModuleOrigin(t)
+	reg := testenv.StartRegistry(t)
+	key, _ := ecdsaKeyPair(t)
+	pol := factsPolicyFile(t, fmt.Sprintf(`module "*/acme/greeting/aws" {
+  name    = "module-cool-down"
+  min_age = "%s"
+}`, minAge), nil)
+	s := startServe(t, o.serveArgs(reg, "--policy", pol, "--attest-key", key, "--tag-ttl", "1s", "--resolve-ttl", "1s", "--failure-ttl", "1s")...)
+	const versions = "/v1/modules/acme/greeting/aws/versions"
+	if code, body := s.get(t, versions); strings.Contains(string(body), `"1.`) {
+		t.Fatalf("versions before anything is held: %d %s", code, body)
+	}
+	code, body := s.get(t, "/v1/modules/acme/greeting/aws/1.1.0/download")
+	if code != 404 || !strings.Contains(string(body), `is being fetched from its origin, and the policy's rule \"module-cool-down\" serves it`) {
+		t.Fatalf("1.1.0's download before it is held: %d %s", code, body)
+	}
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		waitTag(t, reg, "pulled/acme/greeting/aws", v, 30*time.Second)
+	}
+	if code, body := s.get(t, "/v1/modules/acme/greeting/aws/1.1.0/download"); code != 404 || !strings.Contains(string(body), "module-cool-down") {
+		t.Errorf("1.1.0's download while too young: %d %s", code, body)
+	}
+	for deadline := time.Now().Add(5 * minAge); ; time.Sleep(250 * time.Millisecond) {
+		_, body := s.get(t, versions)
+		if strings.Contains(string(body), `"1.1.0"`) && strings.Contains(string(body), `"1.0.0"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("versions once aged in: %s", body)
+		}
+	}
+	cfg := map[string]string{"main.tf": fmt.Sprintf("module \"g\" {\n  source  = \"%s/acme/greeting/aws\"\n  version = \"~> 1.0\"\n}\n", moduleHost(s))}
+	if out := testenv.Tofu(t, "").Run(t, testenv.WriteConfig(t, cfg), "init", "-input=false", "-no-color"); !strings.Contains(out, "acme/greeting/aws 1.1.0 for g") {
+		t.Fatalf("not installed once aged in:\n%s", out)
+	}
+	if n := o.git.UploadPacks(); n != 2 {
+		t.Errorf("%d git fetches, want 2 (one per version, at first sight)", n)
+	}
+}

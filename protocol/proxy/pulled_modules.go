@@ -31,6 +31,9 @@ type pulledModules struct {
 // holds (logged and counted), or the origin's error when it holds
 // nothing.
 func (m *pulledModules) versionsDoc(ctx context.Context, repo *store.Repo, host string, mod names.Module) (any, time.Time, error) {
+	if m.factsRule(host, mod) { // pulled_facts_modules.go
+		return m.versionsUnderFacts(ctx, repo, host, mod)
+	}
 	held := []string{}
 	d, at, err := m.heldModules.versionsDoc(ctx, repo, host, mod)
 	switch {
@@ -94,6 +97,9 @@ func (m *pulledModules) release(ctx context.Context, repo *store.Repo, host stri
 	manifest, err := m.heldModules.release(ctx, repo, host, mod, v)
 	if !isVersionNotHeld(err) {
 		return manifest, err
+	}
+	if m.factsRule(host, mod) { // pulled_facts_modules.go
+		return manifest, m.notYetHeld(repo, host, mod, v)
 	}
 	res, err := m.engine.PullModule(ctx, m.origin, repo.Reference(), mod, v)
 	if err != nil {
