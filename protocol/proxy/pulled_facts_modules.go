@@ -54,7 +54,7 @@ func (m *pulledModules) sightOrigin(ctx context.Context, repo *store.Repo, host 
 		}
 	}
 	vs = m.s.policyAllowed(policy.KindModule, moduleAddress(host, mod), vs) // policy.go
-	sort.Slice(vs, func(i, j int) bool { return vs[j].LessThan(vs[i]) }) // newest first
+	sort.Slice(vs, func(i, j int) bool { return vs[j].LessThan(vs[i]) })    // newest first
 	started := 0
 	for _, v := range vs {
 		if started == firstSightPulls {
