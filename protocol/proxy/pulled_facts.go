@@ -3,8 +3,8 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -48,14 +48,33 @@ func (h *pulledProviders) sightOrigin(ctx context.Context, p names.Provider, t p
 		h.engine.DegradedListing("provider", t.Origin.String(), err)
 		return
 	}
-	started := 0
-	offered := h.allowedOrigin(p, l.Versions) // pulled_policy.go
-	for i := len(offered) - 1; i >= 0 && started < firstSightPulls; i-- {
-		if !slices.ContainsFunc(held, offered[i].Same) {
-			go h.sight(t, offered[i])
-			started++
+	for _, v := range firstSight(held, h.allowedOrigin(p, l.Versions)) { // pulled_policy.go
+		go h.sight(t, v)
+	}
+}
+
+// firstSight are the versions of offered to pull at first sight: the
+// newest firstSightPulls of those held does not have.
+func firstSight(held, offered []names.Version) []names.Version {
+	newest := slices.Clone(offered)
+	sort.Slice(newest, func(i, j int) bool { return newest[j].LessThan(newest[i]) })
+	var out []names.Version
+	for _, v := range newest {
+		if len(out) == firstSightPulls {
+			break
+		}
+		if !slices.ContainsFunc(held, v.Same) {
+			out = append(out, v)
 		}
 	}
+	return out
+}
+
+// beingFetched is the 404 for version v of what (a provider, module or
+// OpenTofu, named) the registry does not hold under rule, a rule with
+// min_age or signers: its pull has been started.
+func beingFetched(what string, v names.Version, rule string) error {
+	return notFound("%s %s is not in this proxy's registry yet: it is being fetched from its origin, and the policy's rule %q serves it once it is stored and meets the rule's min_age and signers", what, v, rule)
 }
 
 // sight pulls version v of t's origin into the registry, as a first
@@ -76,6 +95,5 @@ func (h *pulledProviders) sight(t pullthrough.Target, v names.Version) {
 // under a facts rule; its pull is started.
 func (h *pulledProviders) notYetHeld(p names.Provider, t pullthrough.Target, v names.Version) error {
 	go h.sight(t, v)
-	rule := h.opts.Policy.Current().Needs(policy.KindProvider, p.String()).Rule
-	return notFound("%s", fmt.Sprintf("provider %s %s is not in this proxy's registry yet: it is being fetched from its origin, and the policy's rule %q serves it once it is stored and meets the rule's min_age and signers", p, v, rule))
+	return beingFetched("provider "+p.String(), v, h.opts.Policy.Current().Needs(policy.KindProvider, p.String()).Rule)
 }

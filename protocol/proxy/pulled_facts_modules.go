@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -53,17 +51,8 @@ func (m *pulledModules) sightOrigin(ctx context.Context, repo *store.Repo, host 
 			vs = append(vs, v)
 		}
 	}
-	vs = m.s.policyAllowed(policy.KindModule, moduleAddress(host, mod), vs) // policy.go
-	sort.Slice(vs, func(i, j int) bool { return vs[j].LessThan(vs[i]) })    // newest first
-	started := 0
-	for _, v := range vs {
-		if started == firstSightPulls {
-			break
-		}
-		if !slices.ContainsFunc(held.Versions, v.Same) {
-			go m.sight(repo, mod, v)
-			started++
-		}
+	for _, v := range firstSight(held.Versions, m.s.policyAllowed(policy.KindModule, moduleAddress(host, mod), vs)) { // pulled_facts.go, policy.go
+		go m.sight(repo, mod, v)
 	}
 }
 
@@ -81,6 +70,5 @@ func (m *pulledModules) sight(repo *store.Repo, mod names.Module, v names.Versio
 // under a facts rule; its pull is started.
 func (m *pulledModules) notYetHeld(repo *store.Repo, host string, mod names.Module, v names.Version) error {
 	go m.sight(repo, mod, v)
-	rule := m.s.opts.Policy.Current().Needs(policy.KindModule, moduleAddress(host, mod)).Rule
-	return notFound("module %s %s is not in this proxy's registry yet: it is being fetched from its origin, and the policy's rule %q serves it once it is stored and meets the rule's min_age and signers", mod, v, rule)
+	return beingFetched("module "+mod.String(), v, m.s.opts.Policy.Current().Needs(policy.KindModule, moduleAddress(host, mod)).Rule) // pulled_facts.go
 }

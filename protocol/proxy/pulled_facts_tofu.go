@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -53,13 +52,8 @@ func (t *pulledTofu) sightOrigin(ctx context.Context) {
 		t.engine.DegradedListing("tofu", t.engine.TofuOrigin().API.Redacted(), err)
 		return
 	}
-	offered := t.allowedTofu(l.Versions) // pulled_policy.go
-	started := 0
-	for i := len(offered) - 1; i >= 0 && started < firstSightPulls; i-- {
-		if !slices.ContainsFunc(held.Versions, offered[i].Same) {
-			go t.sight(offered[i])
-			started++
-		}
+	for _, v := range firstSight(held.Versions, t.allowedTofu(l.Versions)) { // pulled_facts.go, pulled_policy.go
+		go t.sight(v)
 	}
 }
 
@@ -86,8 +80,7 @@ func (t *pulledTofu) serveFileUnderFacts(w http.ResponseWriter, r *http.Request,
 	}
 	if _, err := t.repo.TofuRelease(r.Context(), req.Version); err != nil && notHeld(err) {
 		go t.sight(req.Version)
-		rule := t.opts.Policy.Current().Needs(policy.KindTofu, policy.KindTofu).Rule
-		t.fail(w, r, notFound("OpenTofu %s is not in this proxy's registry yet: it is being fetched from its origin, and the policy's rule %q serves it once it is stored and meets the rule's min_age and signers", req.Version, rule))
+		t.fail(w, r, beingFetched("OpenTofu", req.Version, t.opts.Policy.Current().Needs(policy.KindTofu, policy.KindTofu).Rule)) // pulled_facts.go
 		return
 	}
 	t.heldTofu.serveFile(w, r, req)
