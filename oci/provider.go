@@ -143,17 +143,24 @@ func ListVersions(ctx context.Context, repo ReadOnlyRepository) (names.VersionLi
 // most MaxTags tags and MaxTagPages pages, and every page must bring a
 // tag not seen before (a paging loop ends at its first repeat).
 func ListTags(ctx context.Context, repo ReadOnlyRepository) ([]string, error) {
+	return ListTagsPaged(ctx, repo, nil)
+}
+
+// ListTagsPaged is ListTags, calling page (when not nil) with the tags
+// each page adds as soon as that page is read and checked, while the
+// next page is still to be read: a caller can start on the first tags
+// before the list ends. page must not block.
+func ListTagsPaged(ctx context.Context, repo ReadOnlyRepository, page func(added []string)) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	pages := 0
 	err := repo.Tags(ctx, "", func(tags []string) error {
 		pages++
-		added := 0
+		first := len(out)
 		for _, t := range tags {
 			if !seen[t] {
 				seen[t] = true
 				out = append(out, t)
-				added++
 			}
 		}
 		switch {
@@ -161,8 +168,11 @@ func ListTags(ctx context.Context, repo ReadOnlyRepository) ([]string, error) {
 			return Beyond("the repository lists more than %d tags", MaxTags)
 		case pages > MaxTagPages:
 			return Beyond("the registry's tag list runs to more than %d pages", MaxTagPages)
-		case added == 0 && len(tags) > 0:
+		case len(out) == first && len(tags) > 0:
 			return invalid("the registry's tag list pages in a loop (page %d repeats earlier tags)", pages)
+		}
+		if page != nil {
+			page(out[first:len(out):len(out)])
 		}
 		return nil
 	})

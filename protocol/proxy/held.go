@@ -67,11 +67,35 @@ const (
 
 // listing lists a provider's versions; a provider without any is 404.
 func (h *heldProviders) listing(ctx context.Context, p names.Provider) (*store.Repo, store.Listing, error) {
+	return h.listingEarly(ctx, p, nil)
+}
+
+// listingPrefetched is listing for the registry protocol's versions
+// document, which reads every version's index: the indexes of the versions
+// on the tag list's first pages are read while its later pages are (one
+// round trip each at the registry's distance). Versions the policy denies
+// are not read, as the document does not read them.
+func (h *heldProviders) listingPrefetched(ctx context.Context, p names.Provider) (*store.Repo, store.Listing, error) {
+	pf := h.store.Prefetch(ctx, func(ctx context.Context, v names.Version) {
+		if repo, err := h.providerRepo(p); err == nil {
+			_, _ = repo.ProviderVersion(ctx, v)
+		}
+	})
+	defer pf.Stop()
+	return h.listingEarly(ctx, p, func(v names.Version) {
+		if h.policyWarning(p, v) == "" {
+			pf.Add(v)
+		}
+	})
+}
+
+// listingEarly is listing, passing early to store.Repo.VersionsEarly.
+func (h *heldProviders) listingEarly(ctx context.Context, p names.Provider, early func(names.Version)) (*store.Repo, store.Listing, error) {
 	repo, err := h.providerRepo(p)
 	if err != nil {
 		return nil, store.Listing{}, err
 	}
-	l, err := repo.Versions(ctx)
+	l, err := repo.VersionsEarly(ctx, early)
 	if err != nil {
 		return nil, l, missing(err, "provider "+p.String(), "unknown provider %s", p)
 	}

@@ -26,7 +26,7 @@ import (
 // offer are left out and explained in "warnings", which OpenTofu prints;
 // when none is left the answer is 404 naming why.
 func (h *heldProviders) versionsDoc(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
-	repo, l, err := h.listing(ctx, p)
+	repo, l, err := h.listingPrefetched(ctx, p)
 	if err != nil {
 		return nil, l.At, err
 	}

@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // mustPolicy is src parsed and put in force, as serve --policy does.
@@ -101,5 +104,40 @@ func TestPolicyDeniesAll(t *testing.T) {
 	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
 	if len(idx.Versions) != 0 {
 		t.Errorf("index.json lists %v", idx.Versions)
+	}
+}
+
+// A cold versions document reads the allowed versions' indexes only,
+// early reads included (the listing starts on the first tag page's
+// versions before the list ends): a version the policy denies is never
+// read from the registry.
+func TestPolicyDeniedVersionsAreNotRead(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	repo := registryRepo(t, reg, "p/test/hello")
+	for _, v := range []string{"1.0.0", "1.1.0", "2.0.0-rc1"} {
+		pushAttested(t, repo, v, nil)
+	}
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
+	upstream, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := mustPolicy(t, `
+provider "example.com/test/hello" {
+  deny = ["1.1.0"]
+}`)
+	p := startProxy(t, Options{Client: upstream, ProviderMappings: mustMapping(t, front.Host+"/p/${namespace}/${type}"), Policy: pol, RegistryHostname: "example.com"})
+	front.ResetLog()
+	var vd versionsDoc
+	p.getJSON(t, "/v1/providers/test/hello/versions", http.StatusOK, &vd)
+	if len(vd.Versions) != 2 {
+		t.Fatalf("versions %+v, want 1.0.0 and 2.0.0-rc1", vd.Versions)
+	}
+	read := map[string]int{}
+	for _, e := range front.Log() {
+		read[e.Path]++
+	}
+	if read["/v2/p/test/hello/manifests/1.1.0"] != 0 || read["/v2/p/test/hello/manifests/1.0.0"] != 1 || read["/v2/p/test/hello/manifests/2.0.0-rc1"] != 1 {
+		t.Errorf("registry reads %v: want 1.0.0 and 2.0.0-rc1 read once each, 1.1.0 (denied) never", read)
 	}
 }

@@ -279,12 +279,23 @@ func (r *Repo) opened(ctx context.Context) (*opened, error) {
 // Tags lists the repository's tags (cached for TagTTL, then revalidated
 // in the background), with the time they were read.
 func (r *Repo) Tags(ctx context.Context) ([]string, time.Time, error) {
+	return r.tags(ctx, nil)
+}
+
+// tags is Tags, calling page with each page's new tags when this call
+// reads the list itself (not when the list is cached or another request
+// is reading it) and ctx is not done.
+func (r *Repo) tags(ctx context.Context, page func(added []string)) ([]string, time.Time, error) {
 	repo, err := r.open(ctx)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	res, err := r.s.tags.Get(ctx, r.name, func(ctx context.Context) ([]string, int64, error) {
-		tags, err := oci.ListTags(ctx, repo) // bounded: tags, pages, no paging loop
+	res, err := r.s.tags.Get(ctx, r.name, func(fctx context.Context) ([]string, int64, error) {
+		tags, err := oci.ListTagsPaged(fctx, repo, func(added []string) { // bounded: tags, pages, no paging loop
+			if page != nil && ctx.Err() == nil {
+				page(added)
+			}
+		})
 		return tags, stringsCost(tags), err
 	})
 	if err != nil {
@@ -314,7 +325,22 @@ type Listing struct {
 // Versions lists the versions OpenTofu would list. A repository holding
 // more than oci.MaxVersions of them is refused.
 func (r *Repo) Versions(ctx context.Context) (Listing, error) {
-	tags, at, err := r.Tags(ctx)
+	return r.VersionsEarly(ctx, nil)
+}
+
+// VersionsEarly is Versions, calling early (when not nil; it must not
+// block) with each version whose canonical tag a page of the tag list
+// brings, as soon as that page is read, while later pages are still being
+// read: the caller can start on what it will need of those versions
+// before the listing ends (a Prefetcher). early is called only when this
+// call reads the tag list itself; what it is given may still be left out
+// of the Listing (a repository beyond oci.MaxVersions).
+func (r *Repo) VersionsEarly(ctx context.Context, early func(names.Version)) (Listing, error) {
+	var page func([]string)
+	if early != nil {
+		page = func(added []string) { callCanonical(added, early) }
+	}
+	tags, at, err := r.tags(ctx, page)
 	if err != nil {
 		return Listing{At: at}, err
 	}
@@ -327,6 +353,16 @@ func (r *Repo) Versions(ctx context.Context) (Listing, error) {
 		return Listing{At: at}, r.fail(oci.Beyond("the repository has %d version tags, more than the %d oci-tofu lists", len(l.Versions), oci.MaxVersions), "listing versions")
 	}
 	return l, nil
+}
+
+// callCanonical calls fn with the version of every tag that is its
+// version's canonical tag (the one OpenTofu resolves).
+func callCanonical(tags []string, fn func(names.Version)) {
+	for _, t := range tags {
+		if v, ok := names.ListedVersion(t); ok && names.TagForVersion(v) == t {
+			fn(v)
+		}
+	}
 }
 
 // maxRefused bounds the refused tags a Listing names.

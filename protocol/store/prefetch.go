@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"sync"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
+)
+
+// Prefetcher starts, in the background of one request, the reads a
+// listing will need before the listing asks for them: while the tag list's
+// later pages are read (one round trip each), the versions of the first
+// pages are already being read, at most Concurrency at a time. fn must
+// read through the Store's caches, so that the listing's own read of the
+// same version joins the read started here or finds its result: a
+// prefetch never changes what is answered, only when. Reads end with ctx
+// (the request's).
+type Prefetcher struct {
+	ctx   context.Context
+	fn    func(context.Context, names.Version)
+	limit int
+
+	mu      sync.Mutex
+	queue   []names.Version
+	running int
+	stopped bool
+}
+
+// Prefetch returns a Prefetcher calling fn for the versions it is given.
+func (s *Store) Prefetch(ctx context.Context, fn func(context.Context, names.Version)) *Prefetcher {
+	return &Prefetcher{ctx: ctx, fn: fn, limit: max(s.opts.Concurrency, 1)}
+}
+
+// Add queues v and starts a read when fewer than the limit run. It never
+// blocks.
+func (p *Prefetcher) Add(v names.Version) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.ctx.Err() != nil {
+		return
+	}
+	if p.running < p.limit {
+		p.running++
+		go p.work(v)
+		return
+	}
+	p.queue = append(p.queue, v)
+}
+
+// Stop starts nothing more (the reads running finish): the listing has
+// every version now and reads the rest itself.
+func (p *Prefetcher) Stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = true
+	p.queue = nil
+}
+
+// work reads v, then the queued versions, until the queue is empty or the
+// Prefetcher stopped. A read's failure or panic is the cache's to
+// remember; nothing here answers anybody.
+func (p *Prefetcher) work(v names.Version) {
+	for {
+		_ = cache.Recover(func() error { p.fn(p.ctx, v); return nil })
+		var ok bool
+		if v, ok = p.next(); !ok {
+			return
+		}
+	}
+}
+
+func (p *Prefetcher) next() (names.Version, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.ctx.Err() != nil || len(p.queue) == 0 {
+		p.running--
+		return names.Version{}, false
+	}
+	v := p.queue[0]
+	p.queue = p.queue[1:]
+	return v, true
+}
