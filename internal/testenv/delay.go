@@ -131,6 +131,7 @@ func (d *DelayFront) relay(client net.Conn) {
 
 // delayed is a chunk of bytes due at a time; nil data is end of stream.
 type delayed struct {
+	buf  *[]byte // from delayBuffers, returned once written
 	data []byte
 	due  time.Time
 }
@@ -143,10 +144,12 @@ func (d *DelayFront) pump(dst, src net.Conn) {
 	go func() {
 		defer close(queue)
 		for {
-			buf := make([]byte, delayChunk)
-			n, err := src.Read(buf)
+			buf := delayBuffers.Get().(*[]byte)
+			n, err := src.Read(*buf)
 			if n > 0 {
-				queue <- delayed{data: buf[:n], due: time.Now().Add(d.Delay)}
+				queue <- delayed{buf: buf, data: (*buf)[:n], due: time.Now().Add(d.Delay)}
+			} else {
+				delayBuffers.Put(buf)
 			}
 			if err != nil {
 				queue <- delayed{due: time.Now().Add(d.Delay)}
@@ -160,15 +163,26 @@ func (d *DelayFront) pump(dst, src net.Conn) {
 			closeWrite(dst)
 			break
 		}
-		if _, err := dst.Write(c.data); err != nil {
+		_, err := dst.Write(c.data)
+		delayBuffers.Put(c.buf)
+		if err != nil {
 			src.Close()
 			dst.Close()
 			break
 		}
 	}
-	for range queue { // let the reader finish
+	for c := range queue { // let the reader finish
+		if c.buf != nil {
+			delayBuffers.Put(c.buf)
+		}
 	}
 }
+
+// delayBuffers holds the read buffers of every pump: a front relays
+// thousands of small answers, and a fresh 32 KiB buffer for each read made
+// the benchmark process spend on allocation and collection what a real
+// network does not cost the machine.
+var delayBuffers = sync.Pool{New: func() any { b := make([]byte, delayChunk); return &b }}
 
 // closeWrite half-closes a TCP connection (the peer reads EOF).
 func closeWrite(c net.Conn) {
