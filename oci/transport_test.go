@@ -1,9 +1,12 @@
 package oci
 
 import (
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -37,5 +40,40 @@ func TestTransportHTTP1(t *testing.T) {
 		if resp.ProtoMajor != 1 {
 			t.Fatalf("upstream protocol %s, want HTTP/1.1", resp.Proto)
 		}
+	}
+}
+
+// Connections opened after the first to a registry has finished its
+// handshake resume its TLS session (no second verification of the
+// certificate chain), on the metadata and blob transports alike, and a
+// resumed connection still reaches only the server that was verified.
+func TestTransportResumesTLSSessions(t *testing.T) {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	ts.StartTLS()
+	defer ts.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := newRegistryTransport(Options{CAFile: caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := func(path string) bool {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+		req.Close = true // a connection of its own
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.TLS.DidResume
+	}
+	if resumed("/v2/p/manifests/1.0.0") {
+		t.Fatal("the first connection resumed a session")
+	}
+	if !resumed("/v2/p/manifests/1.1.0") || !resumed("/v2/p/blobs/sha256:" + strings.Repeat("0", 64)) {
+		t.Error("later connections to the same registry did not resume its session")
 	}
 }
