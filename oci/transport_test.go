@@ -73,7 +73,7 @@ func TestTransportResumesTLSSessions(t *testing.T) {
 	if resumed("/v2/p/manifests/1.0.0") {
 		t.Fatal("the first connection resumed a session")
 	}
-	if !resumed("/v2/p/manifests/1.1.0") || !resumed("/v2/p/blobs/sha256:" + strings.Repeat("0", 64)) {
+	if !resumed("/v2/p/manifests/1.1.0") || !resumed("/v2/p/blobs/sha256:"+strings.Repeat("0", 64)) {
 		t.Error("later connections to the same registry did not resume its session")
 	}
 }
