@@ -103,8 +103,7 @@ func (m *modules) versionsDoc(ctx context.Context, mr moduleRepos, host string, 
 	if len(vs) == 0 {
 		return nil, at, cmpOr(outage, absent)
 	}
-	if outage != nil {
-		p := m.src.(*pulledModules)
+	if p, ok := m.src.(*pulledModules); ok && outage != nil { // outage is only ever the pulling mapping's
 		p.engine.DegradedListing("module", p.origin+"/"+mod.String(), outage)
 	}
 	m.logShadowed(ctx, mod, vs, listedBy)
