@@ -232,7 +232,7 @@ func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, er
 	if len(idx.Manifests) > MaxIndexEntries {
 		return nil, Beyond("index %s has %d manifests, more than the %d oci-tofu reads", desc.Digest, len(idx.Manifests), MaxIndexEntries)
 	}
-	pv := &ProviderVersion{Index: desc, Platforms: map[names.Platform]ocispec.Descriptor{}}
+	pv := &ProviderVersion{Index: desc, Platforms: make(map[names.Platform]ocispec.Descriptor, len(idx.Manifests))}
 	for _, d := range idx.Manifests {
 		if err := pv.add(d); err != nil {
 			return nil, err
@@ -270,8 +270,8 @@ func (pv *ProviderVersion) add(d ocispec.Descriptor) error {
 	if d.Platform.OSVersion != "" {
 		return nil // OpenTofu never selects these
 	}
-	p, err := names.ParsePlatform(d.Platform.OS + "_" + d.Platform.Architecture)
-	if err != nil || p.OS != d.Platform.OS {
+	p, ok := names.PlatformOf(d.Platform.OS, d.Platform.Architecture)
+	if !ok {
 		// Not a Go platform name ("linux/../x", "Linux"): OpenTofu never
 		// selects it, and it must not become a file name or URL.
 		return nil

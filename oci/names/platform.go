@@ -25,6 +25,16 @@ func ParsePlatform(s string) (Platform, error) {
 	return Platform{}, fmt.Errorf("invalid platform %q: want os_arch, e.g. linux_amd64", s)
 }
 
+// PlatformOf is ParsePlatform(os + "_" + arch) when os holds no "_",
+// without building the string: the platform, or false when either word
+// is not a platform word (lower-case letters and digits, 1–32 of them).
+func PlatformOf(os, arch string) (Platform, bool) {
+	if validPlatformWord(os) && validPlatformWord(arch) {
+		return Platform{OS: os, Arch: arch}, true
+	}
+	return Platform{}, false
+}
+
 func validPlatformWord(s string) bool {
 	if s == "" || len(s) > 32 {
 		return false

@@ -24,3 +24,22 @@ func TestComparePlatformsIsStringOrder(t *testing.T) {
 		}
 	}
 }
+
+// PlatformOf decides as ParsePlatform does on the joined name, for every
+// pair whose OS has no "_" (the pairs an index's platform fields make).
+func TestPlatformOfAgreesWithParsePlatform(t *testing.T) {
+	words := []string{"", "linux", "amd64", "Linux", "arm_64", "x86-64", "a/b", "..", "386", "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz", "é"}
+	for _, os := range words {
+		for _, arch := range words {
+			got, ok := PlatformOf(os, arch)
+			want, err := ParsePlatform(os + "_" + arch)
+			wantOK := err == nil && want.OS == os
+			if strings.Contains(os, "_") {
+				wantOK = false
+			}
+			if ok != wantOK || ok && got != want {
+				t.Errorf("PlatformOf(%q, %q) = %v, %v; ParsePlatform of the joined name: %v, %v", os, arch, got, ok, want, err)
+			}
+		}
+	}
+}
