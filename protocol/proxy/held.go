@@ -76,10 +76,12 @@ func (h *heldProviders) listing(ctx context.Context, p names.Provider) (*store.R
 // round trip each at the registry's distance). Versions the policy denies
 // are not read, as the document does not read them.
 func (h *heldProviders) listingPrefetched(ctx context.Context, p names.Provider) (*store.Repo, store.Listing, error) {
-	pf := h.store.Prefetch(ctx, func(ctx context.Context, v names.Version) {
-		if repo, err := h.providerRepo(p); err == nil {
-			_, _ = repo.ProviderVersion(ctx, v)
+	pf := h.store.Prefetch(ctx, func(ctx context.Context, v names.Version) error {
+		repo, err := h.providerRepo(p)
+		if err == nil {
+			_, err = repo.ProviderVersion(ctx, v)
 		}
+		return keepFatal(err) // what would stop the listing's fan-out (held_registry.go)
 	})
 	defer pf.Stop()
 	return h.listingEarly(ctx, p, func(v names.Version) {

@@ -15,10 +15,13 @@ import (
 // read through the Store's caches, so that the listing's own read of the
 // same version joins the read started here or finds its result: a
 // prefetch never changes what is answered, only when. Reads end with ctx
-// (the request's).
+// (the request's); as a fan-out (Each) stops at its first failure, the
+// Prefetcher starts nothing more once fn has returned an error (the
+// registry throttles or fails: the listing meets the remembered failure
+// and answers it).
 type Prefetcher struct {
 	ctx   context.Context
-	fn    func(context.Context, names.Version)
+	fn    func(context.Context, names.Version) error
 	limit int
 
 	mu      sync.Mutex
@@ -28,7 +31,7 @@ type Prefetcher struct {
 }
 
 // Prefetch returns a Prefetcher calling fn for the versions it is given.
-func (s *Store) Prefetch(ctx context.Context, fn func(context.Context, names.Version)) *Prefetcher {
+func (s *Store) Prefetch(ctx context.Context, fn func(context.Context, names.Version) error) *Prefetcher {
 	return &Prefetcher{ctx: ctx, fn: fn, limit: max(s.opts.Concurrency, 1)}
 }
 
@@ -58,11 +61,13 @@ func (p *Prefetcher) Stop() {
 }
 
 // work reads v, then the queued versions, until the queue is empty or the
-// Prefetcher stopped. A read's failure or panic is the cache's to
-// remember; nothing here answers anybody.
+// Prefetcher stopped. A read's failure or panic stops the Prefetcher; it
+// is the cache's to remember, and nothing here answers anybody.
 func (p *Prefetcher) work(v names.Version) {
 	for {
-		_ = cache.Recover(func() error { p.fn(p.ctx, v); return nil })
+		if err := cache.Recover(func() error { return p.fn(p.ctx, v) }); err != nil {
+			p.Stop()
+		}
 		var ok bool
 		if v, ok = p.next(); !ok {
 			return

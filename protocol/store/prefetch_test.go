@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -50,7 +51,7 @@ func TestPrefetcherIsBoundedAndStops(t *testing.T) {
 	var mu sync.Mutex
 	var started []string
 	running, most := 0, 0
-	pf := s.Prefetch(context.Background(), func(_ context.Context, v names.Version) {
+	pf := s.Prefetch(context.Background(), func(_ context.Context, v names.Version) error {
 		mu.Lock()
 		started = append(started, v.String())
 		running++
@@ -60,6 +61,7 @@ func TestPrefetcherIsBoundedAndStops(t *testing.T) {
 		mu.Lock()
 		running--
 		mu.Unlock()
+		return nil
 	})
 	for i := range 10 {
 		pf.Add(names.MustParseVersion(fmt.Sprintf("1.0.%d", i))) // returns while the reads block
@@ -82,10 +84,11 @@ func TestPrefetcherDrainsItsQueueUntilTheRequestEnds(t *testing.T) {
 	s := newStore(t, store.Options{Concurrency: 2})
 	var mu sync.Mutex
 	done := map[string]bool{}
-	pf := s.Prefetch(context.Background(), func(_ context.Context, v names.Version) {
+	pf := s.Prefetch(context.Background(), func(_ context.Context, v names.Version) error {
 		mu.Lock()
 		defer mu.Unlock()
 		done[v.String()] = true
+		return nil
 	})
 	for i := range 8 {
 		pf.Add(names.MustParseVersion(fmt.Sprintf("2.0.%d", i)))
@@ -95,7 +98,7 @@ func TestPrefetcherDrainsItsQueueUntilTheRequestEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	called := false
-	gone := s.Prefetch(ctx, func(context.Context, names.Version) { called = true })
+	gone := s.Prefetch(ctx, func(context.Context, names.Version) error { called = true; return nil })
 	gone.Add(names.MustParseVersion("3.0.0"))
 	time.Sleep(20 * time.Millisecond)
 	if called {
@@ -111,4 +114,32 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not reached in 10 s")
+}
+
+// A Prefetcher starts nothing more after a read fails (a fan-out stops at
+// its first failure): with one read at a time, the versions queued behind
+// the failed one are never read.
+func TestPrefetcherStopsAtTheFirstFailure(t *testing.T) {
+	s := newStore(t, store.Options{Concurrency: 1})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var read []string
+	pf := s.Prefetch(context.Background(), func(_ context.Context, v names.Version) error {
+		<-release
+		mu.Lock()
+		defer mu.Unlock()
+		read = append(read, v.String())
+		return errors.New("429 Too Many Requests")
+	})
+	for i := range 5 {
+		pf.Add(names.MustParseVersion(fmt.Sprintf("4.0.%d", i)))
+	}
+	close(release)
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(read) > 0 })
+	time.Sleep(20 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(read) != 1 {
+		t.Errorf("read %q after the first read failed, want only the first", read)
+	}
 }
