@@ -182,7 +182,7 @@ func TestFleetSharesModulePullThroughOnRedis(t *testing.T) {
 		"--module-template", reg.Host+"/pulled/${namespace}/${name}/${system}",
 		"--pull-through-module-origin", "registry.opentofu.org=https://"+o.reg.Host+"/v1/modules/",
 		"--pull-through-module-source", o.reg.Host, "--pull-through-module-source", o.git.Host,
-		"--shared-cache", redis.URL())
+		"--shared-cache", redis.URL(), "--shared-cache-timeout", "2s") // as fleetArgs: a busy machine's Redis may take over 100 ms
 	cliConfig := originHostBlocks(f.URL, "registry.opentofu.org")
 	install := func(n int, cfg string) {
 		t.Helper()

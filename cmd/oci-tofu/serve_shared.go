@@ -10,10 +10,12 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
 
-// sharedCacheFlag is serve's --shared-cache (docs/proxy.md, "A fleet:
+// sharedCacheFlags are serve's --shared-cache and its timeout (docs/proxy.md, "A fleet:
 // shared state on Redis").
-func sharedCacheFlag() cli.Flag {
-	return &cli.StringFlag{Name: "shared-cache", Usage: "Redis `URL` the replicas of a fleet share state through (the page's record of what the fleet served; with pull-through, who pulls a release and what was stored or failed), redis://[user:pass@]host:port[/db] or rediss://… (TLS, trusting --ca-file too); with it down, each replica works on its own", EnvVars: []string{"OCI_TOFU_SHARED_CACHE"}}
+func sharedCacheFlags() []cli.Flag {
+	return []cli.Flag{&cli.StringFlag{Name: "shared-cache", Usage: "Redis `URL` the replicas of a fleet share state through (the page's record of what the fleet served; with pull-through, who pulls a release and what was stored or failed), redis://[user:pass@]host:port[/db] or rediss://… (TLS, trusting --ca-file too); with it down, each replica works on its own", EnvVars: []string{"OCI_TOFU_SHARED_CACHE"}},
+		&cli.DurationFlag{Name: "shared-cache-timeout", Value: sharedstate.DefaultOpTimeout, Usage: "the `DURATION` one operation on --shared-cache may take before the replica goes on alone (raise it for a Redis farther away than a few milliseconds)", EnvVars: []string{"OCI_TOFU_SHARED_CACHE_TIMEOUT"}},
+	}
 }
 
 // readSharedCache opens --shared-cache, when given (it connects on first
@@ -28,7 +30,7 @@ func readSharedCache(c *cli.Context, opts *proxy.Options) error {
 	if err != nil {
 		return err
 	}
-	s, err := sharedstate.OpenRedis(sharedstate.RedisOptions{URL: u, TLS: transport.TLSClientConfig, Logger: opts.Logger})
+	s, err := sharedstate.OpenRedis(sharedstate.RedisOptions{URL: u, TLS: transport.TLSClientConfig, Logger: opts.Logger, OpTimeout: c.Duration("shared-cache-timeout")})
 	if err != nil {
 		return fmt.Errorf("--shared-cache: %w", err)
 	}

@@ -23,7 +23,7 @@ type RedisOptions struct {
 	// TLS is the client TLS configuration for rediss:// (its RootCAs the
 	// operator's CA file); nil: system trust.
 	TLS *tls.Config
-	// OpTimeout bounds each operation (default 100ms).
+	// OpTimeout bounds each operation (default DefaultOpTimeout).
 	OpTimeout time.Duration
 	// Prefix begins every key (default "oci-tofu:").
 	Prefix string
@@ -63,7 +63,7 @@ func OpenRedis(o RedisOptions) (*Redis, error) {
 		return nil, fmt.Errorf("the shared cache must be a redis://[user:pass@]host:port[/db] or rediss://… URL, not %q", RedactURL(o.URL))
 	}
 	if o.OpTimeout <= 0 {
-		o.OpTimeout = 100 * time.Millisecond
+		o.OpTimeout = DefaultOpTimeout
 	}
 	if o.Prefix == "" {
 		o.Prefix = "oci-tofu:"
@@ -107,6 +107,12 @@ func (r *Redis) Close() error {
 	r.wg.Wait()
 	return err
 }
+
+// DefaultOpTimeout bounds one Redis operation unless told otherwise: a
+// Redis beside the replicas answers in well under a millisecond, and a
+// replica waiting longer than this goes on alone (serve
+// --shared-cache-timeout).
+const DefaultOpTimeout = 100 * time.Millisecond
 
 // do runs one operation within OpTimeout, through the circuit breaker.
 func (r *Redis) do(ctx context.Context, op string, fn func(ctx context.Context, c redis.Conn) error) error {
