@@ -15,6 +15,17 @@ import (
 type registryDecision struct {
 	Kind, Address, Version, Rule, Reason string
 	Allow, Held                          bool
+	// Admission is serve's admission flags' word (given them).
+	Admission *struct {
+		Admitted bool
+		Reason   string
+	}
+}
+
+// served says whether serve lists the version, by policy test: the
+// policy allows it and the admission flags, when given, admit it.
+func (d registryDecision) served() bool {
+	return d.Allow && (d.Admission == nil || d.Admission.Admitted)
 }
 
 // policyTestJSON runs policy test --json and returns its decisions.
@@ -120,35 +131,61 @@ tofu {
 	mapping := []string{"--provider-template", reg.Host + "/providers/${namespace}/${type}", "--module-template", reg.Host + "/modules/${namespace}/${name}/${system}",
 		"--module-template", reg.Host + "/modules2/${namespace}/${name}/${system}", "--tofu-repository", tofuRepo}
 	s := startServe(t, append(mapping, "--policy", file)...)
-
-	for _, c := range []struct{ query, listing string }{
+	queries := []struct{ query, listing string }{
 		{"example.com/signed/hello", "/v1/mirror/example.com/signed/hello/index.json"},
 		{"example.com/attested/hello", "/v1/mirror/example.com/attested/hello/index.json"},
 		{"localhost/acme/greeting/aws", "/v1/modules/acme/greeting/aws/versions"},
 		{"tofu", "/tofu/api.json"},
-	} {
+	}
+	for _, c := range queries {
 		t.Run(c.query, func(t *testing.T) {
-			served := servedVersions(t, s, c.listing)
-			var allowed, denied []string
-			for _, d := range policyTestJSON(t, append(append([]string{"--policy", file}, mapping...), c.query)...) {
-				if !d.Held || d.Rule == "" || d.Reason == "" {
-					t.Errorf("decision without what it decided on: %+v", d)
+			for _, d := range comparePolicyTest(t, s, c.query, c.listing, append([]string{"--policy", file}, mapping...)) {
+				if d.Admission != nil {
+					t.Errorf("an admission verdict without admission flags: %+v", d)
 				}
-				if d.Allow {
-					allowed = append(allowed, d.Version)
-				} else {
-					denied = append(denied, d.Version)
-				}
-			}
-			slices.Sort(allowed)
-			if !slices.Equal(allowed, served) || len(denied) == 0 || len(allowed) == 0 {
-				t.Errorf("policy test allows %v and denies %v; serve lists %v", allowed, denied, served)
 			}
 		})
 	}
 
+	// With serve's --require-attestation (the attestation key): policy
+	// test also says what admission leaves out, and what it allows is
+	// still exactly what serve lists. example.com/signed/hello 1.0.0 is
+	// cosigned (the policy allows it) but not attested (refused).
+	admission := append(slices.Clone(mapping), "--require-attestation", attestPub)
+	sa := startServe(t, append(admission, "--policy", file)...)
+	var refused []registryDecision
+	for _, c := range queries {
+		t.Run("admission "+c.query, func(t *testing.T) {
+			for _, d := range comparePolicyTest(t, sa, c.query, c.listing, append([]string{"--policy", file}, admission...)) {
+				if d.Allow && d.Admission == nil {
+					t.Errorf("%s %s: allowed, no admission verdict: %+v", d.Address, d.Version, d)
+				}
+				if d.Allow && !d.served() {
+					refused = append(refused, d)
+				}
+			}
+		})
+	}
+	if len(refused) != 1 || refused[0].Address != "example.com/signed/hello" || refused[0].Version != "1.0.0" ||
+		!strings.Contains(refused[0].Admission.Reason, "no attestation verifying with the configured keys") {
+		t.Errorf("refused by admission alone: %+v, want example.com/signed/hello 1.0.0", refused)
+	}
+	_, body := sa.get(t, "/v1/mirror/example.com/signed/hello/1.0.0.json")
+	if len(refused) > 0 && !strings.Contains(string(body), refused[0].Admission.Reason) {
+		t.Errorf("serve's 404 for 1.0.0 does not give policy test's reason %q: %s", refused[0].Admission.Reason, body)
+	}
+	out := mustRun(t, append(append([]string{"policy", "test", "--policy", file}, admission...), "example.com/signed/hello@1.0.0", "example.com/attested/hello@1.1.0")...)
+	for _, want := range []string{
+		`refuse  provider example.com/signed/hello@1.0.0  rule "cosigned": example.com/signed/hello 1.0.0 is allowed by the policy's rule "cosigned"; not admitted: no attestation verifying with the configured keys`,
+		`allow  provider example.com/attested/hello@1.1.0  rule "attested": example.com/attested/hello 1.1.0 is allowed by the policy's rule "attested"; admitted`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("policy test with --require-attestation does not say %q:\n%s", want, out)
+		}
+	}
+
 	// Each denial carries the rule and the reason serve gives a client.
-	out := mustRun(t, append(append([]string{"policy", "test", "--policy", file}, mapping...), "example.com/signed/hello@1.1.0", "example.com/signed/hello@1.0.0", "example.com/signed/hello@2.0.0-rc1", "localhost/acme/greeting/aws@1.1.0", "localhost/acme/greeting/aws@1.2.0")...)
+	out = mustRun(t, append(append([]string{"policy", "test", "--policy", file}, mapping...), "example.com/signed/hello@1.1.0", "example.com/signed/hello@1.0.0", "example.com/signed/hello@2.0.0-rc1", "localhost/acme/greeting/aws@1.1.0", "localhost/acme/greeting/aws@1.2.0")...)
 	for _, want := range []string{
 		`deny   provider example.com/signed/hello@1.1.0  rule "cosigned": example.com/signed/hello 1.1.0 is not signed by cosign:keys/cosign.pub`,
 		`allow  provider example.com/signed/hello@1.0.0  rule "cosigned"`,
@@ -160,11 +197,37 @@ tofu {
 			t.Errorf("policy test does not say %q:\n%s", want, out)
 		}
 	}
-	_, body := s.get(t, "/v1/mirror/example.com/signed/hello/1.1.0.json")
+	_, body = s.get(t, "/v1/mirror/example.com/signed/hello/1.1.0.json")
 	if reason := "example.com/signed/hello 1.1.0 is not signed by cosign:keys/cosign.pub"; !strings.Contains(string(body), reason) {
 		t.Errorf("serve's 404 for 1.1.0 does not give policy test's reason %q: %s", reason, body)
 	}
 	if strings.Contains(out, "depends") {
 		t.Errorf("policy test against the registry says depends:\n%s", out)
 	}
+}
+
+// comparePolicyTest runs policy test --json with args on query, against
+// the listing of serve s: every decision is on a held version with its
+// rule and reason, and the versions it says serve lists are exactly those
+// s lists. It returns the decisions.
+func comparePolicyTest(t *testing.T, s *served, query, listing string, args []string) []registryDecision {
+	t.Helper()
+	served := servedVersions(t, s, listing)
+	var allowed, left []string
+	decisions := policyTestJSON(t, append(args, query)...)
+	for _, d := range decisions {
+		if !d.Held || d.Rule == "" || d.Reason == "" {
+			t.Errorf("decision without what it decided on: %+v", d)
+		}
+		if d.served() {
+			allowed = append(allowed, d.Version)
+		} else {
+			left = append(left, d.Version)
+		}
+	}
+	slices.Sort(allowed)
+	if !slices.Equal(allowed, served) || len(left) == 0 {
+		t.Errorf("policy test serves %v and leaves out %v; serve lists %v", allowed, left, served)
+	}
+	return decisions
 }

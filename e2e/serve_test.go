@@ -48,8 +48,14 @@ func startServe(t *testing.T, args ...string) *served {
 // over the defaults), e.g. a DOCKER_CONFIG holding registry credentials.
 func startServeEnv(t *testing.T, env []string, args ...string) *served {
 	t.Helper()
+	return startServeOn(t, testenv.FreePort(t), env, args...)
+}
+
+// startServeOn is startServeEnv on a port the caller chose (to name the
+// proxy's own host:port in its arguments).
+func startServeOn(t *testing.T, port int, env []string, args ...string) *served {
+	t.Helper()
 	ca := testenv.NewCA(t)
-	port := testenv.FreePort(t)
 	all := append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--tls-cert", ca.ServerCertFile, "--tls-key", ca.ServerKeyFile, "--shutdown-timeout", "10s"}, args...)
 	cmd := exec.Command(ociTofu, all...)

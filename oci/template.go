@@ -95,26 +95,32 @@ var validName = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
 // Expand substitutes values and parses the result as a repository
 // reference. Values are lower-cased (registries require lower-case
 // repository names; OpenTofu's names are case-insensitive) and must be
-// plain names.
+// plain names; ${hostname} is a host name with an optional port, written
+// as hostnameSegment says.
 func (t *Template) Expand(values map[string]string) (Reference, error) {
 	var err error
-	out := templateVar.ReplaceAllStringFunc(t.raw, func(m string) string {
-		name := m[2 : len(m)-1]
+	var b strings.Builder
+	last := 0
+	for _, m := range templateVar.FindAllStringSubmatchIndex(t.raw, -1) {
+		b.WriteString(t.raw[last:m[0]])
+		last = m[1]
+		name := t.raw[m[2]:m[3]]
 		v := strings.ToLower(values[name])
+		valid := validName.MatchString(v)
 		if name == "hostname" {
-			if !names.ValidHostname(v) {
-				err = fmt.Errorf("invalid %s %q", name, values[name])
-			}
-			return v
+			valid = names.ValidHostname(v)
+			v = t.hostnameSegment(v, m[0])
 		}
-		if !validName.MatchString(v) {
+		if !valid && err == nil {
 			err = fmt.Errorf("invalid %s %q", name, values[name])
 		}
-		return v
-	})
+		b.WriteString(v)
+	}
+	b.WriteString(t.raw[last:])
 	if err != nil {
 		return Reference{}, err
 	}
+	out := b.String()
 	ref, perr := ParseReference(out)
 	if perr != nil {
 		return Reference{}, perr
@@ -123,6 +129,21 @@ func (t *Template) Expand(values map[string]string) (Reference, error) {
 		return Reference{}, fmt.Errorf("repository template %q must not name a tag or digest", t.raw)
 	}
 	return ref, nil
+}
+
+// hostnameSegment is what ${hostname} (the host name h, with an optional
+// port) becomes at offset at of the template. As the registry host
+// (before the template's first "/") it stays "host:port". Inside a
+// repository or layout path, where a ":" is not allowed (or would read as
+// a tag), the port's ":" becomes "_": "localhost:8443" is
+// "localhost_8443". Host names never contain "_", so two host names
+// never give one repository (docs/proxy.md, "How providers map to
+// repositories").
+func (t *Template) hostnameSegment(h string, at int) string {
+	if !strings.HasPrefix(t.raw, LayoutPrefix) && !strings.Contains(t.raw[:at], "/") {
+		return h
+	}
+	return strings.Replace(h, ":", "_", 1)
 }
 
 func contains(list []string, s string) bool {

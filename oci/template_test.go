@@ -69,3 +69,42 @@ func TestParseReference(t *testing.T) {
 		}
 	}
 }
+
+// ${hostname} with a port: kept as the registry host, "host_port" inside
+// a repository or layout path (where ":" is invalid or reads as a tag);
+// distinct hosts and ports give distinct repositories, and "_" (never in
+// a host name) cannot be given as one.
+func TestTemplateHostnameWithPort(t *testing.T) {
+	for _, c := range []struct{ tpl, host, want string }{
+		{"ghcr.io/acme/${hostname}/${namespace}/${type}", "localhost:8443", "ghcr.io/acme/localhost_8443/ns/ty"},
+		{"ghcr.io/acme/${hostname}/${namespace}/${type}", "127.0.0.1:8443", "ghcr.io/acme/127.0.0.1_8443/ns/ty"},
+		{"ghcr.io/acme/${hostname}/${namespace}/${type}", "Example.COM", "ghcr.io/acme/example.com/ns/ty"},
+		{"ghcr.io/acme/${namespace}/${type}/${hostname}", "localhost:8443", "ghcr.io/acme/ns/ty/localhost_8443"},
+		{"${hostname}/mirror/${namespace}/${type}", "localhost:5000", "localhost:5000/mirror/ns/ty"},
+		{"oci-layout:/srv/${namespace}/${type}/${hostname}", "localhost:8443", "oci-layout:/srv/ns/ty/localhost_8443"},
+	} {
+		tpl, err := ParseProviderTemplate(c.tpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := tpl.Expand(map[string]string{"hostname": c.host, "namespace": "ns", "type": "ty"})
+		if err != nil || ref.String() != c.want {
+			t.Errorf("%s with %s: %s %v, want %s", c.tpl, c.host, ref, err, c.want)
+		}
+	}
+	tpl, _ := ParseProviderTemplate("ghcr.io/acme/${hostname}/${namespace}/${type}")
+	seen := map[string]string{}
+	for _, h := range []string{"localhost", "localhost:8443", "localhost:9443", "localhost-8443", "localhost.8443"} {
+		ref, err := tpl.Expand(map[string]string{"hostname": h, "namespace": "ns", "type": "ty"})
+		if err != nil {
+			t.Fatalf("%s: %v", h, err)
+		}
+		if other, ok := seen[ref.String()]; ok {
+			t.Errorf("%s and %s share %s", h, other, ref)
+		}
+		seen[ref.String()] = h
+	}
+	if ref, err := tpl.Expand(map[string]string{"hostname": "localhost_8443", "namespace": "ns", "type": "ty"}); err == nil {
+		t.Errorf("hostname localhost_8443 expanded to %s", ref)
+	}
+}

@@ -80,7 +80,10 @@ func policyCommand() *cli.Command {
 				"--tofu-repository, the registry's credentials, and --require-attestation's keys,\n" +
 				"which serve trusts for ingest times), it decides against the registry as serve\n" +
 				"does, reading the same signatures and attestations: allow or deny, never depends;\n" +
-				"an ADDRESS without @VERSION is decided for every version its repository holds.",
+				"an ADDRESS without @VERSION is decided for every version its repository holds.\n" +
+				"With serve's --require-attestation or --require-notation, their admission rule is\n" +
+				"asked too: a version the policy allows and the rule refuses is \"refuse\" (serve\n" +
+				"does not list it), with the rule's reason.",
 			Flags: append([]cli.Flag{
 				&cli.StringFlag{Name: "policy", Usage: "the policy `FILE`", Required: true},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -98,6 +101,38 @@ type policyQuery struct {
 	// Held, against the registry, says whether it holds the version.
 	Held *bool `json:"held,omitempty"`
 	policy.Decision
+	// Admission, against the registry with serve's admission flags, is
+	// their word on a held version the policy allows.
+	Admission *proxy.AdmissionVerdict `json:"admission,omitempty"`
+}
+
+// verdict is the word policy test prints first: allow, deny, depends
+// (offline: on facts of the registry), or refuse (the policy allows it,
+// serve's admission flags refuse the release).
+func (q policyQuery) verdict() string {
+	switch {
+	case q.Allow && q.Admission != nil && !q.Admission.Admitted:
+		return "refuse"
+	case q.Allow:
+		return "allow"
+	case len(q.DependsOn) > 0:
+		return "depends"
+	}
+	return "deny"
+}
+
+// explanation is the rule and reason policy test prints, with the
+// admission's word when there is one.
+func (q policyQuery) explanation() string {
+	s := fmt.Sprintf("rule %q: %s", q.Rule, q.Reason)
+	switch {
+	case q.Admission == nil:
+	case q.Admission.Admitted:
+		s += "; admitted"
+	default:
+		s += "; not admitted: " + q.Admission.Reason
+	}
+	return s
 }
 
 func policyTest(c *cli.Context) error {
@@ -119,18 +154,11 @@ func policyTest(c *cli.Context) error {
 		return enc.Encode(map[string]any{"decisions": out})
 	}
 	for _, q := range out {
-		verdict := "deny "
-		switch {
-		case q.Allow:
-			verdict = "allow"
-		case len(q.DependsOn) > 0:
-			verdict = "depends" // on min_age or signers: facts of the registry
-		}
 		what := q.Address
 		if q.Version != "" {
 			what += "@" + q.Version
 		}
-		fmt.Fprintf(w, "%s  %s %s  rule %q: %s\n", verdict, q.Kind, what, q.Rule, q.Reason)
+		fmt.Fprintf(w, "%-5s  %s %s  %s\n", q.verdict(), q.Kind, what, q.explanation())
 	}
 	return nil
 }

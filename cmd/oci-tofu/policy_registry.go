@@ -59,7 +59,7 @@ func registryDecisions(c *cli.Context, srv *proxy.Server, q policyQuery) ([]poli
 	out := make([]policyQuery, len(verdicts))
 	for i, v := range verdicts {
 		held := v.Held
-		out[i] = policyQuery{Kind: q.Kind, Address: q.Address, Version: v.Version, Held: &held, Decision: v.Decision}
+		out[i] = policyQuery{Kind: q.Kind, Address: q.Address, Version: v.Version, Held: &held, Decision: v.Decision, Admission: v.Admission}
 	}
 	return out, nil
 }

@@ -32,6 +32,10 @@ type heldProviders struct {
 // providerRepo is the repository a provider maps to.
 func (h *heldProviders) providerRepo(p names.Provider) (*store.Repo, error) {
 	ref, err := h.mappings.Map(p)
+	var se *store.Error
+	if errors.Is(err, store.ErrNoRepository) && errors.As(err, &se) {
+		return nil, notFound("provider %s: %v", p, se.Err)
+	}
 	if err != nil {
 		return nil, missing(err, "provider "+p.String(), "provider %s is not served by this proxy (see its include and exclude filters)", p)
 	}

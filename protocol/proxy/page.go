@@ -337,7 +337,7 @@ func (s *page) registrySnippet(r *http.Request, base string, seenProviders []art
 	}
 	body := fmt.Sprintf("terraform {\n  required_providers {\n    %s = {\n      source = %q\n    }\n  }\n}\n", addr[strings.LastIndex(addr, "/")+1:], addr)
 	note := "Providers under this proxy's host name, in your configuration; OpenTofu and Terraform discover /v1/providers/ and verify the publisher's signature."
-	if s.opts.RegistryHostname != "" && s.opts.RegistryHostname != hostOnly(authorityOf(base)) {
+	if rh, own := s.opts.RegistryHostname, authorityOf(base); rh != "" && rh != own && rh != hostOnly(own) {
 		body = fmt.Sprintf("# CLI configuration: send %s to this proxy\nhost %q {\n  services = {\n    \"providers.v1\" = %q\n  }\n}\n\n", host, host, base+ProvidersPath) + body
 		note = "This proxy serves the registry protocol as " + host + ": a host block in the CLI configuration sends that host here."
 	}

@@ -22,6 +22,24 @@ type PolicyVerdict struct {
 	// rule needs what the registry holds, a denial saying so.
 	Held bool `json:"held"`
 	policy.Decision
+	// Admission is what serve's admission rule (--require-attestation,
+	// --require-notation: Options.RequireAttestation, RequireTrust,
+	// RequireKeyless) says of the release, when the server has one and
+	// the policy's version check allows a version it holds; nil otherwise.
+	Admission *AdmissionVerdict `json:"admission,omitempty"`
+}
+
+// AdmissionVerdict is the admission rule's word on a release: admitted,
+// or the refusal's reason (what serve logs and tells clients).
+type AdmissionVerdict struct {
+	Admitted bool   `json:"admitted"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Served reports whether serve lists and serves the version: the policy
+// allows it and, with an admission rule, admits it.
+func (v PolicyVerdict) Served() bool {
+	return v.Allow && (v.Admission == nil || v.Admission.Admitted)
 }
 
 // ExplainPolicy decides on version of address (of a policy kind:
@@ -33,8 +51,10 @@ type PolicyVerdict struct {
 // server's mappings that admit the address, in order; as in the merged
 // views (merged.go, merged_modules.go) a version is allowed when one of
 // them holds a release of it that the policy allows, else the first
-// denial decides. The attestation rule (Options.RequireAttestation,
-// RequireTrust) is not asked: this is the policy's word. err is a
+// denial decides. A version the policy allows is also put to the
+// server's admission rule (Options.RequireAttestation, RequireTrust,
+// RequireKeyless), as the listings put it, and served only when one
+// repository holds a release both admit (PolicyVerdict.Served). err is a
 // registry failure or an address the server does not map.
 func (s *Server) ExplainPolicy(ctx context.Context, kind, address, version string) ([]PolicyVerdict, error) {
 	pol := s.opts.Policy.Current()

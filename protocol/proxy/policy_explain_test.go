@@ -9,6 +9,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // ExplainPolicy decides as the listings do, by the server's clock: every
@@ -81,5 +82,57 @@ provider "example.com/test/*" {
 	}
 	if _, err := p.ExplainPolicy(ctx, policy.KindModule, "example.com/a/b/c", ""); err == nil {
 		t.Error("a module without a module template: no error")
+	}
+}
+
+// With an admission rule (--require-attestation) ExplainPolicy says, per
+// version, what the rule says of the release serve would hand out, from
+// the store's own admission: over two merged mappings, 1.0.0 is served
+// from the second (the first's copy is attested by another key), 1.1.0 is
+// allowed by the policy but refused, 2.0.0-rc1 denied by the policy
+// (nothing asked of it); what it serves is what index.json lists.
+func TestExplainPolicyAdmission(t *testing.T) {
+	dirA, openA := layoutStore(t)
+	dirB, openB := layoutStore(t)
+	ours, theirs := attestSigner(t), attestSigner(t)
+	pushAttested(t, openA("test", "hello"), "1.0.0", theirs)
+	pushAttested(t, openB("test", "hello"), "1.0.0", ours)
+	pushAttested(t, openA("test", "hello"), "1.1.0", theirs)
+	pushAttested(t, openA("test", "hello"), "2.0.0-rc1", ours)
+	pol := factsPolicy(t, `
+provider "example.com/test/*" {
+  name     = "stable"
+  versions = ">= 1.0"
+}`, nil)
+	mappings := []store.ProviderMapping{
+		{Template: mustTemplate(t, "oci-layout:"+dirA+"/${namespace}/${type}"), Source: "a"},
+		{Template: mustTemplate(t, "oci-layout:"+dirB+"/${namespace}/${type}"), Source: "b"},
+	}
+	p := startProxy(t, Options{ProviderMappings: mappings, Policy: pol, RequireAttestation: []*attest.Verifier{ours.Public()}})
+	vs, err := p.ExplainPolicy(context.Background(), policy.KindProvider, "example.com/test/hello", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]PolicyVerdict{}
+	for _, v := range vs {
+		got[v.Version] = v
+	}
+	if v := got["1.0.0"]; !v.Served() || v.Admission == nil || !v.Admission.Admitted {
+		t.Errorf("1.0.0: %+v", v)
+	}
+	if v := got["1.1.0"]; !v.Allow || v.Served() || v.Admission == nil || !strings.Contains(v.Admission.Reason, notAttested) {
+		t.Errorf("1.1.0: %+v", v)
+	}
+	if v := got["2.0.0-rc1"]; v.Allow || v.Admission != nil || v.Rule != "stable" {
+		t.Errorf("2.0.0-rc1: %+v", v)
+	}
+	listed := mirrorVersions(t, p, "/v1/mirror/example.com/test/hello/index.json")
+	for v, d := range got {
+		if _, ok := listed[v]; ok != d.Served() {
+			t.Errorf("%s: served %v by ExplainPolicy, listed %v", v, d.Served(), ok)
+		}
+	}
+	if len(got) != 3 || len(listed) != 1 {
+		t.Errorf("decisions %v, listed %v", got, listed)
 	}
 }

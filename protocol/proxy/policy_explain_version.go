@@ -11,13 +11,15 @@ import (
 )
 
 // explainVersion is the decision on version v of address: the version's
-// (policy.Decide), then, when its rule has min_age or signers, the first
-// repository's release that the facts allow, else the first release's
-// denial (policy_explain.go).
+// (policy.Decide); then, for each repository holding it, in order, what
+// serve's listings ask of that release after the version check: the
+// admission rule (admission.go) and the facts of a rule with min_age or
+// signers (policy_facts.go), each reported on its own. The first release
+// that passes both decides; else the first release held
+// (policy_explain.go).
 func (s *Server) explainVersion(ctx context.Context, pol *policy.Policy, kind, address string, repos []*store.Repo, v names.Version) (PolicyVerdict, error) {
 	out := PolicyVerdict{Version: v.String(), Decision: pol.Decide(kind, address, v.String())}
-	n := pol.Needs(kind, address)
-	var denial *policy.Decision
+	var first *PolicyVerdict
 	for _, repo := range repos {
 		root, err := explainedRoot(ctx, kind, repo, v)
 		switch {
@@ -27,29 +29,60 @@ func (s *Server) explainVersion(ctx context.Context, pol *policy.Policy, kind, a
 			return out, err
 		}
 		out.Held = true
-		if !out.Allow || !n.Any() {
+		if !out.Allow {
 			return out, nil
 		}
-		f, err := s.out.readFacts(ctx, pol, kind, n, root) // policy_facts.go
-		if err != nil {
-			return out, err
+		pv, err := s.explainRelease(ctx, pol, kind, address, root, out)
+		if err != nil || pv.Served() {
+			return pv, err
 		}
-		d := pol.DecideWith(kind, address, v.String(), f, s.opts.Now())
-		if d.Allow {
-			out.Decision = d
-			return out, nil
-		}
-		if denial == nil {
-			denial = &d
+		if first == nil {
+			first = &pv
 		}
 	}
-	switch {
-	case denial != nil:
-		out.Decision = *denial
-	case out.Allow && n.Any():
+	if first != nil {
+		return *first, nil
+	}
+	if n := pol.Needs(kind, address); out.Allow && n.Any() {
 		out.Allow, out.Reason = false, fmt.Sprintf("%s %s meets the versions of the policy's rule %q, but the registry holds no such version to read its min_age and signers from", address, v, n.Rule)
 	}
 	return out, nil
+}
+
+// explainRelease is the verdict on one held release (root) of a version
+// the policy's version check allows (out): the admission rule's, when the
+// server has one for the kind, and the policy's with the facts its rule
+// needs — both asked, so that each says its word.
+func (s *Server) explainRelease(ctx context.Context, pol *policy.Policy, kind, address string, root releaseRoot, out PolicyVerdict) (PolicyVerdict, error) {
+	if s.admitsKind(kind) {
+		err := root.repo.Admitted(ctx, storeKinds[kind], root.subject) // the store's admission, as the listings ask it
+		r, refused := store.Refused(err)
+		switch {
+		case refused:
+			out.Admission = &AdmissionVerdict{Reason: r.Reason}
+		case err != nil:
+			return out, err
+		default:
+			out.Admission = &AdmissionVerdict{Admitted: true}
+		}
+	}
+	n := pol.Needs(kind, address)
+	if !n.Any() {
+		return out, nil
+	}
+	f, err := s.out.readFacts(ctx, pol, kind, n, root) // policy_facts.go
+	if err != nil {
+		return out, err
+	}
+	out.Decision = pol.DecideWith(kind, address, out.Version, f, s.opts.Now())
+	return out, nil
+}
+
+// admitsKind reports whether serve asks its admission rule of the
+// releases of a policy kind: with a rule, except OpenTofu releases under
+// pull-through (heldTofu.unattested).
+func (s *Server) admitsKind(kind string) bool {
+	return s.opts.admitting() && !(kind == policy.KindTofu && s.pull.Tofu())
 }
 
 // explainedRoot is the root of version v of a kind in repo, as the held

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -83,6 +84,12 @@ func (m ProviderMapping) admits(p names.Provider) bool {
 	return !match(m.Exclude)
 }
 
+// ErrNoRepository is a provider that a mapping admits but whose
+// template gives no valid repository name for it (e.g. an oci_mirror
+// template putting a host name with a port inside the repository path,
+// which tofu refuses too).
+var ErrNoRepository = errors.New("the mapping's template gives no valid repository name")
+
 // Map returns the repository of the first mapping that admits p, or an
 // error (NotFound) saying why there is none.
 func (ms ProviderMappings) Map(p names.Provider) (oci.Reference, error) {
@@ -92,7 +99,8 @@ func (ms ProviderMappings) Map(p names.Provider) (oci.Reference, error) {
 		}
 		ref, err := m.Template.Expand(p.TemplateValues())
 		if err != nil {
-			return oci.Reference{}, &Error{Failure: oci.FailureNotFound, Repo: p.String(), What: "mapping the provider to a repository", Err: err}
+			return oci.Reference{}, &Error{Failure: oci.FailureNotFound, Repo: p.String(), What: "mapping the provider to a repository",
+				Err: fmt.Errorf("%w: %v", ErrNoRepository, err)}
 		}
 		return ref, nil
 	}
