@@ -15,6 +15,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/internal/gcfloor"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
@@ -89,6 +90,12 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 	}
 }
 
+// gcFloorBytes is the garbage the collector may let accumulate while the
+// live heap is smaller (internal/gcfloor): an eighth of --cache-bytes,
+// memory the operator gave the proxy for its caches, which a full cache
+// doubles anyway at GOGC=100.
+func gcFloorBytes(cacheBytes int64) int64 { return cacheBytes / 8 }
+
 func serve(c *cli.Context) error {
 	if err := wantArgs(c, 0, 0); err != nil {
 		return err
@@ -119,11 +126,17 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	gcFloor := gcFloorBytes(c.Int64("cache-bytes"))
+	stopGCFloor, active := gcfloor.Floor(gcFloor)
+	defer stopGCFloor()
+	if !active {
+		gcFloor = 0
+	}
 	logger.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "provider_template", c.String("provider-template"),
 		"module_templates", c.StringSlice("module-template"), "tofu_repository", c.String("tofu-repository"),
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"),
-		"require_attestation_keys", len(opts.RequireAttestation), "require_notation_policies", len(opts.RequireTrust), "policy_rules", opts.Policy.Current().Rules())
+		"require_attestation_keys", len(opts.RequireAttestation), "require_notation_policies", len(opts.RequireTrust), "policy_rules", opts.Policy.Current().Rules(), "gc_floor_bytes", gcFloor)
 	go probeRegistries(c.Context, srv.Client(), opts, logger)
 	return serveUntilStopped(c, srv, ln, logger)
 }
