@@ -91,10 +91,12 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 }
 
 // gcFloorBytes is the garbage the collector may let accumulate while the
-// live heap is smaller (internal/gcfloor): an eighth of --cache-bytes,
-// memory the operator gave the proxy for its caches, which a full cache
-// doubles anyway at GOGC=100.
-func gcFloorBytes(cacheBytes int64) int64 { return cacheBytes / 8 }
+// live heap is smaller (internal/gcfloor): a sixteenth of --cache-bytes
+// (16 MiB by default), a small part of the memory the operator gave the
+// proxy for its caches, whose garbage a full cache doubles anyway at
+// GOGC=100. Measured in docs/benchmarks.md ("Warm `<version>.json`"):
+// 16 MiB saves as much CPU per warm answer as 32 MiB, 8 MiB less.
+func gcFloorBytes(cacheBytes int64) int64 { return cacheBytes / 16 }
 
 func serve(c *cli.Context) error {
 	if err := wantArgs(c, 0, 0); err != nil {
