@@ -76,7 +76,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.DurationFlag{Name: "max-stale", Value: 5 * time.Minute, Usage: "how long past their TTL documents are still served while being revalidated in the background", EnvVars: []string{"OCI_TOFU_MAX_STALE"}},
 			&cli.DurationFlag{Name: "failure-ttl", Value: 5 * time.Second, Usage: "how long a registry failure is remembered before asking again", EnvVars: []string{"OCI_TOFU_FAILURE_TTL"}},
 			&cli.IntFlag{Name: "cache-entries", Value: 65536, Usage: "most entries of each in-memory cache", EnvVars: []string{"OCI_TOFU_CACHE_ENTRIES"}},
-			&cli.Int64Flag{Name: "cache-bytes", Value: 256 << 20, Usage: "about the most memory the in-memory caches hold together, in bytes", EnvVars: []string{"OCI_TOFU_CACHE_BYTES"}},
+			&cli.Int64Flag{Name: "cache-bytes", Value: 256 << 20, Usage: "about the most memory the in-memory caches hold together, in bytes (a sixteenth of it is the garbage collector's floor while the live heap is smaller; GOGC turns that off)", EnvVars: []string{"OCI_TOFU_CACHE_BYTES"}},
 			&cli.IntFlag{Name: "registry-concurrency", Value: store.DefaultConcurrency, Usage: "most requests in flight to one registry (also the most one listing reads at once: lower it for a registry that throttles)", EnvVars: []string{"OCI_TOFU_REGISTRY_CONCURRENCY"}},
 			&cli.StringSliceFlag{Name: "denied-as-missing", Usage: "registry `HOST` (or *) that answers 401/403 for repositories that do not exist, like ghcr.io: the proxy then answers 404 for them (repeatable)", EnvVars: []string{"OCI_TOFU_DENIED_AS_MISSING"}},
 			&cli.DurationFlag{Name: "upstream-timeout", Value: 30 * time.Second, Usage: "bound on each metadata call to the registry", EnvVars: []string{"OCI_TOFU_UPSTREAM_TIMEOUT"}},
