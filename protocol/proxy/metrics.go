@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,10 +34,12 @@ type metrics struct {
 	throttleWait     prometheus.Counter
 	tlsReloads       *prometheus.CounterVec
 	policy           *policyMetrics // policy_metrics.go
-	// cacheCounters are the cache lookup counters by cache and result
-	// as they are first used, copied on write (a closed set), so a
-	// lookup's count takes no lock; cacheMu serialises the writers.
-	cacheCounters atomic.Pointer[map[[2]string]prometheus.Counter]
+	// cacheCounters are the cache lookup counters by cache, each
+	// cache's taken from the vector by result as they are first used
+	// (a closed set); the map is copied on write, so a lookup's count
+	// takes no lock and hashes one string; cacheMu serialises the
+	// writers.
+	cacheCounters atomic.Pointer[map[string]*cacheCounters]
 	cacheMu       sync.Mutex
 }
 
@@ -95,30 +99,49 @@ func (m *metrics) etiquetteEvent(e oci.Event) {
 	}
 }
 
+// cacheResults are the results of a cache lookup (protocol/cache).
+var cacheResults = [...]string{"hit", "stale", "miss", "failure"}
+
+// cacheCounters are one cache's lookup counters by result (cacheResults).
+type cacheCounters [len(cacheResults)]atomic.Pointer[prometheus.Counter]
+
 // observeCache counts a cache lookup.
 func (m *metrics) observeCache(name, result string) {
-	key := [2]string{name, result}
+	i := slices.Index(cacheResults[:], result)
+	if i < 0 {
+		m.cache.WithLabelValues(name, result).Inc() // not among the four: no shortcut
+		return
+	}
+	cs := m.cacheCountersOf(name)
+	c := cs[i].Load()
+	if c == nil {
+		v := m.cache.WithLabelValues(name, result)
+		c = &v
+		cs[i].Store(c)
+	}
+	(*c).Inc()
+}
+
+// cacheCountersOf is the named cache's counters, added on first use.
+func (m *metrics) cacheCountersOf(name string) *cacheCounters {
 	if cs := m.cacheCounters.Load(); cs != nil {
-		if c, ok := (*cs)[key]; ok {
-			c.Inc()
-			return
+		if c := (*cs)[name]; c != nil {
+			return c
 		}
 	}
 	m.cacheMu.Lock()
 	defer m.cacheMu.Unlock()
-	cs := map[[2]string]prometheus.Counter{}
+	cs := map[string]*cacheCounters{}
 	if old := m.cacheCounters.Load(); old != nil {
-		for k, v := range *old {
-			cs[k] = v
+		if c := (*old)[name]; c != nil {
+			return c
 		}
+		maps.Copy(cs, *old)
 	}
-	c, ok := cs[key]
-	if !ok {
-		c = m.cache.WithLabelValues(name, result)
-		cs[key] = c
-		m.cacheCounters.Store(&cs)
-	}
-	c.Inc()
+	c := new(cacheCounters)
+	cs[name] = c
+	m.cacheCounters.Store(&cs)
+	return c
 }
 
 // handlerMetrics are one handler's request counters and latency

@@ -44,11 +44,12 @@ func (s *Server) Mount(serviceID, prefix, name string, h http.Handler) {
 // then routes: a GET or HEAD below a mounted prefix straight to its
 // handler, everything else through the mux.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := checkRawPath(r.URL); err != nil {
+	escaped := r.URL.EscapedPath()
+	if err := checkPaths(escaped, r.URL.Path); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if m := s.mountedFor(r); m != nil {
+	if m := s.mountedFor(r.Method, escaped); m != nil {
 		r.Pattern = m.prefix
 		m.h.ServeHTTP(w, r)
 		return
@@ -56,21 +57,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// mountedFor is the handler Mount added for the longest prefix of r's
-// path, for a GET or HEAD whose path goes on below it; nil otherwise:
+// mountedFor is the handler Mount added for the longest prefix of a
+// request's escaped path, for a GET or HEAD whose path goes on below it;
+// nil otherwise:
 // the handler the mux would choose, since the path is clean (checkRawPath:
 // the mux would not redirect it) and the only patterns added beside
 // Mount's are exact paths (the mirror's own prefix is the page's). A
 // pattern below a mounted prefix must be added with Mount.
-func (s *Server) mountedFor(r *http.Request) *mounted {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+func (s *Server) mountedFor(method, path string) *mounted {
+	if method != http.MethodGet && method != http.MethodHead {
 		return nil
 	}
 	ps := s.prefixes.Load()
 	if ps == nil {
 		return nil
 	}
-	path := r.URL.EscapedPath()
 	for i, m := range *ps {
 		if strings.HasSuffix(m.prefix, "/") && len(path) > len(m.prefix) && strings.HasPrefix(path, m.prefix) {
 			return &(*ps)[i]
@@ -81,12 +82,14 @@ func (s *Server) mountedFor(r *http.Request) *mounted {
 
 // checkRawPath refuses a path, escaped or not, that is too long, not
 // absolute, or has dot segments or empty segments.
-func checkRawPath(u *url.URL) error {
-	escaped := u.EscapedPath()
-	if err := checkPathSegments(escaped); err != nil || u.Path == escaped {
+func checkRawPath(u *url.URL) error { return checkPaths(u.EscapedPath(), u.Path) }
+
+// checkPaths is checkRawPath of a path's escaped and unescaped forms.
+func checkPaths(escaped, path string) error {
+	if err := checkPathSegments(escaped); err != nil || path == escaped {
 		return err
 	}
-	return checkPathSegments(u.Path)
+	return checkPathSegments(path)
 }
 
 func checkPathSegments(p string) error {
@@ -98,7 +101,7 @@ func checkPathSegments(p string) error {
 	}
 	for rest := p[1:]; ; {
 		seg, after, more := strings.Cut(rest, "/")
-		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
+		if isDotSegment(seg) {
 			return badPath("dot segments are not allowed in paths")
 		}
 		if !more {
@@ -110,4 +113,14 @@ func checkPathSegments(p string) error {
 		rest = after
 	}
 	return nil
+}
+
+// isDotSegment says whether seg is ".", "..", or either with its dots
+// escaped ("%2e", "%2E%2e", …). Most segments are longer than six bytes
+// or start with neither '.' nor '%', and are told at once.
+func isDotSegment(seg string) bool {
+	if len(seg) == 0 || len(seg) > 6 || seg[0] != '.' && seg[0] != '%' {
+		return false
+	}
+	return seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e")
 }
