@@ -8,7 +8,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
-// The collector's floor (internal/gcfloor), seen through the binary's own
+// The collector's floor (protocol/gcfloor), seen through the binary's own
 // Go metrics: with the default --cache-bytes the proxy's live heap is far
 // below a sixteenth of it, so after its collections GOGC is raised; an
 // operator's GOGC is left alone, and so is GOGC when the floor is below

@@ -15,7 +15,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
-	"github.com/oci-tofu/oci-tofu/internal/gcfloor"
+	"github.com/oci-tofu/oci-tofu/protocol/gcfloor"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
@@ -91,7 +91,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 }
 
 // gcFloorBytes is the garbage the collector may let accumulate while the
-// live heap is smaller (internal/gcfloor): a sixteenth of --cache-bytes
+// live heap is smaller (protocol/gcfloor): a sixteenth of --cache-bytes
 // (16 MiB by default), a small part of the memory the operator gave the
 // proxy for its caches, whose garbage a full cache doubles anyway at
 // GOGC=100. Measured in docs/benchmarks.md ("Warm `<version>.json`"):
