@@ -15,8 +15,8 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
-	"github.com/oci-tofu/oci-tofu/protocol/gcfloor"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/gcfloor"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 	"github.com/oci-tofu/oci-tofu/protocol/servercreds"
