@@ -44,15 +44,17 @@ const (
 // each way), its requests counted in its own access log; the proxy is the
 // real binary. The providers are one pushed repository (seeded with the
 // code `push provider` runs) and 49 aliases of its storage: distinct
-// repositories to the proxy and the registry.
+// repositories to the proxy and the registry, each of the same provider
+// type in a namespace of its own (the proxy refuses a release whose type
+// is not the one its address names).
 func BenchmarkMetadataDistance(b *testing.B) {
 	reg := testenv.StartRegistryWithAccessLog(b)
 	bin := buildOCITofu(b)
 	seedStart := time.Now()
-	seed.SignedProvider(b, reg, "bench/acme/big0", distanceVersions)
+	seed.SignedProvider(b, reg, "bench/acme0/big", distanceVersions)
 	b.Logf("seeded %d versions × %d platforms in %v", distanceVersions, len(seed.Platforms), time.Since(seedStart).Round(time.Millisecond))
 	for i := 1; i < distanceProviders; i++ {
-		reg.AliasRepository(b, "bench/acme/big0", fmt.Sprintf("bench/acme/big%d", i))
+		reg.AliasRepository(b, "bench/acme0/big", fmt.Sprintf("bench/acme%d/big", i))
 	}
 	far := testenv.StartDelayFront(b, "127.0.0.1"+reg.Host[strings.LastIndex(reg.Host, ":"):], distanceOneWay)
 
@@ -70,9 +72,9 @@ func BenchmarkMetadataDistance(b *testing.B) {
 
 	proxyURL, cmd := serveProcess(b, bin, reg.CA, "--provider-template", far.Host+"/bench/${namespace}/${type}",
 		"--tag-ttl", distanceTTL.String(), "--resolve-ttl", distanceTTL.String())
-	versions := func(i int) string { return fmt.Sprintf("%s/v1/providers/acme/big%d/versions", proxyURL, i) }
+	versions := func(i int) string { return fmt.Sprintf("%s/v1/providers/acme%d/big/versions", proxyURL, i) }
 	mirror := func(i int, doc string) string {
-		return fmt.Sprintf("%s/v1/mirror/registry.opentofu.org/acme/big%d/%s", proxyURL, i, doc)
+		return fmt.Sprintf("%s/v1/mirror/registry.opentofu.org/acme%d/big/%s", proxyURL, i, doc)
 	}
 	next := 0
 	fresh := func() int { next++; return next - 1 }
@@ -106,7 +108,7 @@ func BenchmarkMetadataDistance(b *testing.B) {
 	for r := 0; r < 5; r++ {
 		idx = append(idx, timeGet(b, client, mirror(fresh(), "index.json")).Seconds())
 		ver = append(ver, timeGet(b, client, mirror(fresh(), seed.Version(distanceVersions/2)+".json")).Seconds())
-		dl = append(dl, timeGet(b, client, fmt.Sprintf("%s/v1/providers/acme/big%d/%s/download/linux/amd64", proxyURL, fresh(), seed.Version(7))).Seconds())
+		dl = append(dl, timeGet(b, client, fmt.Sprintf("%s/v1/providers/acme%d/big/%s/download/linux/amd64", proxyURL, fresh(), seed.Version(7))).Seconds())
 	}
 	b.StopTimer()
 	// Memory: every provider listed and cached.

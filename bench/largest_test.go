@@ -49,10 +49,10 @@ func BenchmarkLargestProvider(b *testing.B) {
 	reg := testenv.StartRegistryWithAccessLog(b)
 	bin := buildOCITofu(b)
 	seedStart := time.Now()
-	seed.SignedListing(b, reg, "bench/acme/aws0", largestVersions, seed.ManyPlatforms)
+	seed.SignedListing(b, reg, "bench/acme0/aws", largestVersions, seed.ManyPlatforms)
 	b.Logf("seeded %d versions × %d platforms in %v", largestVersions, len(seed.ManyPlatforms), time.Since(seedStart).Round(time.Millisecond))
 	for i := 1; i < largestProviders; i++ {
-		reg.AliasRepository(b, "bench/acme/aws0", fmt.Sprintf("bench/acme/aws%d", i))
+		reg.AliasRepository(b, "bench/acme0/aws", fmt.Sprintf("bench/acme%d/aws", i))
 	}
 	far := testenv.StartDelayFront(b, "127.0.0.1"+reg.Host[strings.LastIndex(reg.Host, ":"):], largestOneWay)
 
@@ -76,7 +76,7 @@ func BenchmarkLargestProvider(b *testing.B) {
 		conns := far.Connections()
 		waitQuiet(reg)
 		pc, rc := procCPU(b, pid), procCPU(b, reg.Pid())
-		d, n := countedGet(b, client, reg, fmt.Sprintf("%s/v1/providers/acme/aws%d/versions", proxyURL, i))
+		d, n := countedGet(b, client, reg, fmt.Sprintf("%s/v1/providers/acme%d/aws/versions", proxyURL, i))
 		proxyCPU = append(proxyCPU, (procCPU(b, pid) - pc).Seconds())
 		registryCPU = append(registryCPU, (procCPU(b, reg.Pid()) - rc).Seconds())
 		return d, n, far.Connections() - conns
@@ -93,7 +93,7 @@ func BenchmarkLargestProvider(b *testing.B) {
 		cmd.Process.Kill()
 	}
 	proxyURL, cmd := serve()
-	versions := func(i int) string { return fmt.Sprintf("%s/v1/providers/acme/aws%d/versions", proxyURL, i) }
+	versions := func(i int) string { return fmt.Sprintf("%s/v1/providers/acme%d/aws/versions", proxyURL, i) }
 	timeGet(b, client, versions(0)) // connections open
 	var cold, reqs, conns []float64
 	for i := 1; i <= 5; i++ {
