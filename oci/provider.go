@@ -220,7 +220,7 @@ func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, er
 		return nil, err
 	}
 	var idx ocispec.Index
-	if err := json.Unmarshal(b, &idx); err != nil {
+	if err := decodeIndex(b, &idx); err != nil { // encoding/json's decision (index_decode.go)
 		return nil, invalid("index %s is not valid JSON: %v", desc.Digest, err)
 	}
 	if idx.MediaType != ocispec.MediaTypeImageIndex {
