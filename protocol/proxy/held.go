@@ -71,7 +71,11 @@ const (
 
 // listing lists a provider's versions; a provider without any is 404.
 func (h *heldProviders) listing(ctx context.Context, p names.Provider) (*store.Repo, store.Listing, error) {
-	return h.listingEarly(ctx, p, nil)
+	repo, err := h.providerRepo(p)
+	if err != nil {
+		return nil, store.Listing{}, err
+	}
+	return h.listingOf(ctx, p, repo, nil)
 }
 
 // listingPrefetched is listing for the registry protocol's versions
@@ -80,27 +84,25 @@ func (h *heldProviders) listing(ctx context.Context, p names.Provider) (*store.R
 // round trip each at the registry's distance). Versions the policy denies
 // are not read, as the document does not read them.
 func (h *heldProviders) listingPrefetched(ctx context.Context, p names.Provider) (*store.Repo, store.Listing, error) {
+	repo, err := h.providerRepo(p)
+	if err != nil {
+		return nil, store.Listing{}, err
+	}
 	pf := h.store.Prefetch(ctx, func(ctx context.Context, v names.Version) error {
-		repo, err := h.providerRepo(p)
-		if err == nil {
-			_, err = repo.ProviderVersion(ctx, v)
-		}
+		_, err := repo.ProviderVersion(ctx, v)
 		return keepFatal(err) // what would stop the listing's fan-out (held_registry.go)
 	})
 	defer pf.Stop()
-	return h.listingEarly(ctx, p, func(v names.Version) {
+	return h.listingOf(ctx, p, repo, func(v names.Version) {
 		if h.policyWarning(p, v) == "" {
 			pf.Add(v)
 		}
 	})
 }
 
-// listingEarly is listing, passing early to store.Repo.VersionsEarly.
-func (h *heldProviders) listingEarly(ctx context.Context, p names.Provider, early func(names.Version)) (*store.Repo, store.Listing, error) {
-	repo, err := h.providerRepo(p)
-	if err != nil {
-		return nil, store.Listing{}, err
-	}
+// listingOf is listing of p's repository repo, passing early to
+// store.Repo.VersionsEarly.
+func (h *heldProviders) listingOf(ctx context.Context, p names.Provider, repo *store.Repo, early func(names.Version)) (*store.Repo, store.Listing, error) {
 	l, err := repo.VersionsEarly(ctx, early)
 	if err != nil {
 		return nil, l, missing(err, "provider "+p.String(), "unknown provider %s", p)
