@@ -106,10 +106,12 @@ func (t *Template) Expand(values map[string]string) (Reference, error) {
 		last = m[1]
 		name := t.raw[m[2]:m[3]]
 		v := strings.ToLower(values[name])
-		valid := validName.MatchString(v)
+		var valid bool
 		if name == "hostname" {
 			valid = names.ValidHostname(v)
 			v = t.hostnameSegment(v, m[0])
+		} else {
+			valid = validName.MatchString(v)
 		}
 		if !valid && err == nil {
 			err = fmt.Errorf("invalid %s %q", name, values[name])
