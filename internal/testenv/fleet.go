@@ -54,22 +54,12 @@ func startReplica(t testing.TB, bin string, ca *CA, env, args []string) *Replica
 	port := FreePort(t)
 	all := append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--tls-cert", ca.ServerCertFile, "--tls-key", ca.ServerKeyFile, "--shutdown-timeout", "10s"}, args...)
-	r := &Replica{URL: fmt.Sprintf("https://localhost:%d", port), Logs: &LockedBuffer{}, done: make(chan struct{})}
+	r := &Replica{URL: fmt.Sprintf("https://localhost:%d", port)}
 	r.cmd = exec.Command(bin, all...)
 	r.cmd.Env = append(append(os.Environ(), "SSL_CERT_FILE="+ca.CertFile, "DOCKER_CONFIG="+t.TempDir()), env...)
-	r.cmd.Stdout, r.cmd.Stderr = r.Logs, r.Logs
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.cmd.Wait(); close(r.done) }()
+	r.Logs, r.done = startLogged(t, r.cmd)
 	t.Cleanup(func() {
-		r.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-r.done:
-		case <-time.After(15 * time.Second):
-			r.cmd.Process.Kill()
-			<-r.done
-		}
+		stopGracefully(r.cmd, r.done, syscall.SIGTERM, 15*time.Second)
 		if t.Failed() {
 			t.Logf("replica %s log:\n%s", r.URL, r.Logs.String())
 		}

@@ -52,21 +52,9 @@ func StartNginx(t testing.TB, ca *CA, conf NginxConfig) (host string, pid int) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(nginx, "-c", cf, "-g", "daemon off;")
-	log := &LockedBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
+	log, done := startLogged(t, cmd)
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGQUIT)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		stopGracefully(cmd, done, syscall.SIGQUIT, 5*time.Second)
 		if t.Failed() {
 			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
 			t.Logf("nginx: %s\n%s", log.String(), b)

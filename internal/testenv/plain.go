@@ -17,13 +17,7 @@ func StartPlainHTTPRegistry(t testing.TB) string {
 	port := FreePort(t)
 	host := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(Tool(t, "crane"), "registry", "serve", "--address", host, "--disk", t.TempDir())
-	log := &LockedBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
+	log, done := startLogged(t, cmd)
 	t.Cleanup(func() { cmd.Process.Kill(); <-done })
 	client := &http.Client{Timeout: time.Second}
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {

@@ -267,16 +267,10 @@ func (r *Registry) Credential() Credential {
 // until it answers /v2/.
 func (r *Registry) Start(t testing.TB) {
 	t.Helper()
-	r.log = &LockedBuffer{}
 	argv := r.argv(t)
 	r.cmd = exec.Command(argv[0], argv[1:]...)
 	r.cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none")
-	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { cmd.Wait(); close(done) }(r.cmd, r.done)
+	r.log, r.done = startLogged(t, r.cmd)
 	client := r.CA.HTTPClient()
 	client.Timeout = time.Second
 	deadline := time.Now().Add(20 * time.Second)

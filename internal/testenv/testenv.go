@@ -239,6 +239,33 @@ func MustRun(t testing.TB, dir string, env []string, name string, args ...string
 	return out
 }
 
+// startLogged starts cmd with its standard output and error in a
+// LockedBuffer, and returns that buffer and a channel closed once the
+// process has exited (and been waited for).
+func startLogged(t testing.TB, cmd *exec.Cmd) (*LockedBuffer, chan struct{}) {
+	t.Helper()
+	log := &LockedBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	return log, done
+}
+
+// stopGracefully sends sig to a process startLogged started and waits for
+// it to exit (done), killing it after grace.
+func stopGracefully(cmd *exec.Cmd, done <-chan struct{}, sig os.Signal, grace time.Duration) {
+	cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
 // LockedBuffer collects a process's or server's log output; safe for
 // concurrent writers.
 type LockedBuffer struct {
