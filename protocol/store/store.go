@@ -276,15 +276,11 @@ func (r *Repo) opened(ctx context.Context) (*opened, error) {
 	return res.Val, nil
 }
 
-// Tags lists the repository's tags (cached for TagTTL, then revalidated
-// in the background), with the time they were read.
-func (r *Repo) Tags(ctx context.Context) ([]string, time.Time, error) {
-	return r.tags(ctx, nil)
-}
-
-// tags is Tags, calling page with each page's new tags when this call
-// reads the list itself (not when the list is cached or another request
-// is reading it) and ctx is not done.
+// tags lists the repository's tags (cached for TagTTL, then revalidated
+// in the background), with the time they were read, calling page (when
+// not nil) with each page's new tags when this call reads the list itself
+// (not when the list is cached or another request is reading it) and ctx
+// is not done.
 func (r *Repo) tags(ctx context.Context, page func(added []string)) ([]string, time.Time, error) {
 	repo, err := r.open(ctx)
 	if err != nil {
