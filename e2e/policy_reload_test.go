@@ -78,9 +78,10 @@ func TestPolicyReloadUnderLoad(t *testing.T) {
 	// SIGHUP reads the file again: still broken, one more error.
 	s.cmd.Process.Signal(syscall.SIGHUP)
 	pollUntil(t, "the SIGHUP reload's error", func() bool { return metric(t, s, "oci_tofu_policy_reload_errors_total") == "2" })
-	if !regexp.MustCompile(`why=SIGHUP error="` + regexp.QuoteMeta(brokenAt)).MatchString(s.logs.String()) {
-		t.Errorf("no SIGHUP reload in the log")
-	}
+	// The log reaches the test through serve's stderr pipe, after the
+	// metric may already read 2: wait for the line.
+	sighupLine := regexp.MustCompile(`why=SIGHUP error="` + regexp.QuoteMeta(brokenAt))
+	pollUntil(t, "the SIGHUP reload in the log", func() bool { return sighupLine.MatchString(s.logs.String()) })
 
 	waitForLoad(load, 10000)
 	renameWrite(t, file, reloadFixed)
