@@ -1,22 +1,30 @@
 package oci
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content/oci"
+	"oras.land/oras-go/v2/errdef"
 )
 
-// layout is an OCI image layout directory opened for writing, whose
-// index.json names only the tagged roots, one entry per tag with its
+// layout is an OCI image layout directory, shared by every reader and
+// writer of it in this process (see openLayout), whose index.json names
+// only the tagged roots, one entry per tag with its
 // org.opencontainers.image.ref.name, as crane, skopeo and regctl write
 // layouts. (oras-go's store also lists every manifest it was given, the
 // child manifests of an index among them; `crane push DIR` then refuses
@@ -24,41 +32,209 @@ import (
 // as images of their own.) Everything else is oras-go's store; reading by
 // digest does not need index.json (the blobs directory is enough).
 type layout struct {
-	*oci.Store
-	root string
-	mu   sync.Mutex // index.json writes
+	root  string
+	store atomic.Pointer[oci.Store]
+
+	mu       sync.Mutex // tag writes and reloads
+	indexSum [sha256.Size]byte
 }
 
-func openLayout(root string) (*layout, error) {
-	store, err := oci.New(root)
+// layouts are the OCI layouts this process has opened, by absolute path:
+// two stores of one layout would each write index.json from their own
+// tags, and the later write would drop the other's tags.
+var layouts = struct {
+	sync.Mutex
+	m map[string]*layout
+}{m: map[string]*layout{}}
+
+// openLayout opens the OCI layout at root, shared with every other opener
+// in this process, and picks up what another process wrote to its
+// index.json since this process last read or wrote it. With create, a
+// missing layout is created, its files written whole (a reader never sees
+// one half-written); without, a directory that is not (yet) a whole
+// layout is errdef.ErrNotFound: what is being created is not held yet.
+func openLayout(root string, create bool) (*layout, error) {
+	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("opening OCI layout %s: %w", root, err)
 	}
-	store.AutoSaveIndex = false
-	return &layout{Store: store, root: root}, nil
+	if create {
+		err = createLayoutFiles(abs)
+	} else {
+		err = wholeLayout(abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening OCI layout %s: %w", root, err)
+	}
+	l := sharedLayout(abs)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.reloadIfChanged(); err != nil {
+		return nil, fmt.Errorf("opening OCI layout %s: %w", root, err)
+	}
+	return l, nil
 }
 
-// Tag tags desc with reference and writes index.json.
+func sharedLayout(abs string) *layout {
+	layouts.Lock()
+	defer layouts.Unlock()
+	l, ok := layouts.m[abs]
+	if !ok {
+		l = &layout{root: abs}
+		layouts.m[abs] = l
+	}
+	return l
+}
+
+// wholeLayout: a layout is whole once both oci-layout and index.json
+// exist; anything less is errdef.ErrNotFound.
+func wholeLayout(abs string) error {
+	for _, name := range []string{"", ocispec.ImageLayoutFile, ocispec.ImageIndexFile} {
+		if _, err := os.Stat(filepath.Join(abs, name)); errors.Is(err, fs.ErrNotExist) {
+			if name == "" {
+				return errdef.ErrNotFound
+			}
+			return fmt.Errorf("not (yet) an OCI layout: no %s: %w", name, errdef.ErrNotFound)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createLayoutFiles makes abs a layout unless it is one: the blobs
+// directory, then an empty index.json, then oci-layout (the file readers
+// take as "whole"), each written under a temporary name and linked into
+// place only if nothing is there yet, so concurrent creators agree.
+func createLayoutFiles(abs string) error {
+	if err := os.MkdirAll(filepath.Join(abs, ocispec.ImageBlobsDir), 0o755); err != nil {
+		return err
+	}
+	empty, err := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}})
+	if err != nil {
+		return err
+	}
+	if err := createFileOnce(filepath.Join(abs, ocispec.ImageIndexFile), empty); err != nil {
+		return err
+	}
+	marker, err := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+	if err != nil {
+		return err
+	}
+	return createFileOnce(filepath.Join(abs, ocispec.ImageLayoutFile), marker)
+}
+
+// createFileOnce writes path whole unless it exists: a temporary file
+// beside it, hard-linked to path (which fails if path exists), or renamed
+// where the file system has no hard links.
+func createFileOnce(path string, data []byte) error {
+	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	tmp, err := writeTemp(path, data)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	err = os.Link(tmp, path)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// reloadIfChanged (l.mu held) opens the store afresh when index.json is
+// not what this process last read or wrote: on first use, and after
+// another process tagged something.
+func (l *layout) reloadIfChanged() error {
+	b, err := readIndexFile(l.root)
+	if err != nil {
+		return err
+	}
+	if l.store.Load() != nil && sha256.Sum256(b) == l.indexSum {
+		return nil
+	}
+	store, err := oci.New(l.root)
+	if err != nil {
+		return err
+	}
+	store.AutoSaveIndex = false
+	l.store.Store(store)
+	l.indexSum = sha256.Sum256(b)
+	return nil
+}
+
+func readIndexFile(root string) ([]byte, error) {
+	f, err := os.Open(filepath.Join(root, ocispec.ImageIndexFile))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, io.LimitReader(f, MaxManifestSize+1)); err != nil {
+		return nil, err
+	}
+	if buf.Len() > MaxManifestSize {
+		return nil, fmt.Errorf("%s is over %d bytes", ocispec.ImageIndexFile, MaxManifestSize)
+	}
+	return buf.Bytes(), nil
+}
+
+// Fetch, Exists, Push, Resolve, Tags and Predecessors are the store's.
+
+func (l *layout) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	return l.store.Load().Fetch(ctx, desc)
+}
+
+func (l *layout) Exists(ctx context.Context, desc ocispec.Descriptor) (bool, error) {
+	return l.store.Load().Exists(ctx, desc)
+}
+
+func (l *layout) Push(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+	return l.store.Load().Push(ctx, desc, r)
+}
+
+func (l *layout) Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error) {
+	return l.store.Load().Resolve(ctx, reference)
+}
+
+func (l *layout) Tags(ctx context.Context, last string, fn func(tags []string) error) error {
+	return l.store.Load().Tags(ctx, last, fn)
+}
+
+func (l *layout) Predecessors(ctx context.Context, node ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	return l.store.Load().Predecessors(ctx, node)
+}
+
+// Tag tags desc with reference and writes index.json, after taking in
+// what another process tagged since this one last looked.
 func (l *layout) Tag(ctx context.Context, desc ocispec.Descriptor, reference string) error {
-	if err := l.Store.Tag(ctx, desc, reference); err != nil {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.reloadIfChanged(); err != nil {
+		return err
+	}
+	if err := l.store.Load().Tag(ctx, desc, reference); err != nil {
 		return err
 	}
 	return l.writeIndex(ctx)
 }
 
-// writeIndex writes index.json naming every tag's manifest, sorted by
-// tag, atomically (a reader never sees half a file).
+// writeIndex (l.mu held) writes index.json naming every tag's manifest,
+// sorted by tag, atomically (a reader never sees half a file).
 func (l *layout) writeIndex(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	store := l.store.Load()
 	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
 	var tags []string
-	if err := l.Store.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil }); err != nil {
+	if err := store.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil }); err != nil {
 		return err
 	}
 	sort.Strings(tags)
 	for _, tag := range tags {
-		desc, err := l.Store.Resolve(ctx, tag)
+		desc, err := store.Resolve(ctx, tag)
 		if err != nil {
 			return fmt.Errorf("resolving tag %s in %s: %w", tag, l.root, err)
 		}
@@ -74,15 +250,35 @@ func (l *layout) writeIndex(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(l.root, ocispec.ImageIndexFile), b)
+	if err := writeFileAtomic(filepath.Join(l.root, ocispec.ImageIndexFile), b); err != nil {
+		return err
+	}
+	l.indexSum = sha256.Sum256(b)
+	return nil
 }
 
 // writeFileAtomic replaces path with data: a temporary file beside it,
 // renamed over it.
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".index-*.json")
+	tmp, err := writeTemp(path, data)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
 	if err != nil {
-		return err
+		if tmp != "" {
+			os.Remove(tmp)
+		}
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeTemp writes data to a new temporary file beside path (mode 0644)
+// and returns its name.
+func writeTemp(path string, data []byte) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return "", err
 	}
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
@@ -91,12 +287,9 @@ func writeFileAtomic(path string, data []byte) error {
 	if err == nil {
 		err = os.Chmod(f.Name(), 0o644)
 	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
 	if err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
+		return "", err
 	}
-	return nil
+	return f.Name(), nil
 }

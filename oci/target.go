@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"oras.land/oras-go/v2"
-	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -162,7 +160,7 @@ func credentialFunc(opts Options) (auth.CredentialFunc, error) {
 // tagged roots only (see layout).
 func (c *Client) Open(ref Reference) (Repository, error) {
 	if ref.Layout {
-		return openLayout(ref.Repository)
+		return openLayout(ref.Repository, true)
 	}
 	repo, err := c.remote(ref)
 	if err != nil {
@@ -172,18 +170,13 @@ func (c *Client) Open(ref Reference) (Repository, error) {
 	return repo, nil
 }
 
-// OpenReadOnly opens ref for reading. A missing OCI layout directory is
-// reported as errdef.ErrNotFound, never created.
+// OpenReadOnly opens ref for reading. An OCI layout that is missing, or
+// not yet whole (being created), is reported as errdef.ErrNotFound, never
+// created; readers and writers of one layout in this process share its
+// store.
 func (c *Client) OpenReadOnly(ctx context.Context, ref Reference) (ReadOnlyRepository, error) {
 	if ref.Layout {
-		if err := layoutExists(ref.Repository); err != nil {
-			return nil, err
-		}
-		store, err := oci.NewFromFS(ctx, os.DirFS(ref.Repository))
-		if err != nil {
-			return nil, fmt.Errorf("opening OCI layout %s: %w", ref.Repository, err)
-		}
-		return store, nil
+		return openLayout(ref.Repository, false)
 	}
 	return c.remote(ref)
 }
