@@ -17,10 +17,13 @@ import (
 // falls back to it, as cosign v3 and notation write it); in an OCI
 // layout, the manifests of the layout whose subject is the manifest
 // (docs/artifacts.md, "Referrers"). Reads are bounded: at most
-// MaxReferrers referrers of the wanted artifact type are read, the
-// listing is read at most MaxReferrerPages pages of MaxManifestSize each
-// (a layout's at most MaxReferrerScan manifests), and every manifest and
-// layer is refused by its size before it is fetched.
+// MaxReferrers referrers of the wanted artifact type are read (listed
+// entries of untold type, read to learn it, at most MaxUntoldReferrers
+// of them, count only when they are of the type), the listing is read at
+// most MaxReferrerPages pages of MaxManifestSize each (a layout's at most
+// MaxReferrerScan manifests), every manifest and layer is refused by its
+// size before it is fetched, and one read takes in at most
+// MaxReferrerBytes in all.
 const (
 	// ArtifactTypeSigstoreBundle is cosign v3's signatures and
 	// attestations: a manifest with one layer, a Sigstore bundle.
@@ -31,6 +34,12 @@ const (
 	// MaxReferrers bounds the referrers of one artifact type read for one
 	// subject.
 	MaxReferrers = 64
+	// MaxUntoldReferrers bounds the listed referrers of untold type read
+	// to learn it, for one subject.
+	MaxUntoldReferrers = 64
+	// MaxReferrerBytes bounds the manifests and layers of referrers read
+	// for one subject, in all.
+	MaxReferrerBytes = 8 << 20
 	// MaxReferrerPages bounds the pages of a referrers listing read.
 	MaxReferrerPages = 16
 	// MaxReferrerScan bounds the manifests of an OCI layout examined
@@ -75,8 +84,13 @@ func ReadReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.
 		return Referrers{}, fmt.Errorf("listing the referrers of %s: %w", subject, err)
 	}
 	out := Referrers{Truncated: truncated, Items: make([]Referrer, 0, len(descs))}
+	budget := referrerBudget{left: MaxReferrerBytes}
 	for _, d := range descs {
-		r, ok := readReferrer(ctx, repo, d, subject, artifactType)
+		if len(out.Items) == MaxReferrers || budget.spent() {
+			out.Truncated = true
+			break
+		}
+		r, ok := readReferrer(ctx, repo, d, subject, artifactType, &budget)
 		if r.Err != nil && !IsContentProblem(r.Err) {
 			return Referrers{}, fmt.Errorf("reading referrer %s of %s: %w", d.Digest, subject, r.Err)
 		}
@@ -86,6 +100,22 @@ func ReadReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.
 	}
 	return out, nil
 }
+
+// referrerBudget is what one ReadReferrers may still take in
+// (MaxReferrerBytes): a manifest or layer that would overdraw it is not
+// fetched, and the read stops there.
+type referrerBudget struct{ left int64 }
+
+func (b *referrerBudget) take(size int64) bool {
+	if size < 0 || size > b.left {
+		b.left = -1
+		return false
+	}
+	b.left -= size
+	return true
+}
+
+func (b *referrerBudget) spent() bool { return b.left < 0 }
 
 // mayBeOfType reports whether a listed referrer may be of artifactType:
 // it says so, or it says nothing telling — no type, or the empty
@@ -124,28 +154,40 @@ func listReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.
 	return listFromLayout(ctx, repo, g, desc, artifactType)
 }
 
-// listFromRegistry reads the registry's listing page by page, keeping
-// the descriptors that may be of artifactType (mayBeOfType).
+// listFromRegistry reads the registry's listing page by page: the
+// descriptors listed as artifactType (at most MaxReferrers), then those
+// of untold type that may be of it (mayBeOfType, at most
+// MaxUntoldReferrers), so that entries of other or untold types never
+// crowd out the ones that say they are of the type.
 func listFromRegistry(ctx context.Context, rl registry.ReferrerLister, subject ocispec.Descriptor, artifactType string) ([]ocispec.Descriptor, bool, error) {
-	var out []ocispec.Descriptor
+	var typed, untold []ocispec.Descriptor
 	pages, truncated := 0, false
+	keep := func(list *[]ocispec.Descriptor, d ocispec.Descriptor, max int) {
+		if len(*list) == max {
+			truncated = true
+			return
+		}
+		*list = append(*list, d)
+	}
 	// Unfiltered: oras-go would drop the entries of untold type itself.
 	err := rl.Referrers(ctx, subject, "", func(page []ocispec.Descriptor) error {
 		if pages++; pages > MaxReferrerPages {
 			return errTooManyPages
 		}
 		for _, d := range page {
-			if !mayBeOfType(d, artifactType) {
-				continue
+			switch {
+			case d.ArtifactType == artifactType:
+				keep(&typed, d, MaxReferrers)
+			case mayBeOfType(d, artifactType):
+				keep(&untold, d, MaxUntoldReferrers)
 			}
-			if len(out) == MaxReferrers {
-				truncated = true
-				return errEnough
-			}
-			out = append(out, d)
+		}
+		if len(typed) == MaxReferrers && len(untold) == MaxUntoldReferrers {
+			return errEnough
 		}
 		return nil
 	})
+	out := append(typed, untold...)
 	switch {
 	case errors.Is(err, errEnough), errors.Is(err, errTooManyPages):
 		return out, true, nil
@@ -189,8 +231,11 @@ func listFromLayout(ctx context.Context, repo ReadOnlyRepository, g content.Read
 // by its size before it is fetched and checked against its digest; ok is
 // false for a manifest of another artifact type than its listing let
 // pass (mayBeOfType).
-func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descriptor, subject digest.Digest, artifactType string) (r Referrer, ok bool) {
+func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descriptor, subject digest.Digest, artifactType string, budget *referrerBudget) (r Referrer, ok bool) {
 	r = Referrer{Descriptor: d}
+	if checkManifestSize(d) == nil && !budget.take(d.Size) {
+		return r, false // over the read's budget: ReadReferrers stops
+	}
 	m, err := fetchImageManifest(ctx, repo, d)
 	switch {
 	case err != nil:
@@ -209,6 +254,9 @@ func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descri
 	}
 	r.Annotations = m.Annotations
 	for _, l := range m.Layers {
+		if l.Size <= MaxSmallFile && !budget.take(l.Size) {
+			return Referrer{Descriptor: d, Err: invalid("referrer %s: over the %d MiB read for one subject's referrers", d.Digest, MaxReferrerBytes>>20)}, true
+		}
 		payload, err := fetchSmall(ctx, repo, l)
 		if err != nil {
 			return Referrer{Descriptor: d, Err: fmt.Errorf("referrer %s: %w", d.Digest, err)}, true

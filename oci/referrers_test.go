@@ -252,3 +252,125 @@ func TestReadReferrersRegistryFailureIsAnError(t *testing.T) {
 		t.Errorf("referrers %+v, %v; want the registry's failure as an error", got, err)
 	}
 }
+
+// listReferrersAs answers the referrers API of repository name on reg
+// with listing, through a front.
+func listReferrersAs(t *testing.T, reg *testenv.Registry, c *oci.Client, name string, listing []ocispec.Descriptor) oci.ReadOnlyRepository {
+	t.Helper()
+	body, err := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: listing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{
+		Match: func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/referrers/") },
+		Fault: testenv.Fault{Status: http.StatusOK, Header: http.Header{"Content-Type": {ocispec.MediaTypeImageIndex}}, Body: body},
+	}}})
+	ro, err := c.OpenReadOnly(context.Background(), oci.Reference{Registry: front.Host, Repository: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ro
+}
+
+// Referrers of another type listed without one (anyone with push rights
+// can add them) do not count against the wanted type's bound: 100 of
+// them listed first do not hide the bundle listed after them.
+func TestUntoldReferrersDoNotHideTheTypedOnes(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	c, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := c.Open(oci.Reference{Registry: reg.Host, Repository: "p/crowded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := subjectArtifact(t, "crowded")
+	bundle := referrerArtifact(t, subj.Root(), oci.ArtifactTypeSigstoreBundle, "the bundle")
+	sig := referrerArtifact(t, subj.Root(), oci.ArtifactTypeNotationSignature, "another type")
+	for i, a := range []*oci.Artifact{subj, bundle, sig} {
+		if _, err := oci.Push(ctx, repo, a, oci.Tags{fmt.Sprint("t", i): ""}, oci.PushOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var listing []ocispec.Descriptor
+	for range 100 {
+		d := sig.Root()
+		d.ArtifactType = ""
+		listing = append(listing, d)
+	}
+	listing = append(listing, bundle.Root())
+	got, err := oci.ReadReferrers(ctx, listReferrersAs(t, reg, c, "p/crowded", listing), subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != 1 || got.Items[0].Err != nil || got.Items[0].Descriptor.Digest != bundle.Root().Digest {
+		t.Errorf("referrers %+v; want the bundle", got)
+	}
+}
+
+// One subject's referrers are read up to MaxReferrerBytes in all: ten
+// referrers of four 1 MiB layers each (40 MiB that the per-referrer
+// limits allow) are not all taken in, and the answer says more exist.
+func TestReferrersReadWithinATotalBudget(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	c, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := c.Open(oci.Reference{Registry: reg.Host, Repository: "p/heavy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := subjectArtifact(t, "heavy")
+	a := &oci.Artifact{Blobs: subj.Blobs, Manifests: subj.Manifests}
+	if _, err := oci.Push(ctx, repo, a, oci.Tags{"s": ""}, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var listing []ocispec.Descriptor
+	for i := range 10 {
+		r := heavyReferrer(t, subj.Root(), i)
+		if _, err := oci.Push(ctx, repo, r, oci.Tags{fmt.Sprint("r", i): ""}, oci.PushOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		listing = append(listing, r.Root())
+	}
+	got, err := oci.ReadReferrers(ctx, listReferrersAs(t, reg, c, "p/heavy", listing), subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held int
+	for _, r := range got.Items {
+		for _, l := range r.Layers {
+			held += len(l.Payload)
+		}
+	}
+	if held > oci.MaxReferrerBytes || !got.Truncated {
+		t.Errorf("took in %d bytes of layers (truncated %v), want at most %d and truncated", held, got.Truncated, oci.MaxReferrerBytes)
+	}
+	if held == 0 {
+		t.Error("nothing read: the budget should admit the first referrers")
+	}
+}
+
+// heavyReferrer is a bundle-typed referrer of subject with four layers
+// of just under 1 MiB each.
+func heavyReferrer(t *testing.T, subject ocispec.Descriptor, i int) *oci.Artifact {
+	t.Helper()
+	cfg := oci.BytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil)
+	a := &oci.Artifact{Blobs: []oci.Blob{cfg}}
+	var layers []ocispec.Descriptor
+	for j := range 4 {
+		l := oci.BytesBlob(oci.ArtifactTypeSigstoreBundle, []byte(strings.Repeat(fmt.Sprint(i, j), 1<<20)[:1<<20-64]), nil)
+		a.Blobs = append(a.Blobs, l)
+		layers = append(layers, l.Descriptor)
+	}
+	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: oci.ArtifactTypeSigstoreBundle, Config: cfg.Descriptor, Layers: layers, Subject: &subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Manifests = []oci.Manifest{m}
+	return a
+}
