@@ -195,7 +195,7 @@ func (m *heldModules) releaseAt(ctx context.Context, repo *store.Repo, host stri
 	if err := m.s.policyDenial(policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v); err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	zip, err := repo.ModuleAt(ctx, manifest)
+	zip, err := repo.ModuleAt(ctx, names.TagForVersion(v), manifest)
 	if err != nil {
 		return zip, missing(err, "module "+mod.String(), "module %s has no package with manifest %s", mod, manifest)
 	}

@@ -141,3 +141,55 @@ provider "example.com/test/hello" {
 		t.Errorf("registry reads %v: want 1.0.0 and 2.0.0-rc1 read once each, 1.1.0 (denied) never", read)
 	}
 }
+
+// The version in an archive URL is not a mere label: a client that knows
+// a denied version's digest cannot download it under an allowed
+// version's URL (providers and modules), while the allowed version's own
+// URL still works.
+func TestArchiveURLsNameTheVersionsOwnDigest(t *testing.T) {
+	dir, open := layoutStore(t)
+	repo := open("test", "hello")
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		pushAttested(t, repo, v, nil)
+	}
+	mdir, mopen := moduleStore(t)
+	mrepo := mopen("acme", "network", "aws")
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		push(t, mrepo, moduleArtifact(t, moduleZip(t, v)), v)
+	}
+	opts := Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		ModuleTemplate: mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}"), RegistryHostname: "example.com"}
+	plain := startProxy(t, opts)
+	opts.Policy = mustPolicy(t, `
+provider "example.com/test/hello" {
+  deny = ["1.1.0"]
+}
+module "example.com/acme/network/aws" {
+  deny = ["1.1.0"]
+}`)
+	p := startProxy(t, opts)
+
+	var denied, allowed networkMirrorVersion
+	r := plain.getJSON(t, "/v1/mirror/example.com/test/hello/1.1.0.json", 200, &denied)
+	deniedURL := strings.TrimPrefix(resolve(t, r.URL, denied.Archives["linux_amd64"].URL), plain.URL)
+	r = plain.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &allowed)
+	allowedURL := strings.TrimPrefix(resolve(t, r.URL, allowed.Archives["linux_amd64"].URL), plain.URL)
+	relabelled := strings.Replace(deniedURL, "/1.1.0/", "/1.0.0/", 1)
+	relabelled = strings.Replace(relabelled, "_1.1.0_", "_1.0.0_", 1)
+	if relabelled == deniedURL {
+		t.Fatalf("could not relabel %s", deniedURL)
+	}
+	if got := p.get(t, allowedURL); got.Status != 200 {
+		t.Fatalf("1.0.0's own archive URL: %d", got.Status)
+	}
+	p.wantError(t, relabelled, 404, "has no release with index")
+	p.wantError(t, strings.TrimSuffix(relabelled, "linux_amd64.zip")+"SHA256SUMS", 404, "has no release with index")
+
+	deniedModule := strings.TrimPrefix(plain.moduleDownload(t, "/v1/modules/acme/network/aws/1.1.0/download", nil), plain.URL)
+	allowedModule := strings.TrimPrefix(plain.moduleDownload(t, "/v1/modules/acme/network/aws/1.0.0/download", nil), plain.URL)
+	relabelledModule := strings.ReplaceAll(deniedModule, "1.1.0", "1.0.0")
+	if got := p.get(t, allowedModule); got.Status != 200 {
+		t.Fatalf("module 1.0.0's own archive URL: %d", got.Status)
+	}
+	p.wantError(t, relabelledModule, 404, "no package with manifest")
+}

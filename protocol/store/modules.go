@@ -20,12 +20,17 @@ func (r *Repo) Module(ctx context.Context, tag string) (manifest, zip ocispec.De
 	return tm.desc, zip, err
 }
 
-// ModuleAt reads the module package with manifest digest d: the exact
-// package a download answer named, whatever its tag names now.
-func (r *Repo) ModuleAt(ctx context.Context, d digest.Digest) (ocispec.Descriptor, error) {
+// ModuleAt reads the module package with manifest digest d, the exact
+// package a download answer named, when tag names it (taggedAt).
+func (r *Repo) ModuleAt(ctx context.Context, tag string, d digest.Digest) (ocispec.Descriptor, error) {
 	repo, err := r.open(ctx)
 	if err != nil {
 		return ocispec.Descriptor{}, err
+	}
+	if tm, ok := r.s.byTag.Peek(r.tagKey("body", tag)); !ok || tm.desc.Digest != d {
+		if err := r.taggedAt(ctx, repo, "body", tag, d); err != nil {
+			return ocispec.Descriptor{}, err
+		}
 	}
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d}
 	return r.moduleZip(ctx, desc, func(ctx context.Context) ([]byte, error) {

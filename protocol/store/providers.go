@@ -47,14 +47,17 @@ func indexCost(bodyLen int) int64 {
 	return 2 * int64(bodyLen)
 }
 
-// ProviderVersionAt reads the index with digest d: the exact release an
-// archive URL was handed out for, whatever its tag names now.
+// ProviderVersionAt reads the index with digest d, the exact release an
+// archive URL was handed out for, when version v's tag names it (taggedAt).
 func (r *Repo) ProviderVersionAt(ctx context.Context, v names.Version, d digest.Digest) (*oci.ProviderVersion, error) {
 	if tm, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(v))); ok && tm.desc.Digest == d {
 		return withVersion(tm.val.(*oci.ProviderVersion), v), nil // the index the tag named when last read
 	}
 	repo, err := r.open(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.taggedAt(ctx, repo, "provider", names.TagForVersion(v), d); err != nil {
 		return nil, err
 	}
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: d}

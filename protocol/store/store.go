@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
@@ -68,9 +69,12 @@ type Options struct {
 type Store struct {
 	opts Options
 
-	repos      *cache.Cache[*opened]
-	tags       *cache.Cache[[]string]
-	byTag      *cache.Cache[taggedManifest]
+	repos *cache.Cache[*opened]
+	tags  *cache.Cache[[]string]
+	byTag *cache.Cache[taggedManifest]
+	// tagged are the digests this store has read tags naming, for
+	// TaggedTTL (taggedAt).
+	tagged     *cache.Cache[struct{}]
 	providers  *cache.Cache[*oci.ProviderVersion]
 	zips       *cache.Cache[ocispec.Descriptor]
 	provenance *cache.Cache[*Provenance]
@@ -103,6 +107,7 @@ func New(opts Options) *Store {
 		repos:      cache.New[*opened](ttl("repositories", opts.TagTTL, opts.MaxStale)),
 		tags:       cache.New[[]string](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
 		byTag:      cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
+		tagged:     cache.New[struct{}](share(ttl("tagged_digests", TaggedTTL, 0))),
 		providers:  cache.New[*oci.ProviderVersion](byDigest("indexes")),
 		zips:       cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
 		provenance: cache.New[*Provenance](byDigest("provenance")),
@@ -147,7 +152,7 @@ func stringsCost(list []string) int64 {
 // and verdicts (Checked: a policy's signers, a few dozen bytes each) take
 // 1 each.
 var cacheShares = map[string]int64{
-	"resolve": 48, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 47, "tagged_digests": 1, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
@@ -155,7 +160,7 @@ var cacheShares = map[string]int64{
 // (a few dozen bytes each, one per version), beside a policy's signers',
 // take 2 more of resolve's 48.
 var admitShares = map[string]int64{
-	"resolve": 46, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 45, "tagged_digests": 1, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 3,
 }
 
@@ -457,6 +462,7 @@ func (r *Repo) manifestByTag(ctx context.Context, kind, tag string, read manifes
 		if err != nil {
 			return taggedManifest{}, 0, r.fail(err, "reading tag "+tag)
 		}
+		r.noteTagged(tag, desc.Digest)
 		val, cost, err := read(desc, body)
 		if err != nil {
 			return taggedManifest{}, 0, r.fail(err, "reading the "+kind+" manifest tag "+tag+" names")
@@ -467,6 +473,43 @@ func (r *Repo) manifestByTag(ctx context.Context, kind, tag string, read manifes
 		return taggedManifest{}, r.fail(err, "reading tag "+tag)
 	}
 	return res.Val, nil
+}
+
+// TaggedTTL is how long a digest a version's tag was seen naming stays
+// servable under that version's archive URLs after the tag moves (push
+// --replace): URLs handed out before keep working that long.
+const TaggedTTL = 24 * time.Hour
+
+// taggedAt checks that tag names, or named when this store read it within
+// TaggedTTL, the manifest with digest d; otherwise the tag is read afresh
+// (the caches may predate a push or a pull-through). The version in an
+// archive URL is thus not a mere label: the digest of a version the
+// policy denies is not served under an allowed version's URL. Another
+// digest is FailureNotFound.
+func (r *Repo) taggedAt(ctx context.Context, repo oci.ReadOnlyRepository, kind, tag string, d digest.Digest) error {
+	if _, ok := r.s.tagged.Peek(r.taggedKey(tag, d)); ok {
+		return nil
+	}
+	desc, err := repo.Resolve(ctx, tag)
+	if err != nil {
+		return r.fail(err, "reading tag "+tag)
+	}
+	if desc.Digest != d {
+		r.s.byTag.ForgetIf(r.tagKey(kind, tag), func(tm taggedManifest) bool { return tm.desc.Digest != desc.Digest })
+		return &Error{Failure: oci.FailureNotFound, Repo: r.name, What: "reading tag " + tag,
+			Err: fmt.Errorf("tag %s names %s, not %s", tag, desc.Digest, d)}
+	}
+	r.noteTagged(tag, d)
+	return nil
+}
+
+// noteTagged remembers that tag named d (taggedAt).
+func (r *Repo) noteTagged(tag string, d digest.Digest) {
+	r.s.tagged.Add(r.taggedKey(tag, d), struct{}{}, 0)
+}
+
+func (r *Repo) taggedKey(tag string, d digest.Digest) string {
+	return r.name + ":" + tag + "@" + d.String()
 }
 
 // tagKey is the resolve cache's key for a tag read by a kind of reader.

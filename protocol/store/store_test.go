@@ -244,17 +244,25 @@ func TestProviderVersionWithoutProvenance(t *testing.T) {
 	}
 }
 
-// ProviderVersionAt reads the exact index a digest names, whatever the
-// version's tag names now; a digest the repository lacks is NotFound.
+// ProviderVersionAt reads the exact index a digest names when the
+// version's tag names it, or named it when the store read it (within
+// TaggedTTL): an archive URL handed out before a re-tag keeps working.
+// An index the tag never named (another version's) is NotFound, as is a
+// digest the repository lacks.
 func TestProviderVersionAtDigest(t *testing.T) {
 	ctx := context.Background()
 	l := newLayout(t)
-	old, newer := providerArtifact(t, "1.0.0"), providerArtifact(t, "1.1.0")
+	old, newer, other := providerArtifact(t, "1.0.0"), providerArtifact(t, "1.1.0"), providerArtifact(t, "2.0.0-rc1")
 	push(t, l.repo, old, "1.0.0")
-	push(t, l.repo, newer, "1.0.0") // re-tagged (push --replace)
+	push(t, l.repo, other, "2.0.0-rc1")
 
-	repo := newStore(t, store.Options{}).Repo(l.ref)
+	repo := newStore(t, store.Options{ResolveTTL: time.Millisecond, MaxStale: -1}).Repo(l.ref)
 	v := version(t, "1.0.0")
+	if pv, err := repo.ProviderVersion(ctx, v); err != nil || pv.Index.Digest != old.Root().Digest {
+		t.Fatalf("tag 1.0.0 read as %v, %v; want %s", pv, err, old.Root().Digest)
+	}
+	push(t, l.repo, newer, "1.0.0") // re-tagged (push --replace)
+	time.Sleep(5 * time.Millisecond)
 	pv, err := repo.ProviderVersion(ctx, v)
 	if err != nil || pv.Index.Digest != newer.Root().Digest {
 		t.Fatalf("tag 1.0.0 read as %v, %v; want the re-tagged index %s", pv, err, newer.Root().Digest)
@@ -265,6 +273,10 @@ func TestProviderVersionAtDigest(t *testing.T) {
 	}
 	if at.Index.Digest != old.Root().Digest || at.Version.String() != "1.0.0" {
 		t.Errorf("read %s as %s, want the old index %s as 1.0.0", at.Index.Digest, at.Version, old.Root().Digest)
+	}
+	_, err = repo.ProviderVersionAt(ctx, v, other.Root().Digest)
+	if got := failure(t, err); got != oci.FailureNotFound {
+		t.Errorf("2.0.0-rc1's index under 1.0.0: failure %v, want not found", got)
 	}
 	_, err = repo.ProviderVersionAt(ctx, v, digest.FromString("nothing"))
 	if got := failure(t, err); got != oci.FailureNotFound {
@@ -319,16 +331,21 @@ func TestModules(t *testing.T) {
 	if manifest.Digest != m.Root().Digest || zipDesc.Digest != digest.FromBytes(z) || zipDesc.Size != int64(len(z)) || zipDesc.MediaType != oci.MediaTypeZip {
 		t.Errorf("module %s with zip %+v; want %s with the pushed zip", manifest.Digest, zipDesc, m.Root().Digest)
 	}
-	at, err := repo.ModuleAt(ctx, m.Root().Digest)
+	at, err := repo.ModuleAt(ctx, "1.0.0", m.Root().Digest)
 	if err != nil || at.Digest != zipDesc.Digest {
 		t.Errorf("ModuleAt: %+v, %v; want the zip %s", at, err, zipDesc.Digest)
+	}
+	// The version is not a label: the package under another version's tag
+	// is not found.
+	if _, err = repo.ModuleAt(ctx, "2.0.0", m.Root().Digest); failure(t, err) != oci.FailureNotFound {
+		t.Errorf("a package by digest under a tag naming something else: %v, want not found", err)
 	}
 
 	_, _, err = repo.Module(ctx, "2.0.0")
 	if got := failure(t, err); got != oci.FailureInvalid {
 		t.Errorf("a provider index read as a module: failure %v, want invalid", got)
 	}
-	_, err = repo.ModuleAt(ctx, provider.Root().Digest)
+	_, err = repo.ModuleAt(ctx, "2.0.0", provider.Root().Digest)
 	if got := failure(t, err); got != oci.FailureInvalid {
 		t.Errorf("a provider index read as a module by digest: failure %v, want invalid", got)
 	}

@@ -52,11 +52,17 @@ func (r *Repo) TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, 
 }
 
 // TofuReleaseAt reads the release artifact with manifest digest d, checked
-// as TofuRelease checks it, version v included.
+// as TofuRelease checks it, version v included, when v's tag names it
+// (taggedAt).
 func (r *Repo) TofuReleaseAt(ctx context.Context, v names.Version, d digest.Digest) (*TofuRelease, error) {
 	repo, err := r.open(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if tm, ok := r.s.byTag.Peek(r.tagKey("body", names.TagForVersion(v))); !ok || tm.desc.Digest != d {
+		if err := r.taggedAt(ctx, repo, "body", names.TagForVersion(v), d); err != nil {
+			return nil, err
+		}
 	}
 	res, err := r.s.tofu.Get(ctx, r.name+"@"+d.String()+" "+v.String(), func(ctx context.Context) (*TofuRelease, int64, error) {
 		desc, body, err := manifestAt(ctx, repo, d)
