@@ -13,15 +13,16 @@
 package keyless
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	intoto "github.com/in-toto/attestation/go/v1"
 	"github.com/opencontainers/go-digest"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
@@ -141,7 +142,7 @@ func (v *Verifier) VerifyAttestation(bundleJSON []byte, subject digest.Digest, p
 		if res.Statement == nil {
 			return nil, Identity{}, errors.New("the bundle signs no in-toto statement (a message signature is no attestation)")
 		}
-		st, err := statementOf(entity)
+		st, err := statementOf(res.Statement)
 		if err != nil {
 			return nil, Identity{}, err
 		}
@@ -165,15 +166,15 @@ func artifactDigest(d digest.Digest) (verify.ArtifactPolicyOption, error) {
 	return verify.WithArtifactDigest("sha256", raw), nil
 }
 
-// statementOf decodes the in-toto statement the verified envelope holds.
-func statementOf(entity signedBundle) (*attest.Statement, error) {
-	env, err := entity.Envelope()
+// statementOf is the in-toto statement sigstore-go verified, as
+// attest.Statement: read from that statement itself, never from a second
+// decode of the envelope's payload (two JSON decoders can disagree on
+// one payload: encoding/json matches keys regardless of case and takes
+// the last of duplicates).
+func statementOf(verified *intoto.Statement) (*attest.Statement, error) {
+	body, err := protojson.Marshal(verified)
 	if err != nil {
-		return nil, err
-	}
-	body, err := base64.StdEncoding.DecodeString(env.RawEnvelope().Payload)
-	if err != nil {
-		return nil, fmt.Errorf("DSSE payload: %w", err)
+		return nil, fmt.Errorf("the verified statement: %w", err)
 	}
 	var st attest.Statement
 	if err := json.Unmarshal(body, &st); err != nil {

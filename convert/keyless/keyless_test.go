@@ -158,3 +158,26 @@ func TestNoIdentityRefused(t *testing.T) {
 		t.Errorf("a broken trusted root: %v", err)
 	}
 }
+
+// The statement judged is the one sigstore-go verified, not a second
+// decode of the payload: a payload that writes the predicate type under
+// its proto field name (which protojson reads and encoding/json does
+// not) is the predicate type sigstore-go and cosign see, and the
+// predicate comes back as verified.
+func TestKeylessStatementIsTheVerifiedOne(t *testing.T) {
+	s := sigstoretest.New(t)
+	v := mustVerifier(t, s.Root, Identity{Issuer: issuer, Subject: workflow})
+	payload := []byte(`{"_type":"` + attest.StatementType + `","subject":[{"name":"x","digest":{"sha256":"` + subject.Encoded() + `"}}],` +
+		`"predicate_type":"` + predicateType + `","predicate":{"signature":"verified"}}`)
+	st, _, err := v.VerifyAttestation(s.Attest(t, issuer, workflow, payload, sigstoretest.Opts{}), subject, predicateType)
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	if st.PredicateType != predicateType || !strings.Contains(string(st.Predicate), "verified") {
+		t.Errorf("statement %+v, want the verified predicate type and predicate", st)
+	}
+	other := []byte(strings.Replace(string(payload), predicateType, "https://example.com/other/v1", 1))
+	if _, _, err := v.VerifyAttestation(s.Attest(t, issuer, workflow, other, sigstoretest.Opts{}), subject, predicateType); err == nil || !strings.Contains(err.Error(), "has predicate type https://example.com/other/v1") {
+		t.Errorf("another verified predicate type: %v, want refused naming it", err)
+	}
+}
