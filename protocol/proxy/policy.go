@@ -32,15 +32,16 @@ func (s *responder) policyDenial(kind, address, what string, v names.Version) er
 }
 
 // policyAllowed are the versions of address the policy allows, the others
-// logged; without a policy, vs.
+// logged; without a policy, vs. The policy in force when it is called
+// judges every version of vs.
 func (s *responder) policyAllowed(kind, address string, vs []names.Version) []names.Version {
-	pol := s.opts.Policy.Current()
+	pol, gen := s.opts.Policy.CurrentWithGeneration() // one policy for the whole list
 	if pol == nil {
 		return vs
 	}
 	out := make([]names.Version, 0, len(vs))
 	for _, v := range vs {
-		d := s.decide(kind, address, &v)
+		d := s.decideWith(pol, gen, kind, address, &v)
 		if !d.Allow {
 			s.log.Info("version left out by the policy", "kind", kind, "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
 			continue

@@ -101,6 +101,13 @@ func (m *policyMetrics) forgetDroppedRules(pol *policy.Policy, gen uint64) {
 // Without a policy it allows and counts nothing.
 func (s *responder) decide(kind, address string, v *names.Version) policy.Decision {
 	pol, gen := s.opts.Policy.CurrentWithGeneration()
+	return s.decideWith(pol, gen, kind, address, v)
+}
+
+// decideWith is decide by policy pol (generation gen), so that the
+// versions of one listing are all judged by one policy, whatever a
+// reload does meanwhile.
+func (s *responder) decideWith(pol *policy.Policy, gen uint64, kind, address string, v *names.Version) policy.Decision {
 	if pol == nil {
 		return policy.Decision{Allow: true, Rule: policy.DefaultRule, Reason: "no policy"}
 	}
