@@ -94,3 +94,37 @@ func grepLines(s, substr string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// A client that sends credentials is not redirected to storage its HTTP
+// client would send them on to (Go's rule: the same host name, any port,
+// or a subdomain): the archive is streamed instead. Without credentials
+// the same download is redirected.
+func TestRedirectArchivesKeepClientTokensFromStorage(t *testing.T) {
+	reg := testenv.StartRegistryWithAuth(t, "user", "Pa55word")
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile, Username: "user", Password: "Pa55word"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: "p/test/hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
+	zip := fixtureZip(t, "1.0.0", "linux_amd64")
+	storage := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Redirect: testenv.RedirectOtherHost}) // 127.0.0.1, another port
+	p := startProxy(t, Options{Client: client, RedirectArchives: true, ProviderMappings: mustMapping(t, storage.Host+"/p/${namespace}/${type}")})
+	p.Client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if !strings.HasPrefix(p.URL, "https://127.0.0.1:") {
+		t.Fatalf("the proxy is at %s; the test needs it on the storage's host name", p.URL)
+	}
+	var mv networkMirrorVersion
+	r := p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &mv)
+	archive := resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
+	withToken := p.do(t, http.MethodGet, archive, map[string]string{"Authorization": "Bearer a-client-token"})
+	if withToken.Status != 200 || !bytes.Equal(withToken.Body, zip) {
+		t.Fatalf("with a token: %d (Location %q); want the archive streamed", withToken.Status, withToken.Header.Get("Location"))
+	}
+	if got := p.get(t, archive); got.Status != http.StatusTemporaryRedirect {
+		t.Errorf("without a token: %d, want 307 to storage", got.Status)
+	}
+}

@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,6 +129,10 @@ func (s *responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispe
 	st.ctx, st.cancel = context.WithCancel(r.Context())
 	st.timer = time.AfterFunc(st.stall, st.cancel)
 	loc, rc, err := s.fetchBlob(st.ctx, repo, zip)
+	if err == nil && loc != "" && credentialsWouldFollow(r, loc) {
+		loc = ""
+		rc, err = repo.Fetch(st.ctx, zip)
+	}
 	if err != nil || loc != "" {
 		stalled := !st.timer.Stop() // the timer fired: it cancelled the fetch
 		st.cancel()
@@ -147,6 +153,24 @@ func (s *responder) fetchBlob(ctx context.Context, repo *store.Repo, zip ocispec
 	}
 	rc, err := repo.Fetch(ctx, zip)
 	return "", rc, err
+}
+
+// credentialsWouldFollow reports whether a client that sent r with
+// credentials would send them on to loc if redirected there: Go's HTTP
+// client (tofu's, terraform's) keeps Authorization and Cookie on a
+// redirect to the same host name, whatever the port, or to a subdomain of
+// it. Such a download is streamed rather than redirected, so a client's
+// token for the proxy never reaches storage under the proxy's domain.
+func credentialsWouldFollow(r *http.Request, loc string) bool {
+	if r.Header.Get("Authorization") == "" && r.Header.Get("Cookie") == "" {
+		return false
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		return true
+	}
+	dst, src := strings.ToLower(u.Hostname()), strings.ToLower(strings.Trim(hostOnly(r.Host), "[]"))
+	return dst == src || strings.HasSuffix(dst, "."+src)
 }
 
 // redirectToStorage sends the client to the storage holding the archive.
