@@ -88,6 +88,7 @@ func (o *moduleOrigin) serveArgs(reg *testenv.Registry, extra ...string) []strin
 	return append([]string{
 		"--module-template", reg.Host + "/pulled/${namespace}/${name}/${system}",
 		"--pull-through-module-origin", o.reg.Host,
+		"--pull-through-own-modules", "acme/*/*",
 		"--pull-through-module-source", o.git.Host,
 		"--pull-through-module-source", o.files.Host,
 	}, extra...)

@@ -60,7 +60,8 @@ func pullThroughFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "pull-through-metadata-timeout", Value: 10 * time.Second, Usage: "bound on each metadata read from an origin", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_METADATA_TIMEOUT"}},
 		&cli.DurationFlag{Name: "pull-through-timeout", Value: 30 * time.Minute, Usage: "bound on pulling one whole release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TIMEOUT"}},
 		&cli.IntFlag{Name: "pull-through-concurrency", Value: 4, Usage: "background downloads per release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_CONCURRENCY"}},
-		&cli.StringSliceFlag{Name: "pull-through-module-origin", Usage: "pull modules through from this origin module registry `HOST[=URL]` (URL: its modules.v1), served at /v1/origins/HOST/modules/ (repeatable; the first also for modules addressed under the proxy's hostname); needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
+		&cli.StringSliceFlag{Name: "pull-through-module-origin", Usage: "pull modules through from this origin module registry `HOST[=URL]` (URL: its modules.v1), served at /v1/origins/HOST/modules/ (repeatable; the first also for the modules under the proxy's hostname that --pull-through-own-modules names); needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
+		&cli.StringSliceFlag{Name: "pull-through-own-modules", Usage: "pull modules addressed under the proxy's own hostname that match `NAMESPACE/NAME/SYSTEM` (each a name or *) through from the first --pull-through-module-origin (repeatable; default none: they serve what the registry holds, and no origin is asked). A pattern with * never reaches a module the registry holds pushed versions of; only one naming the address exactly merges it with the origin's", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_OWN_MODULES"}},
 		&cli.StringSliceFlag{Name: "pull-through-module-source", Usage: "allow fetching module sources (git over HTTPS, archives) from this `HOST[:PORT]` (repeatable; the module origin itself is always allowed)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_SOURCES"}},
 		enforceExpirationFlag(),
 		&cli.IntFlag{Name: "pull-through-max-releases", Value: 16, Usage: "releases pulled at once (more are answered 503)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MAX_RELEASES"}},
@@ -79,6 +80,9 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 		}
 		if len(c.StringSlice("pull-through-module-source")) > 0 {
 			return nil, fmt.Errorf("--pull-through-module-source needs --pull-through-module-origin")
+		}
+		if len(c.StringSlice("pull-through-own-modules")) > 0 {
+			return nil, fmt.Errorf("--pull-through-own-modules needs --pull-through-module-origin")
 		}
 		return nil, nil
 	}
@@ -112,6 +116,13 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 			return nil, err
 		}
 		pt.Modules = append(pt.Modules, f)
+	}
+	for _, s := range c.StringSlice("pull-through-own-modules") {
+		p, err := pullthrough.ParseModulePattern(s)
+		if err != nil {
+			return nil, fmt.Errorf("--pull-through-own-modules: %w", err)
+		}
+		pt.OwnModules = append(pt.OwnModules, p)
 	}
 	if tofuAPI != "" {
 		if pt.Tofu, err = tofuPullOrigin(c, tofuAPI); err != nil {

@@ -49,6 +49,9 @@ func StoreModule(ctx context.Context, f *modulesource.Fetcher, mod names.Module,
 		return oci.PushResult{}, fmt.Errorf("%w: the module tree from %s: %w", modulesource.ErrRefused, src, err)
 	}
 	defer pkg.Remove()
+	if err := markPulledThrough(ctx, t, pkg); err != nil {
+		return oci.PushResult{}, err
+	}
 	res, err := pkg.Push(ctx, target, oci.PushOptions{})
 	if err != nil || t.Attest == nil || t.Attest.Attester == nil {
 		return res, err
@@ -59,6 +62,45 @@ func StoreModule(ctx context.Context, f *modulesource.Fetcher, mod names.Module,
 	}
 	from := modulepkg.SourcePredicate{Path: src.String(), Origin: fetched.Origin, URL: src.String(), Commit: fetched.Commit}
 	return res, t.Attest.Module(ctx, repo, t.Ref.Name(), pkg, tags, res.Root, from)
+}
+
+// PulledThroughTag marks a repository module pull-through stores into:
+// it names the first package pulled into it and is written before that
+// package's version tag, so a repository holding versions without it
+// holds only modules someone pushed (pullthrough's own-host rule).
+const PulledThroughTag = "oci-tofu.pulled-through"
+
+// markPulledThrough tags pkg PulledThroughTag in the target repository
+// unless the tag exists; another pull writing it at the same moment is
+// no failure.
+func markPulledThrough(ctx context.Context, t ModuleTarget, pkg *modulepkg.Package) error {
+	if marked, err := hasTag(ctx, t, PulledThroughTag); err != nil || marked {
+		return err
+	}
+	marker := modulepkg.Target{Client: t.Client, Ref: t.Ref, Tags: []string{PulledThroughTag}}
+	if _, err := pkg.Push(ctx, marker, oci.PushOptions{}); err != nil {
+		if marked, _ := hasTag(ctx, t, PulledThroughTag); !marked {
+			return fmt.Errorf("marking %s as pulled through: %w", t.Ref.Name(), err)
+		}
+	}
+	return nil
+}
+
+// hasTag reports whether the target repository has tag (a repository
+// that does not exist yet has none).
+func hasTag(ctx context.Context, t ModuleTarget, tag string) (bool, error) {
+	repo, err := t.Client.OpenReadOnly(ctx, t.Ref)
+	if oci.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, err = repo.Resolve(ctx, tag)
+	if oci.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // ModuleSpec is a module to mirror: HOST/NAMESPACE/NAME/SYSTEM, the

@@ -60,7 +60,7 @@ func (s *Server) mountModules(tpls []*oci.Template) {
 	held := &heldModules{s: s.out}
 	m := &modules{s: s.out, templates: tpls, held: held, src: held, paths: ownModulePaths}
 	if s.pull.Modules() {
-		m.src, m.pulls = &pulledModules{heldModules: held, engine: s.pull, origin: s.pull.ModuleOrigin()}, true
+		m.src, m.pulls = &pulledModules{heldModules: held, engine: s.pull, origin: s.pull.ModuleOrigin(), own: true}, true
 	}
 	s.Mount("modules.v1", ModulesPath, "modules", s.Authenticate(http.HandlerFunc(m.serveRegistry)))
 	s.Mount("", ModuleArchivePrefix, "module_archives", http.HandlerFunc(m.serveArchive))

@@ -39,6 +39,9 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 // is served, and from where, is for clients holding a token.
 func (s *Server) routePage(providers bool) {
 	pg := &page{responder: s.out, mappings: s.mappings, minimal: len(s.tokens) > 0, fleet: s.fleet, moduleOrigins: s.pull.ModuleOrigins()}
+	if patterns := s.pull.OwnModulePatterns(); len(patterns) > 0 {
+		pg.ownModules = &ownModulesView{Origin: s.pull.ModuleOrigin(), Patterns: patterns}
+	}
 	h := s.instrument("page", http.HandlerFunc(pg.servePage))
 	s.mux.Handle("/{$}", h)
 	if providers {
@@ -58,6 +61,8 @@ type page struct {
 	fleet    *fleetSeen // nil without a shared store
 	// moduleOrigins are the origin module registries (module_origins.go).
 	moduleOrigins []string
+	// ownModules is own-host module pull-through, when on.
+	ownModules *ownModulesView
 }
 
 // pageData is what the page template shows.
@@ -73,6 +78,15 @@ type pageData struct {
 	Fleet      *fleetView  // with a shared store (seen_fleet.go)
 	Policy     *policyView // policy_page.go; nil without a policy
 	Snippets   []snippet
+	// OwnModules, when own-host module pull-through is on: its origin and
+	// patterns, shown as a warning.
+	OwnModules *ownModulesView
+}
+
+// ownModulesView is own-host module pull-through, for the page's warning.
+type ownModulesView struct {
+	Origin   string
+	Patterns []string
 }
 
 // mappingView is one configured mapping, for people.
@@ -117,6 +131,7 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 	if !d.Minimal {
 		d.Mappings = s.mappingViews()
 		d.Policy = s.policyView()
+		d.OwnModules = s.ownModules
 	}
 	d.Serves = s.serves()
 	d.Snippets = s.snippets(r, d.Base, own.Providers) // this replica's own: nothing read from a shared store goes into configuration

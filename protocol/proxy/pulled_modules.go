@@ -23,6 +23,37 @@ type pulledModules struct {
 	engine *pullthrough.Engine
 	// origin is the origin registry the versions are pulled from.
 	origin string
+	// own is set for the modules under the proxy's own hostname, which
+	// pull through only as the engine's OwnModule allows.
+	own bool
+}
+
+// originMayBeAsked reports whether the origin may be asked about mod at
+// all: always on an origin's own paths; under the proxy's own hostname
+// only for an address --pull-through-own-modules covers, and through a
+// wildcard only while its repository holds no versions but pulled-through
+// ones (pullthrough/own.go). Otherwise not even the module's name is
+// sent to the origin.
+func (m *pulledModules) originMayBeAsked(ctx context.Context, repo *store.Repo, mod names.Module) (bool, error) {
+	if !m.own {
+		return true, nil
+	}
+	switch m.engine.OwnModule(mod) {
+	case pullthrough.OwnModuleListed:
+		return true, nil
+	case pullthrough.OwnModuleHeldOnly:
+		return false, nil
+	}
+	l, err := repo.Versions(ctx)
+	switch {
+	case notHeld(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	case len(l.Versions) == 0:
+		return true, nil
+	}
+	return repo.HasTag(ctx, pullthrough.PulledThroughTag)
 }
 
 // versionsDoc lists what the registry holds, what pull-through stored
@@ -31,6 +62,12 @@ type pulledModules struct {
 // holds (logged and counted), or the origin's error when it holds
 // nothing.
 func (m *pulledModules) versionsDoc(ctx context.Context, repo *store.Repo, host string, mod names.Module) (any, time.Time, error) {
+	if ok, err := m.originMayBeAsked(ctx, repo, mod); err != nil || !ok {
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		return m.heldModules.versionsDoc(ctx, repo, host, mod)
+	}
 	if m.factsRule(host, mod) { // pulled_facts_modules.go
 		return m.versionsUnderFacts(ctx, repo, host, mod)
 	}
@@ -97,6 +134,9 @@ func (m *pulledModules) release(ctx context.Context, repo *store.Repo, host stri
 	manifest, err := m.heldModules.release(ctx, repo, host, mod, v)
 	if !isVersionNotHeld(err) {
 		return manifest, err
+	}
+	if ok, gerr := m.originMayBeAsked(ctx, repo, mod); gerr != nil || !ok {
+		return manifest, cmpOr(gerr, err)
 	}
 	if m.factsRule(host, mod) { // pulled_facts_modules.go
 		return manifest, m.notYetHeld(repo, host, mod, v)

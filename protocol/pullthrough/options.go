@@ -90,9 +90,14 @@ type Options struct {
 	// the registry does not hold are fetched from, each only ever
 	// contacting the hosts it allows, at most one per hostname. The proxy
 	// serves each under a path of its own (ORIGIN/NS/NAME/SYSTEM); the
-	// first is also the origin of module addresses under the proxy's own
-	// hostname (PROXY/NS/NAME/SYSTEM from FIRST/NS/NAME/SYSTEM).
+	// first is also the origin of the module addresses under the proxy's
+	// own hostname that OwnModules covers (PROXY/NS/NAME/SYSTEM from
+	// FIRST/NS/NAME/SYSTEM).
 	Modules []*modulesource.Fetcher
+	// OwnModules are the module addresses under the proxy's own hostname
+	// that may be pulled through from the first of Modules (own.go); none
+	// by default: own-host addresses serve what the registry holds.
+	OwnModules []ModulePattern
 	// Attest, when set, signs and attests each release pulled, as `mirror
 	// --attest-key` does, after it is pushed and before it counts as
 	// stored: a pull whose attestation fails has failed.
@@ -115,6 +120,9 @@ func (o *Options) Check(providers, tofu, modules bool) error {
 			return errors.New("pull-through: each origin module registry may be given once")
 		}
 		seen[f.Registry()] = true
+	}
+	if len(o.OwnModules) > 0 && len(o.Modules) == 0 {
+		return errors.New("pull-through of modules under the proxy's own hostname needs a module origin")
 	}
 	if len(o.Origins) > 0 && !providers {
 		return errors.New("pull-through of providers needs a provider template (where pulled providers are stored)")

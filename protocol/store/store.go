@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -303,6 +304,19 @@ func (r *Repo) tags(ctx context.Context, page func(added []string)) ([]string, t
 		return nil, time.Time{}, r.fail(err, listing)
 	}
 	return res.Val, res.Fetched, nil
+}
+
+// HasTag reports whether the repository's tag list (read and cached as
+// for Versions) holds tag; a repository that does not exist holds none.
+func (r *Repo) HasTag(ctx context.Context, tag string) (bool, error) {
+	tags, _, err := r.tags(ctx, nil)
+	if RepoMissing(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(tags, tag), nil
 }
 
 // Listing is what a repository's tags say about versions, as OpenTofu's
