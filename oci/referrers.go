@@ -7,6 +7,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 )
@@ -74,18 +75,37 @@ func ReadReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.
 	if err != nil {
 		return Referrers{}, fmt.Errorf("listing the referrers of %s: %w", subject, err)
 	}
+	// The referrers are read at once (a signed release has two bundles, a
+	// signature and an attestation): one round trip for the manifests,
+	// one for their layers, however many there are.
+	read := make([]Referrer, len(descs))
+	keep := make([]bool, len(descs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(referrerReads)
+	for i, d := range descs {
+		goRecovered(g, func() error {
+			r, ok := readReferrer(gctx, repo, d, subject, artifactType)
+			if r.Err != nil && !IsContentProblem(r.Err) {
+				return fmt.Errorf("reading referrer %s of %s: %w", d.Digest, subject, r.Err)
+			}
+			read[i], keep[i] = r, ok
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Referrers{}, err
+	}
 	out := Referrers{Truncated: truncated, Items: make([]Referrer, 0, len(descs))}
-	for _, d := range descs {
-		r, ok := readReferrer(ctx, repo, d, subject, artifactType)
-		if r.Err != nil && !IsContentProblem(r.Err) {
-			return Referrers{}, fmt.Errorf("reading referrer %s of %s: %w", d.Digest, subject, r.Err)
-		}
-		if ok {
+	for i, r := range read {
+		if keep[i] {
 			out.Items = append(out.Items, r)
 		}
 	}
 	return out, nil
 }
+
+// referrerReads bounds the referrers of one subject read at once.
+const referrerReads = 8
 
 // mayBeOfType reports whether a listed referrer may be of artifactType:
 // it says so, or it says nothing telling — no type, or the empty
@@ -226,4 +246,45 @@ func referrerType(m ocispec.Manifest) string {
 		return m.ArtifactType
 	}
 	return m.Config.MediaType
+}
+
+// WriteReferrer writes a referrer of subject, a manifest held in repo: an
+// image manifest of artifactType whose config is the empty descriptor,
+// holding layers (at most maxReferrerLayers) and annotations, its subject
+// the subject's descriptor. No tag names it: a registry with the
+// referrers API lists it there; on one without, oras-go adds it to the
+// index the referrers tag schema keeps under sha256-<hex> (as cosign v3,
+// notation and oras write it); an OCI layout lists it in index.json.
+// This is the form cosign v3 writes its bundles in (docs/artifacts.md,
+// "Referrers"); `oras cp -r`, `regctl image copy --referrers` and cosign
+// find it there.
+func WriteReferrer(ctx context.Context, repo Repository, subject digest.Digest, artifactType string, layers []AttachmentLayer, annotations map[string]string) (ocispec.Descriptor, error) {
+	if len(layers) == 0 || len(layers) > maxReferrerLayers {
+		return ocispec.Descriptor{}, fmt.Errorf("a referrer holds 1 to %d layers, not %d", maxReferrerLayers, len(layers))
+	}
+	sub, err := repo.Resolve(ctx, subject.String())
+	if err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("resolving %s, to refer to it: %w", subject, err)
+	}
+	a := &Artifact{Blobs: []Blob{emptyConfig()}}
+	m := ocispec.Manifest{
+		ArtifactType: artifactType,
+		Config:       ocispec.DescriptorEmptyJSON,
+		Subject:      &ocispec.Descriptor{MediaType: sub.MediaType, Digest: sub.Digest, Size: sub.Size},
+		Annotations:  annotations,
+	}
+	for _, l := range layers {
+		b := BytesBlob(l.MediaType, l.Payload, l.Annotations)
+		a.Blobs = append(a.Blobs, b)
+		m.Layers = append(m.Layers, b.Descriptor)
+	}
+	mf, err := EncodeManifest(m)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	a.Manifests = []Manifest{mf}
+	if _, err := Push(ctx, repo, a, Tags{}, PushOptions{}); err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("writing a referrer of %s: %w", subject, err)
+	}
+	return mf.Descriptor, nil
 }
