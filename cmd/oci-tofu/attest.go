@@ -18,7 +18,7 @@ import (
 func attestKeyFlag() cli.Flag {
 	return &cli.StringFlag{
 		Name:    "attest-key",
-		Usage:   "PEM private key `FILE` (ECDSA P-256, Ed25519, or cosign's encrypted key with COSIGN_PASSWORD) to sign what was pushed (the index or manifest the tag names) and attest what was verified, as cosign stores them (sha256-<hex>.sig/.att tags)",
+		Usage:   "PEM private key `FILE` (ECDSA P-256, Ed25519, or cosign's encrypted key with COSIGN_PASSWORD) to sign what was pushed (the index or manifest the tag names) and attest what was verified, as cosign stores them: Sigstore bundles as OCI 1.1 referrers of it (cosign v3's form, which oras cp -r copies) and sha256-<hex>.sig/.att tags (cosign v2's)",
 		EnvVars: []string{"OCI_TOFU_ATTEST_KEY"},
 	}
 }
