@@ -11,10 +11,6 @@ import (
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
-	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
-	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -84,25 +80,42 @@ const (
 	annotationBundlePredicateType = "dev.sigstore.bundle.predicateType"
 )
 
-// sealBundle is the Sigstore bundle (v0.3, protobuf-specs' JSON form, as
-// cosign v3 writes it with a key and no transparency log) holding ss in
-// a DSSE envelope, its verification material the key's hint (the base64
-// SHA-256 of its PKIX form, as sigstore-go names a key).
+// sealBundle is the Sigstore bundle (v0.3, in the JSON form of its
+// protobuf message, as cosign v3 writes it with a key and no
+// transparency log) holding ss in a DSSE envelope, its verification
+// material the key's hint (the base64 SHA-256 of its PKIX form, as
+// sigstore-go names a key). encoding/json writes it: the message's four
+// fields are fixed, and protobuf-specs' generated code with protojson
+// would add about 1 MB to a build without sigstore-go (-tags nokeyless).
+// TestAttachWritesReferrers holds it to sigstore-go's parser and
+// verifier, which cosign v3 runs.
 func sealBundle(v *Verifier, ss signedStatement) ([]byte, error) {
 	hint, err := v.hint()
 	if err != nil {
 		return nil, err
 	}
-	return protojson.Marshal(&protobundle.Bundle{
-		MediaType: oci.ArtifactTypeSigstoreBundle,
-		VerificationMaterial: &protobundle.VerificationMaterial{
-			Content: &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{Hint: hint}},
-		},
-		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{
-			Payload:     ss.body,
-			PayloadType: inTotoPayloadType,
-			Signatures:  []*protodsse.Signature{{Sig: ss.sig}},
-		}},
+	type publicKey struct {
+		Hint string `json:"hint"`
+	}
+	type verificationMaterial struct {
+		PublicKey publicKey `json:"publicKey"`
+	}
+	type signature struct {
+		Sig string `json:"sig"`
+	}
+	type dsseEnvelope struct {
+		Payload     string      `json:"payload"`
+		PayloadType string      `json:"payloadType"`
+		Signatures  []signature `json:"signatures"`
+	}
+	return json.Marshal(struct {
+		MediaType            string               `json:"mediaType"`
+		VerificationMaterial verificationMaterial `json:"verificationMaterial"`
+		DSSEEnvelope         dsseEnvelope         `json:"dsseEnvelope"`
+	}{
+		MediaType:            oci.ArtifactTypeSigstoreBundle,
+		VerificationMaterial: verificationMaterial{PublicKey: publicKey{Hint: hint}},
+		DSSEEnvelope:         dsseEnvelope{Payload: b64(ss.body), PayloadType: inTotoPayloadType, Signatures: []signature{{Sig: b64(ss.sig)}}},
 	})
 }
 

@@ -5,7 +5,9 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -121,6 +123,12 @@ func TestAttachWritesReferrers(t *testing.T) {
 					m.Subject == nil || m.Subject.Digest != root || m.Subject.MediaType != subject.MediaType || m.Subject.Size != subject.Size ||
 					m.Annotations[annotationBundlePredicateType] != pt || m.Annotations[annotationBundleContent] != "dsse-envelope" || m.Annotations[ocispec.AnnotationCreated] == "" {
 					t.Errorf("referrer %s is not laid out as cosign v3 lays one out: %+v", r.Descriptor.Digest, m)
+				}
+				var b sgbundle.Bundle
+				der, _ := x509.MarshalPKIXPublicKey(v.key)
+				sum := sha256.Sum256(der)
+				if err := b.UnmarshalJSON(r.Layers[0].Payload); err != nil || b.GetVerificationMaterial().GetPublicKey().GetHint() != base64.StdEncoding.EncodeToString(sum[:]) {
+					t.Errorf("referrer %s does not name the key by its hint as cosign does: %v", r.Descriptor.Digest, err)
 				}
 				if got, err := verifyAsCosign(t, r.Layers[0].Payload, v, root); err != nil || got != pt {
 					t.Errorf("sigstore-go on referrer %s: predicate type %q, %v; want %s", r.Descriptor.Digest, got, err, pt)
