@@ -13,6 +13,8 @@ REGCTL_VERSION       := v0.11.7
 STATICCHECK_VERSION  := v0.8.2
 # cosign checks what `push provider --attest-key` signs (e2e/attest_test.go).
 COSIGN_VERSION       := v3.1.3
+# The oras CLI copies, backs up and restores releases (e2e/copy_oras_test.go).
+ORAS_VERSION         := v1.3.6
 # Helm packs, pushes and renders the chart (deploy/helm/oci-tofu; e2e/chart_test.go).
 # Helm 4: Helm 3 receives only security fixes now, and the chart (apiVersion v2)
 # installs with both.
@@ -58,8 +60,8 @@ chart: $(TOOLS)/helm
 	$(TOOLS)/helm package deploy/helm/oci-tofu --destination $(CHART_DIR) --app-version $(VERSION)
 	$(if $(CHART_PUSH),$(TOOLS)/helm push $(CHART_DIR)/oci-tofu-$(CHART_VERSION).tgz $(CHART_PUSH))
 
-## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl, cosign, helm and Renovate in .tools/bin
-tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/cosign $(TOOLS)/helm $(TOOLS)/renovate
+## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl, oras, cosign, helm and Renovate in .tools/bin
+tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/oras $(TOOLS)/cosign $(TOOLS)/helm $(TOOLS)/renovate
 
 $(TOOLS)/tofu: tools/tofu/go.mod tools/tofu/go.sum
 	@mkdir -p $(TOOLS)
@@ -76,6 +78,10 @@ $(TOOLS)/crane:
 $(TOOLS)/regctl:
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) $(GO) install github.com/regclient/regclient/cmd/regctl@$(REGCTL_VERSION)
+
+$(TOOLS)/oras:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install oras.land/oras/cmd/oras@$(ORAS_VERSION)
 
 $(TOOLS)/cosign:
 	@mkdir -p $(TOOLS)

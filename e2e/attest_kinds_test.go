@@ -10,16 +10,28 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // attested runs cosign verify and cosign verify-attestation --type
 // predicateType on ref with pub, requires both to pass, and decodes the
 // attested statement's predicate into pred; it returns the subject digest.
+// Both forms oci-tofu writes must be there: two Sigstore bundle referrers
+// (a signature, an attestation), which cosign v3 reads by default, and
+// the tag schema, which it reads with --new-bundle-format=false.
 func attested(t *testing.T, pub, ref, predicateType string, pred any) string {
 	t.Helper()
+	if n := bundleReferrers(t, ref); n != 2 {
+		t.Errorf("%s has %d Sigstore bundle referrers, want 2 (a signature and an attestation)", ref, n)
+	}
+	if out, err := cosignVerifyAttestationTagSchema(t, pub, ref, predicateType); err != nil {
+		t.Errorf("cosign verify-attestation --new-bundle-format=false --type %s: %v\n%s", predicateType, err, out)
+	}
 	if out, err := cosignVerify(t, pub, ref); err != nil {
 		t.Fatalf("cosign verify: %v\n%s", err, out)
 	}
@@ -71,7 +83,9 @@ func attestRefusals(t *testing.T, pub, ref, predicateType string) {
 	t.Helper()
 	_, otherPub := ecdsaKeyPair(t)
 	out, err := cosignVerify(t, otherPub, ref)
-	refused(t, "another key's signature", out, err, "invalid signature")
+	refused(t, "another key's signature (bundles)", out, err, "accepted signatures do not match threshold")
+	out, err = cosignVerifyTagSchema(t, otherPub, ref)
+	refused(t, "another key's signature (tag schema)", out, err, "invalid signature")
 	out, err = cosignVerifyAttestationType(t, otherPub, ref, predicateType)
 	refused(t, "another key's attestation", out, err, "accepted signatures do not match threshold")
 	out, err = cosignVerifyAttestationType(t, pub, ref, "https://oci-tofu.dev/attestations/other/v1")
@@ -79,7 +93,30 @@ func attestRefusals(t *testing.T, pub, ref, predicateType string) {
 	out = mustRun(t, "verify", "--attest-pub", pub, ref)
 	wantLine(t, out, "ok", "is signed and attested ("+predicateType+") by key "+pub)
 	out = verifyRefused(t, "another key", otherPub, ref)
-	wantLine(t, out, "error", "key "+otherPub+": attestation: no signature by the key")
+	wantLine(t, out, "error", "key "+otherPub+": bundles: no signature by the key; attestation: no signature by the key")
+}
+
+// bundleReferrers counts the Sigstore bundles among the referrers of
+// ref (HOST/REPO@DIGEST), read as oci-tofu reads them.
+func bundleReferrers(t *testing.T, ref string) int {
+	t.Helper()
+	r, err := oci.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := oci.NewClient(oci.Options{CAFile: testenv.NewCA(t).CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := c.OpenReadOnly(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := oci.ReadReferrers(context.Background(), repo, digest.Digest(r.Reference), oci.ArtifactTypeSigstoreBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(held.Items)
 }
 
 // push module --attest-key signs the module's manifest and attests the

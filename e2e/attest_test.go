@@ -18,6 +18,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -70,6 +71,19 @@ func cosignVerifyAttestationType(t *testing.T, pub, ref, predicateType string) (
 	return cosign(t, "verify-attestation", "--key", pub, "--insecure-ignore-tlog=true", "--type", predicateType, ref)
 }
 
+// cosignVerifyTagSchema and cosignVerifyAttestationTagSchema check as
+// cosign v2 (and Kyverno) read signatures: from the tag schema's
+// sha256-<hex>.sig/.att alone, Sigstore bundles ignored
+// (--new-bundle-format=false). Without the flag, cosign v3 reads the
+// bundles among the referrers when there are any.
+func cosignVerifyTagSchema(t *testing.T, pub, ref string) (string, error) {
+	return cosign(t, "verify", "--new-bundle-format=false", "--key", pub, "--insecure-ignore-tlog=true", ref)
+}
+
+func cosignVerifyAttestationTagSchema(t *testing.T, pub, ref, predicateType string) (string, error) {
+	return cosign(t, "verify-attestation", "--new-bundle-format=false", "--key", pub, "--insecure-ignore-tlog=true", "--type", predicateType, ref)
+}
+
 // refused requires cosign to have failed, saying why (want).
 func refused(t *testing.T, what string, out string, err error, want string) {
 	t.Helper()
@@ -88,38 +102,55 @@ func pushAttested(t *testing.T, key, repo, version string) string {
 }
 
 // The real cosign accepts the signature and the attestation push provider
-// writes, and refuses them with another key; tofu still installs the
-// provider, and verify still passes, beside the sha256-….sig/.att tags.
+// writes, in both forms — the Sigstore bundle referrers cosign v3 reads
+// by default, and the sha256-….sig/.att tags cosign v2 and Kyverno read
+// (--new-bundle-format=false) — and refuses them with another key; tofu
+// still installs the provider, and verify still passes. A re-push writes
+// neither form twice.
 func TestAttestVerifiedByCosign(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	key, pub := ecdsaKeyPair(t)
 	repo := reg.Host + "/providers/test/hello"
 	d := pushAttested(t, key, repo, "1.0.0")
 	ref := repo + "@" + d
-	if out, err := cosignVerify(t, pub, ref); err != nil {
-		t.Fatalf("cosign verify: %v\n%s", err, out)
-	}
-	out, err := cosignVerifyAttestation(t, pub, ref)
-	if err != nil {
-		t.Fatalf("cosign verify-attestation: %v\n%s", err, out)
-	}
-	checkPredicate(t, out, d)
-
 	_, otherPub := ecdsaKeyPair(t)
-	out, err = cosignVerify(t, otherPub, ref)
-	refused(t, "another key's signature", out, err, "invalid signature")
-	out, err = cosignVerifyAttestation(t, otherPub, ref)
-	refused(t, "another key's attestation", out, err, "accepted signatures do not match threshold")
+	for _, form := range []struct {
+		name                       string
+		verify                     func(t *testing.T, pub, ref string) (string, error)
+		verifyAttestation          func(t *testing.T, pub, ref, predicateType string) (string, error)
+		otherKeySays, otherAttSays string
+	}{
+		{"bundles", cosignVerify, cosignVerifyAttestationType, "accepted signatures do not match threshold", "accepted signatures do not match threshold"},
+		{"tag schema", cosignVerifyTagSchema, cosignVerifyAttestationTagSchema, "invalid signature", "accepted signatures do not match threshold"},
+	} {
+		if out, err := form.verify(t, pub, ref); err != nil {
+			t.Fatalf("%s: cosign verify: %v\n%s", form.name, err, out)
+		}
+		out, err := form.verifyAttestation(t, pub, ref, release.ProviderPredicateType)
+		if err != nil {
+			t.Fatalf("%s: cosign verify-attestation: %v\n%s", form.name, err, out)
+		}
+		checkPredicate(t, out, d)
+		out, err = form.verify(t, otherPub, ref)
+		refused(t, form.name+": another key's signature", out, err, form.otherKeySays)
+		out, err = form.verifyAttestation(t, otherPub, ref, release.ProviderPredicateType)
+		refused(t, form.name+": another key's attestation", out, err, form.otherAttSays)
+	}
 
-	// Pushing again (up to date) re-attests without piling up layers.
+	// Pushing again (up to date) re-attests without piling up layers or
+	// referrers.
 	if d2 := pushAttested(t, key, repo, "1.0.0"); d2 != d {
 		t.Fatalf("re-push gave %s, not %s", d2, d)
 	}
+	r := registryRepo(t, reg, "providers/test/hello")
 	for _, kind := range []oci.AttachmentKind{oci.CosignSignatures, oci.CosignAttestations} {
-		layers, err := oci.ReadAttachment(context.Background(), registryRepo(t, reg, "providers/test/hello"), digest.Digest(d), kind)
+		layers, err := oci.ReadAttachment(context.Background(), r, digest.Digest(d), kind)
 		if err != nil || len(layers) != 1 {
 			t.Errorf("%s after a re-push: %d layers, %v", kind, len(layers), err)
 		}
+	}
+	if held, err := oci.ReadReferrers(context.Background(), r, digest.Digest(d), oci.ArtifactTypeSigstoreBundle); err != nil || len(held.Items) != 2 {
+		t.Errorf("after a re-push: %d bundle referrers, %v; want 2 (a signature, an attestation)", len(held.Items), err)
 	}
 
 	mustRun(t, "verify", repo)
@@ -128,15 +159,15 @@ func TestAttestVerifiedByCosign(t *testing.T) {
 	tofu.Run(t, dir, "init", "-input=false", "-no-color")
 
 	// oci-tofu verify --attest-pub agrees with cosign.
-	out = mustRun(t, "verify", "--attest-pub", pub, repo)
+	out := mustRun(t, "verify", "--attest-pub", pub, repo)
 	wantLine(t, out, "ok", d+" is signed and attested ("+release.ProviderPredicateType+") by key "+pub)
 	out = mustRun(t, "verify", "--json", "--skip-zips", "--attest-pub", pub, ref)
 	if !strings.Contains(out, `"ok": true`) || !strings.Contains(out, "is signed and attested") {
 		t.Errorf("verify --json --attest-pub:\n%s", out)
 	}
 	out = verifyRefused(t, "another key", otherPub, ref)
-	wantLine(t, out, "error", "key "+otherPub+": signature: no signature by the key")
-	wantLine(t, out, "error", "key "+otherPub+": attestation: no signature by the key")
+	wantLine(t, out, "error", "key "+otherPub+": bundles: no signature by the key; signature: no signature by the key")
+	wantLine(t, out, "error", "key "+otherPub+": bundles: no signature by the key; attestation: no signature by the key")
 	out = verifyRefused(t, "the right key and another", pub+","+otherPub, ref)
 	wantLine(t, out, "ok", "by key "+pub)
 	// A version pushed without --attest-key fails verify --attest-pub.
@@ -194,15 +225,38 @@ func checkPredicate(t *testing.T, out, d string) {
 	}
 }
 
+// pushTagSchemaAttested pushes a hello fixture version and attests it in
+// cosign's tag schema alone (.sig/.att), as push --attest-key did before
+// it wrote referrers too; it returns the index digest.
+func pushTagSchemaAttested(t *testing.T, reg *testenv.Registry, key, name, version string) digest.Digest {
+	t.Helper()
+	out := mustRun(t, "push", "provider", "--json", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"), testenv.Testdata(t, "providers", "hello", version), reg.Host+"/"+name)
+	d := digest.Digest(jsonField(t, out, "digest"))
+	s, err := attest.LoadSigner(key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := attest.Sign(s, reg.Host+"/"+name, d, release.ProviderPredicateType, map[string]string{"version": version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Tag(context.Background(), registryRepo(t, reg, name)); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // An attestation or signature about another index, copied under this
-// index's tags, and a tampered attestation are refused by cosign.
+// index's tags, and a tampered attestation are refused by cosign (the
+// tag schema alone: a valid bundle beside them would verify); so is a
+// bundle about another index referring to this one.
 func TestAttestHostileAttachmentsRefusedByCosign(t *testing.T) {
 	ctx := context.Background()
 	reg := testenv.StartRegistry(t)
 	key, pub := ecdsaKeyPair(t)
 	repo := reg.Host + "/providers/test/hello"
-	a := digest.Digest(pushAttested(t, key, repo, "1.0.0"))
-	b := digest.Digest(pushAttested(t, key, repo, "1.1.0"))
+	a := pushTagSchemaAttested(t, reg, key, "providers/test/hello", "1.0.0")
+	b := pushTagSchemaAttested(t, reg, key, "providers/test/hello", "1.1.0")
 	r := registryRepo(t, reg, "providers/test/hello")
 	for _, kind := range []oci.AttachmentKind{oci.CosignSignatures, oci.CosignAttestations} {
 		layers, err := oci.ReadAttachment(ctx, r, b, kind)
@@ -237,6 +291,31 @@ func TestAttestHostileAttachmentsRefusedByCosign(t *testing.T) {
 	wantLine(t, out, "error", "key "+pub+": attestation: no signature by the key")
 	if strings.Contains(out, "key "+pub+": signature:") {
 		t.Errorf("verify refused the untouched signature:\n%s", out)
+	}
+
+	// push --attest-key's bundles of one index, copied as referrers of
+	// another (pushed without --attest-key).
+	signed := reg.Host + "/providers/signed/hello"
+	src := digest.Digest(pushAttested(t, key, signed, "1.0.0"))
+	victim := digest.Digest(jsonField(t, mustRun(t, "push", "provider", "--json", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"), testenv.Testdata(t, "providers", "hello", "1.1.0"), signed), "digest"))
+	held, err := oci.ReadReferrers(ctx, registryRepo(t, reg, "providers/signed/hello"), src, oci.ArtifactTypeSigstoreBundle)
+	if err != nil || len(held.Items) != 2 {
+		t.Fatalf("the bundles of %s: %d, %v", src, len(held.Items), err)
+	}
+	for _, h := range held.Items {
+		if _, err := oci.WriteReferrer(ctx, registryRepo(t, reg, "providers/signed/hello"), victim, oci.ArtifactTypeSigstoreBundle, h.Layers, h.Annotations); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refV := signed + "@" + victim.String()
+	out, err = cosignVerify(t, pub, refV)
+	refused(t, "a signature bundle of another index", out, err, "artifact digest")
+	out, err = cosignVerifyAttestation(t, pub, refV)
+	refused(t, "an attestation bundle of another index", out, err, "artifact digest")
+	out = verifyRefused(t, "bundles of another index", pub, refV)
+	wantLine(t, out, "error", "; no attestation (sha256-")
+	if !strings.Contains(out, "is about another subject, not "+victim.String()) {
+		t.Errorf("verify does not say the bundles are about another index:\n%s", out)
 	}
 }
 

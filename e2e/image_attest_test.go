@@ -20,7 +20,8 @@ import (
 // (tools/image --attest-key) attached to the pushed index want at ref,
 // with the real cosign: the signature, the SLSA provenance
 // (--type slsaprovenance1) and the SPDX SBOM (--type spdxjson) verify with
-// pub and name the index; another key is refused.
+// pub and name the index, as Sigstore bundle referrers and in the tag
+// schema; another key is refused.
 func checkImageAttested(t *testing.T, pub, ref string, want digest.Digest) {
 	if out, err := cosignVerify(t, pub, ref); err != nil {
 		t.Fatalf("cosign verify: %v\n%s", err, out)
@@ -44,9 +45,16 @@ func checkImageAttested(t *testing.T, pub, ref string, want digest.Digest) {
 	imageStatement(t, pub, ref, "spdxjson", "https://spdx.dev/Document", want, &sbom)
 	checkSBOM(t, sbom, want)
 
+	// The tag schema too (cosign v2, Kyverno).
+	if out, err := cosignVerifyAttestationTagSchema(t, pub, ref, "spdxjson"); err != nil {
+		t.Errorf("cosign verify-attestation --new-bundle-format=false --type spdxjson: %v\n%s", err, out)
+	}
+
 	_, otherPub := ecdsaKeyPair(t)
 	out, err := cosignVerify(t, otherPub, ref)
-	refused(t, "the image signed by another key", out, err, "invalid signature")
+	refused(t, "the image signed by another key", out, err, "accepted signatures do not match threshold")
+	out, err = cosignVerifyTagSchema(t, otherPub, ref)
+	refused(t, "the image signed by another key (tag schema)", out, err, "invalid signature")
 	out, err = cosignVerifyAttestationType(t, otherPub, ref, "spdxjson")
 	refused(t, "the image's SBOM checked with another key", out, err, "accepted signatures do not match threshold")
 }

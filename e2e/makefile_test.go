@@ -70,6 +70,16 @@ func makePrerequisites(t *testing.T, makefile, target string) []string {
 	return strings.Fields(m[1])
 }
 
+// makeRecipe reads the recipe lines (tab-indented) of a rule.
+func makeRecipe(t *testing.T, makefile, target string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:[^=\n]*\n((?:\t.*\n)*)`).FindStringSubmatch(makefile)
+	if m == nil {
+		t.Fatalf("the Makefile has no rule %s", target)
+	}
+	return m[1]
+}
+
 // A fresh machine: `make test` installs every Debian package whose
 // programs the tests run (tools-apt), and builds every other tool (make
 // tools); `make demo` builds only what the demo uses. Terraform is the
@@ -117,6 +127,22 @@ func TestMakeInstallsWhatTestsRun(t *testing.T) {
 	for tool, users := range tools {
 		if !strings.Contains(strings.Join(built, " "), "$(TOOLS)/"+tool) {
 			t.Errorf("testenv.Tool %q (used by %v) is not built by `make tools`: %v", tool, users, built)
+		}
+	}
+	// Each tool `go install`ed from the module proxy is pinned: its rule
+	// names a version variable the Makefile sets to a release (a fresh
+	// machine builds what the tests were written against).
+	for _, target := range built {
+		rule := makeRecipe(t, makefile, target)
+		m := regexp.MustCompile(`\$\(GO\) install \S+@\$\((\w+)\)`).FindStringSubmatch(rule)
+		if strings.Contains(rule, "$(GO) install") && m == nil {
+			t.Errorf("%s is installed without a pinned version:\n%s", target, rule)
+			continue
+		}
+		if m != nil {
+			if v := makeVariable(t, makefile, m[1]); len(v) != 1 || !regexp.MustCompile(`^v\d+\.\d+\.\d+$`).MatchString(v[0]) {
+				t.Errorf("%s pins %s = %v, not a release version", target, m[1], v)
+			}
 		}
 	}
 

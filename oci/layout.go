@@ -12,31 +12,41 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
 )
 
 // layout is an OCI image layout directory, shared by every reader and
 // writer of it in this process (see openLayout), whose index.json names
-// only the tagged roots, one entry per tag with its
+// the tagged roots, one entry per tag with its
 // org.opencontainers.image.ref.name, as crane, skopeo and regctl write
-// layouts. (oras-go's store also lists every manifest it was given, the
-// child manifests of an index among them; `crane push DIR` then refuses
-// the layout, and tools that copy a layout's every entry copy the children
-// as images of their own.) Everything else is oras-go's store; reading by
-// digest does not need index.json (the blobs directory is enough).
+// layouts, and after them the referrers pushed into it (manifests with a
+// subject, untagged), as oras writes them: nothing else reaches a
+// referrer, so a reader of the layout (oras-go, `oras cp -r
+// --from-oci-layout`, cosign) finds it only there. (oras-go's store also
+// lists every manifest it was given, the child manifests of an index
+// among them; `crane push DIR` then refuses the layout, and tools that
+// copy a layout's every entry copy the children as images of their own.)
+// Everything else is oras-go's store; reading by digest does not need
+// index.json (the blobs directory is enough).
 type layout struct {
 	root  string
 	store atomic.Pointer[oci.Store]
 
-	mu       sync.Mutex // tag writes and reloads
+	mu       sync.Mutex // index.json writes, reloads, referrers
 	indexSum [sha256.Size]byte
+	// referrers are the referrers index.json lists, by digest.
+	referrers map[digest.Digest]ocispec.Descriptor
 }
 
 // layouts are the OCI layouts this process has opened, by absolute path:
@@ -162,9 +172,38 @@ func (l *layout) reloadIfChanged() error {
 		return err
 	}
 	store.AutoSaveIndex = false
+	referrers, err := listedReferrers(store, b)
+	if err != nil {
+		return err
+	}
 	l.store.Store(store)
+	l.referrers = referrers
 	l.indexSum = sha256.Sum256(b)
 	return nil
+}
+
+// listedReferrers finds the referrers among index.json's untagged
+// entries (earlier versions listed every manifest there: each is read to
+// learn whether it has a subject, at most MaxManifestSize of it).
+func listedReferrers(store *oci.Store, indexJSON []byte) (map[digest.Digest]ocispec.Descriptor, error) {
+	var index ocispec.Index
+	if err := json.Unmarshal(indexJSON, &index); err != nil {
+		return nil, fmt.Errorf("reading index.json: %w", err)
+	}
+	out := map[digest.Digest]ocispec.Descriptor{}
+	for _, d := range index.Manifests {
+		if d.Annotations[ocispec.AnnotationRefName] != "" || d.MediaType != ocispec.MediaTypeImageManifest || checkManifestSize(d) != nil {
+			continue
+		}
+		m, err := content.FetchAll(context.Background(), store, d)
+		if err != nil {
+			continue // listed but missing or corrupt: not ours to list again
+		}
+		if hasSubject(m) {
+			out[d.Digest] = referrerEntry(d, m)
+		}
+	}
+	return out, nil
 }
 
 func readIndexFile(root string) ([]byte, error) {
@@ -193,8 +232,45 @@ func (l *layout) Exists(ctx context.Context, desc ocispec.Descriptor) (bool, err
 	return l.store.Load().Exists(ctx, desc)
 }
 
-func (l *layout) Push(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
-	return l.store.Load().Push(ctx, desc, r)
+// Push stores content as oras-go's store does; a manifest with a subject
+// (a referrer) is also listed in index.json, at once.
+func (l *layout) Push(ctx context.Context, expected ocispec.Descriptor, r io.Reader) error {
+	if expected.MediaType != ocispec.MediaTypeImageManifest || checkManifestSize(expected) != nil {
+		return l.store.Load().Push(ctx, expected, r)
+	}
+	b, err := content.ReadAll(r, expected)
+	if err != nil {
+		return err
+	}
+	if err := l.store.Load().Push(ctx, expected, bytes.NewReader(b)); err != nil {
+		return err
+	}
+	if !hasSubject(b) {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.reloadIfChanged(); err != nil {
+		return err
+	}
+	l.referrers[expected.Digest] = referrerEntry(expected, b)
+	return l.writeIndex(ctx)
+}
+
+// hasSubject reports whether a manifest names a subject.
+func hasSubject(manifest []byte) bool {
+	var m struct {
+		Subject *ocispec.Descriptor `json:"subject"`
+	}
+	return json.Unmarshal(manifest, &m) == nil && m.Subject != nil
+}
+
+// referrerEntry is index.json's entry for a referrer: its descriptor and
+// artifact type, as oras lists them.
+func referrerEntry(d ocispec.Descriptor, manifest []byte) ocispec.Descriptor {
+	var m ocispec.Manifest
+	_ = json.Unmarshal(manifest, &m)
+	return ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size, ArtifactType: referrerType(m)}
 }
 
 func (l *layout) Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error) {
@@ -224,7 +300,8 @@ func (l *layout) Tag(ctx context.Context, desc ocispec.Descriptor, reference str
 }
 
 // writeIndex (l.mu held) writes index.json naming every tag's manifest,
-// sorted by tag, atomically (a reader never sees half a file).
+// sorted by tag, then every referrer, sorted by digest, atomically (a
+// reader never sees half a file).
 func (l *layout) writeIndex(ctx context.Context) error {
 	store := l.store.Load()
 	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
@@ -246,6 +323,8 @@ func (l *layout) writeIndex(ctx context.Context) error {
 		desc.Annotations = annotations
 		index.Manifests = append(index.Manifests, desc)
 	}
+	refs := slices.SortedFunc(maps.Values(l.referrers), func(a, b ocispec.Descriptor) int { return strings.Compare(string(a.Digest), string(b.Digest)) })
+	index.Manifests = append(index.Manifests, refs...)
 	b, err := json.Marshal(index)
 	if err != nil {
 		return err

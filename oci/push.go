@@ -282,6 +282,9 @@ func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult
 // reads the tags back: a push must not claim a tag that another push
 // replaced right after it (that push reports the race too).
 func (u *Upload) settle(ctx context.Context, root ocispec.Descriptor, tags Tags, checkToWrite time.Duration) error {
+	if len(tags) == 0 {
+		return nil // nothing was tagged (a referrer): nothing to settle
+	}
 	if err := sleepContext(ctx, min(2*checkToWrite+settleMargin, maxSettle)); err != nil {
 		return err
 	}

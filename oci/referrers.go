@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 )
@@ -83,30 +85,56 @@ func ReadReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.
 	if err != nil {
 		return Referrers{}, fmt.Errorf("listing the referrers of %s: %w", subject, err)
 	}
-	out := Referrers{Truncated: truncated, Items: make([]Referrer, 0, len(descs))}
-	budget := referrerBudget{left: MaxReferrerBytes}
-	for _, d := range descs {
-		if len(out.Items) == MaxReferrers || budget.spent() {
+	// The referrers are read at once (a signed release has two bundles, a
+	// signature and an attestation): one round trip for the manifests,
+	// one for their layers, however many there are.
+	read := make([]Referrer, len(descs))
+	keep := make([]bool, len(descs))
+	budget := &referrerBudget{left: MaxReferrerBytes}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(referrerReads)
+	for i, d := range descs {
+		goRecovered(g, func() error {
+			r, ok := readReferrer(gctx, repo, d, subject, artifactType, budget)
+			if r.Err != nil && !IsContentProblem(r.Err) {
+				return fmt.Errorf("reading referrer %s of %s: %w", d.Digest, subject, r.Err)
+			}
+			read[i], keep[i] = r, ok
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Referrers{}, err
+	}
+	out := Referrers{Truncated: truncated || budget.spent(), Items: make([]Referrer, 0, len(descs))}
+	for i, r := range read {
+		if !keep[i] {
+			continue
+		}
+		if len(out.Items) == MaxReferrers {
 			out.Truncated = true
 			break
 		}
-		r, ok := readReferrer(ctx, repo, d, subject, artifactType, &budget)
-		if r.Err != nil && !IsContentProblem(r.Err) {
-			return Referrers{}, fmt.Errorf("reading referrer %s of %s: %w", d.Digest, subject, r.Err)
-		}
-		if ok {
-			out.Items = append(out.Items, r)
-		}
+		out.Items = append(out.Items, r)
 	}
 	return out, nil
 }
 
+// referrerReads bounds the referrers of one subject read at once.
+const referrerReads = 8
+
 // referrerBudget is what one ReadReferrers may still take in
-// (MaxReferrerBytes): a manifest or layer that would overdraw it is not
-// fetched, and the read stops there.
-type referrerBudget struct{ left int64 }
+// (MaxReferrerBytes), shared by its concurrent reads: a manifest or
+// layer that would overdraw it is not fetched, and the read says more
+// exist than were read.
+type referrerBudget struct {
+	mu   sync.Mutex
+	left int64
+}
 
 func (b *referrerBudget) take(size int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if size < 0 || size > b.left {
 		b.left = -1
 		return false
@@ -115,7 +143,11 @@ func (b *referrerBudget) take(size int64) bool {
 	return true
 }
 
-func (b *referrerBudget) spent() bool { return b.left < 0 }
+func (b *referrerBudget) spent() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.left < 0
+}
 
 // mayBeOfType reports whether a listed referrer may be of artifactType:
 // it says so, or it says nothing telling — no type, or the empty
@@ -253,10 +285,10 @@ func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descri
 		return r, true
 	}
 	r.Annotations = m.Annotations
+	if !budget.take(layersSize(m.Layers)) { // all of them or none: reads run at once
+		return Referrer{Descriptor: d, Err: invalid("referrer %s: over the %d MiB read for one subject's referrers", d.Digest, MaxReferrerBytes>>20)}, true
+	}
 	for _, l := range m.Layers {
-		if l.Size <= MaxSmallFile && !budget.take(l.Size) {
-			return Referrer{Descriptor: d, Err: invalid("referrer %s: over the %d MiB read for one subject's referrers", d.Digest, MaxReferrerBytes>>20)}, true
-		}
 		payload, err := fetchSmall(ctx, repo, l)
 		if err != nil {
 			return Referrer{Descriptor: d, Err: fmt.Errorf("referrer %s: %w", d.Digest, err)}, true
@@ -264,6 +296,16 @@ func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descri
 		r.Layers = append(r.Layers, AttachmentLayer{MediaType: l.MediaType, Payload: payload, Annotations: l.Annotations})
 	}
 	return r, true
+}
+
+// layersSize is what reading layers takes in: each at most MaxSmallFile
+// (a larger one is refused by its size before it is fetched).
+func layersSize(layers []ocispec.Descriptor) int64 {
+	var n int64
+	for _, l := range layers {
+		n += min(max(l.Size, 0), MaxSmallFile)
+	}
+	return n
 }
 
 // referrerType is a referrer's artifact type as the referrers API gives
@@ -274,4 +316,45 @@ func referrerType(m ocispec.Manifest) string {
 		return m.ArtifactType
 	}
 	return m.Config.MediaType
+}
+
+// WriteReferrer writes a referrer of subject, a manifest held in repo: an
+// image manifest of artifactType whose config is the empty descriptor,
+// holding layers (at most maxReferrerLayers) and annotations, its subject
+// the subject's descriptor. No tag names it: a registry with the
+// referrers API lists it there; on one without, oras-go adds it to the
+// index the referrers tag schema keeps under sha256-<hex> (as cosign v3,
+// notation and oras write it); an OCI layout lists it in index.json.
+// This is the form cosign v3 writes its bundles in (docs/artifacts.md,
+// "Referrers"); `oras cp -r`, `regctl image copy --referrers` and cosign
+// find it there.
+func WriteReferrer(ctx context.Context, repo Repository, subject digest.Digest, artifactType string, layers []AttachmentLayer, annotations map[string]string) (ocispec.Descriptor, error) {
+	if len(layers) == 0 || len(layers) > maxReferrerLayers {
+		return ocispec.Descriptor{}, fmt.Errorf("a referrer holds 1 to %d layers, not %d", maxReferrerLayers, len(layers))
+	}
+	sub, err := repo.Resolve(ctx, subject.String())
+	if err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("resolving %s, to refer to it: %w", subject, err)
+	}
+	a := &Artifact{Blobs: []Blob{emptyConfig()}}
+	m := ocispec.Manifest{
+		ArtifactType: artifactType,
+		Config:       ocispec.DescriptorEmptyJSON,
+		Subject:      &ocispec.Descriptor{MediaType: sub.MediaType, Digest: sub.Digest, Size: sub.Size},
+		Annotations:  annotations,
+	}
+	for _, l := range layers {
+		b := BytesBlob(l.MediaType, l.Payload, l.Annotations)
+		a.Blobs = append(a.Blobs, b)
+		m.Layers = append(m.Layers, b.Descriptor)
+	}
+	mf, err := EncodeManifest(m)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	a.Manifests = []Manifest{mf}
+	if _, err := Push(ctx, repo, a, Tags{}, PushOptions{}); err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("writing a referrer of %s: %w", subject, err)
+	}
+	return mf.Descriptor, nil
 }

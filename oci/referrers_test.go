@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -373,4 +375,86 @@ func heavyReferrer(t *testing.T, subject ocispec.Descriptor, i int) *oci.Artifac
 	}
 	a.Manifests = []oci.Manifest{m}
 	return a
+}
+
+// WriteReferrer into a layout oci-tofu writes: index.json lists the
+// referrer (untagged) after the tags, as oras does, so that a reader of
+// the directory finds it; it stays listed when the layout is opened again
+// and more is tagged; a referrer of a subject the layout lacks is refused.
+func TestWriteReferrerIntoLayout(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() oci.Repository {
+		repo, err := c.Open(oci.Reference{Layout: true, Repository: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return repo
+	}
+	subj := subjectArtifact(t, "a")
+	repo := open()
+	if _, err := oci.Push(ctx, repo, subj, oci.Tags{"1.0.0": ""}, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	layer := oci.AttachmentLayer{MediaType: oci.ArtifactTypeSigstoreBundle, Payload: []byte(`{"bundle":1}`)}
+	ref, err := oci.WriteReferrer(ctx, repo, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle, []oci.AttachmentLayer{layer}, map[string]string{"k": "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oci.WriteReferrer(ctx, repo, digest.FromString("absent"), oci.ArtifactTypeSigstoreBundle, []oci.AttachmentLayer{layer}, nil); err == nil {
+		t.Error("a referrer of a manifest the layout lacks was written")
+	}
+	listed := func() []ocispec.Descriptor {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx ocispec.Index
+		if err := json.Unmarshal(b, &idx); err != nil {
+			t.Fatal(err)
+		}
+		return idx.Manifests
+	}
+	if got := listed(); len(got) != 2 || got[0].Annotations[ocispec.AnnotationRefName] != "1.0.0" ||
+		got[1].Digest != ref.Digest || got[1].ArtifactType != oci.ArtifactTypeSigstoreBundle || got[1].Annotations[ocispec.AnnotationRefName] != "" {
+		t.Fatalf("index.json lists %+v; want the tag, then the referrer untagged", got)
+	}
+
+	// Opened again, another version tagged: the referrer is still listed.
+	other := subjectArtifact(t, "b")
+	if _, err := oci.Push(ctx, open(), other, oci.Tags{"1.1.0": ""}, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); len(got) != 3 || got[2].Digest != ref.Digest {
+		t.Fatalf("after another push, index.json lists %+v", got)
+	}
+	for name, r := range map[string]oci.ReadOnlyRepository{"for writing": open(), "read-only": mustOpenReadOnly(t, c, dir)} {
+		got, err := oci.ReadReferrers(ctx, r, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+		if err != nil || len(got.Items) != 1 || got.Items[0].Descriptor.Digest != ref.Digest || string(got.Items[0].Layers[0].Payload) != `{"bundle":1}` || got.Items[0].Annotations["k"] != "v" {
+			t.Errorf("%s: referrers %+v, %v", name, got, err)
+		}
+	}
+	// oras-go's own store (what oras reads a layout with) finds it too.
+	store, err := orasoci.NewFromFS(ctx, os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	preds, err := store.Predecessors(ctx, subj.Root())
+	if err != nil || len(preds) != 1 || preds[0].Digest != ref.Digest {
+		t.Errorf("oras-go's predecessors of the subject: %v, %v", preds, err)
+	}
+}
+
+func mustOpenReadOnly(t *testing.T, c *oci.Client, dir string) oci.ReadOnlyRepository {
+	t.Helper()
+	r, err := c.OpenReadOnly(context.Background(), oci.Reference{Layout: true, Repository: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

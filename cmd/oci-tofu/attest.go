@@ -18,7 +18,7 @@ import (
 func attestKeyFlag() cli.Flag {
 	return &cli.StringFlag{
 		Name:    "attest-key",
-		Usage:   "PEM private key `FILE` (ECDSA P-256, Ed25519, or cosign's encrypted key with COSIGN_PASSWORD) to sign what was pushed (the index or manifest the tag names) and attest what was verified, as cosign stores them (sha256-<hex>.sig/.att tags)",
+		Usage:   "PEM private key `FILE` (ECDSA P-256, Ed25519, or cosign's encrypted key with COSIGN_PASSWORD) to sign what was pushed (the index or manifest the tag names) and attest what was verified, as cosign stores them: Sigstore bundles as OCI 1.1 referrers of it (cosign v3's form, which oras cp -r copies) and sha256-<hex>.sig/.att tags (cosign v2's)",
 		EnvVars: []string{"OCI_TOFU_ATTEST_KEY"},
 	}
 }
@@ -76,8 +76,22 @@ func attestPushed(c *cli.Context, rep *reporter, repo oci.Repository, ref oci.Re
 	if err != nil {
 		return fmt.Errorf("%s@%s was pushed, but signing it failed: %w", ref.Name(), subject, err)
 	}
-	rep.infof("signed %s (%s) and attested it (%s, %s)", subject, a.SignatureTag, a.AttestationTag, predicateType)
+	reportAttached(rep, subject, a, predicateType)
 	return nil
+}
+
+// reportAttached says what Attach wrote: the tag-schema tags and the
+// referrers.
+func reportAttached(rep *reporter, subject digest.Digest, a attest.Attached, predicateType string) {
+	rep.infof("signed %s (%s%s) and attested it (%s%s, %s)", subject, a.SignatureTag, referrerNote(a.SignatureReferrer), a.AttestationTag, referrerNote(a.AttestationReferrer), predicateType)
+}
+
+// referrerNote names a referrer, when there is one.
+func referrerNote(d digest.Digest) string {
+	if d == "" {
+		return ""
+	}
+	return ", referrer " + d.String()
 }
 
 // attestTime is when the attestation says the release was verified.
@@ -93,7 +107,7 @@ type keyAttester struct {
 func (a keyAttester) Attest(ctx context.Context, repo oci.Repository, repository string, root digest.Digest, predicateType string, predicate any) error {
 	at, err := attest.Attach(ctx, repo, repository, root, a.s, predicateType, predicate)
 	if err == nil {
-		a.log("signed %s@%s (%s) and attested it (%s, %s)", repository, root, at.SignatureTag, at.AttestationTag, predicateType)
+		a.log("signed %s@%s (%s%s) and attested it (%s%s, %s)", repository, root, at.SignatureTag, referrerNote(at.SignatureReferrer), at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
 	}
 	return err
 }

@@ -110,11 +110,20 @@ func pushProvider(c *cli.Context) error {
 
 // attestProvider signs the pushed index and attests what was verified.
 func attestProvider(c *cli.Context, rep *reporter, repo oci.Repository, ref oci.Reference, rel *release.Provider, root ocispec.Descriptor, opts release.Options, signer *attest.Signer) error {
-	pred, err := rel.Predicate(c.Context, repo, root, opts.Signer, attestTime(), version)
+	pred, err := providerPredicate(c, repo, ref, rel, root, opts)
 	if err != nil {
-		return fmt.Errorf("%s@%s was pushed, but reading it back to attest it failed: %w", ref.Name(), root.Digest, err)
+		return err
 	}
 	return attestPushed(c, rep, repo, ref, root.Digest, signer, release.ProviderPredicateType, pred)
+}
+
+// providerPredicate is what the attestation of the pushed index says.
+func providerPredicate(c *cli.Context, repo oci.Repository, ref oci.Reference, rel *release.Provider, root ocispec.Descriptor, opts release.Options) (any, error) {
+	pred, err := rel.Predicate(c.Context, repo, root, opts.Signer, attestTime(), version)
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s was pushed, but reading it back to attest it failed: %w", ref.Name(), root.Digest, err)
+	}
+	return pred, nil
 }
 
 // repositoryArg parses a repository argument, which must carry no tag

@@ -9,6 +9,7 @@ import (
 func TestVerifyAttestationWithAnyKey(t *testing.T) {
 	ctx := context.Background()
 	repo := layout(t)
+	subject := pushRoot(t, repo)
 	a, b := ecdsaSigner(t), ecdsaSigner(t)
 	_, refusal, err := VerifyAttestation(ctx, repo, subject, []*Verifier{a.Public()}, testPredicateType)
 	if err != nil || refusal == nil || !strings.Contains(refusal.Error(), "no attestation") {

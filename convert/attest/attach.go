@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sync/errgroup"
@@ -18,36 +19,183 @@ type Attached struct {
 	SignatureTag, AttestationTag     string
 	Signature, Attestation           digest.Digest
 	KeptSignatures, KeptAttestations int
+	// SignatureReferrer and AttestationReferrer are the Sigstore bundle
+	// referrers of the subject holding the signature and the attestation:
+	// written now, or the key's own found there already (a re-push
+	// writes no second one); empty when the repository cannot list
+	// referrers.
+	SignatureReferrer, AttestationReferrer digest.Digest
 }
 
 // Attach signs subject (a root just pushed to repo; repository is its
 // name, host/path, for the payloads) and attests predicate under
-// predicateType: it writes subject's .sig and .att attachments. Layers
-// other keys made are kept, as cosign keeps them; those this key made
-// earlier for subject (a signature, an attestation of the same predicate
-// type) are replaced, so re-pushing does not pile them up.
+// predicateType, in both forms cosign reads (Sign, then Attachments.Refer
+// and Attachments.Tag at once): as Sigstore bundle referrers of subject,
+// the form cosign v3 writes and `oras cp -r` copies, and as subject's
+// .sig and .att attachments, cosign's tag schema, which older cosign and
+// Kyverno read.
 func Attach(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, s *Signer, predicateType string, predicate any) (Attached, error) {
+	a, err := Sign(s, repository, subject, predicateType, predicate)
+	if err != nil {
+		return Attached{}, err
+	}
+	var tagged Attached
+	var sigRef, attRef digest.Digest
+	var g errgroup.Group
+	g.Go(func() (err error) {
+		sigRef, attRef, err = a.Refer(ctx, repo)
+		return err
+	})
+	g.Go(func() (err error) {
+		tagged, err = a.Tag(ctx, repo)
+		return err
+	})
+	err = g.Wait()
+	tagged.SignatureReferrer, tagged.AttestationReferrer = sigRef, attRef
+	return tagged, err
+}
+
+// Attachments are one key's signature of a subject and attestation of
+// it, made once (Sign) and written in two forms: Refer writes them as
+// referrers, Tag in cosign's tag schema. The attestation is the same
+// signed statement in both.
+type Attachments struct {
+	signer        *Signer
+	subject       digest.Digest
+	predicateType string
+	created       time.Time
+	// sig and att are the tag schema's layers.
+	sig, att oci.AttachmentLayer
+	// signBundle and attBundle are the bundles: a statement of cosign's
+	// sign predicate type about subject, and the attestation.
+	signBundle, attBundle []byte
+}
+
+// Sign makes s's signature of subject (in repository: host/path) and
+// its attestation of predicate under predicateType, in both forms; it
+// writes nothing.
+func Sign(s *Signer, repository string, subject digest.Digest, predicateType string, predicate any) (*Attachments, error) {
 	sig, err := signatureLayer(s, repository, subject)
 	if err != nil {
-		return Attached{}, err
+		return nil, err
 	}
-	att, err := attestationLayer(s, repository, subject, predicateType, predicate)
+	pred, err := json.Marshal(predicate)
 	if err != nil {
-		return Attached{}, err
+		return nil, err
 	}
-	a := Attached{SignatureTag: oci.AttachmentTag(subject, oci.CosignSignatures), AttestationTag: oci.AttachmentTag(subject, oci.CosignAttestations)}
+	about := []Subject{{Name: repository, Digest: map[string]string{string(subject.Algorithm()): subject.Encoded()}}}
+	att, err := signStatement(s, Statement{Type: StatementType, Subject: about, PredicateType: predicateType, Predicate: pred})
+	if err != nil {
+		return nil, err
+	}
+	env, err := att.json()
+	if err != nil {
+		return nil, err
+	}
+	// What `cosign sign` signs in a bundle: a statement of its sign
+	// predicate type, with an empty predicate, about the digest.
+	signSt, err := signStatement(s, Statement{Type: StatementType, Subject: about, PredicateType: CosignSignPredicateType, Predicate: json.RawMessage(`{}`)})
+	if err != nil {
+		return nil, err
+	}
+	a := &Attachments{signer: s, subject: subject, predicateType: predicateType, created: time.Now(), sig: sig,
+		att: oci.AttachmentLayer{
+			MediaType: oci.MediaTypeDSSEEnvelope,
+			Payload:   env,
+			Annotations: map[string]string{
+				oci.AnnotationCosignSignature: "",
+				oci.AnnotationPredicateType:   predicateType,
+			},
+		}}
+	if a.signBundle, err = sealBundle(s.Public(), signSt); err != nil {
+		return nil, err
+	}
+	if a.attBundle, err = sealBundle(s.Public(), att); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Tag writes the signature and the attestation in cosign's tag schema:
+// subject's .sig and .att attachments. Layers other keys made are kept,
+// as cosign keeps them; those this key made earlier for subject (a
+// signature, an attestation of the same predicate type) are replaced, so
+// re-pushing does not pile them up.
+func (a *Attachments) Tag(ctx context.Context, repo oci.Repository) (Attached, error) {
+	at := Attached{SignatureTag: oci.AttachmentTag(a.subject, oci.CosignSignatures), AttestationTag: oci.AttachmentTag(a.subject, oci.CosignAttestations)}
+	v := a.signer.Public()
 	// The two tags are independent: written at once, their round trips and
 	// settling times (oci.Push) overlap.
 	var g errgroup.Group
 	g.Go(func() (err error) {
-		a.Signature, a.KeptSignatures, err = replaceOwn(ctx, repo, subject, oci.CosignSignatures, sig, s.Public(), predicateType)
+		at.Signature, at.KeptSignatures, err = replaceOwn(ctx, repo, a.subject, oci.CosignSignatures, a.sig, v, a.predicateType)
 		return err
 	})
 	g.Go(func() (err error) {
-		a.Attestation, a.KeptAttestations, err = replaceOwn(ctx, repo, subject, oci.CosignAttestations, att, s.Public(), predicateType)
+		at.Attestation, at.KeptAttestations, err = replaceOwn(ctx, repo, a.subject, oci.CosignAttestations, a.att, v, a.predicateType)
 		return err
 	})
-	return a, g.Wait()
+	return at, g.Wait()
+}
+
+// Refer writes the signature and the attestation as Sigstore bundle
+// referrers of subject (oci.WriteReferrer), as cosign v3 writes them,
+// each unless the repository already holds the key's bundle of its
+// predicate type about subject: a referrer cannot be replaced (only
+// deleted, which registries often refuse), so the first stays and a
+// re-push writes no second. It returns the two referrers' digests, none
+// when the repository cannot list referrers.
+func (a *Attachments) Refer(ctx context.Context, repo oci.Repository) (sig, att digest.Digest, err error) {
+	held, err := oci.ReadReferrers(ctx, repo, a.subject, oci.ArtifactTypeSigstoreBundle)
+	if err != nil || held.Unsupported {
+		return "", "", err
+	}
+	v := a.signer.Public()
+	write := func(bundle []byte, predicateType string) (digest.Digest, error) {
+		for _, r := range held.Items {
+			if st, err := openBundleReferrer(r, v); err == nil && st.covers(a.subject) && st.PredicateType == predicateType {
+				return r.Descriptor.Digest, nil
+			}
+		}
+		layer := oci.AttachmentLayer{MediaType: oci.ArtifactTypeSigstoreBundle, Payload: bundle}
+		d, err := oci.WriteReferrer(ctx, repo, a.subject, oci.ArtifactTypeSigstoreBundle, []oci.AttachmentLayer{layer}, bundleAnnotations(predicateType, a.created))
+		return d.Digest, err
+	}
+	// One after the other: both change the one index of referrers a
+	// registry without the API keeps under sha256-<hex>.
+	if sig, err = write(a.signBundle, CosignSignPredicateType); err != nil {
+		return "", "", err
+	}
+	att, err = write(a.attBundle, a.predicateType)
+	return sig, att, err
+}
+
+// Complete reports whether subject carries v's signature and v's
+// attestation of predicateType in both forms Attach writes: as Sigstore
+// bundle referrers (unless the repository cannot list referrers) and in
+// cosign's tag schema. A release attested before referrers were written
+// is not complete: attesting it again adds them. err is for failing to
+// read the registry.
+func Complete(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, v *Verifier, predicateType string) (bool, error) {
+	ev, err := readEvidence(ctx, repo, subject, true, true)
+	if err == nil {
+		err = ev.failed
+	}
+	if err != nil {
+		return false, err
+	}
+	if !ev.bundles.Unsupported {
+		for _, pt := range []string{CosignSignPredicateType, predicateType} {
+			if st, _ := ev.bundleStatement(v, subject, pt); st == nil {
+				return false, nil
+			}
+		}
+	}
+	if ev.sigsErr != nil || ev.attsErr != nil || verifySignatures(ev.sigs, v, subject) != nil {
+		return false, nil
+	}
+	_, why := verifyAttestations(ev.atts, v, subject, predicateType)
+	return why == nil, nil
 }
 
 // signatureLayer is cosign's signature layer for subject.
@@ -64,33 +212,6 @@ func signatureLayer(s *Signer, repository string, subject digest.Digest) (oci.At
 		MediaType:   oci.MediaTypeCosignSimpleSigning,
 		Payload:     payload,
 		Annotations: map[string]string{oci.AnnotationCosignSignature: base64.StdEncoding.EncodeToString(sig)},
-	}, nil
-}
-
-// attestationLayer is cosign's attestation layer: a signed in-toto
-// statement about subject.
-func attestationLayer(s *Signer, repository string, subject digest.Digest, predicateType string, predicate any) (oci.AttachmentLayer, error) {
-	pred, err := json.Marshal(predicate)
-	if err != nil {
-		return oci.AttachmentLayer{}, err
-	}
-	st := Statement{
-		Type:          StatementType,
-		Subject:       []Subject{{Name: repository, Digest: map[string]string{string(subject.Algorithm()): subject.Encoded()}}},
-		PredicateType: predicateType,
-		Predicate:     pred,
-	}
-	env, err := sealStatement(s, st)
-	if err != nil {
-		return oci.AttachmentLayer{}, err
-	}
-	return oci.AttachmentLayer{
-		MediaType: oci.MediaTypeDSSEEnvelope,
-		Payload:   env,
-		Annotations: map[string]string{
-			oci.AnnotationCosignSignature: "",
-			oci.AnnotationPredicateType:   predicateType,
-		},
 	}, nil
 }
 

@@ -54,6 +54,7 @@ var subject = digest.FromString("the index")
 func TestAttachThenVerify(t *testing.T) {
 	ctx := context.Background()
 	repo := layout(t)
+	subject := pushRoot(t, repo)
 	s := ecdsaSigner(t)
 	if _, err := Attach(ctx, repo, "example.com/acme/hello", subject, s, testPredicateType, map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
@@ -83,6 +84,7 @@ func TestAttachThenVerify(t *testing.T) {
 func TestReattachReplacesOwnKeepsOthers(t *testing.T) {
 	ctx := context.Background()
 	repo := layout(t)
+	subject := pushRoot(t, repo)
 	mine, theirs := ecdsaSigner(t), ecdsaSigner(t)
 	for _, s := range []*Signer{theirs, mine, mine} {
 		if _, err := Attach(ctx, repo, "r", subject, s, testPredicateType, 1); err != nil {
@@ -94,6 +96,11 @@ func TestReattachReplacesOwnKeepsOthers(t *testing.T) {
 		if err != nil || len(layers) != 2 {
 			t.Errorf("%s: %d layers, %v; want theirs and one of mine", kind, len(layers), err)
 		}
+	}
+	// The bundles: theirs and mine, a signature and an attestation each;
+	// re-attaching wrote no second pair of mine.
+	if held, err := oci.ReadReferrers(ctx, repo, subject, oci.ArtifactTypeSigstoreBundle); err != nil || len(held.Items) != 4 {
+		t.Errorf("%d bundle referrers, %v; want 4 (two keys, a signature and an attestation each)", len(held.Items), err)
 	}
 	for _, s := range []*Signer{mine, theirs} {
 		if r, _ := Verify(ctx, repo, subject, s.Public(), testPredicateType); !r.OK() {
@@ -196,4 +203,13 @@ func TestRefusedKeys(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// attestationLayer is the .att layer Sign makes.
+func attestationLayer(s *Signer, repository string, subject digest.Digest, predicateType string, predicate any) (oci.AttachmentLayer, error) {
+	a, err := Sign(s, repository, subject, predicateType, predicate)
+	if err != nil {
+		return oci.AttachmentLayer{}, err
+	}
+	return a.att, nil
 }

@@ -1,10 +1,16 @@
 package attest
 
 import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -14,10 +20,12 @@ import (
 // whose one layer is a bundle holding a DSSE envelope. `cosign sign`
 // puts an in-toto statement of predicate type CosignSignPredicateType
 // about the manifest in it, `cosign attest` the statement it is given
-// (docs/artifacts.md, "Referrers"). Only key-based bundles are checked
-// here: the envelope's signature with the key, as `cosign verify --key
-// --insecure-ignore-tlog` does; transparency-log entries and
-// certificates in the bundle are not consulted.
+// (docs/artifacts.md, "Referrers"). Attach writes its signature and
+// attestation in this form too (sealBundle, bundleAnnotations). Only
+// key-based bundles are checked here: the envelope's signature with the
+// key, as `cosign verify --key --insecure-ignore-tlog` does;
+// transparency-log entries and certificates in the bundle are not
+// consulted.
 
 // CosignSignPredicateType is the predicate type of the statement cosign
 // v3 signs for `cosign sign` in a bundle.
@@ -63,4 +71,71 @@ func bundleLayer(r oci.Referrer) ([]byte, error) {
 		return nil, fmt.Errorf("bundle %s does not hold one bundle layer", r.Descriptor.Digest)
 	}
 	return r.Layers[0].Payload, nil
+}
+
+// Annotations cosign v3 gives a bundle referrer's manifest
+// (pkg/oci/remote WriteAttestationNewBundleFormat).
+const (
+	annotationBundleContent       = "dev.sigstore.bundle.content"
+	annotationBundlePredicateType = "dev.sigstore.bundle.predicateType"
+)
+
+// sealBundle is the Sigstore bundle (v0.3, in the JSON form of its
+// protobuf message, as cosign v3 writes it with a key and no
+// transparency log) holding ss in a DSSE envelope, its verification
+// material the key's hint (the base64 SHA-256 of its PKIX form, as
+// sigstore-go names a key). encoding/json writes it: the message's four
+// fields are fixed, and protobuf-specs' generated code with protojson
+// would add about 1 MB to a build without sigstore-go (-tags nokeyless).
+// TestAttachWritesReferrers holds it to sigstore-go's parser and
+// verifier, which cosign v3 runs.
+func sealBundle(v *Verifier, ss signedStatement) ([]byte, error) {
+	hint, err := v.hint()
+	if err != nil {
+		return nil, err
+	}
+	type publicKey struct {
+		Hint string `json:"hint"`
+	}
+	type verificationMaterial struct {
+		PublicKey publicKey `json:"publicKey"`
+	}
+	type signature struct {
+		Sig string `json:"sig"`
+	}
+	type dsseEnvelope struct {
+		Payload     string      `json:"payload"`
+		PayloadType string      `json:"payloadType"`
+		Signatures  []signature `json:"signatures"`
+	}
+	return json.Marshal(struct {
+		MediaType            string               `json:"mediaType"`
+		VerificationMaterial verificationMaterial `json:"verificationMaterial"`
+		DSSEEnvelope         dsseEnvelope         `json:"dsseEnvelope"`
+	}{
+		MediaType:            oci.ArtifactTypeSigstoreBundle,
+		VerificationMaterial: verificationMaterial{PublicKey: publicKey{Hint: hint}},
+		DSSEEnvelope:         dsseEnvelope{Payload: b64(ss.body), PayloadType: inTotoPayloadType, Signatures: []signature{{Sig: b64(ss.sig)}}},
+	})
+}
+
+// bundleAnnotations are the annotations of a bundle referrer of
+// predicateType made at created, as cosign v3 writes them.
+func bundleAnnotations(predicateType string, created time.Time) map[string]string {
+	return map[string]string{
+		annotationBundleContent:       "dsse-envelope",
+		annotationBundlePredicateType: predicateType,
+		ocispec.AnnotationCreated:     created.UTC().Format(time.RFC3339),
+	}
+}
+
+// hint names the key as sigstore-go's keypairs do: the base64 SHA-256 of
+// its PKIX DER form.
+func (v *Verifier) hint() (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(v.key)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(der)
+	return base64.StdEncoding.EncodeToString(sum[:]), nil
 }

@@ -102,21 +102,42 @@ func pae(payloadType string, payload []byte) []byte {
 	return append(b, payload...)
 }
 
-// sealStatement signs a statement into a DSSE envelope.
-func sealStatement(s *Signer, st Statement) ([]byte, error) {
+// signedStatement is an in-toto statement and the key's DSSE signature
+// of it: sealed in an envelope for cosign's tag schema (json), in a
+// Sigstore bundle for its referrers (bundle).
+type signedStatement struct {
+	body, sig []byte
+}
+
+// signStatement signs a statement as DSSE signs an in-toto payload.
+func signStatement(s *Signer, st Statement) (signedStatement, error) {
 	body, err := json.Marshal(st)
 	if err != nil {
-		return nil, err
+		return signedStatement{}, err
 	}
 	sig, err := s.Sign(pae(inTotoPayloadType, body))
 	if err != nil {
-		return nil, err
+		return signedStatement{}, err
 	}
+	return signedStatement{body: body, sig: sig}, nil
+}
+
+// json is the DSSE envelope.
+func (ss signedStatement) json() ([]byte, error) {
 	return json.Marshal(envelope{
 		PayloadType: inTotoPayloadType,
-		Payload:     b64(body),
-		Signatures:  []envelopeSignature{{Sig: b64(sig)}},
+		Payload:     b64(ss.body),
+		Signatures:  []envelopeSignature{{Sig: b64(ss.sig)}},
 	})
+}
+
+// sealStatement signs a statement into a DSSE envelope.
+func sealStatement(s *Signer, st Statement) ([]byte, error) {
+	ss, err := signStatement(s, st)
+	if err != nil {
+		return nil, err
+	}
+	return ss.json()
 }
 
 // openStatement checks a DSSE envelope's signature with v and returns

@@ -15,8 +15,8 @@ import (
 )
 
 // Attester signs and attests releases as they are stored: the signature
-// and in-toto attestation `push --attest-key` writes (cosign's tag
-// schema). The caller supplies it; ingest and pull-through only say what
+// and in-toto attestation `push --attest-key` writes (Sigstore bundle
+// referrers and cosign's tag schema, attest.Attach). The caller supplies it; ingest and pull-through only say what
 // to attest.
 type Attester interface {
 	// Attest signs root, just stored in repo (named repository,
@@ -80,12 +80,14 @@ func (a *Attestation) attest(ctx context.Context, repo oci.Repository, repositor
 }
 
 // Attested reports whether root, held in repo, already carries a
-// signature and an attestation of predicateType that verify with the
-// attester's key: a release found complete is attested again only when
-// it does not (after being verified from its origin again).
+// signature and an attestation of predicateType by the attester's key in
+// both forms attest.Attach writes (Sigstore bundle referrers and cosign's
+// tag schema): a release found complete is attested again only when it
+// does not (after being verified from its origin again), so one attested
+// before referrers were written gets them.
 func (a *Attestation) Attested(ctx context.Context, repo oci.ReadOnlyRepository, root digest.Digest, predicateType string) bool {
-	r, err := attest.Verify(ctx, repo, root, a.Attester.Key(), predicateType)
-	return err == nil && r.OK()
+	ok, err := attest.Complete(ctx, repo, root, a.Attester.Key(), predicateType)
+	return err == nil && ok
 }
 
 // push runs a push with attestWith called before the tags are written, so

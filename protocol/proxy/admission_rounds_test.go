@@ -11,9 +11,12 @@ import (
 )
 
 // With --require-attestation, a cold <version>.json or download document
-// waits at most one round trip more than without: the attestation (its
-// .att manifest, then its layer) is read beside the provenance and the
-// platform manifests, not after them. Counted at a front 50 ms away.
+// waits at most one round trip more than without: the attestation — its
+// bundle referrers (the listing, then their manifests at once, then their
+// layers) and its .att manifest, then its layer — is read beside the
+// provenance and the platform manifests, not after them. 1.0.0 carries
+// both forms (Attach), 1.1.0 a bundle alone. Counted at a front 50 ms
+// away.
 func TestRequireAttestationRoundTrips(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	s := attestSigner(t)

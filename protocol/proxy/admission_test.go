@@ -53,6 +53,22 @@ func pushAttested(t *testing.T, repo oci.Repository, version string, s *attest.S
 	return d
 }
 
+// pushTagAttested pushes version to repo and attests its index in
+// cosign's tag schema only (.sig/.att), as `push --attest-key` did before
+// it wrote referrers too; it returns the index's digest.
+func pushTagAttested(t *testing.T, repo oci.Repository, version string, s *attest.Signer) digest.Digest {
+	t.Helper()
+	d := pushAttested(t, repo, version, nil)
+	a, err := attest.Sign(s, "example.com/test/hello", d, pubrelease.ProviderPredicateType, map[string]string{"version": version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Tag(context.Background(), repo); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // writeAttachment writes subject's .att manifest as given (layers may
 // name blobs that do not exist).
 func writeAttachment(t *testing.T, repo oci.Repository, subject digest.Digest, a *oci.Artifact) {
@@ -97,9 +113,10 @@ func TestRequireAttestation(t *testing.T) {
 	pushAttested(t, repo, "1.1.0", nil)
 	pushAttested(t, repo, "2.0.0-rc1", theirs)
 
-	// Attestations that must never verify, one version each.
+	// Attestations that must never verify, one version each (in the tag
+	// schema alone: a valid bundle beside them would admit the version).
 	hostile := open("test", "hostile")
-	attested := pushAttested(t, hostile, "1.0.0", ours)
+	attested := pushTagAttested(t, hostile, "1.0.0", ours)
 	held, err := oci.ReadAttachment(ctx, hostile, attested, oci.CosignAttestations)
 	if err != nil || len(held) != 1 {
 		t.Fatalf("reading the attestation: %v, %d layers", err, len(held))
@@ -153,7 +170,7 @@ func TestRequireAttestation(t *testing.T) {
 	p.getJSON(t, "/v1/providers/test/hello/1.0.0/download/linux/amd64", 200, &d)
 
 	const refused = "no attestation verifying with the configured keys"
-	for v, why := range map[string]string{"1.1.0": "no attestation (sha256-", "2.0.0-rc1": "attestation: no signature by the key"} {
+	for v, why := range map[string]string{"1.1.0": "no attestation (sha256-", "2.0.0-rc1": "bundles: no signature by the key; attestation: no signature by the key"} {
 		p.wantError(t, "/v1/mirror/example.com/test/hello/"+v+".json", 404, refused+" ("+why)
 		p.wantError(t, "/v1/providers/test/hello/"+v+"/download/linux/amd64", 404, refused)
 		// The archive URLs an unpoliced proxy hands out for it.
