@@ -22,8 +22,8 @@ type RedisOptions struct {
 	URL string
 	// Password, when set, authenticates (as the URL's user, if it names
 	// one) instead of a password in the URL, which then must carry none:
-	// serve reads it from the environment or a file, so that it is not on
-	// a command line, which every local user can read (ps).
+	// serve reads it from the environment (OCI_TOFU_SHARED_CACHE_PASSWORD), not
+	// from a command line, which every local user can read (ps).
 	Password string
 	// TLS is the client TLS configuration for rediss:// (its RootCAs the
 	// operator's CA file); nil: system trust.

@@ -50,7 +50,7 @@ func parseRedisTarget(raw, password string) (redisTarget, error) {
 	urlPassword, hasPassword := u.User.Password()
 	switch {
 	case hasPassword && password != "":
-		return redisTarget{}, fmt.Errorf("the shared cache URL %s carries a password and another was given (OCI_TOFU_SHARED_CACHE_PASSWORD or a password file): give one", RedactURL(raw))
+		return redisTarget{}, fmt.Errorf("the shared cache URL %s carries a password and another was given (OCI_TOFU_SHARED_CACHE_PASSWORD): give one", RedactURL(raw))
 	case hasPassword:
 		t.username, t.password = u.User.Username(), urlPassword
 	case password != "":
