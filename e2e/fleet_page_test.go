@@ -38,11 +38,21 @@ func replicaPage(t *testing.T, f *testenv.Fleet, r *testenv.Replica, want ...str
 // through Redis: what replica A served (asked of A directly) shows on
 // B's and C's pages; each says at start what Redis is used for; with
 // Redis stopped the pages answer with their own records, and say so.
+// The Redis password is given in OCI_TOFU_SHARED_CACHE_PASSWORD, not in
+// the URL on the command line, and no replica logs it.
 func TestFleetPagesShowWhatTheFleetServed(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	pushHello(t, reg.Host+"/providers/test/hello", "1.0.0", "1.1.0")
 	redis := testenv.StartRedis(t)
-	f := testenv.StartFleet(t, ociTofu, 3, nil, "--provider-template", reg.Host+"/providers/${namespace}/${type}", "--shared-cache", redis.URL())
+	f := testenv.StartFleet(t, ociTofu, 3, []string{"OCI_TOFU_SHARED_CACHE_PASSWORD=" + redis.Password},
+		"--provider-template", reg.Host+"/providers/${namespace}/${type}", "--shared-cache", "redis://"+redis.Addr+"/0")
+	t.Cleanup(func() {
+		for _, r := range f.Replicas {
+			if strings.Contains(r.Logs.String(), redis.Password) {
+				t.Errorf("%s logged the Redis password", r.URL)
+			}
+		}
+	})
 	a, b, c := f.Replicas[0], f.Replicas[1], f.Replicas[2]
 	for _, r := range f.Replicas {
 		if !strings.Contains(r.Logs.String(), "shared cache: the page's record of what the fleet served is shared with the other replicas (without pull-through, nothing else is)") {

@@ -31,8 +31,11 @@ platforms fetched in the background, and the version tagged once complete, exact
   --pull-through-origin registry.opentofu.org --pull-through-origin registry.terraform.io
   --pull-through-origin tf.corp.example=https://tf.corp.example/api/providers/
 (HOST alone: service discovery at https://HOST/.well-known/terraform.json; HOST=URL: the
-providers.v1 URL itself, like a host block of the CLI configuration). Origin credentials
-come from TF_TOKEN_<host>, as for tofu. The registry protocol (PROXY/NAMESPACE/TYPE) pulls
+providers.v1 URL itself, like a host block of the CLI configuration). Packages,
+SHA256SUMS and OpenTofu release files are downloaded over https only, from the origins'
+own hosts and the --pull-through-download-host hosts (default: GitHub's release hosts and
+releases.hashicorp.com), redirects included. Origin credentials come from TF_TOKEN_<host>,
+as for tofu, sent to that host only, over https. The registry protocol (PROXY/NAMESPACE/TYPE) pulls
 from --pull-through-registry-origin. --pull-through-tofu-api-url does the same for
 OpenTofu releases on the TofuDL mirror. Modules (see docs/modules.md, "Pull-through"):
   --pull-through-module-origin registry.opentofu.org
@@ -52,7 +55,7 @@ func pullThroughFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "pull-through-origin", Usage: "allow pulling providers through from this origin registry `HOST[=PROVIDERS_URL]` (repeatable)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_ORIGINS"}},
 		&cli.StringFlag{Name: "pull-through-registry-origin", Usage: "origin `HOST` (one of --pull-through-origin) of providers addressed under the proxy's own hostname (registry protocol)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_REGISTRY_ORIGIN"}},
 		&cli.StringFlag{Name: "pull-through-tofu-api-url", Usage: "pull OpenTofu releases through from this TofuDL api.json `URL` (e.g. " + branding.DefaultDownloadAPIURL + "); needs --tofu-repository", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_API_URL"}},
-		&cli.StringFlag{Name: "pull-through-tofu-download-url", Value: branding.DefaultMirrorURLTemplate, Usage: "download URL `TEMPLATE` of the TofuDL origin, with {{ .Version }} and {{ .Artifact }}", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_DOWNLOAD_URL"}},
+		&cli.StringFlag{Name: "pull-through-tofu-download-url", Value: branding.DefaultMirrorURLTemplate, Usage: "download URL `TEMPLATE` of the TofuDL origin (https), with {{ .Version }} and {{ .Artifact }}; its host is allowed", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_DOWNLOAD_URL"}},
 		&cli.StringSliceFlag{Name: "pull-through-tofu-key", Usage: "armored public key `FILE` OpenTofu releases must be signed with (repeatable; default OpenTofu's)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_KEYS"}},
 		&cli.StringSliceFlag{Name: "pull-through-tofu-platform", Usage: "store only this `os_arch`'s files of pulled OpenTofu releases (repeatable; default all files)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_PLATFORMS"}},
 		&cli.DurationFlag{Name: "pull-through-failure-ttl", Value: time.Minute, Usage: "how long a release that failed to pull (unreachable or failing verification) is remembered before asking its origin again", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_FAILURE_TTL"}},
@@ -60,6 +63,7 @@ func pullThroughFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "pull-through-metadata-timeout", Value: 10 * time.Second, Usage: "bound on each metadata read from an origin", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_METADATA_TIMEOUT"}},
 		&cli.DurationFlag{Name: "pull-through-timeout", Value: 30 * time.Minute, Usage: "bound on pulling one whole release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TIMEOUT"}},
 		&cli.IntFlag{Name: "pull-through-concurrency", Value: 4, Usage: "background downloads per release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_CONCURRENCY"}},
+		&cli.StringSliceFlag{Name: "pull-through-download-host", Value: cli.NewStringSlice(defaultDownloadHosts...), Usage: "allow downloading provider packages, SHA256SUMS and signatures, and OpenTofu release files from this `HOST[:PORT]` besides the origins' own hosts, redirects included (repeatable; giving it replaces the default; https only, nothing else is contacted)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_DOWNLOAD_HOSTS"}},
 		&cli.StringSliceFlag{Name: "pull-through-module-origin", Usage: "pull modules through from this origin module registry `HOST[=URL]` (URL: its modules.v1), served at /v1/origins/HOST/modules/ (repeatable; the first also for the modules under the proxy's hostname that --pull-through-own-modules names); needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
 		&cli.StringSliceFlag{Name: "pull-through-own-modules", Usage: "pull modules addressed under the proxy's own hostname that match `NAMESPACE/NAME/SYSTEM` (each a name or *) through from the first --pull-through-module-origin (repeatable; default none: they serve what the registry holds, and no origin is asked). A pattern with * never reaches a module the registry holds pushed versions of; only one naming the address exactly merges it with the origin's", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_OWN_MODULES"}},
 		&cli.StringSliceFlag{Name: "pull-through-module-source", Usage: "allow fetching module sources (git over HTTPS, archives) from this `HOST[:PORT]` (repeatable; the module origin itself is always allowed)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_SOURCES"}},
@@ -95,6 +99,7 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 		Timeout:         c.Duration("pull-through-timeout"),
 		Concurrency:     c.Int("pull-through-concurrency"),
 		MaxPulls:        c.Int("pull-through-max-releases"),
+		DownloadHosts:   c.StringSlice("pull-through-download-host"),
 		// Provider signatures as `mirror` judges them (signatures.go).
 		EnforceGPGExpiration: enforceExpiration(c),
 	}
@@ -131,6 +136,11 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 	}
 	return pt, nil
 }
+
+// defaultDownloadHosts are where the public registries' provider
+// releases and OpenTofu's own are downloaded from: GitHub releases (and
+// the hosts they redirect to) and releases.hashicorp.com.
+var defaultDownloadHosts = []string{"github.com", "objects.githubusercontent.com", "release-assets.githubusercontent.com", "releases.hashicorp.com"}
 
 // parseOrigin reads HOST or HOST=PROVIDERS_URL.
 func parseOrigin(s string) (string, *url.URL, error) {

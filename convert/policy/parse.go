@@ -36,10 +36,12 @@ const (
 // Policy is a parsed policy file.
 type Policy struct {
 	denyByDefault bool
-	rules         []*rule
-	index         *index    // index.go
-	facts         factRules // what min_age and signers need (facts.go)
-	serial        uint64    // unique to this parse (Serial)
+	// defaultWritten is whether the file says default = "…" (DefaultWritten).
+	defaultWritten bool
+	rules          []*rule
+	index          *index    // index.go
+	facts          factRules // what min_age and signers need (facts.go)
+	serial         uint64    // unique to this parse (Serial)
 }
 
 // serials number the policies parsed (Policy.Serial).
@@ -106,6 +108,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 	}
 	p := &Policy{}
 	if a, ok := content.Attributes["default"]; ok {
+		p.defaultWritten = true
 		var d string
 		if diags := gohcl.DecodeExpression(a.Expr, nil, &d); diags.HasErrors() {
 			return nil, diagError(diags)

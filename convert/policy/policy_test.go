@@ -85,6 +85,35 @@ func TestDefaultAllowAndNil(t *testing.T) {
 	}
 }
 
+// DefaultWritten tells a file that says its default from one that leaves
+// it implicit (what a reload asks of a file with no rules; the empty
+// file's implicit "allow" is the start-up behaviour).
+func TestDefaultWritten(t *testing.T) {
+	for _, c := range []struct {
+		src           string
+		written, deny bool
+		rules         int
+	}{
+		{"", false, false, 0},
+		{"# only a comment\n", false, false, 0},
+		{`provider "a/b" {}`, false, false, 1},
+		{`default = "allow"`, true, false, 0},
+		{"default = \"deny\"\nprovider \"a/b\" {}\n", true, true, 1},
+	} {
+		p, err := Parse([]byte(c.src), "p.hcl")
+		if err != nil {
+			t.Fatalf("%q: %v", c.src, err)
+		}
+		if p.DefaultWritten() != c.written || p.DenyByDefault() != c.deny || p.Rules() != c.rules {
+			t.Errorf("%q: written %v, deny %v, rules %d; want %v, %v, %d", c.src, p.DefaultWritten(), p.DenyByDefault(), p.Rules(), c.written, c.deny, c.rules)
+		}
+	}
+	var none *Policy
+	if none.DefaultWritten() || none.DenyByDefault() {
+		t.Error("a nil policy writes a default")
+	}
+}
+
 func TestPlatform(t *testing.T) {
 	p, err := Parse([]byte(example), "policy.hcl")
 	if err != nil {

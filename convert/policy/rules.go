@@ -31,3 +31,13 @@ func (p *Policy) HasRule(kind, name string) bool {
 	}
 	return false
 }
+
+// DenyByDefault says whether an address no rule matches is denied
+// (default = "deny").
+func (p *Policy) DenyByDefault() bool { return p != nil && p.denyByDefault }
+
+// DefaultWritten says whether the file writes its default out (default =
+// "allow" or "deny") rather than leaving it to the implicit "allow": what a
+// reload asks of a file that could otherwise be one cut short
+// (protocol/policyfile).
+func (p *Policy) DefaultWritten() bool { return p != nil && p.defaultWritten }

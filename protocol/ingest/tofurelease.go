@@ -61,10 +61,45 @@ func NewTofuOrigin(apiURL, downloadTemplate string, keys []*pgp.Keyring, platfor
 		return nil, fmt.Errorf("download URL template: %w", err)
 	}
 	api, err := url.Parse(apiURL)
-	if err != nil || (api.Scheme != "https" && api.Scheme != "http") || api.Host == "" {
-		return nil, fmt.Errorf("invalid API URL %q", apiURL)
+	if err != nil || api.Scheme != "https" || api.Host == "" || api.User != nil {
+		return nil, fmt.Errorf("invalid API URL %q: an https URL without credentials", apiURL)
 	}
-	return &TofuOrigin{API: api, download: tpl, Keys: keys, Platforms: platforms, MaxFileSize: maxFileSize}, nil
+	o := &TofuOrigin{API: api, download: tpl, Keys: keys, Platforms: platforms, MaxFileSize: maxFileSize}
+	if _, err := o.downloadHost(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Hosts are the hosts the origin is configured with: the API's and the
+// download URL template's (a template naming its host with {{ }} gives the
+// host it names for version 0.0.0).
+func (o *TofuOrigin) Hosts() []string {
+	h, _ := o.downloadHost() // checked by NewTofuOrigin
+	return []string{o.API.Host, h}
+}
+
+// downloadHost is the host of the download URL template's URLs.
+func (o *TofuOrigin) downloadHost() (string, error) {
+	u, err := o.downloadURL("0.0.0", "tofu_0.0.0_SHA256SUMS")
+	if err != nil {
+		return "", fmt.Errorf("download URL template: %w", err)
+	}
+	return u.Host, nil
+}
+
+// downloadURL expands the download URL template; the URL must be https,
+// without credentials.
+func (o *TofuOrigin) downloadURL(version, artifact string) (*url.URL, error) {
+	var b bytes.Buffer
+	if err := o.download.Execute(&b, struct{ Version, Artifact string }{version, artifact}); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(b.String())
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+		return nil, fmt.Errorf("download URL %q is not an https URL without credentials", b.String())
+	}
+	return u, nil
 }
 
 // Versions reads the origin's api.json: the files each version lists, by
@@ -190,15 +225,7 @@ func (rel *TofuOriginRelease) SHA256(name string) string {
 
 // URL is where a file of the release is downloaded from.
 func (rel *TofuOriginRelease) URL(name string) (*url.URL, error) {
-	var b bytes.Buffer
-	if err := rel.origin.download.Execute(&b, struct{ Version, Artifact string }{rel.Version, name}); err != nil {
-		return nil, err
-	}
-	u, err := url.Parse(b.String())
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("download URL %q is not http(s)", b.String())
-	}
-	return u, nil
+	return rel.origin.downloadURL(rel.Version, name)
 }
 
 // Open starts downloading a file of the release.

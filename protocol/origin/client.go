@@ -1,7 +1,9 @@
 // Package origin is a client for origins: registries speaking service
 // discovery and the Provider Registry Protocol (docs/reference.md §8, §5)
-// as OpenTofu uses them, and TofuDL APIs (§7). Credentials (TF_TOKEN_*) go only to the
-// registry host itself, never to download locations elsewhere; every
+// as OpenTofu uses them, and TofuDL APIs (§7). Every request, redirects
+// included, is https, and on an allowed host when the client is
+// restricted (guard.go); credentials (TF_TOKEN_*) go only to the registry
+// host itself over https, never to download locations elsewhere; every
 // answer is bounded.
 package origin
 
@@ -35,6 +37,7 @@ type Client struct {
 
 	mu        sync.Mutex
 	discovery map[string]*url.URL
+	allow     Hosts // nil: any https host (Restrict)
 }
 
 // NewClient makes a client with the given transport (nil: the default,
@@ -64,14 +67,15 @@ type Download struct {
 	base *url.URL
 }
 
-// Resolve makes a URL from the document absolute.
+// Resolve makes a URL from the document absolute; it must be https (the
+// client checks its host when it is requested).
 func (d *Download) Resolve(ref string) (*url.URL, error) {
 	u, err := d.base.Parse(ref)
 	if err != nil {
 		return nil, err
 	}
-	if u.Scheme != "https" && u.Scheme != "http" {
-		return nil, fmt.Errorf("unsupported URL %q", ref)
+	if u.Scheme != "https" {
+		return nil, fmt.Errorf("%w: the download answer names %s: origins are reached over https only", ErrRefused, redactURL(u))
 	}
 	return u, nil
 }
@@ -196,20 +200,15 @@ func (c *Client) get(ctx context.Context, u *url.URL, host string) (*http.Respon
 	return resp, nil
 }
 
-// do sends a GET, with the host's credentials only when u is on host.
+// do sends a GET through the guard (guard.go): u and every redirect must
+// be https on an allowed host, and host's credentials go only to host
+// itself, over https.
 func (c *Client) do(ctx context.Context, u *url.URL, host string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-	// Credentials go only to the registry host itself, never to download
-	// locations elsewhere.
-	if c.Token != nil && host != "" && u.Host == host {
-		if tok := c.Token(host); tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-	}
-	return c.HTTP.Do(req)
+	return c.guarded(host).Do(req)
 }
 
 // FetchFile downloads u into w, reading at most max bytes.

@@ -2,6 +2,7 @@ package origin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -118,5 +119,24 @@ func TestDefaultToken(t *testing.T) {
 	t.Setenv("TF_TOKEN_my__reg_example_com", "b")
 	if DefaultToken("app.terraform.io") != "a" || DefaultToken("my-reg.example.com") != "b" || DefaultToken("other.io") != "" {
 		t.Fatal("TF_TOKEN_* mapping")
+	}
+}
+
+// A download answer's locations must be https: a plain-http one is
+// refused when it is resolved, before anything asks for it.
+func TestResolveRefusesPlainHTTP(t *testing.T) {
+	srv, c, _ := registry(t, map[string]string{
+		"/.well-known/terraform.json":                     `{"providers.v1":"/v1/providers"}`,
+		"/v1/providers/acme/x/1.0.0/download/linux/amd64": fmt.Sprintf(`{"os":"linux","arch":"amd64","filename":"f.zip","download_url":"http://files.example/f.zip","shasums_url":"/sums","shasum":%q}`, sum),
+	})
+	d, err := c.Download(context.Background(), addr(t, srv), "1.0.0", names.Platform{OS: "linux", Arch: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Resolve(d.DownloadURL); !errors.Is(err, ErrRefused) {
+		t.Errorf("http download URL: %v, want refused", err)
+	}
+	if u, err := d.Resolve(d.SHASumsURL); err != nil || u.Scheme != "https" {
+		t.Errorf("relative SHA256SUMS URL: %v %v", u, err)
 	}
 }

@@ -42,7 +42,7 @@ func (c *Client) SetProvidersBase(host string, base *url.URL) error {
 }
 
 func (c *Client) setBase(host, service string, base *url.URL) error {
-	if base == nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+	if base == nil || base.Scheme != "https" || base.Host == "" || base.User != nil {
 		return fmt.Errorf("%s URL for %s must be an absolute https URL", service, host)
 	}
 	b := *base
@@ -65,6 +65,8 @@ func Unreachable(err error) bool {
 	var ne net.Error
 	var ue *url.Error
 	switch {
+	case errors.Is(err, ErrRefused):
+		return false // refused here, before any connection
 	case errors.Is(err, context.DeadlineExceeded):
 		return true
 	case errors.As(err, &ne):

@@ -2,7 +2,8 @@
 // with its file: it reads the file at start, reloads it when it changes
 // (a watch on its directory, so editors' rename-writes and Kubernetes'
 // ConfigMap symlink swaps are seen) or when asked (serve's SIGHUP), and
-// never lets a file it cannot read or parse open the gate: the last good
+// never lets a file it cannot read or parse, or one caught while it is
+// being written (complete.go), open the gate: the last good
 // policy stays in force, and the error, with the file's line and column,
 // is logged and kept in the Status the proxy shows on its page and in its
 // metrics. The syntax and the decisions are convert/policy's.
@@ -93,16 +94,18 @@ func (f *File) Path() string { return f.path }
 // Status is a copy of the file's status.
 func (f *File) Status() Status { return *f.status.Load() }
 
-// Reload reads the file again and puts its policy in force when it reads
-// and parses; otherwise the policy in force stays and the error is
-// logged and kept in the Status. A file whose content did not change is
-// not parsed again. why ("SIGHUP", "file changed") goes in the log.
+// Reload reads the file again, once it is still (stableRead), and puts
+// its policy in force when it reads, parses and cannot be a file cut
+// short (checkComplete); otherwise the policy in force stays and the
+// error is logged and kept in the Status. A file whose content did not
+// change is not parsed again. why ("SIGHUP", "file changed") goes in the
+// log.
 func (f *File) Reload(why string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.Status()
+	src, err := stableRead(f.path)
 	st.CheckedAt = time.Now()
-	src, err := read(f.path)
 	if err == nil {
 		if sum := sha256.Sum256(src); sum == f.sum {
 			st.Current, st.LastError = true, ""
@@ -112,6 +115,9 @@ func (f *File) Reload(why string) error {
 		}
 		var p *policy.Policy
 		if p, err = policy.Parse(src, f.path); err == nil {
+			err = checkComplete(f.path, f.live.Current(), p)
+		}
+		if err == nil {
 			f.live.Replace(p)
 			f.sum = sha256.Sum256(src)
 			st.Rules, st.LoadedAt, st.Reloads, st.Current, st.LastError = p.Rules(), st.CheckedAt, st.Reloads+1, true, ""

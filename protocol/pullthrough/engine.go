@@ -110,6 +110,11 @@ func New(c Config) (*Engine, error) {
 		c.Shared = sharedstate.NewLocal()
 	}
 	opts := c.Options.withDefaults()
+	allowed, err := opts.allowedHosts()
+	if err != nil {
+		return nil, err
+	}
+	opts.Client.Restrict(allowed)
 	for host, base := range opts.Origins {
 		if base != nil {
 			if err := opts.Client.SetProvidersBase(host, base); err != nil {

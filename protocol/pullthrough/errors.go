@@ -22,8 +22,9 @@ const (
 	// FailureBusy: too many releases are being pulled at once.
 	FailureBusy = "busy"
 	// FailureRefused: what the origin offers was refused before it was
-	// stored: a module source on a host outside the allow-list, or a
-	// module tree failing the module package checks.
+	// stored: a download location or redirect that is not https or on a
+	// host outside the allow-list, a module source on a host outside the
+	// allow-list, or a module tree failing the module package checks.
 	FailureRefused = "refused"
 )
 
@@ -60,7 +61,7 @@ func Classify(err error) string {
 	switch {
 	case errors.As(err, &pe):
 		return pe.Failure
-	case errors.Is(err, modulesource.ErrRefused):
+	case errors.Is(err, modulesource.ErrRefused), errors.Is(err, origin.ErrRefused):
 		return FailureRefused
 	case errors.Is(err, ingest.ErrVerification), errors.Is(err, ErrDigestMismatch):
 		return FailureTampered

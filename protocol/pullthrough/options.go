@@ -53,8 +53,17 @@ type Options struct {
 	// --enforce-gpg-expiration`); by default they are taken with a warning
 	// in the log.
 	EnforceGPGExpiration bool
+	// DownloadHosts are the hosts (HOST or HOST:PORT, 443 by default)
+	// provider packages, SHA256SUMS and signatures, and OpenTofu release
+	// files may be downloaded from besides the origins' own hosts (each
+	// origin's, its providers.v1 URL's, the TofuDL API's and download URL
+	// template's), redirects included. Nothing else is ever contacted, and
+	// over https only (serve's default names where the public registries'
+	// releases are: GitHub and releases.hashicorp.com).
+	DownloadHosts []string
 	// Client reaches origins (default: system trust plus SSL_CERT_FILE,
-	// TF_TOKEN_<host> credentials as OpenTofu reads them).
+	// TF_TOKEN_<host> credentials as OpenTofu reads them). New restricts it
+	// to the origins' hosts and DownloadHosts (origin.Client.Restrict).
 	Client *origin.Client
 	// FailureTTL is how long an origin release that could not be fetched or
 	// failed verification is remembered, and answered with its error
@@ -140,7 +149,31 @@ func (o *Options) Check(providers, tofu, modules bool) error {
 			return fmt.Errorf("pull-through: the registry protocol's origin %s is not one of the allowed origins", o.RegistryOrigin)
 		}
 	}
+	if _, err := o.allowedHosts(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// allowedHosts are the only hosts the origin client may contact: each
+// origin's host and providers.v1 URL's, the TofuDL origin's API and
+// download hosts, and DownloadHosts.
+func (o *Options) allowedHosts() (origin.Hosts, error) {
+	var hosts []string
+	for host, base := range o.Origins {
+		hosts = append(hosts, host)
+		if base != nil {
+			hosts = append(hosts, base.Host)
+		}
+	}
+	if o.Tofu != nil {
+		hosts = append(hosts, o.Tofu.Hosts()...)
+	}
+	allowed, err := origin.NewHosts(append(hosts, o.DownloadHosts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("pull-through: a download host: %w", err)
+	}
+	return allowed, nil
 }
 
 // withDefaults fills in what is left unset.

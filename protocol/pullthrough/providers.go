@@ -197,10 +197,6 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 	}
 	p.failKey, p.provider = providerFailKey(t, v), rel
 	p.open = func(ctx context.Context, name string) (*origin.Body, error) {
-		d := rel.Downloads[byName[name]]
-		if u, err := d.Resolve(d.DownloadURL); err != nil || u.Scheme != "https" {
-			return nil, fmt.Errorf("origin %s names a download location that is not https (%q): refused", t.Origin.Hostname, d.DownloadURL)
-		}
 		return rel.OpenZip(ctx, e.opts.Client, byName[name], e.opts.MaxFileSize)
 	}
 	p.want = func(name string) string { return rel.Sums[name] }

@@ -211,7 +211,7 @@ func failureMessage(host, failure string) string {
 	case FailureUnreachable:
 		return fmt.Sprintf("not held by the registry, and origin %s is unreachable", host)
 	case FailureRefused:
-		return fmt.Sprintf("not held by the registry, and what origin %s offers was refused (a source outside the allowed hosts, or a tree that fails the module package checks)", host)
+		return fmt.Sprintf("not held by the registry, and what origin %s offers was refused (a download location or source that is not https or outside the allowed hosts, or a tree that fails the module package checks)", host)
 	}
 	return fmt.Sprintf("not held by the registry, and origin %s answered with an error", host)
 }

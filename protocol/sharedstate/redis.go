@@ -18,8 +18,13 @@ import (
 
 // RedisOptions configure a Redis store.
 type RedisOptions struct {
-	// URL is redis://[user:pass@]host:port[/db] or rediss://… (TLS).
+	// URL is redis://[user[:pass]@]host:port[/db] or rediss://… (TLS).
 	URL string
+	// Password, when set, authenticates (as the URL's user, if it names
+	// one) instead of a password in the URL, which then must carry none:
+	// serve reads it from the environment (OCI_TOFU_SHARED_CACHE_PASSWORD), not
+	// from a command line, which every local user can read (ps).
+	Password string
 	// TLS is the client TLS configuration for rediss:// (its RootCAs the
 	// operator's CA file); nil: system trust.
 	TLS *tls.Config
@@ -46,6 +51,8 @@ type Redis struct {
 	wg     sync.WaitGroup
 	closed chan struct{}
 	once   sync.Once
+	// oversized logs the records Get ignores for their size, now and then.
+	oversized rateLimitedLog
 }
 
 // renewScript extends a lease only while it is still the holder's.
@@ -58,9 +65,9 @@ var releaseScript = redis.NewScript(1, `if redis.call("get", KEYS[1]) == ARGV[1]
 // not connect yet: a Redis that is down at start-up is the same as one
 // that goes down later.
 func OpenRedis(o RedisOptions) (*Redis, error) {
-	u, err := url.Parse(o.URL)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-		return nil, fmt.Errorf("the shared cache must be a redis://[user:pass@]host:port[/db] or rediss://… URL, not %q", RedactURL(o.URL))
+	t, err := parseRedisTarget(o.URL, o.Password)
+	if err != nil {
+		return nil, err
 	}
 	if o.OpTimeout <= 0 {
 		o.OpTimeout = DefaultOpTimeout
@@ -71,23 +78,24 @@ func OpenRedis(o RedisOptions) (*Redis, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	dial := []redis.DialOption{
-		redis.DialConnectTimeout(o.OpTimeout * 5), redis.DialReadTimeout(o.OpTimeout), redis.DialWriteTimeout(o.OpTimeout),
-	}
-	if u.Scheme == "rediss" {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.tls {
+		t.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 		if o.TLS != nil {
-			cfg = o.TLS.Clone()
+			t.tlsConfig = o.TLS.Clone()
 		}
-		cfg.ServerName = u.Hostname()
-		dial = append(dial, redis.DialTLSConfig(cfg))
+		t.tlsConfig.ServerName = t.host
+	}
+	dial := []redis.DialOption{
+		redis.DialReadTimeout(o.OpTimeout), redis.DialWriteTimeout(o.OpTimeout),
+		redis.DialContextFunc(t.dialGuarded(o.OpTimeout * 5)),
+		redis.DialDatabase(t.db), redis.DialUsername(t.username), redis.DialPassword(t.password),
 	}
 	pool := &redis.Pool{
 		MaxIdle: 16, IdleTimeout: time.Minute,
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			c, err := redis.DialURLContext(ctx, o.URL, dial...)
+			c, err := redis.DialContext(ctx, "tcp", t.address, dial...)
 			if err != nil {
-				return nil, errors.New(redactErr(err, u))
+				return nil, errors.New(redact(err.Error(), t.password))
 			}
 			return c, nil
 		},
@@ -159,23 +167,34 @@ func (r *Redis) Put(ctx context.Context, key string, val []byte, ttl time.Durati
 	})
 }
 
-// Get reads the record under key (at most maxRecord bytes are taken).
+// getScript reads a record only when it is within the bound ARGV[1]:
+// -1 for a larger one (its bytes never leave Redis), nil when there is
+// none. KEYS: the record.
+var getScript = redis.NewScript(1, `
+if redis.call("strlen", KEYS[1]) > tonumber(ARGV[1]) then return -1 end
+return redis.call("get", KEYS[1])`)
+
+// Get reads the record under key. A record larger than maxRecord is
+// refused in Redis, before any of it is sent (it is ignored, and logged
+// now and then); the connection refuses any larger reply too (resp.go).
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	var val []byte
+	var reply any
 	err := r.do(ctx, "get", func(ctx context.Context, c redis.Conn) error {
 		var err error
-		val, err = redis.Bytes(redis.DoContext(c, ctx, "GET", r.opts.Prefix+key))
+		reply, err = getScript.DoContext(ctx, c, r.opts.Prefix+key, maxRecord)
 		return err
 	})
-	switch {
-	case errors.Is(err, redis.ErrNil):
-		return nil, false, nil
-	case err != nil:
+	if err != nil {
 		return nil, false, err
-	case len(val) > maxRecord:
-		return nil, false, nil
 	}
-	return val, true, nil
+	switch v := reply.(type) {
+	case []byte:
+		return v, true, nil
+	case int64:
+		r.oversized.warn(r.opts.Logger, "shared cache: ignoring a record larger than the bound (written by someone else: replicas write none)",
+			slog.String("key", r.opts.Prefix+key), slog.Int("bound_bytes", maxRecord))
+	}
+	return nil, false, nil
 }
 
 // Lease takes key with SET NX PX and a random token, and renews it every
@@ -256,13 +275,12 @@ func RedactURL(s string) string {
 	return u.Redacted()
 }
 
-// redactErr is err's text without the URL's password.
-func redactErr(err error, u *url.URL) string {
-	msg := err.Error()
-	if pw, ok := u.User.Password(); ok && pw != "" {
-		msg = replaceAll(msg, pw, "xxxxx")
+// redact is msg without the password.
+func redact(msg, password string) string {
+	if password == "" {
+		return msg
 	}
-	return msg
+	return replaceAll(msg, password, "xxxxx")
 }
 
 // Describe and Collect are the store's metrics
