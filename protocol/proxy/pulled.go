@@ -118,7 +118,10 @@ func (h *pulledProviders) networkMirrorVersion(ctx context.Context, p names.Prov
 // the registry holds (as heldProviders lists them) and those the origin
 // offers besides, with the origin's protocols and platforms.
 func (h *pulledProviders) versionsDoc(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
-	t, ok := h.engine.RegistryTarget(p)
+	t, ok, err := h.registryTarget(ctx, p)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
 	if !ok {
 		return h.heldProviders.versionsDoc(ctx, p, shown)
 	}
@@ -184,9 +187,12 @@ func (h *pulledProviders) versionsDoc(ctx context.Context, p names.Provider, sho
 // download starts at once, since the client asks for it next.
 func (h *pulledProviders) downloadDoc(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
 	doc, err := h.heldProviders.downloadDoc(ctx, p, req)
-	t, ok := h.engine.RegistryTarget(p)
-	if !ok || !isVersionNotHeld(err) {
+	if !isVersionNotHeld(err) {
 		return doc, err
+	}
+	t, ok, terr := h.registryTarget(ctx, p)
+	if terr != nil || !ok {
+		return doc, cmpOr(terr, err)
 	}
 	if h.factsRule(p) { // pulled_facts.go
 		return nil, h.notYetHeld(p, t, req.Version)
@@ -221,6 +227,42 @@ func (h *pulledProviders) downloadDoc(ctx context.Context, p names.Provider, req
 		SHASum:              rel.ZipSHA256(pl),
 		SigningKeys:         rel.Downloads[pl].SigningKeys,
 	}, nil
+}
+
+// registryTarget is the pull-through target of p, addressed under the
+// proxy's own hostname through the Provider Registry Protocol, unless its
+// repository holds versions pull-through did not store (no
+// pullthrough.PulledThroughTag): a provider someone pushed under the
+// proxy's name is never merged with, nor pulled over by, the origin's
+// provider of that name (dependency confusion), and the origin is not
+// asked about it.
+func (h *pulledProviders) registryTarget(ctx context.Context, p names.Provider) (pullthrough.Target, bool, error) {
+	t, ok := h.engine.RegistryTarget(p)
+	if !ok {
+		return t, false, nil
+	}
+	pushed, err := h.heldPushed(ctx, p)
+	return t, err == nil && !pushed, err
+}
+
+// heldPushed reports whether p's repository holds versions and lacks
+// the pulled-through mark.
+func (h *pulledProviders) heldPushed(ctx context.Context, p names.Provider) (bool, error) {
+	repo, err := h.providerRepo(p)
+	if err != nil {
+		return false, nil // no repository: nothing held (the caller reports the mapping)
+	}
+	l, err := repo.Versions(ctx)
+	switch {
+	case notHeld(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	case len(l.Versions) == 0:
+		return false, nil
+	}
+	marked, err := repo.HasTag(ctx, pullthrough.PulledThroughTag)
+	return !marked, err
 }
 
 // pullRef is a pull URL in a document (its base marked: baseurl.go),

@@ -1,8 +1,14 @@
 package pullthrough
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/oci"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
@@ -18,12 +24,33 @@ import (
 // versions pull-through did not store (PulledThroughTag, written by every
 // module pull before its version tag); only a pattern naming the address
 // exactly does (docs/modules.md, "Modules under the proxy's own name").
+// Providers pulled through the registry protocol (RegistryTarget) follow
+// the wildcard rule: the proxy never pulls over a repository holding
+// pushed versions, and provider pulls mark their repositories too.
 
 // PulledThroughTag marks a repository pull-through stores modules in: it
 // names the first package pulled into it, and is written before that
 // package's version tag. A repository holding versions without it holds
 // modules someone pushed.
 const PulledThroughTag = ingest.PulledThroughTag
+
+// markPulledThrough tags root PulledThroughTag in repo unless the tag
+// exists (provider pulls; module pulls write it before their version
+// tag, protocol/ingest). A failure is logged: the repository then reads
+// as holding pushed versions, and pull-through stops adding to it under
+// the proxy's own name (it fails closed).
+func (e *Engine) markPulledThrough(ctx context.Context, repo oci.Repository, ref oci.Reference, root ocispec.Descriptor) {
+	_, err := repo.Resolve(ctx, PulledThroughTag)
+	if err == nil {
+		return
+	}
+	if oci.IsNotFound(err) {
+		err = repo.Tag(ctx, root, PulledThroughTag)
+	}
+	if err != nil {
+		e.log.Warn("pull-through: could not mark the repository as pulled through; the proxy's own name will not pull into it", slog.String("repository", ref.Name()), slog.Any("error", err))
+	}
+}
 
 // ModulePattern is an own-host module address pattern:
 // NAMESPACE/NAME/SYSTEM, each segment a name or "*".

@@ -205,6 +205,7 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 		// Attested (with Options.Attest) before it is tagged.
 		res, err := rel.PushDirAttested(ctx, dir, repo, ref.Name(), oci.PushOptions{}, e.opts.Attest)
 		if err == nil {
+			e.markPulledThrough(ctx, repo, ref, res.Root)
 			rv := &wire.RegistryVersion{Version: v.String(), Protocols: rel.Protocols}
 			for _, pl := range rel.Platforms {
 				rv.Platforms = append(rv.Platforms, wire.RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
