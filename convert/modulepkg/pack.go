@@ -82,7 +82,7 @@ type moduleFile struct {
 // lists; follows symlinks that resolve inside dir and refuses those that
 // point outside it.
 func Pack(ctx context.Context, dir string, opts Options) (*Zip, error) {
-	root, files, names, err := moduleFiles(dir, opts.AllowNoRoot)
+	root, files, names, err := moduleFiles(ctx, dir, opts.AllowNoRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func Pack(ctx context.Context, dir string, opts Options) (*Zip, error) {
 // Write writes the deterministic zip of the module directory dir to
 // w and returns its entries. Pack is this plus a temporary file.
 func Write(ctx context.Context, w io.Writer, dir string, opts Options) ([]string, error) {
-	_, files, names, err := moduleFiles(dir, opts.AllowNoRoot)
+	_, files, names, err := moduleFiles(ctx, dir, opts.AllowNoRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +126,8 @@ func Write(ctx context.Context, w io.Writer, dir string, opts Options) ([]string
 
 // moduleFiles collects the files a module directory packs to and checks
 // its root, returning the files and their entry names.
-func moduleFiles(dir string, allowNoRoot bool) (root string, files []moduleFile, names []string, err error) {
-	root, files, err = collectModuleFiles(dir)
+func moduleFiles(ctx context.Context, dir string, allowNoRoot bool) (root string, files []moduleFile, names []string, err error) {
+	root, files, err = collectModuleFiles(ctx, dir)
 	if err != nil {
 		return "", nil, nil, err
 	}
