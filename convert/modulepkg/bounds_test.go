@@ -172,3 +172,34 @@ func TestIgnoreShortcutsAgreeWithTheExpression(t *testing.T) {
 		}
 	}
 }
+
+// Options.Charge is told every byte of Pack's temporary zip before it is
+// written, and its error stops the packing, leaving no file behind.
+func TestPackChargesItsZip(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, sampleModule)
+	var charged int64
+	z, err := Pack(context.Background(), dir, Options{TempDir: t.TempDir(), Charge: func(n int64) error { charged += n; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Remove()
+	if charged != z.Size {
+		t.Errorf("charged %d bytes for a zip of %d", charged, z.Size)
+	}
+	full := errors.New("disk budget spent")
+	temp := t.TempDir()
+	charged = 0
+	_, err = Pack(context.Background(), dir, Options{TempDir: temp, Charge: func(n int64) error {
+		if charged += n; charged > 1000 {
+			return full
+		}
+		return nil
+	}})
+	if !errors.Is(err, full) {
+		t.Fatalf("%v, want the charge's error", err)
+	}
+	if entries, _ := os.ReadDir(temp); len(entries) != 0 {
+		t.Errorf("left %d files behind", len(entries))
+	}
+}

@@ -33,6 +33,10 @@ type Options struct {
 	// Cache, when set, records what trees pack to and the files' hashes,
 	// so that an unchanged tree is recognised quickly (HashTree).
 	Cache *Cache
+	// Charge, when set, is told the size of each write to Pack's
+	// temporary zip before it is made, and stops the packing with its
+	// error (a disk budget shared with other work).
+	Charge func(n int64) error
 }
 
 // Zip is a checked module package zip on disk.
@@ -92,7 +96,11 @@ func Pack(ctx context.Context, dir string, opts Options) (*Zip, error) {
 	}
 	z := &Zip{Path: tmp.Name(), Files: names, temp: true}
 	h := sha256.New()
-	cw := &countingWriter{w: io.MultiWriter(tmp, h)}
+	var out io.Writer = tmp
+	if opts.Charge != nil {
+		out = &chargedWriter{w: tmp, charge: opts.Charge}
+	}
+	cw := &countingWriter{w: io.MultiWriter(out, h)}
 	sums, err := writeModuleZip(ctx, cw, files, opts.Concurrency)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -139,6 +147,19 @@ func moduleFiles(ctx context.Context, dir string, allowNoRoot bool) (root string
 		return "", nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	return root, files, names, nil
+}
+
+// chargedWriter tells charge the size of each write before making it.
+type chargedWriter struct {
+	w      io.Writer
+	charge func(n int64) error
+}
+
+func (c *chargedWriter) Write(p []byte) (int, error) {
+	if err := c.charge(int64(len(p))); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }
 
 type countingWriter struct {
