@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -237,20 +238,29 @@ func TestPullThroughModulesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	linkURL, _ := o.git.AddRepo(t, "linked", testenv.GitCommit{Tree: linked, Tags: []string{"v1.0.0"}})
+	fanOutURL, _ := o.git.AddRepo(t, "fanout", testenv.GitCommit{Tree: linkFanOutTree(t, 30), Tags: []string{"v1.0.0"}})
 	many := make([]testenv.TarEntry, 200_000)
+	unnamed := make([]testenv.TarEntry, 100_001)
 	for i := range many {
 		many[i] = testenv.TarEntry{Name: fmt.Sprintf("f/%06d.tf", i)}
 	}
+	for i := range unnamed {
+		unnamed[i] = testenv.TarEntry{Name: "./", Dir: true}
+	}
 	hostile := map[string][]testenv.TarEntry{
-		"slip":   {{Name: "main.tf"}, {Name: "../../evil.tf", Data: []byte("x")}},
-		"sparse": {{Name: "main.tf"}, {Name: "big.bin", DeclaredSize: 2 << 30}},
-		"many":   many,
+		"slip":    {{Name: "main.tf"}, {Name: "../../evil.tf", Data: []byte("x")}},
+		"sparse":  {{Name: "main.tf"}, {Name: "big.bin", DeclaredSize: 2 << 30}},
+		"many":    many,
+		"unnamed": unnamed,
 	}
 	cases := map[string]string{
 		"outside":  trapped,
 		"loopback": "https://127.0.0.1:" + trapPort + "/m.tar.gz",
 		"redirect": o.files.Redirect("away.tar.gz", "https://127.0.0.1:"+trapPort+"/m.tar.gz"),
 		"symlink":  "git::" + linkURL + "?ref=v1.0.0",
+		"fanout":   "git::" + fanOutURL + "?ref=v1.0.0",
+		"hugelink": "git::" + hugeLinkRepo(t, o.git) + "?ref=v1.0.0",
+		"treefan":  "git::" + treeFanOutRepo(t, o.git) + "?ref=v1.0.0",
 	}
 	// why is what the proxy's log must say of each refusal.
 	why := map[string]string{
@@ -261,7 +271,15 @@ func TestPullThroughModulesRefused(t *testing.T) {
 		"slip":     "leaves the tree",
 		"sparse":   "declares 2147483648 bytes",
 		"many":     "more than 100000 entries",
+		"unnamed":  "more than 100000 entries",
+		"fanout":   "the walk followed more than 10000 symbolic links",
+		"hugelink": "declares 68157440 bytes, more than the 67108864",
+		"treefan":  "the tree has more than 200000 entries",
 	}
+	// bounded are the cases whose work is bounded before it grows: each
+	// refused in well under a second of the proxy's work (the packages'
+	// tests time it; here the git server's packing counts too).
+	bounded := map[string]bool{"fanout": true, "hugelink": true, "treefan": true}
 	for name, entries := range hostile {
 		cases[name] = o.files.Put(t, name+".tar.gz", testenv.CraftTarGz(t, entries...))
 	}
@@ -284,6 +302,9 @@ func TestPullThroughModulesRefused(t *testing.T) {
 			if !logLine(s, "module=acme/"+name+"/aws", "failure=refused", why[name]) {
 				t.Errorf("the proxy's log does not say module %s was refused because %q", name, why[name])
 			}
+			if took := pullDuration(s, "module=acme/"+name+"/aws"); bounded[name] && took > 5*time.Second {
+				t.Errorf("the refusal took %s", took)
+			}
 			if d := tagDigest(t, reg, "pulled/acme/"+name+"/aws", "1.0.0"); d != "" {
 				t.Errorf("tagged %s", d)
 			}
@@ -294,9 +315,78 @@ func TestPullThroughModulesRefused(t *testing.T) {
 		})
 	}
 	_, metrics := s.get(t, "/metrics")
-	if want := `oci_tofu_proxy_pullthrough_releases_total{kind="module",result="refused"} 7`; !strings.Contains(string(metrics), want) {
+	if want := `oci_tofu_proxy_pullthrough_releases_total{kind="module",result="refused"} 11`; !strings.Contains(string(metrics), want) {
 		t.Errorf("metrics lack %s", want)
 	}
+}
+
+// linkFanOutTree is a module whose directories d1…dN each hold two
+// symbolic links, a and b, to the one before: 2^N paths to walk.
+func linkFanOutTree(t *testing.T, n int) string {
+	dir := greetingTree(t, "fanout")
+	if err := os.Mkdir(filepath.Join(dir, "d0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "d0", ".keep"), nil, 0o644) // git keeps no empty directory
+	for k := 1; k <= n; k++ {
+		d := filepath.Join(dir, fmt.Sprintf("d%d", k))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []string{"a", "b"} {
+			if err := os.Symlink(fmt.Sprintf("../d%d", k-1), filepath.Join(d, l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// hugeLinkRepo is a repository whose v1.0.0 holds a symbolic link whose
+// target is 65 MiB of zeros (a pack of some 100 KiB).
+func hugeLinkRepo(t *testing.T, g *testenv.GitServer) string {
+	r := g.NewRepo(t, "hugelink")
+	main := r.Blob(strings.NewReader("# main\n"))
+	target := r.Blob(io.LimitReader(zeroReader{}, 65<<20))
+	r.Commit(r.Tree(testenv.GitEntry{Mode: "100644", ID: main, Name: "main.tf"}, testenv.GitEntry{Mode: "120000", ID: target, Name: "huge"}), "v1.0.0")
+	return r.URL
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// treeFanOutRepo is a repository whose v1.0.0 holds a tree of 40 levels,
+// each holding the level below twice: 41 small trees, 2^40 paths.
+func treeFanOutRepo(t *testing.T, g *testenv.GitServer) string {
+	r := g.NewRepo(t, "treefan")
+	level := r.Tree(testenv.GitEntry{Mode: "100644", ID: r.Blob(strings.NewReader("x")), Name: "x.tf"})
+	for range 40 {
+		level = r.Tree(testenv.GitEntry{Mode: "040000", ID: level, Name: "a"}, testenv.GitEntry{Mode: "040000", ID: level, Name: "b"})
+	}
+	main := r.Blob(strings.NewReader("# main\n"))
+	r.Commit(r.Tree(testenv.GitEntry{Mode: "100644", ID: main, Name: "main.tf"}, testenv.GitEntry{Mode: "040000", ID: level, Name: "d"}), "v1.0.0")
+	return r.URL
+}
+
+// pullDuration is the duration the proxy logged for the pull whose log
+// line holds want (0 when there is none).
+func pullDuration(s *served, want string) time.Duration {
+	for _, line := range strings.Split(s.logs.String(), "\n") {
+		if !strings.Contains(line, want) || !strings.Contains(line, "module not stored") {
+			continue
+		}
+		for _, field := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(field, "duration="); ok {
+				d, _ := time.ParseDuration(v)
+				return d
+			}
+		}
+	}
+	return 0
 }
 
 // logLine reports whether one line of the proxy's log holds all of want.

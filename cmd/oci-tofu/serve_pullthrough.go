@@ -67,6 +67,7 @@ func pullThroughFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "pull-through-module-origin", Usage: "pull modules through from this origin module registry `HOST[=URL]` (URL: its modules.v1), served at /v1/origins/HOST/modules/ (repeatable; the first also for the modules under the proxy's hostname that --pull-through-own-modules names); needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
 		&cli.StringSliceFlag{Name: "pull-through-own-modules", Usage: "pull modules addressed under the proxy's own hostname that match `NAMESPACE/NAME/SYSTEM` (each a name or *) through from the first --pull-through-module-origin (repeatable; default none: they serve what the registry holds, and no origin is asked). A pattern with * never reaches a module the registry holds pushed versions of; only one naming the address exactly merges it with the origin's", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_OWN_MODULES"}},
 		&cli.StringSliceFlag{Name: "pull-through-module-source", Usage: "allow fetching module sources (git over HTTPS, archives) from this `HOST[:PORT]` (repeatable; the module origin itself is always allowed)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_SOURCES"}},
+		&cli.Int64Flag{Name: "pull-through-module-temp-disk", Value: modulesource.DefaultTempDisk, Usage: "temporary disk, in `BYTES`, that module fetches in progress hold together (downloads, git objects, trees, packages); a fetch that would pass it is answered 503", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_TEMP_DISK"}},
 		enforceExpirationFlag(),
 		&cli.IntFlag{Name: "pull-through-max-releases", Value: 16, Usage: "releases pulled at once (more are answered 503)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MAX_RELEASES"}},
 	}
@@ -115,6 +116,13 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 		return nil, err
 	}
 	pt.Client = origin.NewClient(transport)
+	if len(modOrigins) > 0 {
+		disk := c.Int64("pull-through-module-temp-disk")
+		if disk <= 0 {
+			return nil, fmt.Errorf("--pull-through-module-temp-disk must be positive")
+		}
+		modulesource.SetTempDiskBudget(disk)
+	}
 	for _, o := range modOrigins {
 		f, err := moduleFetcher(o, c.StringSlice("pull-through-module-source"), transport)
 		if err != nil {

@@ -683,7 +683,7 @@ func TestHashModuleTreeStamps(t *testing.T) {
 }
 
 func mustCollect(t *testing.T, dir string) []moduleFile {
-	_, files, err := collectModuleFiles(dir)
+	_, files, err := collectModuleFiles(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

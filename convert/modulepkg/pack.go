@@ -33,6 +33,10 @@ type Options struct {
 	// Cache, when set, records what trees pack to and the files' hashes,
 	// so that an unchanged tree is recognised quickly (HashTree).
 	Cache *Cache
+	// Charge, when set, is told the size of each write to Pack's
+	// temporary zip before it is made, and stops the packing with its
+	// error (a disk budget shared with other work).
+	Charge func(n int64) error
 }
 
 // Zip is a checked module package zip on disk.
@@ -82,7 +86,7 @@ type moduleFile struct {
 // lists; follows symlinks that resolve inside dir and refuses those that
 // point outside it.
 func Pack(ctx context.Context, dir string, opts Options) (*Zip, error) {
-	root, files, names, err := moduleFiles(dir, opts.AllowNoRoot)
+	root, files, names, err := moduleFiles(ctx, dir, opts.AllowNoRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +96,11 @@ func Pack(ctx context.Context, dir string, opts Options) (*Zip, error) {
 	}
 	z := &Zip{Path: tmp.Name(), Files: names, temp: true}
 	h := sha256.New()
-	cw := &countingWriter{w: io.MultiWriter(tmp, h)}
+	var out io.Writer = tmp
+	if opts.Charge != nil {
+		out = &chargedWriter{w: tmp, charge: opts.Charge}
+	}
+	cw := &countingWriter{w: io.MultiWriter(out, h)}
 	sums, err := writeModuleZip(ctx, cw, files, opts.Concurrency)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -116,7 +124,7 @@ func Pack(ctx context.Context, dir string, opts Options) (*Zip, error) {
 // Write writes the deterministic zip of the module directory dir to
 // w and returns its entries. Pack is this plus a temporary file.
 func Write(ctx context.Context, w io.Writer, dir string, opts Options) ([]string, error) {
-	_, files, names, err := moduleFiles(dir, opts.AllowNoRoot)
+	_, files, names, err := moduleFiles(ctx, dir, opts.AllowNoRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +134,8 @@ func Write(ctx context.Context, w io.Writer, dir string, opts Options) ([]string
 
 // moduleFiles collects the files a module directory packs to and checks
 // its root, returning the files and their entry names.
-func moduleFiles(dir string, allowNoRoot bool) (root string, files []moduleFile, names []string, err error) {
-	root, files, err = collectModuleFiles(dir)
+func moduleFiles(ctx context.Context, dir string, allowNoRoot bool) (root string, files []moduleFile, names []string, err error) {
+	root, files, err = collectModuleFiles(ctx, dir)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -139,6 +147,19 @@ func moduleFiles(dir string, allowNoRoot bool) (root string, files []moduleFile,
 		return "", nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	return root, files, names, nil
+}
+
+// chargedWriter tells charge the size of each write before making it.
+type chargedWriter struct {
+	w      io.Writer
+	charge func(n int64) error
+}
+
+func (c *chargedWriter) Write(p []byte) (int, error) {
+	if err := c.charge(int64(len(p))); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }
 
 type countingWriter struct {

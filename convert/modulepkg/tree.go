@@ -28,7 +28,7 @@ var moduleZipFormat = "oci-tofu module zip v1, " + runtime.Version()
 // recorded when they were last hashed are not read again (as git's index
 // does; the change time cannot be set back, so an edit is always seen).
 func HashTree(ctx context.Context, dir string, opts Options) (digest.Digest, []string, error) {
-	root, files, names, err := moduleFiles(dir, opts.AllowNoRoot)
+	root, files, names, err := moduleFiles(ctx, dir, opts.AllowNoRoot)
 	if err != nil {
 		return "", nil, err
 	}

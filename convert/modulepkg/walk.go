@@ -1,6 +1,8 @@
 package modulepkg
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -65,47 +67,86 @@ func alwaysExcluded(name string, dir bool) bool {
 	return false
 }
 
+// Bounds of one walk of a module directory, whatever the tree holds
+// (variables so that tests can change them). Entries and links are
+// counted each time the walk meets them: directories linking twice to
+// the directory before them (d1…dN) make 2^N paths of N links.
+var (
+	// maxWalkEntries bounds the directory entries a walk examines.
+	maxWalkEntries = 2 * MaxFiles
+	// maxWalkLinks bounds the symbolic links a walk follows.
+	maxWalkLinks = 10_000
+)
+
 type moduleWalker struct {
+	ctx     context.Context
 	root    string // resolved absolute root
 	rules   *IgnoreRules
 	negates bool
+	match   matchBudget // for rules
 	files   []moduleFile
 	total   int64           // bytes in files so far
 	active  map[string]bool // resolved directories being walked (cycle check)
+	entries int             // entries examined so far
+	links   int             // links followed so far
 }
 
-func collectModuleFiles(dir string) (string, []moduleFile, error) {
-	abs, err := filepath.Abs(dir)
+func collectModuleFiles(ctx context.Context, dir string) (string, []moduleFile, error) {
+	root, err := moduleRoot(dir)
 	if err != nil {
 		return "", nil, err
 	}
-	root, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", nil, fmt.Errorf("module directory: %w", err)
-	}
-	fi, err := os.Stat(root)
-	if err != nil {
+	w := &moduleWalker{ctx: ctx, root: root, active: map[string]bool{}, match: matchBudget{left: maxIgnoreWork}}
+	if w.rules, err = readIgnoreRules(root); err != nil {
 		return "", nil, err
 	}
-	if !fi.IsDir() {
-		return "", nil, fmt.Errorf("%s is not a directory", dir)
-	}
-	w := &moduleWalker{root: root, active: map[string]bool{}}
-	if f, err := localfile.OpenRegular(filepath.Join(root, IgnoreFileName)); err == nil {
-		w.rules, err = ParseIgnoreRules(io.LimitReader(f, 1<<20))
-		f.Close()
-		if err != nil {
-			return "", nil, err
-		}
-		w.negates = w.rules.hasNegations()
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", nil, fmt.Errorf("reading %s: %w", IgnoreFileName, err)
-	}
+	w.negates = w.rules.hasNegations()
 	if err := w.walk(root, "", false); err != nil {
 		return "", nil, err
 	}
 	sort.Slice(w.files, func(i, j int) bool { return w.files[i].name < w.files[j].name })
 	return root, w.files, nil
+}
+
+// moduleRoot resolves dir, which must be a directory.
+func moduleRoot(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("module directory: %w", err)
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	return root, nil
+}
+
+// readIgnoreRules reads the root's .terraformignore (nil rules without
+// one), refusing one larger than maxIgnoreFile.
+func readIgnoreRules(root string) (*IgnoreRules, error) {
+	f, err := localfile.OpenRegular(filepath.Join(root, IgnoreFileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", IgnoreFileName, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(maxIgnoreFile)+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", IgnoreFileName, err)
+	}
+	if len(b) > maxIgnoreFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes, more than a module package may have", IgnoreFileName, maxIgnoreFile)
+	}
+	return ParseIgnoreRules(bytes.NewReader(b))
 }
 
 // walk adds the files below realDir, whose entry name prefix is rel.
@@ -117,6 +158,9 @@ func (w *moduleWalker) walk(realDir, rel string, excluded bool) error {
 		return err
 	}
 	for _, e := range entries {
+		if err := w.count(); err != nil {
+			return err
+		}
 		if err := w.visit(realDir, rel, e, excluded); err != nil {
 			return err
 		}
@@ -124,8 +168,20 @@ func (w *moduleWalker) walk(realDir, rel string, excluded bool) error {
 	return nil
 }
 
+// count counts an entry met, and stops the walk when its context ends or
+// it has examined maxWalkEntries.
+func (w *moduleWalker) count() error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	if w.entries++; w.entries > maxWalkEntries {
+		return fmt.Errorf("the walk met more than %d entries (each counted again when reached through a symbolic link): more than a module package may have", maxWalkEntries)
+	}
+	return nil
+}
+
 // visit takes one directory entry: a file to pack, a directory to walk, or
-// something left out or refused.
+// something left out or refused. Only files to pack are stat'ed.
 func (w *moduleWalker) visit(realDir, rel string, e os.DirEntry, excluded bool) error {
 	name := e.Name()
 	entry := name
@@ -136,35 +192,50 @@ func (w *moduleWalker) visit(realDir, rel string, e os.DirEntry, excluded bool) 
 		return fmt.Errorf("%s: file names with a backslash cannot be packed portably", entry)
 	}
 	p := filepath.Join(realDir, name)
-	fi, err := e.Info()
+	if e.Type()&fs.ModeSymlink == 0 {
+		return w.take(p, name, entry, e.Type(), e.Info, excluded)
+	}
+	// A link that is left out whatever it points to is not followed, so
+	// a .terraform symlinked elsewhere or an ignored dangling link does
+	// no harm.
+	if w.excludedEitherWay(name, entry, excluded) {
+		return nil
+	}
+	if w.match.spent() {
+		return w.tooMuchMatching()
+	}
+	target, fi, err := w.follow(p, entry)
 	if err != nil {
 		return err
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		// A link that is left out whatever it points to is not followed,
-		// so a .terraform symlinked elsewhere or an ignored dangling link
-		// does no harm.
-		if w.excludedEitherWay(name, entry, excluded) {
-			return nil
-		}
-		if p, fi, err = w.resolve(p, entry); err != nil {
-			return err
-		}
-	}
-	isDir := fi.IsDir()
+	return w.take(target, name, entry, fi.Mode().Type(), func() (fs.FileInfo, error) { return fi, nil }, excluded)
+}
+
+// take walks the directory or adds the regular file at p (entry, of type
+// mode; info stats it), unless it is left out, and refuses other kinds.
+func (w *moduleWalker) take(p, name, entry string, mode fs.FileMode, info func() (fs.FileInfo, error), excluded bool) error {
+	isDir := mode.IsDir()
 	if alwaysExcluded(name, isDir) {
 		return nil
 	}
-	ex := w.rules.Excluded(entry, isDir, excluded)
+	ex := w.rules.excluded(entry, isDir, excluded, &w.match)
+	if w.match.spent() {
+		return w.tooMuchMatching()
+	}
 	switch {
 	case isDir:
 		return w.enter(p, entry, ex)
 	case ex:
 		return nil
-	case fi.Mode().IsRegular():
-		return w.add(p, entry, fi)
 	}
-	return fmt.Errorf("%s is a %s, not a regular file or directory", entry, fi.Mode().Type())
+	fi, err := info()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is a %s, not a regular file or directory", entry, fi.Mode().Type())
+	}
+	return w.add(p, entry, fi)
 }
 
 // enter walks a directory unless it is excluded (and nothing below it can
@@ -198,7 +269,20 @@ func (w *moduleWalker) excludedEitherWay(name, entry string, parentExcluded bool
 	if alwaysExcluded(name, false) && alwaysExcluded(name, true) {
 		return true
 	}
-	return !w.negates && w.rules.Excluded(entry, false, parentExcluded) && w.rules.Excluded(entry, true, parentExcluded)
+	return !w.negates && w.rules.excluded(entry, false, parentExcluded, &w.match) && w.rules.excluded(entry, true, parentExcluded, &w.match)
+}
+
+func (w *moduleWalker) tooMuchMatching() error {
+	return fmt.Errorf("%s: its rules need more matching work than %d steps (rules times the length of the names they are tried on) for this tree: use fewer or simpler rules", IgnoreFileName, maxIgnoreWork)
+}
+
+// follow counts a symbolic link followed, up to maxWalkLinks, and
+// resolves it.
+func (w *moduleWalker) follow(p, entry string) (string, fs.FileInfo, error) {
+	if w.links++; w.links > maxWalkLinks {
+		return "", nil, fmt.Errorf("%s: the walk followed more than %d symbolic links (each counted again when reached through another link; links to directories that link again multiply the paths to walk): more than a module package may have", entry, maxWalkLinks)
+	}
+	return w.resolve(p, entry)
 }
 
 // resolve follows a symbolic link, refusing one that leads outside the root.

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -44,9 +45,9 @@ func StoreModule(ctx context.Context, f *modulesource.Fetcher, mod names.Module,
 	defer fetched.Remove()
 	tags := []string{names.TagForVersion(v)}
 	target := modulepkg.Target{Client: t.Client, Ref: t.Ref, Tags: tags}
-	pkg, err := modulepkg.Prepare(ctx, fetched.Dir, target, modulepkg.Options{TempDir: t.TempDir})
+	pkg, err := modulepkg.Prepare(ctx, fetched.Dir, target, modulepkg.Options{TempDir: t.TempDir, Charge: fetched.Charge})
 	if err != nil {
-		return oci.PushResult{}, fmt.Errorf("%w: the module tree from %s: %w", modulesource.ErrRefused, src, err)
+		return oci.PushResult{}, treeError(ctx, src, err)
 	}
 	defer pkg.Remove()
 	if err := markPulledThrough(ctx, t, pkg); err != nil {
@@ -101,6 +102,16 @@ func hasTag(ctx context.Context, t ModuleTarget, tag string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// treeError is why a fetched tree was not packed: refused for what it
+// holds (the package checks and bounds), or stopped by the temporary-disk
+// budget or the context, which say nothing of the tree.
+func treeError(ctx context.Context, src modulesource.Source, err error) error {
+	if errors.Is(err, modulesource.ErrBusy) || ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("packing the module tree from %s: %w", src, err)
+	}
+	return fmt.Errorf("%w: the module tree from %s: %w", modulesource.ErrRefused, src, err)
 }
 
 // ModuleSpec is a module to mirror: HOST/NAMESPACE/NAME/SYSTEM, the

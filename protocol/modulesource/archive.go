@@ -2,8 +2,10 @@ package modulesource
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,65 +20,123 @@ import (
 )
 
 // fetchArchive downloads an archive source (bounded) into work and
-// unpacks it into dir.
-func fetchArchive(ctx context.Context, hc *http.Client, s Source, work, dir string) error {
+// unpacks it into dir, charging both to disk; the archive is removed, and
+// its disk given back, once unpacked.
+func fetchArchive(ctx context.Context, hc *http.Client, s Source, work, dir string, disk *diskAccount) error {
 	file := filepath.Join(work, "archive")
-	if err := download(ctx, hc, s, file); err != nil {
+	size, err := download(ctx, hc, s, file, disk)
+	if err != nil {
 		return err
 	}
+	if err := unpackArchive(ctx, s, file, dir, disk); err != nil {
+		return err
+	}
+	if err := os.Remove(file); err != nil {
+		return err
+	}
+	disk.refund(size)
+	return nil
+}
+
+func unpackArchive(ctx context.Context, s Source, file, dir string, disk *diskAccount) error {
 	if s.Archive == "zip" {
+		// Go's zip reader holds entries to their declared sizes, which
+		// the unpacker bounds: charge what they declare.
+		if err := disk.charge(zipDeclaredSize(file)); err != nil {
+			return err
+		}
 		if _, err := modulepkg.UnpackContext(ctx, file, dir, MaxTreeSize); err != nil {
 			return fmt.Errorf("%w: the zip from %s: %w", ErrRefused, redact(s.URL), err)
 		}
 		return nil
 	}
-	if err := untarGz(ctx, file, dir); err != nil {
+	if err := untarGz(ctx, file, dir, disk); err != nil {
+		if errors.Is(err, ErrBusy) || ctx.Err() != nil {
+			return err
+		}
 		return fmt.Errorf("%w: the tar.gz from %s: %w", ErrRefused, redact(s.URL), err)
 	}
 	return nil
 }
 
+// zipDeclaredSize is what a zip's entries declare they unpack to, at most
+// MaxTreeSize (beyond it the unpacker refuses the zip); 0 for a file that
+// is no readable zip (the unpacker says why).
+func zipDeclaredSize(file string) int64 {
+	zr, err := zip.OpenReader(file)
+	if err != nil {
+		return 0
+	}
+	defer zr.Close()
+	var total uint64
+	for _, f := range zr.File {
+		if total += f.UncompressedSize64; total > uint64(MaxTreeSize) {
+			return 0
+		}
+	}
+	return int64(total)
+}
+
 // download writes the archive to file, refusing more than MaxDownload
-// bytes; no credential is sent.
-func download(ctx context.Context, hc *http.Client, s Source, file string) error {
+// bytes, and returns its size; no credential is sent.
+func download(ctx context.Context, hc *http.Client, s Source, file string, disk *diskAccount) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL.String(), nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("downloading %s: %s", redact(s.URL), resp.Status)
+		return 0, fmt.Errorf("downloading %s: %s", redact(s.URL), resp.Status)
 	}
 	if resp.ContentLength > MaxDownload {
-		return fmt.Errorf("%w: %s announces %d bytes, more than %d", ErrRefused, redact(s.URL), resp.ContentLength, int64(MaxDownload))
+		return 0, fmt.Errorf("%w: %s announces %d bytes, more than %d", ErrRefused, redact(s.URL), resp.ContentLength, int64(MaxDownload))
 	}
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	n, err := io.Copy(f, localfile.Reader(ctx, io.LimitReader(resp.Body, MaxDownload+1)))
+	n, err := io.Copy(&chargedWriter{w: f, disk: disk}, localfile.Reader(ctx, io.LimitReader(resp.Body, MaxDownload+1)))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("downloading %s: %w", redact(s.URL), err)
+		return n, fmt.Errorf("downloading %s: %w", redact(s.URL), err)
 	}
 	if n > MaxDownload {
-		return fmt.Errorf("%w: %s is larger than %d bytes", ErrRefused, redact(s.URL), int64(MaxDownload))
+		return n, fmt.Errorf("%w: %s is larger than %d bytes", ErrRefused, redact(s.URL), int64(MaxDownload))
 	}
-	return nil
+	return n, nil
 }
+
+// chargedWriter charges what it writes to a fetch's disk account first.
+type chargedWriter struct {
+	w    io.Writer
+	disk *diskAccount
+}
+
+func (c *chargedWriter) Write(p []byte) (int, error) {
+	if err := c.disk.charge(int64(len(p))); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
+// tarMaxInflated bounds what a tar.gz inflates to: the tree's bytes and,
+// per entry, room for its headers (an entry skipped, or declaring data a
+// directory or link does not hold, is read through too).
+var tarMaxInflated = int64(MaxTreeSize) + int64(MaxFiles)*2048
 
 // untarGz unpacks a tar.gz safely into dir: names relative and without
 // "..", only directories, regular files and symbolic links (whose targets
 // modulepkg's walk later refuses when they leave the tree), at most
-// MaxFiles entries and MaxTreeSize bytes, checked on each header before
-// its content is read.
-func untarGz(ctx context.Context, file, dir string) error {
+// MaxFiles entries (those whose names clean to nothing included) and
+// MaxTreeSize bytes, checked on each header before its content is read,
+// and at most tarMaxInflated bytes inflated in all.
+func untarGz(ctx context.Context, file, dir string, disk *diskAccount) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -86,11 +146,12 @@ func untarGz(ctx context.Context, file, dir string) error {
 	if err != nil {
 		return fmt.Errorf("not a gzip stream: %w", err)
 	}
-	tr := tar.NewReader(localfile.Reader(ctx, zr))
+	inflated := &inflatedLimit{r: localfile.Reader(ctx, zr), left: tarMaxInflated}
+	tr := tar.NewReader(inflated)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	u := &untar{dir: dir}
+	u := &untar{dir: dir, disk: disk}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -105,8 +166,27 @@ func untarGz(ctx context.Context, file, dir string) error {
 	}
 }
 
+// inflatedLimit refuses a stream longer than left bytes.
+type inflatedLimit struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *inflatedLimit) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, fmt.Errorf("the tar stream inflates to more than %d bytes", tarMaxInflated)
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
 type untar struct {
 	dir   string
+	disk  *diskAccount
 	files int
 	total int64
 	links map[string]bool // names of the links written so far
@@ -124,12 +204,12 @@ func (u *untar) throughLink(name string) error {
 }
 
 func (u *untar) entry(h *tar.Header, r io.Reader) error {
+	if u.files++; u.files > MaxFiles {
+		return fmt.Errorf("more than %d entries", MaxFiles)
+	}
 	name, err := pkghash.CleanEntryName(h.Name)
 	if err != nil || name == "" {
 		return err
-	}
-	if u.files++; u.files > MaxFiles {
-		return fmt.Errorf("more than %d entries", MaxFiles)
 	}
 	if err := u.throughLink(name); err != nil {
 		return err
@@ -143,7 +223,7 @@ func (u *untar) entry(h *tar.Header, r io.Reader) error {
 			return fmt.Errorf("entry %q declares %d bytes: the tree would exceed %d bytes", h.Name, h.Size, int64(MaxTreeSize))
 		}
 		u.total += h.Size
-		return writeEntry(target, h, r)
+		return writeEntry(target, h, r, u.disk)
 	case tar.TypeSymlink:
 		if path.IsAbs(h.Linkname) || strings.Contains(h.Linkname, "\\") {
 			return fmt.Errorf("entry %q is a link to the absolute path %q", h.Name, h.Linkname)
@@ -162,7 +242,7 @@ func (u *untar) entry(h *tar.Header, r io.Reader) error {
 	return fmt.Errorf("entry %q is of type %q: only files, directories and symbolic links are taken", h.Name, string(h.Typeflag))
 }
 
-func writeEntry(target string, h *tar.Header, r io.Reader) error {
+func writeEntry(target string, h *tar.Header, r io.Reader, disk *diskAccount) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
@@ -175,7 +255,7 @@ func writeEntry(target string, h *tar.Header, r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("entry %q: %w", h.Name, err)
 	}
-	n, err := io.Copy(f, io.LimitReader(r, h.Size))
+	n, err := io.Copy(&chargedWriter{w: f, disk: disk}, io.LimitReader(r, h.Size))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

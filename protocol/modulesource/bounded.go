@@ -1,7 +1,7 @@
 package modulesource
 
 import (
-	"fmt"
+	"context"
 	"os"
 	"sync"
 
@@ -16,42 +16,57 @@ var (
 
 // boundedFS is a git work tree that refuses more than gitMaxFiles files
 // and links and more than gitMaxBytes bytes written in all, as it is
-// written.
+// written (checkTree refused larger trees before, from the sizes the
+// object store gives; this holds whatever go-git writes). It charges what
+// is written to the fetch's disk account and stops when the fetch's
+// context ends, recording why in stop.
 type boundedFS struct {
 	billy.Filesystem
+	ctx   context.Context
+	disk  *diskAccount
+	stop  *stopCause
 	mu    sync.Mutex
 	files int
 	bytes int64
-	err   error // the first limit exceeded
 }
 
 func (b *boundedFS) reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.files, b.bytes, b.err = 0, 0, nil
-}
-
-func (b *boundedFS) fail(err error) error {
-	if b.err == nil {
-		b.err = err
-	}
-	return err
+	b.files, b.bytes = 0, 0
+	b.stop.reset()
 }
 
 func (b *boundedFS) addFile() error {
+	if err := b.ctx.Err(); err != nil {
+		return b.stop.set(err)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.files++; b.files > gitMaxFiles {
-		return b.fail(fmt.Errorf("the tree has more than %d files", gitMaxFiles))
+		return b.stop.set(refusedf("the tree has more than %d files", gitMaxFiles))
 	}
 	return nil
 }
 
 func (b *boundedFS) addBytes(n int) error {
+	if err := b.ctx.Err(); err != nil {
+		return b.stop.set(err)
+	}
+	if err := b.count(n); err != nil {
+		return err
+	}
+	if err := b.disk.charge(int64(n)); err != nil {
+		return b.stop.set(err)
+	}
+	return nil
+}
+
+func (b *boundedFS) count(n int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bytes += int64(n); b.bytes > gitMaxBytes {
-		return b.fail(fmt.Errorf("the tree holds more than %d bytes", gitMaxBytes))
+		return b.stop.set(refusedf("the tree holds more than %d bytes", gitMaxBytes))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
@@ -120,40 +121,84 @@ type Fetched struct {
 	// Commit is the git commit the ref resolved to ("" for archives).
 	Commit string
 	work   string
+	disk   *diskAccount
 }
 
-// Remove deletes what the fetch wrote.
+// Remove deletes what the fetch wrote and gives its disk back to the
+// process's budget (SetTempDiskBudget).
 func (f *Fetched) Remove() error {
 	if f == nil {
 		return nil
 	}
-	return os.RemoveAll(f.work)
+	err := os.RemoveAll(f.work)
+	f.disk.close()
+	return err
 }
 
-// Fetch downloads s into a new temporary directory.
+// Charge counts n more bytes of temporary disk against the fetch (the
+// package packed from its tree), given back by Remove; it fails with
+// ErrBusy when the process's budget is spent.
+func (f *Fetched) Charge(n int64) error { return f.disk.charge(n) }
+
+// Fetch downloads s into a new temporary directory, within the process's
+// temporary-disk budget. It returns when ctx ends even if work it started
+// cannot stop at once (go-git indexing a pack it has received): that work
+// runs on, bounded by the pack's limits, and its files are removed and
+// its disk given back when it ends.
 func (f *Fetcher) Fetch(ctx context.Context, s Source) (*Fetched, error) {
 	work, err := os.MkdirTemp(f.tempDir, "oci-tofu-module-")
 	if err != nil {
 		return nil, err
 	}
-	out := &Fetched{Source: s, Origin: f.host, work: work}
-	tree := filepath.Join(work, "tree")
-	g := &guard{next: f.next, allow: f.allow, budget: newBudget(MaxDownload)}
-	switch s.Kind {
-	case KindGit:
-		out.Commit, err = fetchGit(ctx, g, s, work, tree)
-	default:
-		hc := &http.Client{Transport: g, CheckRedirect: f.checkRedirect}
-		err = fetchArchive(ctx, hc, s, work, tree)
-	}
-	if err == nil {
-		out.Dir, err = moduleDir(tree, s.Subdir)
+	out := &Fetched{Source: s, Origin: f.host, work: work, disk: newDiskAccount(ctx)}
+	done := make(chan error, 1)
+	go func() { done <- recovered(func() error { return f.fetchInto(ctx, out) }) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		go func() {
+			<-done
+			out.Remove()
+		}()
+		return nil, fmt.Errorf("fetching %s: %w (the fetch is abandoned)", redact(s.URL), ctx.Err())
 	}
 	if err != nil {
 		out.Remove()
 		return nil, err
 	}
 	return out, nil
+}
+
+// fetchInto fetches out.Source into out's work directory.
+func (f *Fetcher) fetchInto(ctx context.Context, out *Fetched) error {
+	s := out.Source
+	tree := filepath.Join(out.work, "tree")
+	g := &guard{next: f.next, allow: f.allow, budget: newBudget(MaxDownload)}
+	var err error
+	switch s.Kind {
+	case KindGit:
+		out.Commit, err = fetchGit(ctx, g, s, out.work, tree, out.disk)
+	default:
+		hc := &http.Client{Transport: g, CheckRedirect: f.checkRedirect}
+		err = fetchArchive(ctx, hc, s, out.work, tree, out.disk)
+	}
+	if err != nil {
+		return err
+	}
+	out.Dir, err = moduleDir(tree, s.Subdir)
+	return err
+}
+
+// recovered runs fn; a panic in it (a bug some input met) becomes its
+// error instead of ending the process: the goroutines a fetch starts are
+// outside the callers' recovery boundaries.
+func recovered(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error (a bug; please report it): panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return fn()
 }
 
 // moduleDir is the subdirectory of the fetched tree, which must be a

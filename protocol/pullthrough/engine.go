@@ -288,7 +288,7 @@ func (e *Engine) newPull(kind, key, what string, repo oci.Repository, files []st
 }
 
 // finished records a pull's outcome: what it stored, or its failure,
-// remembered for FailureTTL.
+// remembered for FailureTTL unless the proxy was only busy.
 func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
 	attrs := append(p.logAttrs(), slog.Duration("duration", took))
 	if err == nil {
@@ -297,8 +297,10 @@ func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
 		e.metrics.result(p.kind, "stored")
 		e.log.Info(outcomeMessage(p.kind, true), append(attrs, slog.String("digest", res.Root.Digest.String()))...)
 	} else {
-		e.rememberFailure(p.failKey, err)
 		kind := Classify(err)
+		if kind != FailureBusy {
+			e.rememberFailure(p.failKey, err)
+		}
 		e.metrics.result(p.kind, kind)
 		e.log.Warn(outcomeMessage(p.kind, false), append(attrs, slog.String("failure", kind), slog.Any("error", err))...)
 	}

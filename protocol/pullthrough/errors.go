@@ -19,7 +19,9 @@ const (
 	FailureUnreachable = "unreachable"
 	// FailureError: the origin answered with an error.
 	FailureError = "error"
-	// FailureBusy: too many releases are being pulled at once.
+	// FailureBusy: too many releases are being pulled at once, or the
+	// module fetches in progress hold their whole temporary-disk budget.
+	// Not remembered: it says nothing of the release.
 	FailureBusy = "busy"
 	// FailureRefused: what the origin offers was refused before it was
 	// stored: a download location or redirect that is not https or on a
@@ -61,6 +63,8 @@ func Classify(err error) string {
 	switch {
 	case errors.As(err, &pe):
 		return pe.Failure
+	case errors.Is(err, modulesource.ErrBusy):
+		return FailureBusy
 	case errors.Is(err, modulesource.ErrRefused), errors.Is(err, origin.ErrRefused):
 		return FailureRefused
 	case errors.Is(err, ingest.ErrVerification), errors.Is(err, ErrDigestMismatch):

@@ -190,6 +190,10 @@ func (e *Engine) storeModule(ctx context.Context, f *modulesource.Fetcher, ref o
 
 // moduleError is what a request sees when a module could not be pulled.
 func moduleError(host string, err error) error {
+	if errors.Is(err, modulesource.ErrBusy) {
+		return &Error{Failure: FailureBusy, RetryAfter: 5, Err: err,
+			Msg: "the proxy's module fetches in progress hold their whole temporary disk; try again shortly"}
+	}
 	if errors.Is(err, modulesource.ErrRefused) {
 		return &Error{Failure: FailureRefused, Err: err, Msg: failureMessage(host, FailureRefused)}
 	}
