@@ -35,19 +35,21 @@ providers.v1 URL itself, like a host block of the CLI configuration). Packages,
 SHA256SUMS and OpenTofu release files are downloaded over https only, from the origins'
 own hosts and the --pull-through-download-host hosts (default: GitHub's release hosts and
 releases.hashicorp.com), redirects included. Origin credentials come from TF_TOKEN_<host>,
-as for tofu, sent to that host only, over https. The registry protocol (PROXY/NAMESPACE/TYPE) pulls
-from --pull-through-registry-origin. --pull-through-tofu-api-url does the same for
+as for tofu, sent to that host only, over https. The registry protocol
+(PROXY/NAMESPACE/TYPE) pulls from --pull-through-registry-origin, never over a provider
+the registry holds pushed versions of. --pull-through-tofu-api-url does the same for
 OpenTofu releases on the TofuDL mirror. Modules (see docs/modules.md, "Pull-through"):
   --pull-through-module-origin registry.opentofu.org
   --pull-through-module-origin registry.terraform.io --pull-through-module-source github.com
 serve each origin's modules at /v1/origins/HOST/modules/ (a client's CLI configuration
 names it in a host "HOST" block as modules.v1, so module addresses stay unchanged) and,
-for the first origin, PROXY/NAMESPACE/NAME/SYSTEM too. A version the registry does not
-hold is fetched on first download from that origin, its source (git over HTTPS,
-.zip/.tar.gz archives) only from the origin itself and the --pull-through-module-source
-hosts, packed as 'push module' packs it and stored under --module-template (${hostname}
-being the origin's for the origin's paths). Pull-through needs registry credentials
-allowed to push: without them serve refuses to start.`
+for the first origin, the PROXY/NAMESPACE/NAME/SYSTEM that --pull-through-own-modules
+names (none by default: a private module's name is never sent to a public registry). A
+version the registry does not hold is fetched on first download from that origin, its
+source (git over HTTPS, .zip/.tar.gz archives) only from the origin itself and the
+--pull-through-module-source hosts, packed as 'push module' packs it and stored under
+--module-template (${hostname} being the origin's for the origin's paths). Pull-through
+needs registry credentials allowed to push: without them serve refuses to start.`
 
 // pullThroughFlags are serve's pull-through flags.
 func pullThroughFlags() []cli.Flag {
@@ -65,7 +67,7 @@ func pullThroughFlags() []cli.Flag {
 		&cli.IntFlag{Name: "pull-through-concurrency", Value: 4, Usage: "background downloads per release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_CONCURRENCY"}},
 		&cli.StringSliceFlag{Name: "pull-through-download-host", Value: cli.NewStringSlice(defaultDownloadHosts...), Usage: "allow downloading provider packages, SHA256SUMS and signatures, and OpenTofu release files from this `HOST[:PORT]` besides the origins' own hosts, redirects included (repeatable; giving it replaces the default; https only, nothing else is contacted)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_DOWNLOAD_HOSTS"}},
 		&cli.StringSliceFlag{Name: "pull-through-module-origin", Usage: "pull modules through from this origin module registry `HOST[=URL]` (URL: its modules.v1), served at /v1/origins/HOST/modules/ (repeatable; the first also for the modules under the proxy's hostname that --pull-through-own-modules names); needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
-		&cli.StringSliceFlag{Name: "pull-through-own-modules", Usage: "pull modules addressed under the proxy's own hostname that match `NAMESPACE/NAME/SYSTEM` (each a name or *) through from the first --pull-through-module-origin (repeatable; default none: they serve what the registry holds, and no origin is asked). A pattern with * never reaches a module the registry holds pushed versions of; only one naming the address exactly merges it with the origin's", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_OWN_MODULES"}},
+		&cli.StringSliceFlag{Name: "pull-through-own-modules", Usage: "pull modules addressed under the proxy's own hostname that match `PATTERN` (NAMESPACE/NAME/SYSTEM, each a name or *) through from the first --pull-through-module-origin (repeatable; default none: they serve what the registry holds, and no origin is asked). A pattern with * never reaches a module the registry holds pushed versions of; only one naming the address exactly merges it with the origin's", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_OWN_MODULES"}},
 		&cli.StringSliceFlag{Name: "pull-through-module-source", Usage: "allow fetching module sources (git over HTTPS, archives) from this `HOST[:PORT]` (repeatable; the module origin itself is always allowed)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_SOURCES"}},
 		&cli.Int64Flag{Name: "pull-through-module-temp-disk", Value: modulesource.DefaultTempDisk, Usage: "temporary disk, in `BYTES`, that module fetches in progress hold together (downloads, git objects, trees, packages); a fetch that would pass it is answered 503", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_TEMP_DISK"}},
 		enforceExpirationFlag(),
