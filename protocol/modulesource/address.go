@@ -6,6 +6,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
 // Source kinds.
@@ -35,7 +37,7 @@ type Source struct {
 // String is the source without any query parameter but ref (which names
 // what was fetched): what the attestation records.
 func (s Source) String() string {
-	out := redact(s.URL)
+	out := origin.RedactURL(s.URL)
 	if s.Kind == KindGit {
 		out = "git::" + out
 	}

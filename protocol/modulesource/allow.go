@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync/atomic"
+
+	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
 // AllowList is the set of hosts a fetch may contact, as host:port
@@ -19,7 +19,7 @@ type AllowList map[string]bool
 func NewAllowList(hosts ...string) (AllowList, error) {
 	a := AllowList{}
 	for _, h := range hosts {
-		k, err := canonicalHost(h)
+		k, err := origin.CanonicalHost(h)
 		if err != nil {
 			return nil, err
 		}
@@ -28,28 +28,12 @@ func NewAllowList(hosts ...string) (AllowList, error) {
 	return a, nil
 }
 
-// canonicalHost is host:port in lower case, port 443 when absent.
-func canonicalHost(h string) (string, error) {
-	h = strings.ToLower(strings.TrimSpace(h))
-	if h == "" || strings.ContainsAny(h, "/@?#") {
-		return "", fmt.Errorf("%q is not a HOST or HOST:PORT", h)
-	}
-	if _, _, err := net.SplitHostPort(h); err != nil {
-		h = net.JoinHostPort(strings.Trim(h, "[]"), "443")
-	}
-	host, port, err := net.SplitHostPort(h)
-	if err != nil || host == "" || port == "" {
-		return "", fmt.Errorf("%q is not a HOST or HOST:PORT", h)
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
 // Allows reports whether u is an https URL on an allowed host.
 func (a AllowList) Allows(u *url.URL) bool {
 	if u == nil || u.Scheme != "https" || u.User != nil {
 		return false
 	}
-	k, err := canonicalHost(u.Host)
+	k, err := origin.CanonicalHost(u.Host)
 	return err == nil && a[k]
 }
 
@@ -58,18 +42,7 @@ func (a AllowList) check(u *url.URL) error {
 	if a.Allows(u) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is not on the allow-list of module origins and sources (https only)", ErrRefused, redact(u))
-}
-
-// redact is u without credentials, query or fragment (which may carry
-// signatures or tokens).
-func redact(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	c := *u
-	c.User, c.RawQuery, c.Fragment = nil, "", ""
-	return c.String()
+	return fmt.Errorf("%w: %s is not on the allow-list of module origins and sources (https only)", ErrRefused, origin.RedactURL(u))
 }
 
 // guard is the transport of every request a fetch makes: each request,

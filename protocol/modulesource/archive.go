@@ -17,6 +17,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+
+	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
 // fetchArchive downloads an archive source (bounded) into work and
@@ -46,7 +48,7 @@ func unpackArchive(ctx context.Context, s Source, file, dir string, disk *diskAc
 			return err
 		}
 		if _, err := modulepkg.UnpackContext(ctx, file, dir, MaxTreeSize); err != nil {
-			return fmt.Errorf("%w: the zip from %s: %w", ErrRefused, redact(s.URL), err)
+			return fmt.Errorf("%w: the zip from %s: %w", ErrRefused, origin.RedactURL(s.URL), err)
 		}
 		return nil
 	}
@@ -54,7 +56,7 @@ func unpackArchive(ctx context.Context, s Source, file, dir string, disk *diskAc
 		if errors.Is(err, ErrBusy) || ctx.Err() != nil {
 			return err
 		}
-		return fmt.Errorf("%w: the tar.gz from %s: %w", ErrRefused, redact(s.URL), err)
+		return fmt.Errorf("%w: the tar.gz from %s: %w", ErrRefused, origin.RedactURL(s.URL), err)
 	}
 	return nil
 }
@@ -90,10 +92,10 @@ func download(ctx context.Context, hc *http.Client, s Source, file string, disk 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("downloading %s: %s", redact(s.URL), resp.Status)
+		return 0, fmt.Errorf("downloading %s: %s", origin.RedactURL(s.URL), resp.Status)
 	}
 	if resp.ContentLength > MaxDownload {
-		return 0, fmt.Errorf("%w: %s announces %d bytes, more than %d", ErrRefused, redact(s.URL), resp.ContentLength, int64(MaxDownload))
+		return 0, fmt.Errorf("%w: %s announces %d bytes, more than %d", ErrRefused, origin.RedactURL(s.URL), resp.ContentLength, int64(MaxDownload))
 	}
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -104,10 +106,10 @@ func download(ctx context.Context, hc *http.Client, s Source, file string, disk 
 		err = cerr
 	}
 	if err != nil {
-		return n, fmt.Errorf("downloading %s: %w", redact(s.URL), err)
+		return n, fmt.Errorf("downloading %s: %w", origin.RedactURL(s.URL), err)
 	}
 	if n > MaxDownload {
-		return n, fmt.Errorf("%w: %s is larger than %d bytes", ErrRefused, redact(s.URL), int64(MaxDownload))
+		return n, fmt.Errorf("%w: %s is larger than %d bytes", ErrRefused, origin.RedactURL(s.URL), int64(MaxDownload))
 	}
 	return n, nil
 }

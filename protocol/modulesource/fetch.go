@@ -160,7 +160,7 @@ func (f *Fetcher) Fetch(ctx context.Context, s Source) (*Fetched, error) {
 			<-done
 			out.Remove()
 		}()
-		return nil, fmt.Errorf("fetching %s: %w (the fetch is abandoned)", redact(s.URL), ctx.Err())
+		return nil, fmt.Errorf("fetching %s: %w (the fetch is abandoned)", origin.RedactURL(s.URL), ctx.Err())
 	}
 	if err != nil {
 		out.Remove()

@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
 // Git is fetched with go-git, in process, rather than with the git CLI:
@@ -147,7 +149,7 @@ func (c *gitClone) finish(dir string) error {
 		return err
 	}
 	if _, err := os.Lstat(filepath.Join(dir, ".gitmodules")); err == nil {
-		return fmt.Errorf("%w: git %s: the repository has submodules, which pull-through does not fetch", ErrRefused, redact(c.src.URL))
+		return fmt.Errorf("%w: git %s: the repository has submodules, which pull-through does not fetch", ErrRefused, origin.RedactURL(c.src.URL))
 	}
 	c.store.Close()
 	if err := os.RemoveAll(c.store.dir); err != nil {
@@ -163,12 +165,12 @@ func (c *gitClone) finish(dir string) error {
 func (c *gitClone) error(err error) error {
 	s := c.src
 	if cause := c.stop.get(); cause != nil {
-		return fmt.Errorf("git %s: %w", redact(s.URL), cause)
+		return fmt.Errorf("git %s: %w", origin.RedactURL(s.URL), cause)
 	}
 	if errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, git.NoMatchingRefSpecError{}) {
-		return fmt.Errorf("git %s: no tag or branch %q: %w", redact(s.URL), s.Ref, err)
+		return fmt.Errorf("git %s: no tag or branch %q: %w", origin.RedactURL(s.URL), s.Ref, err)
 	}
-	return fmt.Errorf("git %s (ref %q): %w", redact(s.URL), s.Ref, err)
+	return fmt.Errorf("git %s (ref %q): %w", origin.RedactURL(s.URL), s.Ref, err)
 }
 
 // stopCause keeps the first error the fetch's own checks stopped a clone

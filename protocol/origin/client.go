@@ -75,7 +75,7 @@ func (d *Download) Resolve(ref string) (*url.URL, error) {
 		return nil, err
 	}
 	if u.Scheme != "https" {
-		return nil, fmt.Errorf("%w: the download answer names %s: origins are reached over https only", ErrRefused, redactURL(u))
+		return nil, fmt.Errorf("%w: the download answer names %s: origins are reached over https only", ErrRefused, RedactURL(u))
 	}
 	return u, nil
 }

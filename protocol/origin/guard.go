@@ -23,7 +23,7 @@ type Hosts map[string]bool
 func NewHosts(hosts ...string) (Hosts, error) {
 	h := Hosts{}
 	for _, s := range hosts {
-		k, err := canonicalHost(s)
+		k, err := CanonicalHost(s)
 		if err != nil {
 			return nil, err
 		}
@@ -32,8 +32,9 @@ func NewHosts(hosts ...string) (Hosts, error) {
 	return h, nil
 }
 
-// canonicalHost is host:port in lower case, port 443 when absent.
-func canonicalHost(h string) (string, error) {
+// CanonicalHost is host:port in lower case, port 443 when absent (the
+// form allow-lists compare).
+func CanonicalHost(h string) (string, error) {
 	h = strings.ToLower(strings.TrimSpace(h))
 	if h == "" || strings.ContainsAny(h, "/@?#") {
 		return "", fmt.Errorf("%q is not a HOST or HOST:PORT", h)
@@ -57,7 +58,7 @@ func (h Hosts) allows(u *url.URL) bool {
 	if h == nil {
 		return true
 	}
-	k, err := canonicalHost(u.Host)
+	k, err := CanonicalHost(u.Host)
 	return err == nil && h[k]
 }
 
@@ -68,13 +69,14 @@ func (h Hosts) check(u *url.URL) error {
 		return nil
 	}
 	if h == nil {
-		return fmt.Errorf("%w: %s: origins are reached over https only", ErrRefused, redactURL(u))
+		return fmt.Errorf("%w: %s: origins are reached over https only", ErrRefused, RedactURL(u))
 	}
-	return fmt.Errorf("%w: %s: not an https URL on an allowed host (the origins' own, and the download hosts allowed besides)", ErrRefused, redactURL(u))
+	return fmt.Errorf("%w: %s: not an https URL on an allowed host (the origins' own, and the download hosts allowed besides)", ErrRefused, RedactURL(u))
 }
 
-// redactURL is u without credentials, query or fragment.
-func redactURL(u *url.URL) string {
+// RedactURL is u without credentials, query or fragment (which may carry
+// signatures or tokens), for messages and logs.
+func RedactURL(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
