@@ -93,11 +93,18 @@ func (h *heldProviders) listingPrefetched(ctx context.Context, p names.Provider)
 		return keepFatal(err) // what would stop the listing's fan-out (held_registry.go)
 	})
 	defer pf.Stop()
-	return h.listingOf(ctx, p, repo, func(v names.Version) {
+	repo, l, err := h.listingOf(ctx, p, repo, func(v names.Version) {
 		if h.policyWarning(p, v) == "" {
 			pf.Add(v)
 		}
 	})
+	if err != nil {
+		return repo, l, err
+	}
+	if err := pf.Failed(); err != nil { // what the listing's fan-out would stop at
+		return nil, l, err
+	}
+	return repo, l, nil
 }
 
 // listingOf is listing of p's repository repo, passing early to

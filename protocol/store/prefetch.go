@@ -28,6 +28,7 @@ type Prefetcher struct {
 	queue   []names.Version
 	running int
 	stopped bool
+	err     error // the first read's failure
 }
 
 // Prefetch returns a Prefetcher calling fn for the versions it is given.
@@ -60,19 +61,43 @@ func (p *Prefetcher) Stop() {
 	p.queue = nil
 }
 
+// Failed starts nothing more and returns the first read's failure so
+// far, if any: the listing's own fan-out would meet it (remembered by the
+// cache) and stop there, so the listing answers it at once instead of
+// starting reads of versions no prefetch read, which a registry that
+// refuses everything would only refuse too. (The reads running are not
+// waited for: the listing joins them through the caches.)
+func (p *Prefetcher) Failed() error {
+	p.Stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
 // work reads v, then the queued versions, until the queue is empty or the
 // Prefetcher stopped. A read's failure or panic stops the Prefetcher; it
-// is the cache's to remember, and nothing here answers anybody.
+// is the cache's to remember, and Failed's to report.
 func (p *Prefetcher) work(v names.Version) {
 	for {
 		if err := cache.Recover(func() error { return p.fn(p.ctx, v) }); err != nil {
-			p.Stop()
+			p.fail(err)
 		}
 		var ok bool
 		if v, ok = p.next(); !ok {
 			return
 		}
 	}
+}
+
+// fail stops the Prefetcher, keeping the first failure.
+func (p *Prefetcher) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.stopped = true
+	p.queue = nil
 }
 
 func (p *Prefetcher) next() (names.Version, bool) {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,5 +143,22 @@ func TestPrefetcherStopsAtTheFirstFailure(t *testing.T) {
 	defer mu.Unlock()
 	if len(read) != 1 {
 		t.Errorf("read %q after the first read failed, want only the first", read)
+	}
+	if err := pf.Failed(); err == nil || !strings.Contains(err.Error(), "429") {
+		t.Errorf("Failed: %v, want the first read's failure", err)
+	}
+}
+
+// A Prefetcher whose reads all succeeded reports no failure.
+func TestPrefetcherWithoutFailure(t *testing.T) {
+	s := newStore(t, store.Options{Concurrency: 2})
+	var n atomic.Int32
+	pf := s.Prefetch(context.Background(), func(context.Context, names.Version) error { n.Add(1); return nil })
+	for i := range 3 {
+		pf.Add(names.MustParseVersion(fmt.Sprintf("4.0.%d", i)))
+	}
+	waitFor(t, func() bool { return n.Load() == 3 })
+	if err := pf.Failed(); err != nil {
+		t.Errorf("Failed: %v, want nil", err)
 	}
 }
