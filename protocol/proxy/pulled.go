@@ -245,24 +245,14 @@ func (h *pulledProviders) registryTarget(ctx context.Context, p names.Provider) 
 	return t, err == nil && !pushed, err
 }
 
-// heldPushed reports whether p's repository holds versions and lacks
-// the pulled-through mark.
+// heldPushed reports whether p's repository holds pushed versions
+// (holdsPushedVersions).
 func (h *pulledProviders) heldPushed(ctx context.Context, p names.Provider) (bool, error) {
 	repo, err := h.providerRepo(p)
 	if err != nil {
 		return false, nil // no repository: nothing held (the caller reports the mapping)
 	}
-	l, err := repo.Versions(ctx)
-	switch {
-	case notHeld(err):
-		return false, nil
-	case err != nil:
-		return false, err
-	case len(l.Versions) == 0:
-		return false, nil
-	}
-	marked, err := repo.HasTag(ctx, pullthrough.PulledThroughTag)
-	return !marked, err
+	return holdsPushedVersions(ctx, repo)
 }
 
 // pullRef is a pull URL in a document (its base marked: baseurl.go),

@@ -44,16 +44,26 @@ func (m *pulledModules) originMayBeAsked(ctx context.Context, repo *store.Repo, 
 	case pullthrough.OwnModuleHeldOnly:
 		return false, nil
 	}
+	pushed, err := holdsPushedVersions(ctx, repo)
+	return err == nil && !pushed, err
+}
+
+// holdsPushedVersions reports whether repo holds versions and lacks the
+// tag pull-through marks its repositories with (pullthrough/own.go): the
+// versions were pushed, and under the proxy's own hostname no origin is
+// merged with them, pulled over them, or asked about them.
+func holdsPushedVersions(ctx context.Context, repo *store.Repo) (bool, error) {
 	l, err := repo.Versions(ctx)
 	switch {
 	case notHeld(err):
-		return true, nil
+		return false, nil
 	case err != nil:
 		return false, err
 	case len(l.Versions) == 0:
-		return true, nil
+		return false, nil
 	}
-	return repo.HasTag(ctx, pullthrough.PulledThroughTag)
+	marked, err := repo.HasTag(ctx, pullthrough.PulledThroughTag)
+	return !marked, err
 }
 
 // versionsDoc lists what the registry holds, what pull-through stored
