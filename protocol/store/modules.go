@@ -27,10 +27,8 @@ func (r *Repo) ModuleAt(ctx context.Context, tag string, d digest.Digest) (ocisp
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	if tm, ok := r.s.byTag.Peek(r.tagKey("body", tag)); !ok || tm.desc.Digest != d {
-		if err := r.taggedAt(ctx, repo, "body", tag, d); err != nil {
-			return ocispec.Descriptor{}, err
-		}
+	if err := r.taggedAt(ctx, repo, "body", tag, d); err != nil {
+		return ocispec.Descriptor{}, err
 	}
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d}
 	return r.moduleZip(ctx, desc, func(ctx context.Context) ([]byte, error) {

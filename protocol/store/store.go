@@ -495,7 +495,8 @@ func (r *Repo) manifestByTag(ctx context.Context, kind, tag string, read manifes
 const TaggedTTL = 24 * time.Hour
 
 // taggedAt checks that tag names, or named when this store read it within
-// TaggedTTL, the manifest with digest d; otherwise the tag is read afresh
+// TaggedTTL (every tag read is noted, manifestByTag), the manifest with
+// digest d; otherwise the tag is read afresh
 // (the caches may predate a push or a pull-through). The version in an
 // archive URL is thus not a mere label: the digest of a version the
 // policy denies is not served under an allowed version's URL. Another

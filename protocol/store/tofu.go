@@ -59,10 +59,8 @@ func (r *Repo) TofuReleaseAt(ctx context.Context, v names.Version, d digest.Dige
 	if err != nil {
 		return nil, err
 	}
-	if tm, ok := r.s.byTag.Peek(r.tagKey("body", names.TagForVersion(v))); !ok || tm.desc.Digest != d {
-		if err := r.taggedAt(ctx, repo, "body", names.TagForVersion(v), d); err != nil {
-			return nil, err
-		}
+	if err := r.taggedAt(ctx, repo, "body", names.TagForVersion(v), d); err != nil {
+		return nil, err
 	}
 	res, err := r.s.tofu.Get(ctx, r.name+"@"+d.String()+" "+v.String(), func(ctx context.Context) (*TofuRelease, int64, error) {
 		desc, body, err := manifestAt(ctx, repo, d)
