@@ -120,7 +120,7 @@ func createLayoutFiles(abs string) error {
 	if err := os.MkdirAll(filepath.Join(abs, ocispec.ImageBlobsDir), 0o755); err != nil {
 		return err
 	}
-	empty, err := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}})
+	empty, err := json.Marshal(emptyIndex())
 	if err != nil {
 		return err
 	}
@@ -132,6 +132,11 @@ func createLayoutFiles(abs string) error {
 		return err
 	}
 	return createFileOnce(filepath.Join(abs, ocispec.ImageLayoutFile), marker)
+}
+
+// emptyIndex is an index.json naming nothing.
+func emptyIndex() ocispec.Index {
+	return ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
 }
 
 // createFileOnce writes path whole unless it exists: a temporary file
@@ -304,7 +309,7 @@ func (l *layout) Tag(ctx context.Context, desc ocispec.Descriptor, reference str
 // reader never sees half a file).
 func (l *layout) writeIndex(ctx context.Context) error {
 	store := l.store.Load()
-	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
+	index := emptyIndex()
 	var tags []string
 	if err := store.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil }); err != nil {
 		return err
