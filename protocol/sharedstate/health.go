@@ -21,12 +21,12 @@ type health struct {
 	log      *slog.Logger
 	where    string
 
-	mu        sync.Mutex
-	streak    int
-	openUntil time.Time
-	probing   bool
-	lastLog   time.Time
-	down      bool
+	mu          sync.Mutex
+	streak      int
+	openUntil   time.Time
+	probing     bool
+	unavailable rateLimitedLog // the failures' warnings
+	down        bool
 
 	errors *prometheus.CounterVec
 	up     prometheus.Gauge
@@ -86,11 +86,8 @@ func (h *health) failed(op string, err error) {
 		}
 	}
 	h.down = true
-	if time.Since(h.lastLog) >= logEvery {
-		h.lastLog = time.Now()
-		h.log.Warn("shared cache unavailable: replicas work on their own until it answers again",
-			slog.String("shared_cache", h.where), slog.String("op", op), slog.Any("error", err))
-	}
+	h.unavailable.warn(h.log, "shared cache unavailable: replicas work on their own until it answers again",
+		slog.String("shared_cache", h.where), slog.String("op", op), slog.Any("error", err))
 }
 
 // release ends a probe that told nothing (its caller gave up).
@@ -124,3 +121,21 @@ func (h *health) Collect(ch chan<- prometheus.Metric) {
 }
 
 func replaceAll(s, old, new string) string { return strings.ReplaceAll(s, old, new) }
+
+// rateLimitedLog writes a warning at most once every logEvery.
+type rateLimitedLog struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (l *rateLimitedLog) warn(log *slog.Logger, msg string, attrs ...any) {
+	l.mu.Lock()
+	due := time.Since(l.last) >= logEvery
+	if due {
+		l.last = time.Now()
+	}
+	l.mu.Unlock()
+	if due {
+		log.Warn(msg, attrs...)
+	}
+}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -92,23 +90,5 @@ func (t redisTarget) dialGuarded(connectTimeout time.Duration) func(ctx context.
 			c = tc
 		}
 		return &respGuard{Conn: c}, nil
-	}
-}
-
-// rateLimitedLog writes a warning at most once every logEvery.
-type rateLimitedLog struct {
-	mu   sync.Mutex
-	last time.Time
-}
-
-func (l *rateLimitedLog) warn(log *slog.Logger, msg string, attrs ...any) {
-	l.mu.Lock()
-	due := time.Since(l.last) >= logEvery
-	if due {
-		l.last = time.Now()
-	}
-	l.mu.Unlock()
-	if due {
-		log.Warn(msg, attrs...)
 	}
 }
