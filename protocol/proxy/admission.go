@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -14,6 +13,7 @@ import (
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -139,9 +139,9 @@ func (h *heldProviders) admit(ctx context.Context, repo *store.Repo, p names.Pro
 func admitted(ctx context.Context, repo *store.Repo, kind, what string, v names.Version, subject digest.Digest) error {
 	err := repo.Admitted(ctx, kind, subject)
 	if r, ok := store.Refused(err); ok {
-		return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("%s %s is not served: %s", what, v, r.Reason), err: err}
+		return &source.Denied{Msg: fmt.Sprintf("%s %s is not served: %s", what, v, r.Reason), Rule: "attestation", Reason: r.Reason, Err: err}
 	}
-	return missing(err, what, "%s has no version %s", what, v)
+	return source.Missing(err, what, "%s has no version %s", what, v)
 }
 
 // refusedInListing asks, for a listing, whether version v's root subject

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -11,6 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
 // checksums is what the Provider Registry Protocol needs to let clients
@@ -32,9 +32,8 @@ func (rel *release) signedByPublisher() bool {
 }
 
 func errUnsigned(rel *release) error {
-	return statusErr(http.StatusConflict, nil,
-		"provider %s %s has no publisher signature in its OCI artifact and this proxy has no signing key: "+
-			"it is offered through the network mirror protocol only", rel.p, rel.v)
+	return &source.Conflict{Msg: fmt.Sprintf("provider %s %s has no publisher signature in its OCI artifact and this proxy has no signing key: "+
+		"it is offered through the network mirror protocol only", rel.p, rel.v)}
 }
 
 // checksums returns the release's signed SHA256SUMS: the publisher's
@@ -85,7 +84,7 @@ func publisherChecksums(rel *release) (*checksums, error) {
 	f := rel.prov.Files
 	sums, err := sha256sums.Parse(f.SHA256SUMS.Data)
 	if err != nil {
-		return nil, statusErr(http.StatusBadGateway, err, "provider %s %s: the SHA256SUMS stored with the artifact cannot be read", rel.p, rel.v)
+		return nil, &source.Unservable{Msg: fmt.Sprintf("provider %s %s: the SHA256SUMS stored with the artifact cannot be read", rel.p, rel.v), Err: err}
 	}
 	return &checksums{sums: sums, data: f.SHA256SUMS.Data, signature: f.Signature.Data,
 		keys: []wire.GPGPublicKey{{KeyID: rel.prov.Meta.SigningKeyIDs[0], ASCIIArmor: string(f.Keys.Data)}}}, nil
@@ -107,8 +106,8 @@ func (c *checksums) filename(rel *release, p names.Platform) string {
 func (c *checksums) checkListed(rel *release, p names.Platform, zipHex string) (string, error) {
 	name := c.filename(rel, p)
 	if c.sums[name] != zipHex {
-		return "", statusErr(http.StatusBadGateway, fmt.Errorf("%s lists %q, the zip is %s", name, c.sums[name], zipHex),
-			"provider %s %s: the stored SHA256SUMS does not list %s with the digest of the zip in the OCI artifact", rel.p, rel.v, name)
+		return "", &source.Unservable{Msg: fmt.Sprintf("provider %s %s: the stored SHA256SUMS does not list %s with the digest of the zip in the OCI artifact", rel.p, rel.v, name),
+			Err: fmt.Errorf("%s lists %q, the zip is %s", name, c.sums[name], zipHex)}
 	}
 	return name, nil
 }

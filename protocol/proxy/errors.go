@@ -11,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -37,32 +38,12 @@ func statusErr(status int, err error, format string, args ...any) error {
 	return &httpError{status: status, msg: fmt.Sprintf(format, args...), err: err}
 }
 
-// notFound reports a missing provider, version or platform (404).
-func notFound(format string, args ...any) error {
-	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
-}
-
-// missing turns a store error that means "not there" into a 404: "unknown
-// <subject>" when the repository itself is missing, the given message
-// otherwise. Other errors pass unchanged.
-func missing(err error, subject, format string, args ...any) error {
-	if store.FailureOf(err) != oci.FailureNotFound {
-		return err
-	}
-	msg := fmt.Sprintf(format, args...)
-	if store.RepoMissing(err) {
-		msg = "unknown " + subject
-	}
-	return &httpError{status: http.StatusNotFound, msg: msg, err: err}
-}
-
-// toHTTP maps an error to what the client sees: never 200, and never 404
-// for failures the caller did not expect to mean "not found" (those it
-// maps with missing first). The message names the class of failure;
+// toHTTP maps an error to what the client sees, in one place: never 200,
+// and never 404 for failures the source did not say mean "not found"
+// (those it maps with source.Missing first). The message names the class of failure;
 // details stay in the log.
 func toHTTP(err error, retryAfter int) *httpError {
-	var he *httpError
-	if errors.As(err, &he) {
+	if he := typedStatus(err); he != nil {
 		return he
 	}
 	var pe *cache.PanicError
@@ -177,33 +158,22 @@ func retryAfter(err error, failureTTL time.Duration) int {
 	return secs
 }
 
-// notHeld reports whether err says the registry does not hold what was
-// asked for (so pull-through may fetch it).
-func notHeld(err error) bool {
-	var he *httpError
-	if errors.As(err, &he) {
-		return he.status == http.StatusNotFound
+// typedStatus is the answer the outermost typed error in err's chain
+// names (one the proxy built, or a source's), or nil.
+func typedStatus(err error) *httpError {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch te := e.(type) {
+		case *httpError:
+			return te
+		case *source.NotFound:
+			return &httpError{status: http.StatusNotFound, msg: te.Msg, err: te.Err}
+		case *source.Denied:
+			return &httpError{status: http.StatusNotFound, msg: te.Msg, err: te.Err}
+		case *source.Unservable:
+			return &httpError{status: http.StatusBadGateway, msg: te.Msg, err: te.Err}
+		case *source.Conflict:
+			return &httpError{status: http.StatusConflict, msg: te.Msg}
+		}
 	}
-	return store.FailureOf(err) == oci.FailureNotFound
-}
-
-// versionNotHeld marks an error that says the registry does not hold a
-// release at all (rather than holding it incomplete or failing to read
-// it): only then may pull-through fetch it from its origin.
-type versionNotHeld struct{ error }
-
-func (e versionNotHeld) Unwrap() error { return e.error }
-
-// markNotHeld marks err as a versionNotHeld when it means "not held".
-func markNotHeld(err error) error {
-	if notHeld(err) {
-		return versionNotHeld{err}
-	}
-	return err
-}
-
-// isVersionNotHeld reports whether err is a versionNotHeld.
-func isVersionNotHeld(err error) bool {
-	var nh versionNotHeld
-	return errors.As(err, &nh)
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -34,10 +35,10 @@ func (h *heldProviders) providerRepo(p names.Provider) (*store.Repo, error) {
 	ref, err := h.mappings.Map(p)
 	var se *store.Error
 	if errors.Is(err, store.ErrNoRepository) && errors.As(err, &se) {
-		return nil, notFound("provider %s: %v", p, se.Err)
+		return nil, source.NotFoundf("provider %s: %v", p, se.Err)
 	}
 	if err != nil {
-		return nil, missing(err, "provider "+p.String(), "provider %s is not served by this proxy (see its include and exclude filters)", p)
+		return nil, source.Missing(err, "provider "+p.String(), "provider %s is not served by this proxy (see its include and exclude filters)", p)
 	}
 	return h.store.Repo(ref), nil
 }
@@ -112,10 +113,10 @@ func (h *heldProviders) listingPrefetched(ctx context.Context, p names.Provider)
 func (h *heldProviders) listingOf(ctx context.Context, p names.Provider, repo *store.Repo, early func(names.Version)) (*store.Repo, store.Listing, error) {
 	l, err := repo.VersionsEarly(ctx, early)
 	if err != nil {
-		return nil, l, missing(err, "provider "+p.String(), "unknown provider %s", p)
+		return nil, l, source.Missing(err, "provider "+p.String(), "unknown provider %s", p)
 	}
 	if len(l.Versions) == 0 {
-		return nil, l, notFound("provider %s has no versions (no tag of its repository is a version)", p)
+		return nil, l, source.NotFoundf("provider %s has no versions (no tag of its repository is a version)", p)
 	}
 	return repo, l, nil
 }
@@ -140,14 +141,14 @@ func (h *heldProviders) release(ctx context.Context, p names.Provider, v names.V
 func (h *heldProviders) releaseUnadmitted(ctx context.Context, p names.Provider, v names.Version) (*release, error) {
 	repo, err := h.providerRepo(p)
 	if err != nil {
-		return nil, markNotHeld(err)
+		return nil, source.MarkNotHeld(err)
 	}
 	if err := h.policyDenial(policy.KindProvider, p.String(), "provider "+p.String(), v); err != nil { // policy.go
 		return nil, err
 	}
 	pv, err := repo.ProviderVersion(ctx, v)
 	if err != nil {
-		return nil, markNotHeld(missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v)))
+		return nil, source.MarkNotHeld(source.Missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v)))
 	}
 	if err := h.factsDenial(ctx, policy.KindProvider, p.String(), "provider "+p.String(), v, releaseRoot{repo: repo, subject: pv.Index.Digest, pv: pv}); err != nil { // policy_facts.go
 		return nil, err
@@ -181,7 +182,7 @@ func (h *heldProviders) releaseAt(ctx context.Context, p names.Provider, v names
 	}
 	pv, err := repo.ProviderVersionAt(ctx, v, index)
 	if err != nil {
-		return nil, missing(err, "provider "+p.String(), "provider %s has no release with index %s", p, index)
+		return nil, source.Missing(err, "provider "+p.String(), "provider %s has no release with index %s", p, index)
 	}
 	if err := h.factsDenial(ctx, policy.KindProvider, p.String(), "provider "+p.String(), v, releaseRoot{repo: repo, subject: index, pv: pv}); err != nil { // policy_facts.go
 		return nil, err
@@ -361,7 +362,7 @@ func (h *heldProviders) networkMirrorVersion(ctx context.Context, p names.Provid
 func (h *heldProviders) serveZip(w http.ResponseWriter, r *http.Request, rel *release, p names.Platform) {
 	m, ok := rel.pv.Platforms[p]
 	if !ok {
-		h.fail(w, r, notFound("provider %s %s has no package for %s", rel.p, rel.v, p))
+		h.fail(w, r, source.NotFoundf("provider %s %s has no package for %s", rel.p, rel.v, p))
 		return
 	}
 	if err := h.platformRefusal(rel.p, rel.v, p); err != nil { // policy.go

@@ -14,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -59,7 +60,7 @@ func (h *heldProviders) versionsDoc(ctx context.Context, p names.Provider, shown
 	if len(doc.Versions) == 0 {
 		h.log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
 		if len(unsigned) == 0 {
-			return nil, l.At, notFound("provider %s has %s, none of which this proxy can offer through the registry protocol: %s", p, plural(len(l.Versions), "version"), strings.Join(doc.Warnings, "; "))
+			return nil, l.At, source.NotFoundf("provider %s has %s, none of which this proxy can offer through the registry protocol: %s", p, plural(len(l.Versions), "version"), strings.Join(doc.Warnings, "; "))
 		}
 		// OpenTofu and Terraform print the warnings of a versions answer
 		// ("Additional provider information from registry") only when it
@@ -154,7 +155,7 @@ func (h *heldProviders) downloadDoc(ctx context.Context, p names.Provider, req R
 	}
 	perr := h.platformRefusal(p, req.Version, req.Platform) // policy.go
 	if _, ok := rel.pv.Platforms[req.Platform]; !ok {
-		perr = notFound("provider %s %s has no package for %s", p, req.Version, req.Platform)
+		perr = source.NotFoundf("provider %s %s has no package for %s", p, req.Version, req.Platform)
 	}
 	if perr != nil {
 		// A release that is not admitted has no platforms to speak of.

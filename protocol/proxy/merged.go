@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -60,7 +61,7 @@ func (m *mergedProviders) eachHolding(p names.Provider, read func(h *heldProvide
 	for _, h := range m.admitting(p) {
 		done, err := read(h)
 		switch {
-		case err != nil && notHeld(err):
+		case err != nil && source.Absent(err):
 			if first == nil {
 				first = err
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -46,7 +47,7 @@ func (m *modules) reposOf(host string, mod names.Module) (moduleRepos, error) {
 		ref, err := tpl.Expand(mod.TemplateValues(host))
 		if err != nil {
 			if first == nil {
-				first = notFound("module %s has no repository here: %v", mod, err)
+				first = source.NotFoundf("module %s has no repository here: %v", mod, err)
 			}
 			continue
 		}
@@ -115,7 +116,7 @@ func (m *modules) versionsDoc(ctx context.Context, mr moduleRepos, host string, 
 // its origin does not offer it either.
 func absentHere(err error) bool {
 	var pe *pullthrough.Error
-	return notHeld(err) || errors.As(err, &pe) && pe.Failure == pullthrough.FailureNotFound
+	return source.Absent(err) || errors.As(err, &pe) && pe.Failure == pullthrough.FailureNotFound
 }
 
 // originFailed says the first mapping's listing with pull-through failed
@@ -173,9 +174,9 @@ func (m *modules) release(ctx context.Context, mr moduleRepos, host string, mod 
 	for _, repo := range mr.repos {
 		d, err := m.held.release(ctx, repo, host, mod, v)
 		switch {
-		case err == nil || !notHeld(err):
+		case err == nil || !source.Absent(err):
 			return d, err
-		case isVersionNotHeld(err):
+		case source.IsNotHeld(err):
 			absent = cmpOr(absent, err)
 		default:
 			refused = cmpOr(refused, err)
@@ -197,7 +198,7 @@ func (m *modules) releaseAt(ctx context.Context, mr moduleRepos, host string, mo
 	var first error
 	for _, repo := range mr.repos {
 		zip, err := m.held.releaseAt(ctx, repo, host, mod, v, manifest)
-		if err == nil || !notHeld(err) {
+		if err == nil || !source.Absent(err) {
 			return zip, repo, err
 		}
 		first = cmpOr(first, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -113,7 +114,7 @@ func (m *modules) serveRegistry(w http.ResponseWriter, r *http.Request) {
 func (m *heldModules) versionsDoc(ctx context.Context, repo *store.Repo, host string, mod names.Module) (any, time.Time, error) {
 	l, err := repo.Versions(ctx)
 	if err != nil {
-		return nil, l.At, missing(err, "module "+mod.String(), "unknown module %s", mod)
+		return nil, l.At, source.Missing(err, "module "+mod.String(), "unknown module %s", mod)
 	}
 	vs := m.s.policyAllowed(policy.KindModule, moduleAddress(host, mod), l.Versions)
 	refused := len(l.Versions) - len(vs)
@@ -138,9 +139,9 @@ func (m *heldModules) versionsDoc(ctx context.Context, repo *store.Repo, host st
 	refused += len(slices.DeleteFunc(denied, func(d bool) bool { return !d }))
 	if len(list.Versions) == 0 {
 		if refused > 0 {
-			return nil, l.At, notFound("module %s has no version served here: %d denied by the admission policy, the others hold no admitted module package", mod, refused)
+			return nil, l.At, source.NotFoundf("module %s has no version served here: %d denied by the admission policy, the others hold no admitted module package", mod, refused)
 		}
-		return nil, l.At, notFound("module %s has no versions holding a module package", mod)
+		return nil, l.At, source.NotFoundf("module %s has no versions holding a module package", mod)
 	}
 	return wire.ModuleVersions{Modules: []wire.ModuleVersionList{list}}, l.At, nil
 }
@@ -181,7 +182,7 @@ func (m *heldModules) release(ctx context.Context, repo *store.Repo, host string
 	}
 	manifest, _, err = repo.Module(ctx, names.TagForVersion(v))
 	if err != nil {
-		return manifest, markNotHeld(missing(err, "module "+mod.String(), "module %s has no version %s", mod, v))
+		return manifest, source.MarkNotHeld(source.Missing(err, "module "+mod.String(), "module %s has no version %s", mod, v))
 	}
 	if err := m.s.factsDenial(ctx, policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v, releaseRoot{repo: repo, subject: manifest.Digest}); err != nil { // policy_facts.go
 		return manifest, err
@@ -197,7 +198,7 @@ func (m *heldModules) releaseAt(ctx context.Context, repo *store.Repo, host stri
 	}
 	zip, err := repo.ModuleAt(ctx, names.TagForVersion(v), manifest)
 	if err != nil {
-		return zip, missing(err, "module "+mod.String(), "module %s has no package with manifest %s", mod, manifest)
+		return zip, source.Missing(err, "module "+mod.String(), "module %s has no package with manifest %s", mod, manifest)
 	}
 	if err := m.s.factsDenial(ctx, policy.KindModule, moduleAddress(host, mod), "module "+mod.String(), v, releaseRoot{repo: repo, subject: manifest}); err != nil {
 		return zip, err

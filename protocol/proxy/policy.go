@@ -2,12 +2,12 @@ package proxy
 
 import (
 	"fmt"
-	"net/http"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
 // The admission policy file (Options.Policy, convert/policy; the
@@ -28,7 +28,7 @@ func (s *responder) policyDenial(kind, address, what string, v names.Version) er
 	if d.Allow {
 		return nil
 	}
-	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("%s %s is not served: %s", what, v, d.Reason)}
+	return &source.Denied{Msg: fmt.Sprintf("%s %s is not served: %s", what, v, d.Reason), Rule: d.Rule, Reason: d.Reason, AgesIn: d.AgesIn}
 }
 
 // policyAllowed are the versions of address the policy allows, the others
@@ -71,7 +71,7 @@ func (h *heldProviders) platformRefusal(p names.Provider, v names.Version, pl na
 	if d.Allow {
 		return nil
 	}
-	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("provider %s %s is not served for %s: %s", p, v, pl, d.Reason)}
+	return &source.Denied{Msg: fmt.Sprintf("provider %s %s is not served for %s: %s", p, v, pl, d.Reason), Rule: d.Rule, Reason: d.Reason}
 }
 
 // allowedPlatforms are the platforms of ps the policy allows.

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -72,7 +72,7 @@ func (s *responder) factsDenial(ctx context.Context, kind, address, what string,
 		return err
 	}
 	s.log.Info("release denied by the policy", "kind", kind, "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
-	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("%s %s is not served: %s", what, v, d.Reason)}
+	return &source.Denied{Msg: fmt.Sprintf("%s %s is not served: %s", what, v, d.Reason), Rule: d.Rule, Reason: d.Reason, AgesIn: d.AgesIn}
 }
 
 // factsWarning is a listing's word on a release the deciding rule's

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/convert/pkghash"
@@ -75,7 +77,7 @@ func (h *pulledProviders) heldVersions(ctx context.Context, p names.Provider) (n
 		return nil, time.Time{}, err
 	}
 	l, err := repo.Versions(ctx)
-	if err != nil && !notHeld(err) {
+	if err != nil && !source.Absent(err) {
 		return nil, l.At, err
 	}
 	vs := l.Versions
@@ -94,7 +96,7 @@ func (h *pulledProviders) heldVersions(ctx context.Context, p names.Provider) (n
 func (h *pulledProviders) networkMirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
 	doc, err := h.heldProviders.networkMirrorVersion(ctx, p, v)
 	t, ok := h.engine.MirrorTarget(p)
-	if !ok || !isVersionNotHeld(err) {
+	if !ok || !source.IsNotHeld(err) {
 		return doc, err
 	}
 	if h.factsRule(p) { // pulled_facts.go
@@ -134,7 +136,7 @@ func (h *pulledProviders) versionsDoc(ctx context.Context, p names.Provider, sho
 	switch {
 	case err == nil:
 		doc = d.(wire.RegistryVersions)
-	case !notHeld(err):
+	case !source.Absent(err):
 		return nil, at, err
 	}
 	have, denied := map[string]bool{}, 0
@@ -187,7 +189,7 @@ func (h *pulledProviders) versionsDoc(ctx context.Context, p names.Provider, sho
 // download starts at once, since the client asks for it next.
 func (h *pulledProviders) downloadDoc(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
 	doc, err := h.heldProviders.downloadDoc(ctx, p, req)
-	if !isVersionNotHeld(err) {
+	if !source.IsNotHeld(err) {
 		return doc, err
 	}
 	t, ok, terr := h.registryTarget(ctx, p)
@@ -206,7 +208,7 @@ func (h *pulledProviders) downloadDoc(ctx context.Context, p names.Provider, req
 		return nil, err
 	}
 	if !rel.Has(pl) {
-		return nil, notFound("provider %s %s has no package for %s", t.Served, v, pl)
+		return nil, source.NotFoundf("provider %s %s has no package for %s", t.Served, v, pl)
 	}
 	if _, _, err := h.engine.StartProvider(ctx, t, v, rel, rel.ZipName(pl), false); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
 		h.log.Debug("pull-through: could not start the download early", "error", err)

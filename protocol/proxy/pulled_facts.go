@@ -7,6 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
@@ -74,7 +76,7 @@ func firstSight(held, offered []names.Version) []names.Version {
 // OpenTofu, named) the registry does not hold under rule, a rule with
 // min_age or signers: its pull has been started.
 func beingFetched(what string, v names.Version, rule string) error {
-	return notFound("%s %s is not in this proxy's registry yet: it is being fetched from its origin, and the policy's rule %q serves it once it is stored and meets the rule's min_age and signers", what, v, rule)
+	return source.NotFoundf("%s %s is not in this proxy's registry yet: it is being fetched from its origin, and the policy's rule %q serves it once it is stored and meets the rule's min_age and signers", what, v, rule)
 }
 
 // sight pulls version v of t's origin into the registry, as a first

@@ -10,6 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -78,7 +79,7 @@ func (t *pulledTofu) serveFileUnderFacts(w http.ResponseWriter, r *http.Request,
 		t.fail(w, r, err)
 		return
 	}
-	if _, err := t.repo.TofuRelease(r.Context(), req.Version); err != nil && notHeld(err) {
+	if _, err := t.repo.TofuRelease(r.Context(), req.Version); err != nil && source.Absent(err) {
 		go t.sight(req.Version)
 		t.fail(w, r, beingFetched("OpenTofu", req.Version, t.opts.Policy.Current().Needs(policy.KindTofu, policy.KindTofu).Rule)) // pulled_facts.go
 		return

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -37,7 +39,7 @@ func (h *pulledProviders) servePull(w http.ResponseWriter, r *http.Request) {
 	}
 	ref, err := h.mappings.Map(t.Served)
 	if err != nil {
-		h.fail(w, r, missing(err, "provider "+t.Served.String(), "provider %s is not served by this proxy", t.Served))
+		h.fail(w, r, source.Missing(err, "provider "+t.Served.String(), "provider %s is not served by this proxy", t.Served))
 		return
 	}
 	key := pullthrough.ProviderPullKey(ref.Name(), req.Version, req.Index)
@@ -84,11 +86,11 @@ func (h *pulledProviders) servePulledFile(w http.ResponseWriter, r *http.Request
 		return true
 	}
 	if meta.SumsDigest() != req.Index {
-		h.fail(w, r, notFound("the origin's release of %s %s changed since this URL was handed out: ask for the metadata again", t.Origin, req.Version))
+		h.fail(w, r, source.NotFoundf("the origin's release of %s %s changed since this URL was handed out: ask for the metadata again", t.Origin, req.Version))
 		return true
 	}
 	if req.File == ArchiveZip && !meta.Has(req.Platform) {
-		h.fail(w, r, notFound("provider %s %s has no package for %s", t.Served, req.Version, req.Platform))
+		h.fail(w, r, source.NotFoundf("provider %s %s has no package for %s", t.Served, req.Version, req.Platform))
 		return true
 	}
 	if req.File != ArchiveZip {
@@ -130,12 +132,12 @@ func (h *pulledProviders) serveStoredPull(w http.ResponseWriter, r *http.Request
 	}
 	rel, err := h.release(ctx, t.Served, req.Version)
 	switch {
-	case err != nil && notHeld(err):
+	case err != nil && source.Absent(err):
 		return false
 	case err != nil:
 		h.fail(w, r, err)
 	case !rel.signedByPublisher() || digest.FromBytes(rel.prov.Files.SHA256SUMS.Data) != req.Index:
-		h.fail(w, r, notFound("provider %s %s is now held with another SHA256SUMS than this URL names: ask for the metadata again", t.Served, req.Version))
+		h.fail(w, r, source.NotFoundf("provider %s %s is now held with another SHA256SUMS than this URL names: ask for the metadata again", t.Served, req.Version))
 	default:
 		h.serveHeldFile(w, r, rel, req)
 	}
@@ -202,10 +204,10 @@ func (h *pulledProviders) target(r *http.Request, via string, p names.Provider) 
 	if t, ok := h.engine.TargetOf(via, p, host); ok {
 		if via == pullthrough.ViaRegistry {
 			if pushed, err := h.heldPushed(r.Context(), p); err != nil || pushed {
-				return pullthrough.Target{}, cmpOr(err, notFound("provider %s is held as pushed here: not pulled through", p))
+				return pullthrough.Target{}, cmpOr(err, source.NotFoundf("provider %s is held as pushed here: not pulled through", p))
 			}
 		}
 		return t, nil
 	}
-	return pullthrough.Target{}, notFound("provider %s is not pulled through from any allowed origin", p)
+	return pullthrough.Target{}, source.NotFoundf("provider %s is not pulled through from any allowed origin", p)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -55,7 +56,7 @@ func (m *pulledModules) originMayBeAsked(ctx context.Context, repo *store.Repo, 
 func holdsPushedVersions(ctx context.Context, repo *store.Repo) (bool, error) {
 	l, err := repo.Versions(ctx)
 	switch {
-	case notHeld(err):
+	case source.Absent(err):
 		return false, nil
 	case err != nil:
 		return false, err
@@ -88,7 +89,7 @@ func (m *pulledModules) versionsDoc(ctx context.Context, repo *store.Repo, host 
 		for _, v := range d.(wire.ModuleVersions).Modules[0].Versions {
 			held = append(held, v.Version)
 		}
-	case !notHeld(err):
+	case !source.Absent(err):
 		return nil, at, err
 	}
 	vs := map[string]names.Version{}
@@ -142,7 +143,7 @@ func versionsOf(vs map[string]names.Version) wire.ModuleVersions {
 // the attestation rule admit it.
 func (m *pulledModules) release(ctx context.Context, repo *store.Repo, host string, mod names.Module, v names.Version) (ocispec.Descriptor, error) {
 	manifest, err := m.heldModules.release(ctx, repo, host, mod, v)
-	if !isVersionNotHeld(err) {
+	if !source.IsNotHeld(err) {
 		return manifest, err
 	}
 	if ok, gerr := m.originMayBeAsked(ctx, repo, mod); gerr != nil || !ok {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -58,7 +60,7 @@ func (h *pulledProviders) allowedArchives(p names.Provider, ps []names.Platform)
 // policy denies, decided before the engine is asked anything.
 func (h *pulledProviders) pullRefusal(t pullthrough.Target, req ArchiveRequest) error {
 	if h.factsRule(t.Served) { // pulled_facts.go: nothing is served from the origin directly
-		return notFound("provider %s %s is served only from this proxy's registry, once the policy's min_age and signers allow it", t.Served, req.Version)
+		return source.NotFoundf("provider %s %s is served only from this proxy's registry, once the policy's min_age and signers allow it", t.Served, req.Version)
 	}
 	if err := h.policyDenial(policy.KindProvider, t.Served.String(), "provider "+t.Served.String(), req.Version); err != nil {
 		return err
@@ -75,7 +77,7 @@ func (h *pulledProviders) withoutDenied(p names.Provider, doc wire.RegistryVersi
 	if len(doc.Versions) > 0 || denied == 0 {
 		return doc, nil
 	}
-	return doc, notFound("provider %s has no version this proxy may serve: %s", p, strings.Join(doc.Warnings, "; "))
+	return doc, source.NotFoundf("provider %s has no version this proxy may serve: %s", p, strings.Join(doc.Warnings, "; "))
 }
 
 // addWarning appends w to doc's warnings unless it is there already.

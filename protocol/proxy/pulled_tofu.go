@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
@@ -77,7 +79,7 @@ func (t *pulledTofu) serveFile(w http.ResponseWriter, r *http.Request, req TofuD
 		return
 	}
 	rel, err := t.repo.TofuRelease(r.Context(), req.Version)
-	if err == nil || !notHeld(err) {
+	if err == nil || !source.Absent(err) {
 		t.serveHeld(w, r, req, rel, err)
 		return
 	}
@@ -93,7 +95,7 @@ func (t *pulledTofu) servePulledFile(w http.ResponseWriter, r *http.Request, req
 	} else if res, ok := t.engine.Completed(r.Context(), key); ok && t.storedFiles(r, req, key, &res) {
 		desc, ok := res.Files[req.Artifact]
 		if !ok {
-			t.fail(w, r, notFound("OpenTofu %s has no file %s", req.Version, req.Artifact))
+			t.fail(w, r, source.NotFoundf("OpenTofu %s has no file %s", req.Version, req.Artifact))
 			return true
 		}
 		t.serveBlob(w, r, t.repo, desc, blobFile{name: req.Artifact, contentType: releaseFileType(req.Artifact)})
@@ -114,7 +116,7 @@ func (t *pulledTofu) servePulledFile(w http.ResponseWriter, r *http.Request, req
 		return true
 	}
 	if !rel.Has(req.Artifact) {
-		t.fail(w, r, notFound("OpenTofu %s has no file %s (or pull-through does not take it)", req.Version, req.Artifact))
+		t.fail(w, r, source.NotFoundf("OpenTofu %s has no file %s (or pull-through does not take it)", req.Version, req.Artifact))
 		return true
 	}
 	_, g, err := t.engine.StartTofu(r.Context(), req.Version, rel, req.Artifact, true)

@@ -11,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -70,7 +71,7 @@ func (t *tofuHandlers) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.EscapedPath() != TofuAPIPath {
-		t.fail(w, r, notFound("no such document"))
+		t.fail(w, r, source.NotFoundf("no such document"))
 		return
 	}
 	t.serveDoc(w, r, TofuAPIPath, t.source.apiDoc)
@@ -172,12 +173,12 @@ func (t *heldTofu) release(ctx context.Context, v names.Version) (*store.TofuRel
 // serveHeld streams a file of rel, as the registry answered for it.
 func (t *heldTofu) serveHeld(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest, rel *store.TofuRelease, err error) {
 	if err != nil {
-		t.fail(w, r, missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", req.Version))
+		t.fail(w, r, source.Missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", req.Version))
 		return
 	}
 	desc, ok := rel.Files[req.Artifact]
 	if !ok {
-		t.fail(w, r, notFound("OpenTofu %s has no file %s", req.Version, req.Artifact))
+		t.fail(w, r, source.NotFoundf("OpenTofu %s has no file %s", req.Version, req.Artifact))
 		return
 	}
 	// Download URLs name a version, not a digest: not pinned.
