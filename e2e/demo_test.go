@@ -26,7 +26,7 @@ func TestDemoScript(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}
 	for _, want := range []string{"using tofu 1.12.6 from PATH (" + tofuDir + "/tofu)", "==> serve the layout over HTTPS",
-		"tofu init accepted the generated lock file unchanged.", "Demo done", "Next, try the proxy yourself", `docs/proxy.md, "Trying it out"`} {
+		"tofu init accepted the generated lock file unchanged.", "Demo done", "Next, try the proxy yourself", `docs/guide-serving.md, "Trying it out"`} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}

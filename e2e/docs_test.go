@@ -32,11 +32,11 @@ func docBlock(t *testing.T, file, heading string) string {
 	return block
 }
 
-// docs/proxy.md's "Trying it out", run as written (in a temporary
+// docs/guide-serving.md's "Trying it out", run as written (in a temporary
 // directory and on a free port), ends in a provider installed by real
 // tofu through the proxy.
 func TestProxyDocTryingItOut(t *testing.T) {
-	block := docBlock(t, "proxy.md", "### Trying it out")
+	block := docBlock(t, "guide-serving.md", "### Trying it out")
 	dir := t.TempDir()
 	port := fmt.Sprint(testenv.FreePort(t))
 	script := strings.NewReplacer("/tmp/oci-tofu-try", dir, "8443", port).Replace(block)

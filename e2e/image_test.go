@@ -414,7 +414,7 @@ func checkWithRegctl(t *testing.T, layout string, img *ociImage, root string) {
 
 // checkPush pushes the image with tools/image --push --attest-key (oras-go,
 // docker config credentials) and copies the layout with regctl, as
-// docs/proxy.md says to publish it: both keep the layout's digest, and
+// docs/guide-image.md says to publish it: both keep the layout's digest, and
 // cosign verifies the pushed image's signature and attestations.
 func checkPush(t *testing.T, builder imageBuilder, layout string, want digest.Digest) {
 	reg := testenv.StartRegistry(t)

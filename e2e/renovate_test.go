@@ -12,7 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
-// renovateConfig is the Renovate configuration of docs/proxy.md
+// renovateConfig is the Renovate configuration of docs/guide-serving.md
 // ("Dependency bots") for a proxy reached as host:port. Renovate's
 // terraform manager reads a provider source host only when it has no port,
 // so a provider under the proxy's host:port needs a packageRules entry

@@ -138,7 +138,7 @@ echo
 echo "Demo done: everything lives in $demo (store = an OCI layout any registry tool can copy)."
 cat <<NEXT
 
-Next, try the proxy yourself with your own tofu: docs/proxy.md, "Trying it out", is a
+Next, try the proxy yourself with your own tofu: docs/guide-serving.md, "Trying it out", is a
 complete install through it; or serve this demo's store again and open its page:
   $bin serve --self-signed --listen 127.0.0.1:8443 --provider-template '$template'
   (then https://localhost:8443/ shows the client configuration to copy)

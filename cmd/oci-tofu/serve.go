@@ -94,7 +94,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 // live heap is smaller (protocol/gcfloor): a sixteenth of --cache-bytes
 // (16 MiB by default), a small part of the memory the operator gave the
 // proxy for its caches, whose garbage a full cache doubles anyway at
-// GOGC=100. Measured in docs/benchmarks.md ("Warm `<version>.json`"):
+// GOGC=100. Measured in docs/benchmarks.md ("The collector's floor"):
 // 16 MiB saves as much CPU per warm answer as 32 MiB, 8 MiB less.
 func gcFloorBytes(cacheBytes int64) int64 { return cacheBytes / 16 }
 

@@ -9,7 +9,8 @@
 // constraints: which OIDC issuer and which certificate identity (subject
 // alternative name) may have signed. Nothing is fetched: no TUF, no Rekor
 // or Fulcio lookups. Verification is sigstore-go's (pkg/verify); this
-// package decides the policy (docs/security.md, "Keyless attestations").
+// package decides the policy (docs/security.md, "Trust model";
+// docs/proxy.md, "Serving only attested releases").
 package keyless
 
 import (

@@ -7,7 +7,7 @@
 // nearly empty has a live heap of a few MB, so under load it collects
 // every few MB allocated: dozens of cycles a second, each marking the whole
 // live heap, with idle-priority mark workers taking whatever CPU is free
-// (docs/benchmarks.md, "Warm `<version>.json`"). After each collection
+// (docs/benchmarks.md, "The collector's floor"). After each collection
 // Floor sets the collector's percentage so that the next one starts when
 // the garbage reaches the larger of the live heap (GOGC=100, as before)
 // and the floor. Once the live heap is above the floor (caches filling)

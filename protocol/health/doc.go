@@ -8,5 +8,5 @@
 // that fails to reload is deliberately no such condition: the last good
 // policy stays in force. Liveness fails only when the serving loop no
 // longer answers: a process that merely cannot reach its registry is not
-// restarted (docs/proxy.md, "Kubernetes: the Helm chart").
+// restarted (docs/proxy.md, "Probes").
 package health

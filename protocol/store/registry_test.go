@@ -141,7 +141,7 @@ func TestRegistryReadsCached(t *testing.T) {
 // A manifest the store refuses (here a module where a provider index must
 // be) is remembered for FailureTTL only, like any failure, not for
 // ResolveTTL: once the tag names what it should, the version is served
-// again within FailureTTL (docs/proxy.md, "Recovery").
+// again within FailureTTL (docs/proxy.md, "Caching and limits").
 func TestRefusedManifestRememberedForFailureTTLOnly(t *testing.T) {
 	ctx := context.Background()
 	rs := startRegistry(t)

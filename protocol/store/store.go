@@ -124,7 +124,7 @@ func New(opts Options) *Store {
 // requests in flight to one registry). A cold listing reads one index per
 // version, so its sequential round trips are about versions/Concurrency
 // plus the tag list's pages: 2,000 versions are 8 rounds at 256 (0.3 s at
-// 40 ms), 32 at 64 (1.3 s). docs/proxy.md ("Listings of many versions")
+// 40 ms), 32 at 64 (1.3 s). docs/guide-registries.md ("Listings of many versions")
 // says what it costs a registry.
 const DefaultConcurrency = 256
 

@@ -4,7 +4,7 @@
 // with notation-go's verifier, under a trust store and trust policy laid
 // out as in notation's configuration directory. It implements
 // attest.Trust; only the command wires it in, so a build can leave it
-// out (docs/artifacts.md, "Notation signatures").
+// out (docs/artifacts.md, "Referrers: cosign v3 bundles, Notation").
 package notation
 
 import (

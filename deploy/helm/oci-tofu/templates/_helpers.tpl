@@ -50,7 +50,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "oci-tofu.checkMemory" -}}
 {{- $m := .Values.memory -}}
 {{- if or (lt (int $m.limitMiB) 128) (lt (int $m.cachePercent) 1) (gt (int $m.cachePercent) 70) (gt (int $m.goMemLimitPercent) 95) (le (int $m.goMemLimitPercent) (int $m.cachePercent)) -}}
-{{- fail "memory: limitMiB must be at least 128, cachePercent between 1 and 70, goMemLimitPercent above cachePercent and at most 95 (docs/proxy.md, \"Kubernetes: the Helm chart\")" -}}
+{{- fail "memory: limitMiB must be at least 128, cachePercent between 1 and 70, goMemLimitPercent above cachePercent and at most 95 (docs/guide-kubernetes.md, \"Memory\")" -}}
 {{- end -}}
 {{- end -}}
 
