@@ -173,6 +173,8 @@ func typedStatus(err error) *httpError {
 			return &httpError{status: http.StatusBadGateway, msg: te.Msg, err: te.Err}
 		case *source.Conflict:
 			return &httpError{status: http.StatusConflict, msg: te.Msg}
+		case *source.Busy:
+			return &httpError{status: http.StatusServiceUnavailable, msg: te.Msg}
 		}
 	}
 	return nil

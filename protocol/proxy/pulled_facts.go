@@ -3,11 +3,8 @@ package proxy
 import (
 	"context"
 	"errors"
-	"slices"
-	"sort"
-	"time"
 
-	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/oci-tofu/oci-tofu/protocol/source/pulled"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -23,14 +20,6 @@ import (
 // that the registry does not hold and the rule's versions allow: stored,
 // its clock starts, and it is served once it passes. Nothing is handed
 // out from the origin directly.
-
-// firstSightPulls bounds the background pulls one listing starts (the
-// newest versions first; the engine's --pull-through-max-releases bounds
-// them again, and a busy engine leaves the rest for a later listing).
-const firstSightPulls = 3
-
-// firstSightTimeout bounds reading an origin release before its pull.
-const firstSightTimeout = time.Minute
 
 // factsRule reports whether the policy rule deciding p reads facts.
 func (h *pulledProviders) factsRule(p names.Provider) bool {
@@ -50,39 +39,15 @@ func (h *pulledProviders) sightOrigin(ctx context.Context, p names.Provider, t p
 		h.engine.DegradedListing("provider", t.Origin.String(), err)
 		return
 	}
-	for _, v := range firstSight(held, h.allowedOrigin(p, l.Versions)) { // pulled_policy.go
+	for _, v := range pulled.FirstSight(held, h.allowedOrigin(p, l.Versions)) { // pulled_policy.go
 		go h.sight(t, v)
 	}
-}
-
-// firstSight are the versions of offered to pull at first sight: the
-// newest firstSightPulls of those held does not have.
-func firstSight(held, offered []names.Version) []names.Version {
-	newest := slices.Clone(offered)
-	sort.Slice(newest, func(i, j int) bool { return newest[j].LessThan(newest[i]) })
-	var out []names.Version
-	for _, v := range newest {
-		if len(out) == firstSightPulls {
-			break
-		}
-		if !slices.ContainsFunc(held, v.Same) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// beingFetched is the 404 for version v of what (a provider, module or
-// OpenTofu, named) the registry does not hold under rule, a rule with
-// min_age or signers: its pull has been started.
-func beingFetched(what string, v names.Version, rule string) error {
-	return source.NotFoundf("%s %s is not in this proxy's registry yet: it is being fetched from its origin, and the policy's rule %q serves it once it is stored and meets the rule's min_age and signers", what, v, rule)
 }
 
 // sight pulls version v of t's origin into the registry, as a first
 // request would, with nobody waiting for it.
 func (h *pulledProviders) sight(t pullthrough.Target, v names.Version) {
-	ctx, cancel := context.WithTimeout(context.Background(), firstSightTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), pulled.FirstSightTimeout)
 	defer cancel()
 	rel, err := h.engine.ProviderRelease(ctx, t, v)
 	if err == nil {
@@ -97,5 +62,5 @@ func (h *pulledProviders) sight(t pullthrough.Target, v names.Version) {
 // under a facts rule; its pull is started.
 func (h *pulledProviders) notYetHeld(p names.Provider, t pullthrough.Target, v names.Version) error {
 	go h.sight(t, v)
-	return beingFetched("provider "+p.String(), v, h.opts.Policy.Current().Needs(policy.KindProvider, p.String()).Rule)
+	return pulled.BeingFetched("provider "+p.String(), v, h.opts.Policy.Current().Needs(policy.KindProvider, p.String()).Rule)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/protocol/source/pulled"
+
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -51,7 +53,7 @@ func (m *pulledModules) sightOrigin(ctx context.Context, repo *store.Repo, host 
 			vs = append(vs, v)
 		}
 	}
-	for _, v := range firstSight(held.Versions, m.s.policyAllowed(policy.KindModule, moduleAddress(host, mod), vs)) { // pulled_facts.go, policy.go
+	for _, v := range pulled.FirstSight(held.Versions, m.s.policyAllowed(policy.KindModule, moduleAddress(host, mod), vs)) { // pulled_facts.go, policy.go
 		go m.sight(repo, mod, v)
 	}
 }
@@ -59,7 +61,7 @@ func (m *pulledModules) sightOrigin(ctx context.Context, repo *store.Repo, host 
 // sight pulls version v of mod from the origin into repo, as a first
 // download would, with nobody waiting for it.
 func (m *pulledModules) sight(repo *store.Repo, mod names.Module, v names.Version) {
-	ctx, cancel := context.WithTimeout(context.Background(), firstSightTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), pulled.FirstSightTimeout)
 	defer cancel()
 	if _, err := m.engine.PullModule(ctx, m.origin, repo.Reference(), mod, v); err != nil {
 		m.s.log.Debug("pull-through: the first sight of a module under a min_age or signers rule did not store it", "module", m.origin+"/"+mod.String(), "version", v.String(), "error", err)
@@ -70,5 +72,5 @@ func (m *pulledModules) sight(repo *store.Repo, mod names.Module, v names.Versio
 // under a facts rule; its pull is started.
 func (m *pulledModules) notYetHeld(repo *store.Repo, host string, mod names.Module, v names.Version) error {
 	go m.sight(repo, mod, v)
-	return beingFetched("module "+mod.String(), v, m.s.opts.Policy.Current().Needs(policy.KindModule, moduleAddress(host, mod)).Rule) // pulled_facts.go
+	return pulled.BeingFetched("module "+mod.String(), v, m.s.opts.Policy.Current().Needs(policy.KindModule, moduleAddress(host, mod)).Rule) // pulled_facts.go
 }

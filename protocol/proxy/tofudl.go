@@ -4,15 +4,15 @@ import (
 	"context"
 	"net/http"
 	"sort"
-	"strings"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/oci-tofu/oci-tofu/protocol/store"
+	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
+	"github.com/oci-tofu/oci-tofu/protocol/source/held"
+	"github.com/oci-tofu/oci-tofu/protocol/source/pulled"
 )
 
 // TofuDL mirror paths: the API document and the download URL template's
@@ -22,45 +22,27 @@ const (
 	TofuDownloadPrefix = "/tofu/download/"
 )
 
-// tofuSource answers the TofuDL mirror: heldTofu from the registry's
-// TofuDL repository; with pull-through, pulledTofu wraps it with the
-// TofuDL origin's releases. Handlers ask it and do not know which
-// answered.
-type tofuSource interface {
-	// apiDoc is api.json: every release, newest first.
-	apiDoc(ctx context.Context) (any, time.Time, error)
-	// serveFile streams one release file.
-	serveFile(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest)
-}
-
-// tofuHandlers serve OpenTofu releases (oci-tofu push tofu) from one
-// repository as a TofuDL mirror.
+// tofuHandlers serve OpenTofu releases as a TofuDL mirror, rendering
+// what their source answers.
 type tofuHandlers struct {
 	*responder
-	source tofuSource
+	source source.Tofu
 }
 
-// heldTofu is the tofuSource of the releases the registry holds.
-type heldTofu struct {
-	*responder
-	repo *store.Repo
-	// unattested: the attestation rule (admission.go) is not applied. So
-	// with pull-through, which would list and pull from the origin the
-	// releases it refuses (docs/proxy.md). The policy file (policy.go),
-	// which needs no content, is applied to the origin's releases too
-	// (pulled_policy.go); its min_age and signers, which need a stored
-	// release, are applied here, and with them pull-through hands out
-	// nothing from the origin (pulled_facts_tofu.go).
-	unattested bool
-}
-
-// mountTofu adds the TofuDL mirror for the releases in ref.
+// mountTofu adds the TofuDL mirror for the releases in ref: what the
+// registry holds, with pull-through what the TofuDL origin offers
+// besides, gated by the policy and, without pull-through, the
+// attestation rule (which pull-through would defeat: it would list and
+// pull from the origin the releases the rule refuses; docs/proxy.md).
 func (s *Server) mountTofu(ref oci.Reference) {
-	held := &heldTofu{responder: s.out, repo: s.store.Repo(ref), unattested: s.pull.Tofu()}
-	t := &tofuHandlers{responder: s.out, source: held}
+	judge := s.out.judge()
+	h := &held.Tofu{Repo: s.store.Repo(ref), Log: s.log}
+	var src source.Tofu = h
 	if s.pull.Tofu() {
-		t.source = &pulledTofu{heldTofu: held, engine: s.pull}
+		src = &pulled.Tofu{Held: h, Engine: s.pull, Rules: judge, Log: s.log}
 	}
+	src = &gate.Tofu{Inner: src, Judge: judge, Attested: !s.pull.Tofu()}
+	t := &tofuHandlers{responder: s.out, source: src}
 	s.Mount("", TofuAPIPath, "tofu_api", s.Authenticate(http.HandlerFunc(t.serveAPI)))
 	s.Mount("", TofuDownloadPrefix, "tofu_download", s.Authenticate(http.HandlerFunc(t.serveDownload)))
 }
@@ -74,7 +56,7 @@ func (t *tofuHandlers) serveAPI(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, r, source.NotFoundf("no such document"))
 		return
 	}
-	t.serveDoc(w, r, TofuAPIPath, t.source.apiDoc)
+	t.serveDoc(w, r, TofuAPIPath, t.apiDoc)
 }
 
 // serveDownload streams one release file, verifying its digest as it
@@ -84,56 +66,39 @@ func (t *tofuHandlers) serveDownload(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	t.source.serveFile(w, r, req)
+	blob, err := t.source.OpenTofuFile(r.Context(), req.Version, req.Artifact)
+	if err != nil {
+		t.fail(w, r, err)
+		return
+	}
+	t.deliver(w, r, blob)
 }
 
-// apiDoc lists the tags that name OpenTofu versions as TofuDL writes them
-// (1.9.0, 1.10.0-beta1) and hold valid release artifacts the rules admit;
-// others are left out and logged. A repository that does not exist (yet)
-// has none.
-func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
-	doc := wire.TofuAPI{Versions: []wire.TofuVersion{}}
-	l, err := t.repo.Versions(ctx)
-	if store.FailureOf(err) == oci.FailureNotFound {
-		t.log.Warn("the OpenTofu release repository does not exist", "repository", t.repo.Name())
-		return doc, time.Now(), nil
-	}
+// apiDoc is api.json: every release the source lists and can read,
+// newest first. A release that is denied, gone, or not a valid release
+// artifact is left out (logged); a failure to read fails the document.
+func (t *tofuHandlers) apiDoc(ctx context.Context) (any, time.Time, error) {
+	l, err := t.source.TofuVersions(ctx)
 	if err != nil {
 		return nil, l.At, err
 	}
-	var vs names.VersionList
-	for _, v := range l.Versions {
-		if _, bad := l.Unresolvable[v.String()]; !bad && names.IsTofuVersion(v.String()) {
-			vs = append(vs, v)
-		}
+	vs := make(names.VersionList, len(l.Versions))
+	for i, e := range l.Versions {
+		vs[i] = e.Version
 	}
-	vs = t.policyAllowed(policy.KindTofu, policy.KindTofu, vs) // policy.go
-	out := make([]*store.TofuRelease, len(vs))
+	rels := make([]*source.TofuRelease, len(vs))
 	err = t.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
-		rel, err := t.repo.TofuRelease(ctx, v)
-		if err != nil && store.FailureOf(err) == oci.FailureInvalid {
-			t.log.Warn("OpenTofu version left out: not a valid release artifact", "version", v.String(), "error", err)
-		}
-		refused := false
-		if err == nil && !t.unattested {
-			refused, err = t.refusedInListing(ctx, t.repo, store.KindTofu, "OpenTofu", v, rel.Digest) // admission.go
-		}
-		if err == nil && !refused {
-			var warn string // policy_facts.go
-			warn, err = t.factsWarning(ctx, policy.KindTofu, policy.KindTofu, v, releaseRoot{repo: t.repo, subject: rel.Digest})
-			refused = warn != ""
-		}
-		if err == nil && !refused {
-			out[i] = rel // each index by one goroutine
-		}
-		return keepFatal(err)
+		rel, err := t.source.TofuRelease(ctx, v)
+		rels[i] = rel // each index by one goroutine
+		return t.leftOut("OpenTofu", v, err)
 	})
 	if err != nil {
 		return nil, l.At, err
 	}
-	for _, rel := range out {
+	doc := wire.TofuAPI{Versions: []wire.TofuVersion{}}
+	for _, rel := range rels {
 		if rel != nil {
-			doc.Versions = append(doc.Versions, wire.TofuVersion{ID: rel.Version, Files: rel.Names})
+			doc.Versions = append(doc.Versions, wire.TofuVersion{ID: rel.Version.String(), Files: rel.Files})
 		}
 	}
 	sortTofuVersions(doc.Versions)
@@ -143,60 +108,6 @@ func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 	}
 	t.seen.tofuListed(ids)
 	return doc, l.At, nil
-}
-
-// serveFile streams a file of a release the registry holds.
-func (t *heldTofu) serveFile(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest) {
-	rel, err := t.release(r.Context(), req.Version)
-	t.serveHeld(w, r, req, rel, err)
-}
-
-// release reads the release version v's tag names, when the policy and
-// the attestation rule admit it (404 naming why otherwise).
-func (t *heldTofu) release(ctx context.Context, v names.Version) (*store.TofuRelease, error) {
-	if err := t.policyDenial(policy.KindTofu, policy.KindTofu, "OpenTofu", v); err != nil { // policy.go
-		return nil, err
-	}
-	rel, err := t.repo.TofuRelease(ctx, v)
-	if err != nil {
-		return rel, err
-	}
-	if err := t.factsDenial(ctx, policy.KindTofu, policy.KindTofu, "OpenTofu", v, releaseRoot{repo: t.repo, subject: rel.Digest}); err != nil { // policy_facts.go
-		return nil, err
-	}
-	if t.unattested {
-		return rel, nil
-	}
-	return rel, admitted(ctx, t.repo, store.KindTofu, "OpenTofu", v, rel.Digest) // admission.go
-}
-
-// serveHeld streams a file of rel, as the registry answered for it.
-func (t *heldTofu) serveHeld(w http.ResponseWriter, r *http.Request, req TofuDownloadRequest, rel *store.TofuRelease, err error) {
-	if err != nil {
-		t.fail(w, r, source.Missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", req.Version))
-		return
-	}
-	desc, ok := rel.Files[req.Artifact]
-	if !ok {
-		t.fail(w, r, source.NotFoundf("OpenTofu %s has no file %s", req.Version, req.Artifact))
-		return
-	}
-	// Download URLs name a version, not a digest: not pinned.
-	t.serveBlob(w, r, t.repo, desc, blobFile{name: req.Artifact, contentType: releaseFileType(req.Artifact)})
-}
-
-// releaseFileType is the Content-Type of a release file.
-func releaseFileType(name string) string {
-	switch {
-	case strings.HasSuffix(name, ".tar.gz"), strings.HasSuffix(name, ".tgz"):
-		return "application/gzip"
-	case strings.HasSuffix(name, ".zip"):
-		return "application/zip"
-	case strings.HasSuffix(name, "SHA256SUMS"), strings.HasSuffix(name, ".txt"):
-		return "text/plain; charset=utf-8"
-	default:
-		return "application/octet-stream"
-	}
 }
 
 // sortTofuVersions orders api.json's versions newest first.

@@ -1,0 +1,43 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// deliver answers with a blob a source handed over: a layer the registry
+// holds, streamed and verified (or redirected to storage: stream.go), a
+// file pull-through is downloading (pulled_stream.go), or bytes in memory.
+func (s *responder) deliver(w http.ResponseWriter, r *http.Request, b *source.Blob) {
+	file := blobFile{name: b.Name, contentType: b.ContentType, pinned: b.Pinned}
+	switch {
+	case b.Pulling != nil:
+		s.streamPulled(w, r, b.Pulling, file)
+	case b.Repo != nil:
+		s.serveBlob(w, r, b.Repo, b.Layer, file)
+	default:
+		s.writeSmallFile(w, r, b.Data, b.ContentType)
+	}
+}
+
+// leftOut is nil when a listing may leave out version v (of what, named)
+// for err — it is denied, gone, or not a valid artifact of its kind —,
+// logging why; otherwise err, which fails the listing.
+func (s *responder) leftOut(what string, v names.Version, err error) error {
+	if err == nil {
+		return nil
+	}
+	var d *source.Denied
+	switch {
+	case errors.As(err, &d):
+		s.log.Info("version left out", "what", what, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
+		return nil
+	case source.Absent(err), store.Skippable(err):
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,53 @@
+// Package gate is the policy file and the attestation rule as a source
+// wrapping another: versions the policy denies are left out of listings
+// and not found when asked for, before anything is read of them; a stored
+// release is served only when the facts the deciding rule reads (min_age,
+// signers) and the attestation rule admit its root. Nothing beneath the
+// gate knows of either.
+package gate
+
+import (
+	"context"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+)
+
+// Judge decides for the gate: the policy file on versions alone (nothing
+// read), and on a stored release's root, the deciding rule's facts and the
+// attestation rule. Denials are *source.Denied.
+type Judge interface {
+	// Versions are the versions of vs the policy allows for address (of
+	// a policy kind), the others logged.
+	Versions(kind, address string, vs []names.Version) []names.Version
+	// Version denies version v of address (what names it for clients),
+	// or is nil.
+	Version(kind, address, what string, v names.Version) error
+	// ReadsRoot reports whether Release reads anything for address: a
+	// rule with facts decides it, or attested is set and an attestation
+	// rule is configured.
+	ReadsRoot(kind, address string, attested bool) bool
+	// Release denies the stored release of version v at root when the
+	// deciding rule's facts do not admit it, or, when attested, the
+	// attestation rule does not; nil when both admit it.
+	Release(ctx context.Context, kind, address, what string, v names.Version, root source.Root, attested bool) error
+}
+
+// allowed keeps the entries of l whose versions judge allows.
+func allowed(judge Judge, kind, address string, l source.Listing) source.Listing {
+	vs := make([]names.Version, len(l.Versions))
+	for i, e := range l.Versions {
+		vs[i] = e.Version
+	}
+	keep := judge.Versions(kind, address, vs)
+	out := source.Listing{At: l.At, Versions: make([]source.Listed, 0, len(keep))}
+	for _, e := range l.Versions {
+		for _, v := range keep {
+			if v.Same(e.Version) {
+				out.Versions = append(out.Versions, e)
+				break
+			}
+		}
+	}
+	return out
+}
