@@ -54,8 +54,8 @@ type Options struct {
 	// checked and attested it, as cosign verifies (see attestations).
 	AttestKeys []AttestKey
 	// Trusts, when given, must each be satisfied by every artifact
-	// checked (attest.Trust: a notation trust policy's signatures).
-	Trusts []attest.Trust
+	// checked (attest.Checker: a notation trust policy's signatures).
+	Trusts []attest.Checker
 	// Policy, when set, decides on the version of each tag checked, and
 	// PolicyAddress names the address it matches for a kind of artifact
 	// (policy.go).

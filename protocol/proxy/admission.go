@@ -43,7 +43,7 @@ func (o *Options) admitting() bool {
 // attest.VerifyAttestation), each trust's signatures and the root's
 // Sigstore bundles (admission_keyless.go) are read at once; any of them
 // admits. A refusal's text says what was required, then why each failed.
-func admission(keys []*attest.Verifier, trusts []attest.Trust, keyless KeylessVerifier) store.Admit {
+func admission(keys []*attest.Verifier, trusts []attest.Checker, keyless KeylessVerifier) store.Admit {
 	words := notAdmittedWords(len(keys) > 0, len(trusts) > 0, keyless != nil)
 	return func(ctx context.Context, repo oci.ReadOnlyRepository, repository, kind string, subject digest.Digest) (error, error) {
 		pt, ok := attestedKinds[kind]
@@ -85,7 +85,7 @@ type admissionCheck func(ctx context.Context) (refusal, err error)
 
 // admissionChecks are the checks the keys, trusts and keyless verifier
 // configure, for subject (of predicate type pt) in repo.
-func admissionChecks(keys []*attest.Verifier, trusts []attest.Trust, keyless KeylessVerifier, repo oci.ReadOnlyRepository, repository string, subject digest.Digest, pt string) []admissionCheck {
+func admissionChecks(keys []*attest.Verifier, trusts []attest.Checker, keyless KeylessVerifier, repo oci.ReadOnlyRepository, repository string, subject digest.Digest, pt string) []admissionCheck {
 	var out []admissionCheck
 	if len(keys) > 0 {
 		out = append(out, func(ctx context.Context) (error, error) {
@@ -95,7 +95,7 @@ func admissionChecks(keys []*attest.Verifier, trusts []attest.Trust, keyless Key
 	}
 	for _, t := range trusts {
 		out = append(out, func(ctx context.Context) (error, error) {
-			refusal, err := t.Check(ctx, repo, repository, subject)
+			refusal, err := t.Check(ctx, repo, repository, subject, pt)
 			if refusal != nil {
 				refusal = fmt.Errorf("%s: %w", t.Name(), refusal)
 			}
