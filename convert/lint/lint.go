@@ -62,8 +62,9 @@ type Options struct {
 	Policy        *policy.Policy
 	PolicyAddress func(kind string) (string, error)
 	// Keyless, when given, must each have attested every artifact
-	// checked without a key (keyless.go).
-	Keyless []KeylessCheck
+	// checked without a key (keyless.go; attest.Checker: cmd supplies
+	// convert/keyless, so that this package does not link sigstore-go).
+	Keyless []attest.Checker
 }
 
 // Check checks the artifact a reference names the way OpenTofu reads it

@@ -46,17 +46,11 @@ type RegistryCheck interface {
 // and trust store).
 type NotationLoader func(dir string) (RegistryCheck, error)
 
-// KeylessCheck is a keyless signer's check, which also verifies one
-// Sigstore bundle as that identity's attestation: a keyless signer is
-// trusted for the ingest time min_age counts from (Policy.IngestTrust).
-type KeylessCheck interface {
-	RegistryCheck
-	attest.BundleVerifier
-}
-
 // KeylessLoader reads a Sigstore trusted root file for one identity
-// (ISSUER=IDENTITY).
-type KeylessLoader func(trustedRoot, identity string) (KeylessCheck, error)
+// (ISSUER=IDENTITY). Its check also verifies one Sigstore bundle as that
+// identity's attestation: a keyless signer is trusted for the ingest time
+// min_age counts from (Policy.IngestTrust).
+type KeylessLoader func(trustedRoot, identity string) (attest.BundleChecker, error)
 
 var loaders struct {
 	sync.RWMutex

@@ -17,6 +17,8 @@ import (
 // loadedCheck records what a loader was given.
 type loadedCheck struct{ args string }
 
+func (c loadedCheck) Name() string { return c.args }
+
 func (loadedCheck) Check(context.Context, oci.ReadOnlyRepository, string, digest.Digest, string) (error, error) {
 	return nil, nil
 }
@@ -37,7 +39,7 @@ func withLoaders(t *testing.T, calls *[]string) {
 		}
 		return loadedCheck{dir}, nil
 	})
-	SetKeylessLoader(func(root, id string) (KeylessCheck, error) {
+	SetKeylessLoader(func(root, id string) (attest.BundleChecker, error) {
 		*calls = append(*calls, "keyless "+root+" "+id)
 		return loadedCheck{root + " " + id}, nil
 	})

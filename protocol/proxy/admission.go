@@ -41,9 +41,9 @@ func (o *Options) admitting() bool {
 // admission is the store's admission policy for keys, trusts and keyless
 // identities: the attestations beside the root (bounded:
 // attest.VerifyAttestation), each trust's signatures and the root's
-// Sigstore bundles (admission_keyless.go) are read at once; any of them
+// Sigstore bundles (Options.RequireKeyless) are read at once; any of them
 // admits. A refusal's text says what was required, then why each failed.
-func admission(keys []*attest.Verifier, trusts []attest.Checker, keyless KeylessVerifier) store.Admit {
+func admission(keys []*attest.Verifier, trusts []attest.Checker, keyless attest.BundleChecker) store.Admit {
 	words := notAdmittedWords(len(keys) > 0, len(trusts) > 0, keyless != nil)
 	return func(ctx context.Context, repo oci.ReadOnlyRepository, repository, kind string, subject digest.Digest) (error, error) {
 		pt, ok := attestedKinds[kind]
@@ -85,7 +85,7 @@ type admissionCheck func(ctx context.Context) (refusal, err error)
 
 // admissionChecks are the checks the keys, trusts and keyless verifier
 // configure, for subject (of predicate type pt) in repo.
-func admissionChecks(keys []*attest.Verifier, trusts []attest.Checker, keyless KeylessVerifier, repo oci.ReadOnlyRepository, repository string, subject digest.Digest, pt string) []admissionCheck {
+func admissionChecks(keys []*attest.Verifier, trusts []attest.Checker, keyless attest.BundleChecker, repo oci.ReadOnlyRepository, repository string, subject digest.Digest, pt string) []admissionCheck {
 	var out []admissionCheck
 	if len(keys) > 0 {
 		out = append(out, func(ctx context.Context) (error, error) {
@@ -104,7 +104,7 @@ func admissionChecks(keys []*attest.Verifier, trusts []attest.Checker, keyless K
 	}
 	if keyless != nil {
 		out = append(out, func(ctx context.Context) (error, error) {
-			return keyless.VerifyKeyless(ctx, repo, subject, pt)
+			return keyless.Check(ctx, repo, repository, subject, pt)
 		})
 	}
 	return out

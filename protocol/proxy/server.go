@@ -134,8 +134,11 @@ type Options struct {
 	RequireTrust []attest.Checker
 	// RequireKeyless, when set, admits too the releases whose root has a
 	// keyless attestation (a Sigstore bundle stored as its referrer) of its
-	// kind's predicate type that it verifies (admission_keyless.go).
-	RequireKeyless KeylessVerifier
+	// kind's predicate type that it verifies (attest.BundleChecker: cmd
+	// supplies convert/keyless unless built with the nokeyless tag; the
+	// proxy does not link sigstore-go). Its identities are trusted for
+	// ingest times too (policy_facts.go).
+	RequireKeyless attest.BundleChecker
 	// Policy, when set, is the admission policy file (convert/policy):
 	// provider, module and OpenTofu versions it denies do not exist for
 	// clients (left out of listings, with a warning naming the rule where
