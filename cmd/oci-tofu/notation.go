@@ -21,5 +21,5 @@ func loadNotation(dir string) (attest.Checker, error) {
 
 // A policy's notation:DIR signers are read the same way.
 func init() {
-	policy.SetNotationLoader(func(dir string) (policy.RegistryCheck, error) { return loadNotation(dir) })
+	policy.SetNotationLoader(func(dir string) (attest.Checker, error) { return loadNotation(dir) })
 }

@@ -32,7 +32,7 @@ func (loadedCheck) VerifyBundle([]byte, digest.Digest, string) (*attest.Statemen
 // command's (e2e/policy_signers_test.go).
 func withLoaders(t *testing.T, calls *[]string) {
 	t.Helper()
-	SetNotationLoader(func(dir string) (RegistryCheck, error) {
+	SetNotationLoader(func(dir string) (attest.Checker, error) {
 		*calls = append(*calls, "notation "+dir)
 		if strings.HasSuffix(dir, "broken") {
 			return nil, errors.New("holds no notation trust policy")
