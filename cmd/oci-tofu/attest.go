@@ -48,8 +48,8 @@ func attestPublicKeys(c *cli.Context) ([]lint.AttestKey, error) {
 
 // notationTrusts loads each notation configuration directory a flag
 // names (notation.go: loadNotation).
-func notationTrusts(c *cli.Context, flag string) ([]attest.Trust, error) {
-	var out []attest.Trust
+func notationTrusts(c *cli.Context, flag string) ([]attest.Checker, error) {
+	var out []attest.Checker
 	for _, dir := range c.StringSlice(flag) {
 		t, err := loadNotation(dir)
 		if err != nil {

@@ -3,15 +3,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/opencontainers/go-digest"
-
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/keyless"
-	"github.com/oci-tofu/oci-tofu/convert/lint"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
 
@@ -30,7 +26,7 @@ func readKeyless(trustedRoot string, identities []string, opts *proxy.Options) e
 	if err != nil {
 		return err
 	}
-	opts.RequireKeyless = keylessAdmission{v}
+	opts.RequireKeyless = v
 	return nil
 }
 
@@ -57,34 +53,22 @@ func loadKeyless(flag, trustedRoot string, identities []string) (*keyless.Verifi
 
 // keylessChecks are verify's keyless identities (--attest-pub
 // keyless:ISSUER=IDENTITY), each of which must have attested.
-func keylessChecks(trustedRoot string, identities []string) ([]lint.KeylessCheck, error) {
+func keylessChecks(trustedRoot string, identities []string) ([]attest.Checker, error) {
 	if len(identities) == 0 {
 		if trustedRoot != "" {
 			return nil, fmt.Errorf("--trusted-root is for --attest-pub keyless:ISSUER=IDENTITY: give one")
 		}
 		return nil, nil
 	}
-	var out []lint.KeylessCheck
+	var out []attest.Checker
 	for _, id := range identities {
 		v, err := loadKeyless("--attest-pub", trustedRoot, []string{id})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, keylessAdmission{v})
+		out = append(out, v)
 	}
 	return out, nil
-}
-
-// keylessAdmission is proxy.KeylessVerifier over convert/keyless (its
-// VerifyBundle too: serve trusts the identities for ingest times).
-type keylessAdmission struct{ *keyless.Verifier }
-
-// Name is the identity, as findings name it.
-func (k keylessAdmission) Name() string { return k.Identities()[0].String() }
-
-func (k keylessAdmission) VerifyKeyless(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, predicateType string) (error, error) {
-	_, _, refusal, err := k.VerifyInRegistry(ctx, repo, subject, predicateType)
-	return refusal, err
 }
 
 func init() { policy.SetKeylessLoader(loadPolicyKeyless) }
@@ -92,7 +76,7 @@ func init() { policy.SetKeylessLoader(loadPolicyKeyless) }
 // loadPolicyKeyless reads a policy's keyless:ISSUER=IDENTITY signer
 // against its trusted_root, with the verifier --require-attestation
 // keyless:… uses.
-func loadPolicyKeyless(trustedRoot, identity string) (policy.KeylessCheck, error) {
+func loadPolicyKeyless(trustedRoot, identity string) (attest.BundleChecker, error) {
 	id, err := keyless.ParseIdentity(identity)
 	if err != nil {
 		return nil, err
@@ -101,13 +85,5 @@ func loadPolicyKeyless(trustedRoot, identity string) (policy.KeylessCheck, error
 	if err != nil {
 		return nil, fmt.Errorf("trusted_root: %w", err)
 	}
-	return keylessSigner{v}, nil
-}
-
-// keylessSigner is policy.KeylessCheck over convert/keyless.
-type keylessSigner struct{ *keyless.Verifier }
-
-func (k keylessSigner) Check(ctx context.Context, repo oci.ReadOnlyRepository, _ string, subject digest.Digest, predicateType string) (error, error) {
-	_, _, refusal, err := k.VerifyInRegistry(ctx, repo, subject, predicateType)
-	return refusal, err
+	return v, nil
 }

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/oci-tofu/oci-tofu/convert/lint"
+	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
@@ -22,12 +22,12 @@ func readKeyless(trustedRoot string, identities []string, opts *proxy.Options) e
 
 // keylessChecks refuses keyless identities in a build without keyless
 // verification.
-func keylessChecks(trustedRoot string, identities []string) ([]lint.KeylessCheck, error) {
+func keylessChecks(trustedRoot string, identities []string) ([]attest.Checker, error) {
 	return nil, readKeyless(trustedRoot, identities, nil)
 }
 
 func init() {
-	policy.SetKeylessLoader(func(string, string) (policy.KeylessCheck, error) {
+	policy.SetKeylessLoader(func(string, string) (attest.BundleChecker, error) {
 		return nil, errors.New("this oci-tofu is built without keyless verification (build tag nokeyless): keyless: signers are not available")
 	})
 }

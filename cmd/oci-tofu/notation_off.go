@@ -14,11 +14,11 @@ import (
 var errNoNotation = errors.New("this oci-tofu was built without Notation support (-tags nonotation)")
 
 // loadNotation refuses --require-notation.
-func loadNotation(string) (attest.Trust, error) { return nil, errNoNotation }
+func loadNotation(string) (attest.Checker, error) { return nil, errNoNotation }
 
 // A policy's notation:DIR signers are refused alike.
 func init() {
-	policy.SetNotationLoader(func(string) (policy.RegistryCheck, error) {
+	policy.SetNotationLoader(func(string) (attest.Checker, error) {
 		return nil, errors.New("this oci-tofu was built without Notation support (-tags nonotation): notation: signers are not available")
 	})
 }

@@ -2,6 +2,7 @@ package keyless
 
 import (
 	"context"
+	"strings"
 
 	"github.com/opencontainers/go-digest"
 
@@ -45,4 +46,22 @@ func (v *Verifier) VerifyBundle(bundleJSON []byte, subject digest.Digest, predic
 	return st, err
 }
 
-var _ attest.BundleVerifier = (*Verifier)(nil)
+// Name is the identities the verifier accepts (ISSUER=IDENTITY, ", "
+// between them), as messages name them.
+func (v *Verifier) Name() string {
+	names := make([]string, len(v.names))
+	for i, id := range v.names {
+		names[i] = id.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// Check is VerifyInRegistry as an attest.Checker: refusal nil when
+// subject has an attestation of predicateType by one of the identities.
+// Which repository holds subject does not matter.
+func (v *Verifier) Check(ctx context.Context, repo oci.ReadOnlyRepository, _ string, subject digest.Digest, predicateType string) (refusal, err error) {
+	_, _, refusal, err = v.VerifyInRegistry(ctx, repo, subject, predicateType)
+	return refusal, err
+}
+
+var _ attest.BundleChecker = (*Verifier)(nil)

@@ -50,7 +50,7 @@ func (c *checker) attestations(root digest.Digest) error {
 // signatures under a trust policy): each must be satisfied.
 func (c *checker) trusts(root digest.Digest) error {
 	for _, t := range c.opts.Trusts {
-		refusal, err := t.Check(c.ctx, c.repo, c.fullName, root)
+		refusal, err := t.Check(c.ctx, c.repo, c.fullName, root, c.predicateType)
 		switch {
 		case err != nil:
 			return fmt.Errorf("reading the signatures of %s: %w", root, err)

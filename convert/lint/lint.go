@@ -54,16 +54,17 @@ type Options struct {
 	// checked and attested it, as cosign verifies (see attestations).
 	AttestKeys []AttestKey
 	// Trusts, when given, must each be satisfied by every artifact
-	// checked (attest.Trust: a notation trust policy's signatures).
-	Trusts []attest.Trust
+	// checked (attest.Checker: a notation trust policy's signatures).
+	Trusts []attest.Checker
 	// Policy, when set, decides on the version of each tag checked, and
 	// PolicyAddress names the address it matches for a kind of artifact
 	// (policy.go).
 	Policy        *policy.Policy
 	PolicyAddress func(kind string) (string, error)
 	// Keyless, when given, must each have attested every artifact
-	// checked without a key (keyless.go).
-	Keyless []KeylessCheck
+	// checked without a key (keyless.go; attest.Checker: cmd supplies
+	// convert/keyless, so that this package does not link sigstore-go).
+	Keyless []attest.Checker
 }
 
 // Check checks the artifact a reference names the way OpenTofu reads it

@@ -152,7 +152,7 @@ func (f *factRules) add(r *rule) {
 		case s.Kind == SignerAttestation && !slices.ContainsFunc(f.attestationKeys, s.Key.Equal):
 			f.attestationKeys = append(f.attestationKeys, s.Key)
 		case s.Kind == SignerKeyless && !f.keylessSeen[s.Spec]:
-			if b, ok := s.Check.(attest.BundleVerifier); ok { // a KeylessCheck (verified.go)
+			if b, ok := s.Check.(attest.BundleVerifier); ok { // a keyless signer (verified.go: KeylessLoader)
 				if f.keylessSeen == nil {
 					f.keylessSeen = map[string]bool{}
 				}

@@ -44,9 +44,11 @@ type Signer struct {
 	KeyID string
 	// Key is an attestation or cosign public key, read at load time.
 	Key *attest.Verifier
-	// Check checks a notation or keyless signer (verified.go), loaded at
-	// load time.
-	Check RegistryCheck
+	// Check checks any signer but a publisher in the registry, made at
+	// load time: the key's attestation (attest.KeyAttestation) or
+	// signature (attest.KeySignature), or a notation or keyless signer's
+	// check (verified.go).
+	Check attest.Checker
 }
 
 func (s *Signer) String() string { return s.Spec }
@@ -82,6 +84,11 @@ func parseSigner(kind, spec string, env *parseEnv) (*Signer, error) {
 			return nil, fmt.Errorf("signers: %q: reading the public key: %v", spec, err)
 		}
 		s.Key = v
+		if k == SignerAttestation {
+			s.Check = attest.KeyAttestation(spec, v)
+		} else {
+			s.Check = attest.KeySignature(spec, v)
+		}
 	case SignerNotation, SignerKeyless:
 		c, err := env.registryCheck(k, spec, val)
 		if err != nil {

@@ -1,16 +1,13 @@
 package policy
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
-	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // Signers whose signatures are verified by code outside this package: a
@@ -32,31 +29,15 @@ const (
 	SignerKeyless = "keyless"
 )
 
-// RegistryCheck checks one signer of a release's root in the registry.
-type RegistryCheck interface {
-	// Check returns a nil refusal when subject, a root of predicate type
-	// predicateType held in repo (named repository: host/path, or
-	// oci-layout:PATH), is signed as the signer requires, else why not
-	// (a broken or hostile signature is a refusal); err is for failing
-	// to read the registry.
-	Check(ctx context.Context, repo oci.ReadOnlyRepository, repository string, subject digest.Digest, predicateType string) (refusal, err error)
-}
-
 // NotationLoader reads a notation configuration directory (trust policy
 // and trust store).
-type NotationLoader func(dir string) (RegistryCheck, error)
-
-// KeylessCheck is a keyless signer's check, which also verifies one
-// Sigstore bundle as that identity's attestation: a keyless signer is
-// trusted for the ingest time min_age counts from (Policy.IngestTrust).
-type KeylessCheck interface {
-	RegistryCheck
-	attest.BundleVerifier
-}
+type NotationLoader func(dir string) (attest.Checker, error)
 
 // KeylessLoader reads a Sigstore trusted root file for one identity
-// (ISSUER=IDENTITY).
-type KeylessLoader func(trustedRoot, identity string) (KeylessCheck, error)
+// (ISSUER=IDENTITY). Its check also verifies one Sigstore bundle as that
+// identity's attestation: a keyless signer is trusted for the ingest time
+// min_age counts from (Policy.IngestTrust).
+type KeylessLoader func(trustedRoot, identity string) (attest.BundleChecker, error)
 
 var loaders struct {
 	sync.RWMutex
@@ -86,11 +67,11 @@ func SetKeylessLoader(l KeylessLoader) {
 type parseEnv struct {
 	dir         string
 	trustedRoot string // resolved path; "" when the file has none
-	checks      map[string]RegistryCheck
+	checks      map[string]attest.Checker
 }
 
 func newParseEnv(filename string) *parseEnv {
-	return &parseEnv{dir: filepath.Dir(filename), checks: map[string]RegistryCheck{}}
+	return &parseEnv{dir: filepath.Dir(filename), checks: map[string]attest.Checker{}}
 }
 
 // path resolves a file the policy names relative to its directory.
@@ -117,14 +98,14 @@ func (e *parseEnv) parseTrustedRoot(a *hcl.Attribute) error {
 
 // registryCheck loads the check of a notation: or keyless: signer (val is
 // what follows the kind), once per entry.
-func (e *parseEnv) registryCheck(kind, spec, val string) (RegistryCheck, error) {
+func (e *parseEnv) registryCheck(kind, spec, val string) (attest.Checker, error) {
 	if c, ok := e.checks[spec]; ok {
 		return c, nil
 	}
 	loaders.RLock()
 	notation, keyless := loaders.notation, loaders.keyless
 	loaders.RUnlock()
-	var c RegistryCheck
+	var c attest.Checker
 	var err error
 	switch {
 	case kind == SignerNotation && notation == nil, kind == SignerKeyless && keyless == nil:

@@ -17,6 +17,8 @@ import (
 // loadedCheck records what a loader was given.
 type loadedCheck struct{ args string }
 
+func (c loadedCheck) Name() string { return c.args }
+
 func (loadedCheck) Check(context.Context, oci.ReadOnlyRepository, string, digest.Digest, string) (error, error) {
 	return nil, nil
 }
@@ -30,14 +32,14 @@ func (loadedCheck) VerifyBundle([]byte, digest.Digest, string) (*attest.Statemen
 // command's (e2e/policy_signers_test.go).
 func withLoaders(t *testing.T, calls *[]string) {
 	t.Helper()
-	SetNotationLoader(func(dir string) (RegistryCheck, error) {
+	SetNotationLoader(func(dir string) (attest.Checker, error) {
 		*calls = append(*calls, "notation "+dir)
 		if strings.HasSuffix(dir, "broken") {
 			return nil, errors.New("holds no notation trust policy")
 		}
 		return loadedCheck{dir}, nil
 	})
-	SetKeylessLoader(func(root, id string) (KeylessCheck, error) {
+	SetKeylessLoader(func(root, id string) (attest.BundleChecker, error) {
 		*calls = append(*calls, "keyless "+root+" "+id)
 		return loadedCheck{root + " " + id}, nil
 	})

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/opencontainers/go-digest"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
@@ -41,71 +40,34 @@ func (o *Options) admitting() bool {
 // admission is the store's admission policy for keys, trusts and keyless
 // identities: the attestations beside the root (bounded:
 // attest.VerifyAttestation), each trust's signatures and the root's
-// Sigstore bundles (admission_keyless.go) are read at once; any of them
-// admits. A refusal's text says what was required, then why each failed.
-func admission(keys []*attest.Verifier, trusts []attest.Trust, keyless KeylessVerifier) store.Admit {
+// Sigstore bundles (Options.RequireKeyless) are read at once; any of them
+// admits (attest.AnyOf). A refusal's text says what was required, then
+// why each failed.
+func admission(keys []*attest.Verifier, trusts []attest.Checker, keyless attest.BundleChecker) store.Admit {
 	words := notAdmittedWords(len(keys) > 0, len(trusts) > 0, keyless != nil)
+	check := attest.AnyOf(words, admissionChecks(keys, trusts, keyless)...)
 	return func(ctx context.Context, repo oci.ReadOnlyRepository, repository, kind string, subject digest.Digest) (error, error) {
 		pt, ok := attestedKinds[kind]
 		if !ok {
 			return fmt.Errorf("%s (no attestation is defined for a %s)", words, kind), nil
 		}
-		checks := admissionChecks(keys, trusts, keyless, repo, repository, subject, pt)
-		why := make([]error, len(checks))
-		g, gctx := errgroup.WithContext(ctx)
-		for i, check := range checks {
-			g.Go(func() (err error) {
-				why[i], err = check(gctx)
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return nil, err
-		}
-		return admissionVerdict(words, why), nil
+		return check.Check(ctx, repo, repository, subject, pt)
 	}
 }
-
-// admissionVerdict is nil when one requirement held (why[0] is the keys',
-// when there are keys; the others the trusts'), else the refusal.
-func admissionVerdict(words string, why []error) error {
-	var reasons []string
-	for _, w := range why {
-		if w == nil {
-			return nil
-		}
-		reasons = append(reasons, w.Error())
-	}
-	return fmt.Errorf("%s (%s)", words, strings.Join(reasons, "; "))
-}
-
-// admissionCheck is one way a root may be admitted: its refusal, or err
-// for failing to read the registry.
-type admissionCheck func(ctx context.Context) (refusal, err error)
 
 // admissionChecks are the checks the keys, trusts and keyless verifier
-// configure, for subject (of predicate type pt) in repo.
-func admissionChecks(keys []*attest.Verifier, trusts []attest.Trust, keyless KeylessVerifier, repo oci.ReadOnlyRepository, repository string, subject digest.Digest, pt string) []admissionCheck {
-	var out []admissionCheck
+// configure, in the order their refusals are given: the keys', each
+// trust's (named), the keyless identities'.
+func admissionChecks(keys []*attest.Verifier, trusts []attest.Checker, keyless attest.BundleChecker) []attest.Checker {
+	var out []attest.Checker
 	if len(keys) > 0 {
-		out = append(out, func(ctx context.Context) (error, error) {
-			_, refusal, err := attest.VerifyAttestation(ctx, repo, subject, keys, pt)
-			return refusal, err
-		})
+		out = append(out, attest.KeyAttestation("the configured keys", keys...))
 	}
 	for _, t := range trusts {
-		out = append(out, func(ctx context.Context) (error, error) {
-			refusal, err := t.Check(ctx, repo, repository, subject)
-			if refusal != nil {
-				refusal = fmt.Errorf("%s: %w", t.Name(), refusal)
-			}
-			return refusal, err
-		})
+		out = append(out, attest.Named(t))
 	}
 	if keyless != nil {
-		out = append(out, func(ctx context.Context) (error, error) {
-			return keyless.VerifyKeyless(ctx, repo, subject, pt)
-		})
+		out = append(out, keyless)
 	}
 	return out
 }

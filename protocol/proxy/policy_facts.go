@@ -135,16 +135,10 @@ func signedBy(ctx context.Context, serial uint64, sg *policy.Signer, root releas
 	return root.repo.Checked(ctx, fmt.Sprintf("signer %d %s", serial, sg.Spec), root.subject, signerCheck(sg, root.subject, pt))
 }
 
-// signerCheck is the check of a key, notation or keyless signer.
+// signerCheck is the check of a key, notation or keyless signer
+// (policy.Signer.Check).
 func signerCheck(sg *policy.Signer, subject digest.Digest, pt string) store.Check {
 	return func(ctx context.Context, repo oci.ReadOnlyRepository, repository string) (error, error) {
-		switch sg.Kind {
-		case policy.SignerAttestation:
-			_, refusal, err := attest.VerifyAttestation(ctx, repo, subject, []*attest.Verifier{sg.Key}, pt)
-			return refusal, err
-		case policy.SignerCosign:
-			return attest.VerifySignature(ctx, repo, subject, sg.Key)
-		}
 		return sg.Check.Check(ctx, repo, repository, subject, pt)
 	}
 }

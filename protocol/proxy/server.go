@@ -127,15 +127,18 @@ type Options struct {
 	// no release pulled through could be served (checkAttestedPulls).
 	RequireAttestation []*attest.Verifier
 	// RequireTrust, when set, also admits releases whose root satisfies
-	// one of these trusts (attest.Trust: a notation trust policy, say);
+	// one of these trusts (attest.Checker: a notation trust policy, say);
 	// with RequireAttestation, any one of the keys or trusts admits a
 	// release. Without RequireAttestation, PullThrough is refused: what
 	// it stores carries no such signatures (checkAttestedPulls).
-	RequireTrust []attest.Trust
+	RequireTrust []attest.Checker
 	// RequireKeyless, when set, admits too the releases whose root has a
 	// keyless attestation (a Sigstore bundle stored as its referrer) of its
-	// kind's predicate type that it verifies (admission_keyless.go).
-	RequireKeyless KeylessVerifier
+	// kind's predicate type that it verifies (attest.BundleChecker: cmd
+	// supplies convert/keyless unless built with the nokeyless tag; the
+	// proxy does not link sigstore-go). Its identities are trusted for
+	// ingest times too (policy_facts.go).
+	RequireKeyless attest.BundleChecker
 	// Policy, when set, is the admission policy file (convert/policy):
 	// provider, module and OpenTofu versions it denies do not exist for
 	// clients (left out of listings, with a warning naming the rule where

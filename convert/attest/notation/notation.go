@@ -3,7 +3,7 @@
 // application/vnd.cncf.notary.signature holding a JWS or COSE envelope)
 // with notation-go's verifier, under a trust store and trust policy laid
 // out as in notation's configuration directory. It implements
-// attest.Trust; only the command wires it in, so a build can leave it
+// attest.Checker; only the command wires it in, so a build can leave it
 // out (docs/artifacts.md, "Referrers: cosign v3 bundles, Notation").
 package notation
 
@@ -87,7 +87,8 @@ func (t *Trust) Name() string { return "notation trust policy " + t.dir }
 // Check reads subject's Notary Project signatures (bounded, see
 // oci.ReadReferrers) and verifies them in turn until one passes the
 // trust policy that applies to repository; refusal says why none did.
-func (t *Trust) Check(ctx context.Context, repo oci.ReadOnlyRepository, repository string, subject digest.Digest) (refusal, err error) {
+// A signature is of subject whatever its predicate type.
+func (t *Trust) Check(ctx context.Context, repo oci.ReadOnlyRepository, repository string, subject digest.Digest, _ string) (refusal, err error) {
 	sigs, err := oci.ReadReferrers(ctx, repo, subject, oci.ArtifactTypeNotationSignature)
 	if err != nil {
 		if oci.IsContentProblem(err) {

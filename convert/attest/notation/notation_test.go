@@ -49,7 +49,7 @@ func check(t *testing.T, trust *Trust, layoutDir string, subject ocispec.Descrip
 	if err != nil {
 		t.Fatal(err)
 	}
-	refusal, err := trust.Check(context.Background(), repo, oci.LayoutPrefix+layoutDir, subject.Digest)
+	refusal, err := trust.Check(context.Background(), repo, oci.LayoutPrefix+layoutDir, subject.Digest, "")
 	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
