@@ -41,12 +41,22 @@ func (j policyJudge) ReadsRoot(kind, address string, attested bool) bool {
 	return facts || attested && j.s.opts.admitting()
 }
 
-func (j policyJudge) Release(ctx context.Context, kind, address, what string, v names.Version, root source.Root, attested bool) error {
-	if err := j.s.factsDenial(ctx, kind, address, what, v, releaseRoot{repo: root.Repo, subject: root.Digest}); err != nil {
-		return err
-	}
-	if !attested {
+func (j policyJudge) Facts(ctx context.Context, kind, address, what string, v names.Version, root source.Root) error {
+	return j.s.factsDenial(ctx, kind, address, what, v, releaseRoot{repo: root.Repo, subject: root.Digest})
+}
+
+func (j policyJudge) Attested(ctx context.Context, kind, what string, v names.Version, root source.Root, attested bool) error {
+	if !attested || !j.s.opts.admitting() {
 		return nil
 	}
 	return admitted(ctx, root.Repo, storeKinds[kind], what, v, root.Digest)
+}
+
+func (j policyJudge) Platform(p names.Provider, v names.Version, pl names.Platform) error {
+	return j.s.platformRefusal(p, v, pl)
+}
+
+func (j policyJudge) PullsOnlyStored(kind, address string) bool {
+	_, ok := j.FactsRule(kind, address)
+	return ok
 }

@@ -62,7 +62,7 @@ func (h *heldProviders) policyWarning(p names.Provider, v names.Version) string 
 }
 
 // platformRefusal is the 404 for a platform the policy leaves out, or nil.
-func (h *heldProviders) platformRefusal(p names.Provider, v names.Version, pl names.Platform) error {
+func (h *responder) platformRefusal(p names.Provider, v names.Version, pl names.Platform) error {
 	pol := h.opts.Policy.Current()
 	if pol == nil {
 		return nil
@@ -75,7 +75,7 @@ func (h *heldProviders) platformRefusal(p names.Provider, v names.Version, pl na
 }
 
 // allowedPlatforms are the platforms of ps the policy allows.
-func (h *heldProviders) allowedPlatforms(p names.Provider, ps []names.Platform) []names.Platform {
+func (h *responder) allowedPlatforms(p names.Provider, ps []names.Platform) []names.Platform {
 	pol := h.opts.Policy.Current()
 	if pol == nil {
 		return ps
@@ -90,7 +90,7 @@ func (h *heldProviders) allowedPlatforms(p names.Provider, ps []names.Platform) 
 }
 
 // allowedZips are the zips of the platforms the policy allows.
-func (h *heldProviders) allowedZips(p names.Provider, zips map[names.Platform]ocispec.Descriptor) map[names.Platform]ocispec.Descriptor {
+func (h *responder) allowedZips(p names.Provider, zips map[names.Platform]ocispec.Descriptor) map[names.Platform]ocispec.Descriptor {
 	pol := h.opts.Policy.Current()
 	if pol == nil {
 		return zips

@@ -56,6 +56,9 @@ type Blob struct {
 	Layer   ocispec.Descriptor
 	Data    []byte
 	Pulling *pullthrough.File
+	// From is the stored release the blob belongs to, when a pull URL
+	// found it in the registry (the gate judges it).
+	From *Root
 }
 
 // Busy says a release is being stored while it was asked for: the

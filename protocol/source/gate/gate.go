@@ -27,10 +27,18 @@ type Judge interface {
 	// rule with facts decides it, or attested is set and an attestation
 	// rule is configured.
 	ReadsRoot(kind, address string, attested bool) bool
-	// Release denies the stored release of version v at root when the
-	// deciding rule's facts do not admit it, or, when attested, the
-	// attestation rule does not; nil when both admit it.
-	Release(ctx context.Context, kind, address, what string, v names.Version, root source.Root, attested bool) error
+	// Facts denies the stored release of version v at root when the
+	// deciding rule's facts (min_age, signers) do not admit it.
+	Facts(ctx context.Context, kind, address, what string, v names.Version, root source.Root) error
+	// Attested denies the stored release of version v at root when
+	// attested is set and the attestation rule does not admit it.
+	Attested(ctx context.Context, kind, what string, v names.Version, root source.Root, attested bool) error
+	// Platform denies platform pl of version v of provider p, or is nil.
+	Platform(p names.Provider, v names.Version, pl names.Platform) error
+	// PullsOnlyStored reports whether the rule deciding address reads
+	// facts of stored releases, so nothing is served from an origin
+	// directly.
+	PullsOnlyStored(kind, address string) bool
 }
 
 // allowed keeps the entries of l whose versions judge allows.

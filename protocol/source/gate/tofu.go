@@ -71,5 +71,8 @@ func (t *Tofu) admitted(ctx context.Context, rel *source.TofuRelease) error {
 	if rel.Root == nil {
 		return nil
 	}
-	return t.Judge.Release(ctx, tofuKind, tofuKind, "OpenTofu", rel.Version, *rel.Root, t.Attested)
+	if err := t.Judge.Facts(ctx, tofuKind, tofuKind, "OpenTofu", rel.Version, *rel.Root); err != nil {
+		return err
+	}
+	return t.Judge.Attested(ctx, tofuKind, "OpenTofu", rel.Version, *rel.Root, t.Attested)
 }

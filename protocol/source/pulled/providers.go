@@ -1,0 +1,268 @@
+package pulled
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/convert/pkghash"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/oci-tofu/oci-tofu/protocol/source/held"
+)
+
+const providerKind = "provider"
+
+// Providers is the provider releases the registry holds (Held) and, for
+// what it does not hold, what the allow-listed origin of the address
+// offers: through the network mirror, the origin of the address's own
+// host; through the registry protocol, under the proxy's own host name,
+// the registry origin, unless the repository holds versions somebody
+// pushed (dependency confusion: such a provider is never merged with,
+// nor pulled over by, the origin's provider of that name, and the origin
+// is not asked about it).
+type Providers struct {
+	Held   *held.Providers
+	Engine *pullthrough.Engine
+	Rules  source.Rules
+	Log    *slog.Logger
+}
+
+var (
+	_ source.Providers   = (*Providers)(nil)
+	_ source.PulledFiles = (*Providers)(nil)
+	_ source.Warmer      = (*Providers)(nil)
+)
+
+// target is the pull-through target of p asked for through via.
+func (h *Providers) target(ctx context.Context, p names.Provider, via source.Via) (pullthrough.Target, bool, error) {
+	if via == source.ViaMirror {
+		t, ok := h.Engine.MirrorTarget(p)
+		return t, ok, nil
+	}
+	t, ok := h.Engine.RegistryTarget(p)
+	if !ok {
+		return t, false, nil
+	}
+	pushed, err := h.heldPushed(ctx, p)
+	return t, err == nil && !pushed, err
+}
+
+// heldPushed reports whether p's repository holds pushed versions.
+func (h *Providers) heldPushed(ctx context.Context, p names.Provider) (bool, error) {
+	repo, err := h.Held.Repo(p)
+	if err != nil {
+		return false, nil // no repository: nothing held (the caller reports the mapping)
+	}
+	return HoldsPushedVersions(ctx, repo)
+}
+
+func (h *Providers) factsRule(p names.Provider) (string, bool) {
+	return h.Rules.FactsRule(providerKind, p.String())
+}
+
+// ProviderVersions lists what the registry holds, what pull-through
+// stored lately and what the origin offers besides. With the origin
+// failing: what the registry holds (logged and counted; through the
+// registry protocol with a warning), or the origin's error when it holds
+// nothing. Under a rule that reads facts: what the registry holds, the
+// origin's newest versions sighted.
+func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+	t, ok, err := h.target(ctx, p, via)
+	if err != nil {
+		return source.ProviderListing{}, err
+	}
+	if !ok {
+		return h.Held.ProviderVersions(ctx, p, via, opts)
+	}
+	if _, facts := h.factsRule(p); facts {
+		h.sightOrigin(ctx, p, t)
+		return h.Held.ProviderVersions(ctx, p, via, opts)
+	}
+	l, err := h.Held.ProviderVersions(ctx, p, via, opts)
+	if err != nil && !source.Absent(err) {
+		return l, err
+	}
+	have := map[string]bool{}
+	for _, e := range l.Versions {
+		have[e.Version.String()] = true
+	}
+	for _, sv := range h.recent(p) {
+		if !have[sv.Version.String()] {
+			l.Versions = append(l.Versions, source.Listed{Version: sv.Version, Stored: true})
+			have[sv.Version.String()] = true
+		}
+	}
+	offered, fetched, oerr := h.Engine.Offered(ctx, t)
+	if oerr != nil {
+		if len(l.Versions) == 0 {
+			return l, oerr
+		}
+		h.Engine.DegradedListing("provider", t.Origin.String(), oerr)
+		if via == source.ViaRegistry && pullthrough.Classify(oerr) != pullthrough.FailureNotFound {
+			l.Warnings = append(l.Warnings, fmt.Sprintf("origin %s is unavailable: only the versions the proxy's registry holds are listed", t.Origin.Hostname))
+		}
+		return l, nil
+	}
+	for _, v := range offered.Versions {
+		if !have[v.String()] {
+			l.Versions = append(l.Versions, source.Listed{Version: v})
+			have[v.String()] = true
+		}
+	}
+	l.At = earliestNonZero(l.At, fetched)
+	return l, nil
+}
+
+// recent are the versions pull-through stored lately in p's repository.
+func (h *Providers) recent(p names.Provider) []pullthrough.StoredVersion {
+	repo, err := h.Held.Repo(p)
+	if err != nil {
+		return nil
+	}
+	return h.Engine.Recent(repo.Name())
+}
+
+// ResolveProvider is the release the registry holds; for one it does not
+// hold, the one pull-through stored lately or the origin offers (under a
+// rule that reads facts: not found, its pull started).
+func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+	root, err := h.Held.ResolveProvider(ctx, p, v, via)
+	if !source.IsNotHeld(err) {
+		return root, err
+	}
+	t, ok, terr := h.target(ctx, p, via)
+	if terr != nil || !ok {
+		return nil, cmp.Or(terr, err)
+	}
+	if rule, facts := h.factsRule(p); facts {
+		go h.sight(t, v)
+		return nil, BeingFetched("provider "+p.String(), v, rule)
+	}
+	pulled := &source.PulledProvider{Served: t.Served, Origin: t.Origin, Via: t.Via}
+	for _, sv := range h.recent(p) {
+		if sv.Version.Same(v) && sv.Registry != nil {
+			pulled.Offer = sv.Registry
+		}
+	}
+	if pulled.Offer == nil {
+		offered, _, oerr := h.Engine.Offered(ctx, t)
+		if oerr != nil {
+			return nil, oerr
+		}
+		pulled.Offer = offered.ByVersion[v.String()]
+	}
+	if pulled.Offer == nil { // the engine's answer says why
+		if _, err := h.Engine.ProviderRelease(ctx, t, v); err != nil {
+			return nil, err
+		}
+		return nil, err
+	}
+	return &source.ProviderRoot{Provider: p, Version: v, Pulled: pulled}, nil
+}
+
+// ResolveProviderAt is the stored release an archive URL names.
+func (h *Providers) ResolveProviderAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*source.ProviderRoot, error) {
+	return h.Held.ResolveProviderAt(ctx, p, v, index)
+}
+
+// ReadProvider reads a stored release from the registry; of an origin's,
+// its summary from the listing, its packages and checksums from the
+// origin's release, verified against its signed SHA256SUMS (each package
+// with its zh: hash alone: the h1 is known only once the package is
+// unpacked, and offered once the release is stored).
+func (h *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, need source.Need) (*source.ProviderRelease, error) {
+	if r.Pulled == nil {
+		return h.Held.ReadProvider(ctx, r, need)
+	}
+	rel := &source.ProviderRelease{ProviderRoot: r, Protocols: r.Pulled.Offer.Protocols}
+	for _, pl := range r.Pulled.Offer.Platforms {
+		rel.Platforms = append(rel.Platforms, names.Platform{OS: pl.OS, Arch: pl.Arch})
+	}
+	if need&(source.NeedPackages|source.NeedChecksums) == 0 {
+		return rel, nil
+	}
+	o, err := h.Engine.ProviderRelease(ctx, r.Pulled.Target(), r.Version)
+	if err != nil {
+		return nil, err
+	}
+	r.Pulled.Sums, r.Pulled.Release = o.SumsDigest(), o
+	rel.Protocols, rel.Platforms = o.Protocols, slices.Clone(o.Platforms)
+	rel.Packages = make(map[names.Platform]*source.ProviderPackage, len(o.Platforms))
+	rel.Checksums = &source.Checksums{Data: o.SHA256SUMS, Signature: o.Signature, Filenames: map[names.Platform]string{}}
+	for _, pl := range o.Platforms {
+		rel.Packages[pl] = &source.ProviderPackage{Filename: o.ZipName(pl), SHA256: o.ZipSHA256(pl),
+			Hashes: []string{pkghash.ZH(o.ZipSHA256(pl))}, Keys: o.Downloads[pl].SigningKeys.GPGPublicKeys, Release: rel}
+		rel.Checksums.Filenames[pl] = o.ZipName(pl)
+	}
+	return rel, nil
+}
+
+// OpenProviderPackage is a stored release's package.
+func (h *Providers) OpenProviderPackage(ctx context.Context, r *source.ProviderRoot, pl names.Platform) (*source.Blob, error) {
+	return h.Held.OpenProviderPackage(ctx, r, pl)
+}
+
+// WarmProvider starts the download of an origin release's package for
+// pl, as the client asks for it next.
+func (h *Providers) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl names.Platform) {
+	if r.Pulled == nil {
+		return
+	}
+	o, ok := r.Pulled.Release.(*ingest.ProviderRelease)
+	if !ok {
+		return
+	}
+	if _, _, err := h.Engine.StartProvider(ctx, r.Pulled.Target(), r.Version, o, o.ZipName(pl), false); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
+		h.Log.Debug("pull-through: could not start the download early", "error", err)
+	}
+}
+
+// sightOrigin starts the background pulls of the newest versions t's
+// origin offers that the registry does not hold and the policy's version
+// rules allow.
+func (h *Providers) sightOrigin(ctx context.Context, p names.Provider, t pullthrough.Target) {
+	repo, err := h.Held.Repo(p)
+	if err != nil {
+		return
+	}
+	l, err := repo.Versions(ctx)
+	if err != nil && !source.Absent(err) {
+		return
+	}
+	heldVersions := l.Versions
+	for _, sv := range h.Engine.Recent(repo.Name()) {
+		if !slices.ContainsFunc(heldVersions, sv.Version.Same) {
+			heldVersions = append(heldVersions, sv.Version)
+		}
+	}
+	offered, _, err := h.Engine.Offered(ctx, t)
+	if err != nil {
+		h.Engine.DegradedListing("provider", t.Origin.String(), err)
+		return
+	}
+	for _, v := range FirstSight(heldVersions, h.Rules.Allowed(providerKind, p.String(), offered.Versions)) {
+		go h.sight(t, v)
+	}
+}
+
+// sight pulls version v of t's origin into the registry, as a first
+// request would, with nobody waiting for it.
+func (h *Providers) sight(t pullthrough.Target, v names.Version) {
+	ctx, cancel := context.WithTimeout(context.Background(), FirstSightTimeout)
+	defer cancel()
+	rel, err := h.Engine.ProviderRelease(ctx, t, v)
+	if err == nil {
+		_, _, err = h.Engine.StartProvider(ctx, t, v, rel, "", false)
+	}
+	if err != nil && !errors.Is(err, pullthrough.ErrFinished) {
+		h.Log.Debug("pull-through: the first sight of a release under a min_age or signers rule did not start its pull", "release", t.Origin.String()+" "+v.String(), "error", err)
+	}
+}
