@@ -95,9 +95,9 @@ func policyCommand() *cli.Command {
 
 // policyQuery is one decision of policy test.
 type policyQuery struct {
-	Kind    string `json:"kind"`
-	Address string `json:"address"`
-	Version string `json:"version,omitempty"`
+	Kind    names.Kind `json:"kind"`
+	Address string     `json:"address"`
+	Version string     `json:"version,omitempty"`
 	// Held, against the registry, says whether it holds the version.
 	Held *bool `json:"held,omitempty"`
 	policy.Decision
@@ -202,7 +202,7 @@ func parsePolicyQuery(arg string) (policyQuery, error) {
 			return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
 		}
 	}
-	if addr == "tofu" {
+	if addr == policy.TofuAddress {
 		return policyQuery{Kind: policy.KindTofu, Address: addr, Version: version}, nil
 	}
 	if rest, ok := strings.CutPrefix(addr, "module:"); ok || strings.Count(addr, "/") == 3 {

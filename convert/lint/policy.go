@@ -1,19 +1,8 @@
 package lint
 
 import (
-	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
-
-// policyKinds maps the kind of artifact checked (by the attestation
-// predicate of its kind) to the policy's kind.
-var policyKinds = map[string]string{
-	release.ProviderPredicateType: policy.KindProvider,
-	modulepkg.PredicateType:       policy.KindModule,
-	release.TofuPredicateType:     policy.KindTofu,
-}
 
 // policyDecision records the admission policy's decision on the version
 // a tag names (Options.Policy): an error naming the rule when it denies
@@ -21,7 +10,7 @@ var policyKinds = map[string]string{
 // naming the rule when it allows it. Tags that are not versions (latest,
 // digests) name no version to decide on.
 func (c *checker) policyDecision() {
-	kind := policyKinds[c.predicateType]
+	kind := c.kind
 	if c.opts.Policy == nil || kind == "" || c.opts.PolicyAddress == nil {
 		return
 	}

@@ -25,7 +25,7 @@ import (
 
 // factsRule reports whether the policy's tofu rule reads facts.
 func (t *pulledTofu) factsRule() bool {
-	return t.opts.Policy.Current().Needs(policy.KindTofu, policy.KindTofu).Any()
+	return t.opts.Policy.Current().Needs(policy.KindTofu, policy.TofuAddress).Any()
 }
 
 // apiDocUnderFacts is api.json as the registry holds it, the rule's
@@ -80,7 +80,7 @@ func (t *pulledTofu) serveFileUnderFacts(w http.ResponseWriter, r *http.Request,
 	}
 	if _, err := t.repo.TofuRelease(r.Context(), req.Version); err != nil && notHeld(err) {
 		go t.sight(req.Version)
-		t.fail(w, r, beingFetched("OpenTofu", req.Version, t.opts.Policy.Current().Needs(policy.KindTofu, policy.KindTofu).Rule)) // pulled_facts.go
+		t.fail(w, r, beingFetched("OpenTofu", req.Version, t.opts.Policy.Current().Needs(policy.KindTofu, policy.TofuAddress).Rule)) // pulled_facts.go
 		return
 	}
 	t.heldTofu.serveFile(w, r, req)

@@ -87,11 +87,11 @@ func addWarning(doc *wire.RegistryVersions, w string) {
 
 // allowedTofu are the OpenTofu versions of vs the policy allows.
 func (t *pulledTofu) allowedTofu(vs []names.Version) []names.Version {
-	return t.policyAllowed(policy.KindTofu, policy.KindTofu, vs) // policy.go
+	return t.policyAllowed(policy.KindTofu, policy.TofuAddress, vs) // policy.go
 }
 
 // tofuRefusal is the 404 for a file of an OpenTofu version the policy
 // denies, decided before the registry or the origin is asked.
 func (t *pulledTofu) tofuRefusal(v names.Version) error {
-	return t.policyDenial(policy.KindTofu, policy.KindTofu, "OpenTofu", v) // policy.go
+	return t.policyDenial(policy.KindTofu, policy.TofuAddress, "OpenTofu", v) // policy.go
 }

@@ -106,7 +106,7 @@ func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 			vs = append(vs, v)
 		}
 	}
-	vs = t.policyAllowed(policy.KindTofu, policy.KindTofu, vs) // policy.go
+	vs = t.policyAllowed(policy.KindTofu, policy.TofuAddress, vs) // policy.go
 	out := make([]*store.TofuRelease, len(vs))
 	err = t.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
 		rel, err := t.repo.TofuRelease(ctx, v)
@@ -119,7 +119,7 @@ func (t *heldTofu) apiDoc(ctx context.Context) (any, time.Time, error) {
 		}
 		if err == nil && !refused {
 			var warn string // policy_facts.go
-			warn, err = t.factsWarning(ctx, policy.KindTofu, policy.KindTofu, v, releaseRoot{repo: t.repo, subject: rel.Digest})
+			warn, err = t.factsWarning(ctx, policy.KindTofu, policy.TofuAddress, v, releaseRoot{repo: t.repo, subject: rel.Digest})
 			refused = warn != ""
 		}
 		if err == nil && !refused {
@@ -153,14 +153,14 @@ func (t *heldTofu) serveFile(w http.ResponseWriter, r *http.Request, req TofuDow
 // release reads the release version v's tag names, when the policy and
 // the attestation rule admit it (404 naming why otherwise).
 func (t *heldTofu) release(ctx context.Context, v names.Version) (*store.TofuRelease, error) {
-	if err := t.policyDenial(policy.KindTofu, policy.KindTofu, "OpenTofu", v); err != nil { // policy.go
+	if err := t.policyDenial(policy.KindTofu, policy.TofuAddress, "OpenTofu", v); err != nil { // policy.go
 		return nil, err
 	}
 	rel, err := t.repo.TofuRelease(ctx, v)
 	if err != nil {
 		return rel, err
 	}
-	if err := t.factsDenial(ctx, policy.KindTofu, policy.KindTofu, "OpenTofu", v, releaseRoot{repo: t.repo, subject: rel.Digest}); err != nil { // policy_facts.go
+	if err := t.factsDenial(ctx, policy.KindTofu, policy.TofuAddress, "OpenTofu", v, releaseRoot{repo: t.repo, subject: rel.Digest}); err != nil { // policy_facts.go
 		return nil, err
 	}
 	if t.unattested {
