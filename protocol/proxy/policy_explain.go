@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,7 +158,7 @@ func explainedVersions(ctx context.Context, repos []*store.Repo, version string)
 	for _, repo := range repos {
 		l, err := repo.Versions(ctx)
 		if store.FailureOf(err) == oci.FailureNotFound {
-			absent = cmpOr(absent, err)
+			absent = cmp.Or(absent, err)
 			continue
 		}
 		if err != nil {

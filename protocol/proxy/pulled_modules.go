@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"sort"
 	"time"
@@ -146,7 +147,7 @@ func (m *pulledModules) release(ctx context.Context, repo *store.Repo, host stri
 		return manifest, err
 	}
 	if ok, gerr := m.originMayBeAsked(ctx, repo, mod); gerr != nil || !ok {
-		return manifest, cmpOr(gerr, err)
+		return manifest, cmp.Or(gerr, err)
 	}
 	if m.factsRule(host, mod) { // pulled_facts_modules.go
 		return manifest, m.notYetHeld(repo, host, mod, v)
