@@ -18,7 +18,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
 
-// policyFlag is serve's admission policy file (docs/policy.md).
+// policyFlag is serve's policy file (docs/policy.md).
 func policyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows (docs/policy.md; check it with `oci-tofu policy test`); reloaded when it changes (once it is still) and on SIGHUP: write it atomically (a temporary file renamed over it); a broken file, or one with no rules or replacing default = \"deny\" that does not write its default out, leaves the last good policy in force", EnvVars: []string{"OCI_TOFU_POLICY"}}
 }

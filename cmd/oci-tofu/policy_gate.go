@@ -8,7 +8,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-// The admission policy beyond serve (docs/policy.md): push and mirror
+// The policy file beyond serve (docs/policy.md): push and mirror
 // refuse what it denies (--policy-warn only warns), lock locks only what
 // it allows, verify reports its decision per version.
 
@@ -63,11 +63,11 @@ func kindPrefix(kind names.Kind) string {
 	return "provider:"
 }
 
-// admitPush is nil when the policy (if any) allows version of the address
-// the pushed repository stands for; the refusal (policy.ErrDenied; hints.go
-// names the flags) otherwise, or nothing but a warning with --policy-warn.
-// It is asked before anything is uploaded.
-func admitPush(c *cli.Context, rep *reporter, kind names.Kind, ref oci.Reference, version string) error {
+// policyAllowsPush is nil when the policy file (if any) allows version of
+// the address the pushed repository stands for; the refusal
+// (policy.ErrDenied; hints.go names the flags) otherwise, or nothing but a
+// warning with --policy-warn. It is asked before anything is uploaded.
+func policyAllowsPush(c *cli.Context, rep *reporter, kind names.Kind, ref oci.Reference, version string) error {
 	p, err := readGatePolicy(c)
 	if err != nil || p == nil {
 		return err

@@ -69,7 +69,7 @@ func pushModule(c *cli.Context) error {
 	rep := newReporter(c)
 	for _, t := range tags {
 		if v, ok := names.VersionFromTag(t); ok {
-			if err := admitPush(c, rep, policy.KindModule, ref, v.String()); err != nil { // policy_gate.go: before packing
+			if err := policyAllowsPush(c, rep, policy.KindModule, ref, v.String()); err != nil { // policy_gate.go: before packing
 				return err
 			}
 		}

@@ -12,8 +12,8 @@ import (
 // configures (serve --require-notation, verify --notation): the seam
 // heavier verifiers live behind, in packages of their own that a build
 // may leave out (convert/attest/notation: Notary Project signatures
-// under a notation trust store and trust policy). An admission policy
-// can name one by Name.
+// under a notation trust store and trust policy). Admission (serve's
+// --require-notation) names one by Name.
 type Trust interface {
 	// Name names the requirement in messages and logs.
 	Name() string

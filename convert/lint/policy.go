@@ -4,7 +4,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-// policyDecision records the admission policy's decision on the version
+// policyDecision records the policy file's decision on the version
 // a tag names (Options.Policy): an error naming the rule when it denies
 // it (the proxy would not serve it, push and mirror refuse it), a line
 // naming the rule when it allows it. Tags that are not versions (latest,

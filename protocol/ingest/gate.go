@@ -15,7 +15,7 @@ const (
 	KindTofu     = policy.KindTofu
 )
 
-// Gate is the admission policy's word on the versions Providers and Tofu
+// Gate is the policy file's word on the versions Providers and Tofu
 // would take: a version it denies is left out before anything of it is
 // downloaded, and reported (Result.Denied) rather than mirrored; with
 // WarnOnly it is mirrored with a warning naming the rule instead. The

@@ -28,7 +28,7 @@ func (o *Options) admitting() bool {
 	return len(o.RequireAttestation) > 0 || len(o.RequireTrust) > 0 || o.RequireKeyless != nil
 }
 
-// admission is the store's admission policy for keys, trusts and keyless
+// admission is the store's admission rule for keys, trusts and keyless
 // identities: the attestations beside the root (bounded:
 // attest.VerifyAttestation), each trust's signatures and the root's
 // Sigstore bundles (admission_keyless.go) are read at once; any of them

@@ -10,7 +10,7 @@ import (
 )
 
 // KeylessVerifier checks keyless attestations (cosign's Sigstore bundles
-// stored as referrers of a root) for the admission policy. cmd supplies
+// stored as referrers of a root) for the admission rule. cmd supplies
 // it from convert/keyless (sigstore-go) unless built with the nokeyless
 // tag; the proxy itself does not link sigstore-go.
 type KeylessVerifier interface {

@@ -10,7 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-// The admission policy file (Options.Policy, convert/policy; the
+// The policy file (Options.Policy, convert/policy; the
 // policy in force is read once per decision, so a reload takes effect at
 // the next one): unlike the
 // attestation check it needs the address and version, not the content, so

@@ -68,7 +68,7 @@ func holdsPushedVersions(ctx context.Context, repo *store.Repo) (bool, error) {
 }
 
 // versionsDoc lists what the registry holds, what pull-through stored
-// lately, and what the origin offers, those two as the admission policy
+// lately, and what the origin offers, those two as the policy file
 // allows (docs/policy.md). With the origin failing: what the registry
 // holds (logged and counted), or the origin's error when it holds
 // nothing.

@@ -136,7 +136,7 @@ type Options struct {
 	// keyless attestation (a Sigstore bundle stored as its referrer) of its
 	// kind's predicate type that it verifies (admission_keyless.go).
 	RequireKeyless KeylessVerifier
-	// Policy, when set, is the admission policy file (convert/policy):
+	// Policy, when set, is the policy file (convert/policy):
 	// provider, module and OpenTofu versions it denies do not exist for
 	// clients (left out of listings, with a warning naming the rule where
 	// the protocol has warnings; 404 with the reason when asked for),

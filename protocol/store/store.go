@@ -55,7 +55,7 @@ type Options struct {
 	// DeniedAsMissing lists registry hosts (or "*") that report a missing
 	// repository as 401/403 (GHCR): such answers then mean "not found".
 	DeniedAsMissing []string
-	// Admit, when set, is the admission policy: a root it refuses is not
+	// Admit, when set, is the admission rule: a root it refuses is not
 	// served (Repo.Admitted). The proxy sets it from its
 	// RequireAttestation.
 	Admit Admit
@@ -155,7 +155,7 @@ var cacheShares = map[string]int64{
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
-// admitShares are cacheShares with an admission policy: its verdicts
+// admitShares are cacheShares with an admission rule: its verdicts
 // (a few dozen bytes each, one per version), beside a policy's signers',
 // take 2 more of resolve's 48.
 var admitShares = map[string]int64{
@@ -245,14 +245,14 @@ func (r *Repo) open(ctx context.Context) (oci.ReadOnlyRepository, error) {
 	return o.repo, nil
 }
 
-// opened is an open repository, and, with an admission policy, the
+// opened is an open repository, and, with an admission rule, the
 // probe of its referrers API (probed is closed when it is done).
 type opened struct {
 	repo   oci.ReadOnlyRepository
 	probed chan struct{}
 }
 
-// opened opens the repository once (cached); with an admission policy it
+// opened opens the repository once (cached); with an admission rule it
 // starts oci.ProbeReferrers beside the first reads, so the admission's
 // referrers read, a round trip later, goes straight where they are.
 func (r *Repo) opened(ctx context.Context) (*opened, error) {
