@@ -19,22 +19,22 @@ import (
 type Judge interface {
 	// Versions are the versions of vs the policy allows for address (of
 	// a policy kind), the others logged.
-	Versions(kind, address string, vs []names.Version) []names.Version
+	Versions(kind names.Kind, address string, vs []names.Version) []names.Version
 	// Version denies version v of address (what names it for clients),
 	// or is nil.
-	Version(kind, address, what string, v names.Version) error
+	Version(kind names.Kind, address, what string, v names.Version) error
 	// ReadsRoot reports whether Release reads anything for address: a
 	// rule with facts decides it, or attested is set and an attestation
 	// rule is configured.
-	ReadsRoot(kind, address string, attested bool) bool
+	ReadsRoot(kind names.Kind, address string, attested bool) bool
 	// Release denies the stored release of version v at root when the
 	// deciding rule's facts do not admit it, or, when attested, the
 	// attestation rule does not; nil when both admit it.
-	Release(ctx context.Context, kind, address, what string, v names.Version, root source.Root, attested bool) error
+	Release(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root, attested bool) error
 }
 
 // allowed keeps the entries of l whose versions judge allows.
-func allowed(judge Judge, kind, address string, l source.Listing) source.Listing {
+func allowed(judge Judge, kind names.Kind, address string, l source.Listing) source.Listing {
 	vs := make([]names.Version, len(l.Versions))
 	for i, e := range l.Versions {
 		vs[i] = e.Version
