@@ -18,7 +18,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
 
-// policyFlag is serve's admission policy file (docs/policy.md).
+// policyFlag is serve's policy file (docs/policy.md).
 func policyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows (docs/policy.md; check it with `oci-tofu policy test`); reloaded when it changes (once it is still) and on SIGHUP: write it atomically (a temporary file renamed over it); a broken file, or one with no rules or replacing default = \"deny\" that does not write its default out, leaves the last good policy in force", EnvVars: []string{"OCI_TOFU_POLICY"}}
 }
@@ -95,9 +95,9 @@ func policyCommand() *cli.Command {
 
 // policyQuery is one decision of policy test.
 type policyQuery struct {
-	Kind    string `json:"kind"`
-	Address string `json:"address"`
-	Version string `json:"version,omitempty"`
+	Kind    names.Kind `json:"kind"`
+	Address string     `json:"address"`
+	Version string     `json:"version,omitempty"`
 	// Held, against the registry, says whether it holds the version.
 	Held *bool `json:"held,omitempty"`
 	policy.Decision
@@ -202,7 +202,7 @@ func parsePolicyQuery(arg string) (policyQuery, error) {
 			return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
 		}
 	}
-	if addr == "tofu" {
+	if addr == policy.TofuAddress {
 		return policyQuery{Kind: policy.KindTofu, Address: addr, Version: version}, nil
 	}
 	if rest, ok := strings.CutPrefix(addr, "module:"); ok || strings.Count(addr, "/") == 3 {

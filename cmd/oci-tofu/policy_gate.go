@@ -5,9 +5,10 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-// The admission policy beyond serve (docs/policy.md): push and mirror
+// The policy file beyond serve (docs/policy.md): push and mirror
 // refuse what it denies (--policy-warn only warns), lock locks only what
 // it allows, verify reports its decision per version.
 
@@ -43,7 +44,7 @@ func readGatePolicy(c *cli.Context) (*policy.Policy, error) {
 
 // policyAddress is --policy-address, or the address read from the
 // repository's path.
-func policyAddress(c *cli.Context, kind string, ref oci.Reference) (string, error) {
+func policyAddress(c *cli.Context, kind names.Kind, ref oci.Reference) (string, error) {
 	if a := c.String("policy-address"); a != "" {
 		q, err := parsePolicyQuery(kindPrefix(kind) + a)
 		if err != nil {
@@ -55,23 +56,23 @@ func policyAddress(c *cli.Context, kind string, ref oci.Reference) (string, erro
 }
 
 // kindPrefix is what makes parsePolicyQuery read an address as kind.
-func kindPrefix(kind string) string {
+func kindPrefix(kind names.Kind) string {
 	if kind == policy.KindModule {
 		return "module:"
 	}
 	return "provider:"
 }
 
-// admitPush is nil when the policy (if any) allows version of the address
-// the pushed repository stands for; the refusal (policy.ErrDenied; hints.go
-// names the flags) otherwise, or nothing but a warning with --policy-warn.
-// It is asked before anything is uploaded.
-func admitPush(c *cli.Context, rep *reporter, kind string, ref oci.Reference, version string) error {
+// policyAllowsPush is nil when the policy file (if any) allows version of
+// the address the pushed repository stands for; the refusal
+// (policy.ErrDenied; hints.go names the flags) otherwise, or nothing but a
+// warning with --policy-warn. It is asked before anything is uploaded.
+func policyAllowsPush(c *cli.Context, rep *reporter, kind names.Kind, ref oci.Reference, version string) error {
 	p, err := readGatePolicy(c)
 	if err != nil || p == nil {
 		return err
 	}
-	addr := policy.KindTofu
+	addr := policy.TofuAddress
 	if kind != policy.KindTofu {
 		if addr, err = policyAddress(c, kind, ref); err != nil {
 			return err

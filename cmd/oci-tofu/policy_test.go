@@ -4,10 +4,15 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func TestParsePolicyQuery(t *testing.T) {
-	for _, c := range []struct{ arg, kind, addr, version string }{
+	for _, c := range []struct {
+		arg           string
+		kind          names.Kind
+		addr, version string
+	}{
 		{"hashicorp/aws@5.1.0", policy.KindProvider, "registry.opentofu.org/hashicorp/aws", "5.1.0"},
 		{"example.com/test/hello", policy.KindProvider, "example.com/test/hello", ""},
 		{"provider:example.com/test/hello@1.0.0", policy.KindProvider, "example.com/test/hello", "1.0.0"},

@@ -69,7 +69,7 @@ func pushModule(c *cli.Context) error {
 	rep := newReporter(c)
 	for _, t := range tags {
 		if v, ok := names.VersionFromTag(t); ok {
-			if err := admitPush(c, rep, policy.KindModule, ref, v.String()); err != nil { // policy_gate.go: before packing
+			if err := policyAllowsPush(c, rep, policy.KindModule, ref, v.String()); err != nil { // policy_gate.go: before packing
 				return err
 			}
 		}
@@ -196,12 +196,9 @@ func parseModuleTarget(s string) (oci.Reference, string, error) {
 	return ref, tag, nil
 }
 
-var (
-	ociTagPattern = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
-	// versionish tags must be canonical versions: a leading digit, or v
-	// followed by a digit.
-	versionish = regexp.MustCompile(`^[vV]?[0-9]`)
-)
+// versionish tags must be canonical versions: a leading digit, or v
+// followed by a digit.
+var versionish = regexp.MustCompile(`^[vV]?[0-9]`)
 
 // moduleTag validates a tag. Anything that looks like a version must be a
 // canonical one, because the registry protocol lists versions from tags and
@@ -220,7 +217,7 @@ func moduleTag(t string) (string, error) {
 		}
 		t = names.TagForVersion(v)
 	}
-	if !ociTagPattern.MatchString(t) {
+	if !names.ValidTag(t) {
 		return "", fmt.Errorf("invalid tag %q: tags are up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'", t)
 	}
 	return t, nil

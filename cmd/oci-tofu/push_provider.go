@@ -75,7 +75,7 @@ func pushProvider(c *cli.Context) error {
 	}
 	rep.infof("%s %s: %s; %s to check against SHA256SUMS and push", rel.Type, rel.Version, signatureNote(rel, opts.Signer), plural(len(rel.Packages), "platform"))
 	rep.warn(rel.Type+" "+rel.Version, rel.Warnings)
-	if err := admitPush(c, rep, policy.KindProvider, ref, rel.Version); err != nil { // policy_gate.go: before any upload
+	if err := policyAllowsPush(c, rep, policy.KindProvider, ref, rel.Version); err != nil { // policy_gate.go: before any upload
 		return err
 	}
 	client, err := registryClient(c)

@@ -53,7 +53,7 @@ func pushTofu(c *cli.Context) error {
 	}
 	rep := newReporter(c)
 	rep.infof("verified OpenTofu %s: %s, signature by key %s", rel.Version, plural(len(rel.Files), "file"), rel.KeyID)
-	if err := admitPush(c, rep, policy.KindTofu, ref, rel.Version); err != nil { // policy_gate.go: before any upload
+	if err := policyAllowsPush(c, rep, policy.KindTofu, ref, rel.Version); err != nil { // policy_gate.go: before any upload
 		return err
 	}
 	client, err := registryClient(c)

@@ -9,6 +9,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/lint"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func verifyCommand() *cli.Command {
@@ -116,7 +117,7 @@ func verify(c *cli.Context) error {
 func verifyRefs(c *cli.Context, client *oci.Client, refs []oci.Reference, opts lint.Options) ([]lint.Finding, error) {
 	var all []lint.Finding
 	for _, ref := range refs {
-		opts.PolicyAddress = func(kind string) (string, error) { return policy.AddressFromRepository(kind, ref.Repository) }
+		opts.PolicyAddress = func(kind names.Kind) (string, error) { return policy.AddressFromRepository(kind, ref.Repository) }
 		repo, err := client.OpenReadOnly(c.Context, ref)
 		var findings []lint.Finding
 		if err == nil {

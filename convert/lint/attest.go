@@ -25,16 +25,16 @@ func (c *checker) attestations(root digest.Digest) error {
 		return err
 	}
 	for _, k := range c.opts.AttestKeys {
-		if c.predicateType == "" {
+		if c.predicateType() == "" {
 			c.attestFinding(SeverityError, "key %s: not an artifact oci-tofu attests: no signature or attestation to check", k.Name)
 			continue
 		}
-		r, err := attest.Verify(c.ctx, c.repo, root, k.Key, c.predicateType)
+		r, err := attest.Verify(c.ctx, c.repo, root, k.Key, c.predicateType())
 		if err != nil {
 			return fmt.Errorf("reading the signature and attestation of %s: %w", root, err)
 		}
 		if r.OK() {
-			c.attestFinding(SeverityOK, "%s is signed and attested (%s) by key %s", root, c.predicateType, k.Name)
+			c.attestFinding(SeverityOK, "%s is signed and attested (%s) by key %s", root, c.predicateType(), k.Name)
 			continue
 		}
 		for _, e := range []error{r.Signature, r.Attestation} {
@@ -50,7 +50,7 @@ func (c *checker) attestations(root digest.Digest) error {
 // signatures under a trust policy): each must be satisfied.
 func (c *checker) trusts(root digest.Digest) error {
 	for _, t := range c.opts.Trusts {
-		refusal, err := t.Check(c.ctx, c.repo, c.fullName, root, c.predicateType)
+		refusal, err := t.Check(c.ctx, c.repo, c.fullName, root, c.predicateType())
 		switch {
 		case err != nil:
 			return fmt.Errorf("reading the signatures of %s: %w", root, err)

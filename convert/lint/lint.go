@@ -60,7 +60,7 @@ type Options struct {
 	// PolicyAddress names the address it matches for a kind of artifact
 	// (policy.go).
 	Policy        *policy.Policy
-	PolicyAddress func(kind string) (string, error)
+	PolicyAddress func(kind names.Kind) (string, error)
 	// Keyless, when given, must each have attested every artifact
 	// checked without a key (keyless.go; attest.Checker: cmd supplies
 	// convert/keyless, so that this package does not link sigstore-go).
@@ -113,10 +113,14 @@ type checker struct {
 	// unread is set for a tag OpenTofu never reads: what it points to
 	// cannot make OpenTofu fail, so errors about it become warnings.
 	unread string
-	// predicateType is that of the attestation oci-tofu writes for the
-	// kind of artifact checked; empty for what it does not attest.
-	predicateType string
+	// kind is that of the artifact checked; empty for what is none of
+	// names.Kind's (then it is not attested, nor decided by the policy).
+	kind names.Kind
 }
+
+// predicateType is that of the attestation oci-tofu writes for the kind
+// of artifact checked; empty for what it does not attest.
+func (c *checker) predicateType() string { return attest.PredicateType(c.kind) }
 
 func (c *checker) add(sev Severity, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
@@ -203,7 +207,7 @@ func (c *checker) providerTag(tag string) error {
 }
 
 func (c *checker) provider(desc ocispec.Descriptor) error {
-	c.predicateType = release.ProviderPredicateType
+	c.kind = names.KindProvider
 	pv, err := oci.ReadProviderIndex(c.ctx, c.repo, desc)
 	if err != nil {
 		return c.problem(err)
@@ -327,7 +331,7 @@ func (c *checker) manifest(desc ocispec.Descriptor, tag string) error {
 }
 
 func (c *checker) module(desc ocispec.Descriptor, body []byte) error {
-	c.predicateType = modulepkg.PredicateType
+	c.kind = names.KindModule
 	z, err := oci.ParseModule(desc, body)
 	if err != nil {
 		return c.problem(err)
@@ -360,7 +364,7 @@ func (c *checker) module(desc ocispec.Descriptor, body []byte) error {
 // file it lists is a layer of that name, digest and size, and (unless
 // SkipZips) every layer's content matches its digest.
 func (c *checker) tofuRelease(desc ocispec.Descriptor, body []byte) error {
-	c.predicateType = release.TofuPredicateType
+	c.kind = names.KindTofu
 	cfg, layers, err := oci.ReadTofuReleaseBody(c.ctx, c.repo, desc, body)
 	if err != nil {
 		return c.problem(err)

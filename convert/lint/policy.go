@@ -1,27 +1,16 @@
 package lint
 
 import (
-	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-// policyKinds maps the kind of artifact checked (by the attestation
-// predicate of its kind) to the policy's kind.
-var policyKinds = map[string]string{
-	release.ProviderPredicateType: policy.KindProvider,
-	modulepkg.PredicateType:       policy.KindModule,
-	release.TofuPredicateType:     policy.KindTofu,
-}
-
-// policyDecision records the admission policy's decision on the version
+// policyDecision records the policy file's decision on the version
 // a tag names (Options.Policy): an error naming the rule when it denies
 // it (the proxy would not serve it, push and mirror refuse it), a line
 // naming the rule when it allows it. Tags that are not versions (latest,
 // digests) name no version to decide on.
 func (c *checker) policyDecision() {
-	kind := policyKinds[c.predicateType]
+	kind := c.kind
 	if c.opts.Policy == nil || kind == "" || c.opts.PolicyAddress == nil {
 		return
 	}

@@ -27,7 +27,7 @@ type Options struct {
 	// NoDownload refuses to download zips whose h1 is not stored, instead of
 	// computing it.
 	NoDownload bool
-	// Policy, when set, is the admission policy: versions it denies are
+	// Policy, when set, is the policy file: versions it denies are
 	// not chosen (policy.go), as the proxy lists none of them.
 	Policy *policy.Policy
 }

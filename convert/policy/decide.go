@@ -32,7 +32,7 @@ const DefaultRule = "default"
 // Addresses are "hostname/namespace/type" for providers,
 // "hostname/namespace/name/system" for modules, anything for tofu. The
 // index (index.go) finds it without trying every rule.
-func (p *Policy) match(kind, address string) *rule {
+func (p *Policy) match(kind names.Kind, address string) *rule {
 	address = strings.ToLower(address)
 	i := -1
 	if p.index != nil {
@@ -46,7 +46,7 @@ func (p *Policy) match(kind, address string) *rule {
 	return nil
 }
 
-func (p *Policy) defaultDecision(kind, address string) Decision {
+func (p *Policy) defaultDecision(kind names.Kind, address string) Decision {
 	if p.denyByDefault {
 		return Decision{Allow: false, Rule: DefaultRule, Reason: fmt.Sprintf("no %s rule of the policy matches %s, and the policy's default is deny", kind, address)}
 	}
@@ -59,7 +59,7 @@ func (p *Policy) defaultDecision(kind, address string) Decision {
 // denied; any other allowed), and without one the default. A nil Policy
 // allows everything. An empty version asks about the address alone: it
 // is allowed when some version may be.
-func (p *Policy) Decide(kind, address, version string) Decision {
+func (p *Policy) Decide(kind names.Kind, address, version string) Decision {
 	if p == nil {
 		return Decision{Allow: true, Rule: DefaultRule, Reason: "no policy"}
 	}
@@ -83,7 +83,7 @@ func (p *Policy) Decide(kind, address, version string) Decision {
 
 // DecideVersion is Decide for a version already parsed: what the proxy
 // asks once per version it lists.
-func (p *Policy) DecideVersion(kind, address string, v names.Version) Decision {
+func (p *Policy) DecideVersion(kind names.Kind, address string, v names.Version) Decision {
 	if p == nil {
 		return Decision{Allow: true, Rule: DefaultRule, Reason: "no policy"}
 	}
@@ -125,7 +125,7 @@ func (r *rule) describeVersions() string {
 // Platform says whether a platform ("linux_amd64") of address may be
 // served: the first matching rule's platforms, when it lists them; every
 // platform otherwise. It does not repeat Decide's version check.
-func (p *Policy) Platform(kind, address, platform string) Decision {
+func (p *Policy) Platform(kind names.Kind, address, platform string) Decision {
 	if p == nil {
 		return Decision{Allow: true, Rule: DefaultRule, Reason: "no policy"}
 	}

@@ -1,4 +1,4 @@
-// Package policy owns the admission policy file: its HCL syntax (a
+// Package policy owns the policy file: its HCL syntax (a
 // default, then provider, module and tofu blocks each naming what it
 // matches and which versions and platforms it allows), its bounds
 // (size, nesting, number of rules) and the decisions read from it,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // Facts are what a decision under min_age or signers needs to know of a
@@ -42,7 +43,7 @@ func (n Needs) Any() bool { return n.MinAge > 0 || len(n.Signers) > 0 }
 
 // Needs is what deciding on a version of address needs beyond Decide.
 // It is cheap: a caller asks before reading anything from the registry.
-func (p *Policy) Needs(kind, address string) Needs {
+func (p *Policy) Needs(kind names.Kind, address string) Needs {
 	if p == nil {
 		return Needs{}
 	}
@@ -59,7 +60,7 @@ func (p *Policy) Needs(kind, address string) Needs {
 // ingest time is unknown is denied: the cool-down cannot be shown to be
 // over). A version min_age denies has Decision.AgesIn set: when it will
 // be allowed, if nothing else changes.
-func (p *Policy) DecideWith(kind, address, version string, f Facts, now time.Time) Decision {
+func (p *Policy) DecideWith(kind names.Kind, address, version string, f Facts, now time.Time) Decision {
 	d := p.Decide(kind, address, version)
 	if !d.Allow || version == "" || p == nil {
 		return d
@@ -112,7 +113,7 @@ func signerHint(s *Signer) string {
 // versions allow a version but the deciding rule also has min_age or
 // signers, the decision is not allowed but pending, DependsOn naming
 // what it depends on.
-func (p *Policy) DecideOffline(kind, address, version string) Decision {
+func (p *Policy) DecideOffline(kind names.Kind, address, version string) Decision {
 	d := p.Decide(kind, address, version)
 	n := p.Needs(kind, address)
 	if !d.Allow || version == "" || !n.Any() {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // writeKey writes a PEM public key to dir/name.
@@ -75,9 +77,12 @@ func TestNeeds(t *testing.T) {
 	if n := p.Needs(KindProvider, "example.com/a/b"); n.MinAge != 36*time.Hour || len(n.Signers) != 0 {
 		t.Errorf("1d12h: %+v", n)
 	}
-	for _, c := range [][2]string{{KindTofu, "tofu"}, {KindProvider, "other.example/a/b"}} {
-		if n := p.Needs(c[0], c[1]); n.Any() {
-			t.Errorf("%s needs facts: %+v", c, n)
+	for _, c := range []struct {
+		kind    names.Kind
+		address string
+	}{{KindTofu, "tofu"}, {KindProvider, "other.example/a/b"}} {
+		if n := p.Needs(c.kind, c.address); n.Any() {
+			t.Errorf("%s %s needs facts: %+v", c.kind, c.address, n)
 		}
 	}
 	var none *Policy

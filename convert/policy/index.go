@@ -3,6 +3,8 @@ package policy
 import (
 	"path"
 	"strings"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // index finds the first rule of a kind matching an address without
@@ -17,9 +19,9 @@ import (
 // (scan is the plain reading of that rule, and the tests hold the two to
 // the same answers).
 type index struct {
-	exact    map[string]map[string]int   // kind → pattern → position of its first rule
-	wildcard map[string]map[string][]int // kind → literal leading segments → positions, ascending
-	tofu     int                         // position of the first tofu rule, -1 for none
+	exact    map[names.Kind]map[string]int   // kind → pattern → position of its first rule
+	wildcard map[names.Kind]map[string][]int // kind → literal leading segments → positions, ascending
+	tofu     int                             // position of the first tofu rule, -1 for none
 }
 
 // literalPrefix is the segments of pattern before its first one with a
@@ -35,8 +37,8 @@ func literalPrefix(pattern string) string {
 }
 
 func newIndex(rules []*rule) *index {
-	ix := &index{exact: map[string]map[string]int{}, wildcard: map[string]map[string][]int{}, tofu: -1}
-	for _, kind := range []string{KindProvider, KindModule} {
+	ix := &index{exact: map[names.Kind]map[string]int{}, wildcard: map[names.Kind]map[string][]int{}, tofu: -1}
+	for _, kind := range []names.Kind{KindProvider, KindModule} {
 		ix.exact[kind], ix.wildcard[kind] = map[string]int{}, map[string][]int{}
 	}
 	for i, r := range rules {
@@ -59,7 +61,7 @@ func newIndex(rules []*rule) *index {
 
 // first is the position of the first rule of kind matching address
 // (lower case), or -1.
-func (ix *index) first(rules []*rule, kind, address string) int {
+func (ix *index) first(rules []*rule, kind names.Kind, address string) int {
 	if kind == KindTofu {
 		return ix.tofu
 	}
@@ -107,7 +109,7 @@ func (ix *index) first(rules []*rule, kind, address string) int {
 
 // scan is the first rule of kind matching address (lower case), trying
 // each in the order of the file.
-func scan(rules []*rule, kind, address string) int {
+func scan(rules []*rule, kind names.Kind, address string) int {
 	for i, r := range rules {
 		if r.kind != kind {
 			continue

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // The index decides as the plain reading of "the first matching rule in
@@ -58,7 +60,7 @@ func TestIndexAgreesWithScan(t *testing.T) {
 			t.Fatalf("%v\n%s", err, b.String())
 		}
 		for k := 0; k < 50; k++ {
-			addrs := map[string]string{
+			addrs := map[names.Kind]string{
 				KindProvider: "h" + lit() + ".io/" + lit() + "/" + lit(),
 				KindModule:   "h" + lit() + ".io/" + lit() + "/" + lit() + "/" + lit(),
 				KindTofu:     "tofu",

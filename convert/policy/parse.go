@@ -28,9 +28,9 @@ const (
 
 // Kinds of what a rule can be about.
 const (
-	KindProvider = "provider"
-	KindModule   = "module"
-	KindTofu     = "tofu"
+	KindProvider = names.KindProvider
+	KindModule   = names.KindModule
+	KindTofu     = names.KindTofu
 )
 
 // Policy is a parsed policy file.
@@ -49,7 +49,7 @@ var serials atomic.Uint64
 
 // rule is one provider, module or tofu block.
 type rule struct {
-	kind     string
+	kind     names.Kind
 	name     string
 	pattern  string // normalised; "" for tofu
 	versions string // as written
@@ -68,9 +68,9 @@ type rule struct {
 var rootSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "default"}, {Name: "trusted_root"}},
 	Blocks: []hcl.BlockHeaderSchema{
-		{Type: KindProvider, LabelNames: []string{"pattern"}},
-		{Type: KindModule, LabelNames: []string{"pattern"}},
-		{Type: KindTofu},
+		{Type: string(KindProvider), LabelNames: []string{"pattern"}},
+		{Type: string(KindModule), LabelNames: []string{"pattern"}},
+		{Type: string(KindTofu)},
 	},
 }
 
@@ -136,7 +136,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 		if err != nil {
 			return nil, err
 		}
-		key := r.kind + " " + r.name
+		key := string(r.kind) + " " + r.name
 		if prev, dup := seen[key]; dup {
 			return nil, posError(b.DefRange, fmt.Sprintf("a %s rule named %q is already defined at line %d: rules are named for explanations and metrics, so names must differ", r.kind, r.name, prev.Start.Line))
 		}
@@ -150,9 +150,9 @@ func Parse(src []byte, filename string) (*Policy, error) {
 }
 
 func parseRule(b *hcl.Block, env *parseEnv) (*rule, error) {
-	r := &rule{kind: b.Type, name: b.Type}
+	r := &rule{kind: names.Kind(b.Type), name: b.Type}
 	if len(b.Labels) == 1 {
-		pat, err := parsePattern(b.Type, b.Labels[0])
+		pat, err := parsePattern(r.kind, b.Labels[0])
 		if err != nil {
 			return nil, posError(b.LabelRanges[0], err.Error())
 		}
@@ -235,7 +235,7 @@ func decodeList(a *hcl.Attribute, target *[]string) error {
 // oci_mirror's include/exclude (cliconfig.ParseMatchingPatterns), a
 // module pattern "[hostname/]namespace/name/system", each segment a name
 // or "*".
-func parsePattern(kind, s string) (string, error) {
+func parsePattern(kind names.Kind, s string) (string, error) {
 	if kind == KindProvider {
 		ps, err := cliconfig.ParseMatchingPatterns([]string{s})
 		if err != nil {

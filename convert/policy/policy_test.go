@@ -29,9 +29,10 @@ func TestDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		kind, addr, version string
-		allow               bool
-		rule, reason        string
+		kind          names.Kind
+		addr, version string
+		allow         bool
+		rule, reason  string
 	}{
 		{KindProvider, "registry.opentofu.org/hashicorp/aws", "5.1.0", true, "aws-pinned", "allowed by the policy's rule \"aws-pinned\""},
 		{KindProvider, "registry.opentofu.org/hashicorp/aws", "5.2.0", false, "aws-pinned", "denied by the policy's rule \"aws-pinned\""},
@@ -198,10 +199,13 @@ func FuzzParse(f *testing.F) {
 			p.Decide(KindProvider, "registry.opentofu.org/hashicorp/aws", "1.0.0")
 			p.Platform(KindProvider, "registry.opentofu.org/hashicorp/aws", "linux_amd64")
 			// The index finds the rule the plain scan does.
-			for _, q := range [][2]string{{KindProvider, "registry.opentofu.org/hashicorp/aws"}, {KindProvider, "example.com/test/hello"},
+			for _, q := range []struct {
+				kind names.Kind
+				addr string
+			}{{KindProvider, "registry.opentofu.org/hashicorp/aws"}, {KindProvider, "example.com/test/hello"},
 				{KindModule, "tofu.example.com/platform/vpc/aws"}, {KindTofu, "tofu"}} {
-				if got, want := p.index.first(p.rules, q[0], q[1]), scan(p.rules, q[0], q[1]); got != want {
-					t.Fatalf("%s %s: the index finds rule %d, the scan %d", q[0], q[1], got, want)
+				if got, want := p.index.first(p.rules, q.kind, q.addr), scan(p.rules, q.kind, q.addr); got != want {
+					t.Fatalf("%s %s: the index finds rule %d, the scan %d", q.kind, q.addr, got, want)
 				}
 			}
 		}

@@ -16,12 +16,13 @@ var ErrDenied = errors.New("denied by the admission policy")
 // DeniedError is a version the policy denies, with the decision: the rule
 // that decided and why.
 type DeniedError struct {
-	Kind, Address, Version string
-	Decision               Decision
+	Kind             names.Kind
+	Address, Version string
+	Decision         Decision
 }
 
 func (e *DeniedError) Error() string {
-	what := e.Kind + " " + e.Address
+	what := string(e.Kind) + " " + e.Address
 	if e.Kind == KindTofu {
 		what = "OpenTofu"
 	}
@@ -33,13 +34,17 @@ func (e *DeniedError) Is(target error) bool { return target == ErrDenied }
 
 // Check is nil when p allows version of address (a nil Policy allows
 // everything), and otherwise a *DeniedError carrying the decision.
-func (p *Policy) Check(kind, address, version string) error {
+func (p *Policy) Check(kind names.Kind, address, version string) error {
 	d := p.Decide(kind, address, version)
 	if d.Allow {
 		return nil
 	}
 	return &DeniedError{Kind: kind, Address: address, Version: version, Decision: d}
 }
+
+// TofuAddress is the address of OpenTofu releases: a tofu rule matches
+// it, and it is what Decide and Check are asked about them.
+const TofuAddress = "tofu"
 
 // DefaultHostname is the hostname AddressFromRepository gives an address
 // read from a repository path, which names none.
@@ -51,14 +56,14 @@ const DefaultHostname = "registry.opentofu.org"
 // last three (namespace/name/system), on DefaultHostname; "tofu" for
 // OpenTofu releases. Repository templates end in those names
 // (…/${namespace}/${type}), so this is the address they were pushed for.
-func AddressFromRepository(kind, repository string) (string, error) {
-	n := map[string]int{KindProvider: 2, KindModule: 3}[kind]
+func AddressFromRepository(kind names.Kind, repository string) (string, error) {
+	n := map[names.Kind]int{KindProvider: 2, KindModule: 3}[kind]
 	if kind == KindTofu {
-		return KindTofu, nil
+		return TofuAddress, nil
 	}
 	parts := strings.Split(strings.ToLower(strings.Trim(repository, "/")), "/")
 	if n == 0 || len(parts) < n {
-		return "", fmt.Errorf("the repository %q does not end in the %s's names (%s): name the address the admission policy should match", repository, kind, map[string]string{KindProvider: "namespace/type", KindModule: "namespace/name/system"}[kind])
+		return "", fmt.Errorf("the repository %q does not end in the %s's names (%s): name the address the admission policy should match", repository, kind, map[names.Kind]string{KindProvider: "namespace/type", KindModule: "namespace/name/system"}[kind])
 	}
 	return DefaultHostname + "/" + strings.Join(parts[len(parts)-n:], "/"), nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // Check refuses what Decide denies with an error that is ErrDenied and
@@ -28,7 +30,10 @@ func TestCheck(t *testing.T) {
 }
 
 func TestAddressFromRepository(t *testing.T) {
-	for _, c := range []struct{ kind, repo, want string }{
+	for _, c := range []struct {
+		kind       names.Kind
+		repo, want string
+	}{
 		{KindProvider, "ghcr.io/acme/providers/Acme/widgets", "registry.opentofu.org/acme/widgets"},
 		{KindModule, "modules/acme/network/aws", "registry.opentofu.org/acme/network/aws"},
 		{KindTofu, "tools/opentofu", "tofu"},

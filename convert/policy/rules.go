@@ -1,8 +1,11 @@
 package policy
 
+import "github.com/oci-tofu/oci-tofu/oci/names"
+
 // RuleInfo describes one rule, for the page and `serve --check`.
 type RuleInfo struct {
-	Kind, Name string
+	Kind names.Kind
+	Name string
 	// Pattern is the normalised address pattern ("" for tofu).
 	Pattern string
 }
@@ -20,7 +23,7 @@ func (p *Policy) RuleList() []RuleInfo {
 }
 
 // HasRule says whether p has a rule of kind named name.
-func (p *Policy) HasRule(kind, name string) bool {
+func (p *Policy) HasRule(kind names.Kind, name string) bool {
 	if p == nil {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // Kinds of signer a rule can require (signers = ["KIND:VALUE", …]).
@@ -60,7 +61,7 @@ const signerKinds = "publisher:KEYID, attestation:KEYFILE, cosign:KEYFILE, notat
 
 // parseSigner reads one signers entry of a kind's rule; key paths are
 // relative to the policy file's directory.
-func parseSigner(kind, spec string, env *parseEnv) (*Signer, error) {
+func parseSigner(kind names.Kind, spec string, env *parseEnv) (*Signer, error) {
 	k, val, ok := strings.Cut(spec, ":")
 	val = strings.TrimSpace(val)
 	if !ok || val == "" {

@@ -90,14 +90,24 @@ func (a *Attestation) Attested(ctx context.Context, repo oci.ReadOnlyRepository,
 	return err == nil && ok
 }
 
-// push runs a push with attestWith called before the tags are written, so
-// that no client ever sees the release tagged and not attested; a release
-// its tags already held (UpToDate) is attested after. A nil a just pushes.
+// push runs a push with attestWith called before the tags are written
+// (and before opts.BeforeTag), so that no client ever sees the release
+// tagged and not attested; a release its tags already held (UpToDate) is
+// attested after. A nil a just pushes.
 func (a *Attestation) push(ctx context.Context, opts oci.PushOptions, push func(oci.PushOptions) (oci.PushResult, error), attestWith func(context.Context, ocispec.Descriptor) error) (oci.PushResult, error) {
 	if a == nil {
 		return push(opts)
 	}
-	opts.BeforeTag = attestWith
+	if before := opts.BeforeTag; before != nil {
+		opts.BeforeTag = func(ctx context.Context, root ocispec.Descriptor) error {
+			if err := attestWith(ctx, root); err != nil {
+				return err
+			}
+			return before(ctx, root)
+		}
+	} else {
+		opts.BeforeTag = attestWith
+	}
 	res, err := push(opts)
 	if err == nil && res.UpToDate {
 		err = attestWith(ctx, res.Root)

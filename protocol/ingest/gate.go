@@ -15,7 +15,7 @@ const (
 	KindTofu     = policy.KindTofu
 )
 
-// Gate is the admission policy's word on the versions Providers and Tofu
+// Gate is the policy file's word on the versions Providers and Tofu
 // would take: a version it denies is left out before anything of it is
 // downloaded, and reported (Result.Denied) rather than mirrored; with
 // WarnOnly it is mirrored with a warning naming the rule instead. The
@@ -29,7 +29,7 @@ type Gate struct {
 
 // refuses is the policy's refusal of version v of address, or nil when it
 // allows it or only warns.
-func (g Gate) refuses(kind, address string, v versions.Version) error {
+func (g Gate) refuses(kind names.Kind, address string, v versions.Version) error {
 	if g.WarnOnly {
 		return nil
 	}
@@ -38,7 +38,7 @@ func (g Gate) refuses(kind, address string, v versions.Version) error {
 
 // warnings is the warning a WarnOnly gate records for a version the
 // policy denies; none otherwise.
-func (g Gate) warnings(kind, address string, v versions.Version) []string {
+func (g Gate) warnings(kind names.Kind, address string, v versions.Version) []string {
 	if !g.WarnOnly {
 		return nil
 	}
@@ -52,7 +52,7 @@ func (g Gate) warnings(kind, address string, v versions.Version) []string {
 // into those to take and the results of those the policy denies. An exact choice (a locked
 // version) that the policy denies is an error instead: there is no other
 // version to take.
-func (g Gate) split(kind, address, provider string, chosen versions.List, exact bool) (versions.List, []Result, error) {
+func (g Gate) split(kind names.Kind, address, provider string, chosen versions.List, exact bool) (versions.List, []Result, error) {
 	var take versions.List
 	var denied []Result
 	for _, v := range chosen {
@@ -85,14 +85,14 @@ func chooseTofu(available versions.List, opts TofuOptions) (versions.List, []Res
 	}
 	var allowed versions.List
 	for _, v := range available {
-		if opts.Gate.refuses(KindTofu, KindTofu, v) == nil {
+		if opts.Gate.refuses(KindTofu, policy.TofuAddress, v) == nil {
 			allowed = append(allowed, v)
 		}
 	}
 	chosen := pick(allowed)
 	var denied []Result
 	for _, v := range pick(available) {
-		err := opts.Gate.refuses(KindTofu, KindTofu, v)
+		err := opts.Gate.refuses(KindTofu, policy.TofuAddress, v)
 		if err != nil && !slices.ContainsFunc(chosen, v.Same) {
 			denied = append(denied, Result{Provider: "opentofu", Version: v.String(), Denied: err.Error()})
 		}

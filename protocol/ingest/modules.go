@@ -126,7 +126,7 @@ type ModuleSpec struct {
 
 func (s ModuleSpec) String() string { return s.Host + "/" + s.Module.String() }
 
-// policyAddress is the module's address as the admission policy matches
+// policyAddress is the module's address as the policy file matches
 // it: its host without a port, as for providers (policy.ProviderAddress).
 func (s ModuleSpec) policyAddress() string {
 	host := s.Host
@@ -149,7 +149,7 @@ type ModuleOptions struct {
 	Transport http.RoundTripper
 	TempDir   string
 	Attest    *Attestation
-	// Gate, when set, leaves out the versions the admission policy denies
+	// Gate, when set, leaves out the versions the policy file denies
 	// (kind module, address HOST/NAMESPACE/NAME/SYSTEM) before anything of
 	// them is fetched.
 	Gate Gate

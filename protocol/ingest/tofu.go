@@ -9,6 +9,7 @@ import (
 	"github.com/apparentlymart/go-versions/versions/constraints"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -74,7 +75,7 @@ func Tofu(ctx context.Context, c *origin.Client, opts TofuOptions) []Result {
 		return fail(fmt.Errorf("%s lists no matching version", o.API.Redacted()))
 	}
 	for _, v := range chosen {
-		r := Result{Provider: "opentofu", Version: v.String(), Warnings: opts.Gate.warnings(KindTofu, KindTofu, v)}
+		r := Result{Provider: "opentofu", Version: v.String(), Warnings: opts.Gate.warnings(KindTofu, policy.TofuAddress, v)}
 		res, attested, err := ingestTofuVersion(ctx, c, o, v, files[v.String()], opts)
 		if err != nil {
 			r.Error = err.Error()

@@ -1,4 +1,4 @@
-// Package policyfile keeps a running server's admission policy in step
+// Package policyfile keeps a running server's policy in step
 // with its file: it reads the file at start, reloads it when it changes
 // (a watch on its directory, so editors' rename-writes and Kubernetes'
 // ConfigMap symlink swaps are seen) or when asked (serve's SIGHUP), and

@@ -19,7 +19,7 @@ type PolicyConfig struct {
 	Tofu      bool // an OpenTofu repository is configured
 }
 
-// Policy checks the admission policy against what the proxy maps: a rule
+// Policy checks the policy file against what the proxy maps: a rule
 // whose pattern no mapped address can match (a provider pattern outside
 // every mapping's include patterns or inside its exclude patterns, a
 // module rule without a module template, a tofu rule without an OpenTofu

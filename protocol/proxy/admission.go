@@ -8,8 +8,6 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
-	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
-	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
@@ -24,20 +22,12 @@ import (
 // sources read releases (heldProviders, moduleSource, heldTofu), so no
 // handler knows of it.
 
-// attestedKinds are the predicate types an attestation must have, by the
-// kind of root it is about.
-var attestedKinds = map[string]string{
-	store.KindProvider: pubrelease.ProviderPredicateType,
-	store.KindModule:   modulepkg.PredicateType,
-	store.KindTofu:     pubrelease.TofuPredicateType,
-}
-
 // admitting reports whether the options configure an admission rule.
 func (o *Options) admitting() bool {
 	return len(o.RequireAttestation) > 0 || len(o.RequireTrust) > 0 || o.RequireKeyless != nil
 }
 
-// admission is the store's admission policy for keys, trusts and keyless
+// admission is the store's admission rule for keys, trusts and keyless
 // identities: the attestations beside the root (bounded:
 // attest.VerifyAttestation), each trust's signatures and the root's
 // Sigstore bundles (Options.RequireKeyless) are read at once; any of them
@@ -46,10 +36,10 @@ func (o *Options) admitting() bool {
 func admission(keys []*attest.Verifier, trusts []attest.Checker, keyless attest.BundleChecker) store.Admit {
 	words := notAdmittedWords(len(keys) > 0, len(trusts) > 0, keyless != nil)
 	check := attest.AnyOf(words, admissionChecks(keys, trusts, keyless)...)
-	return func(ctx context.Context, repo oci.ReadOnlyRepository, repository, kind string, subject digest.Digest) (error, error) {
-		pt, ok := attestedKinds[kind]
-		if !ok {
-			return fmt.Errorf("%s (no attestation is defined for a %s)", words, kind), nil
+	return func(ctx context.Context, repo oci.ReadOnlyRepository, repository string, kind names.Kind, subject digest.Digest) (error, error) {
+		pt := attest.PredicateType(kind) // the predicate type an attestation must have
+		if pt == "" {
+			return fmt.Errorf("%s (no attestation is defined for a %s)", words, kind.Noun()), nil
 		}
 		return check.Check(ctx, repo, repository, subject, pt)
 	}
@@ -98,7 +88,7 @@ func (h *heldProviders) admit(ctx context.Context, repo *store.Repo, p names.Pro
 
 // admitted is nil when the root subject of a kind (what, as clients name
 // it, at version v) may be served, and a 404 naming why when not.
-func admitted(ctx context.Context, repo *store.Repo, kind, what string, v names.Version, subject digest.Digest) error {
+func admitted(ctx context.Context, repo *store.Repo, kind names.Kind, what string, v names.Version, subject digest.Digest) error {
 	err := repo.Admitted(ctx, kind, subject)
 	if r, ok := store.Refused(err); ok {
 		return &source.Denied{Msg: fmt.Sprintf("%s %s is not served: %s", what, v, r.Reason), Rule: "attestation", Reason: r.Reason, Err: err}
@@ -109,10 +99,10 @@ func admitted(ctx context.Context, repo *store.Repo, kind, what string, v names.
 // refusedInListing asks, for a listing, whether version v's root subject
 // (of a kind; what names it for logs) is admitted: refused is true, and
 // logged, when it is not; err is a failure to ask.
-func (s *responder) refusedInListing(ctx context.Context, repo *store.Repo, kind, what string, v names.Version, subject digest.Digest) (refused bool, err error) {
+func (s *responder) refusedInListing(ctx context.Context, repo *store.Repo, kind names.Kind, what string, v names.Version, subject digest.Digest) (refused bool, err error) {
 	err = repo.Admitted(ctx, kind, subject)
 	if r, no := store.Refused(err); no {
-		s.log.Info("version left out: not admitted", "kind", kind, "what", what, "version", v.String(), "reason", r.Reason)
+		s.log.Info("version left out: not admitted", "kind", kind.Noun(), "what", what, "version", v.String(), "reason", r.Reason)
 		return true, nil
 	}
 	return false, err

@@ -304,7 +304,7 @@ func (h *heldProviders) archiveRef(rel *release, file string) string {
 // canonical tag exists. A version OpenTofu's oci_mirror would list from a
 // non-canonical tag alone ("1.2") is left out, as it is from /versions:
 // listing it would make every client that picks it fail; `oci-tofu
-// verify` reports such tags. With an admission policy, versions it does
+// verify` reports such tags. With an admission rule, versions it does
 // not admit are left out too (their indexes and attestations are read),
 // and those the policy file denies (nothing read).
 func (h *heldProviders) networkMirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -85,7 +86,7 @@ func (m *modules) versionsDoc(ctx context.Context, mr moduleRepos, host string, 
 		d, vat, err := m.sourceOf(mr, i).versionsDoc(ctx, repo, host, mod)
 		switch {
 		case err != nil && absentHere(err):
-			absent = cmpOr(absent, err)
+			absent = cmp.Or(absent, err)
 			continue
 		case err != nil && i == 0 && mr.pulled && originFailed(err):
 			outage = err
@@ -102,7 +103,7 @@ func (m *modules) versionsDoc(ctx context.Context, mr moduleRepos, host string, 
 		}
 	}
 	if len(vs) == 0 {
-		return nil, at, cmpOr(outage, absent)
+		return nil, at, cmp.Or(outage, absent)
 	}
 	if p, ok := m.src.(*pulledModules); ok && outage != nil { // outage is only ever the pulling mapping's
 		p.engine.DegradedListing("module", p.origin+"/"+mod.String(), outage)
@@ -127,14 +128,6 @@ func absentHere(err error) bool {
 func originFailed(err error) bool {
 	var pe *pullthrough.Error
 	return errors.As(err, &pe)
-}
-
-// cmpOr is a, or b when a is nil.
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // logShadowed logs each version more than one mapping lists whose tags
@@ -177,9 +170,9 @@ func (m *modules) release(ctx context.Context, mr moduleRepos, host string, mod 
 		case err == nil || !source.Absent(err):
 			return d, err
 		case source.IsNotHeld(err):
-			absent = cmpOr(absent, err)
+			absent = cmp.Or(absent, err)
 		default:
-			refused = cmpOr(refused, err)
+			refused = cmp.Or(refused, err)
 		}
 	}
 	if refused != nil {
@@ -201,7 +194,7 @@ func (m *modules) releaseAt(ctx context.Context, mr moduleRepos, host string, mo
 		if err == nil || !source.Absent(err) {
 			return zip, repo, err
 		}
-		first = cmpOr(first, err)
+		first = cmp.Or(first, err)
 	}
 	return ocispec.Descriptor{}, nil, first
 }

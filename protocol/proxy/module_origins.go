@@ -19,7 +19,7 @@ import (
 // is still registry.opentofu.org's or registry.terraform.io's), and the
 // proxy answers them as ORIGIN/NAMESPACE/NAME/SYSTEM — the module
 // template expanded with the origin's hostname as ${hostname}, the
-// admission policy matching the origin's address — pulling what the
+// policy file matching the origin's address — pulling what the
 // registry does not hold from that origin alone.
 
 // ModuleOriginsPrefix is where the per-origin module registries are

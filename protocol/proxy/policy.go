@@ -10,7 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
-// The admission policy file (Options.Policy, convert/policy; the
+// The policy file (Options.Policy, convert/policy; the
 // policy in force is read once per decision, so a reload takes effect at
 // the next one): unlike the
 // attestation check it needs the address and version, not the content, so
@@ -23,7 +23,7 @@ import (
 
 // policyDenial is the 404 for version v of address (of a policy kind,
 // what naming it for clients) the policy denies, with its reason, or nil.
-func (s *responder) policyDenial(kind, address, what string, v names.Version) error {
+func (s *responder) policyDenial(kind names.Kind, address, what string, v names.Version) error {
 	d := s.decide(kind, address, &v) // policy_metrics.go: counted
 	if d.Allow {
 		return nil
@@ -34,7 +34,7 @@ func (s *responder) policyDenial(kind, address, what string, v names.Version) er
 // policyAllowed are the versions of address the policy allows, the others
 // logged; without a policy, vs. The policy in force when it is called
 // judges every version of vs.
-func (s *responder) policyAllowed(kind, address string, vs []names.Version) []names.Version {
+func (s *responder) policyAllowed(kind names.Kind, address string, vs []names.Version) []names.Version {
 	pol, gen := s.opts.Policy.CurrentWithGeneration() // one policy for the whole list
 	if pol == nil {
 		return vs

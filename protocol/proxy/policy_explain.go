@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,7 +57,7 @@ func (v PolicyVerdict) Served() bool {
 // RequireKeyless), as the listings put it, and served only when one
 // repository holds a release both admit (PolicyVerdict.Served). err is a
 // registry failure or an address the server does not map.
-func (s *Server) ExplainPolicy(ctx context.Context, kind, address, version string) ([]PolicyVerdict, error) {
+func (s *Server) ExplainPolicy(ctx context.Context, kind names.Kind, address, version string) ([]PolicyVerdict, error) {
 	pol := s.opts.Policy.Current()
 	if pol == nil {
 		return nil, errors.New("the server has no policy")
@@ -82,7 +83,7 @@ func (s *Server) ExplainPolicy(ctx context.Context, kind, address, version strin
 
 // policyRepos are the repositories an address of a kind maps to, in the
 // order the server tries them.
-func (s *Server) policyRepos(kind, address string) ([]*store.Repo, error) {
+func (s *Server) policyRepos(kind names.Kind, address string) ([]*store.Repo, error) {
 	switch kind {
 	case policy.KindProvider:
 		p, err := names.ParseProvider(address)
@@ -157,7 +158,7 @@ func explainedVersions(ctx context.Context, repos []*store.Repo, version string)
 	for _, repo := range repos {
 		l, err := repo.Versions(ctx)
 		if store.FailureOf(err) == oci.FailureNotFound {
-			absent = cmpOr(absent, err)
+			absent = cmp.Or(absent, err)
 			continue
 		}
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 // signers (policy_facts.go), each reported on its own. The first release
 // that passes both decides; else the first release held
 // (policy_explain.go).
-func (s *Server) explainVersion(ctx context.Context, pol *policy.Policy, kind, address string, repos []*store.Repo, v names.Version) (PolicyVerdict, error) {
+func (s *Server) explainVersion(ctx context.Context, pol *policy.Policy, kind names.Kind, address string, repos []*store.Repo, v names.Version) (PolicyVerdict, error) {
 	out := PolicyVerdict{Version: v.String(), Decision: pol.Decide(kind, address, v.String())}
 	var first *PolicyVerdict
 	for _, repo := range repos {
@@ -53,9 +53,9 @@ func (s *Server) explainVersion(ctx context.Context, pol *policy.Policy, kind, a
 // the policy's version check allows (out): the admission rule's, when the
 // server has one for the kind, and the policy's with the facts its rule
 // needs — both asked, so that each says its word.
-func (s *Server) explainRelease(ctx context.Context, pol *policy.Policy, kind, address string, root releaseRoot, out PolicyVerdict) (PolicyVerdict, error) {
+func (s *Server) explainRelease(ctx context.Context, pol *policy.Policy, kind names.Kind, address string, root releaseRoot, out PolicyVerdict) (PolicyVerdict, error) {
 	if s.admitsKind(kind) {
-		err := root.repo.Admitted(ctx, storeKinds[kind], root.subject) // the store's admission, as the listings ask it
+		err := root.repo.Admitted(ctx, kind, root.subject) // the store's admission, as the listings ask it
 		r, refused := store.Refused(err)
 		switch {
 		case refused:
@@ -81,13 +81,13 @@ func (s *Server) explainRelease(ctx context.Context, pol *policy.Policy, kind, a
 // admitsKind reports whether serve asks its admission rule of the
 // releases of a policy kind: with a rule, except OpenTofu releases under
 // pull-through (heldTofu.unattested).
-func (s *Server) admitsKind(kind string) bool {
+func (s *Server) admitsKind(kind names.Kind) bool {
 	return s.opts.admitting() && !(kind == policy.KindTofu && s.pull.Tofu())
 }
 
 // explainedRoot is the root of version v of a kind in repo, as the held
 // sources read it.
-func explainedRoot(ctx context.Context, kind string, repo *store.Repo, v names.Version) (releaseRoot, error) {
+func explainedRoot(ctx context.Context, kind names.Kind, repo *store.Repo, v names.Version) (releaseRoot, error) {
 	switch kind {
 	case policy.KindProvider:
 		pv, err := repo.ProviderVersion(ctx, v)

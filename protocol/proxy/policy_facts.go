@@ -36,17 +36,10 @@ type releaseRoot struct {
 	pv *oci.ProviderVersion
 }
 
-// storeKinds map policy kinds to the store's (attestation predicate types).
-var storeKinds = map[string]string{
-	policy.KindProvider: store.KindProvider,
-	policy.KindModule:   store.KindModule,
-	policy.KindTofu:     store.KindTofu,
-}
-
 // factsDecision is the policy's decision on version v of address, of a
 // kind, with the facts its deciding rule needs read from root; ok is
 // false when the rule needs none (the version check stands).
-func (s *responder) factsDecision(ctx context.Context, pol *policy.Policy, kind, address string, v names.Version, root releaseRoot) (d policy.Decision, ok bool, err error) {
+func (s *responder) factsDecision(ctx context.Context, pol *policy.Policy, kind names.Kind, address string, v names.Version, root releaseRoot) (d policy.Decision, ok bool, err error) {
 	if !pol.HasFacts() {
 		return d, false, nil
 	}
@@ -66,7 +59,7 @@ func (s *responder) factsDecision(ctx context.Context, pol *policy.Policy, kind,
 
 // factsDenial is the 404 for a release the deciding rule's min_age or
 // signers deny, with the reason; nil when they allow it or there are none.
-func (s *responder) factsDenial(ctx context.Context, kind, address, what string, v names.Version, root releaseRoot) error {
+func (s *responder) factsDenial(ctx context.Context, kind names.Kind, address, what string, v names.Version, root releaseRoot) error {
 	d, ok, err := s.factsDecision(ctx, s.opts.Policy.Current(), kind, address, v, root)
 	if err != nil || !ok || d.Allow {
 		return err
@@ -77,7 +70,7 @@ func (s *responder) factsDenial(ctx context.Context, kind, address, what string,
 
 // factsWarning is a listing's word on a release the deciding rule's
 // min_age or signers deny ("" when they allow it), the denial logged.
-func (s *responder) factsWarning(ctx context.Context, kind, address string, v names.Version, root releaseRoot) (string, error) {
+func (s *responder) factsWarning(ctx context.Context, kind names.Kind, address string, v names.Version, root releaseRoot) (string, error) {
 	d, ok, err := s.factsDecision(ctx, s.opts.Policy.Current(), kind, address, v, root)
 	if err != nil || !ok || d.Allow {
 		return "", err
@@ -88,8 +81,8 @@ func (s *responder) factsWarning(ctx context.Context, kind, address string, v na
 
 // readFacts reads what n needs of root: each signer's verdict and the
 // attestations min_age reads the ingest time from, all at once.
-func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind string, n policy.Needs, root releaseRoot) (policy.Facts, error) {
-	pt := attestedKinds[storeKinds[kind]]
+func (s *responder) readFacts(ctx context.Context, pol *policy.Policy, kind names.Kind, n policy.Needs, root releaseRoot) (policy.Facts, error) {
+	pt := attest.PredicateType(kind)
 	signed, why := make([]bool, len(n.Signers)), make([]string, len(n.Signers))
 	var ingested time.Time
 	reads := make([]func(context.Context) error, 0, len(n.Signers)+1)

@@ -24,7 +24,10 @@ type policyMetrics struct {
 	counted   sync.Map      // policyRuleKey → true: the series that exist
 }
 
-type policyRuleKey struct{ kind, rule string }
+type policyRuleKey struct {
+	kind names.Kind
+	rule string
+}
 
 func newPolicyMetrics(reg *prometheus.Registry, status func() policyfile.Status) *policyMetrics {
 	m := &policyMetrics{decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -60,7 +63,7 @@ func newPolicyMetrics(reg *prometheus.Registry, status func() policyfile.Status)
 }
 
 // count counts decision d of pol (generation gen) on kind.
-func (m *policyMetrics) count(pol *policy.Policy, gen uint64, kind string, d policy.Decision) {
+func (m *policyMetrics) count(pol *policy.Policy, gen uint64, kind names.Kind, d policy.Decision) {
 	if m.gen.Load() != gen {
 		m.forgetDroppedRules(pol, gen)
 	}
@@ -72,7 +75,7 @@ func (m *policyMetrics) count(pol *policy.Policy, gen uint64, kind string, d pol
 	if _, ok := m.counted.Load(key); !ok {
 		m.counted.Store(key, true)
 	}
-	m.decisions.WithLabelValues(kind, d.Rule, outcome).Inc()
+	m.decisions.WithLabelValues(string(kind), d.Rule, outcome).Inc()
 }
 
 // forgetDroppedRules deletes the series of rules pol does not have, once
@@ -86,7 +89,7 @@ func (m *policyMetrics) forgetDroppedRules(pol *policy.Policy, gen uint64) {
 	m.counted.Range(func(k, _ any) bool {
 		key := k.(policyRuleKey)
 		if key.rule != policy.DefaultRule && !pol.HasRule(key.kind, key.rule) {
-			m.decisions.DeletePartialMatch(prometheus.Labels{"kind": key.kind, "rule": key.rule})
+			m.decisions.DeletePartialMatch(prometheus.Labels{"kind": string(key.kind), "rule": key.rule})
 			m.counted.Delete(k)
 		}
 		return true
@@ -99,7 +102,7 @@ func (m *policyMetrics) forgetDroppedRules(pol *policy.Policy, gen uint64) {
 // recorded for the page. An allowing decision whose rule goes on to read
 // facts (min_age, signers) is counted by factsDecision instead, once.
 // Without a policy it allows and counts nothing.
-func (s *responder) decide(kind, address string, v *names.Version) policy.Decision {
+func (s *responder) decide(kind names.Kind, address string, v *names.Version) policy.Decision {
 	pol, gen := s.opts.Policy.CurrentWithGeneration()
 	return s.decideWith(pol, gen, kind, address, v)
 }
@@ -107,7 +110,7 @@ func (s *responder) decide(kind, address string, v *names.Version) policy.Decisi
 // decideWith is decide by policy pol (generation gen), so that the
 // versions of one listing are all judged by one policy, whatever a
 // reload does meanwhile.
-func (s *responder) decideWith(pol *policy.Policy, gen uint64, kind, address string, v *names.Version) policy.Decision {
+func (s *responder) decideWith(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version) policy.Decision {
 	if pol == nil {
 		return policy.Decision{Allow: true, Rule: policy.DefaultRule, Reason: "no policy"}
 	}
@@ -127,7 +130,7 @@ func (s *responder) decideWith(pol *policy.Policy, gen uint64, kind, address str
 // countDecision counts decision d of pol (generation gen) on version v
 // of address and records a denial for the page; fromFacts says it was
 // made on facts read from the registry (min_age, signers).
-func (s *responder) countDecision(pol *policy.Policy, gen uint64, kind, address string, v *names.Version, d policy.Decision, fromFacts bool) {
+func (s *responder) countDecision(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version, d policy.Decision, fromFacts bool) {
 	s.metrics.policy.count(pol, gen, kind, d)
 	if !d.Allow && v != nil {
 		s.seen.policyDenied(kind, address, *v, d, fromFacts)

@@ -18,7 +18,7 @@ func (s *responder) policyDocKey(key string) string {
 	return key + "\x00policy " + strconv.FormatUint(gen, 10)
 }
 
-// policyView is the page's section on the admission policy.
+// policyView is the page's section on the policy file.
 type policyView struct {
 	File    string
 	Rules   int

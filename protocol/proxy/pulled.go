@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -194,7 +195,7 @@ func (h *pulledProviders) downloadDoc(ctx context.Context, p names.Provider, req
 	}
 	t, ok, terr := h.registryTarget(ctx, p)
 	if terr != nil || !ok {
-		return doc, cmpOr(terr, err)
+		return doc, cmp.Or(terr, err)
 	}
 	if h.factsRule(p) { // pulled_facts.go
 		return nil, h.notYetHeld(p, t, req.Version)

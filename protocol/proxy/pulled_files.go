@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -204,7 +205,7 @@ func (h *pulledProviders) target(r *http.Request, via string, p names.Provider) 
 	if t, ok := h.engine.TargetOf(via, p, host); ok {
 		if via == pullthrough.ViaRegistry {
 			if pushed, err := h.heldPushed(r.Context(), p); err != nil || pushed {
-				return pullthrough.Target{}, cmpOr(err, source.NotFoundf("provider %s is held as pushed here: not pulled through", p))
+				return pullthrough.Target{}, cmp.Or(err, source.NotFoundf("provider %s is held as pushed here: not pulled through", p))
 			}
 		}
 		return t, nil

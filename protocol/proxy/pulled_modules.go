@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"sort"
 	"time"
@@ -68,7 +69,7 @@ func holdsPushedVersions(ctx context.Context, repo *store.Repo) (bool, error) {
 }
 
 // versionsDoc lists what the registry holds, what pull-through stored
-// lately, and what the origin offers, those two as the admission policy
+// lately, and what the origin offers, those two as the policy file
 // allows (docs/policy.md). With the origin failing: what the registry
 // holds (logged and counted), or the origin's error when it holds
 // nothing.
@@ -147,7 +148,7 @@ func (m *pulledModules) release(ctx context.Context, repo *store.Repo, host stri
 		return manifest, err
 	}
 	if ok, gerr := m.originMayBeAsked(ctx, repo, mod); gerr != nil || !ok {
-		return manifest, cmpOr(gerr, err)
+		return manifest, cmp.Or(gerr, err)
 	}
 	if m.factsRule(host, mod) { // pulled_facts_modules.go
 		return manifest, m.notYetHeld(repo, host, mod, v)

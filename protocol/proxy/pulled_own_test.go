@@ -55,7 +55,7 @@ func TestRegistryPullThroughLeavesPushedProvidersAlone(t *testing.T) {
 	var dl wire.RegistryDownload
 	r := p.getJSON(t, "/v1/providers/test/other/1.0.0/download/linux/amd64", 200, &dl)
 	if got := p.get(t, resolve(t, r.URL, dl.DownloadURL)); got.Status != 200 {
-		t.Fatalf("the pulled package: %d", got.Status)
+		t.Fatalf("the pulled package: %d %s", got.Status, got.Body)
 	}
 	waitIdle(t, p)
 	pulled, err := oci.NewClient(oci.Options{})

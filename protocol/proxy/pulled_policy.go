@@ -12,7 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
-// The admission policy file with pull-through (docs/policy.md). The held
+// The policy file with pull-through (docs/policy.md). The held
 // sources refuse a denied version before they read anything, with a 404
 // that is no versionNotHeld, so a direct request for it never reaches
 // the engine; what is left is the origin's side: its listings are merged

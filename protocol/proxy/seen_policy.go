@@ -17,20 +17,21 @@ import (
 // Bounded like the rest of the record: maxSeenArtifacts addresses, the
 // newest maxSeenVersions versions of each.
 type seenDenial struct {
-	kind, address string
-	versions      map[string]names.Version
-	facts         map[string]policy.Decision // by version: denials made on facts
+	kind     names.Kind
+	address  string
+	versions map[string]names.Version
+	facts    map[string]policy.Decision // by version: denials made on facts
 }
 
 // policyDenied records that the policy denied version v of address (d,
 // made on facts read from the registry when fromFacts).
-func (s *seen) policyDenied(kind, address string, v names.Version, d policy.Decision, fromFacts bool) {
+func (s *seen) policyDenied(kind names.Kind, address string, v names.Version, d policy.Decision, fromFacts bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.denied == nil {
 		s.denied = map[string]*seenDenial{}
 	}
-	key := kind + " " + address
+	key := string(kind) + " " + address
 	sd, ok := s.denied[key]
 	if !ok {
 		if len(s.denied) >= maxSeenArtifacts {
@@ -99,7 +100,7 @@ func (s *seen) policyDenials(pol *policy.Policy) []denialView {
 		sort.Slice(vs, func(i, j int) bool { return vs[j].LessThan(vs[i]) })
 		for _, v := range vs {
 			if dec, denied := d.denial(pol, v); denied {
-				out = append(out, denialView{Kind: d.kind, Address: d.address, Version: v.String(), Rule: dec.Rule, Reason: dec.Reason})
+				out = append(out, denialView{Kind: string(d.kind), Address: d.address, Version: v.String(), Rule: dec.Rule, Reason: dec.Reason})
 			}
 		}
 	}

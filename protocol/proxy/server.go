@@ -139,7 +139,7 @@ type Options struct {
 	// proxy does not link sigstore-go). Its identities are trusted for
 	// ingest times too (policy_facts.go).
 	RequireKeyless attest.BundleChecker
-	// Policy, when set, is the admission policy file (convert/policy):
+	// Policy, when set, is the policy file (convert/policy):
 	// provider, module and OpenTofu versions it denies do not exist for
 	// clients (left out of listings, with a warning naming the rule where
 	// the protocol has warnings; 404 with the reason when asked for),

@@ -35,8 +35,8 @@ import (
 const PulledThroughTag = ingest.PulledThroughTag
 
 // markPulledThrough tags root PulledThroughTag in repo unless the tag
-// exists (provider pulls; module pulls write it before their version
-// tag, protocol/ingest). A failure is logged: the repository then reads
+// exists (provider pulls, before their version tag; module pulls write it
+// in protocol/ingest). A failure is logged: the repository then reads
 // as holding pushed versions, and pull-through stops adding to it under
 // the proxy's own name (it fails closed).
 func (e *Engine) markPulledThrough(ctx context.Context, repo oci.Repository, ref oci.Reference, root ocispec.Descriptor) {

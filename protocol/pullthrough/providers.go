@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -202,10 +203,16 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 	p.want = func(name string) string { return rel.Sums[name] }
 	p.mediaType = func(string) string { return oci.MediaTypeZip }
 	p.finish = func(ctx context.Context, dir string) (Stored, error) {
-		// Attested (with Options.Attest) before it is tagged.
-		res, err := rel.PushDirAttested(ctx, dir, repo, ref.Name(), oci.PushOptions{}, e.opts.Attest)
+		// Attested (with Options.Attest) and the repository marked as
+		// pulled through before the version is tagged: a repository
+		// holding a version without the mark reads as pushed to (own.go).
+		mark := oci.PushOptions{BeforeTag: func(ctx context.Context, root ocispec.Descriptor) error {
+			e.markPulledThrough(ctx, repo, ref, root)
+			return nil
+		}}
+		res, err := rel.PushDirAttested(ctx, dir, repo, ref.Name(), mark, e.opts.Attest)
 		if err == nil {
-			e.markPulledThrough(ctx, repo, ref, res.Root)
+			e.markPulledThrough(ctx, repo, ref, res.Root) // when it was up to date: no BeforeTag
 			rv := &wire.RegistryVersion{Version: v.String(), Protocols: rel.Protocols}
 			for _, pl := range rel.Platforms {
 				rv.Platforms = append(rv.Platforms, wire.RegistryPlatform{OS: pl.OS, Arch: pl.Arch})

@@ -95,6 +95,6 @@ type Tofu interface {
 // an origin directly: pull-through stores first, and the rule decides on
 // what was stored.
 type Rules interface {
-	Allowed(kind, address string, vs []names.Version) []names.Version
-	FactsRule(kind, address string) (rule string, ok bool)
+	Allowed(kind names.Kind, address string, vs []names.Version) []names.Version
+	FactsRule(kind names.Kind, address string) (rule string, ok bool)
 }

@@ -8,36 +8,40 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-// Admit is an admission policy (Options.Admit): it says whether the root
-// subject (a provider index, …) of a kind ("provider") held in repo, named
-// repository (oci.Reference.Name: host/path, oci-layout:PATH), may be
-// served. refusal is nil when it may and says why not otherwise (content
-// the policy cannot accept, however hostile, is a refusal); err is for
-// failing to read the registry. It must do bounded work.
-type Admit func(ctx context.Context, repo oci.ReadOnlyRepository, repository, kind string, subject digest.Digest) (refusal, err error)
+// Admit is an admission rule (Options.Admit): it says whether the root
+// subject (a provider index, …) of a kind (names.KindProvider) held in
+// repo, named repository (oci.Reference.Name: host/path,
+// oci-layout:PATH), may be served. refusal is nil when it may and says
+// why not otherwise (content the rule cannot accept, however hostile, is
+// a refusal); err is for failing to read the registry. It must do
+// bounded work.
+type Admit func(ctx context.Context, repo oci.ReadOnlyRepository, repository string, kind names.Kind, subject digest.Digest) (refusal, err error)
 
-// Kinds of roots the proxy asks Admit about.
+// Kinds of roots the proxy asks Admit about; messages name them by
+// names.Kind.Noun ("OpenTofu release").
 const (
-	KindProvider = "provider"
-	KindModule   = "module"
-	KindTofu     = "OpenTofu release"
+	KindProvider = names.KindProvider
+	KindModule   = names.KindModule
+	KindTofu     = names.KindTofu
 )
 
-// Refusal is what Admitted returns for a root the policy refuses.
+// Refusal is what Admitted returns for a root the admission rule refuses.
 type Refusal struct {
 	Repo    string
-	Kind    string
+	Kind    names.Kind
 	Subject digest.Digest
 	Reason  string
 }
 
 func (e *Refusal) Error() string {
-	return fmt.Sprintf("%s: the %s %s is not admitted: %s", e.Repo, e.Kind, e.Subject, e.Reason)
+	return fmt.Sprintf("%s: the %s %s is not admitted: %s", e.Repo, e.Kind.Noun(), e.Subject, e.Reason)
 }
 
-// Refused reports whether err is a policy's refusal, and returns it.
+// Refused reports whether err is the admission rule's refusal, and
+// returns it.
 func Refused(err error) (*Refusal, bool) {
 	var r *Refusal
 	ok := errors.As(err, &r)
@@ -48,28 +52,28 @@ func Refused(err error) (*Refusal, bool) {
 // quote what a hostile attachment holds.
 const maxReason = 512
 
-// admission is a policy's verdict, cached.
+// admission is a verdict (Admit's, or a Check's), cached.
 type admission struct {
 	refused bool
 	reason  string
 }
 
 // Admitted asks Options.Admit whether the root subject of a kind may be
-// served: nil when it may, or when there is no policy (then nothing is
+// served: nil when it may, or when there is no rule (then nothing is
 // read); a *Refusal when not; a classified *Error when the registry fails.
 // Verdicts are cached by digest for ResolveTTL (revalidated in the
 // background within MaxStale), so an attestation written or withdrawn
 // later is seen within it; failures for FailureTTL.
-func (r *Repo) Admitted(ctx context.Context, kind string, subject digest.Digest) error {
+func (r *Repo) Admitted(ctx context.Context, kind names.Kind, subject digest.Digest) error {
 	admit := r.s.opts.Admit
 	if admit == nil {
 		return nil
 	}
-	v, err := r.verdict(ctx, kind+" "+r.name+"@"+subject.String(), func(ctx context.Context, repo oci.ReadOnlyRepository) (error, error) {
+	v, err := r.verdict(ctx, kind.Noun()+" "+r.name+"@"+subject.String(), func(ctx context.Context, repo oci.ReadOnlyRepository) (error, error) {
 		return admit(ctx, repo, r.name, kind, subject)
 	})
 	if err != nil {
-		return r.fail(err, "reading the "+kind+"'s attestation")
+		return r.fail(err, "reading the "+kind.Noun()+"'s attestation")
 	}
 	if v.refused {
 		return &Refusal{Repo: r.name, Kind: kind, Subject: subject, Reason: v.reason}

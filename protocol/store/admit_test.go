@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -18,11 +19,11 @@ func TestAdmittedCachesVerdictsByDigest(t *testing.T) {
 	l := newLayout(t)
 	good, bad, broken := digest.FromString("good"), digest.FromString("bad"), digest.FromString("broken")
 	var calls atomic.Int32
-	admit := func(ctx context.Context, repo oci.ReadOnlyRepository, _, kind string, subject digest.Digest) (error, error) {
+	admit := func(ctx context.Context, repo oci.ReadOnlyRepository, _ string, kind names.Kind, subject digest.Digest) (error, error) {
 		calls.Add(1)
 		switch {
 		case kind != store.KindProvider:
-			return nil, errors.New("asked about " + kind)
+			return nil, errors.New("asked about " + string(kind))
 		case subject == bad:
 			return errors.New(strings.Repeat("x", 10_000)), nil
 		case subject == broken:

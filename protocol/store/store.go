@@ -14,8 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -57,7 +55,7 @@ type Options struct {
 	// DeniedAsMissing lists registry hosts (or "*") that report a missing
 	// repository as 401/403 (GHCR): such answers then mean "not found".
 	DeniedAsMissing []string
-	// Admit, when set, is the admission policy: a root it refuses is not
+	// Admit, when set, is the admission rule: a root it refuses is not
 	// served (Repo.Admitted). The proxy sets it from its
 	// RequireAttestation.
 	Admit Admit
@@ -157,7 +155,7 @@ var cacheShares = map[string]int64{
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
-// admitShares are cacheShares with an admission policy: its verdicts
+// admitShares are cacheShares with an admission rule: its verdicts
 // (a few dozen bytes each, one per version), beside a policy's signers',
 // take 2 more of resolve's 48.
 var admitShares = map[string]int64{
@@ -247,14 +245,14 @@ func (r *Repo) open(ctx context.Context) (oci.ReadOnlyRepository, error) {
 	return o.repo, nil
 }
 
-// opened is an open repository, and, with an admission policy, the
+// opened is an open repository, and, with an admission rule, the
 // probe of its referrers API (probed is closed when it is done).
 type opened struct {
 	repo   oci.ReadOnlyRepository
 	probed chan struct{}
 }
 
-// opened opens the repository once (cached); with an admission policy it
+// opened opens the repository once (cached); with an admission rule it
 // starts oci.ProbeReferrers beside the first reads, so the admission's
 // referrers read, a round trip later, goes straight where they are.
 func (r *Repo) opened(ctx context.Context) (*opened, error) {
@@ -280,137 +278,6 @@ func (r *Repo) opened(ctx context.Context) (*opened, error) {
 		return nil, r.fail(err, opening)
 	}
 	return res.Val, nil
-}
-
-// tags lists the repository's tags (cached for TagTTL, then revalidated
-// in the background), with the time they were read, calling page (when
-// not nil) with each page's new tags when this call reads the list itself
-// (not when the list is cached or another request is reading it) and ctx
-// is not done.
-func (r *Repo) tags(ctx context.Context, page func(added []string)) ([]string, time.Time, error) {
-	repo, err := r.open(ctx)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	res, err := r.s.tags.Get(ctx, r.name, func(fctx context.Context) ([]string, int64, error) {
-		tags, err := oci.ListTagsPaged(fctx, repo, func(added []string) { // bounded: tags, pages, no paging loop
-			if page != nil && ctx.Err() == nil {
-				page(added)
-			}
-		})
-		return tags, stringsCost(tags), err
-	})
-	if err != nil {
-		return nil, time.Time{}, r.fail(err, listing)
-	}
-	return res.Val, res.Fetched, nil
-}
-
-// HasTag reports whether the repository's tag list (read and cached as
-// for Versions) holds tag; a repository that does not exist holds none.
-func (r *Repo) HasTag(ctx context.Context, tag string) (bool, error) {
-	tags, _, err := r.tags(ctx, nil)
-	if RepoMissing(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return slices.Contains(tags, tag), nil
-}
-
-// Listing is what a repository's tags say about versions, as OpenTofu's
-// oci_mirror reads them.
-type Listing struct {
-	// Versions are the versions the tags stand for (names.ListedVersion:
-	// "1.2" counts as 1.2.0, "v1.2.3" and "latest" do not), oldest first.
-	Versions names.VersionList
-	// Unresolvable maps a listed version whose canonical tag is missing to
-	// the tag that stands for it ("1.2.0" → "1.2"): OpenTofu lists such a
-	// version and then fails to resolve it.
-	Unresolvable map[string]string
-	// Refused maps tags that look like versions but are none (a number
-	// beyond 64 bits, "1.0.0.0") to why, at most maxRefused of them; they
-	// are left out, with a warning.
-	Refused map[string]string
-	// At is when the tags were read.
-	At time.Time
-}
-
-// Versions lists the versions OpenTofu would list. A repository holding
-// more than oci.MaxVersions of them is refused.
-func (r *Repo) Versions(ctx context.Context) (Listing, error) {
-	return r.VersionsEarly(ctx, nil)
-}
-
-// VersionsEarly is Versions, calling early (when not nil; it must not
-// block) with each version whose canonical tag a page of the tag list
-// brings, as soon as that page is read, while later pages are still being
-// read: the caller can start on what it will need of those versions
-// before the listing ends (a Prefetcher). early is called only when this
-// call reads the tag list itself; what it is given may still be left out
-// of the Listing (a repository beyond oci.MaxVersions).
-func (r *Repo) VersionsEarly(ctx context.Context, early func(names.Version)) (Listing, error) {
-	var page func([]string)
-	if early != nil {
-		page = func(added []string) { callCanonical(added, early) }
-	}
-	tags, at, err := r.tags(ctx, page)
-	if err != nil {
-		return Listing{At: at}, err
-	}
-	l := listVersions(tags)
-	l.At = at
-	if len(l.Refused) > 0 {
-		r.s.opts.Logger.Warn("tags that look like versions but are none are left out", "repository", r.name, "tags", fmt.Sprint(l.Refused))
-	}
-	if len(l.Versions) > oci.MaxVersions {
-		return Listing{At: at}, r.fail(oci.Beyond("the repository has %d version tags, more than the %d oci-tofu lists", len(l.Versions), oci.MaxVersions), "listing versions")
-	}
-	return l, nil
-}
-
-// callCanonical calls fn with the version of every tag that is its
-// version's canonical tag (the one OpenTofu resolves).
-func callCanonical(tags []string, fn func(names.Version)) {
-	for _, t := range tags {
-		if v, ok := names.ListedVersion(t); ok && names.TagForVersion(v) == t {
-			fn(v)
-		}
-	}
-}
-
-// maxRefused bounds the refused tags a Listing names.
-const maxRefused = 10
-
-func listVersions(tags []string) Listing {
-	l := Listing{Unresolvable: map[string]string{}, Refused: map[string]string{}}
-	listed := map[string]names.Version{}
-	canonical := map[string]bool{}
-	for _, t := range tags {
-		v, ok := names.ListedVersion(t)
-		if !ok {
-			if looksLikeVersion(t) && len(l.Refused) < maxRefused {
-				l.Refused[t] = whyNoVersion(t)
-			}
-			continue
-		}
-		key := v.String()
-		listed[key] = v
-		if names.TagForVersion(v) == t {
-			canonical[key] = true
-		} else if _, seen := l.Unresolvable[key]; !seen {
-			l.Unresolvable[key] = t
-		}
-	}
-	for key, v := range listed {
-		l.Versions = append(l.Versions, v)
-		if canonical[key] {
-			delete(l.Unresolvable, key)
-		}
-	}
-	l.Versions.Sort()
-	return l
 }
 
 // Fetch opens a blob for reading; the caller verifies what it reads
@@ -554,22 +421,4 @@ func (s *Store) Each(ctx context.Context, n int, fn func(ctx context.Context, i 
 		g.Go(func() error { return cache.Recover(func() error { return fn(gctx, i) }) })
 	}
 	return g.Wait()
-}
-
-// whyNoVersion says why a tag that looks like a version is none.
-func whyNoVersion(tag string) string {
-	if _, err := names.ParseVersionLoose(strings.ReplaceAll(tag, "_", "+")); err != nil {
-		return err.Error()
-	}
-	return "not a version OpenTofu lists"
-}
-
-// looksLikeVersion reports whether a tag was probably meant as a version:
-// digits, a dot and more.
-func looksLikeVersion(tag string) bool {
-	i := 0
-	for i < len(tag) && tag[i] >= '0' && tag[i] <= '9' {
-		i++
-	}
-	return i > 0 && i < len(tag) && tag[i] == '.'
 }

@@ -25,13 +25,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"regexp"
 	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // options are the inputs of a build.
@@ -47,9 +47,6 @@ type options struct {
 	PlainHTTP bool
 	AttestKey string
 }
-
-// tagPattern is the OCI distribution spec's tag grammar.
-var tagPattern = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -99,7 +96,7 @@ func parseFlags(args []string) (options, error) {
 	if o.Tag == "" {
 		o.Tag = o.Meta.Version
 	}
-	if !tagPattern.MatchString(o.Tag) {
+	if !names.ValidTag(o.Tag) {
 		return o, fmt.Errorf("tag %q is not a valid OCI tag", o.Tag)
 	}
 	if o.AttestKey != "" && o.Push == "" {

@@ -19,30 +19,30 @@ import (
 type Judge interface {
 	// Versions are the versions of vs the policy allows for address (of
 	// a policy kind), the others logged.
-	Versions(kind, address string, vs []names.Version) []names.Version
+	Versions(kind names.Kind, address string, vs []names.Version) []names.Version
 	// Version denies version v of address (what names it for clients),
 	// or is nil.
-	Version(kind, address, what string, v names.Version) error
+	Version(kind names.Kind, address, what string, v names.Version) error
 	// ReadsRoot reports whether Release reads anything for address: a
 	// rule with facts decides it, or attested is set and an attestation
 	// rule is configured.
-	ReadsRoot(kind, address string, attested bool) bool
+	ReadsRoot(kind names.Kind, address string, attested bool) bool
 	// Facts denies the stored release of version v at root when the
 	// deciding rule's facts (min_age, signers) do not admit it.
-	Facts(ctx context.Context, kind, address, what string, v names.Version, root source.Root) error
+	Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) error
 	// Attested denies the stored release of version v at root when
 	// attested is set and the attestation rule does not admit it.
-	Attested(ctx context.Context, kind, what string, v names.Version, root source.Root, attested bool) error
+	Attested(ctx context.Context, kind names.Kind, what string, v names.Version, root source.Root, attested bool) error
 	// Platform denies platform pl of version v of provider p, or is nil.
 	Platform(p names.Provider, v names.Version, pl names.Platform) error
 	// PullsOnlyStored reports whether the rule deciding address reads
 	// facts of stored releases, so nothing is served from an origin
 	// directly.
-	PullsOnlyStored(kind, address string) bool
+	PullsOnlyStored(kind names.Kind, address string) bool
 }
 
 // allowed keeps the entries of l whose versions judge allows.
-func allowed(judge Judge, kind, address string, l source.Listing) source.Listing {
+func allowed(judge Judge, kind names.Kind, address string, l source.Listing) source.Listing {
 	vs := make([]names.Version, len(l.Versions))
 	for i, e := range l.Versions {
 		vs[i] = e.Version

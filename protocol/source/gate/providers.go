@@ -13,7 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-const providerKind = "provider"
+const providerKind = names.KindProvider
 
 // Providers gates a source of provider releases: the policy on versions
 // and platforms, and on stored releases the deciding rule's facts and the

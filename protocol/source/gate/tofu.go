@@ -7,8 +7,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
-// tofuKind is the policy kind, and address, of OpenTofu releases.
-const tofuKind = "tofu"
+// tofuAddress is the policy address of OpenTofu releases.
+const tofuAddress = "tofu"
 
 // Tofu gates a source of OpenTofu releases. Attested applies the
 // attestation rule to them (off with TofuDL pull-through, which would
@@ -27,13 +27,13 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 	if err != nil {
 		return l, err
 	}
-	return allowed(t.Judge, tofuKind, tofuKind, l), nil
+	return allowed(t.Judge, names.KindTofu, tofuAddress, l), nil
 }
 
 // TofuRelease is the inner source's release v, when the policy allows the
 // version and, when stored, its facts and attestations admit it.
 func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRelease, error) {
-	if err := t.Judge.Version(tofuKind, tofuKind, "OpenTofu", v); err != nil {
+	if err := t.Judge.Version(names.KindTofu, tofuAddress, "OpenTofu", v); err != nil {
 		return nil, err
 	}
 	rel, err := t.Inner.TofuRelease(ctx, v)
@@ -49,10 +49,10 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRe
 // OpenTofuFile is the inner source's file, of a release TofuRelease
 // would answer (the release is not read when nothing judges it).
 func (t *Tofu) OpenTofuFile(ctx context.Context, v names.Version, name string) (*source.Blob, error) {
-	if err := t.Judge.Version(tofuKind, tofuKind, "OpenTofu", v); err != nil {
+	if err := t.Judge.Version(names.KindTofu, tofuAddress, "OpenTofu", v); err != nil {
 		return nil, err
 	}
-	if t.Judge.ReadsRoot(tofuKind, tofuKind, t.Attested) {
+	if t.Judge.ReadsRoot(names.KindTofu, tofuAddress, t.Attested) {
 		rel, err := t.Inner.TofuRelease(ctx, v)
 		switch {
 		case err == nil:
@@ -71,8 +71,8 @@ func (t *Tofu) admitted(ctx context.Context, rel *source.TofuRelease) error {
 	if rel.Root == nil {
 		return nil
 	}
-	if err := t.Judge.Facts(ctx, tofuKind, tofuKind, "OpenTofu", rel.Version, *rel.Root); err != nil {
+	if err := t.Judge.Facts(ctx, names.KindTofu, tofuAddress, "OpenTofu", rel.Version, *rel.Root); err != nil {
 		return err
 	}
-	return t.Judge.Attested(ctx, tofuKind, "OpenTofu", rel.Version, *rel.Root, t.Attested)
+	return t.Judge.Attested(ctx, names.KindTofu, "OpenTofu", rel.Version, *rel.Root, t.Attested)
 }

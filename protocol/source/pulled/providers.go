@@ -18,7 +18,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/source/held"
 )
 
-const providerKind = "provider"
+const providerKind = names.KindProvider
 
 // Providers is the provider releases the registry holds (Held) and, for
 // what it does not hold, what the allow-listed origin of the address

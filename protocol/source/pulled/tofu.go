@@ -14,8 +14,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// tofuKind is the policy kind and address of OpenTofu releases.
-const tofuKind = "tofu"
+// tofuAddress is the policy address of OpenTofu releases.
+const tofuAddress = "tofu"
 
 // Tofu is the OpenTofu releases the registry holds (Held) and those the
 // TofuDL origin offers besides.
@@ -29,7 +29,7 @@ type Tofu struct {
 var _ source.Tofu = (*Tofu)(nil)
 
 // factsRule is the name of the tofu rule that reads facts, if one does.
-func (t *Tofu) factsRule() (string, bool) { return t.Rules.FactsRule(tofuKind, tofuKind) }
+func (t *Tofu) factsRule() (string, bool) { return t.Rules.FactsRule(names.KindTofu, tofuAddress) }
 
 // TofuVersions lists what the registry holds, what pull-through stored
 // lately and what the origin offers besides. With the origin failing:
@@ -192,7 +192,7 @@ func (t *Tofu) sightOrigin(ctx context.Context) {
 		t.Engine.DegradedListing("tofu", t.Engine.TofuOrigin().API.Redacted(), err)
 		return
 	}
-	for _, v := range FirstSight(heldVersions.Versions, t.Rules.Allowed(tofuKind, tofuKind, offered.Versions)) {
+	for _, v := range FirstSight(heldVersions.Versions, t.Rules.Allowed(names.KindTofu, tofuAddress, offered.Versions)) {
 		go t.sight(v)
 	}
 }
