@@ -81,11 +81,6 @@ func notAdmittedWords(keys, trusts, keyless bool) string {
 	return strings.Join(lacks, ", nor ")
 }
 
-// admit refuses a provider release that is not admitted: 404 naming why.
-func (h *heldProviders) admit(ctx context.Context, repo *store.Repo, p names.Provider, v names.Version, index digest.Digest) error {
-	return admitted(ctx, repo, store.KindProvider, "provider "+p.String(), v, index)
-}
-
 // admitted is nil when the root subject of a kind (what, as clients name
 // it, at version v) may be served, and a 404 naming why when not.
 func admitted(ctx context.Context, repo *store.Repo, kind names.Kind, what string, v names.Version, subject digest.Digest) error {
@@ -106,49 +101,4 @@ func (s *responder) refusedInListing(ctx context.Context, repo *store.Repo, kind
 		return true, nil
 	}
 	return false, err
-}
-
-// refusedWarning is the versions document's word on a version left out.
-func refusedWarning(v names.Version, r *store.Refusal) string {
-	return fmt.Sprintf("%s is left out: %s", v, r.Reason)
-}
-
-// admittedVersions are the versions of a listing whose release is
-// admitted; without a policy, all of them, with nothing read. Each
-// version's index and attestation are read (cached by digest), at most
-// the store's concurrency at once.
-func (h *heldProviders) admittedVersions(ctx context.Context, repo *store.Repo, p names.Provider, versions []names.Version) ([]names.Version, error) {
-	if !h.opts.admitting() {
-		return versions, nil
-	}
-	return h.keptVersions(ctx, repo, versions, func(ctx context.Context, v names.Version, pv *oci.ProviderVersion) (bool, error) {
-		return h.refusedInListing(ctx, repo, store.KindProvider, p.String(), v, pv.Index.Digest)
-	})
-}
-
-// keptVersions are the versions of a listing whose index drop does not
-// drop, each index read (cached by digest), at most the store's
-// concurrency at once. A version whose index cannot be read as a provider
-// is left out; a registry failure is the error.
-func (h *heldProviders) keptVersions(ctx context.Context, repo *store.Repo, versions []names.Version, drop func(ctx context.Context, v names.Version, pv *oci.ProviderVersion) (bool, error)) ([]names.Version, error) {
-	keep := make([]bool, len(versions))
-	err := h.store.EachVersion(ctx, versions, func(ctx context.Context, i int, v names.Version) error {
-		pv, err := repo.ProviderVersion(ctx, v)
-		dropped := false
-		if err == nil {
-			dropped, err = drop(ctx, v, pv)
-		}
-		keep[i] = err == nil && !dropped // each index by one goroutine
-		return keepFatal(err)
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []names.Version
-	for i, v := range versions {
-		if keep[i] {
-			out = append(out, v)
-		}
-	}
-	return out, nil
 }

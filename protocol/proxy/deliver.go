@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
@@ -40,4 +41,14 @@ func (s *responder) leftOut(what string, v names.Version, err error) error {
 		return nil
 	}
 	return err
+}
+
+// writeSmallFile answers a small file held in memory.
+func (s *responder) writeSmallFile(w http.ResponseWriter, r *http.Request, body []byte, ctype string) {
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	s.cacheHeaders(w, true)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
 }

@@ -197,3 +197,14 @@ func writeEncoded(w http.ResponseWriter, r *http.Request, body []byte, length []
 	}
 	w.Write(body)
 }
+
+// earliestNonZero is the earlier of a and b, a zero time meaning none.
+func earliestNonZero(a, b time.Time) time.Time {
+	if a.IsZero() {
+		return b
+	}
+	if b.IsZero() || a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -19,8 +19,8 @@ var (
 
 func (s *responder) judge() policyJudge { return policyJudge{s} }
 
-func (j policyJudge) Versions(kind names.Kind, address string, vs []names.Version) []names.Version {
-	return j.s.policyAllowed(kind, address, vs)
+func (j policyJudge) Denials(kind names.Kind, address, what string, vs []names.Version) map[string]error {
+	return j.s.policyDenials(kind, address, what, vs)
 }
 
 func (j policyJudge) Allowed(kind names.Kind, address string, vs []names.Version) []names.Version {
@@ -42,7 +42,7 @@ func (j policyJudge) ReadsRoot(kind names.Kind, address string, attested bool) b
 }
 
 func (j policyJudge) Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) error {
-	return j.s.factsDenial(ctx, kind, address, what, v, releaseRoot{repo: root.Repo, subject: root.Digest})
+	return j.s.factsDenial(ctx, kind, address, what, v, releaseRoot{repo: root.Repo, subject: root.Digest, pv: root.Index})
 }
 
 func (j policyJudge) Attested(ctx context.Context, kind names.Kind, what string, v names.Version, root source.Root, attested bool) error {

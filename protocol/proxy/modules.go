@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/oci-tofu/oci-tofu/protocol/source/held"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -122,7 +123,7 @@ func (m *heldModules) versionsDoc(ctx context.Context, repo *store.Repo, host st
 	denied := make([]bool, len(vs))
 	err = m.s.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) (err error) {
 		ok[i], denied[i], err = m.listable(ctx, repo, l, host, mod, v) // each index by one goroutine
-		return keepFatal(err)
+		return held.KeepFatal(err)
 	})
 	if err != nil {
 		return nil, l.At, err

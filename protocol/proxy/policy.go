@@ -3,8 +3,6 @@ package proxy
 import (
 	"fmt"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
@@ -51,16 +49,6 @@ func (s *responder) policyAllowed(kind names.Kind, address string, vs []names.Ve
 	return out
 }
 
-// policyWarning is the versions document's word on a version the policy
-// denies ("" when it allows it).
-func (h *heldProviders) policyWarning(p names.Provider, v names.Version) string {
-	d := h.decide(policy.KindProvider, p.String(), &v)
-	if d.Allow {
-		return ""
-	}
-	return fmt.Sprintf("%s is left out: %s", v, d.Reason)
-}
-
 // platformRefusal is the 404 for a platform the policy leaves out, or nil.
 func (h *responder) platformRefusal(p names.Provider, v names.Version, pl names.Platform) error {
 	pol := h.opts.Policy.Current()
@@ -74,37 +62,26 @@ func (h *responder) platformRefusal(p names.Provider, v names.Version, pl names.
 	return &source.Denied{Msg: fmt.Sprintf("provider %s %s is not served for %s: %s", p, v, pl, d.Reason), Rule: d.Rule, Reason: d.Reason}
 }
 
-// allowedPlatforms are the platforms of ps the policy allows.
-func (h *responder) allowedPlatforms(p names.Provider, ps []names.Platform) []names.Platform {
-	pol := h.opts.Policy.Current()
-	if pol == nil {
-		return ps
-	}
-	out := make([]names.Platform, 0, len(ps))
-	for _, pl := range ps {
-		if platformDecision(pol, p, pl).Allow {
-			out = append(out, pl)
-		}
-	}
-	return out
-}
-
-// allowedZips are the zips of the platforms the policy allows.
-func (h *responder) allowedZips(p names.Provider, zips map[names.Platform]ocispec.Descriptor) map[names.Platform]ocispec.Descriptor {
-	pol := h.opts.Policy.Current()
-	if pol == nil {
-		return zips
-	}
-	out := make(map[names.Platform]ocispec.Descriptor, len(zips))
-	for pl, z := range zips {
-		if platformDecision(pol, p, pl).Allow {
-			out[pl] = z
-		}
-	}
-	return out
-}
-
 // platformDecision is pol's word on platform pl of provider p.
 func platformDecision(pol *policy.Policy, p names.Provider, pl names.Platform) policy.Decision {
 	return pol.Platform(policy.KindProvider, p.String(), pl.String())
+}
+
+// policyDenials are the versions of vs the policy denies for address,
+// with why, as one policy in force judges them all (logged); nil without
+// a policy.
+func (s *responder) policyDenials(kind names.Kind, address, what string, vs []names.Version) map[string]error {
+	pol, gen := s.opts.Policy.CurrentWithGeneration()
+	if pol == nil {
+		return nil
+	}
+	out := map[string]error{}
+	for _, v := range vs {
+		d := s.decideWith(pol, gen, kind, address, &v)
+		if !d.Allow {
+			s.log.Info("version left out by the policy", "kind", string(kind), "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
+			out[v.String()] = &source.Denied{Msg: fmt.Sprintf("%s %s is not served: %s", what, v, d.Reason), Rule: d.Rule, Reason: d.Reason, AgesIn: d.AgesIn}
+		}
+	}
+	return out
 }

@@ -164,19 +164,3 @@ func (s *responder) ingestTrust(pol *policy.Policy) attest.IngestTrust {
 	}
 	return t
 }
-
-// factsAllowedVersions are the versions of a provider listing its deciding
-// rule's min_age and signers allow (each version's index read, at most the
-// store's concurrency at once); all of them, with nothing read, when the
-// rule has neither. A version whose index cannot be read as a provider is
-// left out, as admittedVersions does.
-func (h *heldProviders) factsAllowedVersions(ctx context.Context, repo *store.Repo, p names.Provider, versions []names.Version) ([]names.Version, error) {
-	pol := h.opts.Policy.Current()
-	if !pol.HasFacts() || !pol.Needs(policy.KindProvider, p.String()).Any() {
-		return versions, nil
-	}
-	return h.keptVersions(ctx, repo, versions, func(ctx context.Context, v names.Version, pv *oci.ProviderVersion) (bool, error) { // admission.go
-		warn, err := h.factsWarning(ctx, policy.KindProvider, p.String(), v, releaseRoot{repo: repo, subject: pv.Index.Digest, pv: pv})
-		return warn != "", err
-	})
-}

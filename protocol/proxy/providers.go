@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/opencontainers/go-digest"
-
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -19,37 +19,21 @@ const (
 	viaRegistry = "registry protocol"
 )
 
-// providerSource builds the provider protocols' documents: heldProviders
-// from what the registry holds; with pull-through, pulledProviders wraps
-// it with what allow-listed origins offer. Handlers ask it and do not
-// know which answered.
-type providerSource interface {
-	// networkMirrorIndex is the network mirror's index.json.
-	networkMirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error)
-	// networkMirrorVersion is the network mirror's <version>.json.
-	networkMirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error)
-	// versionsDoc is the registry protocol's versions document; shown is
-	// the address as the client wrote it, for the page.
-	versionsDoc(ctx context.Context, p names.Provider, shown string) (any, time.Time, error)
-	// downloadDoc is the registry protocol's download document.
-	downloadDoc(ctx context.Context, p names.Provider, req RegistryRequest) (any, error)
-}
+// PullPrefix serves the files of provider releases the registry does not
+// hold yet: <via>/<host>/<namespace>/<type>/<version>/<SHA256SUMS
+// sha256>/<file>, via being "m" (network mirror) or "r" (registry
+// protocol). The SHA256SUMS digest pins the URL to the origin release whose
+// signature was verified when the metadata handed the URL out.
+const PullPrefix = "/v1/pull/"
 
 // providerHandlers serve the Provider Network Mirror Protocol, the
-// Provider Registry Protocol (providers.v1) and the archives their
-// documents name.
+// Provider Registry Protocol (providers.v1), the archives their documents
+// name and, with pull-through, the files of releases being pulled,
+// rendering what their source answers (compose.go builds it).
 type providerHandlers struct {
 	*responder
-	source providerSource
-	held   archiveSource // reads the archives that URLs pin by index digest
-}
-
-// archiveSource finds the release an archive URL pins by index digest and
-// serves its files: heldProviders, or mergedProviders over several
-// mappings.
-type archiveSource interface {
-	releaseAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*release, error)
-	serveHeldFile(w http.ResponseWriter, r *http.Request, rel *release, req ArchiveRequest)
+	source    source.Providers
+	generated *cache.Cache[*source.Checksums] // SHA256SUMS the proxy signed itself
 }
 
 // mountProviders adds the network mirror, the registry protocol
@@ -57,19 +41,11 @@ type archiveSource interface {
 // files of releases being pulled.
 func (s *Server) mountProviders(mappings store.ProviderMappings) {
 	o := s.opts
-	held := &heldProviders{responder: s.out, mappings: mappings,
-		generated: cache.New[*checksums](cache.Options{Name: "generated_checksums", FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries,
-			MaxCost: budgetOf(o).generated, EntryCost: store.EntryCost, Timeout: o.Store.Timeout, Observe: s.metrics.observeCache})}
-	s.held = held
-	h := &providerHandlers{responder: s.out, source: held, held: held}
-	if len(mappings) > 1 && !s.pull.Providers() {
-		merged := newMergedProviders(held) // merged.go
-		h.source, h.held = merged, merged
-	}
+	s.generated = cache.New[*source.Checksums](cache.Options{Name: "generated_checksums", FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries,
+		MaxCost: budgetOf(o).generated, EntryCost: store.EntryCost, Timeout: o.Store.Timeout, Observe: s.metrics.observeCache})
+	h := &providerHandlers{responder: s.out, source: s.providerSource(mappings), generated: s.generated}
 	if s.pull.Providers() {
-		pulled := &pulledProviders{heldProviders: held, engine: s.pull}
-		h.source = pulled
-		s.Mount("", PullPrefix, "pull", http.HandlerFunc(pulled.servePull))
+		s.Mount("", PullPrefix, "pull", http.HandlerFunc(h.servePull))
 	}
 	s.Mount("", MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(h.serveMirror)))
 	s.Mount("providers.v1", ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(h.serveRegistry)))
@@ -84,9 +60,9 @@ func (h *providerHandlers) serveMirror(w http.ResponseWriter, r *http.Request) {
 	}
 	h.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
 		if req.Index {
-			return h.source.networkMirrorIndex(ctx, req.Provider)
+			return h.mirrorIndex(ctx, req.Provider)
 		}
-		doc, err := h.source.networkMirrorVersion(ctx, req.Provider, req.Version)
+		doc, err := h.mirrorVersion(ctx, req.Provider, req.Version)
 		return doc, time.Time{}, err
 	})
 }
@@ -120,26 +96,90 @@ func (h *providerHandlers) serveRegistry(w http.ResponseWriter, r *http.Request)
 	}
 	h.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
 		if !req.Download {
-			return h.source.versionsDoc(ctx, p, shown)
+			return h.registryVersions(ctx, p, shown)
 		}
-		doc, err := h.source.downloadDoc(ctx, p, req)
+		doc, err := h.registryDownload(ctx, p, req)
 		return doc, time.Time{}, err
 	})
 }
 
 // serveArchive serves a zip, SHA256SUMS or signature named by a URL from
-// the metadata.
+// the metadata: the release its index digest pins.
 func (h *providerHandlers) serveArchive(w http.ResponseWriter, r *http.Request) {
 	req, ok := signedRequest(h.responder, w, r, ArchivePrefix, ParseArchivePath)
 	if !ok {
 		return
 	}
-	rel, err := h.held.releaseAt(r.Context(), req.Provider, req.Version, req.Index)
+	blob, err := h.archive(r.Context(), req)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.held.serveHeldFile(w, r, rel, req)
+	h.deliver(w, r, blob)
+}
+
+// archive is the file an archive URL names.
+func (h *providerHandlers) archive(ctx context.Context, req ArchiveRequest) (*source.Blob, error) {
+	root, err := h.source.ResolveProviderAt(ctx, req.Provider, req.Version, req.Index)
+	if err != nil {
+		return nil, err
+	}
+	if req.File == ArchiveZip {
+		return h.source.OpenProviderPackage(ctx, root, req.Platform)
+	}
+	rel, err := h.source.ReadProvider(ctx, root, source.NeedPackages|source.NeedChecksums)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := h.checksums(ctx, rel)
+	if err != nil {
+		return nil, err
+	}
+	name := names.ProviderSHA256SUMSName(req.Provider.Type, req.Version.String())
+	if req.File == ArchiveSignature {
+		return &source.Blob{Name: name + ".sig", ContentType: "application/octet-stream", Pinned: true, Data: cs.Signature}, nil
+	}
+	return &source.Blob{Name: name, ContentType: "text/plain; charset=utf-8", Pinned: true, Data: cs.Data}, nil
+}
+
+// servePull serves a file named by a pull URL: from the pull in flight,
+// from the registry once the release is stored, or by starting the pull.
+func (h *providerHandlers) servePull(w http.ResponseWriter, r *http.Request) {
+	rest, ok := h.archivePath(w, r, PullPrefix)
+	if !ok {
+		return
+	}
+	via, rest, _ := strings.Cut(rest, "/")
+	req, err := ParseArchivePath(rest)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	f := source.PulledFile{Via: via, Provider: req.Provider, Version: req.Version, Sums: req.Index, File: fileKinds[req.File], Platform: req.Platform}
+	if via == pullthrough.ViaRegistry {
+		if f.RegistryHost, err = h.registryHostname(r); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	pf, ok := h.source.(source.PulledFiles)
+	if !ok {
+		h.fail(w, r, source.NotFoundf("provider %s is not pulled through from any allowed origin", req.Provider))
+		return
+	}
+	blob, err := pf.OpenPulledFile(r.Context(), f)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.deliver(w, r, blob)
+}
+
+// fileKinds are the source's words for the files archive URLs name.
+var fileKinds = map[ArchiveFile]source.ProviderFileKind{
+	ArchiveZip:        source.FilePackage,
+	ArchiveSHA256SUMS: source.FileSHA256SUMS,
+	ArchiveSignature:  source.FileSignature,
 }
 
 // archivePath admits a GET or HEAD of an archive URL handed out in metadata

@@ -24,6 +24,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/oci-tofu/oci-tofu/protocol/source/held"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -170,19 +172,20 @@ type Options struct {
 // it: providers, modules and the TofuDL mirror (each a handler type of its
 // own, reading through one responder), the page, health and metrics.
 type Server struct {
-	opts     Options
-	log      *slog.Logger
-	metrics  *metrics
-	seen     *seen      // what was served, for the page
-	fleet    *fleetSeen // the other replicas' records, with a shared store (seen_fleet.go)
-	out      *responder
-	store    *store.Store
-	mappings store.ProviderMappings
-	held     *heldProviders // nil without providers
-	tokens   [][32]byte
-	client   *oci.Client         // reaches the registry (pull-through writes with it)
-	pull     *pullthrough.Engine // nil without pull-through
-	probes   *health.Probes      // /readyz and /livez (probes.go)
+	opts          Options
+	log           *slog.Logger
+	metrics       *metrics
+	seen          *seen      // what was served, for the page
+	fleet         *fleetSeen // the other replicas' records, with a shared store (seen_fleet.go)
+	out           *responder
+	store         *store.Store
+	mappings      store.ProviderMappings
+	heldProviders *held.Providers // nil without providers
+	generated     *cache.Cache[*source.Checksums]
+	tokens        [][32]byte
+	client        *oci.Client         // reaches the registry (pull-through writes with it)
+	pull          *pullthrough.Engine // nil without pull-through
+	probes        *health.Probes      // /readyz and /livez (probes.go)
 
 	mux *http.ServeMux
 	// prefixes are the handlers Mount added, longest prefix first, as

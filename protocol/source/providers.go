@@ -113,6 +113,9 @@ type ProviderRelease struct {
 	ChecksumsErr error
 	// Refused are the platforms the policy leaves out, with why.
 	Refused map[names.Platform]error
+	// Others are, in a merged listing, the same version's releases in
+	// later mappings, which may add platforms.
+	Others []*ProviderRelease
 }
 
 // ProviderPackage is one platform's package.

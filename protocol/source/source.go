@@ -7,6 +7,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -39,6 +40,9 @@ type Listing struct {
 type Root struct {
 	Repo   *store.Repo
 	Digest digest.Digest
+	// Index is a provider release's index (its publisher keys are read
+	// through it); nil for other kinds.
+	Index *oci.ProviderVersion
 }
 
 // Blob is a file a source hands over for delivery: exactly one of a

@@ -17,9 +17,10 @@ import (
 // read), and on a stored release's root, the deciding rule's facts and the
 // attestation rule. Denials are *source.Denied.
 type Judge interface {
-	// Versions are the versions of vs the policy allows for address (of
-	// a policy kind), the others logged.
-	Versions(kind names.Kind, address string, vs []names.Version) []names.Version
+	// Denials are the versions of vs the policy denies for address (of
+	// a policy kind; what names it for clients), with why (*source.Denied),
+	// as one policy in force judges them all; the denials are logged.
+	Denials(kind names.Kind, address, what string, vs []names.Version) map[string]error
 	// Version denies version v of address (what names it for clients),
 	// or is nil.
 	Version(kind names.Kind, address, what string, v names.Version) error
@@ -47,14 +48,11 @@ func allowed(judge Judge, kind names.Kind, address string, l source.Listing) sou
 	for i, e := range l.Versions {
 		vs[i] = e.Version
 	}
-	keep := judge.Versions(kind, address, vs)
-	out := source.Listing{At: l.At, Versions: make([]source.Listed, 0, len(keep))}
+	denied := judge.Denials(kind, address, address, vs)
+	out := source.Listing{At: l.At, Versions: make([]source.Listed, 0, len(l.Versions))}
 	for _, e := range l.Versions {
-		for _, v := range keep {
-			if v.Same(e.Version) {
-				out.Versions = append(out.Versions, e)
-				break
-			}
+		if denied[e.Version.String()] == nil {
+			out.Versions = append(out.Versions, e)
 		}
 	}
 	return out

@@ -41,7 +41,6 @@ func what(p names.Provider) string { return "provider " + p.String() }
 func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	addr := p.String()
 	inner := opts
-	allowed := map[string]bool{}
 	inner.Want = func(v names.Version) bool {
 		return g.Judge.Version(providerKind, addr, what(p), v) == nil && (opts.Want == nil || opts.Want(v))
 	}
@@ -53,9 +52,7 @@ func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 	for i, e := range l.Versions {
 		vs[i] = e.Version
 	}
-	for _, v := range g.Judge.Versions(providerKind, addr, vs) { // one policy for the whole list
-		allowed[v.String()] = true
-	}
+	denied := g.Judge.Denials(providerKind, addr, what(p), vs) // one policy for the whole list
 	if l.Left == nil {
 		l.Left = map[string]error{}
 	}
@@ -63,8 +60,8 @@ func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 	for _, e := range l.Versions {
 		v := e.Version.String()
 		switch {
-		case !allowed[v]:
-			l.Left[v] = g.denial(p, e.Version)
+		case denied[v] != nil:
+			l.Left[v] = denied[v]
 		case l.Unresolvable[v] == "":
 			read = append(read, e.Version)
 		}
@@ -73,16 +70,6 @@ func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 		return l, nil
 	}
 	return g.readListed(ctx, p, via, opts.Need, read, l)
-}
-
-// denial is why the policy denies version v (one that a policy reloaded
-// since the listing's snapshot allows is still denied, as the snapshot
-// said).
-func (g *Providers) denial(p names.Provider, v names.Version) error {
-	if err := g.Judge.Version(providerKind, p.String(), what(p), v); err != nil {
-		return err
-	}
-	return &source.Denied{Msg: what(p) + " " + v.String() + " is not served: the policy denies it", Reason: "the policy denies it"}
 }
 
 // readListed resolves, judges and (with need) reads each version of
@@ -222,8 +209,7 @@ func (g *Providers) platforms(rel *source.ProviderRelease) *source.ProviderRelea
 			if rel.Refused == nil {
 				rel.Refused = map[names.Platform]error{}
 			}
-			rel.Refused[pl] = err
-			delete(rel.Packages, pl)
+			rel.Refused[pl] = err // its package stays: a generated SHA256SUMS lists it
 			continue
 		}
 		kept = append(kept, pl)

@@ -115,7 +115,7 @@ func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v nam
 	if err != nil {
 		return nil, source.MarkNotHeld(source.Missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v)))
 	}
-	return &source.ProviderRoot{Provider: p, Version: v, Root: &source.Root{Repo: repo, Digest: pv.Index.Digest}, Index: pv}, nil
+	return &source.ProviderRoot{Provider: p, Version: v, Root: &source.Root{Repo: repo, Digest: pv.Index.Digest, Index: pv}, Index: pv}, nil
 }
 
 // ResolveProviderAt reads the index with digest index, when version v's
@@ -129,7 +129,7 @@ func (h *Providers) ResolveProviderAt(ctx context.Context, p names.Provider, v n
 	if err != nil {
 		return nil, source.Missing(err, "provider "+p.String(), "provider %s has no release with index %s", p, index)
 	}
-	return &source.ProviderRoot{Provider: p, Version: v, Root: &source.Root{Repo: repo, Digest: index}, Index: pv}, nil
+	return &source.ProviderRoot{Provider: p, Version: v, Root: &source.Root{Repo: repo, Digest: index, Index: pv}, Index: pv}, nil
 }
 
 // ReadProvider reads what need names of a stored release, at once: its

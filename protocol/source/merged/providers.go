@@ -2,6 +2,7 @@ package merged
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -81,8 +82,8 @@ func (m *Providers) eachHolding(p names.Provider, read func(s source.Providers) 
 
 // ProviderVersions is the union of the mappings' listings: a version is
 // left out (or unresolvable) only when every mapping listing it leaves it
-// out; a version read by several mappings takes its protocols from the
-// first and its platforms from all.
+// out; a version read by several mappings is the first's release, the
+// others' in its Others.
 func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	out := source.ProviderListing{Unresolvable: map[string]string{}, Refused: map[string]string{}, Left: map[string]error{}, Releases: map[string]*source.ProviderRelease{}}
 	listed, served := map[string]bool{}, map[string]bool{}
@@ -109,7 +110,14 @@ func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 				}
 			default:
 				served[v] = true
-				mergeRelease(out.Releases, l.Releases[v])
+				if rel := l.Releases[v]; rel != nil {
+					if first := out.Releases[v]; first != nil {
+						first.Others = append(first.Others, rel)
+					} else {
+						c := *rel
+						out.Releases[v] = &c
+					}
+				}
 			}
 		}
 		for tag, why := range l.Refused {
@@ -140,6 +148,7 @@ func mergeRelease(releases map[string]*source.ProviderRelease, rel *source.Provi
 	if !ok {
 		c := *rel
 		c.Platforms = slices.Clone(rel.Platforms)
+		c.Packages = maps.Clone(rel.Packages)
 		releases[v] = &c
 		return
 	}

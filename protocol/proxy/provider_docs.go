@@ -1,0 +1,288 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/wire"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// The provider protocols' documents, rendered from what the source
+// answers.
+
+// mirrorIndex is the network mirror's index.json: the versions the
+// mirror can serve. A version OpenTofu's oci_mirror would list from a
+// non-canonical tag alone ("1.2") is left out, as it is from /versions:
+// listing it would make every client that picks it fail (`oci-tofu
+// verify` reports such tags); so are those the source says why it leaves
+// out (the policy, the attestation rule).
+func (h *providerHandlers) mirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
+	l, err := h.source.ProviderVersions(ctx, p, source.ViaMirror, source.ListOptions{})
+	if err != nil {
+		return nil, l.At, err
+	}
+	index := wire.MirrorIndex{Versions: make(map[string]struct{}, len(l.Versions))}
+	var stored names.VersionList
+	for _, e := range l.Versions {
+		v := e.Version.String()
+		if e.Stored {
+			stored = append(stored, e.Version)
+		}
+		if tag, bad := l.Unresolvable[v]; bad {
+			h.log.Warn("version left out: its only tag is not the one OpenTofu resolves", "provider", p.String(), "version", v, "tag", tag)
+			continue
+		}
+		if l.Left[v] == nil {
+			index.Versions[v] = struct{}{}
+		}
+	}
+	h.seen.providerListed(p.String(), viaMirror, stored)
+	return index, l.At, nil
+}
+
+// mirrorVersion is <version>.json: every platform's archive, with its
+// lock-file hashes (a stored package's trusted h1 and its zh; an origin's
+// package's zh alone).
+func (h *providerHandlers) mirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
+	root, err := h.source.ResolveProvider(ctx, p, v, source.ViaMirror)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := h.source.ReadProvider(ctx, root, source.NeedPackages)
+	if err != nil {
+		return nil, err
+	}
+	if root.Root != nil {
+		h.seen.providerVersion(p.String(), viaMirror, v, root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
+	}
+	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
+	for _, pl := range rel.Platforms {
+		if pkg := rel.Packages[pl]; pkg != nil {
+			archives[pl.String()] = wire.MirrorArchive{URL: h.fileURL(pkg.Release, pkg.Filename), Hashes: pkg.Hashes}
+		}
+	}
+	return wire.MirrorVersion{Archives: archives}, nil
+}
+
+// fileURL is the URL of a file of rel in a document (its base marked:
+// baseurl.go), signed when client authentication is on: an archive URL
+// pinning a stored release's index, or a pull URL pinning an origin's
+// SHA256SUMS.
+func (h *providerHandlers) fileURL(rel *source.ProviderRelease, file string) string {
+	if pr := rel.Pulled; pr != nil {
+		return h.fileRef(PullPrefix, pr.Via+"/"+archivePath(pr.Served, rel.Version, pr.Sums, file))
+	}
+	return h.fileRef(ArchivePrefix, archivePath(rel.Provider, rel.Version, rel.Index.Index.Digest, file))
+}
+
+// registryVersions is the registry protocol's versions document: the
+// versions it can offer, with their protocols and platforms. Versions it
+// cannot offer are left out and explained in "warnings", which OpenTofu
+// prints; when none is left the answer is 404 naming why.
+func (h *providerHandlers) registryVersions(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
+	l, err := h.source.ProviderVersions(ctx, p, source.ViaRegistry, source.ListOptions{Need: source.NeedSummary})
+	if err != nil {
+		return nil, l.At, err
+	}
+	doc := wire.RegistryVersions{Versions: []*wire.RegistryVersion{}}
+	var unsigned []*wire.RegistryVersion // listed only if nothing else is
+	for _, tag := range slices.Sorted(maps.Keys(l.Refused)) {
+		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the tag %q is left out: it looks like a version but is none (%s)", tag, l.Refused[tag]))
+	}
+	for _, e := range l.Versions {
+		rv, warn := h.listedVersion(shown, l, e.Version)
+		switch {
+		case rv != nil && warn != "":
+			unsigned = append(unsigned, rv)
+		case rv != nil:
+			doc.Versions = append(doc.Versions, rv)
+		}
+		if warn != "" {
+			addWarning(&doc, warn)
+		}
+	}
+	for _, w := range l.Warnings {
+		addWarning(&doc, w)
+	}
+	if len(doc.Versions) == 0 {
+		h.log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
+		if len(unsigned) == 0 {
+			return nil, l.At, source.NotFoundf("provider %s has %s, none of which this proxy can offer through the registry protocol: %s", p, plural(len(l.Versions), "version"), strings.Join(doc.Warnings, "; "))
+		}
+		// OpenTofu and Terraform print the warnings of a versions answer
+		// ("Additional provider information from registry") only when it
+		// lists a version; of a 404 they print nothing but "does not have
+		// a provider". So the unsigned versions are listed, the warnings
+		// say why they cannot be installed from here, and their download
+		// answers 409.
+		doc.Versions = unsigned
+	}
+	return doc, l.At, nil
+}
+
+// listedVersion is one entry of the versions document, or the warning
+// saying why the version is left out.
+func (h *providerHandlers) listedVersion(shown string, l source.ProviderListing, v names.Version) (*wire.RegistryVersion, string) {
+	if tag, ok := l.Unresolvable[v.String()]; ok {
+		return nil, fmt.Sprintf("%s is left out: its tag is %q, but OpenTofu resolves the tag %q, which does not exist (retag it)", v, tag, names.TagForVersion(v))
+	}
+	if err := l.Left[v.String()]; err != nil {
+		var d *source.Denied
+		if errors.As(err, &d) {
+			return nil, fmt.Sprintf("%s is left out: %s", v, d.Reason)
+		}
+		return nil, skipReason(v, err)
+	}
+	rel := l.Releases[v.String()]
+	if rel == nil {
+		return nil, ""
+	}
+	if rel.Pulled != nil { // an origin's: as the origin lists it
+		return &wire.RegistryVersion{Version: v.String(), Protocols: rel.Protocols, Platforms: registryPlatforms(rel.Platforms)}, ""
+	}
+	platforms := rel.Platforms
+	for _, o := range rel.Others { // later mappings' platforms, where they can be offered
+		if len(o.SigningKeyIDs) > 0 || h.opts.Signer != nil {
+			for _, pl := range o.Platforms {
+				if !slices.Contains(platforms, pl) {
+					platforms = append(slices.Clip(platforms), pl)
+				}
+			}
+		}
+	}
+	h.seen.providerVersion(shown, viaRegistry, v, platforms, len(rel.SigningKeyIDs) > 0)
+	rv := &wire.RegistryVersion{Version: v.String(), Protocols: protocols(rel), Platforms: registryPlatforms(platforms)}
+	if len(rel.SigningKeyIDs) == 0 && h.opts.Signer == nil {
+		return rv, unsignedWarning(v)
+	}
+	return rv, ""
+}
+
+func registryPlatforms(ps []names.Platform) []wire.RegistryPlatform {
+	var out []wire.RegistryPlatform
+	for _, pl := range ps {
+		out = append(out, wire.RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
+	}
+	return out
+}
+
+// protocols are a release's plugin protocol versions; "5.0" when unknown
+// (third-party artifacts; see docs/proxy.md).
+func protocols(rel *source.ProviderRelease) []string {
+	if rel.Summarized && len(rel.Protocols) > 0 {
+		return rel.Protocols
+	}
+	return []string{"5.0"}
+}
+
+// unsignedWarning says why an unsigned version cannot be installed through
+// the registry protocol, and what to do instead.
+func unsignedWarning(v names.Version) string {
+	return fmt.Sprintf("%s has no publisher signature and this proxy has no signing key, so it cannot be installed through the registry protocol: install it through the proxy's network mirror (/v1/mirror/), or push it signed, or give the proxy --signing-key", v)
+}
+
+// skipReason explains a version left out of a listing.
+func skipReason(v names.Version, err error) string {
+	switch store.FailureOf(err) {
+	case oci.FailureNotFound:
+		return v.String() + " is left out: its tag vanished while the versions were listed"
+	case oci.FailureInvalid:
+		return v.String() + " is left out: its OCI artifact is not a valid provider"
+	}
+	return ""
+}
+
+// plural is "1 version", "2 versions".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// addWarning appends w to doc's warnings unless it is there already.
+func addWarning(doc *wire.RegistryVersions, w string) {
+	if !slices.Contains(doc.Warnings, w) {
+		doc.Warnings = append(doc.Warnings, w)
+	}
+}
+
+// registryDownload is …/:version/download/:os/:arch: the package's
+// location, SHA256SUMS and its signature, the keys, and (OpenTofu 1.12,
+// for a stored release) every platform's hashes and size, so tofu records
+// a complete lock entry. An origin's package starts downloading at once,
+// since the client asks for it next.
+func (h *providerHandlers) registryDownload(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
+	root, err := h.source.ResolveProvider(ctx, p, req.Version, source.ViaRegistry)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := h.source.ReadProvider(ctx, root, source.NeedPackages|source.NeedChecksums)
+	if err != nil {
+		return nil, err
+	}
+	pl := req.Platform
+	if err := rel.Refused[pl]; err != nil {
+		return nil, err
+	}
+	pkg := rel.Packages[pl]
+	if pkg == nil {
+		return nil, source.NotFoundf("provider %s %s has no package for %s", p, req.Version, pl)
+	}
+	rel = pkg.Release // with several mappings, the first holding the platform
+	sums := names.ProviderSHA256SUMSName(p.Type, req.Version.String())
+	if rel.Pulled != nil {
+		if w, ok := h.source.(source.Warmer); ok {
+			w.WarmProvider(ctx, rel.ProviderRoot, pl)
+		}
+		protos := rel.Protocols
+		if len(protos) == 0 {
+			protos = protocols(rel)
+		}
+		return wire.RegistryDownload{Protocols: protos, OS: pl.OS, Arch: pl.Arch, Filename: pkg.Filename,
+			DownloadURL: h.fileURL(rel, pkg.Filename), SHASumsURL: h.fileURL(rel, sums), SHASumsSignatureURL: h.fileURL(rel, names.ProviderSignatureName(p.Type, req.Version.String())),
+			SHASum: pkg.SHA256, SigningKeys: wire.SigningKeys{GPGPublicKeys: pkg.Keys}}, nil
+	}
+	cs, err := h.checksums(ctx, rel)
+	if err != nil {
+		return nil, err
+	}
+	zipHex := pkg.Layer.Digest.Encoded()
+	name, err := checkListed(rel, cs, pl, zipHex)
+	if err != nil {
+		return nil, err
+	}
+	return wire.RegistryDownload{
+		Protocols:           protocols(rel),
+		OS:                  pl.OS,
+		Arch:                pl.Arch,
+		Filename:            name,
+		DownloadURL:         h.fileURL(rel, names.ProviderZipName(p.Type, req.Version.String(), pl)),
+		SHASumsURL:          h.fileURL(rel, sums),
+		SHASumsSignatureURL: h.fileURL(rel, sums+".sig"),
+		SHASum:              zipHex,
+		SigningKeys:         wire.SigningKeys{GPGPublicKeys: cs.Keys},
+		Packages:            packages(rel),
+	}, nil
+}
+
+// packages is the download document's packages object: for every
+// platform of the release, its lock-file hashes and its size.
+func packages(rel *source.ProviderRelease) map[string]wire.RegistryPackage {
+	out := make(map[string]wire.RegistryPackage, len(rel.Platforms))
+	for _, pl := range rel.Platforms {
+		if pkg := rel.Packages[pl]; pkg != nil {
+			out[pl.String()] = wire.RegistryPackage{Hashes: pkg.Hashes, PackageSize: pkg.Layer.Size}
+		}
+	}
+	return out
+}
