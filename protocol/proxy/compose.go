@@ -10,6 +10,11 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
+var (
+	_ gate.Judge   = policyJudge{}
+	_ source.Rules = policyJudge{}
+)
+
 // The source stacks, composed once here: what the registry holds (held),
 // with pull-through what origins offer (pulled), several mappings merged
 // as OpenTofu merges its oci_mirror blocks (merged), and the policy file
@@ -26,7 +31,7 @@ func (s *Server) providerSource(mappings store.ProviderMappings) source.Provider
 		return &gate.Providers{Inner: inner, Judge: judge, Each: s.store.EachVersion}
 	}
 	all := &held.Providers{Store: s.store, Mappings: mappings, Log: s.log}
-	s.heldProviders = all
+	s.providerRepo, s.providerMappings = all.Repo, mappings
 	switch {
 	case s.pull.Providers():
 		return gated(&pulled.Providers{Held: all, Engine: s.pull, Rules: judge, Log: s.log})

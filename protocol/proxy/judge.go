@@ -5,17 +5,11 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 )
 
 // policyJudge decides for the gate and pull-through with the policy file
 // (policy.go, policy_facts.go) and the attestation rule (admission.go).
 type policyJudge struct{ s *responder }
-
-var (
-	_ gate.Judge   = policyJudge{}
-	_ source.Rules = policyJudge{}
-)
 
 func (s *responder) judge() policyJudge { return policyJudge{s} }
 

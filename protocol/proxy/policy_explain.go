@@ -106,17 +106,17 @@ func (s *Server) policyRepos(kind names.Kind, address string) ([]*store.Repo, er
 // (merged), or only the first with pull-through, as mountProviders
 // serves them.
 func (s *Server) providerRepos(p names.Provider) ([]*store.Repo, error) {
-	if s.heldProviders == nil {
+	if s.providerRepo == nil {
 		return nil, errors.New("the server maps no providers (no --provider-template or --config)")
 	}
 	var out []*store.Repo
-	for _, mp := range s.heldProviders.Mappings {
+	for _, mp := range s.providerMappings {
 		if ref, err := (store.ProviderMappings{mp}).Map(p); err == nil && (len(out) == 0 || !s.pull.Providers()) {
 			out = append(out, s.store.Repo(ref))
 		}
 	}
 	if len(out) == 0 {
-		_, err := s.heldProviders.Repo(p) // its error says why
+		_, err := s.providerRepo(p) // its error says why
 		return nil, err
 	}
 	return out, nil

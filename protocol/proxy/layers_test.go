@@ -1,0 +1,62 @@
+package proxy_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/oci-tofu/oci-tofu/"
+
+// imports are the imports of every non-test Go file under dir, by file.
+func imports(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			out[path] = append(out[path], p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no Go files under %s", dir)
+	}
+	return out
+}
+
+// The layers of docs/architecture.md: the sources never speak HTTP nor
+// know the proxy; the proxy's handlers see only the seam (package
+// source), and the stacks of held, pulled, merged and gate sources are
+// composed in one file, compose.go.
+func TestSourcesAndHandlersKeepTheirLayers(t *testing.T) {
+	for file, imps := range imports(t, "../source") {
+		for _, p := range imps {
+			if p == "net/http" || strings.HasPrefix(p, module+"protocol/proxy") {
+				t.Errorf("%s imports %s: sources answer with model values and typed errors, never HTTP", file, p)
+			}
+		}
+	}
+	for file, imps := range imports(t, ".") {
+		for _, p := range imps {
+			rest, ok := strings.CutPrefix(p, module+"protocol/source/")
+			if ok && filepath.Base(file) != "compose.go" {
+				t.Errorf("%s imports the %s source: only compose.go builds the stacks; handlers use package source", file, rest)
+			}
+		}
+	}
+}
