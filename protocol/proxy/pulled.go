@@ -248,13 +248,13 @@ func (h *pulledProviders) registryTarget(ctx context.Context, p names.Provider) 
 }
 
 // heldPushed reports whether p's repository holds pushed versions
-// (holdsPushedVersions).
+// (pullthrough.HoldsPushedVersions).
 func (h *pulledProviders) heldPushed(ctx context.Context, p names.Provider) (bool, error) {
 	repo, err := h.providerRepo(p)
 	if err != nil {
 		return false, nil // no repository: nothing held (the caller reports the mapping)
 	}
-	return holdsPushedVersions(ctx, repo)
+	return pullthrough.HoldsPushedVersions(ctx, repo)
 }
 
 // pullRef is a pull URL in a document (its base marked: baseurl.go),

@@ -1,0 +1,57 @@
+package proxy
+
+import (
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
+	"github.com/oci-tofu/oci-tofu/protocol/source/held"
+	"github.com/oci-tofu/oci-tofu/protocol/source/merged"
+	"github.com/oci-tofu/oci-tofu/protocol/source/pulled"
+)
+
+// The source stacks, composed once at start-up and nowhere else:
+// handlers see only package source. A mapping is what the registry holds
+// (held), with pull-through for the first mapping (pulled); each mapping
+// is gated by the policy file and the attestation rule (gate), so that a
+// copy one mapping may not serve is passed over for the next mapping's;
+// several mappings are merged, the first serving a version winning
+// (merged).
+
+// ownModules names the modules addressed under the proxy's own hostname
+// to moduleSource, rather than an origin's.
+const ownModules = ""
+
+// moduleSource is the source of the modules tpls map, for origin
+// registry host origin's paths (module_origins.go) or the proxy's own
+// (ownModules): merged(gate(pulled(held m0)), gate(held m1), …). With
+// module pull-through the first mapping pulls from origin, or for the
+// proxy's own modules from the first origin, as --pull-through-own-modules
+// allows.
+func (s *Server) moduleSource(tpls []*oci.Template, origin string) source.Modules {
+	judge := s.out.judge()
+	pulls := s.pull.Modules()
+	mappings := make([]source.Modules, len(tpls))
+	for i, tpl := range tpls {
+		h := &held.Modules{Template: tpl, Store: s.store, Log: s.log}
+		var src source.Modules = h
+		if i == 0 && pulls {
+			p := &pulled.Modules{Held: h, Engine: s.pull, Origin: origin, Rules: judge, Log: s.log}
+			if origin == ownModules {
+				p.Origin, p.Own = s.pull.ModuleOrigin(), true
+			}
+			src = p
+		}
+		mappings[i] = &gate.Modules{Inner: src, Judge: judge}
+	}
+	m := &merged.Modules{Mappings: mappings, Pulls: pulls, Log: s.log}
+	if pulls {
+		from := origin
+		if from == ownModules {
+			from = s.pull.ModuleOrigin()
+		}
+		m.Outage = func(a source.ModuleAddress, err error) {
+			s.pull.DegradedListing("module", from+"/"+a.Module.String(), err)
+		}
+	}
+	return m
+}
