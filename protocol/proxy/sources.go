@@ -55,3 +55,18 @@ func (s *Server) moduleSource(tpls []*oci.Template, origin string) source.Module
 	}
 	return m
 }
+
+// tofuSource is the source of the OpenTofu releases in ref:
+// gate(pulled(held)) with TofuDL pull-through, gate(held) without, the
+// attestation rule applied only without (pull-through would defeat it:
+// it would list and pull from the origin the releases the rule refuses;
+// docs/proxy.md).
+func (s *Server) tofuSource(ref oci.Reference) source.Tofu {
+	judge := s.out.judge()
+	h := &held.Tofu{Repo: s.store.Repo(ref), Log: s.log}
+	var src source.Tofu = h
+	if s.pull.Tofu() {
+		src = &pulled.Tofu{Held: h, Engine: s.pull, Rules: judge, Log: s.log}
+	}
+	return &gate.Tofu{Inner: src, Judge: judge, Attested: !s.pull.Tofu()}
+}

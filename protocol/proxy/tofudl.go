@@ -10,9 +10,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
-	"github.com/oci-tofu/oci-tofu/protocol/source/held"
-	"github.com/oci-tofu/oci-tofu/protocol/source/pulled"
 )
 
 // TofuDL mirror paths: the API document and the download URL template's
@@ -29,20 +26,10 @@ type tofuHandlers struct {
 	source source.Tofu
 }
 
-// mountTofu adds the TofuDL mirror for the releases in ref: what the
-// registry holds, with pull-through what the TofuDL origin offers
-// besides, gated by the policy and, without pull-through, the
-// attestation rule (which pull-through would defeat: it would list and
-// pull from the origin the releases the rule refuses; docs/proxy.md).
+// mountTofu adds the TofuDL mirror for the releases in ref, served from
+// their source stack (tofuSource, sources.go).
 func (s *Server) mountTofu(ref oci.Reference) {
-	judge := s.out.judge()
-	h := &held.Tofu{Repo: s.store.Repo(ref), Log: s.log}
-	var src source.Tofu = h
-	if s.pull.Tofu() {
-		src = &pulled.Tofu{Held: h, Engine: s.pull, Rules: judge, Log: s.log}
-	}
-	src = &gate.Tofu{Inner: src, Judge: judge, Attested: !s.pull.Tofu()}
-	t := &tofuHandlers{responder: s.out, source: src}
+	t := &tofuHandlers{responder: s.out, source: s.tofuSource(ref)}
 	s.Mount("", TofuAPIPath, "tofu_api", s.Authenticate(http.HandlerFunc(t.serveAPI)))
 	s.Mount("", TofuDownloadPrefix, "tofu_download", s.Authenticate(http.HandlerFunc(t.serveDownload)))
 }
