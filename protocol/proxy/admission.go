@@ -19,7 +19,8 @@ import (
 // type verifying with one of the configured keys, or satisfies one of the
 // configured trusts (a notation trust policy). The rule lives in the store
 // (Repo.Admitted, verdicts cached by digest) and is asked where the held
-// sources read releases (heldProviders, moduleSource, heldTofu), so no
+// sources read releases (heldProviders; for modules and OpenTofu releases
+// the gate of protocol/source, through policyJudge), so no
 // handler knows of it.
 
 // admitting reports whether the options configure an admission rule.
@@ -81,12 +82,15 @@ func notAdmittedWords(keys, trusts, keyless bool) string {
 	return strings.Join(lacks, ", nor ")
 }
 
+// attestationRule is the Rule of a denial by the attestation rule.
+const attestationRule = "attestation"
+
 // admitted is nil when the root subject of a kind (what, as clients name
 // it, at version v) may be served, and a 404 naming why when not.
 func admitted(ctx context.Context, repo *store.Repo, kind names.Kind, what string, v names.Version, subject digest.Digest) error {
 	err := repo.Admitted(ctx, kind, subject)
 	if r, ok := store.Refused(err); ok {
-		return &source.Denied{Msg: fmt.Sprintf("%s %s is not served: %s", what, v, r.Reason), Rule: "attestation", Reason: r.Reason, Err: err}
+		return &source.Denied{Msg: fmt.Sprintf("%s %s is not served: %s", what, v, r.Reason), Rule: attestationRule, Reason: r.Reason, Err: err}
 	}
 	return source.Missing(err, what, "%s has no version %s", what, v)
 }

@@ -42,7 +42,7 @@ func imports(t *testing.T, dir string) map[string][]string {
 // The layers of docs/architecture.md: the sources never speak HTTP nor
 // know the proxy; the proxy's handlers see only the seam (package
 // source), and the stacks of held, pulled, merged and gate sources are
-// composed in one file, compose.go.
+// composed in one file, sources.go.
 func TestSourcesAndHandlersKeepTheirLayers(t *testing.T) {
 	for file, imps := range imports(t, "../source") {
 		for _, p := range imps {
@@ -54,8 +54,8 @@ func TestSourcesAndHandlersKeepTheirLayers(t *testing.T) {
 	for file, imps := range imports(t, ".") {
 		for _, p := range imps {
 			rest, ok := strings.CutPrefix(p, module+"protocol/source/")
-			if ok && filepath.Base(file) != "compose.go" {
-				t.Errorf("%s imports the %s source: only compose.go builds the stacks; handlers use package source", file, rest)
+			if ok && filepath.Base(file) != "sources.go" {
+				t.Errorf("%s imports the %s source: only sources.go builds the stacks; handlers use package source", file, rest)
 			}
 		}
 	}

@@ -49,10 +49,8 @@ func (s *Server) mountModuleOrigins(tpls []*oci.Template) {
 	if !s.pull.Modules() {
 		return
 	}
-	held := &heldModules{s: s.out}
 	for _, host := range s.pull.ModuleOrigins() {
-		m := &modules{s: s.out, templates: tpls, held: held, origin: host, paths: originModulePaths(host),
-			src: &pulledModules{heldModules: held, engine: s.pull, origin: host}, pulls: true}
+		m := &moduleHandlers{responder: s.out, source: s.moduleSource(tpls, host), origin: host, paths: originModulePaths(host)}
 		s.Mount("", m.paths.registry, "modules", s.Authenticate(http.HandlerFunc(m.serveRegistry)))
 		s.Mount("", m.paths.archives, "module_archives", http.HandlerFunc(m.serveArchive))
 	}
@@ -61,11 +59,11 @@ func (s *Server) mountModuleOrigins(tpls []*oci.Template) {
 // hostname is the registry hostname of the modules a request names: the
 // origin's for an origin's paths, else the request's (an invalid Host is
 // answered; ok is false).
-func (m *modules) hostname(w http.ResponseWriter, r *http.Request) (string, bool) {
+func (m *moduleHandlers) hostname(w http.ResponseWriter, r *http.Request) (string, bool) {
 	if m.origin != "" {
 		return m.origin, true
 	}
-	return m.s.hostname(w, r)
+	return m.responder.hostname(w, r)
 }
 
 // publicProviders are the providers.v1 URLs the public registries'

@@ -50,7 +50,7 @@ func (v PolicyVerdict) Served() bool {
 // the facts the server reads for that rule (policy_facts.go: the same
 // reads and caches, by the server's clock). The repositories are the
 // server's mappings that admit the address, in order; as in the merged
-// views (merged.go, merged_modules.go) a version is allowed when one of
+// views (merged.go, protocol/source/merged) a version is allowed when one of
 // them holds a release of it that the policy allows, else the first
 // denial decides. A version the policy allows is also put to the
 // server's admission rule (Options.RequireAttestation, RequireTrust,
@@ -123,7 +123,7 @@ func (s *Server) providerRepos(p names.Provider) ([]*store.Repo, error) {
 }
 
 // moduleRepos are a module's repositories in the module templates, as
-// modules.reposOf finds them.
+// the held module sources map it (protocol/source/held).
 func (s *Server) moduleRepos(address string) ([]*store.Repo, error) {
 	parts := strings.Split(address, "/")
 	if len(s.opts.ModuleTemplates()) == 0 || len(parts) != 4 {

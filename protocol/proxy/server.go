@@ -60,7 +60,7 @@ type Options struct {
 	// MoreModuleTemplates are further module mappings, tried after
 	// ModuleTemplate in order (which they need): a module's versions are
 	// those of every mapping, each served from the first mapping holding
-	// it (merged_modules.go, docs/proxy.md "Several mappings").
+	// it (protocol/source/merged, docs/proxy.md "Several mappings").
 	MoreModuleTemplates []*oci.Template
 	// TofuRepository holds OpenTofu releases (oci-tofu push tofu), served
 	// as a TofuDL mirror under /tofu/.

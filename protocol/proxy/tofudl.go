@@ -26,14 +26,10 @@ type tofuHandlers struct {
 	source source.Tofu
 }
 
-// mountTofu adds the TofuDL mirror for the releases in ref: what the
-// registry holds, with pull-through what the TofuDL origin offers
-// besides, gated by the policy and, without pull-through, the
-// attestation rule (which pull-through would defeat: it would list and
-// pull from the origin the releases the rule refuses; docs/proxy.md).
+// mountTofu adds the TofuDL mirror for the releases in ref, served from
+// their source stack (tofuSource, sources.go).
 func (s *Server) mountTofu(ref oci.Reference) {
-	src := s.tofuSource(ref)
-	t := &tofuHandlers{responder: s.out, source: src}
+	t := &tofuHandlers{responder: s.out, source: s.tofuSource(ref)}
 	s.Mount("", TofuAPIPath, "tofu_api", s.Authenticate(http.HandlerFunc(t.serveAPI)))
 	s.Mount("", TofuDownloadPrefix, "tofu_download", s.Authenticate(http.HandlerFunc(t.serveDownload)))
 }

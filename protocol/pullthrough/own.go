@@ -12,6 +12,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // Modules addressed under the proxy's own host name
@@ -144,4 +145,22 @@ func (e *Engine) OwnModulePatterns() []string {
 		out = append(out, p.String())
 	}
 	return out
+}
+
+// HoldsPushedVersions reports whether repo holds versions and lacks
+// PulledThroughTag: the versions were pushed, and under the proxy's own
+// hostname no origin is merged with them, pulled over them, or asked
+// about them. A repository that does not exist holds none.
+func HoldsPushedVersions(ctx context.Context, repo *store.Repo) (bool, error) {
+	l, err := repo.Versions(ctx)
+	switch {
+	case store.FailureOf(err) == oci.FailureNotFound:
+		return false, nil
+	case err != nil:
+		return false, err
+	case len(l.Versions) == 0:
+		return false, nil
+	}
+	marked, err := repo.HasTag(ctx, PulledThroughTag)
+	return !marked, err
 }

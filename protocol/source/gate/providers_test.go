@@ -14,13 +14,13 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 )
 
-// judge denies the versions and roots it is told to, and counts.
-type judge struct {
+// providerJudge denies the versions and roots it is told to, and counts.
+type providerJudge struct {
 	deniedVersions map[string]bool
 	refusedRoots   map[digest.Digest]bool
 }
 
-func (j judge) Denials(kind names.Kind, address, what string, vs []names.Version) map[string]error {
+func (j providerJudge) Denials(kind names.Kind, address, what string, vs []names.Version) map[string]error {
 	out := map[string]error{}
 	for _, v := range vs {
 		if err := j.Version(kind, address, what, v); err != nil {
@@ -30,32 +30,32 @@ func (j judge) Denials(kind names.Kind, address, what string, vs []names.Version
 	return out
 }
 
-func (j judge) Version(kind names.Kind, address, what string, v names.Version) error {
+func (j providerJudge) Version(kind names.Kind, address, what string, v names.Version) error {
 	if j.deniedVersions[v.String()] {
 		return &source.Denied{Msg: what + " " + v.String() + " is not served: denied", Rule: "r", Reason: "denied"}
 	}
 	return nil
 }
 
-func (j judge) ReadsRoot(kind names.Kind, address string, attested bool) bool { return attested }
+func (j providerJudge) ReadsRoot(kind names.Kind, address string, attested bool) bool { return attested }
 
-func (j judge) Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) error {
+func (j providerJudge) Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) error {
 	return nil
 }
 
-func (j judge) Attested(ctx context.Context, kind names.Kind, what string, v names.Version, root source.Root, attested bool) error {
+func (j providerJudge) Attested(ctx context.Context, kind names.Kind, what string, v names.Version, root source.Root, attested bool) error {
 	if attested && j.refusedRoots[root.Digest] {
 		return &source.Denied{Msg: what + " " + v.String() + " is not served: not attested", Reason: "not attested"}
 	}
 	return nil
 }
 
-func (j judge) Platform(p names.Provider, v names.Version, pl names.Platform) error { return nil }
+func (j providerJudge) Platform(p names.Provider, v names.Version, pl names.Platform) error { return nil }
 
-func (j judge) PullsOnlyStored(kind names.Kind, address string) bool { return false }
+func (j providerJudge) PullsOnlyStored(kind names.Kind, address string) bool { return false }
 
-// held holds versions, each stored at the digest of its name.
-type held struct {
+// heldProviders holds versions, each stored at the digest of its name.
+type heldProviders struct {
 	mu       sync.Mutex
 	versions []string
 	resolved []string
@@ -63,7 +63,7 @@ type held struct {
 
 func rootOf(v string) digest.Digest { return digest.FromString(v) }
 
-func (h *held) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (h *heldProviders) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	var l source.ProviderListing
 	for _, v := range h.versions {
 		l.Versions = append(l.Versions, source.Listed{Version: names.MustParseVersion(v), Stored: true})
@@ -71,22 +71,22 @@ func (h *held) ProviderVersions(ctx context.Context, p names.Provider, via sourc
 	return l, nil
 }
 
-func (h *held) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (h *heldProviders) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
 	h.mu.Lock()
 	h.resolved = append(h.resolved, v.String())
 	h.mu.Unlock()
 	return &source.ProviderRoot{Provider: p, Version: v, Root: &source.Root{Digest: rootOf(v.String())}}, nil
 }
 
-func (h *held) ResolveProviderAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*source.ProviderRoot, error) {
+func (h *heldProviders) ResolveProviderAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*source.ProviderRoot, error) {
 	return h.ResolveProvider(ctx, p, v, source.ViaMirror)
 }
 
-func (h *held) ReadProvider(ctx context.Context, r *source.ProviderRoot, need source.Need) (*source.ProviderRelease, error) {
+func (h *heldProviders) ReadProvider(ctx context.Context, r *source.ProviderRoot, need source.Need) (*source.ProviderRelease, error) {
 	return &source.ProviderRelease{ProviderRoot: r}, nil
 }
 
-func (h *held) OpenProviderPackage(ctx context.Context, r *source.ProviderRoot, pl names.Platform) (*source.Blob, error) {
+func (h *heldProviders) OpenProviderPackage(ctx context.Context, r *source.ProviderRoot, pl names.Platform) (*source.Blob, error) {
 	return nil, errors.ErrUnsupported
 }
 
@@ -102,8 +102,8 @@ func each(ctx context.Context, vs names.VersionList, fn func(ctx context.Context
 var p = names.Provider{Hostname: "example.com", Namespace: "acme", Type: "aws"}
 
 func TestGateLeavesOutWhatThePolicyDeniesWithoutReadingIt(t *testing.T) {
-	inner := &held{versions: []string{"1.0.0", "1.1.0", "2.0.0"}}
-	g := &gate.Providers{Inner: inner, Each: each, Judge: judge{
+	inner := &heldProviders{versions: []string{"1.0.0", "1.1.0", "2.0.0"}}
+	g := &gate.Providers{Inner: inner, Each: each, Judge: providerJudge{
 		deniedVersions: map[string]bool{"2.0.0": true},
 		refusedRoots:   map[digest.Digest]bool{rootOf("1.1.0"): true},
 	}}

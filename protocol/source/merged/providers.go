@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -252,15 +251,4 @@ func (m *Providers) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl
 	if w, ok := m.Mappings[0].Source.(source.Warmer); ok {
 		w.WarmProvider(ctx, r, pl)
 	}
-}
-
-// earliestNonZero is the earlier of a and b, a zero time meaning none.
-func earliestNonZero(a, b time.Time) time.Time {
-	if a.IsZero() {
-		return b
-	}
-	if b.IsZero() || a.Before(b) {
-		return a
-	}
-	return b
 }

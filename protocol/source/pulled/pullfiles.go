@@ -1,6 +1,7 @@
 package pulled
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -165,19 +166,12 @@ func (h *Providers) heldFile(ctx context.Context, root *source.ProviderRoot, f s
 			return nil, err
 		}
 		if rel.Checksums == nil {
-			return nil, cmpErr(rel.ChecksumsErr, &source.Conflict{Msg: fmt.Sprintf("provider %s %s has no publisher signature in its OCI artifact", root.Provider, root.Version)})
+			return nil, cmp.Or[error](rel.ChecksumsErr, &source.Conflict{Msg: fmt.Sprintf("provider %s %s has no publisher signature in its OCI artifact", root.Provider, root.Version)})
 		}
 		blob = checksumsFile(rel.Checksums, f.File, fileName(f, root.Provider))
 	}
 	blob.From = root.Root
 	return blob, nil
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // checksumsFile is SHA256SUMS or its signature, as a blob.

@@ -1,0 +1,105 @@
+package held
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// Modules is the source of the module packages (oci-tofu push module, or
+// any tool writing OpenTofu's modulepkg) one mapping holds: the
+// repositories Template maps module addresses to.
+type Modules struct {
+	Template *oci.Template
+	Store    *store.Store
+	Log      *slog.Logger
+}
+
+var (
+	_ source.Modules        = (*Modules)(nil)
+	_ source.ModulePackages = (*Modules)(nil)
+)
+
+// Repo is the repository of a: NotFound marked ErrNotMapped when the
+// template has none for it.
+func (m *Modules) Repo(a source.ModuleAddress) (*store.Repo, error) {
+	ref, err := m.Template.Expand(a.Module.TemplateValues(a.Host))
+	if err != nil {
+		return nil, source.MarkNotMapped(source.NotFoundf("module %s has no repository here: %v", a.Module, err))
+	}
+	return m.Store.Repo(ref), nil
+}
+
+// ModuleVersions lists the versions whose canonical tag the repository
+// holds (each Stored); a version whose tags do not resolve is left out.
+func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (source.ModuleListing, error) {
+	repo, err := m.Repo(a)
+	if err != nil {
+		return source.ModuleListing{}, err
+	}
+	l, err := repo.Versions(ctx)
+	out := source.ModuleListing{Listing: source.Listing{At: l.At}}
+	if err != nil {
+		return out, source.Missing(err, a.What(), "unknown module %s", a.Module)
+	}
+	for _, v := range l.Versions {
+		if _, bad := l.Unresolvable[v.String()]; !bad {
+			out.Versions = append(out.Versions, source.Listed{Version: v, Stored: true})
+		}
+	}
+	return out, nil
+}
+
+// ModuleRelease reads the module package version v's tag names. A tag
+// that does not name a module package is logged.
+func (m *Modules) ModuleRelease(ctx context.Context, a source.ModuleAddress, v names.Version) (*source.ModuleRelease, error) {
+	repo, err := m.Repo(a)
+	if err != nil {
+		return nil, err
+	}
+	manifest, _, err := repo.Module(ctx, names.TagForVersion(v))
+	if err != nil {
+		if store.FailureOf(err) == oci.FailureInvalid {
+			m.Log.LogAttrs(ctx, slog.LevelWarn, "module version left out: not a module package",
+				slog.String("module", a.Module.String()), slog.String("version", v.String()), slog.Any("error", err))
+		}
+		return nil, source.MarkNotHeld(source.Missing(err, a.What(), "module %s has no version %s", a.Module, v))
+	}
+	return &source.ModuleRelease{Version: v, Root: &source.Root{Repo: repo, Digest: manifest.Digest}}, nil
+}
+
+// FetchModule is ModuleRelease: what the registry holds is all there is.
+func (m *Modules) FetchModule(ctx context.Context, a source.ModuleAddress, v names.Version) (*source.ModuleRelease, error) {
+	return m.ModuleRelease(ctx, a, v)
+}
+
+// OpenModule is the zip of the package with that manifest digest, which
+// must be what version v's tag names or named: archive URLs pin it.
+func (m *Modules) OpenModule(ctx context.Context, a source.ModuleAddress, v names.Version, manifest digest.Digest) (*source.Blob, error) {
+	repo, err := m.Repo(a)
+	if err != nil {
+		return nil, err
+	}
+	zip, err := repo.ModuleAt(ctx, names.TagForVersion(v), manifest)
+	if err != nil {
+		return nil, source.Missing(err, a.What(), "module %s has no package with manifest %s", a.Module, manifest)
+	}
+	return &source.Blob{Name: names.ModuleZipName(a.Module, v), ContentType: "application/zip", Pinned: true, Repo: repo, Layer: zip}, nil
+}
+
+// ModulePackage is the zip version v's tag names, for the log.
+func (m *Modules) ModulePackage(ctx context.Context, a source.ModuleAddress, v names.Version) (*store.Repo, ocispec.Descriptor, error) {
+	repo, err := m.Repo(a)
+	if err != nil {
+		return nil, ocispec.Descriptor{}, err
+	}
+	_, zip, err := repo.Module(ctx, names.TagForVersion(v))
+	return repo, zip, err
+}
