@@ -145,7 +145,7 @@ func (h *providerHandlers) archive(ctx context.Context, req ArchiveRequest) (*so
 // servePull serves a file named by a pull URL: from the pull in flight,
 // from the registry once the release is stored, or by starting the pull.
 func (h *providerHandlers) servePull(w http.ResponseWriter, r *http.Request) {
-	rest, ok := h.archivePath(w, r, PullPrefix)
+	rest, ok := h.admittedPath(w, r, PullPrefix)
 	if !ok {
 		return
 	}
@@ -182,10 +182,10 @@ var fileKinds = map[ArchiveFile]source.ProviderFileKind{
 	ArchiveSignature:  source.FileSignature,
 }
 
-// archivePath admits a GET or HEAD of an archive URL handed out in metadata
+// admittedPath admits a GET or HEAD of an archive URL handed out in metadata
 // (checking its signature when client authentication is on) and returns
 // the escaped path after prefix; otherwise it has answered the request.
-func (s *responder) archivePath(w http.ResponseWriter, r *http.Request, prefix string) (string, bool) {
+func (s *responder) admittedPath(w http.ResponseWriter, r *http.Request, prefix string) (string, bool) {
 	if !allowRead(w, r) {
 		return "", false
 	}

@@ -35,7 +35,7 @@ func readDocRequest[T any](s *responder, w http.ResponseWriter, r *http.Request,
 // signedRequest is readRequest for the URLs the proxy hands out
 // (archives): when URLs are signed, the signature is checked first.
 func signedRequest[T any](s *responder, w http.ResponseWriter, r *http.Request, prefix string, parse func(string) (T, error)) (req T, ok bool) {
-	rest, ok := s.archivePath(w, r, prefix)
+	rest, ok := s.admittedPath(w, r, prefix)
 	if !ok {
 		return req, false
 	}

@@ -1,0 +1,36 @@
+package proxy
+
+import (
+	"strings"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// The TofuDL mirror's download paths.
+
+// TofuDownloadRequest is a parsed TofuDL download path below
+// /tofu/download/: v:version/:artifact.
+type TofuDownloadRequest struct {
+	Version  names.Version
+	Artifact string
+}
+
+// ParseTofuDownloadPath parses the escaped path below the download prefix.
+func ParseTofuDownloadPath(escaped string) (TofuDownloadRequest, error) {
+	seg, err := splitPath(escaped, 2)
+	if err != nil {
+		return TofuDownloadRequest{}, err
+	}
+	vs, ok := strings.CutPrefix(seg[0], "v")
+	if !ok {
+		return TofuDownloadRequest{}, badPath("want v<version>/<artifact>, got %q", seg[0])
+	}
+	v, err := names.ParseTofuVersion(vs)
+	if err != nil {
+		return TofuDownloadRequest{}, badPath("%v", err)
+	}
+	if !names.ValidTofuArtifact(seg[1]) {
+		return TofuDownloadRequest{}, badPath("invalid artifact name %q", seg[1])
+	}
+	return TofuDownloadRequest{Version: v, Artifact: seg[1]}, nil
+}
