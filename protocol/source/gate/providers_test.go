@@ -37,7 +37,9 @@ func (j providerJudge) Version(kind names.Kind, address, what string, v names.Ve
 	return nil
 }
 
-func (j providerJudge) ReadsRoot(kind names.Kind, address string, attested bool) bool { return attested }
+func (j providerJudge) ReadsRoot(kind names.Kind, address string, attested bool) bool {
+	return attested
+}
 
 func (j providerJudge) Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) error {
 	return nil
@@ -50,7 +52,9 @@ func (j providerJudge) Attested(ctx context.Context, kind names.Kind, what strin
 	return nil
 }
 
-func (j providerJudge) Platform(p names.Provider, v names.Version, pl names.Platform) error { return nil }
+func (j providerJudge) Platform(p names.Provider, v names.Version, pl names.Platform) error {
+	return nil
+}
 
 func (j providerJudge) PullsOnlyStored(kind names.Kind, address string) bool { return false }
 
