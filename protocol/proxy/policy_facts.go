@@ -52,7 +52,7 @@ func (s *responder) factsDecision(ctx context.Context, pol *policy.Policy, kind 
 		return d, true, err
 	}
 	d = pol.DecideWith(kind, address, v.String(), f, s.opts.Now())
-	noteDecidedUntil(ctx, d.AgesIn)
+	source.NoteDecidedUntil(ctx, d.AgesIn)
 	s.countDecision(pol, s.opts.Policy.Generation(), kind, address, &v, d, true) // policy_metrics.go
 	return d, true, nil
 }
