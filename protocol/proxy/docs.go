@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
 // document is an encoded JSON answer, ready to write, and until when it is
@@ -99,10 +101,10 @@ func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string,
 // the policy decisions it holds stand (policy_clock.go).
 func (s *responder) fetchDoc(build builder) func(ctx context.Context) (document, int64, error) {
 	return func(ctx context.Context) (document, int64, error) {
-		ctx, dec := withDecisions(ctx)
+		ctx, dec := source.WithDecisions(ctx)
 		v, asOf, err := build(ctx)
 		if err != nil {
-			return document{}, 0, dec.wrap(err)
+			return document{}, 0, dec.Wrap(err)
 		}
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -117,7 +119,7 @@ func (s *responder) fetchDoc(build builder) func(ctx context.Context) (document,
 			expires = earliestNonZero(expires, time.Now().Add(s.opts.ArchiveURLTTL/2-s.opts.Store.MaxStale))
 		}
 		d := newDocument(append(b, '\n'), expires)
-		d.decidedUntil = dec.until()
+		d.decidedUntil = dec.Until()
 		return d, d.cost(), nil
 	}
 }

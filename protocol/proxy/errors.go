@@ -179,11 +179,3 @@ func typedStatus(err error) *httpError {
 	}
 	return nil
 }
-
-// cmpOr is a, or b when a is nil.
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}

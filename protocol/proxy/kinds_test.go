@@ -10,7 +10,11 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 )
+
+// notAttested is what clients are told of a release the keys refuse.
+const notAttested = gate.NotAttested
 
 // attestRoot attests a pushed root with s and predicate type pt, as
 // `push module|tofu --attest-key` does.

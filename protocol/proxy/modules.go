@@ -81,7 +81,7 @@ func (m *moduleHandlers) versionsDoc(ctx context.Context, a source.ModuleAddress
 		}
 		_, err := m.source.ModuleRelease(ctx, a, v)
 		var d *source.Denied
-		served[i], denied[i] = err == nil, errors.As(err, &d) && d.Rule != attestationRule // each index by one goroutine
+		served[i], denied[i] = err == nil, errors.As(err, &d) && d.Rule != source.AttestationRule // each index by one goroutine
 		return m.leftOut(a.What(), v, err)
 	})
 	if err != nil {

@@ -47,7 +47,7 @@ func (v PolicyVerdict) Served() bool {
 // provider, module "host/namespace/name/system", tofu) — or, when version
 // is "", on every version the repositories it maps to hold — with the
 // policy in force and, where the deciding rule has min_age or signers,
-// the facts the server reads for that rule (policy_facts.go: the same
+// the facts the server reads for that rule (the gate's, protocol/source/gate/facts.go: the same
 // reads and caches, by the server's clock). The repositories are the
 // server's mappings that admit the address, in order; as in the merged
 // views (merged.go, protocol/source/merged) a version is allowed when one of

@@ -7,14 +7,15 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // explainVersion is the decision on version v of address: the version's
 // (policy.Decide); then, for each repository holding it, in order, what
 // serve's listings ask of that release after the version check: the
-// admission rule (admission.go) and the facts of a rule with min_age or
-// signers (policy_facts.go), each reported on its own. The first release
+// admission rule and the facts of a rule with min_age or signers (as
+// the gate reads them: sources.go, readFacts), each reported on its own. The first release
 // that passes both decides; else the first release held
 // (policy_explain.go).
 func (s *Server) explainVersion(ctx context.Context, pol *policy.Policy, kind names.Kind, address string, repos []*store.Repo, v names.Version) (PolicyVerdict, error) {
@@ -53,9 +54,9 @@ func (s *Server) explainVersion(ctx context.Context, pol *policy.Policy, kind na
 // the policy's version check allows (out): the admission rule's, when the
 // server has one for the kind, and the policy's with the facts its rule
 // needs — both asked, so that each says its word.
-func (s *Server) explainRelease(ctx context.Context, pol *policy.Policy, kind names.Kind, address string, root releaseRoot, out PolicyVerdict) (PolicyVerdict, error) {
+func (s *Server) explainRelease(ctx context.Context, pol *policy.Policy, kind names.Kind, address string, root source.Root, out PolicyVerdict) (PolicyVerdict, error) {
 	if s.admitsKind(kind) {
-		err := root.repo.Admitted(ctx, kind, root.subject) // the store's admission, as the listings ask it
+		err := root.Repo.Admitted(ctx, kind, root.Digest) // the store's admission, as the listings ask it
 		r, refused := store.Refused(err)
 		switch {
 		case refused:
@@ -70,7 +71,7 @@ func (s *Server) explainRelease(ctx context.Context, pol *policy.Policy, kind na
 	if !n.Any() {
 		return out, nil
 	}
-	f, err := s.out.readFacts(ctx, pol, kind, n, root) // policy_facts.go
+	f, err := s.readFacts(ctx, pol, kind, n, root) // the gate's reads (sources.go)
 	if err != nil {
 		return out, err
 	}
@@ -87,21 +88,21 @@ func (s *Server) admitsKind(kind names.Kind) bool {
 
 // explainedRoot is the root of version v of a kind in repo, as the held
 // sources read it.
-func explainedRoot(ctx context.Context, kind names.Kind, repo *store.Repo, v names.Version) (releaseRoot, error) {
+func explainedRoot(ctx context.Context, kind names.Kind, repo *store.Repo, v names.Version) (source.Root, error) {
 	switch kind {
 	case policy.KindProvider:
 		pv, err := repo.ProviderVersion(ctx, v)
 		if err != nil {
-			return releaseRoot{}, err
+			return source.Root{}, err
 		}
-		return releaseRoot{repo: repo, subject: pv.Index.Digest, pv: pv}, nil
+		return source.Root{Repo: repo, Digest: pv.Index.Digest, Index: pv}, nil
 	case policy.KindModule:
 		manifest, _, err := repo.Module(ctx, names.TagForVersion(v))
-		return releaseRoot{repo: repo, subject: manifest.Digest}, err
+		return source.Root{Repo: repo, Digest: manifest.Digest}, err
 	}
 	rel, err := repo.TofuRelease(ctx, v)
 	if err != nil {
-		return releaseRoot{}, err
+		return source.Root{}, err
 	}
-	return releaseRoot{repo: repo, subject: rel.Digest}, nil
+	return source.Root{Repo: repo, Digest: rel.Digest}, nil
 }

@@ -97,39 +97,10 @@ func (m *policyMetrics) forgetDroppedRules(pol *policy.Policy, gen uint64) {
 	m.gen.Store(gen)
 }
 
-// decide is the policy's decision on version v of address (every
-// version, when v is nil) by its version rules, counted, and a denial
-// recorded for the page. An allowing decision whose rule goes on to read
-// facts (min_age, signers) is counted by factsDecision instead, once.
-// Without a policy it allows and counts nothing.
-func (s *responder) decide(kind names.Kind, address string, v *names.Version) policy.Decision {
-	pol, gen := s.opts.Policy.CurrentWithGeneration()
-	return s.decideWith(pol, gen, kind, address, v)
-}
-
-// decideWith is decide by policy pol (generation gen), so that the
-// versions of one listing are all judged by one policy, whatever a
-// reload does meanwhile.
-func (s *responder) decideWith(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version) policy.Decision {
-	if pol == nil {
-		return policy.Decision{Allow: true, Rule: policy.DefaultRule, Reason: "no policy"}
-	}
-	var d policy.Decision
-	if v != nil {
-		d = pol.DecideVersion(kind, address, *v)
-	} else {
-		d = pol.Decide(kind, address, "")
-	}
-	if d.Allow && pol.HasFacts() && pol.Needs(kind, address).Any() {
-		return d
-	}
-	s.countDecision(pol, gen, kind, address, v, d, false)
-	return d
-}
-
 // countDecision counts decision d of pol (generation gen) on version v
 // of address and records a denial for the page; fromFacts says it was
-// made on facts read from the registry (min_age, signers).
+// made on facts read from the registry (min_age, signers). The gate
+// tells it every decision that shaped an answer (sources.go: judge).
 func (s *responder) countDecision(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version, d policy.Decision, fromFacts bool) {
 	s.metrics.policy.count(pol, gen, kind, d)
 	if !d.Allow && v != nil {

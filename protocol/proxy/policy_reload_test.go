@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,9 +11,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 )
 
@@ -158,40 +155,5 @@ provider "example.com/test/*" {
 	}
 	if page := string(p.get(t, "/").Body); !strings.Contains(page, `<td>1.1.0</td><td><code>cool-down</code></td><td>example.com/test/hello 1.1.0 entered the registry at 2026-11-01T12:00:00Z and is younger than min_age`) {
 		t.Errorf("the page does not show the min_age denial:\n%s", page)
-	}
-}
-
-// One list of versions is judged by one policy: while reloads swap a
-// policy that allows everything for one that denies everything, every
-// policyAllowed answer is all of the versions or none of them.
-func TestOneListingOnePolicyGeneration(t *testing.T) {
-	allow, deny := mustPolicy(t, `default = "allow"`).Current(), mustPolicy(t, `default = "deny"`).Current()
-	live := policy.NewLive(allow)
-	s, err := New(Options{Policy: live, Logger: slog.New(slog.DiscardHandler), ProviderMappings: mustMapping(t, "oci-layout:"+t.TempDir()+"/${namespace}/${type}")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs := make([]names.Version, 2000)
-	for i := range vs {
-		vs[i] = mustVersion(t, fmt.Sprintf("1.0.%d", i))
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			live.Replace([]*policy.Policy{allow, deny}[i%2])
-		}
-	}()
-	defer func() { close(stop); <-done }()
-	for range 50 {
-		if got := len(s.out.policyAllowed(policy.KindProvider, "example.com/test/hello", vs)); got != 0 && got != len(vs) {
-			t.Fatalf("one listing allowed %d of %d versions: judged by two policies", got, len(vs))
-		}
 	}
 }

@@ -123,7 +123,8 @@ type Options struct {
 	// release.ProviderPredicateType; module packages:
 	// modulepkg.PredicateType; OpenTofu releases:
 	// release.TofuPredicateType; cosign's tag schema) verifying with one
-	// of these keys; the others do not exist for clients (admission.go).
+	// of these keys; the others do not exist for clients (the gate:
+	// protocol/source/gate/attestation.go).
 	// OpenTofu releases served with TofuDL pull-through are not checked. With PullThrough, the pull-through
 	// attester's key (PullThrough.Attest) must be one of them: otherwise
 	// no release pulled through could be served (checkAttestedPulls).
@@ -139,16 +140,17 @@ type Options struct {
 	// kind's predicate type that it verifies (attest.BundleChecker: cmd
 	// supplies convert/keyless unless built with the nokeyless tag; the
 	// proxy does not link sigstore-go). Its identities are trusted for
-	// ingest times too (policy_facts.go).
+	// ingest times too (sources.go: ingestTrust).
 	RequireKeyless attest.BundleChecker
 	// Policy, when set, is the policy file (convert/policy):
 	// provider, module and OpenTofu versions it denies do not exist for
 	// clients (left out of listings, with a warning naming the rule where
 	// the protocol has warnings; 404 with the reason when asked for),
-	// provider platforms its rules leave out are not offered (policy.go).
+	// provider platforms its rules leave out are not offered (the gate:
+	// protocol/source/gate/policy.go).
 	// With PullThrough, the origin's denied versions are left out too and
 	// never pulled (pulled_policy.go). Rules with min_age or signers read
-	// each release's signatures and attestations (policy_facts.go).
+	// each release's signatures and attestations (gate/facts.go).
 	Policy *policy.Live
 	// PolicyStatus, when set, reports the reloads of the policy file
 	// Policy comes from (protocol/policyfile), for the page and the
@@ -314,7 +316,7 @@ func (s *Server) connect() error {
 	so := s.opts.Store
 	so.Client, so.CacheBytes, so.Observe, so.Logger = client, budgetOf(s.opts).store, s.metrics.observeCache, s.log
 	if s.opts.admitting() {
-		so.Admit = admission(s.opts.RequireAttestation, s.opts.RequireTrust, s.opts.RequireKeyless) // admission.go
+		so.Admit = admission(s.opts.RequireAttestation, s.opts.RequireTrust, s.opts.RequireKeyless) // sources.go
 	}
 	s.store = store.New(so)
 	return nil

@@ -1,7 +1,12 @@
 package proxy
 
 import (
+	"context"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 	"github.com/oci-tofu/oci-tofu/protocol/source/held"
@@ -16,19 +21,67 @@ import (
 // is gated by the policy file and the attestation rule (gate), so that a
 // copy one mapping may not serve is passed over for the next mapping's;
 // several mappings are merged, the first serving a version winning
-// (merged).
+// (merged). The gate decides with gate.Policy (judge, below), the proxy
+// supplying only what is outside the gate's concern.
 
-var (
-	_ gate.Judge   = policyJudge{}
-	_ source.Rules = policyJudge{}
-)
+// judge is the gate's judge and pull-through's rules: the policy file
+// and the attestation rule (gate.Policy), with what the proxy supplies:
+// the store's reads, the clock, who is trusted for ingest times, and
+// the counting of decisions and the page's record of denials
+// (policy_metrics.go, seen_policy.go).
+func (s *Server) judge() *gate.Policy {
+	o := &s.opts
+	j := &gate.Policy{Live: o.Policy, Now: o.Now, Each: s.store.Each, Log: s.log, Trusted: o.ingestTrust(),
+		Observe: func(d gate.Decision) {
+			s.out.countDecision(d.Policy, d.Generation, d.Kind, d.Address, d.Version, d.Decision, d.FromFacts)
+		}}
+	if o.admitting() {
+		j.Admitted = func(ctx context.Context, kind names.Kind, root source.Root) error {
+			return root.Repo.Admitted(ctx, kind, root.Digest)
+		}
+	}
+	return j
+}
+
+// admitting reports whether the options configure an attestation rule.
+func (o *Options) admitting() bool {
+	return len(o.RequireAttestation) > 0 || len(o.RequireTrust) > 0 || o.RequireKeyless != nil
+}
+
+// admission is the store's attestation rule (Options.RequireAttestation,
+// RequireTrust, RequireKeyless): the gate's (gate.Admission).
+func admission(keys []*attest.Verifier, trusts []attest.Checker, keyless attest.BundleChecker) store.Admit {
+	return gate.Admission(keys, trusts, keyless)
+}
+
+// ingestTrust is who, besides the policy's attestation: keys and
+// keyless: identities, is trusted to say when a release entered the
+// registry: --require-attestation's keys, pull-through's attester's key
+// and --require-keyless's identities.
+func (o *Options) ingestTrust() attest.IngestTrust {
+	var t attest.IngestTrust
+	t.Keys = append(t.Keys, o.RequireAttestation...)
+	if pt := o.PullThrough; pt != nil && pt.Attest != nil && pt.Attest.Attester != nil {
+		t.Keys = append(t.Keys, pt.Attest.Attester.Key())
+	}
+	if o.RequireKeyless != nil {
+		t.Bundles = append(t.Bundles, o.RequireKeyless)
+	}
+	return t
+}
+
+// readFacts reads what n needs of root, as the gate reads it
+// (gate.Policy.ReadFacts), for policy explanations.
+func (s *Server) readFacts(ctx context.Context, pol *policy.Policy, kind names.Kind, n policy.Needs, root source.Root) (policy.Facts, error) {
+	return s.judge().ReadFacts(ctx, pol, kind, n, root)
+}
 
 // providerSource is the providers' stack: gate(pulled(held)) with
 // pull-through, which stores into the first mapping admitting an
 // address; without, merged(gate(held m0), gate(held m1), …), each
 // mapping's releases judged by their own roots.
 func (s *Server) providerSource(mappings store.ProviderMappings) source.Providers {
-	judge := s.out.judge()
+	judge := s.judge()
 	gated := func(inner source.Providers) source.Providers {
 		return &gate.Providers{Inner: inner, Judge: judge, Each: s.store.EachVersion}
 	}
@@ -59,7 +112,7 @@ const ownModules = ""
 // proxy's own modules from the first origin, as --pull-through-own-modules
 // allows.
 func (s *Server) moduleSource(tpls []*oci.Template, origin string) source.Modules {
-	judge := s.out.judge()
+	judge := s.judge()
 	pulls := s.pull.Modules()
 	mappings := make([]source.Modules, len(tpls))
 	for i, tpl := range tpls {
@@ -93,7 +146,7 @@ func (s *Server) moduleSource(tpls []*oci.Template, origin string) source.Module
 // it would list and pull from the origin the releases the rule refuses;
 // docs/proxy.md).
 func (s *Server) tofuSource(ref oci.Reference) source.Tofu {
-	judge := s.out.judge()
+	judge := s.judge()
 	h := &held.Tofu{Repo: s.store.Repo(ref), Log: s.log}
 	var src source.Tofu = h
 	if s.pull.Tofu() {

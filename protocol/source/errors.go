@@ -53,6 +53,9 @@ type Denied struct {
 	Err    error
 }
 
+// AttestationRule is the Rule of a denial by the attestation rule.
+const AttestationRule = "attestation"
+
 func (e *Denied) Error() string { return withCause(e.Msg, e.Err) }
 func (e *Denied) Unwrap() error { return e.Err }
 

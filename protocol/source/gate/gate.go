@@ -15,7 +15,8 @@ import (
 
 // Judge decides for the gate: the policy file on versions alone (nothing
 // read), and on a stored release's root, the deciding rule's facts and the
-// attestation rule. Denials are *source.Denied.
+// attestation rule. Denials are *source.Denied. Policy (policy.go) is the
+// judge the proxy composes; tests judge with fakes.
 type Judge interface {
 	// Denials are the versions of vs the policy denies for address (of
 	// a policy kind; what names it for clients), with why (*source.Denied),

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -19,11 +20,11 @@ import (
 // serves it by. "" when any of that fails, or the release has no
 // provenance: it is then signed by no publisher. The error is for the
 // registry failing.
-func publisherKey(ctx context.Context, root releaseRoot) (string, error) {
-	if root.pv == nil {
+func publisherKey(ctx context.Context, root source.Root) (string, error) {
+	if root.Index == nil {
 		return "", nil
 	}
-	prov, err := root.repo.Provenance(ctx, root.pv)
+	prov, err := root.Repo.Provenance(ctx, root.Index)
 	if err != nil || prov == nil {
 		return "", contentOnly(err)
 	}
@@ -43,7 +44,7 @@ func publisherKey(ctx context.Context, root releaseRoot) (string, error) {
 	if err != nil {
 		return "", nil
 	}
-	zips, err := root.repo.Zips(ctx, root.pv)
+	zips, err := root.Repo.Zips(ctx, root.Index)
 	if err != nil {
 		return "", contentOnly(err)
 	}
