@@ -160,7 +160,7 @@ func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 		return fail(err)
 	}
 	paddr := policy.ProviderAddress(spec.Provider)
-	chosen, results, err := opts.Gate.split(KindProvider, paddr, addr, chosen, locked != nil) // gate.go
+	chosen, results, err := opts.Gate.split(KindProvider, paddr, addr, chosen, locked != nil)
 	if err != nil {
 		return fail(err)
 	}

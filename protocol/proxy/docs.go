@@ -84,9 +84,9 @@ type builder func(ctx context.Context) (v any, asOf time.Time, err error)
 // FailureTTL, so clients retrying against a struggling registry do not
 // reach it again and again.
 func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string, build builder) {
-	key = s.policyDocKey(key) // policy_page.go: a reload takes effect at once
+	key = s.policyDocKey(key) // a reload takes effect at once
 	res, err := s.docs.Get(r.Context(), key, s.fetchDoc(build))
-	if s.undecided(res.Val, err) { // policy_clock.go
+	if s.undecided(res.Val, err) {
 		s.docs.Forget(key)
 		res, err = s.docs.Get(r.Context(), key, s.fetchDoc(build))
 	}

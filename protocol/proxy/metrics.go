@@ -33,7 +33,7 @@ type metrics struct {
 	etiquette        *prometheus.CounterVec
 	throttleWait     prometheus.Counter
 	tlsReloads       *prometheus.CounterVec
-	policy           *policyMetrics // policy_metrics.go
+	policy           *policyMetrics
 	// cacheCounters are the cache lookup counters by cache, each
 	// cache's taken from the vector by result as they are first used
 	// (a closed set); the map is copied on write, so a lookup's count

@@ -130,7 +130,7 @@ func (m *moduleHandlers) serveDownload(w http.ResponseWriter, r *http.Request, a
 		return
 	}
 	archive := moduleArchivePath(a.Module, v, rel.Root.Digest)
-	if fetchesModulesDirectly(r) { // module_direct.go
+	if fetchesModulesDirectly(r) {
 		serveDirectLocation(w, r, base+m.paths.archives+archive)
 		return
 	}

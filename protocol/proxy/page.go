@@ -76,7 +76,7 @@ type pageData struct {
 	Mappings   []mappingView
 	Seen       seenView
 	Fleet      *fleetView  // with a shared store (seen_fleet.go)
-	Policy     *policyView // policy_page.go; nil without a policy
+	Policy     *policyView // nil without a policy
 	Snippets   []snippet
 	// OwnModules, when own-host module pull-through is on: its origin and
 	// patterns, shown as a warning.
@@ -214,7 +214,7 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 	if s.opts.ModuleTemplate != nil {
 		out = append(out, s.moduleSnippet(r))
 		if len(s.moduleOrigins) > 0 {
-			out = append(out, moduleOriginsSnippet(base, s.moduleOrigins)) // module_origins.go
+			out = append(out, moduleOriginsSnippet(base, s.moduleOrigins))
 		}
 	}
 	if s.opts.TofuRepository != nil {

@@ -29,8 +29,8 @@ type seen struct {
 	tofu      []string // versions, newest first
 	failure   *seenFailure
 	failures  int
-	denied    map[string]*seenDenial // seen_policy.go
-	gen       uint64                 // counts changes, for sharing (seen_fleet.go)
+	denied    map[string]*seenDenial
+	gen       uint64 // counts changes, for sharing (seen_fleet.go)
 }
 
 // seenArtifact is a provider or module and the versions served of it.

@@ -208,7 +208,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
-	s.metrics.policy = newPolicyMetrics(s.metrics.reg, opts.PolicyStatus) // policy_metrics.go
+	s.metrics.policy = newPolicyMetrics(s.metrics.reg, opts.PolicyStatus)
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.ModuleTemplate != nil {
 		s.mountModules(opts.ModuleTemplates())
-		s.mountModuleOrigins(opts.ModuleTemplates()) // module_origins.go
+		s.mountModuleOrigins(opts.ModuleTemplates())
 	}
 	if opts.TofuRepository != nil {
 		s.mountTofu(*opts.TofuRepository)
@@ -316,7 +316,7 @@ func (s *Server) connect() error {
 	so := s.opts.Store
 	so.Client, so.CacheBytes, so.Observe, so.Logger = client, budgetOf(s.opts).store, s.metrics.observeCache, s.log
 	if s.opts.admitting() {
-		so.Admit = admission(s.opts.RequireAttestation, s.opts.RequireTrust, s.opts.RequireKeyless) // sources.go
+		so.Admit = admission(s.opts.RequireAttestation, s.opts.RequireTrust, s.opts.RequireKeyless)
 	}
 	s.store = store.New(so)
 	return nil

@@ -104,7 +104,7 @@ func (p *Policy) ReadFacts(ctx context.Context, pol *policy.Policy, kind names.K
 // the policy load (serial) and the signer's entry in it: a reload that
 // reads a signer's key file again never meets an earlier load's verdict.
 func signedBy(ctx context.Context, serial uint64, sg *policy.Signer, root source.Root, pt string) (signed bool, why string, err error) {
-	if sg.Kind == policy.SignerPublisher { // publisher.go
+	if sg.Kind == policy.SignerPublisher {
 		id, err := publisherKey(ctx, root)
 		return err == nil && id != "" && id == sg.KeyID, "", err
 	}
