@@ -116,7 +116,7 @@ func (s *responder) fetchDoc(build builder) func(ctx context.Context) (document,
 		}
 		if s.urls != nil {
 			// Signed archive URLs in a document outlive it, stale or not.
-			expires = earliestNonZero(expires, time.Now().Add(s.opts.ArchiveURLTTL/2-s.opts.Store.MaxStale))
+			expires = source.Earliest(expires, time.Now().Add(s.opts.ArchiveURLTTL/2-s.opts.Store.MaxStale))
 		}
 		d := newDocument(append(b, '\n'), expires)
 		d.decidedUntil = dec.Until()
@@ -198,15 +198,4 @@ func writeEncoded(w http.ResponseWriter, r *http.Request, body []byte, length []
 		return
 	}
 	w.Write(body)
-}
-
-// earliestNonZero is the earlier of a and b, a zero time meaning none.
-func earliestNonZero(a, b time.Time) time.Time {
-	if a.IsZero() {
-		return b
-	}
-	if b.IsZero() || a.Before(b) {
-		return a
-	}
-	return b
 }

@@ -18,7 +18,6 @@ package merged
 import (
 	"cmp"
 	"errors"
-	"time"
 
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
@@ -87,7 +86,7 @@ func union(ls []source.Listing) source.Listing {
 	var out source.Listing
 	have := map[string]bool{}
 	for _, l := range ls {
-		out.At = earliestNonZero(out.At, l.At)
+		out.At = source.Earliest(out.At, l.At)
 		for _, e := range l.Versions {
 			if !have[e.Version.String()] {
 				have[e.Version.String()] = true
@@ -111,15 +110,4 @@ func absentHere(err error) bool {
 func originFailed(err error) bool {
 	var pe *pullthrough.Error
 	return errors.As(err, &pe)
-}
-
-// earliestNonZero is the earlier of a and b, a zero time meaning none.
-func earliestNonZero(a, b time.Time) time.Time {
-	if a.IsZero() {
-		return b
-	}
-	if b.IsZero() || a.Before(b) {
-		return a
-	}
-	return b
 }

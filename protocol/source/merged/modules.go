@@ -60,7 +60,7 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 		case err != nil:
 			return source.ModuleListing{Listing: source.Listing{At: l.At}}, err
 		}
-		at = earliestNonZero(at, l.At)
+		at = source.Earliest(at, l.At)
 		ls = append(ls, l.Listing)
 		for _, e := range l.Versions {
 			if e.Stored {

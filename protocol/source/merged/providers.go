@@ -91,7 +91,7 @@ func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 		if err != nil {
 			return false, err
 		}
-		out.At = earliestNonZero(out.At, l.At)
+		out.At = source.Earliest(out.At, l.At)
 		for _, e := range l.Versions {
 			v := e.Version.String()
 			if !listed[v] {

@@ -119,7 +119,7 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 			have[v.String()] = true
 		}
 	}
-	l.At = earliestNonZero(l.At, fetched)
+	l.At = source.Earliest(l.At, fetched)
 	return l, nil
 }
 

@@ -117,7 +117,7 @@ func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 			have[v.String()] = true
 		}
 	}
-	l.At = earliestNonZero(l.At, fetched)
+	l.At = source.Earliest(l.At, fetched)
 	return l, nil
 }
 

@@ -48,14 +48,3 @@ func FirstSight(held, offered []names.Version) []names.Version {
 func BeingFetched(what string, v names.Version, rule string) error {
 	return source.NotFoundf("%s %s is not in this proxy's registry yet: it is being fetched from its origin, and the policy's rule %q serves it once it is stored and meets the rule's min_age and signers", what, v, rule)
 }
-
-// earliestNonZero is the earlier of a and b, a zero time meaning none.
-func earliestNonZero(a, b time.Time) time.Time {
-	if a.IsZero() {
-		return b
-	}
-	if b.IsZero() || a.Before(b) {
-		return a
-	}
-	return b
-}

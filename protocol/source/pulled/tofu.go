@@ -68,7 +68,7 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 			l.Versions = append(l.Versions, source.Listed{Version: v})
 		}
 	}
-	l.At = earliestNonZero(l.At, fetched)
+	l.At = source.Earliest(l.At, fetched)
 	return l, nil
 }
 
