@@ -107,7 +107,7 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRe
 // Under a facts rule, a release the registry does not hold is not found,
 // its pull started.
 func (t *Tofu) OpenTofuFile(ctx context.Context, v names.Version, name string) (*source.Blob, error) {
-	_, err := t.Held.Repo.TofuRelease(ctx, v)
+	_, err := t.Held.Repo.StoredTofu(ctx, v)
 	if err == nil || !source.Absent(err) {
 		return t.Held.OpenTofuFile(ctx, v, name)
 	}
@@ -168,7 +168,7 @@ func (t *Tofu) storedFiles(ctx context.Context, v names.Version, key string, res
 	if !res.Shared {
 		return true
 	}
-	rel, err := t.Held.Repo.TofuReleaseAt(ctx, v, res.Root.Digest)
+	rel, err := t.Held.Repo.StoredTofuAt(ctx, v, res.Root.Digest)
 	if err != nil {
 		t.Log.Warn("pull-through: the shared cache names an OpenTofu release the registry does not confirm",
 			"version", v.String(), "digest", res.Root.Digest.String(), "error", err)
