@@ -44,7 +44,7 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 }
 
 // TofuRelease reads the release version v's tag names.
-func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRelease, error) {
+func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuEntry, error) {
 	rel, err := t.Repo.StoredTofu(ctx, v)
 	if err != nil {
 		if store.FailureOf(err) == oci.FailureInvalid {
@@ -52,7 +52,7 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRe
 		}
 		return nil, source.MarkNotHeld(source.Missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", v))
 	}
-	return &source.TofuRelease{Version: v, Files: rel.Names, Root: &source.Root{Repo: t.Repo, Digest: rel.Digest}}, nil
+	return &source.TofuEntry{Version: v, Files: rel.Names, Root: &source.Root{Repo: t.Repo, Digest: rel.Digest}}, nil
 }
 
 // OpenTofuFile is a file of the release v's tag names. Download URLs

@@ -75,7 +75,7 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 // TofuRelease is the release the registry holds, or the one pull-through
 // stored lately, or the origin's (with the files pull-through would
 // take); under a facts rule, the registry's alone.
-func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRelease, error) {
+func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuEntry, error) {
 	rel, err := t.Held.TofuRelease(ctx, v)
 	if !source.IsNotHeld(err) {
 		return rel, err
@@ -85,7 +85,7 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRe
 	}
 	for _, sv := range t.Engine.Recent(t.Held.Repo.Name()) {
 		if sv.Version.Same(v) {
-			return &source.TofuRelease{Version: v, Files: sv.Files}, nil
+			return &source.TofuEntry{Version: v, Files: sv.Files}, nil
 		}
 	}
 	offered, _, oerr := t.Engine.TofuOffered(ctx)
@@ -94,7 +94,7 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRe
 	}
 	for _, ov := range offered.Versions {
 		if ov.Same(v) {
-			return &source.TofuRelease{Version: v, Files: t.Engine.TofuOrigin().WantedFiles(v, offered.Files[v.String()])}, nil
+			return &source.TofuEntry{Version: v, Files: t.Engine.TofuOrigin().WantedFiles(v, offered.Files[v.String()])}, nil
 		}
 	}
 	return nil, err
