@@ -39,7 +39,7 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 	results = append(results, preflight.Registries(c.Context, preflightConfig(client, opts, template), samples)...)
 	if pol := opts.Policy.Current(); pol != nil {
 		results = append(results, preflight.Policy(preflight.PolicyConfig{Policy: pol, File: c.String("policy"),
-			Providers: opts.ProviderMappings, Modules: opts.ModuleTemplate != nil, Tofu: opts.TofuRepository != nil})...)
+			Providers: opts.ProviderMappings, Modules: len(opts.ModuleMappings) > 0, Tofu: opts.TofuRepository != nil})...)
 	}
 	failed := preflight.Failed(results)
 	if c.Bool("json") {
@@ -62,16 +62,15 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 func preflightConfig(client *oci.Client, opts proxy.Options, template string) preflight.Config {
 	hc := registryHints(opts.Registry, template)
 	return preflight.Config{
-		Client:              client,
-		Providers:           opts.ProviderMappings,
-		ModuleTemplate:      opts.ModuleTemplate,
-		MoreModuleTemplates: opts.MoreModuleTemplates,
-		ModuleSource:        "--module-template",
-		TofuRepository:      opts.TofuRepository,
-		TofuSource:          "--tofu-repository",
-		Timeout:             opts.Store.Timeout,
-		Hint:                func(err error) string { return hint(err, hc) },
-		UnsampledAdvice:     "give --check-provider or --check-module to look for a repository too",
+		Client:          client,
+		Providers:       opts.ProviderMappings,
+		ModuleMappings:  opts.ModuleMappings,
+		ModuleSource:    "--module-template",
+		TofuRepository:  opts.TofuRepository,
+		TofuSource:      "--tofu-repository",
+		Timeout:         opts.Store.Timeout,
+		Hint:            func(err error) string { return hint(err, hc) },
+		UnsampledAdvice: "give --check-provider or --check-module to look for a repository too",
 	}
 }
 

@@ -266,23 +266,19 @@ func readServedSources(c *cli.Context, opts *proxy.Options) error {
 	return err
 }
 
-// readModuleTemplates parses the --module-template values, in order: the
-// first is ModuleTemplate (pull-through stores there), the others
-// MoreModuleTemplates, merged after it.
+// readModuleTemplates parses the --module-template values into
+// ModuleMappings, in order: pull-through stores into the first, the
+// others are merged after it.
 func readModuleTemplates(values []string, opts *proxy.Options) error {
-	for i, s := range values {
+	for _, s := range values {
 		tpl, err := oci.ParseModuleTemplate(strings.TrimSpace(s))
 		if err != nil {
 			return fmt.Errorf("--module-template %q: %w", s, err)
 		}
-		if i == 0 {
-			opts.ModuleTemplate = tpl
-			continue
-		}
-		if slices.ContainsFunc(opts.ModuleTemplates(), func(t *oci.Template) bool { return t.String() == tpl.String() }) {
+		if slices.ContainsFunc(opts.ModuleMappings, func(t *oci.Template) bool { return t.String() == tpl.String() }) {
 			return fmt.Errorf("--module-template %q is given twice", s)
 		}
-		opts.MoreModuleTemplates = append(opts.MoreModuleTemplates, tpl)
+		opts.ModuleMappings = append(opts.ModuleMappings, tpl)
 	}
 	return nil
 }

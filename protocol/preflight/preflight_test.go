@@ -64,12 +64,11 @@ func TestRegistriesOfLayouts(t *testing.T) {
 			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/p/${namespace}/${type}"), Include: []string{"example.com/acme/*"}, Source: "second"},
 			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/${namespace}/${type}"), Source: "third"},
 		},
-		ModuleTemplate:      modules,
-		MoreModuleTemplates: []*oci.Template{moreModules},
-		ModuleSource:        "(modules)",
-		TofuRepository:      &tofu,
-		TofuSource:          "(tofu)",
-		UnsampledAdvice:     "ask for a sample",
+		ModuleMappings:  []*oci.Template{modules, moreModules},
+		ModuleSource:    "(modules)",
+		TofuRepository:  &tofu,
+		TofuSource:      "(tofu)",
+		UnsampledAdvice: "ask for a sample",
 	}
 	if err := os.MkdirAll(filepath.Join(root, "p"), 0o755); err != nil {
 		t.Fatal(err)
@@ -98,7 +97,7 @@ func TestRegistriesOfLayouts(t *testing.T) {
 	}
 
 	// Without samples, an existing root only answers; the advice follows.
-	cfg.Providers, cfg.ModuleTemplate, cfg.MoreModuleTemplates, cfg.TofuRepository = cfg.Providers[1:2], nil, nil, nil
+	cfg.Providers, cfg.ModuleMappings, cfg.TofuRepository = cfg.Providers[1:2], nil, nil
 	results = preflight.Registries(context.Background(), cfg, preflight.Samples{})
 	if len(results) != 1 || results[0].Status != preflight.StatusOK || results[0].Detail != "the layout root exists; ask for a sample" || results[0].Repository != "" {
 		t.Errorf("unsampled: %+v", results)

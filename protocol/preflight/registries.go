@@ -18,14 +18,11 @@ type Config struct {
 	// Providers are the provider mappings in order; each is checked, and
 	// its Source labels its Result ("providers " + Source).
 	Providers []store.ProviderMapping
-	// ModuleTemplate, when set, is checked like a provider mapping, labelled
-	// "modules " + ModuleSource.
-	ModuleTemplate *oci.Template
+	// ModuleMappings are the module mappings in order, each checked like
+	// a provider mapping and labelled "modules " + ModuleSource; with
+	// more than one, ModuleSource + " #N" (N from 1, in order).
+	ModuleMappings []*oci.Template
 	ModuleSource   string
-	// MoreModuleTemplates are the further module mappings, after
-	// ModuleTemplate, each checked alike; with them, each is labelled
-	// ModuleSource + " #N" (N from 1, in order).
-	MoreModuleTemplates []*oci.Template
 	// TofuRepository, when set, is the repository of OpenTofu releases,
 	// labelled "OpenTofu releases " + TofuSource.
 	TofuRepository *oci.Reference
@@ -71,20 +68,17 @@ func ParseModuleAddress(s string) (ModuleAddress, error) {
 func (a ModuleAddress) String() string { return a.Host + "/" + a.Module.String() }
 
 // Registries checks every mapping of cfg, in order: the provider mappings,
-// the module template, the repository of OpenTofu releases. Each registry
+// the module mappings, the repository of OpenTofu releases. Each registry
 // (or layout root) is pinged once.
 func Registries(ctx context.Context, cfg Config, samples Samples) []Result {
 	ck := &checker{cfg: cfg, timeout: max(cfg.Timeout, time.Second), pinged: map[string]error{}}
 	results := ck.providers(ctx, samples.Providers)
-	if cfg.ModuleTemplate != nil {
-		tpls := append([]*oci.Template{cfg.ModuleTemplate}, cfg.MoreModuleTemplates...)
-		for i, tpl := range tpls {
-			source := cfg.ModuleSource
-			if len(tpls) > 1 {
-				source = fmt.Sprintf("%s #%d", source, i+1)
-			}
-			results = append(results, ck.modules(ctx, tpl, source, samples.Modules)...)
+	for i, tpl := range cfg.ModuleMappings {
+		source := cfg.ModuleSource
+		if len(cfg.ModuleMappings) > 1 {
+			source = fmt.Sprintf("%s #%d", source, i+1)
 		}
+		results = append(results, ck.modules(ctx, tpl, source, samples.Modules)...)
 	}
 	if cfg.TofuRepository != nil {
 		results = append(results, ck.tofuRepository(ctx, *cfg.TofuRepository))
@@ -172,7 +166,7 @@ func includedProvider(include []string) []names.Provider {
 	return []names.Provider{p}
 }
 
-// modules checks a module template like a provider mapping: one line
+// modules checks one module mapping like a provider mapping: one line
 // per sample, or one for the registry alone.
 func (ck *checker) modules(ctx context.Context, tpl *oci.Template, source string, samples []ModuleAddress) []Result {
 	res := Result{Target: "modules " + source, Mapping: tpl.String()}

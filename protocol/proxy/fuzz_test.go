@@ -31,7 +31,7 @@ func FuzzServeHTTP(f *testing.F) {
 	s, err := New(Options{
 		Client:           client,
 		ProviderMappings: mustMapping(f, "oci-layout:"+dir+"/${namespace}/${type}"),
-		ModuleTemplate:   mustModuleTemplate(f, "oci-layout:"+mdir+"/${namespace}/${name}/${system}"),
+		ModuleMappings:   []*oci.Template{mustModuleTemplate(f, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
 		TofuRepository:   &tref,
 		Logger:           slog.New(slog.NewTextHandler(logs, nil)),
 	})

@@ -160,12 +160,3 @@ func (m *moduleHandlers) serveArchive(w http.ResponseWriter, r *http.Request) {
 	}
 	m.deliver(w, r, blob)
 }
-
-// ModuleTemplates are the module mappings in order: ModuleTemplate, then
-// MoreModuleTemplates (none without a ModuleTemplate).
-func (o *Options) ModuleTemplates() []*oci.Template {
-	if o.ModuleTemplate == nil {
-		return nil
-	}
-	return append([]*oci.Template{o.ModuleTemplate}, o.MoreModuleTemplates...)
-}

@@ -157,7 +157,7 @@ func (s *page) serves() string {
 	if len(s.mappings) > 0 {
 		what = append(what, "Providers")
 	}
-	if s.opts.ModuleTemplate != nil {
+	if len(s.opts.ModuleMappings) > 0 {
 		what = append(what, "modules")
 	}
 	if s.opts.TofuRepository != nil {
@@ -177,7 +177,7 @@ func (s *page) mappingViews() []mappingView {
 	for _, m := range s.mappings {
 		out = append(out, mappingView{What: "providers", Source: m.Source, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
 	}
-	tpls := s.opts.ModuleTemplates()
+	tpls := s.opts.ModuleMappings
 	for i, t := range tpls {
 		source := "--module-template"
 		if len(tpls) > 1 {
@@ -211,7 +211,7 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 		}
 		out = append(out, s.registrySnippet(r, base, seenProviders))
 	}
-	if s.opts.ModuleTemplate != nil {
+	if len(s.opts.ModuleMappings) > 0 {
 		out = append(out, s.moduleSnippet(r))
 		if len(s.moduleOrigins) > 0 {
 			out = append(out, moduleOriginsSnippet(base, s.moduleOrigins))

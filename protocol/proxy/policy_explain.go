@@ -126,7 +126,7 @@ func (s *Server) providerRepos(p names.Provider) ([]*store.Repo, error) {
 // the held module sources map it (protocol/source/held).
 func (s *Server) moduleRepos(address string) ([]*store.Repo, error) {
 	parts := strings.Split(address, "/")
-	if len(s.opts.ModuleTemplates()) == 0 || len(parts) != 4 {
+	if len(s.opts.ModuleMappings) == 0 || len(parts) != 4 {
 		return nil, fmt.Errorf("module %s: the server maps no modules, or the address is not host/namespace/name/system", address)
 	}
 	mod, err := names.ParseModule(parts[1], parts[2], parts[3])
@@ -134,7 +134,7 @@ func (s *Server) moduleRepos(address string) ([]*store.Repo, error) {
 		return nil, err
 	}
 	var out []*store.Repo
-	for _, tpl := range s.opts.ModuleTemplates() {
+	for _, tpl := range s.opts.ModuleMappings {
 		if ref, err := tpl.Expand(mod.TemplateValues(parts[0])); err == nil {
 			out = append(out, s.store.Repo(ref))
 		}

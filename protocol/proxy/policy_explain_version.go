@@ -100,7 +100,7 @@ func explainedRoot(ctx context.Context, kind names.Kind, repo *store.Repo, v nam
 		manifest, _, err := repo.Module(ctx, names.TagForVersion(v))
 		return source.Root{Repo: repo, Digest: manifest.Digest}, err
 	}
-	rel, err := repo.TofuRelease(ctx, v)
+	rel, err := repo.StoredTofu(ctx, v)
 	if err != nil {
 		return source.Root{}, err
 	}

@@ -250,7 +250,7 @@ module "*/acme/*/*" {
   min_age = "24h"
 }
 tofu { min_age = "24h" }`, map[string]*attest.Signer{"org.pub": ours})
-	p := startProxy(t, Options{ModuleTemplate: mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}"), TofuRepository: &ref, Policy: pol, Now: clk.now})
+	p := startProxy(t, Options{ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}, TofuRepository: &ref, Policy: pol, Now: clk.now})
 
 	var vs moduleVersionsDoc
 	p.getJSON(t, "/v1/modules/acme/network/aws/versions", 200, &vs)

@@ -158,7 +158,7 @@ func TestArchiveURLsNameTheVersionsOwnDigest(t *testing.T) {
 		push(t, mrepo, moduleArtifact(t, moduleZip(t, v)), v)
 	}
 	opts := Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
-		ModuleTemplate: mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}"), RegistryHostname: "example.com"}
+		ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}, RegistryHostname: "example.com"}
 	plain := startProxy(t, opts)
 	opts.Policy = mustPolicy(t, `
 provider "example.com/test/hello" {

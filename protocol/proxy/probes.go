@@ -50,7 +50,7 @@ func (s *Server) probeTargets() []oci.Reference {
 	for _, m := range s.mappings {
 		add(m.Template.Expand(values))
 	}
-	for _, t := range s.opts.ModuleTemplates() {
+	for _, t := range s.opts.ModuleMappings {
 		add(t.Expand(values))
 	}
 	if s.opts.TofuRepository != nil {

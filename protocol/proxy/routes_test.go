@@ -26,7 +26,7 @@ func TestMountedPrefixesRouteAsTheMux(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := New(Options{Client: client, ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
-		ModuleTemplate: mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}"),
+		ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
 		TofuRepository: &tref, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,7 +43,7 @@ const (
 
 // Options configure a Server. A registry client (Client, or Registry to
 // build one) is required, and at least one of ProviderMappings,
-// ModuleTemplate and TofuRepository.
+// ModuleMappings and TofuRepository.
 type Options struct {
 	// Client reaches registries. When nil, one is built from Registry,
 	// with the proxy's metrics watching its etiquette.
@@ -53,15 +54,12 @@ type Options struct {
 	// filters, as the oci_mirror blocks of an OpenTofu CLI configuration: a
 	// provider maps to the first whose filters admit it.
 	ProviderMappings []store.ProviderMapping
-	// ModuleTemplate maps hostname/namespace/name/system to a repository
-	// of module packages, served as modules.v1; pull-through stores
-	// modules there.
-	ModuleTemplate *oci.Template
-	// MoreModuleTemplates are further module mappings, tried after
-	// ModuleTemplate in order (which they need): a module's versions are
-	// those of every mapping, each served from the first mapping holding
-	// it (protocol/source/merged, docs/proxy.md "Several mappings").
-	MoreModuleTemplates []*oci.Template
+	// ModuleMappings map hostname/namespace/name/system to repositories
+	// of module packages, served as modules.v1, in order: a module's
+	// versions are those of every mapping, each served from the first
+	// mapping holding it (protocol/source/merged, docs/proxy.md "Several
+	// mappings"); pull-through stores modules into the first.
+	ModuleMappings []*oci.Template
 	// TofuRepository holds OpenTofu releases (oci-tofu push tofu), served
 	// as a TofuDL mirror under /tofu/.
 	TofuRepository *oci.Reference
@@ -233,9 +231,9 @@ func New(opts Options) (*Server, error) {
 	if len(mappings) > 0 {
 		s.mountProviders(mappings)
 	}
-	if opts.ModuleTemplate != nil {
-		s.mountModules(opts.ModuleTemplates())
-		s.mountModuleOrigins(opts.ModuleTemplates())
+	if len(opts.ModuleMappings) > 0 {
+		s.mountModules(opts.ModuleMappings)
+		s.mountModuleOrigins(opts.ModuleMappings)
 	}
 	if opts.TofuRepository != nil {
 		s.mountTofu(*opts.TofuRepository)
@@ -245,11 +243,11 @@ func New(opts Options) (*Server, error) {
 
 // checkOptions validates options and fills in defaults.
 func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
-	if len(opts.ProviderMappings) == 0 && opts.ModuleTemplate == nil && opts.TofuRepository == nil {
-		return opts, nil, errors.New("proxy.New: configure at least one of ProviderMappings, ModuleTemplate and TofuRepository")
+	if len(opts.ProviderMappings) == 0 && len(opts.ModuleMappings) == 0 && opts.TofuRepository == nil {
+		return opts, nil, errors.New("proxy.New: configure at least one of ProviderMappings, ModuleMappings and TofuRepository")
 	}
-	if opts.ModuleTemplate == nil && len(opts.MoreModuleTemplates) > 0 {
-		return opts, nil, errors.New("proxy.New: MoreModuleTemplates come after a ModuleTemplate")
+	if slices.Contains(opts.ModuleMappings, nil) {
+		return opts, nil, errors.New("proxy.New: a ModuleMappings entry is nil")
 	}
 	if opts.TofuRepository != nil && opts.TofuRepository.Reference != "" {
 		return opts, nil, errors.New("proxy.New: TofuRepository must name a repository without a tag or digest")

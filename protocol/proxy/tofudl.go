@@ -73,7 +73,7 @@ func (t *tofuHandlers) apiDoc(ctx context.Context) (any, time.Time, error) {
 	for i, e := range l.Versions {
 		vs[i] = e.Version
 	}
-	rels := make([]*source.TofuRelease, len(vs))
+	rels := make([]*source.TofuEntry, len(vs))
 	err = t.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
 		rel, err := t.source.TofuRelease(ctx, v)
 		rels[i] = rel // each index by one goroutine

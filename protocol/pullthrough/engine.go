@@ -31,8 +31,9 @@ type Config struct {
 	// TofuRepository stores pulled OpenTofu releases.
 	TofuRepository *oci.Reference
 	// ModuleTemplate maps module addresses to the repositories pulled
-	// modules are stored in (the proxy names the repository of each pull;
-	// the engine probes one at CheckPush).
+	// modules are stored in: the first of the proxy's module mappings,
+	// the only one pull-through stores into (the proxy names the
+	// repository of each pull; the engine probes one at CheckPush).
 	ModuleTemplate *oci.Template
 	// Registry writes to the registry.
 	Registry *oci.Client

@@ -83,8 +83,10 @@ type Busy struct{ Msg string }
 
 func (e *Busy) Error() string { return e.Msg }
 
-// TofuRelease is one OpenTofu release as TofuDL lists it.
-type TofuRelease struct {
+// TofuEntry is one OpenTofu release as TofuDL lists it: its entry in
+// api.json, and where the registry holds it. (oci.TofuRelease is the
+// release config in the artifact, store.StoredTofu the artifact as read.)
+type TofuEntry struct {
 	Version names.Version
 	// Files are the release's file names, as TofuDL lists them.
 	Files []string
@@ -97,9 +99,9 @@ type TofuRelease struct {
 type Tofu interface {
 	// TofuVersions lists the versions held or offered.
 	TofuVersions(ctx context.Context) (Listing, error)
-	// TofuRelease reads release v: NotFound (marked ErrNotHeld) when it
-	// is not held or offered, Denied when it may not be served.
-	TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, error)
+	// TofuRelease reads release v's entry: NotFound (marked ErrNotHeld)
+	// when it is not held or offered, Denied when it may not be served.
+	TofuRelease(ctx context.Context, v names.Version) (*TofuEntry, error)
 	// OpenTofuFile is file name of release v.
 	OpenTofuFile(ctx context.Context, v names.Version, name string) (*Blob, error)
 }

@@ -78,7 +78,7 @@ type Store struct {
 	zips       *cache.Cache[ocispec.Descriptor]
 	provenance *cache.Cache[*Provenance]
 	modules    *cache.Cache[ocispec.Descriptor]
-	tofu       *cache.Cache[*TofuRelease]
+	tofu       *cache.Cache[*StoredTofu]
 	admissions *cache.Cache[admission]
 	// dated are times read of roots: the ingest times a policy's min_age
 	// counts from (dated.go).
@@ -111,7 +111,7 @@ func New(opts Options) *Store {
 		zips:       cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
 		provenance: cache.New[*Provenance](byDigest("provenance")),
 		modules:    cache.New[ocispec.Descriptor](byDigest("module_manifests")),
-		tofu:       cache.New[*TofuRelease](byDigest("tofu_releases")),
+		tofu:       cache.New[*StoredTofu](byDigest("tofu_releases")),
 		admissions: cache.New[admission](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))),
 		dated:      cache.New[time.Time](share(ttl("ingest_times", opts.ResolveTTL, opts.MaxStale))),
 	}

@@ -355,23 +355,23 @@ func TestModules(t *testing.T) {
 	}
 }
 
-// TofuRelease reads an OpenTofu release artifact with every file of the
+// StoredTofu reads an OpenTofu release artifact with every file of the
 // release under its sha256 and size, and refuses an artifact whose tag
 // says another version.
-func TestTofuRelease(t *testing.T) {
+func TestStoredTofu(t *testing.T) {
 	ctx := context.Background()
 	l := newLayout(t)
 	a := tofuArtifact(t, "1.9.0")
 	push(t, l.repo, a, "1.9.0", "1.8.0")
 
-	// Each read on its own store: see TestTofuReleaseTagCheckSurvivesCache.
-	_, err := newStore(t, store.Options{}).Repo(l.ref).TofuRelease(ctx, version(t, "1.8.0"))
+	// Each read on its own store: see TestStoredTofuTagCheckSurvivesCache.
+	_, err := newStore(t, store.Options{}).Repo(l.ref).StoredTofu(ctx, version(t, "1.8.0"))
 	if got := failure(t, err); got != oci.FailureInvalid || !strings.Contains(err.Error(), "1.9.0") {
 		t.Errorf("1.9.0 tagged 1.8.0: failure %v (%v), want invalid naming 1.9.0", got, err)
 	}
 
 	repo := newStore(t, store.Options{}).Repo(l.ref)
-	rel, err := repo.TofuRelease(ctx, version(t, "1.9.0"))
+	rel, err := repo.StoredTofu(ctx, version(t, "1.9.0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,22 +397,22 @@ func TestTofuRelease(t *testing.T) {
 // what was read before: one artifact under two version tags must not
 // answer both tags with whichever result was cached first (the right
 // release, or the refusal for FailureTTL).
-func TestTofuReleaseTagCheckSurvivesCache(t *testing.T) {
+func TestStoredTofuTagCheckSurvivesCache(t *testing.T) {
 	ctx := context.Background()
 	l := newLayout(t)
 	push(t, l.repo, tofuArtifact(t, "1.9.0"), "1.9.0", "1.8.0")
 	repo := newStore(t, store.Options{}).Repo(l.ref)
-	if _, err := repo.TofuRelease(ctx, version(t, "1.8.0")); failure(t, err) != oci.FailureInvalid {
+	if _, err := repo.StoredTofu(ctx, version(t, "1.8.0")); failure(t, err) != oci.FailureInvalid {
 		t.Errorf("1.9.0 tagged 1.8.0: %v, want invalid", err)
 	}
-	if _, err := repo.TofuRelease(ctx, version(t, "1.9.0")); err != nil {
+	if _, err := repo.StoredTofu(ctx, version(t, "1.9.0")); err != nil {
 		t.Errorf("1.9.0 after the refusal of its artifact under 1.8.0: %v", err)
 	}
 	repo = newStore(t, store.Options{}).Repo(l.ref)
-	if _, err := repo.TofuRelease(ctx, version(t, "1.9.0")); err != nil {
+	if _, err := repo.StoredTofu(ctx, version(t, "1.9.0")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.TofuRelease(ctx, version(t, "1.8.0")); err == nil {
+	if _, err := repo.StoredTofu(ctx, version(t, "1.8.0")); err == nil {
 		t.Error("1.9.0 tagged 1.8.0 was served as 1.8.0 once 1.9.0 was cached")
 	}
 }

@@ -14,8 +14,10 @@ import (
 // maxTofuFiles bounds the files of one release artifact.
 const maxTofuFiles = 1000
 
-// TofuRelease is an OpenTofu release artifact as read and checked.
-type TofuRelease struct {
+// StoredTofu is an OpenTofu release artifact as the store read and
+// checked it: not its config (oci.TofuRelease) but what serving needs of
+// it, the manifest digest and each listed file's layer.
+type StoredTofu struct {
 	Version string
 	// Digest is the release artifact's manifest digest (what its
 	// attestation is about).
@@ -26,11 +28,11 @@ type TofuRelease struct {
 	Files map[string]ocispec.Descriptor
 }
 
-// TofuRelease reads the release artifact version v's tag names, and checks
+// StoredTofu reads the release artifact version v's tag names, and checks
 // that it is what its tag says and that its file list agrees with its
 // layers, so a file is served only under the digest and size the release
 // records.
-func (r *Repo) TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, error) {
+func (r *Repo) StoredTofu(ctx context.Context, v names.Version) (*StoredTofu, error) {
 	tm, err := r.manifestByTag(ctx, "body", names.TagForVersion(v), keepBody)
 	if err != nil {
 		return nil, err
@@ -41,8 +43,8 @@ func (r *Repo) TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, 
 	}
 	// Keyed by version too: the check that the artifact holds the version
 	// its tag names must hold for every tag that names it.
-	res, err := r.s.tofu.Get(ctx, r.name+"@"+tm.desc.Digest.String()+" "+v.String(), func(ctx context.Context) (*TofuRelease, int64, error) {
-		rel, err := readTofuRelease(ctx, repo, tm.desc, tm.val.([]byte), v)
+	res, err := r.s.tofu.Get(ctx, r.name+"@"+tm.desc.Digest.String()+" "+v.String(), func(ctx context.Context) (*StoredTofu, int64, error) {
+		rel, err := readStoredTofu(ctx, repo, tm.desc, tm.val.([]byte), v)
 		return rel, int64(len(tm.val.([]byte))), err
 	})
 	if err != nil {
@@ -51,10 +53,10 @@ func (r *Repo) TofuRelease(ctx context.Context, v names.Version) (*TofuRelease, 
 	return res.Val, nil
 }
 
-// TofuReleaseAt reads the release artifact with manifest digest d, checked
-// as TofuRelease checks it, version v included, when v's tag names it
+// StoredTofuAt reads the release artifact with manifest digest d, checked
+// as StoredTofu checks it, version v included, when v's tag names it
 // (taggedAt).
-func (r *Repo) TofuReleaseAt(ctx context.Context, v names.Version, d digest.Digest) (*TofuRelease, error) {
+func (r *Repo) StoredTofuAt(ctx context.Context, v names.Version, d digest.Digest) (*StoredTofu, error) {
 	repo, err := r.open(ctx)
 	if err != nil {
 		return nil, err
@@ -62,12 +64,12 @@ func (r *Repo) TofuReleaseAt(ctx context.Context, v names.Version, d digest.Dige
 	if err := r.taggedAt(ctx, repo, "body", names.TagForVersion(v), d); err != nil {
 		return nil, err
 	}
-	res, err := r.s.tofu.Get(ctx, r.name+"@"+d.String()+" "+v.String(), func(ctx context.Context) (*TofuRelease, int64, error) {
+	res, err := r.s.tofu.Get(ctx, r.name+"@"+d.String()+" "+v.String(), func(ctx context.Context) (*StoredTofu, int64, error) {
 		desc, body, err := manifestAt(ctx, repo, d)
 		if err != nil {
 			return nil, 0, err
 		}
-		rel, err := readTofuRelease(ctx, repo, desc, body, v)
+		rel, err := readStoredTofu(ctx, repo, desc, body, v)
 		return rel, int64(len(body)), err
 	})
 	if err != nil {
@@ -76,7 +78,7 @@ func (r *Repo) TofuReleaseAt(ctx context.Context, v names.Version, d digest.Dige
 	return res.Val, nil
 }
 
-func readTofuRelease(ctx context.Context, repo oci.ReadOnlyRepository, desc ocispec.Descriptor, body []byte, v names.Version) (*TofuRelease, error) {
+func readStoredTofu(ctx context.Context, repo oci.ReadOnlyRepository, desc ocispec.Descriptor, body []byte, v names.Version) (*StoredTofu, error) {
 	cfg, layers, err := oci.ReadTofuReleaseBody(ctx, repo, desc, body)
 	if err != nil {
 		return nil, err
@@ -87,7 +89,7 @@ func readTofuRelease(ctx context.Context, repo oci.ReadOnlyRepository, desc ocis
 	if len(cfg.Files) == 0 || len(cfg.Files) > maxTofuFiles {
 		return nil, fmt.Errorf("%w: release %s lists %d files", oci.ErrInvalidArtifact, v, len(cfg.Files))
 	}
-	rel := &TofuRelease{Version: cfg.Version, Digest: desc.Digest, Files: map[string]ocispec.Descriptor{}}
+	rel := &StoredTofu{Version: cfg.Version, Digest: desc.Digest, Files: map[string]ocispec.Descriptor{}}
 	for _, f := range cfg.Files {
 		if err := rel.add(v, f, layers); err != nil {
 			return nil, err
@@ -97,7 +99,7 @@ func readTofuRelease(ctx context.Context, repo oci.ReadOnlyRepository, desc ocis
 }
 
 // add takes one file of a release config, checked against its layer.
-func (rel *TofuRelease) add(v names.Version, f oci.TofuReleaseFile, layers map[string]ocispec.Descriptor) error {
+func (rel *StoredTofu) add(v names.Version, f oci.TofuReleaseFile, layers map[string]ocispec.Descriptor) error {
 	l, ok := layers[f.Name]
 	switch {
 	case !names.ValidTofuArtifact(f.Name):

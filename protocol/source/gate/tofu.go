@@ -32,7 +32,7 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 
 // TofuRelease is the inner source's release v, when the policy allows the
 // version and, when stored, its facts and attestations admit it.
-func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRelease, error) {
+func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuEntry, error) {
 	if err := t.Judge.Version(names.KindTofu, tofuAddress, "OpenTofu", v); err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (t *Tofu) OpenTofuFile(ctx context.Context, v names.Version, name string) (
 }
 
 // admitted judges a stored release's root; one an origin offers has none.
-func (t *Tofu) admitted(ctx context.Context, rel *source.TofuRelease) error {
+func (t *Tofu) admitted(ctx context.Context, rel *source.TofuEntry) error {
 	if rel.Root == nil {
 		return nil
 	}

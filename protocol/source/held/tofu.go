@@ -44,21 +44,21 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 }
 
 // TofuRelease reads the release version v's tag names.
-func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRelease, error) {
-	rel, err := t.Repo.TofuRelease(ctx, v)
+func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuEntry, error) {
+	rel, err := t.Repo.StoredTofu(ctx, v)
 	if err != nil {
 		if store.FailureOf(err) == oci.FailureInvalid {
 			t.Log.Warn("OpenTofu version left out: not a valid release artifact", "version", v.String(), "error", err)
 		}
 		return nil, source.MarkNotHeld(source.Missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", v))
 	}
-	return &source.TofuRelease{Version: v, Files: rel.Names, Root: &source.Root{Repo: t.Repo, Digest: rel.Digest}}, nil
+	return &source.TofuEntry{Version: v, Files: rel.Names, Root: &source.Root{Repo: t.Repo, Digest: rel.Digest}}, nil
 }
 
 // OpenTofuFile is a file of the release v's tag names. Download URLs
 // name a version, not a digest: the file is not pinned.
 func (t *Tofu) OpenTofuFile(ctx context.Context, v names.Version, name string) (*source.Blob, error) {
-	rel, err := t.Repo.TofuRelease(ctx, v)
+	rel, err := t.Repo.StoredTofu(ctx, v)
 	if err != nil {
 		return nil, source.MarkNotHeld(source.Missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", v))
 	}
@@ -66,7 +66,7 @@ func (t *Tofu) OpenTofuFile(ctx context.Context, v names.Version, name string) (
 }
 
 // TofuFile is file name of rel, a release repo holds.
-func TofuFile(repo *store.Repo, rel *store.TofuRelease, v names.Version, name string) (*source.Blob, error) {
+func TofuFile(repo *store.Repo, rel *store.StoredTofu, v names.Version, name string) (*source.Blob, error) {
 	desc, ok := rel.Files[name]
 	if !ok {
 		return nil, source.NotFoundf("OpenTofu %s has no file %s", v, name)

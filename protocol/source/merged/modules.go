@@ -15,8 +15,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// Modules is several module mappings (Options.ModuleTemplate, then
-// MoreModuleTemplates) as one source, each mapping a source of its own
+// Modules is several module mappings (proxy.Options.ModuleMappings, in
+// order) as one source, each mapping a source of its own
 // (gated: what a mapping may not serve is passed over).
 type Modules struct {
 	Mappings []source.Modules

@@ -75,7 +75,7 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 // TofuRelease is the release the registry holds, or the one pull-through
 // stored lately, or the origin's (with the files pull-through would
 // take); under a facts rule, the registry's alone.
-func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRelease, error) {
+func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuEntry, error) {
 	rel, err := t.Held.TofuRelease(ctx, v)
 	if !source.IsNotHeld(err) {
 		return rel, err
@@ -85,7 +85,7 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRe
 	}
 	for _, sv := range t.Engine.Recent(t.Held.Repo.Name()) {
 		if sv.Version.Same(v) {
-			return &source.TofuRelease{Version: v, Files: sv.Files}, nil
+			return &source.TofuEntry{Version: v, Files: sv.Files}, nil
 		}
 	}
 	offered, _, oerr := t.Engine.TofuOffered(ctx)
@@ -94,7 +94,7 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRe
 	}
 	for _, ov := range offered.Versions {
 		if ov.Same(v) {
-			return &source.TofuRelease{Version: v, Files: t.Engine.TofuOrigin().WantedFiles(v, offered.Files[v.String()])}, nil
+			return &source.TofuEntry{Version: v, Files: t.Engine.TofuOrigin().WantedFiles(v, offered.Files[v.String()])}, nil
 		}
 	}
 	return nil, err
@@ -107,7 +107,7 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuRe
 // Under a facts rule, a release the registry does not hold is not found,
 // its pull started.
 func (t *Tofu) OpenTofuFile(ctx context.Context, v names.Version, name string) (*source.Blob, error) {
-	_, err := t.Held.Repo.TofuRelease(ctx, v)
+	_, err := t.Held.Repo.StoredTofu(ctx, v)
 	if err == nil || !source.Absent(err) {
 		return t.Held.OpenTofuFile(ctx, v, name)
 	}
@@ -168,7 +168,7 @@ func (t *Tofu) storedFiles(ctx context.Context, v names.Version, key string, res
 	if !res.Shared {
 		return true
 	}
-	rel, err := t.Held.Repo.TofuReleaseAt(ctx, v, res.Root.Digest)
+	rel, err := t.Held.Repo.StoredTofuAt(ctx, v, res.Root.Digest)
 	if err != nil {
 		t.Log.Warn("pull-through: the shared cache names an OpenTofu release the registry does not confirm",
 			"version", v.String(), "digest", res.Root.Digest.String(), "error", err)
