@@ -52,3 +52,18 @@ func (s *responder) writeSmallFile(w http.ResponseWriter, r *http.Request, body 
 		w.Write(body)
 	}
 }
+
+// cacheHeaders says how long HTTP caches may keep a file: files pinned to
+// a digest never change, unless the URL is a signed, private one.
+func (s *responder) cacheHeaders(w http.ResponseWriter, pinned bool) {
+	switch {
+	case s.urls != nil:
+		w.Header().Set("Cache-Control", "private, no-store")
+	case pinned:
+		w.Header().Set("Cache-Control", "public, max-age=86400, immutable")
+	default:
+		// Named by version, not digest: a re-pushed release must not be
+		// served stale from HTTP caches.
+		w.Header().Set("Cache-Control", "no-cache")
+	}
+}

@@ -13,7 +13,7 @@ import (
 )
 
 // document is an encoded JSON answer, ready to write, and until when it is
-// fresh. Its URLs lack their base (baseurl.go): bases are the offsets in
+// fresh. Its URLs lack their base (urls.go): bases are the offsets in
 // body where each answer's own base URL goes.
 type document struct {
 	body    []byte
@@ -21,7 +21,7 @@ type document struct {
 	bases   []int
 	expires time.Time
 	// decidedUntil, when set, is when a policy decision in the document
-	// changes (a version ages in: policy_clock.go); it is not served
+	// changes (a version ages in: undecided); it is not served
 	// after it, fresh or stale.
 	decidedUntil time.Time
 	// spliced, for a document with bases, is its body as last answered
@@ -98,7 +98,7 @@ func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string,
 }
 
 // fetchDoc builds and encodes a document for the cache, noting until when
-// the policy decisions it holds stand (policy_clock.go).
+// the policy decisions it holds stand (undecided).
 func (s *responder) fetchDoc(build builder) func(ctx context.Context) (document, int64, error) {
 	return func(ctx context.Context) (document, int64, error) {
 		ctx, dec := source.WithDecisions(ctx)
@@ -198,4 +198,37 @@ func writeEncoded(w http.ResponseWriter, r *http.Request, body []byte, length []
 		return
 	}
 	w.Write(body)
+}
+
+// policyDocKey is a document's cache key under the policy in force: a
+// document built under one policy is not served once another is in force
+// (a reload), so the new decisions take effect at once rather than after
+// --tag-ttl. Before the first reload, and without a policy, the key is
+// the request's alone (warm requests pay nothing).
+func (s *responder) policyDocKey(key string) string {
+	gen := s.opts.Policy.Generation()
+	if gen == 0 {
+		return key
+	}
+	return key + "\x00policy " + strconv.FormatUint(gen, 10)
+}
+
+// Policy decisions that change with time (min_age: a version ages in)
+// are made when a document is built, and documents are cached: a
+// document notes the earliest time one of its decisions changes
+// (decidedUntil, recorded with source.WithDecisions: the gate notes its
+// decisions), and is built anew, not served, from then on, by
+// Options.Now.
+
+// undecided reports whether a cached document (or failure) holds a policy
+// decision that has changed since it was built.
+func (s *responder) undecided(d document, err error) bool {
+	until := d.decidedUntil
+	if err != nil {
+		var ok bool
+		if until, ok = source.DecidedUntil(err); !ok {
+			return false
+		}
+	}
+	return !until.IsZero() && !s.opts.Now().Before(until)
 }

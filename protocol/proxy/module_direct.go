@@ -39,9 +39,3 @@ func serveDirectLocation(w http.ResponseWriter, r *http.Request, loc string) {
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, r, wire.ModuleLocation{Location: loc, UseRegistryCredentials: &yes})
 }
-
-// bearerAuthorised reports whether r carries a client token the proxy
-// accepts (client authentication on): such a request needs no signed URL.
-func (s *responder) bearerAuthorised(r *http.Request) bool {
-	return s.tokenOK != nil && s.tokenOK(r.Header.Get("Authorization"))
-}

@@ -1,22 +1,8 @@
 package proxy
 
 import (
-	"strconv"
 	"time"
 )
-
-// policyDocKey is a document's cache key under the policy in force: a
-// document built under one policy is not served once another is in force
-// (a reload), so the new decisions take effect at once rather than after
-// --tag-ttl. Before the first reload, and without a policy, the key is
-// the request's alone (warm requests pay nothing).
-func (s *responder) policyDocKey(key string) string {
-	gen := s.opts.Policy.Generation()
-	if gen == 0 {
-		return key
-	}
-	return key + "\x00policy " + strconv.FormatUint(gen, 10)
-}
 
 // policyView is the page's section on the policy file.
 type policyView struct {

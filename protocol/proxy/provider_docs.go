@@ -74,7 +74,7 @@ func (h *providerHandlers) mirrorVersion(ctx context.Context, p names.Provider, 
 }
 
 // fileURL is the URL of a file of rel in a document (its base marked:
-// baseurl.go), signed when client authentication is on: an archive URL
+// urls.go), signed when client authentication is on: an archive URL
 // pinning a stored release's index, or a pull URL pinning an origin's
 // SHA256SUMS.
 func (h *providerHandlers) fileURL(rel *source.ProviderRelease, file string) string {

@@ -67,16 +67,6 @@ func (h *providerHandlers) serveMirror(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// registryHostname is the ${hostname} of providers and modules served
-// through the registry protocols.
-func (s *responder) registryHostname(r *http.Request) (string, error) {
-	if s.opts.RegistryHostname != "" {
-		return s.opts.RegistryHostname, nil
-	}
-	host := hostOnly(r.Host)
-	return parseHostname(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
-}
-
 // serveRegistry answers the Provider Registry Protocol, the proxy being
 // the origin registry of its providers.
 func (h *providerHandlers) serveRegistry(w http.ResponseWriter, r *http.Request) {
@@ -180,36 +170,4 @@ var fileKinds = map[ArchiveFile]source.ProviderFileKind{
 	ArchiveZip:        source.FilePackage,
 	ArchiveSHA256SUMS: source.FileSHA256SUMS,
 	ArchiveSignature:  source.FileSignature,
-}
-
-// admittedPath admits a GET or HEAD of an archive URL handed out in metadata
-// (checking its signature when client authentication is on) and returns
-// the escaped path after prefix; otherwise it has answered the request.
-func (s *responder) admittedPath(w http.ResponseWriter, r *http.Request, prefix string) (string, bool) {
-	if !allowRead(w, r) {
-		return "", false
-	}
-	escaped := r.URL.EscapedPath()
-	if s.urls != nil && !s.bearerAuthorised(r) { // a signed URL, or the client's token (module_direct.go)
-		if err := s.urls.verify(escaped, r.URL.Query()); err != nil {
-			s.fail(w, r, err)
-			return "", false
-		}
-	}
-	return strings.TrimPrefix(escaped, prefix), true
-}
-
-// cacheHeaders says how long HTTP caches may keep a file: files pinned to
-// a digest never change, unless the URL is a signed, private one.
-func (s *responder) cacheHeaders(w http.ResponseWriter, pinned bool) {
-	switch {
-	case s.urls != nil:
-		w.Header().Set("Cache-Control", "private, no-store")
-	case pinned:
-		w.Header().Set("Cache-Control", "public, max-age=86400, immutable")
-	default:
-		// Named by version, not digest: a re-pushed release must not be
-		// served stale from HTTP caches.
-		w.Header().Set("Cache-Control", "no-cache")
-	}
 }

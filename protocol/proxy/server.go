@@ -4,13 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +31,7 @@ import (
 // Paths the server answers on. The URLs it hands out are absolute when it
 // knows the URL clients reach it by (Options.PublicURL, or TLS it
 // terminates itself), and relative to the document that names them
-// otherwise (baseurl.go).
+// otherwise (urls.go).
 const (
 	DiscoveryPath = wire.DiscoveryPath
 	MirrorPrefix  = "/v1/mirror/"
@@ -389,37 +387,6 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.RUnlock()
 	writeJSON(w, r, doc)
-}
-
-// Authenticate requires a configured bearer token when client
-// authentication is on (OpenTofu and Terraform send the token of a
-// credentials block for the proxy's hostname as "Authorization: Bearer";
-// the scheme is case-insensitive).
-func (s *Server) Authenticate(h http.Handler) http.Handler {
-	if len(s.tokens) == 0 {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.validToken(r.Header.Get("Authorization")) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
-		writeError(w, http.StatusUnauthorized, "a valid bearer token is required: add a credentials block for this host to the CLI configuration")
-	})
-}
-
-func (s *Server) validToken(header string) bool {
-	scheme, tok, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	match := 0
-	for _, t := range s.tokens {
-		match |= subtle.ConstantTimeCompare(sum[:], t[:])
-	}
-	return match == 1
 }
 
 // cacheBudget shares Options.CacheBytes out among the caches.
