@@ -174,7 +174,7 @@ func (s *responder) admittedPath(w http.ResponseWriter, r *http.Request, prefix 
 		return "", false
 	}
 	escaped := r.URL.EscapedPath()
-	if s.urls != nil && !s.bearerAuthorised(r) { // a signed URL, or the client's token 
+	if s.urls != nil && !s.bearerAuthorised(r) { // a signed URL, or the client's token
 		if err := s.urls.verify(escaped, r.URL.Query()); err != nil {
 			s.fail(w, r, err)
 			return "", false
