@@ -81,7 +81,7 @@ func assertNoTagsWithAuth(t *testing.T, reg *testenv.Registry, user, pass string
 // Where tofu 1.12 finds credentials for oci:// module sources (and
 // oci_mirror): the containers auth.json under $HOME/.config and
 // $HOME/.docker/config.json, but not $DOCKER_CONFIG, which only the docker
-// CLI (and oci-tofu) read. docs/modules.md says so; this pins it.
+// CLI (and oci-tofu) read. docs/guide-modules.md says so; this pins it.
 func TestTofuOCICredentialLocations(t *testing.T) {
 	isolateCache(t)
 	const user, pass = "ci-bot", "s3cret-Pa55word"
@@ -108,7 +108,7 @@ func TestTofuOCICredentialLocations(t *testing.T) {
 		write(filepath.Join(dir, "config.json"))
 		tofu.Env = append(tofu.Env, "DOCKER_CONFIG="+dir)
 	}); err == nil || !strings.Contains(strings.Join(strings.Fields(out), " "), "credential not found") {
-		t.Errorf("with credentials only in DOCKER_CONFIG (docs/modules.md: tofu does not read it): %v\n%s", err, out)
+		t.Errorf("with credentials only in DOCKER_CONFIG (docs/guide-modules.md: tofu does not read it): %v\n%s", err, out)
 	}
 	if out, err := try(func(tofu *testenv.CLI) { write(filepath.Join(tofu.Home, ".config", "containers", "auth.json")) }); err != nil {
 		t.Errorf("$HOME/.config/containers/auth.json: %v\n%s", err, out)
