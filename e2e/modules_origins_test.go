@@ -33,7 +33,7 @@ func twoOriginArgs(reg *testenv.Registry, opentofu, terraform *moduleOrigin) []s
 }
 
 // originHostBlocks is the CLI configuration sending each origin's module
-// addresses to the proxy at base (as docs/modules.md shows it).
+// addresses to the proxy at base (as docs/guide-pull-through.md, "Modules", shows it).
 func originHostBlocks(base string, origins ...string) string {
 	var b strings.Builder
 	for _, o := range origins {
