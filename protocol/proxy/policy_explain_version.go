@@ -81,7 +81,7 @@ func (s *Server) explainRelease(ctx context.Context, pol *policy.Policy, kind na
 
 // admitsKind reports whether serve asks its admission rule of the
 // releases of a policy kind: with a rule, except OpenTofu releases under
-// pull-through (heldTofu.unattested).
+// pull-through (gate.Tofu.Attested is off: sources.go).
 func (s *Server) admitsKind(kind names.Kind) bool {
 	return s.opts.admitting() && !(kind == policy.KindTofu && s.pull.Tofu())
 }
