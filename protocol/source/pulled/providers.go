@@ -61,7 +61,7 @@ func (h *Providers) heldPushed(ctx context.Context, p names.Provider) (bool, err
 	if err != nil {
 		return false, nil // no repository: nothing held (the caller reports the mapping)
 	}
-	return HoldsPushedVersions(ctx, repo)
+	return pullthrough.HoldsPushedVersions(ctx, repo)
 }
 
 func (h *Providers) factsRule(p names.Provider) (string, bool) {
