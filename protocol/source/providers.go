@@ -151,6 +151,15 @@ type ListOptions struct {
 	Want func(names.Version) bool
 }
 
+// File is SHA256SUMS (FileSHA256SUMS) or its signature (FileSignature),
+// named name, as a blob held in memory.
+func (c *Checksums) File(kind ProviderFileKind, name string) *Blob {
+	if kind == FileSignature {
+		return &Blob{Name: name, ContentType: "application/octet-stream", Pinned: true, Data: c.Signature}
+	}
+	return &Blob{Name: name, ContentType: "text/plain; charset=utf-8", Pinned: true, Data: c.Data}
+}
+
 // Providers is a source of provider releases.
 type Providers interface {
 	// ProviderVersions lists p's versions.

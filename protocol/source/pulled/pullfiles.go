@@ -168,28 +168,17 @@ func (h *Providers) heldFile(ctx context.Context, root *source.ProviderRoot, f s
 		if rel.Checksums == nil {
 			return nil, cmp.Or[error](rel.ChecksumsErr, &source.Conflict{Msg: fmt.Sprintf("provider %s %s has no publisher signature in its OCI artifact", root.Provider, root.Version)})
 		}
-		blob = checksumsFile(rel.Checksums, f.File, fileName(f, root.Provider))
+		blob = rel.Checksums.File(f.File, fileName(f, root.Provider))
 	}
 	blob.From = root.Root
 	return blob, nil
 }
 
-// checksumsFile is SHA256SUMS or its signature, as a blob.
-func checksumsFile(cs *source.Checksums, file source.ProviderFileKind, name string) *source.Blob {
-	if file == source.FileSignature {
-		return &source.Blob{Name: name, ContentType: "application/octet-stream", Pinned: true, Data: cs.Signature}
-	}
-	return &source.Blob{Name: name, ContentType: "text/plain; charset=utf-8", Pinned: true, Data: cs.Data}
-}
-
 // originFile is a file of an origin release: SHA256SUMS and its
 // signature as verified, a package as it downloads.
 func originFile(rel *ingest.ProviderRelease, g *pullthrough.File, f source.PulledFile, name string) *source.Blob {
-	switch f.File {
-	case source.FileSHA256SUMS:
-		return &source.Blob{Name: name, ContentType: "text/plain; charset=utf-8", Pinned: true, Data: rel.SHA256SUMS}
-	case source.FileSignature:
-		return &source.Blob{Name: name, ContentType: "application/octet-stream", Pinned: true, Data: rel.Signature}
+	if f.File != source.FilePackage {
+		return (&source.Checksums{Data: rel.SHA256SUMS, Signature: rel.Signature}).File(f.File, name)
 	}
 	return &source.Blob{Name: name, ContentType: "application/zip", Pinned: true, Pulling: g}
 }
