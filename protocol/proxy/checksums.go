@@ -23,32 +23,39 @@ import (
 // index the archive URL names). Checking time validity now would make
 // every release unservable once its key expires; clients check the
 // signature themselves anyway.
-func (h *providerHandlers) checksums(ctx context.Context, rel *source.ProviderRelease) (*source.Checksums, error) {
+func (h *providerHandlers) checksums(ctx context.Context, rel *source.ProviderRelease) (*signedSums, error) {
 	if rel.ChecksumsErr != nil {
 		return nil, rel.ChecksumsErr
 	}
 	if rel.Checksums != nil {
-		if _, err := sha256sums.Parse(rel.Checksums.Data); err != nil {
+		sums, err := sha256sums.Parse(rel.Checksums.Data)
+		if err != nil {
 			return nil, &source.Unservable{Msg: fmt.Sprintf("provider %s %s: the SHA256SUMS stored with the artifact cannot be read", rel.Provider, rel.Version), Err: err}
 		}
-		return rel.Checksums, nil
+		return &signedSums{Checksums: rel.Checksums, sums: sums}, nil
 	}
 	if h.opts.Signer == nil {
 		return nil, &source.Conflict{Msg: fmt.Sprintf("provider %s %s has no publisher signature in its OCI artifact and this proxy has no signing key: "+
 			"it is offered through the network mirror protocol only", rel.Provider, rel.Version)}
 	}
-	res, err := h.generated.Get(ctx, rel.Root.Repo.Name()+"@"+rel.Root.Digest.String(), func(context.Context) (*source.Checksums, int64, error) {
+	res, err := h.generated.Get(ctx, rel.Root.Repo.Name()+"@"+rel.Root.Digest.String(), func(context.Context) (*signedSums, int64, error) {
 		cs, err := h.generateChecksums(rel)
 		if err != nil {
 			return nil, 0, err
 		}
-		return cs, int64(len(cs.Data) + len(cs.Signature) + 4096), nil
+		return cs, int64(2*len(cs.Data) + len(cs.Signature) + 4096), nil
 	})
 	return res.Val, err
 }
 
+// signedSums are a release's checksums with SHA256SUMS parsed.
+type signedSums struct {
+	*source.Checksums
+	sums sha256sums.Sums
+}
+
 // generateChecksums makes and signs a SHA256SUMS of every package of rel.
-func (h *providerHandlers) generateChecksums(rel *source.ProviderRelease) (*source.Checksums, error) {
+func (h *providerHandlers) generateChecksums(rel *source.ProviderRelease) (*signedSums, error) {
 	sums := sha256sums.Sums{}
 	for pl, pkg := range rel.Packages {
 		sums[names.ProviderZipName(rel.Provider.Type, rel.Version.String(), pl)] = pkg.Layer.Digest.Encoded()
@@ -58,23 +65,20 @@ func (h *providerHandlers) generateChecksums(rel *source.ProviderRelease) (*sour
 	if err != nil {
 		return nil, err
 	}
-	return &source.Checksums{Data: data, Signature: sig,
-		Keys: []wire.GPGPublicKey{{KeyID: h.opts.Signer.KeyID(), ASCIIArmor: string(h.opts.Signer.Public)}}}, nil
+	return &signedSums{sums: sums, Checksums: &source.Checksums{Data: data, Signature: sig,
+		Keys: []wire.GPGPublicKey{{KeyID: h.opts.Signer.KeyID(), ASCIIArmor: string(h.opts.Signer.Public)}}}}, nil
 }
 
 // checkListed makes sure SHA256SUMS lists a platform's package with the
 // digest of the zip the proxy will serve, and returns the file name it
 // lists it under; anything else would make the client fail (or worse)
 // later.
-func checkListed(rel *source.ProviderRelease, cs *source.Checksums, pl names.Platform, zipHex string) (string, error) {
+func checkListed(rel *source.ProviderRelease, cs *signedSums, pl names.Platform, zipHex string) (string, error) {
 	name := cs.Filenames[pl]
 	if name == "" {
 		name = names.ProviderZipName(rel.Provider.Type, rel.Version.String(), pl)
 	}
-	sums, err := sha256sums.Parse(cs.Data)
-	if err != nil {
-		return "", &source.Unservable{Msg: fmt.Sprintf("provider %s %s: the SHA256SUMS stored with the artifact cannot be read", rel.Provider, rel.Version), Err: err}
-	}
+	sums := cs.sums
 	if sums[name] != zipHex {
 		return "", &source.Unservable{Msg: fmt.Sprintf("provider %s %s: the stored SHA256SUMS does not list %s with the digest of the zip in the OCI artifact", rel.Provider, rel.Version, name),
 			Err: fmt.Errorf("%s lists %q, the zip is %s", name, sums[name], zipHex)}

@@ -33,7 +33,7 @@ const PullPrefix = "/v1/pull/"
 type providerHandlers struct {
 	*responder
 	source    source.Providers
-	generated *cache.Cache[*source.Checksums] // SHA256SUMS the proxy signed itself
+	generated *cache.Cache[*signedSums] // SHA256SUMS the proxy signed itself
 }
 
 // mountProviders adds the network mirror, the registry protocol
@@ -41,7 +41,7 @@ type providerHandlers struct {
 // files of releases being pulled.
 func (s *Server) mountProviders(mappings store.ProviderMappings) {
 	o := s.opts
-	s.generated = cache.New[*source.Checksums](cache.Options{Name: "generated_checksums", FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries,
+	s.generated = cache.New[*signedSums](cache.Options{Name: "generated_checksums", FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries,
 		MaxCost: budgetOf(o).generated, EntryCost: store.EntryCost, Timeout: o.Store.Timeout, Observe: s.metrics.observeCache})
 	h := &providerHandlers{responder: s.out, source: s.providerSource(mappings), generated: s.generated}
 	if s.pull.Providers() {
@@ -127,9 +127,9 @@ func (h *providerHandlers) archive(ctx context.Context, req ArchiveRequest) (*so
 	}
 	name := names.ProviderSHA256SUMSName(req.Provider.Type, req.Version.String())
 	if req.File == ArchiveSignature {
-		return &source.Blob{Name: name + ".sig", ContentType: "application/octet-stream", Pinned: true, Data: cs.Signature}, nil
+		name = names.ProviderSignatureName(req.Provider.Type, req.Version.String())
 	}
-	return &source.Blob{Name: name, ContentType: "text/plain; charset=utf-8", Pinned: true, Data: cs.Data}, nil
+	return cs.File(fileKinds[req.File], name), nil
 }
 
 // servePull serves a file named by a pull URL: from the pull in flight,

@@ -24,7 +24,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
-	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -182,7 +181,7 @@ type Server struct {
 	// providers), its error why there is none; for policy explanations.
 	providerRepo     func(names.Provider) (*store.Repo, error)
 	providerMappings store.ProviderMappings
-	generated        *cache.Cache[*source.Checksums]
+	generated        *cache.Cache[*signedSums]
 	tokens           [][32]byte
 	client           *oci.Client         // reaches the registry (pull-through writes with it)
 	pull             *pullthrough.Engine // nil without pull-through
