@@ -62,7 +62,7 @@ func (h *providerHandlers) mirrorVersion(ctx context.Context, p names.Provider, 
 		return nil, err
 	}
 	if root.Root != nil {
-		h.seen.providerVersion(p.String(), viaMirror, v, root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
+		h.seen.providerVersion(p.String(), viaMirror, v, root.Root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
 	}
 	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
 	for _, pl := range rel.Platforms {
@@ -81,7 +81,7 @@ func (h *providerHandlers) fileURL(rel *source.ProviderRelease, file string) str
 	if pr := rel.Pulled; pr != nil {
 		return h.fileRef(PullPrefix, pr.Via+"/"+archivePath(pr.Served, rel.Version, pr.Sums, file))
 	}
-	return h.fileRef(ArchivePrefix, archivePath(rel.Provider, rel.Version, rel.Index.Index.Digest, file))
+	return h.fileRef(ArchivePrefix, archivePath(rel.Provider, rel.Version, rel.Pin(), file))
 }
 
 // registryVersions is the registry protocol's versions document: the

@@ -7,7 +7,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
@@ -58,8 +57,8 @@ type ProviderListing struct {
 type ProviderRoot struct {
 	Provider names.Provider
 	Version  names.Version
-	Root     *Root
-	Index    *oci.ProviderVersion
+	// Root is a stored release's root, its index with it.
+	Root *Root
 	// Pulled is the origin release, for one the registry does not hold.
 	Pulled *PulledProvider
 }
@@ -90,7 +89,7 @@ func (r *ProviderRoot) Pin() digest.Digest {
 	if r.Pulled != nil {
 		return r.Pulled.Sums
 	}
-	return r.Index.Index.Digest
+	return r.Root.Digest
 }
 
 // ProviderRelease is what a source read of a release.

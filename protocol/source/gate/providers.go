@@ -221,7 +221,7 @@ func (g *Providers) platforms(rel *source.ProviderRelease) *source.ProviderRelea
 // OpenProviderPackage is the inner source's package, when the policy
 // allows the platform.
 func (g *Providers) OpenProviderPackage(ctx context.Context, r *source.ProviderRoot, pl names.Platform) (*source.Blob, error) {
-	if _, ok := r.Index.Platforms[pl]; ok {
+	if _, ok := r.Root.Index.Platforms[pl]; ok {
 		if err := g.Judge.Platform(r.Provider, r.Version, pl); err != nil {
 			return nil, err
 		}

@@ -115,7 +115,7 @@ func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v nam
 	if err != nil {
 		return nil, source.MarkNotHeld(source.Missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v)))
 	}
-	return &source.ProviderRoot{Provider: p, Version: v, Root: &source.Root{Repo: repo, Digest: pv.Index.Digest, Index: pv}, Index: pv}, nil
+	return &source.ProviderRoot{Provider: p, Version: v, Root: &source.Root{Repo: repo, Digest: pv.Index.Digest, Index: pv}}, nil
 }
 
 // ResolveProviderAt reads the index with digest index, when version v's
@@ -129,7 +129,7 @@ func (h *Providers) ResolveProviderAt(ctx context.Context, p names.Provider, v n
 	if err != nil {
 		return nil, source.Missing(err, "provider "+p.String(), "provider %s has no release with index %s", p, index)
 	}
-	return &source.ProviderRoot{Provider: p, Version: v, Root: &source.Root{Repo: repo, Digest: index, Index: pv}, Index: pv}, nil
+	return &source.ProviderRoot{Provider: p, Version: v, Root: &source.Root{Repo: repo, Digest: index, Index: pv}}, nil
 }
 
 // ReadProvider reads what need names of a stored release, at once: its
@@ -139,7 +139,7 @@ func (h *Providers) ResolveProviderAt(ctx context.Context, p names.Provider, v n
 // h1 hashes, the publisher's SHA256SUMS and signature —, not the
 // packages, which are served by their digests.
 func (h *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, need source.Need) (*source.ProviderRelease, error) {
-	repo, pv := r.Root.Repo, r.Index
+	repo, pv := r.Root.Repo, r.Root.Index
 	rel := &source.ProviderRelease{ProviderRoot: r, Platforms: pv.SortedPlatforms()}
 	var prov *store.Provenance
 	var reads []func(context.Context) error
@@ -190,13 +190,13 @@ func (h *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, ne
 // provenance reads a release's provenance: nil when it has none, or
 // when it cannot be read intact (rel.ChecksumsErr says why).
 func (h *Providers) provenance(ctx context.Context, rel *source.ProviderRelease) (*store.Provenance, error) {
-	prov, err := rel.Root.Repo.Provenance(ctx, rel.Index)
+	prov, err := rel.Root.Repo.Provenance(ctx, rel.Root.Index)
 	switch store.FailureOf(err) {
 	case oci.FailureNone:
 		return prov, nil
 	case oci.FailureCorrupt, oci.FailureInvalid, oci.FailureNotFound:
 		h.Log.Warn("a provider release's provenance cannot be read; serving its packages by digest alone",
-			"provider", rel.Provider.String(), "version", rel.Version.String(), "index", rel.Index.Index.Digest.String(), "error", err.Error())
+			"provider", rel.Provider.String(), "version", rel.Version.String(), "index", rel.Root.Digest.String(), "error", err.Error())
 		rel.ChecksumsErr = err
 		return nil, nil
 	}
@@ -250,7 +250,7 @@ func publisherChecksums(prov *store.Provenance) *source.Checksums {
 
 // OpenProviderPackage is the zip of platform pl of a stored release.
 func (h *Providers) OpenProviderPackage(ctx context.Context, r *source.ProviderRoot, pl names.Platform) (*source.Blob, error) {
-	m, ok := r.Index.Platforms[pl]
+	m, ok := r.Root.Index.Platforms[pl]
 	if !ok {
 		return nil, source.NotFoundf("provider %s %s has no package for %s", r.Provider, r.Version, pl)
 	}

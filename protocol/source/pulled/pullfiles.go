@@ -146,7 +146,7 @@ func (h *Providers) checkSums(ctx context.Context, root *source.ProviderRoot, su
 		return err
 	}
 	if rel.Checksums == nil || digest.FromBytes(rel.Checksums.Data) != sums {
-		return fmt.Errorf("the release at %s does not carry the SHA256SUMS %s", root.Index.Index.Digest, sums)
+		return fmt.Errorf("the release at %s does not carry the SHA256SUMS %s", root.Root.Digest, sums)
 	}
 	return nil
 }
