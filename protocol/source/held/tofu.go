@@ -45,12 +45,12 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 
 // TofuRelease reads the release version v's tag names.
 func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuEntry, error) {
-	rel, err := t.Repo.StoredTofu(ctx, v)
+	rel, err := t.stored(ctx, v)
 	if err != nil {
 		if store.FailureOf(err) == oci.FailureInvalid {
 			t.Log.Warn("OpenTofu version left out: not a valid release artifact", "version", v.String(), "error", err)
 		}
-		return nil, source.MarkNotHeld(source.Missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", v))
+		return nil, err
 	}
 	return &source.TofuEntry{Version: v, Files: rel.Names, Root: &source.Root{Repo: t.Repo, Digest: rel.Digest}}, nil
 }
@@ -58,11 +58,21 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuEn
 // OpenTofuFile is a file of the release v's tag names. Download URLs
 // name a version, not a digest: the file is not pinned.
 func (t *Tofu) OpenTofuFile(ctx context.Context, v names.Version, name string) (*source.Blob, error) {
+	rel, err := t.stored(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	return TofuFile(t.Repo, rel, v, name)
+}
+
+// stored reads release v, NotFound marked ErrNotHeld when the registry
+// does not hold it.
+func (t *Tofu) stored(ctx context.Context, v names.Version) (*store.StoredTofu, error) {
 	rel, err := t.Repo.StoredTofu(ctx, v)
 	if err != nil {
 		return nil, source.MarkNotHeld(source.Missing(err, "OpenTofu release repository", "OpenTofu %s is not in this mirror", v))
 	}
-	return TofuFile(t.Repo, rel, v, name)
+	return rel, nil
 }
 
 // TofuFile is file name of rel, a release repo holds.
