@@ -31,7 +31,7 @@ func ModuleLayerDescriptor(d digest.Digest, size int64) ocispec.Descriptor {
 // gives the same digest.
 func BuildModule(zip Blob) (*Artifact, error) {
 	layer := zip.Descriptor
-	if layer.Digest.Algorithm() != digest.SHA256 || layer.Digest.Validate() != nil {
+	if layer.Digest.Validate() != nil || layer.Digest.Algorithm() != digest.SHA256 {
 		return nil, fmt.Errorf("module zip digest %q is not a valid sha256 digest", layer.Digest)
 	}
 	if layer.Size <= 0 {

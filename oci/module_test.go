@@ -176,3 +176,17 @@ func TestReadModuleRefuses(t *testing.T) {
 		t.Errorf("oversized manifest: %v", err)
 	}
 }
+
+// A zip layer without a digest (or a malformed one) is refused with an
+// error, never a panic: go-digest's Algorithm panics without a ':'.
+func TestZipLayersWithoutADigestAreRefused(t *testing.T) {
+	for _, d := range []digest.Digest{"", "sha256", "nocolon"} {
+		if _, err := BuildModule(Blob{Descriptor: ocispec.Descriptor{MediaType: MediaTypeZip, Digest: d, Size: 3}}); err == nil {
+			t.Errorf("BuildModule accepted the digest %q", d)
+		}
+		m := ocispec.Manifest{Layers: []ocispec.Descriptor{{MediaType: MediaTypeZip, Digest: d, Size: 3}}}
+		if _, err := SingleZipLayer(m); err == nil {
+			t.Errorf("SingleZipLayer accepted the digest %q", d)
+		}
+	}
+}

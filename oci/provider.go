@@ -354,7 +354,7 @@ func SingleZipLayer(m ocispec.Manifest) (ocispec.Descriptor, error) {
 	case 0:
 		return ocispec.Descriptor{}, invalid("manifest has no %s layer", MediaTypeZip)
 	case 1:
-		if found[0].Digest.Algorithm() != "sha256" || found[0].Digest.Validate() != nil {
+		if found[0].Digest.Validate() != nil || found[0].Digest.Algorithm() != digest.SHA256 {
 			return ocispec.Descriptor{}, invalid("zip layer digest %q is not a valid sha256 digest", found[0].Digest)
 		}
 		return found[0], nil
