@@ -10,10 +10,10 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// deliver answers with a blob a source handed over: a layer the registry
+// Deliver answers with a blob a source handed over: a layer the registry
 // holds, streamed and verified (or redirected to storage: stream.go), a
 // file pull-through is downloading (pulled_stream.go), or bytes in memory.
-func (s *responder) deliver(w http.ResponseWriter, r *http.Request, b *source.Blob) {
+func (s *Responder) Deliver(w http.ResponseWriter, r *http.Request, b *source.Blob) {
 	file := blobFile{name: b.Name, contentType: b.ContentType, pinned: b.Pinned}
 	switch {
 	case b.Pulling != nil:
@@ -25,17 +25,17 @@ func (s *responder) deliver(w http.ResponseWriter, r *http.Request, b *source.Bl
 	}
 }
 
-// leftOut is nil when a listing may leave out version v (of what, named)
+// LeftOut is nil when a listing may leave out version v (of what, named)
 // for err — it is denied, gone, or not a valid artifact of its kind —,
 // logging why; otherwise err, which fails the listing.
-func (s *responder) leftOut(what string, v names.Version, err error) error {
+func (s *Responder) LeftOut(what string, v names.Version, err error) error {
 	if err == nil {
 		return nil
 	}
 	var d *source.Denied
 	switch {
 	case errors.As(err, &d):
-		s.log.Info("version left out", "what", what, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
+		s.Log.Info("version left out", "what", what, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
 		return nil
 	case source.Absent(err), store.Skippable(err):
 		return nil
@@ -44,7 +44,7 @@ func (s *responder) leftOut(what string, v names.Version, err error) error {
 }
 
 // writeSmallFile answers a small file held in memory.
-func (s *responder) writeSmallFile(w http.ResponseWriter, r *http.Request, body []byte, ctype string) {
+func (s *Responder) writeSmallFile(w http.ResponseWriter, r *http.Request, body []byte, ctype string) {
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	s.cacheHeaders(w, true)
@@ -55,9 +55,9 @@ func (s *responder) writeSmallFile(w http.ResponseWriter, r *http.Request, body 
 
 // cacheHeaders says how long HTTP caches may keep a file: files pinned to
 // a digest never change, unless the URL is a signed, private one.
-func (s *responder) cacheHeaders(w http.ResponseWriter, pinned bool) {
+func (s *Responder) cacheHeaders(w http.ResponseWriter, pinned bool) {
 	switch {
-	case s.urls != nil:
+	case s.URLs != nil:
 		w.Header().Set("Cache-Control", "private, no-store")
 	case pinned:
 		w.Header().Set("Cache-Control", "public, max-age=86400, immutable")

@@ -75,7 +75,7 @@ func (d document) Expires() time.Time { return d.expires }
 // from was read (zero: now); the document is fresh for TagTTL from then.
 type builder func(ctx context.Context) (v any, asOf time.Time, err error)
 
-// serveDoc answers the metadata document key names (the request path, plus
+// ServeDoc answers the metadata document key names (the request path, plus
 // anything else the document depends on) from the document cache, or
 // builds it once for every concurrent request. A document is fresh for
 // TagTTL after the data it derives from was read; after that it is served
@@ -83,15 +83,15 @@ type builder func(ctx context.Context) (v any, asOf time.Time, err error)
 // no client waits for a revalidation. Failures are remembered for
 // FailureTTL, so clients retrying against a struggling registry do not
 // reach it again and again.
-func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string, build builder) {
+func (s *Responder) ServeDoc(w http.ResponseWriter, r *http.Request, key string, build builder) {
 	key = s.policyDocKey(key) // a reload takes effect at once
-	res, err := s.docs.Get(r.Context(), key, s.fetchDoc(build))
+	res, err := s.Docs.Get(r.Context(), key, s.fetchDoc(build))
 	if s.undecided(res.Val, err) {
-		s.docs.Forget(key)
-		res, err = s.docs.Get(r.Context(), key, s.fetchDoc(build))
+		s.Docs.Forget(key)
+		res, err = s.Docs.Get(r.Context(), key, s.fetchDoc(build))
 	}
 	if err != nil {
-		s.fail(w, r, err)
+		s.Fail(w, r, err)
 		return
 	}
 	s.writeDoc(w, r, res.Val)
@@ -99,7 +99,7 @@ func (s *responder) serveDoc(w http.ResponseWriter, r *http.Request, key string,
 
 // fetchDoc builds and encodes a document for the cache, noting until when
 // the policy decisions it holds stand (undecided).
-func (s *responder) fetchDoc(build builder) func(ctx context.Context) (document, int64, error) {
+func (s *Responder) fetchDoc(build builder) func(ctx context.Context) (document, int64, error) {
 	return func(ctx context.Context) (document, int64, error) {
 		ctx, dec := source.WithDecisions(ctx)
 		v, asOf, err := build(ctx)
@@ -112,11 +112,11 @@ func (s *responder) fetchDoc(build builder) func(ctx context.Context) (document,
 		}
 		var expires time.Time
 		if !asOf.IsZero() {
-			expires = asOf.Add(s.opts.Store.TagTTL)
+			expires = asOf.Add(s.Opts.Store.TagTTL)
 		}
-		if s.urls != nil {
+		if s.URLs != nil {
 			// Signed archive URLs in a document outlive it, stale or not.
-			expires = source.Earliest(expires, time.Now().Add(s.opts.ArchiveURLTTL/2-s.opts.Store.MaxStale))
+			expires = source.Earliest(expires, time.Now().Add(s.Opts.ArchiveURLTTL/2-s.Opts.Store.MaxStale))
 		}
 		d := newDocument(append(b, '\n'), expires)
 		d.decidedUntil = dec.Until()
@@ -127,8 +127,8 @@ func (s *responder) fetchDoc(build builder) func(ctx context.Context) (document,
 // serveFreshDoc answers from a fresh cached document, if there is one for
 // key: a warm request needs no parsing, since a document is only cached
 // under a key whose request was valid.
-func (s *responder) serveFreshDoc(w http.ResponseWriter, r *http.Request, key string) bool {
-	d, ok := s.docs.Fresh(s.policyDocKey(key))
+func (s *Responder) serveFreshDoc(w http.ResponseWriter, r *http.Request, key string) bool {
+	d, ok := s.Docs.Fresh(s.policyDocKey(key))
 	if ok && s.undecided(d, nil) {
 		return false
 	}
@@ -145,7 +145,7 @@ var (
 
 // writeDoc writes an encoded JSON document, with the base URL of r's
 // answer in its URLs.
-func (s *responder) writeDoc(w http.ResponseWriter, r *http.Request, d document) {
+func (s *Responder) writeDoc(w http.ResponseWriter, r *http.Request, d document) {
 	if len(d.bases) == 0 {
 		writeEncoded(w, r, d.body, d.length)
 		return
@@ -154,9 +154,9 @@ func (s *responder) writeDoc(w http.ResponseWriter, r *http.Request, d document)
 		writeEncoded(w, r, sp.body, sp.length)
 		return
 	}
-	base, err := s.baseFor(r)
+	base, err := s.BaseFor(r)
 	if err != nil {
-		s.fail(w, r, err)
+		s.Fail(w, r, err)
 		return
 	}
 	base = jsonBase(base)
@@ -177,9 +177,9 @@ func (s *responder) writeDoc(w http.ResponseWriter, r *http.Request, d document)
 // with (baseFor): always with a public URL; with TLS, when r has the
 // same Host (valid, since sp was made with it); otherwise, when r's path
 // is as deep.
-func (s *responder) sameBase(r *http.Request, sp *splicedDoc) bool {
+func (s *Responder) sameBase(r *http.Request, sp *splicedDoc) bool {
 	switch {
-	case s.opts.PublicURL != "":
+	case s.Opts.PublicURL != "":
 		return true
 	case r.TLS != nil:
 		return sp.tls && sp.host == r.Host
@@ -205,8 +205,8 @@ func writeEncoded(w http.ResponseWriter, r *http.Request, body []byte, length []
 // (a reload), so the new decisions take effect at once rather than after
 // --tag-ttl. Before the first reload, and without a policy, the key is
 // the request's alone (warm requests pay nothing).
-func (s *responder) policyDocKey(key string) string {
-	gen := s.opts.Policy.Generation()
+func (s *Responder) policyDocKey(key string) string {
+	gen := s.Opts.Policy.Generation()
 	if gen == 0 {
 		return key
 	}
@@ -222,7 +222,7 @@ func (s *responder) policyDocKey(key string) string {
 
 // undecided reports whether a cached document (or failure) holds a policy
 // decision that has changed since it was built.
-func (s *responder) undecided(d document, err error) bool {
+func (s *Responder) undecided(d document, err error) bool {
 	until := d.decidedUntil
 	if err != nil {
 		var ok bool
@@ -230,5 +230,5 @@ func (s *responder) undecided(d document, err error) bool {
 			return false
 		}
 	}
-	return !until.IsZero() && !s.opts.Now().Before(until)
+	return !until.IsZero() && !s.Opts.Now().Before(until)
 }

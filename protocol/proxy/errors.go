@@ -34,7 +34,7 @@ func (e *httpError) Error() string {
 
 func (e *httpError) Unwrap() error { return e.err }
 
-func statusErr(status int, err error, format string, args ...any) error {
+func StatusErr(status int, err error, format string, args ...any) error {
 	return &httpError{status: status, msg: fmt.Sprintf(format, args...), err: err}
 }
 
@@ -119,31 +119,31 @@ func upstreamStatus(f oci.Failure, what string) (int, string) {
 	return http.StatusBadGateway, "bad answer from the OCI registry while " + what
 }
 
-// fail answers an error: its status and message, with details logged.
-func (s *responder) fail(w http.ResponseWriter, r *http.Request, err error) {
+// Fail answers an error: its status and message, with details logged.
+func (s *Responder) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
-		writeError(w, 499, "client closed the request")
+		WriteError(w, 499, "client closed the request")
 		return
 	}
 	var pe *cache.PanicError
 	if errors.As(err, &pe) && pe.FirstReport() {
-		s.log.Error("panic in a background task of a request", "path", r.URL.EscapedPath(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		s.Log.Error("panic in a background task of a request", "path", r.URL.EscapedPath(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 	}
-	he := toHTTP(err, retryAfter(err, s.opts.Store.FailureTTL))
+	he := toHTTP(err, retryAfter(err, s.Opts.Store.FailureTTL))
 	if he.status >= 500 {
-		s.metrics.upstreamError(store.FailureOf(err).String())
-		s.seen.upstreamFailure(store.FailureOf(err).String(), he.msg)
+		s.Metrics.upstreamError(store.FailureOf(err).String())
+		s.Seen.upstreamFailure(store.FailureOf(err).String(), he.msg)
 	}
 	if rec, ok := w.(*recorder); ok && he.err != nil {
 		rec.errMsg = he.Error()
-		if s.opts.Hint != nil && he.status >= 500 {
-			rec.hint = s.opts.Hint(he.err)
+		if s.Opts.Hint != nil && he.status >= 500 {
+			rec.hint = s.Opts.Hint(he.err)
 		}
 	}
 	if he.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))
 	}
-	writeError(w, he.status, he.msg)
+	WriteError(w, he.status, he.msg)
 }
 
 // retryAfter is the Retry-After (seconds) of a 503: when the registry

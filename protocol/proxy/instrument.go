@@ -25,7 +25,7 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 			if aborted && p != http.ErrAbortHandler {
 				s.log.Error("panic serving a request", "handler", name, "path", r.URL.EscapedPath(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				if rec.status == 0 {
-					writeError(rec, http.StatusInternalServerError, "internal error")
+					WriteError(rec, http.StatusInternalServerError, "internal error")
 					aborted = false
 				}
 			}
@@ -77,10 +77,10 @@ func (s *Server) record(hm *handlerMetrics, r *http.Request, rec *recorder, star
 	s.log.LogAttrs(r.Context(), level, "request", attrs...)
 }
 
-func remoteIP(r *http.Request) string { return hostOnly(r.RemoteAddr) }
+func remoteIP(r *http.Request) string { return HostOnly(r.RemoteAddr) }
 
-// hostOnly is the host of host:port, or hostport when it has no port.
-func hostOnly(hostport string) string {
+// HostOnly is the host of host:port, or hostport when it has no port.
+func HostOnly(hostport string) string {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		return h
 	}

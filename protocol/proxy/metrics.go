@@ -15,12 +15,12 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
-// metrics are the proxy's Prometheus metrics, on a registry of its own so
+// Metrics are the proxy's Prometheus Metrics, on a registry of its own so
 // that several servers (tests) can coexist in one process. Every label
 // value comes from a closed set (handler names, a few methods, status
 // classes, failure classes, cache names and results), so no client can
 // make the number of series grow.
-type metrics struct {
+type Metrics struct {
 	reg           *prometheus.Registry
 	requests      *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
@@ -43,8 +43,8 @@ type metrics struct {
 	cacheMu       sync.Mutex
 }
 
-func newMetrics() *metrics {
-	m := &metrics{
+func NewMetrics() *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_requests_total", Help: "HTTP requests by handler, method (GET, HEAD or OTHER) and status class.",
@@ -84,12 +84,12 @@ func newMetrics() *metrics {
 }
 
 // upstreamError counts a failure class (oci.Failure's label).
-func (m *metrics) upstreamError(kind string) {
+func (m *Metrics) upstreamError(kind string) {
 	m.upstreamErrs.WithLabelValues(kind).Inc()
 }
 
-// etiquetteEvent counts what the registry etiquette did.
-func (m *metrics) etiquetteEvent(e oci.Event) {
+// EtiquetteEvent counts what the registry etiquette did.
+func (m *Metrics) EtiquetteEvent(e oci.Event) {
 	switch e.Kind {
 	case "throttled", "retry", "wait":
 		m.etiquette.WithLabelValues(e.Kind).Inc()
@@ -105,8 +105,8 @@ var cacheResults = [...]string{"hit", "stale", "miss", "failure"}
 // cacheCounters are one cache's lookup counters by result (cacheResults).
 type cacheCounters [len(cacheResults)]atomic.Pointer[prometheus.Counter]
 
-// observeCache counts a cache lookup.
-func (m *metrics) observeCache(name, result string) {
+// ObserveCache counts a cache lookup.
+func (m *Metrics) ObserveCache(name, result string) {
 	i := slices.Index(cacheResults[:], result)
 	if i < 0 {
 		m.cache.WithLabelValues(name, result).Inc() // not among the four: no shortcut
@@ -123,7 +123,7 @@ func (m *metrics) observeCache(name, result string) {
 }
 
 // cacheCountersOf is the named cache's counters, added on first use.
-func (m *metrics) cacheCountersOf(name string) *cacheCounters {
+func (m *Metrics) cacheCountersOf(name string) *cacheCounters {
 	if cs := m.cacheCounters.Load(); cs != nil {
 		if c := (*cs)[name]; c != nil {
 			return c
@@ -149,13 +149,13 @@ func (m *metrics) cacheCountersOf(name string) *cacheCounters {
 // the series exported are those of requests served) and kept, so that a
 // request pays no label lookup.
 type handlerMetrics struct {
-	m        *metrics
+	m        *Metrics
 	name     string
 	latency  atomic.Pointer[prometheus.Observer]
 	requests [len(methodLabels)][len(statusClasses)]atomic.Pointer[prometheus.Counter]
 }
 
-func (m *metrics) forHandler(name string) *handlerMetrics {
+func (m *Metrics) forHandler(name string) *handlerMetrics {
 	return &handlerMetrics{m: m, name: name}
 }
 
@@ -178,7 +178,7 @@ func (h *handlerMetrics) observe(method string, code int, d time.Duration) {
 	(*o).Observe(d.Seconds())
 }
 
-func (m *metrics) handler() http.Handler {
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 

@@ -37,5 +37,5 @@ func fetchesModulesDirectly(r *http.Request) bool {
 func serveDirectLocation(w http.ResponseWriter, r *http.Request, loc string) {
 	yes := true
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, r, wire.ModuleLocation{Location: loc, UseRegistryCredentials: &yes})
+	WriteJSON(w, r, wire.ModuleLocation{Location: loc, UseRegistryCredentials: &yes})
 }

@@ -50,7 +50,7 @@ func (s *Server) mountModuleOrigins(tpls []*oci.Template) {
 		return
 	}
 	for _, host := range s.pull.ModuleOrigins() {
-		m := &moduleHandlers{responder: s.out, source: s.moduleSource(tpls, host), origin: host, paths: originModulePaths(host)}
+		m := &moduleHandlers{Responder: s.out, source: s.moduleSource(tpls, host), origin: host, paths: originModulePaths(host)}
 		s.Mount("", m.paths.registry, "modules", s.Authenticate(http.HandlerFunc(m.serveRegistry)))
 		s.Mount("", m.paths.archives, "module_archives", http.HandlerFunc(m.serveArchive))
 	}
@@ -63,7 +63,7 @@ func (m *moduleHandlers) hostname(w http.ResponseWriter, r *http.Request) (strin
 	if m.origin != "" {
 		return m.origin, true
 	}
-	return m.responder.hostname(w, r)
+	return m.Responder.Hostname(w, r)
 }
 
 // publicProviders are the providers.v1 URLs the public registries'

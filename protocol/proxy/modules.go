@@ -23,7 +23,7 @@ const (
 // paths (the proxy's own, or an origin's: module_origins.go), rendering
 // what their source answers (composed by moduleSource, sources.go).
 type moduleHandlers struct {
-	*responder
+	*Responder
 	source source.Modules
 	// origin, paths: module_origins.go (origin "": the request's host).
 	origin string
@@ -33,7 +33,7 @@ type moduleHandlers struct {
 // mountModules adds modules.v1 and the module archive downloads, for the
 // module mappings in order.
 func (s *Server) mountModules(tpls []*oci.Template) {
-	m := &moduleHandlers{responder: s.out, source: s.moduleSource(tpls, ownModules), paths: ownModulePaths}
+	m := &moduleHandlers{Responder: s.out, source: s.moduleSource(tpls, ownModules), paths: ownModulePaths}
 	s.Mount("modules.v1", ModulesPath, "modules", s.Authenticate(http.HandlerFunc(m.serveRegistry)))
 	s.Mount("", ModuleArchivePrefix, "module_archives", http.HandlerFunc(m.serveArchive))
 }
@@ -45,13 +45,13 @@ func (m *moduleHandlers) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, key, ok := readDocRequest(m.responder, w, r, host+" ", m.paths.registry, ParseModulePath)
+	req, key, ok := ReadDocRequest(m.Responder, w, r, host+" ", m.paths.registry, ParseModulePath)
 	if !ok {
 		return
 	}
 	a := source.ModuleAddress{Host: host, Module: req.Module}
 	if !req.Download {
-		m.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
+		m.ServeDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
 			return m.versionsDoc(ctx, a)
 		})
 		return
@@ -74,7 +74,7 @@ func (m *moduleHandlers) versionsDoc(ctx context.Context, a source.ModuleAddress
 	}
 	served := make([]bool, len(vs))
 	denied := make([]bool, len(vs))
-	err = m.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
+	err = m.Store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
 		if !l.Versions[i].Stored { // offered by an origin: nothing to read yet
 			served[i] = true
 			return nil
@@ -82,7 +82,7 @@ func (m *moduleHandlers) versionsDoc(ctx context.Context, a source.ModuleAddress
 		_, err := m.source.ModuleRelease(ctx, a, v)
 		var d *source.Denied
 		served[i], denied[i] = err == nil, errors.As(err, &d) && d.Rule != source.AttestationRule // each index by one goroutine
-		return m.leftOut(a.What(), v, err)
+		return m.LeftOut(a.What(), v, err)
 	})
 	if err != nil {
 		return nil, l.At, err
@@ -104,7 +104,7 @@ func (m *moduleHandlers) versionsDoc(ctx context.Context, a source.ModuleAddress
 		list.Versions = append(list.Versions, wire.ModuleVersion{Version: v.String()})
 		ids[i] = v.String()
 	}
-	m.seen.moduleListed(a.Module.String(), ids)
+	m.Seen.moduleListed(a.Module.String(), ids)
 	if len(list.Versions) == 0 {
 		if refused > 0 {
 			return nil, l.At, source.NotFoundf("module %s has no version served here: %d denied by the admission policy, the others hold no admitted module package", a.Module, refused)
@@ -121,12 +121,12 @@ func (m *moduleHandlers) versionsDoc(ctx context.Context, a source.ModuleAddress
 func (m *moduleHandlers) serveDownload(w http.ResponseWriter, r *http.Request, a source.ModuleAddress, v names.Version) {
 	rel, err := m.source.FetchModule(r.Context(), a, v)
 	if err != nil {
-		m.fail(w, r, err)
+		m.Fail(w, r, err)
 		return
 	}
-	base, err := m.baseFor(r)
+	base, err := m.BaseFor(r)
 	if err != nil {
-		m.fail(w, r, err)
+		m.Fail(w, r, err)
 		return
 	}
 	archive := moduleArchivePath(a.Module, v, rel.Root.Digest)
@@ -134,7 +134,7 @@ func (m *moduleHandlers) serveDownload(w http.ResponseWriter, r *http.Request, a
 		serveDirectLocation(w, r, base+m.paths.archives+archive)
 		return
 	}
-	loc := base + strings.TrimPrefix(m.fileRef(m.paths.archives, archive), baseMark)
+	loc := base + strings.TrimPrefix(m.FileRef(m.paths.archives, archive), BaseMark)
 	h := w.Header()
 	h.Set("X-Terraform-Get", loc)
 	h.Set("Content-Length", "0")
@@ -145,7 +145,7 @@ func (m *moduleHandlers) serveDownload(w http.ResponseWriter, r *http.Request, a
 // serveArchive streams the zip of the module package a download answer
 // named, by manifest digest, verifying the zip's digest as it streams.
 func (m *moduleHandlers) serveArchive(w http.ResponseWriter, r *http.Request) {
-	req, ok := signedRequest(m.responder, w, r, m.paths.archives, ParseModuleArchivePath)
+	req, ok := SignedRequest(m.Responder, w, r, m.paths.archives, ParseModuleArchivePath)
 	if !ok {
 		return
 	}
@@ -155,8 +155,8 @@ func (m *moduleHandlers) serveArchive(w http.ResponseWriter, r *http.Request) {
 	}
 	blob, err := m.source.OpenModule(r.Context(), source.ModuleAddress{Host: host, Module: req.Module}, req.Version, req.Manifest)
 	if err != nil {
-		m.fail(w, r, err)
+		m.Fail(w, r, err)
 		return
 	}
-	m.deliver(w, r, blob)
+	m.Deliver(w, r, blob)
 }

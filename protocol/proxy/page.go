@@ -38,7 +38,7 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 // authentication on, it shows only health and client configuration: what
 // is served, and from where, is for clients holding a token.
 func (s *Server) routePage(providers bool) {
-	pg := &page{responder: s.out, mappings: s.mappings, minimal: len(s.tokens) > 0, fleet: s.fleet, moduleOrigins: s.pull.ModuleOrigins()}
+	pg := &page{Responder: s.out, mappings: s.mappings, minimal: len(s.tokens) > 0, fleet: s.fleet, moduleOrigins: s.pull.ModuleOrigins()}
 	if patterns := s.pull.OwnModulePatterns(); len(patterns) > 0 {
 		pg.ownModules = &ownModulesView{Origin: s.pull.ModuleOrigin(), Patterns: patterns}
 	}
@@ -55,7 +55,7 @@ func (s *Server) routePage(providers bool) {
 // page is the page for people, built from the options, the mappings and
 // the record of what was served.
 type page struct {
-	*responder
+	*Responder
 	mappings store.ProviderMappings
 	minimal  bool       // client authentication is on: health and client configuration only
 	fleet    *fleetSeen // nil without a shared store
@@ -101,7 +101,7 @@ type snippet struct {
 }
 
 func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
-	if !allowRead(w, r) {
+	if !AllowRead(w, r) {
 		return
 	}
 	host := r.Host
@@ -109,15 +109,15 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 		host = "localhost"
 	}
 	base := "https://" + host
-	if s.opts.PublicURL != "" {
-		base = s.opts.PublicURL
+	if s.Opts.PublicURL != "" {
+		base = s.Opts.PublicURL
 		host = strings.TrimPrefix(base, "https://")
 	}
-	own := s.seen.view()
+	own := s.Seen.view()
 	d := pageData{
 		Host:    host,
 		Base:    base,
-		Version: s.opts.Version,
+		Version: s.Opts.Version,
 		Minimal: s.minimal,
 		Seen:    own,
 	}
@@ -137,7 +137,7 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 	d.Snippets = s.snippets(r, d.Base, own.Providers) // this replica's own: nothing read from a shared store goes into configuration
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
-		s.fail(w, r, fmt.Errorf("rendering the page: %w", err))
+		s.Fail(w, r, fmt.Errorf("rendering the page: %w", err))
 		return
 	}
 	h := w.Header()
@@ -157,10 +157,10 @@ func (s *page) serves() string {
 	if len(s.mappings) > 0 {
 		what = append(what, "Providers")
 	}
-	if len(s.opts.ModuleMappings) > 0 {
+	if len(s.Opts.ModuleMappings) > 0 {
 		what = append(what, "modules")
 	}
-	if s.opts.TofuRepository != nil {
+	if s.Opts.TofuRepository != nil {
 		what = append(what, "OpenTofu releases")
 	}
 	switch len(what) {
@@ -177,7 +177,7 @@ func (s *page) mappingViews() []mappingView {
 	for _, m := range s.mappings {
 		out = append(out, mappingView{What: "providers", Source: m.Source, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
 	}
-	tpls := s.opts.ModuleMappings
+	tpls := s.Opts.ModuleMappings
 	for i, t := range tpls {
 		source := "--module-template"
 		if len(tpls) > 1 {
@@ -185,7 +185,7 @@ func (s *page) mappingViews() []mappingView {
 		}
 		out = append(out, mappingView{What: "modules", Source: source, Template: t.String()})
 	}
-	if t := s.opts.TofuRepository; t != nil {
+	if t := s.Opts.TofuRepository; t != nil {
 		out = append(out, mappingView{What: "OpenTofu releases", Source: "--tofu-repository", Template: t.String()})
 	}
 	return out
@@ -211,13 +211,13 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 		}
 		out = append(out, s.registrySnippet(r, base, seenProviders))
 	}
-	if len(s.opts.ModuleMappings) > 0 {
+	if len(s.Opts.ModuleMappings) > 0 {
 		out = append(out, s.moduleSnippet(r))
 		if len(s.moduleOrigins) > 0 {
 			out = append(out, moduleOriginsSnippet(base, s.moduleOrigins))
 		}
 	}
-	if s.opts.TofuRepository != nil {
+	if s.Opts.TofuRepository != nil {
 		out = append(out, snippet{ID: "tofudl", Title: "OpenTofu releases: TofuDL mirror",
 			Note: "For tofudl, installers and CI; clients still verify SHA256SUMS and its signature.",
 			Body: fmt.Sprintf("TOFUDL_API_URL=%s/tofu/api.json\nTOFUDL_DOWNLOAD_MIRROR_URL_TEMPLATE='%s/tofu/download/v{{ .Version }}/{{ .Artifact }}'\n", base, base)})
@@ -352,7 +352,7 @@ func (s *page) registrySnippet(r *http.Request, base string, seenProviders []art
 	}
 	body := fmt.Sprintf("terraform {\n  required_providers {\n    %s = {\n      source = %q\n    }\n  }\n}\n", addr[strings.LastIndex(addr, "/")+1:], addr)
 	note := "Providers under this proxy's host name, in your configuration; OpenTofu and Terraform discover /v1/providers/ and verify the publisher's signature."
-	if rh, own := s.opts.RegistryHostname, authorityOf(base); rh != "" && rh != own && rh != hostOnly(own) {
+	if rh, own := s.Opts.RegistryHostname, authorityOf(base); rh != "" && rh != own && rh != HostOnly(own) {
 		body = fmt.Sprintf("# CLI configuration: send %s to this proxy\nhost %q {\n  services = {\n    \"providers.v1\" = %q\n  }\n}\n\n", host, host, base+ProvidersPath) + body
 		note = "This proxy serves the registry protocol as " + host + ": a host block in the CLI configuration sends that host here."
 	}
@@ -362,8 +362,8 @@ func (s *page) registrySnippet(r *http.Request, base string, seenProviders []art
 // registryHost is the host name providers and modules have through the
 // registry protocols: --registry-hostname, or the host the client used.
 func (s *page) registryHost(r *http.Request) string {
-	if s.opts.RegistryHostname != "" {
-		return s.opts.RegistryHostname
+	if s.Opts.RegistryHostname != "" {
+		return s.Opts.RegistryHostname
 	}
 	return strings.ToLower(r.Host)
 }
@@ -413,7 +413,7 @@ func serveUnknownPath(w http.ResponseWriter, r *http.Request) {
 			rec.hint = "a client's network_mirror url lacks " + MirrorPrefix + " or its trailing slash: it must be https://HOST" + MirrorPrefix
 		}
 	}
-	writeError(w, http.StatusNotFound, msg)
+	WriteError(w, http.StatusNotFound, msg)
 }
 
 // misplacedMirrorRequest reports whether path is a network mirror

@@ -12,38 +12,38 @@ import (
 // errBadPath marks a request whose path cannot name anything (400).
 var errBadPath = errors.New("bad request path")
 
-func badPath(format string, args ...any) error {
+func BadPath(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errBadPath, fmt.Sprintf(format, args...))
 }
 
-// maxPathLen bounds the request paths we parse.
-const maxPathLen = 1024
+// MaxPathLen bounds the request paths we parse.
+const MaxPathLen = 1024
 
-// splitPath splits an escaped path (after the handler's prefix) into
+// SplitPath splits an escaped path (after the handler's prefix) into
 // unescaped segments. Every segment must be non-empty, must not be "." or
 // "..", and must not contain an encoded "/" or "\", a NUL or any control
 // character: none of the names these protocols carry can, so such paths are
 // refused rather than interpreted.
-func splitPath(escaped string, n int) ([]string, error) {
-	if len(escaped) > maxPathLen {
-		return nil, badPath("path longer than %d bytes", maxPathLen)
+func SplitPath(escaped string, n int) ([]string, error) {
+	if len(escaped) > MaxPathLen {
+		return nil, BadPath("path longer than %d bytes", MaxPathLen)
 	}
 	raw := strings.Split(escaped, "/")
 	if len(raw) != n {
-		return nil, badPath("want %d path segments, got %d", n, len(raw))
+		return nil, BadPath("want %d path segments, got %d", n, len(raw))
 	}
 	out := make([]string, n)
 	for i, s := range raw {
 		u, err := url.PathUnescape(s)
 		if err != nil {
-			return nil, badPath("segment %q: %v", s, err)
+			return nil, BadPath("segment %q: %v", s, err)
 		}
 		if u == "" || u == "." || u == ".." {
-			return nil, badPath("empty, \".\" or \"..\" path segment")
+			return nil, BadPath("empty, \".\" or \"..\" path segment")
 		}
 		for _, c := range u {
 			if c < 0x20 || c == 0x7f || c == '/' || c == '\\' {
-				return nil, badPath("segment %q holds a slash or control character", s)
+				return nil, BadPath("segment %q holds a slash or control character", s)
 			}
 		}
 		out[i] = u
@@ -51,41 +51,41 @@ func splitPath(escaped string, n int) ([]string, error) {
 	return out, nil
 }
 
-func parseName(what, s string) (string, error) {
+func ParseName(what, s string) (string, error) {
 	s = strings.ToLower(s)
 	if !names.ValidProviderPart(s) {
-		return "", badPath("invalid provider %s %q", what, s)
+		return "", BadPath("invalid provider %s %q", what, s)
 	}
 	return s, nil
 }
 
-func parseHostname(s string) (string, error) {
+func ParseHostname(s string) (string, error) {
 	s = strings.ToLower(s)
 	if !names.ValidHostname(s) {
-		return "", badPath("invalid hostname %q", s)
+		return "", BadPath("invalid hostname %q", s)
 	}
 	return s, nil
 }
 
-func parseProvider(host, ns, typ string) (names.Provider, error) {
+func ParseProvider(host, ns, typ string) (names.Provider, error) {
 	var p names.Provider
 	var err error
-	if p.Hostname, err = parseHostname(host); err != nil {
+	if p.Hostname, err = ParseHostname(host); err != nil {
 		return p, err
 	}
-	if p.Namespace, err = parseName("namespace", ns); err != nil {
+	if p.Namespace, err = ParseName("namespace", ns); err != nil {
 		return p, err
 	}
-	if p.Type, err = parseName("type", typ); err != nil {
+	if p.Type, err = ParseName("type", typ); err != nil {
 		return p, err
 	}
 	return p, nil
 }
 
-func parseVersion(s string) (names.Version, error) {
+func ParseVersion(s string) (names.Version, error) {
 	v, err := names.ParseVersion(s)
 	if err != nil {
-		return names.Version{}, badPath("%v", err)
+		return names.Version{}, BadPath("%v", err)
 	}
 	return v, nil
 }

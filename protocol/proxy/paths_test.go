@@ -60,7 +60,7 @@ func FuzzParsePaths(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		check := func(p names.Provider) {
-			if _, err := parseHostname(p.Hostname); err != nil {
+			if _, err := ParseHostname(p.Hostname); err != nil {
 				t.Fatalf("%q: hostname %q", s, p.Hostname)
 			}
 			for _, n := range []string{p.Namespace, p.Type} {

@@ -17,20 +17,20 @@ type TofuDownloadRequest struct {
 
 // ParseTofuDownloadPath parses the escaped path below the download prefix.
 func ParseTofuDownloadPath(escaped string) (TofuDownloadRequest, error) {
-	seg, err := splitPath(escaped, 2)
+	seg, err := SplitPath(escaped, 2)
 	if err != nil {
 		return TofuDownloadRequest{}, err
 	}
 	vs, ok := strings.CutPrefix(seg[0], "v")
 	if !ok {
-		return TofuDownloadRequest{}, badPath("want v<version>/<artifact>, got %q", seg[0])
+		return TofuDownloadRequest{}, BadPath("want v<version>/<artifact>, got %q", seg[0])
 	}
 	v, err := names.ParseTofuVersion(vs)
 	if err != nil {
-		return TofuDownloadRequest{}, badPath("%v", err)
+		return TofuDownloadRequest{}, BadPath("%v", err)
 	}
 	if !names.ValidTofuArtifact(seg[1]) {
-		return TofuDownloadRequest{}, badPath("invalid artifact name %q", seg[1])
+		return TofuDownloadRequest{}, BadPath("invalid artifact name %q", seg[1])
 	}
 	return TofuDownloadRequest{Version: v, Artifact: seg[1]}, nil
 }

@@ -29,7 +29,7 @@ type policyRuleKey struct {
 	rule string
 }
 
-func newPolicyMetrics(reg *prometheus.Registry, status func() policyfile.Status) *policyMetrics {
+func NewPolicyMetrics(reg *prometheus.Registry, status func() policyfile.Status) *policyMetrics {
 	m := &policyMetrics{decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oci_tofu_policy_decisions_total", Help: "Admission policy decisions that shaped an answer, by kind, deciding rule (its name in the policy file, or default) and decision (allow or deny).",
 	}, []string{"kind", "rule", "decision"})}
@@ -97,13 +97,13 @@ func (m *policyMetrics) forgetDroppedRules(pol *policy.Policy, gen uint64) {
 	m.gen.Store(gen)
 }
 
-// countDecision counts decision d of pol (generation gen) on version v
+// CountDecision counts decision d of pol (generation gen) on version v
 // of address and records a denial for the page; fromFacts says it was
 // made on facts read from the registry (min_age, signers). The gate
 // tells it every decision that shaped an answer (sources.go: judge).
-func (s *responder) countDecision(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version, d policy.Decision, fromFacts bool) {
-	s.metrics.policy.count(pol, gen, kind, d)
+func (s *Responder) CountDecision(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version, d policy.Decision, fromFacts bool) {
+	s.Metrics.policy.count(pol, gen, kind, d)
 	if !d.Allow && v != nil {
-		s.seen.policyDenied(kind, address, *v, d, fromFacts)
+		s.Seen.policyDenied(kind, address, *v, d, fromFacts)
 	}
 }

@@ -82,12 +82,12 @@ func (s *Server) pingAll(ctx context.Context, targets []oci.Reference) error {
 func (s *Server) routeProbes() {
 	ready, live := s.probes.ReadyHandler(), s.probes.LiveHandler()
 	s.mux.Handle("/readyz", s.instrument("readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if allowRead(w, r) {
+		if AllowRead(w, r) {
 			ready.ServeHTTP(w, r)
 		}
 	})))
 	s.mux.Handle("/livez", s.instrument("livez", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if allowRead(w, r) {
+		if AllowRead(w, r) {
 			live.ServeHTTP(w, r)
 		}
 	})))

@@ -38,14 +38,14 @@ func (h *providerHandlers) mirrorIndex(ctx context.Context, p names.Provider) (a
 			stored = append(stored, e.Version)
 		}
 		if tag, bad := l.Unresolvable[v]; bad {
-			h.log.Warn("version left out: its only tag is not the one OpenTofu resolves", "provider", p.String(), "version", v, "tag", tag)
+			h.Log.Warn("version left out: its only tag is not the one OpenTofu resolves", "provider", p.String(), "version", v, "tag", tag)
 			continue
 		}
 		if l.Left[v] == nil {
 			index.Versions[v] = struct{}{}
 		}
 	}
-	h.seen.providerListed(p.String(), viaMirror, stored)
+	h.Seen.providerListed(p.String(), viaMirror, stored)
 	return index, l.At, nil
 }
 
@@ -62,7 +62,7 @@ func (h *providerHandlers) mirrorVersion(ctx context.Context, p names.Provider, 
 		return nil, err
 	}
 	if root.Root != nil {
-		h.seen.providerVersion(p.String(), viaMirror, v, root.Root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
+		h.Seen.providerVersion(p.String(), viaMirror, v, root.Root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
 	}
 	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
 	for _, pl := range rel.Platforms {
@@ -79,9 +79,9 @@ func (h *providerHandlers) mirrorVersion(ctx context.Context, p names.Provider, 
 // SHA256SUMS.
 func (h *providerHandlers) fileURL(rel *source.ProviderRelease, file string) string {
 	if pr := rel.Pulled; pr != nil {
-		return h.fileRef(PullPrefix, pr.Via+"/"+archivePath(pr.Served, rel.Version, pr.Sums, file))
+		return h.FileRef(PullPrefix, pr.Via+"/"+archivePath(pr.Served, rel.Version, pr.Sums, file))
 	}
-	return h.fileRef(ArchivePrefix, archivePath(rel.Provider, rel.Version, rel.Pin(), file))
+	return h.FileRef(ArchivePrefix, archivePath(rel.Provider, rel.Version, rel.Pin(), file))
 }
 
 // registryVersions is the registry protocol's versions document: the
@@ -114,7 +114,7 @@ func (h *providerHandlers) registryVersions(ctx context.Context, p names.Provide
 		addWarning(&doc, w)
 	}
 	if len(doc.Versions) == 0 {
-		h.log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
+		h.Log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
 		if len(unsigned) == 0 {
 			return nil, l.At, source.NotFoundf("provider %s has %s, none of which this proxy can offer through the registry protocol: %s", p, plural(len(l.Versions), "version"), strings.Join(doc.Warnings, "; "))
 		}
@@ -151,7 +151,7 @@ func (h *providerHandlers) listedVersion(shown string, l source.ProviderListing,
 	}
 	platforms := rel.Platforms
 	for _, o := range rel.Others { // later mappings' platforms, where they can be offered
-		if len(o.SigningKeyIDs) > 0 || h.opts.Signer != nil {
+		if len(o.SigningKeyIDs) > 0 || h.Opts.Signer != nil {
 			for _, pl := range o.Platforms {
 				if !slices.Contains(platforms, pl) {
 					platforms = append(slices.Clip(platforms), pl)
@@ -159,9 +159,9 @@ func (h *providerHandlers) listedVersion(shown string, l source.ProviderListing,
 			}
 		}
 	}
-	h.seen.providerVersion(shown, viaRegistry, v, platforms, len(rel.SigningKeyIDs) > 0)
+	h.Seen.providerVersion(shown, viaRegistry, v, platforms, len(rel.SigningKeyIDs) > 0)
 	rv := &wire.RegistryVersion{Version: v.String(), Protocols: protocols(rel), Platforms: registryPlatforms(platforms)}
-	if len(rel.SigningKeyIDs) == 0 && h.opts.Signer == nil {
+	if len(rel.SigningKeyIDs) == 0 && h.Opts.Signer == nil {
 		return rv, unsignedWarning(v)
 	}
 	return rv, ""

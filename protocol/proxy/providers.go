@@ -31,7 +31,7 @@ const PullPrefix = "/v1/pull/"
 // name and, with pull-through, the files of releases being pulled,
 // rendering what their source answers (compose.go builds it).
 type providerHandlers struct {
-	*responder
+	*Responder
 	source    source.Providers
 	generated *cache.Cache[*signedSums] // SHA256SUMS the proxy signed itself
 }
@@ -42,8 +42,8 @@ type providerHandlers struct {
 func (s *Server) mountProviders(mappings store.ProviderMappings) {
 	o := s.opts
 	s.generated = cache.New[*signedSums](cache.Options{Name: "generated_checksums", FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries,
-		MaxCost: budgetOf(o).generated, EntryCost: store.EntryCost, Timeout: o.Store.Timeout, Observe: s.metrics.observeCache})
-	h := &providerHandlers{responder: s.out, source: s.providerSource(mappings), generated: s.generated}
+		MaxCost: budgetOf(o).generated, EntryCost: store.EntryCost, Timeout: o.Store.Timeout, Observe: s.metrics.ObserveCache})
+	h := &providerHandlers{Responder: s.out, source: s.providerSource(mappings), generated: s.generated}
 	if s.pull.Providers() {
 		s.Mount("", PullPrefix, "pull", http.HandlerFunc(h.servePull))
 	}
@@ -54,11 +54,11 @@ func (s *Server) mountProviders(mappings store.ProviderMappings) {
 
 // serveMirror answers the Provider Network Mirror Protocol.
 func (h *providerHandlers) serveMirror(w http.ResponseWriter, r *http.Request) {
-	req, key, ok := readDocRequest(h.responder, w, r, "", MirrorPrefix, ParseMirrorPath)
+	req, key, ok := ReadDocRequest(h.Responder, w, r, "", MirrorPrefix, ParseMirrorPath)
 	if !ok {
 		return
 	}
-	h.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
+	h.ServeDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
 		if req.Index {
 			return h.mirrorIndex(ctx, req.Provider)
 		}
@@ -70,21 +70,21 @@ func (h *providerHandlers) serveMirror(w http.ResponseWriter, r *http.Request) {
 // serveRegistry answers the Provider Registry Protocol, the proxy being
 // the origin registry of its providers.
 func (h *providerHandlers) serveRegistry(w http.ResponseWriter, r *http.Request) {
-	host, ok := h.hostname(w, r)
+	host, ok := h.Hostname(w, r)
 	if !ok {
 		return
 	}
-	req, key, ok := readDocRequest(h.responder, w, r, host+" ", ProvidersPath, ParseRegistryPath)
+	req, key, ok := ReadDocRequest(h.Responder, w, r, host+" ", ProvidersPath, ParseRegistryPath)
 	if !ok {
 		return
 	}
 	p := names.Provider{Hostname: host, Namespace: req.Namespace, Type: req.Type}
 	// The address as clients write it (with the port they use), for the page.
 	shown := p.String()
-	if h.opts.RegistryHostname == "" {
+	if h.Opts.RegistryHostname == "" {
 		shown = strings.ToLower(r.Host) + "/" + req.Namespace + "/" + req.Type
 	}
-	h.serveDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
+	h.ServeDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
 		if !req.Download {
 			return h.registryVersions(ctx, p, shown)
 		}
@@ -96,16 +96,16 @@ func (h *providerHandlers) serveRegistry(w http.ResponseWriter, r *http.Request)
 // serveArchive serves a zip, SHA256SUMS or signature named by a URL from
 // the metadata: the release its index digest pins.
 func (h *providerHandlers) serveArchive(w http.ResponseWriter, r *http.Request) {
-	req, ok := signedRequest(h.responder, w, r, ArchivePrefix, ParseArchivePath)
+	req, ok := SignedRequest(h.Responder, w, r, ArchivePrefix, ParseArchivePath)
 	if !ok {
 		return
 	}
 	blob, err := h.archive(r.Context(), req)
 	if err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
-	h.deliver(w, r, blob)
+	h.Deliver(w, r, blob)
 }
 
 // archive is the file an archive URL names.
@@ -135,34 +135,34 @@ func (h *providerHandlers) archive(ctx context.Context, req ArchiveRequest) (*so
 // servePull serves a file named by a pull URL: from the pull in flight,
 // from the registry once the release is stored, or by starting the pull.
 func (h *providerHandlers) servePull(w http.ResponseWriter, r *http.Request) {
-	rest, ok := h.admittedPath(w, r, PullPrefix)
+	rest, ok := h.AdmittedPath(w, r, PullPrefix)
 	if !ok {
 		return
 	}
 	via, rest, _ := strings.Cut(rest, "/")
 	req, err := ParseArchivePath(rest)
 	if err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	f := source.PulledFile{Via: via, Provider: req.Provider, Version: req.Version, Sums: req.Index, File: fileKinds[req.File], Platform: req.Platform}
 	if via == pullthrough.ViaRegistry {
-		if f.RegistryHost, err = h.registryHostname(r); err != nil {
-			h.fail(w, r, err)
+		if f.RegistryHost, err = h.RegistryHostname(r); err != nil {
+			h.Fail(w, r, err)
 			return
 		}
 	}
 	pf, ok := h.source.(source.PulledFiles)
 	if !ok {
-		h.fail(w, r, source.NotFoundf("provider %s is not pulled through from any allowed origin", req.Provider))
+		h.Fail(w, r, source.NotFoundf("provider %s is not pulled through from any allowed origin", req.Provider))
 		return
 	}
 	blob, err := pf.OpenPulledFile(r.Context(), f)
 	if err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
-	h.deliver(w, r, blob)
+	h.Deliver(w, r, blob)
 }
 
 // fileKinds are the source's words for the files archive URLs name.

@@ -20,16 +20,16 @@ import (
 // a digest mismatch, the origin breaking off, or no progress for
 // StallTimeout aborts the response, so the client sees a broken transfer,
 // never a wrong file.
-func (s *responder) streamPulled(w http.ResponseWriter, r *http.Request, g *pullthrough.File, file blobFile) {
+func (s *Responder) streamPulled(w http.ResponseWriter, r *http.Request, g *pullthrough.File, file blobFile) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stall := s.opts.StallTimeout
+	stall := s.Opts.StallTimeout
 	timer := time.AfterFunc(stall, cancel)
 	defer timer.Stop()
 
 	size, err := g.Answer(ctx)
 	if err != nil {
-		s.fail(w, r, pulledFileError(err))
+		s.Fail(w, r, pulledFileError(err))
 		return
 	}
 	h := w.Header()
@@ -45,7 +45,7 @@ func (s *responder) streamPulled(w http.ResponseWriter, r *http.Request, g *pull
 	}
 	rd, err := g.Reader(ctx)
 	if err != nil {
-		s.fail(w, r, err)
+		s.Fail(w, r, err)
 		return
 	}
 	defer rd.Close()
@@ -58,7 +58,7 @@ func (s *responder) streamPulled(w http.ResponseWriter, r *http.Request, g *pull
 			timer.Reset(stall)
 			ctl.SetWriteDeadline(time.Now().Add(stall))
 			written, werr := w.Write((*bufp)[:n])
-			s.metrics.bytesStreamed.Add(float64(written))
+			s.Metrics.bytesStreamed.Add(float64(written))
 			if werr != nil {
 				s.abortPulled(r, g, "client", werr)
 			}
@@ -81,9 +81,9 @@ func (s *responder) streamPulled(w http.ResponseWriter, r *http.Request, g *pull
 }
 
 // abortPulled cuts a pulled file's response (net/http resets the stream).
-func (s *responder) abortPulled(r *http.Request, g *pullthrough.File, reason string, err error) {
-	s.metrics.streamAborts.WithLabelValues(reason).Inc()
-	s.log.LogAttrs(r.Context(), slog.LevelWarn, "pulled file stream aborted",
+func (s *Responder) abortPulled(r *http.Request, g *pullthrough.File, reason string, err error) {
+	s.Metrics.streamAborts.WithLabelValues(reason).Inc()
+	s.Log.LogAttrs(r.Context(), slog.LevelWarn, "pulled file stream aborted",
 		slog.String("reason", reason), slog.String("path", r.URL.EscapedPath()),
 		slog.String("file", g.Name()), slog.Any("error", err))
 	panic(http.ErrAbortHandler)
@@ -94,12 +94,12 @@ func (s *responder) abortPulled(r *http.Request, g *pullthrough.File, reason str
 func pulledFileError(err error) error {
 	switch pullthrough.Classify(err) {
 	case pullthrough.FailureTampered:
-		return statusErr(http.StatusBadGateway, err, "the origin's file failed verification against the signed SHA256SUMS and was not stored")
+		return StatusErr(http.StatusBadGateway, err, "the origin's file failed verification against the signed SHA256SUMS and was not stored")
 	case pullthrough.FailureNotFound:
-		return statusErr(http.StatusBadGateway, err, "the origin does not have the file its registry named")
+		return StatusErr(http.StatusBadGateway, err, "the origin does not have the file its registry named")
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return statusErr(http.StatusGatewayTimeout, err, "the origin did not answer in time")
+		return StatusErr(http.StatusGatewayTimeout, err, "the origin did not answer in time")
 	}
-	return statusErr(http.StatusBadGateway, err, "downloading the file from the origin failed")
+	return StatusErr(http.StatusBadGateway, err, "downloading the file from the origin failed")
 }

@@ -24,7 +24,7 @@ func TestRecoveryBoundaries(t *testing.T) {
 		_ = s[len(r.URL.Path)] // out of range: a runtime panic, as a bug would make
 	}))
 	p.Mount("", "/doc/", "doc", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.out.serveDoc(w, r, "doc", func(context.Context) (any, time.Time, error) { panic("in a fetch") })
+		p.out.ServeDoc(w, r, "doc", func(context.Context) (any, time.Time, error) { panic("in a fetch") })
 	}))
 
 	p.wantError(t, "/boom/x", http.StatusInternalServerError, "internal error")

@@ -46,7 +46,7 @@ func (s *Server) Mount(serviceID, prefix, name string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	escaped := r.URL.EscapedPath()
 	if err := checkPaths(escaped, r.URL.Path); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if m := s.mountedFor(r.Method, escaped); m != nil {
@@ -93,22 +93,22 @@ func checkPaths(escaped, path string) error {
 }
 
 func checkPathSegments(p string) error {
-	if len(p) > maxPathLen {
-		return badPath("path longer than %d bytes", maxPathLen)
+	if len(p) > MaxPathLen {
+		return BadPath("path longer than %d bytes", MaxPathLen)
 	}
 	if !strings.HasPrefix(p, "/") {
-		return badPath("path must be absolute")
+		return BadPath("path must be absolute")
 	}
 	for rest := p[1:]; ; {
 		seg, after, more := strings.Cut(rest, "/")
 		if isDotSegment(seg) {
-			return badPath("dot segments are not allowed in paths")
+			return BadPath("dot segments are not allowed in paths")
 		}
 		if !more {
 			break
 		}
 		if seg == "" {
-			return badPath("empty path segment")
+			return BadPath("empty path segment")
 		}
 		rest = after
 	}

@@ -33,7 +33,7 @@ func TestMountedPrefixesRouteAsTheMux(t *testing.T) {
 	}
 	viaMux := func(w http.ResponseWriter, r *http.Request) {
 		if err := checkRawPath(r.URL); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
+			WriteError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		s.mux.ServeHTTP(w, r)

@@ -171,10 +171,10 @@ type Options struct {
 type Server struct {
 	opts     Options
 	log      *slog.Logger
-	metrics  *metrics
+	metrics  *Metrics
 	seen     *seen      // what was served, for the page
 	fleet    *fleetSeen // the other replicas' records, with a shared store (seen_fleet.go)
-	out      *responder
+	out      *Responder
 	store    *store.Store
 	mappings store.ProviderMappings
 	// providerRepo is the repository a provider maps to (nil without
@@ -202,8 +202,8 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
-	s.metrics.policy = newPolicyMetrics(s.metrics.reg, opts.PolicyStatus)
+	s := &Server{opts: opts, log: opts.Logger, metrics: NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
+	s.metrics.policy = NewPolicyMetrics(s.metrics.reg, opts.PolicyStatus)
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -214,12 +214,12 @@ func New(opts Options) (*Server, error) {
 	if err := s.startShared(); err != nil {
 		return nil, err
 	}
-	s.out = &responder{opts: &s.opts, log: s.log, metrics: s.metrics, seen: s.seen, store: s.store, urls: urls,
-		docs: cache.New[document](cache.Options{Name: "documents", TTL: opts.Store.TagTTL, MaxStale: max(opts.Store.MaxStale, 0),
+	s.out = &Responder{Opts: &s.opts, Log: s.log, Metrics: s.metrics, Seen: s.seen, Store: s.store, URLs: urls,
+		Docs: cache.New[document](cache.Options{Name: "documents", TTL: opts.Store.TagTTL, MaxStale: max(opts.Store.MaxStale, 0),
 			FailureTTL: opts.Store.FailureTTL, MaxEntries: opts.Store.CacheEntries, MaxCost: budgetOf(opts).docs, EntryCost: store.EntryCost,
-			Timeout: 2 * opts.Store.Timeout, Observe: s.metrics.observeCache})}
+			Timeout: 2 * opts.Store.Timeout, Observe: s.metrics.ObserveCache})}
 	if urls != nil {
-		s.out.tokenOK = s.validToken
+		s.out.TokenOK = s.validToken
 	}
 	s.probes = s.newProbes()
 	s.routeCommon()
@@ -262,7 +262,7 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 		}
 	}
 	if opts.RegistryHostname != "" {
-		if opts.RegistryHostname, err = parseHostname(opts.RegistryHostname); err != nil {
+		if opts.RegistryHostname, err = ParseHostname(opts.RegistryHostname); err != nil {
 			return opts, nil, fmt.Errorf("registry hostname: %w", err)
 		}
 	}
@@ -300,7 +300,7 @@ func (s *Server) connect() error {
 		if ro.Etiquette != nil {
 			e = *ro.Etiquette
 		}
-		e.OnEvent = s.metrics.etiquetteEvent
+		e.OnEvent = s.metrics.EtiquetteEvent
 		ro.Etiquette = &e
 		var err error
 		if client, err = oci.NewClient(ro); err != nil {
@@ -309,7 +309,7 @@ func (s *Server) connect() error {
 	}
 	s.client = client
 	so := s.opts.Store
-	so.Client, so.CacheBytes, so.Observe, so.Logger = client, budgetOf(s.opts).store, s.metrics.observeCache, s.log
+	so.Client, so.CacheBytes, so.Observe, so.Logger = client, budgetOf(s.opts).store, s.metrics.ObserveCache, s.log
 	if s.opts.admitting() {
 		so.Admit = admission(s.opts.RequireAttestation, s.opts.RequireTrust, s.opts.RequireKeyless)
 	}
@@ -342,15 +342,15 @@ func (s *Server) setUpClientAuth() (*urlSigner, error) {
 // routeCommon adds the health, metrics and discovery endpoints.
 func (s *Server) routeCommon() {
 	s.mux.Handle("/healthz", s.instrument("healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !allowRead(w, r) {
+		if !AllowRead(w, r) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})))
-	metricsHandler := s.metrics.handler()
+	metricsHandler := s.metrics.Handler()
 	s.mux.Handle("/metrics", s.instrument("metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if allowRead(w, r) {
+		if AllowRead(w, r) {
 			metricsHandler.ServeHTTP(w, r)
 		}
 	})))
@@ -376,7 +376,7 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
-	if !allowRead(w, r) {
+	if !AllowRead(w, r) {
 		return
 	}
 	s.mu.RLock()
@@ -385,7 +385,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 		doc[k] = s.opts.PublicURL + v // absolute with a public URL, which may carry a path prefix
 	}
 	s.mu.RUnlock()
-	writeJSON(w, r, doc)
+	WriteJSON(w, r, doc)
 }
 
 // cacheBudget shares Options.CacheBytes out among the caches.

@@ -563,7 +563,7 @@ func TestClientAuthentication(t *testing.T) {
 	q.Set("expires", fmt.Sprint(time.Now().Add(time.Hour).Unix()))
 	pu.RawQuery = q.Encode()
 	p.wantError(t, pu.String(), http.StatusForbidden, "signature is invalid")
-	p.out.urls.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	p.out.URLs.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
 	p.wantError(t, u, http.StatusForbidden, "expired")
 	if strings.Contains(p.logs.String(), token) || strings.Contains(p.logs.String(), "signature=") {
 		t.Errorf("secrets in the log:\n%s", p.logs.String())

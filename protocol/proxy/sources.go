@@ -33,7 +33,7 @@ func (s *Server) judge() *gate.Policy {
 	o := &s.opts
 	j := &gate.Policy{Live: o.Policy, Now: o.Now, Each: s.store.Each, Log: s.log, Trusted: o.ingestTrust(),
 		Observe: func(d gate.Decision) {
-			s.out.countDecision(d.Policy, d.Generation, d.Kind, d.Address, d.Version, d.Decision, d.FromFacts)
+			s.out.CountDecision(d.Policy, d.Generation, d.Kind, d.Address, d.Version, d.Decision, d.FromFacts)
 		}}
 	if o.admitting() {
 		j.Admitted = func(ctx context.Context, kind names.Kind, root source.Root) error {

@@ -30,7 +30,7 @@ func (s *Server) startShared() error {
 		pullModules = s.opts.ModuleMappings[0]
 	}
 	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: pullModules,
-		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.observeCache, CacheEntries: s.opts.Store.CacheEntries,
+		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.ObserveCache, CacheEntries: s.opts.Store.CacheEntries,
 		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared})
 	if err != nil {
 		return err

@@ -47,9 +47,9 @@ type blobFile struct {
 // complete file: the response is aborted (the connection or HTTP/2 stream
 // is reset) and the client sees a broken download, never a silently wrong
 // file.
-func (s *responder) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.Repo, zip ocispec.Descriptor, file blobFile) {
+func (s *Responder) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.Repo, zip ocispec.Descriptor, file blobFile) {
 	if !validLayer(zip) {
-		s.fail(w, r, statusErr(http.StatusBadGateway, nil, "the artifact's layer has an invalid descriptor (digest %q, %d bytes)", zip.Digest, zip.Size))
+		s.Fail(w, r, StatusErr(http.StatusBadGateway, nil, "the artifact's layer has an invalid descriptor (digest %q, %d bytes)", zip.Digest, zip.Size))
 		return
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -63,7 +63,7 @@ func (s *responder) serveBlob(w http.ResponseWriter, r *http.Request, repo *stor
 		s.redirectToStorage(w, r, loc)
 		return
 	case err != nil:
-		s.fail(w, r, err)
+		s.Fail(w, r, err)
 		return
 	}
 	defer st.close()
@@ -74,7 +74,7 @@ func (s *responder) serveBlob(w http.ResponseWriter, r *http.Request, repo *stor
 // blobHeaders describe the blob a response carries: set only once it is
 // known to be answered with the blob (HEAD, or a stream opened), so an
 // error or a redirect carries none of them.
-func (s *responder) blobHeaders(w http.ResponseWriter, zip ocispec.Descriptor, file blobFile) {
+func (s *Responder) blobHeaders(w http.ResponseWriter, zip ocispec.Descriptor, file blobFile) {
 	setBlobHeaders(w.Header(), zip, file)
 	s.cacheHeaders(w, file.pinned)
 }
@@ -94,7 +94,7 @@ func setBlobHeaders(h http.Header, zip ocispec.Descriptor, file blobFile) {
 
 // blobStream is one blob on its way from the registry to one client.
 type blobStream struct {
-	s   *responder
+	s   *Responder
 	r   *http.Request
 	zip ocispec.Descriptor
 	rc  io.ReadCloser
@@ -124,8 +124,8 @@ type blobStream struct {
 // openBlobStream starts fetching the blob, bounded by the stall timeout;
 // with RedirectArchives, it returns the storage URL instead when the
 // registry redirects the blob's download.
-func (s *responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispec.Descriptor) (*blobStream, string, error) {
-	st := &blobStream{s: s, r: r, zip: zip, stall: s.opts.StallTimeout, hash: sha256.New()}
+func (s *Responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispec.Descriptor) (*blobStream, string, error) {
+	st := &blobStream{s: s, r: r, zip: zip, stall: s.Opts.StallTimeout, hash: sha256.New()}
 	st.ctx, st.cancel = context.WithCancel(r.Context())
 	st.timer = time.AfterFunc(st.stall, st.cancel)
 	loc, rc, err := s.fetchBlob(st.ctx, repo, zip)
@@ -138,7 +138,7 @@ func (s *responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispe
 		st.cancel()
 		if err != nil && stalled && r.Context().Err() == nil {
 			// The stall timer, not the client, gave up.
-			err = statusErr(http.StatusGatewayTimeout, err, "the OCI registry did not start sending the blob within %s", st.stall)
+			err = StatusErr(http.StatusGatewayTimeout, err, "the OCI registry did not start sending the blob within %s", st.stall)
 		}
 		return nil, loc, err
 	}
@@ -147,8 +147,8 @@ func (s *responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispe
 }
 
 // fetchBlob opens the blob, or with RedirectArchives locates its storage.
-func (s *responder) fetchBlob(ctx context.Context, repo *store.Repo, zip ocispec.Descriptor) (string, io.ReadCloser, error) {
-	if s.opts.RedirectArchives {
+func (s *Responder) fetchBlob(ctx context.Context, repo *store.Repo, zip ocispec.Descriptor) (string, io.ReadCloser, error) {
+	if s.Opts.RedirectArchives {
 		return repo.FetchOrLocate(ctx, zip)
 	}
 	rc, err := repo.Fetch(ctx, zip)
@@ -169,7 +169,7 @@ func credentialsWouldFollow(r *http.Request, loc string) bool {
 	if err != nil {
 		return true
 	}
-	dst, src := strings.ToLower(u.Hostname()), strings.ToLower(strings.Trim(hostOnly(r.Host), "[]"))
+	dst, src := strings.ToLower(u.Hostname()), strings.ToLower(strings.Trim(HostOnly(r.Host), "[]"))
 	return dst == src || strings.HasSuffix(dst, "."+src)
 }
 
@@ -177,9 +177,9 @@ func credentialsWouldFollow(r *http.Request, loc string) bool {
 // The client checks what it downloads against the hashes of the proxy's
 // documents and its lock file; the URL, presigned by the registry, carries
 // no credential of the proxy's (docs/security.md).
-func (s *responder) redirectToStorage(w http.ResponseWriter, r *http.Request, loc string) {
+func (s *Responder) redirectToStorage(w http.ResponseWriter, r *http.Request, loc string) {
 	w.Header().Set("Cache-Control", "no-store") // presigned URLs expire
-	s.metrics.archiveRedirects.Inc()
+	s.Metrics.archiveRedirects.Inc()
 	http.Redirect(w, r, loc, http.StatusTemporaryRedirect)
 }
 
@@ -292,7 +292,7 @@ func (st *blobStream) write(w http.ResponseWriter, ctl *http.ResponseController,
 	ctl.SetWriteDeadline(time.Now().Add(st.stall))
 	st.writing = buf
 	written, err := w.Write((*buf)[:n])
-	st.s.metrics.bytesStreamed.Add(float64(written))
+	st.s.Metrics.bytesStreamed.Add(float64(written))
 	if err != nil {
 		st.abort("client", err)
 	}
@@ -302,11 +302,11 @@ func (st *blobStream) write(w http.ResponseWriter, ctl *http.ResponseController,
 
 // abort counts and logs why the stream failed and aborts the response.
 func (st *blobStream) abort(reason string, err error) {
-	st.s.metrics.streamAborts.WithLabelValues(reason).Inc()
+	st.s.Metrics.streamAborts.WithLabelValues(reason).Inc()
 	if reason != "client" {
-		st.s.metrics.upstreamError(reason)
+		st.s.Metrics.upstreamError(reason)
 	}
-	st.s.log.LogAttrs(st.r.Context(), slog.LevelWarn, "archive stream aborted",
+	st.s.Log.LogAttrs(st.r.Context(), slog.LevelWarn, "archive stream aborted",
 		slog.String("reason", reason), slog.String("path", st.r.URL.EscapedPath()),
 		slog.String("digest", st.zip.Digest.String()), slog.Any("error", err))
 	panic(http.ErrAbortHandler)

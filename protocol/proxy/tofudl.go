@@ -22,43 +22,43 @@ const (
 // tofuHandlers serve OpenTofu releases as a TofuDL mirror, rendering
 // what their source answers.
 type tofuHandlers struct {
-	*responder
+	*Responder
 	source source.Tofu
 }
 
 // mountTofu adds the TofuDL mirror for the releases in ref, served from
 // their source stack (tofuSource, sources.go).
 func (s *Server) mountTofu(ref oci.Reference) {
-	t := &tofuHandlers{responder: s.out, source: s.tofuSource(ref)}
+	t := &tofuHandlers{Responder: s.out, source: s.tofuSource(ref)}
 	s.Mount("", TofuAPIPath, "tofu_api", s.Authenticate(http.HandlerFunc(t.serveAPI)))
 	s.Mount("", TofuDownloadPrefix, "tofu_download", s.Authenticate(http.HandlerFunc(t.serveDownload)))
 }
 
 // serveAPI answers api.json: every release, newest first.
 func (t *tofuHandlers) serveAPI(w http.ResponseWriter, r *http.Request) {
-	if !allowRead(w, r) {
+	if !AllowRead(w, r) {
 		return
 	}
 	if r.URL.EscapedPath() != TofuAPIPath {
-		t.fail(w, r, source.NotFoundf("no such document"))
+		t.Fail(w, r, source.NotFoundf("no such document"))
 		return
 	}
-	t.serveDoc(w, r, TofuAPIPath, t.apiDoc)
+	t.ServeDoc(w, r, TofuAPIPath, t.apiDoc)
 }
 
 // serveDownload streams one release file, verifying its digest as it
 // streams (a mismatch aborts the response).
 func (t *tofuHandlers) serveDownload(w http.ResponseWriter, r *http.Request) {
-	req, ok := readRequest(t.responder, w, r, TofuDownloadPrefix, ParseTofuDownloadPath)
+	req, ok := ReadRequest(t.Responder, w, r, TofuDownloadPrefix, ParseTofuDownloadPath)
 	if !ok {
 		return
 	}
 	blob, err := t.source.OpenTofuFile(r.Context(), req.Version, req.Artifact)
 	if err != nil {
-		t.fail(w, r, err)
+		t.Fail(w, r, err)
 		return
 	}
-	t.deliver(w, r, blob)
+	t.Deliver(w, r, blob)
 }
 
 // apiDoc is api.json: every release the source lists and can read,
@@ -74,10 +74,10 @@ func (t *tofuHandlers) apiDoc(ctx context.Context) (any, time.Time, error) {
 		vs[i] = e.Version
 	}
 	rels := make([]*source.TofuEntry, len(vs))
-	err = t.store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
+	err = t.Store.EachVersion(ctx, vs, func(ctx context.Context, i int, v names.Version) error {
 		rel, err := t.source.TofuRelease(ctx, v)
 		rels[i] = rel // each index by one goroutine
-		return t.leftOut("OpenTofu", v, err)
+		return t.LeftOut("OpenTofu", v, err)
 	})
 	if err != nil {
 		return nil, l.At, err
@@ -93,7 +93,7 @@ func (t *tofuHandlers) apiDoc(ctx context.Context) (any, time.Time, error) {
 	for i, v := range doc.Versions {
 		ids[i] = v.ID
 	}
-	t.seen.tofuListed(ids)
+	t.Seen.tofuListed(ids)
 	return doc, l.At, nil
 }
 

@@ -29,21 +29,21 @@ import (
 // gets its own request's base spliced in as it is written. A client
 // sending a made-up Host gets URLs to that host and nobody else does.
 
-// baseMark stands for the base URL in a document as it is built; it is
+// BaseMark stands for the base URL in a document as it is built; it is
 // cut out of the encoded document (see cutBaseMarks), so it never reaches
 // a client. A NUL cannot occur in anything else a document carries.
-const baseMark = "\x00oci-tofu-base\x00"
+const BaseMark = "\x00oci-tofu-base\x00"
 
 // encodedBaseMark is baseMark as encoding/json writes it inside a string.
 var encodedBaseMark = func() []byte {
-	b, _ := json.Marshal(baseMark)
+	b, _ := json.Marshal(BaseMark)
 	return b[1 : len(b)-1]
 }()
 
 // baseRef is what a document carries for the server path p (from the
 // root, e.g. ArchivePrefix+…): baseMark, which becomes the request's base
 // URL (or the way back to the root, for relative URLs), and p.
-func baseRef(p string) string { return baseMark + p }
+func baseRef(p string) string { return BaseMark + p }
 
 // cutBaseMarks removes every encoded baseMark from an encoded document
 // and returns the offsets where the base URL goes.
@@ -120,17 +120,17 @@ func validAuthority(hostport string) bool {
 	return net.ParseIP(ip) != nil && (!strings.Contains(ip, ":") || strings.HasPrefix(hostport, "["))
 }
 
-// baseFor is the base URL of the URLs in an answer to r, without a
+// BaseFor is the base URL of the URLs in an answer to r, without a
 // trailing slash: the public URL; https and the request's Host when the
 // proxy terminates TLS; otherwise a relative path back to the root from
 // r's path ("../.."), which resolves against whatever URL the client used.
-func (s *responder) baseFor(r *http.Request) (string, error) {
-	if s.opts.PublicURL != "" {
-		return s.opts.PublicURL, nil
+func (s *Responder) BaseFor(r *http.Request) (string, error) {
+	if s.Opts.PublicURL != "" {
+		return s.Opts.PublicURL, nil
 	}
 	if r.TLS != nil {
 		if !validAuthority(r.Host) {
-			return "", badPath("invalid Host %q", r.Host)
+			return "", BadPath("invalid Host %q", r.Host)
 		}
 		return "https://" + strings.ToLower(r.Host), nil
 	}
@@ -153,15 +153,15 @@ func jsonBase(base string) string {
 	return string(b[1 : len(b)-1])
 }
 
-// fileRef is the URL of a file the proxy serves below prefix, at the
+// FileRef is the URL of a file the proxy serves below prefix, at the
 // escaped path p below it, as a document carries it: the base marked,
 // and signed when client authentication is on.
-func (s *responder) fileRef(prefix, p string) string {
+func (s *Responder) FileRef(prefix, p string) string {
 	ref := baseRef(prefix + p)
-	if s.urls == nil {
+	if s.URLs == nil {
 		return ref
 	}
-	return ref + "?" + s.urls.sign(prefix+p)
+	return ref + "?" + s.URLs.sign(prefix+p)
 }
 
 // urlSigner makes archive URLs unguessable and time-limited: clients send
@@ -196,14 +196,14 @@ func (u *urlSigner) sign(path string) string {
 func (u *urlSigner) verify(path string, q url.Values) error {
 	expires, err := strconv.ParseInt(q.Get("expires"), 10, 64)
 	if err != nil {
-		return statusErr(http.StatusForbidden, nil, "this archive URL is not signed: request it again through the mirror or registry metadata")
+		return StatusErr(http.StatusForbidden, nil, "this archive URL is not signed: request it again through the mirror or registry metadata")
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(q.Get("signature"))
 	if err != nil || !hmac.Equal(sig, u.mac(path, expires)) {
-		return statusErr(http.StatusForbidden, nil, "this archive URL's signature is invalid")
+		return StatusErr(http.StatusForbidden, nil, "this archive URL's signature is invalid")
 	}
 	if u.now().Unix() > expires {
-		return statusErr(http.StatusForbidden, nil, "this archive URL has expired: request it again through the mirror or registry metadata")
+		return StatusErr(http.StatusForbidden, nil, "this archive URL has expired: request it again through the mirror or registry metadata")
 	}
 	return nil
 }
