@@ -18,7 +18,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/health"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
@@ -169,23 +168,19 @@ type Options struct {
 // it: providers, modules and the TofuDL mirror (each a handler type of its
 // own, reading through one responder), the page, health and metrics.
 type Server struct {
-	opts     Options
-	log      *slog.Logger
-	metrics  *Metrics
-	seen     *seen      // what was served, for the page
-	fleet    *fleetSeen // the other replicas' records, with a shared store (seen_fleet.go)
-	out      *Responder
-	store    *store.Store
-	mappings store.ProviderMappings
-	// providerRepo is the repository a provider maps to (nil without
-	// providers), its error why there is none; for policy explanations.
-	providerRepo     func(names.Provider) (*store.Repo, error)
-	providerMappings store.ProviderMappings
-	generated        *cache.Cache[*signedSums]
-	tokens           [][32]byte
-	client           *oci.Client         // reaches the registry (pull-through writes with it)
-	pull             *pullthrough.Engine // nil without pull-through
-	probes           *health.Probes      // /readyz and /livez (probes.go)
+	opts      Options
+	log       *slog.Logger
+	metrics   *Metrics
+	seen      *seen      // what was served, for the page
+	fleet     *fleetSeen // the other replicas' records, with a shared store (seen_fleet.go)
+	out       *Responder
+	store     *store.Store
+	mappings  store.ProviderMappings
+	generated *cache.Cache[*signedSums]
+	tokens    [][32]byte
+	client    *oci.Client         // reaches the registry (pull-through writes with it)
+	pull      *pullthrough.Engine // nil without pull-through
+	probes    *health.Probes      // /readyz and /livez (probes.go)
 
 	mux *http.ServeMux
 	// prefixes are the handlers Mount added, longest prefix first, as

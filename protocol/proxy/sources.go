@@ -2,6 +2,9 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -22,7 +25,9 @@ import (
 // copy one mapping may not serve is passed over for the next mapping's;
 // several mappings are merged, the first serving a version winning
 // (merged). The gate decides with gate.Policy (judge, below), the proxy
-// supplying only what is outside the gate's concern.
+// supplying only what is outside the gate's concern; it explains its
+// decisions (ExplainPolicy, below) over the held sources of the same
+// mappings.
 
 // judge is the gate's judge and pull-through's rules: the policy file
 // and the attestation rule (gate.Policy), with what the proxy supplies:
@@ -70,12 +75,6 @@ func (o *Options) ingestTrust() attest.IngestTrust {
 	return t
 }
 
-// readFacts reads what n needs of root, as the gate reads it
-// (gate.Policy.ReadFacts), for policy explanations.
-func (s *Server) readFacts(ctx context.Context, pol *policy.Policy, kind names.Kind, n policy.Needs, root source.Root) (policy.Facts, error) {
-	return s.judge().ReadFacts(ctx, pol, kind, n, root)
-}
-
 // providerSource is the providers' stack: gate(pulled(held)) with
 // pull-through, which stores into the first mapping admitting an
 // address; without, merged(gate(held m0), gate(held m1), …), each
@@ -86,7 +85,6 @@ func (s *Server) providerSource(mappings store.ProviderMappings) source.Provider
 		return &gate.Providers{Inner: inner, Judge: judge, Each: s.store.EachVersion}
 	}
 	all := &held.Providers{Store: s.store, Mappings: mappings, Log: s.log}
-	s.providerRepo, s.providerMappings = all.Repo, mappings
 	switch {
 	case s.pull.Providers():
 		return gated(&pulled.Providers{Held: all, Engine: s.pull, Rules: judge, Log: s.log})
@@ -153,4 +151,100 @@ func (s *Server) tofuSource(ref oci.Reference) source.Tofu {
 		src = &pulled.Tofu{Held: h, Engine: s.pull, Rules: judge, Log: s.log}
 	}
 	return &gate.Tofu{Inner: src, Judge: judge, Attested: !s.pull.Tofu()}
+}
+
+// PolicyVerdict is the policy's decision on one version of an address,
+// as the server makes it when a client asks (`oci-tofu policy test`
+// against the registry): the gate's (gate.Verdict), its Admission the
+// word of serve's admission rule (Options.RequireAttestation,
+// RequireTrust, RequireKeyless).
+type PolicyVerdict = gate.Verdict
+
+// AdmissionVerdict is the admission rule's word on a release: admitted,
+// or the refusal's reason (what serve logs and tells clients).
+type AdmissionVerdict = gate.AdmissionVerdict
+
+// ExplainPolicy decides on version of address (of a policy kind:
+// provider, module "host/namespace/name/system", tofu) — or, when version
+// is "", on every version the repositories it maps to hold — as the gate
+// decides when serving, recorded (gate.Policy.Explain): the policy in
+// force, the facts the gate reads for a rule with min_age or signers, by
+// the server's clock, and the admission rule where serve asks it. The
+// releases are those of the held sources of the server's mappings that
+// admit the address, in order (heldFor). err is a registry failure or an
+// address the server does not map.
+func (s *Server) ExplainPolicy(ctx context.Context, kind names.Kind, address, version string) ([]PolicyVerdict, error) {
+	attested := kind != policy.KindTofu || !s.pull.Tofu() // as tofuSource's gate.Tofu.Attested
+	return s.judge().Explain(ctx, kind, address, version, attested, func() ([]gate.Held, error) {
+		return s.heldFor(kind, address)
+	})
+}
+
+// heldFor are the held sources of the mappings serving an address of a
+// kind, in the order the server tries them.
+func (s *Server) heldFor(kind names.Kind, address string) ([]gate.Held, error) {
+	switch kind {
+	case policy.KindProvider:
+		p, err := names.ParseProvider(address)
+		if err != nil {
+			return nil, err
+		}
+		return s.heldProviders(p)
+	case policy.KindModule:
+		return s.heldModules(address)
+	case policy.KindTofu:
+		if s.opts.TofuRepository == nil {
+			return nil, errors.New("the server has no OpenTofu release repository (--tofu-repository)")
+		}
+		h := &held.Tofu{Repo: s.store.Repo(*s.opts.TofuRepository), Log: s.log}
+		return []gate.Held{gate.HeldTofu(h.Repo, h)}, nil
+	}
+	return nil, fmt.Errorf("unknown kind %q", kind)
+}
+
+// heldProviders are p's held sources: of every mapping admitting it
+// (merged), or only the first with pull-through, as providerSource
+// composes them.
+func (s *Server) heldProviders(p names.Provider) ([]gate.Held, error) {
+	if len(s.mappings) == 0 {
+		return nil, errors.New("the server maps no providers (no --provider-template or --config)")
+	}
+	var out []gate.Held
+	for _, mp := range s.mappings {
+		h := &held.Providers{Store: s.store, Mappings: store.ProviderMappings{mp}, Log: s.log}
+		if repo, err := h.Repo(p); err == nil && (len(out) == 0 || !s.pull.Providers()) {
+			out = append(out, gate.HeldProvider(repo, h, p))
+		}
+	}
+	if len(out) == 0 {
+		all := &held.Providers{Store: s.store, Mappings: s.mappings, Log: s.log}
+		_, err := all.Repo(p) // its error says why
+		return nil, err
+	}
+	return out, nil
+}
+
+// heldModules are a module's held sources in the module templates, as
+// moduleSource composes them.
+func (s *Server) heldModules(address string) ([]gate.Held, error) {
+	parts := strings.Split(address, "/")
+	if len(s.opts.ModuleMappings) == 0 || len(parts) != 4 {
+		return nil, fmt.Errorf("module %s: the server maps no modules, or the address is not host/namespace/name/system", address)
+	}
+	mod, err := names.ParseModule(parts[1], parts[2], parts[3])
+	if err != nil {
+		return nil, err
+	}
+	a := source.ModuleAddress{Host: parts[0], Module: mod}
+	var out []gate.Held
+	for _, tpl := range s.opts.ModuleMappings {
+		h := &held.Modules{Template: tpl, Store: s.store, Log: s.log}
+		if repo, err := h.Repo(a); err == nil {
+			out = append(out, gate.HeldModule(repo, h, a))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("module %s has no repository here", address)
+	}
+	return out, nil
 }
