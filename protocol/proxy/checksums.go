@@ -34,7 +34,7 @@ func (h *providerHandlers) checksums(ctx context.Context, rel *source.ProviderRe
 		}
 		return &signedSums{Checksums: rel.Checksums, sums: sums}, nil
 	}
-	if h.Opts.Signer == nil {
+	if h.signer == nil {
 		return nil, &source.Conflict{Msg: fmt.Sprintf("provider %s %s has no publisher signature in its OCI artifact and this proxy has no signing key: "+
 			"it is offered through the network mirror protocol only", rel.Provider, rel.Version)}
 	}
@@ -61,12 +61,12 @@ func (h *providerHandlers) generateChecksums(rel *source.ProviderRelease) (*sign
 		sums[names.ProviderZipName(rel.Provider.Type, rel.Version.String(), pl)] = pkg.Layer.Digest.Encoded()
 	}
 	data := sums.Bytes()
-	sig, err := h.Opts.Signer.Sign(data, time.Now())
+	sig, err := h.signer.Sign(data, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	return &signedSums{sums: sums, Checksums: &source.Checksums{Data: data, Signature: sig,
-		Keys: []wire.GPGPublicKey{{KeyID: h.Opts.Signer.KeyID(), ASCIIArmor: string(h.Opts.Signer.Public)}}}}, nil
+		Keys: []wire.GPGPublicKey{{KeyID: h.signer.KeyID(), ASCIIArmor: string(h.signer.Public)}}}}, nil
 }
 
 // checkListed makes sure SHA256SUMS lists a platform's package with the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // Module downloads for clients that fetch the package themselves
@@ -37,5 +38,5 @@ func fetchesModulesDirectly(r *http.Request) bool {
 func serveDirectLocation(w http.ResponseWriter, r *http.Request, loc string) {
 	yes := true
 	w.Header().Set("Cache-Control", "no-store")
-	WriteJSON(w, r, wire.ModuleLocation{Location: loc, UseRegistryCredentials: &yes})
+	respond.WriteJSON(w, r, wire.ModuleLocation{Location: loc, UseRegistryCredentials: &yes})
 }

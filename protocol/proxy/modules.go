@@ -10,6 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
@@ -23,7 +24,7 @@ const (
 // paths (the proxy's own, or an origin's: module_origins.go), rendering
 // what their source answers (composed by moduleSource, sources.go).
 type moduleHandlers struct {
-	*Responder
+	*respond.Responder
 	source source.Modules
 	// origin, paths: module_origins.go (origin "": the request's host).
 	origin string
@@ -45,7 +46,7 @@ func (m *moduleHandlers) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, key, ok := ReadDocRequest(m.Responder, w, r, host+" ", m.paths.registry, ParseModulePath)
+	req, key, ok := respond.ReadDocRequest(m.Responder, w, r, host+" ", m.paths.registry, ParseModulePath)
 	if !ok {
 		return
 	}
@@ -104,7 +105,7 @@ func (m *moduleHandlers) versionsDoc(ctx context.Context, a source.ModuleAddress
 		list.Versions = append(list.Versions, wire.ModuleVersion{Version: v.String()})
 		ids[i] = v.String()
 	}
-	m.Seen.moduleListed(a.Module.String(), ids)
+	m.Observer.ModuleListed(a.Module.String(), ids)
 	if len(list.Versions) == 0 {
 		if refused > 0 {
 			return nil, l.At, source.NotFoundf("module %s has no version served here: %d denied by the admission policy, the others hold no admitted module package", a.Module, refused)
@@ -134,7 +135,7 @@ func (m *moduleHandlers) serveDownload(w http.ResponseWriter, r *http.Request, a
 		serveDirectLocation(w, r, base+m.paths.archives+archive)
 		return
 	}
-	loc := base + strings.TrimPrefix(m.FileRef(m.paths.archives, archive), BaseMark)
+	loc := base + strings.TrimPrefix(m.FileRef(m.paths.archives, archive), respond.BaseMark)
 	h := w.Header()
 	h.Set("X-Terraform-Get", loc)
 	h.Set("Content-Length", "0")
@@ -145,7 +146,7 @@ func (m *moduleHandlers) serveDownload(w http.ResponseWriter, r *http.Request, a
 // serveArchive streams the zip of the module package a download answer
 // named, by manifest digest, verifying the zip's digest as it streams.
 func (m *moduleHandlers) serveArchive(w http.ResponseWriter, r *http.Request) {
-	req, ok := SignedRequest(m.Responder, w, r, m.paths.archives, ParseModuleArchivePath)
+	req, ok := respond.SignedRequest(m.Responder, w, r, m.paths.archives, ParseModuleArchivePath)
 	if !ok {
 		return
 	}

@@ -404,7 +404,7 @@ func TestModulesClientAuthentication(t *testing.T) {
 	other.Path = strings.Replace(pu.Path, "/aws/", "/gcp/", 1)
 	other.Path = strings.Replace(other.Path, "-aws-", "-gcp-", 1)
 	p.wantError(t, other.String(), http.StatusForbidden, "signature is invalid")
-	p.out.URLs.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	p.out.URLs.Now = func() time.Time { return time.Now().Add(2 * time.Minute) }
 	p.wantError(t, u, http.StatusForbidden, "expired")
 	if strings.Contains(p.logs.String(), token) || strings.Contains(p.logs.String(), "signature=") {
 		t.Errorf("secrets in the log:\n%s", p.logs.String())

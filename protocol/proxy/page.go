@@ -15,6 +15,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -38,7 +39,7 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 // authentication on, it shows only health and client configuration: what
 // is served, and from where, is for clients holding a token.
 func (s *Server) routePage(providers bool) {
-	pg := &page{Responder: s.out, mappings: s.mappings, minimal: len(s.tokens) > 0, fleet: s.fleet, moduleOrigins: s.pull.ModuleOrigins()}
+	pg := &page{out: s.out, opts: &s.opts, seen: s.seen, mappings: s.mappings, minimal: len(s.tokens) > 0, fleet: s.fleet, moduleOrigins: s.pull.ModuleOrigins()}
 	if patterns := s.pull.OwnModulePatterns(); len(patterns) > 0 {
 		pg.ownModules = &ownModulesView{Origin: s.pull.ModuleOrigin(), Patterns: patterns}
 	}
@@ -55,7 +56,9 @@ func (s *Server) routePage(providers bool) {
 // page is the page for people, built from the options, the mappings and
 // the record of what was served.
 type page struct {
-	*Responder
+	out      *respond.Responder
+	opts     *Options
+	seen     *seen
 	mappings store.ProviderMappings
 	minimal  bool       // client authentication is on: health and client configuration only
 	fleet    *fleetSeen // nil without a shared store
@@ -101,7 +104,7 @@ type snippet struct {
 }
 
 func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
-	if !AllowRead(w, r) {
+	if !respond.AllowRead(w, r) {
 		return
 	}
 	host := r.Host
@@ -109,15 +112,15 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 		host = "localhost"
 	}
 	base := "https://" + host
-	if s.Opts.PublicURL != "" {
-		base = s.Opts.PublicURL
+	if s.opts.PublicURL != "" {
+		base = s.opts.PublicURL
 		host = strings.TrimPrefix(base, "https://")
 	}
-	own := s.Seen.view()
+	own := s.seen.view()
 	d := pageData{
 		Host:    host,
 		Base:    base,
-		Version: s.Opts.Version,
+		Version: s.opts.Version,
 		Minimal: s.minimal,
 		Seen:    own,
 	}
@@ -137,7 +140,7 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 	d.Snippets = s.snippets(r, d.Base, own.Providers) // this replica's own: nothing read from a shared store goes into configuration
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
-		s.Fail(w, r, fmt.Errorf("rendering the page: %w", err))
+		s.out.Fail(w, r, fmt.Errorf("rendering the page: %w", err))
 		return
 	}
 	h := w.Header()
@@ -157,10 +160,10 @@ func (s *page) serves() string {
 	if len(s.mappings) > 0 {
 		what = append(what, "Providers")
 	}
-	if len(s.Opts.ModuleMappings) > 0 {
+	if len(s.opts.ModuleMappings) > 0 {
 		what = append(what, "modules")
 	}
-	if s.Opts.TofuRepository != nil {
+	if s.opts.TofuRepository != nil {
 		what = append(what, "OpenTofu releases")
 	}
 	switch len(what) {
@@ -177,7 +180,7 @@ func (s *page) mappingViews() []mappingView {
 	for _, m := range s.mappings {
 		out = append(out, mappingView{What: "providers", Source: m.Source, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
 	}
-	tpls := s.Opts.ModuleMappings
+	tpls := s.opts.ModuleMappings
 	for i, t := range tpls {
 		source := "--module-template"
 		if len(tpls) > 1 {
@@ -185,7 +188,7 @@ func (s *page) mappingViews() []mappingView {
 		}
 		out = append(out, mappingView{What: "modules", Source: source, Template: t.String()})
 	}
-	if t := s.Opts.TofuRepository; t != nil {
+	if t := s.opts.TofuRepository; t != nil {
 		out = append(out, mappingView{What: "OpenTofu releases", Source: "--tofu-repository", Template: t.String()})
 	}
 	return out
@@ -211,13 +214,13 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 		}
 		out = append(out, s.registrySnippet(r, base, seenProviders))
 	}
-	if len(s.Opts.ModuleMappings) > 0 {
+	if len(s.opts.ModuleMappings) > 0 {
 		out = append(out, s.moduleSnippet(r))
 		if len(s.moduleOrigins) > 0 {
 			out = append(out, moduleOriginsSnippet(base, s.moduleOrigins))
 		}
 	}
-	if s.Opts.TofuRepository != nil {
+	if s.opts.TofuRepository != nil {
 		out = append(out, snippet{ID: "tofudl", Title: "OpenTofu releases: TofuDL mirror",
 			Note: "For tofudl, installers and CI; clients still verify SHA256SUMS and its signature.",
 			Body: fmt.Sprintf("TOFUDL_API_URL=%s/tofu/api.json\nTOFUDL_DOWNLOAD_MIRROR_URL_TEMPLATE='%s/tofu/download/v{{ .Version }}/{{ .Artifact }}'\n", base, base)})
@@ -352,7 +355,7 @@ func (s *page) registrySnippet(r *http.Request, base string, seenProviders []art
 	}
 	body := fmt.Sprintf("terraform {\n  required_providers {\n    %s = {\n      source = %q\n    }\n  }\n}\n", addr[strings.LastIndex(addr, "/")+1:], addr)
 	note := "Providers under this proxy's host name, in your configuration; OpenTofu and Terraform discover /v1/providers/ and verify the publisher's signature."
-	if rh, own := s.Opts.RegistryHostname, authorityOf(base); rh != "" && rh != own && rh != HostOnly(own) {
+	if rh, own := s.opts.RegistryHostname, authorityOf(base); rh != "" && rh != own && rh != respond.HostOnly(own) {
 		body = fmt.Sprintf("# CLI configuration: send %s to this proxy\nhost %q {\n  services = {\n    \"providers.v1\" = %q\n  }\n}\n\n", host, host, base+ProvidersPath) + body
 		note = "This proxy serves the registry protocol as " + host + ": a host block in the CLI configuration sends that host here."
 	}
@@ -362,8 +365,8 @@ func (s *page) registrySnippet(r *http.Request, base string, seenProviders []art
 // registryHost is the host name providers and modules have through the
 // registry protocols: --registry-hostname, or the host the client used.
 func (s *page) registryHost(r *http.Request) string {
-	if s.Opts.RegistryHostname != "" {
-		return s.Opts.RegistryHostname
+	if s.opts.RegistryHostname != "" {
+		return s.opts.RegistryHostname
 	}
 	return strings.ToLower(r.Host)
 }
@@ -409,11 +412,9 @@ func serveUnknownPath(w http.ResponseWriter, r *http.Request) {
 	msg := "no such path: see / for what this proxy serves"
 	if misplacedMirrorRequest(r.URL.EscapedPath()) {
 		msg = "no such path: this looks like a network mirror request made with the wrong URL; a network_mirror block's url is https://" + r.Host + MirrorPrefix + " (with the trailing slash)"
-		if rec, ok := w.(*recorder); ok {
-			rec.hint = "a client's network_mirror url lacks " + MirrorPrefix + " or its trailing slash: it must be https://HOST" + MirrorPrefix
-		}
+		respond.Hint(w, "a client's network_mirror url lacks "+MirrorPrefix+" or its trailing slash: it must be https://HOST"+MirrorPrefix)
 	}
-	WriteError(w, http.StatusNotFound, msg)
+	respond.WriteError(w, http.StatusNotFound, msg)
 }
 
 // misplacedMirrorRequest reports whether path is a network mirror

@@ -7,6 +7,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // The Module Registry Protocol's paths, and the module archive URLs.
@@ -14,7 +15,7 @@ import (
 func parseModule(ns, name, system string) (names.Module, error) {
 	m, err := names.ParseModule(ns, name, system)
 	if err != nil {
-		return names.Module{}, BadPath("%v", err)
+		return names.Module{}, respond.BadPath("%v", err)
 	}
 	return m, nil
 }
@@ -33,9 +34,9 @@ type ModuleRequest struct {
 func ParseModulePath(escaped string) (ModuleRequest, error) {
 	n := strings.Count(escaped, "/") + 1
 	if n != 4 && n != 5 {
-		return ModuleRequest{}, BadPath("want :namespace/:name/:system/versions or :namespace/:name/:system/:version/download")
+		return ModuleRequest{}, respond.BadPath("want :namespace/:name/:system/versions or :namespace/:name/:system/:version/download")
 	}
-	seg, err := SplitPath(escaped, n)
+	seg, err := respond.SplitPath(escaped, n)
 	if err != nil {
 		return ModuleRequest{}, err
 	}
@@ -46,15 +47,15 @@ func ParseModulePath(escaped string) (ModuleRequest, error) {
 	r := ModuleRequest{Module: m}
 	if n == 4 {
 		if seg[3] != "versions" {
-			return ModuleRequest{}, BadPath("want :namespace/:name/:system/versions")
+			return ModuleRequest{}, respond.BadPath("want :namespace/:name/:system/versions")
 		}
 		return r, nil
 	}
 	if seg[4] != "download" {
-		return ModuleRequest{}, BadPath("want :namespace/:name/:system/:version/download")
+		return ModuleRequest{}, respond.BadPath("want :namespace/:name/:system/:version/download")
 	}
 	r.Download = true
-	if r.Version, err = ParseVersion(seg[3]); err != nil {
+	if r.Version, err = respond.ParseVersion(seg[3]); err != nil {
 		return ModuleRequest{}, err
 	}
 	return r, nil
@@ -73,7 +74,7 @@ type ModuleArchiveRequest struct {
 // ParseModuleArchivePath parses the escaped path below the module archive
 // prefix.
 func ParseModuleArchivePath(escaped string) (ModuleArchiveRequest, error) {
-	seg, err := SplitPath(escaped, 6)
+	seg, err := respond.SplitPath(escaped, 6)
 	if err != nil {
 		return ModuleArchiveRequest{}, err
 	}
@@ -82,14 +83,14 @@ func ParseModuleArchivePath(escaped string) (ModuleArchiveRequest, error) {
 		return ModuleArchiveRequest{}, err
 	}
 	r := ModuleArchiveRequest{Module: m}
-	if r.Version, err = ParseVersion(seg[3]); err != nil {
+	if r.Version, err = respond.ParseVersion(seg[3]); err != nil {
 		return ModuleArchiveRequest{}, err
 	}
 	if r.Manifest, err = parseHexDigest(seg[4]); err != nil {
 		return ModuleArchiveRequest{}, err
 	}
 	if seg[5] != names.ModuleZipName(m, r.Version) {
-		return ModuleArchiveRequest{}, BadPath("file %q does not belong to module %s %s", seg[5], m, r.Version)
+		return ModuleArchiveRequest{}, respond.BadPath("file %q does not belong to module %s %s", seg[5], m, r.Version)
 	}
 	return r, nil
 }
@@ -97,7 +98,7 @@ func ParseModuleArchivePath(escaped string) (ModuleArchiveRequest, error) {
 func parseHexDigest(s string) (digest.Digest, error) {
 	d := digest.NewDigestFromEncoded(digest.SHA256, s)
 	if len(s) != 64 || strings.ToLower(s) != s || d.Validate() != nil {
-		return "", BadPath("invalid digest %q", s)
+		return "", respond.BadPath("invalid digest %q", s)
 	}
 	return d, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // The Provider Network Mirror and Provider Registry Protocols' paths, and
@@ -23,11 +24,11 @@ type MirrorRequest struct {
 
 // ParseMirrorPath parses the escaped path below the mirror's base URL.
 func ParseMirrorPath(escaped string) (MirrorRequest, error) {
-	seg, err := SplitPath(escaped, 4)
+	seg, err := respond.SplitPath(escaped, 4)
 	if err != nil {
 		return MirrorRequest{}, err
 	}
-	p, err := ParseProvider(seg[0], seg[1], seg[2])
+	p, err := respond.ParseProvider(seg[0], seg[1], seg[2])
 	if err != nil {
 		return MirrorRequest{}, err
 	}
@@ -38,9 +39,9 @@ func ParseMirrorPath(escaped string) (MirrorRequest, error) {
 	}
 	vs, ok := strings.CutSuffix(seg[3], ".json")
 	if !ok {
-		return MirrorRequest{}, BadPath("want index.json or <version>.json, got %q", seg[3])
+		return MirrorRequest{}, respond.BadPath("want index.json or <version>.json, got %q", seg[3])
 	}
-	if r.Version, err = ParseVersion(vs); err != nil {
+	if r.Version, err = respond.ParseVersion(vs); err != nil {
 		return MirrorRequest{}, err
 	}
 	return r, nil
@@ -60,30 +61,30 @@ type RegistryRequest struct {
 func ParseRegistryPath(escaped string) (RegistryRequest, error) {
 	n := strings.Count(escaped, "/") + 1
 	if n != 3 && n != 6 {
-		return RegistryRequest{}, BadPath("want :namespace/:type/versions or :namespace/:type/:version/download/:os/:arch")
+		return RegistryRequest{}, respond.BadPath("want :namespace/:type/versions or :namespace/:type/:version/download/:os/:arch")
 	}
-	seg, err := SplitPath(escaped, n)
+	seg, err := respond.SplitPath(escaped, n)
 	if err != nil {
 		return RegistryRequest{}, err
 	}
 	var r RegistryRequest
-	if r.Namespace, err = ParseName("namespace", seg[0]); err != nil {
+	if r.Namespace, err = respond.ParseName("namespace", seg[0]); err != nil {
 		return r, err
 	}
-	if r.Type, err = ParseName("type", seg[1]); err != nil {
+	if r.Type, err = respond.ParseName("type", seg[1]); err != nil {
 		return r, err
 	}
 	if n == 3 {
 		if seg[2] != "versions" {
-			return RegistryRequest{}, BadPath("want :namespace/:type/versions")
+			return RegistryRequest{}, respond.BadPath("want :namespace/:type/versions")
 		}
 		return r, nil
 	}
 	if seg[3] != "download" {
-		return RegistryRequest{}, BadPath("want :namespace/:type/:version/download/:os/:arch")
+		return RegistryRequest{}, respond.BadPath("want :namespace/:type/:version/download/:os/:arch")
 	}
 	r.Download = true
-	if r.Version, err = ParseVersion(seg[2]); err != nil {
+	if r.Version, err = respond.ParseVersion(seg[2]); err != nil {
 		return RegistryRequest{}, err
 	}
 	if r.Platform, err = parsePlatform(seg[4], seg[5]); err != nil {
@@ -94,11 +95,11 @@ func ParseRegistryPath(escaped string) (RegistryRequest, error) {
 
 func parsePlatform(os, arch string) (names.Platform, error) {
 	if strings.Contains(os, "_") || strings.Contains(arch, "_") {
-		return names.Platform{}, BadPath("invalid platform %q/%q", os, arch)
+		return names.Platform{}, respond.BadPath("invalid platform %q/%q", os, arch)
 	}
 	p, err := names.ParsePlatform(os + "_" + arch)
 	if err != nil {
-		return names.Platform{}, BadPath("%v", err)
+		return names.Platform{}, respond.BadPath("%v", err)
 	}
 	return p, nil
 }
@@ -128,16 +129,16 @@ type ArchiveRequest struct {
 
 // ParseArchivePath parses the escaped path below the archive prefix.
 func ParseArchivePath(escaped string) (ArchiveRequest, error) {
-	seg, err := SplitPath(escaped, 6)
+	seg, err := respond.SplitPath(escaped, 6)
 	if err != nil {
 		return ArchiveRequest{}, err
 	}
-	p, err := ParseProvider(seg[0], seg[1], seg[2])
+	p, err := respond.ParseProvider(seg[0], seg[1], seg[2])
 	if err != nil {
 		return ArchiveRequest{}, err
 	}
 	r := ArchiveRequest{Provider: p}
-	if r.Version, err = ParseVersion(seg[3]); err != nil {
+	if r.Version, err = respond.ParseVersion(seg[3]); err != nil {
 		return ArchiveRequest{}, err
 	}
 	if r.Index, err = parseHexDigest(seg[4]); err != nil {
@@ -153,10 +154,10 @@ func ParseArchivePath(escaped string) (ArchiveRequest, error) {
 func archiveFile(p names.Provider, version, name string) (ArchiveFile, names.Platform, error) {
 	f, err := names.ParseProviderFilename(name)
 	if err != nil {
-		return 0, names.Platform{}, BadPath("%v", err)
+		return 0, names.Platform{}, respond.BadPath("%v", err)
 	}
 	if f.Type != p.Type || f.Version != version {
-		return 0, names.Platform{}, BadPath("file %q does not belong to %s %s", name, p, version)
+		return 0, names.Platform{}, respond.BadPath("file %q does not belong to %s %s", name, p, version)
 	}
 	switch f.Kind {
 	case names.ProviderZip:
@@ -165,11 +166,11 @@ func archiveFile(p names.Provider, version, name string) (ArchiveFile, names.Pla
 		return ArchiveSHA256SUMS, names.Platform{}, nil
 	case names.ProviderSignature:
 		if name != names.ProviderSignatureName(p.Type, version) {
-			return 0, names.Platform{}, BadPath("unknown signature file %q", name)
+			return 0, names.Platform{}, respond.BadPath("unknown signature file %q", name)
 		}
 		return ArchiveSignature, names.Platform{}, nil
 	}
-	return 0, names.Platform{}, BadPath("unknown file %q", name)
+	return 0, names.Platform{}, respond.BadPath("unknown file %q", name)
 }
 
 // archivePath is the escaped path (below the archive prefix) of a file.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 func TestParseMirrorPath(t *testing.T) {
@@ -60,7 +61,7 @@ func FuzzParsePaths(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		check := func(p names.Provider) {
-			if _, err := ParseHostname(p.Hostname); err != nil {
+			if _, err := respond.ParseHostname(p.Hostname); err != nil {
 				t.Fatalf("%q: hostname %q", s, p.Hostname)
 			}
 			for _, n := range []string{p.Namespace, p.Type} {
@@ -134,7 +135,7 @@ func FuzzParsePaths(f *testing.F) {
 		}
 		u, err := url.Parse("https://x/v1/mirror/" + s)
 		if err == nil {
-			_ = checkRawPath(u)
+			_ = respond.CheckRawPath(u)
 		}
 	})
 }

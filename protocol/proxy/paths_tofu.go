@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // The TofuDL mirror's download paths.
@@ -17,20 +18,20 @@ type TofuDownloadRequest struct {
 
 // ParseTofuDownloadPath parses the escaped path below the download prefix.
 func ParseTofuDownloadPath(escaped string) (TofuDownloadRequest, error) {
-	seg, err := SplitPath(escaped, 2)
+	seg, err := respond.SplitPath(escaped, 2)
 	if err != nil {
 		return TofuDownloadRequest{}, err
 	}
 	vs, ok := strings.CutPrefix(seg[0], "v")
 	if !ok {
-		return TofuDownloadRequest{}, BadPath("want v<version>/<artifact>, got %q", seg[0])
+		return TofuDownloadRequest{}, respond.BadPath("want v<version>/<artifact>, got %q", seg[0])
 	}
 	v, err := names.ParseTofuVersion(vs)
 	if err != nil {
-		return TofuDownloadRequest{}, BadPath("%v", err)
+		return TofuDownloadRequest{}, respond.BadPath("%v", err)
 	}
 	if !names.ValidTofuArtifact(seg[1]) {
-		return TofuDownloadRequest{}, BadPath("invalid artifact name %q", seg[1])
+		return TofuDownloadRequest{}, respond.BadPath("invalid artifact name %q", seg[1])
 	}
 	return TofuDownloadRequest{Version: v, Artifact: seg[1]}, nil
 }

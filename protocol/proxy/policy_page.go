@@ -22,13 +22,13 @@ type policyView struct {
 // policyView describes the policy in force, its file's reloads and what
 // it denied of what clients asked for; nil without a policy.
 func (s *page) policyView() *policyView {
-	pol := s.Opts.Policy.Current()
+	pol := s.opts.Policy.Current()
 	if pol == nil {
 		return nil
 	}
-	v := &policyView{Rules: pol.Rules(), Denied: s.Seen.policyDenials(pol)}
-	if s.Opts.PolicyStatus != nil {
-		st := s.Opts.PolicyStatus()
+	v := &policyView{Rules: pol.Rules(), Denied: s.seen.policyDenials(pol)}
+	if s.opts.PolicyStatus != nil {
+		st := s.opts.PolicyStatus()
 		v.File, v.Loaded, v.Checked, v.Reloads, v.Errors = st.File, st.LoadedAt, st.CheckedAt, st.Reloads, st.Errors
 		if !st.Current {
 			v.Error, v.ErrorAt = st.LastError, st.LastErrorAt

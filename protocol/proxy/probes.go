@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/health"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // probeSentinel stands in for the placeholders of a repository template
@@ -82,12 +83,12 @@ func (s *Server) pingAll(ctx context.Context, targets []oci.Reference) error {
 func (s *Server) routeProbes() {
 	ready, live := s.probes.ReadyHandler(), s.probes.LiveHandler()
 	s.mux.Handle("/readyz", s.instrument("readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if AllowRead(w, r) {
+		if respond.AllowRead(w, r) {
 			ready.ServeHTTP(w, r)
 		}
 	})))
 	s.mux.Handle("/livez", s.instrument("livez", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if AllowRead(w, r) {
+		if respond.AllowRead(w, r) {
 			live.ServeHTTP(w, r)
 		}
 	})))

@@ -45,7 +45,7 @@ func (h *providerHandlers) mirrorIndex(ctx context.Context, p names.Provider) (a
 			index.Versions[v] = struct{}{}
 		}
 	}
-	h.Seen.providerListed(p.String(), viaMirror, stored)
+	h.Observer.ProviderListed(p.String(), viaMirror, stored)
 	return index, l.At, nil
 }
 
@@ -62,7 +62,7 @@ func (h *providerHandlers) mirrorVersion(ctx context.Context, p names.Provider, 
 		return nil, err
 	}
 	if root.Root != nil {
-		h.Seen.providerVersion(p.String(), viaMirror, v, root.Root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
+		h.Observer.ProviderVersion(p.String(), viaMirror, v, root.Root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
 	}
 	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
 	for _, pl := range rel.Platforms {
@@ -151,7 +151,7 @@ func (h *providerHandlers) listedVersion(shown string, l source.ProviderListing,
 	}
 	platforms := rel.Platforms
 	for _, o := range rel.Others { // later mappings' platforms, where they can be offered
-		if len(o.SigningKeyIDs) > 0 || h.Opts.Signer != nil {
+		if len(o.SigningKeyIDs) > 0 || h.signer != nil {
 			for _, pl := range o.Platforms {
 				if !slices.Contains(platforms, pl) {
 					platforms = append(slices.Clip(platforms), pl)
@@ -159,9 +159,9 @@ func (h *providerHandlers) listedVersion(shown string, l source.ProviderListing,
 			}
 		}
 	}
-	h.Seen.providerVersion(shown, viaRegistry, v, platforms, len(rel.SigningKeyIDs) > 0)
+	h.Observer.ProviderVersion(shown, viaRegistry, v, platforms, len(rel.SigningKeyIDs) > 0)
 	rv := &wire.RegistryVersion{Version: v.String(), Protocols: protocols(rel), Platforms: registryPlatforms(platforms)}
-	if len(rel.SigningKeyIDs) == 0 && h.Opts.Signer == nil {
+	if len(rel.SigningKeyIDs) == 0 && h.signer == nil {
 		return rv, unsignedWarning(v)
 	}
 	return rv, ""

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -31,9 +33,10 @@ const PullPrefix = "/v1/pull/"
 // name and, with pull-through, the files of releases being pulled,
 // rendering what their source answers (compose.go builds it).
 type providerHandlers struct {
-	*Responder
+	*respond.Responder
 	source    source.Providers
 	generated *cache.Cache[*signedSums] // SHA256SUMS the proxy signed itself
+	signer    *pgp.Signer               // signs those (nil: none)
 }
 
 // mountProviders adds the network mirror, the registry protocol
@@ -43,7 +46,7 @@ func (s *Server) mountProviders(mappings store.ProviderMappings) {
 	o := s.opts
 	s.generated = cache.New[*signedSums](cache.Options{Name: "generated_checksums", FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries,
 		MaxCost: budgetOf(o).generated, EntryCost: store.EntryCost, Timeout: o.Store.Timeout, Observe: s.metrics.ObserveCache})
-	h := &providerHandlers{Responder: s.out, source: s.providerSource(mappings), generated: s.generated}
+	h := &providerHandlers{Responder: s.out, source: s.providerSource(mappings), generated: s.generated, signer: s.opts.Signer}
 	if s.pull.Providers() {
 		s.Mount("", PullPrefix, "pull", http.HandlerFunc(h.servePull))
 	}
@@ -54,7 +57,7 @@ func (s *Server) mountProviders(mappings store.ProviderMappings) {
 
 // serveMirror answers the Provider Network Mirror Protocol.
 func (h *providerHandlers) serveMirror(w http.ResponseWriter, r *http.Request) {
-	req, key, ok := ReadDocRequest(h.Responder, w, r, "", MirrorPrefix, ParseMirrorPath)
+	req, key, ok := respond.ReadDocRequest(h.Responder, w, r, "", MirrorPrefix, ParseMirrorPath)
 	if !ok {
 		return
 	}
@@ -74,7 +77,7 @@ func (h *providerHandlers) serveRegistry(w http.ResponseWriter, r *http.Request)
 	if !ok {
 		return
 	}
-	req, key, ok := ReadDocRequest(h.Responder, w, r, host+" ", ProvidersPath, ParseRegistryPath)
+	req, key, ok := respond.ReadDocRequest(h.Responder, w, r, host+" ", ProvidersPath, ParseRegistryPath)
 	if !ok {
 		return
 	}
@@ -96,7 +99,7 @@ func (h *providerHandlers) serveRegistry(w http.ResponseWriter, r *http.Request)
 // serveArchive serves a zip, SHA256SUMS or signature named by a URL from
 // the metadata: the release its index digest pins.
 func (h *providerHandlers) serveArchive(w http.ResponseWriter, r *http.Request) {
-	req, ok := SignedRequest(h.Responder, w, r, ArchivePrefix, ParseArchivePath)
+	req, ok := respond.SignedRequest(h.Responder, w, r, ArchivePrefix, ParseArchivePath)
 	if !ok {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,7 +43,7 @@ func TestRedirectArchives(t *testing.T) {
 			r := p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &mv)
 			archive := resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
 			head := p.do(t, http.MethodHead, archive, nil)
-			if head.Status != 200 || head.Header.Get("Content-Length") != itoa(int64(len(zip))) {
+			if head.Status != 200 || head.Header.Get("Content-Length") != strconv.Itoa(len(zip)) {
 				t.Errorf("HEAD: %d, Content-Length %q; want 200 and %d from the proxy", head.Status, head.Header.Get("Content-Length"), len(zip))
 			}
 			got := p.get(t, archive)

@@ -2,9 +2,10 @@ package proxy
 
 import (
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // Routing: the handlers Mount adds (the protocols) are found by prefix
@@ -45,8 +46,8 @@ func (s *Server) Mount(serviceID, prefix, name string, h http.Handler) {
 // handler, everything else through the mux.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	escaped := r.URL.EscapedPath()
-	if err := checkPaths(escaped, r.URL.Path); err != nil {
-		WriteError(w, http.StatusBadRequest, err.Error())
+	if err := respond.CheckPaths(escaped, r.URL.Path); err != nil {
+		respond.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if m := s.mountedFor(r.Method, escaped); m != nil {
@@ -60,7 +61,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // mountedFor is the handler Mount added for the longest prefix of a
 // request's escaped path, for a GET or HEAD whose path goes on below it;
 // nil otherwise:
-// the handler the mux would choose, since the path is clean (checkRawPath:
+// the handler the mux would choose, since the path is clean (respond.CheckRawPath:
 // the mux would not redirect it) and the only patterns added beside
 // Mount's are exact paths (the mirror's own prefix is the page's). A
 // pattern below a mounted prefix must be added with Mount.
@@ -80,47 +81,8 @@ func (s *Server) mountedFor(method, path string) *mounted {
 	return nil
 }
 
-// checkRawPath refuses a path, escaped or not, that is too long, not
-// absolute, or has dot segments or empty segments.
-func checkRawPath(u *url.URL) error { return checkPaths(u.EscapedPath(), u.Path) }
-
-// checkPaths is checkRawPath of a path's escaped and unescaped forms.
-func checkPaths(escaped, path string) error {
-	if err := checkPathSegments(escaped); err != nil || path == escaped {
-		return err
-	}
-	return checkPathSegments(path)
-}
-
-func checkPathSegments(p string) error {
-	if len(p) > MaxPathLen {
-		return BadPath("path longer than %d bytes", MaxPathLen)
-	}
-	if !strings.HasPrefix(p, "/") {
-		return BadPath("path must be absolute")
-	}
-	for rest := p[1:]; ; {
-		seg, after, more := strings.Cut(rest, "/")
-		if isDotSegment(seg) {
-			return BadPath("dot segments are not allowed in paths")
-		}
-		if !more {
-			break
-		}
-		if seg == "" {
-			return BadPath("empty path segment")
-		}
-		rest = after
-	}
-	return nil
-}
-
-// isDotSegment says whether seg is ".", "..", or either with its dots
-// escaped ("%2e", "%2E%2e", …). Most segments are longer than six bytes
-// or start with neither '.' nor '%', and are told at once.
-func isDotSegment(seg string) bool {
-	if len(seg) == 0 || len(seg) > 6 || seg[0] != '.' && seg[0] != '%' {
-		return false
-	}
-	return seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e")
+// instrument counts, times and logs the requests h serves under name,
+// and recovers from its panics (respond.Metrics.Instrument).
+func (s *Server) instrument(name string, h http.Handler) http.Handler {
+	return s.metrics.Instrument(s.log, name, h)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // ServeHTTP routes GET and HEAD below a mounted prefix without the mux:
@@ -32,8 +33,8 @@ func TestMountedPrefixesRouteAsTheMux(t *testing.T) {
 		t.Fatal(err)
 	}
 	viaMux := func(w http.ResponseWriter, r *http.Request) {
-		if err := checkRawPath(r.URL); err != nil {
-			WriteError(w, http.StatusBadRequest, err.Error())
+		if err := respond.CheckRawPath(r.URL); err != nil {
+			respond.WriteError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		s.mux.ServeHTTP(w, r)

@@ -101,8 +101,8 @@ func (a *seenArtifact) version(v names.Version) *seenVersion {
 	return sv
 }
 
-// providerListed records the versions a listing served.
-func (s *seen) providerListed(addr string, via string, vs names.VersionList) {
+// ProviderListed records the versions a listing served.
+func (s *seen) ProviderListed(addr string, via string, vs names.VersionList) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
@@ -113,9 +113,9 @@ func (s *seen) providerListed(addr string, via string, vs names.VersionList) {
 	}
 }
 
-// providerVersion records what a version offered: platforms (sorted),
+// ProviderVersion records what a version offered: platforms (sorted),
 // signature.
-func (s *seen) providerVersion(addr string, via string, v names.Version, platforms []names.Platform, signed bool) {
+func (s *seen) ProviderVersion(addr string, via string, v names.Version, platforms []names.Platform, signed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
@@ -132,8 +132,8 @@ func (s *seen) providerVersion(addr string, via string, v names.Version, platfor
 	}
 }
 
-// moduleListed records a module's versions.
-func (s *seen) moduleListed(addr string, vs []string) {
+// ModuleListed records a module's versions.
+func (s *seen) ModuleListed(addr string, vs []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
@@ -146,16 +146,16 @@ func (s *seen) moduleListed(addr string, vs []string) {
 	}
 }
 
-// tofuListed records the OpenTofu versions api.json served.
-func (s *seen) tofuListed(versions []string) {
+// TofuListed records the OpenTofu versions api.json served.
+func (s *seen) TofuListed(versions []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
 	s.tofu = slices.Clone(versions[:min(len(versions), maxSeenVersions)])
 }
 
-// upstreamFailure records a registry failure answered with 5xx.
-func (s *seen) upstreamFailure(class, what string) {
+// UpstreamFailure records a registry failure answered with 5xx.
+func (s *seen) UpstreamFailure(class, what string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++

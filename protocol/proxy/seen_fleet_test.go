@@ -162,7 +162,7 @@ func TestFleetRecordIsBounded(t *testing.T) {
 	for i := range maxSeenArtifacts {
 		addr := fmt.Sprintf("registry.example.com/namespace-%03d/provider-type-%03d", i, i)
 		for _, v := range vs {
-			s.providerVersion(addr, viaMirror, v, platforms, true)
+			s.ProviderVersion(addr, viaMirror, v, platforms, true)
 		}
 	}
 	b, err := encodeFleetRecord(s.view())
@@ -191,11 +191,11 @@ func TestFleetRecordIsBounded(t *testing.T) {
 func TestMergeSeen(t *testing.T) {
 	a, b := newSeen(), newSeen()
 	pl, _ := names.ParsePlatform("linux_amd64")
-	a.providerListed("example.com/acme/x", viaMirror, names.VersionList{mustVersion(t, "1.0.0"), mustVersion(t, "2.0.0")})
-	b.providerVersion("example.com/acme/x", viaRegistry, mustVersion(t, "1.0.0"), []names.Platform{pl}, true)
-	b.tofuListed([]string{"1.9.0", "1.8.0"})
-	a.tofuListed([]string{"1.10.0"})
-	b.upstreamFailure("timeout", "late")
+	a.ProviderListed("example.com/acme/x", viaMirror, names.VersionList{mustVersion(t, "1.0.0"), mustVersion(t, "2.0.0")})
+	b.ProviderVersion("example.com/acme/x", viaRegistry, mustVersion(t, "1.0.0"), []names.Platform{pl}, true)
+	b.TofuListed([]string{"1.9.0", "1.8.0"})
+	a.TofuListed([]string{"1.10.0"})
+	b.UpstreamFailure("timeout", "late")
 	m := mergeSeen(a.view(), []seenView{b.view()})
 	if len(m.Providers) != 1 {
 		t.Fatalf("providers: %+v", m.Providers)

@@ -23,9 +23,9 @@ type seenDenial struct {
 	facts    map[string]policy.Decision // by version: denials made on facts
 }
 
-// policyDenied records that the policy denied version v of address (d,
+// PolicyDenied records that the policy denied version v of address (d,
 // made on facts read from the registry when fromFacts).
-func (s *seen) policyDenied(kind names.Kind, address string, v names.Version, d policy.Decision, fromFacts bool) {
+func (s *seen) PolicyDenied(kind names.Kind, address string, v names.Version, d policy.Decision, fromFacts bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.denied == nil {

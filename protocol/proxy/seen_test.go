@@ -18,7 +18,7 @@ func TestSeenIsBounded(t *testing.T) {
 		vs = append(vs, v)
 	}
 	for i := 0; i < 2*maxSeenArtifacts; i++ {
-		s.providerListed(fmt.Sprintf("example.com/acme/p%d", i), viaMirror, vs)
+		s.ProviderListed(fmt.Sprintf("example.com/acme/p%d", i), viaMirror, vs)
 	}
 	v := s.view()
 	if len(v.Providers) != maxSeenArtifacts {
@@ -32,7 +32,7 @@ func TestSeenIsBounded(t *testing.T) {
 			t.Fatalf("%s: newest kept is %s", p.Address, got)
 		}
 	}
-	s.upstreamFailure("unauthorized", "the OCI registry denied the proxy access")
+	s.UpstreamFailure("unauthorized", "the OCI registry denied the proxy access")
 	if v := s.view(); v.Failures != 1 || v.Failure == nil || v.Failure.Class != "unauthorized" {
 		t.Errorf("failure: %+v", v.Failure)
 	}

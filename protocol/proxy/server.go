@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +19,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/health"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -170,10 +169,10 @@ type Options struct {
 type Server struct {
 	opts      Options
 	log       *slog.Logger
-	metrics   *Metrics
+	metrics   *respond.Metrics
 	seen      *seen      // what was served, for the page
 	fleet     *fleetSeen // the other replicas' records, with a shared store (seen_fleet.go)
-	out       *Responder
+	out       *respond.Responder
 	store     *store.Store
 	mappings  store.ProviderMappings
 	generated *cache.Cache[*signedSums]
@@ -197,8 +196,8 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
-	s.metrics.policy = NewPolicyMetrics(s.metrics.reg, opts.PolicyStatus)
+	s := &Server{opts: opts, log: opts.Logger, metrics: respond.NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
+	s.metrics.WatchPolicy(opts.PolicyStatus)
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -209,13 +208,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.startShared(); err != nil {
 		return nil, err
 	}
-	s.out = &Responder{Opts: &s.opts, Log: s.log, Metrics: s.metrics, Seen: s.seen, Store: s.store, URLs: urls,
-		Docs: cache.New[document](cache.Options{Name: "documents", TTL: opts.Store.TagTTL, MaxStale: max(opts.Store.MaxStale, 0),
-			FailureTTL: opts.Store.FailureTTL, MaxEntries: opts.Store.CacheEntries, MaxCost: budgetOf(opts).docs, EntryCost: store.EntryCost,
-			Timeout: 2 * opts.Store.Timeout, Observe: s.metrics.ObserveCache})}
-	if urls != nil {
-		s.out.TokenOK = s.validToken
-	}
+	s.out = s.newResponder(urls)
 	s.probes = s.newProbes()
 	s.routeCommon()
 	s.routeProbes()
@@ -252,12 +245,12 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 		return opts, nil, err
 	}
 	if opts.PublicURL != "" {
-		if opts.PublicURL, err = ParsePublicURL(opts.PublicURL); err != nil {
+		if opts.PublicURL, err = respond.ParsePublicURL(opts.PublicURL); err != nil {
 			return opts, nil, err
 		}
 	}
 	if opts.RegistryHostname != "" {
-		if opts.RegistryHostname, err = ParseHostname(opts.RegistryHostname); err != nil {
+		if opts.RegistryHostname, err = respond.ParseHostname(opts.RegistryHostname); err != nil {
 			return opts, nil, fmt.Errorf("registry hostname: %w", err)
 		}
 	}
@@ -312,32 +305,10 @@ func (s *Server) connect() error {
 	return nil
 }
 
-// setUpClientAuth hashes the client tokens and keys the archive URL
-// signer (nil without client authentication).
-func (s *Server) setUpClientAuth() (*urlSigner, error) {
-	if len(s.opts.AuthTokens) == 0 {
-		return nil, nil
-	}
-	for _, t := range s.opts.AuthTokens {
-		if t == "" {
-			return nil, errors.New("empty client token")
-		}
-		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
-	}
-	key := s.opts.URLSigningKey
-	if len(key) == 0 {
-		key = make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return nil, err
-		}
-	}
-	return &urlSigner{key: key, ttl: s.opts.ArchiveURLTTL, now: time.Now}, nil
-}
-
 // routeCommon adds the health, metrics and discovery endpoints.
 func (s *Server) routeCommon() {
 	s.mux.Handle("/healthz", s.instrument("healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !AllowRead(w, r) {
+		if !respond.AllowRead(w, r) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -345,7 +316,7 @@ func (s *Server) routeCommon() {
 	})))
 	metricsHandler := s.metrics.Handler()
 	s.mux.Handle("/metrics", s.instrument("metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if AllowRead(w, r) {
+		if respond.AllowRead(w, r) {
 			metricsHandler.ServeHTTP(w, r)
 		}
 	})))
@@ -371,7 +342,7 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
-	if !AllowRead(w, r) {
+	if !respond.AllowRead(w, r) {
 		return
 	}
 	s.mu.RLock()
@@ -380,7 +351,26 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 		doc[k] = s.opts.PublicURL + v // absolute with a public URL, which may carry a path prefix
 	}
 	s.mu.RUnlock()
-	WriteJSON(w, r, doc)
+	respond.WriteJSON(w, r, doc)
+}
+
+// newResponder is what the handlers answer with (respond): the options
+// they need of the server's, its logs, metrics and store, the page as
+// the observer of what was served, and the URL signer when clients
+// authenticate.
+func (s *Server) newResponder(urls *respond.URLSigner) *respond.Responder {
+	o := s.opts
+	out := respond.New(respond.Options{RegistryHostname: o.RegistryHostname, PublicURL: o.PublicURL,
+		TagTTL: o.Store.TagTTL, MaxStale: o.Store.MaxStale, FailureTTL: o.Store.FailureTTL, ArchiveURLTTL: o.ArchiveURLTTL,
+		StallTimeout: o.StallTimeout, RedirectArchives: o.RedirectArchives, Hint: o.Hint, Policy: o.Policy, Now: o.Now},
+		s.log, s.metrics, cache.Options{Name: "documents", TTL: o.Store.TagTTL, MaxStale: max(o.Store.MaxStale, 0),
+			FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries, MaxCost: budgetOf(o).docs, EntryCost: store.EntryCost,
+			Timeout: 2 * o.Store.Timeout, Observe: s.metrics.ObserveCache})
+	out.Observer, out.Store, out.URLs = s.seen, s.store, urls
+	if urls != nil {
+		out.TokenOK = s.validToken
+	}
+	return out
 }
 
 // cacheBudget shares Options.CacheBytes out among the caches.
@@ -397,4 +387,16 @@ func budgetOf(o Options) cacheBudget {
 	}
 	b.store = o.CacheBytes - b.docs - b.generated - b.origins
 	return b
+}
+
+// ObserveCertificateReload counts a change of the TLS certificate files:
+// err is nil when the new pair is served, the reason it was refused
+// otherwise (servercreds.Reloader's OnReload).
+func (s *Server) ObserveCertificateReload(err error) { s.metrics.ObserveCertificateReload(err) }
+
+// ObserveCertificateExpiry serves when the TLS certificate served
+// expires (respond.Metrics.ObserveCertificateExpiry). Called once, by
+// serve.
+func (s *Server) ObserveCertificateExpiry(notAfter func() time.Time) error {
+	return s.metrics.ObserveCertificateExpiry(notAfter)
 }

@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,11 +14,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
@@ -563,7 +558,7 @@ func TestClientAuthentication(t *testing.T) {
 	q.Set("expires", fmt.Sprint(time.Now().Add(time.Hour).Unix()))
 	pu.RawQuery = q.Encode()
 	p.wantError(t, pu.String(), http.StatusForbidden, "signature is invalid")
-	p.out.URLs.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	p.out.URLs.Now = func() time.Time { return time.Now().Add(2 * time.Minute) }
 	p.wantError(t, u, http.StatusForbidden, "expired")
 	if strings.Contains(p.logs.String(), token) || strings.Contains(p.logs.String(), "signature=") {
 		t.Errorf("secrets in the log:\n%s", p.logs.String())
@@ -586,27 +581,5 @@ func TestMountAdvertisesService(t *testing.T) {
 	}
 	if r := p.get(t, "/healthz"); r.Status != 200 {
 		t.Fatal(r.Status)
-	}
-}
-
-func TestUpstreamErrorMapping(t *testing.T) {
-	u, _ := url.Parse("https://r.example/v2/x/tags/list")
-	resp := func(code int) error {
-		return fmt.Errorf("listing: %w", &errcode.ErrorResponse{Method: "GET", URL: u, StatusCode: code})
-	}
-	for _, c := range []struct {
-		err    error
-		status int
-	}{
-		{resp(500), 502}, {resp(502), 502}, {resp(503), 503}, {resp(429), 503}, {resp(401), 502}, {resp(403), 502},
-		{resp(404), 502}, // a 404 after the tag resolved means the registry lost content
-		{context.DeadlineExceeded, 504},
-		{fmt.Errorf("x: %w", oci.ErrInvalidArtifact), 502},
-		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, 502},
-		{errors.New("something odd"), 502},
-	} {
-		if he := toHTTP(c.err, 0); he.status != c.status {
-			t.Errorf("%v: %+v, want %d", c.err, he, c.status)
-		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // engine, when configured.
 func (s *Server) startShared() error {
 	if c, ok := s.opts.Shared.(prometheus.Collector); ok {
-		if err := s.metrics.reg.Register(c); err != nil {
+		if err := s.metrics.Registry().Register(c); err != nil {
 			return err
 		}
 	}
@@ -30,7 +30,7 @@ func (s *Server) startShared() error {
 		pullModules = s.opts.ModuleMappings[0]
 	}
 	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: pullModules,
-		Registry: s.client, Metrics: s.metrics.reg, ObserveCache: s.metrics.ObserveCache, CacheEntries: s.opts.Store.CacheEntries,
+		Registry: s.client, Metrics: s.metrics.Registry(), ObserveCache: s.metrics.ObserveCache, CacheEntries: s.opts.Store.CacheEntries,
 		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared})
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
@@ -22,7 +23,7 @@ const (
 // tofuHandlers serve OpenTofu releases as a TofuDL mirror, rendering
 // what their source answers.
 type tofuHandlers struct {
-	*Responder
+	*respond.Responder
 	source source.Tofu
 }
 
@@ -36,7 +37,7 @@ func (s *Server) mountTofu(ref oci.Reference) {
 
 // serveAPI answers api.json: every release, newest first.
 func (t *tofuHandlers) serveAPI(w http.ResponseWriter, r *http.Request) {
-	if !AllowRead(w, r) {
+	if !respond.AllowRead(w, r) {
 		return
 	}
 	if r.URL.EscapedPath() != TofuAPIPath {
@@ -49,7 +50,7 @@ func (t *tofuHandlers) serveAPI(w http.ResponseWriter, r *http.Request) {
 // serveDownload streams one release file, verifying its digest as it
 // streams (a mismatch aborts the response).
 func (t *tofuHandlers) serveDownload(w http.ResponseWriter, r *http.Request) {
-	req, ok := ReadRequest(t.Responder, w, r, TofuDownloadPrefix, ParseTofuDownloadPath)
+	req, ok := respond.ReadRequest(t.Responder, w, r, TofuDownloadPrefix, ParseTofuDownloadPath)
 	if !ok {
 		return
 	}
@@ -93,7 +94,7 @@ func (t *tofuHandlers) apiDoc(ctx context.Context) (any, time.Time, error) {
 	for i, v := range doc.Versions {
 		ids[i] = v.ID
 	}
-	t.Seen.tofuListed(ids)
+	t.Observer.TofuListed(ids)
 	return doc, l.At, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,7 +132,7 @@ func TestTofuMirrorFromLayout(t *testing.T) {
 	}
 	h := p.do(t, http.MethodHead, "/tofu/download/v1.9.0/tofu_1.9.0_SHA256SUMS", nil)
 	sums, _ := os.ReadFile(testenv.Testdata(t, "tofu", "1.9.0", "tofu_1.9.0_SHA256SUMS"))
-	if h.Status != 200 || len(h.Body) != 0 || h.Header.Get("Content-Length") != itoa(int64(len(sums))) || !strings.HasPrefix(h.Header.Get("Content-Type"), "text/plain") {
+	if h.Status != 200 || len(h.Body) != 0 || h.Header.Get("Content-Length") != strconv.Itoa(len(sums)) || !strings.HasPrefix(h.Header.Get("Content-Type"), "text/plain") {
 		t.Errorf("HEAD SHA256SUMS: %d %v", h.Status, h.Header)
 	}
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 func TestParsePublicURL(t *testing.T) {
@@ -21,9 +22,9 @@ func TestParsePublicURL(t *testing.T) {
 		{"https://127.0.0.1:8443", "https://127.0.0.1:8443"},
 		{"https://[::1]:8443/p", "https://[::1]:8443/p"},
 	} {
-		got, err := ParsePublicURL(c.in)
+		got, err := respond.ParsePublicURL(c.in)
 		if err != nil || got != c.want {
-			t.Errorf("ParsePublicURL(%q) = %q, %v; want %q", c.in, got, err, c.want)
+			t.Errorf("respond.ParsePublicURL(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
 	for _, bad := range []string{
@@ -31,8 +32,8 @@ func TestParsePublicURL(t *testing.T) {
 		"https://tofu.example.com/?a=b", "https://tofu.example.com/#x", "https://tofu.example.com:x",
 		"https://exa mple.com", "https://tofu.example.com/a/../b", "https://tofu.example.com//a",
 	} {
-		if got, err := ParsePublicURL(bad); err == nil {
-			t.Errorf("ParsePublicURL(%q) = %q, want an error", bad, got)
+		if got, err := respond.ParsePublicURL(bad); err == nil {
+			t.Errorf("respond.ParsePublicURL(%q) = %q, want an error", bad, got)
 		}
 	}
 	if _, err := New(Options{PublicURL: "http://x.example", ProviderMappings: mustMapping(t, "oci-layout:/nonexistent/${namespace}/${type}")}); err == nil {

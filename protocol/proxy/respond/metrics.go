@@ -1,4 +1,4 @@
-package proxy
+package respond
 
 import (
 	"maps"
@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 )
 
 // Metrics are the proxy's Prometheus Metrics, on a registry of its own so
@@ -211,12 +212,12 @@ func statusIndex(code int) int {
 // ObserveCertificateReload counts a change of the TLS certificate files:
 // err is nil when the new pair is served, the reason it was refused
 // otherwise (servercreds.Reloader's OnReload).
-func (s *Server) ObserveCertificateReload(err error) {
+func (m *Metrics) ObserveCertificateReload(err error) {
 	result := "reloaded"
 	if err != nil {
 		result = "failed"
 	}
-	s.metrics.tlsReloads.WithLabelValues(result).Inc()
+	m.tlsReloads.WithLabelValues(result).Inc()
 }
 
 // ObserveCertificateExpiry serves when the TLS certificate served
@@ -224,9 +225,20 @@ func (s *Server) ObserveCertificateReload(err error) {
 // (notAfter is asked on each scrape): the alert for a certificate about
 // to expire, which readiness deliberately leaves alone until it has
 // (docs/proxy.md, "Probes"). Called once, by serve.
-func (s *Server) ObserveCertificateExpiry(notAfter func() time.Time) error {
-	return s.metrics.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+func (m *Metrics) ObserveCertificateExpiry(notAfter func() time.Time) error {
+	return m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "oci_tofu_proxy_tls_certificate_not_after_timestamp_seconds",
 		Help: "When the TLS certificate served expires (Unix time); readiness fails once it has.",
 	}, func() float64 { return float64(notAfter().Unix()) }))
+}
+
+// Registry is where the proxy's metrics are registered (served at
+// /metrics): collectors beside the proxy's (the shared state's,
+// pull-through's) register there too.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// WatchPolicy counts the policy's decisions and serves the reloads of
+// its file that status reports (nil: no policy file).
+func (m *Metrics) WatchPolicy(status func() policyfile.Status) {
+	m.policy = newPolicyMetrics(m.reg, status)
 }

@@ -1,4 +1,4 @@
-package proxy
+package respond
 
 import (
 	"bytes"
@@ -95,7 +95,7 @@ func ParsePublicURL(s string) (string, error) {
 	}
 	path := strings.TrimSuffix(u.EscapedPath(), "/")
 	if path != "" {
-		if err := checkRawPath(&url.URL{Path: path, RawPath: path}); err != nil {
+		if err := CheckRawPath(&url.URL{Path: path, RawPath: path}); err != nil {
 			return "", fmt.Errorf("public URL %q: %w", s, err)
 		}
 	}
@@ -164,17 +164,17 @@ func (s *Responder) FileRef(prefix, p string) string {
 	return ref + "?" + s.URLs.sign(prefix+p)
 }
 
-// urlSigner makes archive URLs unguessable and time-limited: clients send
+// URLSigner makes archive URLs unguessable and time-limited: clients send
 // no credentials when downloading archives, so when client authentication
 // is on, the metadata (which they fetch with credentials) hands out URLs
 // carrying an HMAC of the path and an expiry time.
-type urlSigner struct {
+type URLSigner struct {
 	key []byte
 	ttl time.Duration
-	now func() time.Time
+	Now func() time.Time
 }
 
-func (u *urlSigner) mac(path string, expires int64) []byte {
+func (u *URLSigner) mac(path string, expires int64) []byte {
 	m := hmac.New(sha256.New, u.key)
 	m.Write([]byte("oci-tofu archive v1\n"))
 	m.Write([]byte(path))
@@ -184,8 +184,8 @@ func (u *urlSigner) mac(path string, expires int64) []byte {
 }
 
 // sign returns the query string that authorises path until now+ttl.
-func (u *urlSigner) sign(path string) string {
-	expires := u.now().Add(u.ttl).Unix()
+func (u *URLSigner) sign(path string) string {
+	expires := u.Now().Add(u.ttl).Unix()
 	q := url.Values{}
 	q.Set("expires", strconv.FormatInt(expires, 10))
 	q.Set("signature", base64.RawURLEncoding.EncodeToString(u.mac(path, expires)))
@@ -193,7 +193,7 @@ func (u *urlSigner) sign(path string) string {
 }
 
 // verify checks the signature and expiry of a request for path.
-func (u *urlSigner) verify(path string, q url.Values) error {
+func (u *URLSigner) verify(path string, q url.Values) error {
 	expires, err := strconv.ParseInt(q.Get("expires"), 10, 64)
 	if err != nil {
 		return StatusErr(http.StatusForbidden, nil, "this archive URL is not signed: request it again through the mirror or registry metadata")
@@ -202,8 +202,14 @@ func (u *urlSigner) verify(path string, q url.Values) error {
 	if err != nil || !hmac.Equal(sig, u.mac(path, expires)) {
 		return StatusErr(http.StatusForbidden, nil, "this archive URL's signature is invalid")
 	}
-	if u.now().Unix() > expires {
+	if u.Now().Unix() > expires {
 		return StatusErr(http.StatusForbidden, nil, "this archive URL has expired: request it again through the mirror or registry metadata")
 	}
 	return nil
+}
+
+// NewURLSigner signs the URLs handed out with key; they are valid for
+// ttl.
+func NewURLSigner(key []byte, ttl time.Duration) *URLSigner {
+	return &URLSigner{key: key, ttl: ttl, Now: time.Now}
 }

@@ -1,4 +1,4 @@
-package proxy
+package respond
 
 import (
 	"errors"
@@ -129,10 +129,10 @@ func (s *Responder) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &pe) && pe.FirstReport() {
 		s.Log.Error("panic in a background task of a request", "path", r.URL.EscapedPath(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 	}
-	he := toHTTP(err, retryAfter(err, s.Opts.Store.FailureTTL))
+	he := toHTTP(err, retryAfter(err, s.Opts.FailureTTL))
 	if he.status >= 500 {
 		s.Metrics.upstreamError(store.FailureOf(err).String())
-		s.Seen.upstreamFailure(store.FailureOf(err).String(), he.msg)
+		s.Observer.UpstreamFailure(store.FailureOf(err).String(), he.msg)
 	}
 	if rec, ok := w.(*recorder); ok && he.err != nil {
 		rec.errMsg = he.Error()

@@ -1,4 +1,4 @@
-package proxy
+package respond
 
 import (
 	"context"
@@ -24,11 +24,11 @@ import (
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// streamBufferSize is the size of the buffers a download streams
+// StreamBufferSize is the size of the buffers a download streams
 // through, from a pool.
-const streamBufferSize = 256 << 10
+const StreamBufferSize = 256 << 10
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, streamBufferSize); return &b }}
+var bufPool = sync.Pool{New: func() any { b := make([]byte, StreamBufferSize); return &b }}
 
 // blobFile says how a streamed blob is presented to the client.
 type blobFile struct {
@@ -41,7 +41,7 @@ type blobFile struct {
 
 // serveBlob streams a blob from the registry to the client. It never
 // buffers the blob: memory per download is a few buffers of
-// streamBufferSize (deliver says how many). The sha256 and size are
+// StreamBufferSize (deliver says how many). The sha256 and size are
 // checked as the bytes pass; the last buffer is held back until the whole
 // blob has verified, so on a mismatch the client never receives a
 // complete file: the response is aborted (the connection or HTTP/2 stream

@@ -1,4 +1,4 @@
-package proxy
+package respond
 
 import (
 	"sync"
@@ -29,7 +29,7 @@ type policyRuleKey struct {
 	rule string
 }
 
-func NewPolicyMetrics(reg *prometheus.Registry, status func() policyfile.Status) *policyMetrics {
+func newPolicyMetrics(reg *prometheus.Registry, status func() policyfile.Status) *policyMetrics {
 	m := &policyMetrics{decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oci_tofu_policy_decisions_total", Help: "Admission policy decisions that shaped an answer, by kind, deciding rule (its name in the policy file, or default) and decision (allow or deny).",
 	}, []string{"kind", "rule", "decision"})}
@@ -104,6 +104,6 @@ func (m *policyMetrics) forgetDroppedRules(pol *policy.Policy, gen uint64) {
 func (s *Responder) CountDecision(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version, d policy.Decision, fromFacts bool) {
 	s.Metrics.policy.count(pol, gen, kind, d)
 	if !d.Allow && v != nil {
-		s.Seen.policyDenied(kind, address, *v, d, fromFacts)
+		s.Observer.PolicyDenied(kind, address, *v, d, fromFacts)
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package respond
 
 import (
 	"errors"
@@ -88,4 +88,49 @@ func ParseVersion(s string) (names.Version, error) {
 		return names.Version{}, BadPath("%v", err)
 	}
 	return v, nil
+}
+
+// CheckRawPath refuses a path, escaped or not, that is too long, not
+// absolute, or has dot segments or empty segments.
+func CheckRawPath(u *url.URL) error { return CheckPaths(u.EscapedPath(), u.Path) }
+
+// CheckPaths is CheckRawPath of a path's escaped and unescaped forms.
+func CheckPaths(escaped, path string) error {
+	if err := checkPathSegments(escaped); err != nil || path == escaped {
+		return err
+	}
+	return checkPathSegments(path)
+}
+
+func checkPathSegments(p string) error {
+	if len(p) > MaxPathLen {
+		return BadPath("path longer than %d bytes", MaxPathLen)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return BadPath("path must be absolute")
+	}
+	for rest := p[1:]; ; {
+		seg, after, more := strings.Cut(rest, "/")
+		if isDotSegment(seg) {
+			return BadPath("dot segments are not allowed in paths")
+		}
+		if !more {
+			break
+		}
+		if seg == "" {
+			return BadPath("empty path segment")
+		}
+		rest = after
+	}
+	return nil
+}
+
+// isDotSegment says whether seg is ".", "..", or either with its dots
+// escaped ("%2e", "%2E%2e", …). Most segments are longer than six bytes
+// or start with neither '.' nor '%', and are told at once.
+func isDotSegment(seg string) bool {
+	if len(seg) == 0 || len(seg) > 6 || seg[0] != '.' && seg[0] != '%' {
+		return false
+	}
+	return seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e")
 }

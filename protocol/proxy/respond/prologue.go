@@ -1,8 +1,6 @@
-package proxy
+package respond
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -25,13 +23,13 @@ import (
 // page's record of what was served. Handlers of each protocol family
 // (providers, modules, TofuDL) hold one; the Server builds it.
 type Responder struct {
-	Opts    *Options
-	Log     *slog.Logger
-	Metrics *Metrics
-	Seen    *seen
-	Store   *store.Store
-	Docs    *cache.Cache[document]
-	URLs    *urlSigner // nil without client authentication
+	Opts     *Options
+	Log      *slog.Logger
+	Metrics  *Metrics
+	Observer Observer
+	Store    *store.Store
+	Docs     *cache.Cache[document]
+	URLs     *URLSigner // nil without client authentication
 	// TokenOK checks an Authorization header against the client tokens
 	// (nil without client authentication).
 	TokenOK func(header string) bool
@@ -125,37 +123,6 @@ func (s *Responder) Hostname(w http.ResponseWriter, r *http.Request) (string, bo
 	return host, err == nil
 }
 
-// Authenticate requires a configured bearer token when client
-// authentication is on (OpenTofu and Terraform send the token of a
-// credentials block for the proxy's hostname as "Authorization: Bearer";
-// the scheme is case-insensitive).
-func (s *Server) Authenticate(h http.Handler) http.Handler {
-	if len(s.tokens) == 0 {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.validToken(r.Header.Get("Authorization")) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
-		WriteError(w, http.StatusUnauthorized, "a valid bearer token is required: add a credentials block for this host to the CLI configuration")
-	})
-}
-
-func (s *Server) validToken(header string) bool {
-	scheme, tok, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	match := 0
-	for _, t := range s.tokens {
-		match |= subtle.ConstantTimeCompare(sum[:], t[:])
-	}
-	return match == 1
-}
-
 // RegistryHostname is the ${hostname} of providers and modules served
 // through the registry protocols.
 func (s *Responder) RegistryHostname(r *http.Request) (string, error) {
@@ -187,4 +154,11 @@ func (s *Responder) AdmittedPath(w http.ResponseWriter, r *http.Request, prefix 
 // accepts (client authentication on): such a request needs no signed URL.
 func (s *Responder) bearerAuthorised(r *http.Request) bool {
 	return s.TokenOK != nil && s.TokenOK(r.Header.Get("Authorization"))
+}
+
+// New is a Responder answering for a server with opts, logging to log,
+// counting in m, its documents cached as docs says (its Name, TTL,
+// bounds and observer).
+func New(opts Options, log *slog.Logger, m *Metrics, docs cache.Options) *Responder {
+	return &Responder{Opts: &opts, Log: log, Metrics: m, Docs: cache.New[document](docs)}
 }

@@ -1,4 +1,4 @@
-package proxy
+package respond
 
 import (
 	"context"
@@ -112,11 +112,11 @@ func (s *Responder) fetchDoc(build builder) func(ctx context.Context) (document,
 		}
 		var expires time.Time
 		if !asOf.IsZero() {
-			expires = asOf.Add(s.Opts.Store.TagTTL)
+			expires = asOf.Add(s.Opts.TagTTL)
 		}
 		if s.URLs != nil {
 			// Signed archive URLs in a document outlive it, stale or not.
-			expires = source.Earliest(expires, time.Now().Add(s.Opts.ArchiveURLTTL/2-s.Opts.Store.MaxStale))
+			expires = source.Earliest(expires, time.Now().Add(s.Opts.ArchiveURLTTL/2-s.Opts.MaxStale))
 		}
 		d := newDocument(append(b, '\n'), expires)
 		d.decidedUntil = dec.Until()

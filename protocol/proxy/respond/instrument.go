@@ -1,4 +1,4 @@
-package proxy
+package respond
 
 import (
 	"fmt"
@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// instrument counts, times and logs requests, and is the recovery boundary
+// Instrument counts, times and logs requests, and is the recovery boundary
 // of each: a panic is logged once with its stack and answered 500 (or the
 // stream cut), never the end of the process. Logs carry the method, the
 // path without query (archive URL signatures stay out) and the outcome;
 // never headers.
-func (s *Server) instrument(name string, h http.Handler) http.Handler {
-	hm := s.metrics.forHandler(name)
+func (m *Metrics) Instrument(log *slog.Logger, name string, h http.Handler) http.Handler {
+	hm := m.forHandler(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := sinceEpoch()
 		rec := &recorder{ResponseWriter: w}
@@ -23,13 +23,13 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 			p := recover()
 			aborted := p != nil
 			if aborted && p != http.ErrAbortHandler {
-				s.log.Error("panic serving a request", "handler", name, "path", r.URL.EscapedPath(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				log.Error("panic serving a request", "handler", name, "path", r.URL.EscapedPath(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				if rec.status == 0 {
 					WriteError(rec, http.StatusInternalServerError, "internal error")
 					aborted = false
 				}
 			}
-			s.record(hm, r, rec, start, aborted)
+			record(log, hm, r, rec, start, aborted)
 			if aborted {
 				panic(http.ErrAbortHandler) // cut the response; net/http logs nothing for this one
 			}
@@ -46,7 +46,7 @@ var epoch = time.Now()
 func sinceEpoch() time.Duration { return time.Since(epoch) }
 
 // record counts and logs one finished request.
-func (s *Server) record(hm *handlerMetrics, r *http.Request, rec *recorder, start time.Duration, aborted bool) {
+func record(log *slog.Logger, hm *handlerMetrics, r *http.Request, rec *recorder, start time.Duration, aborted bool) {
 	status := rec.status
 	if status == 0 {
 		status = http.StatusOK
@@ -60,7 +60,7 @@ func (s *Server) record(hm *handlerMetrics, r *http.Request, rec *recorder, star
 	if status >= 500 || status == 0 {
 		level = slog.LevelWarn
 	}
-	if !s.log.Enabled(r.Context(), level) {
+	if !log.Enabled(r.Context(), level) {
 		return
 	}
 	attrs := []slog.Attr{
@@ -74,7 +74,7 @@ func (s *Server) record(hm *handlerMetrics, r *http.Request, rec *recorder, star
 	if rec.hint != "" {
 		attrs = append(attrs, slog.String("hint", rec.hint))
 	}
-	s.log.LogAttrs(r.Context(), level, "request", attrs...)
+	log.LogAttrs(r.Context(), level, "request", attrs...)
 }
 
 func remoteIP(r *http.Request) string { return HostOnly(r.RemoteAddr) }
@@ -113,3 +113,11 @@ func (r *recorder) Write(b []byte) (int, error) {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Hint gives the log line of the request w answers a hint for the
+// operator (what to change); never sent to the client.
+func Hint(w http.ResponseWriter, hint string) {
+	if rec, ok := w.(*recorder); ok {
+		rec.hint = hint
+	}
+}
