@@ -17,11 +17,11 @@ import (
 
 // The source stacks, composed once at start-up and nowhere else:
 // handlers see only package source. A mapping is what the registry holds
-// (held), with pull-through for the first mapping (pulled); each mapping
-// is gated by the policy file and the attestation rule (gate), so that a
-// copy one mapping may not serve is passed over for the next mapping's;
-// several mappings are merged, the first serving a version winning
-// (merged). The gate decides with gate.Policy (judge, below), the proxy
+// (held), with pull-through for the first mapping (of those admitting a
+// provider address; pulled); each mapping is gated by the policy file
+// and the attestation rule (gate), so that a copy one mapping may not
+// serve is passed over for the next mapping's; several mappings are
+// merged, the first serving a version winning (merged). The gate decides with gate.Policy (judge, below), the proxy
 // supplying only what is outside the gate's concern.
 
 // judge is the gate's judge and pull-through's rules: the policy file
@@ -76,29 +76,51 @@ func (s *Server) readFacts(ctx context.Context, pol *policy.Policy, kind names.K
 	return s.judge().ReadFacts(ctx, pol, kind, n, root)
 }
 
-// providerSource is the providers' stack: gate(pulled(held)) with
-// pull-through, which stores into the first mapping admitting an
-// address; without, merged(gate(held m0), gate(held m1), …), each
-// mapping's releases judged by their own roots.
+// providerSource is the providers' stack: merged(gate(pulled(held m0)),
+// gate(pulled(held m1)), …) with pull-through, where for each address
+// the first mapping admitting it pulls through (pull-through stores into
+// it) and later mappings serve what they hold; merged(gate(held m0),
+// gate(held m1), …) without. Each mapping's releases are judged by their
+// own roots.
 func (s *Server) providerSource(mappings store.ProviderMappings) source.Providers {
 	judge := s.judge()
-	gated := func(inner source.Providers) source.Providers {
-		return &gate.Providers{Inner: inner, Judge: judge, Each: s.store.EachVersion}
-	}
 	all := &held.Providers{Store: s.store, Mappings: mappings, Log: s.log}
 	s.providerRepo, s.providerMappings = all.Repo, mappings
-	switch {
-	case s.pull.Providers():
-		return gated(&pulled.Providers{Held: all, Engine: s.pull, Rules: judge, Log: s.log})
-	case len(mappings) == 1:
-		return gated(all)
+	pulls := s.pull.Providers()
+	hs := make([]*held.Providers, len(mappings))
+	for i, mp := range mappings {
+		hs[i] = &held.Providers{Store: s.store, Mappings: store.ProviderMappings{mp}, Log: s.log}
 	}
-	m := &merged.Providers{}
-	for _, mp := range mappings {
-		h := &held.Providers{Store: s.store, Mappings: store.ProviderMappings{mp}, Log: s.log}
-		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: gated(h), Admits: h.Admits})
+	m := &merged.Providers{Pulls: pulls}
+	for i, h := range hs {
+		var src source.Providers = h
+		if pulls {
+			src = &pulled.Providers{Held: h, Engine: s.pull, Rules: judge, Log: s.log,
+				Pulls: func(p names.Provider) bool { return mappings.Index(p) == i },
+				Later: func(p names.Provider) []*store.Repo { return laterRepos(hs[i+1:], p) }}
+		}
+		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: &gate.Providers{Inner: src, Judge: judge, Each: s.store.EachVersion}, Admits: h.Admits})
+	}
+	if len(m.Mappings) == 1 {
+		return m.Mappings[0].Source
+	}
+	if pulls {
+		m.Outage = func(p names.Provider, via source.Via, err error) string {
+			return pulled.Degraded(s.pull, p, via, err)
+		}
 	}
 	return m
+}
+
+// laterRepos are the repositories of the mappings of hs admitting p.
+func laterRepos(hs []*held.Providers, p names.Provider) []*store.Repo {
+	var out []*store.Repo
+	for _, h := range hs {
+		if repo, err := h.Repo(p); err == nil {
+			out = append(out, repo)
+		}
+	}
+	return out
 }
 
 // ownModules names the modules addressed under the proxy's own hostname
