@@ -20,12 +20,12 @@ import (
 
 // The source stacks, composed once at start-up and nowhere else:
 // handlers see only package source. A mapping is what the registry holds
-// (held), with pull-through for the first mapping (pulled); each mapping
-// is gated by the policy file and the attestation rule (gate), so that a
-// copy one mapping may not serve is passed over for the next mapping's;
-// several mappings are merged, the first serving a version winning
-// (merged). The gate decides with gate.Policy (judge, below), the proxy
-// supplying only what is outside the gate's concern; it explains its
+// (held), with pull-through for the first mapping (of those admitting a
+// provider address; pulled); each mapping is gated by the policy file
+// and the attestation rule (gate), so that a copy one mapping may not
+// serve is passed over for the next mapping's; several mappings are
+// merged, the first serving a version winning (merged). The gate decides
+// with gate.Policy (judge, below), the proxy supplying only what is outside the gate's concern; it explains its
 // decisions (ExplainPolicy, below) over the held sources of the same
 // mappings.
 
@@ -75,28 +75,49 @@ func (o *Options) ingestTrust() attest.IngestTrust {
 	return t
 }
 
-// providerSource is the providers' stack: gate(pulled(held)) with
-// pull-through, which stores into the first mapping admitting an
-// address; without, merged(gate(held m0), gate(held m1), …), each
-// mapping's releases judged by their own roots.
+// providerSource is the providers' stack: merged(gate(pulled(held m0)),
+// gate(pulled(held m1)), …) with pull-through, where for each address
+// the first mapping admitting it pulls through (pull-through stores into
+// it) and later mappings serve what they hold; merged(gate(held m0),
+// gate(held m1), …) without. Each mapping's releases are judged by their
+// own roots.
 func (s *Server) providerSource(mappings store.ProviderMappings) source.Providers {
 	judge := s.judge()
-	gated := func(inner source.Providers) source.Providers {
-		return &gate.Providers{Inner: inner, Judge: judge, Each: s.store.EachVersion}
+	pulls := s.pull.Providers()
+	hs := make([]*held.Providers, len(mappings))
+	for i, mp := range mappings {
+		hs[i] = &held.Providers{Store: s.store, Mappings: store.ProviderMappings{mp}, Log: s.log}
 	}
-	all := &held.Providers{Store: s.store, Mappings: mappings, Log: s.log}
-	switch {
-	case s.pull.Providers():
-		return gated(&pulled.Providers{Held: all, Engine: s.pull, Rules: judge, Log: s.log})
-	case len(mappings) == 1:
-		return gated(all)
+	m := &merged.Providers{Pulls: pulls}
+	for i, h := range hs {
+		var src source.Providers = h
+		if pulls {
+			src = &pulled.Providers{Held: h, Engine: s.pull, Rules: judge, Log: s.log,
+				Pulls: func(p names.Provider) bool { return mappings.Index(p) == i },
+				Later: func(p names.Provider) []*store.Repo { return laterRepos(hs[i+1:], p) }}
+		}
+		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: &gate.Providers{Inner: src, Judge: judge, Each: s.store.EachVersion}, Admits: h.Admits})
 	}
-	m := &merged.Providers{}
-	for _, mp := range mappings {
-		h := &held.Providers{Store: s.store, Mappings: store.ProviderMappings{mp}, Log: s.log}
-		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: gated(h), Admits: h.Admits})
+	if len(m.Mappings) == 1 {
+		return m.Mappings[0].Source
+	}
+	if pulls {
+		m.Outage = func(p names.Provider, via source.Via, err error) string {
+			return pulled.Degraded(s.pull, p, via, err)
+		}
 	}
 	return m
+}
+
+// laterRepos are the repositories of the mappings of hs admitting p.
+func laterRepos(hs []*held.Providers, p names.Provider) []*store.Repo {
+	var out []*store.Repo
+	for _, h := range hs {
+		if repo, err := h.Repo(p); err == nil {
+			out = append(out, repo)
+		}
+	}
+	return out
 }
 
 // ownModules names the modules addressed under the proxy's own hostname
@@ -202,9 +223,8 @@ func (s *Server) heldFor(kind names.Kind, address string) ([]gate.Held, error) {
 	return nil, fmt.Errorf("unknown kind %q", kind)
 }
 
-// heldProviders are p's held sources: of every mapping admitting it
-// (merged), or only the first with pull-through, as providerSource
-// composes them.
+// heldProviders are p's held sources: of every mapping admitting it,
+// in order, as providerSource merges them.
 func (s *Server) heldProviders(p names.Provider) ([]gate.Held, error) {
 	if len(s.mappings) == 0 {
 		return nil, errors.New("the server maps no providers (no --provider-template or --config)")
@@ -212,7 +232,7 @@ func (s *Server) heldProviders(p names.Provider) ([]gate.Held, error) {
 	var out []gate.Held
 	for _, mp := range s.mappings {
 		h := &held.Providers{Store: s.store, Mappings: store.ProviderMappings{mp}, Log: s.log}
-		if repo, err := h.Repo(p); err == nil && (len(out) == 0 || !s.pull.Providers()) {
+		if repo, err := h.Repo(p); err == nil {
 			out = append(out, gate.HeldProvider(repo, h, p))
 		}
 	}

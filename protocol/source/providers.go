@@ -209,3 +209,21 @@ type PulledFiles interface {
 type Warmer interface {
 	WarmProvider(ctx context.Context, r *ProviderRoot, pl names.Platform)
 }
+
+// HeldProviders is a source of provider releases that may pull through,
+// asked for what it holds alone: ResolveHeldProvider is ResolveProvider
+// with nothing offered by an origin and nothing started (NotFound marked
+// ErrNotHeld when not held). Several mappings ask each of theirs what it
+// holds before the one that pulls through fetches.
+type HeldProviders interface {
+	ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via Via) (*ProviderRoot, error)
+}
+
+// ResolveHeldProvider is src's ResolveHeldProvider when it answers one,
+// its ResolveProvider otherwise (a source that never pulls through).
+func ResolveHeldProvider(ctx context.Context, src Providers, p names.Provider, v names.Version, via Via) (*ProviderRoot, error) {
+	if h, ok := src.(HeldProviders); ok {
+		return h.ResolveHeldProvider(ctx, p, v, via)
+	}
+	return src.ResolveProvider(ctx, p, v, via)
+}

@@ -90,14 +90,23 @@ func (m ProviderMapping) admits(p names.Provider) bool {
 // which tofu refuses too).
 var ErrNoRepository = errors.New("the mapping's template gives no valid repository name")
 
+// Index is the position of the mapping p maps through, the first whose
+// filters admit it (whether or not its template gives a repository for
+// p); -1 when none does.
+func (ms ProviderMappings) Index(p names.Provider) int {
+	for i, m := range ms {
+		if m.admits(p) {
+			return i
+		}
+	}
+	return -1
+}
+
 // Map returns the repository of the first mapping that admits p, or an
 // error (NotFound) saying why there is none.
 func (ms ProviderMappings) Map(p names.Provider) (oci.Reference, error) {
-	for _, m := range ms {
-		if !m.admits(p) {
-			continue
-		}
-		ref, err := m.Template.Expand(p.TemplateValues())
+	if i := ms.Index(p); i >= 0 {
+		ref, err := ms[i].Template.Expand(p.TemplateValues())
 		if err != nil {
 			return oci.Reference{}, &Error{Failure: oci.FailureNotFound, Repo: p.String(), What: "mapping the provider to a repository",
 				Err: fmt.Errorf("%w: %v", ErrNoRepository, err)}

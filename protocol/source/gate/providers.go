@@ -26,8 +26,10 @@ type Providers struct {
 }
 
 var (
-	_ source.Providers   = (*Providers)(nil)
-	_ source.PulledFiles = (*Providers)(nil)
+	_ source.Providers     = (*Providers)(nil)
+	_ source.HeldProviders = (*Providers)(nil)
+	_ source.PulledFiles   = (*Providers)(nil)
+	_ source.Warmer        = (*Providers)(nil)
 )
 
 func what(p names.Provider) string { return "provider " + p.String() }
@@ -142,10 +144,22 @@ func (g *Providers) readListedVersion(ctx context.Context, p names.Provider, v n
 // the version and, when stored, its facts admit it (the attestation rule
 // is judged when it is read).
 func (g *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+	return g.resolve(ctx, p, v, func() (*source.ProviderRoot, error) { return g.Inner.ResolveProvider(ctx, p, v, via) })
+}
+
+// ResolveHeldProvider is the release the inner source holds, judged as
+// ResolveProvider judges it.
+func (g *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+	return g.resolve(ctx, p, v, func() (*source.ProviderRoot, error) { return source.ResolveHeldProvider(ctx, g.Inner, p, v, via) })
+}
+
+// resolve is release v as inner resolves it, judged: the policy on the
+// version before anything is read, the facts of a stored release after.
+func (g *Providers) resolve(ctx context.Context, p names.Provider, v names.Version, inner func() (*source.ProviderRoot, error)) (*source.ProviderRoot, error) {
 	if err := g.Judge.Version(providerKind, p.String(), what(p), v); err != nil {
 		return nil, err
 	}
-	root, err := g.Inner.ResolveProvider(ctx, p, v, via)
+	root, err := inner()
 	if err != nil {
 		return nil, err
 	}
@@ -259,4 +273,14 @@ func (g *Providers) OpenPulledFile(ctx context.Context, f source.PulledFile) (*s
 		return nil, err
 	}
 	return blob, nil
+}
+
+// WarmProvider is the inner source's, for a platform the policy allows
+// (r was resolved through the gate).
+func (g *Providers) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl names.Platform) {
+	w, ok := g.Inner.(source.Warmer)
+	if !ok || g.Judge.Platform(r.Provider, r.Version, pl) != nil {
+		return
+	}
+	w.WarmProvider(ctx, r, pl)
 }

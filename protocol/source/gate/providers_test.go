@@ -139,3 +139,37 @@ func TestGateLeavesOutWhatThePolicyDeniesWithoutReadingIt(t *testing.T) {
 		t.Errorf("reading 1.1.0: %v, want the attestation rule's refusal whatever the read found", err)
 	}
 }
+
+// pulling is a source that pulls through: it counts what is asked of it
+// besides what it holds.
+type pulling struct {
+	heldProviders
+	heldAsked, warmed int
+}
+
+func (h *pulling) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+	h.heldAsked++
+	return nil, source.MarkNotHeld(source.NotFoundf("no version %s", v))
+}
+
+func (h *pulling) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl names.Platform) {
+	h.warmed++
+}
+
+// The gate judges what a source holds as it judges what it resolves, and
+// passes the early download of a package on.
+func TestGatePassesHeldResolutionAndWarmingOn(t *testing.T) {
+	inner := &pulling{}
+	g := &gate.Providers{Inner: inner, Each: each, Judge: providerJudge{deniedVersions: map[string]bool{"2.0.0": true}}}
+	var d *source.Denied
+	if _, err := g.ResolveHeldProvider(context.Background(), p, names.MustParseVersion("2.0.0"), source.ViaMirror); !errors.As(err, &d) || inner.heldAsked != 0 {
+		t.Errorf("held 2.0.0: %v (inner asked %d times), want the denial, nothing asked", err, inner.heldAsked)
+	}
+	if _, err := g.ResolveHeldProvider(context.Background(), p, names.MustParseVersion("1.0.0"), source.ViaMirror); !source.IsNotHeld(err) || inner.heldAsked != 1 || len(inner.resolved) != 0 {
+		t.Errorf("held 1.0.0: %v, want the inner source's held answer alone (asked %d, resolved %v)", err, inner.heldAsked, inner.resolved)
+	}
+	g.WarmProvider(context.Background(), &source.ProviderRoot{Provider: p, Version: names.MustParseVersion("1.0.0")}, names.Platform{OS: "linux", Arch: "amd64"})
+	if inner.warmed != 1 {
+		t.Errorf("warmed %d times through the gate, want 1", inner.warmed)
+	}
+}

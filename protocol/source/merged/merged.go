@@ -8,8 +8,9 @@
 // nothing of what is asked (not found) is passed over; any other failure
 // of a mapping's registry is the answer, so an outage never turns into
 // another mapping's copy or a shorter list. With pull-through, the first
-// mapping lists what its origin offers too, and a version no mapping
-// holds at all is pulled into the first mapping (Pulls).
+// mapping (of providers, the first admitting the address) lists what its
+// origin offers too, and a version no mapping holds at all is pulled
+// into it (Pulls).
 //
 // The walk over the mappings (answers) and the union of their listings
 // (union) are the kind's; each kind adds its own methods around them.

@@ -1,6 +1,7 @@
 package merged
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -24,15 +25,31 @@ type ProviderMapping struct {
 // address; each version and platform comes from the first mapping, in
 // order, that holds it. A mapping holding nothing of what is asked
 // (source.Absent) is passed over; any other failure is the answer, as it
-// is for tofu. Pull URLs are the first mapping's.
+// is for tofu.
+//
+// With pull-through (Pulls), the first mapping admitting an address is
+// the one pull-through stores it into: its listing adds what the origin
+// offers, a version no mapping holds is resolved by it from the origin,
+// and pull URLs and downloads started early are its. A copy a mapping
+// holds is served before the origin's; a copy a later mapping holds but
+// may not serve does not keep the first from pulling, as with one
+// mapping.
 type Providers struct {
 	Mappings []ProviderMapping
+	// Pulls: the first mapping admitting an address pulls it through.
+	Pulls bool
+	// Outage, with Pulls, is told that the first mapping's origin failed
+	// (err) while it holds nothing of p and later mappings list versions:
+	// it reports the listing degraded and is the warning the listing
+	// carries ("" for none).
+	Outage func(p names.Provider, via source.Via, err error) string
 }
 
 var (
-	_ source.Providers   = (*Providers)(nil)
-	_ source.PulledFiles = (*Providers)(nil)
-	_ source.Warmer      = (*Providers)(nil)
+	_ source.Providers     = (*Providers)(nil)
+	_ source.HeldProviders = (*Providers)(nil)
+	_ source.PulledFiles   = (*Providers)(nil)
+	_ source.Warmer        = (*Providers)(nil)
 )
 
 // admitting are the mappings whose filters admit p, in order; the first
@@ -82,20 +99,36 @@ func (m *Providers) eachHolding(p names.Provider, read func(s source.Providers) 
 // ProviderVersions is the union of the mappings' listings: a version is
 // left out (or unresolvable) only when every mapping listing it leaves it
 // out; a version read by several mappings is the first's release, the
-// others' in its Others.
+// others' in its Others, a copy a mapping holds coming before an origin's.
+// With Pulls, the first mapping's origin failing while it holds nothing
+// of p leaves the others' listing (degraded: Outage), or is the answer
+// when they hold nothing either.
 func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	out := source.ProviderListing{Unresolvable: map[string]string{}, Refused: map[string]string{}, Left: map[string]error{}, Releases: map[string]*source.ProviderRelease{}}
-	listed, served := map[string]bool{}, map[string]bool{}
-	err := m.eachHolding(p, func(s source.Providers) (bool, error) {
+	listed, served := map[string]int{}, map[string]bool{}
+	var first, outage error
+	held := false
+	for i, s := range m.admitting(p) {
 		l, err := s.ProviderVersions(ctx, p, via, opts)
-		if err != nil {
-			return false, err
+		switch {
+		case err == nil:
+		case absentHere(err):
+			first = cmp.Or(first, err)
+			continue
+		case i == 0 && m.Pulls && originFailed(err):
+			outage = err
+			continue
+		default:
+			return out, err
 		}
+		held = true
 		out.At = source.Earliest(out.At, l.At)
 		for _, e := range l.Versions {
 			v := e.Version.String()
-			if !listed[v] {
-				listed[v] = true
+			j, ok := listed[v]
+			if !ok {
+				j = len(out.Versions)
+				listed[v] = j
 				out.Versions = append(out.Versions, e)
 			}
 			switch {
@@ -109,14 +142,8 @@ func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 				}
 			default:
 				served[v] = true
-				if rel := l.Releases[v]; rel != nil {
-					if first := out.Releases[v]; first != nil {
-						first.Others = append(first.Others, rel)
-					} else {
-						c := *rel
-						out.Releases[v] = &c
-					}
-				}
+				out.Versions[j].Stored = out.Versions[j].Stored || e.Stored
+				addRelease(out.Releases, l.Releases[v])
 			}
 		}
 		for tag, why := range l.Refused {
@@ -127,13 +154,38 @@ func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 				out.Warnings = append(out.Warnings, w)
 			}
 		}
-		return false, nil
-	})
+	}
 	for v := range served {
 		delete(out.Left, v)
 		delete(out.Unresolvable, v)
 	}
-	return out, err
+	switch {
+	case !held:
+		return out, cmp.Or(outage, first)
+	case outage != nil && m.Outage != nil:
+		if w := m.Outage(p, via, outage); w != "" && !slices.Contains(out.Warnings, w) {
+			out.Warnings = append(out.Warnings, w)
+		}
+	}
+	return out, nil
+}
+
+// addRelease adds a mapping's release of a version to the releases
+// listed: the first, or a copy held after an origin's, is the version's
+// release; a later copy held is among its Others; an origin's after any
+// other is dropped.
+func addRelease(releases map[string]*source.ProviderRelease, rel *source.ProviderRelease) {
+	if rel == nil {
+		return
+	}
+	v := rel.Version.String()
+	switch first := releases[v]; {
+	case first == nil || first.Pulled != nil && rel.Pulled == nil:
+		c := *rel
+		releases[v] = &c
+	case rel.Pulled == nil:
+		first.Others = append(first.Others, rel)
+	}
 }
 
 // mergeRelease adds rel to releases, or its platforms and packages to the
@@ -166,15 +218,47 @@ func mergeRelease(releases map[string]*source.ProviderRelease, rel *source.Provi
 	}
 }
 
-// ResolveProvider is the release in the first mapping holding it.
+// ResolveProvider is the release in the first mapping holding it and
+// allowed to serve it. With Pulls, a version the first mapping admitting
+// p does not hold, and no mapping serves, is resolved by that mapping
+// (from its origin).
 func (m *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
-	var root *source.ProviderRoot
-	err := m.eachHolding(p, func(s source.Providers) (bool, error) {
-		r, err := s.ResolveProvider(ctx, p, v, via)
-		root = r
-		return err == nil, err
-	})
+	srcs := m.admitting(p)
+	if len(srcs) == 1 {
+		return srcs[0].ResolveProvider(ctx, p, v, via)
+	}
+	root, pull, err := m.resolveHeld(ctx, srcs, p, v, via)
+	if root != nil || !pull || !m.Pulls {
+		return root, err
+	}
+	return srcs[0].ResolveProvider(ctx, p, v, via)
+}
+
+// ResolveHeldProvider is the release in the first mapping holding it and
+// allowed to serve it, nothing asked of an origin.
+func (m *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+	root, _, err := m.resolveHeld(ctx, m.admitting(p), p, v, via)
 	return root, err
+}
+
+// resolveHeld is the release in the first of srcs holding it and allowed
+// to serve it; pull says none does, and the first does not hold it at
+// all (so it may pull it through).
+func (m *Providers) resolveHeld(ctx context.Context, srcs []source.Providers, p names.Provider, v names.Version, via source.Via) (root *source.ProviderRoot, pull bool, err error) {
+	var first error
+	for i, s := range srcs {
+		r, err := source.ResolveHeldProvider(ctx, s, p, v, via)
+		switch {
+		case err == nil:
+			return r, false, nil
+		case !source.Absent(err):
+			return nil, false, err
+		case i == 0:
+			pull = source.IsNotHeld(err)
+		}
+		first = cmp.Or(first, err)
+	}
+	return nil, pull, first
 }
 
 // ResolveProviderAt is the release with that index digest in the first
@@ -193,7 +277,7 @@ func (m *Providers) ResolveProviderAt(ctx context.Context, p names.Provider, v n
 // each platform's package comes from the first mapping holding the
 // version for that platform (r's own mapping reads r).
 func (m *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, need source.Need) (*source.ProviderRelease, error) {
-	if need&source.NeedPackages == 0 {
+	if need&source.NeedPackages == 0 || r.Pulled != nil { // an origin's: no mapping holds its version
 		return m.admitting(r.Provider)[0].ReadProvider(ctx, r, need)
 	}
 	var out *source.ProviderRelease
@@ -202,7 +286,7 @@ func (m *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, ne
 		root := r
 		if used {
 			var err error
-			if root, err = s.ResolveProvider(ctx, r.Provider, r.Version, source.ViaMirror); err != nil {
+			if root, err = source.ResolveHeldProvider(ctx, s, r.Provider, r.Version, source.ViaMirror); err != nil {
 				return false, err
 			}
 			if sameRelease(root, r) {
@@ -237,18 +321,20 @@ func (m *Providers) OpenProviderPackage(ctx context.Context, r *source.ProviderR
 	return m.Mappings[0].Source.OpenProviderPackage(ctx, r, pl)
 }
 
-// OpenPulledFile is the first mapping's, the one pull-through stores into.
+// OpenPulledFile is the first mapping's admitting the provider, the one
+// pull-through stores it into.
 func (m *Providers) OpenPulledFile(ctx context.Context, f source.PulledFile) (*source.Blob, error) {
-	pf, ok := m.Mappings[0].Source.(source.PulledFiles)
+	pf, ok := m.admitting(f.Provider)[0].(source.PulledFiles)
 	if !ok {
 		return nil, source.NotFoundf("provider %s is not pulled through from any allowed origin", f.Provider)
 	}
 	return pf.OpenPulledFile(ctx, f)
 }
 
-// WarmProvider is the first mapping's.
+// WarmProvider is the first mapping's admitting the provider, the one
+// that resolved an origin's release.
 func (m *Providers) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl names.Platform) {
-	if w, ok := m.Mappings[0].Source.(source.Warmer); ok {
+	if w, ok := m.admitting(r.Provider)[0].(source.Warmer); ok {
 		w.WarmProvider(ctx, r, pl)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/source/held"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 const providerKind = names.KindProvider
@@ -28,21 +29,45 @@ const providerKind = names.KindProvider
 // pushed (dependency confusion: such a provider is never merged with,
 // nor pulled over by, the origin's provider of that name, and the origin
 // is not asked about it).
+//
+// With several mappings each is a Providers of its own, and an address
+// is pulled through only by the one Pulls names: pull-through stores
+// into the first mapping admitting the address (pullthrough.Engine);
+// for the others Providers is what Held holds, nothing more.
 type Providers struct {
 	Held   *held.Providers
 	Engine *pullthrough.Engine
 	Rules  source.Rules
 	Log    *slog.Logger
+	// Pulls reports whether Held's mapping is the one p is pulled
+	// through into; nil: it is, for every address (Held's mappings are
+	// all of them).
+	Pulls func(p names.Provider) bool
+	// Later are the repositories of the mappings after Held's admitting
+	// p, whose versions are listed with Held's (merged): through the
+	// registry protocol, versions pushed to any of them keep p's origin
+	// out as those pushed to Held's do.
+	Later func(p names.Provider) []*store.Repo
 }
 
 var (
-	_ source.Providers   = (*Providers)(nil)
-	_ source.PulledFiles = (*Providers)(nil)
-	_ source.Warmer      = (*Providers)(nil)
+	_ source.Providers     = (*Providers)(nil)
+	_ source.HeldProviders = (*Providers)(nil)
+	_ source.PulledFiles   = (*Providers)(nil)
+	_ source.Warmer        = (*Providers)(nil)
 )
 
-// target is the pull-through target of p asked for through via.
+// pulls reports whether p is pulled through into Held's mapping.
+func (h *Providers) pulls(p names.Provider) bool {
+	return h.Pulls == nil || h.Pulls(p)
+}
+
+// target is the pull-through target of p asked for through via; none
+// where Held's mapping does not pull p through.
 func (h *Providers) target(ctx context.Context, p names.Provider, via source.Via) (pullthrough.Target, bool, error) {
+	if !h.pulls(p) {
+		return pullthrough.Target{}, false, nil
+	}
 	if via == source.ViaMirror {
 		t, ok := h.Engine.MirrorTarget(p)
 		return t, ok, nil
@@ -55,13 +80,22 @@ func (h *Providers) target(ctx context.Context, p names.Provider, via source.Via
 	return t, err == nil && !pushed, err
 }
 
-// heldPushed reports whether p's repository holds pushed versions.
+// heldPushed reports whether p's repository, or a later mapping's
+// merged with it, holds pushed versions.
 func (h *Providers) heldPushed(ctx context.Context, p names.Provider) (bool, error) {
-	repo, err := h.Held.Repo(p)
-	if err != nil {
-		return false, nil // no repository: nothing held (the caller reports the mapping)
+	var repos []*store.Repo
+	if repo, err := h.Held.Repo(p); err == nil { // no repository: nothing held (the caller reports the mapping)
+		repos = append(repos, repo)
 	}
-	return pullthrough.HoldsPushedVersions(ctx, repo)
+	if h.Later != nil {
+		repos = append(repos, h.Later(p)...)
+	}
+	for _, repo := range repos {
+		if pushed, err := pullthrough.HoldsPushedVersions(ctx, repo); pushed || err != nil {
+			return pushed, err
+		}
+	}
+	return false, nil
 }
 
 func (h *Providers) factsRule(p names.Provider) (string, bool) {
@@ -105,9 +139,8 @@ func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 		if len(l.Versions) == 0 {
 			return l, oerr
 		}
-		h.Engine.DegradedListing("provider", t.Origin.String(), oerr)
-		if via == source.ViaRegistry && pullthrough.Classify(oerr) != pullthrough.FailureNotFound {
-			l.Warnings = append(l.Warnings, fmt.Sprintf("origin %s is unavailable: only the versions the proxy's registry holds are listed", t.Origin.Hostname))
+		if w := degraded(h.Engine, t, oerr); w != "" {
+			l.Warnings = append(l.Warnings, w)
 		}
 		return l, nil
 	}
@@ -119,6 +152,33 @@ func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 	}
 	l.At = source.Earliest(l.At, fetched)
 	return l, nil
+}
+
+// degraded reports a listing of what the registry holds, t's origin
+// failing with err, and is the warning a registry protocol listing
+// carries for it ("" for none).
+func degraded(e *pullthrough.Engine, t pullthrough.Target, err error) string {
+	e.DegradedListing("provider", t.Origin.String(), err)
+	if t.Via == pullthrough.ViaRegistry && pullthrough.Classify(err) != pullthrough.FailureNotFound {
+		return fmt.Sprintf("origin %s is unavailable: only the versions the proxy's registry holds are listed", t.Origin.Hostname)
+	}
+	return ""
+}
+
+// Degraded reports a listing of p through via made of what the registry
+// holds, p's origin failing with err, and is the warning a registry
+// protocol listing carries for it ("" for none): with several mappings,
+// the listing of the others when the one pulling p through holds
+// nothing of it (merged.Providers.Outage).
+func Degraded(e *pullthrough.Engine, p names.Provider, via source.Via, err error) string {
+	t, ok := e.MirrorTarget(p)
+	if via == source.ViaRegistry {
+		t, ok = e.RegistryTarget(p)
+	}
+	if !ok {
+		return ""
+	}
+	return degraded(e, t, err)
 }
 
 // recent are the versions pull-through stored lately in p's repository.
@@ -168,6 +228,12 @@ func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v nam
 	return &source.ProviderRoot{Provider: p, Version: v, Pulled: pulled}, nil
 }
 
+// ResolveHeldProvider is the release the registry holds, nothing asked
+// of the origin.
+func (h *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+	return h.Held.ResolveProvider(ctx, p, v, via)
+}
+
 // ResolveProviderAt is the stored release an archive URL names.
 func (h *Providers) ResolveProviderAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*source.ProviderRoot, error) {
 	return h.Held.ResolveProviderAt(ctx, p, v, index)
@@ -213,7 +279,7 @@ func (h *Providers) OpenProviderPackage(ctx context.Context, r *source.ProviderR
 // WarmProvider starts the download of an origin release's package for
 // pl, as the client asks for it next.
 func (h *Providers) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl names.Platform) {
-	if r.Pulled == nil {
+	if r.Pulled == nil || !h.pulls(r.Provider) {
 		return
 	}
 	o, ok := r.Pulled.Release.(*ingest.ProviderRelease)

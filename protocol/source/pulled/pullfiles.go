@@ -44,6 +44,9 @@ func (h *Providers) targetOf(ctx context.Context, f source.PulledFile) (pullthro
 	if !ok {
 		return pullthrough.Target{}, source.NotFoundf("provider %s is not pulled through from any allowed origin", f.Provider)
 	}
+	if !h.pulls(t.Served) { // no mapping of this proxy's stores it (merged.Providers asks the one that does)
+		return pullthrough.Target{}, source.NotFoundf("provider %s is not served by this proxy", t.Served)
+	}
 	if f.Via == pullthrough.ViaRegistry {
 		if pushed, err := h.heldPushed(ctx, f.Provider); err != nil || pushed {
 			if err != nil {
