@@ -15,6 +15,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -425,7 +426,7 @@ func misplacedMirrorRequest(path string) bool {
 	if !ok {
 		rest = strings.TrimPrefix(path, "/")
 	}
-	_, err := ParseMirrorPath(rest)
+	_, err := providers.ParseMirrorPath(rest)
 	return err == nil
 }
 

@@ -86,21 +86,13 @@ func ParseModuleArchivePath(escaped string) (ModuleArchiveRequest, error) {
 	if r.Version, err = respond.ParseVersion(seg[3]); err != nil {
 		return ModuleArchiveRequest{}, err
 	}
-	if r.Manifest, err = parseHexDigest(seg[4]); err != nil {
+	if r.Manifest, err = respond.ParseHexDigest(seg[4]); err != nil {
 		return ModuleArchiveRequest{}, err
 	}
 	if seg[5] != names.ModuleZipName(m, r.Version) {
 		return ModuleArchiveRequest{}, respond.BadPath("file %q does not belong to module %s %s", seg[5], m, r.Version)
 	}
 	return r, nil
-}
-
-func parseHexDigest(s string) (digest.Digest, error) {
-	d := digest.NewDigestFromEncoded(digest.SHA256, s)
-	if len(s) != 64 || strings.ToLower(s) != s || d.Validate() != nil {
-		return "", respond.BadPath("invalid digest %q", s)
-	}
-	return d, nil
 }
 
 // moduleArchivePath is the escaped path (below the module archive prefix)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // fleetRecord is a replica's record of what it served, as it is
@@ -125,7 +126,7 @@ func readArtifacts(in []fleetArtifact, valid func(string) bool, now time.Time) [
 		}
 		av := artifactView{Address: fa.Address, Last: notAfter(fa.Last, now)}
 		for _, via := range fa.Via {
-			if (via == viaMirror || via == viaRegistry) && !slices.Contains(av.Via, via) {
+			if (via == respond.ViaMirror || via == respond.ViaRegistry) && !slices.Contains(av.Via, via) {
 				av.Via = append(av.Via, via)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
 
@@ -162,7 +163,7 @@ func TestFleetRecordIsBounded(t *testing.T) {
 	for i := range maxSeenArtifacts {
 		addr := fmt.Sprintf("registry.example.com/namespace-%03d/provider-type-%03d", i, i)
 		for _, v := range vs {
-			s.ProviderVersion(addr, viaMirror, v, platforms, true)
+			s.ProviderVersion(addr, respond.ViaMirror, v, platforms, true)
 		}
 	}
 	b, err := encodeFleetRecord(s.view())
@@ -191,8 +192,8 @@ func TestFleetRecordIsBounded(t *testing.T) {
 func TestMergeSeen(t *testing.T) {
 	a, b := newSeen(), newSeen()
 	pl, _ := names.ParsePlatform("linux_amd64")
-	a.ProviderListed("example.com/acme/x", viaMirror, names.VersionList{mustVersion(t, "1.0.0"), mustVersion(t, "2.0.0")})
-	b.ProviderVersion("example.com/acme/x", viaRegistry, mustVersion(t, "1.0.0"), []names.Platform{pl}, true)
+	a.ProviderListed("example.com/acme/x", respond.ViaMirror, names.VersionList{mustVersion(t, "1.0.0"), mustVersion(t, "2.0.0")})
+	b.ProviderVersion("example.com/acme/x", respond.ViaRegistry, mustVersion(t, "1.0.0"), []names.Platform{pl}, true)
 	b.TofuListed([]string{"1.9.0", "1.8.0"})
 	a.TofuListed([]string{"1.10.0"})
 	b.UpstreamFailure("timeout", "late")

@@ -19,6 +19,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/health"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
@@ -31,9 +32,10 @@ import (
 // otherwise (urls.go).
 const (
 	DiscoveryPath = wire.DiscoveryPath
-	MirrorPrefix  = "/v1/mirror/"
-	ProvidersPath = "/v1/providers/"
-	ArchivePrefix = "/v1/archives/"
+	MirrorPrefix  = providers.MirrorPrefix
+	ProvidersPath = providers.ProvidersPath
+	ArchivePrefix = providers.ArchivePrefix
+	PullPrefix    = providers.PullPrefix
 )
 
 // Options configure a Server. A registry client (Client, or Registry to
@@ -175,8 +177,8 @@ type Server struct {
 	out       *respond.Responder
 	store     *store.Store
 	mappings  store.ProviderMappings
-	generated *cache.Cache[*signedSums]
 	tokens    [][32]byte
+	providers *providers.Handlers // nil without providers
 	client    *oci.Client         // reaches the registry (pull-through writes with it)
 	pull      *pullthrough.Engine // nil without pull-through
 	probes    *health.Probes      // /readyz and /livez (probes.go)
@@ -399,4 +401,14 @@ func (s *Server) ObserveCertificateReload(err error) { s.metrics.ObserveCertific
 // serve.
 func (s *Server) ObserveCertificateExpiry(notAfter func() time.Time) error {
 	return s.metrics.ObserveCertificateExpiry(notAfter)
+}
+
+// cacheCost is what the server's caches hold, by their counts: what
+// Options.CacheBytes bounds (pull-through's origin caches aside).
+func (s *Server) cacheCost() int64 {
+	n := s.store.CacheCost() + s.out.Docs.Cost()
+	if s.providers != nil {
+		n += s.providers.CacheCost()
+	}
+	return n
 }

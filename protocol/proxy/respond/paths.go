@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/opencontainers/go-digest"
 )
 
 // errBadPath marks a request whose path cannot name anything (400).
@@ -133,4 +134,14 @@ func isDotSegment(seg string) bool {
 		return false
 	}
 	return seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e")
+}
+
+// ParseHexDigest is a path segment naming a sha256 digest: 64
+// lowercase hex digits.
+func ParseHexDigest(s string) (digest.Digest, error) {
+	d := digest.NewDigestFromEncoded(digest.SHA256, s)
+	if len(s) != 64 || strings.ToLower(s) != s || d.Validate() != nil {
+		return "", BadPath("invalid digest %q", s)
+	}
+	return d, nil
 }

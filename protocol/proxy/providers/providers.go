@@ -1,4 +1,4 @@
-package proxy
+package providers
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// How a provider was served, on the page.
+// Paths the provider handlers answer on (the server mounts them there).
 const (
-	viaMirror   = "network mirror"
-	viaRegistry = "registry protocol"
+	MirrorPrefix  = "/v1/mirror/"
+	ProvidersPath = "/v1/providers/"
+	ArchivePrefix = "/v1/archives/"
 )
 
 // PullPrefix serves the files of provider releases the registry does not
@@ -28,35 +28,26 @@ const (
 // signature was verified when the metadata handed the URL out.
 const PullPrefix = "/v1/pull/"
 
-// providerHandlers serve the Provider Network Mirror Protocol, the
+// Handlers serve the Provider Network Mirror Protocol, the
 // Provider Registry Protocol (providers.v1), the archives their documents
 // name and, with pull-through, the files of releases being pulled,
 // rendering what their source answers (compose.go builds it).
-type providerHandlers struct {
+type Handlers struct {
 	*respond.Responder
 	source    source.Providers
 	generated *cache.Cache[*signedSums] // SHA256SUMS the proxy signed itself
 	signer    *pgp.Signer               // signs those (nil: none)
 }
 
-// mountProviders adds the network mirror, the registry protocol
-// (providers.v1) and the archive downloads, and with pull-through the
-// files of releases being pulled.
-func (s *Server) mountProviders(mappings store.ProviderMappings) {
-	o := s.opts
-	s.generated = cache.New[*signedSums](cache.Options{Name: "generated_checksums", FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries,
-		MaxCost: budgetOf(o).generated, EntryCost: store.EntryCost, Timeout: o.Store.Timeout, Observe: s.metrics.ObserveCache})
-	h := &providerHandlers{Responder: s.out, source: s.providerSource(mappings), generated: s.generated, signer: s.opts.Signer}
-	if s.pull.Providers() {
-		s.Mount("", PullPrefix, "pull", http.HandlerFunc(h.servePull))
-	}
-	s.Mount("", MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(h.serveMirror)))
-	s.Mount("providers.v1", ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(h.serveRegistry)))
-	s.Mount("", ArchivePrefix, "archives", http.HandlerFunc(h.serveArchive))
+// New is the provider handlers answering with out from src; signer
+// (nil: none) signs the SHA256SUMS generated for releases without a
+// publisher's, which are cached as generated says.
+func New(out *respond.Responder, src source.Providers, signer *pgp.Signer, generated cache.Options) *Handlers {
+	return &Handlers{Responder: out, source: src, signer: signer, generated: cache.New[*signedSums](generated)}
 }
 
-// serveMirror answers the Provider Network Mirror Protocol.
-func (h *providerHandlers) serveMirror(w http.ResponseWriter, r *http.Request) {
+// ServeMirror answers the Provider Network Mirror Protocol.
+func (h *Handlers) ServeMirror(w http.ResponseWriter, r *http.Request) {
 	req, key, ok := respond.ReadDocRequest(h.Responder, w, r, "", MirrorPrefix, ParseMirrorPath)
 	if !ok {
 		return
@@ -70,9 +61,9 @@ func (h *providerHandlers) serveMirror(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// serveRegistry answers the Provider Registry Protocol, the proxy being
+// ServeRegistry answers the Provider Registry Protocol, the proxy being
 // the origin registry of its providers.
-func (h *providerHandlers) serveRegistry(w http.ResponseWriter, r *http.Request) {
+func (h *Handlers) ServeRegistry(w http.ResponseWriter, r *http.Request) {
 	host, ok := h.Hostname(w, r)
 	if !ok {
 		return
@@ -96,9 +87,9 @@ func (h *providerHandlers) serveRegistry(w http.ResponseWriter, r *http.Request)
 	})
 }
 
-// serveArchive serves a zip, SHA256SUMS or signature named by a URL from
+// ServeArchive serves a zip, SHA256SUMS or signature named by a URL from
 // the metadata: the release its index digest pins.
-func (h *providerHandlers) serveArchive(w http.ResponseWriter, r *http.Request) {
+func (h *Handlers) ServeArchive(w http.ResponseWriter, r *http.Request) {
 	req, ok := respond.SignedRequest(h.Responder, w, r, ArchivePrefix, ParseArchivePath)
 	if !ok {
 		return
@@ -112,7 +103,7 @@ func (h *providerHandlers) serveArchive(w http.ResponseWriter, r *http.Request) 
 }
 
 // archive is the file an archive URL names.
-func (h *providerHandlers) archive(ctx context.Context, req ArchiveRequest) (*source.Blob, error) {
+func (h *Handlers) archive(ctx context.Context, req ArchiveRequest) (*source.Blob, error) {
 	root, err := h.source.ResolveProviderAt(ctx, req.Provider, req.Version, req.Index)
 	if err != nil {
 		return nil, err
@@ -135,9 +126,9 @@ func (h *providerHandlers) archive(ctx context.Context, req ArchiveRequest) (*so
 	return cs.File(fileKinds[req.File], name), nil
 }
 
-// servePull serves a file named by a pull URL: from the pull in flight,
+// ServePull serves a file named by a pull URL: from the pull in flight,
 // from the registry once the release is stored, or by starting the pull.
-func (h *providerHandlers) servePull(w http.ResponseWriter, r *http.Request) {
+func (h *Handlers) ServePull(w http.ResponseWriter, r *http.Request) {
 	rest, ok := h.AdmittedPath(w, r, PullPrefix)
 	if !ok {
 		return
@@ -174,3 +165,7 @@ var fileKinds = map[ArchiveFile]source.ProviderFileKind{
 	ArchiveSHA256SUMS: source.FileSHA256SUMS,
 	ArchiveSignature:  source.FileSignature,
 }
+
+// CacheCost is what the handlers' own cache (generated SHA256SUMS) holds,
+// by its count: part of what Options.CacheBytes bounds.
+func (h *Handlers) CacheCost() int64 { return h.generated.Cost() }

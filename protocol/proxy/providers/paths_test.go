@@ -1,4 +1,4 @@
-package proxy
+package providers
 
 import (
 	"net/url"
@@ -109,28 +109,6 @@ func FuzzParsePaths(f *testing.F) {
 			again, err := ParseArchivePath(archivePath(r.Provider, r.Version, r.Index, file))
 			if err != nil || again != r {
 				t.Fatalf("%q: round trip %+v %v", s, again, err)
-			}
-		}
-		checkModule := func(m names.Module) {
-			for _, n := range []string{m.Namespace, m.Name, m.System} {
-				if n == "" || strings.ContainsAny(n, "/.\\:@%") || strings.ToLower(n) != n {
-					t.Fatalf("%q: module name %q", s, n)
-				}
-			}
-		}
-		if r, err := ParseModulePath(s); err == nil {
-			checkModule(r.Module)
-		}
-		if r, err := ParseModuleArchivePath(s); err == nil {
-			checkModule(r.Module)
-			again, err := ParseModuleArchivePath(moduleArchivePath(r.Module, r.Version, r.Manifest))
-			if err != nil || again.Module != r.Module || again.Manifest != r.Manifest || again.Version.String() != r.Version.String() {
-				t.Fatalf("%q: round trip %+v %v", s, again, err)
-			}
-		}
-		if r, err := ParseTofuDownloadPath(s); err == nil {
-			if !names.IsTofuVersion(r.Version.String()) || !names.ValidTofuArtifact(r.Artifact) || strings.ContainsAny(r.Artifact, "/\\") {
-				t.Fatalf("%q: %+v", s, r)
 			}
 		}
 		u, err := url.Parse("https://x/v1/mirror/" + s)

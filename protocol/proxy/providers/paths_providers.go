@@ -1,4 +1,4 @@
-package proxy
+package providers
 
 import (
 	"net/url"
@@ -141,7 +141,7 @@ func ParseArchivePath(escaped string) (ArchiveRequest, error) {
 	if r.Version, err = respond.ParseVersion(seg[3]); err != nil {
 		return ArchiveRequest{}, err
 	}
-	if r.Index, err = parseHexDigest(seg[4]); err != nil {
+	if r.Index, err = respond.ParseHexDigest(seg[4]); err != nil {
 		return ArchiveRequest{}, err
 	}
 	if r.File, r.Platform, err = archiveFile(p, seg[3], seg[5]); err != nil {

@@ -1,4 +1,4 @@
-package proxy
+package providers
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -25,7 +26,7 @@ import (
 // listing it would make every client that picks it fail (`oci-tofu
 // verify` reports such tags); so are those the source says why it leaves
 // out (the policy, the attestation rule).
-func (h *providerHandlers) mirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
+func (h *Handlers) mirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
 	l, err := h.source.ProviderVersions(ctx, p, source.ViaMirror, source.ListOptions{})
 	if err != nil {
 		return nil, l.At, err
@@ -45,14 +46,14 @@ func (h *providerHandlers) mirrorIndex(ctx context.Context, p names.Provider) (a
 			index.Versions[v] = struct{}{}
 		}
 	}
-	h.Observer.ProviderListed(p.String(), viaMirror, stored)
+	h.Observer.ProviderListed(p.String(), respond.ViaMirror, stored)
 	return index, l.At, nil
 }
 
 // mirrorVersion is <version>.json: every platform's archive, with its
 // lock-file hashes (a stored package's trusted h1 and its zh; an origin's
 // package's zh alone).
-func (h *providerHandlers) mirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
+func (h *Handlers) mirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
 	root, err := h.source.ResolveProvider(ctx, p, v, source.ViaMirror)
 	if err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func (h *providerHandlers) mirrorVersion(ctx context.Context, p names.Provider, 
 		return nil, err
 	}
 	if root.Root != nil {
-		h.Observer.ProviderVersion(p.String(), viaMirror, v, root.Root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
+		h.Observer.ProviderVersion(p.String(), respond.ViaMirror, v, root.Root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
 	}
 	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
 	for _, pl := range rel.Platforms {
@@ -77,7 +78,7 @@ func (h *providerHandlers) mirrorVersion(ctx context.Context, p names.Provider, 
 // urls.go), signed when client authentication is on: an archive URL
 // pinning a stored release's index, or a pull URL pinning an origin's
 // SHA256SUMS.
-func (h *providerHandlers) fileURL(rel *source.ProviderRelease, file string) string {
+func (h *Handlers) fileURL(rel *source.ProviderRelease, file string) string {
 	if pr := rel.Pulled; pr != nil {
 		return h.FileRef(PullPrefix, pr.Via+"/"+archivePath(pr.Served, rel.Version, pr.Sums, file))
 	}
@@ -88,7 +89,7 @@ func (h *providerHandlers) fileURL(rel *source.ProviderRelease, file string) str
 // versions it can offer, with their protocols and platforms. Versions it
 // cannot offer are left out and explained in "warnings", which OpenTofu
 // prints; when none is left the answer is 404 naming why.
-func (h *providerHandlers) registryVersions(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
+func (h *Handlers) registryVersions(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
 	l, err := h.source.ProviderVersions(ctx, p, source.ViaRegistry, source.ListOptions{Need: source.NeedSummary})
 	if err != nil {
 		return nil, l.At, err
@@ -131,7 +132,7 @@ func (h *providerHandlers) registryVersions(ctx context.Context, p names.Provide
 
 // listedVersion is one entry of the versions document, or the warning
 // saying why the version is left out.
-func (h *providerHandlers) listedVersion(shown string, l source.ProviderListing, v names.Version) (*wire.RegistryVersion, string) {
+func (h *Handlers) listedVersion(shown string, l source.ProviderListing, v names.Version) (*wire.RegistryVersion, string) {
 	if tag, ok := l.Unresolvable[v.String()]; ok {
 		return nil, fmt.Sprintf("%s is left out: its tag is %q, but OpenTofu resolves the tag %q, which does not exist (retag it)", v, tag, names.TagForVersion(v))
 	}
@@ -159,7 +160,7 @@ func (h *providerHandlers) listedVersion(shown string, l source.ProviderListing,
 			}
 		}
 	}
-	h.Observer.ProviderVersion(shown, viaRegistry, v, platforms, len(rel.SigningKeyIDs) > 0)
+	h.Observer.ProviderVersion(shown, respond.ViaRegistry, v, platforms, len(rel.SigningKeyIDs) > 0)
 	rv := &wire.RegistryVersion{Version: v.String(), Protocols: protocols(rel), Platforms: registryPlatforms(platforms)}
 	if len(rel.SigningKeyIDs) == 0 && h.signer == nil {
 		return rv, unsignedWarning(v)
@@ -221,7 +222,7 @@ func addWarning(doc *wire.RegistryVersions, w string) {
 // for a stored release) every platform's hashes and size, so tofu records
 // a complete lock entry. An origin's package starts downloading at once,
 // since the client asks for it next.
-func (h *providerHandlers) registryDownload(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
+func (h *Handlers) registryDownload(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
 	root, err := h.source.ResolveProvider(ctx, p, req.Version, source.ViaRegistry)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package proxy
+package providers
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // index the archive URL names). Checking time validity now would make
 // every release unservable once its key expires; clients check the
 // signature themselves anyway.
-func (h *providerHandlers) checksums(ctx context.Context, rel *source.ProviderRelease) (*signedSums, error) {
+func (h *Handlers) checksums(ctx context.Context, rel *source.ProviderRelease) (*signedSums, error) {
 	if rel.ChecksumsErr != nil {
 		return nil, rel.ChecksumsErr
 	}
@@ -55,7 +55,7 @@ type signedSums struct {
 }
 
 // generateChecksums makes and signs a SHA256SUMS of every package of rel.
-func (h *providerHandlers) generateChecksums(rel *source.ProviderRelease) (*signedSums, error) {
+func (h *Handlers) generateChecksums(rel *source.ProviderRelease) (*signedSums, error) {
 	sums := sha256sums.Sums{}
 	for pl, pkg := range rel.Packages {
 		sums[names.ProviderZipName(rel.Provider.Type, rel.Version.String(), pl)] = pkg.Layer.Digest.Encoded()
