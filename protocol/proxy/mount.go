@@ -3,8 +3,11 @@ package proxy
 import (
 	"net/http"
 
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/tofudl"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -25,4 +28,34 @@ func (s *Server) mountProviders(mappings store.ProviderMappings) {
 	s.Mount("", providers.MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(h.ServeMirror)))
 	s.Mount("providers.v1", providers.ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(h.ServeRegistry)))
 	s.Mount("", providers.ArchivePrefix, "archives", http.HandlerFunc(h.ServeArchive))
+}
+
+// mountModules adds modules.v1 and the module archive downloads, for the
+// module mappings in order.
+func (s *Server) mountModules(tpls []*oci.Template) {
+	m := modules.New(s.out, s.moduleSource(tpls, ownModules))
+	s.Mount("modules.v1", modules.ModulesPath, "modules", s.Authenticate(http.HandlerFunc(m.ServeRegistry)))
+	s.Mount("", modules.ModuleArchivePrefix, "module_archives", http.HandlerFunc(m.ServeArchive))
+}
+
+// mountModuleOrigins serves the modules of each origin module registry
+// under its own paths.
+func (s *Server) mountModuleOrigins(tpls []*oci.Template) {
+	if !s.pull.Modules() {
+		return
+	}
+	for _, host := range s.pull.ModuleOrigins() {
+		m := modules.ForOrigin(s.out, s.moduleSource(tpls, host), host)
+		registry, archives := m.Paths()
+		s.Mount("", registry, "modules", s.Authenticate(http.HandlerFunc(m.ServeRegistry)))
+		s.Mount("", archives, "module_archives", http.HandlerFunc(m.ServeArchive))
+	}
+}
+
+// mountTofu adds the TofuDL mirror for the releases in ref, served from
+// their source stack (tofuSource, sources.go).
+func (s *Server) mountTofu(ref oci.Reference) {
+	t := tofudl.New(s.out, s.tofuSource(ref))
+	s.Mount("", tofudl.APIPath, "tofu_api", s.Authenticate(http.HandlerFunc(t.ServeAPI)))
+	s.Mount("", tofudl.DownloadPrefix, "tofu_download", s.Authenticate(http.HandlerFunc(t.ServeDownload)))
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -434,4 +435,33 @@ func misplacedMirrorRequest(path string) bool {
 func authorityOf(base string) string {
 	host, _, _ := strings.Cut(strings.TrimPrefix(base, "https://"), "/")
 	return host
+}
+
+// publicProviders are the providers.v1 URLs the public registries'
+// discovery documents name: a host block replaces discovery, so it must
+// name every service clients use.
+var publicProviders = map[string]string{
+	"registry.opentofu.org": "https://registry.opentofu.org/v1/providers/",
+	"registry.terraform.io": "https://registry.terraform.io/v1/providers/",
+}
+
+// moduleOriginsSnippet is the CLI configuration sending each origin's
+// module addresses to this proxy at base.
+func moduleOriginsSnippet(base string, origins []string) snippet {
+	var b strings.Builder
+	for _, o := range origins {
+		fmt.Fprintf(&b, "host %q {\n  services = {\n    \"modules.v1\"   = %q\n", o, base+modules.ModuleOriginPath(o))
+		if p, ok := publicProviders[o]; ok {
+			fmt.Fprintf(&b, "    \"providers.v1\" = %q\n", p)
+		} else {
+			fmt.Fprintf(&b, "    # \"providers.v1\" = as https://%s/.well-known/terraform.json names it\n", o)
+		}
+		b.WriteString("  }\n}\n")
+	}
+	return snippet{ID: "module-origins", Title: "Modules of origin registries through this proxy (OpenTofu and Terraform)",
+		Note: "In the CLI configuration (~/.tofurc, ~/.terraformrc, or the file TF_CLI_CONFIG_FILE names). Module addresses in your configuration stay as they are " +
+			"(terraform-aws-modules/vpc/aws); versions the registry does not hold are pulled from their origin on first use. " +
+			"A host block replaces the registry's service discovery: providers.v1 keeps providers coming from the registry itself. " +
+			"The client sends its credentials for the registry's host to this proxy.",
+		Body: b.String()}
 }

@@ -19,8 +19,10 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/health"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/tofudl"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -36,6 +38,13 @@ const (
 	ProvidersPath = providers.ProvidersPath
 	ArchivePrefix = providers.ArchivePrefix
 	PullPrefix    = providers.PullPrefix
+
+	ModulesPath         = modules.ModulesPath
+	ModuleArchivePrefix = modules.ModuleArchivePrefix
+	ModuleOriginsPrefix = modules.ModuleOriginsPrefix
+
+	TofuAPIPath        = tofudl.APIPath
+	TofuDownloadPrefix = tofudl.DownloadPrefix
 )
 
 // Options configure a Server. A registry client (Client, or Registry to

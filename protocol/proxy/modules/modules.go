@@ -1,4 +1,4 @@
-package proxy
+package modules
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
@@ -20,10 +19,10 @@ const (
 	ModuleArchivePrefix = "/v1/module-archives/"
 )
 
-// moduleHandlers serve the Module Registry Protocol for one set of
+// Handlers serve the Module Registry Protocol for one set of
 // paths (the proxy's own, or an origin's: module_origins.go), rendering
 // what their source answers (composed by moduleSource, sources.go).
-type moduleHandlers struct {
+type Handlers struct {
 	*respond.Responder
 	source source.Modules
 	// origin, paths: module_origins.go (origin "": the request's host).
@@ -31,17 +30,15 @@ type moduleHandlers struct {
 	paths  modulePaths
 }
 
-// mountModules adds modules.v1 and the module archive downloads, for the
-// module mappings in order.
-func (s *Server) mountModules(tpls []*oci.Template) {
-	m := &moduleHandlers{Responder: s.out, source: s.moduleSource(tpls, ownModules), paths: ownModulePaths}
-	s.Mount("modules.v1", ModulesPath, "modules", s.Authenticate(http.HandlerFunc(m.serveRegistry)))
-	s.Mount("", ModuleArchivePrefix, "module_archives", http.HandlerFunc(m.serveArchive))
+// New is the module handlers of the modules addressed under the proxy's
+// own hostname, answering with out from src.
+func New(out *respond.Responder, src source.Modules) *Handlers {
+	return &Handlers{Responder: out, source: src, paths: ownModulePaths}
 }
 
-// serveRegistry answers :namespace/:name/:system/versions and
+// ServeRegistry answers :namespace/:name/:system/versions and
 // :namespace/:name/:system/:version/download.
-func (m *moduleHandlers) serveRegistry(w http.ResponseWriter, r *http.Request) {
+func (m *Handlers) ServeRegistry(w http.ResponseWriter, r *http.Request) {
 	host, ok := m.hostname(w, r)
 	if !ok {
 		return
@@ -64,7 +61,7 @@ func (m *moduleHandlers) serveRegistry(w http.ResponseWriter, r *http.Request) {
 // when it can be read as a module package the rules admit (others are
 // left out and logged), and each an origin offers. The versions are
 // oldest first.
-func (m *moduleHandlers) versionsDoc(ctx context.Context, a source.ModuleAddress) (any, time.Time, error) {
+func (m *Handlers) versionsDoc(ctx context.Context, a source.ModuleAddress) (any, time.Time, error) {
 	l, err := m.source.ModuleVersions(ctx, a)
 	if err != nil {
 		return nil, l.At, err
@@ -119,7 +116,7 @@ func (m *moduleHandlers) versionsDoc(ctx context.Context, a source.ModuleAddress
 // manifest digest: the exact package, whatever the tag names later; to
 // OpenTofu 1.12 and later, the same URL unsigned as a direct location
 // fetched with the client's credentials (module_direct.go).
-func (m *moduleHandlers) serveDownload(w http.ResponseWriter, r *http.Request, a source.ModuleAddress, v names.Version) {
+func (m *Handlers) serveDownload(w http.ResponseWriter, r *http.Request, a source.ModuleAddress, v names.Version) {
 	rel, err := m.source.FetchModule(r.Context(), a, v)
 	if err != nil {
 		m.Fail(w, r, err)
@@ -143,9 +140,9 @@ func (m *moduleHandlers) serveDownload(w http.ResponseWriter, r *http.Request, a
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// serveArchive streams the zip of the module package a download answer
+// ServeArchive streams the zip of the module package a download answer
 // named, by manifest digest, verifying the zip's digest as it streams.
-func (m *moduleHandlers) serveArchive(w http.ResponseWriter, r *http.Request) {
+func (m *Handlers) ServeArchive(w http.ResponseWriter, r *http.Request) {
 	req, ok := respond.SignedRequest(m.Responder, w, r, m.paths.archives, ParseModuleArchivePath)
 	if !ok {
 		return

@@ -1,4 +1,4 @@
-package proxy
+package modules
 
 import (
 	"net/url"

@@ -1,4 +1,4 @@
-package proxy
+package tofudl
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
@@ -16,41 +15,38 @@ import (
 // TofuDL mirror paths: the API document and the download URL template's
 // base (https://HOST/tofu/download/v{{ .Version }}/{{ .Artifact }}).
 const (
-	TofuAPIPath        = "/tofu/api.json"
-	TofuDownloadPrefix = "/tofu/download/"
+	APIPath        = "/tofu/api.json"
+	DownloadPrefix = "/tofu/download/"
 )
 
-// tofuHandlers serve OpenTofu releases as a TofuDL mirror, rendering
+// Handlers serve OpenTofu releases as a TofuDL mirror, rendering
 // what their source answers.
-type tofuHandlers struct {
+type Handlers struct {
 	*respond.Responder
 	source source.Tofu
 }
 
-// mountTofu adds the TofuDL mirror for the releases in ref, served from
-// their source stack (tofuSource, sources.go).
-func (s *Server) mountTofu(ref oci.Reference) {
-	t := &tofuHandlers{Responder: s.out, source: s.tofuSource(ref)}
-	s.Mount("", TofuAPIPath, "tofu_api", s.Authenticate(http.HandlerFunc(t.serveAPI)))
-	s.Mount("", TofuDownloadPrefix, "tofu_download", s.Authenticate(http.HandlerFunc(t.serveDownload)))
+// New is the TofuDL handlers answering with out from src.
+func New(out *respond.Responder, src source.Tofu) *Handlers {
+	return &Handlers{Responder: out, source: src}
 }
 
-// serveAPI answers api.json: every release, newest first.
-func (t *tofuHandlers) serveAPI(w http.ResponseWriter, r *http.Request) {
+// ServeAPI answers api.json: every release, newest first.
+func (t *Handlers) ServeAPI(w http.ResponseWriter, r *http.Request) {
 	if !respond.AllowRead(w, r) {
 		return
 	}
-	if r.URL.EscapedPath() != TofuAPIPath {
+	if r.URL.EscapedPath() != APIPath {
 		t.Fail(w, r, source.NotFoundf("no such document"))
 		return
 	}
-	t.ServeDoc(w, r, TofuAPIPath, t.apiDoc)
+	t.ServeDoc(w, r, APIPath, t.apiDoc)
 }
 
-// serveDownload streams one release file, verifying its digest as it
+// ServeDownload streams one release file, verifying its digest as it
 // streams (a mismatch aborts the response).
-func (t *tofuHandlers) serveDownload(w http.ResponseWriter, r *http.Request) {
-	req, ok := respond.ReadRequest(t.Responder, w, r, TofuDownloadPrefix, ParseTofuDownloadPath)
+func (t *Handlers) ServeDownload(w http.ResponseWriter, r *http.Request) {
+	req, ok := respond.ReadRequest(t.Responder, w, r, DownloadPrefix, ParseTofuDownloadPath)
 	if !ok {
 		return
 	}
@@ -65,7 +61,7 @@ func (t *tofuHandlers) serveDownload(w http.ResponseWriter, r *http.Request) {
 // apiDoc is api.json: every release the source lists and can read,
 // newest first. A release that is denied, gone, or not a valid release
 // artifact is left out (logged); a failure to read fails the document.
-func (t *tofuHandlers) apiDoc(ctx context.Context) (any, time.Time, error) {
+func (t *Handlers) apiDoc(ctx context.Context) (any, time.Time, error) {
 	l, err := t.source.TofuVersions(ctx)
 	if err != nil {
 		return nil, l.At, err
