@@ -6,8 +6,10 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/page"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/tofudl"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -58,4 +60,35 @@ func (s *Server) mountTofu(ref oci.Reference) {
 	t := tofudl.New(s.out, s.tofuSource(ref))
 	s.Mount("", tofudl.APIPath, "tofu_api", s.Authenticate(http.HandlerFunc(t.ServeAPI)))
 	s.Mount("", tofudl.DownloadPrefix, "tofu_download", s.Authenticate(http.HandlerFunc(t.ServeDownload)))
+}
+
+// newPage is the page for people, showing the server's configuration
+// and what it served; with a shared store (a sharedstate.Board) its
+// record is shared with the fleet's other replicas.
+func (s *Server) newPage() *page.Page {
+	o := &s.opts
+	cfg := page.Config{Version: o.Version, PublicURL: o.PublicURL, RegistryHostname: o.RegistryHostname,
+		Providers: s.mappings, Modules: o.ModuleMappings, Tofu: o.TofuRepository, Minimal: len(s.tokens) > 0,
+		ModuleOrigins: s.pull.ModuleOrigins(), Policy: o.Policy, PolicyStatus: o.PolicyStatus, Log: s.log}
+	if patterns := s.pull.OwnModulePatterns(); len(patterns) > 0 {
+		cfg.OwnModules = &page.OwnModules{Origin: s.pull.ModuleOrigin(), Patterns: patterns}
+	}
+	p := page.New(cfg)
+	if b, ok := o.Shared.(sharedstate.Board); ok && o.Shared.Shared() {
+		p.Share(b)
+	}
+	return p
+}
+
+// routePage serves the page at "/" (exactly) and at the mirror's base
+// URL (the network mirror protocol leaves that URL to the server).
+func (s *Server) routePage(providers bool) {
+	h := s.instrument("page", s.page)
+	s.mux.Handle("/{$}", h)
+	if providers {
+		s.mux.Handle(MirrorPrefix+"{$}", h)
+	}
+	// Everything else: the protocols' JSON error form, counted under one
+	// label whatever the path.
+	s.mux.Handle("/", s.instrument("unknown", http.HandlerFunc(page.ServeUnknownPath)))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/health"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/page"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/tofudl"
@@ -181,8 +182,7 @@ type Server struct {
 	opts      Options
 	log       *slog.Logger
 	metrics   *respond.Metrics
-	seen      *seen      // what was served, for the page
-	fleet     *fleetSeen // the other replicas' records, with a shared store (seen_fleet.go)
+	page      *page.Page // for people; the record of what was served
 	out       *respond.Responder
 	store     *store.Store
 	mappings  store.ProviderMappings
@@ -207,7 +207,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: respond.NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}, seen: newSeen()}
+	s := &Server{opts: opts, log: opts.Logger, metrics: respond.NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}}
 	s.metrics.WatchPolicy(opts.PolicyStatus)
 	if err := s.connect(); err != nil {
 		return nil, err
@@ -219,6 +219,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.startShared(); err != nil {
 		return nil, err
 	}
+	s.page = s.newPage()
 	s.out = s.newResponder(urls)
 	s.probes = s.newProbes()
 	s.routeCommon()
@@ -348,7 +349,7 @@ func (s *Server) Client() *oci.Client { return s.client }
 // after the HTTP server has shut down. The page's shared record is no
 // longer published (it expires in Redis by itself).
 func (s *Server) Close(ctx context.Context) error {
-	s.fleet.close()
+	s.page.Close()
 	return s.pull.Close(ctx)
 }
 
@@ -377,7 +378,7 @@ func (s *Server) newResponder(urls *respond.URLSigner) *respond.Responder {
 		s.log, s.metrics, cache.Options{Name: "documents", TTL: o.Store.TagTTL, MaxStale: max(o.Store.MaxStale, 0),
 			FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries, MaxCost: budgetOf(o).docs, EntryCost: store.EntryCost,
 			Timeout: 2 * o.Store.Timeout, Observe: s.metrics.ObserveCache})
-	out.Observer, out.Store, out.URLs = s.seen, s.store, urls
+	out.Observer, out.Store, out.URLs = s.page.Observer(), s.store, urls
 	if urls != nil {
 		out.TokenOK = s.validToken
 	}

@@ -7,20 +7,15 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
-	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
 
-// startShared serves the shared state's metrics, shares the page's
-// record through it (a sharedstate.Board) and starts the pull-through
+// startShared serves the shared state's metrics and starts the pull-through
 // engine, when configured.
 func (s *Server) startShared() error {
 	if c, ok := s.opts.Shared.(prometheus.Collector); ok {
 		if err := s.metrics.Registry().Register(c); err != nil {
 			return err
 		}
-	}
-	if b, ok := s.opts.Shared.(sharedstate.Board); ok && s.opts.Shared.Shared() {
-		s.fleet = newFleetSeen(b, s.seen, s.log)
 	}
 	if s.opts.PullThrough == nil {
 		return nil

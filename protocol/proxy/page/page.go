@@ -1,10 +1,11 @@
-package proxy
+package page
 
 import (
 	"bytes"
 	"embed"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -14,10 +15,13 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -35,40 +39,61 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 	"slash": breakAfterSlashes,
 }).ParseFS(pageFS, "page.html.tmpl"))
 
-// routePage serves the page at "/" (exactly) and at the mirror's base URL.
-// It is built from memory only — the options and the record of what was
-// served — so it is fast and needs no registry. With client
-// authentication on, it shows only health and client configuration: what
-// is served, and from where, is for clients holding a token.
-func (s *Server) routePage(providers bool) {
-	pg := &page{out: s.out, opts: &s.opts, seen: s.seen, mappings: s.mappings, minimal: len(s.tokens) > 0, fleet: s.fleet, moduleOrigins: s.pull.ModuleOrigins()}
-	if patterns := s.pull.OwnModulePatterns(); len(patterns) > 0 {
-		pg.ownModules = &ownModulesView{Origin: s.pull.ModuleOrigin(), Patterns: patterns}
-	}
-	h := s.instrument("page", http.HandlerFunc(pg.servePage))
-	s.mux.Handle("/{$}", h)
-	if providers {
-		s.mux.Handle(MirrorPrefix+"{$}", h)
-	}
-	// Everything else: the protocols' JSON error form, counted under one
-	// label whatever the path.
-	s.mux.Handle("/", s.instrument("unknown", http.HandlerFunc(serveUnknownPath)))
+// Config is what the page shows of the server's configuration.
+type Config struct {
+	// Version is the binary's version.
+	Version string
+	// PublicURL, RegistryHostname: as proxy.Options has them.
+	PublicURL, RegistryHostname string
+	// Providers, Modules, Tofu: the mappings (nil when not served).
+	Providers store.ProviderMappings
+	Modules   []*oci.Template
+	Tofu      *oci.Reference
+	// Minimal: client authentication is on, so the page shows health
+	// and client configuration only: what is served, and from where, is
+	// for clients holding a token.
+	Minimal bool
+	// ModuleOrigins are the origin module registries served under their
+	// own paths (module pull-through).
+	ModuleOrigins []string
+	// OwnModules, when own-host module pull-through is on.
+	OwnModules *OwnModules
+	// Policy and PolicyStatus: the policy file in force and its reloads.
+	Policy       *policy.Live
+	PolicyStatus func() policyfile.Status
+	// Log receives why another replica's record could not be read.
+	Log *slog.Logger
 }
 
-// page is the page for people, built from the options, the mappings and
-// the record of what was served.
-type page struct {
-	out      *respond.Responder
-	opts     *Options
-	seen     *seen
-	mappings store.ProviderMappings
-	minimal  bool       // client authentication is on: health and client configuration only
-	fleet    *fleetSeen // nil without a shared store
-	// moduleOrigins are the origin module registries (module_origins.go).
-	moduleOrigins []string
-	// ownModules is own-host module pull-through, when on.
-	ownModules *ownModulesView
+// Page is the page for people, built from memory only — the
+// configuration and the record of what was served, which it keeps as
+// the responder's respond.Observer and, with a shared store, shares with
+// the fleet's other replicas — so it is fast and needs no registry.
+type Page struct {
+	cfg   Config
+	seen  *seen
+	fleet *fleetSeen // nil without a shared store
 }
+
+// New is a page showing cfg, with an empty record.
+func New(cfg Config) *Page {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Page{cfg: cfg, seen: newSeen()}
+}
+
+// Observer is told what was served: the page's record.
+func (s *Page) Observer() respond.Observer { return s.seen }
+
+// Share publishes the record on board and shows the other replicas'
+// records beside it, until Close.
+func (s *Page) Share(board sharedstate.Board) {
+	s.fleet = newFleetSeen(board, s.seen, s.cfg.Log)
+}
+
+// Close stops sharing the record (it expires from the board by itself).
+func (s *Page) Close() { s.fleet.close() }
 
 // pageData is what the page template shows.
 type pageData struct {
@@ -85,11 +110,11 @@ type pageData struct {
 	Snippets   []snippet
 	// OwnModules, when own-host module pull-through is on: its origin and
 	// patterns, shown as a warning.
-	OwnModules *ownModulesView
+	OwnModules *OwnModules
 }
 
-// ownModulesView is own-host module pull-through, for the page's warning.
-type ownModulesView struct {
+// OwnModules is own-host module pull-through, for the page's warning.
+type OwnModules struct {
 	Origin   string
 	Patterns []string
 }
@@ -105,7 +130,8 @@ type snippet struct {
 	ID, Title, Note, Body string
 }
 
-func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers the page.
+func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !respond.AllowRead(w, r) {
 		return
 	}
@@ -114,16 +140,16 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 		host = "localhost"
 	}
 	base := "https://" + host
-	if s.opts.PublicURL != "" {
-		base = s.opts.PublicURL
+	if s.cfg.PublicURL != "" {
+		base = s.cfg.PublicURL
 		host = strings.TrimPrefix(base, "https://")
 	}
 	own := s.seen.view()
 	d := pageData{
 		Host:    host,
 		Base:    base,
-		Version: s.opts.Version,
-		Minimal: s.minimal,
+		Version: s.cfg.Version,
+		Minimal: s.cfg.Minimal,
 		Seen:    own,
 	}
 	if s.fleet != nil {
@@ -136,13 +162,14 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 	if !d.Minimal {
 		d.Mappings = s.mappingViews()
 		d.Policy = s.policyView()
-		d.OwnModules = s.ownModules
+		d.OwnModules = s.cfg.OwnModules
 	}
 	d.Serves = s.serves()
 	d.Snippets = s.snippets(r, d.Base, own.Providers) // this replica's own: nothing read from a shared store goes into configuration
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
-		s.out.Fail(w, r, fmt.Errorf("rendering the page: %w", err))
+		s.cfg.Log.Error("rendering the page", "error", err)
+		respond.WriteError(w, http.StatusInternalServerError, "rendering the page failed")
 		return
 	}
 	h := w.Header()
@@ -157,15 +184,15 @@ func (s *page) servePage(w http.ResponseWriter, r *http.Request) {
 }
 
 // serves names what is configured, for the page's first line.
-func (s *page) serves() string {
+func (s *Page) serves() string {
 	var what []string
-	if len(s.mappings) > 0 {
+	if len(s.cfg.Providers) > 0 {
 		what = append(what, "Providers")
 	}
-	if len(s.opts.ModuleMappings) > 0 {
+	if len(s.cfg.Modules) > 0 {
 		what = append(what, "modules")
 	}
-	if s.opts.TofuRepository != nil {
+	if s.cfg.Tofu != nil {
 		what = append(what, "OpenTofu releases")
 	}
 	switch len(what) {
@@ -177,12 +204,12 @@ func (s *page) serves() string {
 	return strings.Join(what[:len(what)-1], ", ") + " and " + what[len(what)-1]
 }
 
-func (s *page) mappingViews() []mappingView {
+func (s *Page) mappingViews() []mappingView {
 	var out []mappingView
-	for _, m := range s.mappings {
+	for _, m := range s.cfg.Providers {
 		out = append(out, mappingView{What: "providers", Source: m.Source, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
 	}
-	tpls := s.opts.ModuleMappings
+	tpls := s.cfg.Modules
 	for i, t := range tpls {
 		source := "--module-template"
 		if len(tpls) > 1 {
@@ -190,16 +217,16 @@ func (s *page) mappingViews() []mappingView {
 		}
 		out = append(out, mappingView{What: "modules", Source: source, Template: t.String()})
 	}
-	if t := s.opts.TofuRepository; t != nil {
+	if t := s.cfg.Tofu; t != nil {
 		out = append(out, mappingView{What: "OpenTofu releases", Source: "--tofu-repository", Template: t.String()})
 	}
 	return out
 }
 
 // snippets are the client configurations for what is configured.
-func (s *page) snippets(r *http.Request, base string, seenProviders []artifactView) []snippet {
+func (s *Page) snippets(r *http.Request, base string, seenProviders []artifactView) []snippet {
 	var out []snippet
-	if len(s.mappings) > 0 {
+	if len(s.cfg.Providers) > 0 {
 		out = append(out,
 			snippet{ID: "tofu-network-mirror", Title: "OpenTofu (any version): this proxy as network mirror",
 				Note: "In ~/.tofurc, or the file TF_CLI_CONFIG_FILE names. Provider addresses in your configuration stay as they are. " +
@@ -210,24 +237,24 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 				Body: s.networkMirrorSnippet(base, false)})
 		// oci_mirror blocks name the registry's repositories: with client
 		// authentication on, they are for operators, like the mappings.
-		if oci, note := s.ociMirrorSnippet(seenHosts(seenProviders)); !s.minimal && (oci != "" || note != "") {
+		if oci, note := s.ociMirrorSnippet(seenHosts(seenProviders)); !s.cfg.Minimal && (oci != "" || note != "") {
 			out = append(out, snippet{ID: "tofu-oci-mirror", Title: "OpenTofu ≥ 1.10: straight from the OCI registry (oci_mirror)",
 				Note: note, Body: oci})
 		}
 		out = append(out, s.registrySnippet(r, base, seenProviders))
 	}
-	if len(s.opts.ModuleMappings) > 0 {
+	if len(s.cfg.Modules) > 0 {
 		out = append(out, s.moduleSnippet(r))
-		if len(s.moduleOrigins) > 0 {
-			out = append(out, moduleOriginsSnippet(base, s.moduleOrigins))
+		if len(s.cfg.ModuleOrigins) > 0 {
+			out = append(out, moduleOriginsSnippet(base, s.cfg.ModuleOrigins))
 		}
 	}
-	if s.opts.TofuRepository != nil {
+	if s.cfg.Tofu != nil {
 		out = append(out, snippet{ID: "tofudl", Title: "OpenTofu releases: TofuDL mirror",
 			Note: "For tofudl, installers and CI; clients still verify SHA256SUMS and its signature.",
 			Body: fmt.Sprintf("TOFUDL_API_URL=%s/tofu/api.json\nTOFUDL_DOWNLOAD_MIRROR_URL_TEMPLATE='%s/tofu/download/v{{ .Version }}/{{ .Artifact }}'\n", base, base)})
 	}
-	if s.minimal {
+	if s.cfg.Minimal {
 		out = append(out, snippet{ID: "credentials", Title: "Client authentication",
 			Note: "This proxy wants a bearer token: add it to the same CLI configuration.",
 			Body: fmt.Sprintf("credentials %q {\n  token = \"<your token>\"\n}\n", strings.TrimSuffix(authorityOf(base), ":443"))})
@@ -239,9 +266,9 @@ func (s *page) snippets(r *http.Request, base string, seenProviders []artifactVi
 // mappings admit to this proxy's mirror (and the rest to the origin);
 // trustAll adds OpenTofu's trust_all_hashes, so that tofu records every
 // platform's hashes the mirror reports.
-func (s *page) networkMirrorSnippet(base string, trustAll bool) string {
+func (s *Page) networkMirrorSnippet(base string, trustAll bool) string {
 	var include []string
-	for _, m := range s.mappings {
+	for _, m := range s.cfg.Providers {
 		if len(m.Include) == 0 {
 			include = nil
 			break
@@ -250,7 +277,7 @@ func (s *page) networkMirrorSnippet(base string, trustAll bool) string {
 	}
 	var b strings.Builder
 	b.WriteString("provider_installation {\n  network_mirror {\n")
-	fmt.Fprintf(&b, "    url = %q\n", base+MirrorPrefix)
+	fmt.Fprintf(&b, "    url = %q\n", base+providers.MirrorPrefix)
 	if trustAll {
 		b.WriteString("    trust_all_hashes = true\n")
 	}
@@ -271,11 +298,11 @@ func (s *page) networkMirrorSnippet(base string, trustAll bool) string {
 // patterns of one hostname: a mapping without any gets one for the hosts
 // clients were seen asking for (or registry.opentofu.org), and the note
 // says to adjust it.
-func (s *page) ociMirrorSnippet(seen []string) (body, note string) {
+func (s *Page) ociMirrorSnippet(seen []string) (body, note string) {
 	var b strings.Builder
 	added := false
 	b.WriteString("provider_installation {\n")
-	for _, m := range s.mappings {
+	for _, m := range s.cfg.Providers {
 		t := m.Template.String()
 		if strings.HasPrefix(t, oci.LayoutPrefix) {
 			return "", "This proxy reads an OCI layout directory: clients cannot read it directly; use the network mirror."
@@ -327,7 +354,7 @@ func hostPatterns(hosts []string) []string {
 // moduleSnippet is a module call through this proxy's module registry.
 // tofu and terraform refuse module hosts without a dot ("localhost"):
 // 127.0.0.1 stands in for localhost, and another such name gets a note.
-func (s *page) moduleSnippet(r *http.Request) snippet {
+func (s *Page) moduleSnippet(r *http.Request) snippet {
 	host := s.registryHost(r)
 	note := "Module addresses are HOST/NAMESPACE/NAME/SYSTEM, with version constraints."
 	name, port := host, ""
@@ -346,7 +373,7 @@ func (s *page) moduleSnippet(r *http.Request) snippet {
 }
 
 // registrySnippet shows the proxy as origin registry of its providers.
-func (s *page) registrySnippet(r *http.Request, base string, seenProviders []artifactView) snippet {
+func (s *Page) registrySnippet(r *http.Request, base string, seenProviders []artifactView) snippet {
 	host := s.registryHost(r)
 	addr := host + "/acme/widgets"
 	for _, p := range seenProviders {
@@ -357,8 +384,8 @@ func (s *page) registrySnippet(r *http.Request, base string, seenProviders []art
 	}
 	body := fmt.Sprintf("terraform {\n  required_providers {\n    %s = {\n      source = %q\n    }\n  }\n}\n", addr[strings.LastIndex(addr, "/")+1:], addr)
 	note := "Providers under this proxy's host name, in your configuration; OpenTofu and Terraform discover /v1/providers/ and verify the publisher's signature."
-	if rh, own := s.opts.RegistryHostname, authorityOf(base); rh != "" && rh != own && rh != respond.HostOnly(own) {
-		body = fmt.Sprintf("# CLI configuration: send %s to this proxy\nhost %q {\n  services = {\n    \"providers.v1\" = %q\n  }\n}\n\n", host, host, base+ProvidersPath) + body
+	if rh, own := s.cfg.RegistryHostname, authorityOf(base); rh != "" && rh != own && rh != respond.HostOnly(own) {
+		body = fmt.Sprintf("# CLI configuration: send %s to this proxy\nhost %q {\n  services = {\n    \"providers.v1\" = %q\n  }\n}\n\n", host, host, base+providers.ProvidersPath) + body
 		note = "This proxy serves the registry protocol as " + host + ": a host block in the CLI configuration sends that host here."
 	}
 	return snippet{ID: "registry", Title: "OpenTofu and Terraform: this proxy as provider registry", Note: note, Body: body}
@@ -366,9 +393,9 @@ func (s *page) registrySnippet(r *http.Request, base string, seenProviders []art
 
 // registryHost is the host name providers and modules have through the
 // registry protocols: --registry-hostname, or the host the client used.
-func (s *page) registryHost(r *http.Request) string {
-	if s.opts.RegistryHostname != "" {
-		return s.opts.RegistryHostname
+func (s *Page) registryHost(r *http.Request) string {
+	if s.cfg.RegistryHostname != "" {
+		return s.cfg.RegistryHostname
 	}
 	return strings.ToLower(r.Host)
 }
@@ -405,23 +432,23 @@ func ago(t time.Time) string {
 	return t.UTC().Format(time.DateOnly)
 }
 
-// serveUnknownPath answers a path nothing serves: 404 in the protocols'
+// ServeUnknownPath answers a path nothing serves: 404 in the protocols'
 // error form. A request shaped like a network mirror's, under another
 // prefix, comes from a client configured with the mirror's URL cut short
 // (no trailing slash: tofu resolves documents against the URL's parent)
 // or with the base URL: the answer and the log say which URL to use.
-func serveUnknownPath(w http.ResponseWriter, r *http.Request) {
+func ServeUnknownPath(w http.ResponseWriter, r *http.Request) {
 	msg := "no such path: see / for what this proxy serves"
 	if misplacedMirrorRequest(r.URL.EscapedPath()) {
-		msg = "no such path: this looks like a network mirror request made with the wrong URL; a network_mirror block's url is https://" + r.Host + MirrorPrefix + " (with the trailing slash)"
-		respond.Hint(w, "a client's network_mirror url lacks "+MirrorPrefix+" or its trailing slash: it must be https://HOST"+MirrorPrefix)
+		msg = "no such path: this looks like a network mirror request made with the wrong URL; a network_mirror block's url is https://" + r.Host + providers.MirrorPrefix + " (with the trailing slash)"
+		respond.Hint(w, "a client's network_mirror url lacks "+providers.MirrorPrefix+" or its trailing slash: it must be https://HOST"+providers.MirrorPrefix)
 	}
 	respond.WriteError(w, http.StatusNotFound, msg)
 }
 
 // misplacedMirrorRequest reports whether path is a network mirror
 // document's (HOST/NAMESPACE/TYPE/index.json or VERSION.json) at the root
-// or under /v1/ instead of under MirrorPrefix.
+// or under /v1/ instead of under providers.MirrorPrefix.
 func misplacedMirrorRequest(path string) bool {
 	rest, ok := strings.CutPrefix(path, "/v1/")
 	if !ok {

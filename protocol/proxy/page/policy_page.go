@@ -1,4 +1,4 @@
-package proxy
+package page
 
 import (
 	"time"
@@ -21,14 +21,14 @@ type policyView struct {
 
 // policyView describes the policy in force, its file's reloads and what
 // it denied of what clients asked for; nil without a policy.
-func (s *page) policyView() *policyView {
-	pol := s.opts.Policy.Current()
+func (s *Page) policyView() *policyView {
+	pol := s.cfg.Policy.Current()
 	if pol == nil {
 		return nil
 	}
 	v := &policyView{Rules: pol.Rules(), Denied: s.seen.policyDenials(pol)}
-	if s.opts.PolicyStatus != nil {
-		st := s.opts.PolicyStatus()
+	if s.cfg.PolicyStatus != nil {
+		st := s.cfg.PolicyStatus()
 		v.File, v.Loaded, v.Checked, v.Reloads, v.Errors = st.File, st.LoadedAt, st.CheckedAt, st.Reloads, st.Errors
 		if !st.Current {
 			v.Error, v.ErrorAt = st.LastError, st.LastErrorAt
