@@ -24,10 +24,12 @@ import (
 // provider address; pulled); each mapping is gated by the policy file
 // and the attestation rule (gate), so that a copy one mapping may not
 // serve is passed over for the next mapping's; several mappings are
-// merged, the first serving a version winning (merged). The gate decides
-// with gate.Policy (judge, below), the proxy supplying only what is outside the gate's concern; it explains its
-// decisions (ExplainPolicy, below) over the held sources of the same
-// mappings.
+// merged, the first serving a version winning (merged); a wrapper with
+// nothing to do is left out (one mapping is not merged; with no policy
+// file and no attestation rule the gates judge with gate.Open). The gate
+// decides with gate.Policy (judge, below), the proxy supplying only what
+// is outside the gate's concern; it explains its decisions
+// (ExplainPolicy, below) over the held sources of the same mappings.
 
 // judge is the gate's judge and pull-through's rules: the policy file
 // and the attestation rule (gate.Policy), with what the proxy supplies:
@@ -46,6 +48,23 @@ func (s *Server) judge() *gate.Policy {
 		}
 	}
 	return j
+}
+
+// rules are what the gates judge with and pull-through's rules:
+// gate.Open when there is nothing to judge (no policy file and no
+// attestation rule), so that nothing is asked of the policy; the judge
+// otherwise.
+func (s *Server) rules() judgeRules {
+	if s.opts.Policy == nil && !s.opts.admitting() {
+		return gate.Open{}
+	}
+	return s.judge()
+}
+
+// judgeRules judge for the gate and rule for pull-through.
+type judgeRules interface {
+	gate.Judge
+	source.Rules
 }
 
 // admitting reports whether the options configure an attestation rule.
@@ -82,7 +101,7 @@ func (o *Options) ingestTrust() attest.IngestTrust {
 // gate(held m1), …) without. Each mapping's releases are judged by their
 // own roots.
 func (s *Server) providerSource(mappings store.ProviderMappings) source.Providers {
-	judge := s.judge()
+	judge := s.rules()
 	pulls := s.pull.Providers()
 	hs := make([]*held.Providers, len(mappings))
 	for i, mp := range mappings {
@@ -131,7 +150,7 @@ const ownModules = ""
 // proxy's own modules from the first origin, as --pull-through-own-modules
 // allows.
 func (s *Server) moduleSource(tpls []*oci.Template, origin string) source.Modules {
-	judge := s.judge()
+	judge := s.rules()
 	pulls := s.pull.Modules()
 	mappings := make([]source.Modules, len(tpls))
 	for i, tpl := range tpls {
@@ -145,6 +164,9 @@ func (s *Server) moduleSource(tpls []*oci.Template, origin string) source.Module
 			src = p
 		}
 		mappings[i] = &gate.Modules{Inner: src, Judge: judge}
+	}
+	if len(mappings) == 1 && !pulls {
+		return mappings[0]
 	}
 	m := &merged.Modules{Mappings: mappings, Pulls: pulls, Log: s.log}
 	if pulls {
@@ -165,7 +187,7 @@ func (s *Server) moduleSource(tpls []*oci.Template, origin string) source.Module
 // it would list and pull from the origin the releases the rule refuses;
 // docs/proxy.md).
 func (s *Server) tofuSource(ref oci.Reference) source.Tofu {
-	judge := s.judge()
+	judge := s.rules()
 	h := &held.Tofu{Repo: s.store.Repo(ref), Log: s.log}
 	var src source.Tofu = h
 	if s.pull.Tofu() {

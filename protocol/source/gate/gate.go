@@ -58,3 +58,28 @@ func allowed(judge Judge, kind names.Kind, address string, l source.Listing) sou
 	}
 	return out
 }
+
+// Open is the judge of a server with nothing to judge: no policy file
+// and no attestation rule. It allows every version and platform and
+// reads nothing; as pull-through's rules (source.Rules) it leaves every
+// version to the origin.
+type Open struct{}
+
+var (
+	_ Judge        = Open{}
+	_ source.Rules = Open{}
+)
+
+func (Open) Denials(names.Kind, string, string, []names.Version) map[string]error { return nil }
+func (Open) Version(names.Kind, string, string, names.Version) error              { return nil }
+func (Open) ReadsRoot(names.Kind, string, bool) bool                              { return false }
+func (Open) Facts(context.Context, names.Kind, string, string, names.Version, source.Root) error {
+	return nil
+}
+func (Open) Attested(context.Context, names.Kind, string, names.Version, source.Root, bool) error {
+	return nil
+}
+func (Open) Platform(names.Provider, names.Version, names.Platform) error       { return nil }
+func (Open) PullsOnlyStored(names.Kind, string) bool                            { return false }
+func (Open) Allowed(_ names.Kind, _ string, vs []names.Version) []names.Version { return vs }
+func (Open) FactsRule(names.Kind, string) (string, bool)                        { return "", false }
