@@ -377,8 +377,8 @@ func (s *Server) newResponder(urls *respond.URLSigner) *respond.Responder {
 		StallTimeout: o.StallTimeout, RedirectArchives: o.RedirectArchives, Hint: o.Hint, Policy: o.Policy, Now: o.Now},
 		s.log, s.metrics, cache.Options{Name: "documents", TTL: o.Store.TagTTL, MaxStale: max(o.Store.MaxStale, 0),
 			FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries, MaxCost: budgetOf(o).docs, EntryCost: store.EntryCost,
-			Timeout: 2 * o.Store.Timeout, Observe: s.metrics.ObserveCache})
-	out.Observer, out.Store, out.URLs = s.page.Observer(), s.store, urls
+			Timeout: 2 * o.Store.Timeout, Observe: s.metrics.ObserveCache}, urls)
+	out.Observer, out.Store = s.page.Observer(), s.store
 	if urls != nil {
 		out.TokenOK = s.validToken
 	}

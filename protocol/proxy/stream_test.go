@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/deliver"
 )
 
 // Archives of sizes around the stream's buffer boundaries arrive whole
@@ -21,11 +21,11 @@ import (
 func TestStreamsWholeBlobAtBufferBoundaries(t *testing.T) {
 	sizes := map[names.Platform]int{
 		{OS: "linux", Arch: "amd64"}:   1,
-		{OS: "linux", Arch: "arm64"}:   respond.StreamBufferSize - 1,
-		{OS: "darwin", Arch: "amd64"}:  respond.StreamBufferSize,
-		{OS: "darwin", Arch: "arm64"}:  respond.StreamBufferSize + 1,
-		{OS: "windows", Arch: "amd64"}: 3 * respond.StreamBufferSize,
-		{OS: "freebsd", Arch: "amd64"}: 5*respond.StreamBufferSize + 12345,
+		{OS: "linux", Arch: "arm64"}:   deliver.StreamBufferSize - 1,
+		{OS: "darwin", Arch: "amd64"}:  deliver.StreamBufferSize,
+		{OS: "darwin", Arch: "arm64"}:  deliver.StreamBufferSize + 1,
+		{OS: "windows", Arch: "amd64"}: 3 * deliver.StreamBufferSize,
+		{OS: "freebsd", Arch: "amd64"}: 5*deliver.StreamBufferSize + 12345,
 	}
 	zips := map[names.Platform][]byte{}
 	for pl, n := range sizes {

@@ -1,4 +1,4 @@
-package respond
+package deliver
 
 import (
 	"context"
@@ -20,10 +20,10 @@ import (
 // a digest mismatch, the origin breaking off, or no progress for
 // StallTimeout aborts the response, so the client sees a broken transfer,
 // never a wrong file.
-func (s *Responder) streamPulled(w http.ResponseWriter, r *http.Request, g *pullthrough.File, file blobFile) {
+func (s *Deliverer) streamPulled(w http.ResponseWriter, r *http.Request, g *pullthrough.File, file blobFile) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stall := s.Opts.StallTimeout
+	stall := s.StallTimeout
 	timer := time.AfterFunc(stall, cancel)
 	defer timer.Stop()
 
@@ -58,7 +58,7 @@ func (s *Responder) streamPulled(w http.ResponseWriter, r *http.Request, g *pull
 			timer.Reset(stall)
 			ctl.SetWriteDeadline(time.Now().Add(stall))
 			written, werr := w.Write((*bufp)[:n])
-			s.Metrics.bytesStreamed.Add(float64(written))
+			s.Streamed.Add(float64(written))
 			if werr != nil {
 				s.abortPulled(r, g, "client", werr)
 			}
@@ -81,8 +81,8 @@ func (s *Responder) streamPulled(w http.ResponseWriter, r *http.Request, g *pull
 }
 
 // abortPulled cuts a pulled file's response (net/http resets the stream).
-func (s *Responder) abortPulled(r *http.Request, g *pullthrough.File, reason string, err error) {
-	s.Metrics.streamAborts.WithLabelValues(reason).Inc()
+func (s *Deliverer) abortPulled(r *http.Request, g *pullthrough.File, reason string, err error) {
+	s.Aborts.WithLabelValues(reason).Inc()
 	s.Log.LogAttrs(r.Context(), slog.LevelWarn, "pulled file stream aborted",
 		slog.String("reason", reason), slog.String("path", r.URL.EscapedPath()),
 		slog.String("file", g.Name()), slog.Any("error", err))
@@ -94,12 +94,12 @@ func (s *Responder) abortPulled(r *http.Request, g *pullthrough.File, reason str
 func pulledFileError(err error) error {
 	switch pullthrough.Classify(err) {
 	case pullthrough.FailureTampered:
-		return StatusErr(http.StatusBadGateway, err, "the origin's file failed verification against the signed SHA256SUMS and was not stored")
+		return newError(http.StatusBadGateway, err, "the origin's file failed verification against the signed SHA256SUMS and was not stored")
 	case pullthrough.FailureNotFound:
-		return StatusErr(http.StatusBadGateway, err, "the origin does not have the file its registry named")
+		return newError(http.StatusBadGateway, err, "the origin does not have the file its registry named")
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return StatusErr(http.StatusGatewayTimeout, err, "the origin did not answer in time")
+		return newError(http.StatusGatewayTimeout, err, "the origin did not answer in time")
 	}
-	return StatusErr(http.StatusBadGateway, err, "downloading the file from the origin failed")
+	return newError(http.StatusBadGateway, err, "downloading the file from the origin failed")
 }

@@ -1,4 +1,4 @@
-package respond
+package deliver
 
 import (
 	"context"
@@ -47,9 +47,9 @@ type blobFile struct {
 // complete file: the response is aborted (the connection or HTTP/2 stream
 // is reset) and the client sees a broken download, never a silently wrong
 // file.
-func (s *Responder) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.Repo, zip ocispec.Descriptor, file blobFile) {
+func (s *Deliverer) serveBlob(w http.ResponseWriter, r *http.Request, repo *store.Repo, zip ocispec.Descriptor, file blobFile) {
 	if !validLayer(zip) {
-		s.Fail(w, r, StatusErr(http.StatusBadGateway, nil, "the artifact's layer has an invalid descriptor (digest %q, %d bytes)", zip.Digest, zip.Size))
+		s.Fail(w, r, newError(http.StatusBadGateway, nil, "the artifact's layer has an invalid descriptor (digest %q, %d bytes)", zip.Digest, zip.Size))
 		return
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -74,7 +74,7 @@ func (s *Responder) serveBlob(w http.ResponseWriter, r *http.Request, repo *stor
 // blobHeaders describe the blob a response carries: set only once it is
 // known to be answered with the blob (HEAD, or a stream opened), so an
 // error or a redirect carries none of them.
-func (s *Responder) blobHeaders(w http.ResponseWriter, zip ocispec.Descriptor, file blobFile) {
+func (s *Deliverer) blobHeaders(w http.ResponseWriter, zip ocispec.Descriptor, file blobFile) {
 	setBlobHeaders(w.Header(), zip, file)
 	s.cacheHeaders(w, file.pinned)
 }
@@ -94,7 +94,7 @@ func setBlobHeaders(h http.Header, zip ocispec.Descriptor, file blobFile) {
 
 // blobStream is one blob on its way from the registry to one client.
 type blobStream struct {
-	s   *Responder
+	s   *Deliverer
 	r   *http.Request
 	zip ocispec.Descriptor
 	rc  io.ReadCloser
@@ -124,8 +124,8 @@ type blobStream struct {
 // openBlobStream starts fetching the blob, bounded by the stall timeout;
 // with RedirectArchives, it returns the storage URL instead when the
 // registry redirects the blob's download.
-func (s *Responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispec.Descriptor) (*blobStream, string, error) {
-	st := &blobStream{s: s, r: r, zip: zip, stall: s.Opts.StallTimeout, hash: sha256.New()}
+func (s *Deliverer) openBlobStream(r *http.Request, repo *store.Repo, zip ocispec.Descriptor) (*blobStream, string, error) {
+	st := &blobStream{s: s, r: r, zip: zip, stall: s.StallTimeout, hash: sha256.New()}
 	st.ctx, st.cancel = context.WithCancel(r.Context())
 	st.timer = time.AfterFunc(st.stall, st.cancel)
 	loc, rc, err := s.fetchBlob(st.ctx, repo, zip)
@@ -138,7 +138,7 @@ func (s *Responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispe
 		st.cancel()
 		if err != nil && stalled && r.Context().Err() == nil {
 			// The stall timer, not the client, gave up.
-			err = StatusErr(http.StatusGatewayTimeout, err, "the OCI registry did not start sending the blob within %s", st.stall)
+			err = newError(http.StatusGatewayTimeout, err, "the OCI registry did not start sending the blob within %s", st.stall)
 		}
 		return nil, loc, err
 	}
@@ -147,8 +147,8 @@ func (s *Responder) openBlobStream(r *http.Request, repo *store.Repo, zip ocispe
 }
 
 // fetchBlob opens the blob, or with RedirectArchives locates its storage.
-func (s *Responder) fetchBlob(ctx context.Context, repo *store.Repo, zip ocispec.Descriptor) (string, io.ReadCloser, error) {
-	if s.Opts.RedirectArchives {
+func (s *Deliverer) fetchBlob(ctx context.Context, repo *store.Repo, zip ocispec.Descriptor) (string, io.ReadCloser, error) {
+	if s.Redirect {
 		return repo.FetchOrLocate(ctx, zip)
 	}
 	rc, err := repo.Fetch(ctx, zip)
@@ -169,7 +169,7 @@ func credentialsWouldFollow(r *http.Request, loc string) bool {
 	if err != nil {
 		return true
 	}
-	dst, src := strings.ToLower(u.Hostname()), strings.ToLower(strings.Trim(HostOnly(r.Host), "[]"))
+	dst, src := strings.ToLower(u.Hostname()), strings.ToLower((&url.URL{Host: r.Host}).Hostname())
 	return dst == src || strings.HasSuffix(dst, "."+src)
 }
 
@@ -177,9 +177,9 @@ func credentialsWouldFollow(r *http.Request, loc string) bool {
 // The client checks what it downloads against the hashes of the proxy's
 // documents and its lock file; the URL, presigned by the registry, carries
 // no credential of the proxy's (docs/security.md).
-func (s *Responder) redirectToStorage(w http.ResponseWriter, r *http.Request, loc string) {
+func (s *Deliverer) redirectToStorage(w http.ResponseWriter, r *http.Request, loc string) {
 	w.Header().Set("Cache-Control", "no-store") // presigned URLs expire
-	s.Metrics.archiveRedirects.Inc()
+	s.Redirects.Inc()
 	http.Redirect(w, r, loc, http.StatusTemporaryRedirect)
 }
 
@@ -292,7 +292,7 @@ func (st *blobStream) write(w http.ResponseWriter, ctl *http.ResponseController,
 	ctl.SetWriteDeadline(time.Now().Add(st.stall))
 	st.writing = buf
 	written, err := w.Write((*buf)[:n])
-	st.s.Metrics.bytesStreamed.Add(float64(written))
+	st.s.Streamed.Add(float64(written))
 	if err != nil {
 		st.abort("client", err)
 	}
@@ -302,9 +302,9 @@ func (st *blobStream) write(w http.ResponseWriter, ctl *http.ResponseController,
 
 // abort counts and logs why the stream failed and aborts the response.
 func (st *blobStream) abort(reason string, err error) {
-	st.s.Metrics.streamAborts.WithLabelValues(reason).Inc()
+	st.s.Aborts.WithLabelValues(reason).Inc()
 	if reason != "client" {
-		st.s.Metrics.upstreamError(reason)
+		st.s.Upstream(reason)
 	}
 	st.s.Log.LogAttrs(st.r.Context(), slog.LevelWarn, "archive stream aborted",
 		slog.String("reason", reason), slog.String("path", st.r.URL.EscapedPath()),
@@ -325,6 +325,98 @@ func (st *blobStream) close() {
 	for _, b := range st.bufs {
 		if b != nil && b != st.writing {
 			bufPool.Put(b)
+		}
+	}
+}
+
+// pipeBuffers is how many buffers a pipelined download streams through.
+const pipeBuffers = 4
+
+// pipe hands buffers between a pipeline's reader goroutine and the
+// handler: they come from free and go back full on full. The reader
+// closes full, and done, when it stops, with what it found set before.
+type pipe struct {
+	done chan struct{}
+	free chan *[]byte
+	full chan chunk
+}
+
+// chunk is a buffer read from the registry and hashed, on its way to the
+// client.
+type chunk struct {
+	buf *[]byte
+	n   int
+}
+
+// pipeline streams the blob through a reader goroutine, which reads and
+// hashes the registry's bytes while the handler writes earlier buffers
+// to the client. The last buffer is written only once the whole blob has
+// verified; otherwise the response is aborted.
+func (st *blobStream) pipeline(w http.ResponseWriter) {
+	p := &pipe{done: make(chan struct{}), free: make(chan *[]byte, pipeBuffers), full: make(chan chunk, pipeBuffers)}
+	for i := 0; i < pipeBuffers; i++ {
+		p.free <- bufPool.Get().(*[]byte)
+	}
+	st.pipe = p
+	go st.readPipe(p)
+	ctl := http.NewResponseController(w)
+	var held chunk
+	for c := range p.full {
+		if held.buf != nil {
+			st.write(w, ctl, held.buf, held.n)
+			p.free <- held.buf
+		}
+		held = c
+	}
+	// full is closed: the reader is done and its results are visible.
+	if reason, err := st.verdict(); err != nil {
+		st.abort(reason, err)
+	}
+	if held.buf != nil {
+		st.write(w, ctl, held.buf, held.n)
+		p.free <- held.buf // never blocks: as many slots as buffers
+	}
+}
+
+// readPipe is the reader goroutine: it fills free buffers from the
+// registry until the stream ends, at most one byte more than the
+// descriptor's size (which reveals an over-long blob).
+func (st *blobStream) readPipe(p *pipe) {
+	defer close(p.done)
+	defer close(p.full)
+	src := io.LimitReader(st.rc, st.zip.Size+1)
+	for more := true; more; {
+		var buf *[]byte
+		select {
+		case buf = <-p.free:
+		case <-st.ctx.Done():
+			st.readErr, st.readReason = st.ctx.Err(), "cancelled"
+			return
+		}
+		var n int
+		n, more = st.read(src, *buf)
+		if n == 0 {
+			p.free <- buf
+			continue
+		}
+		p.full <- chunk{buf, n} // never blocks: as many slots as buffers
+	}
+}
+
+// close waits for the reader to stop (the stream's context is cancelled
+// and the registry's response closed first) and returns its buffers to
+// the pool. A buffer the handler held when it aborted is left to the GC.
+func (p *pipe) close() {
+	<-p.done
+	for c := range p.full {
+		bufPool.Put(c.buf)
+	}
+	for {
+		select {
+		case b := <-p.free:
+			bufPool.Put(b)
+		default:
+			return
 		}
 	}
 }

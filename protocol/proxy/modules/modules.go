@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/opencontainers/go-digest"
 )
 
 // Module Registry Protocol paths.
@@ -34,6 +36,16 @@ type Handlers struct {
 // own hostname, answering with out from src.
 func New(out *respond.Responder, src source.Modules) *Handlers {
 	return &Handlers{Responder: out, source: src, paths: ownModulePaths}
+}
+
+// hostname is the registry hostname of the modules a request names: the
+// origin's for an origin's paths, else the request's (an invalid Host is
+// answered; ok is false).
+func (m *Handlers) hostname(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if m.origin != "" {
+		return m.origin, true
+	}
+	return m.Responder.Hostname(w, r)
 }
 
 // ServeRegistry answers :namespace/:name/:system/versions and
@@ -157,4 +169,129 @@ func (m *Handlers) ServeArchive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.Deliver(w, r, blob)
+}
+
+// Module downloads for clients that fetch the package themselves
+// (docs/reference.md §6): OpenTofu 1.12 and later read the download
+// answer's use_registry_credentials and then fetch its location directly,
+// sending the credentials they hold for the proxy's host. They get the
+// archive's plain URL, authorised by their bearer token as every other
+// request is; Terraform and older tofu hand the location to go-getter,
+// which sends no credentials, so they get X-Terraform-Get with a signed
+// URL when client authentication is on.
+
+// fetchesModulesDirectly reports whether the client is OpenTofu 1.12 or
+// later, by its User-Agent ("OpenTofu/1.12.6", maybe followed by what
+// TF_APPEND_USER_AGENT adds).
+func fetchesModulesDirectly(r *http.Request) bool {
+	rest, ok := strings.CutPrefix(r.Header.Get("User-Agent"), "OpenTofu/")
+	if !ok {
+		return false
+	}
+	v, err := names.ParseVersionLoose(strings.Fields(rest + " ")[0])
+	if err != nil {
+		return false
+	}
+	return v.Major > 1 || v.Major == 1 && v.Minor >= 12
+}
+
+// serveDirectLocation answers the download endpoint for a client that
+// fetches the package itself, with its credentials for this host.
+func serveDirectLocation(w http.ResponseWriter, r *http.Request, loc string) {
+	yes := true
+	w.Header().Set("Cache-Control", "no-store")
+	respond.WriteJSON(w, r, wire.ModuleLocation{Location: loc, UseRegistryCredentials: &yes})
+}
+
+// The Module Registry Protocol's paths, and the module archive URLs.
+
+func parseModule(ns, name, system string) (names.Module, error) {
+	m, err := names.ParseModule(ns, name, system)
+	if err != nil {
+		return names.Module{}, respond.BadPath("%v", err)
+	}
+	return m, nil
+}
+
+// ModuleRequest is a parsed Module Registry Protocol path:
+// :namespace/:name/:system/versions or
+// :namespace/:name/:system/:version/download.
+type ModuleRequest struct {
+	Module names.Module
+	// Download is false for the versions listing.
+	Download bool
+	Version  names.Version
+}
+
+// ParseModulePath parses the escaped path below modules.v1.
+func ParseModulePath(escaped string) (ModuleRequest, error) {
+	n := strings.Count(escaped, "/") + 1
+	if n != 4 && n != 5 {
+		return ModuleRequest{}, respond.BadPath("want :namespace/:name/:system/versions or :namespace/:name/:system/:version/download")
+	}
+	seg, err := respond.SplitPath(escaped, n)
+	if err != nil {
+		return ModuleRequest{}, err
+	}
+	m, err := parseModule(seg[0], seg[1], seg[2])
+	if err != nil {
+		return ModuleRequest{}, err
+	}
+	r := ModuleRequest{Module: m}
+	if n == 4 {
+		if seg[3] != "versions" {
+			return ModuleRequest{}, respond.BadPath("want :namespace/:name/:system/versions")
+		}
+		return r, nil
+	}
+	if seg[4] != "download" {
+		return ModuleRequest{}, respond.BadPath("want :namespace/:name/:system/:version/download")
+	}
+	r.Download = true
+	if r.Version, err = respond.ParseVersion(seg[3]); err != nil {
+		return ModuleRequest{}, err
+	}
+	return r, nil
+}
+
+// ModuleArchiveRequest is a parsed module archive URL path:
+// :namespace/:name/:system/:version/:manifest-sha256-hex/:filename, where
+// filename is names.ModuleZipName's. The manifest digest pins the URL to
+// the exact package whose download answer handed it out.
+type ModuleArchiveRequest struct {
+	Module   names.Module
+	Version  names.Version
+	Manifest digest.Digest
+}
+
+// ParseModuleArchivePath parses the escaped path below the module archive
+// prefix.
+func ParseModuleArchivePath(escaped string) (ModuleArchiveRequest, error) {
+	seg, err := respond.SplitPath(escaped, 6)
+	if err != nil {
+		return ModuleArchiveRequest{}, err
+	}
+	m, err := parseModule(seg[0], seg[1], seg[2])
+	if err != nil {
+		return ModuleArchiveRequest{}, err
+	}
+	r := ModuleArchiveRequest{Module: m}
+	if r.Version, err = respond.ParseVersion(seg[3]); err != nil {
+		return ModuleArchiveRequest{}, err
+	}
+	if r.Manifest, err = respond.ParseHexDigest(seg[4]); err != nil {
+		return ModuleArchiveRequest{}, err
+	}
+	if seg[5] != names.ModuleZipName(m, r.Version) {
+		return ModuleArchiveRequest{}, respond.BadPath("file %q does not belong to module %s %s", seg[5], m, r.Version)
+	}
+	return r, nil
+}
+
+// moduleArchivePath is the escaped path (below the module archive prefix)
+// of a module package.
+func moduleArchivePath(m names.Module, v names.Version, manifest digest.Digest) string {
+	return strings.Join([]string{
+		m.Namespace, m.Name, m.System, url.PathEscape(v.String()), manifest.Encoded(), url.PathEscape(names.ModuleZipName(m, v)),
+	}, "/")
 }

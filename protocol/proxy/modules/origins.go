@@ -1,8 +1,6 @@
 package modules
 
 import (
-	"net/http"
-
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
@@ -51,13 +49,3 @@ func ForOrigin(out *respond.Responder, src source.Modules, host string) *Handler
 // Paths are where the handlers serve: the modules.v1 base and the
 // archive downloads.
 func (m *Handlers) Paths() (registry, archives string) { return m.paths.registry, m.paths.archives }
-
-// hostname is the registry hostname of the modules a request names: the
-// origin's for an origin's paths, else the request's (an invalid Host is
-// answered; ok is false).
-func (m *Handlers) hostname(w http.ResponseWriter, r *http.Request) (string, bool) {
-	if m.origin != "" {
-		return m.origin, true
-	}
-	return m.Responder.Hostname(w, r)
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/deliver"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -165,6 +166,8 @@ func typedStatus(err error) *httpError {
 		switch te := e.(type) {
 		case *httpError:
 			return te
+		case *deliver.Error:
+			return &httpError{status: te.Status, msg: te.Msg, err: te.Err}
 		case *source.NotFound:
 			return &httpError{status: http.StatusNotFound, msg: te.Msg, err: te.Err}
 		case *source.Denied:
