@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,6 +57,32 @@ func TestSourcesAndHandlersKeepTheirLayers(t *testing.T) {
 			rest, ok := strings.CutPrefix(p, module+"protocol/source/")
 			if ok && filepath.Base(file) != "sources.go" {
 				t.Errorf("%s imports the %s source: only sources.go builds the stacks; handlers use package source", file, rest)
+			}
+		}
+	}
+}
+
+// The proxy's own packages point one way: the protocol families'
+// handlers (providers, modules, tofudl) answer through respond alone and
+// know nothing of each other; the page shows their paths; respond hands
+// blobs to deliver, which answers for itself; only the server (this
+// package) knows them all.
+func TestProxyPackagesPointOneWay(t *testing.T) {
+	allowed := map[string][]string{
+		"respond":   {"deliver"},
+		"deliver":   nil,
+		"providers": {"respond"},
+		"modules":   {"respond"},
+		"tofudl":    {"respond"},
+		"page":      {"respond", "providers", "modules", "tofudl"},
+	}
+	for pkg, may := range allowed {
+		for file, imps := range imports(t, pkg) {
+			for _, p := range imps {
+				rest, ok := strings.CutPrefix(p, module+"protocol/proxy")
+				if ok && !slices.Contains(may, strings.TrimPrefix(rest, "/")) {
+					t.Errorf("%s imports %s: %s may import only %v of the proxy's packages", file, p, pkg, may)
+				}
 			}
 		}
 	}
