@@ -51,7 +51,7 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 		printChecks(c.App.Writer, results)
 	}
 	if failed > 0 {
-		return fmt.Errorf("%s failed", plural(failed, "check"))
+		return fmt.Errorf("%s failed", names.Plural(failed, "check"))
 	}
 	return nil
 }

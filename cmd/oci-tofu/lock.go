@@ -141,7 +141,7 @@ type lockResult struct {
 
 func reportLock(c *cli.Context, lockPath string, client tfconfig.Client, why string, cfg *tfconfig.Config, lf *lockfile.File) error {
 	res := lockResult{LockFile: lockPath, For: string(client), Modules: len(cfg.Modules), Providers: make([]lockfile.Provider, 0, len(lf.Providers))}
-	human := fmt.Sprintf("wrote %s for %s (%s), %s read:", lockPath, client, why, plural(len(cfg.Modules), "module"))
+	human := fmt.Sprintf("wrote %s for %s (%s), %s read:", lockPath, client, why, names.Plural(len(cfg.Modules), "module"))
 	for _, p := range lf.Providers {
 		p.Hashes = lockfile.SortedUnique(p.Hashes)
 		res.Providers = append(res.Providers, p)

@@ -81,7 +81,7 @@ func pushMirror(c *cli.Context) error {
 			}
 		}
 		tagged := refs[i].WithReference(res.Root.Digest.String())
-		rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
+		rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, names.Plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
 		results = append(results, map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate})
 		if res.UpToDate {
 			upToDate++
@@ -95,11 +95,11 @@ func pushMirror(c *cli.Context) error {
 func importSummary(imported, upToDate int) string {
 	switch {
 	case upToDate == 0:
-		return "imported " + plural(imported, "provider version")
+		return "imported " + names.Plural(imported, "provider version")
 	case imported == 0:
-		return plural(upToDate, "provider version") + " already up to date; nothing imported"
+		return names.Plural(upToDate, "provider version") + " already up to date; nothing imported"
 	}
-	return fmt.Sprintf("imported %s; %d already up to date", plural(imported, "provider version"), upToDate)
+	return fmt.Sprintf("imported %s; %d already up to date", names.Plural(imported, "provider version"), upToDate)
 }
 
 func exportCommand() *cli.Command {
@@ -169,5 +169,5 @@ func export(c *cli.Context) error {
 		rep.infof("%s: exported %s", spec.Provider, vs)
 		count += len(vs)
 	}
-	return rep.result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %s to %s", plural(count, "provider version"), dir))
+	return rep.result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %s to %s", names.Plural(count, "provider version"), dir))
 }

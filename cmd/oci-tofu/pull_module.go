@@ -8,6 +8,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func pullModuleCommand() *cli.Command {
@@ -81,7 +82,7 @@ func pullModule(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("unpacking %s into %s: %w", ref, dir, err)
 	}
-	rep.infof("verified the module package's zip (%s, %s)", layer.Digest, plural(int(layer.Size), "byte"))
+	rep.infof("verified the module package's zip (%s, %s)", layer.Digest, names.Plural(int(layer.Size), "byte"))
 	return rep.result(map[string]any{
 		"reference":  ref.String(),
 		"digest":     manifest.Digest.String(),
@@ -89,5 +90,5 @@ func pullModule(c *cli.Context) error {
 		"zip_size":   layer.Size,
 		"dir":        dir,
 		"files":      files,
-	}, fmt.Sprintf("unpacked %s into %s (%s)", pinned(ref, manifest.Digest.String()), dir, plural(len(files), "file")))
+	}, fmt.Sprintf("unpacked %s into %s (%s)", pinned(ref, manifest.Digest.String()), dir, names.Plural(len(files), "file")))
 }

@@ -118,7 +118,7 @@ func modulePackOptions(c *cli.Context) modulepkg.Options {
 
 // reportPrepared says what became of the source before anything is pushed.
 func reportPrepared(rep *reporter, pkg *modulepkg.Package) {
-	counts := plural(pkg.Files, "file") + ", " + plural(int(pkg.Size), "byte")
+	counts := names.Plural(pkg.Files, "file") + ", " + names.Plural(int(pkg.Size), "byte")
 	switch pkg.How {
 	case modulepkg.Checked:
 		rep.infof("checked %s: %s, %s", pkg.Source, counts, pkg.Digest)

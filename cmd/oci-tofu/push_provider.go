@@ -73,7 +73,7 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep.infof("%s %s: %s; %s to check against SHA256SUMS and push", rel.Type, rel.Version, signatureNote(rel, opts.Signer), plural(len(rel.Packages), "platform"))
+	rep.infof("%s %s: %s; %s to check against SHA256SUMS and push", rel.Type, rel.Version, signatureNote(rel, opts.Signer), names.Plural(len(rel.Packages), "platform"))
 	rep.warn(rel.Type+" "+rel.Version, rel.Warnings)
 	if err := policyAllowsPush(c, rep, policy.KindProvider, ref, rel.Version); err != nil { // policy_gate.go: before any upload
 		return err

@@ -52,7 +52,7 @@ func pushTofu(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	rep.infof("verified OpenTofu %s: %s, signature by key %s", rel.Version, plural(len(rel.Files), "file"), rel.KeyID)
+	rep.infof("verified OpenTofu %s: %s, signature by key %s", rel.Version, names.Plural(len(rel.Files), "file"), rel.KeyID)
 	if err := policyAllowsPush(c, rep, policy.KindTofu, ref, rel.Version); err != nil { // policy_gate.go: before any upload
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/urfave/cli/v2"
 	"github.com/xrash/smetrics"
 )
@@ -61,11 +62,11 @@ func wantArgs(c *cli.Context, min, max int) error {
 	case max == 0:
 		return usageError(c, "takes no arguments, got %s", quoted(c.Args().Slice()))
 	case min == max:
-		want = plural(min, "argument")
+		want = names.Plural(min, "argument")
 	case n < min:
-		want = "at least " + plural(min, "argument")
+		want = "at least " + names.Plural(min, "argument")
 	default:
-		want = "at most " + plural(max, "argument")
+		want = "at most " + names.Plural(max, "argument")
 	}
 	got := fmt.Sprint(n)
 	if n > 0 {
@@ -80,16 +81,6 @@ func quoted(args []string) string {
 		q[i] = fmt.Sprintf("%q", a)
 	}
 	return strings.Join(q, " ")
-}
-
-// plural is "1 platform", "2 platforms". protocol/preflight and
-// protocol/proxy have the same five lines: no package all three import
-// is about English, and one holding only this would be a grab-bag.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // configureCLI gives every command the same manners: flags anywhere on the

@@ -101,12 +101,12 @@ func verify(c *cli.Context) error {
 	}
 	if failed > 0 {
 		if pol != nil {
-			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the admission policy denies a version)", plural(failed, "problem")), 1)
+			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the admission policy denies a version)", names.Plural(failed, "problem")), 1)
 		}
 		if len(opts.AttestKeys)+len(opts.Trusts)+len(opts.Keyless) > 0 {
-			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", plural(failed, "problem")), 1)
+			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", names.Plural(failed, "problem")), 1)
 		}
-		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", plural(failed, "problem")), 1)
+		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", names.Plural(failed, "problem")), 1)
 	}
 	return nil
 }

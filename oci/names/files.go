@@ -2,6 +2,7 @@ package names
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -150,4 +151,12 @@ func RepositoryServesType(repository, typ string) bool {
 	last := repository[strings.LastIndex(repository, "/")+1:]
 	rest, ok := strings.CutSuffix(last, strings.ToLower(typ))
 	return ok && (rest == "" || strings.ContainsAny(rest[len(rest)-1:], "-_."))
+}
+
+// Plural is n of noun as messages say it: "1 version", "3 versions".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

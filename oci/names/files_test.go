@@ -70,3 +70,11 @@ func FuzzParseProviderFilename(f *testing.F) {
 		}
 	})
 }
+
+func TestPlural(t *testing.T) {
+	for n, want := range map[int]string{0: "0 versions", 1: "1 version", 2: "2 versions"} {
+		if got := names.Plural(n, "version"); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

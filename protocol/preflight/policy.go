@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -38,7 +39,7 @@ func Policy(cfg PolicyConfig) []Result {
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, row(StatusOK, "policy", plural(cfg.Policy.Rules(), "rule")+", each can match what this proxy maps"))
+		out = append(out, row(StatusOK, "policy", names.Plural(cfg.Policy.Rules(), "rule")+", each can match what this proxy maps"))
 	}
 	return out
 }

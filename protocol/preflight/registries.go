@@ -239,7 +239,7 @@ func (ck *checker) versions(ctx context.Context, res Result, ref oci.Reference, 
 	}
 	switch {
 	case err == nil:
-		res.Status, res.Detail = StatusOK, fmt.Sprintf("%s: %s has %s", what, ref.Name(), plural(len(versions), "version"))
+		res.Status, res.Detail = StatusOK, fmt.Sprintf("%s: %s has %s", what, ref.Name(), names.Plural(len(versions), "version"))
 	case oci.IsNotFound(err):
 		res.Status, res.Detail = StatusWarning, fmt.Sprintf("%s: %s does not exist (nothing pushed there yet, or another template was meant)", what, ref.Name())
 	default:

@@ -1,7 +1,5 @@
 package preflight
 
-import "fmt"
-
 // Check statuses, from good to bad.
 const (
 	StatusOK      = "ok"
@@ -40,12 +38,4 @@ func Failed(results []Result) int {
 		}
 	}
 	return n
-}
-
-// plural is "1 version", "2 versions".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -117,7 +117,7 @@ func (h *Handlers) registryVersions(ctx context.Context, p names.Provider, shown
 	if len(doc.Versions) == 0 {
 		h.Log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
 		if len(unsigned) == 0 {
-			return nil, l.At, source.NotFoundf("provider %s has %s, none of which this proxy can offer through the registry protocol: %s", p, plural(len(l.Versions), "version"), strings.Join(doc.Warnings, "; "))
+			return nil, l.At, source.NotFoundf("provider %s has %s, none of which this proxy can offer through the registry protocol: %s", p, names.Plural(len(l.Versions), "version"), strings.Join(doc.Warnings, "; "))
 		}
 		// OpenTofu and Terraform print the warnings of a versions answer
 		// ("Additional provider information from registry") only when it
@@ -200,14 +200,6 @@ func skipReason(v names.Version, err error) string {
 		return v.String() + " is left out: its OCI artifact is not a valid provider"
 	}
 	return ""
-}
-
-// plural is "1 version", "2 versions".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // addWarning appends w to doc's warnings unless it is there already.
