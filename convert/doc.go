@@ -15,7 +15,7 @@
 //   - modulepkg: module directories and zips → module packages, and back
 //   - pgp: OpenPGP signatures of checksum files, judged as OpenTofu does
 //   - pkghash: the h1 and zh hashes OpenTofu records for packages
-//   - policy: the admission policy file, its bounds and its decisions
+//   - policy: the policy file, its bounds and its decisions
 //   - providerdir: `providers mirror` directories, imported and exported
 //   - release: provider and OpenTofu release directories → artifacts
 //   - sha256sums: SHA256SUMS files, read and written as OpenTofu reads them

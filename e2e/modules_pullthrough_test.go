@@ -500,7 +500,7 @@ func TestMirrorModules(t *testing.T) {
 	}
 }
 
-// The admission policy with module pull-through and module mirroring: a
+// The policy with module pull-through and module mirroring: a
 // version it denies is left out of the merged listing, never fetched from
 // the origin (its download answer is never asked), and not mirrored.
 func TestPullThroughModulesPolicy(t *testing.T) {

@@ -131,7 +131,7 @@ func TestPolicyProviderPaths(t *testing.T) {
 	layout := filepath.Join(t.TempDir(), "layout")
 	for _, target := range []string{repo, "oci-layout:" + layout + "/acme/widgets"} {
 		out, err := run(t, "push", "provider", "--key", key, "--policy", pol, d200, target)
-		if err == nil || !strings.Contains(out, `the admission policy's rule "widgets-policy" denies provider registry.opentofu.org/acme/widgets 2.0.0`) || !strings.Contains(out, "--policy-warn") {
+		if err == nil || !strings.Contains(out, `the policy's rule "widgets-policy" denies provider registry.opentofu.org/acme/widgets 2.0.0`) || !strings.Contains(out, "--policy-warn") {
 			t.Errorf("push of the denied 2.0.0 to %s: %v\n%s", target, err, out)
 		}
 	}
@@ -142,13 +142,13 @@ func TestPolicyProviderPaths(t *testing.T) {
 		t.Errorf("the refused push wrote to the layout: %v", err)
 	}
 	out := mustRun(t, "push", "provider", "--key", key, "--policy", pol, "--policy-warn", d200, repo)
-	if !strings.Contains(out, `warning: registry.opentofu.org/acme/widgets 2.0.0: pushed although the admission policy's rule "widgets-policy" denies`) {
+	if !strings.Contains(out, `warning: registry.opentofu.org/acme/widgets 2.0.0: pushed although the policy's rule "widgets-policy" denies`) {
 		t.Errorf("push --policy-warn printed no warning naming the rule:\n%s", out)
 	}
 
 	out, err := run(t, "verify", "--skip-zips", "--policy", pol, repo)
-	if err == nil || !strings.Contains(out, `error   `+repo+`:2.0.0: admission policy: denied by rule "widgets-policy"`) ||
-		!strings.Contains(out, `ok      `+repo+`:1.9.1: admission policy: allowed by rule "widgets-policy"`) {
+	if err == nil || !strings.Contains(out, `error   `+repo+`:2.0.0: policy: denied by rule "widgets-policy"`) ||
+		!strings.Contains(out, `ok      `+repo+`:1.9.1: policy: allowed by rule "widgets-policy"`) {
 		t.Errorf("verify --policy: %v\n%s", err, out)
 	}
 
@@ -196,7 +196,7 @@ func TestPolicyPullThroughProviders(t *testing.T) {
 	}
 
 	out := mustRun(t, "mirror", "--policy", pol, "--provider-template", reg.Host+"/mirrored/${namespace}/${type}", origin.Host+"/acme/widgets@>= 1.0")
-	if !strings.Contains(out, "denied   "+origin.Host+"/acme/widgets 2.0.0: the admission policy's rule \"widgets-policy\"") || !strings.Contains(out, "mirrored "+origin.Host+"/acme/widgets 1.9.1") {
+	if !strings.Contains(out, "denied   "+origin.Host+"/acme/widgets 2.0.0: the policy's rule \"widgets-policy\"") || !strings.Contains(out, "mirrored "+origin.Host+"/acme/widgets 1.9.1") {
 		t.Errorf("mirror --policy:\n%s", out)
 	}
 	if d := tagDigest(t, reg, "mirrored/acme/widgets", "2.0.0"); d != "" || asked() != 0 {
@@ -216,7 +216,7 @@ func TestPolicyModulePaths(t *testing.T) {
 	pushGreetingVersions(t, repo, "1.0.0", "1.1.0")
 	src := testenv.Testdata(t, "modules", "greeting")
 	out, err := run(t, "push", "module", "--policy", pol, src, repo+":1.2.0")
-	if err == nil || !strings.Contains(out, `the admission policy's rule "greeting-policy" denies module registry.opentofu.org/acme/greeting/aws 1.2.0`) {
+	if err == nil || !strings.Contains(out, `the policy's rule "greeting-policy" denies module registry.opentofu.org/acme/greeting/aws 1.2.0`) {
 		t.Errorf("push module of the denied 1.2.0: %v\n%s", err, out)
 	}
 	if d := tagDigest(t, reg, "modules/acme/greeting/aws", "1.2.0"); d != "" {
@@ -224,7 +224,7 @@ func TestPolicyModulePaths(t *testing.T) {
 	}
 	mustRun(t, "push", "module", "--quiet", "--policy", pol, "--policy-warn", src, repo+":1.2.0")
 	out, err = run(t, "verify", "--skip-zips", "--policy", pol, repo)
-	if err == nil || !strings.Contains(out, `error   `+repo+`:1.2.0: admission policy: denied by rule "greeting-policy"`) {
+	if err == nil || !strings.Contains(out, `error   `+repo+`:1.2.0: policy: denied by rule "greeting-policy"`) {
 		t.Errorf("verify --policy: %v\n%s", err, out)
 	}
 
@@ -286,7 +286,7 @@ func TestPolicyTofuPaths(t *testing.T) {
 	repo := reg.Host + "/tools/opentofu"
 	pushTofu(t, repo, "1.8.0", "1.10.0-beta1")
 	out, err := run(t, "push", "tofu", "--key", gpgKey, "--policy", pol, testenv.Testdata(t, "tofu", "1.9.0"), repo)
-	if err == nil || !strings.Contains(out, `the admission policy's rule "tofu-policy" denies OpenTofu 1.9.0`) || tagDigest(t, reg, "tools/opentofu", "1.9.0") != "" {
+	if err == nil || !strings.Contains(out, `the policy's rule "tofu-policy" denies OpenTofu 1.9.0`) || tagDigest(t, reg, "tools/opentofu", "1.9.0") != "" {
 		t.Errorf("push tofu of the denied 1.9.0: %v\n%s", err, out)
 	}
 	mustRun(t, "push", "tofu", "--quiet", "--key", gpgKey, "--policy", pol, "--policy-warn", testenv.Testdata(t, "tofu", "1.9.0"), repo)
@@ -327,7 +327,7 @@ func TestPolicyTofuPaths(t *testing.T) {
 		}
 		out := mustRun(t, "mirror", "--policy", pol, "--tofu-repository", reg.Host+"/mirrored/opentofu", "--tofu-api-url", origin.APIURL(),
 			"--tofu-download-url", origin.DownloadTemplate(), "--tofu-key", gpgKey, "--tofu-versions", ">= 1.8.0")
-		if !strings.Contains(out, `denied   opentofu 1.9.0: the admission policy's rule "tofu-policy"`) || !strings.Contains(out, "mirrored opentofu 1.8.0") {
+		if !strings.Contains(out, `denied   opentofu 1.9.0: the policy's rule "tofu-policy"`) || !strings.Contains(out, "mirrored opentofu 1.8.0") {
 			t.Errorf("mirror --policy:\n%s", out)
 		}
 		if d := tagDigest(t, reg, "mirrored/opentofu", "1.9.0"); d != "" || asked() != 0 {

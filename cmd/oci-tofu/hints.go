@@ -148,7 +148,7 @@ func flagHint(err error) string {
 	case errors.Is(err, pullthrough.ErrPushRefused):
 		return "give credentials allowed to push (--username with OCI_TOFU_PASSWORD or --password-stdin, or a docker config with them), or run read-only, without the --pull-through flags"
 	case errors.Is(err, policy.ErrDenied):
-		return "the admission policy (--policy) denies this version: change the policy, or pass --policy-warn to only warn while rolling it out (push and mirror; `oci-tofu policy test` explains a decision)"
+		return "the policy (--policy) denies this version: change the policy, or pass --policy-warn to only warn while rolling it out (push and mirror; `oci-tofu policy test` explains a decision)"
 	case errors.Is(err, modulepkg.ErrNoRootModule):
 		return "pass --allow-no-root for a package whose modules are all in subdirectories"
 	}

@@ -45,7 +45,7 @@ stored h1). tofu init then accepts the file without changing it.
 only .tf files and writes Terraform's header; by default the client is detected from the
 existing lock file, .tofu files or the provider cache, and is tofu otherwise.
 
-With --policy, versions the admission policy denies are not chosen, as a proxy serving
+With --policy, versions the policy denies are not chosen, as a proxy serving
 with the same policy leaves them out of its listings; the policy matches a provider by its
 address with the hostname's port removed (localhost/acme/widgets for localhost:8443/…).`,
 		Flags: append([]cli.Flag{
@@ -53,7 +53,7 @@ address with the hostname's port removed (localhost/acme/widgets for localhost:8
 			&cli.StringSliceFlag{Name: "platform", Usage: "lock for this `os_arch` (repeatable)", Required: true},
 			&cli.StringFlag{Name: "for", Usage: "the client the lock file is for: `tofu or terraform` (default: detected, else tofu)"},
 			&cli.BoolFlag{Name: "no-download", Usage: "fail rather than download a zip whose h1 is not stored"},
-			&cli.StringFlag{Name: "policy", Usage: "lock only versions the admission policy `FILE` allows, as a proxy serving with it offers (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
+			&cli.StringFlag{Name: "policy", Usage: "lock only versions the policy `FILE` allows, as a proxy serving with it offers (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
 		}, append(registryFlags(), outputFlags()...)...),
 		Action: lock,
 	}

@@ -38,7 +38,7 @@ With --tofu-repository, OpenTofu releases are mirrored too, from a TofuDL-compat
 stable), each release's files (only those of --platform when given), verified against
 OpenTofu's signing key (or --tofu-key) and SHA256SUMS, one artifact per version.
 
-With --policy, versions the admission policy denies are left out before anything of
+With --policy, versions the policy denies are left out before anything of
 them is downloaded and reported as denied, naming the rule (a locked version it denies
 fails); with --policy-warn they are mirrored with a warning naming the rule.
 

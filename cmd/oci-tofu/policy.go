@@ -66,7 +66,7 @@ func reloadPolicy(ctx context.Context, pf *policyfile.File, logger *slog.Logger)
 func policyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "policy",
-		Usage: "check an admission policy file",
+		Usage: "check a policy file",
 		Subcommands: []*cli.Command{{
 			Name:      "test",
 			Usage:     "what the policy decides, and which rule (offline or against the registry)",

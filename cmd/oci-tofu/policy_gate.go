@@ -15,7 +15,7 @@ import (
 // gatePolicyFlags are --policy and --policy-warn of push and mirror.
 func gatePolicyFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "policy", Usage: "refuse (push) or leave out (mirror) a version the admission policy `FILE` denies, naming the rule (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
+		&cli.StringFlag{Name: "policy", Usage: "refuse (push) or leave out (mirror) a version the policy `FILE` denies, naming the rule (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
 		&cli.BoolFlag{Name: "policy-warn", Usage: "with --policy: print a warning naming the rule instead of refusing (to roll a policy out)", EnvVars: []string{"OCI_TOFU_POLICY_WARN"}},
 	}
 }

@@ -39,7 +39,7 @@ notation configuration directory given.
 keyless attestation by that OIDC identity: a Sigstore bundle stored as a referrer, as
 cosign attest stores it without a key, checked offline.
 
-With --policy, each version tag also gets the admission policy's decision, naming the
+With --policy, each version tag also gets the policy's decision, naming the
 rule; a version it denies is an error. The policy matches a provider as
 registry.opentofu.org/NAMESPACE/TYPE and a module as registry.opentofu.org/NAMESPACE/NAME/SYSTEM,
 from the repository path's last segments (patterns like */acme/* match them).`,
@@ -47,7 +47,7 @@ from the repository path's last segments (patterns like */acme/* match them).`,
 			&cli.BoolFlag{Name: "skip-zips", Usage: "check manifests only; do not download zips"},
 			attestPubFlag(), verifyTrustedRootFlag(),
 			&cli.StringSliceFlag{Name: "notation", Usage: "notation configuration `DIR` (trustpolicy.oci.json or trustpolicy.json, truststore/x509/…) whose trust policy every artifact checked must pass with a Notary Project signature (repeatable: each must)", EnvVars: []string{"OCI_TOFU_NOTATION"}},
-			&cli.StringFlag{Name: "policy", Usage: "also report the admission policy `FILE`'s decision on each version tag; a denied one is an error (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
+			&cli.StringFlag{Name: "policy", Usage: "also report the policy `FILE`'s decision on each version tag; a denied one is an error (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
 		}, registryFlags()...), outputFlags()...),
 		Action: verify,
 	}
@@ -101,7 +101,7 @@ func verify(c *cli.Context) error {
 	}
 	if failed > 0 {
 		if pol != nil {
-			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the admission policy denies a version)", names.Plural(failed, "problem")), 1)
+			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the policy denies a version)", names.Plural(failed, "problem")), 1)
 		}
 		if len(opts.AttestKeys)+len(opts.Trusts)+len(opts.Keyless) > 0 {
 			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", names.Plural(failed, "problem")), 1)

@@ -20,13 +20,13 @@ func (c *checker) policyDecision() {
 	}
 	addr, err := c.opts.PolicyAddress(kind)
 	if err != nil {
-		c.findings = append(c.findings, Finding{Reference: c.ref, Severity: SeverityError, Message: "admission policy: " + err.Error()})
+		c.findings = append(c.findings, Finding{Reference: c.ref, Severity: SeverityError, Message: "policy: " + err.Error()})
 		return
 	}
 	d := c.opts.Policy.Decide(kind, addr, v.String())
-	f := Finding{Reference: c.ref, Severity: SeverityOK, Message: "admission policy: allowed by rule \"" + d.Rule + "\": " + d.Reason}
+	f := Finding{Reference: c.ref, Severity: SeverityOK, Message: "policy: allowed by rule \"" + d.Rule + "\": " + d.Reason}
 	if !d.Allow {
-		f.Severity, f.Message = SeverityError, "admission policy: denied by rule \""+d.Rule+"\": "+d.Reason
+		f.Severity, f.Message = SeverityError, "policy: denied by rule \""+d.Rule+"\": "+d.Reason
 	}
 	c.findings = append(c.findings, f)
 }

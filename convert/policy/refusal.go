@@ -11,7 +11,7 @@ import (
 
 // ErrDenied is what every refusal by the policy is (errors.Is): push,
 // mirror and lock refuse a version the policy denies with a *DeniedError.
-var ErrDenied = errors.New("denied by the admission policy")
+var ErrDenied = errors.New("denied by the policy")
 
 // DeniedError is a version the policy denies, with the decision: the rule
 // that decided and why.
@@ -26,7 +26,7 @@ func (e *DeniedError) Error() string {
 	if e.Kind == KindTofu {
 		what = "OpenTofu"
 	}
-	return fmt.Sprintf("the admission policy's rule %q denies %s %s: %s", e.Decision.Rule, what, e.Version, e.Decision.Reason)
+	return fmt.Sprintf("the policy's rule %q denies %s %s: %s", e.Decision.Rule, what, e.Version, e.Decision.Reason)
 }
 
 // Is makes errors.Is(err, ErrDenied) true.
@@ -63,7 +63,7 @@ func AddressFromRepository(kind names.Kind, repository string) (string, error) {
 	}
 	parts := strings.Split(strings.ToLower(strings.Trim(repository, "/")), "/")
 	if n == 0 || len(parts) < n {
-		return "", fmt.Errorf("the repository %q does not end in the %s's names (%s): name the address the admission policy should match", repository, kind, map[names.Kind]string{KindProvider: "namespace/type", KindModule: "namespace/name/system"}[kind])
+		return "", fmt.Errorf("the repository %q does not end in the %s's names (%s): name the address the policy should match", repository, kind, map[names.Kind]string{KindProvider: "namespace/type", KindModule: "namespace/name/system"}[kind])
 	}
 	return DefaultHostname + "/" + strings.Join(parts[len(parts)-n:], "/"), nil
 }

@@ -100,7 +100,7 @@ module "example.com/acme/*/*" {
 
 	// Every version denied: the versions document is 404, saying so.
 	none := startProxy(t, Options{ModuleMappings: []*oci.Template{tpl}, RegistryHostname: "example.com", Policy: mustPolicy(t, `default = "deny"`)})
-	none.wantError(t, "/v1/modules/acme/network/aws/versions", http.StatusNotFound, "2 denied by the admission policy")
+	none.wantError(t, "/v1/modules/acme/network/aws/versions", http.StatusNotFound, "2 denied by the policy")
 }
 
 // OpenTofu releases: a policy's tofu block and RequireAttestation leave

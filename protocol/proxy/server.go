@@ -32,7 +32,7 @@ import (
 // Paths the server answers on. The URLs it hands out are absolute when it
 // knows the URL clients reach it by (Options.PublicURL, or TLS it
 // terminates itself), and relative to the document that names them
-// otherwise (urls.go).
+// otherwise (respond/docs.go).
 const (
 	DiscoveryPath = wire.DiscoveryPath
 	MirrorPrefix  = providers.MirrorPrefix
@@ -109,7 +109,7 @@ type Options struct {
 	// RedirectArchives hands clients the storage URL a registry redirects
 	// an archive's download to (S3, GCS, Azure, a CDN) instead of
 	// streaming the archive; archives of registries that serve blobs
-	// themselves are streamed as always (stream.go, docs/proxy.md
+	// themselves are streamed as always (protocol/proxy/deliver, docs/proxy.md
 	// "Archive delivery").
 	RedirectArchives bool
 	// Logger receives structured logs (default slog.Default()).
@@ -170,7 +170,7 @@ type Options struct {
 	// Shared, when set, is the state the replicas of a fleet share
 	// (sharedstate.Redis): pull-through's leases, stored releases and
 	// failures, and (a sharedstate.Board) the page's records of what each
-	// replica served (seen_fleet.go). Nil: this process alone. Its metrics
+	// replica served (protocol/proxy/page). Nil: this process alone. Its metrics
 	// are served when it is a prometheus.Collector.
 	Shared sharedstate.Store
 }

@@ -35,7 +35,7 @@ import (
 // and the attestation rule (gate.Policy), with what the proxy supplies:
 // the store's reads, the clock, who is trusted for ingest times, and
 // the counting of decisions and the page's record of denials
-// (policy_metrics.go, seen_policy.go).
+// (respond.Responder.CountDecision, and through it the page).
 func (s *Server) judge() *gate.Policy {
 	o := &s.opts
 	j := &gate.Policy{Live: o.Policy, Now: o.Now, Each: s.store.Each, Log: s.log, Trusted: o.ingestTrust(),
@@ -144,7 +144,7 @@ func laterRepos(hs []*held.Providers, p names.Provider) []*store.Repo {
 const ownModules = ""
 
 // moduleSource is the source of the modules tpls map, for origin
-// registry host origin's paths (module_origins.go) or the proxy's own
+// registry host origin's paths (modules.ForOrigin) or the proxy's own
 // (ownModules): merged(gate(pulled(held m0)), gate(held m1), …). With
 // module pull-through the first mapping pulls from origin, or for the
 // proxy's own modules from the first origin, as --pull-through-own-modules

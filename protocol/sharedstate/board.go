@@ -13,7 +13,7 @@ import (
 // member reads whole: each publishes its own and gathers everyone's.
 // Members that stop publishing drop off after their record's lifetime.
 // The page's record of what the fleet served lives on one
-// (protocol/proxy, seen_fleet.go).
+// (protocol/proxy/page, seen_fleet.go).
 type Board interface {
 	// Publish puts val as member's record on the board for ttl.
 	Publish(ctx context.Context, board, member string, val []byte, ttl time.Duration) error

@@ -57,7 +57,7 @@ func TestAdmittedCachesVerdictsByDigest(t *testing.T) {
 }
 
 // Checked caches a check's verdict per key and digest, as Admitted does,
-// without an admission policy; a refusal with an empty text is still a
+// without a policy; a refusal with an empty text is still a
 // refusal, and a failing registry is an error, not a verdict.
 func TestCheckedCachesVerdictsByKeyAndDigest(t *testing.T) {
 	ctx := context.Background()
@@ -76,7 +76,7 @@ func TestCheckedCachesVerdictsByKeyAndDigest(t *testing.T) {
 			return nil, nil
 		}
 	}
-	repo := newStore(t, store.Options{}).Repo(l.ref) // the default cache budget, no admission policy
+	repo := newStore(t, store.Options{}).Repo(l.ref) // the default cache budget, no policy
 	for range 2 {
 		if ok, why, err := repo.Checked(ctx, "signer a", good, check(good)); !ok || why != "" || err != nil {
 			t.Fatalf("good: %v %q %v", ok, why, err)

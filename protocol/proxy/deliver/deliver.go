@@ -69,7 +69,7 @@ func newError(status int, err error, format string, args ...any) error {
 
 // Deliver answers with a blob a source handed over: a layer the registry
 // holds, streamed and verified (or redirected to storage: stream.go), a
-// file pull-through is downloading (pulled_stream.go), or bytes in memory.
+// file pull-through is downloading (pulled.go), or bytes in memory.
 func (s *Deliverer) Deliver(w http.ResponseWriter, r *http.Request, b *source.Blob) {
 	file := blobFile{name: b.Name, contentType: b.ContentType, pinned: b.Pinned}
 	switch {

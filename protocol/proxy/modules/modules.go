@@ -22,12 +22,12 @@ const (
 )
 
 // Handlers serve the Module Registry Protocol for one set of
-// paths (the proxy's own, or an origin's: module_origins.go), rendering
-// what their source answers (composed by moduleSource, sources.go).
+// paths (the proxy's own, or an origin's: origins.go), rendering
+// what their source answers (composed by the server: proxy/sources.go).
 type Handlers struct {
 	*respond.Responder
 	source source.Modules
-	// origin, paths: module_origins.go (origin "": the request's host).
+	// origin, paths: origins.go (origin "": the request's host).
 	origin string
 	paths  modulePaths
 }
@@ -117,7 +117,7 @@ func (m *Handlers) versionsDoc(ctx context.Context, a source.ModuleAddress) (any
 	m.Observer.ModuleListed(a.Module.String(), ids)
 	if len(list.Versions) == 0 {
 		if refused > 0 {
-			return nil, l.At, source.NotFoundf("module %s has no version served here: %d denied by the admission policy, the others hold no admitted module package", a.Module, refused)
+			return nil, l.At, source.NotFoundf("module %s has no version served here: %d denied by the policy, the others hold no admitted module package", a.Module, refused)
 		}
 		return nil, l.At, source.NotFoundf("module %s has no versions holding a module package", a.Module)
 	}
@@ -127,7 +127,7 @@ func (m *Handlers) versionsDoc(ctx context.Context, a source.ModuleAddress) (any
 // serveDownload answers 204 with X-Terraform-Get naming the zip by
 // manifest digest: the exact package, whatever the tag names later; to
 // OpenTofu 1.12 and later, the same URL unsigned as a direct location
-// fetched with the client's credentials (module_direct.go).
+// fetched with the client's credentials (serveDirectLocation).
 func (m *Handlers) serveDownload(w http.ResponseWriter, r *http.Request, a source.ModuleAddress, v names.Version) {
 	rel, err := m.source.FetchModule(r.Context(), a, v)
 	if err != nil {

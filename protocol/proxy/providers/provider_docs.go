@@ -75,7 +75,7 @@ func (h *Handlers) mirrorVersion(ctx context.Context, p names.Provider, v names.
 }
 
 // fileURL is the URL of a file of rel in a document (its base marked:
-// urls.go), signed when client authentication is on: an archive URL
+// respond.FileRef), signed when client authentication is on: an archive URL
 // pinning a stored release's index, or a pull URL pinning an origin's
 // SHA256SUMS.
 func (h *Handlers) fileURL(rel *source.ProviderRelease, file string) string {

@@ -33,7 +33,7 @@ const PullPrefix = "/v1/pull/"
 // Handlers serve the Provider Network Mirror Protocol, the
 // Provider Registry Protocol (providers.v1), the archives their documents
 // name and, with pull-through, the files of releases being pulled,
-// rendering what their source answers (compose.go builds it).
+// rendering what their source answers (composed by the server: proxy/sources.go).
 type Handlers struct {
 	*respond.Responder
 	source    source.Providers

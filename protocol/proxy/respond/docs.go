@@ -21,7 +21,7 @@ import (
 )
 
 // document is an encoded JSON answer, ready to write, and until when it is
-// fresh. Its URLs lack their base (urls.go): bases are the offsets in
+// fresh. Its URLs lack their base (baseMark, below): bases are the offsets in
 // body where each answer's own base URL goes.
 type document struct {
 	body    []byte

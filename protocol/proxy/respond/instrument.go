@@ -387,7 +387,7 @@ type policyRuleKey struct {
 
 func newPolicyMetrics(reg *prometheus.Registry, status func() policyfile.Status) *policyMetrics {
 	m := &policyMetrics{decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "oci_tofu_policy_decisions_total", Help: "Admission policy decisions that shaped an answer, by kind, deciding rule (its name in the policy file, or default) and decision (allow or deny).",
+		Name: "oci_tofu_policy_decisions_total", Help: "Policy decisions that shaped an answer, by kind, deciding rule (its name in the policy file, or default) and decision (allow or deny).",
 	}, []string{"kind", "rule", "decision"})}
 	reg.MustRegister(m.decisions)
 	if status == nil {
