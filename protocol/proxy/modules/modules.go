@@ -1,3 +1,9 @@
+// Package modules serves the Module Registry Protocol (modules.v1): the
+// modules addressed under the proxy's own hostname and, with module
+// pull-through, each origin registry's under its own paths; download
+// answers name the exact package by manifest digest, and the archives
+// stream verified. It renders what its source.Modules answers and answers
+// through respond.
 package modules
 
 import (

@@ -1,3 +1,7 @@
+// Package page is the page for people at "/": what the proxy serves,
+// from where, and the client configuration to copy, with the record of
+// what was served (kept as the responder's respond.Observer, shared with
+// a fleet's other replicas through a sharedstate.Board).
 package page
 
 import (

@@ -1,3 +1,6 @@
+// Package tofudl serves OpenTofu releases as a TofuDL mirror: the API
+// document and the release files, streamed verified. It renders what its
+// source.Tofu answers and answers through respond.
 package tofudl
 
 import (
