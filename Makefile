@@ -25,7 +25,7 @@ HELM_VERSION         := v4.3.1
 RENOVATE_LOCK        := tools/renovate/package-lock.json
 RENOVATE_DIR         := $(CURDIR)/.tools/renovate
 
-.PHONY: all build image chart test unit e2e fuzz bench demo tools tools-apt clean lint kubernetes-yaml
+.PHONY: all build image chart test unit walk e2e fuzz bench demo tools tools-apt clean lint kubernetes-yaml
 
 all: build
 
@@ -151,7 +151,13 @@ tools-apt:
 ## then every fuzz target for FUZZSHORT each
 test: tools tools-apt lint
 	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory walk
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSHORT)
+
+## walk: the files a held <version>.json request and a module download enter (at most 12;
+## docs/architecture.md, "The path of a request")
+walk:
+	$(GO) run ./tools/walk
 
 unit:
 	$(GO) test -count=1 ./oci/... ./convert/... ./protocol/...

@@ -1,4 +1,12 @@
+//go:build walk
+
 package proxy
+
+// The walks of docs/architecture.md ("The path of a request"): each test
+// sets up a server and, with WALK=1, makes the request walked, so that
+// tools/walk/walk.sh can count the files the request alone enters (the
+// coverage blocks it adds). Built only with -tags walk: without coverage
+// they measure nothing.
 
 import (
 	"os"
@@ -8,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
+// TestWalkHeldVersion: a held <version>.json, one mapping, no policy.
 func TestWalkHeldVersion(t *testing.T) {
 	dir, open := layoutStore(t)
 	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
@@ -18,6 +27,7 @@ func TestWalkHeldVersion(t *testing.T) {
 	}
 }
 
+// TestWalkModuleDownload: a module download and the archive it names.
 func TestWalkModuleDownload(t *testing.T) {
 	mdir, mopen := moduleStore(t)
 	push(t, mopen("acme", "network", "aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), names.TagForVersion(mustVersion(t, "1.0.0")))
