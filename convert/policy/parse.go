@@ -41,6 +41,7 @@ type Policy struct {
 	rules          []*rule
 	index          *index    // index.go
 	facts          factRules // what min_age and signers need (facts.go)
+	clients        []*Client // who may read what (clients.go)
 	serial         uint64    // unique to this parse (Serial)
 }
 
@@ -71,6 +72,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: string(KindProvider), LabelNames: []string{"pattern"}},
 		{Type: string(KindModule), LabelNames: []string{"pattern"}},
 		{Type: string(KindTofu)},
+		{Type: "client", LabelNames: []string{"name"}},
 	},
 }
 
@@ -121,8 +123,19 @@ func Parse(src []byte, filename string) (*Policy, error) {
 			return nil, posError(a.Expr.Range(), fmt.Sprintf("default must be \"allow\" or \"deny\", not %q", d))
 		}
 	}
-	if len(content.Blocks) > MaxRules {
-		return nil, posError(content.Blocks[MaxRules].DefRange, fmt.Sprintf("the policy has %d rules, more than %d", len(content.Blocks), MaxRules))
+	var ruleBlocks, clientBlocks []*hcl.Block
+	for _, b := range content.Blocks {
+		if b.Type == "client" {
+			clientBlocks = append(clientBlocks, b)
+		} else {
+			ruleBlocks = append(ruleBlocks, b)
+		}
+	}
+	if len(ruleBlocks) > MaxRules {
+		return nil, posError(ruleBlocks[MaxRules].DefRange, fmt.Sprintf("the policy has %d rules, more than %d", len(ruleBlocks), MaxRules))
+	}
+	if err := p.addClients(clientBlocks); err != nil {
+		return nil, err
 	}
 	env := newParseEnv(filename)
 	if a, ok := content.Attributes["trusted_root"]; ok {
@@ -131,7 +144,7 @@ func Parse(src []byte, filename string) (*Policy, error) {
 		}
 	}
 	seen := map[string]hcl.Range{}
-	for _, b := range content.Blocks {
+	for _, b := range ruleBlocks {
 		r, err := parseRule(b, env)
 		if err != nil {
 			return nil, err

@@ -118,6 +118,9 @@ func (f *File) Reload(why string) error {
 			err = checkComplete(f.path, f.live.Current(), p)
 		}
 		if err == nil {
+			err = checkClientsKept(f.path, f.live.Current(), p)
+		}
+		if err == nil {
 			f.live.Replace(p)
 			f.sum = sha256.Sum256(src)
 			st.Rules, st.LoadedAt, st.Reloads, st.Current, st.LastError = p.Rules(), st.CheckedAt, st.Reloads+1, true, ""
@@ -131,4 +134,19 @@ func (f *File) Reload(why string) error {
 	f.status.Store(&st)
 	f.log.Error("policy not reloaded: the last good policy stays in force", "file", f.path, "why", why, "error", err.Error())
 	return err
+}
+
+// checkClientsKept refuses a reload that would turn client
+// authentication on or off: whether serve asks clients for tokens, and
+// signs the URLs it hands out, is decided when it starts (with client
+// blocks or --auth-token-file), so the first client block added, or the
+// last removed, needs a restart.
+func checkClientsKept(path string, old, next *policy.Policy) error {
+	switch {
+	case old.HasClients() && !next.HasClients():
+		return fmt.Errorf("%s: the new file has no client blocks, the one in force has: restart serve to stop asking clients for tokens", path)
+	case !old.HasClients() && next.HasClients():
+		return fmt.Errorf("%s: the new file adds client blocks to one without: restart serve to start asking clients for tokens", path)
+	}
+	return nil
 }

@@ -199,3 +199,37 @@ func TestWatchSeesConfigMapSwaps(t *testing.T) {
 	version("..2026_01_04", allowAll)
 	waitFor(t, "the fixed ConfigMap in force", func() bool { return allows(f) && f.Status().Current })
 }
+
+// Client blocks cannot appear in, or all vanish from, a file being
+// served: whether clients are asked for tokens is decided at start.
+// Changing the clients of a file that has some is an ordinary reload.
+func TestReloadKeepsClientAuthenticationAsStarted(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.hcl")
+	client := func(name, token string) string {
+		return "client \"" + name + "\" {\n  tokens = [\"" + policy.TokenHash(token) + "\"]\n}\n"
+	}
+	write(t, path, allowAll)
+	f, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, path, allowAll+client("a", "t1"))
+	if err := f.Reload("test"); err == nil || !strings.Contains(err.Error(), "restart serve to start asking clients for tokens") || f.Live().Current().HasClients() {
+		t.Fatalf("clients added: %v", err)
+	}
+
+	write(t, path, deny200+client("a", "t1"))
+	g, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, path, deny200+client("a", "t2")+client("b", "t3"))
+	if err := g.Reload("test"); err != nil || len(g.Live().Current().ClientNames()) != 2 {
+		t.Fatalf("clients changed: %v", err)
+	}
+	write(t, path, deny200)
+	if err := g.Reload("test"); err == nil || !strings.Contains(err.Error(), "restart serve to stop asking clients for tokens") || !g.Live().Current().HasClients() {
+		t.Fatalf("clients removed: %v", err)
+	}
+}

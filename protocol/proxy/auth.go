@@ -5,50 +5,90 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
-// Client authentication: the bearer tokens of --auth-token-file, compared
-// by their sha256 in constant time.
+// Client authentication: the bearer tokens of --auth-token-file (which
+// read everything) and the clients of the policy file (docs/policy.md,
+// "Clients": each reads what its patterns name), all compared by their
+// sha256 in constant time. It is on when serve starts with either; the
+// policy file cannot turn it on or off while serving (policyfile refuses
+// such a reload).
 
-// Authenticate requires a configured bearer token when client
+// Why a bearer token is not accepted (the 401's message says which).
+var (
+	errNoToken      = errors.New("a valid bearer token is required: add a credentials block for this host to the CLI configuration")
+	errUnknownToken = errors.New("the bearer token is not one this proxy accepts: check the credentials block is for this host, and that the token is current")
+)
+
+// Authenticate requires a bearer token the proxy accepts when client
 // authentication is on (OpenTofu and Terraform send the token of a
-// credentials block for the proxy's hostname as "Authorization: Bearer";
-// the scheme is case-insensitive).
+// credentials block for the proxy's hostname, or TF_TOKEN_<host>, as
+// "Authorization: Bearer"; the scheme is case-insensitive), and hands h
+// the request with its client (respond.WithReader) when that client
+// reads only some addresses.
 func (s *Server) Authenticate(h http.Handler) http.Handler {
-	if len(s.tokens) == 0 {
+	if !s.clientAuth {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.validToken(r.Header.Get("Authorization")) {
-			h.ServeHTTP(w, r)
+		c, err := s.clientOf(r.Header.Get("Authorization"))
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
+			respond.WriteError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
-		respond.WriteError(w, http.StatusUnauthorized, "a valid bearer token is required: add a credentials block for this host to the CLI configuration")
+		if c != nil {
+			r = r.WithContext(respond.WithReader(r.Context(), c))
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 
-func (s *Server) validToken(header string) bool {
+// bearer is clientOf for the archive URLs: ok when header names a
+// client.
+func (s *Server) bearer(header string) (respond.Reader, bool) {
+	c, err := s.clientOf(header)
+	return c, err == nil
+}
+
+// clientOf is the client a bearer token names: nil for a token of
+// --auth-token-file (it reads everything), the policy's client whose
+// token hashes hold the token's otherwise; an error when it names none,
+// or a client whose tokens expired.
+func (s *Server) clientOf(header string) (respond.Reader, error) {
 	scheme, tok, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return nil, errNoToken
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	match := 0
 	for _, t := range s.tokens {
 		match |= subtle.ConstantTimeCompare(sum[:], t[:])
 	}
-	return match == 1
+	if match == 1 {
+		return nil, nil
+	}
+	c := s.opts.Policy.Current().ClientOf(sum)
+	switch {
+	case c == nil:
+		return nil, errUnknownToken
+	case c.Expired(s.opts.Now()):
+		return nil, fmt.Errorf("the tokens of client %s expired at %s: ask for a new one (the policy file's expires)", c.Name, c.Expires.UTC().Format(time.RFC3339))
+	}
+	return c, nil
 }
 
 // setUpClientAuth hashes the client tokens and keys the archive URL
 // signer (nil without client authentication).
 func (s *Server) setUpClientAuth() (*respond.URLSigner, error) {
-	if len(s.opts.AuthTokens) == 0 {
+	s.clientAuth = len(s.opts.AuthTokens) > 0 || s.opts.Policy.Current().HasClients()
+	if !s.clientAuth {
 		return nil, nil
 	}
 	for _, t := range s.opts.AuthTokens {

@@ -68,7 +68,7 @@ func (s *Server) mountTofu(ref oci.Reference) {
 func (s *Server) newPage() *page.Page {
 	o := &s.opts
 	cfg := page.Config{Version: o.Version, PublicURL: o.PublicURL, RegistryHostname: o.RegistryHostname,
-		Providers: s.mappings, Modules: o.ModuleMappings, Tofu: o.TofuRepository, Minimal: len(s.tokens) > 0,
+		Providers: s.mappings, Modules: o.ModuleMappings, Tofu: o.TofuRepository, Minimal: s.clientAuth,
 		ModuleOrigins: s.pull.ModuleOrigins(), Policy: o.Policy, PolicyStatus: o.PolicyStatus, Log: s.log}
 	if patterns := s.pull.OwnModulePatterns(); len(patterns) > 0 {
 		cfg.OwnModules = &page.OwnModules{Origin: s.pull.ModuleOrigin(), Patterns: patterns}

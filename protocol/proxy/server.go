@@ -188,9 +188,11 @@ type Server struct {
 	mappings  store.ProviderMappings
 	tokens    [][32]byte
 	providers *providers.Handlers // nil without providers
-	client    *oci.Client         // reaches the registry (pull-through writes with it)
-	pull      *pullthrough.Engine // nil without pull-through
-	probes    *health.Probes      // /readyz and /livez (probes.go)
+	// clientAuth: clients authenticate (auth.go).
+	clientAuth bool
+	client     *oci.Client         // reaches the registry (pull-through writes with it)
+	pull       *pullthrough.Engine // nil without pull-through
+	probes     *health.Probes      // /readyz and /livez (probes.go)
 
 	mux *http.ServeMux
 	// prefixes are the handlers Mount added, longest prefix first, as
@@ -380,7 +382,7 @@ func (s *Server) newResponder(urls *respond.URLSigner) *respond.Responder {
 			Timeout: 2 * o.Store.Timeout, Observe: s.metrics.ObserveCache}, urls)
 	out.Observer, out.Store = s.page.Observer(), s.store
 	if urls != nil {
-		out.TokenOK = s.validToken
+		out.Bearer = s.bearer
 	}
 	return out
 }

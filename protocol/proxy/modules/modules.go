@@ -61,7 +61,9 @@ func (m *Handlers) ServeRegistry(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, key, ok := respond.ReadDocRequest(m.Responder, w, r, host+" ", m.paths.registry, ParseModulePath)
+	req, key, ok := respond.ReadDocRequest(m.Responder, w, r, host+" ", m.paths.registry, ParseModulePath, func(req ModuleRequest) (names.Kind, string) {
+		return names.KindModule, host + "/" + req.Module.String()
+	})
 	if !ok {
 		return
 	}
@@ -161,11 +163,13 @@ func (m *Handlers) serveDownload(w http.ResponseWriter, r *http.Request, a sourc
 // ServeArchive streams the zip of the module package a download answer
 // named, by manifest digest, verifying the zip's digest as it streams.
 func (m *Handlers) ServeArchive(w http.ResponseWriter, r *http.Request) {
-	req, ok := respond.SignedRequest(m.Responder, w, r, m.paths.archives, ParseModuleArchivePath)
+	host, ok := m.hostname(w, r)
 	if !ok {
 		return
 	}
-	host, ok := m.hostname(w, r)
+	req, ok := respond.SignedRequest(m.Responder, w, r, m.paths.archives, ParseModuleArchivePath, func(req ModuleArchiveRequest) (names.Kind, string) {
+		return names.KindModule, host + "/" + req.Module.String()
+	})
 	if !ok {
 		return
 	}

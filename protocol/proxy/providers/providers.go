@@ -56,7 +56,9 @@ func New(out *respond.Responder, src source.Providers, signer *pgp.Signer, gener
 
 // ServeMirror answers the Provider Network Mirror Protocol.
 func (h *Handlers) ServeMirror(w http.ResponseWriter, r *http.Request) {
-	req, key, ok := respond.ReadDocRequest(h.Responder, w, r, "", MirrorPrefix, ParseMirrorPath)
+	req, key, ok := respond.ReadDocRequest(h.Responder, w, r, "", MirrorPrefix, ParseMirrorPath, func(req MirrorRequest) (names.Kind, string) {
+		return names.KindProvider, req.Provider.String()
+	})
 	if !ok {
 		return
 	}
@@ -76,7 +78,9 @@ func (h *Handlers) ServeRegistry(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, key, ok := respond.ReadDocRequest(h.Responder, w, r, host+" ", ProvidersPath, ParseRegistryPath)
+	req, key, ok := respond.ReadDocRequest(h.Responder, w, r, host+" ", ProvidersPath, ParseRegistryPath, func(req RegistryRequest) (names.Kind, string) {
+		return names.KindProvider, names.Provider{Hostname: host, Namespace: req.Namespace, Type: req.Type}.String()
+	})
 	if !ok {
 		return
 	}
@@ -98,7 +102,9 @@ func (h *Handlers) ServeRegistry(w http.ResponseWriter, r *http.Request) {
 // ServeArchive serves a zip, SHA256SUMS or signature named by a URL from
 // the metadata: the release its index digest pins.
 func (h *Handlers) ServeArchive(w http.ResponseWriter, r *http.Request) {
-	req, ok := respond.SignedRequest(h.Responder, w, r, ArchivePrefix, ParseArchivePath)
+	req, ok := respond.SignedRequest(h.Responder, w, r, ArchivePrefix, ParseArchivePath, func(req ArchiveRequest) (names.Kind, string) {
+		return names.KindProvider, req.Provider.String()
+	})
 	if !ok {
 		return
 	}
@@ -137,7 +143,7 @@ func (h *Handlers) archive(ctx context.Context, req ArchiveRequest) (*source.Blo
 // ServePull serves a file named by a pull URL: from the pull in flight,
 // from the registry once the release is stored, or by starting the pull.
 func (h *Handlers) ServePull(w http.ResponseWriter, r *http.Request) {
-	rest, ok := h.AdmittedPath(w, r, PullPrefix)
+	rest, client, ok := h.AdmittedPath(w, r, PullPrefix)
 	if !ok {
 		return
 	}
@@ -148,11 +154,16 @@ func (h *Handlers) ServePull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := source.PulledFile{Via: via, Provider: req.Provider, Version: req.Version, Sums: req.Index, File: fileKinds[req.File], Platform: req.Platform}
+	scoped := f.Provider // the address clients use: the registry protocol's is on the proxy's hostname
 	if via == pullthrough.ViaRegistry {
 		if f.RegistryHost, err = h.RegistryHostname(r); err != nil {
 			h.Fail(w, r, err)
 			return
 		}
+		scoped.Hostname = f.RegistryHost
+	}
+	if !h.InScope(w, r, client, names.KindProvider, scoped.String()) {
+		return
 	}
 	pf, ok := h.source.(source.PulledFiles)
 	if !ok {

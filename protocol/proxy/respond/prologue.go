@@ -36,9 +36,10 @@ type Responder struct {
 	Store    *store.Store
 	Docs     *cache.Cache[document]
 	URLs     *URLSigner // nil without client authentication
-	// TokenOK checks an Authorization header against the client tokens
-	// (nil without client authentication).
-	TokenOK func(header string) bool
+	// Bearer is the client an Authorization header names, ok false when
+	// it names none (nil without client authentication); a nil Reader
+	// reads everything.
+	Bearer func(header string) (c Reader, ok bool)
 	// delivery hands over blobs (protocol/proxy/deliver).
 	delivery *deliver.Deliverer
 }
@@ -90,12 +91,24 @@ func ReadRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request, pr
 // ReadDocRequest is readRequest for the metadata handlers: a fresh
 // cached document under keyPrefix+path answers at once, before any
 // parsing (a document is only cached under the key of a valid request).
-func ReadDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request, keyPrefix, prefix string, parse func(string) (T, error)) (req T, key string, ok bool) {
+// For a client that reads only some addresses (ReaderOf), the path is
+// parsed first and the address scope names checked (InScope), so that no
+// cached document reaches a client outside its scope.
+func ReadDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request, keyPrefix, prefix string, parse func(string) (T, error), scope func(T) (names.Kind, string)) (req T, key string, ok bool) {
 	if !AllowRead(w, r) {
 		return req, "", false
 	}
 	path := r.URL.EscapedPath()
 	key = keyPrefix + path
+	if ReaderOf(r.Context()) != nil {
+		if req, ok = parseRequest(s, w, r, strings.TrimPrefix(path, prefix), parse); !ok {
+			return req, "", false
+		}
+		if kind, address := scope(req); !s.InScope(w, r, ReaderOf(r.Context()), kind, address) {
+			return req, "", false
+		}
+		return req, key, !s.serveFreshDoc(w, r, key)
+	}
 	if s.serveFreshDoc(w, r, key) {
 		return req, "", false
 	}
@@ -104,13 +117,22 @@ func ReadDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request,
 }
 
 // SignedRequest is readRequest for the URLs the proxy hands out
-// (archives): when URLs are signed, the signature is checked first.
-func SignedRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request, prefix string, parse func(string) (T, error)) (req T, ok bool) {
-	rest, ok := s.AdmittedPath(w, r, prefix)
+// (archives): when URLs are signed, the signature is checked first, or
+// the client's bearer token and then its scope (the address scope
+// names).
+func SignedRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request, prefix string, parse func(string) (T, error), scope func(T) (names.Kind, string)) (req T, ok bool) {
+	rest, c, ok := s.AdmittedPath(w, r, prefix)
 	if !ok {
 		return req, false
 	}
-	return parseRequest(s, w, r, rest, parse)
+	if req, ok = parseRequest(s, w, r, rest, parse); !ok {
+		return req, false
+	}
+	if c != nil {
+		kind, address := scope(req)
+		return req, s.InScope(w, r, c, kind, address)
+	}
+	return req, true
 }
 
 func parseRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request, rest string, parse func(string) (T, error)) (T, bool) {
@@ -141,27 +163,36 @@ func (s *Responder) RegistryHostname(r *http.Request) (string, error) {
 	return ParseHostname(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 }
 
-// AdmittedPath admits a GET or HEAD of an archive URL handed out in metadata
-// (checking its signature when client authentication is on) and returns
-// the escaped path after prefix; otherwise it has answered the request.
-func (s *Responder) AdmittedPath(w http.ResponseWriter, r *http.Request, prefix string) (string, bool) {
+// AdmittedPath admits a GET or HEAD of an archive URL handed out in
+// metadata (checking its signature when client authentication is on,
+// unless the client's bearer token authorises it: c is then that client
+// when it reads only some addresses) and returns the escaped path after
+// prefix; otherwise it has answered the request.
+func (s *Responder) AdmittedPath(w http.ResponseWriter, r *http.Request, prefix string) (rest string, c Reader, ok bool) {
 	if !AllowRead(w, r) {
-		return "", false
+		return "", nil, false
 	}
 	escaped := r.URL.EscapedPath()
-	if s.URLs != nil && !s.bearerAuthorised(r) { // a signed URL, or the client's token
-		if err := s.URLs.verify(escaped, r.URL.Query()); err != nil {
-			s.Fail(w, r, err)
-			return "", false
+	if s.URLs != nil {
+		c, bearer := s.bearer(r)
+		if !bearer { // a signed URL, or the client's token
+			if err := s.URLs.verify(escaped, r.URL.Query()); err != nil {
+				s.Fail(w, r, err)
+				return "", nil, false
+			}
 		}
+		return strings.TrimPrefix(escaped, prefix), c, true
 	}
-	return strings.TrimPrefix(escaped, prefix), true
+	return strings.TrimPrefix(escaped, prefix), nil, true
 }
 
-// bearerAuthorised reports whether r carries a client token the proxy
-// accepts (client authentication on): such a request needs no signed URL.
-func (s *Responder) bearerAuthorised(r *http.Request) bool {
-	return s.TokenOK != nil && s.TokenOK(r.Header.Get("Authorization"))
+// bearer is the client r's bearer token names (client authentication
+// on): such a request needs no signed URL.
+func (s *Responder) bearer(r *http.Request) (Reader, bool) {
+	if s.Bearer == nil || r.Header.Get("Authorization") == "" {
+		return nil, false
+	}
+	return s.Bearer(r.Header.Get("Authorization"))
 }
 
 // New is a Responder answering for a server with opts, logging to log,

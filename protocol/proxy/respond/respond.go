@@ -9,10 +9,13 @@
 package respond
 
 import (
+	"context"
+	"net/http"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
 // Options are the settings of the server the responder answers for.
@@ -60,4 +63,49 @@ type Observer interface {
 	TofuListed(versions []string)
 	UpstreamFailure(class, what string)
 	PolicyDenied(kind names.Kind, address string, v names.Version, d policy.Decision, fromFacts bool)
+}
+
+// A Reader is a client that reads only some addresses (a policy file's
+// client block, docs/policy.md "Clients"). A request of a client that
+// reads everything (no client authentication, or a token of
+// --auth-token-file) carries none.
+type Reader interface {
+	// Reads reports whether the client may read address (of kind), and
+	// the pattern that lets it.
+	Reads(kind names.Kind, address string) (pattern string, ok bool)
+	// String names the client (its name in the policy file).
+	String() string
+}
+
+type readerKey struct{}
+
+// WithReader is ctx carrying the client a request authenticated as.
+func WithReader(ctx context.Context, c Reader) context.Context {
+	return context.WithValue(ctx, readerKey{}, c)
+}
+
+// ReaderOf is the client a request authenticated as, when it reads only
+// some addresses; nil otherwise.
+func ReaderOf(ctx context.Context) Reader {
+	c, _ := ctx.Value(readerKey{}).(Reader)
+	return c
+}
+
+// InScope reports whether client c (nil: one reading everything) may
+// read address (of kind); if not, it answers 404, as for an artifact
+// that does not exist, so a scope does not tell which artifacts exist
+// outside it.
+func (s *Responder) InScope(w http.ResponseWriter, r *http.Request, c Reader, kind names.Kind, address string) bool {
+	if c == nil {
+		return true
+	}
+	if _, ok := c.Reads(kind, address); ok {
+		return true
+	}
+	what := string(kind) + " " + address
+	if kind == names.KindTofu {
+		what = "OpenTofu releases"
+	}
+	s.Fail(w, r, source.NotFoundf("%s: not within the scope of client %s", what, c))
+	return false
 }

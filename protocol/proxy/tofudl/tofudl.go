@@ -43,6 +43,9 @@ func (t *Handlers) ServeAPI(w http.ResponseWriter, r *http.Request) {
 		t.Fail(w, r, source.NotFoundf("no such document"))
 		return
 	}
+	if !t.InScope(w, r, respond.ReaderOf(r.Context()), names.KindTofu, "") {
+		return
+	}
 	t.ServeDoc(w, r, APIPath, t.apiDoc)
 }
 
@@ -50,7 +53,7 @@ func (t *Handlers) ServeAPI(w http.ResponseWriter, r *http.Request) {
 // streams (a mismatch aborts the response).
 func (t *Handlers) ServeDownload(w http.ResponseWriter, r *http.Request) {
 	req, ok := respond.ReadRequest(t.Responder, w, r, DownloadPrefix, ParseTofuDownloadPath)
-	if !ok {
+	if !ok || !t.InScope(w, r, respond.ReaderOf(r.Context()), names.KindTofu, "") {
 		return
 	}
 	blob, err := t.source.OpenTofuFile(r.Context(), req.Version, req.Artifact)

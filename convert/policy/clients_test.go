@@ -1,0 +1,102 @@
+package policy_test
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+func clientsPolicy(t *testing.T, body string) (*policy.Policy, error) {
+	t.Helper()
+	return policy.Parse([]byte(body), "policy.hcl")
+}
+
+// A client reads what its patterns name, by the patterns' own syntax, and
+// nothing else; its tokens are found by their hash, and expire.
+func TestClientsReadWhatTheirPatternsName(t *testing.T) {
+	p, err := clientsPolicy(t, fmt.Sprintf(`
+client "team-a" {
+  tokens    = [%q, %q]
+  expires   = "2030-01-31T00:00:00Z"
+  providers = ["team-a/*", "example.com/shared/*"]
+  modules   = ["*/team-a/*/*"]
+}
+client "ci" {
+  tokens = [%q]
+  tofu   = true
+}
+provider "hashicorp/*" {}
+`, policy.TokenHash("a-one"), policy.TokenHash("a-two"), policy.TokenHash("ci-token")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.HasClients() || strings.Join(p.ClientNames(), ",") != "team-a,ci" || p.Rules() != 1 {
+		t.Fatalf("clients %v, %d rules", p.ClientNames(), p.Rules())
+	}
+	a := p.ClientOf(sha256.Sum256([]byte("a-two")))
+	if a == nil || a.Name != "team-a" || p.ClientOf(sha256.Sum256([]byte("nobody"))) != nil {
+		t.Fatalf("token lookup: %+v", a)
+	}
+	for _, c := range []struct {
+		kind    string
+		address string
+		want    bool
+	}{
+		{"provider", "registry.opentofu.org/team-a/widgets", true},
+		{"provider", "Registry.OpenTofu.org/Team-A/Widgets", true},
+		{"provider", "registry.opentofu.org/team-b/widgets", false},
+		{"provider", "example.com/shared/x", true},
+		{"provider", "example.com/other/x", false},
+		{"module", "localhost/team-a/net/aws", true},
+		{"module", "localhost/team-b/net/aws", false},
+		{"tofu", "", false},
+	} {
+		if _, got := a.Reads(kindOf(c.kind), c.address); got != c.want {
+			t.Errorf("team-a reads %s %s: %v, want %v", c.kind, c.address, got, c.want)
+		}
+	}
+	ci := p.Client("ci")
+	if _, ok := ci.Reads(kindOf("tofu"), ""); !ok {
+		t.Error("ci cannot read OpenTofu releases")
+	}
+	if _, ok := ci.Reads(kindOf("provider"), "registry.opentofu.org/hashicorp/aws"); ok {
+		t.Error("ci reads a provider no pattern of its names")
+	}
+	if a.Expired(time.Date(2030, 1, 30, 0, 0, 0, 0, time.UTC)) || !a.Expired(time.Date(2030, 1, 31, 0, 0, 0, 0, time.UTC)) || ci.Expired(time.Now().AddDate(50, 0, 0)) {
+		t.Error("expiry")
+	}
+}
+
+// Client blocks that cannot be what their writer meant are refused,
+// with the line; a token written where its hash belongs is not echoed.
+func TestClientBlocksRefused(t *testing.T) {
+	h := policy.TokenHash("x")
+	for _, c := range []struct{ body, want string }{
+		{`client "a" { providers = ["*/*/*"] }`, `"tokens" is required`},
+		{`client "a" { tokens = [] }`, "at least one token hash"},
+		{`client "a" { tokens = ["my-secret-token-value"] }`, `"my-secre…" is not a token hash`},
+		{`client "a" { tokens = ["sha256:` + strings.ToUpper(h[7:]) + `"] }`, "is not a token hash"},
+		{`client "A b" { tokens = ["` + h + `"] }`, "invalid client name"},
+		{`client "a" {` + "\n" + `tokens = ["` + h + `"]` + "\n" + ` expires = "tomorrow"` + "\n}", "not an RFC 3339 time"},
+		{`client "a" {` + "\n" + `tokens = ["` + h + `"]` + "\n" + ` providers = ["a/b/c/d"]` + "\n}", "providers:"},
+		{`client "a" {` + "\n" + `tokens = ["` + h + `"]` + "\n" + ` modules = ["a/b"]` + "\n}", "invalid module pattern"},
+		{`client "a" { tokens = ["` + h + `"] }` + "\n" + `client "a" { tokens = ["` + policy.TokenHash("y") + `"] }`, `a client named "a" is already defined at line 1`},
+		{`client "a" { tokens = ["` + h + `"] }` + "\n" + `client "b" { tokens = ["` + h + `"] }`, "a token names one client"},
+		{`client "a" {` + "\n" + `tokens = ["` + h + `"]` + "\n" + ` versions = "1.0.0"` + "\n}", "Unsupported argument"},
+	} {
+		_, err := clientsPolicy(t, c.body)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "policy.hcl:") {
+			t.Errorf("%s:\n got %v\nwant …%s", c.body, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "my-secret-token-value") {
+			t.Errorf("the error repeats a secret: %v", err)
+		}
+	}
+}
+
+func kindOf(s string) names.Kind { return names.Kind(s) }

@@ -1,0 +1,121 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// Clients of the policy file read what their patterns name, by every
+// protocol and URL, and get for anything else what an absent artifact
+// gets, whether or not it exists; a cached document never reaches a
+// client outside its scope; an --auth-token-file token reads everything.
+func TestClientsReadOnlyTheirScope(t *testing.T) {
+	dir, open := layoutStore(t)
+	push(t, open("team-a", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	push(t, open("team-b", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	mdir, mopen := moduleStore(t)
+	push(t, mopen("team-a", "net", "aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), names.TagForVersion(mustVersion(t, "1.0.0")))
+	push(t, mopen("team-b", "net", "aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), names.TagForVersion(mustVersion(t, "1.0.0")))
+	const tokenA, tokenB, admin = "token-of-team-a", "token-of-team-b", "operator-token"
+	p := startProxy(t, Options{
+		ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		ModuleMappings:   []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
+		RegistryHostname: "example.com",
+		AuthTokens:       []string{admin},
+		Policy: mustPolicy(t, fmt.Sprintf(`
+client "team-a" {
+  tokens    = [%q]
+  providers = ["example.com/team-a/*"]
+  modules   = ["*/team-a/*/*"]
+}
+client "team-b" {
+  tokens    = [%q]
+  providers = ["example.com/team-b/*"]
+  expires   = %q
+}
+`, policy.TokenHash(tokenA), policy.TokenHash(tokenB), time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))),
+	})
+	as := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+	status := func(path, token string) (int, string) {
+		r := p.do(t, http.MethodGet, path, as(token))
+		return r.Status, string(r.Body)
+	}
+	// The operator's token warms every cache, team-b's documents included.
+	for _, path := range []string{"/v1/mirror/example.com/team-b/hello/index.json", "/v1/mirror/example.com/team-b/hello/1.0.0.json",
+		"/v1/providers/team-b/hello/versions", "/v1/modules/team-b/net/aws/versions", "/v1/mirror/example.com/team-a/hello/1.0.0.json"} {
+		if code, body := status(path, admin); code != http.StatusOK {
+			t.Fatalf("operator %s: %d %s", path, code, body)
+		}
+	}
+	for _, c := range []struct {
+		path string
+		want int
+	}{
+		{"/v1/mirror/example.com/team-a/hello/index.json", 200},
+		{"/v1/mirror/example.com/team-a/hello/1.0.0.json", 200},
+		{"/v1/providers/team-a/hello/versions", 200},
+		{"/v1/providers/team-a/hello/1.0.0/download/linux/amd64", 200},
+		{"/v1/modules/team-a/net/aws/versions", 200},
+		{"/v1/modules/team-a/net/aws/1.0.0/download", 204},
+		{"/v1/mirror/example.com/team-b/hello/index.json", 404},
+		{"/v1/mirror/example.com/team-b/hello/1.0.0.json", 404},
+		{"/v1/providers/team-b/hello/versions", 404},
+		{"/v1/providers/team-b/hello/1.0.0/download/linux/amd64", 404},
+		{"/v1/modules/team-b/net/aws/versions", 404},
+		{"/v1/modules/team-b/net/aws/1.0.0/download", 404},
+		{"/v1/mirror/example.com/team-b/absent/index.json", 404},
+	} {
+		code, body := status(c.path, tokenA)
+		if code != c.want {
+			t.Errorf("team-a %s: %d %s, want %d", c.path, code, body, c.want)
+		}
+		if c.want == 404 && !strings.Contains(body, "not within the scope of client team-a") {
+			t.Errorf("team-a %s: %s", c.path, body)
+		}
+	}
+	// What exists and what does not are refused alike.
+	_, exists := status("/v1/mirror/example.com/team-b/hello/index.json", tokenA)
+	_, absent := status("/v1/mirror/example.com/team-b/absent/index.json", tokenA)
+	if strings.ReplaceAll(exists, "hello", "absent") != absent {
+		t.Errorf("the answers tell an existing provider from an absent one:\n%s\n%s", exists, absent)
+	}
+	// An archive URL handed to team-a is signed; team-a's token opens its
+	// own archives, not another team's.
+	var mv networkMirrorVersion
+	r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/1.0.0.json", as(tokenA))
+	json.Unmarshal(r.Body, &mv)
+	u := resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
+	if got := p.get(t, u); got.Status != 200 {
+		t.Fatalf("signed archive URL: %d %s", got.Status, got.Body)
+	}
+	var other networkMirrorVersion
+	r = p.do(t, http.MethodGet, "/v1/mirror/example.com/team-b/hello/1.0.0.json", as(admin))
+	json.Unmarshal(r.Body, &other)
+	unsigned := strings.SplitN(resolve(t, r.URL, other.Archives["linux_amd64"].URL), "?", 2)[0]
+	if code, body := status(unsigned, tokenA); code != 404 || !strings.Contains(body, "not within the scope") {
+		t.Errorf("team-a's token on team-b's archive: %d %s", code, body)
+	}
+	if code, _ := status(unsigned, admin); code != 200 {
+		t.Errorf("the operator's token on an archive: %d", code)
+	}
+	// An expired client's token is refused, saying so; an unknown one too.
+	if code, body := status("/v1/mirror/example.com/team-b/hello/index.json", tokenB); code != 401 || !strings.Contains(body, "the tokens of client team-b expired at") {
+		t.Errorf("expired client: %d %s", code, body)
+	}
+	if code, body := status("/v1/mirror/example.com/team-a/hello/index.json", "guess"); code != 401 || !strings.Contains(body, "not one this proxy accepts") {
+		t.Errorf("unknown token: %d %s", code, body)
+	}
+	for _, secret := range []string{tokenA, tokenB, admin} {
+		if strings.Contains(p.logs.String(), secret) {
+			t.Errorf("a token in the log")
+		}
+	}
+}
