@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -87,9 +88,10 @@ func policyCommand() *cli.Command {
 			Flags: append([]cli.Flag{
 				&cli.StringFlag{Name: "policy", Usage: "the policy `FILE`", Required: true},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+				&cli.StringFlag{Name: "as", Usage: "also say whether the policy's client `NAME` may read each ADDRESS (a client block; docs/policy.md \"Clients\")"},
 			}, policyRegistryFlags()...),
 			Action: policyTest,
-		}},
+		}, policyTokenCommand()},
 	}
 }
 
@@ -104,6 +106,15 @@ type policyQuery struct {
 	// Admission, against the registry with serve's admission flags, is
 	// their word on a held version the policy allows.
 	Admission *proxy.AdmissionVerdict `json:"admission,omitempty"`
+	// Access, with --as, is whether that client may read the address.
+	Access *clientAccess `json:"access,omitempty"`
+}
+
+// clientAccess is whether a client may read an address, and why.
+type clientAccess struct {
+	Client string `json:"client"`
+	Reads  bool   `json:"reads"`
+	Reason string `json:"reason"`
 }
 
 // verdict is the word policy test prints first: allow, deny, depends
@@ -111,6 +122,8 @@ type policyQuery struct {
 // serve's admission flags refuse the release).
 func (q policyQuery) verdict() string {
 	switch {
+	case q.Access != nil && !q.Access.Reads:
+		return "deny"
 	case q.Allow && q.Admission != nil && !q.Admission.Admitted:
 		return "refuse"
 	case q.Allow:
@@ -125,6 +138,9 @@ func (q policyQuery) verdict() string {
 // admission's word when there is one.
 func (q policyQuery) explanation() string {
 	s := fmt.Sprintf("rule %q: %s", q.Rule, q.Reason)
+	if q.Access != nil {
+		s = q.Access.Reason + "; " + s
+	}
 	switch {
 	case q.Admission == nil:
 	case q.Admission.Admitted:
@@ -146,6 +162,19 @@ func policyTest(c *cli.Context) error {
 	out, err := policyDecisions(c, p)
 	if err != nil {
 		return err
+	}
+	if name := c.String("as"); name != "" {
+		client := p.Client(name)
+		if client == nil {
+			known := "it has no client blocks"
+			if names := p.ClientNames(); len(names) > 0 {
+				known = "its clients: " + strings.Join(names, ", ")
+			}
+			return usageError(c, "--as %s: the policy has no client named %q (%s)", name, name, known)
+		}
+		for i := range out {
+			out[i].Access = accessOf(client, out[i])
+		}
 	}
 	w := c.App.Writer
 	if c.Bool("json") {
@@ -223,4 +252,28 @@ func parsePolicyQuery(arg string) (policyQuery, error) {
 		return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
 	}
 	return policyQuery{Kind: policy.KindProvider, Address: p.String(), Version: version}, nil
+}
+
+// accessOf is whether client may read q's address, as serve decides it
+// before anything else (docs/policy.md, "Clients").
+func accessOf(client *policy.Client, q policyQuery) *clientAccess {
+	a := &clientAccess{Client: client.Name}
+	address := q.Address
+	if q.Kind == policy.KindTofu {
+		address = ""
+	}
+	pattern, ok := client.Reads(q.Kind, address)
+	switch {
+	case client.Expired(time.Now()):
+		a.Reason = fmt.Sprintf("client %s: its tokens expired at %s", client.Name, client.Expires.UTC().Format(time.RFC3339))
+	case !ok && q.Kind == policy.KindTofu:
+		a.Reason = fmt.Sprintf("client %s may not read OpenTofu releases (no tofu = true)", client.Name)
+	case !ok:
+		a.Reason = fmt.Sprintf("client %s may not read %s: no pattern of its %ss list matches", client.Name, q.Address, q.Kind)
+	case q.Kind == policy.KindTofu:
+		a.Reads, a.Reason = true, fmt.Sprintf("client %s may read OpenTofu releases", client.Name)
+	default:
+		a.Reads, a.Reason = true, fmt.Sprintf("client %s may read it (pattern %s)", client.Name, pattern)
+	}
+	return a
 }
