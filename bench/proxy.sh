@@ -2,7 +2,8 @@
 # bench/proxy.sh — the proxy's performance figures beside their references,
 # measured in one run over TLS on loopback (see BenchmarkProxy and
 # BenchmarkMetadataDistance):
-#   warm <version>.json req/s: oci-tofu serve vs nginx serving the same file
+#   warm <version>.json req/s: oci-tofu serve vs nginx serving the same file,
+#     and asked by a policy file's client (its token and scope checked)
 #   256 MiB archive: the proxy's CPU time per byte vs the registry's serving
 #     the blob directly, over HTTP/1.1 and over HTTP/2 (what tofu and
 #     terraform speak), and the throughput of each
@@ -27,11 +28,12 @@ if [ -n "$missing" ]; then
   fi
 fi
 
-out=$(go test ./bench -run '^$' -bench '^Benchmark(Proxy|MetadataDistance)$' -benchtime 1x -timeout 30m)
+out=$(go test ./bench -run '^$' -bench '^Benchmark(Proxy|ProxyJSON|MetadataDistance)$' -benchtime 1x -timeout 30m)
 echo "$out"
 metric() { awk -v b="$1" -v m="$2" '$1 ~ "^"b"(-[0-9]+)?$" {for (i = 2; i <= NF; i++) if ($i == m) print $(i-1)}' <<<"$out"; }
 p() { metric BenchmarkProxy "$1"; }
 d() { metric BenchmarkMetadataDistance "$1"; }
+j() { metric BenchmarkProxyJSON "$1"; }
 row() { printf '%-44s %12s %12s %8s %8s\n' "$@"; }
 client=$(grep -o 'JSON load from [a-z]*' <<<"$out" | awk '{print $4}')
 
@@ -39,6 +41,7 @@ echo
 row "measure (medians; TLS 1.3, HTTP/1.1)" "oci-tofu" "reference" "ratio" "goal"
 row "warm <version>.json (req/s) vs nginx" "$(p json-proxy-req/s)" "$(p json-nginx-req/s)" "$(p json-proxy/nginx)" "≥0.8"
 row "warm <version>.json: CPU µs per answer" "$(p json-cpu-proxy-µs/answer)" "$(p json-cpu-nginx-µs/answer)" "$(p json-cpu-proxy/nginx)" ""
+row "warm <version>.json, a scoped client (req/s)" "$(j scoped-req/s)" "$(j proxy-req/s)" "$(j json-scoped/proxy)" "≥0.95"
 row "256 MiB archive: CPU ms vs registry's" "$(p stream-cpu-proxy-ms)" "$(p stream-cpu-registry-ms)" "$(p stream-cpu-proxy/registry)" "≤2.4"
 row "  the same over HTTP/2 (tofu, terraform)" "$(p stream-h2-cpu-proxy-ms)" "$(p stream-h2-cpu-registry-ms)" "$(p stream-h2-cpu-proxy/registry)" "≤2.4"
 row "256 MiB archive: MiB/s vs registry's" "$(p stream-proxy-MiB/s)" "$(p stream-registry-MiB/s)" "$(p stream-proxy/registry)" ""

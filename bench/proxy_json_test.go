@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/protocol/servercreds"
 )
@@ -30,6 +31,10 @@ import (
 // order; each figure is the median of its rounds (OCI_TOFU_BENCH_ROUNDS,
 // default 6, of 2 s each).
 //
+// A fourth side, "scoped", is the same binary with a policy file naming
+// one client, asked with that client's token: what a scope costs (its
+// goal: at least 0.95 of the proxy's requests per second).
+//
 // OCI_TOFU_BENCH_BASELINE, an oci-tofu binary built from another commit,
 // adds it as a fourth side ("baseline"), so a change is measured against
 // what it changes in the same run.
@@ -43,14 +48,16 @@ func BenchmarkProxyJSON(b *testing.B) {
 	proxyPushBigProvider(b, reg, "bench/acme/big", 1<<10)
 	client := proxyClient(ca)
 	versionPath := "/v1/mirror/example.com/acme/big/1.0.0.json"
-	proxy := startJSONProxy(b, buildOCITofu(b), reg)
+	bin := buildOCITofu(b)
+	proxy := startJSONProxy(b, bin, reg)
 	body := proxyGet(b, client, proxy.url+versionPath)
 	nginxURL, nginxPid := proxyStartNginx(b, ca, versionPath, body)
 	bareURL, bare := startBareServer(b, ca, body)
 	proxyWaitHealthy(b, client, bareURL)
 	sides := []*jsonSide{proxy,
 		{name: "nginx", url: nginxURL, cpu: func() time.Duration { return procTreeCPU(b, nginxPid) }},
-		{name: "bare-go", url: bareURL, cpu: func() time.Duration { return procCPU(b, bare.Process.Pid) }}}
+		{name: "bare-go", url: bareURL, cpu: func() time.Duration { return procCPU(b, bare.Process.Pid) }},
+		startScopedProxy(b, bin, reg)}
 	if bin := os.Getenv("OCI_TOFU_BENCH_BASELINE"); bin != "" {
 		base := startJSONProxy(b, bin, reg)
 		base.name = "baseline"
@@ -58,12 +65,16 @@ func BenchmarkProxyJSON(b *testing.B) {
 	}
 	urls := []string{}
 	for _, s := range sides {
+		urls = append(urls, s.url)
+		if s.header != "" { // its archive URLs are signed
+			proxyGetWith(b, client, s.url+versionPath, s.header)
+			continue
+		}
 		// A proxy's URLs carry its own host.
 		got := strings.ReplaceAll(string(proxyGet(b, client, s.url+versionPath)), s.url, proxy.url)
 		if got != string(body) {
 			b.Fatalf("%s serves %q", s.name, got)
 		}
-		urls = append(urls, s.url)
 	}
 	proxyCheckTLS(b, ca, urls...)
 	rounds := 6
@@ -86,6 +97,7 @@ func BenchmarkProxyJSON(b *testing.B) {
 type jsonSide struct {
 	name      string
 	url       string
+	header    string // sent with every request ("Authorization: Bearer …")
 	cpu       func() time.Duration
 	rps, usPA []float64
 }
@@ -93,7 +105,11 @@ type jsonSide struct {
 // measure runs one 2-second round of wrk against the side.
 func (s *jsonSide) measure(b *testing.B, wrk, path string) {
 	before := s.cpu()
-	rps := proxyWrk(b, wrk, s.url+path, 32, 2*time.Second)
+	var headers []string
+	if s.header != "" {
+		headers = append(headers, s.header)
+	}
+	rps := proxyWrk(b, wrk, s.url+path, 32, 2*time.Second, headers...)
 	cpu := s.cpu() - before
 	s.rps = append(s.rps, rps)
 	s.usPA = append(s.usPA, float64(cpu.Microseconds())/(rps*2))
@@ -118,16 +134,35 @@ func reportJSONSides(b *testing.B, sides []*jsonSide) {
 	ratio("proxy", "bare-go")
 	ratio("baseline", "nginx")
 	ratio("proxy", "baseline")
+	ratio("scoped", "proxy")
 	b.ReportMetric(0, "ns/op")
 }
 
-// startJSONProxy starts `bin serve` over TLS for the benchmark's provider.
-func startJSONProxy(b *testing.B, bin string, reg *testenv.Registry) *jsonSide {
+// startScopedProxy starts `bin serve` as startJSONProxy does, with a
+// policy file naming one client that reads the benchmark's provider; the
+// side asks with its token.
+func startScopedProxy(b *testing.B, bin string, reg *testenv.Registry) *jsonSide {
+	b.Helper()
+	const token = "bench-client-token-0123456789"
+	file := filepath.Join(b.TempDir(), "policy.hcl")
+	src := fmt.Sprintf("client \"bench\" {\n  tokens    = [%q]\n  providers = [\"example.com/acme/*\"]\n}\n", policy.TokenHash(token))
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	s := startJSONProxy(b, bin, reg, "--policy", file)
+	s.name, s.header = "scoped", "Authorization: Bearer "+token
+	return s
+}
+
+// startJSONProxy starts `bin serve` over TLS for the benchmark's provider,
+// with extra flags.
+func startJSONProxy(b *testing.B, bin string, reg *testenv.Registry, flags ...string) *jsonSide {
 	b.Helper()
 	port := testenv.FreePort(b)
-	cmd := startBenchProcess(b, exec.Command(bin, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+	args := append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--tls-cert", reg.CA.ServerCertFile, "--tls-key", reg.CA.ServerKeyFile,
-		"--provider-template", reg.Host+"/bench/${namespace}/${type}", "--log-level", "error"),
+		"--provider-template", reg.Host + "/bench/${namespace}/${type}", "--log-level", "error"}, flags...)
+	cmd := startBenchProcess(b, exec.Command(bin, args...),
 		"SSL_CERT_FILE="+reg.CA.CertFile, "DOCKER_CONFIG="+b.TempDir())
 	s := &jsonSide{name: "proxy", url: fmt.Sprintf("https://localhost:%d", port), cpu: func() time.Duration { return procCPU(b, cmd.Process.Pid) }}
 	proxyWaitHealthy(b, proxyClient(reg.CA), s.url)

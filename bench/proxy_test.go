@@ -256,9 +256,13 @@ func proxyCheckTLS(b *testing.B, ca *testenv.CA, urls ...string) {
 
 // proxyWrk runs wrk (HTTP/1.1 keep-alive, one thread) against u and
 // returns requests per second; any failed request fails the benchmark.
-func proxyWrk(b *testing.B, wrk, u string, conns int, d time.Duration) float64 {
+func proxyWrk(b *testing.B, wrk, u string, conns int, d time.Duration, headers ...string) float64 {
 	b.Helper()
-	out, err := exec.Command(wrk, "-t1", "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(int(d.Seconds()))+"s", u).CombinedOutput()
+	args := []string{"-t1", "-c" + strconv.Itoa(conns), "-d" + strconv.Itoa(int(d.Seconds())) + "s"}
+	for _, h := range headers {
+		args = append(args, "-H", h)
+	}
+	out, err := exec.Command(wrk, append(args, u)...).CombinedOutput()
 	if err != nil {
 		b.Fatalf("wrk: %v\n%s", err, out)
 	}
@@ -338,7 +342,20 @@ func proxyWaitHealthy(b *testing.B, c *http.Client, base string) {
 
 func proxyGet(b *testing.B, c *http.Client, u string) []byte {
 	b.Helper()
-	resp, err := c.Get(u)
+	return proxyGetWith(b, c, u, "")
+}
+
+// proxyGetWith is proxyGet with a header ("Name: value"; none when empty).
+func proxyGetWith(b *testing.B, c *http.Client, u, header string) []byte {
+	b.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if name, value, ok := strings.Cut(header, ": "); ok {
+		req.Header.Set(name, value)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -205,21 +205,23 @@ func (p *Policy) Client(name string) *Client {
 	return nil
 }
 
-// ClientOf is the client one of whose token hashes is sum, or nil. Every
-// hash is compared, in constant time, whichever matches.
+// ClientOf is the client one of whose token hashes is sum, or nil. It is
+// found by the hash (a lookup's timing depends on the sha256 of what was
+// sent, which tells nothing of a token) and confirmed in constant time.
 func (p *Policy) ClientOf(sum [sha256.Size]byte) *Client {
 	if p == nil {
 		return nil
 	}
-	var found *Client
-	for _, c := range p.clients {
-		for _, t := range c.tokens {
-			if subtle.ConstantTimeCompare(sum[:], t[:]) == 1 {
-				found = c
-			}
+	c, ok := p.tokenOwners[sum]
+	if !ok {
+		return nil
+	}
+	for _, t := range c.tokens {
+		if subtle.ConstantTimeCompare(sum[:], t[:]) == 1 {
+			return c
 		}
 	}
-	return found
+	return nil
 }
 
 // addClients reads the client blocks of a file, refusing duplicate
@@ -229,7 +231,7 @@ func (p *Policy) addClients(blocks []*hcl.Block) error {
 		return posError(blocks[maxClients].DefRange, fmt.Sprintf("the policy has %d clients, more than %d", len(blocks), maxClients))
 	}
 	names := map[string]hcl.Range{}
-	owners := map[[sha256.Size]byte]string{}
+	p.tokenOwners = map[[sha256.Size]byte]*Client{}
 	for _, b := range blocks {
 		c, err := parseClient(b)
 		if err != nil {
@@ -240,10 +242,10 @@ func (p *Policy) addClients(blocks []*hcl.Block) error {
 		}
 		names[c.Name] = b.DefRange
 		for _, t := range c.tokens {
-			if other, dup := owners[t]; dup {
-				return posError(b.DefRange, fmt.Sprintf("client %q lists a token hash client %q lists too: a token names one client", c.Name, other))
+			if other, dup := p.tokenOwners[t]; dup {
+				return posError(b.DefRange, fmt.Sprintf("client %q lists a token hash client %q lists too: a token names one client", c.Name, other.Name))
 			}
-			owners[t] = c.Name
+			p.tokenOwners[t] = c
 		}
 		p.clients = append(p.clients, c)
 	}

@@ -42,7 +42,8 @@ type Policy struct {
 	index          *index    // index.go
 	facts          factRules // what min_age and signers need (facts.go)
 	clients        []*Client // who may read what (clients.go)
-	serial         uint64    // unique to this parse (Serial)
+	tokenOwners    map[[32]byte]*Client
+	serial         uint64 // unique to this parse (Serial)
 }
 
 // serials number the policies parsed (Policy.Serial).

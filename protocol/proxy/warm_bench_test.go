@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -9,14 +10,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
+
+// mustParsePolicy parses a policy file's source.
+func mustParsePolicy(b testing.TB, src string) *policy.Policy {
+	b.Helper()
+	p, err := policy.Parse([]byte(src), "policy.hcl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
 
 // BenchmarkWarmVersion is the handler chain's share of a warm
 // <version>.json (Server.ServeHTTP down to the document cache's answer),
 // in process, without sockets: with a public URL, and with the base taken
 // from each request's Host as when the proxy terminates TLS itself (the
-// default of `oci-tofu serve`). The response writer keeps only the
+// default of `oci-tofu serve`), and asked by a client of the policy file
+// (its token checked, its scope checked). The response writer keeps only the
 // headers and counts the bytes, so what is measured is the proxy's own
 // work (make bench measures whole requests: bench/proxy_test.go).
 func BenchmarkWarmVersion(b *testing.B) {
@@ -26,17 +39,23 @@ func BenchmarkWarmVersion(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	const token = "bench-client-token-0123456789"
+	clients := policy.NewLive(mustParsePolicy(b, fmt.Sprintf("client \"bench\" {\n  tokens = [%q]\n  providers = [\"example.com/test/*\"]\n}\n", policy.TokenHash(token))))
 	for _, c := range []struct {
 		name, publicURL string
-	}{{"public-url", "https://proxy.example"}, {"tls-host", ""}} {
+		policy          *policy.Live
+	}{{"public-url", "https://proxy.example", nil}, {"tls-host", "", nil}, {"scoped-client", "", clients}} {
 		s, err := New(Options{Client: client, ProviderMappings: mustMapping(b, "oci-layout:"+dir+"/${namespace}/${type}"),
-			Logger: slog.New(slog.DiscardHandler), PublicURL: c.publicURL})
+			Logger: slog.New(slog.DiscardHandler), PublicURL: c.publicURL, Policy: c.policy})
 		if err != nil {
 			b.Fatal(err)
 		}
 		req := httptest.NewRequest(http.MethodGet, "/v1/mirror/example.com/test/hello/1.0.0.json", nil)
 		req.Host = "proxy.example:8443"
 		req.TLS = &tls.ConnectionState{}
+		if c.policy != nil {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, req)
 		if w.Code != 200 {

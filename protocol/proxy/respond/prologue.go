@@ -42,6 +42,8 @@ type Responder struct {
 	Bearer func(header string) (c Reader, ok bool)
 	// delivery hands over blobs (protocol/proxy/deliver).
 	delivery *deliver.Deliverer
+	// scopes remembers the address each document key names.
+	scopes scopeMemo
 }
 
 func AllowRead(w http.ResponseWriter, r *http.Request) bool {
@@ -100,14 +102,23 @@ func ReadDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request,
 	}
 	path := r.URL.EscapedPath()
 	key = keyPrefix + path
-	if ReaderOf(r.Context()) != nil {
-		if req, ok = parseRequest(s, w, r, strings.TrimPrefix(path, prefix), parse); !ok {
+	if c := ReaderOf(r.Context()); c != nil {
+		kind, address, known := s.scopes.lookup(key)
+		if !known {
+			if req, ok = parseRequest(s, w, r, strings.TrimPrefix(path, prefix), parse); !ok {
+				return req, "", false
+			}
+			kind, address = scope(req)
+			s.scopes.remember(key, kind, address)
+		}
+		if !s.InScope(w, r, c, kind, address) || s.serveFreshDoc(w, r, key) {
 			return req, "", false
 		}
-		if kind, address := scope(req); !s.InScope(w, r, ReaderOf(r.Context()), kind, address) {
-			return req, "", false
+		if known {
+			req, ok = parseRequest(s, w, r, strings.TrimPrefix(path, prefix), parse)
+			return req, key, ok
 		}
-		return req, key, !s.serveFreshDoc(w, r, key)
+		return req, key, true
 	}
 	if s.serveFreshDoc(w, r, key) {
 		return req, "", false

@@ -11,6 +11,8 @@ package respond
 import (
 	"context"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -108,4 +110,39 @@ func (s *Responder) InScope(w http.ResponseWriter, r *http.Request, c Reader, ki
 	}
 	s.Fail(w, r, source.NotFoundf("%s: not within the scope of client %s", what, c))
 	return false
+}
+
+// scopeMemo remembers the address a valid document key names (a key is
+// its path, with the registry hostname for the registry protocols), so
+// that a scoped client's warm request is checked against its scope
+// without its path being parsed again. It holds at most maxScopeMemo
+// keys; past that, paths are parsed each time.
+type scopeMemo struct {
+	m sync.Map // key → scopedAddress
+	n atomic.Int64
+}
+
+const maxScopeMemo = 1 << 16
+
+type scopedAddress struct {
+	kind    names.Kind
+	address string
+}
+
+func (m *scopeMemo) lookup(key string) (names.Kind, string, bool) {
+	v, ok := m.m.Load(key)
+	if !ok {
+		return "", "", false
+	}
+	a := v.(scopedAddress)
+	return a.kind, a.address, true
+}
+
+func (m *scopeMemo) remember(key string, kind names.Kind, address string) {
+	if m.n.Load() >= maxScopeMemo {
+		return
+	}
+	if _, loaded := m.m.LoadOrStore(key, scopedAddress{kind, address}); !loaded {
+		m.n.Add(1)
+	}
 }
