@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,7 +32,11 @@ const TokenHashPrefix = "sha256:"
 type Client struct {
 	Name string
 	// Expires, when not zero, is when its tokens stop being accepted.
-	Expires   time.Time
+	Expires time.Time
+	// Rate, when positive, is the client's request budget: requests per
+	// second, with bursts of Burst.
+	Rate      float64
+	Burst     int
 	tokens    [][sha256.Size]byte
 	providers []string // normalised patterns
 	modules   []string
@@ -39,7 +44,8 @@ type Client struct {
 }
 
 var clientSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "tokens", Required: true}, {Name: "expires"}, {Name: "providers"}, {Name: "modules"}, {Name: "tofu"}},
+	Attributes: []hcl.AttributeSchema{{Name: "tokens", Required: true}, {Name: "expires"}, {Name: "providers"}, {Name: "modules"}, {Name: "tofu"},
+		{Name: "rate"}, {Name: "burst"}},
 }
 
 // TokenHash is what a client block's tokens list holds for token.
@@ -84,7 +90,37 @@ func parseClient(b *hcl.Block) (*Client, error) {
 			return nil, err
 		}
 	}
-	return c, nil
+	return c, c.parseBudget(content.Attributes["rate"], content.Attributes["burst"])
+}
+
+// maxRate bounds a client's rate (requests per second) and burst.
+const maxRate = 100000
+
+// parseBudget reads rate (requests per second) and burst (default twice
+// the rate, at least 1); a burst needs a rate.
+func (c *Client) parseBudget(rate, burst *hcl.Attribute) error {
+	if rate == nil {
+		if burst != nil {
+			return posError(burst.Expr.Range(), "burst needs a rate (requests per second)")
+		}
+		return nil
+	}
+	if err := decode(rate, &c.Rate); err != nil {
+		return err
+	}
+	if !(c.Rate > 0 && c.Rate <= maxRate) {
+		return posError(rate.Expr.Range(), fmt.Sprintf("rate must be more than 0 and at most %d requests per second", maxRate))
+	}
+	c.Burst = max(1, int(2*c.Rate))
+	if burst != nil {
+		if err := decode(burst, &c.Burst); err != nil {
+			return err
+		}
+		if c.Burst < 1 || c.Burst > maxRate {
+			return posError(burst.Expr.Range(), fmt.Sprintf("burst must be 1 to %d requests", maxRate))
+		}
+	}
+	return nil
 }
 
 // parseTokens reads the tokens list: sha256:<64 lowercase hex digits>
@@ -254,3 +290,13 @@ func (p *Policy) addClients(blocks []*hcl.Block) error {
 
 // String is the client's name.
 func (c *Client) String() string { return c.Name }
+
+// Providers and Modules are the client's patterns, normalised; Tofu
+// whether it reads OpenTofu releases.
+func (c *Client) Providers() []string { return slices.Clone(c.providers) }
+
+// Modules: see Providers.
+func (c *Client) Modules() []string { return slices.Clone(c.modules) }
+
+// Tofu: see Providers.
+func (c *Client) Tofu() bool { return c.tofu }

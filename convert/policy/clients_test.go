@@ -29,6 +29,7 @@ client "team-a" {
 client "ci" {
   tokens = [%q]
   tofu   = true
+  rate   = 2.5
 }
 provider "hashicorp/*" {}
 `, policy.TokenHash("a-one"), policy.TokenHash("a-two"), policy.TokenHash("ci-token")))
@@ -61,6 +62,9 @@ provider "hashicorp/*" {}
 		}
 	}
 	ci := p.Client("ci")
+	if ci.Rate != 2.5 || ci.Burst != 5 || a.Rate != 0 {
+		t.Errorf("budgets: ci %v/%d, team-a %v", ci.Rate, ci.Burst, a.Rate)
+	}
 	if _, ok := ci.Reads(kindOf("tofu"), ""); !ok {
 		t.Error("ci cannot read OpenTofu releases")
 	}
@@ -88,6 +92,9 @@ func TestClientBlocksRefused(t *testing.T) {
 		{`client "a" { tokens = ["` + h + `"] }` + "\n" + `client "a" { tokens = ["` + policy.TokenHash("y") + `"] }`, `a client named "a" is already defined at line 1`},
 		{`client "a" { tokens = ["` + h + `"] }` + "\n" + `client "b" { tokens = ["` + h + `"] }`, "a token names one client"},
 		{`client "a" {` + "\n" + `tokens = ["` + h + `"]` + "\n" + ` versions = "1.0.0"` + "\n}", "Unsupported argument"},
+		{`client "a" {` + "\n" + `tokens = ["` + h + `"]` + "\n" + ` rate = 0` + "\n}", "rate must be more than 0"},
+		{`client "a" {` + "\n" + `tokens = ["` + h + `"]` + "\n" + ` burst = 5` + "\n}", "burst needs a rate"},
+		{`client "a" {` + "\n" + `tokens = ["` + h + `"]` + "\n" + ` rate = 5` + "\n" + ` burst = 0` + "\n}", "burst must be 1 to"},
 	} {
 		_, err := clientsPolicy(t, c.body)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "policy.hcl:") {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
@@ -44,6 +45,9 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 			return
 		}
 		if c != nil {
+			if !s.budgets.admit(w, c) {
+				return
+			}
 			r = r.WithContext(respond.WithReader(r.Context(), c))
 		}
 		h.ServeHTTP(w, r)
@@ -51,17 +55,21 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 }
 
 // bearer is clientOf for the archive URLs: ok when header names a
-// client.
+// client. Archive requests count against no budget: a client's budget
+// is spent on the documents that name them.
 func (s *Server) bearer(header string) (respond.Reader, bool) {
 	c, err := s.clientOf(header)
-	return c, err == nil
+	if err != nil || c == nil {
+		return nil, err == nil
+	}
+	return c, true
 }
 
 // clientOf is the client a bearer token names: nil for a token of
 // --auth-token-file (it reads everything), the policy's client whose
 // token hashes hold the token's otherwise; an error when it names none,
 // or a client whose tokens expired.
-func (s *Server) clientOf(header string) (respond.Reader, error) {
+func (s *Server) clientOf(header string) (*policy.Client, error) {
 	scheme, tok, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 		return nil, errNoToken
@@ -79,6 +87,7 @@ func (s *Server) clientOf(header string) (respond.Reader, error) {
 	case c == nil:
 		return nil, errUnknownToken
 	case c.Expired(s.opts.Now()):
+		s.budgets.expired(c)
 		return nil, fmt.Errorf("the tokens of client %s expired at %s: ask for a new one (the policy file's expires)", c.Name, c.Expires.UTC().Format(time.RFC3339))
 	}
 	return c, nil

@@ -119,3 +119,86 @@ client "team-b" {
 		}
 	}
 }
+
+// A client past its request budget gets 429 with Retry-After, and only
+// it: another client, and the operator, are served; the counts are by
+// client name.
+func TestClientBudgets(t *testing.T) {
+	dir, open := layoutStore(t)
+	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{
+		ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		Policy: mustPolicy(t, fmt.Sprintf(`
+client "loop" {
+  tokens    = [%q]
+  providers = ["example.com/test/*"]
+  rate      = 0.01
+  burst     = 2
+}
+client "calm" {
+  tokens    = [%q]
+  providers = ["example.com/test/*"]
+}
+`, policy.TokenHash("loop-token"), policy.TokenHash("calm-token"))),
+	})
+	path := "/v1/mirror/example.com/test/hello/index.json"
+	as := func(token string) response {
+		return p.do(t, http.MethodGet, path, map[string]string{"Authorization": "Bearer " + token})
+	}
+	for i := range 2 {
+		if r := as("loop-token"); r.Status != 200 {
+			t.Fatalf("request %d within the burst: %d %s", i, r.Status, r.Body)
+		}
+	}
+	r := as("loop-token")
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "100" || !strings.Contains(string(r.Body), "client loop is over its request budget") {
+		t.Fatalf("over the budget: %d Retry-After %q %s", r.Status, r.Header.Get("Retry-After"), r.Body)
+	}
+	for range 5 {
+		if r := as("calm-token"); r.Status != 200 {
+			t.Fatalf("another client: %d", r.Status)
+		}
+	}
+	metrics := string(p.get(t, "/metrics").Body)
+	for _, want := range []string{`oci_tofu_client_requests_total{client="loop",outcome="accepted"} 2`, `oci_tofu_client_requests_total{client="loop",outcome="limited"} 1`,
+		`oci_tofu_client_requests_total{client="calm",outcome="accepted"} 5`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// /v1/whoami tells the caller who it is to the proxy, with the token the
+// protocols take.
+func TestWhoami(t *testing.T) {
+	dir, _ := layoutStore(t)
+	open := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")})
+	var w map[string]any
+	open.getJSON(t, "/v1/whoami", 200, &w)
+	if w["authentication"] != "off" {
+		t.Errorf("without client authentication: %v", w)
+	}
+	p := startProxy(t, Options{
+		ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		AuthTokens:       []string{"operator-token-0123"},
+		Policy: mustPolicy(t, fmt.Sprintf(`
+client "ci" {
+  tokens    = [%q]
+  providers = ["example.com/test/*"]
+  expires   = "2099-01-01T00:00:00Z"
+  rate      = 10
+}`, policy.TokenHash("ci-token"))),
+	})
+	if r := p.get(t, "/v1/whoami"); r.Status != 401 {
+		t.Errorf("no token: %d", r.Status)
+	}
+	r := p.do(t, http.MethodGet, "/v1/whoami", map[string]string{"Authorization": "Bearer ci-token"})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"client":"ci"`) || !strings.Contains(string(r.Body), `"providers":["example.com/test/*"]`) ||
+		!strings.Contains(string(r.Body), `"expires":"2099-01-01T00:00:00Z"`) || !strings.Contains(string(r.Body), `"requests_per_second":10,"burst":20`) {
+		t.Errorf("client: %d %s", r.Status, r.Body)
+	}
+	r = p.do(t, http.MethodGet, "/v1/whoami", map[string]string{"Authorization": "Bearer operator-token-0123"})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"authentication":"operator"`) {
+		t.Errorf("operator: %d %s", r.Status, r.Body)
+	}
+}

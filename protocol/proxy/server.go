@@ -188,8 +188,10 @@ type Server struct {
 	mappings  store.ProviderMappings
 	tokens    [][32]byte
 	providers *providers.Handlers // nil without providers
-	// clientAuth: clients authenticate (auth.go).
+	// clientAuth: clients authenticate (auth.go); budgets are their
+	// request budgets (budget.go).
 	clientAuth bool
+	budgets    *budgets
 	client     *oci.Client         // reaches the registry (pull-through writes with it)
 	pull       *pullthrough.Engine // nil without pull-through
 	probes     *health.Probes      // /readyz and /livez (probes.go)
@@ -211,6 +213,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: respond.NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}}
 	s.metrics.WatchPolicy(opts.PolicyStatus)
+	s.budgets = newBudgets(s.metrics.Registry())
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -226,6 +229,7 @@ func New(opts Options) (*Server, error) {
 	s.probes = s.newProbes()
 	s.routeCommon()
 	s.routeProbes()
+	s.routeWhoami()
 	s.routePage(len(mappings) > 0)
 	if len(mappings) > 0 {
 		s.mountProviders(mappings)

@@ -1,0 +1,67 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
+)
+
+// WhoamiPath answers who the caller is to the proxy: its client, what it
+// may read and what is left of its request budget (docs/policy.md,
+// "Clients"). It takes the token the protocols take.
+const WhoamiPath = "/v1/whoami"
+
+// whoami is WhoamiPath's answer.
+type whoami struct {
+	// Authentication is "off" (anyone reads everything), "operator" (a
+	// token of --auth-token-file: reads everything) or "client".
+	Authentication string     `json:"authentication"`
+	Client         string     `json:"client,omitempty"`
+	Expires        *time.Time `json:"expires,omitempty"`
+	// Providers and Modules are the client's patterns; Tofu whether it
+	// reads OpenTofu releases.
+	Providers []string `json:"providers,omitempty"`
+	Modules   []string `json:"modules,omitempty"`
+	Tofu      bool     `json:"tofu,omitempty"`
+	Budget    *budget  `json:"budget,omitempty"`
+}
+
+// budget is a client's request budget and what is left of its burst.
+type budget struct {
+	Rate      float64 `json:"requests_per_second"`
+	Burst     int     `json:"burst"`
+	Available float64 `json:"available"`
+}
+
+// routeWhoami serves WhoamiPath, behind client authentication.
+func (s *Server) routeWhoami() {
+	s.mux.Handle(WhoamiPath, s.instrument("whoami", s.Authenticate(http.HandlerFunc(s.serveWhoami))))
+}
+
+func (s *Server) serveWhoami(w http.ResponseWriter, r *http.Request) {
+	if !respond.AllowRead(w, r) {
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if !s.clientAuth {
+		respond.WriteJSON(w, r, whoami{Authentication: "off"})
+		return
+	}
+	c, err := s.clientOf(r.Header.Get("Authorization"))
+	switch {
+	case err != nil: // Authenticate answered already
+		return
+	case c == nil:
+		respond.WriteJSON(w, r, whoami{Authentication: "operator"})
+		return
+	}
+	ans := whoami{Authentication: "client", Client: c.Name, Providers: c.Providers(), Modules: c.Modules(), Tofu: c.Tofu()}
+	if !c.Expires.IsZero() {
+		ans.Expires = &c.Expires
+	}
+	if c.Rate > 0 {
+		ans.Budget = &budget{Rate: c.Rate, Burst: c.Burst, Available: s.budgets.limiter(c).Tokens()}
+	}
+	respond.WriteJSON(w, r, ans)
+}
