@@ -1,13 +1,16 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
@@ -95,5 +98,110 @@ client "team-b" {
 	if !strings.Contains(explained, "allow  provider example.com/team-a/hello  client team-a may read it (pattern example.com/team-a/*)") ||
 		!strings.Contains(explained, "deny   provider example.com/team-b/hello  client team-a may not read example.com/team-b/hello") {
 		t.Errorf("policy test --as:\n%s", explained)
+	}
+}
+
+// CI jobs and pods authenticate with the JWT they already have: a GitHub
+// Actions-, a GitLab CI- and a Kubernetes-shaped token (the last with its
+// issuer's keys from a file, never fetched) each name their client by
+// claims, and real tofu and terraform install that client's provider
+// with it; an expired token, one for another audience and one whose
+// claims match no client are refused, saying why.
+func TestServeWorkloadIdentities(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	for _, team := range []string{"gh", "gl", "k8s"} {
+		pushHello(t, reg.Host+"/providers/"+team+"/hello", "1.0.0")
+	}
+	ci := testenv.StartIssuer(t)
+	cluster := testenv.StartIssuer(t)
+	port := testenv.FreePort(t)
+	host := fmt.Sprintf("localhost:%d", port)
+	audience := "https://" + host
+	dir := t.TempDir()
+	jwks, _ := json.Marshal(cluster.JWKS())
+	if err := os.WriteFile(filepath.Join(dir, "cluster-jwks.json"), jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(dir, "policy.hcl")
+	if err := os.WriteFile(pol, []byte(fmt.Sprintf(`
+client "github-acme" {
+  oidc {
+    issuer   = %[1]q
+    audience = %[2]q
+    claims   = { repository_owner = "acme", ref = "refs/heads/main" }
+  }
+  providers = ["example.com/gh/*"]
+}
+client "gitlab-platform" {
+  oidc {
+    issuer   = %[1]q
+    audience = %[2]q
+    claims   = { namespace_path = "platform/*" }
+  }
+  providers = ["example.com/gl/*"]
+}
+client "cluster-ci" {
+  oidc {
+    issuer   = %[3]q
+    audience = %[2]q
+    jwks     = "cluster-jwks.json"
+    claims   = { sub = "system:serviceaccount:ci:*" }
+  }
+  providers = ["example.com/k8s/*"]
+}
+`, ci.URL, audience, cluster.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServeOn(t, port, nil, "--provider-template", reg.Host+"/providers/${namespace}/${type}", "--policy", pol)
+	tokens := map[string]string{
+		"gh": ci.Token(t, audience, "repo:acme/app:ref:refs/heads/main", 5*time.Minute,
+			map[string]any{"repository": "acme/app", "repository_owner": "acme", "ref": "refs/heads/main"}),
+		"gl": ci.Token(t, audience, "project_path:platform/net:ref_type:branch:ref:main", 5*time.Minute,
+			map[string]any{"namespace_path": "platform/infra", "project_path": "platform/infra/net"}),
+		"k8s": cluster.Token(t, audience, "system:serviceaccount:ci:runner", 5*time.Minute,
+			map[string]any{"kubernetes.io": map[string]any{"namespace": "ci", "serviceaccount": map[string]any{"name": "runner"}}}),
+	}
+	install := func(t *testing.T, c cliFactory, token, team string) (string, error) {
+		cli := c(t, networkMirrorConfig(s)+fmt.Sprintf("credentials %q {\n  token = %q\n}\n", host, token))
+		wd := testenv.WriteConfig(t, map[string]string{"main.tf": strings.Replace(fmt.Sprintf(helloConfig, "1.0.0"), "test/hello", team+"/hello", 1)})
+		return cli.Try(t, wd, "init", "-input=false", "-no-color")
+	}
+	for _, c := range clis {
+		t.Run(c.name, func(t *testing.T) {
+			for team, token := range tokens {
+				if out, err := install(t, c.new, token, team); err != nil || !strings.Contains(out, "Installed example.com/"+team+"/hello v1.0.0") {
+					t.Errorf("%s's token, its own provider: %v\n%s", team, err, out)
+				}
+			}
+			if out, err := install(t, c.new, tokens["gh"], "gl"); err == nil {
+				t.Errorf("github-acme installed gitlab-platform's provider:\n%s", out)
+			}
+		})
+	}
+	if n := cluster.KeyFetches.Load(); n != 0 {
+		t.Errorf("the cluster's keys were fetched %d times; they come from the file", n)
+	}
+	if n := ci.KeyFetches.Load(); n != 1 {
+		t.Errorf("the CI issuer's keys were fetched %d times, want once (verified tokens are cached, keys too)", n)
+	}
+	for _, c := range []struct{ token, want string }{
+		{ci.Token(t, audience, "repo:acme/app:ref:refs/heads/main", -2*time.Minute, map[string]any{"repository_owner": "acme", "ref": "refs/heads/main"}), "expired"},
+		{ci.Token(t, "https://elsewhere.example", "repo:acme/app:ref:refs/heads/main", 5*time.Minute, map[string]any{"repository_owner": "acme", "ref": "refs/heads/main"}), "audience"},
+		{ci.Token(t, audience, "repo:other/app:ref:refs/heads/main", 5*time.Minute, map[string]any{"repository_owner": "other"}), "no client's oidc block for that issuer matches its claims"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/mirror/example.com/gh/hello/index.json", nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := s.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), c.want) {
+			t.Errorf("refused token: %d %s, want 401 saying %q", resp.StatusCode, body, c.want)
+		}
+		if strings.Contains(s.logs.String(), c.token) || strings.Contains(string(body), c.token) {
+			t.Error("a JWT in the log or the answer")
+		}
 	}
 }

@@ -5,13 +5,16 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
@@ -35,8 +38,11 @@ type Client struct {
 	Expires time.Time
 	// Rate, when positive, is the client's request budget: requests per
 	// second, with bursts of Burst.
-	Rate      float64
-	Burst     int
+	Rate  float64
+	Burst int
+	// OIDC are the identities (JWTs of CI jobs and workloads) that name
+	// the client besides its tokens.
+	OIDC      []*OIDC
 	tokens    [][sha256.Size]byte
 	providers []string // normalised patterns
 	modules   []string
@@ -44,8 +50,39 @@ type Client struct {
 }
 
 var clientSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "tokens", Required: true}, {Name: "expires"}, {Name: "providers"}, {Name: "modules"}, {Name: "tofu"},
+	Attributes: []hcl.AttributeSchema{{Name: "tokens"}, {Name: "expires"}, {Name: "providers"}, {Name: "modules"}, {Name: "tofu"},
 		{Name: "rate"}, {Name: "burst"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "oidc"}},
+}
+
+var oidcSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "issuer", Required: true}, {Name: "audience", Required: true}, {Name: "jwks"}, {Name: "claims"}},
+}
+
+// OIDC is one oidc block of a client: a JWT its issuer signed for the
+// audience, whose claims match every pattern of Claims, names the
+// client (CI jobs and workloads without a stored secret).
+type OIDC struct {
+	Issuer   string // https://…, as the tokens' iss claim carries it
+	Audience string // the aud the tokens must carry: the proxy's
+	// JWKSFile, when set, holds the issuer's keys (resolved against the
+	// policy file's directory); otherwise they are found through the
+	// issuer's discovery document.
+	JWKSFile string
+	// Claims are claim name → pattern ("repo:acme/*": * is any run of
+	// characters, ? one), each matched against the claim's value as a
+	// string.
+	Claims  map[string]string
+	matches map[string]*regexp.Regexp
+}
+
+// claimPattern compiles a claims pattern: * any run of characters, ?
+// one, anything else itself; the whole value must match.
+func claimPattern(p string) *regexp.Regexp {
+	q := regexp.QuoteMeta(p)
+	q = strings.ReplaceAll(q, `\*`, ".*")
+	q = strings.ReplaceAll(q, `\?`, ".")
+	return regexp.MustCompile("^(?s:" + q + ")$")
 }
 
 // TokenHash is what a client block's tokens list holds for token.
@@ -55,7 +92,7 @@ func TokenHash(token string) string {
 }
 
 // parseClient reads one client block.
-func parseClient(b *hcl.Block) (*Client, error) {
+func parseClient(b *hcl.Block, env *parseEnv) (*Client, error) {
 	c := &Client{Name: b.Labels[0]}
 	if !validClientName(c.Name) {
 		return nil, posError(b.LabelRanges[0], fmt.Sprintf("invalid client name %q: 1 to 64 of a-z, 0-9, '-', '_' and '.'", c.Name))
@@ -64,8 +101,19 @@ func parseClient(b *hcl.Block) (*Client, error) {
 	if diags.HasErrors() {
 		return nil, diagError(diags)
 	}
-	if err := c.parseTokens(content.Attributes["tokens"]); err != nil {
-		return nil, err
+	for _, ob := range content.Blocks {
+		o, err := parseOIDC(ob, env)
+		if err != nil {
+			return nil, err
+		}
+		c.OIDC = append(c.OIDC, o)
+	}
+	if a, ok := content.Attributes["tokens"]; ok {
+		if err := c.parseTokens(a); err != nil {
+			return nil, err
+		}
+	} else if len(c.OIDC) == 0 {
+		return nil, posError(b.DefRange, fmt.Sprintf("client %q has neither tokens nor an oidc block: nothing could name it", c.Name))
 	}
 	if a, ok := content.Attributes["expires"]; ok {
 		var s string
@@ -121,6 +169,100 @@ func (c *Client) parseBudget(rate, burst *hcl.Attribute) error {
 		}
 	}
 	return nil
+}
+
+// parseOIDC reads an oidc block.
+func parseOIDC(b *hcl.Block, env *parseEnv) (*OIDC, error) {
+	content, diags := b.Body.Content(oidcSchema)
+	if diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	o := &OIDC{}
+	a := content.Attributes["issuer"]
+	if err := decode(a, &o.Issuer); err != nil {
+		return nil, err
+	}
+	if u, err := url.Parse(o.Issuer); err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, posError(a.Expr.Range(), fmt.Sprintf("issuer %q: want https://host[/path], exactly as the tokens' iss claim carries it", o.Issuer))
+	}
+	a = content.Attributes["audience"]
+	if err := decode(a, &o.Audience); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(o.Audience) == "" {
+		return nil, posError(a.Expr.Range(), "audience: the aud the tokens must carry (the proxy's URL, say) may not be empty")
+	}
+	if a, ok := content.Attributes["jwks"]; ok {
+		var p string
+		if err := decode(a, &p); err != nil {
+			return nil, err
+		}
+		o.JWKSFile = env.path(p)
+		if _, err := localfile.ReadBounded(o.JWKSFile, 1<<20); err != nil {
+			return nil, posError(a.Expr.Range(), fmt.Sprintf("jwks: %v", err))
+		}
+	}
+	if a, ok := content.Attributes["claims"]; ok {
+		if err := decode(a, &o.Claims); err != nil {
+			return nil, err
+		}
+		o.matches = make(map[string]*regexp.Regexp, len(o.Claims))
+		for k, v := range o.Claims {
+			if k == "" || len(v) > 1024 {
+				return nil, posError(a.Expr.Range(), fmt.Sprintf("claims: %s = %q is not a claim name and a pattern of at most 1024 bytes", k, shorten(v)))
+			}
+			o.matches[k] = claimPattern(v)
+		}
+	}
+	return o, nil
+}
+
+// Matches reports whether a token's claims (verified) match every
+// pattern of o's.
+func (o *OIDC) Matches(claims map[string]any) bool {
+	for name, re := range o.matches {
+		v, ok := claims[name]
+		if !ok || !re.MatchString(fmt.Sprint(v)) {
+			return false
+		}
+	}
+	return true
+}
+
+// ClientOfIdentity is the first client (in the file's order) with an
+// oidc block for issuer whose claims match, and that block; nil when
+// none does.
+func (p *Policy) ClientOfIdentity(issuer string, claims map[string]any) (*Client, *OIDC) {
+	if p == nil {
+		return nil, nil
+	}
+	for _, c := range p.clients {
+		for _, o := range c.OIDC {
+			if o.Issuer == issuer && o.Matches(claims) {
+				return c, o
+			}
+		}
+	}
+	return nil, nil
+}
+
+// Issuers are the oidc blocks' issuers, each once (with its audience
+// and keys file): what a proxy verifies tokens against.
+func (p *Policy) Issuers() []OIDC {
+	if p == nil {
+		return nil
+	}
+	var out []OIDC
+	seen := map[string]bool{}
+	for _, c := range p.clients {
+		for _, o := range c.OIDC {
+			if !seen[o.Issuer] {
+				seen[o.Issuer] = true
+				out = append(out, OIDC{Issuer: o.Issuer, Audience: o.Audience, JWKSFile: o.JWKSFile})
+			}
+		}
+	}
+	return out
 }
 
 // parseTokens reads the tokens list: sha256:<64 lowercase hex digits>
@@ -262,14 +404,14 @@ func (p *Policy) ClientOf(sum [sha256.Size]byte) *Client {
 
 // addClients reads the client blocks of a file, refusing duplicate
 // names and a token hash given to two clients.
-func (p *Policy) addClients(blocks []*hcl.Block) error {
+func (p *Policy) addClients(blocks []*hcl.Block, env *parseEnv) error {
 	if len(blocks) > maxClients {
 		return posError(blocks[maxClients].DefRange, fmt.Sprintf("the policy has %d clients, more than %d", len(blocks), maxClients))
 	}
 	names := map[string]hcl.Range{}
 	p.tokenOwners = map[[sha256.Size]byte]*Client{}
 	for _, b := range blocks {
-		c, err := parseClient(b)
+		c, err := parseClient(b, env)
 		if err != nil {
 			return err
 		}
@@ -283,7 +425,23 @@ func (p *Policy) addClients(blocks []*hcl.Block) error {
 			}
 			p.tokenOwners[t] = c
 		}
+		if err := p.checkIssuers(c, b); err != nil {
+			return err
+		}
 		p.clients = append(p.clients, c)
+	}
+	return nil
+}
+
+// checkIssuers refuses an oidc block naming an issuer another names with
+// another audience or keys file: one issuer is verified one way.
+func (p *Policy) checkIssuers(c *Client, b *hcl.Block) error {
+	for _, o := range c.OIDC {
+		for _, prev := range p.Issuers() {
+			if prev.Issuer == o.Issuer && (prev.Audience != o.Audience || prev.JWKSFile != o.JWKSFile) {
+				return posError(b.DefRange, fmt.Sprintf("client %q: issuer %s is named with another audience or jwks file elsewhere: an issuer's tokens are verified one way", c.Name, o.Issuer))
+			}
+		}
 	}
 	return nil
 }

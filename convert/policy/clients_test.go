@@ -81,7 +81,11 @@ provider "hashicorp/*" {}
 func TestClientBlocksRefused(t *testing.T) {
 	h := policy.TokenHash("x")
 	for _, c := range []struct{ body, want string }{
-		{`client "a" { providers = ["*/*/*"] }`, `"tokens" is required`},
+		{`client "a" { providers = ["*/*/*"] }`, `has neither tokens nor an oidc block`},
+		{"client \"a\" {\n oidc {\n issuer = \"http://ci.example\"\n audience = \"x\"\n }\n}", "want https://host"},
+		{"client \"a\" {\n oidc {\n issuer = \"https://ci.example\"\n audience = \" \"\n }\n}", "may not be empty"},
+		{"client \"a\" {\n oidc {\n issuer = \"https://ci.example\"\n audience = \"x\"\n jwks = \"missing.json\"\n }\n}", "jwks:"},
+		{"client \"a\" {\n oidc {\n issuer = \"https://ci.example\"\n audience = \"x\"\n }\n}\nclient \"b\" {\n oidc {\n issuer = \"https://ci.example\"\n audience = \"y\"\n }\n}", "verified one way"},
 		{`client "a" { tokens = [] }`, "at least one token hash"},
 		{`client "a" { tokens = ["my-secret-token-value"] }`, `"my-secre…" is not a token hash`},
 		{`client "a" { tokens = ["sha256:` + strings.ToUpper(h[7:]) + `"] }`, "is not a token hash"},
@@ -107,3 +111,59 @@ func TestClientBlocksRefused(t *testing.T) {
 }
 
 func kindOf(s string) names.Kind { return names.Kind(s) }
+
+// A verified token names the first client whose oidc block for its
+// issuer has claims patterns all matching.
+func TestClientsOfIdentities(t *testing.T) {
+	p, err := clientsPolicy(t, `
+client "acme-main" {
+  oidc {
+    issuer   = "https://ci.example"
+    audience = "https://proxy.example"
+    claims   = { repository_owner = "acme", ref = "refs/heads/main" }
+  }
+  providers = ["example.com/acme/*"]
+}
+client "acme-any" {
+  oidc {
+    issuer   = "https://ci.example"
+    audience = "https://proxy.example"
+    claims   = { sub = "repo:acme/*" }
+  }
+}
+client "cluster" {
+  oidc {
+    issuer   = "https://kubernetes.default.svc"
+    audience = "https://proxy.example"
+    claims   = { sub = "system:serviceaccount:ci:*" }
+  }
+}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		issuer string
+		claims map[string]any
+		want   string
+	}{
+		{"https://ci.example", map[string]any{"repository_owner": "acme", "ref": "refs/heads/main", "sub": "repo:acme/app:ref:refs/heads/main"}, "acme-main"},
+		{"https://ci.example", map[string]any{"repository_owner": "acme", "ref": "refs/heads/dev", "sub": "repo:acme/app:ref:refs/heads/dev"}, "acme-any"},
+		{"https://ci.example", map[string]any{"repository_owner": "other", "sub": "repo:other/app"}, ""},
+		{"https://kubernetes.default.svc", map[string]any{"sub": "system:serviceaccount:ci:runner"}, "cluster"},
+		{"https://kubernetes.default.svc", map[string]any{"sub": "system:serviceaccount:prod:runner"}, ""},
+		{"https://elsewhere.example", map[string]any{"sub": "repo:acme/app"}, ""},
+	} {
+		got, _ := p.ClientOfIdentity(c.issuer, c.claims)
+		name := ""
+		if got != nil {
+			name = got.Name
+		}
+		if name != c.want {
+			t.Errorf("%s %v: %q, want %q", c.issuer, c.claims, name, c.want)
+		}
+	}
+	if is := p.Issuers(); len(is) != 2 || is[0].Issuer != "https://ci.example" || is[1].Audience != "https://proxy.example" {
+		t.Errorf("issuers: %+v", is)
+	}
+}

@@ -135,10 +135,10 @@ func Parse(src []byte, filename string) (*Policy, error) {
 	if len(ruleBlocks) > MaxRules {
 		return nil, posError(ruleBlocks[MaxRules].DefRange, fmt.Sprintf("the policy has %d rules, more than %d", len(ruleBlocks), MaxRules))
 	}
-	if err := p.addClients(clientBlocks); err != nil {
+	env := newParseEnv(filename)
+	if err := p.addClients(clientBlocks, env); err != nil {
 		return nil, err
 	}
-	env := newParseEnv(filename)
 	if a, ok := content.Attributes["trusted_root"]; ok {
 		if err := env.parseTrustedRoot(a); err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/protocol/oidc"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
@@ -38,7 +40,7 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.clientOf(r.Header.Get("Authorization"))
+		c, err := s.clientOf(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
 			respond.WriteError(w, http.StatusUnauthorized, err.Error())
@@ -57,8 +59,8 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 // bearer is clientOf for the archive URLs: ok when header names a
 // client. Archive requests count against no budget: a client's budget
 // is spent on the documents that name them.
-func (s *Server) bearer(header string) (respond.Reader, bool) {
-	c, err := s.clientOf(header)
+func (s *Server) bearer(ctx context.Context, header string) (respond.Reader, bool) {
+	c, err := s.clientOf(ctx, header)
 	if err != nil || c == nil {
 		return nil, err == nil
 	}
@@ -67,9 +69,10 @@ func (s *Server) bearer(header string) (respond.Reader, bool) {
 
 // clientOf is the client a bearer token names: nil for a token of
 // --auth-token-file (it reads everything), the policy's client whose
-// token hashes hold the token's otherwise; an error when it names none,
+// token hashes hold the token's otherwise, or for a JWT, the client its
+// verified identity names (identities.go); an error when it names none,
 // or a client whose tokens expired.
-func (s *Server) clientOf(header string) (*policy.Client, error) {
+func (s *Server) clientOf(ctx context.Context, header string) (*policy.Client, error) {
 	scheme, tok, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 		return nil, errNoToken
@@ -82,7 +85,14 @@ func (s *Server) clientOf(header string) (*policy.Client, error) {
 	if match == 1 {
 		return nil, nil
 	}
-	c := s.opts.Policy.Current().ClientOf(sum)
+	pol := s.opts.Policy.Current()
+	c := pol.ClientOf(sum)
+	if c == nil && oidc.LooksLikeJWT(strings.TrimSpace(tok)) {
+		var err error
+		if c, err = s.clientOfJWT(ctx, pol, strings.TrimSpace(tok)); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case c == nil:
 		return nil, errUnknownToken

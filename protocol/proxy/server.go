@@ -18,6 +18,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/health"
+	"github.com/oci-tofu/oci-tofu/protocol/oidc"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/page"
@@ -192,6 +193,7 @@ type Server struct {
 	// request budgets (budget.go).
 	clientAuth bool
 	budgets    *budgets
+	identities identities          // verifies the JWTs of clients' oidc blocks
 	client     *oci.Client         // reaches the registry (pull-through writes with it)
 	pull       *pullthrough.Engine // nil without pull-through
 	probes     *health.Probes      // /readyz and /livez (probes.go)
@@ -214,6 +216,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, metrics: respond.NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}}
 	s.metrics.WatchPolicy(opts.PolicyStatus)
 	s.budgets = newBudgets(s.metrics.Registry())
+	s.identities.opts = oidc.Options{Logger: s.log, Now: opts.Now}
 	if err := s.connect(); err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func (s *Server) serveWhoami(w http.ResponseWriter, r *http.Request) {
 		respond.WriteJSON(w, r, whoami{Authentication: "off"})
 		return
 	}
-	c, err := s.clientOf(r.Header.Get("Authorization"))
+	c, err := s.clientOf(r.Context(), r.Header.Get("Authorization"))
 	switch {
 	case err != nil: // Authenticate answered already
 		return

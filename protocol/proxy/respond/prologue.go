@@ -1,6 +1,7 @@
 package respond
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +40,7 @@ type Responder struct {
 	// Bearer is the client an Authorization header names, ok false when
 	// it names none (nil without client authentication); a nil Reader
 	// reads everything.
-	Bearer func(header string) (c Reader, ok bool)
+	Bearer func(ctx context.Context, header string) (c Reader, ok bool)
 	// delivery hands over blobs (protocol/proxy/deliver).
 	delivery *deliver.Deliverer
 	// scopes remembers the address each document key names.
@@ -203,7 +204,7 @@ func (s *Responder) bearer(r *http.Request) (Reader, bool) {
 	if s.Bearer == nil || r.Header.Get("Authorization") == "" {
 		return nil, false
 	}
-	return s.Bearer(r.Header.Get("Authorization"))
+	return s.Bearer(r.Context(), r.Header.Get("Authorization"))
 }
 
 // New is a Responder answering for a server with opts, logging to log,
