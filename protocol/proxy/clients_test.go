@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,4 +202,71 @@ client "ci" {
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"authentication":"operator"`) {
 		t.Errorf("operator: %d %s", r.Status, r.Body)
 	}
+}
+
+// Clients are added and revoked by reloads while 30 clients ask: a valid
+// client never fails, and a revoked token never succeeds once the reload
+// that revoked it is in force.
+func TestClientReloadsUnderLoad(t *testing.T) {
+	dir, open := layoutStore(t)
+	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	file := func(extra ...string) *policy.Policy {
+		src := fmt.Sprintf("client \"steady\" {\n  tokens = [%q]\n  providers = [\"example.com/test/*\"]\n}\n", policy.TokenHash("steady-token"))
+		for _, name := range extra {
+			src += fmt.Sprintf("client %q {\n  tokens = [%q]\n  providers = [\"example.com/test/*\"]\n}\n", name, policy.TokenHash(name+"-token"))
+		}
+		p, err := policy.Parse([]byte(src), "policy.hcl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	live := policy.NewLive(file("churn"))
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), Policy: live})
+	path := p.URL + "/v1/mirror/example.com/test/hello/index.json"
+	ask := func(token string) int {
+		req, _ := http.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := p.Client.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if code := ask("steady-token"); code != http.StatusOK {
+					t.Errorf("a valid client got %d during reloads", code)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 20 {
+		if i%2 == 0 {
+			live.Replace(file())
+			if code := ask("churn-token"); code != http.StatusUnauthorized {
+				t.Errorf("reload %d: a revoked token got %d", i, code)
+			}
+		} else {
+			live.Replace(file("churn"))
+			if code := ask("churn-token"); code != http.StatusOK {
+				t.Errorf("reload %d: an added token got %d", i, code)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
 }
