@@ -39,7 +39,10 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 	results = append(results, preflight.Registries(c.Context, preflightConfig(client, opts, template), samples)...)
 	if pol := opts.Policy.Current(); pol != nil {
 		results = append(results, preflight.Policy(preflight.PolicyConfig{Policy: pol, File: c.String("policy"),
-			Providers: opts.ProviderMappings, Modules: len(opts.ModuleMappings) > 0, Tofu: opts.TofuRepository != nil})...)
+			Providers: opts.ProviderMappings, Modules: len(opts.ModuleMappings) > 0, Tofu: opts.TofuRepository != nil,
+			OperatorTokens: len(opts.AuthTokens)})...)
+	} else if len(opts.AuthTokens) > 0 {
+		results = append(results, preflight.Clients(preflight.PolicyConfig{OperatorTokens: len(opts.AuthTokens)})...)
 	}
 	failed := preflight.Failed(results)
 	if c.Bool("json") {

@@ -458,3 +458,40 @@ func (c *Client) Modules() []string { return slices.Clone(c.modules) }
 
 // Tofu: see Providers.
 func (c *Client) Tofu() bool { return c.tofu }
+
+// TokenCount is how many token hashes the client has.
+func (c *Client) TokenCount() int { return len(c.tokens) }
+
+// Summary says what c reads and what names it, for people (serve
+// --check, the page).
+func (c *Client) Summary() string {
+	var reads []string
+	if n := len(c.providers); n > 0 {
+		reads = append(reads, names.Plural(n, "provider pattern"))
+	}
+	if n := len(c.modules); n > 0 {
+		reads = append(reads, names.Plural(n, "module pattern"))
+	}
+	if c.tofu {
+		reads = append(reads, "OpenTofu releases")
+	}
+	if len(reads) == 0 {
+		reads = append(reads, "nothing")
+	}
+	s := "reads " + strings.Join(reads, ", ")
+	var by []string
+	if n := len(c.tokens); n > 0 {
+		by = append(by, names.Plural(n, "token"))
+	}
+	for _, o := range c.OIDC {
+		by = append(by, "OIDC identities of "+o.Issuer)
+	}
+	s += "; named by " + strings.Join(by, ", ")
+	if c.Rate > 0 {
+		s += fmt.Sprintf("; %g requests per second, bursts of %d", c.Rate, c.Burst)
+	}
+	if !c.Expires.IsZero() {
+		s += "; expires " + c.Expires.UTC().Format(time.RFC3339)
+	}
+	return s
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -18,6 +19,10 @@ type PolicyConfig struct {
 	Providers store.ProviderMappings
 	Modules   bool // a module template is configured
 	Tofu      bool // an OpenTofu repository is configured
+	// OperatorTokens is how many --auth-token-file tokens serve has;
+	// Now the time client expiries are judged at (default time.Now).
+	OperatorTokens int
+	Now            time.Time
 }
 
 // Policy checks the policy file against what the proxy maps: a rule
@@ -41,7 +46,7 @@ func Policy(cfg PolicyConfig) []Result {
 	if len(out) == 0 {
 		out = append(out, row(StatusOK, "policy", names.Plural(cfg.Policy.Rules(), "rule")+", each can match what this proxy maps"))
 	}
-	return out
+	return append(out, Clients(cfg)...)
 }
 
 // unmatched says why rule r can match no mapped address ("" when it can).

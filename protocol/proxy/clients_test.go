@@ -270,3 +270,21 @@ func TestClientReloadsUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// With client authentication the page says who the caller's token names,
+// or how to ask; never what a token is.
+func TestPageShowsTheCaller(t *testing.T) {
+	dir, _ := layoutStore(t)
+	p := startProxy(t, Options{
+		ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		Policy: mustPolicy(t, fmt.Sprintf("client \"ci\" {\n  tokens = [%q]\n  providers = [\"example.com/test/*\"]\n  rate = 10\n}\n", policy.TokenHash("ci-token"))),
+	})
+	anon := string(p.get(t, "/").Body)
+	if !strings.Contains(anon, "/v1/whoami") || strings.Contains(anon, `id="caller"`) {
+		t.Errorf("the page without a token:\n%s", anon)
+	}
+	page := string(p.do(t, http.MethodGet, "/", map[string]string{"Authorization": "Bearer ci-token"}).Body)
+	if !strings.Contains(page, "Client ci: reads 1 provider pattern; named by 1 token; 10 requests per second, bursts of 20.") || strings.Contains(page, "ci-token") {
+		t.Errorf("the page with ci's token:\n%s", page)
+	}
+}

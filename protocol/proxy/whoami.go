@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -64,4 +65,24 @@ func (s *Server) serveWhoami(w http.ResponseWriter, r *http.Request) {
 		ans.Budget = &budget{Rate: c.Rate, Burst: c.Burst, Available: s.budgets.limiter(c).Tokens()}
 	}
 	respond.WriteJSON(w, r, ans)
+}
+
+// caller says, for the page, who a request's bearer token names ("" for
+// none, or no token).
+func (s *Server) caller(r *http.Request) string {
+	if r.Header.Get("Authorization") == "" {
+		return ""
+	}
+	c, err := s.clientOf(r.Context(), r.Header.Get("Authorization"))
+	switch {
+	case err != nil:
+		return "Your token is not accepted: " + err.Error()
+	case c == nil:
+		return "An operator token (--auth-token-file): it reads everything."
+	}
+	sum := "Client " + c.Name + ": " + c.Summary() + "."
+	if c.Rate > 0 {
+		sum += fmt.Sprintf(" %.0f of its burst left.", s.budgets.limiter(c).Tokens())
+	}
+	return sum
 }

@@ -67,6 +67,9 @@ type Config struct {
 	PolicyStatus func() policyfile.Status
 	// Log receives why another replica's record could not be read.
 	Log *slog.Logger
+	// Caller, with client authentication, says who the request's bearer
+	// token names and what it may read ("" when it names no client).
+	Caller func(r *http.Request) string
 }
 
 // Page is the page for people, built from memory only — the
@@ -112,6 +115,9 @@ type pageData struct {
 	Fleet      *fleetView  // with a shared store (seen_fleet.go)
 	Policy     *policyView // nil without a policy
 	Snippets   []snippet
+	// Caller is who the request's token names, with client
+	// authentication ("" without one).
+	Caller string
 	// OwnModules, when own-host module pull-through is on: its origin and
 	// patterns, shown as a warning.
 	OwnModules *OwnModules
@@ -169,6 +175,9 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.OwnModules = s.cfg.OwnModules
 	}
 	d.Serves = s.serves()
+	if s.cfg.Minimal && s.cfg.Caller != nil {
+		d.Caller = s.cfg.Caller(r)
+	}
 	d.Snippets = s.snippets(r, d.Base, own.Providers) // this replica's own: nothing read from a shared store goes into configuration
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
