@@ -22,9 +22,9 @@ import (
 // signs the tokens a test hands its clients, and counts the requests for
 // its keys. It stops when the test ends.
 type Issuer struct {
-	URL       string // https://localhost:PORT: the tokens' iss
-	key       *rsa.PrivateKey
-	keyID     string
+	URL        string // https://localhost:PORT: the tokens' iss
+	key        *rsa.PrivateKey
+	keyID      string
 	KeyFetches atomic.Int64 // JWKS requests served
 }
 

@@ -277,7 +277,7 @@ func TestPageShowsTheCaller(t *testing.T) {
 	dir, _ := layoutStore(t)
 	p := startProxy(t, Options{
 		ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
-		Policy: mustPolicy(t, fmt.Sprintf("client \"ci\" {\n  tokens = [%q]\n  providers = [\"example.com/test/*\"]\n  rate = 10\n}\n", policy.TokenHash("ci-token"))),
+		Policy:           mustPolicy(t, fmt.Sprintf("client \"ci\" {\n  tokens = [%q]\n  providers = [\"example.com/test/*\"]\n  rate = 10\n}\n", policy.TokenHash("ci-token"))),
 	})
 	anon := string(p.get(t, "/").Body)
 	if !strings.Contains(anon, "/v1/whoami") || strings.Contains(anon, `id="caller"`) {
