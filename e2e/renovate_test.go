@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
@@ -222,9 +223,15 @@ func TestRenovateUpdatesThroughTheProxy(t *testing.T) {
 // versions Renovate proposes (renovateReport.newVersions).
 func runRenovate(t *testing.T, renovate, dir, hostport string) map[string]string {
 	t.Helper()
+	return runRenovateWith(t, renovate, dir, renovateConfig(hostport))
+}
+
+// runRenovateWith is runRenovate with the configuration cfg.
+func runRenovateWith(t *testing.T, renovate, dir string, cfg map[string]any) map[string]string {
+	t.Helper()
 	work := t.TempDir()
 	cfgFile, report, cache := filepath.Join(work, "config.json"), filepath.Join(work, "report.json"), filepath.Join(work, "cache")
-	writeJSONFile(t, cfgFile, renovateConfig(hostport))
+	writeJSONFile(t, cfgFile, cfg)
 	env := []string{"HOME=" + work, "PATH=" + os.Getenv("PATH"), "NODE_EXTRA_CA_CERTS=" + testenv.NewCA(t).CertFile,
 		"RENOVATE_CONFIG_FILE=" + cfgFile, "RENOVATE_BASE_DIR=" + filepath.Join(work, "base"), "RENOVATE_CACHE_DIR=" + cache, "LOG_LEVEL=debug"}
 	out, err := testenv.Run(t, dir, env, renovate, "--report-type=file", "--report-path="+report)
@@ -256,5 +263,36 @@ func writeJSONFile(t *testing.T, path string, v any) {
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Renovate with a policy file client's token (a hostRules entry for the
+// proxy) sees what that client may read: the module in its scope gets its
+// update, the provider outside it none; without the token, nothing.
+func TestRenovateWithAScopedToken(t *testing.T) {
+	renovate := testenv.Tool(t, "renovate")
+	reg := testenv.StartRegistry(t)
+	pushHello(t, reg.Host+"/providers/test/hello", "1.0.0", "1.1.0")
+	pushGreetingVersions(t, reg.Host+"/modules/acme/greeting/aws", "1.0.0", "1.1.0")
+	const token = "renovate-token-0123456789"
+	pol := filepath.Join(t.TempDir(), "policy.hcl")
+	if err := os.WriteFile(pol, []byte(fmt.Sprintf("client \"renovate\" {\n  tokens  = [%q]\n  modules = [\"*/acme/*/*\"]\n}\n", policy.TokenHash(token))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--provider-template", reg.Host+"/providers/${namespace}/${type}",
+		"--module-template", reg.Host+"/modules/${namespace}/${name}/${system}", "--policy", pol)
+	host := moduleHost(s)
+	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(renovateWorkspace, host, "1.0.0", host)})
+	cfg := renovateConfig(host)
+	cfg["hostRules"] = []map[string]any{{"matchHost": host, "token": token}}
+	got := runRenovateWith(t, renovate, dir, cfg)
+	if got["terraform-module "+host+"/acme/greeting/aws"] != "1.1.0" || got["terraform-provider "+host+"/test/hello"] != "" {
+		t.Errorf("with the scoped token Renovate proposes %v: want the module's 1.1.0 and nothing for the provider", got)
+	}
+	if got := runRenovateWith(t, renovate, dir, renovateConfig(host)); len(got) != 0 {
+		t.Errorf("without a token Renovate proposes %v", got)
+	}
+	if strings.Contains(s.logs.String(), token) {
+		t.Error("the token is in the proxy's log")
 	}
 }
