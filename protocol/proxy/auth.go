@@ -43,7 +43,13 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 		c, err := s.clientOf(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
-			respond.WriteError(w, http.StatusUnauthorized, err.Error())
+			msg := err.Error()
+			if errors.Is(err, errNoToken) {
+				// The usual cause: a credentials block (or TF_TOKEN_…) for
+				// another host name, or without the port.
+				msg += fmt.Sprintf(" (credentials %q, the host and port this request was sent to)", r.Host)
+			}
+			respond.WriteError(w, http.StatusUnauthorized, msg)
 			return
 		}
 		if c != nil {

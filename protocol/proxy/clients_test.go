@@ -190,8 +190,8 @@ client "ci" {
   rate      = 10
 }`, policy.TokenHash("ci-token"))),
 	})
-	if r := p.get(t, "/v1/whoami"); r.Status != 401 {
-		t.Errorf("no token: %d", r.Status)
+	if r := p.get(t, "/v1/whoami"); r.Status != 401 || !strings.Contains(string(r.Body), fmt.Sprintf(`credentials \"%s\"`, strings.TrimPrefix(p.URL, "https://"))) {
+		t.Errorf("no token: %d %s, want 401 naming the host and port a credentials block is for", r.Status, r.Body)
 	}
 	r := p.do(t, http.MethodGet, "/v1/whoami", map[string]string{"Authorization": "Bearer ci-token"})
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"client":"ci"`) || !strings.Contains(string(r.Body), `"providers":["example.com/test/*"]`) ||
