@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,5 +204,86 @@ client "cluster-ci" {
 		if strings.Contains(s.logs.String(), c.token) || strings.Contains(string(body), c.token) {
 			t.Error("a JWT in the log or the answer")
 		}
+	}
+}
+
+// With --registry-decides, a Distribution registry with token auth whose
+// token server grants alice team-a's repositories and bob team-b's
+// decides what each reads through one proxy: after alice warmed every
+// cache with team-a's documents and archives, bob gets none of them, by
+// any protocol or URL, and installs team-b's with real tofu; the proxy
+// reads with its own credential.
+func TestServeRegistryDecides(t *testing.T) {
+	reg := testenv.StartTokenRegistry(t, "proxy", "proxy-Pa55")
+	reg.Token.AddUser("alice", "alice-Pa55", "providers/team-a/")
+	reg.Token.AddUser("bob", "bob-Pa55", "providers/team-b/")
+	for _, team := range []string{"team-a", "team-b"} {
+		if out, err := pushProvider(t, reg.Credential(), reg.Host+"/providers/"+team+"/hello", "1.0.0"); err != nil {
+			t.Fatalf("push: %v\n%s", err, out)
+		}
+	}
+	s := startServeEnv(t, credentialEnv(t, reg.Credential()), "--provider-template", reg.Host+"/providers/${namespace}/${type}", "--registry-decides")
+	alice, bob := "alice:alice-Pa55", "bob:bob-Pa55"
+	get := func(path, token string) (int, []byte) {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	docs := []string{"/v1/mirror/example.com/team-a/hello/index.json", "/v1/mirror/example.com/team-a/hello/1.0.0.json",
+		"/v1/providers/team-a/hello/versions", "/v1/providers/team-a/hello/1.0.0/download/linux/amd64"}
+	var archive string
+	for _, path := range docs {
+		code, body := get(path, alice)
+		if code != 200 {
+			t.Fatalf("alice %s: %d %s", path, code, body)
+		}
+		if strings.HasSuffix(path, "1.0.0.json") {
+			var mv struct {
+				Archives map[string]struct{ URL string } `json:"archives"`
+			}
+			json.Unmarshal(body, &mv)
+			archive = strings.SplitN(mv.Archives["linux_amd64"].URL, "?", 2)[0]
+		}
+	}
+	archivePath := "/v1/mirror/example.com/team-a/hello/" + archive
+	if u, err := url.Parse(archive); err == nil && u.IsAbs() {
+		archivePath = u.Path
+	}
+	if code, _ := get(archivePath, alice); code != 200 {
+		t.Errorf("alice's token on team-a's archive: %d", code)
+	}
+	for _, path := range append(docs, archivePath) {
+		if code, body := get(path, bob); code != http.StatusNotFound || !strings.Contains(string(body), "the registry does not let user bob read it") {
+			t.Errorf("bob %s after alice warmed the caches: %d %s", path, code, body)
+		}
+	}
+	if code, body := get(docs[0], "bob:wrong-password"); code != http.StatusNotFound {
+		t.Errorf("a wrong registry password: %d %s", code, body)
+	}
+	if code, body := get(docs[0], "no-colon"); code != http.StatusUnauthorized || !strings.Contains(string(body), "USERNAME:PASSWORD") {
+		t.Errorf("a token that is no registry credential: %d %s", code, body)
+	}
+	for _, c := range clis {
+		t.Run(c.name, func(t *testing.T) {
+			cli := c.new(t, networkMirrorConfig(s)+fmt.Sprintf("credentials %q {\n  token = %q\n}\n", s.Host, bob))
+			for team, want := range map[string]bool{"team-b": true, "team-a": false} {
+				dir := testenv.WriteConfig(t, map[string]string{"main.tf": strings.Replace(fmt.Sprintf(helloConfig, "1.0.0"), "test/hello", team+"/hello", 1)})
+				out, err := cli.Try(t, dir, "init", "-input=false", "-no-color")
+				if got := err == nil && strings.Contains(out, "Installed example.com/"+team+"/hello v1.0.0"); got != want {
+					t.Errorf("bob installs %s: %v, want %v:\n%s", team, got, want, out)
+				}
+			}
+		})
+	}
+	if strings.Contains(s.logs.String(), "alice-Pa55") || strings.Contains(s.logs.String(), "bob-Pa55") {
+		t.Error("a registry password in the proxy's log")
 	}
 }

@@ -69,6 +69,8 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.StringFlag{Name: "registry-hostname", Usage: "${hostname} for the registry protocol (default: the host name clients use to reach the proxy)", EnvVars: []string{"OCI_TOFU_REGISTRY_HOSTNAME"}},
 			&cli.StringFlag{Name: "signing-key", Usage: "armored private key `FILE` to sign generated SHA256SUMS for releases without a publisher signature", EnvVars: []string{"OCI_TOFU_SIGNING_KEY"}},
 			&cli.StringFlag{Name: "auth-token-file", Usage: "`FILE` of client bearer tokens, one per line; enables client authentication and signed archive URLs", EnvVars: []string{"OCI_TOFU_AUTH_TOKEN_FILE"}},
+			&cli.BoolFlag{Name: "registry-decides", Usage: "a client's bearer token is its registry credential (USERNAME:PASSWORD, as docker login takes it): the registry decides what it may read, asked before anything is served to it (docs/proxy.md \"The registry decides\")", EnvVars: []string{"OCI_TOFU_REGISTRY_DECIDES"}},
+			&cli.DurationFlag{Name: "registry-confirm-ttl", Value: time.Minute, Usage: "with --registry-decides, how long the registry's yes is kept per credential and repository (a no: a tenth of it)", EnvVars: []string{"OCI_TOFU_REGISTRY_CONFIRM_TTL"}},
 			&cli.StringFlag{Name: "url-signing-key-file", Usage: "`FILE` holding the HMAC key for archive URLs (share between replicas; default random)", EnvVars: []string{"OCI_TOFU_URL_SIGNING_KEY_FILE"}},
 			&cli.DurationFlag{Name: "archive-url-ttl", Value: time.Hour, Usage: "lifetime of signed archive URLs", EnvVars: []string{"OCI_TOFU_ARCHIVE_URL_TTL"}},
 			&cli.DurationFlag{Name: "tag-ttl", Value: 30 * time.Second, Usage: "how long tag lists, and the documents built from them, are fresh", EnvVars: []string{"OCI_TOFU_TAG_TTL"}},
@@ -358,6 +360,7 @@ func readServeSecrets(c *cli.Context, opts *proxy.Options) error {
 			return err
 		}
 	}
+	opts.RegistryDecides, opts.RegistryConfirmTTL = c.Bool("registry-decides"), c.Duration("registry-confirm-ttl")
 	if f := c.String("url-signing-key-file"); f != "" {
 		if opts.URLSigningKey, err = servercreds.ReadURLSigningKey(f); err != nil {
 			return err

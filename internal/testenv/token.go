@@ -35,12 +35,46 @@ type TokenServer struct {
 	// JWKSFile holds the public key: the registry's auth.token.jwks.
 	JWKSFile string
 
-	users map[string]string
-	key   *ecdsa.PrivateKey
-	kid   string
+	key *ecdsa.PrivateKey
+	kid string
 
 	mu       sync.Mutex
+	users    map[string]string
+	repos    map[string][]string // user → the repository prefixes it is granted (none: all)
 	requests []TokenRequest
+}
+
+// AddUser lets user in with password, granted only the repositories
+// under prefixes ("team-a/" for team-a/…); without prefixes, every
+// repository. Scopes outside them are left out of its tokens, as
+// Harbor leaves out a project's to a robot of another.
+func (s *TokenServer) AddUser(user, password string, prefixes ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[user] = password
+	if len(prefixes) > 0 {
+		s.repos[user] = prefixes
+	}
+}
+
+// grants keeps of access what user is granted.
+func (s *TokenServer) grants(user string, access []tokenAccess) []tokenAccess {
+	s.mu.Lock()
+	prefixes := s.repos[user]
+	s.mu.Unlock()
+	if len(prefixes) == 0 {
+		return access
+	}
+	var out []tokenAccess
+	for _, a := range access {
+		for _, p := range prefixes {
+			if strings.HasPrefix(a.Name, p) {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // TokenRequest is one request the token server answered.
@@ -62,7 +96,10 @@ func StartTokenServer(t testing.TB, service string, users map[string]string) *To
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &TokenServer{Service: service, Issuer: "oci-tofu-test-token-server", users: users, key: key}
+	s := &TokenServer{Service: service, Issuer: "oci-tofu-test-token-server", users: map[string]string{}, repos: map[string][]string{}, key: key}
+	for u, pw := range users {
+		s.users[u] = pw
+	}
 	s.kid = keyID(&key.PublicKey)
 	s.JWKSFile = filepath.Join(t.TempDir(), "jwks.json")
 	if err := os.WriteFile(s.JWKSFile, s.jwks(), 0o600); err != nil {
@@ -112,7 +149,7 @@ func (s *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	var access []tokenAccess
 	if hasCreds {
-		access = parseScopes(scopes)
+		access = s.grants(user, parseScopes(scopes))
 	}
 	token, err := s.sign(user, access)
 	if err != nil {
@@ -129,7 +166,9 @@ func (s *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *TokenServer) knows(user, password string) bool {
+	s.mu.Lock()
 	want, ok := s.users[user]
+	s.mu.Unlock()
 	return ok && subtle.ConstantTimeCompare([]byte(want), []byte(password)) == 1
 }
 

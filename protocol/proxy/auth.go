@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/oidc"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
 // Client authentication: the bearer tokens of --auth-token-file (which
@@ -56,7 +58,9 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 			if !s.budgets.admit(w, c) {
 				return
 			}
-			r = r.WithContext(respond.WithReader(r.Context(), c))
+			r = r.WithContext(respond.WithReader(r.Context(), scoped{c}))
+		} else if id := s.registryIdentity(r.Header.Get("Authorization")); id != nil {
+			r = r.WithContext(respond.WithReader(r.Context(), id))
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -67,10 +71,30 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 // is spent on the documents that name them.
 func (s *Server) bearer(ctx context.Context, header string) (respond.Reader, bool) {
 	c, err := s.clientOf(ctx, header)
-	if err != nil || c == nil {
-		return nil, err == nil
+	switch {
+	case err != nil:
+		return nil, false
+	case c != nil:
+		return scoped{c}, true
 	}
-	return c, true
+	if id := s.registryIdentity(header); id != nil {
+		return id, true
+	}
+	return nil, true
+}
+
+// scoped is a policy file client as the responder asks it.
+type scoped struct{ *policy.Client }
+
+func (c scoped) Reads(_ context.Context, kind names.Kind, address string) error {
+	if _, ok := c.Client.Reads(kind, address); ok {
+		return nil
+	}
+	what := string(kind) + " " + address
+	if kind == names.KindTofu {
+		what = "OpenTofu releases"
+	}
+	return source.NotFoundf("%s: not within the scope of client %s", what, c.Name)
 }
 
 // clientOf is the client a bearer token names: nil for a token of
@@ -84,11 +108,7 @@ func (s *Server) clientOf(ctx context.Context, header string) (*policy.Client, e
 		return nil, errNoToken
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	match := 0
-	for _, t := range s.tokens {
-		match |= subtle.ConstantTimeCompare(sum[:], t[:])
-	}
-	if match == 1 {
+	if s.isOperatorSum(sum) {
 		return nil, nil
 	}
 	pol := s.opts.Policy.Current()
@@ -100,6 +120,11 @@ func (s *Server) clientOf(ctx context.Context, header string) (*policy.Client, e
 		}
 	}
 	switch {
+	case c == nil && s.opts.RegistryDecides:
+		if _, _, ok := registryCredential(strings.TrimSpace(tok)); ok {
+			return nil, nil // the registry decides what it reads (registryIdentity)
+		}
+		return nil, errRegistryToken
 	case c == nil:
 		return nil, errUnknownToken
 	case c.Expired(s.opts.Now()):
@@ -109,10 +134,23 @@ func (s *Server) clientOf(ctx context.Context, header string) (*policy.Client, e
 	return c, nil
 }
 
+// isOperatorToken reports whether tok is one of --auth-token-file's.
+func (s *Server) isOperatorToken(tok string) bool { return s.isOperatorSum(sha256.Sum256([]byte(tok))) }
+
+// isOperatorSum reports whether sum is the sha256 of one of
+// --auth-token-file's tokens, comparing each in constant time.
+func (s *Server) isOperatorSum(sum [sha256.Size]byte) bool {
+	match := 0
+	for _, t := range s.tokens {
+		match |= subtle.ConstantTimeCompare(sum[:], t[:])
+	}
+	return match == 1
+}
+
 // setUpClientAuth hashes the client tokens and keys the archive URL
 // signer (nil without client authentication).
 func (s *Server) setUpClientAuth() (*respond.URLSigner, error) {
-	s.clientAuth = len(s.opts.AuthTokens) > 0 || s.opts.Policy.Current().HasClients()
+	s.clientAuth = len(s.opts.AuthTokens) > 0 || s.opts.Policy.Current().HasClients() || s.opts.RegistryDecides
 	if !s.clientAuth {
 		return nil, nil
 	}

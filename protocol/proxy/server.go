@@ -168,6 +168,15 @@ type Options struct {
 	// ReadyInterval is how long /readyz reuses its last check of the
 	// registries (default health.DefaultInterval).
 	ReadyInterval time.Duration
+	// RegistryDecides makes each client's bearer token its credential for
+	// the registry (USERNAME:PASSWORD, as docker login takes it): before
+	// anything is served to it for an address, the registry is asked
+	// whether it may read the address's repository, the answer kept per
+	// credential and repository for RegistryConfirmTTL (default 1m; a
+	// refusal a tenth of that). The proxy reads and pull-through writes
+	// with the proxy's own credential (registry_decides.go).
+	RegistryDecides    bool
+	RegistryConfirmTTL time.Duration
 	// Shared, when set, is the state the replicas of a fleet share
 	// (sharedstate.Redis): pull-through's leases, stored releases and
 	// failures, and (a sharedstate.Board) the page's records of what each
@@ -194,6 +203,7 @@ type Server struct {
 	clientAuth bool
 	budgets    *budgets
 	identities identities          // verifies the JWTs of clients' oidc blocks
+	confirmed  confirmations       // the registry's word on who reads what (registry_decides.go)
 	client     *oci.Client         // reaches the registry (pull-through writes with it)
 	pull       *pullthrough.Engine // nil without pull-through
 	probes     *health.Probes      // /readyz and /livez (probes.go)
@@ -217,6 +227,7 @@ func New(opts Options) (*Server, error) {
 	s.metrics.WatchPolicy(opts.PolicyStatus)
 	s.budgets = newBudgets(s.metrics.Registry())
 	s.identities.opts = oidc.Options{Logger: s.log, Now: opts.Now}
+	s.confirmed = confirmations{ttl: opts.RegistryConfirmTTL, m: map[confirmKey]confirmed{}}
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -296,6 +307,9 @@ func withDefaults(opts Options) Options {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.RegistryConfirmTTL <= 0 {
+		opts.RegistryConfirmTTL = time.Minute
 	}
 	return opts
 }

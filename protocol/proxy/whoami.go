@@ -16,7 +16,9 @@ const WhoamiPath = "/v1/whoami"
 // whoami is WhoamiPath's answer.
 type whoami struct {
 	// Authentication is "off" (anyone reads everything), "operator" (a
-	// token of --auth-token-file: reads everything) or "client".
+	// token of --auth-token-file: reads everything), "client" (a policy
+	// file client) or "registry" (the registry decides, for the user
+	// named in Client).
 	Authentication string     `json:"authentication"`
 	Client         string     `json:"client,omitempty"`
 	Expires        *time.Time `json:"expires,omitempty"`
@@ -54,6 +56,10 @@ func (s *Server) serveWhoami(w http.ResponseWriter, r *http.Request) {
 	case err != nil: // Authenticate answered already
 		return
 	case c == nil:
+		if id := s.registryIdentity(r.Header.Get("Authorization")); id != nil {
+			respond.WriteJSON(w, r, whoami{Authentication: "registry", Client: id.user})
+			return
+		}
 		respond.WriteJSON(w, r, whoami{Authentication: "operator"})
 		return
 	}
@@ -78,6 +84,9 @@ func (s *Server) caller(r *http.Request) string {
 	case err != nil:
 		return "Your token is not accepted: " + err.Error()
 	case c == nil:
+		if id := s.registryIdentity(r.Header.Get("Authorization")); id != nil {
+			return "Registry user " + id.user + ": the registry decides what it reads."
+		}
 		return "An operator token (--auth-token-file): it reads everything."
 	}
 	sum := "Client " + c.Name + ": " + c.Summary() + "."

@@ -17,7 +17,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
 // Options are the settings of the server the responder answers for.
@@ -67,16 +66,17 @@ type Observer interface {
 	PolicyDenied(kind names.Kind, address string, v names.Version, d policy.Decision, fromFacts bool)
 }
 
-// A Reader is a client that reads only some addresses (a policy file's
-// client block, docs/policy.md "Clients"). A request of a client that
-// reads everything (no client authentication, or a token of
-// --auth-token-file) carries none.
+// A Reader is a client that reads only some addresses: a policy file's
+// client (docs/policy.md "Clients"), or with the registry deciding, an
+// identity of the registry's. A request of a client that reads
+// everything (no client authentication, or a token of --auth-token-file)
+// carries none.
 type Reader interface {
-	// Reads reports whether the client may read address (of kind), and
-	// the pattern that lets it.
-	Reads(kind names.Kind, address string) (pattern string, ok bool)
-	// String names the client (its name in the policy file).
-	String() string
+	// Reads is nil when the client may read address (of kind); a
+	// *source.NotFound saying why when it may not, whether or not the
+	// address exists; another error when that could not be decided (a
+	// registry failing).
+	Reads(ctx context.Context, kind names.Kind, address string) error
 }
 
 type readerKey struct{}
@@ -101,15 +101,11 @@ func (s *Responder) InScope(w http.ResponseWriter, r *http.Request, c Reader, ki
 	if c == nil {
 		return true
 	}
-	if _, ok := c.Reads(kind, address); ok {
-		return true
+	if err := c.Reads(r.Context(), kind, address); err != nil {
+		s.Fail(w, r, err)
+		return false
 	}
-	what := string(kind) + " " + address
-	if kind == names.KindTofu {
-		what = "OpenTofu releases"
-	}
-	s.Fail(w, r, source.NotFoundf("%s: not within the scope of client %s", what, c))
-	return false
+	return true
 }
 
 // scopeMemo remembers the address a valid document key names (a key is
