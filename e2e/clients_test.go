@@ -222,7 +222,8 @@ func TestServeRegistryDecides(t *testing.T) {
 			t.Fatalf("push: %v\n%s", err, out)
 		}
 	}
-	s := startServeEnv(t, credentialEnv(t, reg.Credential()), "--provider-template", reg.Host+"/providers/${namespace}/${type}", "--registry-decides")
+	s := startServeEnv(t, credentialEnv(t, reg.Credential()), "--provider-template", reg.Host+"/providers/${namespace}/${type}", "--registry-decides",
+		"--registry-confirm-ttl", "2s")
 	alice, bob := "alice:alice-Pa55", "bob:bob-Pa55"
 	get := func(path, token string) (int, []byte) {
 		req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
@@ -282,6 +283,17 @@ func TestServeRegistryDecides(t *testing.T) {
 				}
 			}
 		})
+	}
+	// The registry revokes bob's credential: within the confirmation's
+	// time he reads nothing more.
+	path := "/v1/mirror/example.com/team-b/hello/index.json"
+	if code, _ := get(path, bob); code != 200 {
+		t.Fatalf("bob's own provider: %d", code)
+	}
+	reg.Token.AddUser("bob", "rotated-Pa55", "providers/team-b/")
+	time.Sleep(2500 * time.Millisecond)
+	if code, body := get(path, bob); code != http.StatusNotFound {
+		t.Errorf("bob's revoked credential after the confirmation expired: %d %s", code, body)
 	}
 	if strings.Contains(s.logs.String(), "alice-Pa55") || strings.Contains(s.logs.String(), "bob-Pa55") {
 		t.Error("a registry password in the proxy's log")
