@@ -44,6 +44,10 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 	} else if len(opts.AuthTokens) > 0 {
 		results = append(results, preflight.Clients(preflight.PolicyConfig{OperatorTokens: len(opts.AuthTokens)})...)
 	}
+	if opts.RegistryDecides {
+		results = append(results, preflight.Result{Target: "registry decides", Status: preflight.StatusOK,
+			Detail: fmt.Sprintf("clients' bearer tokens are their registry credentials (USERNAME:PASSWORD); the registry's yes is kept %s per credential and repository; the proxy reads with its own credential", opts.RegistryConfirmTTL)})
+	}
 	failed := preflight.Failed(results)
 	if c.Bool("json") {
 		rep := &reporter{out: c.App.Writer, json: true}
