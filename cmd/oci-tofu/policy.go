@@ -21,7 +21,7 @@ import (
 
 // policyFlag is serve's policy file (docs/policy.md).
 func policyFlag() cli.Flag {
-	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows (docs/policy.md; check it with `oci-tofu policy test`); reloaded when it changes (once it is still) and on SIGHUP: write it atomically (a temporary file renamed over it); a broken file, or one with no rules or replacing default = \"deny\" that does not write its default out, leaves the last good policy in force", EnvVars: []string{"OCI_TOFU_POLICY"}}
+	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows, and with client blocks only to the clients it names, each what it may read (docs/policy.md; check it with `oci-tofu policy test`); reloaded when it changes (once it is still) and on SIGHUP: write it atomically (a temporary file renamed over it); a broken file, or one with no rules or replacing default = \"deny\" that does not write its default out, leaves the last good policy in force", EnvVars: []string{"OCI_TOFU_POLICY"}}
 }
 
 // readPolicy reads --policy (applied to what the registry holds and to
@@ -67,7 +67,7 @@ func reloadPolicy(ctx context.Context, pf *policyfile.File, logger *slog.Logger)
 func policyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "policy",
-		Usage: "check a policy file",
+		Usage: "check a policy file, and make its clients' tokens",
 		Subcommands: []*cli.Command{{
 			Name:      "test",
 			Usage:     "what the policy decides, and which rule (offline or against the registry)",
