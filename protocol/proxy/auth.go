@@ -42,7 +42,7 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.clientOf(r.Context(), r.Header.Get("Authorization"))
+		who, err := s.callerOf(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
 			msg := err.Error()
@@ -54,33 +54,42 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 			respond.WriteError(w, http.StatusUnauthorized, msg)
 			return
 		}
-		if c != nil {
-			if !s.budgets.admit(w, c) {
-				return
-			}
-			r = r.WithContext(respond.WithReader(r.Context(), scoped{c}))
-		} else if id := s.registryIdentity(r.Header.Get("Authorization")); id != nil {
-			r = r.WithContext(respond.WithReader(r.Context(), id))
+		if who.client != nil && !s.budgets.admit(w, who.client) {
+			return
+		}
+		if c := who.reader(); c != nil {
+			r = r.WithContext(respond.WithReader(r.Context(), c))
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-// bearer is clientOf for the archive URLs: ok when header names a
-// client. Archive requests count against no budget: a client's budget
+// bearer is callerOf for the archive URLs: ok when header names a
+// caller. Archive requests count against no budget: a client's budget
 // is spent on the documents that name them.
 func (s *Server) bearer(ctx context.Context, header string) (respond.Reader, bool) {
-	c, err := s.clientOf(ctx, header)
+	who, err := s.callerOf(ctx, header)
+	return who.reader(), err == nil
+}
+
+// caller is who a bearer token names: an operator (a token of
+// --auth-token-file, reading everything: both nil), a policy file
+// client, or with --registry-decides a registry credential.
+type caller struct {
+	client   *policy.Client
+	registry *registryID
+}
+
+// reader is the caller as the responder asks it about addresses; nil
+// for an operator.
+func (c caller) reader() respond.Reader {
 	switch {
-	case err != nil:
-		return nil, false
-	case c != nil:
-		return scoped{c}, true
+	case c.client != nil:
+		return scoped{c.client}
+	case c.registry != nil:
+		return c.registry
 	}
-	if id := s.registryIdentity(header); id != nil {
-		return id, true
-	}
-	return nil, true
+	return nil
 }
 
 // scoped is a policy file client as the responder asks it.
@@ -97,45 +106,45 @@ func (c scoped) Reads(_ context.Context, kind names.Kind, address string) error 
 	return source.NotFoundf("%s: not within the scope of client %s", what, c.Name)
 }
 
-// clientOf is the client a bearer token names: nil for a token of
-// --auth-token-file (it reads everything), the policy's client whose
-// token hashes hold the token's otherwise, or for a JWT, the client its
-// verified identity names (identities.go); an error when it names none,
-// or a client whose tokens expired.
-func (s *Server) clientOf(ctx context.Context, header string) (*policy.Client, error) {
+// callerOf is who a bearer token names: an operator for a token of
+// --auth-token-file, the policy's client whose token hashes hold the
+// token's, for a JWT the client its verified identity names
+// (identities.go), or with --registry-decides the registry credential it
+// carries (registry_decides.go); an error when it names none, or a
+// client whose tokens expired.
+func (s *Server) callerOf(ctx context.Context, header string) (caller, error) {
 	scheme, tok, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return nil, errNoToken
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return caller{}, errNoToken
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	sum := sha256.Sum256([]byte(tok))
 	if s.isOperatorSum(sum) {
-		return nil, nil
+		return caller{}, nil
 	}
 	pol := s.opts.Policy.Current()
 	c := pol.ClientOf(sum)
-	if c == nil && oidc.LooksLikeJWT(strings.TrimSpace(tok)) {
+	if c == nil && oidc.LooksLikeJWT(tok) {
 		var err error
-		if c, err = s.clientOfJWT(ctx, pol, strings.TrimSpace(tok)); err != nil {
-			return nil, err
+		if c, err = s.clientOfJWT(ctx, pol, tok); err != nil {
+			return caller{}, err
 		}
 	}
 	switch {
 	case c == nil && s.opts.RegistryDecides:
-		if _, _, ok := registryCredential(strings.TrimSpace(tok)); ok {
-			return nil, nil // the registry decides what it reads (registryIdentity)
+		user, password, ok := registryCredential(tok)
+		if !ok {
+			return caller{}, errRegistryToken
 		}
-		return nil, errRegistryToken
+		return caller{registry: &registryID{s: s, user: user, password: password, key: sum}}, nil
 	case c == nil:
-		return nil, errUnknownToken
+		return caller{}, errUnknownToken
 	case c.Expired(s.opts.Now()):
 		s.budgets.expired(c)
-		return nil, fmt.Errorf("the tokens of client %s expired at %s: ask for a new one (the policy file's expires)", c.Name, c.Expires.UTC().Format(time.RFC3339))
+		return caller{}, fmt.Errorf("the tokens of client %s expired at %s: ask for a new one (the policy file's expires)", c.Name, c.Expires.UTC().Format(time.RFC3339))
 	}
-	return c, nil
+	return caller{client: c}, nil
 }
-
-// isOperatorToken reports whether tok is one of --auth-token-file's.
-func (s *Server) isOperatorToken(tok string) bool { return s.isOperatorSum(sha256.Sum256([]byte(tok))) }
 
 // isOperatorSum reports whether sum is the sha256 of one of
 // --auth-token-file's tokens, comparing each in constant time.

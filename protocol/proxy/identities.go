@@ -19,6 +19,7 @@ import (
 // identities verifies JWTs for the policy in force.
 type identities struct {
 	mu       sync.Mutex
+	made     bool   // for the policy numbered serial
 	serial   uint64 // the policy the verifier was made for
 	verifier *oidc.Verifier
 	err      error // why the policy's issuers could not be set up
@@ -29,10 +30,10 @@ type identities struct {
 func (ids *identities) verifierFor(p *policy.Policy) (*oidc.Verifier, error) {
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
-	if p.Serial() == ids.serial && (ids.verifier != nil || ids.err != nil) {
+	if ids.made && p.Serial() == ids.serial {
 		return ids.verifier, ids.err
 	}
-	ids.serial, ids.verifier, ids.err = p.Serial(), nil, nil
+	ids.made, ids.serial, ids.verifier, ids.err = true, p.Serial(), nil, nil
 	var issuers []oidc.Issuer
 	for _, o := range p.Issuers() {
 		issuers = append(issuers, oidc.Issuer{URL: o.Issuer, Audience: o.Audience, JWKSFile: o.JWKSFile})

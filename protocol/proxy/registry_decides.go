@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,24 +41,6 @@ type registryID struct {
 	s              *Server
 	user, password string
 	key            [sha256.Size]byte // the token's sha256: what confirmations are kept by
-}
-
-// registryIdentity is the client a bearer token names when the registry
-// decides and the token is no --auth-token-file token; nil otherwise.
-func (s *Server) registryIdentity(header string) *registryID {
-	if !s.opts.RegistryDecides {
-		return nil
-	}
-	scheme, tok, ok := strings.Cut(header, " ")
-	tok = strings.TrimSpace(tok)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || s.isOperatorToken(tok) {
-		return nil
-	}
-	user, password, ok := registryCredential(tok)
-	if !ok {
-		return nil
-	}
-	return &registryID{s: s, user: user, password: password, key: sha256.Sum256([]byte(tok))}
 }
 
 // Reads asks the registry, or its recent answer, whether id may read the
@@ -105,8 +88,8 @@ func (s *Server) repositoryOf(kind names.Kind, address string) (oci.Reference, e
 
 // confirmations keeps the registry's answers on whether a credential
 // may read a repository: yes for RegistryConfirmTTL, no (or no answer)
-// for a tenth of it; at most maxConfirmations, the oldest answers
-// dropped first when full.
+// for a tenth of it; at most maxConfirmations: when full, the expired
+// answers are dropped, then others until a tenth is free.
 type confirmations struct {
 	ttl time.Duration
 	mu  sync.Mutex
@@ -149,15 +132,20 @@ func (c *confirmations) check(ctx context.Context, id *registryID, ref oci.Refer
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= maxConfirmations {
-		for key, v := range c.m {
-			if now.After(v.until) || len(c.m) >= maxConfirmations {
-				delete(c.m, key)
-			}
-			if len(c.m) < maxConfirmations*9/10 {
-				break
-			}
-		}
+		c.makeRoom(now)
 	}
 	c.m[k] = confirmed{err: err, until: now.Add(ttl)}
 	return err
+}
+
+// makeRoom drops the expired answers, then others, until a tenth of
+// the bound is free (c.mu held).
+func (c *confirmations) makeRoom(now time.Time) {
+	maps.DeleteFunc(c.m, func(_ confirmKey, v confirmed) bool { return now.After(v.until) })
+	for key := range c.m {
+		if len(c.m) < maxConfirmations*9/10 {
+			return
+		}
+		delete(c.m, key)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
@@ -51,17 +52,17 @@ func (s *Server) serveWhoami(w http.ResponseWriter, r *http.Request) {
 		respond.WriteJSON(w, r, whoami{Authentication: "off"})
 		return
 	}
-	c, err := s.clientOf(r.Context(), r.Header.Get("Authorization"))
-	switch {
-	case err != nil: // Authenticate answered already
-		return
-	case c == nil:
-		if id := s.registryIdentity(r.Header.Get("Authorization")); id != nil {
-			respond.WriteJSON(w, r, whoami{Authentication: "registry", Client: id.user})
-			return
-		}
+	// Authenticate has named the caller: its reader says who it is.
+	var c *policy.Client
+	switch who := respond.ReaderOf(r.Context()).(type) {
+	case nil:
 		respond.WriteJSON(w, r, whoami{Authentication: "operator"})
 		return
+	case *registryID:
+		respond.WriteJSON(w, r, whoami{Authentication: "registry", Client: who.user})
+		return
+	case scoped:
+		c = who.Client
 	}
 	ans := whoami{Authentication: "client", Client: c.Name, Providers: c.Providers(), Modules: c.Modules(), Tofu: c.Tofu()}
 	if !c.Expires.IsZero() {
@@ -79,14 +80,14 @@ func (s *Server) caller(r *http.Request) string {
 	if r.Header.Get("Authorization") == "" {
 		return ""
 	}
-	c, err := s.clientOf(r.Context(), r.Header.Get("Authorization"))
+	who, err := s.callerOf(r.Context(), r.Header.Get("Authorization"))
+	c := who.client
 	switch {
 	case err != nil:
 		return "Your token is not accepted: " + err.Error()
+	case who.registry != nil:
+		return "Registry user " + who.registry.user + ": the registry decides what it reads."
 	case c == nil:
-		if id := s.registryIdentity(r.Header.Get("Authorization")); id != nil {
-			return "Registry user " + id.user + ": the registry decides what it reads."
-		}
 		return "An operator token (--auth-token-file): it reads everything."
 	}
 	sum := "Client " + c.Name + ": " + c.Summary() + "."
