@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/gcfloor"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
@@ -71,6 +72,10 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.StringFlag{Name: "auth-token-file", Usage: "`FILE` of client bearer tokens, one per line; enables client authentication and signed archive URLs", EnvVars: []string{"OCI_TOFU_AUTH_TOKEN_FILE"}},
 			&cli.BoolFlag{Name: "registry-decides", Usage: "a client's bearer token is its registry credential (USERNAME:PASSWORD, as docker login takes it): the registry decides what it may read, asked before anything is served to it (docs/proxy.md \"The registry decides\")", EnvVars: []string{"OCI_TOFU_REGISTRY_DECIDES"}},
 			&cli.DurationFlag{Name: "registry-confirm-ttl", Value: time.Minute, Usage: "with --registry-decides, how long the registry's yes is kept per credential and repository (a no: a tenth of it)", EnvVars: []string{"OCI_TOFU_REGISTRY_CONFIRM_TTL"}},
+			&cli.StringFlag{Name: "audit-log", Usage: "write the audit trail to `FILE` (JSON lines: every artifact delivered, every request refused; docs/audit.md), rotated at --audit-max-size; \"-\" writes it to standard output", EnvVars: []string{"OCI_TOFU_AUDIT_LOG"}},
+			&cli.Int64Flag{Name: "audit-max-size", Value: audit.DefaultMaxBytes, Usage: "`BYTES` at which the audit file is rotated (whole MiB)", EnvVars: []string{"OCI_TOFU_AUDIT_MAX_SIZE"}},
+			&cli.IntFlag{Name: "audit-max-files", Value: audit.DefaultMaxFiles, Usage: "rotated audit files kept beside the current one", EnvVars: []string{"OCI_TOFU_AUDIT_MAX_FILES"}},
+			&cli.BoolFlag{Name: "audit-documents", Usage: "audit metadata documents too, one event each (by default they are only counted in metrics)", EnvVars: []string{"OCI_TOFU_AUDIT_DOCUMENTS"}},
 			&cli.StringFlag{Name: "url-signing-key-file", Usage: "`FILE` holding the HMAC key for archive URLs (share between replicas; default random)", EnvVars: []string{"OCI_TOFU_URL_SIGNING_KEY_FILE"}},
 			&cli.DurationFlag{Name: "archive-url-ttl", Value: time.Hour, Usage: "lifetime of signed archive URLs", EnvVars: []string{"OCI_TOFU_ARCHIVE_URL_TTL"}},
 			&cli.DurationFlag{Name: "tag-ttl", Value: 30 * time.Second, Usage: "how long tag lists, and the documents built from them, are fresh", EnvVars: []string{"OCI_TOFU_TAG_TTL"}},
@@ -118,6 +123,14 @@ func serve(c *cli.Context) error {
 	reloadPolicy(c.Context, pf, logger) // policy.go
 	if c.Bool("json") {
 		return usageError(c, "--json goes with --check")
+	}
+	trail, err := openAuditLog(c, logger)
+	if err != nil {
+		return err
+	}
+	if trail != nil {
+		defer trail.Close() // after the last request: flushed on shutdown and SIGTERM
+		opts.Audit, opts.AuditDocuments = trail, c.Bool("audit-documents")
 	}
 	srv, err := proxy.New(opts)
 	if err != nil {
@@ -436,4 +449,16 @@ func loadServerCert(certFile, keyFile string) (*servercreds.Reloader, error) {
 		return nil, fmt.Errorf("%s: %w", flag, fe.Err)
 	}
 	return r, err
+}
+
+// openAuditLog opens --audit-log (nil without it).
+func openAuditLog(c *cli.Context, logger *slog.Logger) (*audit.Log, error) {
+	path := c.String("audit-log")
+	if path == "" {
+		if c.Bool("audit-documents") {
+			return nil, usageError(c, "--audit-documents goes with --audit-log")
+		}
+		return nil, nil
+	}
+	return audit.Open(audit.Options{Path: path, MaxBytes: c.Int64("audit-max-size"), MaxFiles: c.Int("audit-max-files"), Log: logger})
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/oidc"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
@@ -51,9 +53,11 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 				// another host name, or without the port.
 				msg += fmt.Sprintf(" (credentials %q, the host and port this request was sent to)", r.Host)
 			}
+			respond.Refused(w, audit.OutcomeNoAuth, "", "", "", msg)
 			respond.WriteError(w, http.StatusUnauthorized, msg)
 			return
 		}
+		respond.Identify(w, who.who())
 		if who.client != nil && !s.budgets.admit(w, who.client) {
 			return
 		}
@@ -67,9 +71,9 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 // bearer is callerOf for the archive URLs: ok when header names a
 // caller. Archive requests count against no budget: a client's budget
 // is spent on the documents that name them.
-func (s *Server) bearer(ctx context.Context, header string) (respond.Reader, bool) {
+func (s *Server) bearer(ctx context.Context, header string) (respond.Reader, respond.Who, bool) {
 	who, err := s.callerOf(ctx, header)
-	return who.reader(), err == nil
+	return who.reader(), who.who(), err == nil
 }
 
 // caller is who a bearer token names: an operator (a token of
@@ -78,6 +82,27 @@ func (s *Server) bearer(ctx context.Context, header string) (respond.Reader, boo
 type caller struct {
 	client   *policy.Client
 	registry *registryID
+	// subject is the verified JWT's subject a client was found by;
+	// operator the sha256 of an operator's token.
+	subject  string
+	operator [sha256.Size]byte
+}
+
+// who is the caller as the audit trail names it: a client by its name
+// (and, found by a JWT, its subject), a registry user by theirs, an
+// operator by a fingerprint of the token (12 hex digits of its sha256:
+// enough to tell the tokens of --auth-token-file apart, nothing of the
+// token).
+func (c caller) who() respond.Who {
+	switch {
+	case c.client != nil && c.subject != "":
+		return respond.Who{Client: c.client.Name, Identity: audit.IdentityOIDC, Subject: c.subject}
+	case c.client != nil:
+		return respond.Who{Client: c.client.Name, Identity: audit.IdentityClient}
+	case c.registry != nil:
+		return respond.Who{Client: c.registry.user, Identity: audit.IdentityRegistry}
+	}
+	return respond.Who{Client: "operator", Identity: audit.IdentityOperator, Token: "sha256:" + hex.EncodeToString(c.operator[:6])}
 }
 
 // reader is the caller as the responder asks it about addresses; nil
@@ -120,13 +145,14 @@ func (s *Server) callerOf(ctx context.Context, header string) (caller, error) {
 	}
 	sum := sha256.Sum256([]byte(tok))
 	if s.isOperatorSum(sum) {
-		return caller{}, nil
+		return caller{operator: sum}, nil
 	}
 	pol := s.opts.Policy.Current()
 	c := pol.ClientOf(sum)
+	var subject string
 	if c == nil && oidc.LooksLikeJWT(tok) {
 		var err error
-		if c, err = s.clientOfJWT(ctx, pol, tok); err != nil {
+		if c, subject, err = s.clientOfJWT(ctx, pol, tok); err != nil {
 			return caller{}, err
 		}
 	}
@@ -143,7 +169,7 @@ func (s *Server) callerOf(ctx context.Context, header string) (caller, error) {
 		s.budgets.expired(c)
 		return caller{}, fmt.Errorf("the tokens of client %s expired at %s: ask for a new one (the policy file's expires)", c.Name, c.Expires.UTC().Format(time.RFC3339))
 	}
-	return caller{client: c}, nil
+	return caller{client: c, subject: subject}, nil
 }
 
 // isOperatorSum reports whether sum is the sha256 of one of

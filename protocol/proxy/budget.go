@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
@@ -57,7 +58,9 @@ func (b *budgets) admit(w http.ResponseWriter, c *policy.Client) bool {
 	b.counts.WithLabelValues(c.Name, "limited").Inc()
 	wait := int(math.Ceil(1 / c.Rate))
 	w.Header().Set("Retry-After", strconv.Itoa(wait))
-	respond.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("client %s is over its request budget (%g requests per second, bursts of %d): retry after %d s", c.Name, c.Rate, c.Burst, wait))
+	msg := fmt.Sprintf("client %s is over its request budget (%g requests per second, bursts of %d): retry after %d s", c.Name, c.Rate, c.Burst, wait)
+	respond.Refused(w, audit.OutcomeLimited, "", "", "", msg)
+	respond.WriteError(w, http.StatusTooManyRequests, msg)
 	return false
 }
 

@@ -47,21 +47,21 @@ func (ids *identities) verifierFor(p *policy.Policy) (*oidc.Verifier, error) {
 // clientOfJWT is the client a verified JWT names under policy p, or why
 // none: the token does not verify (expired, another audience, …), or its
 // identity matches no client's oidc block.
-func (s *Server) clientOfJWT(ctx context.Context, p *policy.Policy, token string) (*policy.Client, error) {
+func (s *Server) clientOfJWT(ctx context.Context, p *policy.Policy, token string) (_ *policy.Client, subject string, _ error) {
 	v, err := s.identities.verifierFor(p)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("the policy's oidc issuers cannot be used: %w", err)
+		return nil, "", fmt.Errorf("the policy's oidc issuers cannot be used: %w", err)
 	case v == nil:
-		return nil, errUnknownToken
+		return nil, "", errUnknownToken
 	}
 	id, err := v.Verify(ctx, token)
 	if err != nil {
-		return nil, fmt.Errorf("the bearer token is a JWT this proxy does not accept: %w", err)
+		return nil, "", fmt.Errorf("the bearer token is a JWT this proxy does not accept: %w", err)
 	}
 	c, _ := p.ClientOfIdentity(id.Issuer, id.Claims)
 	if c == nil {
-		return nil, fmt.Errorf("the JWT of %s for %q verifies, but no client's oidc block for that issuer matches its claims (policy test --as explains a client's)", id.Issuer, id.Subject)
+		return nil, "", fmt.Errorf("the JWT of %s for %q verifies, but no client's oidc block for that issuer matches its claims (policy test --as explains a client's)", id.Issuer, id.Subject)
 	}
-	return c, nil
+	return c, id.Subject, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/health"
 	"github.com/oci-tofu/oci-tofu/protocol/oidc"
@@ -177,6 +178,11 @@ type Options struct {
 	// with the proxy's own credential (registry_decides.go).
 	RegistryDecides    bool
 	RegistryConfirmTTL time.Duration
+	// Audit, when set, gets an event for every artifact delivered and
+	// every request refused, and with AuditDocuments for every document
+	// (protocol/audit). The caller closes it after the server.
+	Audit          *audit.Log
+	AuditDocuments bool
 	// Shared, when set, is the state the replicas of a fleet share
 	// (sharedstate.Redis): pull-through's leases, stored releases and
 	// failures, and (a sharedstate.Board) the page's records of what each
@@ -225,6 +231,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: respond.NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}}
 	s.metrics.WatchPolicy(opts.PolicyStatus)
+	if opts.Audit != nil {
+		s.metrics.AuditTo(opts.Audit, opts.AuditDocuments)
+	}
 	s.budgets = newBudgets(s.metrics.Registry())
 	s.identities.opts = oidc.Options{Logger: s.log, Now: opts.Now}
 	s.confirmed = confirmations{ttl: opts.RegistryConfirmTTL, m: map[confirmKey]confirmed{}}

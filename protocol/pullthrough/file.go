@@ -40,6 +40,15 @@ type File struct {
 	err      error
 }
 
+// Digest is the digest the file must have ("sha256:…"), empty for a
+// file nothing lists.
+func (f *File) Digest() string {
+	if f.want == "" {
+		return ""
+	}
+	return "sha256:" + f.want
+}
+
 func newFile(name, path, want string, max int64) (*File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {

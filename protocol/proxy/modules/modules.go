@@ -152,7 +152,7 @@ func (m *Handlers) serveDownload(w http.ResponseWriter, r *http.Request, a sourc
 		serveDirectLocation(w, r, base+m.paths.archives+archive)
 		return
 	}
-	loc := base + strings.TrimPrefix(m.FileRef(m.paths.archives, archive), respond.BaseMark)
+	loc := m.LocationOf(w, base, m.FileRef(m.paths.archives, archive))
 	h := w.Header()
 	h.Set("X-Terraform-Get", loc)
 	h.Set("Content-Length", "0")
@@ -173,6 +173,7 @@ func (m *Handlers) ServeArchive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	respond.Serving(w, respond.Artifact{Kind: names.KindModule, Address: host + "/" + req.Module.String(), Version: req.Version.String(), File: "package"})
 	blob, err := m.source.OpenModule(r.Context(), source.ModuleAddress{Host: host, Module: req.Module}, req.Version, req.Manifest)
 	if err != nil {
 		m.Fail(w, r, err)

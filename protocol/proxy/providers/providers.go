@@ -108,6 +108,9 @@ func (h *Handlers) ServeArchive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if req.File == ArchiveZip {
+		respond.Serving(w, respond.Artifact{Kind: names.KindProvider, Address: req.Provider.String(), Version: req.Version.String(), Platform: req.Platform.String(), File: "package"})
+	}
 	blob, err := h.archive(r.Context(), req)
 	if err != nil {
 		h.Fail(w, r, err)
@@ -164,6 +167,9 @@ func (h *Handlers) ServePull(w http.ResponseWriter, r *http.Request) {
 	}
 	if !h.InScope(w, r, client, names.KindProvider, scoped.String()) {
 		return
+	}
+	if f.File == source.FilePackage {
+		respond.Serving(w, respond.Artifact{Kind: names.KindProvider, Address: scoped.String(), Version: req.Version.String(), Platform: req.Platform.String(), File: "package"})
 	}
 	pf, ok := h.source.(source.PulledFiles)
 	if !ok {

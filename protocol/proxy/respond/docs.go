@@ -24,9 +24,12 @@ import (
 // fresh. Its URLs lack their base (baseMark, below): bases are the offsets in
 // body where each answer's own base URL goes.
 type document struct {
-	body    []byte
-	length  []string // Content-Length header value, without bases
-	bases   []int
+	body   []byte
+	length []string // Content-Length header value, without bases
+	bases  []int
+	// tickets are the offsets where the signed URLs' ticket goes (who
+	// they were handed to, for the audit trail: tickets.go).
+	tickets []int
 	expires time.Time
 	// decidedUntil, when set, is when a policy decision in the document
 	// changes (a version ages in: undecided); it is not served
@@ -43,6 +46,7 @@ type document struct {
 // request's Host when the proxy terminates TLS, the depth of the path for
 // relative URLs.
 type splicedDoc struct {
+	ticket string
 	tls    bool
 	host   string
 	depth  int
@@ -57,8 +61,8 @@ type splicedDoc struct {
 const maxSplicedBase = 256
 
 func newDocument(body []byte, expires time.Time) document {
-	body, bases := cutBaseMarks(body)
-	d := document{body: body, length: []string{strconv.Itoa(len(body))}, bases: bases, expires: expires}
+	body, bases, tickets := cutBaseMarks(body)
+	d := document{body: body, length: []string{strconv.Itoa(len(body))}, bases: bases, tickets: tickets, expires: expires}
 	if len(bases) > 0 {
 		d.spliced = new(atomic.Pointer[splicedDoc])
 	}
@@ -158,7 +162,8 @@ func (s *Responder) writeDoc(w http.ResponseWriter, r *http.Request, d document)
 		writeEncoded(w, r, d.body, d.length)
 		return
 	}
-	if sp := d.spliced.Load(); sp != nil && s.sameBase(r, sp) {
+	ticket := s.ticketFor(w, d.tickets)
+	if sp := d.spliced.Load(); sp != nil && sp.ticket == ticket && s.sameBase(r, sp) {
 		writeEncoded(w, r, sp.body, sp.length)
 		return
 	}
@@ -168,7 +173,7 @@ func (s *Responder) writeDoc(w http.ResponseWriter, r *http.Request, d document)
 		return
 	}
 	base = jsonBase(base)
-	sp := &splicedDoc{tls: r.TLS != nil, body: spliceBase(d.body, d.bases, base)}
+	sp := &splicedDoc{ticket: ticket, tls: r.TLS != nil, body: splice(d.body, d.bases, base, d.tickets, jsonBase(ticket))}
 	sp.length = []string{strconv.Itoa(len(sp.body))}
 	if sp.tls {
 		sp.host = r.Host
@@ -269,33 +274,50 @@ var encodedBaseMark = func() []byte {
 // URL (or the way back to the root, for relative URLs), and p.
 func baseRef(p string) string { return BaseMark + p }
 
-// cutBaseMarks removes every encoded baseMark from an encoded document
-// and returns the offsets where the base URL goes.
-func cutBaseMarks(b []byte) ([]byte, []int) {
+// cutBaseMarks removes every encoded BaseMark and ticketMark from an
+// encoded document and returns the offsets where the base URL and the
+// ticket go.
+func cutBaseMarks(b []byte) (_ []byte, bases, tickets []int) {
 	if !bytes.Contains(b, encodedBaseMark) {
-		return b, nil
+		return b, nil, nil
 	}
 	var out []byte
-	var at []int
 	for {
-		i := bytes.Index(b, encodedBaseMark)
+		i := bytes.Index(b, encodedMarkPrefix)
 		if i < 0 {
-			return append(out, b...), at
+			return append(out, b...), bases, tickets
 		}
 		out = append(out, b[:i]...)
-		at = append(at, len(out))
+		if bytes.HasPrefix(b[i:], encodedTicketMark) {
+			tickets = append(tickets, len(out))
+			b = b[i+len(encodedTicketMark):]
+			continue
+		}
+		if !bytes.HasPrefix(b[i:], encodedBaseMark) { // cannot be: NUL is in no other string
+			out = append(out, b[i:i+len(encodedMarkPrefix)]...)
+			b = b[i+len(encodedMarkPrefix):]
+			continue
+		}
+		bases = append(bases, len(out))
 		b = b[i+len(encodedBaseMark):]
 	}
 }
 
-// spliceBase is body with base (a string already JSON-escaped) written at
-// every offset.
-func spliceBase(body []byte, at []int, base string) []byte {
-	out := make([]byte, 0, len(body)+len(at)*len(base))
+// splice is body with base written at the offsets bases and ticket at
+// the offsets tickets (both strings already JSON-escaped).
+func splice(body []byte, bases []int, base string, tickets []int, ticket string) []byte {
+	out := make([]byte, 0, len(body)+len(bases)*len(base)+len(tickets)*len(ticket))
 	prev := 0
-	for _, i := range at {
+	for len(bases) > 0 || len(tickets) > 0 {
+		var i int
+		var what string
+		if len(tickets) == 0 || len(bases) > 0 && bases[0] <= tickets[0] {
+			i, what, bases = bases[0], base, bases[1:]
+		} else {
+			i, what, tickets = tickets[0], ticket, tickets[1:]
+		}
 		out = append(out, body[prev:i]...)
-		out = append(out, base...)
+		out = append(out, what...)
 		prev = i
 	}
 	return append(out, body[prev:]...)
@@ -385,7 +407,7 @@ func (s *Responder) FileRef(prefix, p string) string {
 	if s.URLs == nil {
 		return ref
 	}
-	return ref + "?" + s.URLs.sign(prefix+p)
+	return ref + "?" + s.URLs.sign(prefix+p) + ticketMark
 }
 
 // URLSigner makes archive URLs unguessable and time-limited: clients send
@@ -396,6 +418,7 @@ type URLSigner struct {
 	key []byte
 	ttl time.Duration
 	Now func() time.Time
+	ticketMemo
 }
 
 func (u *URLSigner) mac(path string, expires int64) []byte {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/deliver"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
@@ -131,6 +132,10 @@ func (s *Responder) Fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.Log.Error("panic in a background task of a request", "path", r.URL.EscapedPath(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 	}
 	he := toHTTP(err, retryAfter(err, s.Opts.FailureTTL))
+	var denied *source.Denied
+	if errors.As(err, &denied) {
+		Refused(w, audit.OutcomeDenied, "", "", denied.Rule, denied.Msg)
+	}
 	if he.status >= 500 {
 		s.Metrics.upstreamError(store.FailureOf(err).String())
 		s.Observer.UpstreamFailure(store.FailureOf(err).String(), he.msg)

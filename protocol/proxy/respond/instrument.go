@@ -15,6 +15,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/deliver"
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +33,9 @@ func (m *Metrics) Instrument(log *slog.Logger, name string, h http.Handler) http
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := sinceEpoch()
 		rec := &recorder{ResponseWriter: w}
+		if m.auditLog != nil {
+			rec.note = &audit.Event{Client: "anonymous", Identity: audit.IdentityNone}
+		}
 		defer func() {
 			p := recover()
 			aborted := p != nil
@@ -43,6 +47,9 @@ func (m *Metrics) Instrument(log *slog.Logger, name string, h http.Handler) http
 				}
 			}
 			record(log, hm, r, rec, start, aborted)
+			if rec.note != nil {
+				m.audit(r, rec, aborted)
+			}
 			if aborted {
 				panic(http.ErrAbortHandler) // cut the response; net/http logs nothing for this one
 			}
@@ -107,6 +114,10 @@ type recorder struct {
 	bytes  int64
 	errMsg string
 	hint   string
+	// note is the audit event the request is making (nil: no audit
+	// trail); noted says it is one to write.
+	note  *audit.Event
+	noted bool
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -161,6 +172,10 @@ type Metrics struct {
 	// writers.
 	cacheCounters atomic.Pointer[map[string]*cacheCounters]
 	cacheMu       sync.Mutex
+	// auditLog, when set, gets an event for every artifact delivered and
+	// every request refused (and every document with auditDocuments).
+	auditLog       *audit.Log
+	auditDocuments bool
 }
 
 func NewMetrics() *Metrics {
@@ -461,5 +476,73 @@ func (s *Responder) CountDecision(pol *policy.Policy, gen uint64, kind names.Kin
 	s.Metrics.policy.count(pol, gen, kind, d)
 	if !d.Allow && v != nil {
 		s.Observer.PolicyDenied(kind, address, *v, d, fromFacts)
+	}
+}
+
+// The audit trail (protocol/audit): the request's recorder carries the
+// event it makes, which handlers and the prologue fill in as they learn
+// who asked, what for and what was decided; Instrument writes it when the
+// request ends (audit.go). Without an audit log each of these is one
+// nil check.
+
+// noteOf is the audit event w's request is making, nil when there is
+// no audit trail.
+func noteOf(w http.ResponseWriter) *audit.Event {
+	if rec, ok := w.(*recorder); ok {
+		return rec.note
+	}
+	return nil
+}
+
+// Who is who a request came from, as the audit trail names it.
+type Who struct {
+	Client, Identity, Subject, Token string
+}
+
+// Identify notes who w's request came from.
+func Identify(w http.ResponseWriter, who Who) {
+	if ev := noteOf(w); ev != nil {
+		ev.Client, ev.Identity, ev.Subject, ev.Token = who.Client, who.Identity, who.Subject, who.Token
+	}
+}
+
+// Artifact is what a download names.
+type Artifact struct {
+	Kind                             names.Kind
+	Address, Version, Platform, File string
+}
+
+// Serving notes that w's request downloads a; the delivery notes the
+// digest, repository and source.
+func Serving(w http.ResponseWriter, a Artifact) {
+	rec, ok := w.(*recorder)
+	if !ok || rec.note == nil {
+		return
+	}
+	ev := rec.note
+	ev.Event, ev.Kind, ev.Address, ev.Version, ev.Platform, ev.File = audit.EventDownload, string(a.Kind), a.Address, a.Version, a.Platform, a.File
+	rec.noted = true
+}
+
+// Refused notes that w's request was refused (outcome: an audit
+// outcome), saying why; kind and address when known.
+func Refused(w http.ResponseWriter, outcome string, kind names.Kind, address, rule, reason string) {
+	rec, ok := w.(*recorder)
+	if !ok || rec.note == nil {
+		return
+	}
+	ev := rec.note
+	ev.Outcome, ev.Rule, ev.Reason = outcome, rule, reason
+	if address != "" {
+		ev.Kind, ev.Address = string(kind), address
+	}
+	rec.noted = true
+}
+
+// documentRequest notes that w's request asks for a document of kind at
+// address (written with Options.AuditDocuments, or when refused).
+func documentRequest(w http.ResponseWriter, kind names.Kind, address string) {
+	if ev := noteOf(w); ev != nil && ev.Event == "" {
+		ev.Event, ev.Kind, ev.Address = audit.EventDocument, string(kind), address
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/deliver"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
@@ -42,7 +43,7 @@ type Responder struct {
 	// Bearer is the client an Authorization header names, ok false when
 	// it names none (nil without client authentication); a nil Reader
 	// reads everything.
-	Bearer func(ctx context.Context, header string) (c Reader, ok bool)
+	Bearer func(ctx context.Context, header string) (c Reader, who Who, ok bool)
 	// delivery hands over blobs (protocol/proxy/deliver).
 	delivery *deliver.Deliverer
 	// scopes remembers the address each document key names.
@@ -114,6 +115,7 @@ func ReadDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request,
 			kind, address = scope(req)
 			s.scopes.remember(key, kind, address)
 		}
+		documentRequest(w, kind, address)
 		if !s.InScope(w, r, c, kind, address) || s.serveFreshDoc(w, r, key) {
 			return req, "", false
 		}
@@ -123,11 +125,29 @@ func ReadDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request,
 		}
 		return req, key, true
 	}
+	if s.Metrics.auditDocuments {
+		return auditedDocRequest(s, w, r, key, strings.TrimPrefix(path, prefix), parse, scope)
+	}
 	if s.serveFreshDoc(w, r, key) {
 		return req, "", false
 	}
 	req, ok = parseRequest(s, w, r, strings.TrimPrefix(path, prefix), parse)
 	return req, key, ok
+}
+
+// auditedDocRequest is ReadDocRequest's end when documents are audited:
+// the path is parsed before the cache is asked, for the address the
+// event names.
+func auditedDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request, key, rest string, parse func(string) (T, error), scope func(T) (names.Kind, string)) (req T, _ string, ok bool) {
+	if req, ok = parseRequest(s, w, r, rest, parse); !ok {
+		return req, "", false
+	}
+	kind, address := scope(req)
+	documentRequest(w, kind, address)
+	if s.serveFreshDoc(w, r, key) {
+		return req, "", false
+	}
+	return req, key, true
 }
 
 // SignedRequest is readRequest for the URLs the proxy hands out
@@ -188,13 +208,16 @@ func (s *Responder) AdmittedPath(w http.ResponseWriter, r *http.Request, prefix 
 	}
 	escaped := r.URL.EscapedPath()
 	if s.URLs != nil {
-		c, bearer := s.bearer(r)
+		c, who, bearer := s.bearer(r)
 		if !bearer { // a signed URL, or the client's token
-			if err := s.URLs.verify(escaped, r.URL.Query()); err != nil {
+			q := r.URL.Query()
+			if err := s.URLs.verify(escaped, q); err != nil {
 				s.Fail(w, r, err)
 				return "", nil, false
 			}
+			who = s.URLs.handedTo(q)
 		}
+		Identify(w, who)
 		return strings.TrimPrefix(escaped, prefix), c, true
 	}
 	return strings.TrimPrefix(escaped, prefix), nil, true
@@ -202,9 +225,9 @@ func (s *Responder) AdmittedPath(w http.ResponseWriter, r *http.Request, prefix 
 
 // bearer is the client r's bearer token names (client authentication
 // on): such a request needs no signed URL.
-func (s *Responder) bearer(r *http.Request) (Reader, bool) {
+func (s *Responder) bearer(r *http.Request) (Reader, Who, bool) {
 	if s.Bearer == nil || r.Header.Get("Authorization") == "" {
-		return nil, false
+		return nil, Who{}, false
 	}
 	return s.Bearer(r.Context(), r.Header.Get("Authorization"))
 }
@@ -359,6 +382,9 @@ func ParseHexDigest(s string) (digest.Digest, error) {
 
 // Deliver answers with a blob a source handed over (deliver.Deliverer).
 func (s *Responder) Deliver(w http.ResponseWriter, r *http.Request, b *source.Blob) {
+	if ev := noteOf(w); ev != nil {
+		noteBlob(ev, b)
+	}
 	s.delivery.Deliver(w, r, b)
 }
 
@@ -416,6 +442,9 @@ func (s *Responder) InScope(w http.ResponseWriter, r *http.Request, c Reader, ki
 		return true
 	}
 	if err := c.Reads(r.Context(), kind, address); err != nil {
+		if source.Absent(err) {
+			Refused(w, audit.OutcomeRefused, kind, address, "", err.Error())
+		}
 		s.Fail(w, r, err)
 		return false
 	}

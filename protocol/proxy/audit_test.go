@@ -1,0 +1,160 @@
+package proxy
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
+)
+
+// readAudit flushes trail and reads back every event of path.
+func readAudit(t testing.TB, trail *audit.Log, path string) []audit.Event {
+	t.Helper()
+	trail.Flush()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []audit.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev audit.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func openTrail(t testing.TB) (*audit.Log, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.log")
+	trail, err := audit.Open(audit.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { trail.Close() })
+	return trail, path
+}
+
+// The audit trail names who downloaded what — through signed URLs too,
+// by the ticket the client's document carried — and every refusal:
+// out of scope, no token, the policy's denial; a forged ticket names no
+// one, and what a client sends cannot forge a line.
+func TestAuditTrailNamesWhoGotWhat(t *testing.T) {
+	dir, open := layoutStore(t)
+	push(t, open("team-a", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	push(t, open("team-a", "hello"), releaseArtifact(t, "1.1.0"), "1.1.0")
+	push(t, open("team-b", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	const tokenA, tokenB, admin = "token-of-team-a", "token-of-team-b", "operator-token"
+	trail, path := openTrail(t)
+	p := startProxy(t, Options{
+		ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		RegistryHostname: "example.com",
+		AuthTokens:       []string{admin},
+		Audit:            trail,
+		Policy: mustPolicy(t, fmt.Sprintf(`
+client "team-a" {
+  tokens    = [%q]
+  providers = ["example.com/team-a/*"]
+}
+client "team-b" {
+  tokens    = [%q]
+  providers = ["example.com/team-b/*"]
+}
+provider "example.com/team-a/hello" {
+  name = "no-1.1"
+  deny = ["1.1.0"]
+}
+`, policy.TokenHash(tokenA), policy.TokenHash(tokenB))),
+	})
+	as := func(token string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + token, "User-Agent": forgingAgent}
+	}
+	zip := fixtureZip(t, "1.0.0", "linux_amd64")
+
+	// team-a: its document, then the archive by the signed URL, without a token.
+	var doc struct {
+		Archives map[string]struct{ URL string } `json:"archives"`
+	}
+	docResp := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/1.0.0.json", as(tokenA))
+	if err := json.Unmarshal(docResp.Body, &doc); err != nil || docResp.Status != 200 {
+		t.Fatalf("document: %d %s", docResp.Status, docResp.Body)
+	}
+	archive := resolve(t, docResp.URL, doc.Archives["linux_amd64"].URL)
+	if !strings.Contains(archive, "&by=team-a.") {
+		t.Fatalf("the signed URL handed to team-a carries no ticket: %s", archive)
+	}
+	if got := p.do(t, http.MethodGet, archive, nil); got.Status != 200 || string(got.Body) != string(zip) {
+		t.Fatalf("archive: %d", got.Status)
+	}
+	// The same URL with team-b's name and team-a's MAC names no one.
+	u, _ := url.Parse(archive)
+	q := u.Query()
+	q.Set("by", "team-b."+strings.SplitN(q.Get("by"), ".", 2)[1])
+	u.RawQuery = q.Encode()
+	if got := p.do(t, http.MethodGet, u.String(), nil); got.Status != 200 {
+		t.Fatalf("forged ticket: %d", got.Status)
+	}
+	// The operator downloads with its token; team-a asks for team-b's
+	// provider and for a denied version; someone sends no token.
+	if got := p.do(t, http.MethodGet, archive, as(admin)); got.Status != 200 {
+		t.Fatalf("operator: %d", got.Status)
+	}
+	p.do(t, http.MethodGet, "/v1/mirror/example.com/team-b/hello/1.0.0.json", as(tokenA))
+	p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/1.1.0.json", as(tokenA))
+	p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", nil)
+
+	evs := readAudit(t, trail, path)
+	want := []struct{ outcome, client, identity, address, version string }{
+		{audit.OutcomeDelivered, "team-a", audit.IdentitySignedURL, "example.com/team-a/hello", "1.0.0"},
+		{audit.OutcomeDelivered, "unknown", audit.IdentitySignedURL, "example.com/team-a/hello", "1.0.0"},
+		{audit.OutcomeDelivered, "operator", audit.IdentityOperator, "example.com/team-a/hello", "1.0.0"},
+		{audit.OutcomeRefused, "team-a", audit.IdentityClient, "example.com/team-b/hello", ""},
+		{audit.OutcomeDenied, "team-a", audit.IdentityClient, "example.com/team-a/hello", ""},
+		{audit.OutcomeNoAuth, "anonymous", audit.IdentityNone, "", ""},
+	}
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)
+	}
+	for i, w := range want {
+		ev := evs[i]
+		if ev.V != audit.SchemaVersion || ev.Outcome != w.outcome || ev.Client != w.client || ev.Identity != w.identity || ev.Address != w.address || ev.Version != w.version {
+			t.Errorf("event %d: %+v\nwant %+v", i, ev, w)
+		}
+	}
+	dl := evs[0]
+	if dl.Event != audit.EventDownload || dl.Platform != "linux_amd64" || dl.Digest != "sha256:"+sha256Hex(zip) || dl.Source != audit.SourceHeld ||
+		!strings.HasSuffix(dl.Repository, "team-a/hello") || dl.Bytes != int64(len(zip)) || dl.Status != 200 || dl.Remote != "127.0.0.1" {
+		t.Errorf("download event: %+v", dl)
+	}
+	if op := evs[2]; !strings.HasPrefix(op.Token, "sha256:") || len(op.Token) != len("sha256:")+12 || strings.Contains(op.Token, admin) {
+		t.Errorf("operator token fingerprint: %q", op.Token)
+	}
+	if evs[4].Rule != "no-1.1" || evs[4].Kind != string(names.KindProvider) {
+		t.Errorf("denial: %+v", evs[4])
+	}
+	if evs[3].UserAgent != forgingAgent {
+		t.Errorf("user agent: %q", evs[3].UserAgent)
+	}
+	if evs[5].Path != "/v1/mirror/example.com/team-a/hello/index.json" {
+		t.Errorf("unauthenticated: %+v", evs[5])
+	}
+}
+
+// forgingAgent is a User-Agent that would end an event's line and start
+// another if it were written as it came (net/http sends no newline in a
+// header: the audit package's own test writes those).
+const forgingAgent = `OpenTofu/1.10.6 "},{"v":1,"client":"forged","x":"\\`
