@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -29,6 +30,10 @@ const MaxLine = 64 << 10
 
 // chunkSize is how much of a file one worker parses at a time.
 const chunkSize = 4 << 20
+
+// chunkPool holds the chunks' buffers: a worker is done with a chunk
+// when it has tallied it (the strings it keeps are copies).
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
 
 // Record is the part of an event a tally reads.
 type Record struct {
@@ -68,7 +73,7 @@ func Files(path string) ([]string, error) {
 // reading them with every CPU.
 func Scan(ctx context.Context, files []string, t *Tally) error {
 	workers := runtime.GOMAXPROCS(0)
-	chunks := make(chan []byte, workers)
+	chunks := make(chan *[]byte, workers)
 	tallies := make([]*Tally, workers)
 	var wg sync.WaitGroup
 	for i := range tallies {
@@ -78,30 +83,35 @@ func Scan(ctx context.Context, files []string, t *Tally) error {
 			defer wg.Done()
 			var p fastjson.Parser
 			for c := range chunks {
-				w.lines(&p, c)
+				w.lines(&p, *c)
+				chunkPool.Put(c)
 			}
 		}(tallies[i])
 	}
-	err := readChunks(ctx, files, chunks)
+	var long atomic.Int64
+	err := readChunks(ctx, files, chunks, &long)
 	close(chunks)
 	wg.Wait()
 	for _, w := range tallies {
 		t.merge(w)
 	}
+	t.Malformed += long.Load()
 	return err
 }
 
 // readChunks sends each file's content in chunks ending at a line's end.
-func readChunks(ctx context.Context, files []string, out chan<- []byte) error {
+func readChunks(ctx context.Context, files []string, out chan<- *[]byte, long *atomic.Int64) error {
 	for _, name := range files {
-		if err := readFileChunks(ctx, name, out); err != nil {
+		if err := readFileChunks(ctx, name, out, long); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func readFileChunks(ctx context.Context, name string, out chan<- []byte) error {
+// readFileChunks sends one file's chunks; a line longer than a chunk is
+// skipped, counted in long.
+func readFileChunks(ctx context.Context, name string, out chan<- *[]byte, long *atomic.Int64) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
@@ -113,7 +123,8 @@ func readFileChunks(ctx context.Context, name string, out chan<- []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		buf := make([]byte, chunkSize)
+		chunk := chunkPool.Get().(*[]byte)
+		buf := (*chunk)[:chunkSize]
 		n := copy(buf, carry)
 		m, err := io.ReadFull(r, buf[n:])
 		buf = buf[:n+m]
@@ -121,7 +132,8 @@ func readFileChunks(ctx context.Context, name string, out chan<- []byte) error {
 		switch {
 		case err != nil: // the file's end: its last line, even unterminated
 			if len(buf) > 0 {
-				out <- buf
+				*chunk = buf
+				out <- chunk
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil
@@ -129,13 +141,16 @@ func readFileChunks(ctx context.Context, name string, out chan<- []byte) error {
 			return fmt.Errorf("audit log %s: %w", name, err)
 		case end < 0: // one line longer than a chunk: skip to its end
 			carry = nil
+			chunkPool.Put(chunk)
+			long.Add(1)
 			if !skipLine(r) {
 				return nil
 			}
 			continue
 		}
-		carry = bytes.Clone(buf[end+1:])
-		out <- buf[:end+1]
+		carry = append(carry[:0], buf[end+1:]...)
+		*chunk = buf[:end+1]
+		out <- chunk
 	}
 }
 
