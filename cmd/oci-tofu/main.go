@@ -66,6 +66,7 @@ func newApp() *cli.App {
 			lockCommand(),
 			exportCommand(),
 			mirrorCommand(),
+			pruneCommand(),
 			policyCommand(),
 		},
 		HideHelpCommand: true,

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/prune"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+func pruneCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "prune",
+		Usage:     "delete the versions no keep rule keeps (a dry run unless --apply)",
+		ArgsUsage: "REPOSITORY... | --provider-template TEMPLATE ADDRESS...",
+		Description: `Each REPOSITORY is host[:port]/path in a registry holding providers, modules or
+OpenTofu releases (what it holds is read from its versions); with --provider-template,
+each ADDRESS (hashicorp/aws, registry.opentofu.org/hashicorp/aws) names a provider whose
+repository the template gives. A version is kept when any rule keeps it:
+
+  --keep-newest N     the newest N releases of each major version, and the newest N
+                      pre-releases of a major newer than its newest release
+  --keep-locked DIR   every version a .terraform.lock.hcl under DIR pins (recursively,
+                      .terraform directories skipped; providers only)
+  --policy FILE       every version the policy file marks to keep
+
+and also when deleting it would delete another tag (latest, or a kept version naming
+the same manifest). At least one rule is required. Without --apply nothing is deleted:
+the versions that would go are listed with the bytes only they reference (blobs shared
+with kept versions are not counted). With --apply each goes whole: its signatures,
+attestations and other referrers first, then its tag and manifest, then the manifests
+its index lists; the registry frees the blobs when it garbage-collects. A registry
+that refuses deletes (GHCR) is named, with what was deleted before.`,
+		Flags: append(append([]cli.Flag{
+			&cli.StringFlag{Name: "provider-template", Usage: "where the ADDRESS arguments' providers live, as tofu's repository_template: e.g. `ghcr.io/acme/providers/${namespace}/${type}`", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
+			&cli.IntFlag{Name: "keep-newest", Usage: "keep the newest `N` releases (and N newer pre-releases) of each major version"},
+			&cli.StringSliceFlag{Name: "keep-locked", Usage: "keep every version a .terraform.lock.hcl under `DIR` pins (repeatable)"},
+			&cli.StringFlag{Name: "policy", Usage: "keep every version the policy `FILE` marks to keep (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
+			&cli.BoolFlag{Name: "apply", Usage: "delete; without it, only list what would be deleted"},
+		}, registryFlags()...), outputFlags()...),
+		Action: runPrune,
+	}
+}
+
+// pruneTarget is one repository to prune, and how its lock file entries
+// find it.
+type pruneTarget struct {
+	ref oci.Reference
+	// provider is the ADDRESS argument it came from, if any.
+	provider *names.Provider
+}
+
+func runPrune(c *cli.Context) error {
+	if err := wantArgs(c, 1, -1); err != nil {
+		return err
+	}
+	targets, err := pruneTargets(c)
+	if err != nil {
+		return err
+	}
+	rules, err := pruneRules(c, targets)
+	if err != nil {
+		return err
+	}
+	client, err := registryClient(c)
+	if err != nil {
+		return err
+	}
+	rep := newReporter(c)
+	var plans []*prune.Plan
+	for _, t := range targets {
+		p, err := planPrune(c, client, t, rules)
+		if err != nil {
+			return err
+		}
+		plans = append(plans, p)
+	}
+	var applyErr error
+	if c.Bool("apply") {
+		applyErr = applyPrune(c, client, targets, plans)
+	}
+	if err := reportPrune(rep, plans, c.Bool("apply")); err != nil {
+		return err
+	}
+	return applyErr
+}
+
+// pruneTargets are the repositories the arguments name: repositories, or
+// provider addresses through --provider-template.
+func pruneTargets(c *cli.Context) ([]pruneTarget, error) {
+	var targets []pruneTarget
+	raw := c.String("provider-template")
+	if raw == "" {
+		for _, arg := range c.Args().Slice() {
+			ref, err := repositoryArg(arg, "prune judges every version tag")
+			if err != nil {
+				return nil, usageError(c, "%v", err)
+			}
+			targets = append(targets, pruneTarget{ref: ref})
+		}
+		return targets, nil
+	}
+	tpl, err := oci.ParseProviderTemplate(raw)
+	if err != nil {
+		return nil, fmt.Errorf("--provider-template: %w", err)
+	}
+	for _, arg := range c.Args().Slice() {
+		p, err := names.ParseProvider(arg)
+		if err != nil {
+			return nil, usageError(c, "%v", err)
+		}
+		ref, err := tpl.Expand(p.TemplateValues())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", arg, err)
+		}
+		targets = append(targets, pruneTarget{ref: ref, provider: &p})
+	}
+	return targets, nil
+}
+
+// pruneRules reads the keep rules the flags give; without any, prune
+// would delete every version, which is refused.
+func pruneRules(c *cli.Context, targets []pruneTarget) (prune.Rules, error) {
+	rules := prune.Rules{KeepNewest: c.Int("keep-newest")}
+	if rules.KeepNewest < 0 {
+		return rules, usageError(c, "--keep-newest %d: give a number of versions, 1 or more", rules.KeepNewest)
+	}
+	if dirs := c.StringSlice("keep-locked"); len(dirs) > 0 {
+		locked, err := prune.ReadLockFiles(dirs)
+		if err != nil {
+			return rules, err
+		}
+		rules.Pins = prune.NewLockPins(locked, func(p names.Provider) []string { return lockedRepositories(targets, p) })
+	}
+	keep, err := policyKeep(c)
+	if err != nil {
+		return rules, err
+	}
+	rules.Keep = keep
+	// --keep-downloaded-within (rules.KeepDownloadedWithin, rules.Downloads)
+	// waits for the proxy's audit trail (protocol/audit, issue 31).
+	if rules.KeepNewest == 0 && rules.Pins == nil && rules.Keep == nil {
+		return rules, usageError(c, "give at least one keep rule (--keep-newest, --keep-locked, --policy): without one every version would be deleted")
+	}
+	return rules, nil
+}
+
+// lockedRepositories are the targets a lock file entry for provider p is
+// stored in: the one its address was expanded to, or a repository
+// argument whose path ends in its namespace/type (whatever the hostname:
+// one repository may serve a provider under several, and keeping too
+// much is the safe side).
+func lockedRepositories(targets []pruneTarget, p names.Provider) []string {
+	var out []string
+	for _, t := range targets {
+		switch {
+		case t.provider != nil && strings.EqualFold(t.provider.String(), p.String()):
+			out = append(out, t.ref.Name())
+		case t.provider == nil && strings.HasSuffix(strings.ToLower("/"+t.ref.Repository), strings.ToLower("/"+p.Namespace+"/"+p.Type)):
+			out = append(out, t.ref.Name())
+		}
+	}
+	return out
+}
+
+// policyKeep is the keep function of --policy's file, or nil.
+func policyKeep(c *cli.Context) (func(names.Kind, string, names.Version) bool, error) {
+	pol, err := readGatePolicy(c) // policy_gate.go
+	if err != nil || pol == nil {
+		return nil, err
+	}
+	// TODO(issue 31): return pol.Keeps once convert/policy has it; until
+	// then --policy is refused rather than read and silently ignored.
+	return nil, usageError(c, "--policy: this build cannot read which versions a policy keeps yet")
+}
+
+// planPrune reads one repository and plans its pruning.
+func planPrune(c *cli.Context, client *oci.Client, t pruneTarget, rules prune.Rules) (*prune.Plan, error) {
+	repo, err := client.OpenReadOnly(c.Context, t.ref)
+	if err != nil {
+		return nil, err
+	}
+	return prune.MakePlan(c.Context, repo, prune.PlanOptions{
+		Name:  t.ref.Name(),
+		Rules: rules,
+		Address: func(kind names.Kind) (string, error) {
+			if t.provider != nil {
+				return policy.ProviderAddress(*t.provider), nil
+			}
+			return policy.AddressFromRepository(kind, t.ref.Repository)
+		},
+	})
+}
+
+// applyPrune deletes what each plan lets go, stopping at the first
+// failure (what was deleted before it is in the plans).
+func applyPrune(c *cli.Context, client *oci.Client, targets []pruneTarget, plans []*prune.Plan) error {
+	for i, p := range plans {
+		if n, _ := p.Total(); n == 0 {
+			continue
+		}
+		del, err := client.OpenDeleter(targets[i].ref)
+		if err != nil {
+			return err
+		}
+		if err := prune.Apply(c.Context, del, targets[i].ref.Registry, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneVersion is one version in `prune --json`.
+type pruneVersion struct {
+	Version string   `json:"version"`
+	Tag     string   `json:"tag"`
+	Digest  string   `json:"digest"`
+	Action  string   `json:"action"` // keep, delete, deleted, failed, not deleted
+	Kept    []string `json:"kept_by,omitempty"`
+	Bytes   int64    `json:"bytes,omitempty"`
+	Deleted []string `json:"deleted,omitempty"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// pruneRepository is one repository in `prune --json`.
+type pruneRepository struct {
+	Repository string         `json:"repository"`
+	Kind       names.Kind     `json:"kind,omitempty"`
+	Versions   []pruneVersion `json:"versions"`
+}
+
+// reportPrune prints the table (or JSON) of every version and the total.
+func reportPrune(rep *reporter, plans []*prune.Plan, applied bool) error {
+	res := struct {
+		Applied      bool              `json:"applied"`
+		Repositories []pruneRepository `json:"repositories"`
+		Versions     int               `json:"versions_to_delete"`
+		Bytes        int64             `json:"bytes"`
+	}{Applied: applied, Repositories: []pruneRepository{}}
+	var human strings.Builder
+	for _, p := range plans {
+		r := pruneRepository{Repository: p.Repository.Name, Kind: p.Repository.Kind, Versions: []pruneVersion{}}
+		fmt.Fprintf(&human, "%s\n", p.Repository.Name)
+		for _, e := range p.Versions {
+			v := pruneEntry(e, applied)
+			r.Versions = append(r.Versions, v)
+			fmt.Fprintf(&human, "  %-20s %-11s %10s  %s\n", v.Tag, v.Action, pruneBytes(v), pruneWhy(v))
+		}
+		if len(p.Versions) == 0 {
+			human.WriteString("  (no version tags)\n")
+		}
+		n, b := p.Total()
+		res.Versions += n
+		res.Bytes += b
+		res.Repositories = append(res.Repositories, r)
+	}
+	verb := "would be deleted (a dry run: nothing was deleted; --apply deletes)"
+	if applied {
+		verb = "deleted"
+	}
+	fmt.Fprintf(&human, "total: %s, %s %s", names.Plural(res.Versions, "version"), humanBytes(res.Bytes), verb)
+	return rep.result(res, human.String())
+}
+
+// pruneEntry is a plan entry as reported: its action is what happened
+// to it with --apply.
+func pruneEntry(e prune.Entry, applied bool) pruneVersion {
+	v := pruneVersion{Version: e.Version.Version.String(), Tag: e.Tag, Digest: e.Root.Digest.String(), Kept: e.Kept}
+	for _, d := range e.Deleted {
+		v.Deleted = append(v.Deleted, d.String())
+	}
+	switch {
+	case !e.Goes():
+		v.Action = "keep"
+		return v
+	case !applied:
+		v.Action = "delete"
+	case e.Err != nil:
+		v.Action, v.Error = "failed", e.Err.Error()
+	case len(e.Deleted) == len(e.Deletes):
+		v.Action = "deleted"
+	default:
+		v.Action = "not deleted" // an earlier version's failure stopped prune
+	}
+	v.Bytes = e.Bytes
+	return v
+}
+
+func pruneBytes(v pruneVersion) string {
+	if v.Action == "keep" {
+		return ""
+	}
+	return humanBytes(v.Bytes)
+}
+
+// pruneWhy is the table's last column: the rules keeping a version, or
+// what happened to it.
+func pruneWhy(v pruneVersion) string {
+	switch {
+	case v.Action == "keep":
+		return strings.Join(v.Kept, "; ")
+	case v.Error != "":
+		return fmt.Sprintf("after %s: %s", names.Plural(len(v.Deleted), "manifest"), v.Error)
+	case v.Action == "deleted":
+		return names.Plural(len(v.Deleted), "manifest") + " deleted"
+	}
+	return "no rule keeps it"
+}
+
+// humanBytes writes a size in binary units, exact below 1 KiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
