@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/prune"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 )
 
 func pruneCommand() *cli.Command {
@@ -26,6 +28,9 @@ repository the template gives. A version is kept when any rule keeps it:
                       pre-releases of a major newer than its newest release
   --keep-locked DIR   every version a .terraform.lock.hcl under DIR pins (recursively,
                       .terraform directories skipped; providers only)
+  --keep-downloaded-within PERIOD
+                      every version a client downloaded within PERIOD, by the proxy's
+                      audit trail (--audit-log: its files, or a directory of replicas')
   --policy FILE       every version the policy file marks to keep
 
 and also when deleting it would delete another tag (latest, or a kept version naming
@@ -39,6 +44,8 @@ that refuses deletes (GHCR) is named, with what was deleted before.`,
 			&cli.StringFlag{Name: "provider-template", Usage: "where the ADDRESS arguments' providers live, as tofu's repository_template: e.g. `ghcr.io/acme/providers/${namespace}/${type}`", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
 			&cli.IntFlag{Name: "keep-newest", Usage: "keep the newest `N` releases (and N newer pre-releases) of each major version"},
 			&cli.StringSliceFlag{Name: "keep-locked", Usage: "keep every version a .terraform.lock.hcl under `DIR` pins (repeatable)"},
+			&cli.StringFlag{Name: "keep-downloaded-within", Usage: "keep every version downloaded within `PERIOD` (90d, 12w, 720h), by the audit trails of --audit-log"},
+			&cli.StringSliceFlag{Name: "audit-log", Usage: "a proxy's audit trail `FILE` (serve --audit-log; its rotated files are read too) or a directory of several replicas' (repeatable)"},
 			&cli.StringFlag{Name: "policy", Usage: "keep every version the policy `FILE` marks to keep (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
 			&cli.BoolFlag{Name: "apply", Usage: "delete; without it, only list what would be deleted"},
 		}, registryFlags()...), outputFlags()...),
@@ -141,12 +148,72 @@ func pruneRules(c *cli.Context, targets []pruneTarget) (prune.Rules, error) {
 		return rules, err
 	}
 	rules.Keep = keep
-	// --keep-downloaded-within (rules.KeepDownloadedWithin, rules.Downloads)
-	// waits for the proxy's audit trail (protocol/audit, issue 31).
-	if rules.KeepNewest == 0 && rules.Pins == nil && rules.Keep == nil {
-		return rules, usageError(c, "give at least one keep rule (--keep-newest, --keep-locked, --policy): without one every version would be deleted")
+	if err := downloadRule(c, &rules); err != nil {
+		return rules, err
+	}
+	if rules.KeepNewest == 0 && rules.Pins == nil && rules.Keep == nil && rules.Downloads == nil {
+		return rules, usageError(c, "give at least one keep rule (--keep-newest, --keep-locked, --keep-downloaded-within, --policy): without one every version would be deleted")
 	}
 	return rules, nil
+}
+
+// downloadRule reads --keep-downloaded-within and the audit trails it is
+// answered from (--audit-log, each file with the files it was rotated
+// into, or a directory of several replicas' files).
+func downloadRule(c *cli.Context, rules *prune.Rules) error {
+	within, logs := c.String("keep-downloaded-within"), c.StringSlice("audit-log")
+	switch {
+	case within == "" && len(logs) == 0:
+		return nil
+	case within == "":
+		return usageError(c, "--audit-log goes with --keep-downloaded-within")
+	case len(logs) == 0:
+		return usageError(c, "--keep-downloaded-within needs the proxy's audit trail: --audit-log FILE (serve --audit-log)")
+	}
+	period, err := prune.ParsePeriod(within)
+	if err != nil {
+		return usageError(c, "--keep-downloaded-within: %v", err)
+	}
+	rules.Now = time.Now()
+	tally := audit.NewTally(audit.Filter{Since: rules.Now.Add(-period)})
+	files, err := auditFiles(logs)
+	if err != nil {
+		return err
+	}
+	if err := audit.Scan(c.Context, files, tally); err != nil {
+		return err
+	}
+	if tally.Partial() {
+		return fmt.Errorf("the audit trail names more than %d versions and clients within %s: prune cannot tell which were downloaded", audit.MaxKeys, within)
+	}
+	rules.KeepDownloadedWithin, rules.Downloads = period, lastDownloads(tally.LastDownloads())
+	return nil
+}
+
+// auditFiles are the files of each --audit-log path (audit.Files).
+func auditFiles(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fs, err := audit.Files(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs...)
+	}
+	return out, nil
+}
+
+// lastDownloads answers prune from the audit trail's last downloads, by
+// repository and version (a version tag stands for its version).
+type lastDownloads map[[2]string]time.Time
+
+func (l lastDownloads) LastDownload(repository, tag string) (time.Time, bool) {
+	version := tag
+	if v, ok := names.VersionFromTag(tag); ok {
+		version = v.String()
+	}
+	at, ok := l[[2]string{repository, version}]
+	return at, ok
 }
 
 // lockedRepositories are the targets a lock file entry for provider p is

@@ -94,3 +94,18 @@ const (
 func (e *Event) Delivered() bool {
 	return e.Event == EventDownload && (e.Outcome == OutcomeDelivered || e.Outcome == OutcomeRedirected)
 }
+
+// A Sink takes the events a proxy makes: the audit file (Log), the
+// fleet's download counts, the page's figures.
+type Sink interface {
+	Record(*Event)
+}
+
+// Sinks hands each event to every one of its sinks, in order.
+type Sinks []Sink
+
+func (s Sinks) Record(ev *Event) {
+	for _, k := range s {
+		k.Record(ev)
+	}
+}

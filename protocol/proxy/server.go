@@ -232,6 +232,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, metrics: respond.NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}}
 	s.metrics.WatchPolicy(opts.PolicyStatus)
 	if opts.Audit != nil {
+		s.metrics.Registry().MustRegister(opts.Audit.Collectors()...)
 		s.metrics.AuditTo(opts.Audit, opts.AuditDocuments)
 	}
 	s.budgets = newBudgets(s.metrics.Registry())

@@ -6,38 +6,52 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
-// AuditTo writes an audit event for every artifact delivered and every
-// request refused to l, and for every document too with documents.
-func (m *Metrics) AuditTo(l *audit.Log, documents bool) {
-	m.auditLog, m.auditDocuments = l, documents
-	m.reg.MustRegister(l.Collectors()...)
+// auditSinks are what takes the requests' events.
+type auditSinks struct {
+	sink      audit.Sink
+	documents bool
 }
+
+// AuditTo hands sink an event for every artifact delivered and every
+// request refused, and for every document too with documents.
+func (m *Metrics) AuditTo(sink audit.Sink, documents bool) {
+	m.sinks = &auditSinks{sink: sink, documents: documents}
+}
+
+// AuditsDocuments reports whether documents are audited.
+func (m *Metrics) AuditsDocuments() bool { return m.sinks != nil && m.sinks.documents }
 
 // maxAuditField bounds what a client sent (user agent, path) in an event.
 const maxAuditField = 512
 
-// audit writes the event rec's request made, if it is one the trail
-// keeps: a download, a refusal, or with auditDocuments a document.
+// audit hands the sinks the event rec's request made: a download, a
+// refusal, or a document (noted only when documents are audited).
 func (m *Metrics) audit(r *http.Request, rec *recorder, aborted bool) {
 	ev := rec.note
 	switch {
 	case ev.Outcome != "": // refused
-	case ev.Event == audit.EventDownload && rec.noted:
-		ev.Outcome = outcomeOf(rec.status, aborted)
-	case ev.Event == audit.EventDocument && m.auditDocuments:
+	case ev.Event != "":
 		ev.Outcome = outcomeOf(rec.status, aborted)
 	default:
 		return
 	}
+	ev.Client, ev.Identity, ev.Subject, ev.Token = rec.who.Client, rec.who.Identity, rec.who.Subject, rec.who.Token
+	if ev.Client == "" {
+		ev.Client, ev.Identity = "anonymous", audit.IdentityNone
+	}
 	if ev.Event == "" {
 		ev.Event = audit.EventDocument
-		if ev.Address == "" {
-			ev.Path = clip(r.URL.EscapedPath())
-		}
+	}
+	if ev.Address == "" && rec.docAddress != "" {
+		ev.Kind, ev.Address = string(rec.docKind), rec.docAddress
+	}
+	if ev.Address == "" && ev.Kind != string(names.KindTofu) {
+		ev.Path = clip(r.URL.EscapedPath())
 	}
 	ev.Time = time.Now().UTC()
 	ev.Remote = remoteIP(r)
@@ -47,7 +61,7 @@ func (m *Metrics) audit(r *http.Request, rec *recorder, aborted bool) {
 		ev.Status = http.StatusOK
 	}
 	ev.Bytes = rec.bytes
-	m.auditLog.Record(ev)
+	m.sinks.sink.Record(ev)
 }
 
 // outcomeOf is the audit outcome of a request that was not refused.

@@ -32,10 +32,7 @@ func (m *Metrics) Instrument(log *slog.Logger, name string, h http.Handler) http
 	hm := m.forHandler(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := sinceEpoch()
-		rec := &recorder{ResponseWriter: w}
-		if m.auditLog != nil {
-			rec.note = &audit.Event{Client: "anonymous", Identity: audit.IdentityNone}
-		}
+		rec := &recorder{ResponseWriter: w, sinks: m.sinks}
 		defer func() {
 			p := recover()
 			aborted := p != nil
@@ -114,10 +111,16 @@ type recorder struct {
 	bytes  int64
 	errMsg string
 	hint   string
-	// note is the audit event the request is making (nil: no audit
-	// trail); noted says it is one to write.
+	// The audit event the request makes: who asked (Identify), and the
+	// event, made once the request turns out to be one the sinks take
+	// (a download, a refusal; a document with AuditDocuments). sinks is
+	// nil when nothing takes events.
+	sinks *auditSinks
+	who   Who
 	note  *audit.Event
-	noted bool
+	// doc is the kind and address a document request names.
+	docKind    names.Kind
+	docAddress string
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -172,10 +175,9 @@ type Metrics struct {
 	// writers.
 	cacheCounters atomic.Pointer[map[string]*cacheCounters]
 	cacheMu       sync.Mutex
-	// auditLog, when set, gets an event for every artifact delivered and
-	// every request refused (and every document with auditDocuments).
-	auditLog       *audit.Log
-	auditDocuments bool
+	// sinks, when set, get an event for every artifact delivered and
+	// every request refused (and every document with documents).
+	sinks *auditSinks
 }
 
 func NewMetrics() *Metrics {
@@ -479,20 +481,11 @@ func (s *Responder) CountDecision(pol *policy.Policy, gen uint64, kind names.Kin
 	}
 }
 
-// The audit trail (protocol/audit): the request's recorder carries the
-// event it makes, which handlers and the prologue fill in as they learn
-// who asked, what for and what was decided; Instrument writes it when the
-// request ends (audit.go). Without an audit log each of these is one
-// nil check.
-
-// noteOf is the audit event w's request is making, nil when there is
-// no audit trail.
-func noteOf(w http.ResponseWriter) *audit.Event {
-	if rec, ok := w.(*recorder); ok {
-		return rec.note
-	}
-	return nil
-}
+// The audit trail (protocol/audit): the request's recorder carries who
+// asked and the event it makes, which handlers and the prologue fill in
+// as they learn what was asked and what was decided; Instrument hands it
+// to the sinks when the request ends (audit.go). Without sinks each of
+// these is a nil check.
 
 // Who is who a request came from, as the audit trail names it.
 type Who struct {
@@ -501,9 +494,22 @@ type Who struct {
 
 // Identify notes who w's request came from.
 func Identify(w http.ResponseWriter, who Who) {
-	if ev := noteOf(w); ev != nil {
-		ev.Client, ev.Identity, ev.Subject, ev.Token = who.Client, who.Identity, who.Subject, who.Token
+	if rec, ok := w.(*recorder); ok {
+		rec.who = who
 	}
+}
+
+// noteOf is the audit event w's request is making, made now if need be;
+// nil when nothing takes events.
+func noteOf(w http.ResponseWriter) *audit.Event {
+	rec, ok := w.(*recorder)
+	if !ok || rec.sinks == nil {
+		return nil
+	}
+	if rec.note == nil {
+		rec.note = new(audit.Event)
+	}
+	return rec.note
 }
 
 // Artifact is what a download names.
@@ -515,34 +521,43 @@ type Artifact struct {
 // Serving notes that w's request downloads a; the delivery notes the
 // digest, repository and source.
 func Serving(w http.ResponseWriter, a Artifact) {
-	rec, ok := w.(*recorder)
-	if !ok || rec.note == nil {
-		return
+	if ev := noteOf(w); ev != nil {
+		ev.Event, ev.Kind, ev.Address, ev.Version, ev.Platform, ev.File = audit.EventDownload, string(a.Kind), a.Address, a.Version, a.Platform, a.File
 	}
-	ev := rec.note
-	ev.Event, ev.Kind, ev.Address, ev.Version, ev.Platform, ev.File = audit.EventDownload, string(a.Kind), a.Address, a.Version, a.Platform, a.File
-	rec.noted = true
 }
 
 // Refused notes that w's request was refused (outcome: an audit
 // outcome), saying why; kind and address when known.
 func Refused(w http.ResponseWriter, outcome string, kind names.Kind, address, rule, reason string) {
-	rec, ok := w.(*recorder)
-	if !ok || rec.note == nil {
+	ev := noteOf(w)
+	if ev == nil {
 		return
 	}
-	ev := rec.note
 	ev.Outcome, ev.Rule, ev.Reason = outcome, rule, reason
-	if address != "" {
-		ev.Kind, ev.Address = string(kind), address
+	if kind != "" {
+		ev.Kind = string(kind)
 	}
-	rec.noted = true
+	if address != "" {
+		ev.Address = address
+	}
 }
 
 // documentRequest notes that w's request asks for a document of kind at
-// address (written with Options.AuditDocuments, or when refused).
+// address: the address of its event if it is refused, or when documents
+// are audited.
 func documentRequest(w http.ResponseWriter, kind names.Kind, address string) {
-	if ev := noteOf(w); ev != nil && ev.Event == "" {
-		ev.Event, ev.Kind, ev.Address = audit.EventDocument, string(kind), address
+	rec, ok := w.(*recorder)
+	if !ok || rec.sinks == nil {
+		return
 	}
+	rec.docKind, rec.docAddress = kind, address
+	if ev := noteOf(w); rec.sinks.documents && ev.Event == "" {
+		ev.Event = audit.EventDocument
+	}
+}
+
+// auditsRequests reports whether w's request makes an audit event.
+func auditsRequests(w http.ResponseWriter) bool {
+	rec, ok := w.(*recorder)
+	return ok && rec.sinks != nil
 }

@@ -125,13 +125,17 @@ func ReadDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request,
 		}
 		return req, key, true
 	}
-	if s.Metrics.auditDocuments {
+	if s.Metrics.AuditsDocuments() {
 		return auditedDocRequest(s, w, r, key, strings.TrimPrefix(path, prefix), parse, scope)
 	}
 	if s.serveFreshDoc(w, r, key) {
 		return req, "", false
 	}
 	req, ok = parseRequest(s, w, r, strings.TrimPrefix(path, prefix), parse)
+	if ok && auditsRequests(w) {
+		kind, address := scope(req)
+		documentRequest(w, kind, address)
+	}
 	return req, key, ok
 }
 
@@ -382,8 +386,8 @@ func ParseHexDigest(s string) (digest.Digest, error) {
 
 // Deliver answers with a blob a source handed over (deliver.Deliverer).
 func (s *Responder) Deliver(w http.ResponseWriter, r *http.Request, b *source.Blob) {
-	if ev := noteOf(w); ev != nil {
-		noteBlob(ev, b)
+	if rec, ok := w.(*recorder); ok && rec.note != nil {
+		noteBlob(rec.note, b)
 	}
 	s.delivery.Deliver(w, r, b)
 }

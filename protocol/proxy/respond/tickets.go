@@ -49,11 +49,11 @@ func (s *Responder) ticketFor(w http.ResponseWriter, tickets []int) string {
 	if len(tickets) == 0 || s.URLs == nil {
 		return ""
 	}
-	ev := noteOf(w)
-	if ev == nil || ev.Identity == audit.IdentityNone || ev.Client == "" {
+	rec, ok := w.(*recorder)
+	if !ok || rec.sinks == nil || rec.who.Client == "" {
 		return ""
 	}
-	return s.URLs.ticket(ev.Client)
+	return s.URLs.ticket(rec.who.Client)
 }
 
 // ticket is "&by=NAME.MAC" for client name, made once per name.
