@@ -204,6 +204,9 @@ type Server struct {
 	mappings  store.ProviderMappings
 	tokens    [][32]byte
 	providers *providers.Handlers // nil without providers
+	// counts are the fleet's download counts this replica adds to
+	// (audit.go); nil without a shared cache that keeps them.
+	counts *audit.Counts
 	// clientAuth: clients authenticate (auth.go); budgets are their
 	// request budgets (budget.go).
 	clientAuth bool
@@ -231,10 +234,6 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: respond.NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}}
 	s.metrics.WatchPolicy(opts.PolicyStatus)
-	if opts.Audit != nil {
-		s.metrics.Registry().MustRegister(opts.Audit.Collectors()...)
-		s.metrics.AuditTo(opts.Audit, opts.AuditDocuments)
-	}
 	s.budgets = newBudgets(s.metrics.Registry())
 	s.identities.opts = oidc.Options{Logger: s.log, Now: opts.Now}
 	s.confirmed = confirmations{ttl: opts.RegistryConfirmTTL, m: map[confirmKey]confirmed{}}
@@ -249,6 +248,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.page = s.newPage()
+	s.startAudit()
 	s.out = s.newResponder(urls)
 	s.probes = s.newProbes()
 	s.routeCommon()
@@ -382,6 +382,9 @@ func (s *Server) Client() *oci.Client { return s.client }
 // after the HTTP server has shut down. The page's shared record is no
 // longer published (it expires in Redis by itself).
 func (s *Server) Close(ctx context.Context) error {
+	if s.counts != nil {
+		s.counts.Close(ctx)
+	}
 	s.page.Close()
 	return s.pull.Close(ctx)
 }
