@@ -144,6 +144,11 @@ func checkMessage(msg string) error {
 	return nil
 }
 
+// ValidMessage reports whether msg is a message a policy file could
+// give a deprecation: what a record read back from elsewhere (another
+// replica's) must be to be shown.
+func ValidMessage(msg string) bool { return checkMessage(msg) == nil }
+
 // decodeStringOrList decodes a's value, a string or a list of strings,
 // as a list.
 func decodeStringOrList(a *hcl.Attribute) ([]string, error) {
