@@ -142,7 +142,11 @@ type lockResult struct {
 func reportLock(c *cli.Context, lockPath string, client tfconfig.Client, why string, cfg *tfconfig.Config, lf *lockfile.File) error {
 	res := lockResult{LockFile: lockPath, For: string(client), Modules: len(cfg.Modules), Providers: make([]lockfile.Provider, 0, len(lf.Providers))}
 	human := fmt.Sprintf("wrote %s for %s (%s), %s read:", lockPath, client, why, names.Plural(len(cfg.Modules), "module"))
+	r := newReporter(c)
 	for _, p := range lf.Providers {
+		if p.Deprecated != "" { // --json carries it in the provider
+			r.warn(p.Address+" "+p.Version, []string{"deprecated by the policy: " + p.Deprecated})
+		}
 		p.Hashes = lockfile.SortedUnique(p.Hashes)
 		res.Providers = append(res.Providers, p)
 		human += fmt.Sprintf("\n  %s %s (%d hashes)", p.Address, p.Version, len(p.Hashes))
@@ -150,5 +154,5 @@ func reportLock(c *cli.Context, lockPath string, client tfconfig.Client, why str
 	if len(lf.Providers) == 0 {
 		human += "\n  (the configuration requires no provider)"
 	}
-	return newReporter(c).result(res, human)
+	return r.result(res, human)
 }

@@ -135,9 +135,12 @@ func (q policyQuery) verdict() string {
 }
 
 // explanation is the rule and reason policy test prints, with the
-// admission's word when there is one.
+// deprecation's message and the admission's word when there are.
 func (q policyQuery) explanation() string {
 	s := fmt.Sprintf("rule %q: %s", q.Rule, q.Reason)
+	if q.Deprecated != "" { // allowed, and clients warned of it
+		s += "; deprecated: " + q.Deprecated
+	}
 	if q.Access != nil {
 		s = q.Access.Reason + "; " + s
 	}

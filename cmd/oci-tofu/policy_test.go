@@ -31,3 +31,11 @@ func TestParsePolicyQuery(t *testing.T) {
 		}
 	}
 }
+
+// policy test's line for a deprecated version says so, with the message.
+func TestPolicyQueryExplainsDeprecation(t *testing.T) {
+	q := policyQuery{Decision: policy.Decision{Allow: true, Rule: "aws", Reason: "allowed", Deprecated: "4.x is end of life"}}
+	if got, want := q.explanation(), `rule "aws": allowed; deprecated: 4.x is end of life`; q.verdict() != "allow" || got != want {
+		t.Errorf("%s %q, want allow %q", q.verdict(), got, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/lint"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -282,5 +284,47 @@ func TestVerifyOpenTofuRelease(t *testing.T) {
 	findings, err := lint.Check(ctx, repo, oci.Reference{Layout: true, Repository: "x", Reference: "1.8.0"}, lint.Options{SkipZips: true})
 	if err != nil || len(findings) != 1 || !strings.Contains(findings[0].Message, `the tag 1.8.0 holds version "1.9.0"`) || strings.Contains(findings[0].Message, "module") {
 		t.Errorf("retagged release: %v %+v", err, findings)
+	}
+}
+
+// verify --policy: a version the policy deprecates is a warning with
+// the message; one it revokes an error with it.
+func TestVerifyDeprecatedAndRevoked(t *testing.T) {
+	ctx := context.Background()
+	repo, err := orasoci.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := release.ReadTofu(ctx, testenv.Testdata(t, "tofu", "1.9.0"), []*pgp.Keyring{kr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rel.Push(ctx, repo, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for block, want := range map[string]struct {
+		sev lint.Severity
+		msg string
+	}{
+		"deprecated": {lint.SeverityWarning, `policy: 1.9.0 is deprecated by rule "tofu": 1.9 gets no fixes`},
+		"revoked":    {lint.SeverityError, `policy: denied by rule "tofu": tofu 1.9.0 is revoked by the policy's rule "tofu": 1.9 gets no fixes`},
+	} {
+		pol, err := policy.Parse([]byte("tofu {\n  "+block+" {\n    versions = \"< 1.10\"\n    message = \"1.9 gets no fixes\"\n  }\n}\n"), "p.hcl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := lint.Options{SkipZips: true, Policy: pol, PolicyAddress: func(kind names.Kind) (string, error) { return policy.TofuAddress, nil }}
+		findings, err := lint.Check(ctx, repo, oci.Reference{Layout: true, Repository: "x", Reference: "1.9.0"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(findings, func(f lint.Finding) bool { return strings.HasPrefix(f.Message, "policy:") })
+		if i < 0 || findings[i].Severity != want.sev || findings[i].Message != want.msg {
+			t.Errorf("%s: %+v, want a %s %q", block, findings, want.sev, want.msg)
+		}
 	}
 }

@@ -25,6 +25,10 @@ type Provider struct {
 	Version     string   `hcl:"version" json:"version"`
 	Constraints string   `hcl:"constraints,optional" json:"constraints,omitempty"`
 	Hashes      []string `hcl:"hashes,optional" json:"hashes"`
+	// Deprecated is the policy's message when it deprecates the version
+	// locked (Options.Policy): what the client is warned of, not a part
+	// of the lock file.
+	Deprecated string `json:"deprecated,omitempty"`
 }
 
 // File is the provider part of a dependency lock file.

@@ -27,8 +27,10 @@ type Options struct {
 	// NoDownload refuses to download zips whose h1 is not stored, instead of
 	// computing it.
 	NoDownload bool
-	// Policy, when set, is the policy file: versions it denies are
-	// not chosen (policy.go), as the proxy lists none of them.
+	// Policy, when set, is the policy file: versions it denies (or
+	// revokes) are not chosen (policy.go), as the proxy lists none of
+	// them; a version it deprecates is locked with its message
+	// (Provider.Deprecated), as the proxy warns clients of it.
 	Policy *policy.Policy
 }
 
@@ -106,11 +108,13 @@ func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts O
 		}
 		h.add(preferredHashes(prev.Hashes)...)
 	}
+	deprecated, _ := opts.Policy.Deprecation(policy.KindProvider, policy.ProviderAddress(r.Addr), v)
 	return &Provider{
 		Address:     r.Addr.String(),
 		Version:     v.String(),
 		Constraints: names.ConstraintsString(r.Constraints),
 		Hashes:      h.list(),
+		Deprecated:  deprecated,
 	}, nil
 }
 

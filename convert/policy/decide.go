@@ -22,6 +22,10 @@ type Decision struct {
 	// DependsOn, for a decision made without the registry
 	// (DecideOffline), names what it depends on: "min_age", "signers".
 	DependsOn []string `json:"depends_on,omitempty"`
+	// Deprecated, for a version allowed but deprecated by the deciding
+	// rule, is the message of its deprecated block: clients are warned
+	// with it.
+	Deprecated string `json:"deprecated,omitempty"`
 }
 
 // DefaultRule is the Decision.Rule of a decision no block made.
@@ -69,7 +73,7 @@ func (p *Policy) Decide(kind names.Kind, address, version string) Decision {
 	}
 	if version == "" {
 		reason := fmt.Sprintf("allowed by rule %q", r.name)
-		if r.versions != "" || len(r.deny) > 0 {
+		if r.versions != "" || len(r.deny) > 0 || len(r.revoked) > 0 {
 			reason += " for the versions it allows" + r.describeVersions()
 		}
 		return Decision{Allow: true, Rule: r.name, Reason: reason}
@@ -95,7 +99,12 @@ func (p *Policy) DecideVersion(kind names.Kind, address string, v names.Version)
 }
 
 // decideVersion is rule r's word on version v of address.
+// A revoked version is denied first: its message says more than a deny
+// or versions would.
 func (r *rule) decideVersion(address string, v names.Version) Decision {
+	if d, revoked := r.revocation(address, v); revoked {
+		return d
+	}
 	for _, d := range r.deny {
 		if d.Same(v) {
 			return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s %s is denied by the policy's rule %q", address, v, r.name)}
@@ -104,7 +113,7 @@ func (r *rule) decideVersion(address string, v names.Version) Decision {
 	if r.admits != nil && !r.admits.Has(v) {
 		return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s %s does not meet versions = %q of the policy's rule %q", address, v, r.versions, r.name)}
 	}
-	return Decision{Allow: true, Rule: r.name, Reason: address + " " + v.String() + " is allowed by the policy's rule " + strconv.Quote(r.name)}
+	return Decision{Allow: true, Rule: r.name, Reason: address + " " + v.String() + " is allowed by the policy's rule " + strconv.Quote(r.name), Deprecated: r.deprecation(v)}
 }
 
 func (r *rule) describeVersions() string {
@@ -118,6 +127,9 @@ func (r *rule) describeVersions() string {
 			ds[i] = d.String()
 		}
 		parts = append(parts, "deny = ["+strings.Join(ds, ", ")+"]")
+	}
+	for _, b := range r.revoked {
+		parts = append(parts, fmt.Sprintf("revoked %s", b.describe()))
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
 }

@@ -65,6 +65,9 @@ type rule struct {
 	minAge     time.Duration
 	minAgeText string
 	signers    []*Signer
+	// deprecated, revoked and keep are its lifecycle blocks, in the
+	// order of the file (lifecycle.go).
+	deprecated, revoked, keep []*lifecycleBlock
 }
 
 var rootSchema = &hcl.BodySchema{
@@ -79,6 +82,7 @@ var rootSchema = &hcl.BodySchema{
 
 var ruleSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "name"}, {Name: "versions"}, {Name: "deny"}, {Name: "platforms"}, {Name: "min_age"}, {Name: "signers"}},
+	Blocks:     lifecycleBlockTypes,
 }
 
 // Load reads and parses the policy file at path, refusing one larger than
@@ -224,6 +228,9 @@ func parseRule(b *hcl.Block, env *parseEnv) (*rule, error) {
 			}
 			r.platforms[pl.String()] = true
 		}
+	}
+	if err := parseLifecycle(r, content.Blocks); err != nil {
+		return nil, err
 	}
 	return r, parseFactRules(r, content, env)
 }

@@ -193,11 +193,25 @@ func TestLoad(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(example))
+	f.Add([]byte(lifecycleExample))
+	f.Add([]byte(inRule("deprecated {\n  versions = [\"1.0.0\", \"< 0.1\"]\n  message = \"m\"\n}\nkeep {}\nrevoked { message = \"r\" }")))
+	f.Add([]byte(inRule("keep { versions = [] }\nrevoked {\n  message = \"\\u0007\"\n}")))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		p, err := Parse(src, "fuzz.hcl")
 		if err == nil {
 			p.Decide(KindProvider, "registry.opentofu.org/hashicorp/aws", "1.0.0")
 			p.Platform(KindProvider, "registry.opentofu.org/hashicorp/aws", "linux_amd64")
+			v, _ := names.ParseVersion("1.0.0")
+			p.Keeps(KindProvider, "registry.opentofu.org/hashicorp/aws", v)
+			// A deprecation is told only of a version the policy allows.
+			if d := p.DecideVersion(KindProvider, "registry.opentofu.org/hashicorp/aws", v); d.Deprecated != "" && !d.Allow {
+				t.Fatalf("a denied version is deprecated: %+v", d)
+			}
+			if d := p.DecideVersion(KindProvider, "registry.opentofu.org/hashicorp/aws", v); d.Allow {
+				if msg, _ := p.Deprecation(KindProvider, "registry.opentofu.org/hashicorp/aws", v); msg != d.Deprecated {
+					t.Fatalf("Deprecation says %q, the decision %q", msg, d.Deprecated)
+				}
+			}
 			// The index finds the rule the plain scan does.
 			for _, q := range []struct {
 				kind names.Kind

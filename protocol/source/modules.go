@@ -31,6 +31,10 @@ func (a ModuleAddress) What() string { return "module " + a.Module.String() }
 type ModuleListing struct {
 	Listing
 	Denied []names.Version
+	// Deprecated are the versions listed that the policy deprecates, by
+	// version, with its message (nil: none). No client shows it (the
+	// Module Registry Protocol has no field for it): the page does.
+	Deprecated map[string]string
 }
 
 // ModuleRelease is a version of a module a source can answer for.

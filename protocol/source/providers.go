@@ -50,6 +50,10 @@ type ProviderListing struct {
 	// others is left out (a *Denied, or a store failure that skips it).
 	Releases map[string]*ProviderRelease
 	Left     map[string]error
+	// Deprecated are the versions listed that the policy deprecates,
+	// by version, with its message: they are served, and clients are
+	// warned (nil: none).
+	Deprecated map[string]string
 }
 
 // ProviderRoot is a provider release resolved: the stored index (Root),

@@ -123,6 +123,9 @@ func (m *Handlers) versionsDoc(ctx context.Context, a source.ModuleAddress) (any
 		ids[i] = v.String()
 	}
 	m.Observer.ModuleListed(a.Module.String(), ids)
+	// The Module Registry Protocol has no word for a deprecation that
+	// OpenTofu or Terraform shows (docs/policy.md): the page alone does.
+	m.Observer.Deprecations(names.KindModule, a.Module.String(), listed, l.Deprecated)
 	if len(list.Versions) == 0 {
 		if refused > 0 {
 			return nil, l.At, source.NotFoundf("module %s has no version served here: %d denied by the policy, the others hold no admitted module package", a.Module, refused)

@@ -47,6 +47,9 @@ type seenVersion struct {
 	Platforms []string
 	// Signed is "yes" (a publisher signature), "no", or "" (not read).
 	Signed string
+	// Deprecated is the policy's message when it deprecates the version,
+	// as the last listing served said.
+	Deprecated string
 }
 
 // seenFailure is the last upstream failure answered.
@@ -142,6 +145,28 @@ func (s *seen) ModuleListed(addr string, vs []string) {
 	for _, raw := range vs {
 		if v, err := names.ParseVersion(raw); err == nil {
 			a.version(v)
+		}
+	}
+}
+
+// Deprecations records which of the versions a listing served the policy
+// deprecates, and why; the others are no longer (a reload may have
+// changed the policy). A listing of a kind the page keeps no record of
+// (tofu) is left alone.
+func (s *seen) Deprecations(kind names.Kind, addr string, listed names.VersionList, deprecated map[string]string) {
+	m := map[names.Kind]map[string]*seenArtifact{names.KindProvider: s.providers, names.KindModule: s.modules}[kind]
+	if m == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	a := artifact(m, addr)
+	for _, v := range listed {
+		if sv, ok := a.Versions[v.String()]; ok {
+			sv.Deprecated = deprecated[v.String()]
+		} else if msg := deprecated[v.String()]; msg != "" {
+			a.version(v).Deprecated = msg
 		}
 	}
 }

@@ -230,6 +230,8 @@ func mergeArtifact(a *artifactView, b artifactView) {
 			a.Versions = append(a.Versions, bv)
 		case len(a.Versions[i].Platforms) == 0 && a.Versions[i].Signed == "":
 			a.Versions[i] = bv
+		case a.Versions[i].Deprecated == "":
+			a.Versions[i].Deprecated = bv.Deprecated
 		}
 	}
 	sort.Slice(a.Versions, func(i, j int) bool { return a.Versions[j].Version.LessThan(a.Versions[i].Version) })

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
@@ -39,6 +40,8 @@ type fleetVersion struct {
 	Version   string   `json:"version"`
 	Platforms []string `json:"platforms,omitempty"`
 	Signed    string   `json:"signed,omitempty"`
+	// Deprecated is the policy's message (seenVersion.Deprecated).
+	Deprecated string `json:"deprecated,omitempty"`
 }
 
 // Bounds of a record read back, besides those of the seen record itself.
@@ -75,7 +78,7 @@ func fleetArtifacts(avs []artifactView) []fleetArtifact {
 	for _, a := range avs {
 		fa := fleetArtifact{Address: a.Address, Via: a.Via, Last: a.Last.UTC()}
 		for _, sv := range a.Versions {
-			fa.Versions = append(fa.Versions, fleetVersion{Version: sv.Version.String(), Platforms: sv.Platforms, Signed: sv.Signed})
+			fa.Versions = append(fa.Versions, fleetVersion{Version: sv.Version.String(), Platforms: sv.Platforms, Signed: sv.Signed, Deprecated: sv.Deprecated})
 		}
 		out = append(out, fa)
 	}
@@ -146,6 +149,9 @@ func readFleetVersion(fv fleetVersion) (seenVersion, bool) {
 		return seenVersion{}, false
 	}
 	sv := seenVersion{Version: v, Signed: fv.Signed}
+	if policy.ValidMessage(fv.Deprecated) {
+		sv.Deprecated = fv.Deprecated
+	}
 	for _, p := range fv.Platforms[:min(len(fv.Platforms), maxFleetPlatforms)] {
 		if pl, err := names.ParsePlatform(p); err == nil && pl.String() == p {
 			sv.Platforms = append(sv.Platforms, p)

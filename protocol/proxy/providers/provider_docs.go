@@ -47,6 +47,9 @@ func (h *Handlers) mirrorIndex(ctx context.Context, p names.Provider) (any, time
 		}
 	}
 	h.Observer.ProviderListed(p.String(), respond.ViaMirror, stored)
+	// The network mirror protocol has no word for a deprecation: the
+	// page alone shows it.
+	h.Observer.Deprecations(names.KindProvider, p.String(), stored, l.Deprecated)
 	return index, l.At, nil
 }
 
@@ -88,7 +91,8 @@ func (h *Handlers) fileURL(rel *source.ProviderRelease, file string) string {
 // registryVersions is the registry protocol's versions document: the
 // versions it can offer, with their protocols and platforms. Versions it
 // cannot offer are left out and explained in "warnings", which OpenTofu
-// prints; when none is left the answer is 404 naming why.
+// and Terraform print, as are the deprecated versions it lists; when
+// none is left the answer is 404 naming why.
 func (h *Handlers) registryVersions(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
 	l, err := h.source.ProviderVersions(ctx, p, source.ViaRegistry, source.ListOptions{Need: source.NeedSummary})
 	if err != nil {
@@ -114,6 +118,11 @@ func (h *Handlers) registryVersions(ctx context.Context, p names.Provider, shown
 	for _, w := range l.Warnings {
 		addWarning(&doc, w)
 	}
+	listed := listedVersions(doc.Versions)
+	for _, w := range deprecationWarnings(shown, listed, l.Deprecated) {
+		addWarning(&doc, w)
+	}
+	h.Observer.Deprecations(names.KindProvider, shown, listed, l.Deprecated)
 	if len(doc.Versions) == 0 {
 		h.Log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
 		if len(unsigned) == 0 {
@@ -166,6 +175,48 @@ func (h *Handlers) listedVersion(shown string, l source.ProviderListing, v names
 		return rv, unsignedWarning(v)
 	}
 	return rv, ""
+}
+
+// maxDeprecationWarnings bounds the warnings a versions document gives
+// deprecated versions: clients print every warning on every init.
+const maxDeprecationWarnings = 10
+
+// deprecationWarnings are the warnings saying which of the versions
+// listed (newest first) the policy deprecates and why, at most
+// maxDeprecationWarnings of them and then how many more there are.
+func deprecationWarnings(shown string, listed names.VersionList, deprecated map[string]string) []string {
+	var out []string
+	more := 0
+	for _, v := range listed {
+		msg := deprecated[v.String()]
+		switch {
+		case msg == "":
+		case len(out) < maxDeprecationWarnings:
+			out = append(out, fmt.Sprintf("version %s of %s is deprecated: %s", v, shown, msg))
+		default:
+			more++
+		}
+	}
+	if more > 0 {
+		verb := map[bool]string{true: "is", false: "are"}[more == 1]
+		out = append(out, fmt.Sprintf("…and %s of %s %s deprecated too (oci-tofu policy test says why)", names.Plural(more, "older version"), shown, verb))
+	}
+	return out
+}
+
+// listedVersions are the versions of a versions document, newest first
+// (the document lists unsorted versions: unparseable entries cannot be
+// in it, the proxy wrote them).
+func listedVersions(rvs []*wire.RegistryVersion) names.VersionList {
+	out := make(names.VersionList, 0, len(rvs))
+	for _, rv := range rvs {
+		if v, err := names.ParseVersion(rv.Version); err == nil {
+			out = append(out, v)
+		}
+	}
+	out.Sort()
+	slices.Reverse(out)
+	return out
 }
 
 func registryPlatforms(ps []names.Platform) []wire.RegistryPlatform {

@@ -60,4 +60,8 @@ type Observer interface {
 	TofuListed(versions []string)
 	UpstreamFailure(class, what string)
 	PolicyDenied(kind names.Kind, address string, v names.Version, d policy.Decision, fromFacts bool)
+	// Deprecations are, of the versions a listing of address (of a
+	// policy kind) served, those the policy deprecates, with the
+	// message: the others are no longer deprecated.
+	Deprecations(kind names.Kind, address string, listed names.VersionList, deprecated map[string]string)
 }

@@ -18,10 +18,11 @@ import (
 // attestation rule. Denials are *source.Denied. Policy (policy.go) is the
 // judge the proxy composes; tests judge with fakes.
 type Judge interface {
-	// Denials are the versions of vs the policy denies for address (of
-	// a policy kind; what names it for clients), with why (*source.Denied),
-	// as one policy in force judges them all; the denials are logged.
-	Denials(kind names.Kind, address, what string, vs []names.Version) map[string]error
+	// Versions is the policy's word on the versions of vs for address
+	// (of a policy kind; what names it for clients), as one policy in
+	// force judges them all: those it denies, with why (*source.Denied;
+	// logged), and those it deprecates, with the message.
+	Versions(kind names.Kind, address, what string, vs []names.Version) Verdicts
 	// Version denies version v of address (what names it for clients),
 	// or is nil.
 	Version(kind names.Kind, address, what string, v names.Version) error
@@ -43,20 +44,34 @@ type Judge interface {
 	PullsOnlyStored(kind names.Kind, address string) bool
 }
 
-// allowed keeps the entries of l whose versions judge allows.
-func allowed(judge Judge, kind names.Kind, address string, l source.Listing) source.Listing {
+// Verdicts are the policy's word on the versions of a listing, by
+// version: Denied those it leaves out, with why; Deprecated those it
+// serves with a warning, with the message. Nil maps: none.
+type Verdicts struct {
+	Denied     map[string]error
+	Deprecated map[string]string
+}
+
+// versionsOf are the versions l lists.
+func versionsOf(l source.Listing) []names.Version {
 	vs := make([]names.Version, len(l.Versions))
 	for i, e := range l.Versions {
 		vs[i] = e.Version
 	}
-	denied := judge.Denials(kind, address, address, vs)
+	return vs
+}
+
+// allowed keeps the entries of l whose versions judge allows, and says
+// which of those it deprecates.
+func allowed(judge Judge, kind names.Kind, address string, l source.Listing) (source.Listing, map[string]string) {
+	verdicts := judge.Versions(kind, address, address, versionsOf(l))
 	out := source.Listing{At: l.At, Versions: make([]source.Listed, 0, len(l.Versions))}
 	for _, e := range l.Versions {
-		if denied[e.Version.String()] == nil {
+		if verdicts.Denied[e.Version.String()] == nil {
 			out.Versions = append(out.Versions, e)
 		}
 	}
-	return out
+	return out, verdicts.Deprecated
 }
 
 // Open is the judge of a server with nothing to judge: no policy file
@@ -70,9 +85,9 @@ var (
 	_ source.Rules = Open{}
 )
 
-func (Open) Denials(names.Kind, string, string, []names.Version) map[string]error { return nil }
-func (Open) Version(names.Kind, string, string, names.Version) error              { return nil }
-func (Open) ReadsRoot(names.Kind, string, bool) bool                              { return false }
+func (Open) Versions(names.Kind, string, string, []names.Version) Verdicts { return Verdicts{} }
+func (Open) Version(names.Kind, string, string, names.Version) error       { return nil }
+func (Open) ReadsRoot(names.Kind, string, bool) bool                       { return false }
 func (Open) Facts(context.Context, names.Kind, string, string, names.Version, source.Root) error {
 	return nil
 }

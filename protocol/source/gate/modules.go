@@ -34,8 +34,8 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 	if err != nil {
 		return l, err
 	}
-	kept := allowed(m.Judge, moduleKind, a.String(), l.Listing)
-	out := source.ModuleListing{Listing: kept, Denied: l.Denied}
+	kept, deprecated := allowed(m.Judge, moduleKind, a.String(), l.Listing)
+	out := source.ModuleListing{Listing: kept, Denied: l.Denied, Deprecated: deprecated}
 	for _, e := range l.Versions {
 		if !listed(kept, e.Version) {
 			out.Denied = append(out.Denied, e.Version)

@@ -21,11 +21,11 @@ type judge struct {
 	judged []string // the releases judged, as kind address version
 }
 
-func (j *judge) Denials(kind names.Kind, address, what string, vs []names.Version) map[string]error {
-	out := map[string]error{}
+func (j *judge) Versions(kind names.Kind, address, what string, vs []names.Version) gate.Verdicts {
+	out := gate.Verdicts{Denied: map[string]error{}}
 	for _, v := range vs {
 		if err := j.Version(kind, address, what, v); err != nil {
-			out[v.String()] = err
+			out.Denied[v.String()] = err
 		}
 	}
 	return out

@@ -101,20 +101,26 @@ func (p *Policy) Allowed(kind names.Kind, address string, vs []names.Version) []
 	return out
 }
 
-// Denials are the versions of vs the policy denies for address, with
-// why, as one policy in force judges them all (logged); nil without a
-// policy.
-func (p *Policy) Denials(kind names.Kind, address, what string, vs []names.Version) map[string]error {
+// Versions are the versions of vs the policy denies for address, with
+// why (logged), and those it deprecates, with the message, as one policy
+// in force judges them all; nothing without a policy.
+func (p *Policy) Versions(kind names.Kind, address, what string, vs []names.Version) Verdicts {
 	pol, gen := p.Live.CurrentWithGeneration()
 	if pol == nil {
-		return nil
+		return Verdicts{}
 	}
-	out := map[string]error{}
+	out := Verdicts{Denied: map[string]error{}}
 	for _, v := range vs {
 		d := p.decideWith(pol, gen, kind, address, &v)
-		if !d.Allow {
+		switch {
+		case !d.Allow:
 			p.Log.Info("version left out by the policy", "kind", string(kind), "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
-			out[v.String()] = denied(what, v, d)
+			out.Denied[v.String()] = denied(what, v, d)
+		case d.Deprecated != "":
+			if out.Deprecated == nil {
+				out.Deprecated = map[string]string{}
+			}
+			out.Deprecated[v.String()] = d.Deprecated
 		}
 	}
 	return out

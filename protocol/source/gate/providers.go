@@ -50,20 +50,17 @@ func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 	if err != nil {
 		return l, err
 	}
-	vs := make([]names.Version, len(l.Versions))
-	for i, e := range l.Versions {
-		vs[i] = e.Version
-	}
-	denied := g.Judge.Denials(providerKind, addr, what(p), vs) // one policy for the whole list
+	verdicts := g.Judge.Versions(providerKind, addr, what(p), versionsOf(l.Listing)) // one policy for the whole list
 	if l.Left == nil {
 		l.Left = map[string]error{}
 	}
+	l.Deprecated = verdicts.Deprecated
 	var read names.VersionList
 	for _, e := range l.Versions {
 		v := e.Version.String()
 		switch {
-		case denied[v] != nil:
-			l.Left[v] = denied[v]
+		case verdicts.Denied[v] != nil:
+			l.Left[v] = verdicts.Denied[v]
 		case l.Unresolvable[v] == "":
 			read = append(read, e.Version)
 		}

@@ -20,11 +20,11 @@ type providerJudge struct {
 	refusedRoots   map[digest.Digest]bool
 }
 
-func (j providerJudge) Denials(kind names.Kind, address, what string, vs []names.Version) map[string]error {
-	out := map[string]error{}
+func (j providerJudge) Versions(kind names.Kind, address, what string, vs []names.Version) gate.Verdicts {
+	out := gate.Verdicts{Denied: map[string]error{}}
 	for _, v := range vs {
 		if err := j.Version(kind, address, what, v); err != nil {
-			out[v.String()] = err
+			out.Denied[v.String()] = err
 		}
 	}
 	return out

@@ -27,7 +27,8 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 	if err != nil {
 		return l, err
 	}
-	return allowed(t.Judge, names.KindTofu, tofuAddress, l), nil
+	kept, _ := allowed(t.Judge, names.KindTofu, tofuAddress, l) // TofuDL has no word for a deprecation
+	return kept, nil
 }
 
 // TofuRelease is the inner source's release v, when the policy allows the

@@ -68,6 +68,12 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 			}
 		}
 		out.Denied = append(out.Denied, l.Denied...)
+		for v, msg := range l.Deprecated { // one policy judges every mapping
+			if out.Deprecated == nil {
+				out.Deprecated = map[string]string{}
+			}
+			out.Deprecated[v] = msg
+		}
 	}
 	out.Listing = union(ls)
 	out.At = at

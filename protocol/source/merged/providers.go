@@ -144,6 +144,7 @@ func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 				served[v] = true
 				out.Versions[j].Stored = out.Versions[j].Stored || e.Stored
 				addRelease(out.Releases, l.Releases[v])
+				deprecate(&out, v, l.Deprecated[v])
 			}
 		}
 		for tag, why := range l.Refused {
@@ -168,6 +169,19 @@ func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 		}
 	}
 	return out, nil
+}
+
+// deprecate records that the policy deprecates version v of a listing
+// with msg (""; not deprecated), as the first mapping serving it says:
+// every mapping is judged by the same policy.
+func deprecate(l *source.ProviderListing, v, msg string) {
+	if msg == "" || l.Deprecated[v] != "" {
+		return
+	}
+	if l.Deprecated == nil {
+		l.Deprecated = map[string]string{}
+	}
+	l.Deprecated[v] = msg
 }
 
 // addRelease adds a mapping's release of a version to the releases
