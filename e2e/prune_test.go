@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 )
 
 // pruneResult is what `prune --json` prints.
@@ -137,6 +139,32 @@ func TestPruneDryRunThenApply(t *testing.T) {
 	want = map[string]string{"1.0.0": "keep", "1.1.0": "delete", "2.0.0-rc1": "delete"}
 	if got := actions(res); !sameActions(got, want) || !strings.Contains(out, "pinned by "+filepath.Join(stack, ".terraform.lock.hcl")) {
 		t.Fatalf("dry run --keep-locked: %v, want %v, 1.0.0 pinned by the lock file\n%s", got, want, out)
+	}
+	// The audit trail keeps what was downloaded within the period (1.1.0
+	// a day ago; 2.0.0-rc1 a year ago); the policy keeps what it marks.
+	trail := filepath.Join(t.TempDir(), "audit.log")
+	l, err := audit.Open(audit.Options{Path: trail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, ago := range map[string]time.Duration{"1.1.0": 24 * time.Hour, "2.0.0-rc1": 365 * 24 * time.Hour} {
+		l.Record(&audit.Event{Time: time.Now().Add(-ago), Event: audit.EventDownload, Outcome: audit.OutcomeDelivered, Client: "ci",
+			Kind: "provider", Address: "localhost/test/hello", Version: v, Repository: repo})
+	}
+	l.Close()
+	res, out, err = runPrune(t, "--keep-downloaded-within", "30d", "--audit-log", trail, repo)
+	want = map[string]string{"1.0.0": "delete", "1.1.0": "keep", "2.0.0-rc1": "delete"}
+	if got := actions(res); err != nil || !sameActions(got, want) {
+		t.Fatalf("dry run --keep-downloaded-within: %v, want %v (%v)\n%s", got, want, err, out)
+	}
+	pol := filepath.Join(t.TempDir(), "policy.hcl")
+	if err := os.WriteFile(pol, []byte("provider \"*/*/*\" {\n  keep {\n    versions = \"~> 1.0\"\n  }\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, out, err = runPrune(t, "--policy", pol, repo)
+	want = map[string]string{"1.0.0": "keep", "1.1.0": "keep", "2.0.0-rc1": "delete"}
+	if got := actions(res); err != nil || !sameActions(got, want) {
+		t.Fatalf("dry run --policy: %v, want %v (%v)\n%s", got, want, err, out)
 	}
 	human := mustRun(t, "prune", "--keep-locked", locks, repo)
 	if !strings.Contains(human, "total: 2 versions") || !strings.Contains(human, "nothing was deleted") {

@@ -240,9 +240,7 @@ func policyKeep(c *cli.Context) (func(names.Kind, string, names.Version) bool, e
 	if err != nil || pol == nil {
 		return nil, err
 	}
-	// TODO(issue 31): return pol.Keeps once convert/policy has it; until
-	// then --policy is refused rather than read and silently ignored.
-	return nil, usageError(c, "--policy: this build cannot read which versions a policy keeps yet")
+	return pol.Keeps, nil
 }
 
 // planPrune reads one repository and plans its pruning.
