@@ -1,295 +1,356 @@
 package main
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
-	"sort"
+	"os"
+	"slices"
 	"strings"
+	"text/tabwriter"
+	"time"
 
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/urfave/cli/v2"
-	"github.com/xrash/smetrics"
+
+	"github.com/oci-tofu/oci-tofu/convert/prune"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
 
-// usageErr is a command line a command cannot take: what is wrong, and the
-// command's synopsis. Every command reports bad command lines this way,
-// before it does any work; the exit status is 1, as for any error.
-type usageErr struct {
-	msg      string
-	synopsis string
-}
-
-func (e *usageErr) Error() string {
-	return e.msg + "\nusage: " + e.synopsis
-}
-
-// synopsis is "oci-tofu push provider [flags] DIR REPOSITORY".
-func synopsis(path string, cmd *cli.Command) string {
-	s := path
-	if len(cmd.VisibleFlags()) > 0 || len(cmd.Flags) > 0 {
-		s += " [flags]"
-	}
-	if cmd.ArgsUsage != "" {
-		s += " " + cmd.ArgsUsage
-	}
-	return s + "   (" + path + " --help for more)"
-}
-
-// commandPath is the command's full name, "oci-tofu push provider".
-func commandPath(c *cli.Context) string {
-	if c.Command != nil && c.Command.HelpName != "" {
-		return c.Command.HelpName
-	}
-	return c.App.Name
-}
-
-// usageError reports a bad command line for the running command.
-func usageError(c *cli.Context, format string, args ...any) error {
-	path := commandPath(c)
-	return &usageErr{msg: path + ": " + fmt.Sprintf(format, args...), synopsis: synopsis(path, c.Command)}
-}
-
-// wantArgs checks the number of positional arguments: at least min and
-// at most max (max < 0: no limit).
-func wantArgs(c *cli.Context, min, max int) error {
-	n := c.NArg()
-	if n >= min && (max < 0 || n <= max) {
-		return nil
-	}
-	what := c.Command.ArgsUsage
-	var want string
-	switch {
-	case max == 0:
-		return usageError(c, "takes no arguments, got %s", quoted(c.Args().Slice()))
-	case min == max:
-		want = names.Plural(min, "argument")
-	case n < min:
-		want = "at least " + names.Plural(min, "argument")
-	default:
-		want = "at most " + names.Plural(max, "argument")
-	}
-	got := fmt.Sprint(n)
-	if n > 0 {
-		got += ": " + quoted(c.Args().Slice())
-	}
-	return usageError(c, "takes %s (%s), got %s", want, what, got)
-}
-
-func quoted(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = fmt.Sprintf("%q", a)
-	}
-	return strings.Join(q, " ")
-}
-
-// configureCLI gives every command the same manners: flags anywhere on the
-// command line (reorderArgs), bad command lines reported with the
-// command's synopsis before any work starts, unknown commands answered
-// with the closest one, `version`, and shell completion.
-func configureCLI(app *cli.App) {
-	cli.FlagStringer = flagHelp
-	app.EnableBashCompletion = true
-	app.UsageText = app.Name + " COMMAND [flags] [arguments]   (flags may also follow the arguments)"
-	app.Commands = append(app.Commands, versionCommand(), completionCommand())
-	app.Action = unknownCommandAction(app.Name, func() []*cli.Command { return app.Commands })
-	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-		return flagUsageError(app.Name, &cli.Command{Name: app.Name, Flags: app.Flags, ArgsUsage: "COMMAND [arguments]"}, err)
-	}
-	configureCommands(app.Name, app.Commands)
-}
-
-func configureCommands(parent string, cmds []*cli.Command) {
-	for _, cmd := range cmds {
-		path := parent + " " + cmd.Name
-		if len(cmd.Subcommands) > 0 {
-			subs := cmd.Subcommands
-			cmd.HideHelpCommand = true
-			cmd.Action = unknownCommandAction(path, func() []*cli.Command { return subs })
-			configureCommands(path, cmd.Subcommands)
-			continue
-		}
-		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-			return flagUsageError(path, cmd, err)
-		}
-		cmd.Before = beforeAction(cmd)
-	}
-}
-
-// beforeAction runs once urfave/cli has parsed a command's flags, before
-// its action: it records what decides error hints (hints.go), then checks
-// the command's required flags itself, so that a missing one is a usage
-// error naming the flag and the synopsis. urfave/cli's own check prints
-// the whole help page followed by a bare error, so the flags' Required is
-// cleared here and kept as a list.
-func beforeAction(cmd *cli.Command) cli.BeforeFunc {
-	required := takeRequired(cmd.Flags)
-	return func(c *cli.Context) error {
-		c.App.Metadata[hintsKey] = hintContextOf(c)
-		for _, f := range required {
-			name := f.Names()[0]
-			if !c.IsSet(name) {
-				return usageError(c, "missing --%s (%s)", name, flagUsage(f))
-			}
-		}
-		return nil
-	}
-}
-
-// takeRequired clears Required on flags and returns the flags it was set on.
-func takeRequired(flags []cli.Flag) []cli.Flag {
-	var required []cli.Flag
-	for _, f := range flags {
-		switch f := f.(type) {
-		case *cli.StringFlag:
-			if f.Required {
-				f.Required = false
-				required = append(required, f)
-			}
-		case *cli.StringSliceFlag:
-			if f.Required {
-				f.Required = false
-				required = append(required, f)
-			}
-		}
-	}
-	return required
-}
-
-// flagUsage is a flag's help text, without urfave/cli's placeholder quotes.
-func flagUsage(f cli.Flag) string {
-	df, ok := f.(cli.DocGenerationFlag)
-	if !ok {
-		return ""
-	}
-	return strings.ReplaceAll(df.GetUsage(), "`", "")
-}
-
-// errorLine is how main prints an error: usage errors name their command
-// themselves.
-func errorLine(err error) string {
-	var u *usageErr
-	if errors.As(err, &u) {
-		return err.Error()
-	}
-	return "oci-tofu: " + err.Error()
-}
-
-// flagUsageError turns a flag parsing error into a usage error, with the
-// closest known flag for an unknown one (the OnUsageError hook; urfave/cli
-// would print "Incorrect Usage" and the whole help page).
-func flagUsageError(path string, cmd *cli.Command, err error) error {
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
-		name = strings.TrimLeft(name, "-")
-		msg = "unknown flag --" + name
-		var names []string
-		for _, f := range cmd.Flags {
-			names = append(names, f.Names()...)
-		}
-		if s := closest(name, names); s != "" {
-			msg += fmt.Sprintf("; did you mean --%s?", s)
-		}
-	} else {
-		msg = strings.ReplaceAll(msg, " -", " --")
-	}
-	return &usageErr{msg: path + ": " + msg, synopsis: synopsis(path, cmd)}
-}
-
-// unknownCommandAction is the action of the application and of commands
-// that only group subcommands. `help` shows the help (exit status 0, as
-// --help); no command, or an unknown one, is a usage error like any other
-// (exit status 1), naming the commands and the closest one. urfave/cli v2
-// would show its help action's "No help topic for …" with exit status 3,
-// and its CommandNotFound hook cannot return an error.
-func unknownCommandAction(path string, commands func() []*cli.Command) cli.ActionFunc {
-	return func(c *cli.Context) error {
-		if c.Args().First() == "help" {
-			if c.Command != nil && c.Command.Name != "" && len(c.Command.Subcommands) > 0 {
-				return cli.ShowSubcommandHelp(c)
-			}
-			return cli.ShowAppHelp(c)
-		}
-		var names []string
-		for _, cmd := range commands() {
-			if !cmd.Hidden {
-				names = append(names, cmd.Names()...)
-			}
-		}
-		sort.Strings(names)
-		synopsis := path + " COMMAND   (one of: " + strings.Join(names, ", ") + "; " + path + " --help for more)"
-		if c.NArg() == 0 {
-			return &usageErr{msg: path + ": missing command", synopsis: synopsis}
-		}
-		name := c.Args().First()
-		msg := fmt.Sprintf("%s: unknown command %q", path, name)
-		if s := closest(name, names); s != "" {
-			msg += fmt.Sprintf("; did you mean %q?", path+" "+s)
-		}
-		return &usageErr{msg: msg, synopsis: synopsis}
-	}
-}
-
-// closest is the candidate most like s, or "" when none is close enough
-// to be what was meant: one edit or swap of neighbours away (a typo in a
-// short name such as --kye), or else the best Jaro-Winkler match, as
-// urfave/cli's own suggestions use. urfave/cli's SuggestFlag and
-// SuggestCommand always suggest something, however far (and "help"), so
-// they cannot say "no suggestion".
-func closest(s string, candidates []string) string {
-	s = strings.ToLower(s)
-	for _, c := range candidates {
-		if len(s) >= 3 && len(c) >= 3 && editDistance(s, c) <= 1 {
-			return c
-		}
-	}
-	best, score := "", 0.0
-	for _, c := range candidates {
-		if d := smetrics.JaroWinkler(s, c, 0.7, 4); d > score {
-			best, score = c, d
-		}
-	}
-	if score < 0.75 {
-		return ""
-	}
-	return best
-}
-
-// editDistance counts the insertions, deletions, substitutions and swaps
-// of neighbouring letters that turn a into b (optimal string alignment).
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2, prev, cur := make([]int, len(rb)+1), make([]int, len(rb)+1), make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
-}
-
-func versionCommand() *cli.Command {
+func usageCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "version",
-		Usage: "print the version",
-		Action: func(c *cli.Context) error {
-			if err := wantArgs(c, 0, 0); err != nil {
-				return err
-			}
-			cli.ShowVersion(c) // as --version
-			return nil
-		},
+		Name:      "usage",
+		Usage:     "who downloaded what, from the proxy's audit trail or a fleet's counts",
+		ArgsUsage: "[ADDRESS[@VERSION]...]",
+		Description: `Answers from the audit trail of serve --audit-log (--audit-log FILE: the file and
+the files it was rotated into; or a directory of several replicas' files), or from the
+download counts a fleet keeps in its shared cache (--shared-cache URL, the Redis of
+serve --shared-cache; the password in OCI_TOFU_SHARED_CACHE_PASSWORD).
+
+  oci-tofu usage --audit-log audit.log                 the most downloaded addresses and
+                                                      versions, each client's downloads,
+                                                      the requests refused
+  oci-tofu usage --audit-log audit.log ADDRESS[@VERSION]   who downloaded it, when last
+  oci-tofu usage --audit-log audit.log --not-downloaded-since 90d
+                                                      versions not downloaded since then
+  oci-tofu usage --audit-log audit.log --client ci-prod   what one client downloads
+
+ADDRESS is what clients asked for: a provider (example.com/hashicorp/aws, with the
+proxy's host through the registry protocol), a module (host/namespace/name/system) or
+opentofu for OpenTofu releases. WHEN is a date (2026-08-01), a time (RFC 3339) or a
+period before now (90d, 36h). Counts are of artifacts delivered (provider and module
+packages, OpenTofu release files). A version never downloaded is in no trail:
+prune --keep-downloaded-within finds those in the registry.`,
+		Flags: append([]cli.Flag{
+			&cli.StringSliceFlag{Name: "audit-log", Usage: "a proxy's audit trail `FILE` (its rotated files are read too) or a directory of several replicas' (repeatable)"},
+			&cli.StringFlag{Name: "shared-cache", Usage: "Redis `URL` of a fleet's shared cache (serve --shared-cache), instead of audit files", EnvVars: []string{"OCI_TOFU_SHARED_CACHE"}},
+			&cli.StringFlag{Name: "ca-file", Usage: "PEM file of extra CA certificates to trust for rediss://", EnvVars: []string{"OCI_TOFU_CA_FILE"}},
+			&cli.StringFlag{Name: "since", Usage: "count downloads from `WHEN` on (audit files only)"},
+			&cli.StringFlag{Name: "until", Usage: "count downloads before `WHEN` (audit files only)"},
+			&cli.StringFlag{Name: "client", Usage: "count only the downloads of client `NAME`"},
+			&cli.StringFlag{Name: "not-downloaded-since", Usage: "list the versions last downloaded before `WHEN`"},
+			&cli.IntFlag{Name: "top", Value: 20, Usage: "at most `N` rows per list (0: all)"},
+		}, outputFlags()...),
+		Action: runUsage,
 	}
+}
+
+// usageReport is what usage prints (--json: as it is).
+type usageReport struct {
+	Source    usageSource    `json:"source"`
+	Events    int64          `json:"events"`
+	Malformed int64          `json:"malformed_lines,omitempty"`
+	Partial   bool           `json:"partial,omitempty"`
+	Addresses []audit.Row    `json:"addresses,omitempty"`
+	Versions  []audit.Row    `json:"versions,omitempty"`
+	Clients   []audit.Row    `json:"clients,omitempty"`
+	Refusals  []usageRefusal `json:"refusals,omitempty"`
+	Users     []audit.Row    `json:"users,omitempty"`
+	Unused    []audit.Row    `json:"not_downloaded_since,omitempty"`
+	Asked     []usageAsked   `json:"asked,omitempty"`
+	Window    *usageWindow   `json:"window,omitempty"`
+	unusedAt  time.Time
+}
+
+type usageSource struct {
+	Files       []string `json:"files,omitempty"`
+	SharedCache string   `json:"shared_cache,omitempty"`
+}
+
+type usageRefusal struct {
+	Client  string `json:"client"`
+	Outcome string `json:"outcome"`
+	Count   int64  `json:"count"`
+}
+
+type usageAsked struct {
+	Address string `json:"address"`
+	Version string `json:"version,omitempty"`
+}
+
+type usageWindow struct {
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+}
+
+func runUsage(c *cli.Context) error {
+	asked, err := usageArgs(c)
+	if err != nil {
+		return err
+	}
+	filter, err := usageFilter(c)
+	if err != nil {
+		return err
+	}
+	var unusedSince time.Time
+	if s := c.String("not-downloaded-since"); s != "" {
+		if unusedSince, err = parseWhen(s, time.Now()); err != nil {
+			return usageError(c, "--not-downloaded-since: %v", err)
+		}
+	}
+	tally, src, err := readUsage(c, filter)
+	if err != nil {
+		return err
+	}
+	rep := usageReport{Source: src, Events: tally.Events, Malformed: tally.Malformed, Partial: tally.Partial(), Asked: asked, unusedAt: unusedSince}
+	if !filter.Since.IsZero() || !filter.Until.IsZero() {
+		rep.Window = &usageWindow{Since: filter.Since, Until: filter.Until}
+	}
+	top := c.Int("top")
+	switch {
+	case len(asked) > 0:
+		rep.Users = limit(whoUses(tally, asked), 0)
+	case !unusedSince.IsZero():
+		rep.Unused = limit(notDownloadedSince(tally, unusedSince), top)
+	default:
+		rep.Addresses = limit(tally.Group(audit.ByAddress), top)
+		rep.Versions = limit(tally.Group(audit.ByVersion), top)
+		rep.Clients = limit(tally.Group(audit.ByClient), top)
+		rep.Refusals = refusals(tally)
+	}
+	return newReporter(c).result(rep, rep.human())
+}
+
+// usageArgs are the ADDRESS[@VERSION] arguments.
+func usageArgs(c *cli.Context) ([]usageAsked, error) {
+	var out []usageAsked
+	for _, a := range c.Args().Slice() {
+		addr, v, _ := strings.Cut(a, "@")
+		if addr == "" || strings.ContainsAny(addr, " \t\n") {
+			return nil, usageError(c, "%q: write an address as clients use it, ADDRESS[@VERSION]", a)
+		}
+		out = append(out, usageAsked{Address: strings.ToLower(addr), Version: v})
+	}
+	return out, nil
+}
+
+// usageFilter reads --since, --until and --client.
+func usageFilter(c *cli.Context) (audit.Filter, error) {
+	now := time.Now()
+	f := audit.Filter{Client: c.String("client")}
+	for _, w := range []struct {
+		flag string
+		at   *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if s := c.String(w.flag); s != "" {
+			t, err := parseWhen(s, now)
+			if err != nil {
+				return f, usageError(c, "--%s: %v", w.flag, err)
+			}
+			*w.at = t
+		}
+	}
+	return f, nil
+}
+
+// parseWhen reads a date, an RFC 3339 time, or a period before now.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := prune.ParsePeriod(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: write a date (2026-08-01), a time (RFC 3339) or a period before now (90d, 36h)", s)
+	}
+	return now.Add(-d), nil
+}
+
+// readUsage tallies the audit files, or reads the fleet's counts.
+func readUsage(c *cli.Context, f audit.Filter) (*audit.Tally, usageSource, error) {
+	logs, shared := c.StringSlice("audit-log"), c.String("shared-cache")
+	tally := audit.NewTally(f)
+	switch {
+	case len(logs) > 0 && shared != "":
+		return nil, usageSource{}, usageError(c, "give --audit-log or --shared-cache, not both")
+	case len(logs) > 0:
+		files, err := auditFiles(logs) // prune.go
+		if err != nil {
+			return nil, usageSource{}, err
+		}
+		return tally, usageSource{Files: files}, audit.Scan(c.Context, files, tally)
+	case shared != "":
+		if !f.Since.IsZero() || !f.Until.IsZero() {
+			return nil, usageSource{}, usageError(c, "--since and --until need audit files: the fleet's counts keep totals and the last download")
+		}
+		err := readFleetCounts(c, shared, tally)
+		return tally, usageSource{SharedCache: sharedstate.RedactURL(shared)}, err
+	}
+	return nil, usageSource{}, usageError(c, "give the audit trail (--audit-log FILE) or a fleet's shared cache (--shared-cache URL)")
+}
+
+// readFleetCounts adds the counts a fleet keeps in Redis to tally.
+func readFleetCounts(c *cli.Context, raw string, tally *audit.Tally) error {
+	transport, err := oci.NewTransport(oci.Options{CAFile: c.String("ca-file")})
+	if err != nil {
+		return err
+	}
+	r, err := sharedstate.OpenRedis(sharedstate.RedisOptions{URL: raw, Password: os.Getenv(sharedCachePasswordEnv), TLS: transport.TLSClientConfig, OpTimeout: 10 * time.Second})
+	if err != nil {
+		return fmt.Errorf("--shared-cache: %w", err)
+	}
+	defer r.Close()
+	counts, err := r.Downloads(c.Context)
+	if err != nil {
+		return fmt.Errorf("--shared-cache: %w", err)
+	}
+	for _, n := range counts {
+		tally.AddCount(audit.Key{Kind: n.Kind, Address: n.Address, Version: n.Version, Client: n.Client}, n.Count, n.Last)
+	}
+	return nil
+}
+
+// whoUses is the downloads of the asked addresses (and versions), by
+// version and client.
+func whoUses(t *audit.Tally, asked []usageAsked) []audit.Row {
+	var out []audit.Row
+	for _, r := range t.Group(audit.ByVersionClient) {
+		for _, a := range asked {
+			if strings.EqualFold(r.Address, a.Address) && (a.Version == "" || r.Version == a.Version) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// notDownloadedSince is the versions whose last download is before at,
+// the longest unused first.
+func notDownloadedSince(t *audit.Tally, at time.Time) []audit.Row {
+	var out []audit.Row
+	for _, r := range t.Group(audit.ByVersion) {
+		if r.Last.Before(at) {
+			out = append(out, r)
+		}
+	}
+	slicesSortByLast(out)
+	return out
+}
+
+func refusals(t *audit.Tally) []usageRefusal {
+	var out []usageRefusal
+	for r, n := range t.Refusals {
+		out = append(out, usageRefusal{Client: r.Client, Outcome: r.Outcome, Count: n})
+	}
+	sortRefusals(out)
+	return out
+}
+
+func limit(rows []audit.Row, n int) []audit.Row {
+	if n > 0 && len(rows) > n {
+		return rows[:n]
+	}
+	return rows
+}
+
+// human is the report as tables.
+func (r usageReport) human() string {
+	var b strings.Builder
+	from := strings.Join(r.Source.Files, ", ")
+	if r.Source.SharedCache != "" {
+		from = "the shared cache " + r.Source.SharedCache
+	}
+	if r.Source.Files != nil {
+		fmt.Fprintf(&b, "%d events in %s", r.Events, from)
+	} else {
+		fmt.Fprintf(&b, "download counts in %s", from)
+	}
+	if r.Malformed > 0 {
+		fmt.Fprintf(&b, " (%d lines that are not events skipped)", r.Malformed)
+	}
+	b.WriteString("\n")
+	if r.Partial {
+		fmt.Fprintf(&b, "partial: more than %d versions and clients; narrow with --since, --until or --client\n", audit.MaxKeys)
+	}
+	switch {
+	case r.Asked != nil:
+		table(&b, "who downloaded "+askedList(r.Asked), []string{"DOWNLOADS", "LAST", "VERSION", "CLIENT"}, r.Users, func(x audit.Row) []string {
+			return []string{fmt.Sprint(x.Count), day(x.Last), x.Version, x.Client}
+		})
+	case !r.unusedAt.IsZero():
+		table(&b, "not downloaded since "+day(r.unusedAt), []string{"LAST", "DOWNLOADS", "CLIENTS", "KIND", "ADDRESS", "VERSION"}, r.Unused, func(x audit.Row) []string {
+			return []string{day(x.Last), fmt.Sprint(x.Count), fmt.Sprint(x.Clients), x.Kind, x.Address, x.Version}
+		})
+	default:
+		table(&b, "addresses", []string{"DOWNLOADS", "CLIENTS", "LAST", "KIND", "ADDRESS"}, r.Addresses, func(x audit.Row) []string {
+			return []string{fmt.Sprint(x.Count), fmt.Sprint(x.Clients), day(x.Last), x.Kind, x.Address}
+		})
+		table(&b, "versions", []string{"DOWNLOADS", "CLIENTS", "LAST", "ADDRESS", "VERSION"}, r.Versions, func(x audit.Row) []string {
+			return []string{fmt.Sprint(x.Count), fmt.Sprint(x.Clients), day(x.Last), x.Address, x.Version}
+		})
+		table(&b, "clients", []string{"DOWNLOADS", "LAST", "CLIENT"}, r.Clients, func(x audit.Row) []string {
+			return []string{fmt.Sprint(x.Count), day(x.Last), x.Client}
+		})
+		table(&b, "refused", []string{"COUNT", "OUTCOME", "CLIENT"}, r.Refusals, func(x usageRefusal) []string {
+			return []string{fmt.Sprint(x.Count), x.Outcome, x.Client}
+		})
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// table writes a titled table, or that there is nothing.
+func table[T any](b *strings.Builder, title string, header []string, rows []T, cells func(T) []string) {
+	fmt.Fprintf(b, "\n%s:\n", title)
+	if len(rows) == 0 {
+		b.WriteString("  none\n")
+		return
+	}
+	w := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "  "+strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(w, "  "+strings.Join(cells(r), "\t"))
+	}
+	w.Flush()
+}
+
+func day(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04")
+}
+
+func askedList(asked []usageAsked) string {
+	var s []string
+	for _, a := range asked {
+		if a.Version != "" {
+			s = append(s, a.Address+"@"+a.Version)
+		} else {
+			s = append(s, a.Address)
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+func slicesSortByLast(rows []audit.Row) {
+	slices.SortStableFunc(rows, func(a, b audit.Row) int { return a.Last.Compare(b.Last) })
+}
+
+func sortRefusals(rs []usageRefusal) {
+	slices.SortFunc(rs, func(a, b usageRefusal) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Client, b.Client), cmp.Compare(a.Outcome, b.Outcome))
+	})
 }

@@ -23,7 +23,7 @@ const (
 
 // How a request ended.
 const (
-	OutcomeDelivered  = "delivered"  // sent whole (HEAD: answered)
+	OutcomeDelivered  = "delivered"  // sent whole (a HEAD of a download is no event)
 	OutcomeRedirected = "redirected" // handed the registry's storage URL
 	OutcomeAborted    = "aborted"    // cut mid-stream (client gone, digest mismatch, stall)
 	OutcomeFailed     = "failed"     // not served: absent, or the registry failing

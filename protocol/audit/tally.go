@@ -108,6 +108,25 @@ func (t *Tally) add(r *Record) {
 	u.count(1, r.Time, r.Time, r.Repository)
 }
 
+// AddCount counts n downloads of k, the last at last (a fleet's counts:
+// the first is not kept there).
+func (t *Tally) AddCount(k Key, n int64, last time.Time) {
+	if n <= 0 || !t.keeps(&Record{Time: last, Event: EventDownload, Outcome: OutcomeDelivered, Client: k.Client, Kind: k.Kind, Address: k.Address, Version: k.Version}) {
+		return
+	}
+	t.Events += n
+	u := t.Downloads[k]
+	if u == nil {
+		if len(t.Downloads) >= MaxKeys {
+			t.Dropped += n
+			return
+		}
+		u = &Use{First: last, Last: last}
+		t.Downloads[k] = u
+	}
+	u.count(n, last, last, "")
+}
+
 // count adds n downloads between first and last.
 func (u *Use) count(n int64, first, last time.Time, repo string) {
 	u.Count += n

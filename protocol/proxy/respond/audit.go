@@ -35,6 +35,8 @@ func (m *Metrics) audit(r *http.Request, rec *recorder, aborted bool) {
 	ev := rec.note
 	switch {
 	case ev.Outcome != "": // refused
+	case r.Method == http.MethodHead && ev.Event == audit.EventDownload:
+		return // delivers nothing (terraform asks before it downloads)
 	case ev.Event != "":
 		ev.Outcome = outcomeOf(rec.status, aborted)
 	default:
