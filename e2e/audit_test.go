@@ -282,3 +282,45 @@ func install(s *served, token, want string) (ok, delivered bool) {
 	}
 	return true, "sha256:"+hex.EncodeToString(h.Sum(nil)) == want
 }
+
+// A fleet answers usage questions from the Redis it shares, without
+// audit files: each replica adds the packages it delivered to counts
+// there (flushed at the latest when it stops), and `oci-tofu usage
+// --shared-cache` reads the fleet's totals.
+func TestFleetUsageFromTheSharedCache(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	pushHello(t, reg.Host+"/providers/test/hello", "1.0.0")
+	redis := testenv.StartRedis(t)
+	pol := filepath.Join(t.TempDir(), "policy.hcl")
+	os.WriteFile(pol, []byte(fmt.Sprintf("client \"ci\" {\n  tokens = [%q]\n  providers = [\"*/*/*\"]\n}\nclient \"dev\" {\n  tokens = [%q]\n  providers = [\"*/*/*\"]\n}\n",
+		policy.TokenHash("ci-token"), policy.TokenHash("dev-token"))), 0o600)
+	replica := func() *served {
+		return startServe(t, "--provider-template", reg.Host+"/providers/${namespace}/${type}", "--policy", pol, "--shared-cache", redis.URL(), "--shared-cache-timeout", "2s")
+	}
+	a, b := replica(), replica()
+	want := "sha256:" + fixtureZipSHA(t, "1.0.0", "linux_amd64")
+	for s, installs := range map[*served]map[string]int{a: {"ci-token": 3, "dev-token": 1}, b: {"ci-token": 2}} {
+		for token, n := range installs {
+			for range n {
+				if _, delivered := install(s, token, want); !delivered {
+					t.Fatalf("install with %s failed", token)
+				}
+			}
+		}
+	}
+	a.stop(t)
+	b.stop(t)
+	var rep struct {
+		Clients []audit.Row `json:"clients"`
+		Users   []audit.Row `json:"users"`
+	}
+	out := mustRun(t, "usage", "--json", "--shared-cache", redis.URL())
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Clients) != 2 ||
+		rep.Clients[0].Client != "ci" || rep.Clients[0].Count != 5 || rep.Clients[1].Client != "dev" || rep.Clients[1].Count != 1 {
+		t.Fatalf("usage --shared-cache: %v\n%s", err, out)
+	}
+	out = mustRun(t, "usage", "--json", "--shared-cache", redis.URL(), "example.com/test/hello@1.0.0")
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Users) != 2 || time.Since(rep.Users[0].Last) > time.Minute {
+		t.Fatalf("usage --shared-cache example.com/test/hello@1.0.0: %v\n%s", err, out)
+	}
+}
