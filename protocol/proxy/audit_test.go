@@ -158,3 +158,32 @@ provider "example.com/team-a/hello" {
 // another if it were written as it came (net/http sends no newline in a
 // header: the audit package's own test writes those).
 const forgingAgent = `OpenTofu/1.10.6 "},{"v":1,"client":"forged","x":"\\`
+
+// An audit file that cannot be written (a full disk) costs no client
+// anything: downloads are served, the events lost are counted in
+// oci_tofu_audit_events_lost_total and the failure is logged once.
+func TestAuditFileFullKeepsServing(t *testing.T) {
+	dir, open := layoutStore(t)
+	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	trail, err := audit.Open(audit.Options{Path: "/dev/full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trail.Close()
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), Audit: trail})
+	var doc struct {
+		Archives map[string]struct{ URL string } `json:"archives"`
+	}
+	r := p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &doc)
+	for range 3 {
+		if got := p.get(t, resolve(t, r.URL, doc.Archives["linux_amd64"].URL)); got.Status != 200 {
+			t.Fatalf("download with a full audit disk: %d", got.Status)
+		}
+	}
+	trail.Flush()
+	metrics := string(p.get(t, "/metrics").Body)
+	if !strings.Contains(metrics, "oci_tofu_audit_events_lost_total 3") {
+		t.Errorf("metrics do not count 3 lost events:\n%s", grepLines(metrics, "oci_tofu_audit"))
+	}
+}
+
