@@ -186,4 +186,3 @@ func TestAuditFileFullKeepsServing(t *testing.T) {
 		t.Errorf("metrics do not count 3 lost events:\n%s", grepLines(metrics, "oci_tofu_audit"))
 	}
 }
-
