@@ -23,8 +23,6 @@ func (m *Metrics) AuditTo(sink audit.Sink, documents bool) {
 	m.sinks = &auditSinks{sink: sink, documents: documents}
 }
 
-// AuditsDocuments reports whether documents are audited.
-func (m *Metrics) AuditsDocuments() bool { return m.sinks != nil && m.sinks.documents }
 
 // maxAuditField bounds what a client sent (user agent, path) in an event.
 const maxAuditField = 512

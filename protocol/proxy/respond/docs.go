@@ -162,7 +162,10 @@ func (s *Responder) writeDoc(w http.ResponseWriter, r *http.Request, d document)
 		writeEncoded(w, r, d.body, d.length)
 		return
 	}
-	ticket := s.ticketFor(w, d.tickets)
+	ticket := ""
+	if len(d.tickets) > 0 && s.URLs != nil { // signed URLs name who they were handed to
+		ticket = s.ticketFor(w)
+	}
 	if sp := d.spliced.Load(); sp != nil && sp.ticket == ticket && s.sameBase(r, sp) {
 		writeEncoded(w, r, sp.body, sp.length)
 		return
@@ -459,4 +462,16 @@ func (u *URLSigner) verify(path string, q url.Values) error {
 // ttl.
 func NewURLSigner(key []byte, ttl time.Duration) *URLSigner {
 	return &URLSigner{key: key, ttl: ttl, Now: time.Now}
+}
+
+// LocationOf is the URL a FileRef names, for a header (a module's
+// X-Terraform-Get) answering w's request: base in place of BaseMark, and
+// the ticket, if any.
+func (s *Responder) LocationOf(w http.ResponseWriter, base, ref string) string {
+	ref = base + strings.TrimPrefix(ref, BaseMark)
+	ticket := ""
+	if strings.HasSuffix(ref, ticketMark) {
+		ticket = s.ticketFor(w)
+	}
+	return strings.Replace(ref, ticketMark, ticket, 1)
 }

@@ -125,7 +125,7 @@ func ReadDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request,
 		}
 		return req, key, true
 	}
-	if s.Metrics.AuditsDocuments() {
+	if s.Metrics.sinks != nil && s.Metrics.sinks.documents {
 		return auditedDocRequest(s, w, r, key, strings.TrimPrefix(path, prefix), parse, scope)
 	}
 	if s.serveFreshDoc(w, r, key) {

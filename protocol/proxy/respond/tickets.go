@@ -43,12 +43,8 @@ func encodedMark(m string) []byte {
 }
 
 // ticketFor is the ticket the signed URLs of an answer to w's request
-// carry: empty without an audit trail, for a document with no signed
-// URLs, or for a client with no name.
-func (s *Responder) ticketFor(w http.ResponseWriter, tickets []int) string {
-	if len(tickets) == 0 || s.URLs == nil {
-		return ""
-	}
+// carry: empty without an audit trail, or for a client with no name.
+func (s *Responder) ticketFor(w http.ResponseWriter) string {
 	rec, ok := w.(*recorder)
 	if !ok || rec.sinks == nil || rec.who.Client == "" {
 		return ""
@@ -97,16 +93,4 @@ func (u *URLSigner) handedTo(q url.Values) Who {
 type ticketMemo struct {
 	tickets     sync.Map
 	ticketCount atomic.Int64
-}
-
-// LocationOf is the URL a FileRef names, for a header (a module's
-// X-Terraform-Get) answering w's request: base in place of BaseMark, and
-// the ticket, if any.
-func (s *Responder) LocationOf(w http.ResponseWriter, base, ref string) string {
-	ref = base + strings.TrimPrefix(ref, BaseMark)
-	ticket := ""
-	if strings.HasSuffix(ref, ticketMark) {
-		ticket = s.ticketFor(w, []int{0})
-	}
-	return strings.Replace(ref, ticketMark, ticket, 1)
 }
