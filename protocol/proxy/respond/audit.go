@@ -23,7 +23,6 @@ func (m *Metrics) AuditTo(sink audit.Sink, documents bool) {
 	m.sinks = &auditSinks{sink: sink, documents: documents}
 }
 
-
 // maxAuditField bounds what a client sent (user agent, path) in an event.
 const maxAuditField = 512
 
