@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 )
@@ -184,5 +186,42 @@ func TestAuditFileFullKeepsServing(t *testing.T) {
 	metrics := string(p.get(t, "/metrics").Body)
 	if !strings.Contains(metrics, "oci_tofu_audit_events_lost_total 3") {
 		t.Errorf("metrics do not count 3 lost events:\n%s", grepLines(metrics, "oci_tofu_audit"))
+	}
+}
+
+// A module's package is a download too, named for the client by the
+// ticket of the X-Terraform-Get URL it was handed; with AuditDocuments,
+// every document is an event, naming the address it asked about.
+func TestAuditTrailOfModulesAndDocuments(t *testing.T) {
+	mdir, mopen := moduleStore(t)
+	zip := moduleZip(t, "1.0.0")
+	push(t, mopen("team-a", "net", "aws"), moduleArtifact(t, zip), names.TagForVersion(mustVersion(t, "1.0.0")))
+	const token = "token-of-team-a"
+	trail, path := openTrail(t)
+	p := startProxy(t, Options{
+		ModuleMappings:   []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
+		RegistryHostname: "example.com",
+		Audit:            trail,
+		AuditDocuments:   true,
+		Policy:           mustPolicy(t, fmt.Sprintf("client \"team-a\" {\n  tokens = [%q]\n  modules = [\"*/team-a/*/*\"]\n}\n", policy.TokenHash(token))),
+	})
+	as := map[string]string{"Authorization": "Bearer " + token, "User-Agent": "Terraform/1.11.4"}
+	p.do(t, http.MethodGet, "/v1/modules/team-a/net/aws/versions", as)
+	archive := p.moduleDownload(t, "/v1/modules/team-a/net/aws/1.0.0/download", as)
+	if got := p.get(t, archive); got.Status != 200 || !bytes.Equal(got.Body, zip) {
+		t.Fatalf("module archive: %d", got.Status)
+	}
+	evs := readAudit(t, trail, path)
+	if len(evs) != 3 {
+		t.Fatalf("%d events, want 3 (two documents, one download): %+v", len(evs), evs)
+	}
+	for i, want := range []string{audit.EventDocument, audit.EventDocument, audit.EventDownload} {
+		ev := evs[i]
+		if ev.Event != want || ev.Client != "team-a" || ev.Kind != string(names.KindModule) || ev.Address != "example.com/team-a/net/aws" || ev.Outcome != audit.OutcomeDelivered {
+			t.Errorf("event %d: %+v", i, ev)
+		}
+	}
+	if dl := evs[2]; dl.Version != "1.0.0" || dl.Identity != audit.IdentitySignedURL || dl.Digest != "sha256:"+sha256Hex(zip) || dl.Source != audit.SourceHeld {
+		t.Errorf("module download: %+v", dl)
 	}
 }
