@@ -176,8 +176,10 @@ type Metrics struct {
 	cacheCounters atomic.Pointer[map[string]*cacheCounters]
 	cacheMu       sync.Mutex
 	// sinks, when set, get an event for every artifact delivered and
-	// every request refused (and every document with documents).
-	sinks *auditSinks
+	// every request refused (and every document with documents);
+	// outcomes counts those events.
+	sinks    *auditSinks
+	outcomes *outcomeMetrics
 }
 
 func NewMetrics() *Metrics {
@@ -217,6 +219,7 @@ func NewMetrics() *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.cache, m.bytesStreamed, m.archiveRedirects, m.upstreamErrs, m.streamAborts, m.etiquette, m.throttleWait, m.tlsReloads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.outcomes = newOutcomeMetrics(m.reg)
 	return m
 }
 
@@ -551,7 +554,10 @@ func documentRequest(w http.ResponseWriter, kind names.Kind, address string) {
 		return
 	}
 	rec.docKind, rec.docAddress = kind, address
-	if ev := noteOf(w); rec.sinks.documents && ev.Event == "" {
+	if !rec.sinks.documents {
+		return // no event unless the request is refused: nothing made
+	}
+	if ev := noteOf(w); ev.Event == "" {
 		ev.Event = audit.EventDocument
 	}
 }

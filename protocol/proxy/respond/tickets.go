@@ -43,14 +43,14 @@ func encodedMark(m string) []byte {
 }
 
 // ticketFor is the ticket the signed URLs of an answer to w's request
-// carry: empty without an audit trail, for a document with no signed
-// URLs, or for a client with no name.
+// carry: empty without an audit trail (or fleet counts) naming clients,
+// for a document with no signed URLs, or for a client with no name.
 func (s *Responder) ticketFor(w http.ResponseWriter, tickets []int) string {
 	if len(tickets) == 0 || s.URLs == nil {
 		return ""
 	}
 	rec, ok := w.(*recorder)
-	if !ok || rec.sinks == nil || rec.who.Client == "" {
+	if !ok || rec.sinks == nil || !rec.sinks.tickets || rec.who.Client == "" {
 		return ""
 	}
 	return s.URLs.ticket(rec.who.Client)
