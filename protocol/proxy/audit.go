@@ -10,8 +10,9 @@ import (
 
 // What was served to whom (docs/audit.md): every artifact delivered and
 // every request refused is an event (protocol/audit), taken by the audit
-// file (Options.Audit) and, when the fleet shares a Redis, by its
-// download counts, which `oci-tofu usage --shared-cache` reads.
+// file (Options.Audit), when the fleet shares a Redis by its download
+// counts, which `oci-tofu usage --shared-cache` reads, and always by the
+// page's figures of downloads and by the metrics.
 
 // countsFlushEvery is how often a replica adds its downloads to the
 // fleet's counts.
@@ -24,7 +25,7 @@ type downloadCounter interface {
 }
 
 // startAudit hands the requests' events to the audit file and the
-// fleet's counts, those that are configured.
+// fleet's counts, those that are configured, and to the page.
 func (s *Server) startAudit() {
 	var sinks audit.Sinks
 	if s.opts.Audit != nil {
@@ -37,9 +38,13 @@ func (s *Server) startAudit() {
 		}, countsFlushEvery, s.log)
 		sinks = append(sinks, s.counts)
 	}
-	if len(sinks) > 0 {
-		s.metrics.AuditTo(sinks, s.opts.AuditDocuments)
-	}
+	// The page's figures, whatever else is configured: events are
+	// always made (for downloads and refusals only, documents too with
+	// AuditDocuments). Signed URLs name their client for the sinks that
+	// tell who downloaded what.
+	named := len(sinks) > 0
+	sinks = append(sinks, s.page.Downloads())
+	s.metrics.AuditTo(sinks, s.opts.AuditDocuments, named)
 }
 
 func fleetCounts(cs []audit.Count) []sharedstate.DownloadCount {

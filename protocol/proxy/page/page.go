@@ -21,6 +21,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
@@ -38,9 +39,10 @@ const PagePath = "/"
 var pageFS embed.FS
 
 var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
-	"ago":   ago,
-	"join":  strings.Join,
-	"slash": breakAfterSlashes,
+	"ago":     ago,
+	"join":    strings.Join,
+	"slash":   breakAfterSlashes,
+	"outcome": outcomeClass,
 }).ParseFS(pageFS, "page.html.tmpl"))
 
 // Config is what the page shows of the server's configuration.
@@ -77,9 +79,10 @@ type Config struct {
 // the responder's respond.Observer and, with a shared store, shares with
 // the fleet's other replicas — so it is fast and needs no registry.
 type Page struct {
-	cfg   Config
-	seen  *seen
-	fleet *fleetSeen // nil without a shared store
+	cfg       Config
+	seen      *seen
+	downloads *downloads
+	fleet     *fleetSeen // nil without a shared store
 }
 
 // New is a page showing cfg, with an empty record.
@@ -87,11 +90,15 @@ func New(cfg Config) *Page {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Page{cfg: cfg, seen: newSeen()}
+	return &Page{cfg: cfg, seen: newSeen(), downloads: newDownloads()}
 }
 
 // Observer is told what was served: the page's record.
 func (s *Page) Observer() respond.Observer { return s.seen }
+
+// Downloads takes the requests' audit events, for the page's figures of
+// downloads (this replica's: they are not shared with the fleet).
+func (s *Page) Downloads() audit.Sink { return s.downloads }
 
 // Share publishes the record on board and shows the other replicas'
 // records beside it, until Close.
@@ -114,6 +121,10 @@ type pageData struct {
 	Seen       seenView
 	Fleet      *fleetView  // with a shared store (seen_fleet.go)
 	Policy     *policyView // nil without a policy
+	// Downloads, deprecated versions in use, and the newest events
+	// (this replica's, downloads.go); nil on the minimal page.
+	Downloads  *downloadsView
+	Deprecated []versionInUse
 	Snippets   []snippet
 	// Caller is who the request's token names, with client
 	// authentication ("" without one).
@@ -173,6 +184,8 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.Mappings = s.mappingViews()
 		d.Policy = s.policyView()
 		d.OwnModules = s.cfg.OwnModules
+		dv := s.downloads.view()
+		d.Downloads, d.Deprecated = &dv, dv.deprecatedInUse(d.Seen)
 	}
 	d.Serves = s.serves()
 	if s.cfg.Minimal && s.cfg.Caller != nil {
@@ -426,6 +439,18 @@ func hclList(items []string) string {
 // slashes, on narrow screens (escaped, then <wbr> after each "/").
 func breakAfterSlashes(s string) template.HTML {
 	return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(s), "/", "/<wbr>"))
+}
+
+// outcomeClass is the style of an audit outcome: ok for an artifact
+// delivered, bad for a request refused, warn otherwise.
+func outcomeClass(outcome string) string {
+	switch {
+	case outcome == audit.OutcomeDelivered || outcome == audit.OutcomeRedirected:
+		return "ok"
+	case isRefusal(outcome):
+		return "bad"
+	}
+	return "warn"
 }
 
 // ago is a time as "3m ago".

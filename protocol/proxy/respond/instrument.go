@@ -18,6 +18,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/deliver"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/opencontainers/go-digest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -176,8 +178,10 @@ type Metrics struct {
 	cacheCounters atomic.Pointer[map[string]*cacheCounters]
 	cacheMu       sync.Mutex
 	// sinks, when set, get an event for every artifact delivered and
-	// every request refused (and every document with documents).
-	sinks *auditSinks
+	// every request refused (and every document with documents);
+	// outcomes counts those events.
+	sinks    *auditSinks
+	outcomes *outcomeMetrics
 }
 
 func NewMetrics() *Metrics {
@@ -217,6 +221,7 @@ func NewMetrics() *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.cache, m.bytesStreamed, m.archiveRedirects, m.upstreamErrs, m.streamAborts, m.etiquette, m.throttleWait, m.tlsReloads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.outcomes = newOutcomeMetrics(m.reg)
 	return m
 }
 
@@ -551,7 +556,10 @@ func documentRequest(w http.ResponseWriter, kind names.Kind, address string) {
 		return
 	}
 	rec.docKind, rec.docAddress = kind, address
-	if ev := noteOf(w); rec.sinks.documents && ev.Event == "" {
+	if !rec.sinks.documents {
+		return // no event unless the request is refused: nothing made
+	}
+	if ev := noteOf(w); ev.Event == "" {
 		ev.Event = audit.EventDocument
 	}
 }
@@ -560,4 +568,110 @@ func documentRequest(w http.ResponseWriter, kind names.Kind, address string) {
 func auditsRequests(w http.ResponseWriter) bool {
 	rec, ok := w.(*recorder)
 	return ok && rec.sinks != nil
+}
+
+// maxAuditField bounds what a client sent (user agent, path) in an event.
+const maxAuditField = 512
+
+// audit hands the sinks the event rec's request made: a download, a
+// refusal, or a document (noted only when documents are audited).
+func (m *Metrics) audit(r *http.Request, rec *recorder, aborted bool) {
+	ev := rec.note
+	switch {
+	case ev.Outcome != "": // refused
+	case r.Method == http.MethodHead && ev.Event == audit.EventDownload:
+		return // delivers nothing (terraform asks before it downloads)
+	case ev.Event != "":
+		ev.Outcome = outcomeOf(rec.status, aborted)
+	default:
+		return
+	}
+	ev.Client, ev.Identity, ev.Subject, ev.Token = rec.who.Client, rec.who.Identity, rec.who.Subject, rec.who.Token
+	if ev.Client == "" {
+		ev.Client, ev.Identity = "anonymous", audit.IdentityNone
+	}
+	if ev.Event == "" {
+		ev.Event = audit.EventDocument
+	}
+	if ev.Address == "" && rec.docAddress != "" {
+		ev.Kind, ev.Address = string(rec.docKind), rec.docAddress
+	}
+	if ev.Address == "" && ev.Kind != string(names.KindTofu) {
+		ev.Path = clip(r.URL.EscapedPath())
+	}
+	ev.Time = time.Now().UTC()
+	ev.Remote = remoteIP(r)
+	ev.UserAgent = clip(r.UserAgent())
+	ev.Status = rec.status
+	if ev.Status == 0 && !aborted {
+		ev.Status = http.StatusOK
+	}
+	ev.Bytes = rec.bytes
+	m.outcomes.count(ev)
+	m.sinks.sink.Record(ev)
+}
+
+// count counts ev if it is an artifact delivered or a request refused.
+func (m *outcomeMetrics) count(ev *audit.Event) {
+	if ev.Delivered() {
+		k := indexOf(downloadKinds[:], ev.Kind)
+		src := indexOf(downloadSources[:2], ev.Source)
+		if src < 0 {
+			src = 2
+		}
+		if k >= 0 {
+			m.downloads[k][src].Inc()
+		}
+		return
+	}
+	if o := indexOf(refusalOutcomes[:], ev.Outcome); o >= 0 {
+		m.refusals[o].Inc()
+	}
+}
+
+func indexOf(set []string, s string) int {
+	for i, x := range set {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// outcomeOf is the audit outcome of a request that was not refused.
+func outcomeOf(status int, aborted bool) string {
+	switch {
+	case aborted:
+		return audit.OutcomeAborted
+	case status == 0 || status >= 200 && status < 300:
+		return audit.OutcomeDelivered
+	case status >= 300 && status < 400:
+		return audit.OutcomeRedirected
+	}
+	return audit.OutcomeFailed
+}
+
+// clip bounds a string a client sent.
+func clip(s string) string {
+	if len(s) > maxAuditField {
+		return s[:maxAuditField]
+	}
+	return s
+}
+
+// noteBlob notes where a delivered blob comes from: the registry
+// (held, with its repository), a file pull-through is downloading, or
+// bytes the proxy made.
+func noteBlob(ev *audit.Event, b *source.Blob) {
+	switch {
+	case b.Pulling != nil:
+		ev.Source, ev.Digest = audit.SourcePulled, b.Pulling.Digest()
+	case b.Repo != nil:
+		ev.Source, ev.Digest, ev.Repository = audit.SourceHeld, b.Layer.Digest.String(), b.Repo.Name()
+	default:
+		ev.Digest = digest.FromBytes(b.Data).String()
+	}
+	if b.From != nil && b.From.Repo != nil && ev.Repository == "" {
+		ev.Repository = b.From.Repo.Name()
+	}
 }

@@ -43,10 +43,11 @@ func encodedMark(m string) []byte {
 }
 
 // ticketFor is the ticket the signed URLs of an answer to w's request
-// carry: empty without an audit trail, or for a client with no name.
+// carry: empty without an audit trail (or fleet counts) naming
+// clients, or for a client with no name.
 func (s *Responder) ticketFor(w http.ResponseWriter) string {
 	rec, ok := w.(*recorder)
-	if !ok || rec.sinks == nil || rec.who.Client == "" {
+	if !ok || rec.sinks == nil || !rec.sinks.tickets || rec.who.Client == "" {
 		return ""
 	}
 	return s.URLs.ticket(rec.who.Client)
