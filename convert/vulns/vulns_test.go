@@ -47,19 +47,19 @@ func brief(fs []Finding) []string {
 
 func TestGoVersionToSemver(t *testing.T) {
 	for in, want := range map[string]string{
-		"go1":                          "v1.0.0",
-		"go1.0":                        "",
-		"go1.21":                       "v1.21.0",
-		"go1.21.0":                     "v1.21.0",
-		"go1.22.1":                     "v1.22.1",
-		"go1.22rc1":                    "v1.22.0-rc.1",
-		"go1.19beta2":                  "v1.19.0-beta.2",
-		"go1.20-pre4":                  "v1.20.0-pre.4",
+		"go1":                           "v1.0.0",
+		"go1.0":                         "",
+		"go1.21":                        "v1.21.0",
+		"go1.21.0":                      "v1.21.0",
+		"go1.22.1":                      "v1.22.1",
+		"go1.22rc1":                     "v1.22.0-rc.1",
+		"go1.19beta2":                   "v1.19.0-beta.2",
+		"go1.20-pre4":                   "v1.20.0-pre.4",
 		"go1.22.1 X:nocoverageredesign": "v1.22.1",
-		"devel go1.27-abcdef":          "",
-		"":                             "",
-		"1.22.1":                       "",
-		"go1.22.1.1":                   "",
+		"devel go1.27-abcdef":           "",
+		"":                              "",
+		"1.22.1":                        "",
+		"go1.22.1.1":                    "",
 	} {
 		if got := GoVersionToSemver(in); got != want {
 			t.Errorf("GoVersionToSemver(%q) = %q, want %q", in, got, want)
@@ -239,7 +239,7 @@ func hostileDir(t *testing.T) string {
 		// Over MaxEntryBytes.
 		"H-huge": `{"id":"H-huge","summary":"` + strings.Repeat("a", MaxEntryBytes) + `"}`,
 		// Deep nesting, under the size bound.
-		"H-deep": `{"id":"H-deep","affected":` + strings.Repeat("[", 400_000) + strings.Repeat("]", 400_000) + `}`,
+		"H-deep":        `{"id":"H-deep","affected":` + strings.Repeat("[", 400_000) + strings.Repeat("]", 400_000) + `}`,
 		"H-deep-object": `{"id":"H-deep-object","x":` + strings.Repeat(`{"a":`, 100_000) + "1" + strings.Repeat("}", 100_000) + `}`,
 		// Too many events, ranges, affected modules, aliases.
 		"H-many-events":   manyEvents("H-many-events", MaxEvents+2),
