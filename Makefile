@@ -11,6 +11,9 @@ DISTRIBUTION_VERSION := v3.0.0
 CRANE_VERSION        := v0.22.1
 REGCTL_VERSION       := v0.11.7
 STATICCHECK_VERSION  := v0.8.2
+# govulncheck is the reference convert/vulns's module-level matching is
+# checked against (convert/vulns/vulns_test.go).
+GOVULNCHECK_VERSION  := v1.9.0
 # cosign checks what `push provider --attest-key` signs (e2e/attest_test.go).
 COSIGN_VERSION       := v3.1.3
 # The oras CLI copies, backs up and restores releases (e2e/copy_oras_test.go).
@@ -59,8 +62,8 @@ chart: $(TOOLS)/helm
 	$(TOOLS)/helm package deploy/helm/oci-tofu --destination $(CHART_DIR) --app-version $(VERSION)
 	$(if $(CHART_PUSH),$(TOOLS)/helm push $(CHART_DIR)/oci-tofu-$(CHART_VERSION).tgz $(CHART_PUSH))
 
-## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl, oras, cosign, helm and Renovate in .tools/bin
-tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/oras $(TOOLS)/cosign $(TOOLS)/helm $(TOOLS)/renovate
+## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl, oras, cosign, helm, govulncheck and Renovate in .tools/bin
+tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/oras $(TOOLS)/cosign $(TOOLS)/helm $(TOOLS)/govulncheck $(TOOLS)/renovate
 
 $(TOOLS)/tofu: tools/tofu/go.mod tools/tofu/go.sum
 	@mkdir -p $(TOOLS)
@@ -89,6 +92,10 @@ $(TOOLS)/cosign:
 $(TOOLS)/helm:
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+
+$(TOOLS)/govulncheck:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
 
 ## kubernetes-yaml: deploy/kubernetes.yaml, the chart rendered with deploy/kubernetes-values.yaml
 ## (for kubectl apply without helm; e2e/chart_test.go checks that the committed file is this rendering)
@@ -173,7 +180,7 @@ FUZZ_TARGETS := \
 	./convert/pkghash:FuzzZipH1 ./convert/modulepkg:FuzzCheckZip ./convert/lockfile:FuzzReadLockFile ./convert/lockfile:FuzzSignedZipHashes \
 	./convert/cliconfig:FuzzReadOCIMirrors ./convert/tfconfig:FuzzLoad ./convert/pgp:FuzzVerifyDetached \
 	./convert/sha256sums:FuzzReadAgreesWithTofu ./protocol/proxy/providers:FuzzParsePaths ./protocol/proxy/modules:FuzzParseModulePaths ./protocol/proxy/tofudl:FuzzParseTofuPaths ./protocol/proxy:FuzzServeHTTP \
-	./convert/policy:FuzzParse
+	./convert/policy:FuzzParse ./convert/vulns:FuzzParseEntry
 # Go 1.26's fuzz coordinator can fail a run at the -fuzztime boundary with a
 # bare "context deadline exceeded" and no input (golang/go#75804, fixed in Go
 # 1.27) when the machine is busy: such a run, and only such a run (no failing

@@ -21,5 +21,7 @@
 //   - sha256sums: SHA256SUMS files, read and written as OpenTofu reads them
 //   - tfconfig: configurations read as the clients read them: the
 //     providers they require and their version constraints
+//   - vulns: Go binaries' modules matched against an offline OSV
+//     vulnerability database in the Go database's layout
 //   - wire: the protocols' documents
 package convert
