@@ -103,6 +103,9 @@ func readEntry(f *zip.File, tempDir string) (*Executable, error) {
 	if !isExecutable(f.Name, head) {
 		return nil, nil
 	}
+	if !plain(f.Name) {
+		return nil, fmt.Errorf("the executable %q is not named in printable UTF-8", f.Name)
+	}
 	tmp, err := os.CreateTemp(tempDir, "oci-tofu-sbom-*")
 	if err != nil {
 		return nil, err
