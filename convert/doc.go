@@ -18,6 +18,8 @@
 //   - policy: the policy file, its bounds and its decisions
 //   - providerdir: `providers mirror` directories, imported and exported
 //   - release: provider and OpenTofu release directories → artifacts
+//   - sbom: SBOMs of provider packages (SPDX 2.3 JSON) from the Go build
+//     information of their executables
 //   - sha256sums: SHA256SUMS files, read and written as OpenTofu reads them
 //   - tfconfig: configurations read as the clients read them: the
 //     providers they require and their version constraints

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/convert/sbom"
 )
 
 // SPDXPredicateType is the predicate type of an SPDX SBOM attestation:
 // `cosign verify-attestation --type spdxjson` asks for it.
-const SPDXPredicateType = "https://spdx.dev/Document"
+const SPDXPredicateType = sbom.SPDXPredicateType
 
 // spdxDocument is an SPDX 2.3 document in its JSON form, with the fields
 // an SBOM of Go module dependencies needs (the SPDX 2.3 specification,
@@ -106,7 +108,10 @@ func spdxSBOM(in sbomInput) (*spdxDocument, error) {
 	stdlib := spdxPackage{
 		SPDXID: "SPDXRef-Go-stdlib", Name: "stdlib", VersionInfo: in.Build.GoVersion,
 		DownloadLocation: "https://go.dev/dl/", PrimaryPurpose: "LIBRARY",
-		ExternalRefs: []spdxExternalRef{purl("pkg:golang/stdlib@" + in.Build.GoVersion)},
+	}
+	if p := sbom.StdlibPURL(in.Build.GoVersion); p != "" {
+		// as convert/sbom names it, for the vulnerability scanners
+		stdlib.ExternalRefs = []spdxExternalRef{purl(p)}
 	}
 	doc.Packages = append(doc.Packages, main, stdlib)
 	doc.Relationships = append(doc.Relationships,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // The SBOM lists every module of the build information once, replaced
@@ -59,6 +61,31 @@ func TestSPDXSBOM(t *testing.T) {
 	}
 	if doc.CreationInfo.Created != "2023-11-14T22:13:20Z" {
 		t.Errorf("created %s, want SOURCE_DATE_EPOCH's time", doc.CreationInfo.Created)
+	}
+	if !strings.Contains(string(b), `"referenceLocator":"pkg:golang/stdlib@1.26.8"`) {
+		t.Errorf("the standard library's purl is not as syft and OSV name it: %s", b)
+	}
+	schemaFile, err := os.Open("../../convert/sbom/testdata/spdx-schema-2.3.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer schemaFile.Close()
+	schemaDoc, err := jsonschema.UnmarshalJSON(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("spdx-schema-2.3.json", schemaDoc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("spdx-schema-2.3.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b))); err != nil {
+		t.Fatal(err)
+	} else if err := schema.Validate(v); err != nil {
+		t.Errorf("the SBOM is invalid by the SPDX 2.3 schema: %v", err)
 	}
 	if _, err := spdxSBOM(sbomInput{Image: in.Image}); err == nil {
 		t.Error("a binary without build information gave an SBOM")
