@@ -1,0 +1,103 @@
+package sbom
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// Where SBOMs are stored: each as an OCI 1.1 referrer of the platform
+// manifest it describes, artifact type SPDXMediaType, one layer holding
+// the SPDX JSON — where Trivy, cosign and policy engines look for them
+// (a registry without the referrers API lists it in the sha256-<hex>
+// index oras-go keeps, as the signatures are; `regctl image copy
+// --referrers` and `oras cp -r` copy it).
+
+// ErrNoSBOM is Read's answer for a platform manifest without an SBOM.
+var ErrNoSBOM = errors.New("no SBOM is stored for it")
+
+// AnnotationCreated is the SBOM's creation time, as the document says.
+const AnnotationCreated = ocispec.AnnotationCreated
+
+// Attach stores the SPDX document spdx as a referrer of subject (a
+// platform manifest in repo), unless one with the same bytes is there
+// already: written is false then, and Attach wrote nothing.
+func Attach(ctx context.Context, repo oci.Repository, subject digest.Digest, spdx []byte, created time.Time) (d ocispec.Descriptor, written bool, err error) {
+	held, err := oci.ReadReferrers(ctx, repo, subject, SPDXMediaType)
+	if err != nil {
+		return ocispec.Descriptor{}, false, err
+	}
+	for _, r := range held.Items {
+		if r.Err == nil && len(r.Layers) == 1 && bytes.Equal(r.Layers[0].Payload, spdx) {
+			return r.Descriptor, false, nil
+		}
+	}
+	layer := oci.AttachmentLayer{MediaType: SPDXMediaType, Payload: spdx}
+	d, err = oci.WriteReferrer(ctx, repo, subject, SPDXMediaType, []oci.AttachmentLayer{layer},
+		map[string]string{AnnotationCreated: created.UTC().Format(time.RFC3339)})
+	if err != nil {
+		return ocispec.Descriptor{}, false, fmt.Errorf("storing the SBOM of %s: %w", subject, err)
+	}
+	return d, true, nil
+}
+
+// Stored is an SBOM read from the registry: its bytes, what they say,
+// and the referrer that holds them.
+type Stored struct {
+	SPDX     []byte
+	Doc      *Document
+	Referrer ocispec.Descriptor
+}
+
+// Read reads the SBOM stored for subject (a platform manifest): of
+// several, the newest that parses (by AnnotationCreated, then digest).
+// ErrNoSBOM when there is none; a referrer that does not parse is
+// skipped, and its error returned only when no other does.
+func Read(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest) (*Stored, error) {
+	held, err := oci.ReadReferrers(ctx, repo, subject, SPDXMediaType)
+	if err != nil {
+		return nil, err
+	}
+	items := slices.Clone(held.Items)
+	slices.SortFunc(items, func(a, b oci.Referrer) int {
+		if c := compareStrings(b.Annotations[AnnotationCreated], a.Annotations[AnnotationCreated]); c != 0 {
+			return c
+		}
+		return compareStrings(string(a.Descriptor.Digest), string(b.Descriptor.Digest))
+	})
+	var firstErr error
+	for _, r := range items {
+		if r.Err == nil && len(r.Layers) == 1 && r.Layers[0].MediaType == SPDXMediaType {
+			doc, err := ParseSPDX(r.Layers[0].Payload)
+			if err == nil {
+				return &Stored{SPDX: r.Layers[0].Payload, Doc: doc, Referrer: r.Descriptor}, nil
+			}
+			r.Err = err
+		}
+		if firstErr == nil && r.Err != nil {
+			firstErr = fmt.Errorf("the SBOM referrer %s of %s: %w", r.Descriptor.Digest, subject, r.Err)
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return nil, ErrNoSBOM
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
