@@ -44,7 +44,7 @@ prune --keep-downloaded-within finds those in the registry.`,
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "audit-log", Usage: "a proxy's audit trail `FILE` (its rotated files are read too) or a directory of several replicas' (repeatable)"},
 			&cli.StringFlag{Name: "shared-cache", Usage: "Redis `URL` of a fleet's shared cache (serve --shared-cache), instead of audit files", EnvVars: []string{"OCI_TOFU_SHARED_CACHE"}},
-			&cli.StringFlag{Name: "ca-file", Usage: "PEM file of extra CA certificates to trust for rediss://", EnvVars: []string{"OCI_TOFU_CA_FILE"}},
+			&cli.StringFlag{Name: "ca-file", Usage: "PEM `FILE` of extra CA certificates to trust for rediss://", EnvVars: []string{"OCI_TOFU_CA_FILE"}},
 			&cli.StringFlag{Name: "since", Usage: "count downloads from `WHEN` on (audit files only)"},
 			&cli.StringFlag{Name: "until", Usage: "count downloads before `WHEN` (audit files only)"},
 			&cli.StringFlag{Name: "client", Usage: "count only the downloads of client `NAME`"},
