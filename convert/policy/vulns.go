@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/convert/vulns"
 )
 
@@ -251,4 +252,64 @@ func clip(s string, n int) string {
 		return strings.ToValidUTF8(s[:n], "") + "…"
 	}
 	return s
+}
+
+// MatchSBOM is what db finds in doc, the SBOM of platform (os_arch): the
+// modules of each Go executable, as govulncheck -scan module lists a
+// binary's (a replaced module as its replacement, the main module, the
+// standard library at the toolchain's version), matched for the GOOS and
+// GOARCH it was built for (the platform's when unrecorded). A nil doc is
+// a platform without an SBOM.
+func MatchSBOM(db *vulns.DB, platform string, doc *sbom.Document) PlatformVulns {
+	out := PlatformVulns{Platform: platform, SBOM: doc != nil}
+	if doc == nil {
+		return out
+	}
+	pos, parch, _ := strings.Cut(platform, "_")
+	for _, e := range doc.Executables {
+		g := e.Go
+		if g == nil {
+			continue
+		}
+		if out.GoVersion == "" {
+			out.GoVersion = g.GoVersion
+		}
+		mods := make([]vulns.Module, 0, len(g.Deps)+2)
+		for _, d := range g.Deps {
+			if d.Replace != nil {
+				d = *d.Replace
+			}
+			mods = append(mods, vulns.Module{Path: d.Path, Version: d.Version})
+		}
+		if g.Main.Path != "" {
+			mods = append(mods, vulns.Module{Path: g.Main.Path, Version: g.Main.Version})
+		}
+		out.Modules += len(mods)
+		if g.GoVersion != "" {
+			mods = append(mods, vulns.Module{Path: vulns.Stdlib, Version: strings.Fields(g.GoVersion + " ")[0]})
+		}
+		goos, goarch := g.Settings["GOOS"], g.Settings["GOARCH"]
+		if goos == "" {
+			goos = pos
+		}
+		if goarch == "" {
+			goarch = parch
+		}
+		if db != nil {
+			out.Findings = append(out.Findings, db.MatchPlatform(goos, goarch, mods)...)
+		}
+	}
+	return out
+}
+
+// Cost is about the bytes p takes, for a cache.
+func (p PlatformVulns) Cost() int64 {
+	n := int64(96 + len(p.Platform) + len(p.GoVersion))
+	for _, f := range p.Findings {
+		n += 128 + int64(len(f.ID)+len(f.Summary)+len(f.Module)+len(f.Version)+len(f.Fixed))
+		for _, a := range f.Aliases {
+			n += 16 + int64(len(a))
+		}
+	}
+	return n
 }

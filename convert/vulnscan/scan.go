@@ -54,9 +54,9 @@ type Platform struct {
 	Platform string `json:"platform"`
 	SBOM     bool   `json:"sbom"`
 	// Error says why the SBOM referrers stored could not be read.
-	Error     string          `json:"error,omitempty"`
-	GoVersion string          `json:"go_version,omitempty"`
-	Modules   int             `json:"modules,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	GoVersion string    `json:"go_version,omitempty"`
+	Modules   int       `json:"modules,omitempty"`
 	Findings  []Finding `json:"findings,omitempty"`
 }
 
