@@ -14,7 +14,7 @@ import (
 // registry: serve's mappings, the keys serve trusts for ingest times, and
 // the registry's credentials.
 func policyRegistryFlags() []cli.Flag {
-	flags := append(servedSourceFlags(), requireAttestationFlag(), trustedRootFlag(), requireNotationFlag())
+	flags := append(servedSourceFlags(), requireAttestationFlag(), trustedRootFlag(), requireNotationFlag(), vulnDBFlag())
 	return append(flags, registryFlags()...)
 }
 
@@ -44,6 +44,9 @@ func policyServer(c *cli.Context, p *policy.Policy) (*proxy.Server, error) {
 	}
 	opts.Registry = ro
 	if err := readRequireAttestation(c, &opts, logger); err != nil { // serve_attest.go: trusted ingest keys
+		return nil, err
+	}
+	if err := readVulnDB(c, &opts, logger); err != nil { // policy.go
 		return nil, err
 	}
 	return proxy.New(opts)

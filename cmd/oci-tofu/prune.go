@@ -65,7 +65,7 @@ func runPrune(c *cli.Context) error {
 	if err := wantArgs(c, 1, -1); err != nil {
 		return err
 	}
-	targets, err := pruneTargets(c)
+	targets, err := repositoryTargets(c, "prune judges every version tag")
 	if err != nil {
 		return err
 	}
@@ -96,14 +96,15 @@ func runPrune(c *cli.Context) error {
 	return applyErr
 }
 
-// pruneTargets are the repositories the arguments name: repositories, or
-// provider addresses through --provider-template.
-func pruneTargets(c *cli.Context) ([]pruneTarget, error) {
+// repositoryTargets are the repositories the arguments name:
+// repositories, or provider addresses through --provider-template; why
+// says why a tag is refused.
+func repositoryTargets(c *cli.Context, why string) ([]pruneTarget, error) {
 	var targets []pruneTarget
 	raw := c.String("provider-template")
 	if raw == "" {
 		for _, arg := range c.Args().Slice() {
-			ref, err := repositoryArg(arg, "prune judges every version tag")
+			ref, err := repositoryArg(arg, why)
 			if err != nil {
 				return nil, usageError(c, "%v", err)
 			}

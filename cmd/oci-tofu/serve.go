@@ -92,7 +92,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
-		}, append(append(append(servedSourceFlags(), pullThroughFlags()...), requireAttestationFlag(), trustedRootFlag(), requireNotationFlag(), serveAttestKeyFlag(), policyFlag(), archiveDeliveryFlag()), append(sharedCacheFlags(), registryFlags()...)...)...),
+		}, append(append(append(servedSourceFlags(), pullThroughFlags()...), requireAttestationFlag(), trustedRootFlag(), requireNotationFlag(), serveAttestKeyFlag(), policyFlag(), vulnDBFlag(), archiveDeliveryFlag()), append(sharedCacheFlags(), registryFlags()...)...)...),
 		Action: serve,
 	}
 }

@@ -26,6 +26,12 @@ type Decision struct {
 	// rule, is the message of its deprecated block: clients are warned
 	// with it.
 	Deprecated string `json:"deprecated,omitempty"`
+	// Vulnerable are the IDs of the known vulnerabilities the deciding
+	// rule's vulnerabilities block acts on (DecideWith): a denial names
+	// them in Reason, an allowed version is warned of them with
+	// VulnWarning.
+	Vulnerable  []string `json:"vulnerable,omitempty"`
+	VulnWarning string   `json:"vulnerability_warning,omitempty"`
 }
 
 // DefaultRule is the Decision.Rule of a decision no block made.

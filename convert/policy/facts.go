@@ -24,6 +24,10 @@ type Facts struct {
 	// Why says, by Signer.Spec, why a signer is not counted as signed,
 	// when the caller knows (added to the denial's reason).
 	Why map[string]string
+	// Vulns are, for a rule with a vulnerabilities block, what the SBOM
+	// of each platform of the release says, matched against the
+	// vulnerability database.
+	Vulns []PlatformVulns
 }
 
 // Needs says what the rule deciding an address needs to know of each
@@ -36,10 +40,13 @@ type Needs struct {
 	MinAge time.Duration
 	// Signers are its signers: each must be checked.
 	Signers []*Signer
+	// Vulns is its vulnerabilities block (nil: none): the SBOM of each
+	// platform must be read and matched.
+	Vulns *Vulnerabilities
 }
 
 // Any reports whether the decision needs facts.
-func (n Needs) Any() bool { return n.MinAge > 0 || len(n.Signers) > 0 }
+func (n Needs) Any() bool { return n.MinAge > 0 || len(n.Signers) > 0 || n.Vulns != nil }
 
 // Needs is what deciding on a version of address needs beyond Decide.
 // It is cheap: a caller asks before reading anything from the registry.
@@ -51,7 +58,7 @@ func (p *Policy) Needs(kind names.Kind, address string) Needs {
 	if r == nil {
 		return Needs{}
 	}
-	return Needs{Rule: r.name, MinAge: r.minAge, Signers: r.signers}
+	return Needs{Rule: r.name, MinAge: r.minAge, Signers: r.signers, Vulns: r.vulns}
 }
 
 // DecideWith is Decide for a version, then the deciding rule's signers
@@ -77,6 +84,11 @@ func (p *Policy) DecideWith(kind names.Kind, address, version string, f Facts, n
 				reason += ": " + why
 			}
 			return Decision{Allow: false, Rule: r.name, Reason: reason}
+		}
+	}
+	if r.vulns != nil {
+		if d = r.decideVulns(what, f.Vulns, d); !d.Allow {
+			return d
 		}
 	}
 	if r.minAge <= 0 {
@@ -126,6 +138,9 @@ func (p *Policy) DecideOffline(kind names.Kind, address, version string) Decisio
 	if len(n.Signers) > 0 {
 		on = append(on, "signers")
 	}
+	if n.Vulns != nil {
+		on = append(on, "vulnerabilities")
+	}
 	specs := make([]string, len(n.Signers))
 	for i, s := range n.Signers {
 		specs[i] = s.Spec
@@ -147,7 +162,7 @@ type factRules struct {
 }
 
 func (f *factRules) add(r *rule) {
-	f.any = f.any || r.minAge > 0 || len(r.signers) > 0
+	f.any = f.any || r.minAge > 0 || len(r.signers) > 0 || r.vulns != nil
 	for _, s := range r.signers {
 		switch {
 		case s.Kind == SignerAttestation && !slices.ContainsFunc(f.attestationKeys, s.Key.Equal):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,8 @@ type rule struct {
 	// deprecated, revoked and keep are its lifecycle blocks, in the
 	// order of the file (lifecycle.go).
 	deprecated, revoked, keep []*lifecycleBlock
+	// vulns is its vulnerabilities block (vulns.go), or nil.
+	vulns *Vulnerabilities
 }
 
 var rootSchema = &hcl.BodySchema{
@@ -82,7 +85,7 @@ var rootSchema = &hcl.BodySchema{
 
 var ruleSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "name"}, {Name: "versions"}, {Name: "deny"}, {Name: "platforms"}, {Name: "min_age"}, {Name: "signers"}},
-	Blocks:     lifecycleBlockTypes,
+	Blocks:     append(slices.Clip(lifecycleBlockTypes), hcl.BlockHeaderSchema{Type: "vulnerabilities"}),
 }
 
 // Load reads and parses the policy file at path, refusing one larger than
@@ -229,7 +232,16 @@ func parseRule(b *hcl.Block, env *parseEnv) (*rule, error) {
 			r.platforms[pl.String()] = true
 		}
 	}
-	if err := parseLifecycle(r, content.Blocks); err != nil {
+	var lifecycle hcl.Blocks
+	for _, b := range content.Blocks {
+		if b.Type != "vulnerabilities" {
+			lifecycle = append(lifecycle, b)
+		}
+	}
+	if err := parseLifecycle(r, lifecycle); err != nil {
+		return nil, err
+	}
+	if err := parseVulnerabilities(r, content.Blocks); err != nil {
 		return nil, err
 	}
 	return r, parseFactRules(r, content, env)

@@ -24,6 +24,11 @@ import (
 // ErrNoSBOM is Read's answer for a platform manifest without an SBOM.
 var ErrNoSBOM = errors.New("no SBOM is stored for it")
 
+// ErrBadSBOM is in Read's error when SBOM referrers are stored but none
+// could be read or parsed (the registry answering about the referrers
+// themselves failed otherwise).
+var ErrBadSBOM = errors.New("no stored SBOM could be read")
+
 // AnnotationCreated is the SBOM's creation time, as the document says.
 const AnnotationCreated = ocispec.AnnotationCreated
 
@@ -83,7 +88,7 @@ func Read(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Diges
 			r.Err = err
 		}
 		if firstErr == nil && r.Err != nil {
-			firstErr = fmt.Errorf("the SBOM referrer %s of %s: %w", r.Descriptor.Digest, subject, r.Err)
+			firstErr = fmt.Errorf("%w: the SBOM referrer %s of %s: %w", ErrBadSBOM, r.Descriptor.Digest, subject, r.Err)
 		}
 	}
 	if firstErr != nil {

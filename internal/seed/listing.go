@@ -98,3 +98,75 @@ func pushDerivedIndex(ctx context.Context, repo oci.Repository, base []byte, v s
 	}
 	return repo.Tag(ctx, desc, tag)
 }
+
+// PlatformsProvider is ListingProvider with platform manifests of each
+// version's own: each later version's index names copies of Version(0)'s
+// platform manifests annotated with the version (distinct digests, the
+// same zips), for what reads per platform manifest (its SBOM referrers,
+// its signatures). Version(0)'s provenance is shared.
+func PlatformsProvider(ctx context.Context, repo oci.Repository, dir string, opts Options) error {
+	n := opts.Versions
+	opts.Versions = 1
+	if err := Provider(ctx, repo, dir, opts); err != nil || n <= 1 {
+		return err
+	}
+	_, base, err := oci.FetchReference(ctx, repo, names.TagForVersion(names.MustParseVersion(Version(0))))
+	if err != nil {
+		return err
+	}
+	var idx ocispec.Index
+	if err := json.Unmarshal(base, &idx); err != nil {
+		return err
+	}
+	manifests := make([][]byte, len(idx.Manifests))
+	for i, d := range idx.Manifests {
+		if d.Platform == nil {
+			continue
+		}
+		if manifests[i], err = oci.FetchManifest(ctx, repo, d); err != nil {
+			return err
+		}
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Concurrency)
+	for i := 1; i < n; i++ {
+		g.Go(func() error {
+			v := Version(i)
+			derived := idx
+			derived.Manifests = append([]ocispec.Descriptor(nil), idx.Manifests...)
+			for j, body := range manifests {
+				if body == nil {
+					continue
+				}
+				var m ocispec.Manifest
+				if err := json.Unmarshal(body, &m); err != nil {
+					return err
+				}
+				ann := map[string]string{AnnotationSeedVersion: v}
+				for k, val := range m.Annotations {
+					ann[k] = val
+				}
+				m.Annotations = ann
+				enc, err := oci.EncodeManifest(m)
+				if err != nil {
+					return err
+				}
+				d := derived.Manifests[j]
+				d.Digest, d.Size = digest.FromBytes(enc.Bytes), int64(len(enc.Bytes))
+				if err := repo.Push(gctx, d, bytes.NewReader(enc.Bytes)); err != nil {
+					return err
+				}
+				derived.Manifests[j] = d
+			}
+			body, err := json.Marshal(derived)
+			if err != nil {
+				return err
+			}
+			return pushDerivedIndex(gctx, repo, body, v)
+		})
+	}
+	return g.Wait()
+}

@@ -116,3 +116,15 @@ func HelloArtifact(t testing.TB, version string) *oci.Artifact {
 	}
 	return a
 }
+
+// SignedPlatforms pushes n versions of a provider into repository name
+// of a test registry with PlatformsProvider (every index and platform
+// manifest distinct, the zips shared), signed with the test publisher
+// key.
+func SignedPlatforms(t testing.TB, reg *testenv.Registry, name string, n int) {
+	t.Helper()
+	repo, signer := seedRepo(t, reg, name)
+	if err := PlatformsProvider(context.Background(), repo, t.TempDir(), Options{Versions: n, Signer: signer}); err != nil {
+		t.Fatal(err)
+	}
+}

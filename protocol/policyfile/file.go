@@ -33,6 +33,13 @@ type File struct {
 	live *policy.Live
 	log  *slog.Logger
 
+	// Require, when set, is asked of each policy a reload would put in
+	// force: an error refuses it (serve: a vulnerabilities block without
+	// --vuln-db). OnReload, when set, is called on each reload asked for
+	// (serve: check the vulnerability database too).
+	Require  func(*policy.Policy) error
+	OnReload func()
+
 	mu     sync.Mutex // one reload at a time
 	sum    [32]byte   // of the content in force
 	status atomic.Pointer[Status]
@@ -103,6 +110,9 @@ func (f *File) Status() Status { return *f.status.Load() }
 func (f *File) Reload(why string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.OnReload != nil {
+		f.OnReload()
+	}
 	st := f.Status()
 	src, err := stableRead(f.path)
 	st.CheckedAt = time.Now()
@@ -119,6 +129,9 @@ func (f *File) Reload(why string) error {
 		}
 		if err == nil {
 			err = checkClientsKept(f.path, f.live.Current(), p)
+		}
+		if err == nil && f.Require != nil {
+			err = f.Require(p)
 		}
 		if err == nil {
 			f.live.Replace(p)

@@ -14,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
@@ -159,6 +160,11 @@ type Options struct {
 	// never pulled (pulled_policy.go). Rules with min_age or signers read
 	// each release's signatures and attestations (gate/facts.go).
 	Policy *policy.Live
+	// VulnDB is the vulnerability database a policy rule's
+	// vulnerabilities block matches each stored platform's SBOM against
+	// (serve --vuln-db): required by such a rule, a start-up error
+	// without it.
+	VulnDB *vulns.Live
 	// PolicyStatus, when set, reports the reloads of the policy file
 	// Policy comes from (protocol/policyfile), for the page and the
 	// metrics.
@@ -281,6 +287,9 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	}
 	if err := checkAttestedPulls(opts); err != nil {
 		return opts, nil, err
+	}
+	if opts.Policy.Current().HasVulnerabilities() && opts.VulnDB == nil {
+		return opts, nil, errors.New("proxy.New: the policy has a vulnerabilities block, and no vulnerability database is given (serve --vuln-db DIR)")
 	}
 	mappings, err := store.CheckMappings(opts.ProviderMappings)
 	if err != nil {

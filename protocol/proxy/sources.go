@@ -38,7 +38,7 @@ import (
 // (respond.Responder.CountDecision, and through it the page).
 func (s *Server) judge() *gate.Policy {
 	o := &s.opts
-	j := &gate.Policy{Live: o.Policy, Now: o.Now, Each: s.store.Each, Log: s.log, Trusted: o.ingestTrust(),
+	j := &gate.Policy{Live: o.Policy, Now: o.Now, Each: s.store.Each, Log: s.log, Trusted: o.ingestTrust(), Vulns: o.VulnDB,
 		Observe: func(d gate.Decision) {
 			s.out.CountDecision(d.Policy, d.Generation, d.Kind, d.Address, d.Version, d.Decision, d.FromFacts)
 		}}

@@ -54,6 +54,10 @@ type ProviderListing struct {
 	// by version, with its message: they are served, and clients are
 	// warned (nil: none).
 	Deprecated map[string]string
+	// Vulnerable are the versions listed that the policy serves with a
+	// warning of their known vulnerabilities (a vulnerabilities block
+	// with action = "warn"), by version, with the warning (nil: none).
+	Vulnerable map[string]string
 }
 
 // ProviderRoot is a provider release resolved: the stored index (Root),

@@ -38,3 +38,33 @@ func (r *Repo) Dated(ctx context.Context, key string, subject digest.Digest, rea
 	}
 	return res.Val, nil
 }
+
+// ReadValue reads a bounded value about a subject held in repo (named
+// repository) and what it costs to hold, in bytes; err for failing to
+// read the registry.
+type ReadValue func(ctx context.Context, repo oci.ReadOnlyRepository, repository string) (value any, cost int64, err error)
+
+// Described asks read (a description named key, unique to it and to what
+// it is matched against, such as the vulnerabilities a vulnerability
+// database finds in a platform's SBOM) about subject, cached by digest
+// for ResolveTTL as ingest times are, so an SBOM attached later is seen
+// within it. The error is a classified *Error when the registry fails.
+func (r *Repo) Described(ctx context.Context, key string, subject digest.Digest, read ReadValue) (any, error) {
+	o, err := r.opened(ctx)
+	if err != nil {
+		return nil, r.fail(err, "reading "+key)
+	}
+	res, err := r.s.described.Get(ctx, key+" "+r.name+"@"+subject.String(), func(ctx context.Context) (any, int64, error) {
+		select { // the referrers API probe started beside the first reads
+		case <-o.probed:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+		v, cost, err := read(ctx, o.repo, r.name)
+		return v, 64 + cost, err
+	})
+	if err != nil {
+		return nil, r.fail(err, "reading "+key)
+	}
+	return res.Val, nil
+}

@@ -83,6 +83,9 @@ type Store struct {
 	// dated are times read of roots: the ingest times a policy's min_age
 	// counts from (dated.go).
 	dated *cache.Cache[time.Time]
+	// described are values read of subjects: what a platform's SBOM
+	// says of its vulnerabilities (dated.go).
+	described *cache.Cache[any]
 }
 
 // New makes a Store.
@@ -114,6 +117,7 @@ func New(opts Options) *Store {
 		tofu:       cache.New[*StoredTofu](byDigest("tofu_releases")),
 		admissions: cache.New[admission](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))),
 		dated:      cache.New[time.Time](share(ttl("ingest_times", opts.ResolveTTL, opts.MaxStale))),
+		described:  cache.New[any](share(ttl("sboms", opts.ResolveTTL, opts.MaxStale))),
 	}
 }
 
@@ -133,7 +137,7 @@ const EntryCost = 320
 // CacheCost is about the bytes the store's caches hold (what their costs
 // add up to; the repositories cache, bounded by entries only, aside).
 func (s *Store) CacheCost() int64 {
-	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.admissions.Cost() + s.dated.Cost()
+	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.admissions.Cost() + s.dated.Cost() + s.described.Cost()
 }
 
 // stringsCost is about the memory a slice of strings takes.
@@ -149,9 +153,10 @@ func stringsCost(list []string) int64 {
 // what a listing of many versions needs (what each version tag names,
 // parsed) gets the most. Ingest times (read only for a policy's min_age)
 // and verdicts (Checked: a policy's signers, a few dozen bytes each) take
-// 1 each.
+// 1 each; SBOMs' vulnerabilities (read only for a policy's
+// vulnerabilities block), 2.
 var cacheShares = map[string]int64{
-	"resolve": 47, "tagged_digests": 1, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 45, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
@@ -159,7 +164,7 @@ var cacheShares = map[string]int64{
 // (a few dozen bytes each, one per version), beside a policy's signers',
 // take 2 more of resolve's 48.
 var admitShares = map[string]int64{
-	"resolve": 45, "tagged_digests": 1, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"resolve": 43, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 3,
 }
 

@@ -122,6 +122,9 @@ func (h *Handlers) registryVersions(ctx context.Context, p names.Provider, shown
 	for _, w := range deprecationWarnings(shown, listed, l.Deprecated) {
 		addWarning(&doc, w)
 	}
+	for _, w := range vulnerabilityWarnings(shown, listed, l.Vulnerable) {
+		addWarning(&doc, w)
+	}
 	h.Observer.Deprecations(names.KindProvider, shown, listed, l.Deprecated)
 	if len(doc.Versions) == 0 {
 		h.Log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
@@ -185,21 +188,38 @@ const maxDeprecationWarnings = 10
 // listed (newest first) the policy deprecates and why, at most
 // maxDeprecationWarnings of them and then how many more there are.
 func deprecationWarnings(shown string, listed names.VersionList, deprecated map[string]string) []string {
+	return versionWarnings(shown, listed, deprecated, "is deprecated: %s", "deprecated too (oci-tofu policy test says why)")
+}
+
+// vulnerabilityWarnings are the warnings saying which of the versions
+// listed (newest first) have known vulnerabilities a policy rule warns
+// of, and which, bounded as deprecationWarnings.
+func vulnerabilityWarnings(shown string, listed names.VersionList, vulnerable map[string]string) []string {
+	return versionWarnings(shown, listed, vulnerable, "has %s", "known vulnerabilities too (oci-tofu vulns says which)")
+}
+
+// versionWarnings are the warnings of the versions listed (newest first)
+// that msgs has a message for, "version V of ADDR "+format(message), at
+// most maxDeprecationWarnings and then how many more "are "+more.
+func versionWarnings(shown string, listed names.VersionList, msgs map[string]string, format, more string) []string {
 	var out []string
-	more := 0
+	n := 0
 	for _, v := range listed {
-		msg := deprecated[v.String()]
+		msg := msgs[v.String()]
 		switch {
 		case msg == "":
 		case len(out) < maxDeprecationWarnings:
-			out = append(out, fmt.Sprintf("version %s of %s is deprecated: %s", v, shown, msg))
+			out = append(out, fmt.Sprintf("version %s of %s "+format, v, shown, msg))
 		default:
-			more++
+			n++
 		}
 	}
-	if more > 0 {
-		verb := map[bool]string{true: "is", false: "are"}[more == 1]
-		out = append(out, fmt.Sprintf("…and %s of %s %s deprecated too (oci-tofu policy test says why)", names.Plural(more, "older version"), shown, verb))
+	if n > 0 {
+		verb := map[bool]string{true: "is", false: "are"}[n == 1]
+		if strings.HasPrefix(more, "known") {
+			verb = map[bool]string{true: "has", false: "have"}[n == 1]
+		}
+		out = append(out, fmt.Sprintf("…and %s of %s %s %s", names.Plural(n, "older version"), shown, verb, more))
 	}
 	return out
 }

@@ -2,14 +2,19 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/sbom"
+	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
@@ -50,16 +55,20 @@ func (p *Policy) FactsDecision(ctx context.Context, pol *policy.Policy, kind nam
 	return d, true, nil
 }
 
-// Facts is the denial of a release the deciding rule's min_age or
-// signers deny, with the reason; nil when they allow it or there are
-// none.
-func (p *Policy) Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) error {
+// Facts is the denial of a release the deciding rule's min_age, signers
+// or vulnerabilities deny, with the reason; nil when they allow it or
+// there are none, with the warning of the known vulnerabilities the
+// rule warns of.
+func (p *Policy) Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) (string, error) {
 	d, ok, err := p.FactsDecision(ctx, p.Live.Current(), kind, address, v, root)
-	if err != nil || !ok || d.Allow {
-		return err
+	if err != nil || !ok {
+		return "", err
+	}
+	if d.Allow {
+		return d.VulnWarning, nil
 	}
 	p.Log.Info("release denied by the policy", "kind", kind, "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
-	return denied(what, v, d)
+	return "", denied(what, v, d)
 }
 
 // ReadFacts reads what n needs of root: each signer's verdict and the
@@ -81,6 +90,24 @@ func (p *Policy) ReadFacts(ctx context.Context, pol *policy.Policy, kind names.K
 			return err
 		})
 	}
+	var platforms []names.Platform
+	var vulnFacts []policy.PlatformVulns
+	if n.Vulns != nil {
+		db := p.Vulns.Current()
+		if db == nil {
+			return policy.Facts{}, errors.New("the policy has a vulnerabilities block but serve has no vulnerability database (--vuln-db)")
+		}
+		if root.Index != nil {
+			platforms = slices.SortedFunc(maps.Keys(root.Index.Platforms), func(a, b names.Platform) int { return strings.Compare(a.String(), b.String()) })
+		}
+		vulnFacts = make([]policy.PlatformVulns, len(platforms))
+		for i, pl := range platforms {
+			reads = append(reads, func(ctx context.Context) (err error) {
+				vulnFacts[i], err = platformVulns(ctx, db, root, pl)
+				return err
+			})
+		}
+	}
 	if err := p.Each(ctx, len(reads), func(ctx context.Context, i int) error { return reads[i](ctx) }); err != nil {
 		return policy.Facts{}, err
 	}
@@ -92,7 +119,37 @@ func (p *Policy) ReadFacts(ctx context.Context, pol *policy.Policy, kind names.K
 		}
 	}
 	f.Ingested = ingested
+	f.Vulns = vulnFacts
 	return f, nil
+}
+
+// platformVulns is what db finds in the SBOM stored for platform pl of
+// the provider release at root, cached per platform manifest and
+// database (store.Repo.Described): read once, so warm decisions read
+// nothing. A platform whose SBOM referrers cannot be read or parsed has
+// none; failing to ask the registry fails.
+func platformVulns(ctx context.Context, db *vulns.DB, root source.Root, pl names.Platform) (policy.PlatformVulns, error) {
+	subject := root.Index.Platforms[pl].Digest
+	v, err := root.Repo.Described(ctx, "the SBOM's vulnerabilities (database "+db.Fingerprint()+")", subject,
+		func(ctx context.Context, repo oci.ReadOnlyRepository, _ string) (any, int64, error) {
+			st, err := sbom.Read(ctx, repo, subject)
+			var doc *sbom.Document
+			switch {
+			case err == nil:
+				doc = st.Doc
+			case errors.Is(err, sbom.ErrNoSBOM), errors.Is(err, sbom.ErrBadSBOM):
+			default:
+				return nil, 0, err
+			}
+			pv := policy.MatchSBOM(db, pl.String(), doc)
+			return pv, pv.Cost(), nil
+		})
+	if err != nil {
+		return policy.PlatformVulns{}, err
+	}
+	pv, _ := v.(policy.PlatformVulns)
+	pv.Platform = pl.String()
+	return pv, nil
 }
 
 // signedBy reports whether the release at root (of predicate type pt) is

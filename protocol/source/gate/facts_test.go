@@ -96,7 +96,7 @@ func TestMinAgeNotesWhenItAgesIn(t *testing.T) {
 	}
 
 	ctx, dec := source.WithDecisions(context.Background())
-	err = judge.Facts(ctx, names.KindTofu, "tofu", "OpenTofu", v, root)
+	_, err = judge.Facts(ctx, names.KindTofu, "tofu", "OpenTofu", v, root)
 	agesIn := t0.Add(72 * time.Hour)
 	var d *source.Denied
 	if !errors.As(err, &d) || d.Rule != "cool-down" || !d.AgesIn.Equal(agesIn) ||
@@ -114,7 +114,7 @@ func TestMinAgeNotesWhenItAgesIn(t *testing.T) {
 	now = agesIn
 	observed = nil
 	ctx, dec = source.WithDecisions(context.Background())
-	if err := judge.Facts(ctx, names.KindTofu, "tofu", "OpenTofu", v, root); err != nil {
+	if _, err := judge.Facts(ctx, names.KindTofu, "tofu", "OpenTofu", v, root); err != nil {
 		t.Errorf("facts once aged in: %v", err)
 	}
 	if !dec.Until().IsZero() {

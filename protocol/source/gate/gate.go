@@ -31,8 +31,10 @@ type Judge interface {
 	// rule is configured.
 	ReadsRoot(kind names.Kind, address string, attested bool) bool
 	// Facts denies the stored release of version v at root when the
-	// deciding rule's facts (min_age, signers) do not admit it.
-	Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) error
+	// deciding rule's facts (min_age, signers, vulnerabilities) do not
+	// admit it; an admitted one may come with a warning for clients
+	// (known vulnerabilities a rule warns of; "": none).
+	Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) (warning string, err error)
 	// Attested denies the stored release of version v at root when
 	// attested is set and the attestation rule does not admit it.
 	Attested(ctx context.Context, kind names.Kind, what string, v names.Version, root source.Root, attested bool) error
@@ -46,7 +48,9 @@ type Judge interface {
 
 // Verdicts are the policy's word on the versions of a listing, by
 // version: Denied those it leaves out, with why; Deprecated those it
-// serves with a warning, with the message. Nil maps: none.
+// serves with a warning, with the message. Nil maps: none. (Known
+// vulnerabilities, read from the registry, are the facts' word:
+// Judge.Facts.)
 type Verdicts struct {
 	Denied     map[string]error
 	Deprecated map[string]string
@@ -88,8 +92,8 @@ var (
 func (Open) Versions(names.Kind, string, string, []names.Version) Verdicts { return Verdicts{} }
 func (Open) Version(names.Kind, string, string, names.Version) error       { return nil }
 func (Open) ReadsRoot(names.Kind, string, bool) bool                       { return false }
-func (Open) Facts(context.Context, names.Kind, string, string, names.Version, source.Root) error {
-	return nil
+func (Open) Facts(context.Context, names.Kind, string, string, names.Version, source.Root) (string, error) {
+	return "", nil
 }
 func (Open) Attested(context.Context, names.Kind, string, names.Version, source.Root, bool) error {
 	return nil

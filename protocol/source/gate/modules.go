@@ -110,7 +110,7 @@ func (m *Modules) ModulePackage(ctx context.Context, a source.ModuleAddress, v n
 // judgeRoot judges a stored module package: the deciding rule's facts,
 // then the attestation rule.
 func (m *Modules) judgeRoot(ctx context.Context, a source.ModuleAddress, v names.Version, root source.Root) error {
-	if err := m.Judge.Facts(ctx, moduleKind, a.String(), a.What(), v, root); err != nil {
+	if _, err := m.Judge.Facts(ctx, moduleKind, a.String(), a.What(), v, root); err != nil {
 		return err
 	}
 	return m.Judge.Attested(ctx, moduleKind, a.What(), v, root, true)

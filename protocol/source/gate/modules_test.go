@@ -40,9 +40,9 @@ func (j *judge) Version(_ names.Kind, _, what string, v names.Version) error {
 
 func (j *judge) ReadsRoot(names.Kind, string, bool) bool { return true }
 
-func (j *judge) Facts(_ context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) error {
+func (j *judge) Facts(_ context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) (string, error) {
 	j.judged = append(j.judged, string(kind)+" "+address+" "+v.String())
-	return nil
+	return "", nil
 }
 
 func (j *judge) Platform(names.Provider, names.Version, names.Platform) error { return nil }

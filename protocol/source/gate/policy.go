@@ -8,6 +8,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
@@ -36,6 +37,10 @@ type Policy struct {
 	// keyless: identities, is trusted to say when a release entered the
 	// registry (the ingest time min_age counts from).
 	Trusted attest.IngestTrust
+	// Vulns is the vulnerability database a rule's vulnerabilities block
+	// matches the stored SBOMs against (nil: none; a policy with such a
+	// block is refused at start-up then).
+	Vulns *vulns.Live
 	// Each calls fn for 0 ≤ i < n, at most the store's concurrency at
 	// once (store.Store.Each).
 	Each func(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error

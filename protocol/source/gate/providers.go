@@ -77,11 +77,12 @@ func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 func (g *Providers) readListed(ctx context.Context, p names.Provider, via source.Via, need source.Need, read names.VersionList, l source.ProviderListing) (source.ProviderListing, error) {
 	rels := make([]*source.ProviderRelease, len(read))
 	left := make([]error, len(read))
+	warned := make([]string, len(read))
 	err := g.Each(ctx, read, func(ctx context.Context, i int, v names.Version) error {
-		rel, err := g.readListedVersion(ctx, p, v, via, need)
+		rel, warning, err := g.readListedVersion(ctx, p, v, via, need)
 		switch {
 		case err == nil:
-			rels[i] = rel // each index by one goroutine
+			rels[i], warned[i] = rel, warning // each index by one goroutine
 			return nil
 		case leavesOut(err):
 			left[i] = err
@@ -96,10 +97,18 @@ func (g *Providers) readListed(ctx context.Context, p names.Provider, via source
 		l.Releases = map[string]*source.ProviderRelease{}
 	}
 	for i, v := range read {
-		if left[i] != nil {
+		switch {
+		case left[i] != nil:
 			l.Left[v.String()] = left[i]
-		} else if need != 0 {
+			continue
+		case need != 0:
 			l.Releases[v.String()] = rels[i]
+		}
+		if warned[i] != "" {
+			if l.Vulnerable == nil {
+				l.Vulnerable = map[string]string{}
+			}
+			l.Vulnerable[v.String()] = warned[i]
 		}
 	}
 	return l, nil
@@ -114,27 +123,28 @@ func leavesOut(err error) bool {
 
 // readListedVersion is one listed version: its attestation is judged
 // before its facts, as listings always have.
-func (g *Providers) readListedVersion(ctx context.Context, p names.Provider, v names.Version, via source.Via, need source.Need) (*source.ProviderRelease, error) {
+func (g *Providers) readListedVersion(ctx context.Context, p names.Provider, v names.Version, via source.Via, need source.Need) (*source.ProviderRelease, string, error) {
 	root, err := g.Inner.ResolveProvider(ctx, p, v, via)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	var warning string
 	if root.Root != nil {
 		if err := g.Judge.Attested(ctx, providerKind, what(p), v, *root.Root, true); err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		if err := g.Judge.Facts(ctx, providerKind, p.String(), what(p), v, *root.Root); err != nil {
-			return nil, err
+		if warning, err = g.Judge.Facts(ctx, providerKind, p.String(), what(p), v, *root.Root); err != nil {
+			return nil, "", err
 		}
 	}
 	if need == 0 {
-		return &source.ProviderRelease{ProviderRoot: root}, nil
+		return &source.ProviderRelease{ProviderRoot: root}, warning, nil
 	}
 	rel, err := g.Inner.ReadProvider(ctx, root, need)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return g.platforms(rel), nil
+	return g.platforms(rel), warning, nil
 }
 
 // ResolveProvider is the inner source's release v, when the policy allows
@@ -161,7 +171,7 @@ func (g *Providers) resolve(ctx context.Context, p names.Provider, v names.Versi
 		return nil, err
 	}
 	if root.Root != nil {
-		if err := g.Judge.Facts(ctx, providerKind, p.String(), what(p), v, *root.Root); err != nil {
+		if _, err := g.Judge.Facts(ctx, providerKind, p.String(), what(p), v, *root.Root); err != nil {
 			return nil, err
 		}
 	}
@@ -178,7 +188,7 @@ func (g *Providers) ResolveProviderAt(ctx context.Context, p names.Provider, v n
 	if err != nil {
 		return nil, err
 	}
-	if err := g.Judge.Facts(ctx, providerKind, p.String(), what(p), v, *root.Root); err != nil {
+	if _, err := g.Judge.Facts(ctx, providerKind, p.String(), what(p), v, *root.Root); err != nil {
 		return nil, err
 	}
 	if err := g.Judge.Attested(ctx, providerKind, what(p), v, *root.Root, true); err != nil {

@@ -41,8 +41,8 @@ func (j providerJudge) ReadsRoot(kind names.Kind, address string, attested bool)
 	return attested
 }
 
-func (j providerJudge) Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) error {
-	return nil
+func (j providerJudge) Facts(ctx context.Context, kind names.Kind, address, what string, v names.Version, root source.Root) (string, error) {
+	return "", nil
 }
 
 func (j providerJudge) Attested(ctx context.Context, kind names.Kind, what string, v names.Version, root source.Root, attested bool) error {

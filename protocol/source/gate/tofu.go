@@ -72,7 +72,7 @@ func (t *Tofu) admitted(ctx context.Context, rel *source.TofuEntry) error {
 	if rel.Root == nil {
 		return nil
 	}
-	if err := t.Judge.Facts(ctx, names.KindTofu, tofuAddress, "OpenTofu", rel.Version, *rel.Root); err != nil {
+	if _, err := t.Judge.Facts(ctx, names.KindTofu, tofuAddress, "OpenTofu", rel.Version, *rel.Root); err != nil {
 		return err
 	}
 	return t.Judge.Attested(ctx, names.KindTofu, "OpenTofu", rel.Version, *rel.Root, t.Attested)

@@ -144,7 +144,8 @@ func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 				served[v] = true
 				out.Versions[j].Stored = out.Versions[j].Stored || e.Stored
 				addRelease(out.Releases, l.Releases[v])
-				deprecate(&out, v, l.Deprecated[v])
+				deprecate(&out.Deprecated, v, l.Deprecated[v])
+				deprecate(&out.Vulnerable, v, l.Vulnerable[v])
 			}
 		}
 		for tag, why := range l.Refused {
@@ -171,17 +172,17 @@ func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 	return out, nil
 }
 
-// deprecate records that the policy deprecates version v of a listing
-// with msg (""; not deprecated), as the first mapping serving it says:
-// every mapping is judged by the same policy.
-func deprecate(l *source.ProviderListing, v, msg string) {
-	if msg == "" || l.Deprecated[v] != "" {
+// deprecate records in *m (a listing's Deprecated or Vulnerable) that
+// the policy warns of version v with msg (""; it does not), as the first
+// mapping serving it says: every mapping is judged by the same policy.
+func deprecate(m *map[string]string, v, msg string) {
+	if msg == "" || (*m)[v] != "" {
 		return
 	}
-	if l.Deprecated == nil {
-		l.Deprecated = map[string]string{}
+	if *m == nil {
+		*m = map[string]string{}
 	}
-	l.Deprecated[v] = msg
+	(*m)[v] = msg
 }
 
 // addRelease adds a mapping's release of a version to the releases
