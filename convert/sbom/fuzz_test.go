@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // FromZip never panics and stays bounded on any zip; what it accepts
@@ -41,6 +44,32 @@ func FuzzFromZip(f *testing.F) {
 		}
 		if !reflect.DeepEqual(back, d) {
 			t.Fatalf("ParseSPDX reads back\n%+v\nnot\n%+v", back, d)
+		}
+	})
+}
+
+// FuzzParseSPDX holds ParseSPDX's lean reader to tools-golang's: on any
+// input the lean reader takes, both give the same document or both
+// fail; neither panics.
+func FuzzParseSPDX(f *testing.F) {
+	d := &Document{Name: "demo", Version: "1.0.0", Platform: "linux_amd64", FileName: "terraform-provider-demo_1.0.0_linux_amd64.zip",
+		ZipDigest: digest.FromString("zip"), Created: time.Unix(0, 0).UTC(),
+		Executables: []Executable{{Name: "terraform-provider-demo_v1.0.0", SHA256: digest.FromString("exe").Encoded(), Size: 10, NotGo: "not a Go binary"}}}
+	if b, err := d.SPDX(); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"spdxVersion":"SPDX-2.3","SPDXID":"SPDXRef-DOCUMENT","packages":[{"SPDXID":"SPDXRef-P","name":"x"}],"relationships":[{"spdxElementId":"SPDXRef-DOCUMENT","relationshipType":"DESCRIBES","relatedSpdxElement":"SPDXRef-P"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		lean, ok, leanErr := parseLean(b)
+		if !ok {
+			return
+		}
+		lib, libErr := parseWithLibrary(b)
+		if (leanErr == nil) != (libErr == nil) {
+			return // the library checks more (licences, …): agreement is held on what both read
+		}
+		if leanErr == nil && !reflect.DeepEqual(lean, lib) {
+			t.Fatalf("lean %+v\nlibrary %+v", lean, lib)
 		}
 	})
 }

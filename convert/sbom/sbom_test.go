@@ -71,6 +71,12 @@ func checkSPDX(t *testing.T, schema *jsonschema.Schema, d *Document) []byte {
 	if err != nil {
 		t.Fatalf("ParseSPDX: %v", err)
 	}
+	if _, lean, _ := parseLean(b); !lean {
+		t.Error("ParseSPDX's lean reader leaves a document SPDX wrote to the library")
+	}
+	if viaLibrary, err := parseWithLibrary(b); err != nil || !reflect.DeepEqual(viaLibrary, back) {
+		t.Errorf("tools-golang's reading differs from the lean one (%v):\n%+v\n%+v", err, viaLibrary, back)
+	}
 	if !reflect.DeepEqual(back, d) {
 		t.Errorf("ParseSPDX reads back\n%+v\nnot\n%+v", back, d)
 	}

@@ -177,10 +177,24 @@ func ParseSPDX(b []byte) (*Document, error) {
 	if len(b) > MaxSPDX {
 		return nil, fmt.Errorf("sbom: SPDX document of %d bytes, more than the %d accepted", len(b), MaxSPDX)
 	}
+	if d, ok, err := parseLean(b); ok {
+		return d, err
+	}
+	return parseWithLibrary(b)
+}
+
+// parseWithLibrary is ParseSPDX through tools-golang, for any SPDX
+// document it reads (other versions converted).
+func parseWithLibrary(b []byte) (*Document, error) {
 	var doc spdx.Document
 	if err := spdxjson.ReadInto(bytes.NewReader(b), &doc); err != nil {
 		return nil, fmt.Errorf("sbom: reading SPDX: %w", err)
 	}
+	return fromSPDX(&doc)
+}
+
+// fromSPDX reads the described zip and its executables out of doc.
+func fromSPDX(doc *spdx.Document) (*Document, error) {
 	pkgs := map[common.ElementID]*spdx.Package{}
 	for _, p := range doc.Packages {
 		if p != nil {
