@@ -118,6 +118,16 @@ provider "example.com/test/hello" {
 	}
 	var d struct{ Packages map[string]any }
 	warn.getJSON(t, "/v1/providers/test/hello/1.0.0/download/linux/amd64", 200, &d) // served
+	// The page marks the version; the metrics count the decision.
+	if page := string(warn.get(t, "/").Body); !strings.Contains(page, "known vulnerabilities: ") || !strings.Contains(page, "GO-2022-1059") {
+		t.Errorf("the page does not mark 1.0.0's known vulnerabilities")
+	}
+	if m := string(warn.get(t, "/metrics").Body); !strings.Contains(m, `oci_tofu_policy_vulnerable_decisions_total{decision="allow"}`) {
+		t.Errorf("no vulnerable decisions counted:\n%s", grepLines(m, "vulnerable"))
+	}
+	if m := string(deny.get(t, "/metrics").Body); !strings.Contains(m, `oci_tofu_policy_vulnerable_decisions_total{decision="deny"}`) {
+		t.Errorf("no denials of vulnerable versions counted:\n%s", grepLines(m, "vulnerable"))
+	}
 
 	// Every entry the database finds, allowed: nothing is acted on.
 	var allowed []string

@@ -50,6 +50,9 @@ type seenVersion struct {
 	// Deprecated is the policy's message when it deprecates the version,
 	// as the last listing served said.
 	Deprecated string
+	// Vulnerable says which known vulnerabilities the policy warns of
+	// in the version (its vulnerabilities block, action "warn").
+	Vulnerable string
 }
 
 // seenFailure is the last upstream failure answered.
@@ -167,6 +170,23 @@ func (s *seen) Deprecations(kind names.Kind, addr string, listed names.VersionLi
 			sv.Deprecated = deprecated[v.String()]
 		} else if msg := deprecated[v.String()]; msg != "" {
 			a.version(v).Deprecated = msg
+		}
+	}
+}
+
+// Vulnerabilities records which of the versions a provider listing
+// served the policy warns of known vulnerabilities in, and which; the
+// others have none (a new database or policy may have changed that).
+func (s *seen) Vulnerabilities(addr string, listed names.VersionList, vulnerable map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	a := artifact(s.providers, addr)
+	for _, v := range listed {
+		if sv, ok := a.Versions[v.String()]; ok {
+			sv.Vulnerable = vulnerable[v.String()]
+		} else if msg := vulnerable[v.String()]; msg != "" {
+			a.version(v).Vulnerable = msg
 		}
 	}
 }

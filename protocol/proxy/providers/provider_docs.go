@@ -50,6 +50,7 @@ func (h *Handlers) mirrorIndex(ctx context.Context, p names.Provider) (any, time
 	// The network mirror protocol has no word for a deprecation: the
 	// page alone shows it.
 	h.Observer.Deprecations(names.KindProvider, p.String(), stored, l.Deprecated)
+	h.Observer.Vulnerabilities(p.String(), stored, l.Vulnerable)
 	return index, l.At, nil
 }
 
@@ -126,6 +127,7 @@ func (h *Handlers) registryVersions(ctx context.Context, p names.Provider, shown
 		addWarning(&doc, w)
 	}
 	h.Observer.Deprecations(names.KindProvider, shown, listed, l.Deprecated)
+	h.Observer.Vulnerabilities(shown, listed, l.Vulnerable)
 	if len(doc.Versions) == 0 {
 		h.Log.Warn("no version can be offered through the registry protocol", "provider", p.String(), "reasons", strings.Join(doc.Warnings, "; "))
 		if len(unsigned) == 0 {

@@ -397,6 +397,9 @@ func (m *Metrics) WatchPolicy(status func() policyfile.Status) {
 // go too, so the number of series stays bounded by the file in force.
 type policyMetrics struct {
 	decisions *prometheus.CounterVec
+	// vulnerable counts the decisions on versions with known
+	// vulnerabilities the policy acted on, by decision.
+	vulnerable *prometheus.CounterVec
 	mu        sync.Mutex
 	gen       atomic.Uint64 // the policy generation counted contains only its rules
 	counted   sync.Map      // policyRuleKey → true: the series that exist
@@ -410,8 +413,11 @@ type policyRuleKey struct {
 func newPolicyMetrics(reg *prometheus.Registry, status func() policyfile.Status) *policyMetrics {
 	m := &policyMetrics{decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oci_tofu_policy_decisions_total", Help: "Policy decisions that shaped an answer, by kind, deciding rule (its name in the policy file, or default) and decision (allow or deny).",
-	}, []string{"kind", "rule", "decision"})}
-	reg.MustRegister(m.decisions)
+	}, []string{"kind", "rule", "decision"}),
+		vulnerable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oci_tofu_policy_vulnerable_decisions_total", Help: "Policy decisions on versions whose SBOM matches known vulnerabilities the policy acts on (its vulnerabilities blocks), by decision (allow: served with a warning; deny).",
+		}, []string{"decision"})}
+	reg.MustRegister(m.decisions, m.vulnerable)
 	if status == nil {
 		return m
 	}
@@ -454,6 +460,9 @@ func (m *policyMetrics) count(pol *policy.Policy, gen uint64, kind names.Kind, d
 		m.counted.Store(key, true)
 	}
 	m.decisions.WithLabelValues(string(kind), d.Rule, outcome).Inc()
+	if len(d.Vulnerable) > 0 {
+		m.vulnerable.WithLabelValues(outcome).Inc()
+	}
 }
 
 // forgetDroppedRules deletes the series of rules pol does not have, once

@@ -64,4 +64,7 @@ type Observer interface {
 	// policy kind) served, those the policy deprecates, with the
 	// message: the others are no longer deprecated.
 	Deprecations(kind names.Kind, address string, listed names.VersionList, deprecated map[string]string)
+	// Vulnerabilities records which of a provider listing's versions
+	// the policy serves with known vulnerabilities (warn), and which.
+	Vulnerabilities(address string, listed names.VersionList, vulnerable map[string]string)
 }
