@@ -400,9 +400,9 @@ type policyMetrics struct {
 	// vulnerable counts the decisions on versions with known
 	// vulnerabilities the policy acted on, by decision.
 	vulnerable *prometheus.CounterVec
-	mu        sync.Mutex
-	gen       atomic.Uint64 // the policy generation counted contains only its rules
-	counted   sync.Map      // policyRuleKey → true: the series that exist
+	mu         sync.Mutex
+	gen        atomic.Uint64 // the policy generation counted contains only its rules
+	counted    sync.Map      // policyRuleKey → true: the series that exist
 }
 
 type policyRuleKey struct {
