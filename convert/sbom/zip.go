@@ -7,6 +7,7 @@ import (
 	"debug/buildinfo"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 )
+
+// ErrNoExecutable is FromZip's error for a zip that holds no executable:
+// there is nothing to describe (a release packaging only scripts or data),
+// and the pushes store no SBOM for it, saying so.
+var ErrNoExecutable = errors.New("holds no executable")
 
 // FromZip makes the SBOM of a provider package zip (one platform's), named
 // by the options; r reads the zip (size bytes). It fails on a zip it cannot
@@ -67,7 +73,7 @@ func FromZip(r io.ReaderAt, size int64, o Options) (*Document, error) {
 		}
 	}
 	if len(doc.Executables) == 0 {
-		return nil, fmt.Errorf("sbom: %s holds no executable", fileName)
+		return nil, fmt.Errorf("sbom: %s %w", fileName, ErrNoExecutable)
 	}
 	slices.SortFunc(doc.Executables, func(a, b Executable) int { return strings.Compare(a.Name, b.Name) })
 	return doc, nil
