@@ -85,11 +85,15 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 	if err != nil {
 		return oci.PushResult{}, err
 	}
+	sboms := rel.newSBOMRun(repo)
+	defer sboms.finish()
+	opts.BeforeTag = sboms.before(opts.BeforeTag)
 	if held, ok := rel.heldAs(ctx, repo, tags[tag]); ok {
 		if err := rel.checkTarget(); err != nil {
 			return oci.PushResult{}, err
 		}
-		return oci.Push(ctx, repo, held, tags, opts)
+		res, err := oci.Push(ctx, repo, held, tags, opts)
+		return res, sboms.after(ctx, err)
 	}
 	if err := rel.CheckDigests(ctx); err != nil {
 		return oci.PushResult{}, err
@@ -98,7 +102,11 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 		return oci.PushResult{}, err
 	}
 	up := oci.NewUpload(repo, opts)
-	h1, err := rel.hashAndUpload(ctx, up, !tags.Conflicts(opts.Replace))
+	upload := !tags.Conflicts(opts.Replace)
+	if upload {
+		sboms.start(ctx) // while the zips upload and hash
+	}
+	h1, err := rel.hashAndUpload(ctx, up, upload)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
@@ -107,7 +115,8 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 		return oci.PushResult{}, err
 	}
 	rel.pushed = &builtRelease{root: a.Root().Digest, h1: h1}
-	return up.Commit(ctx, a, tags)
+	res, err := up.Commit(ctx, a, tags)
+	return res, sboms.after(ctx, err)
 }
 
 // checkTarget checks Repository, when set, with CheckRepository.
