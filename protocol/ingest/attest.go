@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -77,6 +79,24 @@ func (a *Attestation) attest(ctx context.Context, repo oci.Repository, repositor
 		return fmt.Errorf("%s@%s was stored, but signing and attesting it failed: %w", repository, root.Digest, err)
 	}
 	return nil
+}
+
+// SBOM is release.SBOMOptions.Attest for the attester, storing in repo
+// (named repository): it signs a platform manifest and attests its SBOM,
+// predicate type sbom.SPDXPredicateType with the SPDX document as the
+// predicate (`cosign verify-attestation --type spdxjson` checks it), in
+// both forms attest.Attach writes; an SBOM found stored already is
+// attested only when the key's attestation of it is not complete.
+func (a *Attestation) SBOM(repository string) func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
+	return func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
+		if !written && a.Attested(ctx, repo, manifest, sbom.SPDXPredicateType) {
+			return false, nil
+		}
+		if err := a.Attester.Attest(ctx, repo, repository, manifest, sbom.SPDXPredicateType, json.RawMessage(spdx)); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
 }
 
 // Attested reports whether root, held in repo, already carries a
