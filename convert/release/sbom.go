@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -333,3 +335,49 @@ func (s *sbomRun) store(ctx context.Context) error {
 // sbomStoreConcurrency bounds the platforms whose SBOMs are stored at once
 // (each a referrers listing and a referrer's writes).
 const sbomStoreConcurrency = 4
+
+// BackfillSBOMs stores the SBOM of every platform of a stored provider
+// version (pv, in repo) whose manifest has none, as Push would have
+// stored it: each zip is read from the registry into a temporary file
+// (in opts.TempDir), its size and digest verified, and described; the
+// document is named and dated from the version's provenance (the type,
+// the SHA256SUMS signature), or, for a version without provenance
+// (pushed by another tool), by typ, pv.Version and the epoch. opts.Attest attests
+// them as in Push; platforms, when not empty, selects the platforms.
+func BackfillSBOMs(ctx context.Context, repo oci.Repository, pv *oci.ProviderVersion, typ string, platforms []names.Platform, opts SBOMOptions) ([]SBOMResult, error) {
+	var created time.Time
+	version := pv.Version.String()
+	if pv.Provenance != nil {
+		prov, files, err := oci.ReadProvenance(ctx, repo, *pv.Provenance)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading its provenance: %w", pv.Version, err)
+		}
+		typ, version, created = prov.Type, prov.Version, SBOMTime(files.Signature.Data)
+	}
+	var sources []SBOMSource
+	for _, p := range pv.SortedPlatforms() {
+		if len(platforms) > 0 && !slices.Contains(platforms, p) {
+			continue
+		}
+		manifest := pv.Platforms[p]
+		sources = append(sources, SBOMSource{Platform: p, Manifest: manifest.Digest, Make: func(ctx context.Context) ([]byte, error) {
+			zip, err := oci.ReadProviderPackage(ctx, repo, manifest)
+			if err != nil {
+				return nil, err
+			}
+			f, err := os.CreateTemp(opts.TempDir, "oci-tofu-sbom-zip-*")
+			if err != nil {
+				return nil, err
+			}
+			defer func() {
+				f.Close()
+				os.Remove(f.Name())
+			}()
+			if err := oci.FetchBlob(ctx, repo, zip, oci.MaxPackageSize, f); err != nil {
+				return nil, err
+			}
+			return MakeSBOM(f, zip.Size, typ, version, p, zip.Digest, created, opts.TempDir)
+		}})
+	}
+	return StoreSBOMs(ctx, repo, sources, 2, opts.Attest)
+}

@@ -122,3 +122,50 @@ func TestPushStoresSBOMs(t *testing.T) {
 		}
 	}
 }
+
+// BackfillSBOMs gives a version pushed without SBOMs the ones Push makes,
+// from the registry's zips; a second run writes nothing.
+func TestBackfillSBOMs(t *testing.T) {
+	ctx := context.Background()
+	keys := []*pgp.Keyring{mustKeyring(t, "gpg-signer.asc")}
+	dir := fixture(t, "providers", "hello", "1.0.0")
+	push := func(skip bool) (oci.Repository, *oci.ProviderVersion) {
+		repo, err := orasoci.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := release.ReadProvider(ctx, dir, release.Options{Keys: keys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel.SBOM.Skip = skip
+		res, err := rel.Push(ctx, repo, oci.PushOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, err := oci.ReadProviderIndex(ctx, repo, res.Root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return repo, pv
+	}
+	want, pv := push(false)
+	repo, _ := push(true)
+	for run, status := range []release.SBOMStatus{release.SBOMWritten, release.SBOMPresent} {
+		got, err := release.BackfillSBOMs(ctx, repo, pv, "ignored", nil, release.SBOMOptions{})
+		if err != nil || len(got) != 4 {
+			t.Fatalf("run %d: %+v %v", run, got, err)
+		}
+		for _, r := range got {
+			a, err1 := sbom.Read(ctx, repo, r.Manifest)
+			b, err2 := sbom.Read(ctx, want, r.Manifest)
+			if r.Status != status || err1 != nil || err2 != nil || !bytes.Equal(a.SPDX, b.SPDX) {
+				t.Errorf("run %d: %+v %v %v: the backfilled SBOM differs from the pushed one", run, r, err1, err2)
+			}
+		}
+	}
+	one, err := release.BackfillSBOMs(ctx, repo, pv, "", []names.Platform{{OS: "linux", Arch: "arm64"}}, release.SBOMOptions{})
+	if err != nil || len(one) != 1 || one[0].Platform.String() != "linux_arm64" {
+		t.Fatalf("%+v %v", one, err)
+	}
+}
