@@ -20,7 +20,7 @@ func sbomCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "sbom",
 		Usage:     "print a stored provider version's SBOMs, or --backfill the SBOMs versions lack",
-		ArgsUsage: "REPOSITORY:VERSION | --backfill REPOSITORY[:VERSION]... | --provider-template TEMPLATE ADDRESS@VERSION...",
+		ArgsUsage: "REPOSITORY:VERSION | --backfill REPOSITORY[:VERSION]...",
 		Description: `Each platform of a provider version stored by oci-tofu has its SBOM (SPDX 2.3 JSON,
 made from the Go build information of the executables in its zip) as an OCI 1.1
 referrer of its platform manifest (docs/artifacts.md).
@@ -38,8 +38,9 @@ digest verified, and described as push provider would have (the same bytes); wit
 alone: a second run writes nothing, and says so. Each version and platform is
 reported: written, present, no executable, or error (the exit status is 1 then).
 
-With --provider-template, each ADDRESS (hashicorp/aws, registry.opentofu.org/
-hashicorp/aws), with @VERSION, names a provider whose repository the template gives.`,
+With --provider-template TEMPLATE, the arguments are ADDRESS@VERSION (or, with
+--backfill, ADDRESS[@VERSION]): each ADDRESS (hashicorp/aws, registry.opentofu.org/
+hashicorp/aws) names a provider whose repository the template gives.`,
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "provider-template", Usage: "where the ADDRESS arguments' providers live, as tofu's repository_template: e.g. `ghcr.io/acme/providers/${namespace}/${type}`", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
 			&cli.StringSliceFlag{Name: "platform", Usage: "only this `os_arch` (repeatable with --backfill)"},
