@@ -172,7 +172,8 @@ type pushedSBOM struct {
 // push provider --attest-key stores each platform's SBOM of a real Go
 // provider, its modules those `go version -m` lists, dated by the
 // signature; the real cosign verifies its attestation (--type spdxjson)
-// in both forms; `regctl image copy --referrers` keeps the SBOMs; tofu
+// in both forms; `regctl image copy --referrers` and `oras cp -r` keep
+// the SBOMs; tofu
 // still installs the version through oci_mirror and through serve. A
 // version pushed with --no-sbom gets the same SBOMs from sbom --backfill,
 // and a second backfill writes nothing.
@@ -257,6 +258,16 @@ func TestSBOMPushAttestCopyBackfill(t *testing.T) {
 		}
 		if out, err := cosignVerifyAttestationType(t, pub, copied+"@"+manifests[p], "spdxjson"); err != nil {
 			t.Errorf("%s: on the copy: %v\n%s", p, err, out)
+		}
+	}
+
+	// So does oras cp -r.
+	orased := reg.Host + "/oras/test/demo"
+	ca := reg.CA.CertFile
+	mustOras(t, "cp", "--no-tty", "-r", "--from-plain-http=false", "--from-ca-file", ca, "--to-plain-http=false", "--to-ca-file", ca, repo+":1.0.0", orased+":1.0.0")
+	for _, p := range sbomDemoPlatforms {
+		if got := spdxOf(orased+":1.0.0", p); string(got) != string(pushed[p]) {
+			t.Errorf("%s: the oras copy's SBOM differs", p)
 		}
 	}
 
