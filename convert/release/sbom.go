@@ -26,7 +26,7 @@ import (
 //
 // Push makes the SBOM of every platform's zip while the zips upload and
 // their h1 hashes are computed, and stores each as a referrer of its
-// platform manifest (sbom.Attach) once the manifests are written and
+// platform manifest (sbom.Write) once the manifests are written and
 // before any tag is (the push's BeforeTag, ahead of the caller's): a
 // reader never finds a version tagged without its SBOMs. A platform whose
 // manifest has an SBOM already keeps it (a re-push writes nothing). A
@@ -109,9 +109,10 @@ func SBOMTime(signature []byte) time.Time {
 
 // MakeSBOM makes the SPDX SBOM of one platform's zip, read from r (size
 // bytes, sha256 zipDigest, already verified): the document every path
-// stores for it.
-func MakeSBOM(r io.ReaderAt, size int64, typ, version string, p names.Platform, zipDigest digest.Digest, created time.Time, tempDir string) ([]byte, error) {
-	doc, err := sbom.FromZip(r, size, sbom.Options{Name: typ, Version: version, Platform: p.String(), ZipDigest: zipDigest, Created: created, TempDir: tempDir})
+// stores for it. known, when set, are sha256 sums of its entries computed
+// already (sbom.Options.SHA256).
+func MakeSBOM(r io.ReaderAt, size int64, typ, version string, p names.Platform, zipDigest digest.Digest, created time.Time, tempDir string, known map[string]string) ([]byte, error) {
+	doc, err := sbom.FromZip(r, size, sbom.Options{Name: typ, Version: version, Platform: p.String(), ZipDigest: zipDigest, Created: created, TempDir: tempDir, SHA256: known})
 	if err != nil {
 		return nil, err
 	}
@@ -169,14 +170,11 @@ func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest fu
 		if err != nil {
 			return r, err
 		}
-		d, written, err := sbom.Attach(ctx, repo, s.Manifest, spdx, doc.Created)
+		d, err := sbom.Write(ctx, repo, s.Manifest, spdx, doc.Created) // Read found none
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", s.Platform, err)
 		}
-		r.Status, r.Referrer = SBOMPresent, d.Digest
-		if written {
-			r.Status = SBOMWritten
-		}
+		r.Status, r.Referrer = SBOMWritten, d.Digest
 	default:
 		return r, fmt.Errorf("reading the SBOMs of %s (%s): %w", s.Platform, s.Manifest, err)
 	}
@@ -217,22 +215,33 @@ func (rel *Provider) newSBOMRun(repo oci.Repository) *sbomRun {
 	return &sbomRun{rel: rel, repo: repo, created: SBOMTime(rel.Files.Signature.Data)}
 }
 
-// start makes every package's SBOM in the background, at most half the
-// CPUs at once (the h1 hashes and the upload share them), until finish.
-func (s *sbomRun) start(ctx context.Context) {
+// start makes every package's SBOM in the background, each once the h1
+// pass has read its zip (the hashed it returns is told the files' sums,
+// which the SBOM takes instead of hashing the executables again), at most
+// half the CPUs at once (the h1 hashes and the upload share them), until
+// finish.
+func (s *sbomRun) start(ctx context.Context) (hashed func(i int, sums map[string]string)) {
 	if s == nil {
-		return
+		return nil
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.made = make([]*madeSBOM, len(s.rel.Packages))
+	sums := make([]chan map[string]string, len(s.rel.Packages))
 	sem := make(chan struct{}, max(runtime.NumCPU()/2, 1))
 	for i, p := range s.rel.Packages {
 		m := &madeSBOM{done: make(chan struct{})}
-		s.made[i] = m
+		s.made[i], sums[i] = m, make(chan map[string]string, 1)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer close(m.done)
+			var known map[string]string
+			select {
+			case known = <-sums[i]:
+			case <-ctx.Done():
+				m.err = ctx.Err()
+				return
+			}
 			select {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
@@ -240,9 +249,10 @@ func (s *sbomRun) start(ctx context.Context) {
 				m.err = ctx.Err()
 				return
 			}
-			m.spdx, m.err = s.make(ctx, p)
+			m.spdx, m.err = s.make(ctx, p, known)
 		}()
 	}
+	return func(i int, known map[string]string) { sums[i] <- known }
 }
 
 // finish stops what start began and waits for it (its temporary files
@@ -255,8 +265,9 @@ func (s *sbomRun) finish() {
 	s.wg.Wait()
 }
 
-// make makes one package's SBOM from its file.
-func (s *sbomRun) make(ctx context.Context, p Package) ([]byte, error) {
+// make makes one package's SBOM from its file; known are sums of its
+// files already computed, if any.
+func (s *sbomRun) make(ctx context.Context, p Package, known map[string]string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -266,7 +277,7 @@ func (s *sbomRun) make(ctx context.Context, p Package) ([]byte, error) {
 	}
 	defer f.Close()
 	zd := digest.NewDigestFromEncoded(digest.SHA256, p.SHA256)
-	return MakeSBOM(f, p.Size, s.rel.Type, s.rel.Version, p.Platform, zd, s.created, s.rel.SBOM.TempDir)
+	return MakeSBOM(f, p.Size, s.rel.Type, s.rel.Version, p.Platform, zd, s.created, s.rel.SBOM.TempDir, known)
 }
 
 // before is the push's BeforeTag: the SBOMs stored, then next's.
@@ -313,7 +324,7 @@ func (s *sbomRun) store(ctx context.Context) error {
 		}
 		sources[i] = SBOMSource{Platform: p.Platform, Manifest: m.Descriptor.Digest, Make: func(ctx context.Context) ([]byte, error) {
 			if s.made == nil {
-				return s.make(ctx, p)
+				return s.make(ctx, p, nil)
 			}
 			select {
 			case <-s.made[i].done:
@@ -333,8 +344,10 @@ func (s *sbomRun) store(ctx context.Context) error {
 }
 
 // sbomStoreConcurrency bounds the platforms whose SBOMs are stored at once
-// (each a referrers listing and a referrer's writes).
-const sbomStoreConcurrency = 4
+// (each a referrers listing and a referrer's writes, and with an
+// attestation its writes and tag settling: a release's platforms are
+// usually stored in one round).
+const sbomStoreConcurrency = 8
 
 // BackfillSBOMs stores the SBOM of every platform of a stored provider
 // version (pv, in repo) whose manifest has none, as Push would have
@@ -376,7 +389,7 @@ func BackfillSBOMs(ctx context.Context, repo oci.Repository, pv *oci.ProviderVer
 			if err := oci.FetchBlob(ctx, repo, zip, oci.MaxPackageSize, f); err != nil {
 				return nil, err
 			}
-			return MakeSBOM(f, zip.Size, typ, version, p, zip.Digest, created, opts.TempDir)
+			return MakeSBOM(f, zip.Size, typ, version, p, zip.Digest, created, opts.TempDir, nil)
 		}})
 	}
 	return StoreSBOMs(ctx, repo, sources, 2, opts.Attest)
