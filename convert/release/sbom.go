@@ -27,7 +27,7 @@ import (
 // Push makes the SBOM of every platform's zip while the zips upload and
 // their h1 hashes are computed, and stores each as a referrer of its
 // platform manifest (sbom.Write) once the manifests are written and
-// before any tag is (the push's BeforeTag, ahead of the caller's): a
+// before any tag is (the push's BeforeTag, beside the caller's): a
 // reader never finds a version tagged without its SBOMs. A platform whose
 // manifest has an SBOM already keeps it (a re-push writes nothing). A
 // release the registry holds already (nothing to upload) gets the SBOMs it
@@ -280,19 +280,23 @@ func (s *sbomRun) make(ctx context.Context, p Package, known map[string]string) 
 	return MakeSBOM(f, p.Size, s.rel.Type, s.rel.Version, p.Platform, zd, s.created, s.rel.SBOM.TempDir, known)
 }
 
-// before is the push's BeforeTag: the SBOMs stored, then next's.
+// before is the push's BeforeTag: the SBOMs stored while next (the
+// caller's: the release's attestation, about another subject) runs; both
+// are done before any tag is written.
 func (s *sbomRun) before(next func(context.Context, ocispec.Descriptor) error) func(context.Context, ocispec.Descriptor) error {
 	if s == nil {
 		return next
 	}
 	return func(ctx context.Context, root ocispec.Descriptor) error {
-		if err := s.store(ctx); err != nil {
-			return err
+		if next == nil {
+			return s.store(ctx)
 		}
-		if next != nil {
-			return next(ctx, root)
-		}
-		return nil
+		// ctx as given, never one canceled when both return: next may
+		// leave work running past it (the tag schema's writes).
+		var g errgroup.Group
+		g.Go(func() error { return s.store(ctx) })
+		g.Go(func() error { return next(ctx, root) })
+		return g.Wait()
 	}
 }
 
