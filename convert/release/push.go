@@ -105,7 +105,7 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 	upload := !tags.Conflicts(opts.Replace)
 	var hashed func(i int, sums map[string]string)
 	if upload {
-		hashed = sboms.start(ctx) // while the zips upload, each once hashed
+		hashed = sboms.start(ctx, up) // while the zips upload, each once hashed
 	}
 	h1, err := rel.hashAndUpload(ctx, up, upload, hashed)
 	if err != nil {

@@ -186,8 +186,9 @@ func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest fu
 	return r, nil
 }
 
-// sbomRun is one push's SBOMs: made while the zips upload (start), stored
-// before the tags are written (store).
+// sbomRun is one push's SBOMs: made and stored while the zips upload
+// (start), or after a push that uploaded nothing (store); the push's
+// BeforeTag waits for them (before).
 type sbomRun struct {
 	rel     *Provider
 	repo    oci.Repository
@@ -198,12 +199,17 @@ type sbomRun struct {
 	stored bool
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	config    sync.Once
+	configErr error
 }
 
+// madeSBOM is one package's SBOM, made and stored in the background:
+// result once done is closed, err a failure that fails the push.
 type madeSBOM struct {
-	done chan struct{}
-	spdx []byte
-	err  error
+	done   chan struct{}
+	result SBOMResult
+	err    error
 }
 
 // newSBOMRun is the push's SBOM run, nil when SBOMs are skipped.
@@ -215,12 +221,15 @@ func (rel *Provider) newSBOMRun(repo oci.Repository) *sbomRun {
 	return &sbomRun{rel: rel, repo: repo, created: SBOMTime(rel.Files.Signature.Data)}
 }
 
-// start makes every package's SBOM in the background, each once the h1
-// pass has read its zip (the hashed it returns is told the files' sums,
-// which the SBOM takes instead of hashing the executables again), at most
-// half the CPUs at once (the h1 hashes and the upload share them), until
-// finish.
-func (s *sbomRun) start(ctx context.Context) (hashed func(i int, sums map[string]string)) {
+// start makes and stores every package's SBOM in the background, while
+// the zips upload (up): each is made once the h1 pass has read its zip
+// (the hashed it returns is told the files' sums, which the SBOM takes
+// instead of hashing the executables again), at most half the CPUs at
+// once (the h1 hashes and the upload share them); once its zip is
+// uploaded, the platform manifest is written ahead of the others
+// (Upload.Manifest) and the SBOM, and its attestation, stored as its
+// referrers. finish stops what is left.
+func (s *sbomRun) start(ctx context.Context, up *oci.Upload) (hashed func(i int, sums map[string]string)) {
 	if s == nil {
 		return nil
 	}
@@ -235,24 +244,46 @@ func (s *sbomRun) start(ctx context.Context) (hashed func(i int, sums map[string
 		go func() {
 			defer s.wg.Done()
 			defer close(m.done)
-			var known map[string]string
-			select {
-			case known = <-sums[i]:
-			case <-ctx.Done():
-				m.err = ctx.Err()
-				return
-			}
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				m.err = ctx.Err()
-				return
-			}
-			m.spdx, m.err = s.make(ctx, p, known)
+			m.result, m.err = s.makeAndStore(ctx, up, p, sums[i], sem)
 		}()
 	}
 	return func(i int, known map[string]string) { sums[i] <- known }
+}
+
+// makeAndStore is one package's part of start.
+func (s *sbomRun) makeAndStore(ctx context.Context, up *oci.Upload, p Package, sums <-chan map[string]string, sem chan struct{}) (SBOMResult, error) {
+	var known map[string]string
+	select {
+	case known = <-sums:
+	case <-ctx.Done():
+		return SBOMResult{}, ctx.Err()
+	}
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return SBOMResult{}, ctx.Err()
+	}
+	spdx, makeErr := s.make(ctx, p, known)
+	<-sem
+	zip := p.zipDescriptor()
+	m, err := oci.ProviderPlatformManifest(zip)
+	if err != nil {
+		return SBOMResult{}, err
+	}
+	if makeErr == nil { // something to refer to the manifest: write it now
+		s.config.Do(func() { s.configErr = up.Blobs(ctx, []oci.Blob{oci.EmptyConfig()}) })
+		if s.configErr != nil {
+			return SBOMResult{}, s.configErr
+		}
+		if err := up.WhenBlob(ctx, zip.Digest); err != nil {
+			return SBOMResult{}, err
+		}
+		if err := up.Manifest(ctx, m); err != nil {
+			return SBOMResult{}, err
+		}
+	}
+	src := SBOMSource{Platform: p.Platform, Manifest: m.Descriptor.Digest, Make: func(context.Context) ([]byte, error) { return spdx, makeErr }}
+	return storeSBOM(ctx, s.repo, src, s.rel.SBOM.Attest)
 }
 
 // finish stops what start began and waits for it (its temporary files
@@ -280,9 +311,9 @@ func (s *sbomRun) make(ctx context.Context, p Package, known map[string]string) 
 	return MakeSBOM(f, p.Size, s.rel.Type, s.rel.Version, p.Platform, zd, s.created, s.rel.SBOM.TempDir, known)
 }
 
-// before is the push's BeforeTag: the SBOMs stored while next (the
-// caller's: the release's attestation, about another subject) runs; both
-// are done before any tag is written.
+// before is the push's BeforeTag: the SBOMs stored (start's finished)
+// while next (the caller's: the release's attestation, about another
+// subject) runs; both are done before any tag is written.
 func (s *sbomRun) before(next func(context.Context, ocispec.Descriptor) error) func(context.Context, ocispec.Descriptor) error {
 	if s == nil {
 		return next
@@ -309,8 +340,9 @@ func (s *sbomRun) after(ctx context.Context, err error) error {
 	return s.store(ctx)
 }
 
-// store stores the SBOMs the platform manifests lack, once per push:
-// those start made, or made now (a push that found the release held).
+// store finishes the SBOMs, once per push: waits for those start made
+// and stored, or (a push that uploaded nothing) stores those the
+// platform manifests lack, made now.
 func (s *sbomRun) store(ctx context.Context) error {
 	if s == nil {
 		return nil
@@ -320,27 +352,35 @@ func (s *sbomRun) store(ctx context.Context) error {
 	if s.stored {
 		return nil
 	}
-	sources := make([]SBOMSource, len(s.rel.Packages))
-	for i, p := range s.rel.Packages {
-		m, err := oci.ProviderPlatformManifest(p.zipDescriptor())
-		if err != nil {
-			return err
-		}
-		sources[i] = SBOMSource{Platform: p.Platform, Manifest: m.Descriptor.Digest, Make: func(ctx context.Context) ([]byte, error) {
-			if s.made == nil {
-				return s.make(ctx, p, nil)
-			}
+	var results []SBOMResult
+	if s.made != nil {
+		results = make([]SBOMResult, len(s.made))
+		for i, m := range s.made {
 			select {
-			case <-s.made[i].done:
-				return s.made[i].spdx, s.made[i].err
+			case <-m.done:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
-		}}
-	}
-	results, err := StoreSBOMs(ctx, s.repo, sources, sbomStoreConcurrency, s.rel.SBOM.Attest)
-	if err != nil {
-		return fmt.Errorf("storing the SBOMs: %w", err)
+			if m.err != nil {
+				return fmt.Errorf("storing the SBOMs: %w", m.err)
+			}
+			results[i] = m.result
+		}
+	} else {
+		sources := make([]SBOMSource, len(s.rel.Packages))
+		for i, p := range s.rel.Packages {
+			m, err := oci.ProviderPlatformManifest(p.zipDescriptor())
+			if err != nil {
+				return err
+			}
+			sources[i] = SBOMSource{Platform: p.Platform, Manifest: m.Descriptor.Digest, Make: func(ctx context.Context) ([]byte, error) {
+				return s.make(ctx, p, nil)
+			}}
+		}
+		var err error
+		if results, err = StoreSBOMs(ctx, s.repo, sources, sbomStoreConcurrency, s.rel.SBOM.Attest); err != nil {
+			return fmt.Errorf("storing the SBOMs: %w", err)
+		}
 	}
 	s.stored = true
 	s.rel.sbomResults = results

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -43,7 +44,10 @@ func TestPushStoresSBOMs(t *testing.T) {
 		t.Fatal("the fixture's signature has no time")
 	}
 	var attested []digest.Digest
+	var mu sync.Mutex
 	rel.SBOM.Attest = func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		if _, err := repo.Resolve(ctx, "1.0.0"); !oci.IsNotFound(err) {
 			t.Errorf("attesting %s: the tag is there already (%v)", manifest, err)
 		}
