@@ -35,7 +35,10 @@ var benchPlatforms = []string{
 // packer's peak RSS (goal < 100 MiB), and attested/push: the same push with
 // --attest-key (signed in-toto attestation of the index), to a fresh
 // repository beside the plain one, the two in alternating order (goal
-// ≤ 1.10).
+// ≤ 1.10). The plain push stores every platform's SBOM (the default);
+// sbom/nosbom compares it with the same push with --no-sbom, to a fresh
+// repository, the two in alternating order (goal ≤ 1.10: the SBOMs are
+// made while the zips upload).
 func BenchmarkProviderPush(b *testing.B) {
 	const zipSize = 32 << 20
 	bin := buildOCITofu(b)
@@ -69,8 +72,9 @@ func BenchmarkProviderPush(b *testing.B) {
 		b.Fatal(err)
 	}
 	attestKey := writeAttestKey(b)
-	var raw, push, repush, attested time.Duration
-	var pairs []float64 // each iteration's attested/push
+	var raw, push, repush, attested, noSBOM time.Duration
+	var pairs []float64     // each iteration's attested/push
+	var sbomPairs []float64 // each iteration's push/(push --no-sbom)
 	var rss float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -81,8 +85,14 @@ func BenchmarkProviderPush(b *testing.B) {
 			withKey, _ = runMeasured(b, e, bin, "push", "provider", "--quiet", "--key", key, "--attest-key", attestKey, dir, fmt.Sprintf("%s/attested/r%d/big", reg.Host, i))
 			attested += withKey
 		}
+		var bare time.Duration
+		withoutSBOM := func() {
+			bare, _ = runMeasured(b, e, bin, "push", "provider", "--quiet", "--no-sbom", "--key", key, dir, fmt.Sprintf("%s/nosbom/r%d/big", reg.Host, i))
+			noSBOM += bare
+		}
 		if i%2 == 1 {
 			withAttestation()
+			withoutSBOM()
 		}
 		d, r := runMeasured(b, e, bin, "push", "provider", "--quiet", "--key", key, dir, repo)
 		push += d
@@ -94,8 +104,10 @@ func BenchmarkProviderPush(b *testing.B) {
 		repush += d
 		if i%2 == 0 {
 			withAttestation()
+			withoutSBOM()
 		}
 		pairs = append(pairs, withKey.Seconds()/without.Seconds())
+		sbomPairs = append(sbomPairs, without.Seconds()/bare.Seconds())
 	}
 	b.StopTimer()
 	n := float64(b.N)
@@ -111,6 +123,10 @@ func BenchmarkProviderPush(b *testing.B) {
 	// ratio of the sums on a shared machine.
 	b.ReportMetric(median(pairs), "attested/push-median")
 	b.Logf("push %.2f s, with --attest-key %.2f s: attested/push %.3f, median of %d pairs %.3f (goal ≤ 1.10)", push.Seconds()/n, attested.Seconds()/n, attested.Seconds()/push.Seconds(), len(pairs), median(pairs))
+	b.ReportMetric(noSBOM.Seconds()/n, "nosbom-push-s")
+	b.ReportMetric(push.Seconds()/noSBOM.Seconds(), "sbom/nosbom")
+	b.ReportMetric(median(sbomPairs), "sbom/nosbom-median")
+	b.Logf("push %.2f s, with --no-sbom %.2f s: sbom/nosbom %.3f, median of %d pairs %.3f (goal ≤ 1.10)", push.Seconds()/n, noSBOM.Seconds()/n, push.Seconds()/noSBOM.Seconds(), len(sbomPairs), median(sbomPairs))
 	b.ReportMetric(0, "ns/op")
 }
 

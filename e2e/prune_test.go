@@ -16,6 +16,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 )
 
@@ -189,6 +190,16 @@ func TestPruneDryRunThenApply(t *testing.T) {
 		t.Fatalf("prune --apply: %v, want %v\n%s", got, want, out)
 	}
 	wantTags := append([]string{"1.0.0"}, attachmentTags(digests["1.0.0"])...)
+	// With --attest-key each platform manifest's SBOM is attested too
+	// (the referrers' sha256-<hex> index, the .att tag; no signature):
+	// the kept version's stay, the deleted ones' went with them.
+	pv, err := oci.ResolveProvider(context.Background(), r, names.MustParseVersion("1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range pv.Platforms {
+		wantTags = append(wantTags, attachmentTags(m.Digest.String())[:2]...)
+	}
 	slices.Sort(wantTags)
 	if after := sortedTags(t, r); !slices.Equal(after, wantTags) {
 		t.Errorf("after prune --apply the tags are %v, want %v", after, wantTags)

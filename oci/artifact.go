@@ -48,6 +48,10 @@ func BytesBlob(mediaType string, data []byte, annotations map[string]string) Blo
 	return Blob{Descriptor: desc, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}
 }
 
+// EmptyConfig is the empty config blob ({}) platform manifests name: an
+// upload that writes a manifest ahead (Upload.Manifest) writes it first.
+func EmptyConfig() Blob { return emptyConfig() }
+
 // emptyConfig is the OCI empty descriptor ({}), used as config where the
 // config carries nothing (OpenTofu does not read it).
 func emptyConfig() Blob {

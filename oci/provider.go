@@ -70,17 +70,13 @@ func buildProvider(pkgs []ProviderPackage, prov *ProvenanceArtifact, annotate bo
 		if i > 0 && pkgs[i-1].Platform == p.Platform {
 			return nil, fmt.Errorf("platform %s given twice", p.Platform)
 		}
-		layer := p.Zip
-		layer.MediaType = MediaTypeZip
-		a.Blobs = append(a.Blobs, Blob{Descriptor: layer, Open: p.Open})
-		m, err := EncodeManifest(ocispec.Manifest{
-			ArtifactType: ArtifactTypeProviderTarget,
-			Config:       ocispec.DescriptorEmptyJSON,
-			Layers:       []ocispec.Descriptor{layer},
-		})
+		m, err := ProviderPlatformManifest(p.Zip)
 		if err != nil {
 			return nil, err
 		}
+		layer := p.Zip
+		layer.MediaType = MediaTypeZip
+		a.Blobs = append(a.Blobs, Blob{Descriptor: layer, Open: p.Open})
 		a.Manifests = append(a.Manifests, m)
 		d := m.Descriptor
 		d.Platform = &ocispec.Platform{OS: p.Platform.OS, Architecture: p.Platform.Arch}
@@ -100,6 +96,21 @@ func buildProvider(pkgs []ProviderPackage, prov *ProvenanceArtifact, annotate bo
 	}
 	a.Manifests = append(a.Manifests, root)
 	return a, nil
+}
+
+// ProviderPlatformManifest is the platform manifest BuildProvider makes
+// for a zip: the empty config and the zip as its one archive/zip layer. It
+// depends on the zip's descriptor alone, so what describes a platform (an
+// SBOM, a referrer of this manifest) can name it before anything is
+// written.
+func ProviderPlatformManifest(zip ocispec.Descriptor) (Manifest, error) {
+	layer := zip
+	layer.MediaType = MediaTypeZip
+	return EncodeManifest(ocispec.Manifest{
+		ArtifactType: ArtifactTypeProviderTarget,
+		Config:       ocispec.DescriptorEmptyJSON,
+		Layers:       []ocispec.Descriptor{layer},
+	})
 }
 
 // ProviderVersion is a provider index as read from a repository.

@@ -92,8 +92,90 @@ type Upload struct {
 	opts PushOptions
 
 	mu      sync.Mutex
-	present map[digest.Digest]bool // blobs uploaded or found by this upload
-	res     PushResult
+	present map[digest.Digest]bool // blobs and manifests uploaded or found by this upload
+	// inflight are those being written by one of this upload's calls,
+	// waiting those other calls wait for (closed once each is written or
+	// has failed).
+	inflight map[digest.Digest]bool
+	waiting  map[digest.Digest][]chan struct{}
+	res      PushResult
+}
+
+// WhenBlob waits until this upload has written or found blob d (Blobs),
+// or ctx ends.
+func (u *Upload) WhenBlob(ctx context.Context, d digest.Digest) error {
+	u.mu.Lock()
+	if u.present[d] {
+		u.mu.Unlock()
+		return nil
+	}
+	ch := u.waitLocked(d)
+	u.mu.Unlock()
+	return u.await(ctx, d, ch)
+}
+
+// claim decides who writes d among this upload's calls: mine is set for
+// the caller that is to (it must record or release d), wait for one that
+// is to wait for another call's write; neither when d is written.
+func (u *Upload) claim(d digest.Digest) (mine bool, wait chan struct{}) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case u.present[d]:
+		return false, nil
+	case u.inflight[d]:
+		return false, u.waitLocked(d)
+	}
+	if u.inflight == nil {
+		u.inflight = map[digest.Digest]bool{}
+	}
+	u.inflight[d] = true
+	return true, nil
+}
+
+func (u *Upload) waitLocked(d digest.Digest) chan struct{} {
+	ch := make(chan struct{})
+	if u.waiting == nil {
+		u.waiting = map[digest.Digest][]chan struct{}{}
+	}
+	u.waiting[d] = append(u.waiting[d], ch)
+	return ch
+}
+
+// await waits on ch for d to be written by another call.
+func (u *Upload) await(ctx context.Context, d digest.Digest, ch chan struct{}) error {
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !u.has(d) {
+		return fmt.Errorf("%s was not written: its write failed elsewhere in this push", d)
+	}
+	return nil
+}
+
+// release gives up a claim that failed, waking those waiting for it.
+func (u *Upload) release(d digest.Digest) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.doneLocked(d)
+}
+
+func (u *Upload) doneLocked(d digest.Digest) {
+	delete(u.inflight, d)
+	for _, ch := range u.waiting[d] {
+		close(ch)
+	}
+	delete(u.waiting, d)
+}
+
+// Manifest writes m ahead of Commit (which then counts it once, as
+// found by this upload): a manifest whose blobs this upload has written
+// or found already (WhenBlob), so that what refers to it (a platform's
+// SBOM) is written while other blobs still upload.
+func (u *Upload) Manifest(ctx context.Context, m Manifest) error {
+	return u.manifestOfBlobs(ctx, m, nil)
 }
 
 // NewUpload starts a push to repo.
@@ -127,9 +209,35 @@ func (u *Upload) Blobs(ctx context.Context, blobs []Blob) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Concurrency)
 	for _, b := range todo {
-		goRecovered(g, func() error { return u.blob(gctx, b, progress) })
+		goRecovered(g, func() error {
+			d := b.Descriptor.Digest
+			mine, wait := u.claim(d)
+			if wait != nil { // another call of this upload writes it
+				if err := u.await(gctx, d, wait); err != nil {
+					return err
+				}
+				progress(b.Descriptor.Size)
+				return nil
+			}
+			if !mine {
+				progress(b.Descriptor.Size)
+				return nil
+			}
+			err := u.blob(gctx, b, progress)
+			if err != nil {
+				u.release(d)
+			}
+			return err
+		})
 	}
 	return g.Wait()
+}
+
+// has reports whether this upload has written or found d.
+func (u *Upload) has(d digest.Digest) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.present[d]
 }
 
 // pending returns the blobs not yet handled by this upload, once each.
@@ -230,6 +338,7 @@ func (u *Upload) record(d ocispec.Descriptor, uploaded bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.present[d.Digest] = true
+	u.doneLocked(d.Digest)
 	if uploaded {
 		u.res.Uploaded++
 		u.res.UploadedBytes += d.Size
@@ -366,14 +475,25 @@ func (u *Upload) restoreBlobs(ctx context.Context, blobs []Blob) error {
 }
 
 func (u *Upload) manifest(ctx context.Context, m Manifest) error {
-	ok, err := u.repo.Exists(ctx, m.Descriptor)
-	if err != nil {
-		return fmt.Errorf("checking manifest %s: %w", m.Descriptor.Digest, err)
+	d := m.Descriptor.Digest
+	mine, wait := u.claim(d)
+	if wait != nil { // written ahead (Manifest) at this moment
+		return u.await(ctx, d, wait)
 	}
-	if !ok {
-		if err := pushIgnoringExisting(ctx, u.repo, m.Descriptor, bytes.NewReader(m.Bytes)); err != nil {
-			return fmt.Errorf("uploading manifest %s: %w", m.Descriptor.Digest, err)
+	if !mine {
+		return nil // written ahead: counted then
+	}
+	ok, err := u.repo.Exists(ctx, m.Descriptor)
+	if err == nil && !ok {
+		if err = pushIgnoringExisting(ctx, u.repo, m.Descriptor, bytes.NewReader(m.Bytes)); err != nil {
+			err = fmt.Errorf("uploading manifest %s: %w", d, err)
 		}
+	} else if err != nil {
+		err = fmt.Errorf("checking manifest %s: %w", d, err)
+	}
+	if err != nil {
+		u.release(d)
+		return err
 	}
 	u.record(m.Descriptor, !ok)
 	return nil

@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -335,6 +336,20 @@ func WriteReferrer(ctx context.Context, repo Repository, subject digest.Digest, 
 	sub, err := repo.Resolve(ctx, subject.String())
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("resolving %s, to refer to it: %w", subject, err)
+	}
+	if sub.MediaType != ocispec.MediaTypeImageManifest && sub.MediaType != ocispec.MediaTypeImageIndex {
+		// An OCI layout resolves an untagged digest it did not write in
+		// this process as application/octet-stream: the manifest says.
+		b, err := FetchManifest(ctx, repo, sub)
+		if err != nil {
+			return ocispec.Descriptor{}, fmt.Errorf("reading %s, to refer to it: %w", subject, err)
+		}
+		var head struct {
+			MediaType string `json:"mediaType"`
+		}
+		if json.Unmarshal(b, &head) == nil && head.MediaType != "" {
+			sub.MediaType = head.MediaType
+		}
 	}
 	a := &Artifact{Blobs: []Blob{emptyConfig()}}
 	m := ocispec.Manifest{

@@ -112,6 +112,14 @@ func (a keyAttester) Attest(ctx context.Context, repo oci.Repository, repository
 	return err
 }
 
+func (a keyAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error {
+	at, err := attest.AttachAttestation(ctx, repo, repository, subject, a.s, predicateType, predicate)
+	if err == nil {
+		a.log("attested %s@%s (%s%s, %s)", repository, subject, at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
+	}
+	return err
+}
+
 func (a keyAttester) Key() *attest.Verifier { return a.s.Public() }
 
 // ingestAttestation is what mirror and serve's pull-through attest with:

@@ -67,6 +67,7 @@ func newApp() *cli.App {
 			exportCommand(),
 			mirrorCommand(),
 			pruneCommand(),
+			sbomCommand(),
 			vulnsCommand(),
 			usageCommand(),
 			policyCommand(),

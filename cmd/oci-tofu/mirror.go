@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/opentofu/tofudl/branding"
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
@@ -203,7 +207,7 @@ func reportMirrored(rep *reporter, results []ingest.Result) error {
 			case r.Skipped:
 				fmt.Fprintf(rep.out, "complete %s %s (%s)%s\n", r.Provider+r.Module, r.Version, r.Digest, attestedNote(r))
 			default:
-				fmt.Fprintf(rep.out, "mirrored %s %s → %s@%s%s\n", r.Provider+r.Module, r.Version, r.Reference, r.Digest, attestedNote(r))
+				fmt.Fprintf(rep.out, "mirrored %s %s → %s@%s%s%s\n", r.Provider+r.Module, r.Version, r.Reference, r.Digest, attestedNote(r), sbomNote(r.SBOMs))
 			}
 		}
 	}
@@ -211,6 +215,30 @@ func reportMirrored(rep *reporter, results []ingest.Result) error {
 		return cli.Exit(fmt.Sprintf("%d of %d failed", failed, len(results)), 1)
 	}
 	return nil
+}
+
+// sbomNote says what became of a pushed release's SBOMs: how many were
+// written, and each platform left without one, with why.
+func sbomNote(sboms map[string]string) string {
+	if len(sboms) == 0 {
+		return ""
+	}
+	written := 0
+	var without []string
+	for _, p := range slices.Sorted(maps.Keys(sboms)) {
+		switch st := sboms[p]; st {
+		case string(release.SBOMWritten):
+			written++
+		case string(release.SBOMPresent):
+		default:
+			without = append(without, p+" ("+st+")")
+		}
+	}
+	note := fmt.Sprintf(", %s written", names.Plural(written, "SBOM"))
+	if len(without) > 0 {
+		note += "; no SBOM for " + strings.Join(without, ", ")
+	}
+	return note
 }
 
 // attestedNote marks a release signed and attested by this run.

@@ -24,6 +24,7 @@ to the repository the template names. Everything is verified before anything is 
 			providerTemplateFlag(),
 			replaceFlag(),
 			attestKeyFlag(),
+			noSBOMFlag(),
 		}, append(registryFlags(), outputFlags()...)...),
 		Action: pushMirror,
 	}
@@ -71,6 +72,7 @@ func pushMirror(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		configureSBOMs(c, rep, r.Release, refs[i].Name(), signer)
 		res, err := r.Release.Push(c.Context, repo, oci.PushOptions{Replace: c.Bool("replace")})
 		if err != nil {
 			return fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, refs[i], err)
@@ -82,7 +84,7 @@ func pushMirror(c *cli.Context) error {
 		}
 		tagged := refs[i].WithReference(res.Root.Digest.String())
 		rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, names.Plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
-		results = append(results, map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate})
+		results = append(results, map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate, "sboms": reportSBOMs(rep, r.Release)})
 		if res.UpToDate {
 			upToDate++
 		}

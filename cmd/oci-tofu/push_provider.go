@@ -37,7 +37,15 @@ installs the release from a registry (see docs/artifacts.md): what OpenTofu refu
 (an empty line, "<hex> *<name>" lines for a package, an ASCII-armored or revoked
 signature) is refused, with the reason; what OpenTofu installs with a warning (a key,
 subkey or signature that has expired) is pushed with a warning, unless
---enforce-gpg-expiration or OPENTOFU_ENFORCE_GPG_EXPIRATION=true.`,
+--enforce-gpg-expiration or OPENTOFU_ENFORCE_GPG_EXPIRATION=true.
+
+Each platform's SBOM (SPDX 2.3 JSON, from the Go build information of the
+executables in its zip, dated by the SHA256SUMS signature so a re-push makes the
+same bytes) is made while the zips upload and stored as a referrer of the
+platform's manifest before the tag is written; with --attest-key it is attested
+too (predicate type https://spdx.dev/Document: cosign verify-attestation --type
+spdxjson). A zip with no executable gets none, with a warning. --no-sbom stores
+none; oci-tofu sbom --backfill adds them later.`,
 		Flags: append(append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "key", Usage: "armored public key `FILE` the SHA256SUMS signature must verify against (repeatable)", EnvVars: []string{"OCI_TOFU_KEYS"}},
 			&cli.BoolFlag{Name: "unsigned", Usage: "accept a release without a verified signature (in-house builds); zips are still checked against SHA256SUMS"},
@@ -45,6 +53,7 @@ subkey or signature that has expired) is pushed with a warning, unless
 			&cli.StringSliceFlag{Name: "platform", Usage: "push only this `os_arch` (repeatable)"},
 			enforceExpirationFlag(),
 			attestKeyFlag(),
+			noSBOMFlag(),
 			policyAddressFlag("registry.opentofu.org/acme/widgets"),
 		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), outputFlags()...),
 		Action: pushProvider,
@@ -98,6 +107,7 @@ func pushProvider(c *cli.Context) error {
 	if !ref.Layout {
 		rel.Repository = ref.Repository
 	}
+	configureSBOMs(c, rep, rel, ref.Name(), signer)
 	res, err, attestErr := pushAndAttestProvider(c, rep, repo, ref, rel, opts, signer, also) // push_provider_attest.go
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)
@@ -190,6 +200,7 @@ func reportProviderPush(rep *reporter, rel *release.Provider, ref oci.Reference,
 		"skipped":        res.Skipped,
 		"uploaded_bytes": res.UploadedBytes,
 		"warnings":       nonNil(rel.Warnings),
+		"sboms":          reportSBOMs(rep, rel),
 	}, pushedLine(ref, res))
 }
 

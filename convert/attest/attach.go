@@ -150,24 +150,77 @@ func (a *Attachments) Refer(ctx context.Context, repo oci.Repository) (sig, att 
 	if err != nil || held.Unsupported {
 		return "", "", err
 	}
-	v := a.signer.Public()
-	write := func(bundle []byte, predicateType string) (digest.Digest, error) {
-		for _, r := range held.Items {
-			if st, err := openBundleReferrer(r, v); err == nil && st.covers(a.subject) && st.PredicateType == predicateType {
-				return r.Descriptor.Digest, nil
-			}
-		}
-		layer := oci.AttachmentLayer{MediaType: oci.ArtifactTypeSigstoreBundle, Payload: bundle}
-		d, err := oci.WriteReferrer(ctx, repo, a.subject, oci.ArtifactTypeSigstoreBundle, []oci.AttachmentLayer{layer}, bundleAnnotations(predicateType, a.created))
-		return d.Digest, err
-	}
 	// One after the other: both change the one index of referrers a
 	// registry without the API keeps under sha256-<hex>.
-	if sig, err = write(a.signBundle, CosignSignPredicateType); err != nil {
+	if sig, err = a.referBundle(ctx, repo, held, a.signBundle, CosignSignPredicateType); err != nil {
 		return "", "", err
 	}
-	att, err = write(a.attBundle, a.predicateType)
+	att, err = a.referBundle(ctx, repo, held, a.attBundle, a.predicateType)
 	return sig, att, err
+}
+
+// referBundle writes a bundle of predicateType as a referrer of the
+// subject, unless held (the subject's bundle referrers) has the key's.
+func (a *Attachments) referBundle(ctx context.Context, repo oci.Repository, held oci.Referrers, bundle []byte, predicateType string) (digest.Digest, error) {
+	v := a.signer.Public()
+	for _, r := range held.Items {
+		if st, err := openBundleReferrer(r, v); err == nil && st.covers(a.subject) && st.PredicateType == predicateType {
+			return r.Descriptor.Digest, nil
+		}
+	}
+	layer := oci.AttachmentLayer{MediaType: oci.ArtifactTypeSigstoreBundle, Payload: bundle}
+	d, err := oci.WriteReferrer(ctx, repo, a.subject, oci.ArtifactTypeSigstoreBundle, []oci.AttachmentLayer{layer}, bundleAnnotations(predicateType, a.created))
+	return d.Digest, err
+}
+
+// AttachAttestation is Attach without the signature: s's attestation of
+// predicate about subject, in both forms (a Sigstore bundle referrer and
+// the .att tag), as `cosign verify-attestation` reads it; no .sig, no
+// signature bundle. For a subject attested where its signature is
+// elsewhere: a platform manifest, named by the release's signed index,
+// whose SBOM is attested (half the writes of Attach, on each platform).
+func AttachAttestation(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, s *Signer, predicateType string, predicate any) (Attached, error) {
+	a, err := Sign(s, repository, subject, predicateType, predicate)
+	if err != nil {
+		return Attached{}, err
+	}
+	at := Attached{AttestationTag: oci.AttachmentTag(subject, oci.CosignAttestations)}
+	var g errgroup.Group
+	g.Go(func() error {
+		held, err := oci.ReadReferrers(ctx, repo, subject, oci.ArtifactTypeSigstoreBundle)
+		if err != nil || held.Unsupported {
+			return err
+		}
+		at.AttestationReferrer, err = a.referBundle(ctx, repo, held, a.attBundle, predicateType)
+		return err
+	})
+	g.Go(func() (err error) {
+		at.Attestation, at.KeptAttestations, err = replaceOwn(ctx, repo, subject, oci.CosignAttestations, a.att, s.Public(), predicateType)
+		return err
+	})
+	return at, g.Wait()
+}
+
+// AttestationComplete is Complete for what AttachAttestation writes: v's
+// attestation of predicateType about subject, in both forms.
+func AttestationComplete(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, v *Verifier, predicateType string) (bool, error) {
+	ev, err := readEvidence(ctx, repo, subject, true, false)
+	if err == nil {
+		err = ev.failed
+	}
+	if err != nil {
+		return false, err
+	}
+	if !ev.bundles.Unsupported {
+		if st, _ := ev.bundleStatement(v, subject, predicateType); st == nil {
+			return false, nil
+		}
+	}
+	if ev.attsErr != nil {
+		return false, nil
+	}
+	_, why := verifyAttestations(ev.atts, v, subject, predicateType)
+	return why == nil, nil
 }
 
 // Complete reports whether subject carries v's signature and v's

@@ -210,3 +210,43 @@ func fetchManifest(t *testing.T, repo oci.Repository, d ocispec.Descriptor) ocis
 	}
 	return m
 }
+
+// AttachAttestation writes the attestation alone, in both forms; it
+// verifies as cosign reads it, AttestationComplete says so (Complete,
+// which wants the signature too, does not), and attaching again writes no
+// second bundle.
+func TestAttachAttestationAlone(t *testing.T) {
+	ctx := context.Background()
+	s := ecdsaSigner(t)
+	v, other := s.Public(), ecdsaSigner(t).Public()
+	repo := layout(t)
+	root := pushRoot(t, repo)
+	if ok, err := AttestationComplete(ctx, repo, root, v, testPredicateType); ok || err != nil {
+		t.Fatalf("before: %v %v", ok, err)
+	}
+	for range 2 {
+		at, err := AttachAttestation(ctx, repo, "example.com/acme/hello", root, s, testPredicateType, map[string]string{"k": "v"})
+		if err != nil || at.AttestationReferrer == "" || at.Attestation == "" || at.SignatureTag != "" || at.Signature != "" {
+			t.Fatalf("%+v %v", at, err)
+		}
+	}
+	held, err := oci.ReadReferrers(ctx, repo, root, oci.ArtifactTypeSigstoreBundle)
+	if err != nil || len(held.Items) != 1 {
+		t.Fatalf("%d bundle referrers, %v; want the attestation's", len(held.Items), err)
+	}
+	if got, err := verifyAsCosign(t, held.Items[0].Layers[0].Payload, v, root); err != nil || got != testPredicateType {
+		t.Errorf("sigstore-go: %q %v", got, err)
+	}
+	if sigs, _ := oci.ReadAttachment(ctx, repo, root, oci.CosignSignatures); len(sigs) != 0 {
+		t.Errorf("%d .sig layers", len(sigs))
+	}
+	if ok, err := AttestationComplete(ctx, repo, root, v, testPredicateType); !ok || err != nil {
+		t.Errorf("AttestationComplete = %v %v", ok, err)
+	}
+	if ok, _ := AttestationComplete(ctx, repo, root, other, testPredicateType); ok {
+		t.Error("AttestationComplete with another key")
+	}
+	if ok, _ := Complete(ctx, repo, root, v, testPredicateType); ok {
+		t.Error("Complete without a signature")
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"archive/zip"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -16,7 +18,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"golang.org/x/mod/sumdb/dirhash"
 )
 
 // MaxUnpackedSize bounds how much a package may unpack to (zip bombs).
@@ -39,19 +40,65 @@ func ZipH1(zr *zip.Reader) (string, error) { return ZipH1Context(context.Backgro
 // count as files holding their target, as go-getter writes them. Reading
 // stops when ctx ends.
 func ZipH1Context(ctx context.Context, zr *zip.Reader) (string, error) {
+	h1, _, err := ZipH1Sums(ctx, zr)
+	return h1, err
+}
+
+// ZipH1Sums is ZipH1Context that also returns the sha256 (hex) of each
+// file it hashed, by its entry's name in the zip: dirhash's Hash1 hashes
+// every file first (the SBOM of the package takes them, convert/sbom).
+func ZipH1Sums(ctx context.Context, zr *zip.Reader) (string, map[string]string, error) {
 	files, err := UnpackedFiles(zr)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	names := make([]string, len(files))
-	byName := make(map[string]*zip.File, len(files))
-	for i, f := range files {
-		names[i] = f.Name
-		byName[f.Name] = f.File
+	// dirhash.Hash1, keeping the files' sums: the summary of
+	// "<sha256 hex>  <name>\n" lines, sorted by name (UnpackedFiles
+	// sorts them), hashed again.
+	summary := sha256.New()
+	sums := make(map[string]string, len(files))
+	for _, f := range files {
+		if strings.Contains(f.Name, "\n") {
+			return "", nil, errors.New("dirhash: filenames with newlines are not supported")
+		}
+		r, err := openEntry(ctx, f.Name, f.File)
+		if err != nil {
+			return "", nil, err
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, r)
+		r.Close()
+		if err != nil {
+			return "", nil, err
+		}
+		sum := hex.EncodeToString(h.Sum(nil))
+		sums[f.File.Name] = sum
+		fmt.Fprintf(summary, "%s  %s\n", sum, f.Name)
 	}
-	return dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
-		return openEntry(ctx, name, byName[name])
-	})
+	return "h1:" + base64.StdEncoding.EncodeToString(summary.Sum(nil)), sums, nil
+}
+
+// ZipFileH1Sums is ZipH1Sums for a zip file on disk, which must be a
+// regular file.
+func ZipFileH1Sums(ctx context.Context, file string) (string, map[string]string, error) {
+	f, err := localfile.OpenRegular(file)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", nil, err
+	}
+	zr, err := zip.NewReader(f, fi.Size())
+	if err != nil {
+		return "", nil, fmt.Errorf("%s is not a readable zip: %w", file, err)
+	}
+	h, sums, err := ZipH1Sums(ctx, zr)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return h, sums, nil
 }
 
 // UnpackedFile is a file a zip unpacks to: its cleaned name and its entry.

@@ -3,6 +3,10 @@ package pkghash
 import (
 	"archive/zip"
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"strings"
 	"testing"
 
@@ -54,5 +58,44 @@ func TestHashZipH1RefusesEscapingNames(t *testing.T) {
 func TestHashZipFileH1RefusesNonZip(t *testing.T) {
 	if _, err := ZipFileH1(testenv.Testdata(t, "keys", "gpg-signer.asc")); err == nil || !strings.Contains(err.Error(), "not a readable zip") {
 		t.Fatal(err)
+	}
+}
+
+// ZipH1Sums is dirhash's Hash1 over the unpacked files, and its sums are
+// the files' sha256.
+func TestZipH1SumsIsHash1(t *testing.T) {
+	for _, platform := range []string{"linux_amd64", "windows_amd64"} {
+		zipPath := testenv.Testdata(t, "providers", "hello", "1.0.0", "terraform-provider-hello_1.0.0_"+platform+".zip")
+		zr, err := zip.OpenReader(zipPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		files, err := UnpackedFiles(&zr.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		byName := map[string]*zip.File{}
+		for _, f := range files {
+			names = append(names, f.Name)
+			byName[f.Name] = f.File
+		}
+		want, err := dirhash.Hash1(names, func(name string) (io.ReadCloser, error) { return byName[name].Open() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, sums, err := ZipFileH1Sums(context.Background(), zipPath)
+		if err != nil || got != want || len(sums) != len(files) {
+			t.Fatalf("%s: %s %v %v, want %s", platform, got, sums, err, want)
+		}
+		for _, f := range files {
+			r, _ := f.File.Open()
+			b, _ := io.ReadAll(r)
+			r.Close()
+			if sum := sha256.Sum256(b); sums[f.File.Name] != hex.EncodeToString(sum[:]) {
+				t.Errorf("%s %s: sum %s", platform, f.Name, sums[f.File.Name])
+			}
+		}
 	}
 }

@@ -143,17 +143,19 @@ func (p Package) checkDigest(ctx context.Context) error {
 	return nil
 }
 
-// h1 unpacks the zip, as OpenTofu would, for its h1 hash.
-func (p Package) h1(ctx context.Context) (string, error) {
+// h1Sums unpacks the zip, as OpenTofu would, for its h1 hash, and the
+// sha256 of each file in it, by entry name (pkghash.ZipH1Sums); no sums
+// when the h1 was known already.
+func (p Package) h1Sums(ctx context.Context) (string, map[string]string, error) {
 	if p.H1 != "" {
-		return p.H1, nil
+		return p.H1, nil, nil
 	}
-	h1, err := pkghash.ZipFileH1Context(ctx, p.Path)
+	h1, sums, err := pkghash.ZipFileH1Sums(ctx, p.Path)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return "", nil, ctx.Err()
 		}
-		return "", fmt.Errorf("%s: %w", p.Filename, err)
+		return "", nil, fmt.Errorf("%s: %w", p.Filename, err)
 	}
-	return h1, nil
+	return h1, sums, nil
 }

@@ -71,6 +71,11 @@ type Provider struct {
 	// pushed to: Push refuses one named after another type, once the
 	// release has verified (CheckRepository).
 	Repository string
+	// SBOM says what Push does about the platforms' SBOMs (sbom.go): by
+	// default it makes and stores them.
+	SBOM SBOMOptions
+	// sbomResults are what the last Push did about them (SBOMs).
+	sbomResults []SBOMResult
 	// pushed is what Push built and wrote, when it built the release
 	// itself (not when the registry already held it): Predicate takes the
 	// h1 hashes from it instead of reading them back (attest.go).

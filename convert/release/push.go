@@ -85,11 +85,15 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 	if err != nil {
 		return oci.PushResult{}, err
 	}
+	sboms := rel.newSBOMRun(repo)
+	defer sboms.finish()
+	opts.BeforeTag = sboms.before(opts.BeforeTag)
 	if held, ok := rel.heldAs(ctx, repo, tags[tag]); ok {
 		if err := rel.checkTarget(); err != nil {
 			return oci.PushResult{}, err
 		}
-		return oci.Push(ctx, repo, held, tags, opts)
+		res, err := oci.Push(ctx, repo, held, tags, opts)
+		return res, sboms.after(ctx, err)
 	}
 	if err := rel.CheckDigests(ctx); err != nil {
 		return oci.PushResult{}, err
@@ -98,7 +102,12 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 		return oci.PushResult{}, err
 	}
 	up := oci.NewUpload(repo, opts)
-	h1, err := rel.hashAndUpload(ctx, up, !tags.Conflicts(opts.Replace))
+	upload := !tags.Conflicts(opts.Replace)
+	var hashed func(i int, sums map[string]string)
+	if upload {
+		hashed = sboms.start(ctx, up) // while the zips upload, each once hashed
+	}
+	h1, err := rel.hashAndUpload(ctx, up, upload, hashed)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
@@ -107,7 +116,8 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 		return oci.PushResult{}, err
 	}
 	rel.pushed = &builtRelease{root: a.Root().Digest, h1: h1}
-	return up.Commit(ctx, a, tags)
+	res, err := up.Commit(ctx, a, tags)
+	return res, sboms.after(ctx, err)
 }
 
 // checkTarget checks Repository, when set, with CheckRepository.
@@ -119,33 +129,46 @@ func (rel *Provider) checkTarget() error {
 }
 
 // hashAndUpload computes the packages' h1 hashes and, when upload is set,
-// uploads the zips at the same time.
-func (rel *Provider) hashAndUpload(ctx context.Context, up *oci.Upload, upload bool) (map[names.Platform]string, error) {
+// uploads the zips at the same time; hashed, when set, is told each
+// package's file sums as soon as its h1 is computed.
+func (rel *Provider) hashAndUpload(ctx context.Context, up *oci.Upload, upload bool, hashed func(int, map[string]string)) (map[names.Platform]string, error) {
 	if !upload {
-		return rel.hashPackages(ctx)
+		return rel.hashPackagesTelling(ctx, hashed)
 	}
-	return rel.uploadZipsWhileHashing(ctx, up)
+	return rel.uploadZipsWhileHashing(ctx, up, hashed)
 }
 
 // uploadZipsWhileHashing uploads the zips and computes their h1 hashes at
 // the same time: the network and the CPU work in parallel.
-func (rel *Provider) uploadZipsWhileHashing(ctx context.Context, up *oci.Upload) (map[names.Platform]string, error) {
+func (rel *Provider) uploadZipsWhileHashing(ctx context.Context, up *oci.Upload, hashed func(int, map[string]string)) (map[names.Platform]string, error) {
 	var h1 map[names.Platform]string
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return up.Blobs(gctx, rel.zipBlobs()) })
-	g.Go(func() (err error) { h1, err = rel.hashPackages(gctx); return err })
+	g.Go(func() (err error) { h1, err = rel.hashPackagesTelling(gctx, hashed); return err })
 	return h1, g.Wait()
 }
 
 // hashPackages computes each package's h1 (unpacking every zip), in
 // parallel, without checking digests again.
 func (rel *Provider) hashPackages(ctx context.Context) (map[names.Platform]string, error) {
+	return rel.hashPackagesTelling(ctx, nil)
+}
+
+// hashPackagesTelling is hashPackages telling hashed, when set, the sha256
+// of each package's files (by entry name; nil for an h1 known already)
+// once its h1 is computed.
+func (rel *Provider) hashPackagesTelling(ctx context.Context, hashed func(int, map[string]string)) (map[names.Platform]string, error) {
 	h1 := make([]string, len(rel.Packages))
 	var g errgroup.Group
 	g.SetLimit(runtime.NumCPU())
 	for i, p := range rel.Packages {
-		g.Go(func() (err error) {
-			h1[i], err = p.h1(ctx)
+		g.Go(func() error {
+			var sums map[string]string
+			var err error
+			h1[i], sums, err = p.h1Sums(ctx)
+			if err == nil && hashed != nil {
+				hashed(i, sums)
+			}
 			return err
 		})
 	}

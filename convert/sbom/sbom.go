@@ -107,6 +107,11 @@ type Options struct {
 	// TempDir is where executables are copied while they are read; empty
 	// is os.TempDir().
 	TempDir string
+	// SHA256, when set, holds the sha256 (hex) of entries by their name
+	// in the zip, as the caller computed them reading the same zip (the
+	// h1 hash reads every file): FromZip takes them instead of hashing
+	// those entries again.
+	SHA256 map[string]string
 }
 
 // Document is what FromZip found in a package: its executables, each with

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"reflect"
 	"runtime"
@@ -356,6 +357,9 @@ func TestZipBounds(t *testing.T) {
 			d, err := FromZip(bytes.NewReader(tc.zip), int64(len(tc.zip)), demoOptions("linux_amd64"))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%+v, %v; want an error with %q", d, err, tc.want)
+			}
+			if (name == "no executable") != errors.Is(err, ErrNoExecutable) {
+				t.Errorf("%v: errors.Is ErrNoExecutable %v", err, errors.Is(err, ErrNoExecutable))
 			}
 		})
 	}

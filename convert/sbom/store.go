@@ -45,13 +45,22 @@ func Attach(ctx context.Context, repo oci.Repository, subject digest.Digest, spd
 			return r.Descriptor, false, nil
 		}
 	}
+	d, err = Write(ctx, repo, subject, spdx, created)
+	return d, err == nil, err
+}
+
+// Write stores the SPDX document spdx as a referrer of subject without
+// looking for one there first (Attach does): for a caller that has just
+// found none (Read). The referrer is the same manifest for the same
+// document and time, so writing it twice stores it once.
+func Write(ctx context.Context, repo oci.Repository, subject digest.Digest, spdx []byte, created time.Time) (ocispec.Descriptor, error) {
 	layer := oci.AttachmentLayer{MediaType: SPDXMediaType, Payload: spdx}
-	d, err = oci.WriteReferrer(ctx, repo, subject, SPDXMediaType, []oci.AttachmentLayer{layer},
+	d, err := oci.WriteReferrer(ctx, repo, subject, SPDXMediaType, []oci.AttachmentLayer{layer},
 		map[string]string{AnnotationCreated: created.UTC().Format(time.RFC3339)})
 	if err != nil {
-		return ocispec.Descriptor{}, false, fmt.Errorf("storing the SBOM of %s: %w", subject, err)
+		return ocispec.Descriptor{}, fmt.Errorf("storing the SBOM of %s: %w", subject, err)
 	}
-	return d, true, nil
+	return d, nil
 }
 
 // Stored is an SBOM read from the registry: its bytes, what they say,

@@ -7,7 +7,10 @@ import (
 	"debug/buildinfo"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"os"
 	"runtime/debug"
@@ -17,6 +20,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 )
+
+// ErrNoExecutable is FromZip's error for a zip that holds no executable:
+// there is nothing to describe (a release packaging only scripts or data),
+// and the pushes store no SBOM for it, saying so.
+var ErrNoExecutable = errors.New("holds no executable")
 
 // FromZip makes the SBOM of a provider package zip (one platform's), named
 // by the options; r reads the zip (size bytes). It fails on a zip it cannot
@@ -58,7 +66,7 @@ func FromZip(r io.ReaderAt, size int64, o Options) (*Document, error) {
 			return nil, fmt.Errorf("sbom: %s: its entries declare more than %d bytes uncompressed (%q: %d)", fileName, MaxUncompressed, f.Name, f.UncompressedSize64)
 		}
 		total += f.UncompressedSize64
-		exe, err := readEntry(f, o.TempDir)
+		exe, err := readEntry(r, size, f, o)
 		if err != nil {
 			return nil, fmt.Errorf("sbom: %s: %w", fileName, err)
 		}
@@ -67,7 +75,7 @@ func FromZip(r io.ReaderAt, size int64, o Options) (*Document, error) {
 		}
 	}
 	if len(doc.Executables) == 0 {
-		return nil, fmt.Errorf("sbom: %s holds no executable", fileName)
+		return nil, fmt.Errorf("sbom: %s %w", fileName, ErrNoExecutable)
 	}
 	slices.SortFunc(doc.Executables, func(a, b Executable) int { return strings.Compare(a.Name, b.Name) })
 	return doc, nil
@@ -87,8 +95,15 @@ func isExecutable(name string, head []byte) bool {
 
 // readEntry reads an entry: nil if it is no executable; else the
 // executable, copied to a temporary file while hashed and scanned, and its
-// build information read from that file.
-func readEntry(f *zip.File, tempDir string) (*Executable, error) {
+// build information read from that file. A stored (uncompressed) entry is
+// read where it is in the zip (r, zipSize bytes), nothing copied.
+func readEntry(r io.ReaderAt, zipSize int64, f *zip.File, o Options) (*Executable, error) {
+	if f.Method == zip.Store && f.CompressedSize64 == f.UncompressedSize64 {
+		if off, err := f.DataOffset(); err == nil && off >= 0 && off <= zipSize && f.UncompressedSize64 <= uint64(zipSize-off) {
+			return readStored(io.NewSectionReader(r, off, int64(f.UncompressedSize64)), f, o)
+		}
+	}
+	tempDir := o.TempDir
 	rc, err := f.Open()
 	if err != nil {
 		return nil, fmt.Errorf("%q: %w", f.Name, err)
@@ -114,7 +129,7 @@ func readEntry(f *zip.File, tempDir string) (*Executable, error) {
 		tmp.Close()
 		os.Remove(tmp.Name())
 	}()
-	h := sha256.New()
+	h := entryHash(f.Name, o)
 	scan := &magicScanner{}
 	w := io.MultiWriter(tmp, h, scan)
 	if _, err := w.Write(head); err != nil {
@@ -130,12 +145,74 @@ func readEntry(f *zip.File, tempDir string) (*Executable, error) {
 	if uint64(size) != f.UncompressedSize64 {
 		return nil, fmt.Errorf("%q: %d bytes, %d declared", f.Name, size, f.UncompressedSize64)
 	}
-	exe := &Executable{Name: f.Name, SHA256: hex.EncodeToString(h.Sum(nil)), Size: size}
+	exe := &Executable{Name: f.Name, SHA256: h.sum(), Size: size}
 	exe.Go, err = readBuildInfo(tmp, scan)
 	if err != nil {
 		exe.Go, exe.NotGo = nil, err.Error()
 	}
 	return exe, nil
+}
+
+// readStored is readEntry for a stored entry, read in place (sec): its
+// bytes are hashed, scanned and checked against the entry's CRC-32 as
+// archive/zip checks them, and its build information read from sec.
+func readStored(sec *io.SectionReader, f *zip.File, o Options) (*Executable, error) {
+	head := make([]byte, 4)
+	n, err := sec.ReadAt(head, 0)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%q: %w", f.Name, err)
+	}
+	if !isExecutable(f.Name, head[:n]) {
+		return nil, nil
+	}
+	if !plain(f.Name) {
+		return nil, fmt.Errorf("the executable %q is not named in printable UTF-8", f.Name)
+	}
+	h, crc, scan := entryHash(f.Name, o), crc32.NewIEEE(), &magicScanner{}
+	read, err := io.Copy(io.MultiWriter(h, crc, scan), io.NewSectionReader(sec, 0, sec.Size()))
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", f.Name, err)
+	}
+	if read != sec.Size() {
+		return nil, fmt.Errorf("%q: %d bytes, %d declared", f.Name, read, sec.Size())
+	}
+	if f.CRC32 != 0 && crc.Sum32() != f.CRC32 {
+		return nil, fmt.Errorf("%q: %w", f.Name, zip.ErrChecksum)
+	}
+	exe := &Executable{Name: f.Name, SHA256: h.sum(), Size: read}
+	exe.Go, err = readBuildInfo(sec, scan)
+	if err != nil {
+		exe.Go, exe.NotGo = nil, err.Error()
+	}
+	return exe, nil
+}
+
+// entryHash computes an executable's sha256, or, when the caller has
+// (Options.SHA256), takes it.
+func entryHash(name string, o Options) *hashOrKnown {
+	if sum, ok := o.SHA256[name]; ok {
+		return &hashOrKnown{known: sum}
+	}
+	return &hashOrKnown{h: sha256.New()}
+}
+
+type hashOrKnown struct {
+	h     hash.Hash
+	known string
+}
+
+func (h *hashOrKnown) Write(b []byte) (int, error) {
+	if h.h == nil {
+		return len(b), nil
+	}
+	return h.h.Write(b)
+}
+
+func (h *hashOrKnown) sum() string {
+	if h.h == nil {
+		return h.known
+	}
+	return hex.EncodeToString(h.h.Sum(nil))
 }
 
 // readBuildInfo reads the Go build information of an executable whose

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -23,6 +25,10 @@ type Attester interface {
 	// host/path), and writes the attestation of predicate under
 	// predicateType.
 	Attest(ctx context.Context, repo oci.Repository, repository string, root digest.Digest, predicateType string, predicate any) error
+	// AttestOnly writes the attestation of predicate about subject, in
+	// repo, without signing subject (attest.AttachAttestation): an SBOM's,
+	// whose platform manifest the release's signed index names.
+	AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error
 	// Key is the public key the attestations verify with.
 	Key() *attest.Verifier
 }
@@ -77,6 +83,27 @@ func (a *Attestation) attest(ctx context.Context, repo oci.Repository, repositor
 		return fmt.Errorf("%s@%s was stored, but signing and attesting it failed: %w", repository, root.Digest, err)
 	}
 	return nil
+}
+
+// SBOM is release.SBOMOptions.Attest for the attester, storing in repo
+// (named repository): it attests a platform manifest's SBOM, predicate
+// type sbom.SPDXPredicateType with the SPDX document as the predicate
+// (`cosign verify-attestation --type spdxjson` checks it), in both forms
+// (Attester.AttestOnly: no signature of the platform manifest, which the
+// release's signed index names); an SBOM found stored already is attested
+// only when the key's attestation of it is not complete.
+func (a *Attestation) SBOM(repository string) func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
+	return func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
+		if !written {
+			if ok, err := attest.AttestationComplete(ctx, repo, manifest, a.Attester.Key(), sbom.SPDXPredicateType); err == nil && ok {
+				return false, nil
+			}
+		}
+		if err := a.Attester.AttestOnly(ctx, repo, repository, manifest, sbom.SPDXPredicateType, json.RawMessage(spdx)); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
 }
 
 // Attested reports whether root, held in repo, already carries a

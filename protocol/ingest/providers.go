@@ -71,6 +71,25 @@ type Result struct {
 	// Warnings are what OpenTofu would print installing the release: an
 	// expired signing key, a SHA256SUMS it does not take as signed.
 	Warnings []string `json:"warnings,omitempty"`
+	// SBOMs say, by platform, what became of each platform's SBOM when
+	// the release was pushed (release.SBOMStatus, and why for a platform
+	// left without one); none for a version found complete.
+	SBOMs map[string]string `json:"sboms,omitempty"`
+}
+
+// SBOMNotes are SBOM results as Result.SBOMs reports them.
+func SBOMNotes(results []release.SBOMResult) map[string]string {
+	if len(results) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, r := range results {
+		out[r.Platform.String()] = string(r.Status)
+		if r.Err != nil {
+			out[r.Platform.String()] += ": " + r.Err.Error()
+		}
+	}
+	return out
 }
 
 // Providers copies provider releases from their origin registries into OCI:
@@ -166,7 +185,7 @@ func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 	}
 	for _, v := range chosen {
 		r := Result{Provider: addr, Version: v.String(), Warnings: opts.Gate.warnings(KindProvider, paddr, v)}
-		res, warnings, attested, err := ingestVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, ref, locked, opts)
+		res, warnings, attested, err := ingestVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, ref, locked, opts, &r)
 		r.Warnings, r.Attested = append(r.Warnings, warnings...), attested
 		if err != nil {
 			r.Error = err.Error()
@@ -182,8 +201,8 @@ func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 
 // ingestVersion mirrors one version, returning what was pushed, the
 // warnings OpenTofu would give about its signature, and whether it was
-// attested.
-func ingestVersion(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, ref oci.Reference, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, []string, bool, error) {
+// attested; r.SBOMs says what became of the SBOMs.
+func ingestVersion(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, repo oci.Repository, ref oci.Reference, locked *lockfile.Provider, opts ProviderOptions, r *Result) (oci.PushResult, []string, bool, error) {
 	platforms, err := offeredPlatforms(v, opts.Platforms)
 	if err != nil {
 		return oci.PushResult{}, nil, false, err
@@ -204,6 +223,7 @@ func ingestVersion(ctx context.Context, c *origin.Client, addr names.Provider, v
 		return oci.PushResult{}, nil, false, err
 	}
 	res, err := pushRelease(ctx, c, rel, repo, ref, locked, opts)
+	r.SBOMs = SBOMNotes(rel.SBOMs)
 	return res, rel.Warnings, err == nil && opts.Attest != nil, err
 }
 

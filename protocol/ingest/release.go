@@ -63,6 +63,9 @@ type ProviderRelease struct {
 	KeyID string
 	// Warnings are what OpenTofu would print accepting the signature.
 	Warnings []string
+	// SBOMs are what the last PushDir or PushDirAttested did about the
+	// platforms' SBOMs (release.Provider.SBOMs).
+	SBOMs []release.SBOMResult
 	// policy judges the signature (expiry enforced or not).
 	policy pgp.Policy
 }
@@ -324,21 +327,30 @@ func (rel *ProviderRelease) PushDir(ctx context.Context, dir string, repo oci.Re
 	if err != nil {
 		return oci.PushResult{}, err
 	}
-	return r.Push(ctx, repo, opts)
+	res, err := r.Push(ctx, repo, opts)
+	rel.SBOMs = r.SBOMs()
+	return res, err
 }
 
 // PushDirAttested is PushDir with att's attestation of the release, in
 // repo (named repository), written before its tags (see
-// Attestation.push); a nil att attests nothing.
+// Attestation.push), and of each platform's SBOM (Attestation.SBOM); a
+// nil att attests nothing. Either way the SBOMs are stored
+// (release.Provider.Push), and rel.SBOMs says what became of them.
 func (rel *ProviderRelease) PushDirAttested(ctx context.Context, dir string, repo oci.Repository, repository string, opts oci.PushOptions, att *Attestation) (oci.PushResult, error) {
 	r, err := rel.readDir(ctx, dir)
 	if err != nil {
 		return oci.PushResult{}, err
 	}
+	if att != nil {
+		r.SBOM.Attest = att.SBOM(repository)
+	}
 	push := func(opts oci.PushOptions) (oci.PushResult, error) { return r.Push(ctx, repo, opts) }
-	return att.push(ctx, opts, push, func(ctx context.Context, root ocispec.Descriptor) error {
+	res, err := att.push(ctx, opts, push, func(ctx context.Context, root ocispec.Descriptor) error {
 		return att.Provider(ctx, repo, repository, r, root)
 	})
+	rel.SBOMs = r.SBOMs()
+	return res, err
 }
 
 // readDir reads and verifies the release directory.

@@ -19,6 +19,9 @@ type keyOnly struct{ k *attest.Verifier }
 func (a keyOnly) Attest(context.Context, oci.Repository, string, digest.Digest, string, any) error {
 	return nil
 }
+func (a keyOnly) AttestOnly(context.Context, oci.Repository, string, digest.Digest, string, any) error {
+	return nil
+}
 func (a keyOnly) Key() *attest.Verifier { return a.k }
 
 // Pull-through beside RequireAttestation: refused without an attester or

@@ -26,6 +26,11 @@ func (a signerAttester) Attest(ctx context.Context, repo oci.Repository, reposit
 	return err
 }
 
+func (a signerAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, pred any) error {
+	_, err := attest.AttachAttestation(ctx, repo, repository, subject, a.s, predicateType, pred)
+	return err
+}
+
 func (a signerAttester) Key() *attest.Verifier { return a.s.Public() }
 
 // A min_age rule with pull-through: the origin's versions are never handed

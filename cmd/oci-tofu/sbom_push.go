@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
+)
+
+func noSBOMFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "no-sbom", Usage: "store no SBOMs (by default each platform's SPDX SBOM, made from the Go build information of the executables in its zip, is stored as a referrer of its platform manifest before the version is tagged, and attested with --attest-key)"}
+}
+
+// configureSBOMs sets what rel's push does about SBOMs: none with
+// --no-sbom; with a signer, each attested (predicate type
+// sbom.SPDXPredicateType) in repository (host/path).
+func configureSBOMs(c *cli.Context, rep *reporter, rel *release.Provider, repository string, signer *attest.Signer) {
+	rel.SBOM.Skip = c.Bool("no-sbom")
+	if signer != nil && !rel.SBOM.Skip {
+		a := &ingest.Attestation{Attester: keyAttester{s: signer, log: func(format string, args ...any) { rep.infof(format, args...) }}, Version: version}
+		rel.SBOM.Attest = a.SBOM(repository)
+	}
+}
+
+// reportSBOMs says what became of rel's SBOMs (a line, a warning for
+// each platform left without one) and returns them for --json.
+func reportSBOMs(rep *reporter, rel *release.Provider) []map[string]any {
+	out := []map[string]any{}
+	written, present := 0, 0
+	for _, r := range rel.SBOMs() {
+		m := map[string]any{"platform": r.Platform.String(), "manifest": r.Manifest.String(), "status": string(r.Status)}
+		if r.Referrer != "" {
+			m["referrer"] = r.Referrer.String()
+		}
+		if r.Attested {
+			m["attested"] = true
+		}
+		switch r.Status {
+		case release.SBOMWritten:
+			written++
+		case release.SBOMPresent:
+			present++
+		default:
+			m["reason"] = r.Err.Error()
+			rep.warn(rel.Type+" "+rel.Version, []string{fmt.Sprintf("%s: no SBOM stored: %v", r.Platform, r.Err)})
+		}
+		out = append(out, m)
+	}
+	if written+present > 0 {
+		rep.infof("%s %s: %s written, %d present already", rel.Type, rel.Version, names.Plural(written, "SBOM"), present)
+	}
+	return out
+}

@@ -1,0 +1,320 @@
+package e2e
+
+import (
+	"archive/zip"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/sbom"
+	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+)
+
+// The demo provider: a real Go program with two modules, one replaced.
+const (
+	sbomDemoGoMod = `module example.com/terraform-provider-demo
+
+go 1.22
+
+require (
+	github.com/google/uuid v1.6.0
+	golang.org/x/text v0.3.7
+)
+
+replace github.com/google/uuid => github.com/google/uuid v1.5.0
+`
+	sbomDemoMain = `package main
+
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+	"golang.org/x/text/width"
+)
+
+func main() {
+	fmt.Println(uuid.NameSpaceDNS.String(), width.Narrow.String("ｘ"))
+}
+`
+	sbomDemoConfig = `
+terraform {
+  required_providers {
+    demo = {
+      source  = "example.com/test/demo"
+      version = "1.0.0"
+    }
+  }
+}
+`
+)
+
+var sbomDemoPlatforms = []string{"linux_amd64", "darwin_arm64"}
+
+// sbomDemoRelease builds the demo provider for sbomDemoPlatforms and
+// writes its signed release (gocrypto-signer's key, signed at signed):
+// the directory, and each platform's binary.
+func sbomDemoRelease(t *testing.T, signed time.Time) (string, map[string]string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to build the demo provider")
+	}
+	src := t.TempDir()
+	for name, text := range map[string]string{"go.mod": sbomDemoGoMod, "main.go": sbomDemoMain} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, bins := t.TempDir(), map[string]string{}
+	sums := sha256sums.Sums{}
+	for _, p := range sbomDemoPlatforms {
+		goos, goarch, _ := strings.Cut(p, "_")
+		bin := filepath.Join(src, p, "terraform-provider-demo_v1.0.0")
+		cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOWORK=off", "GOTOOLCHAIN=local")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building the demo provider: %v\n%s", err, out)
+		}
+		bins[p] = bin
+		name := "terraform-provider-demo_1.0.0_" + p + ".zip"
+		writeZipOf(t, filepath.Join(dir, name), "terraform-provider-demo_v1.0.0", bin)
+		sums[name] = fileSHA256(t, filepath.Join(dir, name))
+	}
+	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := signer.Sign(sums.Bytes(), signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "terraform-provider-demo_1.0.0_SHA256SUMS"), sums.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "terraform-provider-demo_1.0.0_SHA256SUMS.sig"), sig, 0o644)
+	return dir, bins
+}
+
+func writeZipOf(t *testing.T, path, name, from string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := zip.NewWriter(f)
+	h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h.SetMode(0o755)
+	fw, err := w.CreateHeader(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(b)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// goModules is the module list `go version -m` prints for a binary, one
+// line each: "mod|dep PATH VERSION SUM", "=> PATH VERSION SUM" after a
+// replaced one.
+func goModules(t *testing.T, bin string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatalf("go version -m: %v", err)
+	}
+	var mods []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(strings.TrimPrefix(line, "\t"), "\t")
+		switch f[0] {
+		case "mod", "dep", "=>":
+			for len(f) < 4 {
+				f = append(f, "")
+			}
+			mods = append(mods, strings.Join(f[:4], " "))
+		}
+	}
+	return mods
+}
+
+// sbomModules are an SBOM's modules in goModules's form.
+func sbomModules(b *sbom.GoBuild) []string {
+	var out []string
+	for i, m := range b.Modules() {
+		kind := "dep"
+		if i == 0 {
+			kind = "mod"
+		}
+		out = append(out, strings.Join([]string{kind, m.Path, m.Version, m.Sum}, " "))
+		if r := m.Replace; r != nil {
+			out = append(out, strings.Join([]string{"=>", r.Path, r.Version, r.Sum}, " "))
+		}
+	}
+	return out
+}
+
+type pushedSBOM struct {
+	Platform, Manifest, Status, Referrer string
+	Attested                             bool
+}
+
+// push provider --attest-key stores each platform's SBOM of a real Go
+// provider, its modules those `go version -m` lists, dated by the
+// signature; the real cosign verifies its attestation (--type spdxjson)
+// in both forms; `regctl image copy --referrers` and `oras cp -r` keep
+// the SBOMs; tofu
+// still installs the version through oci_mirror and through serve. A
+// version pushed with --no-sbom gets the same SBOMs from sbom --backfill,
+// and a second backfill writes nothing.
+func TestSBOMPushAttestCopyBackfill(t *testing.T) {
+	signed := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	dir, bins := sbomDemoRelease(t, signed)
+	reg := testenv.StartRegistry(t)
+	key, pub := ecdsaKeyPair(t)
+	gpgKey := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
+	repo := reg.Host + "/providers/test/demo"
+
+	out := mustRun(t, "push", "provider", "--json", "--key", gpgKey, "--attest-key", key, dir, repo)
+	var res struct {
+		Digest string
+		SBOMs  []pushedSBOM `json:"sboms"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(res.SBOMs) != len(sbomDemoPlatforms) {
+		t.Fatalf("sboms: %+v", res.SBOMs)
+	}
+	manifests := map[string]string{}
+	for _, s := range res.SBOMs {
+		if s.Status != "written" || !s.Attested || s.Referrer == "" {
+			t.Errorf("%+v", s)
+		}
+		manifests[s.Platform] = s.Manifest
+	}
+
+	spdxOf := func(ref, platform string) []byte {
+		t.Helper()
+		return []byte(mustRun(t, "sbom", "--platform", platform, ref))
+	}
+	pushed := map[string][]byte{}
+	for _, p := range sbomDemoPlatforms {
+		b := spdxOf(repo+":1.0.0", p)
+		doc, err := sbom.ParseSPDX(b)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", p, err, b)
+		}
+		pushed[p] = b
+		if len(doc.Executables) != 1 || doc.Executables[0].Go == nil || !doc.Created.Equal(signed) {
+			t.Fatalf("%s: %+v", p, doc)
+		}
+		if got, want := sbomModules(doc.Executables[0].Go), goModules(t, bins[p]); !slices.Equal(got, want) {
+			t.Errorf("%s: SBOM modules\n%s\nwant (go version -m)\n%s", p, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		ref := repo + "@" + manifests[p]
+		for name, verify := range map[string]func(t *testing.T, pub, ref, predicateType string) (string, error){
+			"bundles": cosignVerifyAttestationType, "tag schema": cosignVerifyAttestationTagSchema,
+		} {
+			out, err := verify(t, pub, ref, "spdxjson")
+			if err != nil {
+				t.Fatalf("%s: cosign verify-attestation --type spdxjson (%s): %v\n%s", p, name, err, out)
+			}
+			if st := attestedStatement(t, out); st.PredicateType != sbom.SPDXPredicateType {
+				t.Errorf("%s: predicate type %s", p, st.PredicateType)
+			}
+		}
+	}
+	summary := mustRun(t, "sbom", "--summary", repo+":1.0.0")
+	if !strings.Contains(summary, "main module example.com/terraform-provider-demo@(devel)") || !strings.Contains(summary, "linux_amd64") || !strings.Contains(summary, "darwin_arm64") {
+		t.Errorf("--summary:\n%s", summary)
+	}
+	if out, err := run(t, "sbom", repo+":1.0.0"); err == nil || !strings.Contains(out, "--platform") {
+		t.Errorf("two platforms, no --platform: %v\n%s", err, out)
+	}
+
+	// A re-push writes no SBOM.
+	out = mustRun(t, "push", "provider", "--json", "--key", gpgKey, dir, repo)
+	if strings.Contains(out, `"written"`) || strings.Count(out, `"present"`) != len(sbomDemoPlatforms) {
+		t.Errorf("re-push:\n%s", out)
+	}
+
+	// regctl image copy --referrers keeps them.
+	copied := reg.Host + "/copy/test/demo"
+	testenv.MustRun(t, "", copyEnv(t, reg), testenv.Tool(t, "regctl"), "image", "copy", "--referrers", "--digest-tags", repo+":1.0.0", copied+":1.0.0")
+	for _, p := range sbomDemoPlatforms {
+		if got := spdxOf(copied+":1.0.0", p); string(got) != string(pushed[p]) {
+			t.Errorf("%s: the copy's SBOM differs", p)
+		}
+		if out, err := cosignVerifyAttestationType(t, pub, copied+"@"+manifests[p], "spdxjson"); err != nil {
+			t.Errorf("%s: on the copy: %v\n%s", p, err, out)
+		}
+	}
+
+	// So does oras cp -r.
+	orased := reg.Host + "/oras/test/demo"
+	ca := reg.CA.CertFile
+	mustOras(t, "cp", "--no-tty", "-r", "--from-plain-http=false", "--from-ca-file", ca, "--to-plain-http=false", "--to-ca-file", ca, repo+":1.0.0", orased+":1.0.0")
+	for _, p := range sbomDemoPlatforms {
+		if got := spdxOf(orased+":1.0.0", p); string(got) != string(pushed[p]) {
+			t.Errorf("%s: the oras copy's SBOM differs", p)
+		}
+	}
+
+	// tofu installs it, through oci_mirror and through serve.
+	tf := testenv.WriteConfig(t, map[string]string{"main.tf": sbomDemoConfig})
+	if out := testenv.Tofu(t, ociMirrorConfig(reg.Host)).Run(t, tf, "init", "-input=false", "-no-color"); !strings.Contains(out, "Installed example.com/test/demo v1.0.0") {
+		t.Errorf("oci_mirror:\n%s", out)
+	}
+	s := startServe(t, "--provider-template", reg.Host+"/providers/${namespace}/${type}")
+	tf = testenv.WriteConfig(t, map[string]string{"main.tf": sbomDemoConfig})
+	if out := testenv.Tofu(t, networkMirrorConfig(s)).Run(t, tf, "init", "-input=false", "-no-color"); !strings.Contains(out, "Installed example.com/test/demo v1.0.0") {
+		t.Errorf("serve:\n%s", out)
+	}
+
+	// Pushed without SBOMs: backfill adds the same ones, then nothing.
+	bare := reg.Host + "/bare/test/demo"
+	out = mustRun(t, "push", "provider", "--json", "--no-sbom", "--key", gpgKey, dir, bare)
+	if !strings.Contains(out, `"sboms": []`) {
+		t.Errorf("--no-sbom:\n%s", out)
+	}
+	if out, err := run(t, "sbom", "--platform", "linux_amd64", bare+":1.0.0"); err == nil || !strings.Contains(out, "no SBOM is stored") {
+		t.Errorf("before backfill: %v\n%s", err, out)
+	}
+	for run, want := range []string{"written", "present"} {
+		out := mustRun(t, "sbom", "--backfill", "--json", bare)
+		var bf struct {
+			Written int
+			Results []struct{ Platform, Status string }
+		}
+		if err := json.Unmarshal([]byte(out), &bf); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if len(bf.Results) != len(sbomDemoPlatforms) || bf.Written != map[bool]int{true: 2}[run == 0] {
+			t.Fatalf("backfill %d: %s", run, out)
+		}
+		for _, r := range bf.Results {
+			if r.Status != want {
+				t.Errorf("backfill %d: %+v", run, r)
+			}
+		}
+	}
+	if human := mustRun(t, "sbom", "--backfill", bare); !strings.Contains(human, "nothing written") {
+		t.Errorf("a backfill with nothing to do:\n%s", human)
+	}
+	for _, p := range sbomDemoPlatforms {
+		if got := spdxOf(bare+":1.0.0", p); string(got) != string(pushed[p]) {
+			t.Errorf("%s: the backfilled SBOM differs from the pushed one", p)
+		}
+	}
+}
