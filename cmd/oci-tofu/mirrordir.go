@@ -72,7 +72,7 @@ func pushMirror(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		configureSBOMs(c, rep, r.Release, refs[i].Name(), signer)
+		configureSBOMs(c, rep, r.Release, refs[i], signer)
 		res, err := r.Release.Push(c.Context, repo, oci.PushOptions{Replace: c.Bool("replace")})
 		if err != nil {
 			return fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, refs[i], err)

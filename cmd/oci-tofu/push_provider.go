@@ -107,7 +107,7 @@ func pushProvider(c *cli.Context) error {
 	if !ref.Layout {
 		rel.Repository = ref.Repository
 	}
-	configureSBOMs(c, rep, rel, ref.Name(), signer)
+	configureSBOMs(c, rep, rel, ref, signer)
 	res, err, attestErr := pushAndAttestProvider(c, rep, repo, ref, rel, opts, signer, also) // push_provider_attest.go
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)
