@@ -17,32 +17,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
-// The demo provider: a real Go program with two modules, one replaced.
+// The demo provider's configuration (its source: testenv.DemoProviderSource).
 const (
-	sbomDemoGoMod = `module example.com/terraform-provider-demo
-
-go 1.22
-
-require (
-	github.com/google/uuid v1.6.0
-	golang.org/x/text v0.3.7
-)
-
-replace github.com/google/uuid => github.com/google/uuid v1.5.0
-`
-	sbomDemoMain = `package main
-
-import (
-	"fmt"
-
-	"github.com/google/uuid"
-	"golang.org/x/text/width"
-)
-
-func main() {
-	fmt.Println(uuid.NameSpaceDNS.String(), width.Narrow.String("ｘ"))
-}
-`
 	sbomDemoConfig = `
 terraform {
   required_providers {
@@ -67,11 +43,7 @@ func sbomDemoRelease(t *testing.T, signed time.Time) (string, map[string]string)
 		t.Skip("no go tool to build the demo provider")
 	}
 	src := t.TempDir()
-	for name, text := range map[string]string{"go.mod": sbomDemoGoMod, "main.go": sbomDemoMain} {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.DemoProviderSource(t, src)
 	dir, bins := t.TempDir(), map[string]string{}
 	sums := sha256sums.Sums{}
 	for _, p := range sbomDemoPlatforms {

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +53,7 @@ type vulnsResult struct {
 // against the same database; its other platforms, and another version,
 // are listed as having no SBOM.
 func TestVulnsAgreesWithGovulncheck(t *testing.T) {
-	govulncheck := testenv.Tool(t, "govulncheck")
+	testenv.Tool(t, "govulncheck") // before building anything: `make tools` if missing
 	dbDir := filepath.Join(testenv.Root(t), "convert", "vulns", "testdata", "db")
 	bin := filepath.Join(t.TempDir(), "terraform-provider-hello_v1.0.0")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
@@ -115,7 +113,7 @@ func TestVulnsAgreesWithGovulncheck(t *testing.T) {
 			}
 		}
 	}
-	theirs := govulncheckModules(t, govulncheck, dbDir, bin)
+	theirs := govulncheckModules(t, dbDir, bin)
 	if len(theirs) < 3 || !mapsEqual(ours, theirs) {
 		t.Errorf("findings (entry module fixed):\noci-tofu vulns:\n%s\ngovulncheck:\n%s", vulnKeys(ours), vulnKeys(theirs))
 	}
@@ -156,33 +154,11 @@ func zipOf(t *testing.T, path string) []byte {
 
 // govulncheckModules are the "entry module fixed" govulncheck finds in
 // bin at the module level, against the database in dbDir.
-func govulncheckModules(t *testing.T, govulncheck, dbDir, bin string) map[string]bool {
+func govulncheckModules(t *testing.T, dbDir, bin string) map[string]bool {
 	t.Helper()
-	cmd := exec.Command(govulncheck, "-mode", "binary", "-scan", "module", "-db", "file://"+dbDir, "-format", "json", bin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("govulncheck: %v\n%s", err, stderr.String())
-	}
 	found := map[string]bool{}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var msg struct {
-			Finding *struct {
-				OSV          string `json:"osv"`
-				FixedVersion string `json:"fixed_version"`
-				Trace        []struct {
-					Module string `json:"module"`
-				} `json:"trace"`
-			} `json:"finding"`
-		}
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("govulncheck's output: %v", err)
-		}
-		if f := msg.Finding; f != nil && len(f.Trace) > 0 {
+	for _, f := range testenv.Govulncheck(t, dbDir, bin) {
+		if len(f.Trace) > 0 {
 			found[f.OSV+" "+f.Trace[0].Module+" "+f.FixedVersion] = true
 		}
 	}

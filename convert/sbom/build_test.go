@@ -10,35 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-)
 
-// The test provider: a main package importing two small modules at pinned
-// versions, one of them replaced by another version.
-const (
-	demoGoMod = `module example.com/terraform-provider-demo
-
-go 1.22
-
-require (
-	github.com/google/uuid v1.6.0
-	golang.org/x/text v0.3.7
-)
-
-replace github.com/google/uuid => github.com/google/uuid v1.5.0
-`
-	demoMain = `package main
-
-import (
-	"fmt"
-
-	"github.com/google/uuid"
-	"golang.org/x/text/width"
-)
-
-func main() {
-	fmt.Println(uuid.NameSpaceDNS.String(), width.Narrow.String("ｘ"))
-}
-`
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
 // A platform the demo provider is built for.
@@ -66,11 +39,7 @@ func demoBinaries(t testing.TB) map[string]string {
 		if demoErr != nil {
 			return
 		}
-		for name, text := range map[string]string{"go.mod": demoGoMod, "main.go": demoMain} {
-			if demoErr = os.WriteFile(filepath.Join(demoDir, name), []byte(text), 0o644); demoErr != nil {
-				return
-			}
-		}
+		testenv.DemoProviderSource(t, demoDir) // testdata/gosrc/demo-provider
 		demoBins = map[string]string{}
 		for _, p := range demoPlatforms {
 			out := filepath.Join(demoDir, p.GOOS+"_"+p.GOARCH, "terraform-provider-demo_v1.0.0"+p.exe)

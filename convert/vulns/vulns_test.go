@@ -1,12 +1,9 @@
 package vulns
 
 import (
-	"bytes"
 	"debug/buildinfo"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -388,7 +385,6 @@ func TestHostileEntries(t *testing.T) {
 // the fixture database, finds the (entry, module) pairs MatchPlatform
 // finds for the binary's modules (FromBuildInfo); with its fixed versions.
 func TestAgreesWithGovulncheck(t *testing.T) {
-	govulncheck := testenv.Tool(t, "govulncheck")
 	bin := filepath.Join(t.TempDir(), "vulnsprobe")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = filepath.Join("testdata", "probe")
@@ -400,37 +396,12 @@ func TestAgreesWithGovulncheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(govulncheck, "-mode", "binary", "-scan", "module", "-db", "file://"+dbDir, "-format", "json", bin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("govulncheck: %v\n%s", err, stderr.String())
-	}
 	theirs := map[string]bool{}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var msg struct {
-			Finding *struct {
-				OSV          string `json:"osv"`
-				FixedVersion string `json:"fixed_version"`
-				Trace        []struct {
-					Module  string `json:"module"`
-					Version string `json:"version"`
-				} `json:"trace"`
-			} `json:"finding"`
+	for _, f := range testenv.Govulncheck(t, dbDir, bin) {
+		if len(f.Trace) != 1 {
+			t.Fatalf("a module-level finding with %d frames: %+v", len(f.Trace), f)
 		}
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("govulncheck's output: %v", err)
-		}
-		if f := msg.Finding; f != nil {
-			if len(f.Trace) != 1 {
-				t.Fatalf("a module-level finding with %d frames: %+v", len(f.Trace), f)
-			}
-			theirs[f.OSV+" "+f.Trace[0].Module+" "+f.FixedVersion] = true
-		}
+		theirs[f.OSV+" "+f.Trace[0].Module+" "+f.FixedVersion] = true
 	}
 
 	bi, err := buildinfo.ReadFile(bin)
