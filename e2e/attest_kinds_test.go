@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // attested runs cosign verify and cosign verify-attestation --type
@@ -112,7 +113,7 @@ func bundleReferrers(t *testing.T, ref string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := oci.ReadReferrers(context.Background(), repo, digest.Digest(r.Reference), oci.ArtifactTypeSigstoreBundle)
+	held, err := attach.ReadReferrers(context.Background(), repo, digest.Digest(r.Reference), attach.ArtifactTypeSigstoreBundle)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // writeKeyPair writes a PKCS#8 private key and its PKIX public key as PEM
@@ -143,13 +143,13 @@ func TestAttestVerifiedByCosign(t *testing.T) {
 		t.Fatalf("re-push gave %s, not %s", d2, d)
 	}
 	r := registryRepo(t, reg, "providers/test/hello")
-	for _, kind := range []oci.AttachmentKind{oci.CosignSignatures, oci.CosignAttestations} {
-		layers, err := oci.ReadAttachment(context.Background(), r, digest.Digest(d), kind)
+	for _, kind := range []attach.AttachmentKind{attach.CosignSignatures, attach.CosignAttestations} {
+		layers, err := attach.ReadAttachment(context.Background(), r, digest.Digest(d), kind)
 		if err != nil || len(layers) != 1 {
 			t.Errorf("%s after a re-push: %d layers, %v", kind, len(layers), err)
 		}
 	}
-	if held, err := oci.ReadReferrers(context.Background(), r, digest.Digest(d), oci.ArtifactTypeSigstoreBundle); err != nil || len(held.Items) != 2 {
+	if held, err := attach.ReadReferrers(context.Background(), r, digest.Digest(d), attach.ArtifactTypeSigstoreBundle); err != nil || len(held.Items) != 2 {
 		t.Errorf("after a re-push: %d bundle referrers, %v; want 2 (a signature, an attestation)", len(held.Items), err)
 	}
 
@@ -258,12 +258,12 @@ func TestAttestHostileAttachmentsRefusedByCosign(t *testing.T) {
 	a := pushTagSchemaAttested(t, reg, key, "providers/test/hello", "1.0.0")
 	b := pushTagSchemaAttested(t, reg, key, "providers/test/hello", "1.1.0")
 	r := registryRepo(t, reg, "providers/test/hello")
-	for _, kind := range []oci.AttachmentKind{oci.CosignSignatures, oci.CosignAttestations} {
-		layers, err := oci.ReadAttachment(ctx, r, b, kind)
+	for _, kind := range []attach.AttachmentKind{attach.CosignSignatures, attach.CosignAttestations} {
+		layers, err := attach.ReadAttachment(ctx, r, b, kind)
 		if err != nil || len(layers) != 1 {
 			t.Fatalf("%s of %s: %v", kind, b, err)
 		}
-		if _, err := oci.WriteAttachment(ctx, r, a, kind, layers); err != nil {
+		if _, err := attach.WriteAttachment(ctx, r, a, kind, layers); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -277,9 +277,9 @@ func TestAttestHostileAttachmentsRefusedByCosign(t *testing.T) {
 	wantLine(t, out, "error", "attestation: the key's attestation is about another subject")
 
 	refB := repo + "@" + b.String()
-	layers, _ := oci.ReadAttachment(ctx, r, b, oci.CosignAttestations)
+	layers, _ := attach.ReadAttachment(ctx, r, b, attach.CosignAttestations)
 	layers[0].Payload = tamperEnvelope(t, layers[0].Payload)
-	if _, err := oci.WriteAttachment(ctx, r, b, oci.CosignAttestations, layers); err != nil {
+	if _, err := attach.WriteAttachment(ctx, r, b, attach.CosignAttestations, layers); err != nil {
 		t.Fatal(err)
 	}
 	out, err = cosignVerifyAttestation(t, pub, refB)
@@ -298,12 +298,12 @@ func TestAttestHostileAttachmentsRefusedByCosign(t *testing.T) {
 	signed := reg.Host + "/providers/signed/hello"
 	src := digest.Digest(pushAttested(t, key, signed, "1.0.0"))
 	victim := digest.Digest(jsonField(t, mustRun(t, "push", "provider", "--json", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"), testenv.Testdata(t, "providers", "hello", "1.1.0"), signed), "digest"))
-	held, err := oci.ReadReferrers(ctx, registryRepo(t, reg, "providers/signed/hello"), src, oci.ArtifactTypeSigstoreBundle)
+	held, err := attach.ReadReferrers(ctx, registryRepo(t, reg, "providers/signed/hello"), src, attach.ArtifactTypeSigstoreBundle)
 	if err != nil || len(held.Items) != 2 {
 		t.Fatalf("the bundles of %s: %d, %v", src, len(held.Items), err)
 	}
 	for _, h := range held.Items {
-		if _, err := oci.WriteReferrer(ctx, registryRepo(t, reg, "providers/signed/hello"), victim, oci.ArtifactTypeSigstoreBundle, h.Layers, h.Annotations); err != nil {
+		if _, err := attach.WriteReferrer(ctx, registryRepo(t, reg, "providers/signed/hello"), victim, attach.ArtifactTypeSigstoreBundle, h.Layers, h.Annotations); err != nil {
 			t.Fatal(err)
 		}
 	}

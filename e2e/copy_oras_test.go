@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // orasRun runs the real oras CLI (make tools builds it) with an empty
@@ -128,9 +129,9 @@ func TestOrasCopies(t *testing.T) {
 			if err != nil || got.Digest != want {
 				t.Fatalf("the copy's 1.0.0 is %s (%v), pushed %s", got.Digest, err, want)
 			}
-			for _, kind := range []oci.AttachmentKind{oci.CosignSignatures, oci.CosignAttestations} {
-				if _, err := repo.Resolve(ctx, oci.AttachmentTag(want, kind)); !oci.IsNotFound(err) {
-					t.Errorf("the copy has the tag %s (%v): the test means to show the referrers alone", oci.AttachmentTag(want, kind), err)
+			for _, kind := range []attach.AttachmentKind{attach.CosignSignatures, attach.CosignAttestations} {
+				if _, err := repo.Resolve(ctx, attach.AttachmentTag(want, kind)); !oci.IsNotFound(err) {
+					t.Errorf("the copy has the tag %s (%v): the test means to show the referrers alone", attach.AttachmentTag(want, kind), err)
 				}
 			}
 			ref := dst.Host + "/" + repoName + "@" + want.String()

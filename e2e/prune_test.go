@@ -16,6 +16,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 )
@@ -79,7 +80,7 @@ func attachmentTags(d string) []string {
 
 func bundles(t *testing.T, repo oci.ReadOnlyRepository, d string) int {
 	t.Helper()
-	held, err := oci.ReadReferrers(context.Background(), repo, digest.Digest(d), oci.ArtifactTypeSigstoreBundle)
+	held, err := attach.ReadReferrers(context.Background(), repo, digest.Digest(d), attach.ArtifactTypeSigstoreBundle)
 	if err != nil {
 		t.Fatal(err)
 	}

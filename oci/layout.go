@@ -197,7 +197,7 @@ func listedReferrers(store *oci.Store, indexJSON []byte) (map[digest.Digest]ocis
 	}
 	out := map[digest.Digest]ocispec.Descriptor{}
 	for _, d := range index.Manifests {
-		if d.Annotations[ocispec.AnnotationRefName] != "" || d.MediaType != ocispec.MediaTypeImageManifest || checkManifestSize(d) != nil {
+		if d.Annotations[ocispec.AnnotationRefName] != "" || d.MediaType != ocispec.MediaTypeImageManifest || CheckManifestSize(d) != nil {
 			continue
 		}
 		m, err := content.FetchAll(context.Background(), store, d)
@@ -240,7 +240,7 @@ func (l *layout) Exists(ctx context.Context, desc ocispec.Descriptor) (bool, err
 // Push stores content as oras-go's store does; a manifest with a subject
 // (a referrer) is also listed in index.json, at once.
 func (l *layout) Push(ctx context.Context, expected ocispec.Descriptor, r io.Reader) error {
-	if expected.MediaType != ocispec.MediaTypeImageManifest || checkManifestSize(expected) != nil {
+	if expected.MediaType != ocispec.MediaTypeImageManifest || CheckManifestSize(expected) != nil {
 		return l.store.Load().Push(ctx, expected, r)
 	}
 	b, err := content.ReadAll(r, expected)
@@ -275,7 +275,7 @@ func hasSubject(manifest []byte) bool {
 func referrerEntry(d ocispec.Descriptor, manifest []byte) ocispec.Descriptor {
 	var m ocispec.Manifest
 	_ = json.Unmarshal(manifest, &m)
-	return ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size, ArtifactType: referrerType(m)}
+	return ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size, ArtifactType: ArtifactTypeOf(m)}
 }
 
 func (l *layout) Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error) {
@@ -376,4 +376,14 @@ func writeTemp(path string, data []byte) (string, error) {
 		return "", err
 	}
 	return f.Name(), nil
+}
+
+// ArtifactTypeOf is a referrer's artifact type as the referrers API gives
+// it: its artifactType, else its config's media type (how notation and
+// image-spec 1.0 tools mark a manifest's type).
+func ArtifactTypeOf(m ocispec.Manifest) string {
+	if m.ArtifactType != "" {
+		return m.ArtifactType
+	}
+	return m.Config.MediaType
 }

@@ -71,15 +71,15 @@ func ParseModule(desc ocispec.Descriptor, b []byte) (ocispec.Descriptor, error) 
 	if err := checkModuleDescriptor(desc); err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	m, err := decodeManifest(desc, b)
+	m, err := DecodeManifest(desc, b)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	if m.MediaType != ocispec.MediaTypeImageManifest {
-		return ocispec.Descriptor{}, invalid("manifest %s has mediaType %q", desc.Digest, m.MediaType)
+		return ocispec.Descriptor{}, Invalid("manifest %s has mediaType %q", desc.Digest, m.MediaType)
 	}
 	if m.ArtifactType != ArtifactTypeModule {
-		return ocispec.Descriptor{}, invalid("manifest %s has artifactType %q, want %q: not a module package", desc.Digest, m.ArtifactType, ArtifactTypeModule)
+		return ocispec.Descriptor{}, Invalid("manifest %s has artifactType %q, want %q: not a module package", desc.Digest, m.ArtifactType, ArtifactTypeModule)
 	}
 	return SingleZipLayer(m)
 }
@@ -99,10 +99,10 @@ func ResolveModule(ctx context.Context, repo ReadOnlyRepository, reference strin
 // checkModuleDescriptor: a module package is an image manifest.
 func checkModuleDescriptor(desc ocispec.Descriptor) error {
 	if desc.MediaType == ocispec.MediaTypeImageIndex {
-		return invalid("%s is an image index (a provider?), but a module package is an image manifest", desc.Digest)
+		return Invalid("%s is an image index (a provider?), but a module package is an image manifest", desc.Digest)
 	}
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return invalid("%s has mediaType %q, but a module package is an OCI image manifest", desc.Digest, desc.MediaType)
+		return Invalid("%s has mediaType %q, but a module package is an OCI image manifest", desc.Digest, desc.MediaType)
 	}
 	return nil
 }
@@ -112,10 +112,10 @@ func checkModuleDescriptor(desc ocispec.Descriptor) error {
 // error; w has then received unverified bytes, so write to a temporary file.
 func FetchBlob(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor, maxSize int64, w io.Writer) error {
 	if desc.Size < 0 || maxSize > 0 && desc.Size > maxSize {
-		return invalid("blob %s of %d bytes exceeds the %d byte limit", desc.Digest, desc.Size, maxSize)
+		return Invalid("blob %s of %d bytes exceeds the %d byte limit", desc.Digest, desc.Size, maxSize)
 	}
 	if err := desc.Digest.Validate(); err != nil {
-		return invalid("blob digest %q: %v", desc.Digest, err)
+		return Invalid("blob digest %q: %v", desc.Digest, err)
 	}
 	r, err := repo.Fetch(ctx, desc)
 	if err != nil {

@@ -110,17 +110,17 @@ func BuildProvenance(p Provenance, files ProvenanceFiles) (*ProvenanceArtifact, 
 // ReadProvenance reads a provenance manifest, then its config and its
 // files in parallel (two round trips).
 func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (*Provenance, *ProvenanceFiles, error) {
-	m, err := fetchImageManifest(ctx, repo, desc)
+	m, err := FetchImageManifest(ctx, repo, desc)
 	if err != nil {
 		return nil, nil, err
 	}
 	if m.ArtifactType != ArtifactTypeProvenance || m.Config.MediaType != MediaTypeProvenanceConfig {
-		return nil, nil, invalid("manifest %s is not an oci-tofu provenance manifest", desc.Digest)
+		return nil, nil, Invalid("manifest %s is not an oci-tofu provenance manifest", desc.Digest)
 	}
 	seen := map[string]bool{}
 	for _, layer := range m.Layers {
 		if _, ok := layerKind(layer.MediaType); ok && seen[layer.MediaType] {
-			return nil, nil, invalid("provenance %s holds two %s layers", desc.Digest, layer.MediaType)
+			return nil, nil, Invalid("provenance %s holds two %s layers", desc.Digest, layer.MediaType)
 		}
 		seen[layer.MediaType] = true
 	}
@@ -128,13 +128,13 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 	files := &ProvenanceFiles{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
-	goRecovered(g, func() error {
-		cfg, err := fetchSmall(gctx, repo, m.Config)
+	GoRecovered(g, func() error {
+		cfg, err := FetchSmall(gctx, repo, m.Config)
 		if err != nil {
 			return err
 		}
 		if err := json.Unmarshal(cfg, &p); err != nil {
-			return invalid("provenance config %s: %v", m.Config.Digest, err)
+			return Invalid("provenance config %s: %v", m.Config.Digest, err)
 		}
 		return nil
 	})
@@ -143,8 +143,8 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 		if !ok {
 			continue
 		}
-		goRecovered(g, func() error {
-			data, err := fetchSmall(gctx, repo, layer)
+		GoRecovered(g, func() error {
+			data, err := FetchSmall(gctx, repo, layer)
 			if err != nil {
 				return err
 			}
@@ -170,12 +170,12 @@ func layerKind(mediaType string) (provenanceLayer, bool) {
 	return provenanceLayer{}, false
 }
 
-func fetchSmall(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) ([]byte, error) {
+func FetchSmall(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) ([]byte, error) {
 	if desc.Size > MaxSmallFile || desc.Size < 0 {
-		return nil, invalid("blob %s of %d bytes is larger than the %d byte limit", desc.Digest, desc.Size, MaxSmallFile)
+		return nil, Invalid("blob %s of %d bytes is larger than the %d byte limit", desc.Digest, desc.Size, MaxSmallFile)
 	}
 	if err := desc.Digest.Validate(); err != nil || desc.Digest.Algorithm() != digest.SHA256 {
-		return nil, invalid("blob digest %q is not a valid sha256 digest", desc.Digest)
+		return nil, Invalid("blob digest %q is not a valid sha256 digest", desc.Digest)
 	}
 	b, err := content.FetchAll(ctx, repo, desc)
 	if err != nil {

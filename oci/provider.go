@@ -180,7 +180,7 @@ func ListTagsPaged(ctx context.Context, repo ReadOnlyRepository, page func(added
 		case pages > MaxTagPages:
 			return Beyond("the registry's tag list runs to more than %d pages", MaxTagPages)
 		case len(out) == first && len(tags) > 0:
-			return invalid("the registry's tag list pages in a loop (page %d repeats earlier tags)", pages)
+			return Invalid("the registry's tag list pages in a loop (page %d repeats earlier tags)", pages)
 		}
 		if page != nil {
 			page(out[first:len(out):len(out)])
@@ -220,7 +220,7 @@ func ReadProviderIndex(ctx context.Context, repo ReadOnlyRepository, desc ocispe
 // checkProviderDescriptor: a provider version is an image index.
 func checkProviderDescriptor(desc ocispec.Descriptor) error {
 	if desc.MediaType != ocispec.MediaTypeImageIndex {
-		return invalid("tag points to %q, but a provider version must be an image index", desc.MediaType)
+		return Invalid("tag points to %q, but a provider version must be an image index", desc.MediaType)
 	}
 	return nil
 }
@@ -232,13 +232,13 @@ func ParseProviderIndex(desc ocispec.Descriptor, b []byte) (*ProviderVersion, er
 	}
 	var idx ocispec.Index
 	if err := decodeIndex(b, &idx); err != nil { // encoding/json's decision (index_decode.go)
-		return nil, invalid("index %s is not valid JSON: %v", desc.Digest, err)
+		return nil, Invalid("index %s is not valid JSON: %v", desc.Digest, err)
 	}
 	if idx.MediaType != ocispec.MediaTypeImageIndex {
-		return nil, invalid("index %s has mediaType %q", desc.Digest, idx.MediaType)
+		return nil, Invalid("index %s has mediaType %q", desc.Digest, idx.MediaType)
 	}
 	if idx.ArtifactType != ArtifactTypeProvider {
-		return nil, invalid("index %s has artifactType %q, want %q", desc.Digest, idx.ArtifactType, ArtifactTypeProvider)
+		return nil, Invalid("index %s has artifactType %q, want %q", desc.Digest, idx.ArtifactType, ArtifactTypeProvider)
 	}
 	if len(idx.Manifests) > MaxIndexEntries {
 		return nil, Beyond("index %s has %d manifests, more than the %d oci-tofu reads", desc.Digest, len(idx.Manifests), MaxIndexEntries)
@@ -270,13 +270,13 @@ func (pv *ProviderVersion) add(d ocispec.Descriptor) error {
 		return nil // OpenTofu skips descriptors of other artifact types
 	}
 	if err := validDigest(d.Digest); err != nil {
-		return invalid("index %s names a manifest by an invalid digest %q: OpenTofu could not fetch it", pv.Index.Digest, d.Digest)
+		return Invalid("index %s names a manifest by an Invalid digest %q: OpenTofu could not fetch it", pv.Index.Digest, d.Digest)
 	}
 	if d.MediaType != ocispec.MediaTypeImageManifest {
-		return invalid("platform descriptor %s has mediaType %q", d.Digest, d.MediaType)
+		return Invalid("platform descriptor %s has mediaType %q", d.Digest, d.MediaType)
 	}
 	if d.Platform == nil || d.Platform.OS == "" || d.Platform.Architecture == "" {
-		return invalid("platform descriptor %s lacks a platform", d.Digest)
+		return Invalid("platform descriptor %s lacks a platform", d.Digest)
 	}
 	if d.Platform.OSVersion != "" {
 		return nil // OpenTofu never selects these
@@ -288,7 +288,7 @@ func (pv *ProviderVersion) add(d ocispec.Descriptor) error {
 		return nil
 	}
 	if _, dup := pv.Platforms[p]; dup {
-		return invalid("index %s has more than one manifest for %s: OpenTofu refuses it as ambiguous", pv.Index.Digest, p)
+		return Invalid("index %s has more than one manifest for %s: OpenTofu refuses it as ambiguous", pv.Index.Digest, p)
 	}
 	// The constants hold the same strings; sharing them spares memory when
 	// thousands of indexes are cached.
@@ -335,7 +335,7 @@ func splitList(s string) []string {
 // ReadProviderPackage reads a platform manifest and returns its zip layer,
 // applying OpenTofu's checks.
 func ReadProviderPackage(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (ocispec.Descriptor, error) {
-	m, err := fetchImageManifest(ctx, repo, desc)
+	m, err := FetchImageManifest(ctx, repo, desc)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
@@ -345,10 +345,10 @@ func ReadProviderPackage(ctx context.Context, repo ReadOnlyRepository, desc ocis
 // platformZip applies OpenTofu's checks to a platform manifest.
 func platformZip(desc ocispec.Descriptor, m ocispec.Manifest) (ocispec.Descriptor, error) {
 	if m.MediaType != desc.MediaType {
-		return ocispec.Descriptor{}, invalid("manifest %s has mediaType %q, its descriptor says %q", desc.Digest, m.MediaType, desc.MediaType)
+		return ocispec.Descriptor{}, Invalid("manifest %s has mediaType %q, its descriptor says %q", desc.Digest, m.MediaType, desc.MediaType)
 	}
 	if m.ArtifactType != desc.ArtifactType {
-		return ocispec.Descriptor{}, invalid("manifest %s has artifactType %q, its descriptor says %q", desc.Digest, m.ArtifactType, desc.ArtifactType)
+		return ocispec.Descriptor{}, Invalid("manifest %s has artifactType %q, its descriptor says %q", desc.Digest, m.ArtifactType, desc.ArtifactType)
 	}
 	return SingleZipLayer(m)
 }
@@ -363,21 +363,21 @@ func SingleZipLayer(m ocispec.Manifest) (ocispec.Descriptor, error) {
 	}
 	switch len(found) {
 	case 0:
-		return ocispec.Descriptor{}, invalid("manifest has no %s layer", MediaTypeZip)
+		return ocispec.Descriptor{}, Invalid("manifest has no %s layer", MediaTypeZip)
 	case 1:
 		if found[0].Digest.Validate() != nil || found[0].Digest.Algorithm() != digest.SHA256 {
-			return ocispec.Descriptor{}, invalid("zip layer digest %q is not a valid sha256 digest", found[0].Digest)
+			return ocispec.Descriptor{}, Invalid("zip layer digest %q is not a valid sha256 digest", found[0].Digest)
 		}
 		return found[0], nil
 	default:
-		return ocispec.Descriptor{}, invalid("manifest has %d %s layers: OpenTofu refuses it as ambiguous", len(found), MediaTypeZip)
+		return ocispec.Descriptor{}, Invalid("manifest has %d %s layers: OpenTofu refuses it as ambiguous", len(found), MediaTypeZip)
 	}
 }
 
 // FetchManifest reads a manifest or index, refusing anything over
 // MaxManifestSize and verifying its digest.
 func FetchManifest(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) ([]byte, error) {
-	if err := checkManifestSize(desc); err != nil {
+	if err := CheckManifestSize(desc); err != nil {
 		return nil, err
 	}
 	b, err := content.FetchAll(ctx, repo, desc)
@@ -387,11 +387,11 @@ func FetchManifest(ctx context.Context, repo ReadOnlyRepository, desc ocispec.De
 	return b, nil
 }
 
-// checkManifestSize refuses a manifest over MaxManifestSize (OpenTofu's
+// CheckManifestSize refuses a manifest over MaxManifestSize (OpenTofu's
 // limit) before it is read.
-func checkManifestSize(desc ocispec.Descriptor) error {
+func CheckManifestSize(desc ocispec.Descriptor) error {
 	if desc.Size > MaxManifestSize || desc.Size < 0 {
-		return invalid("manifest %s of %d bytes exceeds the %d MiB limit", desc.Digest, desc.Size, MaxManifestSize>>20)
+		return Invalid("manifest %s of %d bytes exceeds the %d MiB limit", desc.Digest, desc.Size, MaxManifestSize>>20)
 	}
 	return nil
 }
@@ -428,7 +428,7 @@ func FetchReference(ctx context.Context, repo ReadOnlyRepository, reference stri
 	if !manifestMediaTypes[desc.MediaType] {
 		return desc, nil, fmt.Errorf("the registry answered a manifest request for %s with content type %q, which is no manifest type", reference, desc.MediaType)
 	}
-	if err := checkManifestSize(desc); err != nil {
+	if err := CheckManifestSize(desc); err != nil {
 		return desc, nil, err
 	}
 	b, err := content.ReadAll(rc, desc)
@@ -438,21 +438,21 @@ func FetchReference(ctx context.Context, repo ReadOnlyRepository, reference stri
 	return desc, b, nil
 }
 
-// fetchImageManifest reads and decodes an image manifest (bounded and
+// FetchImageManifest reads and decodes an image manifest (bounded and
 // digest-checked by FetchManifest).
-func fetchImageManifest(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (ocispec.Manifest, error) {
+func FetchImageManifest(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (ocispec.Manifest, error) {
 	b, err := FetchManifest(ctx, repo, desc)
 	if err != nil {
 		return ocispec.Manifest{}, err
 	}
-	return decodeManifest(desc, b)
+	return DecodeManifest(desc, b)
 }
 
-// decodeManifest decodes an image manifest's body.
-func decodeManifest(desc ocispec.Descriptor, b []byte) (ocispec.Manifest, error) {
+// DecodeManifest decodes an image manifest's body.
+func DecodeManifest(desc ocispec.Descriptor, b []byte) (ocispec.Manifest, error) {
 	var m ocispec.Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, invalid("manifest %s is not valid JSON: %v", desc.Digest, err)
+		return m, Invalid("manifest %s is not valid JSON: %v", desc.Digest, err)
 	}
 	return m, nil
 }

@@ -209,7 +209,7 @@ func (u *Upload) Blobs(ctx context.Context, blobs []Blob) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Concurrency)
 	for _, b := range todo {
-		goRecovered(g, func() error {
+		GoRecovered(g, func() error {
 			d := b.Descriptor.Digest
 			mine, wait := u.claim(d)
 			if wait != nil { // another call of this upload writes it

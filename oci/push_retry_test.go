@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -40,7 +41,7 @@ func TestPushWritesAManifestAgainWhenItsBlobsWereUnknown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := subjectArtifact(t, c2.name)
+			a := seed.SmallArtifact(t, c2.name)
 			_, err = oci.Push(ctx, repo, a, oci.Tags{"1.0.0": ""}, oci.PushOptions{})
 			if (err == nil) != c2.wantOK {
 				t.Fatalf("push: %v, want success %v", err, c2.wantOK)

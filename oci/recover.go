@@ -7,10 +7,10 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// goRecovered runs fn in g; a panic in it (a bug some input met) becomes
+// GoRecovered runs fn in g; a panic in it (a bug some input met) becomes
 // the group's error instead of ending the process: goroutines oci starts
 // are outside the callers' recovery boundaries.
-func goRecovered(g *errgroup.Group, fn func() error) {
+func GoRecovered(g *errgroup.Group, fn func() error) {
 	g.Go(func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {

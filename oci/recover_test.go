@@ -10,8 +10,8 @@ import (
 // A panic in a goroutine oci starts fails the group, not the process.
 func TestGoRecoveredTurnsAPanicIntoAnError(t *testing.T) {
 	var g errgroup.Group
-	goRecovered(&g, func() error { return nil })
-	goRecovered(&g, func() error {
+	GoRecovered(&g, func() error { return nil })
+	GoRecovered(&g, func() error {
 		var m map[string][]int
 		return []error{nil}[len(m["x"])+1] // out of range
 	})

@@ -78,7 +78,7 @@ func ReadTofuRelease(ctx context.Context, repo ReadOnlyRepository, desc ocispec.
 // checkTofuDescriptor: an OpenTofu release is an image manifest.
 func checkTofuDescriptor(desc ocispec.Descriptor) error {
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return invalid("%s has mediaType %q, not an OCI image manifest", desc.Digest, desc.MediaType)
+		return Invalid("%s has mediaType %q, not an OCI image manifest", desc.Digest, desc.MediaType)
 	}
 	return nil
 }
@@ -88,26 +88,26 @@ func ReadTofuReleaseBody(ctx context.Context, repo ReadOnlyRepository, desc ocis
 	if err := checkTofuDescriptor(desc); err != nil {
 		return nil, nil, err
 	}
-	m, err := decodeManifest(desc, b)
+	m, err := DecodeManifest(desc, b)
 	if err != nil {
 		return nil, nil, err
 	}
 	if m.ArtifactType != ArtifactTypeTofuRelease || m.Config.MediaType != MediaTypeTofuReleaseConfig {
-		return nil, nil, invalid("manifest %s is not an OpenTofu release artifact", desc.Digest)
+		return nil, nil, Invalid("manifest %s is not an OpenTofu release artifact", desc.Digest)
 	}
-	cb, err := fetchSmall(ctx, repo, m.Config)
+	cb, err := FetchSmall(ctx, repo, m.Config)
 	if err != nil {
 		return nil, nil, err
 	}
 	var rel TofuRelease
 	if err := json.Unmarshal(cb, &rel); err != nil {
-		return nil, nil, invalid("release config %s: %v", m.Config.Digest, err)
+		return nil, nil, Invalid("release config %s: %v", m.Config.Digest, err)
 	}
 	files := map[string]ocispec.Descriptor{}
 	for _, l := range m.Layers {
 		name := l.Annotations[AnnotationTitle]
 		if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
-			return nil, nil, invalid("release layer %s has no plain file name", l.Digest)
+			return nil, nil, Invalid("release layer %s has no plain file name", l.Digest)
 		}
 		files[name] = l
 	}

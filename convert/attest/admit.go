@@ -13,7 +13,7 @@ import (
 
 // VerifyAttestation reads subject's attestations once — the Sigstore
 // bundles among its referrers and its .att attachment, at once (bounded
-// reads, see oci.ReadReferrers and oci.ReadAttachment) — and returns the
+// reads, see attach.ReadReferrers and attach.ReadAttachment) — and returns the
 // statement of the first that is an attestation of subject with
 // predicateType by one of keys. When there is none, refusal says why (a
 // hostile or broken attachment — too many layers or referrers, an

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // Attached names the attachments Attach wrote.
@@ -65,7 +66,7 @@ type Attachments struct {
 	predicateType string
 	created       time.Time
 	// sig and att are the tag schema's layers.
-	sig, att oci.AttachmentLayer
+	sig, att attach.AttachmentLayer
 	// signBundle and attBundle are the bundles: a statement of cosign's
 	// sign predicate type about subject, and the attestation.
 	signBundle, attBundle []byte
@@ -99,12 +100,12 @@ func Sign(s *Signer, repository string, subject digest.Digest, predicateType str
 		return nil, err
 	}
 	a := &Attachments{signer: s, subject: subject, predicateType: predicateType, created: time.Now(), sig: sig,
-		att: oci.AttachmentLayer{
-			MediaType: oci.MediaTypeDSSEEnvelope,
+		att: attach.AttachmentLayer{
+			MediaType: attach.MediaTypeDSSEEnvelope,
 			Payload:   env,
 			Annotations: map[string]string{
-				oci.AnnotationCosignSignature: "",
-				oci.AnnotationPredicateType:   predicateType,
+				attach.AnnotationCosignSignature: "",
+				attach.AnnotationPredicateType:   predicateType,
 			},
 		}}
 	if a.signBundle, err = sealBundle(s.Public(), signSt); err != nil {
@@ -122,31 +123,31 @@ func Sign(s *Signer, repository string, subject digest.Digest, predicateType str
 // signature, an attestation of the same predicate type) are replaced, so
 // re-pushing does not pile them up.
 func (a *Attachments) Tag(ctx context.Context, repo oci.Repository) (Attached, error) {
-	at := Attached{SignatureTag: oci.AttachmentTag(a.subject, oci.CosignSignatures), AttestationTag: oci.AttachmentTag(a.subject, oci.CosignAttestations)}
+	at := Attached{SignatureTag: attach.AttachmentTag(a.subject, attach.CosignSignatures), AttestationTag: attach.AttachmentTag(a.subject, attach.CosignAttestations)}
 	v := a.signer.Public()
 	// The two tags are independent: written at once, their round trips and
 	// settling times (oci.Push) overlap.
 	var g errgroup.Group
 	g.Go(func() (err error) {
-		at.Signature, at.KeptSignatures, err = replaceOwn(ctx, repo, a.subject, oci.CosignSignatures, a.sig, v, a.predicateType)
+		at.Signature, at.KeptSignatures, err = replaceOwn(ctx, repo, a.subject, attach.CosignSignatures, a.sig, v, a.predicateType)
 		return err
 	})
 	g.Go(func() (err error) {
-		at.Attestation, at.KeptAttestations, err = replaceOwn(ctx, repo, a.subject, oci.CosignAttestations, a.att, v, a.predicateType)
+		at.Attestation, at.KeptAttestations, err = replaceOwn(ctx, repo, a.subject, attach.CosignAttestations, a.att, v, a.predicateType)
 		return err
 	})
 	return at, g.Wait()
 }
 
 // Refer writes the signature and the attestation as Sigstore bundle
-// referrers of subject (oci.WriteReferrer), as cosign v3 writes them,
+// referrers of subject (attach.WriteReferrer), as cosign v3 writes them,
 // each unless the repository already holds the key's bundle of its
 // predicate type about subject: a referrer cannot be replaced (only
 // deleted, which registries often refuse), so the first stays and a
 // re-push writes no second. It returns the two referrers' digests, none
 // when the repository cannot list referrers.
 func (a *Attachments) Refer(ctx context.Context, repo oci.Repository) (sig, att digest.Digest, err error) {
-	held, err := oci.ReadReferrers(ctx, repo, a.subject, oci.ArtifactTypeSigstoreBundle)
+	held, err := attach.ReadReferrers(ctx, repo, a.subject, attach.ArtifactTypeSigstoreBundle)
 	if err != nil || held.Unsupported {
 		return "", "", err
 	}
@@ -161,15 +162,15 @@ func (a *Attachments) Refer(ctx context.Context, repo oci.Repository) (sig, att 
 
 // referBundle writes a bundle of predicateType as a referrer of the
 // subject, unless held (the subject's bundle referrers) has the key's.
-func (a *Attachments) referBundle(ctx context.Context, repo oci.Repository, held oci.Referrers, bundle []byte, predicateType string) (digest.Digest, error) {
+func (a *Attachments) referBundle(ctx context.Context, repo oci.Repository, held attach.Referrers, bundle []byte, predicateType string) (digest.Digest, error) {
 	v := a.signer.Public()
 	for _, r := range held.Items {
 		if st, err := openBundleReferrer(r, v); err == nil && st.covers(a.subject) && st.PredicateType == predicateType {
 			return r.Descriptor.Digest, nil
 		}
 	}
-	layer := oci.AttachmentLayer{MediaType: oci.ArtifactTypeSigstoreBundle, Payload: bundle}
-	d, err := oci.WriteReferrer(ctx, repo, a.subject, oci.ArtifactTypeSigstoreBundle, []oci.AttachmentLayer{layer}, bundleAnnotations(predicateType, a.created))
+	layer := attach.AttachmentLayer{MediaType: attach.ArtifactTypeSigstoreBundle, Payload: bundle}
+	d, err := attach.WriteReferrer(ctx, repo, a.subject, attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, bundleAnnotations(predicateType, a.created))
 	return d.Digest, err
 }
 
@@ -184,10 +185,10 @@ func AttachAttestation(ctx context.Context, repo oci.Repository, repository stri
 	if err != nil {
 		return Attached{}, err
 	}
-	at := Attached{AttestationTag: oci.AttachmentTag(subject, oci.CosignAttestations)}
+	at := Attached{AttestationTag: attach.AttachmentTag(subject, attach.CosignAttestations)}
 	var g errgroup.Group
 	g.Go(func() error {
-		held, err := oci.ReadReferrers(ctx, repo, subject, oci.ArtifactTypeSigstoreBundle)
+		held, err := attach.ReadReferrers(ctx, repo, subject, attach.ArtifactTypeSigstoreBundle)
 		if err != nil || held.Unsupported {
 			return err
 		}
@@ -195,7 +196,7 @@ func AttachAttestation(ctx context.Context, repo oci.Repository, repository stri
 		return err
 	})
 	g.Go(func() (err error) {
-		at.Attestation, at.KeptAttestations, err = replaceOwn(ctx, repo, subject, oci.CosignAttestations, a.att, s.Public(), predicateType)
+		at.Attestation, at.KeptAttestations, err = replaceOwn(ctx, repo, subject, attach.CosignAttestations, a.att, s.Public(), predicateType)
 		return err
 	})
 	return at, g.Wait()
@@ -252,51 +253,51 @@ func Complete(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.D
 }
 
 // signatureLayer is cosign's signature layer for subject.
-func signatureLayer(s *Signer, repository string, subject digest.Digest) (oci.AttachmentLayer, error) {
+func signatureLayer(s *Signer, repository string, subject digest.Digest) (attach.AttachmentLayer, error) {
 	payload, err := signaturePayload(repository, subject)
 	if err != nil {
-		return oci.AttachmentLayer{}, err
+		return attach.AttachmentLayer{}, err
 	}
 	sig, err := s.Sign(payload)
 	if err != nil {
-		return oci.AttachmentLayer{}, err
+		return attach.AttachmentLayer{}, err
 	}
-	return oci.AttachmentLayer{
-		MediaType:   oci.MediaTypeCosignSimpleSigning,
+	return attach.AttachmentLayer{
+		MediaType:   attach.MediaTypeCosignSimpleSigning,
 		Payload:     payload,
-		Annotations: map[string]string{oci.AnnotationCosignSignature: base64.StdEncoding.EncodeToString(sig)},
+		Annotations: map[string]string{attach.AnnotationCosignSignature: base64.StdEncoding.EncodeToString(sig)},
 	}, nil
 }
 
 // replaceOwn writes subject's attachment of kind with the layers held now
 // that are not v's own for this subject (and predicate type), plus ours;
 // it returns the manifest's digest and how many layers it kept.
-func replaceOwn(ctx context.Context, repo oci.Repository, subject digest.Digest, kind oci.AttachmentKind, ours oci.AttachmentLayer, v *Verifier, predicateType string) (digest.Digest, int, error) {
-	held, err := oci.ReadAttachment(ctx, repo, subject, kind)
+func replaceOwn(ctx context.Context, repo oci.Repository, subject digest.Digest, kind attach.AttachmentKind, ours attach.AttachmentLayer, v *Verifier, predicateType string) (digest.Digest, int, error) {
+	held, err := attach.ReadAttachment(ctx, repo, subject, kind)
 	if err != nil {
 		return "", 0, err
 	}
-	var layers []oci.AttachmentLayer
+	var layers []attach.AttachmentLayer
 	for _, l := range held {
 		if !ownLayer(l, v, subject, predicateType) {
 			layers = append(layers, l)
 		}
 	}
-	if len(layers) >= oci.MaxAttachmentLayers {
-		return "", 0, fmt.Errorf("%s already holds %d signatures by other keys", oci.AttachmentTag(subject, kind), len(layers))
+	if len(layers) >= attach.MaxAttachmentLayers {
+		return "", 0, fmt.Errorf("%s already holds %d signatures by other keys", attach.AttachmentTag(subject, kind), len(layers))
 	}
-	desc, err := oci.WriteAttachment(ctx, repo, subject, kind, append(layers, ours))
+	desc, err := attach.WriteAttachment(ctx, repo, subject, kind, append(layers, ours))
 	return desc.Digest, len(layers), err
 }
 
 // ownLayer reports whether a layer is v's signature of subject, or v's
 // attestation of subject with predicateType: one Attach replaces.
-func ownLayer(l oci.AttachmentLayer, v *Verifier, subject digest.Digest, predicateType string) bool {
+func ownLayer(l attach.AttachmentLayer, v *Verifier, subject digest.Digest, predicateType string) bool {
 	switch l.MediaType {
-	case oci.MediaTypeCosignSimpleSigning:
+	case attach.MediaTypeCosignSimpleSigning:
 		d, err := checkSignatureLayer(l, v)
 		return err == nil && d == subject
-	case oci.MediaTypeDSSEEnvelope:
+	case attach.MediaTypeDSSEEnvelope:
 		st, err := openStatement(v, l.Payload)
 		return err == nil && st.covers(subject) && st.PredicateType == predicateType
 	}
@@ -305,8 +306,8 @@ func ownLayer(l oci.AttachmentLayer, v *Verifier, subject digest.Digest, predica
 
 // checkSignatureLayer checks a signature layer with v and returns the
 // digest its payload names.
-func checkSignatureLayer(l oci.AttachmentLayer, v *Verifier) (digest.Digest, error) {
-	sig, err := base64.StdEncoding.DecodeString(l.Annotations[oci.AnnotationCosignSignature])
+func checkSignatureLayer(l attach.AttachmentLayer, v *Verifier) (digest.Digest, error) {
+	sig, err := base64.StdEncoding.DecodeString(l.Annotations[attach.AnnotationCosignSignature])
 	if err != nil {
 		return "", fmt.Errorf("signature annotation: %w", err)
 	}

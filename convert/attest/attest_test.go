@@ -15,6 +15,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 const testPredicateType = "https://oci-tofu.dev/attestations/test/v1"
@@ -91,15 +92,15 @@ func TestReattachReplacesOwnKeepsOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, kind := range []oci.AttachmentKind{oci.CosignSignatures, oci.CosignAttestations} {
-		layers, err := oci.ReadAttachment(ctx, repo, subject, kind)
+	for _, kind := range []attach.AttachmentKind{attach.CosignSignatures, attach.CosignAttestations} {
+		layers, err := attach.ReadAttachment(ctx, repo, subject, kind)
 		if err != nil || len(layers) != 2 {
 			t.Errorf("%s: %d layers, %v; want theirs and one of mine", kind, len(layers), err)
 		}
 	}
 	// The bundles: theirs and mine, a signature and an attestation each;
 	// re-attaching wrote no second pair of mine.
-	if held, err := oci.ReadReferrers(ctx, repo, subject, oci.ArtifactTypeSigstoreBundle); err != nil || len(held.Items) != 4 {
+	if held, err := attach.ReadReferrers(ctx, repo, subject, attach.ArtifactTypeSigstoreBundle); err != nil || len(held.Items) != 4 {
 		t.Errorf("%d bundle referrers, %v; want 4 (two keys, a signature and an attestation each)", len(held.Items), err)
 	}
 	for _, s := range []*Signer{mine, theirs} {
@@ -110,9 +111,9 @@ func TestReattachReplacesOwnKeepsOthers(t *testing.T) {
 }
 
 // writeOnly replaces subject's attachment of kind with one layer.
-func writeOnly(t *testing.T, repo oci.Repository, kind oci.AttachmentKind, l oci.AttachmentLayer) {
+func writeOnly(t *testing.T, repo oci.Repository, kind attach.AttachmentKind, l attach.AttachmentLayer) {
 	t.Helper()
-	if _, err := oci.WriteAttachment(context.Background(), repo, subject, kind, []oci.AttachmentLayer{l}); err != nil {
+	if _, err := attach.WriteAttachment(context.Background(), repo, subject, kind, []attach.AttachmentLayer{l}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -129,14 +130,14 @@ func TestHostileAttachmentsAreRefused(t *testing.T) {
 	sig.Payload = []byte(strings.Replace(string(sig.Payload), "cosign", "cosigN", 1))
 	cases := []struct {
 		name string
-		kind oci.AttachmentKind
-		l    oci.AttachmentLayer
+		kind attach.AttachmentKind
+		l    attach.AttachmentLayer
 		want string
 	}{
-		{"signature of another digest", oci.CosignSignatures, sigElsewhere, "names " + elsewhere.String()},
-		{"tampered signature payload", oci.CosignSignatures, sig, "no signature by the key"},
-		{"attestation of another digest", oci.CosignAttestations, attElsewhere, "another subject"},
-		{"tampered attestation", oci.CosignAttestations, tampered, "no signature by the key"},
+		{"signature of another digest", attach.CosignSignatures, sigElsewhere, "names " + elsewhere.String()},
+		{"tampered signature payload", attach.CosignSignatures, sig, "no signature by the key"},
+		{"attestation of another digest", attach.CosignAttestations, attElsewhere, "another subject"},
+		{"tampered attestation", attach.CosignAttestations, tampered, "no signature by the key"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,7 +148,7 @@ func TestHostileAttachmentsAreRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := r.Signature
-			if c.kind == oci.CosignAttestations {
+			if c.kind == attach.CosignAttestations {
 				got = r.Attestation
 			}
 			if got == nil || !strings.Contains(got.Error(), c.want) {
@@ -158,7 +159,7 @@ func TestHostileAttachmentsAreRefused(t *testing.T) {
 }
 
 // tamper changes the predicate inside a signed envelope, keeping its signature.
-func tamper(t *testing.T, l oci.AttachmentLayer) oci.AttachmentLayer {
+func tamper(t *testing.T, l attach.AttachmentLayer) attach.AttachmentLayer {
 	t.Helper()
 	var e envelope
 	if err := json.Unmarshal(l.Payload, &e); err != nil {
@@ -206,10 +207,10 @@ func TestRefusedKeys(t *testing.T) {
 }
 
 // attestationLayer is the .att layer Sign makes.
-func attestationLayer(s *Signer, repository string, subject digest.Digest, predicateType string, predicate any) (oci.AttachmentLayer, error) {
+func attestationLayer(s *Signer, repository string, subject digest.Digest, predicateType string, predicate any) (attach.AttachmentLayer, error) {
 	a, err := Sign(s, repository, subject, predicateType, predicate)
 	if err != nil {
-		return oci.AttachmentLayer{}, err
+		return attach.AttachmentLayer{}, err
 	}
 	return a.att, nil
 }

@@ -12,11 +12,11 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // Sigstore bundles, as cosign v3 writes them by default: a referrer of
-// the signed manifest (artifact type oci.ArtifactTypeSigstoreBundle)
+// the signed manifest (artifact type attach.ArtifactTypeSigstoreBundle)
 // whose one layer is a bundle holding a DSSE envelope. `cosign sign`
 // puts an in-toto statement of predicate type CosignSignPredicateType
 // about the manifest in it, `cosign attest` the statement it is given
@@ -43,7 +43,7 @@ const bundleMediaTypePrefix = "application/vnd.dev.sigstore.bundle"
 
 // openBundleReferrer returns the statement of a bundle referrer signed
 // by v.
-func openBundleReferrer(r oci.Referrer, v *Verifier) (*Statement, error) {
+func openBundleReferrer(r attach.Referrer, v *Verifier) (*Statement, error) {
 	raw, err := bundleLayer(r)
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func openBundleReferrer(r oci.Referrer, v *Verifier) (*Statement, error) {
 
 // bundleLayer is the bundle a bundle referrer holds (its one layer), or
 // why it holds none.
-func bundleLayer(r oci.Referrer) ([]byte, error) {
+func bundleLayer(r attach.Referrer) ([]byte, error) {
 	if r.Err != nil {
 		return nil, r.Err
 	}
@@ -113,7 +113,7 @@ func sealBundle(v *Verifier, ss signedStatement) ([]byte, error) {
 		VerificationMaterial verificationMaterial `json:"verificationMaterial"`
 		DSSEEnvelope         dsseEnvelope         `json:"dsseEnvelope"`
 	}{
-		MediaType:            oci.ArtifactTypeSigstoreBundle,
+		MediaType:            attach.ArtifactTypeSigstoreBundle,
 		VerificationMaterial: verificationMaterial{PublicKey: publicKey{Hint: hint}},
 		DSSEEnvelope:         dsseEnvelope{Payload: b64(ss.body), PayloadType: inTotoPayloadType, Signatures: []signature{{Sig: b64(ss.sig)}}},
 	})

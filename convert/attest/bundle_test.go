@@ -11,6 +11,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // pushRoot pushes a small manifest to refer to, tagged 1.0.0.
@@ -43,7 +44,7 @@ func cosignBundle(t *testing.T, s *Signer, about digest.Digest, predicateType st
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(map[string]any{
-		"mediaType":            oci.ArtifactTypeSigstoreBundle,
+		"mediaType":            attach.ArtifactTypeSigstoreBundle,
 		"verificationMaterial": map[string]any{"publicKey": map[string]string{"hint": "x"}},
 		"dsseEnvelope":         json.RawMessage(env),
 	})
@@ -60,13 +61,13 @@ func referBundle(t *testing.T, repo oci.Repository, root digest.Digest, bundle [
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := oci.BytesBlob(oci.ArtifactTypeSigstoreBundle, bundle, nil)
+	l := oci.BytesBlob(attach.ArtifactTypeSigstoreBundle, bundle, nil)
 	cfg := oci.BytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil)
 	layer := l.Descriptor
 	if layerSize > 0 {
 		layer.Size = layerSize
 	}
-	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: oci.ArtifactTypeSigstoreBundle, Config: cfg.Descriptor, Layers: []ocispec.Descriptor{layer}, Subject: &desc})
+	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: attach.ArtifactTypeSigstoreBundle, Config: cfg.Descriptor, Layers: []ocispec.Descriptor{layer}, Subject: &desc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +136,13 @@ func TestBundlesVerify(t *testing.T) {
 	}
 }
 
-// More bundles than are read (oci.MaxReferrers), none by the key: the
+// More bundles than are read (attach.MaxReferrers), none by the key: the
 // refusal says how many were read.
 func TestManyBundlesAreReadBounded(t *testing.T) {
 	s, other := ecdsaSigner(t), ecdsaSigner(t)
 	repo := layout(t)
 	root := pushRoot(t, repo)
-	for range oci.MaxReferrers + 6 {
+	for range attach.MaxReferrers + 6 {
 		referBundle(t, repo, root, cosignBundle(t, other, root, testPredicateType), 0)
 	}
 	_, refusal, err := VerifyAttestation(context.Background(), repo, root, []*Verifier{s.Public()}, testPredicateType)

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // evidence is what a subject's signatures and attestations are judged
@@ -17,9 +18,9 @@ import (
 // prefers the bundles and falls back to the tag schema; both are read at
 // once, so the referrers cost no round trip after the tag schema's.
 type evidence struct {
-	bundles    oci.Referrers
+	bundles    attach.Referrers
 	bundlesErr error // the listing could not be read: a refusal reason
-	sigs, atts []oci.AttachmentLayer
+	sigs, atts []attach.AttachmentLayer
 	// sigsErr and attsErr are content problems of the attachments
 	// (too large, corrupt): refusal reasons.
 	sigsErr, attsErr error
@@ -36,7 +37,7 @@ func readEvidence(ctx context.Context, repo oci.ReadOnlyRepository, subject dige
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var err error
-		ev.bundles, err = oci.ReadReferrers(gctx, repo, subject, oci.ArtifactTypeSigstoreBundle)
+		ev.bundles, err = attach.ReadReferrers(gctx, repo, subject, attach.ArtifactTypeSigstoreBundle)
 		switch {
 		case err == nil:
 		case oci.IsContentProblem(err):
@@ -46,21 +47,21 @@ func readEvidence(ctx context.Context, repo oci.ReadOnlyRepository, subject dige
 		}
 		return nil
 	})
-	read := func(kind oci.AttachmentKind, layers *[]oci.AttachmentLayer, problem *error) func() error {
+	read := func(kind attach.AttachmentKind, layers *[]attach.AttachmentLayer, problem *error) func() error {
 		return func() error {
 			var err error
-			*layers, err = oci.ReadAttachment(gctx, repo, subject, kind)
+			*layers, err = attach.ReadAttachment(gctx, repo, subject, kind)
 			if err != nil && oci.IsContentProblem(err) {
-				*problem, err = readProblem(err, oci.AttachmentTag(subject, kind)), nil
+				*problem, err = readProblem(err, attach.AttachmentTag(subject, kind)), nil
 			}
 			return err
 		}
 	}
 	if withAtts {
-		g.Go(read(oci.CosignAttestations, &ev.atts, &ev.attsErr))
+		g.Go(read(attach.CosignAttestations, &ev.atts, &ev.attsErr))
 	}
 	if withSigs {
-		g.Go(read(oci.CosignSignatures, &ev.sigs, &ev.sigsErr))
+		g.Go(read(attach.CosignSignatures, &ev.sigs, &ev.sigsErr))
 	}
 	return ev, g.Wait()
 }
@@ -101,7 +102,7 @@ func (ev *evidence) bundleStatement(v *Verifier, subject digest.Digest, predicat
 		}
 	}
 	if why != nil && ev.bundles.Truncated {
-		why = fmt.Errorf("%w (more than %d bundles refer to %s: the first %d were read)", why, oci.MaxReferrers, subject, oci.MaxReferrers)
+		why = fmt.Errorf("%w (more than %d bundles refer to %s: the first %d were read)", why, attach.MaxReferrers, subject, attach.MaxReferrers)
 	}
 	return nil, why
 }

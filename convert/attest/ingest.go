@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // BundleVerifier verifies a Sigstore bundle as an attestation by other
@@ -86,7 +87,7 @@ func (ev *evidence) trustedStatements(trust IngestTrust, subject digest.Digest, 
 	if ev.attsErr == nil {
 		for _, l := range ev.atts {
 			for _, k := range trust.Keys {
-				if l.MediaType == oci.MediaTypeDSSEEnvelope {
+				if l.MediaType == attach.MediaTypeDSSEEnvelope {
 					keep(openStatement(k, l.Payload))
 				}
 			}
@@ -129,7 +130,7 @@ func VerifyBundles(ctx context.Context, repo oci.ReadOnlyRepository, subject dig
 	}
 	refusal = errors.New(strings.Join(why, "; "))
 	if ev.bundles.Truncated {
-		refusal = fmt.Errorf("%w (more than %d bundles refer to %s: the first %d were read)", refusal, oci.MaxReferrers, subject, oci.MaxReferrers)
+		refusal = fmt.Errorf("%w (more than %d bundles refer to %s: the first %d were read)", refusal, attach.MaxReferrers, subject, attach.MaxReferrers)
 	}
 	return nil, refusal, nil
 }

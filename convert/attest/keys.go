@@ -2,7 +2,7 @@
 // in the form cosign reads: a signature of an artifact's root (cosign's
 // simple-signing payload) and an attestation (an in-toto Statement v1 in
 // a DSSE envelope) saying what oci-tofu verified, both stored in cosign's
-// tag schema (oci.WriteAttachment). Keys are ECDSA P-256 or Ed25519, in
+// tag schema (attach.WriteAttachment). Keys are ECDSA P-256 or Ed25519, in
 // PEM (PKCS#8, SEC 1, or cosign's encrypted key file); signatures are made
 // as sigstore's signature package makes them, so that `cosign verify
 // --key` and `cosign verify-attestation --key` accept them.

@@ -6,22 +6,22 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // StatementBy is the statement of the layer among an attestation
-// attachment's (oci.ReadAttachment, oci.CosignAttestations) that is v's
+// attachment's (attach.ReadAttachment, attach.CosignAttestations) that is v's
 // attestation of subject with predicateType; otherwise the error says why
 // none is. For callers that read the attachment once and check it with
 // several keys.
-func StatementBy(layers []oci.AttachmentLayer, v *Verifier, subject digest.Digest, predicateType string) (*Statement, error) {
+func StatementBy(layers []attach.AttachmentLayer, v *Verifier, subject digest.Digest, predicateType string) (*Statement, error) {
 	return verifyAttestations(layers, v, subject, predicateType)
 }
 
 // SignedBy is nil when one of a signature attachment's layers
-// (oci.CosignSignatures) is v's cosign signature of subject; otherwise it
+// (attach.CosignSignatures) is v's cosign signature of subject; otherwise it
 // says why none is.
-func SignedBy(layers []oci.AttachmentLayer, v *Verifier, subject digest.Digest) error {
+func SignedBy(layers []attach.AttachmentLayer, v *Verifier, subject digest.Digest) error {
 	return verifySignatures(layers, v, subject)
 }
 

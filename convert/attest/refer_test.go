@@ -22,6 +22,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 func ed25519Signer(t *testing.T) *Signer {
@@ -95,7 +96,7 @@ func TestAttachWritesReferrers(t *testing.T) {
 			if _, err := a.Tag(ctx, onlyTags); err != nil {
 				t.Fatal(err)
 			}
-			if layers, _ := oci.ReadAttachment(ctx, onlyRefs, root, oci.CosignAttestations); len(layers) != 0 {
+			if layers, _ := attach.ReadAttachment(ctx, onlyRefs, root, attach.CosignAttestations); len(layers) != 0 {
 				t.Errorf("Refer wrote the tag schema too: %d .att layers", len(layers))
 			}
 			for name, repo := range map[string]oci.Repository{"referrers only": onlyRefs, "tag schema only": onlyTags} {
@@ -110,7 +111,7 @@ func TestAttachWritesReferrers(t *testing.T) {
 				}
 			}
 
-			held, err := oci.ReadReferrers(ctx, onlyRefs, root, oci.ArtifactTypeSigstoreBundle)
+			held, err := attach.ReadReferrers(ctx, onlyRefs, root, attach.ArtifactTypeSigstoreBundle)
 			if err != nil || len(held.Items) != 2 {
 				t.Fatalf("%d bundle referrers, %v", len(held.Items), err)
 			}
@@ -119,7 +120,7 @@ func TestAttachWritesReferrers(t *testing.T) {
 			for _, r := range held.Items {
 				m := fetchManifest(t, onlyRefs, r.Descriptor)
 				pt := want[r.Descriptor.Digest]
-				if m.ArtifactType != oci.ArtifactTypeSigstoreBundle || m.Config.MediaType != ocispec.MediaTypeEmptyJSON ||
+				if m.ArtifactType != attach.ArtifactTypeSigstoreBundle || m.Config.MediaType != ocispec.MediaTypeEmptyJSON ||
 					m.Subject == nil || m.Subject.Digest != root || m.Subject.MediaType != subject.MediaType || m.Subject.Size != subject.Size ||
 					m.Annotations[annotationBundlePredicateType] != pt || m.Annotations[annotationBundleContent] != "dsse-envelope" || m.Annotations[ocispec.AnnotationCreated] == "" {
 					t.Errorf("referrer %s is not laid out as cosign v3 lays one out: %+v", r.Descriptor.Digest, m)
@@ -152,7 +153,7 @@ func TestAttachWritesReferrers(t *testing.T) {
 			if ok, _ := Complete(ctx, both, root, other, testPredicateType); ok {
 				t.Error("Complete with another key")
 			}
-			if held, err := oci.ReadReferrers(ctx, both, root, oci.ArtifactTypeSigstoreBundle); err != nil || len(held.Items) != 2 {
+			if held, err := attach.ReadReferrers(ctx, both, root, attach.ArtifactTypeSigstoreBundle); err != nil || len(held.Items) != 2 {
 				t.Errorf("after attaching twice: %d bundle referrers, %v; want 2", len(held.Items), err)
 			}
 			// Refer on the repository holding them already writes none.
@@ -178,7 +179,7 @@ func TestReferKeepsOtherPredicateTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := oci.ReadReferrers(ctx, repo, root, oci.ArtifactTypeSigstoreBundle)
+	held, err := attach.ReadReferrers(ctx, repo, root, attach.ArtifactTypeSigstoreBundle)
 	if err != nil || len(held.Items) != 3 {
 		t.Fatalf("%d bundle referrers, %v; want the signature and two attestations", len(held.Items), err)
 	}
@@ -230,14 +231,14 @@ func TestAttachAttestationAlone(t *testing.T) {
 			t.Fatalf("%+v %v", at, err)
 		}
 	}
-	held, err := oci.ReadReferrers(ctx, repo, root, oci.ArtifactTypeSigstoreBundle)
+	held, err := attach.ReadReferrers(ctx, repo, root, attach.ArtifactTypeSigstoreBundle)
 	if err != nil || len(held.Items) != 1 {
 		t.Fatalf("%d bundle referrers, %v; want the attestation's", len(held.Items), err)
 	}
 	if got, err := verifyAsCosign(t, held.Items[0].Layers[0].Payload, v, root); err != nil || got != testPredicateType {
 		t.Errorf("sigstore-go: %q %v", got, err)
 	}
-	if sigs, _ := oci.ReadAttachment(ctx, repo, root, oci.CosignSignatures); len(sigs) != 0 {
+	if sigs, _ := attach.ReadAttachment(ctx, repo, root, attach.CosignSignatures); len(sigs) != 0 {
 		t.Errorf("%d .sig layers", len(sigs))
 	}
 	if ok, err := AttestationComplete(ctx, repo, root, v, testPredicateType); !ok || err != nil {

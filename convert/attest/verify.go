@@ -8,6 +8,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // Report says whether subject's signature and attestation verify with a
@@ -25,7 +26,7 @@ func (r Report) OK() bool { return r.Signature == nil && r.Attestation == nil }
 
 // Verify reads subject's signatures and attestations — the Sigstore
 // bundles among its referrers and its .sig and .att attachments (bounded
-// reads, see oci.ReadReferrers and oci.ReadAttachment) — and checks them
+// reads, see attach.ReadReferrers and attach.ReadAttachment) — and checks them
 // with v as cosign would: a signature by the key whose payload names
 // subject; a DSSE envelope signed by the key holding an in-toto
 // statement about subject with predicateType. The error is for failing
@@ -47,13 +48,13 @@ func Verify(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Dig
 
 // verifySignatures: nil when one layer is the key's signature of subject;
 // otherwise the most telling reason none is.
-func verifySignatures(layers []oci.AttachmentLayer, v *Verifier, subject digest.Digest) error {
+func verifySignatures(layers []attach.AttachmentLayer, v *Verifier, subject digest.Digest) error {
 	if len(layers) == 0 {
-		return fmt.Errorf("no signature (%s)", oci.AttachmentTag(subject, oci.CosignSignatures))
+		return fmt.Errorf("no signature (%s)", attach.AttachmentTag(subject, attach.CosignSignatures))
 	}
 	why := errNotByKey
 	for _, l := range layers {
-		if l.MediaType != oci.MediaTypeCosignSimpleSigning {
+		if l.MediaType != attach.MediaTypeCosignSimpleSigning {
 			continue
 		}
 		d, err := checkSignatureLayer(l, v)
@@ -71,13 +72,13 @@ func verifySignatures(layers []oci.AttachmentLayer, v *Verifier, subject digest.
 
 // verifyAttestations: the statement of the layer that is the key's
 // attestation of subject with predicateType; otherwise why none is.
-func verifyAttestations(layers []oci.AttachmentLayer, v *Verifier, subject digest.Digest, predicateType string) (*Statement, error) {
+func verifyAttestations(layers []attach.AttachmentLayer, v *Verifier, subject digest.Digest, predicateType string) (*Statement, error) {
 	if len(layers) == 0 {
-		return nil, fmt.Errorf("no attestation (%s)", oci.AttachmentTag(subject, oci.CosignAttestations))
+		return nil, fmt.Errorf("no attestation (%s)", attach.AttachmentTag(subject, attach.CosignAttestations))
 	}
 	why := errNotByKey
 	for _, l := range layers {
-		if l.MediaType != oci.MediaTypeDSSEEnvelope {
+		if l.MediaType != attach.MediaTypeDSSEEnvelope {
 			continue
 		}
 		st, err := openStatement(v, l.Payload)

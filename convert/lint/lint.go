@@ -27,6 +27,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
@@ -88,7 +89,7 @@ func Check(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, 
 	sort.Strings(tags)
 	var all []Finding
 	for _, t := range tags {
-		if oci.IsAttachmentTag(t) {
+		if attach.IsAttachmentTag(t) {
 			continue // cosign's signatures and attestations (sha256-<hex>.sig, .att): no artifact
 		}
 		f, err := verifyOne(ctx, repo, ref.WithReference(t), opts)

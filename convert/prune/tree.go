@@ -8,6 +8,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // tree is everything one tagged manifest brings with it: the manifests
@@ -78,7 +79,7 @@ func (v *visit) manifest(ctx context.Context, d ocispec.Descriptor, root bool) e
 	if err := v.attachments(ctx, d.Digest); err != nil {
 		return err
 	}
-	links, err := oci.ReadLinks(ctx, v.repo, d)
+	links, err := attach.ReadLinks(ctx, v.repo, d)
 	if oci.IsNotFound(err) && !root {
 		return nil
 	}
@@ -114,7 +115,7 @@ func (v *visit) attachments(ctx context.Context, d digest.Digest) error {
 		return nil
 	}
 	v.attachmentsSeen[d] = true
-	referrers, err := oci.ListAllReferrers(ctx, v.repo, d)
+	referrers, err := attach.ListAllReferrers(ctx, v.repo, d)
 	if err != nil {
 		return err
 	}

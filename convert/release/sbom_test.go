@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
@@ -94,7 +95,7 @@ func TestPushStoresSBOMs(t *testing.T) {
 		if r.Status != release.SBOMPresent {
 			t.Errorf("re-push: %+v", r)
 		}
-		held, _ := oci.ReadReferrers(ctx, repo, r.Manifest, sbom.SPDXMediaType)
+		held, _ := attach.ReadReferrers(ctx, repo, r.Manifest, sbom.SPDXMediaType)
 		if len(held.Items) != 1 {
 			t.Errorf("%s: %d SBOM referrers", r.Platform, len(held.Items))
 		}

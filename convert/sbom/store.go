@@ -12,6 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // Where SBOMs are stored: each as an OCI 1.1 referrer of the platform
@@ -36,7 +37,7 @@ const AnnotationCreated = ocispec.AnnotationCreated
 // platform manifest in repo), unless one with the same bytes is there
 // already: written is false then, and Attach wrote nothing.
 func Attach(ctx context.Context, repo oci.Repository, subject digest.Digest, spdx []byte, created time.Time) (d ocispec.Descriptor, written bool, err error) {
-	held, err := oci.ReadReferrers(ctx, repo, subject, SPDXMediaType)
+	held, err := attach.ReadReferrers(ctx, repo, subject, SPDXMediaType)
 	if err != nil {
 		return ocispec.Descriptor{}, false, err
 	}
@@ -54,8 +55,8 @@ func Attach(ctx context.Context, repo oci.Repository, subject digest.Digest, spd
 // found none (Read). The referrer is the same manifest for the same
 // document and time, so writing it twice stores it once.
 func Write(ctx context.Context, repo oci.Repository, subject digest.Digest, spdx []byte, created time.Time) (ocispec.Descriptor, error) {
-	layer := oci.AttachmentLayer{MediaType: SPDXMediaType, Payload: spdx}
-	d, err := oci.WriteReferrer(ctx, repo, subject, SPDXMediaType, []oci.AttachmentLayer{layer},
+	layer := attach.AttachmentLayer{MediaType: SPDXMediaType, Payload: spdx}
+	d, err := attach.WriteReferrer(ctx, repo, subject, SPDXMediaType, []attach.AttachmentLayer{layer},
 		map[string]string{AnnotationCreated: created.UTC().Format(time.RFC3339)})
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("storing the SBOM of %s: %w", subject, err)
@@ -76,12 +77,12 @@ type Stored struct {
 // ErrNoSBOM when there is none; a referrer that does not parse is
 // skipped, and its error returned only when no other does.
 func Read(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest) (*Stored, error) {
-	held, err := oci.ReadReferrers(ctx, repo, subject, SPDXMediaType)
+	held, err := attach.ReadReferrers(ctx, repo, subject, SPDXMediaType)
 	if err != nil {
 		return nil, err
 	}
 	items := slices.Clone(held.Items)
-	slices.SortFunc(items, func(a, b oci.Referrer) int {
+	slices.SortFunc(items, func(a, b attach.Referrer) int {
 		if c := compareStrings(b.Annotations[AnnotationCreated], a.Annotations[AnnotationCreated]); c != 0 {
 			return c
 		}

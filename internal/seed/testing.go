@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/release"
@@ -127,4 +128,17 @@ func SignedPlatforms(t testing.TB, reg *testenv.Registry, name string, n int) {
 	if err := PlatformsProvider(context.Background(), repo, t.TempDir(), Options{Versions: n, Signer: signer}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SmallArtifact is an image manifest of one small layer, content: a
+// subject to refer to, or a manifest to push.
+func SmallArtifact(t testing.TB, content string) *oci.Artifact {
+	t.Helper()
+	b := oci.BytesBlob("application/octet-stream", []byte(content), nil)
+	cfg := oci.BytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil)
+	m, err := oci.EncodeManifest(ocispec.Manifest{Config: cfg.Descriptor, Layers: []ocispec.Descriptor{b.Descriptor}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &oci.Artifact{Blobs: []oci.Blob{b, cfg}, Manifests: []oci.Manifest{m}}
 }

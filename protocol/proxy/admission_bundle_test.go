@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // pushBundleAttested pushes version to repo and attests its index only as
@@ -38,15 +39,15 @@ func pushBundleAttested(t *testing.T, repo oci.Repository, version string, s *at
 		t.Fatal(err)
 	}
 	bundle, _ := json.Marshal(map[string]any{
-		"mediaType": oci.ArtifactTypeSigstoreBundle,
+		"mediaType": attach.ArtifactTypeSigstoreBundle,
 		"dsseEnvelope": map[string]any{
 			"payload": base64.StdEncoding.EncodeToString(statement), "payloadType": payloadType,
 			"signatures": []map[string]string{{"sig": base64.StdEncoding.EncodeToString(sig)}},
 		},
 	})
-	layer := oci.BytesBlob(oci.ArtifactTypeSigstoreBundle, bundle, nil)
+	layer := oci.BytesBlob(attach.ArtifactTypeSigstoreBundle, bundle, nil)
 	cfg := oci.BytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil)
-	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: oci.ArtifactTypeSigstoreBundle, Config: cfg.Descriptor, Layers: []ocispec.Descriptor{layer.Descriptor}, Subject: &root})
+	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: attach.ArtifactTypeSigstoreBundle, Config: cfg.Descriptor, Layers: []ocispec.Descriptor{layer.Descriptor}, Subject: &root})
 	if err != nil {
 		t.Fatal(err)
 	}

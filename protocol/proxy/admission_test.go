@@ -18,6 +18,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
@@ -74,7 +75,7 @@ func pushTagAttested(t *testing.T, repo oci.Repository, version string, s *attes
 func writeAttachment(t *testing.T, repo oci.Repository, subject digest.Digest, a *oci.Artifact) {
 	t.Helper()
 	ctx := context.Background()
-	tag := oci.AttachmentTag(subject, oci.CosignAttestations)
+	tag := attach.AttachmentTag(subject, attach.CosignAttestations)
 	tags, err := oci.CurrentTags(ctx, repo, []string{tag})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func hostileManifest(t *testing.T, n int, size int64) *oci.Artifact {
 	t.Helper()
 	m := ocispec.Manifest{Config: ocispec.DescriptorEmptyJSON, Layers: make([]ocispec.Descriptor, n)}
 	for i := range m.Layers {
-		m.Layers[i] = ocispec.Descriptor{MediaType: oci.MediaTypeDSSEEnvelope, Digest: digest.FromString(strings.Repeat("x", i)), Size: size}
+		m.Layers[i] = ocispec.Descriptor{MediaType: attach.MediaTypeDSSEEnvelope, Digest: digest.FromString(strings.Repeat("x", i)), Size: size}
 	}
 	mf, err := oci.EncodeManifest(m)
 	if err != nil {
@@ -117,7 +118,7 @@ func TestRequireAttestation(t *testing.T) {
 	// schema alone: a valid bundle beside them would admit the version).
 	hostile := open("test", "hostile")
 	attested := pushTagAttested(t, hostile, "1.0.0", ours)
-	held, err := oci.ReadAttachment(ctx, hostile, attested, oci.CosignAttestations)
+	held, err := attach.ReadAttachment(ctx, hostile, attested, attach.CosignAttestations)
 	if err != nil || len(held) != 1 {
 		t.Fatalf("reading the attestation: %v, %d layers", err, len(held))
 	}
@@ -129,11 +130,11 @@ func TestRequireAttestation(t *testing.T) {
 	body, _ := base64.StdEncoding.DecodeString(env["payload"].(string))
 	env["payload"] = base64.StdEncoding.EncodeToString(append(body, ' '))
 	tampered.Payload, _ = json.Marshal(env)
-	if _, err := oci.WriteAttachment(ctx, hostile, attested, oci.CosignAttestations, []oci.AttachmentLayer{tampered}); err != nil {
+	if _, err := attach.WriteAttachment(ctx, hostile, attested, attach.CosignAttestations, []attach.AttachmentLayer{tampered}); err != nil {
 		t.Fatal(err)
 	}
 	other := pushAttested(t, hostile, "1.1.0", nil) // 1.0.0's (valid) attestation, under 1.1.0's tag
-	if _, err := oci.WriteAttachment(ctx, hostile, other, oci.CosignAttestations, held); err != nil {
+	if _, err := attach.WriteAttachment(ctx, hostile, other, attach.CosignAttestations, held); err != nil {
 		t.Fatal(err)
 	}
 	rc := pushAttested(t, hostile, "2.0.0-rc1", nil)

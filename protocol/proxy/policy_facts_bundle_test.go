@@ -14,7 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // realCosign runs the real cosign v3 CLI offline against reg: key pairs
@@ -84,8 +84,8 @@ func TestPolicyMinAgeFromCosignBundles(t *testing.T) {
 		attested[v] = d
 	}
 	for v, d := range attested { // bundles only: cosign wrote no .att tag
-		refs, err := oci.ReadReferrers(context.Background(), repo, d, oci.ArtifactTypeSigstoreBundle)
-		layers, attErr := oci.ReadAttachment(context.Background(), repo, d, oci.CosignAttestations)
+		refs, err := attach.ReadReferrers(context.Background(), repo, d, attach.ArtifactTypeSigstoreBundle)
+		layers, attErr := attach.ReadAttachment(context.Background(), repo, d, attach.CosignAttestations)
 		if err != nil || len(refs.Items) != 1 || attErr != nil || len(layers) != 0 {
 			t.Fatalf("%s: %d bundle referrers (%v), %d .att layers (%v): want 1 and none", v, len(refs.Items), err, len(layers), attErr)
 		}

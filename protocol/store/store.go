@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 )
@@ -258,7 +259,7 @@ type opened struct {
 }
 
 // opened opens the repository once (cached); with an admission rule it
-// starts oci.ProbeReferrers beside the first reads, so the admission's
+// starts attach.ProbeReferrers beside the first reads, so the admission's
 // referrers read, a round trip later, goes straight where they are.
 func (r *Repo) opened(ctx context.Context) (*opened, error) {
 	res, err := r.s.repos.Get(ctx, r.name, func(ctx context.Context) (*opened, int64, error) {
@@ -275,7 +276,7 @@ func (r *Repo) opened(ctx context.Context) (*opened, error) {
 			defer close(o.probed)
 			pctx, cancel := context.WithTimeout(context.Background(), r.s.opts.Timeout)
 			defer cancel()
-			_ = cache.Recover(func() error { oci.ProbeReferrers(pctx, repo); return nil })
+			_ = cache.Recover(func() error { attach.ProbeReferrers(pctx, repo); return nil })
 		}()
 		return o, 0, nil
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // SLSAProvenancePredicateType is the predicate type of the image's build
@@ -100,6 +101,6 @@ func attestPushed(ctx context.Context, o options, ref oci.Reference, index diges
 		}
 		fmt.Printf("attested %s (%s): %s\n", index, a.predicateType, at.AttestationTag)
 	}
-	fmt.Printf("signed %s: %s\n", index, oci.AttachmentTag(index, oci.CosignSignatures))
+	fmt.Printf("signed %s: %s\n", index, attach.AttachmentTag(index, attach.CosignSignatures))
 	return nil
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // Policy files looked for in a configuration directory, in order:
@@ -85,11 +86,11 @@ func readPolicy(configDir string) (*trustpolicy.Document, error) {
 func (t *Trust) Name() string { return "notation trust policy " + t.dir }
 
 // Check reads subject's Notary Project signatures (bounded, see
-// oci.ReadReferrers) and verifies them in turn until one passes the
+// attach.ReadReferrers) and verifies them in turn until one passes the
 // trust policy that applies to repository; refusal says why none did.
 // A signature is of subject whatever its predicate type.
 func (t *Trust) Check(ctx context.Context, repo oci.ReadOnlyRepository, repository string, subject digest.Digest, _ string) (refusal, err error) {
-	sigs, err := oci.ReadReferrers(ctx, repo, subject, oci.ArtifactTypeNotationSignature)
+	sigs, err := attach.ReadReferrers(ctx, repo, subject, attach.ArtifactTypeNotationSignature)
 	if err != nil {
 		if oci.IsContentProblem(err) {
 			return fmt.Errorf("notation signatures of %s cannot be read intact (%s)", subject, oci.Classify(err)), nil
@@ -106,7 +107,7 @@ func (t *Trust) Check(ctx context.Context, repo oci.ReadOnlyRepository, reposito
 		why = err
 	}
 	if sigs.Truncated {
-		why = fmt.Errorf("%w (more than %d signatures refer to %s: the first %d were read)", why, oci.MaxReferrers, subject, oci.MaxReferrers)
+		why = fmt.Errorf("%w (more than %d signatures refer to %s: the first %d were read)", why, attach.MaxReferrers, subject, attach.MaxReferrers)
 	}
 	return fmt.Errorf("notation: %w", why), nil
 }
@@ -114,7 +115,7 @@ func (t *Trust) Check(ctx context.Context, repo oci.ReadOnlyRepository, reposito
 // verify checks one signature referrer: its one layer is the envelope.
 // The descriptor verified against is the one the signature names, once
 // its digest is found to be subject's (the proxy knows roots by digest).
-func (t *Trust) verify(ctx context.Context, r oci.Referrer, ref string, subject digest.Digest) error {
+func (t *Trust) verify(ctx context.Context, r attach.Referrer, ref string, subject digest.Digest) error {
 	if r.Err != nil {
 		return r.Err
 	}

@@ -1,4 +1,4 @@
-package oci_test
+package attach_test
 
 import (
 	"context"
@@ -15,21 +15,11 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	orasoci "oras.land/oras-go/v2/content/oci"
 
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
-
-// subjectArtifact is a small image manifest to refer to.
-func subjectArtifact(t *testing.T, content string) *oci.Artifact {
-	t.Helper()
-	b := oci.BytesBlob("application/octet-stream", []byte(content), nil)
-	cfg := oci.BytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil)
-	m, err := oci.EncodeManifest(ocispec.Manifest{Config: cfg.Descriptor, Layers: []ocispec.Descriptor{b.Descriptor}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &oci.Artifact{Blobs: []oci.Blob{b, cfg}, Manifests: []oci.Manifest{m}}
-}
 
 // referrerArtifact is a referrer of subject: artifactType, one layer.
 func referrerArtifact(t *testing.T, subject ocispec.Descriptor, artifactType, payload string) *oci.Artifact {
@@ -53,11 +43,11 @@ func TestReadReferrersFromLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj, other := subjectArtifact(t, "a"), subjectArtifact(t, "b")
+	subj, other := seed.SmallArtifact(t, "a"), seed.SmallArtifact(t, "b")
 	for _, a := range []*oci.Artifact{subj, other,
-		referrerArtifact(t, subj.Root(), oci.ArtifactTypeSigstoreBundle, "bundle of a"),
-		referrerArtifact(t, subj.Root(), oci.ArtifactTypeNotationSignature, "notation of a"),
-		referrerArtifact(t, other.Root(), oci.ArtifactTypeSigstoreBundle, "bundle of b"),
+		referrerArtifact(t, subj.Root(), attach.ArtifactTypeSigstoreBundle, "bundle of a"),
+		referrerArtifact(t, subj.Root(), attach.ArtifactTypeNotationSignature, "notation of a"),
+		referrerArtifact(t, other.Root(), attach.ArtifactTypeSigstoreBundle, "bundle of b"),
 	} {
 		if _, err := oci.Push(ctx, store, a, oci.Tags{}, oci.PushOptions{}); err != nil {
 			t.Fatal(err)
@@ -74,14 +64,14 @@ func TestReadReferrersFromLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := oci.ReadReferrers(ctx, repo, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	got, err := attach.ReadReferrers(ctx, repo, subj.Root().Digest, attach.ArtifactTypeSigstoreBundle)
 	if err != nil || got.Unsupported || got.Truncated || len(got.Items) != 1 {
 		t.Fatalf("referrers %+v, %v; want the one bundle", got, err)
 	}
 	if r := got.Items[0]; r.Err != nil || len(r.Layers) != 1 || string(r.Layers[0].Payload) != "bundle of a" {
 		t.Errorf("referrer %+v", r)
 	}
-	none, err := oci.ReadReferrers(ctx, repo, digest.FromString("absent"), oci.ArtifactTypeSigstoreBundle)
+	none, err := attach.ReadReferrers(ctx, repo, digest.FromString("absent"), attach.ArtifactTypeSigstoreBundle)
 	if err != nil || len(none.Items) != 0 {
 		t.Errorf("an absent subject: %+v, %v", none, err)
 	}
@@ -103,14 +93,14 @@ func TestReadReferrersIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj := subjectArtifact(t, "hostile")
+	subj := seed.SmallArtifact(t, "hostile")
 	if _, err := oci.Push(ctx, repo, subj, oci.Tags{"1.0.0": ""}, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	huge := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: oci.ArtifactTypeSigstoreBundle, Digest: digest.FromString("huge"), Size: 100 << 20}
+	huge := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: attach.ArtifactTypeSigstoreBundle, Digest: digest.FromString("huge"), Size: 100 << 20}
 	listing := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{huge}}
 	for i := range 10_000 {
-		listing.Manifests = append(listing.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: oci.ArtifactTypeSigstoreBundle, Digest: digest.FromString(fmt.Sprint(i)), Size: 600})
+		listing.Manifests = append(listing.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: attach.ArtifactTypeSigstoreBundle, Digest: digest.FromString(fmt.Sprint(i)), Size: 600})
 	}
 	body, err := json.Marshal(listing)
 	if err != nil {
@@ -124,12 +114,12 @@ func TestReadReferrersIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := oci.ReadReferrers(ctx, ro, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	got, err := attach.ReadReferrers(ctx, ro, subj.Root().Digest, attach.ArtifactTypeSigstoreBundle)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.Truncated || len(got.Items) != oci.MaxReferrers {
-		t.Errorf("read %d referrers (truncated %v), want %d and truncated", len(got.Items), got.Truncated, oci.MaxReferrers)
+	if !got.Truncated || len(got.Items) != attach.MaxReferrers {
+		t.Errorf("read %d referrers (truncated %v), want %d and truncated", len(got.Items), got.Truncated, attach.MaxReferrers)
 	}
 	if e := got.Items[0].Err; e == nil || !strings.Contains(e.Error(), "exceeds the 4 MiB limit") {
 		t.Errorf("the 100 MiB referrer: %v, want refused by its size", e)
@@ -141,7 +131,7 @@ func TestReadReferrersIsBounded(t *testing.T) {
 		}
 	}
 	// The listing, and one manifest per referrer read (not the huge one).
-	if max := 1 + oci.MaxReferrers - 1; len(requests) > max {
+	if max := 1 + attach.MaxReferrers - 1; len(requests) > max {
 		t.Errorf("%d registry requests, want at most %d", len(requests), max)
 	}
 }
@@ -161,9 +151,9 @@ func TestReadReferrersOfUntoldTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj := subjectArtifact(t, "untold")
-	bundle := referrerArtifact(t, subj.Root(), oci.ArtifactTypeSigstoreBundle, "a bundle")
-	sig := referrerArtifact(t, subj.Root(), oci.ArtifactTypeNotationSignature, "a signature")
+	subj := seed.SmallArtifact(t, "untold")
+	bundle := referrerArtifact(t, subj.Root(), attach.ArtifactTypeSigstoreBundle, "a bundle")
+	sig := referrerArtifact(t, subj.Root(), attach.ArtifactTypeNotationSignature, "a signature")
 	listing := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
 	for i, a := range []*oci.Artifact{subj, bundle, sig} {
 		if _, err := oci.Push(ctx, repo, a, oci.Tags{fmt.Sprint("t", i): ""}, oci.PushOptions{}); err != nil {
@@ -184,7 +174,7 @@ func TestReadReferrersOfUntoldTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := oci.ReadReferrers(ctx, ro, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	got, err := attach.ReadReferrers(ctx, ro, subj.Root().Digest, attach.ArtifactTypeSigstoreBundle)
 	if err != nil || len(got.Items) != 1 || got.Items[0].Err != nil || got.Items[0].Descriptor.Digest != bundle.Root().Digest {
 		t.Errorf("referrers %+v, %v; want the bundle only", got, err)
 	}
@@ -204,9 +194,9 @@ func TestProbeReferrersLearnsTheAPIIsMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oci.ProbeReferrers(ctx, ro)
+	attach.ProbeReferrers(ctx, ro)
 	front.ResetLog()
-	if _, err := oci.ReadReferrers(ctx, ro, digest.FromString("a root"), oci.ArtifactTypeSigstoreBundle); err != nil {
+	if _, err := attach.ReadReferrers(ctx, ro, digest.FromString("a root"), attach.ArtifactTypeSigstoreBundle); err != nil {
 		t.Fatal(err)
 	}
 	log := front.Log()
@@ -229,15 +219,15 @@ func TestReadReferrersRegistryFailureIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj := subjectArtifact(t, "failing")
-	bundle := referrerArtifact(t, subj.Root(), oci.ArtifactTypeSigstoreBundle, "a bundle")
+	subj := seed.SmallArtifact(t, "failing")
+	bundle := referrerArtifact(t, subj.Root(), attach.ArtifactTypeSigstoreBundle, "a bundle")
 	for i, a := range []*oci.Artifact{subj, bundle} {
 		if _, err := oci.Push(ctx, repo, a, oci.Tags{fmt.Sprint("t", i): ""}, oci.PushOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	d := bundle.Root()
-	d.ArtifactType = oci.ArtifactTypeSigstoreBundle
+	d.ArtifactType = attach.ArtifactTypeSigstoreBundle
 	body, _ := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{d}})
 	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Faults: []testenv.FaultRule{
 		{Match: func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/referrers/") },
@@ -249,7 +239,7 @@ func TestReadReferrersRegistryFailureIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := oci.ReadReferrers(ctx, ro, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	got, err := attach.ReadReferrers(ctx, ro, subj.Root().Digest, attach.ArtifactTypeSigstoreBundle)
 	if err == nil || oci.IsContentProblem(err) {
 		t.Errorf("referrers %+v, %v; want the registry's failure as an error", got, err)
 	}
@@ -288,9 +278,9 @@ func TestUntoldReferrersDoNotHideTheTypedOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj := subjectArtifact(t, "crowded")
-	bundle := referrerArtifact(t, subj.Root(), oci.ArtifactTypeSigstoreBundle, "the bundle")
-	sig := referrerArtifact(t, subj.Root(), oci.ArtifactTypeNotationSignature, "another type")
+	subj := seed.SmallArtifact(t, "crowded")
+	bundle := referrerArtifact(t, subj.Root(), attach.ArtifactTypeSigstoreBundle, "the bundle")
+	sig := referrerArtifact(t, subj.Root(), attach.ArtifactTypeNotationSignature, "another type")
 	for i, a := range []*oci.Artifact{subj, bundle, sig} {
 		if _, err := oci.Push(ctx, repo, a, oci.Tags{fmt.Sprint("t", i): ""}, oci.PushOptions{}); err != nil {
 			t.Fatal(err)
@@ -303,7 +293,7 @@ func TestUntoldReferrersDoNotHideTheTypedOnes(t *testing.T) {
 		listing = append(listing, d)
 	}
 	listing = append(listing, bundle.Root())
-	got, err := oci.ReadReferrers(ctx, listReferrersAs(t, reg, c, "p/crowded", listing), subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	got, err := attach.ReadReferrers(ctx, listReferrersAs(t, reg, c, "p/crowded", listing), subj.Root().Digest, attach.ArtifactTypeSigstoreBundle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +316,7 @@ func TestReferrersReadWithinATotalBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj := subjectArtifact(t, "heavy")
+	subj := seed.SmallArtifact(t, "heavy")
 	a := &oci.Artifact{Blobs: subj.Blobs, Manifests: subj.Manifests}
 	if _, err := oci.Push(ctx, repo, a, oci.Tags{"s": ""}, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
@@ -339,7 +329,7 @@ func TestReferrersReadWithinATotalBudget(t *testing.T) {
 		}
 		listing = append(listing, r.Root())
 	}
-	got, err := oci.ReadReferrers(ctx, listReferrersAs(t, reg, c, "p/heavy", listing), subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+	got, err := attach.ReadReferrers(ctx, listReferrersAs(t, reg, c, "p/heavy", listing), subj.Root().Digest, attach.ArtifactTypeSigstoreBundle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,8 +339,8 @@ func TestReferrersReadWithinATotalBudget(t *testing.T) {
 			held += len(l.Payload)
 		}
 	}
-	if held > oci.MaxReferrerBytes || !got.Truncated {
-		t.Errorf("took in %d bytes of layers (truncated %v), want at most %d and truncated", held, got.Truncated, oci.MaxReferrerBytes)
+	if held > attach.MaxReferrerBytes || !got.Truncated {
+		t.Errorf("took in %d bytes of layers (truncated %v), want at most %d and truncated", held, got.Truncated, attach.MaxReferrerBytes)
 	}
 	if held == 0 {
 		t.Error("nothing read: the budget should admit the first referrers")
@@ -365,11 +355,11 @@ func heavyReferrer(t *testing.T, subject ocispec.Descriptor, i int) *oci.Artifac
 	a := &oci.Artifact{Blobs: []oci.Blob{cfg}}
 	var layers []ocispec.Descriptor
 	for j := range 4 {
-		l := oci.BytesBlob(oci.ArtifactTypeSigstoreBundle, []byte(strings.Repeat(fmt.Sprint(i, j), 1<<20)[:1<<20-64]), nil)
+		l := oci.BytesBlob(attach.ArtifactTypeSigstoreBundle, []byte(strings.Repeat(fmt.Sprint(i, j), 1<<20)[:1<<20-64]), nil)
 		a.Blobs = append(a.Blobs, l)
 		layers = append(layers, l.Descriptor)
 	}
-	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: oci.ArtifactTypeSigstoreBundle, Config: cfg.Descriptor, Layers: layers, Subject: &subject})
+	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: attach.ArtifactTypeSigstoreBundle, Config: cfg.Descriptor, Layers: layers, Subject: &subject})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,17 +385,17 @@ func TestWriteReferrerIntoLayout(t *testing.T) {
 		}
 		return repo
 	}
-	subj := subjectArtifact(t, "a")
+	subj := seed.SmallArtifact(t, "a")
 	repo := open()
 	if _, err := oci.Push(ctx, repo, subj, oci.Tags{"1.0.0": ""}, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	layer := oci.AttachmentLayer{MediaType: oci.ArtifactTypeSigstoreBundle, Payload: []byte(`{"bundle":1}`)}
-	ref, err := oci.WriteReferrer(ctx, repo, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle, []oci.AttachmentLayer{layer}, map[string]string{"k": "v"})
+	layer := attach.AttachmentLayer{MediaType: attach.ArtifactTypeSigstoreBundle, Payload: []byte(`{"bundle":1}`)}
+	ref, err := attach.WriteReferrer(ctx, repo, subj.Root().Digest, attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, map[string]string{"k": "v"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := oci.WriteReferrer(ctx, repo, digest.FromString("absent"), oci.ArtifactTypeSigstoreBundle, []oci.AttachmentLayer{layer}, nil); err == nil {
+	if _, err := attach.WriteReferrer(ctx, repo, digest.FromString("absent"), attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, nil); err == nil {
 		t.Error("a referrer of a manifest the layout lacks was written")
 	}
 	listed := func() []ocispec.Descriptor {
@@ -421,12 +411,12 @@ func TestWriteReferrerIntoLayout(t *testing.T) {
 		return idx.Manifests
 	}
 	if got := listed(); len(got) != 2 || got[0].Annotations[ocispec.AnnotationRefName] != "1.0.0" ||
-		got[1].Digest != ref.Digest || got[1].ArtifactType != oci.ArtifactTypeSigstoreBundle || got[1].Annotations[ocispec.AnnotationRefName] != "" {
+		got[1].Digest != ref.Digest || got[1].ArtifactType != attach.ArtifactTypeSigstoreBundle || got[1].Annotations[ocispec.AnnotationRefName] != "" {
 		t.Fatalf("index.json lists %+v; want the tag, then the referrer untagged", got)
 	}
 
 	// Opened again, another version tagged: the referrer is still listed.
-	other := subjectArtifact(t, "b")
+	other := seed.SmallArtifact(t, "b")
 	if _, err := oci.Push(ctx, open(), other, oci.Tags{"1.1.0": ""}, oci.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +424,7 @@ func TestWriteReferrerIntoLayout(t *testing.T) {
 		t.Fatalf("after another push, index.json lists %+v", got)
 	}
 	for name, r := range map[string]oci.ReadOnlyRepository{"for writing": open(), "read-only": mustOpenReadOnly(t, c, dir)} {
-		got, err := oci.ReadReferrers(ctx, r, subj.Root().Digest, oci.ArtifactTypeSigstoreBundle)
+		got, err := attach.ReadReferrers(ctx, r, subj.Root().Digest, attach.ArtifactTypeSigstoreBundle)
 		if err != nil || len(got.Items) != 1 || got.Items[0].Descriptor.Digest != ref.Digest || string(got.Items[0].Layers[0].Payload) != `{"bundle":1}` || got.Items[0].Annotations["k"] != "v" {
 			t.Errorf("%s: referrers %+v, %v", name, got, err)
 		}

@@ -1,4 +1,4 @@
-package oci
+package attach
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
@@ -78,7 +79,7 @@ type Referrers struct {
 // be read intact (too large, corrupt, refused, missing) is returned with
 // Err set; err is for the registry failing, while listing or while
 // reading any referrer: never a verdict on the content.
-func ReadReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.Digest, artifactType string) (Referrers, error) {
+func ReadReferrers(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, artifactType string) (Referrers, error) {
 	descs, truncated, err := listReferrers(ctx, repo, subject, artifactType)
 	if errors.Is(err, errNoReferrers) {
 		return Referrers{Unsupported: true}, nil
@@ -95,9 +96,9 @@ func ReadReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(referrerReads)
 	for i, d := range descs {
-		goRecovered(g, func() error {
+		oci.GoRecovered(g, func() error {
 			r, ok := readReferrer(gctx, repo, d, subject, artifactType, budget)
-			if r.Err != nil && !IsContentProblem(r.Err) {
+			if r.Err != nil && !oci.IsContentProblem(r.Err) {
 				return fmt.Errorf("reading referrer %s of %s: %w", d.Digest, subject, r.Err)
 			}
 			read[i], keep[i] = r, ok
@@ -168,7 +169,7 @@ var (
 // listReferrers lists at most MaxReferrers descriptors of subject's
 // referrers of artifactType: through the referrers API (or its tag
 // schema) of a registry, through the manifests of an OCI layout.
-func listReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.Digest, artifactType string) ([]ocispec.Descriptor, bool, error) {
+func listReferrers(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, artifactType string) ([]ocispec.Descriptor, bool, error) {
 	if rl, ok := repo.(registry.ReferrerLister); ok {
 		// The API and its tag schema need only the subject's digest.
 		return listFromRegistry(ctx, rl, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: subject}, artifactType)
@@ -178,7 +179,7 @@ func listReferrers(ctx context.Context, repo ReadOnlyRepository, subject digest.
 		return nil, false, errNoReferrers
 	}
 	desc, err := repo.Resolve(ctx, subject.String())
-	if IsNotFound(err) {
+	if oci.IsNotFound(err) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -224,7 +225,7 @@ func listFromRegistry(ctx context.Context, rl registry.ReferrerLister, subject o
 	switch {
 	case errors.Is(err, errEnough), errors.Is(err, errTooManyPages):
 		return out, true, nil
-	case IsNotFound(err):
+	case oci.IsNotFound(err):
 		return nil, false, nil // no fallback index: no referrers
 	}
 	return out, truncated, err
@@ -233,7 +234,7 @@ func listFromRegistry(ctx context.Context, rl registry.ReferrerLister, subject o
 // listFromLayout examines at most MaxReferrerScan of the manifests that
 // refer to subject in a layout (each refused by its size before it is
 // read), keeping those of artifactType whose subject is subject.
-func listFromLayout(ctx context.Context, repo ReadOnlyRepository, g content.ReadOnlyGraphStorage, subject ocispec.Descriptor, artifactType string) ([]ocispec.Descriptor, bool, error) {
+func listFromLayout(ctx context.Context, repo oci.ReadOnlyRepository, g content.ReadOnlyGraphStorage, subject ocispec.Descriptor, artifactType string) ([]ocispec.Descriptor, bool, error) {
 	preds, err := g.Predecessors(ctx, subject)
 	if err != nil {
 		return nil, false, err
@@ -243,15 +244,15 @@ func listFromLayout(ctx context.Context, repo ReadOnlyRepository, g content.Read
 		if i == MaxReferrerScan || len(out) == MaxReferrers {
 			return out, true, nil
 		}
-		if d.MediaType != ocispec.MediaTypeImageManifest || checkManifestSize(d) != nil {
+		if d.MediaType != ocispec.MediaTypeImageManifest || oci.CheckManifestSize(d) != nil {
 			continue
 		}
-		b, err := FetchManifest(ctx, repo, d)
+		b, err := oci.FetchManifest(ctx, repo, d)
 		if err != nil {
 			continue
 		}
-		m, err := decodeManifest(d, b)
-		if err != nil || m.Subject == nil || m.Subject.Digest != subject.Digest || referrerType(m) != artifactType {
+		m, err := oci.DecodeManifest(d, b)
+		if err != nil || m.Subject == nil || m.Subject.Digest != subject.Digest || oci.ArtifactTypeOf(m) != artifactType {
 			continue
 		}
 		d.ArtifactType, d.Annotations = artifactType, m.Annotations
@@ -264,33 +265,33 @@ func listFromLayout(ctx context.Context, repo ReadOnlyRepository, g content.Read
 // by its size before it is fetched and checked against its digest; ok is
 // false for a manifest of another artifact type than its listing let
 // pass (mayBeOfType).
-func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descriptor, subject digest.Digest, artifactType string, budget *referrerBudget) (r Referrer, ok bool) {
+func readReferrer(ctx context.Context, repo oci.ReadOnlyRepository, d ocispec.Descriptor, subject digest.Digest, artifactType string, budget *referrerBudget) (r Referrer, ok bool) {
 	r = Referrer{Descriptor: d}
-	if checkManifestSize(d) == nil && !budget.take(d.Size) {
+	if oci.CheckManifestSize(d) == nil && !budget.take(d.Size) {
 		return r, false // over the read's budget: ReadReferrers stops
 	}
-	m, err := fetchImageManifest(ctx, repo, d)
+	m, err := oci.FetchImageManifest(ctx, repo, d)
 	switch {
 	case err != nil:
 		r.Err = err
-	case referrerType(m) != artifactType && d.ArtifactType != artifactType:
+	case oci.ArtifactTypeOf(m) != artifactType && d.ArtifactType != artifactType:
 		return r, false // listed without a telling type: another kind
-	case referrerType(m) != artifactType:
-		r.Err = invalid("referrer %s is listed as %s but is of type %q", d.Digest, artifactType, referrerType(m))
+	case oci.ArtifactTypeOf(m) != artifactType:
+		r.Err = oci.Invalid("referrer %s is listed as %s but is of type %q", d.Digest, artifactType, oci.ArtifactTypeOf(m))
 	case m.Subject == nil || m.Subject.Digest != subject:
-		r.Err = invalid("referrer %s is not about %s", d.Digest, subject)
+		r.Err = oci.Invalid("referrer %s is not about %s", d.Digest, subject)
 	case len(m.Layers) > maxReferrerLayers:
-		r.Err = invalid("referrer %s has %d layers, more than the %d read", d.Digest, len(m.Layers), maxReferrerLayers)
+		r.Err = oci.Invalid("referrer %s has %d layers, more than the %d read", d.Digest, len(m.Layers), maxReferrerLayers)
 	}
 	if r.Err != nil {
 		return r, true
 	}
 	r.Annotations = m.Annotations
 	if !budget.take(layersSize(m.Layers)) { // all of them or none: reads run at once
-		return Referrer{Descriptor: d, Err: invalid("referrer %s: over the %d MiB read for one subject's referrers", d.Digest, MaxReferrerBytes>>20)}, true
+		return Referrer{Descriptor: d, Err: oci.Invalid("referrer %s: over the %d MiB read for one subject's referrers", d.Digest, MaxReferrerBytes>>20)}, true
 	}
 	for _, l := range m.Layers {
-		payload, err := fetchSmall(ctx, repo, l)
+		payload, err := oci.FetchSmall(ctx, repo, l)
 		if err != nil {
 			return Referrer{Descriptor: d, Err: fmt.Errorf("referrer %s: %w", d.Digest, err)}, true
 		}
@@ -304,19 +305,9 @@ func readReferrer(ctx context.Context, repo ReadOnlyRepository, d ocispec.Descri
 func layersSize(layers []ocispec.Descriptor) int64 {
 	var n int64
 	for _, l := range layers {
-		n += min(max(l.Size, 0), MaxSmallFile)
+		n += min(max(l.Size, 0), oci.MaxSmallFile)
 	}
 	return n
-}
-
-// referrerType is a referrer's artifact type as the referrers API gives
-// it: its artifactType, else its config's media type (how notation and
-// image-spec 1.0 tools mark a manifest's type).
-func referrerType(m ocispec.Manifest) string {
-	if m.ArtifactType != "" {
-		return m.ArtifactType
-	}
-	return m.Config.MediaType
 }
 
 // WriteReferrer writes a referrer of subject, a manifest held in repo: an
@@ -329,7 +320,7 @@ func referrerType(m ocispec.Manifest) string {
 // This is the form cosign v3 writes its bundles in (docs/artifacts.md,
 // "Referrers"); `oras cp -r`, `regctl image copy --referrers` and cosign
 // find it there.
-func WriteReferrer(ctx context.Context, repo Repository, subject digest.Digest, artifactType string, layers []AttachmentLayer, annotations map[string]string) (ocispec.Descriptor, error) {
+func WriteReferrer(ctx context.Context, repo oci.Repository, subject digest.Digest, artifactType string, layers []AttachmentLayer, annotations map[string]string) (ocispec.Descriptor, error) {
 	if len(layers) == 0 || len(layers) > maxReferrerLayers {
 		return ocispec.Descriptor{}, fmt.Errorf("a referrer holds 1 to %d layers, not %d", maxReferrerLayers, len(layers))
 	}
@@ -340,7 +331,7 @@ func WriteReferrer(ctx context.Context, repo Repository, subject digest.Digest, 
 	if sub.MediaType != ocispec.MediaTypeImageManifest && sub.MediaType != ocispec.MediaTypeImageIndex {
 		// An OCI layout resolves an untagged digest it did not write in
 		// this process as application/octet-stream: the manifest says.
-		b, err := FetchManifest(ctx, repo, sub)
+		b, err := oci.FetchManifest(ctx, repo, sub)
 		if err != nil {
 			return ocispec.Descriptor{}, fmt.Errorf("reading %s, to refer to it: %w", subject, err)
 		}
@@ -351,7 +342,7 @@ func WriteReferrer(ctx context.Context, repo Repository, subject digest.Digest, 
 			sub.MediaType = head.MediaType
 		}
 	}
-	a := &Artifact{Blobs: []Blob{emptyConfig()}}
+	a := &oci.Artifact{Blobs: []oci.Blob{oci.EmptyConfig()}}
 	m := ocispec.Manifest{
 		ArtifactType: artifactType,
 		Config:       ocispec.DescriptorEmptyJSON,
@@ -359,16 +350,16 @@ func WriteReferrer(ctx context.Context, repo Repository, subject digest.Digest, 
 		Annotations:  annotations,
 	}
 	for _, l := range layers {
-		b := BytesBlob(l.MediaType, l.Payload, l.Annotations)
+		b := oci.BytesBlob(l.MediaType, l.Payload, l.Annotations)
 		a.Blobs = append(a.Blobs, b)
 		m.Layers = append(m.Layers, b.Descriptor)
 	}
-	mf, err := EncodeManifest(m)
+	mf, err := oci.EncodeManifest(m)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	a.Manifests = []Manifest{mf}
-	if _, err := Push(ctx, repo, a, Tags{}, PushOptions{}); err != nil {
+	a.Manifests = []oci.Manifest{mf}
+	if _, err := oci.Push(ctx, repo, a, oci.Tags{}, oci.PushOptions{}); err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("writing a referrer of %s: %w", subject, err)
 	}
 	return mf.Descriptor, nil

@@ -1,4 +1,4 @@
-package oci
+package attach
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry/remote"
@@ -28,7 +29,7 @@ var probeSubject = digest.FromString("oci-tofu: does this registry have the refe
 // else, says no; other answers (and OCI layouts) leave it to be learnt on
 // the first read. The caller starts it beside its first reads and gives
 // it a deadline.
-func ProbeReferrers(ctx context.Context, repo ReadOnlyRepository) {
+func ProbeReferrers(ctx context.Context, repo oci.ReadOnlyRepository) {
 	r, ok := repo.(*remote.Repository)
 	if !ok {
 		return

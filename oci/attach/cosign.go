@@ -1,4 +1,4 @@
-package oci
+package attach
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -75,25 +76,25 @@ type AttachmentLayer struct {
 // none (and no error) when its tag does not exist. Reads are bounded: the
 // manifest by MaxManifestSize, its layers by MaxAttachmentLayers, each
 // payload by MaxSmallFile; every blob is checked against its digest.
-func ReadAttachment(ctx context.Context, repo ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) ([]AttachmentLayer, error) {
+func ReadAttachment(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) ([]AttachmentLayer, error) {
 	tag := AttachmentTag(subject, kind)
-	desc, b, err := FetchReference(ctx, repo, tag)
-	if IsNotFound(err) {
+	desc, b, err := oci.FetchReference(ctx, repo, tag)
+	if oci.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", tag, err)
 	}
-	m, err := decodeManifest(desc, b)
+	m, err := oci.DecodeManifest(desc, b)
 	if err != nil {
 		return nil, err
 	}
 	if len(m.Layers) > MaxAttachmentLayers {
-		return nil, invalid("%s has %d layers, more than the %d read", tag, len(m.Layers), MaxAttachmentLayers)
+		return nil, oci.Invalid("%s has %d layers, more than the %d read", tag, len(m.Layers), MaxAttachmentLayers)
 	}
 	out := make([]AttachmentLayer, 0, len(m.Layers))
 	for _, l := range m.Layers {
-		payload, err := fetchSmall(ctx, repo, l)
+		payload, err := oci.FetchSmall(ctx, repo, l)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", tag, err)
 		}
@@ -106,17 +107,17 @@ func ReadAttachment(ctx context.Context, repo ReadOnlyRepository, subject digest
 // layers, and moves its tag to it (a pointer tag: Push's checks for tags
 // that move during the push apply). The caller decides which earlier
 // layers to keep (ReadAttachment).
-func WriteAttachment(ctx context.Context, repo Repository, subject digest.Digest, kind AttachmentKind, layers []AttachmentLayer) (ocispec.Descriptor, error) {
+func WriteAttachment(ctx context.Context, repo oci.Repository, subject digest.Digest, kind AttachmentKind, layers []AttachmentLayer) (ocispec.Descriptor, error) {
 	a, err := BuildAttachment(layers)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	tag := AttachmentTag(subject, kind)
-	tags, err := CurrentTags(ctx, repo, []string{tag})
+	tags, err := oci.CurrentTags(ctx, repo, []string{tag})
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	res, err := Push(ctx, repo, a, tags, PushOptions{})
+	res, err := oci.Push(ctx, repo, a, tags, oci.PushOptions{})
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("writing %s: %w", tag, err)
 	}
@@ -126,15 +127,15 @@ func WriteAttachment(ctx context.Context, repo Repository, subject digest.Digest
 // BuildAttachment builds the manifest cosign writes for layers: an OCI
 // image manifest with go-containerregistry's image config, one layer per
 // payload, each annotated.
-func BuildAttachment(layers []AttachmentLayer) (*Artifact, error) {
+func BuildAttachment(layers []AttachmentLayer) (*oci.Artifact, error) {
 	if len(layers) == 0 || len(layers) > MaxAttachmentLayers {
 		return nil, fmt.Errorf("an attachment holds 1 to %d layers, not %d", MaxAttachmentLayers, len(layers))
 	}
-	a := &Artifact{}
+	a := &oci.Artifact{}
 	m := ocispec.Manifest{Layers: make([]ocispec.Descriptor, len(layers))}
 	diffIDs := make([]digest.Digest, len(layers))
 	for i, l := range layers {
-		b := BytesBlob(l.MediaType, l.Payload, l.Annotations)
+		b := oci.BytesBlob(l.MediaType, l.Payload, l.Annotations)
 		a.Blobs = append(a.Blobs, b)
 		m.Layers[i] = b.Descriptor
 		diffIDs[i] = b.Descriptor.Digest
@@ -143,14 +144,14 @@ func BuildAttachment(layers []AttachmentLayer) (*Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	cb := BytesBlob(ocispec.MediaTypeImageConfig, config, nil)
+	cb := oci.BytesBlob(ocispec.MediaTypeImageConfig, config, nil)
 	a.Blobs = append(a.Blobs, cb)
 	m.Config = cb.Descriptor
-	mf, err := EncodeManifest(m)
+	mf, err := oci.EncodeManifest(m)
 	if err != nil {
 		return nil, err
 	}
-	a.Manifests = []Manifest{mf}
+	a.Manifests = []oci.Manifest{mf}
 	return a, nil
 }
 

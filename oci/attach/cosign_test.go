@@ -1,9 +1,10 @@
-package oci
+package attach
 
 import (
 	"strconv"
 	"testing"
 
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -11,12 +12,12 @@ func TestAttachmentTags(t *testing.T) {
 	d := digest.FromString("index")
 	for _, kind := range []AttachmentKind{CosignSignatures, CosignAttestations} {
 		tag := AttachmentTag(d, kind)
-		if tag != "sha256-"+d.Encoded()+"."+string(kind) || !IsAttachmentTag(tag) || IsVersionTag(tag) {
+		if tag != "sha256-"+d.Encoded()+"."+string(kind) || !IsAttachmentTag(tag) || oci.IsVersionTag(tag) {
 			t.Errorf("AttachmentTag(%s) = %s", kind, tag)
 		}
 	}
 	// The referrers tag schema's tag (cosign v3, notation, oras).
-	if tag := "sha256-" + d.Encoded(); !IsAttachmentTag(tag) || IsVersionTag(tag) {
+	if tag := "sha256-" + d.Encoded(); !IsAttachmentTag(tag) || oci.IsVersionTag(tag) {
 		t.Errorf("IsAttachmentTag(%q) = false", tag)
 	}
 	for _, tag := range []string{"1.0.0", "latest", "sha256-abc.sig", "sha256-abc", "sha512-" + d.Encoded() + ".sig"} {
