@@ -14,6 +14,9 @@ STATICCHECK_VERSION  := v0.8.2
 # govulncheck is the reference convert/vulns's module-level matching is
 # checked against (convert/vulns/vulns_test.go).
 GOVULNCHECK_VERSION  := v1.9.0
+# syft is the second reference for the SBOMs' module lists, beside
+# `go version -m` (convert/sbom/sbom_test.go; about 2.5 minutes to build).
+SYFT_VERSION         := v1.57.1
 # cosign checks what `push provider --attest-key` signs (e2e/attest_test.go).
 COSIGN_VERSION       := v3.1.3
 # The oras CLI copies, backs up and restores releases (e2e/copy_oras_test.go).
@@ -62,8 +65,8 @@ chart: $(TOOLS)/helm
 	$(TOOLS)/helm package deploy/helm/oci-tofu --destination $(CHART_DIR) --app-version $(VERSION)
 	$(if $(CHART_PUSH),$(TOOLS)/helm push $(CHART_DIR)/oci-tofu-$(CHART_VERSION).tgz $(CHART_PUSH))
 
-## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl, oras, cosign, helm, govulncheck and Renovate in .tools/bin
-tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/oras $(TOOLS)/cosign $(TOOLS)/helm $(TOOLS)/govulncheck $(TOOLS)/renovate
+## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl, oras, cosign, helm, govulncheck, syft and Renovate in .tools/bin
+tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/oras $(TOOLS)/cosign $(TOOLS)/helm $(TOOLS)/govulncheck $(TOOLS)/syft $(TOOLS)/renovate
 
 $(TOOLS)/tofu: tools/tofu/go.mod tools/tofu/go.sum
 	@mkdir -p $(TOOLS)
@@ -96,6 +99,10 @@ $(TOOLS)/helm:
 $(TOOLS)/govulncheck:
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+$(TOOLS)/syft:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install github.com/anchore/syft/cmd/syft@$(SYFT_VERSION)
 
 ## kubernetes-yaml: deploy/kubernetes.yaml, the chart rendered with deploy/kubernetes-values.yaml
 ## (for kubectl apply without helm; e2e/chart_test.go checks that the committed file is this rendering)

@@ -97,30 +97,7 @@ func writeZipOf(t *testing.T, path, name, from string) {
 	}
 }
 
-// goModules is the module list `go version -m` prints for a binary, one
-// line each: "mod|dep PATH VERSION SUM", "=> PATH VERSION SUM" after a
-// replaced one.
-func goModules(t *testing.T, bin string) []string {
-	t.Helper()
-	out, err := exec.Command("go", "version", "-m", bin).Output()
-	if err != nil {
-		t.Fatalf("go version -m: %v", err)
-	}
-	var mods []string
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Split(strings.TrimPrefix(line, "\t"), "\t")
-		switch f[0] {
-		case "mod", "dep", "=>":
-			for len(f) < 4 {
-				f = append(f, "")
-			}
-			mods = append(mods, strings.Join(f[:4], " "))
-		}
-	}
-	return mods
-}
-
-// sbomModules are an SBOM's modules in goModules's form.
+// sbomModules are an SBOM's modules in the form of testenv.GoVersionM.
 func sbomModules(b *sbom.GoBuild) []string {
 	var out []string
 	for i, m := range b.Modules() {
@@ -191,7 +168,7 @@ func TestSBOMPushAttestCopyBackfill(t *testing.T) {
 		if len(doc.Executables) != 1 || doc.Executables[0].Go == nil || !doc.Created.Equal(signed) {
 			t.Fatalf("%s: %+v", p, doc)
 		}
-		if got, want := sbomModules(doc.Executables[0].Go), goModules(t, bins[p]); !slices.Equal(got, want) {
+		if got, want := sbomModules(doc.Executables[0].Go), testenv.GoVersionM(t, bins[p]); !slices.Equal(got, want) {
 			t.Errorf("%s: SBOM modules\n%s\nwant (go version -m)\n%s", p, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 		ref := repo + "@" + manifests[p]

@@ -109,30 +109,7 @@ func readFile(t testing.TB, path string) []byte {
 	return b
 }
 
-// goVersionM is the module list `go version -m` prints for a binary, one
-// line each: "mod|dep PATH VERSION SUM", and "=> PATH VERSION SUM" after a
-// replaced one.
-func goVersionM(t *testing.T, bin string) []string {
-	t.Helper()
-	out, err := exec.Command("go", "version", "-m", bin).Output()
-	if err != nil {
-		t.Fatalf("go version -m: %v", err)
-	}
-	var mods []string
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Split(strings.TrimPrefix(line, "\t"), "\t")
-		switch f[0] {
-		case "mod", "dep", "=>":
-			for len(f) < 4 {
-				f = append(f, "")
-			}
-			mods = append(mods, strings.Join(f[:4], " "))
-		}
-	}
-	return mods
-}
-
-// moduleLines are the modules of a build in goVersionM's form.
+// moduleLines are the modules of a build in the form of testenv.GoVersionM.
 func moduleLines(b *GoBuild) []string {
 	var out []string
 	for i, m := range b.Modules() {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/opencontainers/go-digest"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	spdxjson "github.com/spdx/tools-golang/json"
@@ -108,7 +109,7 @@ func TestFromZipGoBinaries(t *testing.T) {
 			if e.Name != exeName || e.Go == nil || e.Size != int64(len(readFile(t, bin))) || e.SHA256 != digest.FromBytes(readFile(t, bin)).Encoded() {
 				t.Fatalf("executable %+v", e)
 			}
-			if got, want := moduleLines(e.Go), goVersionM(t, bin); !slices.Equal(got, want) {
+			if got, want := moduleLines(e.Go), testenv.GoVersionM(t, bin); !slices.Equal(got, want) {
 				t.Errorf("modules\n%s\n`go version -m`\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 			goos, goarch, _ := strings.Cut(platform, "_")

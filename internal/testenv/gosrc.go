@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,4 +68,67 @@ func Govulncheck(t testing.TB, dbDir, bin string) []GovulnFinding {
 			found = append(found, *msg.Finding)
 		}
 	}
+}
+
+// GoVersionM is the module list `go version -m` prints for a binary, one
+// line each: "mod|dep PATH VERSION SUM", and "=> PATH VERSION SUM" after a
+// replaced one.
+func GoVersionM(t testing.TB, bin string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatalf("go version -m: %v", err)
+	}
+	var mods []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(strings.TrimPrefix(line, "\t"), "\t")
+		switch f[0] {
+		case "mod", "dep", "=>":
+			for len(f) < 4 {
+				f = append(f, "")
+			}
+			mods = append(mods, strings.Join(f[:4], " "))
+		}
+	}
+	return mods
+}
+
+// SyftPackage is one Go package syft catalogued in a binary: its name
+// (the module path, or "stdlib"), version, purl and go.sum hash.
+type SyftPackage struct {
+	Name, Version, PURL, H1 string
+}
+
+// Syft runs the real syft (make tools) on file path, offline, and returns
+// the Go modules (and the standard library) it catalogued, sorted by purl.
+func Syft(t testing.TB, path string) []SyftPackage {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(Tool(t, "syft"), "scan", "file:"+path, "-o", "syft-json", "-q")
+	cmd.Env = append(os.Environ(), "SYFT_CHECK_FOR_APP_UPDATE=false", "HOME="+home, "XDG_CACHE_HOME="+home, "XDG_CONFIG_HOME="+home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("syft: %v\n%s", err, stderr.String())
+	}
+	var doc struct {
+		Artifacts []struct {
+			Type, Name, Version, PURL string
+			Metadata                  struct {
+				H1Digest string `json:"h1Digest"`
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("syft's output: %v", err)
+	}
+	var pkgs []SyftPackage
+	for _, a := range doc.Artifacts {
+		if a.Type == "go-module" {
+			pkgs = append(pkgs, SyftPackage{Name: a.Name, Version: a.Version, PURL: a.PURL, H1: a.Metadata.H1Digest})
+		}
+	}
+	slices.SortFunc(pkgs, func(a, b SyftPackage) int { return strings.Compare(a.PURL, b.PURL) })
+	return pkgs
 }
