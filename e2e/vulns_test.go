@@ -124,6 +124,17 @@ func TestVulnsAgreesWithGovulncheck(t *testing.T) {
 	if tt := res.Totals; tt.Versions != 2 || tt.Platforms != total || tt.AffectedVersions != 1 || tt.AffectedPlatforms != 1 || tt.WithoutSBOM != total-1 {
 		t.Errorf("totals %+v", tt)
 	}
+	if _, err := run(t, "vulns", "--quiet", "--exit-code", "--vuln-db", dbDir, repo); exitCode(t, err) != 3 {
+		t.Errorf("vulns --exit-code with an affected version: %v, want exit status 3", err)
+	}
+	plain := reg.Host + "/providers/other/hello"
+	mustRun(t, "push", "provider", "--quiet", "--no-sbom", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"), testenv.Testdata(t, "providers", "hello", "1.1.0"), plain)
+	if _, err := run(t, "vulns", "--quiet", "--exit-code", "--vuln-db", dbDir, plain); exitCode(t, err) != 4 {
+		t.Errorf("vulns --exit-code, unaffected but without SBOMs: %v, want exit status 4", err)
+	}
+	if _, err := run(t, "vulns", "--quiet", "--vuln-db", dbDir, repo); err != nil {
+		t.Errorf("vulns without --exit-code: %v, want exit status 0", err)
+	}
 	human := mustRun(t, "vulns", "--vuln-db", dbDir, repo)
 	if !strings.Contains(human, "GO-2022-1059 (CVE-2022-32149) in golang.org/x/text v0.3.7, fixed in v0.3.8") || !strings.Contains(human, "1.1.0            linux_amd64      no SBOM") {
 		t.Errorf("vulns:\n%s", human)

@@ -33,12 +33,14 @@ is affected when its version is in an entry's affected ranges (for the platform)
 or not the provider calls the vulnerable code. Each affected platform is listed with the
 entries, the module and version, and the version that fixes it; platforms without an SBOM
 are listed too, so the answer says what it covers. The exit status is 0 whatever is
-found (read the JSON, or the totals line).`,
+found (read the JSON, or the totals line), unless --exit-code: then 3 when a version is
+affected (govulncheck's status for findings), 4 when none is but a platform has no SBOM.`,
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "vuln-db", Usage: "the vulnerability database `DIR` (index/db.json, index/modules.json, ID/*.json)", Required: true, EnvVars: []string{"OCI_TOFU_VULN_DB"}},
 			&cli.StringFlag{Name: "provider-template", Usage: "where the ADDRESS arguments' providers live, as tofu's repository_template: e.g. `ghcr.io/acme/providers/${namespace}/${type}`", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
 			&cli.IntFlag{Name: "concurrency", Usage: "read at most `N` versions at once", Value: vulnscan.DefaultConcurrency},
 			&cli.BoolFlag{Name: "all", Usage: "list every version and platform, not only those affected or without an SBOM"},
+			&cli.BoolFlag{Name: "exit-code", Usage: "exit with status 3 when a version is affected, 4 when none is but a platform has no SBOM (for CI)"},
 		}, registryFlags()...), outputFlags()...),
 		Action: runVulns,
 	}
@@ -146,5 +148,31 @@ func runVulns(c *cli.Context) error {
 	fmt.Fprintf(&human, "total: %s with %s scanned: %s affected (%s), %s without an SBOM (database of %s, %s)",
 		names.Plural(t.Versions, "version"), names.Plural(t.Platforms, "platform"), names.Plural(t.AffectedVersions, "version"),
 		names.Plural(t.AffectedPlatforms, "platform"), names.Plural(t.WithoutSBOM, "platform"), db.Modified().UTC().Format(time.DateOnly), strconv.Itoa(db.Entries())+" entries")
-	return rep.result(res, human.String())
+	if err := rep.result(res, human.String()); err != nil {
+		return err
+	}
+	return vulnsExit(c.Bool("exit-code"), t)
+}
+
+// Exit statuses of `vulns --exit-code`: affected versions found (as
+// govulncheck's text output exits when it finds any), or none found but
+// some platform not covered (no readable SBOM).
+const (
+	exitAffected    = 3
+	exitWithoutSBOM = 4
+)
+
+// vulnsExit is the error that makes `vulns --exit-code` exit with the
+// status its totals call for; nil without the flag or when nothing is
+// affected and every platform has an SBOM.
+func vulnsExit(exitCode bool, t vulnsTotals) error {
+	switch {
+	case !exitCode:
+		return nil
+	case t.AffectedVersions > 0:
+		return cli.Exit(names.Plural(t.AffectedVersions, "version")+" affected", exitAffected)
+	case t.WithoutSBOM > 0:
+		return cli.Exit(names.Plural(t.WithoutSBOM, "platform")+" without an SBOM", exitWithoutSBOM)
+	}
+	return nil
 }
