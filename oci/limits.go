@@ -35,7 +35,11 @@ const (
 	// MaxVersions bounds how many version tags one repository may list.
 	MaxVersions = 10_000
 	// MaxTags bounds how many tags, versions or not, one repository may
-	// list; MaxTagPages the pages a registry may split them into.
-	MaxTags     = 2 * MaxVersions
+	// list; MaxTagPages the pages a registry may split them into. A
+	// version on a registry without the referrers API carries up to
+	// 2 + 2 × platforms tags of the tag schemas (an SBOM and its
+	// attestation per platform), which a listing reads only where the
+	// registry's list is out of lexical order (ListTagsBefore).
+	MaxTags     = 10 * MaxVersions
 	MaxTagPages = 1000
 )

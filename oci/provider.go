@@ -131,11 +131,12 @@ type ProvenanceSummary struct {
 	SigningKeyIDs []string
 }
 
-// ListVersions lists the canonical version tags of a repository, sorted.
-// A repository that does not exist has no versions and reports
-// errdef.ErrNotFound.
+// ListVersions lists the canonical version tags of a repository, sorted
+// (read with ListTagsBefore: the tag schemas' tags are not read where the
+// registry's order allows). A repository that does not exist has no
+// versions and reports errdef.ErrNotFound.
 func ListVersions(ctx context.Context, repo ReadOnlyRepository) (names.VersionList, error) {
-	tags, err := ListTags(ctx, repo)
+	tags, err := ListTagsBefore(ctx, repo, TagSchemaTags, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -162,31 +163,77 @@ func ListTags(ctx context.Context, repo ReadOnlyRepository) ([]string, error) {
 // next page is still to be read: a caller can start on the first tags
 // before the list ends. page must not block.
 func ListTagsPaged(ctx context.Context, repo ReadOnlyRepository, page func(added []string)) ([]string, error) {
+	return ListTagsBefore(ctx, repo, "", page)
+}
+
+// pastBound is how many tags past its bound, in lexical order,
+// ListTagsBefore reads before it takes the list to be ordered.
+const pastBound = 256
+
+// TagSchemaTags is where, in lexical order, the tags of the tag schemas
+// begin: sha256-<hex> (the OCI 1.1 referrers tag schema's index) and
+// sha256-<hex>.sig, .att (cosign's). On a registry without the referrers
+// API every signed, attested or SBOM-carrying manifest has them: a
+// provider version of 15 platforms with SBOMs and attestations has over
+// 30 such tags beside its one version tag (docs/artifacts.md).
+const TagSchemaTags = "sha256-"
+
+// ListTagsBefore is ListTagsPaged for a reader that wants only the tags
+// lexically before bound ("": every tag): version tags, which begin with
+// a digit, and pointers such as latest, not TagSchemaTags. It returns
+// those tags only, and stops reading pages once the registry's list has
+// run pastBound tags past bound in order: the tag list is lexically
+// ordered (the distribution spec's "lexically sorted list" that last=
+// pages through; Distribution, Harbor and zot sort it), which is checked
+// on every tag read, bytewise and across pages. A registry whose list is
+// seen out of order is read to its end, as ListTags reads it; one listing
+// tags as they were made (a version, then its sha256-<hex> tags, then the
+// next version) shows it long before pastBound tag-schema tags in a row.
+func ListTagsBefore(ctx context.Context, repo ReadOnlyRepository, bound string, page func(added []string)) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
-	pages := 0
+	pages, read, past := 0, 0, 0
+	ordered, prev := true, ""
+	errPassed := errors.New("the tag list has passed its bound")
 	err := repo.Tags(ctx, "", func(tags []string) error {
 		pages++
 		first := len(out)
+		fresh := false
 		for _, t := range tags {
+			if ordered && read > 0 && t <= prev {
+				ordered = false
+			}
+			read++
+			prev = t
+			if bound != "" && t >= bound {
+				past++
+			}
 			if !seen[t] {
-				seen[t] = true
-				out = append(out, t)
+				seen[t], fresh = true, true
+				if bound == "" || t < bound {
+					out = append(out, t)
+				}
 			}
 		}
 		switch {
-		case len(out) > MaxTags:
+		case read > MaxTags:
 			return Beyond("the repository lists more than %d tags", MaxTags)
 		case pages > MaxTagPages:
 			return Beyond("the registry's tag list runs to more than %d pages", MaxTagPages)
-		case len(out) == first && len(tags) > 0:
+		case !fresh && len(tags) > 0:
 			return Invalid("the registry's tag list pages in a loop (page %d repeats earlier tags)", pages)
 		}
-		if page != nil {
+		if page != nil && len(out) > first {
 			page(out[first:len(out):len(out)])
+		}
+		if ordered && past >= pastBound {
+			return errPassed // every tag before bound has been listed
 		}
 		return nil
 	})
+	if errors.Is(err, errPassed) {
+		err = nil
+	}
 	return out, err
 }
 

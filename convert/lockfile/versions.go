@@ -26,12 +26,9 @@ type tagListing struct {
 // canonical tag of the version it chose; Terraform reaches OCI only
 // through the proxy, which lists canonical tags only.
 func listVersions(ctx context.Context, repo oci.ReadOnlyRepository, c tfconfig.Client) (*tagListing, error) {
-	tags, err := oci.ListTags(ctx, repo)
+	tags, err := oci.ListTagsBefore(ctx, repo, oci.TagSchemaTags, nil) // versions begin with a digit
 	if err != nil {
 		return nil, err
-	}
-	if len(tags) > oci.MaxVersions {
-		return nil, fmt.Errorf("more than %d tags", oci.MaxVersions)
 	}
 	tl := &tagListing{tags: map[string]bool{}, listedAs: map[string][]string{}}
 	for _, t := range tags {
@@ -44,6 +41,9 @@ func listVersions(ctx context.Context, repo oci.ReadOnlyRepository, c tfconfig.C
 			tl.available = append(tl.available, v)
 			tl.listedAs[v.String()] = append(tl.listedAs[v.String()], t)
 		}
+	}
+	if len(tl.available) > oci.MaxVersions {
+		return nil, fmt.Errorf("more than %d versions", oci.MaxVersions)
 	}
 	tl.available.Sort()
 	return tl, nil

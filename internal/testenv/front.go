@@ -29,6 +29,12 @@ type FrontOptions struct {
 	// opaque, as ECR does at 100: a client must follow the link, and one
 	// that builds last=<tag> itself is refused.
 	TagPageSize int
+	// ExtraTags, when set, are tags the front's paged tag lists
+	// (TagPageSize) name beside the registry's, as a registry without the
+	// referrers API lists the tag schemas' sha256-<hex> tags of every
+	// SBOM, signature and attestation: they name nothing (reading one is
+	// the registry's 404).
+	ExtraTags func(repo string) []string
 	// DenyMissing, when 401 or 403, answers reads (GET, HEAD) in a
 	// repository that does not exist upstream with that status and a
 	// DENIED error, as GHCR does. A client holding a token that grants

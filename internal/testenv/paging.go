@@ -99,6 +99,9 @@ func (f *Front) upstreamTags(r *http.Request, repo string) ([]string, *http.Resp
 		}
 		all = append(all, tags...)
 		if next = nextLink(resp.Header.Get("Link")); next == "" {
+			if f.opts.ExtraTags != nil {
+				all = append(all, f.opts.ExtraTags(repo)...)
+			}
 			sort.Strings(all)
 			return all, nil, nil
 		}

@@ -14,18 +14,21 @@ import (
 // A repository's tag list (Repo.tags, HasTag) and the versions OpenTofu's
 // oci_mirror reads in it (Listing, Versions).
 
-// tags lists the repository's tags (cached for TagTTL, then revalidated
-// in the background), with the time they were read, calling page (when
-// not nil) with each page's new tags when this call reads the list itself
-// (not when the list is cached or another request is reading it) and ctx
-// is not done.
+// tags lists the repository's tags before oci.TagSchemaTags (versions,
+// pointers, the pull-through mark; not the tag schemas' sha256-<hex>
+// tags, whose pages are not read where the registry's order allows:
+// oci.ListTagsBefore), cached for TagTTL, then revalidated in the
+// background, with the time they were read, calling page (when not nil)
+// with each page's new tags when this call reads the list itself (not
+// when the list is cached or another request is reading it) and ctx is
+// not done.
 func (r *Repo) tags(ctx context.Context, page func(added []string)) ([]string, time.Time, error) {
 	repo, err := r.open(ctx)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	res, err := r.s.tags.Get(ctx, r.name, func(fctx context.Context) ([]string, int64, error) {
-		tags, err := oci.ListTagsPaged(fctx, repo, func(added []string) { // bounded: tags, pages, no paging loop
+		tags, err := oci.ListTagsBefore(fctx, repo, oci.TagSchemaTags, func(added []string) { // bounded: tags, pages, no paging loop
 			if page != nil && ctx.Err() == nil {
 				page(added)
 			}
@@ -39,8 +42,12 @@ func (r *Repo) tags(ctx context.Context, page func(added []string)) ([]string, t
 }
 
 // HasTag reports whether the repository's tag list (read and cached as
-// for Versions) holds tag; a repository that does not exist holds none.
+// for Versions) holds tag, which must sort before oci.TagSchemaTags; a
+// repository that does not exist holds none.
 func (r *Repo) HasTag(ctx context.Context, tag string) (bool, error) {
+	if tag >= oci.TagSchemaTags {
+		return false, fmt.Errorf("HasTag(%q): the listing holds only tags before %q", tag, oci.TagSchemaTags)
+	}
 	tags, _, err := r.tags(ctx, nil)
 	if RepoMissing(err) {
 		return false, nil
