@@ -1,19 +1,13 @@
 package e2e
 
 import (
-	"archive/zip"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
-	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
@@ -30,72 +24,6 @@ terraform {
 }
 `
 )
-
-var sbomDemoPlatforms = []string{"linux_amd64", "darwin_arm64"}
-
-// sbomDemoRelease builds the demo provider for sbomDemoPlatforms and
-// writes its signed release (gocrypto-signer's key, signed at signed):
-// the directory, and each platform's binary.
-func sbomDemoRelease(t *testing.T, signed time.Time) (string, map[string]string) {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to build the demo provider")
-	}
-	src := t.TempDir()
-	testenv.DemoProviderSource(t, src)
-	dir, bins := t.TempDir(), map[string]string{}
-	sums := sha256sums.Sums{}
-	for _, p := range sbomDemoPlatforms {
-		goos, goarch, _ := strings.Cut(p, "_")
-		bin := filepath.Join(src, p, "terraform-provider-demo_v1.0.0")
-		cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOWORK=off", "GOTOOLCHAIN=local")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("building the demo provider: %v\n%s", err, out)
-		}
-		bins[p] = bin
-		name := "terraform-provider-demo_1.0.0_" + p + ".zip"
-		writeZipOf(t, filepath.Join(dir, name), "terraform-provider-demo_v1.0.0", bin)
-		sums[name] = fileSHA256(t, filepath.Join(dir, name))
-	}
-	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := signer.Sign(sums.Bytes(), signed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "terraform-provider-demo_1.0.0_SHA256SUMS"), sums.Bytes(), 0o644)
-	os.WriteFile(filepath.Join(dir, "terraform-provider-demo_1.0.0_SHA256SUMS.sig"), sig, 0o644)
-	return dir, bins
-}
-
-func writeZipOf(t *testing.T, path, name, from string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := zip.NewWriter(f)
-	h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
-	h.SetMode(0o755)
-	fw, err := w.CreateHeader(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw.Write(b)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // sbomModules are an SBOM's modules in the form of testenv.GoVersionM.
 func sbomModules(b *sbom.GoBuild) []string {

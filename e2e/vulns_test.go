@@ -54,7 +54,7 @@ type vulnsResult struct {
 // are listed as having no SBOM.
 func TestVulnsAgreesWithGovulncheck(t *testing.T) {
 	testenv.Tool(t, "govulncheck") // before building anything: `make tools` if missing
-	dbDir := filepath.Join(testenv.Root(t), "convert", "vulns", "testdata", "db")
+	dbDir := vulnFixtureDB(t)
 	bin := filepath.Join(t.TempDir(), "terraform-provider-hello_v1.0.0")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
 	build.Dir = filepath.Join(testenv.Root(t), "convert", "vulns", "testdata", "probe")

@@ -57,6 +57,20 @@ func (l *Live) Dir() string { return l.dir }
 // Reloads counts the databases put in force after the first.
 func (l *Live) Reloads() uint64 { return l.reloads.Load() }
 
+// Generation counts the databases put in force after the first, as
+// Reloads, and starts a check when one is due, as Current: what was
+// built from the database of one generation (the proxy's documents) is
+// not served under a later one. A database is put in force before its
+// generation is counted, so what is read after Generation returned n
+// is of generation n or a later one. 0 for a nil Live.
+func (l *Live) Generation() uint64 {
+	if l == nil {
+		return 0
+	}
+	l.Current()
+	return l.reloads.Load()
+}
+
 // Current is the database in force (nil for a nil Live); it starts a
 // check when one is due.
 func (l *Live) Current() *DB {

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // vulnFixtureDB is convert/vulns' fixture database (GO-2022-1059 affects
@@ -158,4 +161,83 @@ provider "example.com/test/hello" {
 	if _, err := New(Options{ProviderMappings: mappings, Policy: policy.NewLive(pol)}); err == nil || !strings.Contains(err.Error(), "--vuln-db") {
 		t.Errorf("New without a database: %v, want an error naming --vuln-db", err)
 	}
+}
+
+// A database reload takes effect at once, as a policy reload does: the
+// documents built under the database in force before (cached for
+// TagTTL) are not served under the new one. A database without
+// GO-2022-1059 lists and serves 1.0.0; once the entry is written into it
+// and it is checked again, 1.0.0 is left out and refused, though the
+// documents that listed and served it are still fresh.
+func TestPolicyVulnerabilitiesDatabaseReload(t *testing.T) {
+	dir, open := layoutStore(t)
+	repo := open("test", "hello")
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		pushAttested(t, repo, v, nil)
+	}
+	attachSBOMs(t, repo, "1.0.0", "go1.27.5", sbom.Module{Path: "golang.org/x/text", Version: "v0.3.7", Sum: "h1:olpwvP2KacW1ZWvsR7uQhoyTYvKAupfQrRGBFM352Gk="})
+	attachSBOMs(t, repo, "1.1.0", "go1.27.5")
+
+	// The database: nothing, then GO-2022-1059 (its entry first, then
+	// the index naming it).
+	dbDir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(dbDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("index/db.json", `{"modified": "2026-11-01T00:00:00Z"}`)
+	write("index/modules.json", `[]`)
+	db, err := vulns.OpenLive(dbDir, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), RegistryHostname: "example.com",
+		Policy: mustPolicy(t, `
+provider "example.com/test/hello" {
+  name = "no-vulns"
+  vulnerabilities {
+    action = "deny"
+    ids    = ["GO-2022-1059"]
+  }
+}`), VulnDB: db, Store: store.Options{TagTTL: time.Hour}})
+	listed := func() []string {
+		var vd versionsDoc
+		p.getJSON(t, "/v1/providers/test/hello/versions", 200, &vd)
+		var vs []string
+		for _, v := range vd.Versions {
+			vs = append(vs, v.Version)
+		}
+		slices.Sort(vs)
+		return vs
+	}
+	var d struct{ Packages map[string]any }
+	var mv networkMirrorVersion
+	if vs := listed(); !slices.Equal(vs, []string{"1.0.0", "1.1.0"}) {
+		t.Fatalf("before the entry: lists %v", vs)
+	}
+	p.getJSON(t, "/v1/providers/test/hello/1.0.0/download/linux/amd64", 200, &d)
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &mv)
+
+	entry, err := os.ReadFile(filepath.Join(vulnFixtureDB, "ID", "GO-2022-1059.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("ID/GO-2022-1059.json", string(entry))
+	write("index/modules.json", `[{"path": "golang.org/x/text", "vulns": [{"id": "GO-2022-1059", "modified": "0001-01-01T00:00:00Z", "fixed": "0.3.8"}]}]`)
+	write("index/db.json", `{"modified": "2026-11-05T23:49:57Z"}`)
+	if !db.Check() {
+		t.Fatal("the database was not reloaded")
+	}
+	const denied = `has known vulnerabilities the policy's rule "no-vulns" denies: GO-2022-1059 (CVE-2022-32149) in golang.org/x/text v0.3.7, fixed in v0.3.8`
+	if vs := listed(); !slices.Equal(vs, []string{"1.1.0"}) {
+		t.Errorf("after the reload: lists %v, want 1.1.0 alone", vs)
+	}
+	p.wantError(t, "/v1/providers/test/hello/1.0.0/download/linux/amd64", 404, denied)
+	p.wantError(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 404, denied)
 }

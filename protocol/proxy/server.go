@@ -419,7 +419,7 @@ func (s *Server) newResponder(urls *respond.URLSigner) *respond.Responder {
 	o := s.opts
 	out := respond.New(respond.Options{RegistryHostname: o.RegistryHostname, PublicURL: o.PublicURL,
 		TagTTL: o.Store.TagTTL, MaxStale: o.Store.MaxStale, FailureTTL: o.Store.FailureTTL, ArchiveURLTTL: o.ArchiveURLTTL,
-		StallTimeout: o.StallTimeout, RedirectArchives: o.RedirectArchives, Hint: o.Hint, Policy: o.Policy, Now: o.Now},
+		StallTimeout: o.StallTimeout, RedirectArchives: o.RedirectArchives, Hint: o.Hint, Policy: o.Policy, VulnDB: o.VulnDB, Now: o.Now},
 		s.log, s.metrics, cache.Options{Name: "documents", TTL: o.Store.TagTTL, MaxStale: max(o.Store.MaxStale, 0),
 			FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries, MaxCost: budgetOf(o).docs, EntryCost: store.EntryCost,
 			Timeout: 2 * o.Store.Timeout, Observe: s.metrics.ObserveCache}, urls)

@@ -216,17 +216,21 @@ func writeEncoded(w http.ResponseWriter, r *http.Request, body []byte, length []
 	w.Write(body)
 }
 
-// policyDocKey is a document's cache key under the policy in force: a
-// document built under one policy is not served once another is in force
-// (a reload), so the new decisions take effect at once rather than after
-// --tag-ttl. Before the first reload, and without a policy, the key is
-// the request's alone (warm requests pay nothing).
+// policyDocKey is a document's cache key under the policy and the
+// vulnerability database in force: a document built under one policy,
+// or one database, is not served once another is in force (a reload),
+// so the new decisions take effect at once rather than after --tag-ttl.
+// Before the first reload of either, and without them, the key is the
+// request's alone (warm requests pay nothing).
 func (s *Responder) policyDocKey(key string) string {
-	gen := s.Opts.Policy.Generation()
-	if gen == 0 {
+	gen, db := s.Opts.Policy.Generation(), s.Opts.VulnDB.Generation()
+	switch {
+	case gen == 0 && db == 0:
 		return key
+	case db == 0:
+		return key + "\x00policy " + strconv.FormatUint(gen, 10)
 	}
-	return key + "\x00policy " + strconv.FormatUint(gen, 10)
+	return key + "\x00policy " + strconv.FormatUint(gen, 10) + " vulndb " + strconv.FormatUint(db, 10)
 }
 
 // Policy decisions that change with time (min_age: a version ages in)

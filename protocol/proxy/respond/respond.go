@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
@@ -41,6 +42,10 @@ type Options struct {
 	// Policy is the policy file in force (its generation keys
 	// documents); Now the clock of time-bound decisions.
 	Policy *policy.Live
+	// VulnDB is the vulnerability database the policy's vulnerabilities
+	// blocks match SBOMs against (serve --vuln-db; nil: none): its
+	// generation keys documents too.
+	VulnDB *vulns.Live
 	Now    func() time.Time
 }
 
