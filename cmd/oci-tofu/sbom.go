@@ -167,7 +167,7 @@ func readSBOMs(c *cli.Context, client *oci.Client, t sbomTarget, platforms []nam
 			t.ref.Name(), names.TagForVersion(*t.version), len(chosen), platformList(pv))
 	}
 	rep := newReporter(c)
-	var summaries []map[string]any
+	var summaries []sbom.Summary
 	var human []string
 	for _, p := range chosen {
 		st, err := sbom.Read(c.Context, repo, pv.Platforms[p].Digest)
@@ -179,8 +179,8 @@ func readSBOMs(c *cli.Context, client *oci.Client, t sbomTarget, platforms []nam
 		}
 		switch {
 		case summary:
-			s, text := summarizeSBOM(p, st)
-			summaries, human = append(summaries, s), append(human, text)
+			s := sbom.Summarize(p, st)
+			summaries, human = append(summaries, s), append(human, s.Text())
 		case dir != "":
 			name := filepath.Join(dir, strings.TrimSuffix(st.Doc.FileName, ".zip")+".spdx.json")
 			if err := os.WriteFile(name, st.SPDX, 0o644); err != nil {
@@ -204,26 +204,6 @@ func platformList(pv *oci.ProviderVersion) string {
 		s = append(s, p.String())
 	}
 	return strings.Join(s, ", ")
-}
-
-// summarizeSBOM says what an SBOM holds: per executable, its Go version,
-// main module and number of modules.
-func summarizeSBOM(p names.Platform, st *sbom.Stored) (map[string]any, string) {
-	var exes []map[string]any
-	lines := []string{fmt.Sprintf("%s: %s (%s), created %s, referrer %s", p, st.Doc.FileName, st.Doc.ZipDigest, st.Doc.Created.Format("2006-01-02T15:04:05Z"), st.Referrer.Digest)}
-	for _, e := range st.Doc.Executables {
-		m := map[string]any{"name": e.Name, "sha256": e.SHA256, "size": e.Size}
-		if e.Go == nil {
-			m["not_go"] = e.NotGo
-			lines = append(lines, fmt.Sprintf("  %s: no Go build information (%s)", e.Name, e.NotGo))
-		} else {
-			main := e.Go.Main.Path + "@" + e.Go.Main.Version
-			m["go_version"], m["main_module"], m["modules"] = e.Go.GoVersion, main, len(e.Go.Modules())
-			lines = append(lines, fmt.Sprintf("  %s: %s, main module %s, %s", e.Name, e.Go.GoVersion, main, names.Plural(len(e.Go.Modules()), "module")))
-		}
-		exes = append(exes, m)
-	}
-	return map[string]any{"platform": p.String(), "file": st.Doc.FileName, "referrer": st.Referrer.Digest.String(), "created": st.Doc.Created, "executables": exes}, strings.Join(lines, "\n")
 }
 
 // backfillSBOMs stores the SBOMs the targets' versions lack.

@@ -17,11 +17,12 @@ import (
 // stack sources.go composes, under their paths.
 
 // mountProviders adds the network mirror, the registry protocol
-// (providers.v1) and the archive downloads, and with pull-through the
-// files of releases being pulled.
+// (providers.v1) and the archive downloads, with pull-through the files
+// of releases being pulled, and the page's SBOM views.
 func (s *Server) mountProviders(mappings store.ProviderMappings) {
 	o := s.opts
-	h := providers.New(s.out, s.providerSource(mappings), o.Signer, cache.Options{Name: "generated_checksums", FailureTTL: o.Store.FailureTTL,
+	src := s.providerSource(mappings)
+	h := providers.New(s.out, src, o.Signer, cache.Options{Name: "generated_checksums", FailureTTL: o.Store.FailureTTL,
 		MaxEntries: o.Store.CacheEntries, MaxCost: budgetOf(o).generated, EntryCost: store.EntryCost, Timeout: o.Store.Timeout, Observe: s.metrics.ObserveCache})
 	s.providers = h
 	if s.pull.Providers() {
@@ -30,6 +31,9 @@ func (s *Server) mountProviders(mappings store.ProviderMappings) {
 	s.Mount("", providers.MirrorPrefix, "mirror", s.Authenticate(http.HandlerFunc(h.ServeMirror)))
 	s.Mount("providers.v1", providers.ProvidersPath, "providers", s.Authenticate(http.HandlerFunc(h.ServeRegistry)))
 	s.Mount("", providers.ArchivePrefix, "archives", http.HandlerFunc(h.ServeArchive))
+	// The page's SBOM views, through the same source, with the same
+	// client authentication as the metadata.
+	s.Mount("", page.SBOMPrefix, "sbom", s.Authenticate(&page.SBOMs{Out: s.out, Source: src, Vulns: o.VulnDB}))
 }
 
 // mountModules adds modules.v1 and the module archive downloads, for the

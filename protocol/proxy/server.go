@@ -240,6 +240,14 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: respond.NewMetrics(), mappings: mappings, mux: http.NewServeMux(), services: map[string]string{}}
 	s.metrics.WatchPolicy(opts.PolicyStatus)
+	if db := opts.VulnDB; db != nil {
+		s.metrics.WatchVulnerable(func() string {
+			if cur := db.Current(); cur != nil {
+				return cur.Fingerprint()
+			}
+			return ""
+		})
+	}
 	s.budgets = newBudgets(s.metrics.Registry())
 	s.identities.opts = oidc.Options{Logger: s.log, Now: opts.Now}
 	s.confirmed = confirmations{ttl: opts.RegistryConfirmTTL, m: map[confirmKey]confirmed{}}

@@ -41,6 +41,9 @@ func (s *Server) judge() *gate.Policy {
 	j := &gate.Policy{Live: o.Policy, Now: o.Now, Each: s.store.Each, Log: s.log, Trusted: o.ingestTrust(), Vulns: o.VulnDB,
 		Observe: func(d gate.Decision) {
 			s.out.CountDecision(d.Policy, d.Generation, d.Kind, d.Address, d.Version, d.Decision, d.FromFacts)
+		},
+		Vulnerable: func(address string, v names.Version, fingerprint string, found bool) {
+			s.metrics.NoteVulnerable(address, v.String(), fingerprint, found)
 		}}
 	if o.admitting() {
 		j.Admitted = func(ctx context.Context, kind names.Kind, root source.Root) error {

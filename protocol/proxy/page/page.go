@@ -35,7 +35,7 @@ import (
 // mirror protocol leaves that URL to the server).
 const PagePath = "/"
 
-//go:embed page.html.tmpl
+//go:embed page.html.tmpl sbom.html.tmpl style.html.tmpl
 var pageFS embed.FS
 
 var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
@@ -43,7 +43,8 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 	"join":    strings.Join,
 	"slash":   breakAfterSlashes,
 	"outcome": outcomeClass,
-}).ParseFS(pageFS, "page.html.tmpl"))
+	"sbom":    SBOMPath,
+}).ParseFS(pageFS, "page.html.tmpl", "style.html.tmpl"))
 
 // Config is what the page shows of the server's configuration.
 type Config struct {
@@ -198,15 +199,7 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		respond.WriteError(w, http.StatusInternalServerError, "rendering the page failed")
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", fmt.Sprint(b.Len()))
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	if r.Method != http.MethodHead {
-		w.Write(b.Bytes())
-	}
+	writeHTML(w, r, b.Bytes())
 }
 
 // serves names what is configured, for the page's first line.

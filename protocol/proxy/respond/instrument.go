@@ -170,6 +170,9 @@ type Metrics struct {
 	throttleWait     prometheus.Counter
 	tlsReloads       *prometheus.CounterVec
 	policy           *policyMetrics
+	// vulnerable are the provider versions found vulnerable (nil
+	// without a vulnerability database: vulnerable.go).
+	vulnerable *vulnerableVersions
 	// cacheCounters are the cache lookup counters by cache, each
 	// cache's taken from the vector by result as they are first used
 	// (a closed set); the map is copied on write, so a lookup's count

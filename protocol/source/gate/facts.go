@@ -45,9 +45,12 @@ func (p *Policy) FactsDecision(ctx context.Context, pol *policy.Policy, kind nam
 	if !n.Any() {
 		return d, false, nil
 	}
-	f, err := p.ReadFacts(ctx, pol, kind, n, root)
+	f, db, err := p.readFacts(ctx, pol, kind, n, root)
 	if err != nil {
 		return d, true, err
+	}
+	if db != nil && p.Vulnerable != nil {
+		p.Vulnerable(address, v, db.Fingerprint(), HasFindings(f.Vulns))
 	}
 	d = pol.DecideWith(kind, address, v.String(), f, p.Now())
 	source.NoteDecidedUntil(ctx, d.AgesIn)
@@ -74,6 +77,13 @@ func (p *Policy) Facts(ctx context.Context, kind names.Kind, address, what strin
 // ReadFacts reads what n needs of root: each signer's verdict and the
 // attestations min_age reads the ingest time from, all at once.
 func (p *Policy) ReadFacts(ctx context.Context, pol *policy.Policy, kind names.Kind, n policy.Needs, root source.Root) (policy.Facts, error) {
+	f, _, err := p.readFacts(ctx, pol, kind, n, root)
+	return f, err
+}
+
+// readFacts is ReadFacts, with the vulnerability database the SBOMs
+// were matched against (nil when n needs none).
+func (p *Policy) readFacts(ctx context.Context, pol *policy.Policy, kind names.Kind, n policy.Needs, root source.Root) (policy.Facts, *vulns.DB, error) {
 	pt := attest.PredicateType(kind)
 	signed, why := make([]bool, len(n.Signers)), make([]string, len(n.Signers))
 	var ingested time.Time
@@ -92,10 +102,10 @@ func (p *Policy) ReadFacts(ctx context.Context, pol *policy.Policy, kind names.K
 	}
 	var platforms []names.Platform
 	var vulnFacts []policy.PlatformVulns
+	var db *vulns.DB
 	if n.Vulns != nil {
-		db := p.Vulns.Current()
-		if db == nil {
-			return policy.Facts{}, errors.New("the policy has a vulnerabilities block but serve has no vulnerability database (--vuln-db)")
+		if db = p.Vulns.Current(); db == nil {
+			return policy.Facts{}, nil, errors.New("the policy has a vulnerabilities block but serve has no vulnerability database (--vuln-db)")
 		}
 		if root.Index != nil {
 			platforms = slices.SortedFunc(maps.Keys(root.Index.Platforms), func(a, b names.Platform) int { return strings.Compare(a.String(), b.String()) })
@@ -103,13 +113,13 @@ func (p *Policy) ReadFacts(ctx context.Context, pol *policy.Policy, kind names.K
 		vulnFacts = make([]policy.PlatformVulns, len(platforms))
 		for i, pl := range platforms {
 			reads = append(reads, func(ctx context.Context) (err error) {
-				vulnFacts[i], err = platformVulns(ctx, db, root, pl)
+				vulnFacts[i], err = PlatformVulns(ctx, db, root, pl)
 				return err
 			})
 		}
 	}
 	if err := p.Each(ctx, len(reads), func(ctx context.Context, i int) error { return reads[i](ctx) }); err != nil {
-		return policy.Facts{}, err
+		return policy.Facts{}, nil, err
 	}
 	f := policy.Facts{Signed: make(map[string]bool, len(n.Signers)), Why: make(map[string]string)}
 	for i, sg := range n.Signers {
@@ -120,15 +130,15 @@ func (p *Policy) ReadFacts(ctx context.Context, pol *policy.Policy, kind names.K
 	}
 	f.Ingested = ingested
 	f.Vulns = vulnFacts
-	return f, nil
+	return f, db, nil
 }
 
-// platformVulns is what db finds in the SBOM stored for platform pl of
+// PlatformVulns is what db finds in the SBOM stored for platform pl of
 // the provider release at root, cached per platform manifest and
-// database (store.Repo.Described): read once, so warm decisions read
-// nothing. A platform whose SBOM referrers cannot be read or parsed has
-// none; failing to ask the registry fails.
-func platformVulns(ctx context.Context, db *vulns.DB, root source.Root, pl names.Platform) (policy.PlatformVulns, error) {
+// database (store.Repo.Described): read once, so warm decisions (and the
+// page's SBOM views) read nothing. A platform whose SBOM referrers
+// cannot be read or parsed has none; failing to ask the registry fails.
+func PlatformVulns(ctx context.Context, db *vulns.DB, root source.Root, pl names.Platform) (policy.PlatformVulns, error) {
 	subject := root.Index.Platforms[pl].Digest
 	v, err := root.Repo.Described(ctx, "the SBOM's vulnerabilities (database "+db.Fingerprint()+")", subject,
 		func(ctx context.Context, repo oci.ReadOnlyRepository, _ string) (any, int64, error) {
@@ -150,6 +160,12 @@ func platformVulns(ctx context.Context, db *vulns.DB, root source.Root, pl names
 	pv, _ := v.(policy.PlatformVulns)
 	pv.Platform = pl.String()
 	return pv, nil
+}
+
+// HasFindings reports whether the database found a known vulnerability
+// in any of ps.
+func HasFindings(ps []policy.PlatformVulns) bool {
+	return slices.ContainsFunc(ps, func(p policy.PlatformVulns) bool { return len(p.Findings) > 0 })
 }
 
 // signedBy reports whether the release at root (of predicate type pt) is

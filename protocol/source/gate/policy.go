@@ -48,6 +48,11 @@ type Policy struct {
 	// Observe, when set, is told each decision that shaped an answer (the
 	// proxy counts them and records denials for its page).
 	Observe func(Decision)
+	// Vulnerable, when set, is told what the vulnerability database
+	// (its fingerprint) found in each provider version whose SBOMs a
+	// decision matched: whether any platform has a known vulnerability,
+	// whatever the policy does about it (the proxy counts such versions).
+	Vulnerable func(address string, v names.Version, fingerprint string, found bool)
 }
 
 // Decision is a decision of the policy in force on an address, as
