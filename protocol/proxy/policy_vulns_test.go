@@ -70,16 +70,7 @@ func TestPolicyVulnerabilities(t *testing.T) {
 	start := func(src string) *proxy {
 		return startProxy(t, Options{ProviderMappings: mappings, Policy: mustPolicy(t, src), VulnDB: db, RegistryHostname: "example.com"})
 	}
-	listed := func(p *proxy) ([]string, []string) {
-		var vd versionsDoc
-		p.getJSON(t, "/v1/providers/test/hello/versions", 200, &vd)
-		var vs []string
-		for _, v := range vd.Versions {
-			vs = append(vs, v.Version)
-		}
-		slices.Sort(vs)
-		return vs, vd.Warnings
-	}
+	listed := func(p *proxy) ([]string, []string) { return listedVersions(t, p) }
 
 	deny := start(`
 provider "example.com/test/hello" {
@@ -207,13 +198,7 @@ provider "example.com/test/hello" {
   }
 }`), VulnDB: db, Store: store.Options{TagTTL: time.Hour}})
 	listed := func() []string {
-		var vd versionsDoc
-		p.getJSON(t, "/v1/providers/test/hello/versions", 200, &vd)
-		var vs []string
-		for _, v := range vd.Versions {
-			vs = append(vs, v.Version)
-		}
-		slices.Sort(vs)
+		vs, _ := listedVersions(t, p)
 		return vs
 	}
 	var d struct{ Packages map[string]any }
@@ -240,4 +225,18 @@ provider "example.com/test/hello" {
 	}
 	p.wantError(t, "/v1/providers/test/hello/1.0.0/download/linux/amd64", 404, denied)
 	p.wantError(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 404, denied)
+}
+
+// listedVersions are the versions of example.com/test/hello the registry
+// protocol lists, sorted, and its warnings.
+func listedVersions(t *testing.T, p *proxy) ([]string, []string) {
+	t.Helper()
+	var vd versionsDoc
+	p.getJSON(t, "/v1/providers/test/hello/versions", 200, &vd)
+	var vs []string
+	for _, v := range vd.Versions {
+		vs = append(vs, v.Version)
+	}
+	slices.Sort(vs)
+	return vs, vd.Warnings
 }
