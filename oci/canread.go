@@ -28,7 +28,7 @@ func (c *Client) CanRead(ctx context.Context, ref Reference, username, password 
 	}
 	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
 	if err != nil {
-		return fmt.Errorf("Invalid repository %s: %w", ref.Name(), err)
+		return fmt.Errorf("invalid repository %s: %w", ref.Name(), err)
 	}
 	cred := auth.Credential{Username: username, Password: password}
 	repo.Client = &auth.Client{

@@ -21,7 +21,7 @@ import (
 )
 
 // ErrInvalidArtifact marks content that OpenTofu would refuse.
-var ErrInvalidArtifact = errors.New("Invalid artifact")
+var ErrInvalidArtifact = errors.New("invalid artifact")
 
 func Invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArtifact, fmt.Sprintf(format, args...))
@@ -199,7 +199,7 @@ func ErrorCodes(err error) []string {
 func IsNotFound(err error) bool { return Classify(err) == FailureNotFound }
 
 // IsContentProblem reports whether err is about the artifact itself
-// (Invalid, missing or corrupt content) rather than about reaching the
+// (invalid, missing or corrupt content) rather than about reaching the
 // registry: a finding for the linter, not a reason to stop.
 func IsContentProblem(err error) bool {
 	switch Classify(err) {

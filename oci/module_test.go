@@ -166,7 +166,7 @@ func TestReadModuleRefuses(t *testing.T) {
 	} {
 		_, _, err := ResolveModule(ctx, repo, tag)
 		if !errors.Is(err, ErrInvalidArtifact) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: want an Invalid-artifact error containing %q, got %v", tag, want, err)
+			t.Errorf("%s: want an invalid-artifact error containing %q, got %v", tag, want, err)
 		}
 	}
 	if _, _, err := ResolveModule(ctx, repo, "missing"); !IsNotFound(err) {

@@ -178,7 +178,7 @@ func TestReadProviderIndexAppliesTofuChecks(t *testing.T) {
 				}
 			}
 			if err == nil || !errors.Is(err, ErrInvalidArtifact) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("want Invalid artifact mentioning %q, got %v", tc.want, err)
+				t.Fatalf("want invalid artifact mentioning %q, got %v", tc.want, err)
 			}
 		})
 	}

@@ -18,7 +18,7 @@ import (
 func ParseRegistryReference(s string) (Reference, error) {
 	r, err := registry.ParseReference(s)
 	if err != nil {
-		return Reference{}, fmt.Errorf("Invalid reference %q: %w", s, err)
+		return Reference{}, fmt.Errorf("invalid reference %q: %w", s, err)
 	}
 	return Reference{Registry: r.Registry, Repository: r.Repository, Reference: r.Reference}, nil
 }
@@ -32,7 +32,7 @@ func (c *Client) Ping(ctx context.Context, ref Reference) error {
 	}
 	reg, err := remote.NewRegistry(ref.Registry)
 	if err != nil {
-		return fmt.Errorf("Invalid registry %s: %w", ref.Registry, err)
+		return fmt.Errorf("invalid registry %s: %w", ref.Registry, err)
 	}
 	reg.Client = c.auth
 	reg.PlainHTTP = c.opts.PlainHTTP

@@ -54,12 +54,12 @@ func ParseReference(s string) (Reference, error) {
 			ref.Repository, ref.Reference = path[:i], path[i+1:]
 		}
 		if ref.Repository == "" {
-			return Reference{}, fmt.Errorf("Invalid reference %q: no layout directory after %q", s, LayoutPrefix)
+			return Reference{}, fmt.Errorf("invalid reference %q: no layout directory after %q", s, LayoutPrefix)
 		}
 		return ref, nil
 	}
 	if strings.Contains(s, "://") {
-		return Reference{}, fmt.Errorf("Invalid reference %q: write host[:port]/repository without a scheme, or %sPATH", s, LayoutPrefix)
+		return Reference{}, fmt.Errorf("invalid reference %q: write host[:port]/repository without a scheme, or %sPATH", s, LayoutPrefix)
 	}
 	return ParseRegistryReference(s)
 }
@@ -184,7 +184,7 @@ func (c *Client) OpenReadOnly(ctx context.Context, ref Reference) (ReadOnlyRepos
 func (c *Client) remote(ref Reference) (*remote.Repository, error) {
 	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
 	if err != nil {
-		return nil, fmt.Errorf("Invalid repository %s: %w", ref.Name(), err)
+		return nil, fmt.Errorf("invalid repository %s: %w", ref.Name(), err)
 	}
 	repo.Client = c.auth
 	repo.PlainHTTP = c.opts.PlainHTTP

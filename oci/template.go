@@ -114,7 +114,7 @@ func (t *Template) Expand(values map[string]string) (Reference, error) {
 			valid = validName.MatchString(v)
 		}
 		if !valid && err == nil {
-			err = fmt.Errorf("Invalid %s %q", name, values[name])
+			err = fmt.Errorf("invalid %s %q", name, values[name])
 		}
 		b.WriteString(v)
 	}

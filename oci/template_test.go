@@ -64,14 +64,14 @@ func TestParseReference(t *testing.T) {
 	for _, bad := range []string{"https://ghcr.io/a", "noslash", "oci-layout:", "ghcr.io/A/B"} {
 		if _, err := ParseReference(bad); err == nil {
 			t.Errorf("%q accepted", bad)
-		} else if !strings.Contains(err.Error(), "Invalid reference") {
+		} else if !strings.Contains(err.Error(), "invalid reference") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }
 
 // ${hostname} with a port: kept as the registry host, "host_port" inside
-// a repository or layout path (where ":" is Invalid or reads as a tag);
+// a repository or layout path (where ":" is invalid or reads as a tag);
 // distinct hosts and ports give distinct repositories, and "_" (never in
 // a host name) cannot be given as one.
 func TestTemplateHostnameWithPort(t *testing.T) {

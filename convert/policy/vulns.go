@@ -313,3 +313,9 @@ func (p PlatformVulns) Cost() int64 {
 	}
 	return n
 }
+
+// HasFindings reports whether the database found a known vulnerability
+// in any of ps.
+func HasFindings(ps []PlatformVulns) bool {
+	return slices.ContainsFunc(ps, func(p PlatformVulns) bool { return len(p.Findings) > 0 })
+}

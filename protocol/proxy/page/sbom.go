@@ -16,7 +16,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 )
 
 // SBOMPrefix serves a provider version's SBOM page,
@@ -248,12 +247,12 @@ func (h *SBOMs) match(ctx context.Context, req SBOMRequest, root *source.Root, d
 	all := root.Index.SortedPlatforms()
 	pvs := make([]policy.PlatformVulns, len(all))
 	if err := h.Out.Store.Each(ctx, len(all), func(ctx context.Context, i int) (err error) {
-		pvs[i], err = gate.PlatformVulns(ctx, db, *root, all[i])
+		pvs[i], err = source.PlatformVulns(ctx, db, *root, all[i])
 		return err
 	}); err != nil {
 		return err
 	}
-	d.Database, d.Vulnerable = fmt.Sprintf("%d entries, modified %s", db.Entries(), db.Modified().UTC().Format("2006-01-02")), gate.HasFindings(pvs)
+	d.Database, d.Vulnerable = fmt.Sprintf("%d entries, modified %s", db.Entries(), db.Modified().UTC().Format("2006-01-02")), policy.HasFindings(pvs)
 	h.Out.Metrics.NoteVulnerable(d.Address, d.Version, db.Fingerprint(), d.Vulnerable)
 	for i := range d.Platforms {
 		for _, pv := range pvs {

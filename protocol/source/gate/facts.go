@@ -13,7 +13,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -50,7 +49,7 @@ func (p *Policy) FactsDecision(ctx context.Context, pol *policy.Policy, kind nam
 		return d, true, err
 	}
 	if db != nil && p.Vulnerable != nil {
-		p.Vulnerable(address, v, db.Fingerprint(), HasFindings(f.Vulns))
+		p.Vulnerable(address, v, db.Fingerprint(), policy.HasFindings(f.Vulns))
 	}
 	d = pol.DecideWith(kind, address, v.String(), f, p.Now())
 	source.NoteDecidedUntil(ctx, d.AgesIn)
@@ -113,7 +112,7 @@ func (p *Policy) readFacts(ctx context.Context, pol *policy.Policy, kind names.K
 		vulnFacts = make([]policy.PlatformVulns, len(platforms))
 		for i, pl := range platforms {
 			reads = append(reads, func(ctx context.Context) (err error) {
-				vulnFacts[i], err = PlatformVulns(ctx, db, root, pl)
+				vulnFacts[i], err = source.PlatformVulns(ctx, db, root, pl)
 				return err
 			})
 		}
@@ -131,41 +130,6 @@ func (p *Policy) readFacts(ctx context.Context, pol *policy.Policy, kind names.K
 	f.Ingested = ingested
 	f.Vulns = vulnFacts
 	return f, db, nil
-}
-
-// PlatformVulns is what db finds in the SBOM stored for platform pl of
-// the provider release at root, cached per platform manifest and
-// database (store.Repo.Described): read once, so warm decisions (and the
-// page's SBOM views) read nothing. A platform whose SBOM referrers
-// cannot be read or parsed has none; failing to ask the registry fails.
-func PlatformVulns(ctx context.Context, db *vulns.DB, root source.Root, pl names.Platform) (policy.PlatformVulns, error) {
-	subject := root.Index.Platforms[pl].Digest
-	v, err := root.Repo.Described(ctx, "the SBOM's vulnerabilities (database "+db.Fingerprint()+")", subject,
-		func(ctx context.Context, repo oci.ReadOnlyRepository, _ string) (any, int64, error) {
-			st, err := sbom.Read(ctx, repo, subject)
-			var doc *sbom.Document
-			switch {
-			case err == nil:
-				doc = st.Doc
-			case errors.Is(err, sbom.ErrNoSBOM), errors.Is(err, sbom.ErrBadSBOM):
-			default:
-				return nil, 0, err
-			}
-			pv := policy.MatchSBOM(db, pl.String(), doc)
-			return pv, pv.Cost(), nil
-		})
-	if err != nil {
-		return policy.PlatformVulns{}, err
-	}
-	pv, _ := v.(policy.PlatformVulns)
-	pv.Platform = pl.String()
-	return pv, nil
-}
-
-// HasFindings reports whether the database found a known vulnerability
-// in any of ps.
-func HasFindings(ps []policy.PlatformVulns) bool {
-	return slices.ContainsFunc(ps, func(p policy.PlatformVulns) bool { return len(p.Findings) > 0 })
 }
 
 // signedBy reports whether the release at root (of predicate type pt) is
