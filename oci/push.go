@@ -33,6 +33,17 @@ type PushOptions struct {
 	// the push with nothing tagged. Not called when the tags already hold
 	// the root (UpToDate).
 	BeforeTag func(ctx context.Context, root ocispec.Descriptor) error
+	// Fresh writes the blobs and manifests without asking first whether
+	// the repository holds them: for content made for this push (a
+	// referrer, a signature), which it cannot hold, the question costs a
+	// round trip each (a registry takes what it holds again). Blobs in
+	// Held are taken to be in a registry's repository (the empty config
+	// its manifests name) and neither asked about nor written; should the
+	// registry refuse a manifest for a blob it lacks, every blob is
+	// checked and a missing one written then (manifestOfBlobs). An OCI
+	// layout, which refuses no manifest, gets every blob.
+	Fresh bool
+	Held  []digest.Digest
 }
 
 // PushResult says what a push did.
@@ -183,7 +194,13 @@ func NewUpload(repo Repository, opts PushOptions) *Upload {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
-	return &Upload{repo: repo, opts: opts, present: map[digest.Digest]bool{}}
+	present := map[digest.Digest]bool{}
+	if _, isLayout := repo.(*layout); !isLayout { // a layout checks no manifest's blobs: Held is not trusted
+		for _, d := range opts.Held {
+			present[d] = true
+		}
+	}
+	return &Upload{repo: repo, opts: opts, present: present}
 }
 
 // Push writes an artifact atomically under tags: blobs, manifests, then
@@ -273,7 +290,7 @@ func (u *Upload) blob(ctx context.Context, b Blob, progress func(int64)) error {
 }
 
 func (u *Upload) blobOnce(ctx context.Context, b Blob, progress func(int64)) error {
-	ok, err := u.repo.Exists(ctx, b.Descriptor)
+	ok, err := u.holds(ctx, b.Descriptor)
 	if err != nil {
 		return fmt.Errorf("checking blob %s: %w", describe(b.Descriptor), err)
 	}
@@ -287,6 +304,15 @@ func (u *Upload) blobOnce(ctx context.Context, b Blob, progress func(int64)) err
 	}
 	u.record(b.Descriptor, true)
 	return nil
+}
+
+// holds reports whether the repository holds d, asking it unless the
+// push is Fresh (then: no).
+func (u *Upload) holds(ctx context.Context, d ocispec.Descriptor) (bool, error) {
+	if u.opts.Fresh {
+		return false, nil
+	}
+	return u.repo.Exists(ctx, d)
 }
 
 // Uploads that meet a throttle, a 5xx or a dropped connection start again
@@ -483,7 +509,7 @@ func (u *Upload) manifest(ctx context.Context, m Manifest) error {
 	if !mine {
 		return nil // written ahead: counted then
 	}
-	ok, err := u.repo.Exists(ctx, m.Descriptor)
+	ok, err := u.holds(ctx, m.Descriptor)
 	if err == nil && !ok {
 		if err = pushIgnoringExisting(ctx, u.repo, m.Descriptor, bytes.NewReader(m.Bytes)); err != nil {
 			err = fmt.Errorf("uploading manifest %s: %w", d, err)

@@ -3,11 +3,14 @@ package oci_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // matchManifestPUT matches manifest writes.
@@ -58,5 +61,75 @@ func TestPushWritesAManifestAgainWhenItsBlobsWereUnknown(t *testing.T) {
 				t.Errorf("tags after the failed push: %v, want none", tags)
 			}
 		})
+	}
+}
+
+// A Fresh push writes without asking first: no HEAD before a blob or a
+// manifest; a Held blob is neither asked about nor written, and where the
+// registry lacks it after all, its refusal of the manifest gets it
+// written; content the registry holds already is taken again. An OCI
+// layout, which refuses no manifest, gets the Held blob written.
+func TestFreshPushAsksNothingFirst(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
+	c, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := seed.SmallArtifact(t, "fresh") // a layer and the empty config
+	config := a.Blobs[1].Descriptor
+	if config.Digest != ocispec.DescriptorEmptyJSON.Digest {
+		t.Fatalf("the test wants the empty config second, got %s", config.Digest)
+	}
+	fresh := oci.PushOptions{Fresh: true, Held: []digest.Digest{config.Digest}}
+	for _, round := range []string{"the config missing", "everything there already"} {
+		repo, err := c.Open(oci.Reference{Registry: front.Host, Repository: "p/fresh"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		front.ResetLog()
+		if _, err := oci.Push(ctx, repo, a, oci.Tags{}, fresh); err != nil {
+			t.Fatalf("%s: %v", round, err)
+		}
+		var heads, manifestPUTs int
+		for _, e := range front.Log() {
+			switch {
+			case e.Method == http.MethodPut && strings.Contains(e.Path, "/manifests/"):
+				manifestPUTs++
+			case e.Method == http.MethodHead && manifestPUTs == 0: // after a refusal, the blobs are checked
+				heads++
+			}
+		}
+		if heads != 0 {
+			t.Errorf("%s: %d HEAD requests before writing, want none: %v", round, heads, front.Log())
+		}
+		if round == "the config missing" && manifestPUTs != 2 {
+			t.Errorf("%s: %d manifest writes, want 2 (refused for the config, then written)", round, manifestPUTs)
+		}
+		if round == "everything there already" && manifestPUTs != 1 {
+			t.Errorf("%s: %d manifest writes, want 1", round, manifestPUTs)
+		}
+		direct, err := c.OpenReadOnly(ctx, oci.Reference{Registry: reg.Host, Repository: "p/fresh"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range a.Blobs {
+			if ok, err := direct.Exists(ctx, b.Descriptor); !ok || err != nil {
+				t.Errorf("%s: blob %s in the registry: %v %v", round, b.Descriptor.Digest, ok, err)
+			}
+		}
+	}
+
+	dir := t.TempDir()
+	layout, err := c.Open(oci.Reference{Layout: true, Repository: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oci.Push(ctx, layout, a, oci.Tags{}, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := layout.Exists(ctx, config); !ok || err != nil {
+		t.Errorf("the layout lacks the Held config: %v %v", ok, err)
 	}
 }

@@ -117,7 +117,9 @@ func WriteAttachment(ctx context.Context, repo oci.Repository, subject digest.Di
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	res, err := oci.Push(ctx, repo, a, tags, oci.PushOptions{})
+	// Made now (a new signature, a config naming it): written without
+	// asking the registry first; a kept layer it holds is taken again.
+	res, err := oci.Push(ctx, repo, a, tags, oci.PushOptions{Fresh: true})
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("writing %s: %w", tag, err)
 	}

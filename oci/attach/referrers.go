@@ -359,7 +359,10 @@ func WriteReferrer(ctx context.Context, repo oci.Repository, subject digest.Dige
 		return ocispec.Descriptor{}, err
 	}
 	a.Manifests = []oci.Manifest{mf}
-	if _, err := oci.Push(ctx, repo, a, oci.Tags{}, oci.PushOptions{}); err != nil {
+	// Made now: written without asking the registry first; the empty
+	// config is the one the repository's manifests name.
+	fresh := oci.PushOptions{Fresh: true, Held: []digest.Digest{ocispec.DescriptorEmptyJSON.Digest}}
+	if _, err := oci.Push(ctx, repo, a, oci.Tags{}, fresh); err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("writing a referrer of %s: %w", subject, err)
 	}
 	return mf.Descriptor, nil
