@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/release"
@@ -303,7 +304,7 @@ func TestAttestHostileAttachmentsRefusedByCosign(t *testing.T) {
 		t.Fatalf("the bundles of %s: %d, %v", src, len(held.Items), err)
 	}
 	for _, h := range held.Items {
-		if _, err := attach.WriteReferrer(ctx, registryRepo(t, reg, "providers/signed/hello"), victim, attach.ArtifactTypeSigstoreBundle, h.Layers, h.Annotations); err != nil {
+		if _, err := attach.WriteReferrer(ctx, registryRepo(t, reg, "providers/signed/hello"), ocispec.Descriptor{Digest: victim}, attach.ArtifactTypeSigstoreBundle, h.Layers, h.Annotations); err != nil {
 			t.Fatal(err)
 		}
 	}

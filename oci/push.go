@@ -109,7 +109,16 @@ type Upload struct {
 	// has failed).
 	inflight map[digest.Digest]bool
 	waiting  map[digest.Digest][]chan struct{}
+	wrote    map[digest.Digest]bool // written by this upload, not found
 	res      PushResult
+}
+
+// Wrote reports whether this upload wrote d itself: the repository did
+// not hold it (or, Fresh, was not asked).
+func (u *Upload) Wrote(d digest.Digest) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.wrote[d]
 }
 
 // WhenBlob waits until this upload has written or found blob d (Blobs),
@@ -368,6 +377,10 @@ func (u *Upload) record(d ocispec.Descriptor, uploaded bool) {
 	if uploaded {
 		u.res.Uploaded++
 		u.res.UploadedBytes += d.Size
+		if u.wrote == nil {
+			u.wrote = map[digest.Digest]bool{}
+		}
+		u.wrote[d.Digest] = true
 	} else {
 		u.res.Skipped++
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -170,7 +171,7 @@ func (a *Attachments) referBundle(ctx context.Context, repo oci.Repository, held
 		}
 	}
 	layer := attach.AttachmentLayer{MediaType: attach.ArtifactTypeSigstoreBundle, Payload: bundle}
-	d, err := attach.WriteReferrer(ctx, repo, a.subject, attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, bundleAnnotations(predicateType, a.created))
+	d, err := attach.WriteReferrer(ctx, repo, ocispec.Descriptor{Digest: a.subject}, attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, bundleAnnotations(predicateType, a.created))
 	return d.Digest, err
 }
 

@@ -123,7 +123,10 @@ func MakeSBOM(r io.ReaderAt, size int64, typ, version string, p names.Platform, 
 // manifest, and how to make the SBOM (when the manifest has none).
 type SBOMSource struct {
 	Platform names.Platform
-	Manifest digest.Digest
+	Manifest ocispec.Descriptor
+	// Written says the push wrote the manifest itself (it was not in the
+	// repository), so it has no SBOM yet: none is looked for.
+	Written bool
 	// Make makes the SPDX document; its error (but the context's) leaves
 	// the platform without an SBOM (SBOMNoExecutable, SBOMFailed) and the
 	// others go on.
@@ -149,9 +152,13 @@ func StoreSBOMs(ctx context.Context, repo oci.Repository, sources []SBOMSource, 
 }
 
 func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest func(context.Context, oci.Repository, digest.Digest, []byte, bool) (bool, error)) (SBOMResult, error) {
-	r := SBOMResult{Platform: s.Platform, Manifest: s.Manifest}
+	r := SBOMResult{Platform: s.Platform, Manifest: s.Manifest.Digest}
 	var spdx []byte
-	held, err := sbom.Read(ctx, repo, s.Manifest)
+	var held *sbom.Stored
+	err := sbom.ErrNoSBOM // a manifest the push wrote has none
+	if !s.Written {
+		held, err = sbom.Read(ctx, repo, s.Manifest.Digest)
+	}
 	switch {
 	case err == nil:
 		r.Status, r.Referrer, spdx = SBOMPresent, held.Referrer.Digest, held.SPDX
@@ -170,17 +177,17 @@ func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest fu
 		if err != nil {
 			return r, err
 		}
-		d, err := sbom.Write(ctx, repo, s.Manifest, spdx, doc.Created) // Read found none
+		d, err := sbom.Write(ctx, repo, s.Manifest, spdx, doc.Created) // none there
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", s.Platform, err)
 		}
 		r.Status, r.Referrer = SBOMWritten, d.Digest
 	default:
-		return r, fmt.Errorf("reading the SBOMs of %s (%s): %w", s.Platform, s.Manifest, err)
+		return r, fmt.Errorf("reading the SBOMs of %s (%s): %w", s.Platform, s.Manifest.Digest, err)
 	}
 	if attest != nil {
-		if r.Attested, err = attest(ctx, repo, s.Manifest, spdx, r.Status == SBOMWritten); err != nil {
-			return r, fmt.Errorf("attesting the SBOM of %s (%s): %w", s.Platform, s.Manifest, err)
+		if r.Attested, err = attest(ctx, repo, s.Manifest.Digest, spdx, r.Status == SBOMWritten); err != nil {
+			return r, fmt.Errorf("attesting the SBOM of %s (%s): %w", s.Platform, s.Manifest.Digest, err)
 		}
 	}
 	return r, nil
@@ -282,7 +289,8 @@ func (s *sbomRun) makeAndStore(ctx context.Context, up *oci.Upload, p Package, s
 			return SBOMResult{}, err
 		}
 	}
-	src := SBOMSource{Platform: p.Platform, Manifest: m.Descriptor.Digest, Make: func(context.Context) ([]byte, error) { return spdx, makeErr }}
+	src := SBOMSource{Platform: p.Platform, Manifest: m.Descriptor, Written: makeErr == nil && up.Wrote(m.Descriptor.Digest),
+		Make: func(context.Context) ([]byte, error) { return spdx, makeErr }}
 	return storeSBOM(ctx, s.repo, src, s.rel.SBOM.Attest)
 }
 
@@ -373,7 +381,7 @@ func (s *sbomRun) store(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			sources[i] = SBOMSource{Platform: p.Platform, Manifest: m.Descriptor.Digest, Make: func(ctx context.Context) ([]byte, error) {
+			sources[i] = SBOMSource{Platform: p.Platform, Manifest: m.Descriptor, Make: func(ctx context.Context) ([]byte, error) {
 				return s.make(ctx, p, nil)
 			}}
 		}
@@ -417,7 +425,7 @@ func BackfillSBOMs(ctx context.Context, repo oci.Repository, pv *oci.ProviderVer
 			continue
 		}
 		manifest := pv.Platforms[p]
-		sources = append(sources, SBOMSource{Platform: p, Manifest: manifest.Digest, Make: func(ctx context.Context) ([]byte, error) {
+		sources = append(sources, SBOMSource{Platform: p, Manifest: manifest, Make: func(ctx context.Context) ([]byte, error) {
 			zip, err := oci.ReadProviderPackage(ctx, repo, manifest)
 			if err != nil {
 				return nil, err

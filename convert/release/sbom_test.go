@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	orasoci "oras.land/oras-go/v2/content/oci"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
@@ -124,6 +125,29 @@ func TestPushStoresSBOMs(t *testing.T) {
 		st, err := sbom.Read(ctx, other, r.Manifest)
 		if r.Status != release.SBOMWritten || err != nil || !bytes.Equal(st.SPDX, first[r.Platform]) {
 			t.Errorf("%+v: %v; the SBOM differs from the first push's", r, err)
+		}
+	}
+
+	// A push that failed before its tag left the manifests and their
+	// SBOMs: the next finds them there (it did not write the manifests,
+	// so it looks) and writes no second SBOM.
+	third, err := orasoci.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := read()
+	stop := errors.New("stopped before the tag")
+	if _, err := failed.Push(ctx, third, oci.PushOptions{BeforeTag: func(context.Context, ocispec.Descriptor) error { return stop }}); !errors.Is(err, stop) {
+		t.Fatalf("the interrupted push: %v", err)
+	}
+	resumed := read()
+	if _, err := resumed.Push(ctx, third, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resumed.SBOMs() {
+		held, _ := attach.ReadReferrers(ctx, third, r.Manifest, sbom.SPDXMediaType)
+		if r.Status != release.SBOMPresent || len(held.Items) != 1 {
+			t.Errorf("after an interrupted push: %+v, %d SBOM referrers", r, len(held.Items))
 		}
 	}
 }

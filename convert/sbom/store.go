@@ -46,20 +46,22 @@ func Attach(ctx context.Context, repo oci.Repository, subject digest.Digest, spd
 			return r.Descriptor, false, nil
 		}
 	}
-	d, err = Write(ctx, repo, subject, spdx, created)
+	d, err = Write(ctx, repo, ocispec.Descriptor{Digest: subject}, spdx, created)
 	return d, err == nil, err
 }
 
-// Write stores the SPDX document spdx as a referrer of subject without
-// looking for one there first (Attach does): for a caller that has just
-// found none (Read). The referrer is the same manifest for the same
-// document and time, so writing it twice stores it once.
-func Write(ctx context.Context, repo oci.Repository, subject digest.Digest, spdx []byte, created time.Time) (ocispec.Descriptor, error) {
+// Write stores the SPDX document spdx as a referrer of subject (its media
+// type and size are asked of repo when not given) without looking for
+// one there first (Attach does): for a caller that has just found none
+// (Read), or has just written the subject. The referrer is the same
+// manifest for the same document and time, so writing it twice stores it
+// once.
+func Write(ctx context.Context, repo oci.Repository, subject ocispec.Descriptor, spdx []byte, created time.Time) (ocispec.Descriptor, error) {
 	layer := attach.AttachmentLayer{MediaType: SPDXMediaType, Payload: spdx}
 	d, err := attach.WriteReferrer(ctx, repo, subject, SPDXMediaType, []attach.AttachmentLayer{layer},
 		map[string]string{AnnotationCreated: created.UTC().Format(time.RFC3339)})
 	if err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("storing the SBOM of %s: %w", subject, err)
+		return ocispec.Descriptor{}, fmt.Errorf("storing the SBOM of %s: %w", subject.Digest, err)
 	}
 	return d, nil
 }

@@ -310,7 +310,10 @@ func layersSize(layers []ocispec.Descriptor) int64 {
 	return n
 }
 
-// WriteReferrer writes a referrer of subject, a manifest held in repo: an
+// WriteReferrer writes a referrer of subject, a manifest held in repo
+// (its media type and size are asked of repo when not given; given, the
+// manifest is taken to be there, as by a caller that has just written
+// it): an
 // image manifest of artifactType whose config is the empty descriptor,
 // holding layers (at most maxReferrerLayers) and annotations, its subject
 // the subject's descriptor. No tag names it: a registry with the
@@ -320,27 +323,13 @@ func layersSize(layers []ocispec.Descriptor) int64 {
 // This is the form cosign v3 writes its bundles in (docs/artifacts.md,
 // "Referrers"); `oras cp -r`, `regctl image copy --referrers` and cosign
 // find it there.
-func WriteReferrer(ctx context.Context, repo oci.Repository, subject digest.Digest, artifactType string, layers []AttachmentLayer, annotations map[string]string) (ocispec.Descriptor, error) {
+func WriteReferrer(ctx context.Context, repo oci.Repository, subject ocispec.Descriptor, artifactType string, layers []AttachmentLayer, annotations map[string]string) (ocispec.Descriptor, error) {
 	if len(layers) == 0 || len(layers) > maxReferrerLayers {
 		return ocispec.Descriptor{}, fmt.Errorf("a referrer holds 1 to %d layers, not %d", maxReferrerLayers, len(layers))
 	}
-	sub, err := repo.Resolve(ctx, subject.String())
+	sub, err := referredTo(ctx, repo, subject)
 	if err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("resolving %s, to refer to it: %w", subject, err)
-	}
-	if sub.MediaType != ocispec.MediaTypeImageManifest && sub.MediaType != ocispec.MediaTypeImageIndex {
-		// An OCI layout resolves an untagged digest it did not write in
-		// this process as application/octet-stream: the manifest says.
-		b, err := oci.FetchManifest(ctx, repo, sub)
-		if err != nil {
-			return ocispec.Descriptor{}, fmt.Errorf("reading %s, to refer to it: %w", subject, err)
-		}
-		var head struct {
-			MediaType string `json:"mediaType"`
-		}
-		if json.Unmarshal(b, &head) == nil && head.MediaType != "" {
-			sub.MediaType = head.MediaType
-		}
+		return ocispec.Descriptor{}, err
 	}
 	a := &oci.Artifact{Blobs: []oci.Blob{oci.EmptyConfig()}}
 	m := ocispec.Manifest{
@@ -363,7 +352,35 @@ func WriteReferrer(ctx context.Context, repo oci.Repository, subject digest.Dige
 	// config is the one the repository's manifests name.
 	fresh := oci.PushOptions{Fresh: true, Held: []digest.Digest{ocispec.DescriptorEmptyJSON.Digest}}
 	if _, err := oci.Push(ctx, repo, a, oci.Tags{}, fresh); err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("writing a referrer of %s: %w", subject, err)
+		return ocispec.Descriptor{}, fmt.Errorf("writing a referrer of %s: %w", subject.Digest, err)
 	}
 	return mf.Descriptor, nil
+}
+
+// referredTo is the descriptor a referrer names as its subject: subject
+// as given when it has its media type and size, else as the repository
+// resolves its digest.
+func referredTo(ctx context.Context, repo oci.ReadOnlyRepository, subject ocispec.Descriptor) (ocispec.Descriptor, error) {
+	if subject.Size > 0 && (subject.MediaType == ocispec.MediaTypeImageManifest || subject.MediaType == ocispec.MediaTypeImageIndex) {
+		return ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}, nil
+	}
+	sub, err := repo.Resolve(ctx, subject.Digest.String())
+	if err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("resolving %s, to refer to it: %w", subject.Digest, err)
+	}
+	if sub.MediaType != ocispec.MediaTypeImageManifest && sub.MediaType != ocispec.MediaTypeImageIndex {
+		// An OCI layout resolves an untagged digest it did not write in
+		// this process as application/octet-stream: the manifest says.
+		b, err := oci.FetchManifest(ctx, repo, sub)
+		if err != nil {
+			return ocispec.Descriptor{}, fmt.Errorf("reading %s, to refer to it: %w", subject.Digest, err)
+		}
+		var head struct {
+			MediaType string `json:"mediaType"`
+		}
+		if json.Unmarshal(b, &head) == nil && head.MediaType != "" {
+			sub.MediaType = head.MediaType
+		}
+	}
+	return sub, nil
 }

@@ -391,11 +391,11 @@ func TestWriteReferrerIntoLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	layer := attach.AttachmentLayer{MediaType: attach.ArtifactTypeSigstoreBundle, Payload: []byte(`{"bundle":1}`)}
-	ref, err := attach.WriteReferrer(ctx, repo, subj.Root().Digest, attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, map[string]string{"k": "v"})
+	ref, err := attach.WriteReferrer(ctx, repo, ocispec.Descriptor{Digest: subj.Root().Digest}, attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, map[string]string{"k": "v"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := attach.WriteReferrer(ctx, repo, digest.FromString("absent"), attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, nil); err == nil {
+	if _, err := attach.WriteReferrer(ctx, repo, ocispec.Descriptor{Digest: digest.FromString("absent")}, attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, nil); err == nil {
 		t.Error("a referrer of a manifest the layout lacks was written")
 	}
 	listed := func() []ocispec.Descriptor {
