@@ -182,7 +182,7 @@ FUZZTIME  ?= 30s
 FUZZSHORT ?= 2s
 FUZZ_TARGETS := \
 	./oci/names:FuzzVersionFromTag ./oci/names:FuzzParseConstraints ./oci/names:FuzzParseProviderFilename \
-	./oci/names:FuzzParseAddresses ./oci:FuzzParseProviderIndex ./oci:FuzzPlainIndexAgrees ./oci:FuzzParseModule ./oci:FuzzParseReference \
+	./oci/names:FuzzParseAddresses ./oci:FuzzParseProviderIndex ./oci:FuzzPlainIndexAgrees ./oci:FuzzParseModule ./oci:FuzzParseReference ./oci/repotemplate:FuzzParseProviderTemplate \
 	./oci:FuzzRetryAfterHeader ./oci:FuzzReadProvenanceAndTofuRelease ./convert/sha256sums:FuzzParseSHA256Sums \
 	./convert/pkghash:FuzzZipH1 ./convert/modulepkg:FuzzCheckZip ./convert/lockfile:FuzzReadLockFile ./convert/lockfile:FuzzSignedZipHashes \
 	./convert/cliconfig:FuzzReadOCIMirrors ./convert/tfconfig:FuzzLoad ./convert/pgp:FuzzVerifyDetached \

@@ -12,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
@@ -62,7 +63,7 @@ func hint(err error, hc hintContext) string {
 	if err == nil || errors.As(err, &u) {
 		return ""
 	}
-	var mp *oci.MissingPlaceholderError
+	var mp *repotemplate.MissingPlaceholderError
 	if errors.As(err, &mp) && mp.Used == 0 {
 		return "the template has no ${…} left: a shell replaces them (with nothing) inside double quotes; put the template in single quotes ('…/${namespace}/…')"
 	}

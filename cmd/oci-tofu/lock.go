@@ -15,6 +15,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/tfconfig"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 func providerTemplateFlag() cli.Flag {
@@ -77,7 +78,7 @@ func lock(c *cli.Context) error {
 	if c.NArg() == 1 {
 		dir = c.Args().First()
 	}
-	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
+	tpl, err := repotemplate.ParseProviderTemplate(c.String("provider-template"))
 	if err != nil {
 		return err
 	}

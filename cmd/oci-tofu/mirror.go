@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
@@ -150,7 +151,7 @@ func mirrorProviderOptions(c *cli.Context, modules bool) (ingest.ProviderOptions
 		return opts, nil, usageError(c, "give the providers to mirror (ADDRESS[@CONSTRAINT]...), --lockfile, --tofu-repository, --module or --modules-from")
 	}
 	if len(specs) > 0 {
-		if opts.Template, err = oci.ParseProviderTemplate(c.String("provider-template")); err != nil {
+		if opts.Template, err = repotemplate.ParseProviderTemplate(c.String("provider-template")); err != nil {
 			if c.String("provider-template") == "" {
 				return opts, nil, usageError(c, "missing --provider-template TEMPLATE (where the providers go)")
 			}

@@ -7,8 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/tfconfig"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 )
 
@@ -36,12 +36,12 @@ func mirrorModuleFlags() []cli.Flag {
 
 // mirrorModuleSpecs reads the modules to mirror (nil when none is asked)
 // and where they go.
-func mirrorModuleSpecs(c *cli.Context) ([]ingest.ModuleSpec, *oci.Template, error) {
+func mirrorModuleSpecs(c *cli.Context) ([]ingest.ModuleSpec, *repotemplate.Template, error) {
 	specs, err := moduleSpecs(c)
 	if err != nil || len(specs) == 0 {
 		return nil, nil, err
 	}
-	tpl, err := oci.ParseModuleTemplate(c.String("module-template"))
+	tpl, err := repotemplate.ParseModuleTemplate(c.String("module-template"))
 	if err != nil {
 		if c.String("module-template") == "" {
 			return nil, nil, usageError(c, "missing --module-template TEMPLATE (where the modules go)")

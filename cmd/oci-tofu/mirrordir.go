@@ -9,6 +9,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 func pushMirrorCommand() *cli.Command {
@@ -34,7 +35,7 @@ func pushMirror(c *cli.Context) error {
 	if err := wantArgs(c, 1, 1); err != nil {
 		return err
 	}
-	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
+	tpl, err := repotemplate.ParseProviderTemplate(c.String("provider-template"))
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func export(c *cli.Context) error {
 	if err := wantArgs(c, 2, -1); err != nil {
 		return err
 	}
-	tpl, err := oci.ParseProviderTemplate(c.String("provider-template"))
+	tpl, err := repotemplate.ParseProviderTemplate(c.String("provider-template"))
 	if err != nil {
 		return fmt.Errorf("--provider-template: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/prune"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 )
 
@@ -112,7 +113,7 @@ func repositoryTargets(c *cli.Context, why string) ([]pruneTarget, error) {
 		}
 		return targets, nil
 	}
-	tpl, err := oci.ParseProviderTemplate(raw)
+	tpl, err := repotemplate.ParseProviderTemplate(raw)
 	if err != nil {
 		return nil, fmt.Errorf("--provider-template: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 )
 
@@ -97,10 +98,10 @@ func runSBOM(c *cli.Context) error {
 func sbomTargets(c *cli.Context) ([]sbomTarget, error) {
 	var out []sbomTarget
 	raw := c.String("provider-template")
-	var tpl *oci.Template
+	var tpl *repotemplate.Template
 	if raw != "" {
 		var err error
-		if tpl, err = oci.ParseProviderTemplate(raw); err != nil {
+		if tpl, err = repotemplate.ParseProviderTemplate(raw); err != nil {
 			return nil, fmt.Errorf("--provider-template: %w", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/gcfloor"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
@@ -286,11 +287,11 @@ func readServedSources(c *cli.Context, opts *proxy.Options) error {
 // others are merged after it.
 func readModuleTemplates(values []string, opts *proxy.Options) error {
 	for _, s := range values {
-		tpl, err := oci.ParseModuleTemplate(strings.TrimSpace(s))
+		tpl, err := repotemplate.ParseModuleTemplate(strings.TrimSpace(s))
 		if err != nil {
 			return fmt.Errorf("--module-template %q: %w", s, err)
 		}
-		if slices.ContainsFunc(opts.ModuleMappings, func(t *oci.Template) bool { return t.String() == tpl.String() }) {
+		if slices.ContainsFunc(opts.ModuleMappings, func(t *repotemplate.Template) bool { return t.String() == tpl.String() }) {
 			return fmt.Errorf("--module-template %q is given twice", s)
 		}
 		opts.ModuleMappings = append(opts.ModuleMappings, tpl)
@@ -319,7 +320,7 @@ func providerMappings(c *cli.Context) ([]store.ProviderMapping, error) {
 	if s == "" {
 		return fromConfig, nil
 	}
-	tpl, err := oci.ParseProviderTemplate(s)
+	tpl, err := repotemplate.ParseProviderTemplate(s)
 	if err != nil {
 		return nil, fmt.Errorf("--provider-template: %w", err)
 	}

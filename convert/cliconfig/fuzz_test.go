@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // FuzzReadOCIMirrors: no CLI configuration makes reading it panic, nor
@@ -32,7 +32,7 @@ func FuzzReadOCIMirrors(f *testing.F) {
 			return
 		}
 		for _, m := range ms {
-			oci.ParseProviderTemplate(m.RepositoryTemplate)
+			repotemplate.ParseProviderTemplate(m.RepositoryTemplate)
 		}
 	})
 }

@@ -13,12 +13,13 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/tfconfig"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // Options say where providers are, which platforms to lock and for which
 // client.
 type Options struct {
-	Template  *oci.Template
+	Template  *repotemplate.Template
 	Open      func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error)
 	Platforms []names.Platform
 	// Client decides how tags are listed (see listVersions) and the lock

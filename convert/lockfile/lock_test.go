@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 var helloKeys = map[string]string{"1.0.0": "gpg-signer.asc", "1.1.0": "gpg-signer.asc", "2.0.0-rc1": "gocrypto-signer.asc"}
@@ -78,7 +79,7 @@ func (s *store) pushHello(t *testing.T, version string, tags ...string) {
 
 func (s *store) options(t *testing.T, c tfconfig.Client, platforms ...string) lockfile.Options {
 	t.Helper()
-	tpl, err := oci.ParseProviderTemplate("oci-layout:" + s.dir + "/${namespace}/${type}")
+	tpl, err := repotemplate.ParseProviderTemplate("oci-layout:" + s.dir + "/${namespace}/${type}")
 	if err != nil {
 		t.Fatal(err)
 	}

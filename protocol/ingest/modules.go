@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
@@ -141,7 +142,7 @@ func (s ModuleSpec) policyAddress() string {
 type ModuleOptions struct {
 	// Template maps a module address (its origin's hostname included) to
 	// a repository.
-	Template *oci.Template
+	Template *repotemplate.Template
 	Client   *oci.Client
 	// Sources are the hosts module sources may be fetched from, besides
 	// each module's registry.

@@ -22,12 +22,13 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
 
 // ProviderOptions configure Providers.
 type ProviderOptions struct {
-	Template *oci.Template
+	Template *repotemplate.Template
 	Open     func(ref oci.Reference) (oci.Repository, error)
 	// Platforms to mirror; empty means every platform the registry lists.
 	Platforms []names.Platform

@@ -18,6 +18,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/preflight"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -31,9 +32,9 @@ func client(t *testing.T) *oci.Client {
 	return c
 }
 
-func providerTemplate(t *testing.T, s string) *oci.Template {
+func providerTemplate(t *testing.T, s string) *repotemplate.Template {
 	t.Helper()
-	tpl, err := oci.ParseProviderTemplate(s)
+	tpl, err := repotemplate.ParseProviderTemplate(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +50,11 @@ func TestRegistriesOfLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	modules, err := oci.ParseModuleTemplate(oci.LayoutPrefix + root + "/m/${namespace}/${name}/${system}")
+	modules, err := repotemplate.ParseModuleTemplate(oci.LayoutPrefix + root + "/m/${namespace}/${name}/${system}")
 	if err != nil {
 		t.Fatal(err)
 	}
-	moreModules, err := oci.ParseModuleTemplate(oci.LayoutPrefix + root + "/more/${namespace}/${name}/${system}")
+	moreModules, err := repotemplate.ParseModuleTemplate(oci.LayoutPrefix + root + "/more/${namespace}/${name}/${system}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestRegistriesOfLayouts(t *testing.T) {
 			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/p/${namespace}/${type}"), Include: []string{"example.com/acme/*"}, Source: "second"},
 			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/${namespace}/${type}"), Source: "third"},
 		},
-		ModuleMappings:  []*oci.Template{modules, moreModules},
+		ModuleMappings:  []*repotemplate.Template{modules, moreModules},
 		ModuleSource:    "(modules)",
 		TofuRepository:  &tofu,
 		TofuSource:      "(tofu)",

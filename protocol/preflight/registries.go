@@ -8,6 +8,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -21,7 +22,7 @@ type Config struct {
 	// ModuleMappings are the module mappings in order, each checked like
 	// a provider mapping and labelled "modules " + ModuleSource; with
 	// more than one, ModuleSource + " #N" (N from 1, in order).
-	ModuleMappings []*oci.Template
+	ModuleMappings []*repotemplate.Template
 	ModuleSource   string
 	// TofuRepository, when set, is the repository of OpenTofu releases,
 	// labelled "OpenTofu releases " + TofuSource.
@@ -168,7 +169,7 @@ func includedProvider(include []string) []names.Provider {
 
 // modules checks one module mapping like a provider mapping: one line
 // per sample, or one for the registry alone.
-func (ck *checker) modules(ctx context.Context, tpl *oci.Template, source string, samples []ModuleAddress) []Result {
+func (ck *checker) modules(ctx context.Context, tpl *repotemplate.Template, source string, samples []ModuleAddress) []Result {
 	res := Result{Target: "modules " + source, Mapping: tpl.String()}
 	sampled := len(samples) > 0
 	if !sampled {

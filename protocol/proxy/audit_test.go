@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 )
 
@@ -199,7 +199,7 @@ func TestAuditTrailOfModulesAndDocuments(t *testing.T) {
 	const token = "token-of-team-a"
 	trail, path := openTrail(t)
 	p := startProxy(t, Options{
-		ModuleMappings:   []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
+		ModuleMappings:   []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
 		RegistryHostname: "example.com",
 		Audit:            trail,
 		AuditDocuments:   true,

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // Clients of the policy file read what their patterns name, by every
@@ -28,7 +28,7 @@ func TestClientsReadOnlyTheirScope(t *testing.T) {
 	const tokenA, tokenB, admin = "token-of-team-a", "token-of-team-b", "operator-token"
 	p := startProxy(t, Options{
 		ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
-		ModuleMappings:   []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
+		ModuleMappings:   []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
 		RegistryHostname: "example.com",
 		AuthTokens:       []string{admin},
 		Policy: mustPolicy(t, fmt.Sprintf(`

@@ -11,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -32,7 +33,7 @@ func ExampleNew() {
 		panic(err)
 	}
 
-	tpl, _ := oci.ParseProviderTemplate("oci-layout:" + dir + "/${namespace}/${type}")
+	tpl, _ := repotemplate.ParseProviderTemplate("oci-layout:" + dir + "/${namespace}/${type}")
 	srv, err := proxy.New(proxy.Options{Client: client, ProviderMappings: []store.ProviderMapping{{Template: tpl}}})
 	if err != nil {
 		panic(err)

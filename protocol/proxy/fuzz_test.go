@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // FuzzServeHTTP sends any method and path to a real server (providers,
@@ -31,7 +32,7 @@ func FuzzServeHTTP(f *testing.F) {
 	s, err := New(Options{
 		Client:           client,
 		ProviderMappings: mustMapping(f, "oci-layout:"+dir+"/${namespace}/${type}"),
-		ModuleMappings:   []*oci.Template{mustModuleTemplate(f, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
+		ModuleMappings:   []*repotemplate.Template{mustModuleTemplate(f, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
 		TofuRepository:   &tref,
 		Logger:           slog.New(slog.NewTextHandler(logs, nil)),
 	})

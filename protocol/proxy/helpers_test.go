@@ -27,6 +27,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -147,9 +148,9 @@ func startProxy(t testing.TB, opts Options) *proxy {
 	return &proxy{Server: s, URL: ts.URL, Client: c, logs: logs}
 }
 
-func mustTemplate(t testing.TB, s string) *oci.Template {
+func mustTemplate(t testing.TB, s string) *repotemplate.Template {
 	t.Helper()
-	tpl, err := oci.ParseProviderTemplate(s)
+	tpl, err := repotemplate.ParseProviderTemplate(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func mustMapping(t testing.TB, s string) []store.ProviderMapping {
 }
 
 // mapping maps every provider to tpl's repositories.
-func mapping(tpl *oci.Template) []store.ProviderMapping {
+func mapping(tpl *repotemplate.Template) []store.ProviderMapping {
 	return []store.ProviderMapping{{Template: tpl, Source: "test"}}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 )
 
@@ -42,8 +43,8 @@ func TestRequireAttestationModules(t *testing.T) {
 	attestRoot(t, repo, "acme/network/aws", bad, s, pubrelease.ProviderPredicateType)
 
 	tpl := mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")
-	plain := startProxy(t, Options{ModuleMappings: []*oci.Template{tpl}})
-	p := startProxy(t, Options{ModuleMappings: []*oci.Template{tpl}, RequireAttestation: []*attest.Verifier{s.Public()}})
+	plain := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{tpl}})
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{tpl}, RequireAttestation: []*attest.Verifier{s.Public()}})
 
 	var vs moduleVersionsDoc
 	plain.getJSON(t, "/v1/modules/acme/network/aws/versions", 200, &vs)
@@ -78,9 +79,9 @@ func TestPolicyModules(t *testing.T) {
 		push(t, repo, moduleArtifact(t, moduleZip(t, v)), v)
 	}
 	tpl := mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")
-	plain := startProxy(t, Options{ModuleMappings: []*oci.Template{tpl}, RegistryHostname: "example.com"})
+	plain := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{tpl}, RegistryHostname: "example.com"})
 	badURL := plain.moduleDownload(t, "/v1/modules/acme/network/aws/1.1.0/download", nil)
-	p := startProxy(t, Options{ModuleMappings: []*oci.Template{tpl}, RegistryHostname: "example.com", Policy: mustPolicy(t, `
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{tpl}, RegistryHostname: "example.com", Policy: mustPolicy(t, `
 module "example.com/acme/*/*" {
   name = "acme"
   deny = ["1.1.0"]
@@ -99,7 +100,7 @@ module "example.com/acme/*/*" {
 	p.wantError(t, p.URL+mustURL(t, badURL).RequestURI(), http.StatusNotFound, why)
 
 	// Every version denied: the versions document is 404, saying so.
-	none := startProxy(t, Options{ModuleMappings: []*oci.Template{tpl}, RegistryHostname: "example.com", Policy: mustPolicy(t, `default = "deny"`)})
+	none := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{tpl}, RegistryHostname: "example.com", Policy: mustPolicy(t, `default = "deny"`)})
 	none.wantError(t, "/v1/modules/acme/network/aws/versions", http.StatusNotFound, "2 denied by the policy")
 }
 

@@ -11,13 +11,14 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // twoModuleStores are two module mappings: the first holds
 // acme/network/aws 1.0.0 and 1.1.0, the second another 1.0.0 (other
 // bytes), 1.2.0, and acme/only/aws 2.0.0, which the first does not hold
 // at all.
-func twoModuleStores(t *testing.T) (first, second *oci.Template, openA, openB func(ns, name, system string) oci.Repository) {
+func twoModuleStores(t *testing.T) (first, second *repotemplate.Template, openA, openB func(ns, name, system string) oci.Repository) {
 	t.Helper()
 	dirA, openA := moduleStore(t)
 	dirB, openB := moduleStore(t)
@@ -56,7 +57,7 @@ func (p *proxy) moduleArchive(t *testing.T, module, version string) []byte {
 // module the first mapping has no repository for comes from the second.
 func TestMergedModuleMappings(t *testing.T) {
 	first, second, _, _ := twoModuleStores(t)
-	p := startProxy(t, Options{ModuleMappings: []*oci.Template{first, second}})
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{first, second}})
 
 	if got := p.moduleVersions(t, "acme/network/aws"); !slices.Equal(got, []string{"1.0.0", "1.1.0", "1.2.0"}) {
 		t.Fatalf("versions %v, want both mappings' 1.0.0, 1.1.0 and 1.2.0", got)
@@ -80,12 +81,12 @@ func TestMergedModuleMappings(t *testing.T) {
 	p.wantError(t, "/v1/modules/acme/nothing/aws/versions", http.StatusNotFound, "unknown module acme/nothing/aws")
 
 	// The order decides: the second mapping first serves its own 1.0.0.
-	swapped := startProxy(t, Options{ModuleMappings: []*oci.Template{second, first}})
+	swapped := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{second, first}})
 	if got := swapped.moduleArchive(t, "acme/network/aws", "1.0.0"); !bytes.Equal(got, moduleZip(t, "1.0.0 of the second mapping")) {
 		t.Error("swapped: 1.0.0 is not the (now first) second mapping's")
 	}
 	// One mapping, as before: the first mapping's versions alone.
-	alone := startProxy(t, Options{ModuleMappings: []*oci.Template{first}})
+	alone := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{first}})
 	if got := alone.moduleVersions(t, "acme/network/aws"); !slices.Equal(got, []string{"1.0.0", "1.1.0"}) {
 		t.Errorf("one mapping: %v", got)
 	}
@@ -105,9 +106,9 @@ func TestMergedModuleMappingsFailures(t *testing.T) {
 	layout := mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")
 
 	opts := throughFaults()
-	opts.ModuleMappings = []*oci.Template{faulty, layout}
+	opts.ModuleMappings = []*repotemplate.Template{faulty, layout}
 	p := startProxy(t, opts)
-	opts.ModuleMappings = []*oci.Template{layout, faulty}
+	opts.ModuleMappings = []*repotemplate.Template{layout, faulty}
 	faultySecond := startProxy(t, opts)
 	if got := p.moduleVersions(t, "acme/network/aws"); !slices.Equal(got, []string{"1.0.0", "1.1.0"}) {
 		t.Fatalf("versions %v", got)
@@ -137,7 +138,7 @@ func TestMergedModuleMappingsFailures(t *testing.T) {
 // provider merged view passes over what a mapping does not serve.
 func TestMergedModuleMappingsRules(t *testing.T) {
 	first, second, openA, openB := twoModuleStores(t)
-	pol := startProxy(t, Options{ModuleMappings: []*oci.Template{first, second}, RegistryHostname: "example.com", Policy: mustPolicy(t, `
+	pol := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{first, second}, RegistryHostname: "example.com", Policy: mustPolicy(t, `
 module "example.com/acme/*/*" {
   name = "acme"
   deny = ["1.2.0"]
@@ -152,7 +153,7 @@ module "example.com/acme/*/*" {
 	attestRoot(t, openB("acme", "network", "aws"), "acme/network/aws", attested, s, modulepkg.PredicateType)
 	a11 := moduleArtifact(t, moduleZip(t, "1.1.0"))
 	attestRoot(t, openA("acme", "network", "aws"), "acme/network/aws", a11, s, modulepkg.PredicateType)
-	att := startProxy(t, Options{ModuleMappings: []*oci.Template{first, second}, RequireAttestation: []*attest.Verifier{s.Public()}})
+	att := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{first, second}, RequireAttestation: []*attest.Verifier{s.Public()}})
 	if got := att.moduleVersions(t, "acme/network/aws"); !slices.Equal(got, []string{"1.0.0", "1.1.0"}) {
 		t.Errorf("with RequireAttestation: %v, want the attested 1.0.0 (second mapping) and 1.1.0 (first)", got)
 	}

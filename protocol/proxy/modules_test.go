@@ -21,6 +21,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // moduleZip is a module package: main.tf saying which version it is.
@@ -45,9 +46,9 @@ func moduleArtifact(t testing.TB, z []byte) *oci.Artifact {
 	return seed.ModuleArtifact(t, z)
 }
 
-func mustModuleTemplate(t testing.TB, s string) *oci.Template {
+func mustModuleTemplate(t testing.TB, s string) *repotemplate.Template {
 	t.Helper()
-	tpl, err := oci.ParseModuleTemplate(s)
+	tpl, err := repotemplate.ParseModuleTemplate(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestModulesServeFromLayout(t *testing.T) {
 	// A provider (an image index) under a version tag is not a module.
 	push(t, repo, releaseArtifact(t, "1.0.0"), "3.0.0")
 
-	p := startProxy(t, Options{ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}})
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}})
 
 	var disco map[string]string
 	p.getJSON(t, "/.well-known/terraform.json", 200, &disco)
@@ -171,7 +172,7 @@ func TestModulesServeFromLayout(t *testing.T) {
 	if r := p.get(t, old); r.Status != 200 || !bytes.Equal(r.Body, moduleZip(t, "1.0.0")) {
 		t.Fatalf("old URL after re-tag: %d", r.Status)
 	}
-	p2 := startProxy(t, Options{ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}})
+	p2 := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}})
 	fresh := p2.moduleDownload(t, "/v1/modules/acme/network/aws/1.0.0/download", nil)
 	if r := p2.get(t, fresh); r.Status != 200 || !bytes.Equal(r.Body, moduleZip(t, "1.0.0 again")) {
 		t.Fatalf("new URL after re-tag: %d", r.Status)
@@ -213,14 +214,14 @@ func TestModulesHostnameTemplate(t *testing.T) {
 	}
 	push(t, repo, moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
 	tpl := mustModuleTemplate(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${name}/${system}")
-	p := startProxy(t, Options{ModuleMappings: []*oci.Template{tpl}, RegistryHostname: "modules.example.com"})
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{tpl}, RegistryHostname: "modules.example.com"})
 	u := p.moduleDownload(t, "/v1/modules/acme/net/aws/1.0.0/download", nil)
 	if r := p.get(t, u); r.Status != 200 || !bytes.Equal(r.Body, moduleZip(t, "1.0.0")) {
 		t.Fatalf("archive: %d", r.Status)
 	}
 	// Without --registry-hostname the host clients use (127.0.0.1 here)
 	// is the ${hostname}: another repository, which does not exist.
-	q := startProxy(t, Options{ModuleMappings: []*oci.Template{tpl}})
+	q := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{tpl}})
 	q.wantError(t, "/v1/modules/acme/net/aws/versions", http.StatusNotFound, "unknown module acme/net/aws")
 }
 
@@ -233,7 +234,7 @@ func TestModulesNotFound(t *testing.T) {
 	push(t, onlyProvider, releaseArtifact(t, "1.0.0"), "1.0.0")
 	noVersions := open("acme", "empty", "aws")
 	push(t, noVersions, moduleArtifact(t, moduleZip(t, "x")), "latest")
-	p := startProxy(t, Options{ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}})
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}})
 	hex := strings.Repeat("a", 64)
 	for _, c := range []struct{ path, msg string }{
 		{"/v1/modules/acme/nope/aws/versions", "unknown module acme/nope/aws"},
@@ -261,7 +262,7 @@ func TestModulesNotFound(t *testing.T) {
 func TestModulesBadPaths(t *testing.T) {
 	dir, open := moduleStore(t)
 	push(t, open("acme", "network", "aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
-	p := startProxy(t, Options{ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}})
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}})
 	hex := strings.Repeat("a", 64)
 	archive := "/v1/module-archives/acme/network/aws/1.0.0/"
 	for _, path := range []string{
@@ -312,7 +313,7 @@ func TestModulesUpstreamFailures(t *testing.T) {
 	push(t, registryRepo(t, reg, "modules/acme/network/aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
 	fp := newFaultProxy(t, reg)
 	opts := throughFaults()
-	opts.ModuleMappings = []*oci.Template{mustModuleTemplate(t, fp.host()+"/modules/${namespace}/${name}/${system}")}
+	opts.ModuleMappings = []*repotemplate.Template{mustModuleTemplate(t, fp.host()+"/modules/${namespace}/${name}/${system}")}
 	p := startProxy(t, opts)
 	versionsPath := "/v1/modules/acme/network/aws/versions"
 	download := "/v1/modules/acme/network/aws/1.0.0/download"
@@ -337,7 +338,7 @@ func TestModulesUpstreamFailures(t *testing.T) {
 		t.Fatalf("after recovery: %v", r.Err)
 	}
 
-	down := startProxy(t, Options{Client: opts.Client, ModuleMappings: []*oci.Template{mustModuleTemplate(t, "127.0.0.1:1/modules/${namespace}/${name}/${system}")}})
+	down := startProxy(t, Options{Client: opts.Client, ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "127.0.0.1:1/modules/${namespace}/${name}/${system}")}})
 	down.wantError(t, versionsPath, http.StatusBadGateway, "unreachable")
 	down.wantError(t, download, http.StatusBadGateway, "unreachable")
 }
@@ -348,7 +349,7 @@ func TestModulesDigestMismatchAbortsStream(t *testing.T) {
 	dir, open := moduleStore(t)
 	z := moduleZip(t, "1.0.0")
 	push(t, open("acme", "network", "aws"), moduleArtifact(t, z), "1.0.0")
-	p := startProxy(t, Options{ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}})
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}})
 	u := p.moduleDownload(t, "/v1/modules/acme/network/aws/1.0.0/download", nil)
 	blob := filepath.Join(dir, "acme", "network", "aws", "blobs", "sha256", sha256Hex(z))
 	bad := slices.Clone(z)
@@ -375,7 +376,7 @@ func TestModulesClientAuthentication(t *testing.T) {
 	push(t, open("acme", "network", "aws"), moduleArtifact(t, z), "1.0.0")
 	token := "s3cret-token-0123456789"
 	p := startProxy(t, Options{
-		ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")},
+		ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")},
 		AuthTokens:     []string{token},
 		ArchiveURLTTL:  time.Minute,
 	})
@@ -433,7 +434,7 @@ func TestModuleDownloadsForClientsWithCredentials(t *testing.T) {
 	push(t, open("acme", "network", "aws"), moduleArtifact(t, z), "1.0.0")
 	token := "s3cret-token-0123456789"
 	p := startProxy(t, Options{
-		ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")},
+		ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")},
 		AuthTokens:     []string{token},
 	})
 	download := "/v1/modules/acme/network/aws/1.0.0/download"

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/page"
@@ -38,7 +39,7 @@ func (s *Server) mountProviders(mappings store.ProviderMappings) {
 
 // mountModules adds modules.v1 and the module archive downloads, for the
 // module mappings in order.
-func (s *Server) mountModules(tpls []*oci.Template) {
+func (s *Server) mountModules(tpls []*repotemplate.Template) {
 	m := modules.New(s.out, s.moduleSource(tpls, ownModules))
 	s.Mount("modules.v1", modules.ModulesPath, "modules", s.Authenticate(http.HandlerFunc(m.ServeRegistry)))
 	s.Mount("", modules.ModuleArchivePrefix, "module_archives", http.HandlerFunc(m.ServeArchive))
@@ -46,7 +47,7 @@ func (s *Server) mountModules(tpls []*oci.Template) {
 
 // mountModuleOrigins serves the modules of each origin module registry
 // under its own paths.
-func (s *Server) mountModuleOrigins(tpls []*oci.Template) {
+func (s *Server) mountModuleOrigins(tpls []*repotemplate.Template) {
 	if !s.pull.Modules() {
 		return
 	}

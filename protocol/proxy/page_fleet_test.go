@@ -9,8 +9,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
 
@@ -29,7 +29,7 @@ func twoReplicas(t *testing.T, srv *testenv.Redis) (a, b *proxy) {
 		}
 		t.Cleanup(func() { shared.Close() })
 		return startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
-			ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}, Shared: shared})
+			ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}, Shared: shared})
 	}
 	return start(), start()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // factsPolicy writes the public keys of signers (by file name) beside a
@@ -250,7 +251,7 @@ module "*/acme/*/*" {
   min_age = "24h"
 }
 tofu { min_age = "24h" }`, map[string]*attest.Signer{"org.pub": ours})
-	p := startProxy(t, Options{ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}, TofuRepository: &ref, Policy: pol, Now: clk.now})
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")}, TofuRepository: &ref, Policy: pol, Now: clk.now})
 
 	var vs moduleVersionsDoc
 	p.getJSON(t, "/v1/modules/acme/network/aws/versions", 200, &vs)

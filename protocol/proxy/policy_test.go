@@ -8,6 +8,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // mustPolicy is src parsed and put in force, as serve --policy does.
@@ -158,7 +159,7 @@ func TestArchiveURLsNameTheVersionsOwnDigest(t *testing.T) {
 		push(t, mrepo, moduleArtifact(t, moduleZip(t, v)), v)
 	}
 	opts := Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
-		ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}, RegistryHostname: "example.com"}
+		ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}, RegistryHostname: "example.com"}
 	plain := startProxy(t, opts)
 	opts.Policy = mustPolicy(t, `
 provider "example.com/test/hello" {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
@@ -27,7 +28,7 @@ func TestMountedPrefixesRouteAsTheMux(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := New(Options{Client: client, ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
-		ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
+		ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")},
 		TofuRepository: &tref, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/health"
@@ -69,7 +70,7 @@ type Options struct {
 	// versions are those of every mapping, each served from the first
 	// mapping holding it (protocol/source/merged, docs/proxy.md "Several
 	// mappings"); pull-through stores modules into the first.
-	ModuleMappings []*oci.Template
+	ModuleMappings []*repotemplate.Template
 	// TofuRepository holds OpenTofu releases (oci-tofu push tofu), served
 	// as a TofuDL mirror under /tofu/.
 	TofuRepository *oci.Reference

@@ -10,6 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 	"github.com/oci-tofu/oci-tofu/protocol/source/held"
@@ -152,7 +153,7 @@ const ownModules = ""
 // module pull-through the first mapping pulls from origin, or for the
 // proxy's own modules from the first origin, as --pull-through-own-modules
 // allows.
-func (s *Server) moduleSource(tpls []*oci.Template, origin string) source.Modules {
+func (s *Server) moduleSource(tpls []*repotemplate.Template, origin string) source.Modules {
 	judge := s.rules()
 	pulls := s.pull.Modules()
 	mappings := make([]source.Modules, len(tpls))

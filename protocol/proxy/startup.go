@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
@@ -20,7 +20,7 @@ func (s *Server) startShared() error {
 	if s.opts.PullThrough == nil {
 		return nil
 	}
-	var pullModules *oci.Template // pull-through stores modules into the first mapping
+	var pullModules *repotemplate.Template // pull-through stores modules into the first mapping
 	if len(s.opts.ModuleMappings) > 0 {
 		pullModules = s.opts.ModuleMappings[0]
 	}

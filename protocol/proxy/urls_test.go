@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
@@ -87,7 +87,7 @@ func startURLProxy(t *testing.T, opts Options) *proxy {
 	mdir, mopen := moduleStore(t)
 	push(t, mopen("acme", "network", "aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), names.TagForVersion(mustVersion(t, "1.0.0")))
 	opts.ProviderMappings = mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")
-	opts.ModuleMappings = []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}
+	opts.ModuleMappings = []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}
 	return startProxy(t, opts)
 }
 

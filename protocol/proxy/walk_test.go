@@ -12,8 +12,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // TestWalkHeldVersion: a held <version>.json, one mapping, no policy.
@@ -31,7 +31,7 @@ func TestWalkHeldVersion(t *testing.T) {
 func TestWalkModuleDownload(t *testing.T) {
 	mdir, mopen := moduleStore(t)
 	push(t, mopen("acme", "network", "aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), names.TagForVersion(mustVersion(t, "1.0.0")))
-	p := startProxy(t, Options{ModuleMappings: []*oci.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}})
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}})
 	p.get(t, "/v1/modules/acme/network/aws/versions")
 	if os.Getenv("WALK") == "1" {
 		u := p.moduleDownload(t, "/v1/modules/acme/network/aws/1.0.0/download", nil)

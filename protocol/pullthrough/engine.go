@@ -14,6 +14,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
@@ -34,7 +35,7 @@ type Config struct {
 	// modules are stored in: the first of the proxy's module mappings,
 	// the only one pull-through stores into (the proxy names the
 	// repository of each pull; the engine probes one at CheckPush).
-	ModuleTemplate *oci.Template
+	ModuleTemplate *repotemplate.Template
 	// Registry writes to the registry.
 	Registry *oci.Client
 	// Metrics registers pull-through's metrics (nil: not registered).
@@ -58,7 +59,7 @@ type Engine struct {
 	opts     Options
 	mappings store.ProviderMappings
 	tofuRepo *oci.Reference
-	modTpl   *oci.Template
+	modTpl   *repotemplate.Template
 	registry *oci.Client
 	log      *slog.Logger
 	metrics  *metrics

@@ -8,10 +8,11 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // RepositoryTemplate maps a provider's names ("hostname", "namespace",
-// "type") to a repository: an *oci.Template, or an oci_mirror block's HCL
+// "type") to a repository: an *repotemplate.Template, or an oci_mirror block's HCL
 // template (cliconfig.Template).
 type RepositoryTemplate interface {
 	Expand(values map[string]string) (oci.Reference, error)
@@ -53,9 +54,9 @@ func CheckMappings(ms []ProviderMapping) (ProviderMappings, error) {
 	return out, nil
 }
 
-// isNilTemplate catches a nil *oci.Template in the interface.
+// isNilTemplate catches a nil *repotemplate.Template in the interface.
 func isNilTemplate(t RepositoryTemplate) bool {
-	ot, ok := t.(*oci.Template)
+	ot, ok := t.(*repotemplate.Template)
 	return ok && ot == nil
 }
 

@@ -20,13 +20,14 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-func providerTemplate(t *testing.T, s string) *oci.Template {
+func providerTemplate(t *testing.T, s string) *repotemplate.Template {
 	t.Helper()
-	tpl, err := oci.ParseProviderTemplate(s)
+	tpl, err := repotemplate.ParseProviderTemplate(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +73,9 @@ func TestProviderMappings(t *testing.T) {
 	if _, err := store.CheckMappings([]store.ProviderMapping{{Template: nil}}); err == nil {
 		t.Error("a mapping without a template was accepted")
 	}
-	var nilTemplate *oci.Template
+	var nilTemplate *repotemplate.Template
 	if _, err := store.CheckMappings([]store.ProviderMapping{{Template: nilTemplate}}); err == nil {
-		t.Error("a mapping with a nil *oci.Template was accepted")
+		t.Error("a mapping with a nil *repotemplate.Template was accepted")
 	}
 	if _, err := store.CheckMappings([]store.ProviderMapping{{Template: providerTemplate(t, "r.example/${namespace}/${type}"), Include: []string{"a/[b/c"}}}); err == nil {
 		t.Error("an invalid pattern was accepted")

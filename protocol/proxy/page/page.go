@@ -21,6 +21,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
@@ -54,7 +55,7 @@ type Config struct {
 	PublicURL, RegistryHostname string
 	// Providers, Modules, Tofu: the mappings (nil when not served).
 	Providers store.ProviderMappings
-	Modules   []*oci.Template
+	Modules   []*repotemplate.Template
 	Tofu      *oci.Reference
 	// Minimal: client authentication is on, so the page shows health
 	// and client configuration only: what is served, and from where, is

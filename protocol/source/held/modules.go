@@ -9,6 +9,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -17,7 +18,7 @@ import (
 // any tool writing OpenTofu's modulepkg) one mapping holds: the
 // repositories Template maps module addresses to.
 type Modules struct {
-	Template *oci.Template
+	Template *repotemplate.Template
 	Store    *store.Store
 	Log      *slog.Logger
 }

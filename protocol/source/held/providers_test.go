@@ -10,6 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/source/held"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -29,7 +30,7 @@ func heldHello(t *testing.T) (*held.Providers, names.Provider) {
 		t.Fatal(err)
 	}
 	seed.Push(t, repo, seed.HelloArtifact(t, "1.0.0"), "1.0.0")
-	tpl, err := oci.ParseProviderTemplate("oci-layout:" + dir + "/${namespace}/${type}")
+	tpl, err := repotemplate.ParseProviderTemplate("oci-layout:" + dir + "/${namespace}/${type}")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
-package oci
+package repotemplate
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 func TestProviderTemplate(t *testing.T) {
@@ -48,7 +50,7 @@ func TestProviderTemplate(t *testing.T) {
 }
 
 func TestParseReference(t *testing.T) {
-	for in, want := range map[string]Reference{
+	for in, want := range map[string]oci.Reference{
 		"localhost:5000/a/b":        {Registry: "localhost:5000", Repository: "a/b"},
 		"ghcr.io/a/b:1.0.0":         {Registry: "ghcr.io", Repository: "a/b", Reference: "1.0.0"},
 		"oci-layout:/tmp/x":         {Layout: true, Repository: "/tmp/x"},
@@ -56,13 +58,13 @@ func TestParseReference(t *testing.T) {
 		"oci-layout:C:/x/y":         {Layout: true, Repository: "C:/x/y"},
 		"oci-layout:/x@sha256:abcd": {Layout: true, Repository: "/x", Reference: "sha256:abcd"},
 	} {
-		got, err := ParseReference(in)
+		got, err := oci.ParseReference(in)
 		if err != nil || got != want {
 			t.Errorf("%s: %+v %v, want %+v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"https://ghcr.io/a", "noslash", "oci-layout:", "ghcr.io/A/B"} {
-		if _, err := ParseReference(bad); err == nil {
+		if _, err := oci.ParseReference(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		} else if !strings.Contains(err.Error(), "invalid reference") {
 			t.Errorf("%q: %v", bad, err)
@@ -107,4 +109,30 @@ func TestTemplateHostnameWithPort(t *testing.T) {
 	if ref, err := tpl.Expand(map[string]string{"hostname": "localhost_8443", "namespace": "ns", "type": "ty"}); err == nil {
 		t.Errorf("hostname localhost_8443 expanded to %s", ref)
 	}
+}
+
+// FuzzParseProviderTemplate: repository templates from command lines and
+// configurations never make the parser panic; an expanded template is a
+// repository without tag, whatever the values.
+func FuzzParseProviderTemplate(f *testing.F) {
+	for _, s := range []string{
+		"ghcr.io/acme/providers/${namespace}/${type}", "oci-layout:/srv/oci/${namespace}/${type}",
+		"localhost:5000/a/b:1.0.0", "oci-layout:/x@sha256:abc", "reg/${hostname}/${namespace}/${type}:tag",
+		"https://x/y", "${namespace}${type}", "",
+	} {
+		f.Add(s, "hashicorp", "aws")
+	}
+	f.Fuzz(func(t *testing.T, s, ns, typ string) {
+		tpl, err := ParseProviderTemplate(s)
+		if err != nil {
+			return
+		}
+		ref, err := tpl.Expand(map[string]string{"hostname": "registry.example", "namespace": ns, "type": typ})
+		if err != nil {
+			return
+		}
+		if ref.Reference != "" || strings.Contains(ref.Repository, "..") && !ref.Layout && !strings.Contains(s, "..") {
+			t.Fatalf("%q with %q/%q expands to %+v", s, ns, typ, ref)
+		}
+	})
 }

@@ -1,10 +1,11 @@
-package oci
+package repotemplate
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
 
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
@@ -50,7 +51,7 @@ func ParseTemplate(s string, allowed, required []string) (*Template, error) {
 		}
 	}
 	if _, err := t.Expand(example); err != nil {
-		return nil, fmt.Errorf("repository template %q does not give a repository (host[:port]/path or %sPATH): %w", s, LayoutPrefix, err)
+		return nil, fmt.Errorf("repository template %q does not give a repository (host[:port]/path or %sPATH): %w", s, oci.LayoutPrefix, err)
 	}
 	return t, nil
 }
@@ -97,7 +98,7 @@ var validName = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
 // repository names; OpenTofu's names are case-insensitive) and must be
 // plain names; ${hostname} is a host name with an optional port, written
 // as hostnameSegment says.
-func (t *Template) Expand(values map[string]string) (Reference, error) {
+func (t *Template) Expand(values map[string]string) (oci.Reference, error) {
 	var err error
 	var b strings.Builder
 	last := 0
@@ -120,15 +121,15 @@ func (t *Template) Expand(values map[string]string) (Reference, error) {
 	}
 	b.WriteString(t.raw[last:])
 	if err != nil {
-		return Reference{}, err
+		return oci.Reference{}, err
 	}
 	out := b.String()
-	ref, perr := ParseReference(out)
+	ref, perr := oci.ParseReference(out)
 	if perr != nil {
-		return Reference{}, perr
+		return oci.Reference{}, perr
 	}
 	if ref.Reference != "" {
-		return Reference{}, fmt.Errorf("repository template %q must not name a tag or digest", t.raw)
+		return oci.Reference{}, fmt.Errorf("repository template %q must not name a tag or digest", t.raw)
 	}
 	return ref, nil
 }
@@ -142,7 +143,7 @@ func (t *Template) Expand(values map[string]string) (Reference, error) {
 // never give one repository (docs/proxy.md, "How providers map to
 // repositories").
 func (t *Template) hostnameSegment(h string, at int) string {
-	if !strings.HasPrefix(t.raw, LayoutPrefix) && !strings.Contains(t.raw[:at], "/") {
+	if !strings.HasPrefix(t.raw, oci.LayoutPrefix) && !strings.Contains(t.raw[:at], "/") {
 		return h
 	}
 	return strings.Replace(h, ":", "_", 1)
