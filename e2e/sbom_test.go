@@ -25,22 +25,6 @@ terraform {
 `
 )
 
-// sbomModules are an SBOM's modules in the form of testenv.GoVersionM.
-func sbomModules(b *sbom.GoBuild) []string {
-	var out []string
-	for i, m := range b.Modules() {
-		kind := "dep"
-		if i == 0 {
-			kind = "mod"
-		}
-		out = append(out, strings.Join([]string{kind, m.Path, m.Version, m.Sum}, " "))
-		if r := m.Replace; r != nil {
-			out = append(out, strings.Join([]string{"=>", r.Path, r.Version, r.Sum}, " "))
-		}
-	}
-	return out
-}
-
 type pushedSBOM struct {
 	Platform, Manifest, Status, Referrer string
 	Attested                             bool
@@ -96,7 +80,7 @@ func TestSBOMPushAttestCopyBackfill(t *testing.T) {
 		if len(doc.Executables) != 1 || doc.Executables[0].Go == nil || !doc.Created.Equal(signed) {
 			t.Fatalf("%s: %+v", p, doc)
 		}
-		if got, want := sbomModules(doc.Executables[0].Go), testenv.GoVersionM(t, bins[p]); !slices.Equal(got, want) {
+		if got, want := testenv.ModuleLines(doc.Executables[0].Go.BuildInfo().String()), testenv.GoVersionM(t, bins[p]); !slices.Equal(got, want) {
 			t.Errorf("%s: SBOM modules\n%s\nwant (go version -m)\n%s", p, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 		ref := repo + "@" + manifests[p]

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -107,22 +106,6 @@ func readFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// moduleLines are the modules of a build in the form of testenv.GoVersionM.
-func moduleLines(b *GoBuild) []string {
-	var out []string
-	for i, m := range b.Modules() {
-		kind := "dep"
-		if i == 0 {
-			kind = "mod"
-		}
-		out = append(out, strings.Join([]string{kind, m.Path, m.Version, m.Sum}, " "))
-		if r := m.Replace; r != nil {
-			out = append(out, strings.Join([]string{"=>", r.Path, r.Version, r.Sum}, " "))
-		}
-	}
-	return out
 }
 
 // fakeELF is a minimal little-endian 64-bit ELF executable whose only

@@ -109,7 +109,7 @@ func TestFromZipGoBinaries(t *testing.T) {
 			if e.Name != exeName || e.Go == nil || e.Size != int64(len(readFile(t, bin))) || e.SHA256 != digest.FromBytes(readFile(t, bin)).Encoded() {
 				t.Fatalf("executable %+v", e)
 			}
-			if got, want := moduleLines(e.Go), testenv.GoVersionM(t, bin); !slices.Equal(got, want) {
+			if got, want := testenv.ModuleLines(e.Go.BuildInfo().String()), testenv.GoVersionM(t, bin); !slices.Equal(got, want) {
 				t.Errorf("modules\n%s\n`go version -m`\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 			goos, goarch, _ := strings.Cut(platform, "_")

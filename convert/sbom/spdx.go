@@ -94,7 +94,7 @@ func (d *Document) spdx() (*spdx.Document, error) {
 			continue
 		}
 		exe.PackageComment = fmt.Sprintf("executable of %d bytes; Go: its sourceInfo is its build information, as `go version -m` prints it", e.Size)
-		exe.PackageSourceInfo = e.Go.buildInfo().String()
+		exe.PackageSourceInfo = e.Go.BuildInfo().String()
 		main := goPackage(prefix+"-Main-"+idPart(e.Go.Main.Path), e.Go.Main, "SOURCE")
 		main.PackageComment = strings.TrimPrefix(main.PackageComment+"; the main module of "+e.Name, "; ")
 		doc.Packages = append(doc.Packages, main)

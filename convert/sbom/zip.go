@@ -382,9 +382,10 @@ func fromDebug(m *debug.Module) Module {
 	return out
 }
 
-// buildInfo is the runtime/debug.BuildInfo of a GoBuild, its settings
-// ordered by key.
-func (b *GoBuild) buildInfo() *debug.BuildInfo {
+// BuildInfo is the runtime/debug.BuildInfo of a GoBuild, its settings
+// ordered by key: its String is what `go version -m` prints of the
+// executable (without the first line).
+func (b *GoBuild) BuildInfo() *debug.BuildInfo {
 	bi := &debug.BuildInfo{GoVersion: b.GoVersion, Path: b.Path, Main: debugModule(b.Main)}
 	for _, d := range b.Deps {
 		m := debugModule(d)

@@ -79,8 +79,15 @@ func GoVersionM(t testing.TB, bin string) []string {
 	if err != nil {
 		t.Fatalf("go version -m: %v", err)
 	}
+	return ModuleLines(string(out))
+}
+
+// ModuleLines are the module lines of build information as `go version
+// -m` prints it, or as debug.BuildInfo's String writes it, in
+// GoVersionM's form.
+func ModuleLines(buildInfo string) []string {
 	var mods []string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(buildInfo, "\n") {
 		f := strings.Split(strings.TrimPrefix(line, "\t"), "\t")
 		switch f[0] {
 		case "mod", "dep", "=>":
