@@ -28,11 +28,16 @@ repository the template gives. A version is kept when any rule keeps it:
   --keep-newest N     the newest N releases of each major version, and the newest N
                       pre-releases of a major newer than its newest release
   --keep-locked DIR   every version a .terraform.lock.hcl under DIR pins (recursively,
-                      .terraform directories skipped; providers only)
+                      .terraform directories skipped; providers only), whatever host
+                      its entry names: the repository it maps to as serve maps it
   --keep-downloaded-within PERIOD
                       every version a client downloaded within PERIOD, by the proxy's
-                      audit trail (--audit-log: its files, or a directory of replicas')
-  --policy FILE       every version the policy file marks to keep
+                      audit trail (--audit-log: its files, or a directory of replicas'),
+                      and every version too new to judge: pushed within PERIOD, or
+                      at a time unknown (pushed without --attest-key)
+  --policy FILE       every version a keep block keeps under any address serve may
+                      show the repository under; a keep block about a pruned
+                      repository that decides none of them is an error
 
 and also when deleting it would delete another tag (latest, or a kept version naming
 the same manifest). At least one rule is required. Without --apply nothing is deleted:
@@ -70,7 +75,15 @@ func runPrune(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := pruneRules(c, targets)
+	tpl, err := pruneTemplate(c) // prune_addresses.go
+	if err != nil {
+		return err
+	}
+	pol, err := readGatePolicy(c) // policy_gate.go
+	if err != nil {
+		return err
+	}
+	rules, warnings, err := pruneRules(c, tpl, targets, pol)
 	if err != nil {
 		return err
 	}
@@ -78,23 +91,36 @@ func runPrune(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep := newReporter(c)
 	var plans []*prune.Plan
 	for _, t := range targets {
-		p, err := planPrune(c, client, t, rules)
+		p, err := planPrune(c, client, t, rules, func(kind names.Kind) ([]string, error) { return servedAddresses(pol, tpl, t, kind) })
 		if err != nil {
 			return err
 		}
 		plans = append(plans, p)
 	}
+	if pol != nil {
+		w, err := checkKeepBlocks(pol, plans)
+		if err != nil {
+			return err
+		}
+		warnings = appendNonEmpty(warnings, w)
+	}
 	var applyErr error
 	if c.Bool("apply") {
 		applyErr = applyPrune(c, client, targets, plans)
 	}
-	if err := reportPrune(rep, plans, c.Bool("apply")); err != nil {
+	if err := reportPrune(newReporter(c), plans, warnings, c.Bool("apply")); err != nil {
 		return err
 	}
 	return applyErr
+}
+
+func appendNonEmpty(list []string, s string) []string {
+	if s == "" {
+		return list
+	}
+	return append(list, s)
 }
 
 // repositoryTargets are the repositories the arguments name:
@@ -113,9 +139,9 @@ func repositoryTargets(c *cli.Context, why string) ([]pruneTarget, error) {
 		}
 		return targets, nil
 	}
-	tpl, err := repotemplate.ParseProviderTemplate(raw)
+	tpl, err := pruneTemplate(c)
 	if err != nil {
-		return nil, fmt.Errorf("--provider-template: %w", err)
+		return nil, err
 	}
 	for _, arg := range c.Args().Slice() {
 		p, err := names.ParseProvider(arg)
@@ -131,32 +157,34 @@ func repositoryTargets(c *cli.Context, why string) ([]pruneTarget, error) {
 	return targets, nil
 }
 
-// pruneRules reads the keep rules the flags give; without any, prune
-// would delete every version, which is refused.
-func pruneRules(c *cli.Context, targets []pruneTarget) (prune.Rules, error) {
+// pruneRules reads the keep rules the flags give, and warnings about
+// them (lock file entries pinning nothing pruned); without any rule,
+// prune would delete every version, which is refused.
+func pruneRules(c *cli.Context, tpl *repotemplate.Template, targets []pruneTarget, pol *policy.Policy) (prune.Rules, []string, error) {
 	rules := prune.Rules{KeepNewest: c.Int("keep-newest")}
+	var warnings []string
 	if rules.KeepNewest < 0 {
-		return rules, usageError(c, "--keep-newest %d: give a number of versions, 1 or more", rules.KeepNewest)
+		return rules, nil, usageError(c, "--keep-newest %d: give a number of versions, 1 or more", rules.KeepNewest)
 	}
 	if dirs := c.StringSlice("keep-locked"); len(dirs) > 0 {
 		locked, err := prune.ReadLockFiles(dirs)
 		if err != nil {
-			return rules, err
+			return rules, nil, err
 		}
-		rules.Pins = prune.NewLockPins(locked, func(p names.Provider) []string { return lockedRepositories(targets, p) })
+		pinned := func(p names.Provider) []string { return lockedRepositories(tpl, targets, p) }
+		rules.Pins = prune.NewLockPins(locked, pinned)
+		warnings = appendNonEmpty(warnings, unpinnedWarning(locked, pinned))
 	}
-	keep, err := policyKeep(c)
-	if err != nil {
-		return rules, err
+	if pol != nil {
+		rules.Keep = pol.Keeps
 	}
-	rules.Keep = keep
 	if err := downloadRule(c, &rules); err != nil {
-		return rules, err
+		return rules, nil, err
 	}
 	if rules.KeepNewest == 0 && rules.Pins == nil && rules.Keep == nil && rules.Downloads == nil {
-		return rules, usageError(c, "give at least one keep rule (--keep-newest, --keep-locked, --keep-downloaded-within, --policy): without one every version would be deleted")
+		return rules, nil, usageError(c, "give at least one keep rule (--keep-newest, --keep-locked, --keep-downloaded-within, --policy): without one every version would be deleted")
 	}
-	return rules, nil
+	return rules, warnings, nil
 }
 
 // downloadRule reads --keep-downloaded-within and the audit trails it is
@@ -218,49 +246,14 @@ func (l lastDownloads) LastDownload(repository, tag string) (time.Time, bool) {
 	return at, ok
 }
 
-// lockedRepositories are the targets a lock file entry for provider p is
-// stored in: the one its address was expanded to, or a repository
-// argument whose path ends in its namespace/type (whatever the hostname:
-// one repository may serve a provider under several, and keeping too
-// much is the safe side).
-func lockedRepositories(targets []pruneTarget, p names.Provider) []string {
-	var out []string
-	for _, t := range targets {
-		switch {
-		case t.provider != nil && strings.EqualFold(t.provider.String(), p.String()):
-			out = append(out, t.ref.Name())
-		case t.provider == nil && strings.HasSuffix(strings.ToLower("/"+t.ref.Repository), strings.ToLower("/"+p.Namespace+"/"+p.Type)):
-			out = append(out, t.ref.Name())
-		}
-	}
-	return out
-}
-
-// policyKeep is the keep function of --policy's file, or nil.
-func policyKeep(c *cli.Context) (func(names.Kind, string, names.Version) bool, error) {
-	pol, err := readGatePolicy(c) // policy_gate.go
-	if err != nil || pol == nil {
-		return nil, err
-	}
-	return pol.Keeps, nil
-}
-
 // planPrune reads one repository and plans its pruning.
-func planPrune(c *cli.Context, client *oci.Client, t pruneTarget, rules prune.Rules) (*prune.Plan, error) {
+// addresses are the ones the policy is asked about (servedAddresses).
+func planPrune(c *cli.Context, client *oci.Client, t pruneTarget, rules prune.Rules, addresses func(names.Kind) ([]string, error)) (*prune.Plan, error) {
 	repo, err := client.OpenReadOnly(c.Context, t.ref)
 	if err != nil {
 		return nil, err
 	}
-	return prune.MakePlan(c.Context, repo, prune.PlanOptions{
-		Name:  t.ref.Name(),
-		Rules: rules,
-		Address: func(kind names.Kind) (string, error) {
-			if t.provider != nil {
-				return policy.ProviderAddress(*t.provider), nil
-			}
-			return policy.AddressFromRepository(kind, t.ref.Repository)
-		},
-	})
+	return prune.MakePlan(c.Context, repo, prune.PlanOptions{Name: t.ref.Name(), Rules: rules, Addresses: addresses})
 }
 
 // applyPrune deletes what each plan lets go, stopping at the first
@@ -301,13 +294,17 @@ type pruneRepository struct {
 }
 
 // reportPrune prints the table (or JSON) of every version and the total.
-func reportPrune(rep *reporter, plans []*prune.Plan, applied bool) error {
+func reportPrune(rep *reporter, plans []*prune.Plan, warnings []string, applied bool) error {
 	res := struct {
 		Applied      bool              `json:"applied"`
 		Repositories []pruneRepository `json:"repositories"`
 		Versions     int               `json:"versions_to_delete"`
 		Bytes        int64             `json:"bytes"`
-	}{Applied: applied, Repositories: []pruneRepository{}}
+		Warnings     []string          `json:"warnings,omitempty"`
+	}{Applied: applied, Repositories: []pruneRepository{}, Warnings: warnings}
+	for _, w := range warnings {
+		rep.warn("prune", []string{w})
+	}
 	var human strings.Builder
 	for _, p := range plans {
 		r := pruneRepository{Repository: p.Repository.Name, Kind: p.Repository.Kind, Versions: []pruneVersion{}}

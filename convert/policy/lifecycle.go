@@ -30,6 +30,8 @@ type lifecycleBlock struct {
 	// matching; nil matches every version, pre-releases too.
 	sets    []names.VersionSet
 	message string
+	// at is where the block is written: file:line.
+	at string
 }
 
 // matches reports whether b is about version v.
@@ -83,6 +85,7 @@ func parseLifecycle(r *rule, blocks hcl.Blocks) error {
 		if err != nil {
 			return err
 		}
+		lb.at = fmt.Sprintf("%s:%d", b.DefRange.Filename, b.DefRange.Start.Line)
 		switch b.Type {
 		case "deprecated":
 			r.deprecated = append(r.deprecated, lb)

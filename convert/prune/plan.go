@@ -65,10 +65,10 @@ func (p *Plan) Total() (versions int, bytes int64) {
 type PlanOptions struct {
 	// Name is the repository as the registry holds it (host/path).
 	Name string
-	// Address is what the policy matches for the kind of artifact the
+	// Addresses are what the policy matches for the kind of artifact the
 	// repository holds (read from its versions' artifact types).
-	Address func(kind names.Kind) (string, error)
-	Rules   Rules
+	Addresses func(kind names.Kind) ([]string, error)
+	Rules     Rules
 }
 
 // walks bounds the trees read at once.
@@ -100,13 +100,16 @@ func MakePlan(ctx context.Context, repo oci.ReadOnlyRepository, opts PlanOptions
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Name, err)
 	}
+	for i := range versions {
+		versions[i].Pushed = trees[versions[i].Tag].created
+	}
 	kind, err := kindOf(versions, trees)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Name, err)
 	}
 	r := Repository{Name: opts.Name, Kind: kind}
 	if len(versions) > 0 {
-		if r.Address, err = opts.Address(kind); err != nil {
+		if r.Addresses, err = opts.Addresses(kind); err != nil {
 			return nil, err
 		}
 	}

@@ -37,7 +37,9 @@ type Rules struct {
 	// not kept by this rule).
 	KeepNewest int
 	// KeepDownloadedWithin keeps a version Downloads says was downloaded
-	// within that time before Now.
+	// within that time before Now, and one too new to judge by its
+	// downloads: pushed within that time, or at a time the registry does
+	// not tell (fail safe: what cannot be shown unused is kept).
 	KeepDownloadedWithin time.Duration
 	Downloads            Downloads
 	Now                  time.Time
@@ -52,15 +54,22 @@ type Repository struct {
 	// Name is host/path, as the registry holds it.
 	Name string
 	Kind names.Kind
-	// Address is what the policy matches (policy.AddressFromRepository,
-	// policy.ProviderAddress, policy.TofuAddress).
-	Address string
+	// Addresses are what the policy matches: every address serve may show
+	// the repository's artifacts under (policy.AddressFromRepository,
+	// policy.ProviderAddress, policy.TofuAddress, the same names on other
+	// hosts the templates map here). A version is kept when the rule
+	// deciding any of them keeps it.
+	Addresses []string
 }
 
 // Version is one version tag of the repository.
 type Version struct {
 	Tag     string
 	Version names.Version
+	// Pushed is when the version entered the registry, as far as the
+	// registry tells (the creation time its attestation bundles record);
+	// zero when it does not.
+	Pushed time.Time
 }
 
 // Verdict is the rules' answer for one version: the reasons it is kept,
@@ -82,10 +91,10 @@ func Decide(repo Repository, versions []Version, rules Rules) []Verdict {
 		for _, f := range pinnedBy(rules.Pins, repo.Name, v.Tag) {
 			kept = append(kept, "pinned by "+f)
 		}
-		if why, ok := rules.downloadedRecently(repo.Name, v.Tag); ok {
+		if why, ok := rules.downloadedRecently(repo.Name, v); ok {
 			kept = append(kept, why)
 		}
-		if rules.Keep != nil && rules.Keep(repo.Kind, repo.Address, v.Version) {
+		if rules.keptByPolicy(repo, v.Version) {
 			kept = append(kept, "kept by the policy")
 		}
 		out = append(out, Verdict{Version: v, Kept: kept})
@@ -150,14 +159,35 @@ func pinnedBy(p Pins, repository, tag string) []string {
 }
 
 // downloadedRecently says whether the version was downloaded within
-// KeepDownloadedWithin, and when.
-func (r Rules) downloadedRecently(repository, tag string) (string, bool) {
+// KeepDownloadedWithin, and when, or is too new to judge by that: pushed
+// within it, or at a time unknown.
+func (r Rules) downloadedRecently(repository string, v Version) (string, bool) {
 	if r.KeepDownloadedWithin <= 0 || r.Downloads == nil {
 		return "", false
 	}
-	last, ok := r.Downloads.LastDownload(repository, tag)
-	if !ok || r.Now.Sub(last) > r.KeepDownloadedWithin {
-		return "", false
+	within := FormatPeriod(r.KeepDownloadedWithin)
+	last, ok := r.Downloads.LastDownload(repository, v.Tag)
+	switch {
+	case ok && r.Now.Sub(last) <= r.KeepDownloadedWithin:
+		return fmt.Sprintf("downloaded %s (within %s)", last.UTC().Format(time.DateOnly), within), true
+	case v.Pushed.IsZero():
+		return fmt.Sprintf("push time unknown: not judged by downloads (within %s)", within), true
+	case r.Now.Sub(v.Pushed) <= r.KeepDownloadedWithin:
+		return fmt.Sprintf("pushed %s, too new to judge by downloads (within %s)", v.Pushed.UTC().Format(time.DateOnly), within), true
 	}
-	return fmt.Sprintf("downloaded %s (within %s)", last.UTC().Format(time.DateOnly), FormatPeriod(r.KeepDownloadedWithin)), true
+	return "", false
+}
+
+// keptByPolicy says whether the policy keeps v under any of the
+// repository's addresses.
+func (r Rules) keptByPolicy(repo Repository, v names.Version) bool {
+	if r.Keep == nil {
+		return false
+	}
+	for _, a := range repo.Addresses {
+		if r.Keep(repo.Kind, a, v) {
+			return true
+		}
+	}
+	return false
 }

@@ -43,7 +43,7 @@ func reasons(verdicts []Verdict, tag string) string {
 	return "(no such version)"
 }
 
-var repo = Repository{Name: "reg.example/providers/acme/widgets", Kind: names.KindProvider, Address: "registry.opentofu.org/acme/widgets"}
+var repo = Repository{Name: "reg.example/providers/acme/widgets", Kind: names.KindProvider, Addresses: []string{"registry.opentofu.org/acme/widgets"}}
 
 func TestKeepNewestPerMajor(t *testing.T) {
 	vs := versionsOf(t, "1.0.0", "1.2.0", "1.10.0", "1.9.0", "2.0.0", "2.1.0-rc1", "2.0.0-beta1", "3.0.0-rc1", "3.0.0-rc2", "0.9.0", "0.1.0", "1.10.0_build.2")
@@ -103,13 +103,57 @@ func TestKeepDownloadedWithin(t *testing.T) {
 		repo.Name + ":1.1.0": now.Add(-91 * 24 * time.Hour),
 		"other/repo:1.2.0":   now,
 	}
-	got := Decide(repo, versionsOf(t, "1.0.0", "1.1.0", "1.2.0"), Rules{KeepDownloadedWithin: 90 * 24 * time.Hour, Downloads: d, Now: now})
+	vs := pushedAt(versionsOf(t, "1.0.0", "1.1.0", "1.2.0"), now.Add(-200*24*time.Hour))
+	got := Decide(repo, vs, Rules{KeepDownloadedWithin: 90 * 24 * time.Hour, Downloads: d, Now: now})
 	keep, _ := kept(got)
 	if !slices.Equal(keep, []string{"1.0.0"}) {
 		t.Errorf("kept %v, want only 1.0.0 (downloaded 89 days ago)", keep)
 	}
 	if r := reasons(got, "1.0.0"); r != "downloaded 2025-03-04 (within 90d)" {
 		t.Errorf("1.0.0 kept because %q", r)
+	}
+}
+
+func pushedAt(vs []Version, at time.Time) []Version {
+	for i := range vs {
+		vs[i].Pushed = at
+	}
+	return vs
+}
+
+// A version never downloaded is judged by --keep-downloaded-within only
+// once it has been in the registry longer than the period: one pushed
+// within it, or at a time the registry does not tell, is too new to
+// judge, and kept.
+func TestKeepDownloadedWithinTooNew(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	vs := versionsOf(t, "1.0.0", "1.1.0", "1.2.0")
+	vs[0].Pushed = now.Add(-100 * 24 * time.Hour)
+	vs[1].Pushed = now.Add(-24 * time.Hour)
+	got := Decide(repo, vs, Rules{KeepDownloadedWithin: 90 * 24 * time.Hour, Downloads: downloads{}, Now: now})
+	keep, goes := kept(got)
+	if !slices.Equal(keep, []string{"1.2.0", "1.1.0"}) || !slices.Equal(goes, []string{"1.0.0"}) {
+		t.Errorf("kept %v, goes %v; want 1.1.0 (pushed yesterday) and 1.2.0 (push time unknown) kept", keep, goes)
+	}
+	if r := reasons(got, "1.1.0"); r != "pushed 2025-05-31, too new to judge by downloads (within 90d)" {
+		t.Errorf("1.1.0 kept because %q", r)
+	}
+	if r := reasons(got, "1.2.0"); r != "push time unknown: not judged by downloads (within 90d)" {
+		t.Errorf("1.2.0 kept because %q", r)
+	}
+}
+
+// The policy is asked about every address serve may show the repository
+// under: a keep block for any of them keeps the version.
+func TestKeepByPolicyAnyAddress(t *testing.T) {
+	r := repo
+	r.Addresses = []string{"registry.opentofu.org/acme/widgets", "tofu.example.com/acme/widgets"}
+	keep := func(_ names.Kind, address string, v names.Version) bool {
+		return address == "tofu.example.com/acme/widgets" && v.String() == "1.0.0"
+	}
+	k, goes := kept(Decide(r, versionsOf(t, "1.0.0", "1.1.0"), Rules{Keep: keep}))
+	if !slices.Equal(k, []string{"1.0.0"}) || !slices.Equal(goes, []string{"1.1.0"}) {
+		t.Errorf("kept %v, goes %v; want 1.0.0 kept by its second address", k, goes)
 	}
 }
 

@@ -3,6 +3,7 @@ package prune
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -26,6 +27,20 @@ type tree struct {
 	order []ocispec.Descriptor
 	// sizes are the size of every manifest and blob of the tree.
 	sizes map[digest.Digest]int64
+	// created is the latest creation time a referrer of the root
+	// records (pushed, below); zero when none does.
+	created time.Time
+}
+
+// pushed notes when a referrer of the root says it was created: the
+// Sigstore bundles push --attest-key and pull-through write carry
+// org.opencontainers.image.created, the time they were made. It is not
+// verified: it only ever keeps a version longer (Rules.KeepDownloadedWithin).
+func (t *tree) pushed(r ocispec.Descriptor) {
+	c, err := time.Parse(time.RFC3339, r.Annotations[ocispec.AnnotationCreated])
+	if err == nil && c.After(t.created) {
+		t.created = c
+	}
 }
 
 // walker reads trees in one repository.
@@ -120,6 +135,9 @@ func (v *visit) attachments(ctx context.Context, d digest.Digest) error {
 		return err
 	}
 	for _, r := range referrers {
+		if d == v.t.root.Digest {
+			v.t.pushed(r)
+		}
 		if err := v.manifest(ctx, r, false); err != nil {
 			return err
 		}
