@@ -13,8 +13,11 @@ import (
 // registryDecision is one decision of `policy test --json` against the
 // registry.
 type registryDecision struct {
-	Kind, Address, Version, Rule, Reason string
-	Allow, Held                          bool
+	Kind, Address, Version, Rule, Reason, Verdict string
+	// Allow is the verdict (serve lists it); PolicyAllows the policy's
+	// decision alone.
+	Allow, Held  bool
+	PolicyAllows bool `json:"policy_allows"`
 	// Admission is serve's admission flags' word (given them).
 	Admission *struct {
 		Admitted bool
@@ -23,9 +26,10 @@ type registryDecision struct {
 }
 
 // served says whether serve lists the version, by policy test: the
-// policy allows it and the admission flags, when given, admit it.
+// policy allows it and the admission flags, when given, admit it (what
+// "allow" and the "allow" verdict must say too).
 func (d registryDecision) served() bool {
-	return d.Allow && (d.Admission == nil || d.Admission.Admitted)
+	return d.PolicyAllows && (d.Admission == nil || d.Admission.Admitted)
 }
 
 // policyTestJSON runs policy test --json and returns its decisions.
@@ -157,10 +161,13 @@ tofu {
 	for _, c := range queries {
 		t.Run("admission "+c.query, func(t *testing.T) {
 			for _, d := range comparePolicyTest(t, sa, c.query, c.listing, append([]string{"--policy", file}, admission...)) {
-				if d.Allow && d.Admission == nil {
+				if d.PolicyAllows && d.Admission == nil {
 					t.Errorf("%s %s: allowed, no admission verdict: %+v", d.Address, d.Version, d)
 				}
-				if d.Allow && !d.served() {
+				if d.Verdict == "refuse" {
+					if d.Allow || !d.PolicyAllows {
+						t.Errorf("%s %s: refused, yet allow %v and policy_allows %v", d.Address, d.Version, d.Allow, d.PolicyAllows)
+					}
 					refused = append(refused, d)
 				}
 			}
@@ -218,6 +225,9 @@ func comparePolicyTest(t *testing.T, s *served, query, listing string, args []st
 	for _, d := range decisions {
 		if !d.Held || d.Rule == "" || d.Reason == "" {
 			t.Errorf("decision without what it decided on: %+v", d)
+		}
+		if d.Allow != d.served() || d.Allow != (d.Verdict == "allow") {
+			t.Errorf("allow %v, verdict %q, yet serve would list it: %v: %+v", d.Allow, d.Verdict, d.served(), d)
 		}
 		if d.served() {
 			allowed = append(allowed, d.Version)

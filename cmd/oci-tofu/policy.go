@@ -148,6 +148,21 @@ type policyQuery struct {
 	Access *clientAccess `json:"access,omitempty"`
 }
 
+// MarshalJSON writes q with the verdict first: "verdict" is the word the
+// text line starts with, "allow" is true exactly when it is allow (what
+// serve serves to that caller), and "policy_allows" is the policy's own
+// decision (before --as's access and the admission flags' word).
+func (q policyQuery) MarshalJSON() ([]byte, error) {
+	type fields policyQuery // without this method
+	verdict := q.verdict()
+	return json.Marshal(struct {
+		Verdict      string `json:"verdict"`
+		Allow        bool   `json:"allow"`
+		PolicyAllows bool   `json:"policy_allows"`
+		fields
+	}{verdict, verdict == "allow", q.Allow, fields(q)})
+}
+
 // clientAccess is whether a client may read an address, and why.
 type clientAccess struct {
 	Client string `json:"client"`

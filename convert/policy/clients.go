@@ -70,19 +70,10 @@ type OIDC struct {
 	// issuer's discovery document.
 	JWKSFile string
 	// Claims are claim name → pattern ("repo:acme/*": * is any run of
-	// characters, ? one), each matched against the claim's value as a
-	// string.
+	// characters, ? one), each matched against the claim's JSON value
+	// (claimMatches); they pin the identity (checkPinned).
 	Claims  map[string]string
 	matches map[string]*regexp.Regexp
-}
-
-// claimPattern compiles a claims pattern: * any run of characters, ?
-// one, anything else itself; the whole value must match.
-func claimPattern(p string) *regexp.Regexp {
-	q := regexp.QuoteMeta(p)
-	q = strings.ReplaceAll(q, `\*`, ".*")
-	q = strings.ReplaceAll(q, `\?`, ".")
-	return regexp.MustCompile("^(?s:" + q + ")$")
 }
 
 // TokenHash is what a client block's tokens list holds for token.
@@ -102,7 +93,7 @@ func parseClient(b *hcl.Block, env *parseEnv) (*Client, error) {
 		return nil, diagError(diags)
 	}
 	for _, ob := range content.Blocks {
-		o, err := parseOIDC(ob, env)
+		o, err := parseOIDC(ob, c.Name, env)
 		if err != nil {
 			return nil, err
 		}
@@ -171,8 +162,8 @@ func (c *Client) parseBudget(rate, burst *hcl.Attribute) error {
 	return nil
 }
 
-// parseOIDC reads an oidc block.
-func parseOIDC(b *hcl.Block, env *parseEnv) (*OIDC, error) {
+// parseOIDC reads an oidc block of client.
+func parseOIDC(b *hcl.Block, client string, env *parseEnv) (*OIDC, error) {
 	content, diags := b.Body.Content(oidcSchema)
 	if diags.HasErrors() {
 		return nil, diagError(diags)
@@ -202,27 +193,37 @@ func parseOIDC(b *hcl.Block, env *parseEnv) (*OIDC, error) {
 			return nil, posError(a.Expr.Range(), fmt.Sprintf("jwks: %v", err))
 		}
 	}
-	if a, ok := content.Attributes["claims"]; ok {
-		if err := decode(a, &o.Claims); err != nil {
-			return nil, err
-		}
-		o.matches = make(map[string]*regexp.Regexp, len(o.Claims))
-		for k, v := range o.Claims {
-			if k == "" || len(v) > 1024 {
-				return nil, posError(a.Expr.Range(), fmt.Sprintf("claims: %s = %q is not a claim name and a pattern of at most 1024 bytes", k, shorten(v)))
-			}
-			o.matches[k] = claimPattern(v)
-		}
+	claims := content.Attributes["claims"]
+	if err := o.parseClaims(claims); err != nil {
+		return nil, err
 	}
-	return o, nil
+	return o, o.checkPinned(client, b, claims)
 }
 
-// Matches reports whether a token's claims (verified) match every
-// pattern of o's.
+// parseClaims reads the claims attribute, when there is one.
+func (o *OIDC) parseClaims(a *hcl.Attribute) error {
+	if a == nil {
+		return nil
+	}
+	if err := decode(a, &o.Claims); err != nil {
+		return err
+	}
+	o.matches = make(map[string]*regexp.Regexp, len(o.Claims))
+	for k, v := range o.Claims {
+		if k == "" || len(v) > 1024 {
+			return posError(a.Expr.Range(), fmt.Sprintf("claims: %s = %q is not a claim name and a pattern of at most 1024 bytes", k, shorten(v)))
+		}
+		o.matches[k] = claimPattern(v)
+	}
+	return nil
+}
+
+// Matches reports whether a token's claims (verified, as JSON decodes
+// them, numbers as json.Number) match every pattern of o's.
 func (o *OIDC) Matches(claims map[string]any) bool {
 	for name, re := range o.matches {
 		v, ok := claims[name]
-		if !ok || !re.MatchString(fmt.Sprint(v)) {
+		if !ok || !claimMatches(re, v) {
 			return false
 		}
 	}

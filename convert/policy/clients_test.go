@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -85,7 +86,7 @@ func TestClientBlocksRefused(t *testing.T) {
 		{"client \"a\" {\n oidc {\n issuer = \"http://ci.example\"\n audience = \"x\"\n }\n}", "want https://host"},
 		{"client \"a\" {\n oidc {\n issuer = \"https://ci.example\"\n audience = \" \"\n }\n}", "may not be empty"},
 		{"client \"a\" {\n oidc {\n issuer = \"https://ci.example\"\n audience = \"x\"\n jwks = \"missing.json\"\n }\n}", "jwks:"},
-		{"client \"a\" {\n oidc {\n issuer = \"https://ci.example\"\n audience = \"x\"\n }\n}\nclient \"b\" {\n oidc {\n issuer = \"https://ci.example\"\n audience = \"y\"\n }\n}", "verified one way"},
+		{"client \"a\" {\n oidc {\n issuer = \"https://ci.example\"\n audience = \"x\"\n claims = { sub = \"a\" }\n }\n}\nclient \"b\" {\n oidc {\n issuer = \"https://ci.example\"\n audience = \"y\"\n claims = { sub = \"b\" }\n }\n}", "verified one way"},
 		{`client "a" { tokens = [] }`, "at least one token hash"},
 		{`client "a" { tokens = ["my-secret-token-value"] }`, `"my-secre…" is not a token hash`},
 		{`client "a" { tokens = ["sha256:` + strings.ToUpper(h[7:]) + `"] }`, "is not a token hash"},
@@ -166,4 +167,137 @@ client "cluster" {
 	if is := p.Issuers(); len(is) != 2 || is[0].Issuer != "https://ci.example" || is[1].Audience != "https://proxy.example" {
 		t.Errorf("issuers: %+v", is)
 	}
+}
+
+// An oidc block must pin the identity: a claim the verifier does not
+// already check, with a pattern that is more than wildcards; for the
+// issuers that sign for anyone (GitHub Actions, gitlab.com) a claim
+// naming the owner, written out. Otherwise every token its issuer signs
+// for the audience, which anyone there may ask for, would name the
+// client. Refusals give the file, line and column.
+func TestOIDCBlocksMustPinTheIdentity(t *testing.T) {
+	const (
+		github = "https://token.actions.githubusercontent.com"
+		gitlab = "https://gitlab.com"
+		other  = "https://ci.example"
+	)
+	block := func(issuer, claims string) string {
+		return fmt.Sprintf("client \"c\" {\n  oidc {\n    issuer   = %q\n    audience = \"https://proxy.example\"\n%s\n  }\n}\n", issuer, claims)
+	}
+	for _, c := range []struct {
+		issuer, claims string
+		want           string // the error's start; "" when accepted
+	}{
+		{other, "", "policy.hcl:2:3: client \"c\": an oidc block needs claims that pin the identity"},
+		{other, "    claims   = {}", "policy.hcl:5:16: client \"c\": an oidc block needs claims that pin the identity"},
+		{other, `    claims   = { sub = "*" }`, "policy.hcl:5:16: "},
+		{other, `    claims   = { sub = "*?*" }`, "policy.hcl:5:16: "},
+		{other, `    claims   = { aud = "https://proxy.example", iss = "https://ci.example" }`, "policy.hcl:5:16: "},
+		{other, `    claims   = { sub = "system:serviceaccount:ci:*" }`, ""},
+		{other, `    claims   = { ref = "main", sub = "*" }`, ""},
+		{"https://gitlab.example.com", `    claims   = { ref = "main" }`, ""},
+
+		{github, "", "policy.hcl:2:3: "},
+		{github, `    claims   = { ref = "refs/heads/main" }`, "policy.hcl:5:16: client \"c\": issuer " + github + " signs tokens for every GitHub repository"},
+		{github + "/", `    claims   = { ref = "refs/heads/main" }`, "policy.hcl:5:16: "},
+		{"https://Token.Actions.GitHubusercontent.com", `    claims   = { environment = "prod" }`, "policy.hcl:5:16: "},
+		{github, `    claims   = { repository_owner = "acme*" }`, "policy.hcl:5:16: "},
+		{github, `    claims   = { repository_owner = "*" }`, "policy.hcl:5:16: "},
+		{github, `    claims   = { repository_owner_id = "12?45" }`, "policy.hcl:5:16: "},
+		{github, `    claims   = { repository = "*/app" }`, "policy.hcl:5:16: "},
+		{github, `    claims   = { repository = "acme*/app" }`, "policy.hcl:5:16: "},
+		{github, `    claims   = { sub = "repo:*" }`, "policy.hcl:5:16: "},
+		{github, `    claims   = { sub = "repo:acme*" }`, "policy.hcl:5:16: "},
+		{github, `    claims   = { sub = "*:acme/*" }`, "policy.hcl:5:16: "},
+		{github, `    claims   = { job_workflow_ref = "acme/workflows/.github/workflows/plan.yml@*" }`, "policy.hcl:5:16: "},
+		{github, `    claims   = { repository_owner = "acme" }`, ""},
+		{github, `    claims   = { repository_owner_id = "12345", ref = "*" }`, ""},
+		{github, `    claims   = { repository_owner_id = 12345 }`, ""},
+		{github, `    claims   = { repository = "acme/*" }`, ""},
+		{github, `    claims   = { repository_id = "678" }`, ""},
+		{github, `    claims   = { sub = "repo:acme/*" }`, ""},
+		{github, `    claims   = { sub = "repo:acme/app:ref:refs/heads/main" }`, ""},
+
+		{gitlab, `    claims   = { ref = "main" }`, "policy.hcl:5:16: client \"c\": issuer " + gitlab + " signs tokens for every project on gitlab.com"},
+		{gitlab, `    claims   = { namespace_path = "*" }`, "policy.hcl:5:16: "},
+		{gitlab, `    claims   = { project_path = "plat*/app" }`, "policy.hcl:5:16: "},
+		{gitlab, `    claims   = { sub = "project_path:*" }`, "policy.hcl:5:16: "},
+		{gitlab, `    claims   = { namespace_path = "platform/*" }`, ""},
+		{gitlab, `    claims   = { namespace_path = "platform" }`, ""},
+		{gitlab, `    claims   = { namespace_id = "72" }`, ""},
+		{gitlab, `    claims   = { project_path = "platform/app" }`, ""},
+		{gitlab, `    claims   = { project_id = "5" }`, ""},
+		{gitlab, `    claims   = { sub = "project_path:platform/*" }`, ""},
+	} {
+		body := block(c.issuer, c.claims)
+		_, err := clientsPolicy(t, body)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s\n refused: %v", body, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%s\n got %v\nwant %s…", body, err, c.want)
+		}
+	}
+}
+
+// Claims are matched by their JSON values, as the verifier decodes them:
+// a string as itself, a number by its JSON text, a boolean as true or
+// false, an array when any of its strings, numbers or booleans matches;
+// an object, null or an array within an array never matches. Never Go's
+// formatting of the value ("[a b]", "map[…]", "<nil>").
+func TestClaimsMatchTheirJSONValues(t *testing.T) {
+	for _, c := range []struct {
+		claim, pattern, value string // value: the claim's JSON
+		want                  bool
+	}{
+		{"repository_owner", "acme", `"acme"`, true},
+		{"repository_owner_id", "12345", `12345`, true},
+		{"repository_owner_id", "12345", `"12345"`, true},
+		{"ratio", "1.50", `1.50`, true},
+		{"ratio", "1.5", `1.50`, false},
+		{"email_verified", "true", `true`, true},
+		{"email_verified", "true", `false`, false},
+		{"groups", "admins", `["dev", "admins"]`, true},
+		{"groups", "adm*", `["dev", "admins"]`, true},
+		{"groups", "12", `["dev", 12]`, true},
+		{"groups", "ops", `["dev", "admins"]`, false},
+		{"groups", "[dev admins]", `["dev", "admins"]`, false},
+		{"groups", "*dev admins*", `["dev", "admins"]`, false},
+		{"groups", "a", `[["a"]]`, false},
+		{"groups", "*", `[]`, false},
+		{"groups", "*", `[{"a": "b"}]`, false},
+		{"kubernetes.io", "*", `{"namespace": "ci"}`, false},
+		{"kubernetes.io", "map[*", `{"namespace": "ci"}`, false},
+		{"nothing", "<nil>", `null`, false},
+		{"nothing", "*", `null`, false},
+	} {
+		p, err := clientsPolicy(t, fmt.Sprintf(`
+client "c" {
+  oidc {
+    issuer   = "https://ci.example"
+    audience = "https://proxy.example"
+    claims   = { sub = "me", %q = %q }
+  }
+}`, c.claim, c.pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims := jsonClaims(t, fmt.Sprintf(`{"sub": "me", %q: %s}`, c.claim, c.value))
+		if got, _ := p.ClientOfIdentity("https://ci.example", claims); (got != nil) != c.want {
+			t.Errorf("%s = %q against %s: matched %v, want %v", c.claim, c.pattern, c.value, got != nil, c.want)
+		}
+	}
+}
+
+// jsonClaims decodes a token's claims as protocol/oidc does (numbers as
+// json.Number).
+func jsonClaims(t *testing.T, doc string) map[string]any {
+	t.Helper()
+	d := json.NewDecoder(strings.NewReader(doc))
+	d.UseNumber()
+	var claims map[string]any
+	if err := d.Decode(&claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims
 }
