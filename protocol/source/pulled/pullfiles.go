@@ -47,13 +47,11 @@ func (h *Providers) targetOf(ctx context.Context, f source.PulledFile) (pullthro
 	if !h.pulls(t.Served) { // no mapping of this proxy's stores it (merged.Providers asks the one that does)
 		return pullthrough.Target{}, source.NotFoundf("provider %s is not served by this proxy", t.Served)
 	}
-	if f.Via == pullthrough.ViaRegistry {
-		if pushed, err := h.heldPushed(ctx, f.Provider); err != nil || pushed {
-			if err != nil {
-				return pullthrough.Target{}, err
-			}
-			return pullthrough.Target{}, source.NotFoundf("provider %s is held as pushed here: not pulled through", f.Provider)
+	if err := h.mayJoin(ctx, t); err != nil {
+		if errors.Is(err, errPushed) {
+			return pullthrough.Target{}, source.NotFoundf("%s", pullthrough.ErrHeldAsPushed("provider "+t.Served.String()))
 		}
+		return pullthrough.Target{}, err
 	}
 	return t, nil
 }
