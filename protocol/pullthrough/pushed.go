@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -147,4 +148,59 @@ func pushedIn(tags []string) bool {
 		return ok
 	})
 	return versions && !slices.Contains(tags, PulledThroughTag)
+}
+
+// SharedRepositories names the mappings pull-through would store into
+// whose repositories an origin's addresses and the proxy's own share:
+// with provider pull-through, each provider mapping whose template has
+// no ${hostname} and whose filters admit more than one host; with module
+// pull-through, the first module template (the one it stores into)
+// without ${hostname}. guard keeps pushed versions out of them; a
+// repository pull-through filled first still takes later pushes as
+// pulled through, which is why serve refuses them unless told otherwise.
+func SharedRepositories(o Options, providers store.ProviderMappings, moduleTpl store.RepositoryTemplate) []string {
+	var out []string
+	if len(o.Origins) > 0 {
+		for _, m := range providers {
+			if !providerTemplateNamesHost(m.Template) && admitsSeveralHosts(m) {
+				out = append(out, m.Source+" "+m.Template.String())
+			}
+		}
+	}
+	if len(o.Modules) > 0 && moduleTpl != nil && !moduleTemplateNamesHost(moduleTpl) {
+		out = append(out, "--module-template "+moduleTpl.String())
+	}
+	return out
+}
+
+// providerTemplateNamesHost reports whether tpl gives two hosts' providers
+// of one name two repositories.
+func providerTemplateNamesHost(tpl store.RepositoryTemplate) bool {
+	a := names.Provider{Hostname: "a." + probeHostname, Namespace: "oci-tofu", Type: "probe"}
+	b := a
+	b.Hostname = "b." + probeHostname
+	ref, err := tpl.Expand(a.TemplateValues())
+	return err == nil && namesHost(tpl, ref, b.TemplateValues())
+}
+
+// moduleTemplateNamesHost is providerTemplateNamesHost for modules.
+func moduleTemplateNamesHost(tpl store.RepositoryTemplate) bool {
+	mod := names.Module{Namespace: "oci-tofu", Name: "probe", System: "probe"}
+	ref, err := tpl.Expand(mod.TemplateValues("a." + probeHostname))
+	return err == nil && namesHost(tpl, ref, mod.TemplateValues("b."+probeHostname))
+}
+
+// admitsSeveralHosts reports whether m's filters may admit addresses of
+// more than one host: unless every include pattern names one and the
+// same host, literally.
+func admitsSeveralHosts(m store.ProviderMapping) bool {
+	host := ""
+	for _, pat := range m.Include {
+		h, _, _ := strings.Cut(pat, "/")
+		if strings.ContainsAny(h, `*?[\`) || host != "" && h != host {
+			return true
+		}
+		host = h
+	}
+	return host == ""
 }
