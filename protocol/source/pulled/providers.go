@@ -77,7 +77,11 @@ func (h *Providers) target(ctx context.Context, p names.Provider, via source.Via
 	if !ok {
 		return t, false, nil
 	}
-	return t, true, h.mayJoin(ctx, t)
+	d, err := h.Engine.ProviderDestination(t)
+	if err != nil { // no repository: nothing held, and Held reports the mapping
+		return t, false, nil
+	}
+	return t, true, h.mayJoin(ctx, t, d)
 }
 
 // errPushed marks a target refused because its repositories hold
@@ -85,13 +89,9 @@ func (h *Providers) target(ctx context.Context, p names.Provider, via source.Via
 var errPushed = errors.New("held as pushed")
 
 // mayJoin is nil when t's origin may be listed with, and pulled into,
-// what p's repository and the later mappings' merged with it hold;
+// what its repository (d's) and the later mappings' merged with it hold;
 // errPushed when they hold pushed versions.
-func (h *Providers) mayJoin(ctx context.Context, t pullthrough.Target) error {
-	d, err := h.Engine.ProviderDestination(t)
-	if err != nil {
-		return err
-	}
+func (h *Providers) mayJoin(ctx context.Context, t pullthrough.Target, d pullthrough.Destination) error {
 	repos := []*store.Repo{h.Held.Store.Repo(d.Ref)}
 	if h.Later != nil {
 		repos = append(repos, h.Later(t.Served)...)
