@@ -33,7 +33,7 @@ func BenchmarkModulePullThrough(b *testing.B) {
 		url, _ := git.AddRepo(b, fmt.Sprintf("m%d", i), testenv.GitCommit{Tree: tree, Tags: []string{"v1.0.0"}})
 		origin.Set(fmt.Sprintf("acme/m%d/aws", i), "1.0.0", testenv.ModuleAnswer{Location: "git::" + url + "?ref=v1.0.0"})
 	}
-	proxy := startServe(b, bin, "--module-template", reg.Host+"/pulled/${namespace}/${name}/${system}",
+	proxy := startServe(b, bin, "--module-template", reg.Host+"/pulled/${namespace}/${name}/${system}", "--pull-through-shared-repositories",
 		"--pull-through-module-origin", origin.Host, "--pull-through-own-modules", "acme/*/aws", "--pull-through-module-source", git.Host)
 	cli := testenv.Tofu(b, "")
 	cli.Env = append(cli.Env, "GIT_SSL_CAINFO="+testenv.NewCA(b).CertFile) // tofu's direct install runs git

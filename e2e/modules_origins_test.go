@@ -179,7 +179,7 @@ func TestFleetSharesModulePullThroughOnRedis(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	redis := testenv.StartRedis(t)
 	f := testenv.StartFleet(t, ociTofu, 3, nil,
-		"--module-template", reg.Host+"/pulled/${namespace}/${name}/${system}",
+		"--module-template", reg.Host+"/pulled/${namespace}/${name}/${system}", "--pull-through-shared-repositories",
 		"--pull-through-module-origin", "registry.opentofu.org=https://"+o.reg.Host+"/v1/modules/",
 		"--pull-through-module-source", o.reg.Host, "--pull-through-module-source", o.git.Host,
 		"--shared-cache", redis.URL(), "--shared-cache-timeout", "2s") // as fleetArgs: a busy machine's Redis may take over 100 ms

@@ -16,6 +16,11 @@ import (
 // opens it for addresses the registry does not hold (acme/shout/aws,
 // pulled and marked as pulled through) but never for one it holds pushed
 // versions of; only the exact address merges the origin's versions in.
+// The template has no ${hostname}, so the origin's own paths
+// (/v1/origins/HOST/modules/acme/greeting/aws) name the same repository:
+// serve refuses that unless --pull-through-shared-repositories, and even
+// then no request there lists the origin's version with the pushed one or
+// stores it (nor the pulled-through tag).
 func TestOwnModulesAreNotConfusedWithTheOrigin(t *testing.T) {
 	isolateCache(t)
 	o := startModuleOrigin(t)
@@ -27,7 +32,11 @@ func TestOwnModulesAreNotConfusedWithTheOrigin(t *testing.T) {
 			"--module-template", reg.Host + "/pulled/${namespace}/${name}/${system}",
 			"--pull-through-module-origin", o.reg.Host,
 			"--pull-through-module-source", o.git.Host,
+			"--pull-through-shared-repositories",
 		}, extra...)
+	}
+	tags := func(repo string) string {
+		return testenv.MustRun(t, "", append(testenvEnv(t), "SSL_CERT_FILE="+reg.CA.CertFile), testenv.Tool(t, "crane"), "ls", reg.Host+"/pulled/"+repo)
 	}
 	asked := func(module string) int {
 		return o.reg.Count(func(p string) bool { return strings.HasPrefix(p, "/v1/modules/"+module+"/") })
@@ -37,6 +46,31 @@ func TestOwnModulesAreNotConfusedWithTheOrigin(t *testing.T) {
 		code, body := s.get(t, "/v1/modules/"+module+"/versions")
 		return code, string(body)
 	}
+
+	t.Run("refused without hostname", func(t *testing.T) {
+		shared := args()
+		out, err := run(t, append([]string{"serve", "--check"}, shared[:len(shared)-1]...)...)
+		if err == nil || !strings.Contains(out, "has no ${hostname}") || !strings.Contains(out, "--pull-through-shared-repositories") {
+			t.Errorf("serve with module pull-through into a template without ${hostname}: %v, want it refused naming the way out:\n%s", err, out)
+		}
+	})
+
+	t.Run("origin paths", func(t *testing.T) {
+		s := startServe(t, args()...)
+		originPath := "/v1/origins/" + o.reg.Host + "/modules/acme/greeting/aws/"
+		if code, body := s.get(t, originPath+"versions"); code != 200 || strings.Contains(string(body), "1.99.0") {
+			t.Errorf("the origin's greeting: %d %s; want the pushed 1.0.0 only", code, body)
+		}
+		if code, body := s.get(t, originPath+"1.99.0/download"); code != http.StatusNotFound || !strings.Contains(string(body), "pushed") {
+			t.Errorf("the origin's 1.99.0 download: %d %s, want 404 naming the pushed versions", code, body)
+		}
+		if got := tags("acme/greeting/aws"); strings.Contains(got, "1.99.0") || strings.Contains(got, "oci-tofu.pulled-through") {
+			t.Errorf("a request on the origin's paths wrote into the pushed repository: %s", got)
+		}
+		if code, body := versions(t, s, "acme/greeting/aws"); code != 200 || strings.Contains(body, "1.99.0") {
+			t.Errorf("greeting under the proxy's name: %d %s; want the pushed 1.0.0 only", code, body)
+		}
+	})
 
 	t.Run("off by default", func(t *testing.T) {
 		s := startServe(t, args()...)
@@ -74,9 +108,8 @@ func TestOwnModulesAreNotConfusedWithTheOrigin(t *testing.T) {
 		if code, _ := s.get(t, "/v1/modules/acme/shout/aws/1.0.0/download"); code != http.StatusNoContent {
 			t.Fatalf("shout's download: %d, want 204 after the pull", code)
 		}
-		tags := testenv.MustRun(t, "", append(testenvEnv(t), "SSL_CERT_FILE="+reg.CA.CertFile), testenv.Tool(t, "crane"), "ls", reg.Host+"/pulled/acme/shout/aws")
-		if !strings.Contains(tags, "oci-tofu.pulled-through") {
-			t.Errorf("the pulled repository is not marked as pulled through: %s", tags)
+		if got := tags("acme/shout/aws"); !strings.Contains(got, "oci-tofu.pulled-through") {
+			t.Errorf("the pulled repository is not marked as pulled through: %s", got)
 		}
 		if _, page := s.get(t, "/"); !strings.Contains(string(page), `id="own-modules"`) {
 			t.Error("the page does not warn of own-host pull-through")

@@ -84,10 +84,11 @@ func (o *moduleOrigin) publish(module, version, location, tree string) {
 }
 
 // serveArgs are serve's flags for pulling modules through from o into
-// reg's "pulled" repositories.
+// reg's "pulled" repositories, which the origin's paths and the proxy's
+// own share (no ${hostname}; TestOwnModulesAreNotConfusedWithTheOrigin).
 func (o *moduleOrigin) serveArgs(reg *testenv.Registry, extra ...string) []string {
 	return append([]string{
-		"--module-template", reg.Host + "/pulled/${namespace}/${name}/${system}",
+		"--module-template", reg.Host + "/pulled/${namespace}/${name}/${system}", "--pull-through-shared-repositories",
 		"--pull-through-module-origin", o.reg.Host,
 		"--pull-through-own-modules", "acme/*/*",
 		"--pull-through-module-source", o.git.Host,

@@ -247,6 +247,9 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfi
 	if err := readSharedCache(c, &opts); err != nil { // serve_shared.go
 		return proxy.Options{}, nil, err
 	}
+	if err := checkSharedRepositories(opts, c.Bool("pull-through-shared-repositories"), logger); err != nil { // serve_pullthrough.go
+		return proxy.Options{}, nil, err
+	}
 	return opts, pf, nil
 }
 

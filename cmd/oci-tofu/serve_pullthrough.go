@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // pullThroughHelp is the pull-through part of `serve --help`.
@@ -28,6 +30,7 @@ asks for it: SHA256SUMS and its signature verified against the origin's keys, ea
 streamed to the client while it is hashed and written to the registry, the remaining
 platforms fetched in the background, and the version tagged once complete, exactly as
 'oci-tofu mirror' would have pushed it. Only the listed origins are ever contacted:
+  --provider-template 'ghcr.io/acme/providers/${hostname}/${namespace}/${type}'
   --pull-through-origin registry.opentofu.org --pull-through-origin registry.terraform.io
   --pull-through-origin tf.corp.example=https://tf.corp.example/api/providers/
 (HOST alone: service discovery at https://HOST/.well-known/terraform.json; HOST=URL: the
@@ -36,9 +39,13 @@ SHA256SUMS and OpenTofu release files are downloaded over https only, from the o
 own hosts and the --pull-through-download-host hosts (default: GitHub's release hosts and
 releases.hashicorp.com), redirects included. Origin credentials come from TF_TOKEN_<host>,
 as for tofu, sent to that host only, over https. The registry protocol
-(PROXY/NAMESPACE/TYPE) pulls from --pull-through-registry-origin, never over a provider
-the registry holds pushed versions of. --pull-through-tofu-api-url does the same for
-OpenTofu releases on the TofuDL mirror. Modules (see docs/modules.md, "Pull-through"):
+(PROXY/NAMESPACE/TYPE) pulls from --pull-through-registry-origin. No path ever stores an
+origin's release in, or lists it with, a repository holding pushed versions (docs/proxy.md,
+"Pushed repositories"); keep ${hostname} in the templates pull-through stores into:
+without it origins and the proxy's own names share repositories, and serve refuses to
+start unless --pull-through-shared-repositories. --pull-through-tofu-api-url does the same
+for OpenTofu releases on the TofuDL mirror. Modules (see docs/modules.md, "Pull-through"):
+  --module-template 'ghcr.io/acme/modules/${hostname}/${namespace}/${name}/${system}'
   --pull-through-module-origin registry.opentofu.org
   --pull-through-module-origin registry.terraform.io --pull-through-module-source github.com
 serve each origin's modules at /v1/origins/HOST/modules/ (a client's CLI configuration
@@ -72,7 +79,36 @@ func pullThroughFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "pull-through-module-temp-disk", Value: modulesource.DefaultTempDisk, Usage: "temporary disk, in `BYTES`, that module fetches in progress hold together (downloads, git objects, trees, packages); a fetch that would pass it is answered 503", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_TEMP_DISK"}},
 		enforceExpirationFlag(),
 		&cli.IntFlag{Name: "pull-through-max-releases", Value: 16, Usage: "releases pulled at once (more are answered 503)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MAX_RELEASES"}},
+		&cli.BoolFlag{Name: "pull-through-shared-repositories", Usage: "start although a template pull-through stores into has no ${hostname}, so that the origins' addresses and the proxy's own share repositories (refused by default; warned). Pushed versions still keep every origin out of a repository, but one pull-through filled first takes later pushes as pulled through", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_SHARED_REPOSITORIES"}},
 	}
+}
+
+// checkSharedRepositories refuses pull-through into repositories an
+// origin's addresses and the proxy's own share (templates without
+// ${hostname}: pullthrough.SharedRepositories), unless accept
+// (--pull-through-shared-repositories), which is warned of.
+func checkSharedRepositories(opts proxy.Options, accept bool, logger *slog.Logger) error {
+	if opts.PullThrough == nil {
+		return nil
+	}
+	var modules store.RepositoryTemplate // pull-through stores modules into the first template
+	if len(opts.ModuleMappings) > 0 {
+		modules = opts.ModuleMappings[0]
+	}
+	shared := pullthrough.SharedRepositories(*opts.PullThrough, opts.ProviderMappings, modules)
+	switch {
+	case len(shared) == 0:
+		return nil
+	case accept:
+		logger.Warn("pull-through stores into repositories the origins' addresses share with the proxy's own (no ${hostname} in the template): "+
+			"a repository pull-through fills first takes later pushes as pulled through (docs/proxy.md, \"Pushed repositories\")", "mappings", shared)
+		return nil
+	}
+	return fmt.Errorf("pull-through would store into repositories the origins' addresses share with the proxy's own: %s has no ${hostname}, "+
+		"so ORIGIN/NAMESPACE/TYPE and PROXY/NAMESPACE/TYPE (and modules alike) name one repository, where an origin's release would sit with privately pushed ones. "+
+		"Put ${hostname} in the template (ghcr.io/acme/providers/${hostname}/${namespace}/${type}, ghcr.io/acme/modules/${hostname}/${namespace}/${name}/${system}), "+
+		"limit the provider mapping's --include to one origin host, or accept the sharing with --pull-through-shared-repositories (docs/proxy.md, \"Pushed repositories\")",
+		strings.Join(shared, ", "))
 }
 
 // pullThroughOptions reads the pull-through flags; nil when pull-through

@@ -26,6 +26,9 @@ type ModuleTarget struct {
 	TempDir string
 	// Attest, when set, signs and attests the package stored.
 	Attest *Attestation
+	// BeforeWrite, when set, is asked once the package is packed, before
+	// anything is written to the repository; an error stops the store.
+	BeforeWrite func(ctx context.Context) error
 }
 
 // StoreModule resolves version v of mod at f's origin registry (raw is
@@ -51,6 +54,11 @@ func StoreModule(ctx context.Context, f *modulesource.Fetcher, mod names.Module,
 		return oci.PushResult{}, treeError(ctx, src, err)
 	}
 	defer pkg.Remove()
+	if t.BeforeWrite != nil {
+		if err := t.BeforeWrite(ctx); err != nil {
+			return oci.PushResult{}, err
+		}
+	}
 	if err := markPulledThrough(ctx, t, pkg); err != nil {
 		return oci.PushResult{}, err
 	}

@@ -17,18 +17,22 @@ import (
 // mergedPullProxy serves two oci-layout mappings of every provider with
 // pull-through from origin as example.com (registry protocol origin
 // too), the second holding test/hello 1.0.0; it returns the first
-// mapping's directory.
+// mapping's directory of example.com's providers. The templates carry
+// ${hostname}: the network mirror's example.com/test/hello is then the
+// origin's by name, and merged with what the mappings hold, pushed or
+// not (without ${hostname}, pushed versions keep the origin out on
+// every path: TestMirrorPullThroughLeavesPushedProvidersAlone).
 func mergedPullProxy(t *testing.T, origin *testenv.Origin) (*proxy, string) {
 	t.Helper()
 	dirA, _ := layoutStore(t)
 	dirB, openB := layoutStore(t)
-	push(t, openB("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
-	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${namespace}/${type}")...)
+	push(t, openB("example.com/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${hostname}/${namespace}/${type}")...)
 	mappings[1].Source = "second"
 	base, _ := url.Parse(origin.ProvidersURL())
 	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, RegistryOrigin: "example.com", Client: originClient(t)}
 	return startProxy(t, Options{ProviderMappings: mappings, PullThrough: &pt, RegistryHostname: "example.com",
-		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}}), dirA
+		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}}), filepath.Join(dirA, "example.com")
 }
 
 // With pull-through and two mappings admitting a provider, the listing

@@ -2,8 +2,11 @@ package proxy
 
 import (
 	"context"
+	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,9 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
+	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -68,5 +74,219 @@ func TestRegistryPullThroughLeavesPushedProvidersAlone(t *testing.T) {
 	}
 	if _, err := ro.Resolve(context.Background(), pullthrough.PulledThroughTag); err != nil {
 		t.Errorf("the pulled provider's repository is not marked %s: %v", pullthrough.PulledThroughTag, err)
+	}
+}
+
+// Dependency confusion through the network mirror's origin paths: with a
+// template without ${hostname}, example.com/test/hello (the origin's
+// address) and proxy.example/test/hello (the proxy's own) share one
+// repository, which holds a pushed 1.0.0. No request on the origin's
+// paths — its index, its version document, a pull URL made from the
+// origin's own SHA256SUMS, all unauthenticated — merges the origin's
+// 1.1.0 in or stores it: the version and the pull URL are refused naming
+// the pushed versions, nothing is tagged (not 1.1.0, not the
+// pulled-through tag), the origin is never asked for a package, and the
+// registry protocol still serves 1.0.0 alone under the proxy's name. A
+// provider the registry does not hold is pulled through as before.
+func TestMirrorPullThroughLeavesPushedProvidersAlone(t *testing.T) {
+	key := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
+	hello := signedRelease(t, "hello", "1.1.0", 64, "linux_amd64")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{
+		{Namespace: "test", Type: "hello", Dir: hello, Key: key},
+		{Namespace: "test", Type: "other", Dir: signedRelease(t, "other", "1.0.0", 64, "linux_amd64"), Key: key},
+	})
+	dir, open := layoutStore(t)
+	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	base, _ := url.Parse(origin.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, RegistryOrigin: "example.com", Client: originClient(t)}
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), PullThrough: &pt,
+		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}, RegistryHostname: "proxy.example"})
+
+	var idx wire.MirrorIndex
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
+	if _, ok := idx.Versions["1.1.0"]; ok {
+		t.Errorf("the origin's 1.1.0 is listed with the pushed versions: %+v", idx.Versions)
+	}
+	wantRefused(t, p, "/v1/mirror/example.com/test/hello/1.1.0.json", 404, "pushed")
+	sums, err := os.ReadFile(filepath.Join(hello, "terraform-provider-hello_1.1.0_SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pull := "/v1/pull/m/example.com/test/hello/1.1.0/" + sha256Hex(sums) + "/terraform-provider-hello_1.1.0_linux_amd64.zip"
+	wantRefused(t, p, pull, 404, "pushed")
+	waitIdle(t, p)
+	if n := origin.Count(func(p string) bool { return strings.HasSuffix(p, ".zip") }); n != 0 {
+		t.Errorf("the origin was asked %d times for a package of a provider pushed here", n)
+	}
+	assertUntagged(t, filepath.Join(dir, "test", "hello"), "1.1.0", pullthrough.PulledThroughTag)
+	var vd wire.RegistryVersions
+	p.getJSON(t, "/v1/providers/test/hello/versions", 200, &vd)
+	if len(vd.Versions) != 1 || vd.Versions[0].Version != "1.0.0" {
+		t.Errorf("the proxy's own test/hello: %+v, want the pushed 1.0.0 alone", vd.Versions)
+	}
+
+	if u := pullURL(t, p, "example.com/test/other", "1.0.0", "linux_amd64"); p.get(t, u).Status != 200 {
+		t.Fatalf("a provider the registry does not hold was not pulled through")
+	}
+	waitIdle(t, p)
+	ro := layoutRepo(t, filepath.Join(dir, "test", "other"))
+	if _, err := ro.Resolve(context.Background(), pullthrough.PulledThroughTag); err != nil {
+		t.Errorf("the pulled provider's repository is not marked %s: %v", pullthrough.PulledThroughTag, err)
+	}
+}
+
+// layoutRepo opens the OCI layout at dir to read.
+func layoutRepo(t *testing.T, dir string) oci.ReadOnlyRepository {
+	t.Helper()
+	c, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := c.OpenReadOnly(context.Background(), oci.Reference{Layout: true, Repository: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ro
+}
+
+// assertUntagged fails the test if the layout at dir holds any of tags.
+func assertUntagged(t *testing.T, dir string, tags ...string) {
+	t.Helper()
+	ro := layoutRepo(t, dir)
+	for _, tag := range tags {
+		if d, err := ro.Resolve(context.Background(), tag); err == nil {
+			t.Errorf("%s was tagged %s (%s)", dir, tag, d.Digest)
+		}
+	}
+}
+
+// wantRefused is wantError going on after a mismatch (to see what else
+// the request did).
+func wantRefused(t *testing.T, p *proxy, u string, want int, substr string) {
+	t.Helper()
+	if r := p.get(t, u); r.Status != want || !strings.Contains(string(r.Body), substr) {
+		t.Errorf("GET %s: %d %.300s, want %d mentioning %q", u, r.Status, r.Body, want, substr)
+	}
+}
+
+// The engine refuses on its own: a pull asked for directly (as any path
+// of the sources asks it) into a repository holding pushed versions
+// stores nothing, says why, and reaches no origin.
+func TestEngineNeverStoresIntoPushedRepositories(t *testing.T) {
+	key := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: signedRelease(t, "hello", "1.1.0", 64, "linux_amd64"), Key: key}})
+	dir, open := layoutStore(t)
+	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	base, _ := url.Parse(origin.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, Client: originClient(t)}
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), PullThrough: &pt,
+		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+	target, _ := p.pull.MirrorTarget(names.Provider{Hostname: "example.com", Namespace: "test", Type: "hello"})
+	v := names.MustParseVersion("1.1.0")
+	rel, err := p.pull.ProviderRelease(context.Background(), target, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = p.pull.StartProvider(context.Background(), target, v, rel, rel.ZipName(names.Platform{OS: "linux", Arch: "amd64"}), true)
+	if pullthrough.Classify(err) != pullthrough.FailurePushed || !strings.Contains(err.Error(), "held as pushed") {
+		t.Errorf("a pull into a repository holding pushed versions: %v, want it refused as held as pushed", err)
+	}
+	waitIdle(t, p)
+	assertUntagged(t, filepath.Join(dir, "test", "hello"), "1.1.0", pullthrough.PulledThroughTag)
+	if n := origin.Count(func(p string) bool { return strings.HasSuffix(p, ".zip") }); n != 0 {
+		t.Errorf("the origin was asked %d times for a package", n)
+	}
+}
+
+// Modules on an origin's paths (/v1/origins/HOST/modules/…), with a
+// module template without ${hostname}: acme/greeting/aws is pushed here
+// (1.0.0) and published at the origin (1.99.0). Neither the listing nor
+// a download brings the origin's version in: the download is refused
+// naming the pushed versions, nothing is tagged (not 1.99.0, not the
+// pulled-through tag), the origin's source is never fetched, and the
+// proxy's own address still lists 1.0.0 alone. The engine refuses the
+// same pull asked for directly. A module the registry does not hold is
+// pulled through as before.
+func TestOriginModulePathsLeavePushedModulesAlone(t *testing.T) {
+	files := testenv.StartFileSite(t, testenv.OriginOptions{})
+	files.Put(t, "greeting.zip", moduleZip(t, "1.99.0"))
+	files.Put(t, "shout.zip", moduleZip(t, "1.0.0"))
+	o := testenv.StartModuleRegistry(t, testenv.OriginOptions{})
+	o.Set("acme/greeting/aws", "1.99.0", testenv.ModuleAnswer{Location: "https://" + files.Host + "/greeting.zip"})
+	o.Set("acme/shout/aws", "1.0.0", testenv.ModuleAnswer{Location: "https://" + files.Host + "/shout.zip"})
+	dir, open := moduleStore(t)
+	push(t, open("acme", "greeting", "aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
+	tr, err := oci.NewTransport(oci.Options{CAFile: testenv.NewCA(t).CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modulesource.New(modulesource.Config{Registry: o.Host, Sources: []string{files.Host}, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${namespace}/${name}/${system}")},
+		PullThrough: &pullthrough.Options{Modules: []*modulesource.Fetcher{f}, Client: originClient(t)},
+		Store:       store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+	originPath := "/v1/origins/" + o.Host + "/modules/"
+
+	if got := p.moduleVersionsAt(t, originPath+"acme/greeting/aws/versions"); slices.Contains(got, "1.99.0") {
+		t.Errorf("the origin's 1.99.0 is listed with the pushed versions: %v", got)
+	}
+	wantRefused(t, p, originPath+"acme/greeting/aws/1.99.0/download", 404, "pushed")
+	ref := oci.Reference{Layout: true, Repository: filepath.Join(dir, "acme", "greeting", "aws")}
+	mod, _ := names.ParseModule("acme", "greeting", "aws")
+	if _, err := p.pull.PullModule(context.Background(), o.Host, ref, mod, names.MustParseVersion("1.99.0")); pullthrough.Classify(err) != pullthrough.FailurePushed {
+		t.Errorf("the engine asked to pull into a repository holding pushed versions: %v, want it refused", err)
+	}
+	waitIdle(t, p)
+	assertUntagged(t, ref.Repository, "1.99.0", pullthrough.PulledThroughTag)
+	if n := files.Count(func(p string) bool { return strings.HasSuffix(p, "greeting.zip") }); n != 0 {
+		t.Errorf("the origin's source of a module pushed here was fetched %d times", n)
+	}
+	if got := p.moduleVersionsAt(t, "/v1/modules/acme/greeting/aws/versions"); !slices.Equal(got, []string{"1.0.0"}) {
+		t.Errorf("the proxy's own acme/greeting/aws: %v, want the pushed 1.0.0 alone", got)
+	}
+
+	if r := p.get(t, originPath+"acme/shout/aws/1.0.0/download"); r.Status != http.StatusNoContent {
+		t.Fatalf("a module the registry does not hold: %d %s, want 204 once pulled", r.Status, r.Body)
+	}
+	if _, err := layoutRepo(t, filepath.Join(dir, "acme", "shout", "aws")).Resolve(context.Background(), pullthrough.PulledThroughTag); err != nil {
+		t.Errorf("the pulled module's repository is not marked %s: %v", pullthrough.PulledThroughTag, err)
+	}
+}
+
+// moduleVersionsAt lists the versions a modules.v1 versions URL names.
+func (p *proxy) moduleVersionsAt(t *testing.T, u string) []string {
+	t.Helper()
+	var doc moduleVersionsDoc
+	p.getJSON(t, u, 200, &doc)
+	return doc.list()
+}
+
+// A repository named after the origin's host (a ${hostname} template, as
+// `oci-tofu mirror` fills it) holds copies of that origin's releases:
+// the network mirror merges the origin's newer versions with them and
+// pulls them in, pushed or not; the registry protocol under the proxy's
+// name has repositories of its own.
+func TestMirrorPullThroughJoinsOriginNamedRepositories(t *testing.T) {
+	key := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: signedRelease(t, "hello", "1.1.0", 64, "linux_amd64"), Key: key}})
+	dir, open := layoutStore(t)
+	push(t, open("example.com/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	base, _ := url.Parse(origin.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, Client: originClient(t)}
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${type}"), PullThrough: &pt,
+		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+	var idx wire.MirrorIndex
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
+	if _, ok := idx.Versions["1.1.0"]; !ok {
+		t.Errorf("the origin's 1.1.0 is not listed with the copies of its releases: %+v", idx.Versions)
+	}
+	if r := p.get(t, pullURL(t, p, "example.com/test/hello", "1.1.0", "linux_amd64")); r.Status != 200 {
+		t.Fatalf("the origin's 1.1.0: %d %s", r.Status, r.Body)
+	}
+	waitIdle(t, p)
+	if _, err := layoutRepo(t, filepath.Join(dir, "example.com", "test", "hello")).Resolve(context.Background(), "1.1.0"); err != nil {
+		t.Errorf("1.1.0 was not stored: %v", err)
 	}
 }

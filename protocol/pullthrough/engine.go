@@ -206,9 +206,14 @@ func (e *Engine) CheckPush(ctx context.Context) error {
 // start returns the pull in flight under key, or starts one with newPull
 // (once this replica holds the release's lease when replicas share
 // state: claim, shared.go), then asks it for the file a client wants
-// (demand), if any. Without wait, a release another replica pulls is
-// errElsewhere.
-func (e *Engine) start(ctx context.Context, key, failKey, host string, newPull func() (*Pull, error), demand string, wait bool) (*Pull, *File, error) {
+// (demand), if any: a new pull only once guard lets it store into dst.
+// Without wait, a release another replica pulls is errElsewhere.
+func (e *Engine) start(ctx context.Context, key, failKey, host string, dst *Destination, newPull func() (*Pull, error), demand string, wait bool) (*Pull, *File, error) {
+	if e.inflightPull(key) == nil {
+		if err := e.guard(ctx, dst); err != nil {
+			return nil, nil, err
+		}
+	}
 	var lease sharedstate.Lease
 	if e.shared.Shared() && e.inflightPull(key) == nil {
 		if _, done := e.completed.Peek(key); done {
@@ -300,7 +305,7 @@ func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
 		e.log.Info(outcomeMessage(p.kind, true), append(attrs, slog.String("digest", res.Root.Digest.String()))...)
 	} else {
 		kind := Classify(err)
-		if kind != FailureBusy {
+		if kind != FailureBusy && kind != FailurePushed {
 			e.rememberFailure(p.failKey, err)
 		}
 		e.metrics.result(p.kind, kind)

@@ -28,6 +28,10 @@ const (
 	// host outside the allow-list, a module source on a host outside the
 	// allow-list, or a module tree failing the module package checks.
 	FailureRefused = "refused"
+	// FailurePushed: the repository it would be stored in holds versions
+	// somebody pushed (pushed.go). Not remembered: it says nothing of the
+	// release.
+	FailurePushed = "pushed"
 )
 
 // ErrPushRefused is returned by CheckPush when the registry refuses the

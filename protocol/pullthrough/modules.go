@@ -98,6 +98,7 @@ func (e *Engine) PullModule(ctx context.Context, host string, ref oci.Reference,
 		return Stored{}, err
 	}
 	key, failKey := ModulePullKey(ref.Name(), v), moduleFailKey(host, mod, v)
+	dst := e.ModuleDestination(host, ref, mod)
 	if res, ok := e.completed.Peek(key); ok {
 		return res, nil
 	}
@@ -105,7 +106,7 @@ func (e *Engine) PullModule(ctx context.Context, host string, ref oci.Reference,
 		return Stored{}, err
 	}
 	for range 2 { // a second round after a shared record the registry did not confirm
-		p, _, err := e.start(ctx, key, failKey, host, func() (*Pull, error) { return e.newModulePull(f, key, failKey, ref, mod, v) }, "", true)
+		p, _, err := e.start(ctx, key, failKey, host, &dst, func() (*Pull, error) { return e.newModulePull(f, key, failKey, dst, mod, v) }, "", true)
 		switch {
 		case errors.Is(err, ErrFinished):
 			if res, ok := e.storedModule(ctx, key, ref, v); ok {
@@ -150,7 +151,8 @@ func (e *Engine) storedModule(ctx context.Context, key string, ref oci.Reference
 // newModulePull prepares the pull of one module version: no files to
 // download, its finish resolves, fetches, packs and pushes the module
 // (and attests it), tagged last.
-func (e *Engine) newModulePull(f *modulesource.Fetcher, key, failKey string, ref oci.Reference, mod names.Module, v names.Version) (*Pull, error) {
+func (e *Engine) newModulePull(f *modulesource.Fetcher, key, failKey string, dst Destination, mod names.Module, v names.Version) (*Pull, error) {
+	ref := dst.Ref
 	p, err := e.newPull("module", key, f.Registry()+"/"+mod.String()+" "+v.String(), nil, nil, func(string) error { return nil })
 	if err != nil {
 		return nil, err
@@ -159,7 +161,7 @@ func (e *Engine) newModulePull(f *modulesource.Fetcher, key, failKey string, ref
 	p.attrs = []any{slog.String("module", mod.String()), slog.String("version", v.String()),
 		slog.String("origin", f.Registry()), slog.String("repository", ref.Name())}
 	p.finish = func(ctx context.Context, dir string) (Stored, error) {
-		res, err := e.storeModule(ctx, f, ref, mod, v, dir)
+		res, err := e.storeModule(ctx, f, dst, mod, v, dir)
 		if err != nil {
 			return Stored{}, moduleError(f.Registry(), err)
 		}
@@ -171,8 +173,8 @@ func (e *Engine) newModulePull(f *modulesource.Fetcher, key, failKey string, ref
 
 // storeModule finds how the origin writes v, then resolves, fetches,
 // packs and pushes it (ingest.StoreModule) with its work below dir,
-// tagged last.
-func (e *Engine) storeModule(ctx context.Context, f *modulesource.Fetcher, ref oci.Reference, mod names.Module, v names.Version, dir string) (Stored, error) {
+// tagged last, once guard has found no version pushed to dst meanwhile.
+func (e *Engine) storeModule(ctx context.Context, f *modulesource.Fetcher, dst Destination, mod names.Module, v names.Version, dir string) (Stored, error) {
 	offered, _, err := e.ModuleOffered(ctx, f.Registry(), mod)
 	if err != nil {
 		return Stored{}, err
@@ -181,7 +183,8 @@ func (e *Engine) storeModule(ctx context.Context, f *modulesource.Fetcher, ref o
 	if !ok {
 		return Stored{}, fmt.Errorf("module %s %s: %w", mod, v, origin.ErrNotFound)
 	}
-	res, err := ingest.StoreModule(ctx, f, mod, raw, v, ingest.ModuleTarget{Client: e.registry, Ref: ref, TempDir: dir, Attest: e.opts.Attest})
+	res, err := ingest.StoreModule(ctx, f, mod, raw, v, ingest.ModuleTarget{Client: e.registry, Ref: dst.Ref, TempDir: dir, Attest: e.opts.Attest,
+		BeforeWrite: func(ctx context.Context) error { return e.guard(ctx, &dst) }})
 	if err != nil {
 		return Stored{}, err
 	}

@@ -26,8 +26,9 @@ import (
 // module pull before its version tag); only a pattern naming the address
 // exactly does (docs/modules.md, "Modules under the proxy's own name").
 // Providers pulled through the registry protocol (RegistryTarget) follow
-// the wildcard rule: the proxy never pulls over a repository holding
-// pushed versions, and provider pulls mark their repositories too.
+// the wildcard rule, and provider pulls mark their repositories too. On
+// every path, the network mirror's and the origins' own included, no pull
+// stores into a repository holding pushed versions (pushed.go).
 
 // PulledThroughTag marks a repository pull-through stores modules in: it
 // names the first package pulled into it, and is written before that

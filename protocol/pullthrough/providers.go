@@ -170,16 +170,17 @@ func (e *Engine) ProviderKey(t Target, v names.Version, sums digest.Digest) (str
 // a release another replica pulls is waited for (within ctx); without,
 // it is an error.
 func (e *Engine) StartProvider(ctx context.Context, t Target, v names.Version, rel *ingest.ProviderRelease, demand string, wait bool) (*Pull, *File, error) {
-	ref, err := e.mappings.Map(t.Served)
+	dst, err := e.ProviderDestination(t)
 	if err != nil {
 		return nil, nil, err
 	}
-	key := ProviderPullKey(ref.Name(), v, rel.SumsDigest())
-	return e.start(ctx, key, providerFailKey(t, v), t.Origin.Hostname, func() (*Pull, error) { return e.newProviderPull(t, v, rel, ref, key) }, demand, wait)
+	key := ProviderPullKey(dst.Ref.Name(), v, rel.SumsDigest())
+	return e.start(ctx, key, providerFailKey(t, v), t.Origin.Hostname, &dst, func() (*Pull, error) { return e.newProviderPull(t, v, rel, dst, key) }, demand, wait)
 }
 
-// newProviderPull prepares the pull of a provider release into ref.
-func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.ProviderRelease, ref oci.Reference, key string) (*Pull, error) {
+// newProviderPull prepares the pull of a provider release into dst.
+func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.ProviderRelease, dst Destination, key string) (*Pull, error) {
+	ref := dst.Ref
 	repo, err := e.registry.Open(ref)
 	if err != nil {
 		return nil, err
@@ -204,9 +205,13 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 	p.mediaType = func(string) string { return oci.MediaTypeZip }
 	p.finish = func(ctx context.Context, dir string) (Stored, error) {
 		// Attested (with Options.Attest) and the repository marked as
-		// pulled through before the version is tagged: a repository
-		// holding a version without the mark reads as pushed to (own.go).
+		// pulled through before the version is tagged, once guard has
+		// found no version pushed meanwhile: a repository holding a
+		// version without the mark reads as pushed to (own.go).
 		mark := oci.PushOptions{BeforeTag: func(ctx context.Context, root ocispec.Descriptor) error {
+			if err := e.guard(ctx, &dst); err != nil {
+				return err
+			}
 			e.markPulledThrough(ctx, repo, ref, root)
 			return nil
 		}}

@@ -84,7 +84,7 @@ func toHTTP(err error, retryAfter int) *httpError {
 func pullThroughStatus(pe *pullthrough.Error) *httpError {
 	status := http.StatusBadGateway
 	switch pe.Failure {
-	case pullthrough.FailureNotFound:
+	case pullthrough.FailureNotFound, pullthrough.FailurePushed:
 		status = http.StatusNotFound
 	case pullthrough.FailureBusy:
 		status = http.StatusServiceUnavailable

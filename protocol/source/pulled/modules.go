@@ -1,7 +1,9 @@
 package pulled
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/opencontainers/go-digest"
@@ -52,23 +54,20 @@ func (m *Modules) factsRule(a source.ModuleAddress) (string, bool) {
 }
 
 // originMayBeAsked reports whether the origin may be asked about a
-// module at all: always on an origin's own paths; under the proxy's own
-// hostname only for an address --pull-through-own-modules covers, and
-// through a wildcard only while its repository holds no versions but
-// pulled-through ones (pullthrough/own.go). Otherwise not even the
-// module's name is sent to the origin.
-func (m *Modules) originMayBeAsked(ctx context.Context, repo *store.Repo, mod names.Module) (bool, error) {
-	if !m.Own {
-		return true, nil
+// module at all: under the proxy's own hostname only for an address
+// --pull-through-own-modules covers (pullthrough/own.go); on any path
+// only while its repository holds no versions but pulled-through ones,
+// unless the engine's rule lets the origin join pushed versions there
+// (pullthrough.Engine.MayJoin: an exact own-module pattern, a repository
+// named after the origin's host). Otherwise not even the module's name
+// is sent to the origin; pushed says the repository's pushed versions
+// are why.
+func (m *Modules) originMayBeAsked(ctx context.Context, repo *store.Repo, mod names.Module) (ok, pushed bool, err error) {
+	if m.Own && m.Engine.OwnModule(mod) == pullthrough.OwnModuleHeldOnly {
+		return false, false, nil
 	}
-	switch m.Engine.OwnModule(mod) {
-	case pullthrough.OwnModuleListed:
-		return true, nil
-	case pullthrough.OwnModuleHeldOnly:
-		return false, nil
-	}
-	pushed, err := pullthrough.HoldsPushedVersions(ctx, repo)
-	return err == nil && !pushed, err
+	ok, err = m.Engine.MayJoin(ctx, m.Engine.ModuleDestination(m.Origin, repo.Reference(), mod), repo)
+	return ok, err == nil && !ok, err
 }
 
 // ModuleVersions lists what the registry holds, what pull-through stored
@@ -81,7 +80,7 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 	if err != nil {
 		return source.ModuleListing{}, err
 	}
-	if ok, err := m.originMayBeAsked(ctx, repo, a.Module); err != nil || !ok {
+	if ok, _, err := m.originMayBeAsked(ctx, repo, a.Module); err != nil || !ok {
 		if err != nil {
 			return source.ModuleListing{}, err
 		}
@@ -160,11 +159,11 @@ func (m *Modules) FetchModule(ctx context.Context, a source.ModuleAddress, v nam
 	if rerr != nil {
 		return nil, err
 	}
-	if ok, gerr := m.originMayBeAsked(ctx, repo, a.Module); gerr != nil || !ok {
-		if gerr != nil {
-			return nil, gerr
+	if ok, pushed, gerr := m.originMayBeAsked(ctx, repo, a.Module); gerr != nil || !ok {
+		if pushed {
+			return nil, source.NotFoundf("%s", pullthrough.ErrHeldAsPushed(fmt.Sprintf("%s %s", a.What(), v)))
 		}
-		return nil, err
+		return nil, cmp.Or(gerr, err)
 	}
 	if rule, ok := m.factsRule(a); ok {
 		go m.sight(repo, a.Module, v)

@@ -25,10 +25,11 @@ const providerKind = names.KindProvider
 // what it does not hold, what the allow-listed origin of the address
 // offers: through the network mirror, the origin of the address's own
 // host; through the registry protocol, under the proxy's own host name,
-// the registry origin, unless the repository holds versions somebody
-// pushed (dependency confusion: such a provider is never merged with,
-// nor pulled over by, the origin's provider of that name, and the origin
-// is not asked about it).
+// the registry origin; either unless the repository holds versions
+// somebody pushed (dependency confusion: such a provider is never merged
+// with, nor pulled over by, an origin's provider of that name, and the
+// origin is not asked about it; pullthrough.Engine.MayJoin, the rule the
+// engine's writes obey).
 //
 // With several mappings each is a Providers of its own, and an address
 // is pulled through only by the one Pulls names: pull-through stores
@@ -63,39 +64,43 @@ func (h *Providers) pulls(p names.Provider) bool {
 }
 
 // target is the pull-through target of p asked for through via; none
-// where Held's mapping does not pull p through.
+// where Held's mapping does not pull p through, and none, with
+// errPushed, where p's repositories hold pushed versions.
 func (h *Providers) target(ctx context.Context, p names.Provider, via source.Via) (pullthrough.Target, bool, error) {
 	if !h.pulls(p) {
 		return pullthrough.Target{}, false, nil
 	}
-	if via == source.ViaMirror {
-		t, ok := h.Engine.MirrorTarget(p)
-		return t, ok, nil
+	t, ok := h.Engine.MirrorTarget(p)
+	if via == source.ViaRegistry {
+		t, ok = h.Engine.RegistryTarget(p)
 	}
-	t, ok := h.Engine.RegistryTarget(p)
 	if !ok {
 		return t, false, nil
 	}
-	pushed, err := h.heldPushed(ctx, p)
-	return t, err == nil && !pushed, err
+	d, err := h.Engine.ProviderDestination(t)
+	if err != nil { // no repository: nothing held, and Held reports the mapping
+		return t, false, nil
+	}
+	return t, true, h.mayJoin(ctx, t, d)
 }
 
-// heldPushed reports whether p's repository, or a later mapping's
-// merged with it, holds pushed versions.
-func (h *Providers) heldPushed(ctx context.Context, p names.Provider) (bool, error) {
-	var repos []*store.Repo
-	if repo, err := h.Held.Repo(p); err == nil { // no repository: nothing held (the caller reports the mapping)
-		repos = append(repos, repo)
-	}
+// errPushed marks a target refused because its repositories hold
+// pushed versions (pullthrough.ErrHeldAsPushed says so to clients).
+var errPushed = errors.New("held as pushed")
+
+// mayJoin is nil when t's origin may be listed with, and pulled into,
+// what its repository (d's) and the later mappings' merged with it hold;
+// errPushed when they hold pushed versions.
+func (h *Providers) mayJoin(ctx context.Context, t pullthrough.Target, d pullthrough.Destination) error {
+	repos := []*store.Repo{h.Held.Store.Repo(d.Ref)}
 	if h.Later != nil {
-		repos = append(repos, h.Later(p)...)
+		repos = append(repos, h.Later(t.Served)...)
 	}
-	for _, repo := range repos {
-		if pushed, err := pullthrough.HoldsPushedVersions(ctx, repo); pushed || err != nil {
-			return pushed, err
-		}
+	ok, err := h.Engine.MayJoin(ctx, d, repos...)
+	if err == nil && !ok {
+		return errPushed
 	}
-	return false, nil
+	return err
 }
 
 func (h *Providers) factsRule(p names.Provider) (string, bool) {
@@ -110,11 +115,11 @@ func (h *Providers) factsRule(p names.Provider) (string, bool) {
 // origin's newest versions sighted.
 func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	t, ok, err := h.target(ctx, p, via)
+	if errors.Is(err, errPushed) || err == nil && !ok {
+		return h.Held.ProviderVersions(ctx, p, via, opts)
+	}
 	if err != nil {
 		return source.ProviderListing{}, err
-	}
-	if !ok {
-		return h.Held.ProviderVersions(ctx, p, via, opts)
 	}
 	if _, facts := h.factsRule(p); facts {
 		h.sightOrigin(ctx, p, t)
@@ -199,6 +204,9 @@ func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v nam
 		return root, err
 	}
 	t, ok, terr := h.target(ctx, p, via)
+	if errors.Is(terr, errPushed) {
+		return nil, source.NotFoundf("%s", pullthrough.ErrHeldAsPushed(fmt.Sprintf("provider %s %s", p, v)))
+	}
 	if terr != nil || !ok {
 		return nil, cmp.Or(terr, err)
 	}

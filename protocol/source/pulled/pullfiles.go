@@ -8,6 +8,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
@@ -19,13 +20,9 @@ import (
 // The SHA256SUMS digest the URL pins must still be the origin's (or the
 // stored release's).
 func (h *Providers) OpenPulledFile(ctx context.Context, f source.PulledFile) (*source.Blob, error) {
-	t, err := h.targetOf(ctx, f)
+	t, ref, err := h.targetOf(ctx, f)
 	if err != nil {
 		return nil, err
-	}
-	ref, err := h.Held.Mappings.Map(t.Served)
-	if err != nil {
-		return nil, source.Missing(err, "provider "+t.Served.String(), "provider %s is not served by this proxy", t.Served)
 	}
 	key := pullthrough.ProviderPullKey(ref.Name(), f.Version, f.Sums)
 	for range 2 {
@@ -38,24 +35,26 @@ func (h *Providers) OpenPulledFile(ctx context.Context, f source.PulledFile) (*s
 }
 
 // targetOf is the pull-through target a pull URL names, checked as when
-// the metadata named it.
-func (h *Providers) targetOf(ctx context.Context, f source.PulledFile) (pullthrough.Target, error) {
+// the metadata named it, and the repository it is stored in.
+func (h *Providers) targetOf(ctx context.Context, f source.PulledFile) (pullthrough.Target, oci.Reference, error) {
 	t, ok := h.Engine.TargetOf(f.Via, f.Provider, f.RegistryHost)
 	if !ok {
-		return pullthrough.Target{}, source.NotFoundf("provider %s is not pulled through from any allowed origin", f.Provider)
+		return t, oci.Reference{}, source.NotFoundf("provider %s is not pulled through from any allowed origin", f.Provider)
 	}
 	if !h.pulls(t.Served) { // no mapping of this proxy's stores it (merged.Providers asks the one that does)
-		return pullthrough.Target{}, source.NotFoundf("provider %s is not served by this proxy", t.Served)
+		return t, oci.Reference{}, source.NotFoundf("provider %s is not served by this proxy", t.Served)
 	}
-	if f.Via == pullthrough.ViaRegistry {
-		if pushed, err := h.heldPushed(ctx, f.Provider); err != nil || pushed {
-			if err != nil {
-				return pullthrough.Target{}, err
-			}
-			return pullthrough.Target{}, source.NotFoundf("provider %s is held as pushed here: not pulled through", f.Provider)
+	d, err := h.Engine.ProviderDestination(t)
+	if err != nil {
+		return t, oci.Reference{}, source.Missing(err, "provider "+t.Served.String(), "provider %s is not served by this proxy", t.Served)
+	}
+	if err := h.mayJoin(ctx, t, d); err != nil {
+		if errors.Is(err, errPushed) {
+			err = source.NotFoundf("%s", pullthrough.ErrHeldAsPushed("provider "+t.Served.String()))
 		}
+		return t, oci.Reference{}, err
 	}
-	return t, nil
+	return t, d.Ref, nil
 }
 
 // fileName is the release file name f names.
