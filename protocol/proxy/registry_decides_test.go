@@ -76,7 +76,11 @@ func TestRegistryDecidesOnTheModuleRepositoryServed(t *testing.T) {
 	})
 	alice, bob := bearer("alice:alice-Pa55"), bearer("bob:bob-Pa55")
 	versions, download := "/v1/modules/acme/network/aws/versions", "/v1/modules/acme/network/aws/1.0.0/download"
-
+	for _, path := range []string{versions, download} {
+		if got := p.do(t, http.MethodGet, path, alice); got.Status != http.StatusNotFound {
+			t.Errorf("alice %s: %d %.200s", path, got.Status, got.Body)
+		}
+	}
 	r := p.do(t, http.MethodGet, versions, bob)
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"1.0.0"`) {
 		t.Fatalf("bob's versions: %d %s", r.Status, r.Body)
@@ -111,6 +115,9 @@ func TestRegistryDecidesOnTheProviderRepositoryServed(t *testing.T) {
 	})
 	alice, bob := bearer("alice:alice-Pa55"), bearer("bob:bob-Pa55")
 	index, version := "/v1/mirror/example.com/test/hello/index.json", "/v1/mirror/example.com/test/hello/1.0.0.json"
+	if r := p.do(t, http.MethodGet, index, alice); r.Status != http.StatusNotFound {
+		t.Errorf("alice %s: %d %.200s", index, r.Status, r.Body)
+	}
 	var mv struct {
 		Archives map[string]struct{ URL string } `json:"archives"`
 	}
@@ -170,8 +177,8 @@ func failedLogins(reg *testenv.Registry, user string) int {
 func TestRegistryLoginsAreBounded(t *testing.T) {
 	reg := teamRegistry(t)
 	reg.Token.AddUser("carol", "carol-Pa55", "providers/team-a/")
-	pushTo(t, reg, "providers/team-a/test/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
-	pushTo(t, reg, "providers/team-b/test/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	pushTo(t, reg, "providers/team-b/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	cooldown := 2 * time.Second
 	p := startProxy(t, Options{
 		Client:           proxyClient(t, reg),
@@ -219,7 +226,7 @@ func TestRegistryLoginsAreBounded(t *testing.T) {
 // often as the address's burst allows.
 func TestRegistryLoginsAreBoundedConcurrently(t *testing.T) {
 	reg := teamRegistry(t)
-	pushTo(t, reg, "providers/team-a/test/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	p := startProxy(t, Options{
 		Client:           proxyClient(t, reg),
 		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
@@ -248,8 +255,8 @@ func TestRegistryLoginsAreBoundedConcurrently(t *testing.T) {
 // (registry-unverified): a wrong password, a guess during a cool-down.
 func TestRegistryUsersInTheAuditTrail(t *testing.T) {
 	reg := teamRegistry(t)
-	pushTo(t, reg, "providers/team-a/test/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
-	pushTo(t, reg, "providers/team-b/test/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	pushTo(t, reg, "providers/team-b/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	trail, path := openTrail(t)
 	p := startProxy(t, Options{
 		Client:           proxyClient(t, reg),
