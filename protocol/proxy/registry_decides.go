@@ -25,9 +25,11 @@ import (
 // registry, USERNAME:PASSWORD as docker login takes it (a Harbor robot
 // account, a GHCR user and token). Before anything is served to it for
 // an address, cached or not, the registry is asked whether those
-// credentials may read the address's repository (oci.Client.CanRead,
-// with a token cache of its own); the answer is kept per credential and
-// repository for a bounded time. What the proxy reads and caches, and
+// credentials may read every repository the address maps to that holds
+// versions of it (repositoriesOf; oci.Client.CanRead, with a token cache
+// of its own; only a listing confirms); the answer is kept per
+// credential and repository for a bounded time, and the logins it takes
+// are bounded (registry_logins.go). What the proxy reads and caches, and
 // what pull-through writes, it reads and writes with its own credential.
 
 // errRegistryToken is the 401 of a token that is no registry credential.

@@ -179,7 +179,7 @@ func TestRegistryLoginsAreBounded(t *testing.T) {
 	reg.Token.AddUser("carol", "carol-Pa55", "providers/team-a/")
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	pushTo(t, reg, "providers/team-b/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
-	cooldown := 2 * time.Second
+	cooldown := 3 * time.Second
 	p := startProxy(t, Options{
 		Client:           proxyClient(t, reg),
 		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
@@ -191,12 +191,15 @@ func TestRegistryLoginsAreBounded(t *testing.T) {
 		t.Fatalf("alice before the attack: %d %s", r.Status, r.Body)
 	}
 	statuses := map[int]int{}
+	start := time.Now()
 	for i := range 200 {
 		r := p.do(t, http.MethodGet, index("team-a"), bearer(fmt.Sprintf("carol:guess-%d", i)))
 		statuses[r.Status]++
 	}
-	if n := failedLogins(reg, "carol"); n < 1 || n > 2 {
-		t.Errorf("200 guesses made %d failed registry logins, want 1 or 2", n)
+	// One login, and one more each time the cool-down ended while the
+	// guessing went on (a loaded machine).
+	if n, most := failedLogins(reg, "carol"), 1+int(time.Since(start)/cooldown); n < 1 || n > most {
+		t.Errorf("200 guesses made %d failed registry logins, want 1 to %d", n, most)
 	}
 	if statuses[200] > 0 || statuses[http.StatusNotFound]+statuses[http.StatusTooManyRequests] != 200 {
 		t.Errorf("the guesses' answers: %v, want only 404 and 429", statuses)
@@ -208,7 +211,8 @@ func TestRegistryLoginsAreBounded(t *testing.T) {
 	if r := other.do(t, http.MethodGet, index("team-b"), bearer("bob:bob-Pa55")); r.Status != 200 {
 		t.Errorf("bob from another address during the attack: %d %s", r.Status, r.Body)
 	}
-	right, wrong := other.do(t, http.MethodGet, index("team-a"), bearer("carol:carol-Pa55")), other.do(t, http.MethodGet, index("team-a"), bearer("carol:another-guess"))
+	wrong := other.do(t, http.MethodGet, index("team-a"), bearer("carol:another-guess")) // a login, refused: the cool-down starts again
+	right := other.do(t, http.MethodGet, index("team-a"), bearer("carol:carol-Pa55"))
 	if right.Status != http.StatusNotFound || !bytes.Equal(right.Body, wrong.Body) {
 		t.Errorf("carol's right password during the cool-down: %d %s; a wrong one: %d %s", right.Status, right.Body, wrong.Status, wrong.Body)
 	}
