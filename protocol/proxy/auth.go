@@ -105,7 +105,7 @@ func (c caller) who() respond.Who {
 	case c.client != nil:
 		return respond.Who{Client: c.client.Name, Identity: audit.IdentityClient}
 	case c.registry != nil:
-		return c.registry.who()
+		return c.registry.Who()
 	}
 	return respond.Who{Client: "operator", Identity: audit.IdentityOperator, Token: "sha256:" + hex.EncodeToString(c.operator[:6])}
 }

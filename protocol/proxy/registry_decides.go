@@ -83,18 +83,16 @@ func (id *registryID) confirm(ctx context.Context, kind names.Kind, address stri
 	return err
 }
 
-// who is id as the audit trail names it: a registry user, verified
-// when the registry accepted the credential (registryLogins.accepted),
-// unverified (a name a token claims) otherwise.
-func (id *registryID) who() respond.Who {
+// Who is id as the audit trail names it (respond.Verified: asked again
+// once Reads has answered): a registry user, verified when the registry
+// accepted the credential (registryLogins.accepted), unverified (a name
+// a token claims) otherwise.
+func (id *registryID) Who() respond.Who {
 	if id.s.logins.accepted(id.key) {
 		return respond.Who{Client: id.user, Identity: audit.IdentityRegistry}
 	}
 	return respond.Who{Client: id.user, Identity: audit.IdentityRegistryUnverified}
 }
-
-// Who is who for the responder, asked again once Reads has answered.
-func (id *registryID) Who() respond.Who { return id.who() }
 
 // repositoriesOf are the repositories the registry must confirm for
 // address (of kind): of those it maps to (mappedRepositories), the ones
