@@ -55,6 +55,9 @@ type registryID struct {
 // (repositoriesOf): each version the merged sources serve comes from
 // one of them. The first refusal is the answer.
 func (id *registryID) Reads(ctx context.Context, kind names.Kind, address string) error {
+	if err := id.s.logins.screen(id); err != nil {
+		return id.refusal(kind, address, err)
+	}
 	refs, err := id.s.repositoriesOf(ctx, kind, address)
 	if err != nil {
 		return err
@@ -74,10 +77,18 @@ func (id *registryID) Reads(ctx context.Context, kind names.Kind, address string
 // credential may not see); other failures as they are.
 func (id *registryID) confirm(ctx context.Context, kind names.Kind, address string, ref oci.Reference) error {
 	err := id.s.confirmed.check(ctx, id, ref)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, errCoolingDown), answeredAbout(err):
+	}
+	return id.refusal(kind, address, err)
+}
+
+// refusal is the answer to id for address when the registry refused, or
+// would not be asked (errCoolingDown): the 404 an absent artifact gets,
+// the same whatever the password; err itself otherwise (a 429, a
+// registry failing).
+func (id *registryID) refusal(kind names.Kind, address string, err error) error {
+	if errors.Is(err, errCoolingDown) || answeredAbout(err) {
 		return source.NotFoundf("%s %s: the registry does not let user %s read it", kind, address, id.user)
 	}
 	return err

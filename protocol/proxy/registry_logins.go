@@ -29,14 +29,22 @@ import (
 //     (the TCP peer; an IPv6 /64) and for the whole proxy: past either,
 //     429 with Retry-After, whatever the password.
 //   - A login the registry refuses (ErrCredentialsRefused: a wrong user
-//     name or password) cools the user name down: for LoginCooldown,
-//     every credential of that user that is not known gets the 404 a
-//     wrong password gets, without asking the registry, whatever
-//     password it carries.
+//     name or password) cools the user name down: for Cooldown, every
+//     credential of that user that is not known gets the 404 a wrong
+//     password gets, without asking the registry, whatever password it
+//     carries.
+//   - An address more than guessesTolerated of whose unknown credentials
+//     of a user were not accepted (refused, cooled down, limited), each
+//     within Cooldown of the last, is guessing at that user: every
+//     credential of that user from there, known ones too, gets the same
+//     answer as a guess (screen) until Cooldown after the last guess, so
+//     that a known credential's quick yes tells no guess right from
+//     wrong. The user's known credentials from elsewhere keep working.
 //
 // Every unknown credential spends the bounds, refused during a
 // cool-down or not, so guesses are answered no faster than the bounds
-// allow.
+// allow: a few truthful answers per address and user, then none until
+// the guessing stops for a cool-down.
 
 // LoginLimits bound the registry logins of RegistryDecides (zero values:
 // the defaults below).
@@ -94,6 +102,7 @@ type registryLogins struct {
 	mu     sync.Mutex
 	known  map[[sha256.Size]byte]time.Time // accepted credentials, until
 	cool   map[string]time.Time            // user → cooling down until
+	guess  map[guessKey]guesses            // a user guessed at from an address
 	addrs  map[string]*rate.Limiter        // source address → its bound
 	others *rate.Limiter                   // the addresses beyond maxLoginEntries
 }
@@ -101,7 +110,7 @@ type registryLogins struct {
 func newRegistryLogins(l LoginLimits) *registryLogins {
 	l = l.withDefaults()
 	return &registryLogins{limits: l, global: rate.NewLimiter(rate.Limit(l.Rate), l.Burst),
-		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, addrs: map[string]*rate.Limiter{},
+		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, addrs: map[string]*rate.Limiter{},
 		others: rate.NewLimiter(rate.Limit(l.PerAddressRate), l.PerAddressBurst)}
 }
 
@@ -113,8 +122,44 @@ func (g *registryLogins) accepted(key [sha256.Size]byte) bool {
 	return time.Now().Before(g.known[key])
 }
 
+// guessKey is a user name guessed at from a source address.
+type guessKey struct{ user, from string }
+
+// guesses are how many unknown credentials of a user from an address
+// were not accepted, the last until the cool-down after it ends.
+type guesses struct {
+	n     int
+	until time.Time
+}
+
+// guessesTolerated are the guesses an address makes at a user before
+// the user's known credentials from there get a guess's answer too: a
+// mistyped password or two does not lock a user's working credential
+// out.
+const guessesTolerated = 2
+
+// screen is nil when id may be confirmed as usual; while id's address
+// is guessing at id's user (an unknown credential of that user from
+// there was not accepted within the cool-down), every credential of
+// that user from there, known or not, spends the bounds and gets the
+// cool-down's answer (errCoolingDown, or a 429), so that no guess is
+// told right from wrong by a known credential's quick yes.
+func (g *registryLogins) screen(id *registryID) error {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gs := g.guess[guessKey{id.user, id.from}]; gs.n <= guessesTolerated || !now.Before(gs.until) {
+		return nil
+	}
+	if !g.spend(id.from) {
+		return g.limited()
+	}
+	return errCoolingDown
+}
+
 // admit is nil when id's credential may be sent to the registry now;
-// errCoolingDown, or a 429 (respond.Limited), when not.
+// errCoolingDown, or a 429 (respond.Limited), when not: then id's
+// address is guessing at its user.
 func (g *registryLogins) admit(id *registryID) error {
 	now := time.Now()
 	g.mu.Lock()
@@ -123,13 +168,41 @@ func (g *registryLogins) admit(id *registryID) error {
 		return nil
 	}
 	// Spent first, cool-down or not: a guess costs the same either way.
-	if !g.addressLimiter(id.from).Allow() || !g.global.Allow() {
-		return respond.Limited(g.retryAfter(), "too many registry logins with credentials the registry has not accepted yet: retry after %d s", g.retryAfter())
-	}
-	if now.Before(g.cool[id.user]) {
+	switch {
+	case !g.spend(id.from):
+		g.guessing(id, now)
+		return g.limited()
+	case now.Before(g.cool[id.user]):
+		g.guessing(id, now)
 		return errCoolingDown
 	}
 	return nil
+}
+
+// spend takes a login from the bounds of address from and the whole
+// proxy's; false when either is spent (g.mu held).
+func (g *registryLogins) spend(from string) bool {
+	return g.addressLimiter(from).Allow() && g.global.Allow()
+}
+
+// guessing notes that id's address guesses at id's user (g.mu held).
+func (g *registryLogins) guessing(id *registryID, now time.Time) {
+	k := guessKey{id.user, id.from}
+	gs := g.guess[k]
+	if !now.Before(gs.until) {
+		gs.n = 0
+	}
+	if len(g.guess) >= maxLoginEntries {
+		maps.DeleteFunc(g.guess, func(_ guessKey, v guesses) bool { return now.After(v.until) })
+	}
+	if len(g.guess) < maxLoginEntries || gs.n > 0 {
+		g.guess[k] = guesses{n: gs.n + 1, until: now.Add(g.limits.Cooldown)}
+	}
+}
+
+// limited is the 429 of a login over the bounds.
+func (g *registryLogins) limited() error {
+	return respond.Limited(g.retryAfter(), "too many registry logins with credentials the registry has not accepted yet: retry after %d s", g.retryAfter())
 }
 
 // learn keeps what the registry's answer err to id's login says: a
@@ -144,6 +217,7 @@ func (g *registryLogins) learn(id *registryID, err error) {
 		delete(g.known, id.key)
 		makeRoom(g.cool, now)
 		g.cool[id.user] = now.Add(g.limits.Cooldown)
+		g.guessing(id, now)
 	case err == nil || answeredAbout(err):
 		makeRoom(g.known, now)
 		g.known[id.key] = now.Add(acceptedFor)
