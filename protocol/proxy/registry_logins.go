@@ -279,8 +279,11 @@ func sourceAddress(remote string) string {
 		host = remote
 	}
 	ip := net.ParseIP(host)
-	if ip == nil || ip.To4() != nil {
+	switch {
+	case ip == nil:
 		return host
+	case ip.To4() != nil:
+		return ip.To4().String()
 	}
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
