@@ -313,3 +313,35 @@ func TestRegistryUsersInTheAuditTrail(t *testing.T) {
 		}
 	}
 }
+
+// An address that keeps guessing at a user keeps that user's known
+// credential out from there, past the cool-down after its first
+// guesses, until it has stopped guessing for a cool-down.
+func TestGuessingKeepsAKnownCredentialOutUntilItStops(t *testing.T) {
+	reg := teamRegistry(t)
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	cooldown := 2 * time.Second
+	p := startProxy(t, Options{
+		Client:           proxyClient(t, reg),
+		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryDecides:  true,
+		RegistryLogins:   LoginLimits{Cooldown: cooldown},
+	})
+	get := func(token string) int {
+		return p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(token)).Status
+	}
+	if code := get("alice:alice-Pa55"); code != 200 {
+		t.Fatalf("alice: %d", code)
+	}
+	for end, i := time.Now().Add(5*cooldown/2), 0; time.Now().Before(end); i++ {
+		get(fmt.Sprintf("alice:guess-%d", i))
+		time.Sleep(cooldown / 5)
+	}
+	if code := get("alice:alice-Pa55"); code == 200 {
+		t.Error("alice's known credential from an address still guessing at her: 200")
+	}
+	time.Sleep(cooldown + 100*time.Millisecond)
+	if code := get("alice:alice-Pa55"); code != 200 {
+		t.Errorf("alice's known credential once the guessing stopped for a cool-down: %d", code)
+	}
+}

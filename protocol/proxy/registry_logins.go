@@ -139,17 +139,21 @@ type guesses struct {
 const guessesTolerated = 2
 
 // screen is nil when id may be confirmed as usual; while id's address
-// is guessing at id's user (an unknown credential of that user from
-// there was not accepted within the cool-down), every credential of
-// that user from there, known or not, spends the bounds and gets the
-// cool-down's answer (errCoolingDown, or a 429), so that no guess is
-// told right from wrong by a known credential's quick yes.
+// is guessing at id's user (more than guessesTolerated unknown
+// credentials of that user from there were not accepted, each within
+// the cool-down of the last), every credential of that user from there,
+// known or not, spends the bounds and gets the cool-down's answer
+// (errCoolingDown, or a 429), so that no guess is told right from wrong
+// by a known credential's quick yes; each unknown one is a guess more.
 func (g *registryLogins) screen(id *registryID) error {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if gs := g.guess[guessKey{id.user, id.from}]; gs.n <= guessesTolerated || !now.Before(gs.until) {
 		return nil
+	}
+	if !now.Before(g.known[id.key]) {
+		g.guessing(id, now) // still guessing: the cool-down starts again
 	}
 	if !g.spend(id.from) {
 		return g.limited()
