@@ -81,6 +81,9 @@ type usageRefusal struct {
 	Client  string `json:"client"`
 	Outcome string `json:"outcome"`
 	Count   int64  `json:"count"`
+	// Unverified: the name is one a token claimed (--registry-decides,
+	// a credential the registry did not accept).
+	Unverified bool `json:"unverified,omitempty"`
 }
 
 type usageAsked struct {
@@ -253,7 +256,7 @@ func notDownloadedSince(t *audit.Tally, at time.Time) []audit.Row {
 func refusals(t *audit.Tally) []usageRefusal {
 	var out []usageRefusal
 	for r, n := range t.Refusals {
-		out = append(out, usageRefusal{Client: r.Client, Outcome: r.Outcome, Count: n})
+		out = append(out, usageRefusal{Client: r.Client, Outcome: r.Outcome, Count: n, Unverified: r.Unverified})
 	}
 	sortRefusals(out)
 	return out
@@ -305,6 +308,9 @@ func (r usageReport) human() string {
 			return []string{fmt.Sprint(x.Count), day(x.Last), x.Client}
 		})
 		table(&b, "refused", []string{"COUNT", "OUTCOME", "CLIENT"}, r.Refusals, func(x usageRefusal) []string {
+			if x.Unverified {
+				return []string{fmt.Sprint(x.Count), x.Outcome, x.Client + " (unverified)"}
+			}
 			return []string{fmt.Sprint(x.Count), x.Outcome, x.Client}
 		})
 	}
@@ -351,6 +357,17 @@ func slicesSortByLast(rows []audit.Row) {
 
 func sortRefusals(rs []usageRefusal) {
 	slices.SortFunc(rs, func(a, b usageRefusal) int {
-		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Client, b.Client), cmp.Compare(a.Outcome, b.Outcome))
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Client, b.Client), cmp.Compare(a.Outcome, b.Outcome), boolOrder(a.Unverified, b.Unverified))
 	})
+}
+
+// boolOrder orders false before true.
+func boolOrder(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }

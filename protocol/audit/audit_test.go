@@ -289,3 +289,46 @@ func TestScanReadsAGigabyteFileInBoundedMemory(t *testing.T) {
 		t.Fatalf("heap in use peaked at %d MiB reading a 1 GiB file", p>>20)
 	}
 }
+
+// Refusals of names a token merely claimed (registry-unverified) are
+// kept apart from verified ones, and bounded: 100,000 made-up names in
+// a trail keep at most MaxUnverified of them, the rest counted together;
+// verified names are all kept.
+func TestTallyBoundsUnverifiedNames(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	l, err := audit.Open(audit.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	refused := func(client, identity string) *audit.Event {
+		return &audit.Event{Time: base, Event: audit.EventDocument, Outcome: audit.OutcomeRefused, Client: client, Identity: identity}
+	}
+	const guesses = 100000
+	for i := range guesses {
+		l.Record(refused(fmt.Sprintf("guess-%d", i), audit.IdentityRegistryUnverified))
+	}
+	l.Record(refused("alice", audit.IdentityRegistry))
+	l.Record(refused("alice", audit.IdentityRegistryUnverified))
+	l.Close()
+	tally := audit.NewTally(audit.Filter{})
+	if err := audit.Scan(context.Background(), []string{path}, tally); err != nil {
+		t.Fatal(err)
+	}
+	var unverified, total int64
+	for r, n := range tally.Refusals {
+		total += n
+		if r.Unverified {
+			unverified++
+		}
+	}
+	if unverified > audit.MaxUnverified+1 || total != guesses+2 {
+		t.Errorf("%d unverified names kept (at most %d and the others), %d refusals counted, want %d", unverified, audit.MaxUnverified, total, guesses+2)
+	}
+	if tally.Refusals[audit.Refusal{Client: audit.OtherUnverified, Outcome: audit.OutcomeRefused, Unverified: true}] == 0 {
+		t.Error("the names past the bound are not counted together")
+	}
+	if tally.Refusals[audit.Refusal{Client: "alice", Outcome: audit.OutcomeRefused}] != 1 {
+		t.Error("the verified alice is not counted apart from the name a token claimed")
+	}
+}

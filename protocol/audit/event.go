@@ -35,13 +35,14 @@ const (
 
 // How the client was identified.
 const (
-	IdentityNone      = "none"       // client authentication is off
-	IdentityOperator  = "operator"   // a token of --auth-token-file
-	IdentityClient    = "client"     // a policy file client's token
-	IdentityOIDC      = "oidc"       // a policy file client's CI identity (Subject)
-	IdentityRegistry  = "registry"   // a registry credential (--registry-decides)
-	IdentitySignedURL = "signed-url" // an archive URL a document handed Client
-	IdentityUnknown   = "unknown"    // a token that names no one
+	IdentityNone               = "none"                // client authentication is off
+	IdentityOperator           = "operator"            // a token of --auth-token-file
+	IdentityClient             = "client"              // a policy file client's token
+	IdentityOIDC               = "oidc"                // a policy file client's CI identity (Subject)
+	IdentityRegistry           = "registry"            // a registry credential the registry accepted (--registry-decides)
+	IdentityRegistryUnverified = "registry-unverified" // one it has not accepted (yet): the user name is the token's claim
+	IdentitySignedURL          = "signed-url"          // an archive URL a document handed Client
+	IdentityUnknown            = "unknown"             // a token that names no one
 )
 
 // Event is one line of the audit trail. Strings are written as JSON

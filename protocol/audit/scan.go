@@ -40,7 +40,7 @@ type Record struct {
 	Time                                             time.Time
 	Event, Outcome                                   string
 	Client, Kind, Address, Version, Platform, Source string
-	Repository                                       string
+	Repository, Identity                             string
 }
 
 // Files is the audit files path names: the file itself and the files it
@@ -209,6 +209,7 @@ func parseRecord(p *fastjson.Parser, in interner, line []byte) (Record, bool) {
 		Time: at, Event: in.str(v, "event"), Outcome: in.str(v, "outcome"), Client: in.str(v, "client"),
 		Kind: in.str(v, "kind"), Address: in.str(v, "address"), Version: in.str(v, "version"),
 		Platform: in.str(v, "platform"), Source: in.str(v, "source"), Repository: in.str(v, "repository"),
+		Identity: in.str(v, "identity"),
 	}, true
 }
 

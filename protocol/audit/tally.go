@@ -14,14 +14,18 @@ import (
 type Tally struct {
 	Filter
 	Downloads map[Key]*Use
-	// Refusals counts refused requests by client and outcome.
+	// Refusals counts refused requests by client and outcome; names a
+	// token merely claimed (IdentityRegistryUnverified) are kept apart,
+	// at most MaxUnverified of them, the others counted together under
+	// OtherUnverified.
 	Refusals map[Refusal]int64
 	// Events is how many events the filter kept; Malformed how many
 	// lines were not events of this schema; Dropped how many events
 	// found the tally full.
 	Events, Malformed, Dropped int64
 
-	interned interner
+	interned   interner
+	unverified int // distinct unverified names in Refusals
 }
 
 // MaxKeys bounds the distinct keys a Tally counts.
@@ -49,9 +53,31 @@ type Use struct {
 	Repository  string
 }
 
-// Refusal is a client and how it was refused.
+// Refusal is a client and how it was refused; Unverified when the name
+// is one a token claimed, not one the proxy verified.
 type Refusal struct {
 	Client, Outcome string
+	Unverified      bool
+}
+
+// MaxUnverified bounds the distinct unverified names (with their
+// outcomes) a Tally's Refusals keep; OtherUnverified counts the rest.
+const MaxUnverified = 1000
+
+// OtherUnverified is the client the refusals of unverified names past
+// MaxUnverified are counted under.
+const OtherUnverified = "(other unverified names)"
+
+// refuse counts n refusals of r, within MaxUnverified.
+func (t *Tally) refuse(r Refusal, n int64) {
+	if _, ok := t.Refusals[r]; !ok && r.Unverified {
+		if t.unverified >= MaxUnverified {
+			r.Client = OtherUnverified
+		} else if r.Client != OtherUnverified {
+			t.unverified++
+		}
+	}
+	t.Refusals[r] += n
 }
 
 // NewTally is an empty tally of what f keeps.
@@ -79,7 +105,7 @@ func (f *Filter) keeps(r *Record) bool {
 // Add counts one event (as Scan does for each line).
 func (t *Tally) Add(ev *Event) {
 	t.add(&Record{Time: ev.Time, Event: ev.Event, Outcome: ev.Outcome, Client: ev.Client, Kind: ev.Kind,
-		Address: ev.Address, Version: ev.Version, Platform: ev.Platform, Source: ev.Source, Repository: ev.Repository})
+		Address: ev.Address, Version: ev.Version, Platform: ev.Platform, Source: ev.Source, Repository: ev.Repository, Identity: ev.Identity})
 }
 
 func (t *Tally) add(r *Record) {
@@ -89,7 +115,7 @@ func (t *Tally) add(r *Record) {
 	t.Events++
 	switch r.Outcome {
 	case OutcomeDenied, OutcomeRefused, OutcomeLimited, OutcomeNoAuth:
-		t.Refusals[Refusal{r.Client, r.Outcome}]++
+		t.refuse(Refusal{r.Client, r.Outcome, r.Identity == IdentityRegistryUnverified}, 1)
 		return
 	}
 	if r.Event != EventDownload || (r.Outcome != OutcomeDelivered && r.Outcome != OutcomeRedirected) {
@@ -147,7 +173,7 @@ func (t *Tally) merge(o *Tally) {
 	t.Malformed += o.Malformed
 	t.Dropped += o.Dropped
 	for r, n := range o.Refusals {
-		t.Refusals[r] += n
+		t.refuse(r, n)
 	}
 	for k, u := range o.Downloads {
 		mine := t.Downloads[k]

@@ -44,7 +44,7 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		who, err := s.callerOf(r.Context(), r.Header.Get("Authorization"))
+		who, err := s.callerOf(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
 			msg := err.Error()
@@ -58,7 +58,8 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 			return
 		}
 		respond.Identify(w, who.who())
-		if who.client != nil && !s.budgets.admit(w, who.client) {
+		if err := s.budgets.spend(who.client); err != nil {
+			s.out.Fail(w, r, err)
 			return
 		}
 		if c := who.reader(); c != nil {
@@ -68,12 +69,16 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 	})
 }
 
-// bearer is callerOf for the archive URLs: ok when header names a
-// caller. Archive requests count against no budget: a client's budget
-// is spent on the documents that name them.
-func (s *Server) bearer(ctx context.Context, header string) (respond.Reader, respond.Who, bool) {
-	who, err := s.callerOf(ctx, header)
-	return who.reader(), who.who(), err == nil
+// bearer is callerOf for the archive URLs: ok when r's bearer token
+// names a caller, which then spends from its budget as for a document
+// (err: over it). A signed URL without a token spends none: its
+// signature bounds it.
+func (s *Server) bearer(r *http.Request) (respond.Reader, respond.Who, bool, error) {
+	who, err := s.callerOf(r)
+	if err != nil {
+		return nil, respond.Who{}, false, nil
+	}
+	return who.reader(), who.who(), true, s.budgets.spend(who.client)
 }
 
 // caller is who a bearer token names: an operator (a token of
@@ -100,7 +105,7 @@ func (c caller) who() respond.Who {
 	case c.client != nil:
 		return respond.Who{Client: c.client.Name, Identity: audit.IdentityClient}
 	case c.registry != nil:
-		return respond.Who{Client: c.registry.user, Identity: audit.IdentityRegistry}
+		return c.registry.Who()
 	}
 	return respond.Who{Client: "operator", Identity: audit.IdentityOperator, Token: "sha256:" + hex.EncodeToString(c.operator[:6])}
 }
@@ -131,14 +136,15 @@ func (c scoped) Reads(_ context.Context, kind names.Kind, address string) error 
 	return source.NotFoundf("%s: not within the scope of client %s", what, c.Name)
 }
 
-// callerOf is who a bearer token names: an operator for a token of
+// callerOf is who r's bearer token names: an operator for a token of
 // --auth-token-file, the policy's client whose token hashes hold the
 // token's, for a JWT the client its verified identity names
 // (identities.go), or with --registry-decides the registry credential it
 // carries (registry_decides.go); an error when it names none, or a
 // client whose tokens expired.
-func (s *Server) callerOf(ctx context.Context, header string) (caller, error) {
-	scheme, tok, ok := strings.Cut(header, " ")
+func (s *Server) callerOf(r *http.Request) (caller, error) {
+	ctx := r.Context()
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	tok = strings.TrimSpace(tok)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return caller{}, errNoToken
@@ -162,7 +168,7 @@ func (s *Server) callerOf(ctx context.Context, header string) (caller, error) {
 		if !ok {
 			return caller{}, errRegistryToken
 		}
-		return caller{registry: &registryID{s: s, user: user, password: password, key: sum}}, nil
+		return caller{registry: &registryID{s: s, user: user, password: password, key: sum, from: sourceAddress(r.RemoteAddr)}}, nil
 	case c == nil:
 		return caller{}, errUnknownToken
 	case c.Expired(s.opts.Now()):

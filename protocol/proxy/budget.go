@@ -1,17 +1,13 @@
 package proxy
 
 import (
-	"fmt"
 	"math"
-	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
@@ -44,24 +40,20 @@ func newBudgets(reg prometheus.Registerer) *budgets {
 	return b
 }
 
-// admit counts a request of client c and reports whether its budget
-// allows it; if not, it has answered 429 with Retry-After.
-func (b *budgets) admit(w http.ResponseWriter, c *policy.Client) bool {
-	if c.Rate <= 0 {
-		b.counts.WithLabelValues(c.Name, "accepted").Inc()
-		return true
+// spend counts a request of client c (nil: none, an operator or a
+// registry user, who have no budget) and is nil when its budget allows
+// it, the 429 to answer (respond.Limited, with Retry-After) when not.
+func (b *budgets) spend(c *policy.Client) error {
+	if c == nil {
+		return nil
 	}
-	if b.limiter(c).Allow() {
+	if c.Rate <= 0 || b.limiter(c).Allow() {
 		b.counts.WithLabelValues(c.Name, "accepted").Inc()
-		return true
+		return nil
 	}
 	b.counts.WithLabelValues(c.Name, "limited").Inc()
 	wait := int(math.Ceil(1 / c.Rate))
-	w.Header().Set("Retry-After", strconv.Itoa(wait))
-	msg := fmt.Sprintf("client %s is over its request budget (%g requests per second, bursts of %d): retry after %d s", c.Name, c.Rate, c.Burst, wait)
-	respond.Refused(w, audit.OutcomeLimited, "", "", "", msg)
-	respond.WriteError(w, http.StatusTooManyRequests, msg)
-	return false
+	return respond.Limited(wait, "client %s is over its request budget (%g requests per second, bursts of %d): retry after %d s", c.Name, c.Rate, c.Burst, wait)
 }
 
 // limiter is c's bucket, made anew when its budget changed.

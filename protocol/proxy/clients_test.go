@@ -169,6 +169,48 @@ client "calm" {
 	}
 }
 
+// A client's archive requests with its token spend from its budget as
+// its documents do: past it, 429 on archives too; the signed URLs its
+// documents handed out, sent without a token, spend none (their
+// signature bounds them).
+func TestClientBudgetsBoundArchives(t *testing.T) {
+	dir, open := layoutStore(t)
+	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{
+		ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		Policy: mustPolicy(t, fmt.Sprintf(`
+client "loop" {
+  tokens    = [%q]
+  providers = ["example.com/test/*"]
+  rate      = 0.01
+  burst     = 3
+}
+`, policy.TokenHash("loop-token"))),
+	})
+	as := map[string]string{"Authorization": "Bearer loop-token"}
+	var mv networkMirrorVersion
+	r := p.do(t, http.MethodGet, "/v1/mirror/example.com/test/hello/1.0.0.json", as)
+	if r.Status != 200 || json.Unmarshal(r.Body, &mv) != nil {
+		t.Fatalf("the version's document: %d %s", r.Status, r.Body)
+	}
+	signed := resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
+	unsigned, _, _ := strings.Cut(signed, "?")
+	for i := range 2 {
+		if r := p.do(t, http.MethodGet, unsigned, as); r.Status != 200 {
+			t.Fatalf("archive %d within the burst: %d %s", i, r.Status, r.Body)
+		}
+	}
+	r = p.do(t, http.MethodGet, unsigned, as)
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "100" || !strings.Contains(string(r.Body), "client loop is over its request budget") {
+		t.Errorf("an archive over the budget: %d Retry-After %q %s", r.Status, r.Header.Get("Retry-After"), r.Body)
+	}
+	for range 3 {
+		if r := p.get(t, signed); r.Status != 200 {
+			t.Errorf("the signed URL without a token, over the budget: %d %s", r.Status, r.Body)
+		}
+	}
+}
+
 // /v1/whoami tells the caller who it is to the proxy, with the token the
 // protocols take.
 func TestWhoami(t *testing.T) {

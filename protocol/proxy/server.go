@@ -185,6 +185,9 @@ type Options struct {
 	// with the proxy's own credential (registry_decides.go).
 	RegistryDecides    bool
 	RegistryConfirmTTL time.Duration
+	// RegistryLogins bound the logins RegistryDecides makes with clients'
+	// credentials (registry_logins.go; zero values: the defaults).
+	RegistryLogins LoginLimits
 	// Audit, when set, gets an event for every artifact delivered and
 	// every request refused, and with AuditDocuments for every document
 	// (protocol/audit). The caller closes it after the server.
@@ -220,6 +223,7 @@ type Server struct {
 	budgets    *budgets
 	identities identities          // verifies the JWTs of clients' oidc blocks
 	confirmed  confirmations       // the registry's word on who reads what (registry_decides.go)
+	logins     *registryLogins     // the bounds of the logins it takes (registry_logins.go)
 	client     *oci.Client         // reaches the registry (pull-through writes with it)
 	pull       *pullthrough.Engine // nil without pull-through
 	probes     *health.Probes      // /readyz and /livez (probes.go)
@@ -252,6 +256,7 @@ func New(opts Options) (*Server, error) {
 	s.budgets = newBudgets(s.metrics.Registry())
 	s.identities.opts = oidc.Options{Logger: s.log, Now: opts.Now}
 	s.confirmed = confirmations{ttl: opts.RegistryConfirmTTL, m: map[confirmKey]confirmed{}}
+	s.logins = newRegistryLogins(opts.RegistryLogins)
 	if err := s.connect(); err != nil {
 		return nil, err
 	}

@@ -80,7 +80,7 @@ func (s *Server) caller(r *http.Request) string {
 	if r.Header.Get("Authorization") == "" {
 		return ""
 	}
-	who, err := s.callerOf(r.Context(), r.Header.Get("Authorization"))
+	who, err := s.callerOf(r)
 	c := who.client
 	switch {
 	case err != nil:

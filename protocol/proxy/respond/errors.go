@@ -36,6 +36,12 @@ func (e *httpError) Error() string {
 
 func (e *httpError) Unwrap() error { return e.err }
 
+// Limited is the 429 of a request over a budget, sent with Retry-After
+// (seconds); its audit event's outcome is limited.
+func Limited(retryAfter int, format string, args ...any) error {
+	return &httpError{status: http.StatusTooManyRequests, msg: fmt.Sprintf(format, args...), retryAfter: retryAfter}
+}
+
 func StatusErr(status int, err error, format string, args ...any) error {
 	return &httpError{status: status, msg: fmt.Sprintf(format, args...), err: err}
 }
@@ -133,8 +139,11 @@ func (s *Responder) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	he := toHTTP(err, retryAfter(err, s.Opts.FailureTTL))
 	var denied *source.Denied
-	if errors.As(err, &denied) {
+	switch {
+	case errors.As(err, &denied):
 		Refused(w, audit.OutcomeDenied, "", "", denied.Rule, denied.Msg)
+	case he.status == http.StatusTooManyRequests:
+		Refused(w, audit.OutcomeLimited, "", "", "", he.msg)
 	}
 	if he.status >= 500 {
 		s.Metrics.upstreamError(store.FailureOf(err).String())

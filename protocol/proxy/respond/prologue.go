@@ -40,10 +40,11 @@ type Responder struct {
 	Store    *store.Store
 	Docs     *cache.Cache[document]
 	URLs     *URLSigner // nil without client authentication
-	// Bearer is the client an Authorization header names, ok false when
+	// Bearer is the client r's Authorization header names, ok false when
 	// it names none (nil without client authentication); a nil Reader
-	// reads everything.
-	Bearer func(ctx context.Context, header string) (c Reader, who Who, ok bool)
+	// reads everything. err, when ok, is the answer when that client may
+	// not be served now (respond.Limited: over its budget).
+	Bearer func(r *http.Request) (c Reader, who Who, ok bool, err error)
 	// delivery hands over blobs (protocol/proxy/deliver).
 	delivery *deliver.Deliverer
 	// scopes remembers the address each document key names.
@@ -212,7 +213,12 @@ func (s *Responder) AdmittedPath(w http.ResponseWriter, r *http.Request, prefix 
 	}
 	escaped := r.URL.EscapedPath()
 	if s.URLs != nil {
-		c, who, bearer := s.bearer(r)
+		c, who, bearer, err := s.bearer(r)
+		if bearer && err != nil {
+			Identify(w, who)
+			s.Fail(w, r, err)
+			return "", nil, false
+		}
 		if !bearer { // a signed URL, or the client's token
 			q := r.URL.Query()
 			if err := s.URLs.verify(escaped, q); err != nil {
@@ -229,11 +235,11 @@ func (s *Responder) AdmittedPath(w http.ResponseWriter, r *http.Request, prefix 
 
 // bearer is the client r's bearer token names (client authentication
 // on): such a request needs no signed URL.
-func (s *Responder) bearer(r *http.Request) (Reader, Who, bool) {
+func (s *Responder) bearer(r *http.Request) (Reader, Who, bool, error) {
 	if s.Bearer == nil || r.Header.Get("Authorization") == "" {
-		return nil, Who{}, false
+		return nil, Who{}, false, nil
 	}
-	return s.Bearer(r.Context(), r.Header.Get("Authorization"))
+	return s.Bearer(r)
 }
 
 // New is a Responder answering for a server with opts, logging to log,
@@ -423,6 +429,14 @@ type Reader interface {
 	Reads(ctx context.Context, kind names.Kind, address string) error
 }
 
+// Verified is a Reader whose identity Reads may verify (a registry
+// credential the registry accepts): Who is then asked again, for the
+// audit trail.
+type Verified interface {
+	Reader
+	Who() Who
+}
+
 type readerKey struct{}
 
 // WithReader is ctx carrying the client a request authenticated as.
@@ -445,7 +459,11 @@ func (s *Responder) InScope(w http.ResponseWriter, r *http.Request, c Reader, ki
 	if c == nil {
 		return true
 	}
-	if err := c.Reads(r.Context(), kind, address); err != nil {
+	err := c.Reads(r.Context(), kind, address)
+	if v, ok := c.(Verified); ok {
+		Identify(w, v.Who())
+	}
+	if err != nil {
 		if source.Absent(err) {
 			Refused(w, audit.OutcomeRefused, kind, address, "", err.Error())
 		}

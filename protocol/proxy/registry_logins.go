@@ -1,0 +1,293 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"errors"
+	"maps"
+	"math"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
+)
+
+// Registry logins (RegistryDecides; docs/proxy.md, "The registry
+// decides"): every confirmation the registry is asked for is a login
+// with the caller's credential, so that the proxy is no faster an oracle
+// for passwords than the registry, and no way to lock accounts or the
+// proxy's address out of the registry:
+//
+//   - A credential the registry accepted (it listed a repository to it,
+//     or answered about one) is known for acceptedFor, and its logins are
+//     not limited: a client whose credential works is never slowed by
+//     someone else's guessing.
+//   - Any other credential's logins are bounded per source address
+//     (the TCP peer; an IPv6 /64) and for the whole proxy: past either,
+//     429 with Retry-After, whatever the password.
+//   - A login the registry refuses (ErrCredentialsRefused: a wrong user
+//     name or password) cools the user name down: for Cooldown, every
+//     credential of that user that is not known gets the 404 a wrong
+//     password gets, without asking the registry, whatever password it
+//     carries.
+//   - An address more than guessesTolerated of whose unknown credentials
+//     of a user were not accepted (refused, cooled down, limited), each
+//     within Cooldown of the last, is guessing at that user: every
+//     credential of that user from there, known ones too, gets the same
+//     answer as a guess (screen) until Cooldown after the last guess, so
+//     that a known credential's quick yes tells no guess right from
+//     wrong. The user's known credentials from elsewhere keep working.
+//
+// Every unknown credential spends the bounds, refused during a
+// cool-down or not, so guesses are answered no faster than the bounds
+// allow: a few truthful answers per address and user, then none until
+// the guessing stops for a cool-down.
+
+// LoginLimits bound the registry logins of RegistryDecides (zero values:
+// the defaults below).
+type LoginLimits struct {
+	// Rate and Burst bound the logins of credentials the registry has not
+	// accepted, for the whole proxy (logins per second).
+	Rate  float64
+	Burst int
+	// PerAddressRate and PerAddressBurst bound them per source address.
+	PerAddressRate  float64
+	PerAddressBurst int
+	// Cooldown is how long a user name whose login the registry refused
+	// gets the refusal without the registry being asked.
+	Cooldown time.Duration
+}
+
+// The defaults of LoginLimits.
+const (
+	defaultLoginRate        = 10
+	defaultLoginBurst       = 50
+	defaultAddressLoginRate = 1
+	defaultAddressBurst     = 10
+	defaultLoginCooldown    = 30 * time.Second
+	acceptedFor             = time.Hour
+	maxLoginEntries         = 100000 // known credentials, cooling users, addresses: each
+)
+
+// withDefaults is l with its zero values replaced by the defaults.
+func (l LoginLimits) withDefaults() LoginLimits {
+	if l.Rate <= 0 {
+		l.Rate = defaultLoginRate
+	}
+	if l.Burst <= 0 {
+		l.Burst = defaultLoginBurst
+	}
+	if l.PerAddressRate <= 0 {
+		l.PerAddressRate = defaultAddressLoginRate
+	}
+	if l.PerAddressBurst <= 0 {
+		l.PerAddressBurst = defaultAddressBurst
+	}
+	if l.Cooldown <= 0 {
+		l.Cooldown = defaultLoginCooldown
+	}
+	return l
+}
+
+// errCoolingDown is a login not asked: the user's last one was refused.
+var errCoolingDown = errors.New("the user's last registry login was refused: not asked again yet")
+
+// registryLogins are the bounds and what they remember.
+type registryLogins struct {
+	limits LoginLimits
+	global *rate.Limiter
+	mu     sync.Mutex
+	known  map[[sha256.Size]byte]time.Time // accepted credentials, until
+	cool   map[string]time.Time            // user → cooling down until
+	guess  map[guessKey]guesses            // a user guessed at from an address
+	addrs  map[string]*rate.Limiter        // source address → its bound
+	others *rate.Limiter                   // the addresses beyond maxLoginEntries
+}
+
+func newRegistryLogins(l LoginLimits) *registryLogins {
+	l = l.withDefaults()
+	return &registryLogins{limits: l, global: rate.NewLimiter(rate.Limit(l.Rate), l.Burst),
+		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, addrs: map[string]*rate.Limiter{},
+		others: rate.NewLimiter(rate.Limit(l.PerAddressRate), l.PerAddressBurst)}
+}
+
+// accepted reports whether the registry accepted the credential whose
+// token hashes to key within acceptedFor.
+func (g *registryLogins) accepted(key [sha256.Size]byte) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return time.Now().Before(g.known[key])
+}
+
+// guessKey is a user name guessed at from a source address.
+type guessKey struct{ user, from string }
+
+// guesses are how many unknown credentials of a user from an address
+// were not accepted, the last until the cool-down after it ends.
+type guesses struct {
+	n     int
+	until time.Time
+}
+
+// guessesTolerated are the guesses an address makes at a user before
+// the user's known credentials from there get a guess's answer too: a
+// mistyped password or two does not lock a user's working credential
+// out.
+const guessesTolerated = 2
+
+// screen is nil when id may be confirmed as usual; while id's address
+// is guessing at id's user (more than guessesTolerated unknown
+// credentials of that user from there were not accepted, each within
+// the cool-down of the last), every credential of that user from there,
+// known or not, spends the bounds and gets the cool-down's answer
+// (errCoolingDown, or a 429), so that no guess is told right from wrong
+// by a known credential's quick yes; each unknown one is a guess more.
+func (g *registryLogins) screen(id *registryID) error {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gs := g.guess[guessKey{id.user, id.from}]; gs.n <= guessesTolerated || !now.Before(gs.until) {
+		return nil
+	}
+	if !now.Before(g.known[id.key]) {
+		g.guessing(id, now) // still guessing: the cool-down starts again
+	}
+	if !g.spend(id.from) {
+		return g.limited()
+	}
+	return errCoolingDown
+}
+
+// admit is nil when id's credential may be sent to the registry now;
+// errCoolingDown, or a 429 (respond.Limited), when not: then id's
+// address is guessing at its user.
+func (g *registryLogins) admit(id *registryID) error {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.Before(g.known[id.key]) {
+		return nil
+	}
+	// Spent first, cool-down or not: a guess costs the same either way.
+	switch {
+	case !g.spend(id.from):
+		g.guessing(id, now)
+		return g.limited()
+	case now.Before(g.cool[id.user]):
+		g.guessing(id, now)
+		return errCoolingDown
+	}
+	return nil
+}
+
+// spend takes a login from the bounds of address from and the whole
+// proxy's; false when either is spent (g.mu held).
+func (g *registryLogins) spend(from string) bool {
+	return g.addressLimiter(from).Allow() && g.global.Allow()
+}
+
+// guessing notes that id's address guesses at id's user (g.mu held).
+func (g *registryLogins) guessing(id *registryID, now time.Time) {
+	k := guessKey{id.user, id.from}
+	gs := g.guess[k]
+	if !now.Before(gs.until) {
+		gs.n = 0
+	}
+	if len(g.guess) >= maxLoginEntries {
+		maps.DeleteFunc(g.guess, func(_ guessKey, v guesses) bool { return now.After(v.until) })
+	}
+	if len(g.guess) < maxLoginEntries || gs.n > 0 {
+		g.guess[k] = guesses{n: gs.n + 1, until: now.Add(g.limits.Cooldown)}
+	}
+}
+
+// limited is the 429 of a login over the bounds.
+func (g *registryLogins) limited() error {
+	return respond.Limited(g.retryAfter(), "too many registry logins with credentials the registry has not accepted yet: retry after %d s", g.retryAfter())
+}
+
+// learn keeps what the registry's answer err to id's login says: a
+// credential it refused cools its user down and is known no more; one
+// it answered about a repository is known.
+func (g *registryLogins) learn(id *registryID, err error) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case errors.Is(err, oci.ErrCredentialsRefused):
+		delete(g.known, id.key)
+		makeRoom(g.cool, now)
+		g.cool[id.user] = now.Add(g.limits.Cooldown)
+		g.guessing(id, now)
+	case err == nil || answeredAbout(err):
+		makeRoom(g.known, now)
+		g.known[id.key] = now.Add(acceptedFor)
+	}
+}
+
+// answeredAbout reports whether a CanRead error is the registry's answer
+// about a repository (it took the credential).
+func answeredAbout(err error) bool {
+	switch oci.Classify(err) {
+	case oci.FailureUnauthorized, oci.FailureDenied, oci.FailureNotFound:
+		return true
+	}
+	return false
+}
+
+// addressLimiter is the bound of the source address from (g.mu held).
+func (g *registryLogins) addressLimiter(from string) *rate.Limiter {
+	if lim, ok := g.addrs[from]; ok {
+		return lim
+	}
+	if len(g.addrs) >= maxLoginEntries {
+		// Full limiters are as good as new ones: drop them.
+		maps.DeleteFunc(g.addrs, func(_ string, l *rate.Limiter) bool { return l.Tokens() >= float64(l.Burst()) })
+	}
+	if len(g.addrs) >= maxLoginEntries {
+		return g.others
+	}
+	lim := rate.NewLimiter(rate.Limit(g.limits.PerAddressRate), g.limits.PerAddressBurst)
+	g.addrs[from] = lim
+	return lim
+}
+
+// retryAfter is the seconds until a source address may log in again.
+func (g *registryLogins) retryAfter() int {
+	return int(math.Ceil(1 / min(g.limits.Rate, g.limits.PerAddressRate)))
+}
+
+// makeRoom drops the expired entries of m when it is full, then others
+// until a tenth of the bound is free.
+func makeRoom[K comparable](m map[K]time.Time, now time.Time) {
+	if len(m) < maxLoginEntries {
+		return
+	}
+	maps.DeleteFunc(m, func(_ K, until time.Time) bool { return now.After(until) })
+	for k := range m {
+		if len(m) < maxLoginEntries*9/10 {
+			return
+		}
+		delete(m, k)
+	}
+}
+
+// sourceAddress is what logins are bounded by for a request from
+// remote (host:port): the IP, an IPv6 address's /64.
+func sourceAddress(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	switch {
+	case ip == nil:
+		return host
+	case ip.To4() != nil:
+		return ip.To4().String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
