@@ -190,10 +190,14 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.Downloads, d.Deprecated = &dv, dv.deprecatedInUse(d.Seen)
 	}
 	d.Serves = s.serves()
-	if s.cfg.Minimal && s.cfg.Caller != nil {
-		d.Caller = s.cfg.Caller(r)
+	seenProviders := own.Providers // this replica's own: nothing read from a shared store goes into configuration
+	if s.cfg.Minimal {
+		if s.cfg.Caller != nil {
+			d.Caller = s.cfg.Caller(r)
+		}
+		d.Seen, seenProviders = withoutTraffic(d.Seen), nil
 	}
-	d.Snippets = s.snippets(r, d.Base, own.Providers) // this replica's own: nothing read from a shared store goes into configuration
+	d.Snippets = s.snippets(r, d.Base, seenProviders)
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
 		s.cfg.Log.Error("rendering the page", "error", err)
@@ -201,6 +205,18 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeHTML(w, r, b.Bytes())
+}
+
+// withoutTraffic is what the minimal page shows of the record, to any
+// caller: health, with the last failure's class and time but not its
+// message, which names what another caller read (an address, a
+// version); nothing of what was served.
+func withoutTraffic(v seenView) seenView {
+	out := seenView{Started: v.Started, Failures: v.Failures}
+	if v.Failure != nil {
+		out.Failure = &seenFailure{At: v.Failure.At, Class: v.Failure.Class, What: "details in the proxy's log"}
+	}
+	return out
 }
 
 // serves names what is configured, for the page's first line.
