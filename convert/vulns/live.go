@@ -3,6 +3,7 @@ package vulns
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,10 +84,25 @@ func openWhole(dir string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := db.SkippedError(); err != nil {
-		return nil, fmt.Errorf("vulnerability database %s: %w", dir, err)
+	if len(db.skipped) > 0 {
+		return nil, notWhole(dir, db.skipped)
 	}
 	return db, nil
+}
+
+// notWhole is the error of a database that skipped entries, naming the
+// first few: it is logged at each check and shown on the page.
+func notWhole(dir string, skipped []Skipped) error {
+	const named = 3
+	parts := make([]string, 0, named)
+	for _, s := range skipped[:min(len(skipped), named)] {
+		parts = append(parts, s.String())
+	}
+	more := ""
+	if len(skipped) > named {
+		more = fmt.Sprintf("; and %d more", len(skipped)-named)
+	}
+	return fmt.Errorf("vulnerability database %s is not whole: %d entries its index names could not be read (%s%s)", dir, len(skipped), strings.Join(parts, "; "), more)
 }
 
 // Dir is the database's directory.

@@ -229,6 +229,9 @@ provider "example.com/test/hello" {
 			t.Errorf("metrics lack %q:\n%s", want, grepLines(metrics, "oci_tofu_vuln_db"))
 		}
 	}
+	if page := string(p.get(t, "/").Body); !strings.Contains(page, `id="vuln-db-reload"`) || !strings.Contains(grepLines(page, "vuln-db-reload"), "reload failed") || !strings.Contains(page, "GO-2022-1059.json") {
+		t.Errorf("the page does not show the failed reload:\n%s", grepLines(page, "vuln-db"))
+	}
 	// The entry written whole, the index unchanged: the next check takes it.
 	write("ID/GO-2022-1059.json", string(entry))
 	if !db.Check() {
@@ -236,6 +239,9 @@ provider "example.com/test/hello" {
 	}
 	if metrics := string(p.get(t, "/metrics").Body); !strings.Contains(metrics, "oci_tofu_vuln_db_current 1") || !strings.Contains(metrics, "oci_tofu_vuln_db_reloads_total 1") {
 		t.Errorf("metrics after the reload:\n%s", grepLines(metrics, "oci_tofu_vuln_db"))
+	}
+	if page := string(p.get(t, "/").Body); !strings.Contains(grepLines(page, "vuln-db-reload"), "ok: the directory's current content is in force") {
+		t.Errorf("the page after the reload:\n%s", grepLines(page, "vuln-db"))
 	}
 	const denied = `has known vulnerabilities the policy's rule "no-vulns" denies: GO-2022-1059 (CVE-2022-32149) in golang.org/x/text v0.3.7, fixed in v0.3.8`
 	if vs := listed(); !slices.Equal(vs, []string{"1.1.0"}) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
@@ -69,6 +70,9 @@ type Config struct {
 	// Policy and PolicyStatus: the policy file in force and its reloads.
 	Policy       *policy.Live
 	PolicyStatus func() policyfile.Status
+	// VulnDB is the vulnerability database the policy matches SBOMs
+	// against (nil: none), for its reloads.
+	VulnDB *vulns.Live
 	// Log receives why another replica's record could not be read.
 	Log *slog.Logger
 	// Caller, with client authentication, says who the request's bearer
