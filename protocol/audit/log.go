@@ -145,10 +145,14 @@ func (l *Log) Record(ev *Event) {
 		return
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.buf.Len()+len(line) >= maxBuffered {
+		first := !l.failing
+		l.failing = true
+		l.mu.Unlock()
 		l.lost.Inc()
-		l.startLosing("audit events lost: the audit log does not keep up (8 MiB of events wait for it); serving goes on", nil)
+		if first {
+			l.opts.Log.Error("audit events lost: the audit log does not keep up (8 MiB of events wait for it); serving goes on", "path", l.opts.Path)
+		}
 		return
 	}
 	l.buf.Write(line)
@@ -158,6 +162,7 @@ func (l *Log) Record(ev *Event) {
 	if l.buf.Len() >= flushAt || l.closed {
 		l.startWriter()
 	}
+	l.mu.Unlock()
 }
 
 // startWriter starts the writer unless it runs or nothing waits; l.mu
@@ -189,37 +194,29 @@ func (l *Log) writeBuffered() {
 }
 
 // write writes n events; a failure loses them, logged once per run of
-// losses.
+// losses. The events count as settled (Flush) once counted and logged.
 func (l *Log) write(b []byte, n int) {
 	_, err := l.out.Write(b)
+	if err != nil {
+		l.lost.Add(float64(n))
+	} else {
+		l.written.Add(float64(n))
+	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	wasFailing := l.failing
+	l.failing = err != nil
+	l.mu.Unlock()
+	switch {
+	case err != nil && !wasFailing:
+		l.opts.Log.Error("audit events lost: the audit log cannot be written; serving goes on", "path", l.opts.Path, "err", err)
+	case err == nil && wasFailing:
+		l.opts.Log.Info("the audit log is written again", "path", l.opts.Path)
+	}
+	l.mu.Lock()
 	l.settled += uint64(n)
 	close(l.progress)
 	l.progress = make(chan struct{})
-	if err != nil {
-		l.lost.Add(float64(n))
-		l.startLosing("audit events lost: the audit log cannot be written; serving goes on", err)
-		return
-	}
-	l.written.Add(float64(n))
-	if l.failing {
-		l.failing = false
-		l.opts.Log.Info("the audit log is written again", "path", l.opts.Path)
-	}
-}
-
-// startLosing logs msg when events start being lost; l.mu is held.
-func (l *Log) startLosing(msg string, err error) {
-	if l.failing {
-		return
-	}
-	l.failing = true
-	if err != nil {
-		l.opts.Log.Error(msg, "path", l.opts.Path, "err", err)
-		return
-	}
-	l.opts.Log.Error(msg, "path", l.opts.Path)
+	l.mu.Unlock()
 }
 
 // Flush writes the events recorded so far and waits until they are
