@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -322,5 +323,87 @@ func TestFleetUsageFromTheSharedCache(t *testing.T) {
 	out = mustRun(t, "usage", "--json", "--shared-cache", redis.URL(), "example.com/test/hello@1.0.0")
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Users) != 2 || time.Since(rep.Users[0].Last) > time.Minute {
 		t.Fatalf("usage --shared-cache example.com/test/hello@1.0.0: %v\n%s", err, out)
+	}
+}
+
+// `serve --audit-log -` with its standard output a pipe nobody reads
+// (`| sleep 3600`): a thousand and more audited refusals, then an
+// install's document and package, each answered within 5 s, and the
+// events past the 8 MiB the trail holds counted lost. When the pipe is
+// read again, serve stops cleanly.
+func TestAuditToAPipeNobodyReads(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	pushHello(t, reg.Host+"/providers/test/hello", "1.0.0")
+	pol := filepath.Join(t.TempDir(), "policy.hcl")
+	if err := os.WriteFile(pol, []byte(fmt.Sprintf("client \"ci\" {\n  tokens = [%q]\n  providers = [\"*/*/*\"]\n}\n", policy.TokenHash("ci-token"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := testenv.FreePort(t)
+	ca := testenv.NewCA(t)
+	cmd := exec.Command(ociTofu, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--tls-cert", ca.ServerCertFile, "--tls-key", ca.ServerKeyFile,
+		"--shutdown-timeout", "10s", "--provider-template", reg.Host+"/providers/${namespace}/${type}", "--policy", pol, "--audit-log", "-", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+ca.CertFile, "DOCKER_CONFIG="+t.TempDir())
+	cmd.Stdout = w
+	s := launchServe(t, cmd, port)
+	w.Close()                                       // serve holds its own copy
+	t.Cleanup(func() { go io.Copy(io.Discard, r) }) // before serve's stop: its last flush gets through
+
+	within := func(what string, do func() (int, error)) int {
+		t.Helper()
+		type answer struct {
+			status int
+			err    error
+		}
+		got := make(chan answer, 1)
+		go func() { status, err := do(); got <- answer{status, err} }()
+		select {
+		case a := <-got:
+			if a.err != nil {
+				t.Fatalf("%s: %v", what, a.err)
+			}
+			return a.status
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s not answered within 5s: the audit pipe nobody reads holds it", what)
+			return 0
+		}
+	}
+	get := func(url, token string) (int, error) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("User-Agent", strings.Repeat("u", 512))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, err
+	}
+	const refusals = 10000 // about 1 KiB each: past the 8 MiB the trail holds
+	for i := range refusals {
+		if status := within(fmt.Sprintf("refusal %d", i), func() (int, error) { return get(s.URL+"/v1/mirror/example.com/test/hello/index.json", "") }); status != http.StatusUnauthorized {
+			t.Fatalf("refusal %d: %d, want 401", i, status)
+		}
+	}
+	want := "sha256:" + fixtureZipSHA(t, "1.0.0", "linux_amd64")
+	if status := within("an install after the refusals", func() (int, error) {
+		if ok, delivered := install(s, "ci-token", want); !ok || !delivered {
+			return 0, fmt.Errorf("answered %v, delivered %v", ok, delivered)
+		}
+		return 200, nil
+	}); status != 200 {
+		t.Fatalf("an install after the refusals: %d", status)
+	}
+	if lost := metric(t, s, "oci_tofu_audit_events_lost_total"); lost == "0" || lost == "" {
+		t.Errorf("oci_tofu_audit_events_lost_total = %q, want the events past the bound", lost)
+	}
+	if n := strings.Count(s.logs.String(), "audit events lost"); n != 1 {
+		t.Errorf("the loss logged %d times, want once:\n%s", n, s.logs.String())
 	}
 }

@@ -28,7 +28,7 @@ func policyFlag() cli.Flag {
 // vulnDBFlag is the vulnerability database a policy's vulnerabilities
 // blocks match stored SBOMs against.
 func vulnDBFlag() cli.Flag {
-	return &cli.StringFlag{Name: "vuln-db", Usage: "match the SBOMs stored for each provider platform against the vulnerability database in `DIR` (the Go vulnerability database's layout, as `govulncheck -db file://DIR` reads it, e.g. a copy of vuln.go.dev) for the policy's vulnerabilities blocks (docs/policy.md); checked for changes every 30 s and on SIGHUP, and reloaded when its index changes", EnvVars: []string{"OCI_TOFU_VULN_DB"}}
+	return &cli.StringFlag{Name: "vuln-db", Usage: "match the SBOMs stored for each provider platform against the vulnerability database in `DIR` (the Go vulnerability database's layout, as `govulncheck -db file://DIR` reads it, e.g. a copy of vuln.go.dev) for the policy's vulnerabilities blocks (docs/policy.md); checked for changes every 30 s and on SIGHUP, and reloaded when its index or an entry file changes; a database is taken whole: one with an entry missing or half written is not put in force", EnvVars: []string{"OCI_TOFU_VULN_DB"}}
 }
 
 // readVulnDB opens --vuln-db, when given, into opts.

@@ -464,5 +464,6 @@ func openAuditLog(c *cli.Context, logger *slog.Logger) (*audit.Log, error) {
 		}
 		return nil, nil
 	}
-	return audit.Open(audit.Options{Path: path, MaxBytes: c.Int64("audit-max-size"), MaxFiles: c.Int("audit-max-files"), Log: logger})
+	return audit.Open(audit.Options{Path: path, MaxBytes: c.Int64("audit-max-size"), MaxFiles: c.Int("audit-max-files"), Log: logger,
+		Stdout: c.App.Writer, CloseTimeout: c.Duration("shutdown-timeout")})
 }

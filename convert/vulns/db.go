@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
@@ -86,56 +88,17 @@ type moduleMeta struct {
 // Only the pairs (module path, entry) that index/modules.json lists are
 // matched, as govulncheck looks entries up.
 func Open(dir string) (*DB, error) {
-	dbJSON, modulesJSON, err := readIndex(dir)
+	idx, err := readIndex(dir)
 	if err != nil {
 		return nil, err
 	}
-	var meta dbMeta
-	if err := json.Unmarshal(dbJSON, &meta); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, dbFile), err)
-	}
-	if meta.Modified.IsZero() {
-		return nil, fmt.Errorf("%s: no modified time", filepath.Join(dir, dbFile))
-	}
-	var modules []moduleMeta
-	if err := json.Unmarshal(modulesJSON, &modules); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, modulesFile), err)
-	}
-	ids := map[string]bool{}
-	pairs := 0
-	for _, m := range modules {
-		if m.Path == "" {
-			return nil, fmt.Errorf("%s: a module with no path", filepath.Join(dir, modulesFile))
-		}
-		for _, v := range m.Vulns {
-			if err := checkID("entry ID", v.ID); err != nil {
-				return nil, fmt.Errorf("%s: module %.100q: %w", filepath.Join(dir, modulesFile), m.Path, err)
-			}
-			ids[v.ID] = true
-			if pairs++; pairs > MaxModuleVulns {
-				return nil, fmt.Errorf("%s: more than %d (module, entry) pairs", filepath.Join(dir, modulesFile), MaxModuleVulns)
-			}
-		}
-	}
-	if len(ids) > MaxEntries {
-		return nil, fmt.Errorf("%s: %d entries, more than %d", filepath.Join(dir, modulesFile), len(ids), MaxEntries)
-	}
-
-	db := &DB{
-		modified:    meta.Modified,
-		fingerprint: fingerprint(dbJSON, modulesJSON),
-		byModule:    map[string][]ref{},
-		now:         time.Now,
-	}
-	sorted := make([]string, 0, len(ids))
-	for id := range ids {
-		sorted = append(sorted, id)
-	}
-	sort.Strings(sorted)
+	db := &DB{modified: idx.modified, byModule: map[string][]ref{}, now: time.Now}
 	loaded := map[string]*entry{}
+	stamps := make([]string, 0, len(idx.ids))
 	var total int64
-	for _, id := range sorted {
+	for _, id := range idx.ids {
 		rel := idDir + "/" + id + ".json"
+		stamps = append(stamps, stamp(dir, rel)) // before the read: a file changed after it is read again
 		b, err := localfile.ReadBounded(filepath.Join(dir, idDir, id+".json"), MaxEntryBytes)
 		if err != nil {
 			db.skipped = append(db.skipped, Skipped{File: rel, Reason: err.Error()})
@@ -155,7 +118,15 @@ func Open(dir string) (*DB, error) {
 		}
 		loaded[id] = e
 	}
+	db.fingerprint = fingerprint(idx, stamps)
 	db.entries = len(loaded)
+	db.index(idx.modules, loaded)
+	return db, nil
+}
+
+// index fills byModule with the (module path, entry) pairs modules
+// lists, of the entries loaded.
+func (db *DB) index(modules []moduleMeta, loaded map[string]*entry) {
 	seen := map[[2]string]bool{}
 	for _, m := range modules {
 		for _, v := range m.Vulns {
@@ -171,10 +142,26 @@ func Open(dir string) (*DB, error) {
 			}
 		}
 	}
-	return db, nil
 }
 
-func readIndex(dir string) (dbJSON, modulesJSON []byte, err error) {
+// dbIndex is a database's index files, read and checked.
+type dbIndex struct {
+	dbJSON, modulesJSON []byte
+	modified            time.Time
+	modules             []moduleMeta
+	ids                 []string // the entries modules names, sorted
+}
+
+// readIndex reads and checks index/db.json and index/modules.json.
+func readIndex(dir string) (*dbIndex, error) {
+	dbJSON, modulesJSON, err := readIndexFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	return parseIndex(dir, dbJSON, modulesJSON)
+}
+
+func readIndexFiles(dir string) (dbJSON, modulesJSON []byte, err error) {
 	dbJSON, err = localfile.ReadBounded(filepath.Join(dir, dbFile), MaxDBJSONBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("vulnerability database %s: %w", dir, err)
@@ -186,25 +173,97 @@ func readIndex(dir string) (dbJSON, modulesJSON []byte, err error) {
 	return dbJSON, modulesJSON, nil
 }
 
-func fingerprint(dbJSON, modulesJSON []byte) string {
+func parseIndex(dir string, dbJSON, modulesJSON []byte) (*dbIndex, error) {
+	idx := &dbIndex{dbJSON: dbJSON, modulesJSON: modulesJSON}
+	var meta dbMeta
+	if err := json.Unmarshal(dbJSON, &meta); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, dbFile), err)
+	}
+	if meta.Modified.IsZero() {
+		return nil, fmt.Errorf("%s: no modified time", filepath.Join(dir, dbFile))
+	}
+	idx.modified = meta.Modified
+	if err := json.Unmarshal(modulesJSON, &idx.modules); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, modulesFile), err)
+	}
+	var err error
+	if idx.ids, err = entryIDs(idx.modules); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, modulesFile), err)
+	}
+	return idx, nil
+}
+
+// entryIDs are the distinct entries modules names, sorted, within the
+// bounds.
+func entryIDs(modules []moduleMeta) ([]string, error) {
+	ids := map[string]bool{}
+	pairs := 0
+	for _, m := range modules {
+		if m.Path == "" {
+			return nil, errors.New("a module with no path")
+		}
+		for _, v := range m.Vulns {
+			if err := checkID("entry ID", v.ID); err != nil {
+				return nil, fmt.Errorf("module %.100q: %w", m.Path, err)
+			}
+			ids[v.ID] = true
+			if pairs++; pairs > MaxModuleVulns {
+				return nil, fmt.Errorf("more than %d (module, entry) pairs", MaxModuleVulns)
+			}
+		}
+	}
+	if len(ids) > MaxEntries {
+		return nil, fmt.Errorf("%d entries, more than %d", len(ids), MaxEntries)
+	}
+	return slices.Sorted(maps.Keys(ids)), nil
+}
+
+// stamp is an entry file's name, size and modification time, or why it
+// cannot be read: what the Fingerprint takes of it.
+func stamp(dir, rel string) string {
+	fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return rel + " " + err.Error()
+	}
+	return fmt.Sprintf("%s %d %d", rel, fi.Size(), fi.ModTime().UnixNano())
+}
+
+func fingerprint(idx *dbIndex, stamps []string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%d\n", len(dbJSON))
-	h.Write(dbJSON)
-	h.Write(modulesJSON)
+	fmt.Fprintf(h, "%d\n", len(idx.dbJSON))
+	h.Write(idx.dbJSON)
+	fmt.Fprintf(h, "%d\n", len(idx.modulesJSON))
+	h.Write(idx.modulesJSON)
+	for _, s := range stamps {
+		fmt.Fprintf(h, "%s\n", s)
+	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// Fingerprint is a digest of the database's index files (index/db.json
-// and index/modules.json, at most a few MiB): a watcher of the directory
-// reloads when it differs from the loaded DB's Fingerprint. The Go
-// database changes index/db.json's modified time with every entry it
-// changes; the digest also catches a database edited by hand that did not.
+// Fingerprint is a digest of the files a database is read from: its
+// index files (index/db.json and index/modules.json, at most a few MiB)
+// and the name, size and modification time of each entry file the index
+// names (a stat each): a watcher of the directory reloads when it
+// differs from the loaded DB's Fingerprint, so an entry written after
+// its index is seen too. An entry rewritten with the same size within
+// the file system's timestamp granularity is not.
+//
+// Index files that read but do not parse are fingerprinted by their
+// bytes alone (Open then says what is wrong with them).
 func Fingerprint(dir string) (string, error) {
-	dbJSON, modulesJSON, err := readIndex(dir)
+	dbJSON, modulesJSON, err := readIndexFiles(dir)
 	if err != nil {
 		return "", err
 	}
-	return fingerprint(dbJSON, modulesJSON), nil
+	idx, err := parseIndex(dir, dbJSON, modulesJSON)
+	if err != nil {
+		return fingerprint(&dbIndex{dbJSON: dbJSON, modulesJSON: modulesJSON}, nil), nil
+	}
+	stamps := make([]string, len(idx.ids))
+	for i, id := range idx.ids {
+		stamps[i] = stamp(dir, idDir+"/"+id+".json")
+	}
+	return fingerprint(idx, stamps), nil
 }
 
 // Modified is the database's last change, from index/db.json.

@@ -1,7 +1,9 @@
 package vulns
 
 import (
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,8 +16,11 @@ const DefaultCheckEvery = 30 * time.Second
 // (serve --vuln-db): Current is the database last opened, and at most
 // every CheckEvery one Current call starts, in the background, a check of
 // the directory's Fingerprint (its index files, a few MiB read and
-// hashed) and, when it changed, an Open; a database that does not open
-// is logged and the one in force stays. Readers never wait for either.
+// hashed, and a stat of each entry file they name) and, when it changed,
+// an Open. A database is taken whole or not at all: one that does not
+// open, or skips an entry its index names (missing, half written,
+// invalid), is logged and counted in Status, the one in force stays, and
+// the next check tries again. Readers never wait for either.
 type Live struct {
 	dir        string
 	checkEvery time.Duration
@@ -26,13 +31,32 @@ type Live struct {
 	next     atomic.Int64 // unix nanoseconds of the next check
 	checking sync.Mutex
 	reloads  atomic.Uint64
+	status   atomic.Pointer[LiveStatus]
+}
+
+// LiveStatus is what the metrics and the page say of the database's
+// reloads.
+type LiveStatus struct {
+	Dir string
+	// LoadedAt is when the database in force was opened; CheckedAt when
+	// the directory was last checked.
+	LoadedAt, CheckedAt time.Time
+	// Reloads counts the databases put in force after the first; Errors
+	// the checks that found a changed directory whose database did not
+	// open whole, the one in force staying.
+	Reloads, Errors uint64
+	// Current is whether the database in force is the directory's as
+	// last checked; LastError, when not, says why.
+	Current     bool
+	LastError   string
+	LastErrorAt time.Time
 }
 
 // OpenLive opens the database in dir, which must open (a server does not
 // start without the database its policy needs). checkEvery ≤ 0 is
 // DefaultCheckEvery; logger nil logs nothing.
 func OpenLive(dir string, checkEvery time.Duration, logger *slog.Logger) (*Live, error) {
-	db, err := Open(dir)
+	db, err := openWhole(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -44,15 +68,48 @@ func OpenLive(dir string, checkEvery time.Duration, logger *slog.Logger) (*Live,
 	}
 	l := &Live{dir: dir, checkEvery: checkEvery, log: logger, now: time.Now}
 	l.db.Store(db)
-	l.next.Store(l.now().Add(checkEvery).UnixNano())
-	if len(db.skipped) > 0 {
-		logger.Warn("vulnerability database: entries skipped", "dir", dir, "skipped", len(db.skipped), "first", db.skipped[0].String())
-	}
+	now := l.now()
+	l.status.Store(&LiveStatus{Dir: dir, LoadedAt: now, CheckedAt: now, Current: true})
+	l.next.Store(now.Add(checkEvery).UnixNano())
 	return l, nil
+}
+
+// openWhole is Open, refusing a database that skipped an entry its index
+// names (missing, half written, not valid OSV): a server takes a
+// database whole or not at all, as a reload in the middle of an update
+// would otherwise put a database in force without the entries not yet
+// written — and a policy's deny rules would not see them.
+func openWhole(dir string) (*DB, error) {
+	db, err := Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(db.skipped) > 0 {
+		return nil, notWhole(dir, db.skipped)
+	}
+	return db, nil
+}
+
+// notWhole is the error of a database that skipped entries, naming the
+// first few: it is logged at each check and shown on the page.
+func notWhole(dir string, skipped []Skipped) error {
+	const named = 3
+	parts := make([]string, 0, named)
+	for _, s := range skipped[:min(len(skipped), named)] {
+		parts = append(parts, s.String())
+	}
+	more := ""
+	if len(skipped) > named {
+		more = fmt.Sprintf("; and %d more", len(skipped)-named)
+	}
+	return fmt.Errorf("vulnerability database %s is not whole: %d entries its index names could not be read (%s%s)", dir, len(skipped), strings.Join(parts, "; "), more)
 }
 
 // Dir is the database's directory.
 func (l *Live) Dir() string { return l.dir }
+
+// Status is a copy of the reloads' status.
+func (l *Live) Status() LiveStatus { return *l.status.Load() }
 
 // Reloads counts the databases put in force after the first.
 func (l *Live) Reloads() uint64 { return l.reloads.Load() }
@@ -85,27 +142,38 @@ func (l *Live) Current() *DB {
 
 // Check reads the directory's Fingerprint now and opens the database
 // again when it changed: what Current starts, and what a policy reload
-// calls. It reports whether a new database is in force.
+// calls. It reports whether a new database is in force. A database that
+// does not open whole leaves the one in force, logged and counted in
+// Status; the next check tries again.
 func (l *Live) Check() bool {
 	if !l.checking.TryLock() {
 		return false
 	}
 	defer l.checking.Unlock()
+	st := l.Status()
+	st.CheckedAt = l.now()
 	fp, err := Fingerprint(l.dir)
-	if err != nil {
-		l.log.Error("vulnerability database: the one in force stays", "dir", l.dir, "error", err.Error())
+	if err == nil && fp == l.db.Load().Fingerprint() {
+		st.Current, st.LastError = true, ""
+		l.status.Store(&st)
 		return false
 	}
-	if fp == l.db.Load().Fingerprint() {
-		return false
+	var db *DB
+	if err == nil {
+		db, err = openWhole(l.dir)
 	}
-	db, err := Open(l.dir)
 	if err != nil {
+		st.Errors++
+		st.Current, st.LastError, st.LastErrorAt = false, err.Error(), st.CheckedAt
+		l.status.Store(&st)
 		l.log.Error("vulnerability database not reloaded: the one in force stays", "dir", l.dir, "error", err.Error())
 		return false
 	}
 	l.db.Store(db)
 	l.reloads.Add(1)
-	l.log.Info("vulnerability database reloaded", "dir", l.dir, "entries", db.Entries(), "modified", db.Modified(), "skipped", len(db.skipped))
+	st.Reloads++
+	st.LoadedAt, st.Current, st.LastError = st.CheckedAt, true, ""
+	l.status.Store(&st)
+	l.log.Info("vulnerability database reloaded", "dir", l.dir, "entries", db.Entries(), "modified", db.Modified())
 	return true
 }

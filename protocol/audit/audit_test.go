@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -62,8 +63,13 @@ func TestLogWritesOneEscapedLinePerEvent(t *testing.T) {
 	if err := json.Unmarshal([]byte(got[0]), &back); err != nil || back.UserAgent != hostile || back.V != audit.SchemaVersion || back.Client != "ci" {
 		t.Fatalf("read back %+v (%v)", back, err)
 	}
-	// After Close, events are written at once (a request the shutdown cut short).
+	// After Close, events are written at once, in the background (a
+	// request the shutdown cut short).
 	l.Record(download("late", "example.com/hashicorp/aws", "5.31.0", time.Now()))
+	deadline := time.Now().Add(10 * time.Second)
+	for len(lines(t, path)) != 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	if n := len(lines(t, path)); n != 3 {
 		t.Fatalf("%d lines after a late event, want 3", n)
 	}
@@ -330,5 +336,100 @@ func TestTallyBoundsUnverifiedNames(t *testing.T) {
 	}
 	if tally.Refusals[audit.Refusal{Client: "alice", Outcome: audit.OutcomeRefused}] != 1 {
 		t.Error("the verified alice is not counted apart from the name a token claimed")
+	}
+}
+
+// stalledPipe is a pipe nobody reads yet: a log pipeline that stopped
+// (`serve --audit-log - | sleep 3600`). drain starts reading it.
+func stalledPipe(t *testing.T) (w *os.File, drain func()) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	var once sync.Once
+	return w, func() { once.Do(func() { go io.Copy(io.Discard, r) }) }
+}
+
+// recordsWithin records n events of about 4 KiB in the background and
+// reports whether each Record returned within limit of the one before:
+// a caller never waits on the sink.
+func recordsWithin(l *audit.Log, n int, limit time.Duration) bool {
+	progress := make(chan struct{})
+	go func() {
+		defer close(progress)
+		for i := range n {
+			ev := download("ci", "example.com/hashicorp/aws", fmt.Sprint("1.0.", i), time.Now())
+			ev.UserAgent = strings.Repeat("u", 4000)
+			l.Record(ev)
+			progress <- struct{}{}
+		}
+	}()
+	for {
+		select {
+		case _, more := <-progress:
+			if !more {
+				return true
+			}
+		case <-time.After(limit):
+			return false
+		}
+	}
+}
+
+// A sink nobody reads costs no caller anything: Record never waits on
+// it; past the bounded buffer events are lost, counted and logged once;
+// when the sink reads again that is logged once too, and what comes
+// after is written.
+func TestLogNeverWaitsOnAStalledSink(t *testing.T) {
+	w, drain := stalledPipe(t)
+	var logs testenv.LockedBuffer
+	l, err := audit.Open(audit.Options{Path: "-", Stdout: w, FlushEvery: time.Millisecond, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { drain(); l.Close() }()
+	const n = 3000 // about 12 MiB of events: past the 8 MiB the buffer holds
+	if !recordsWithin(l, n, 5*time.Second) {
+		t.Fatal("Record waited more than 5s on an audit sink nobody reads")
+	}
+	lost := l.Collectors()[1]
+	if got := testutil.ToFloat64(lost); got == 0 || got >= n {
+		t.Fatalf("%v events lost of %d: want some, not all", got, n)
+	}
+	if c := strings.Count(logs.String(), "audit events lost"); c != 1 {
+		t.Fatalf("the loss logged %d times, want once:\n%s", c, logs.String())
+	}
+	drain()
+	l.Record(download("ci", "example.com/hashicorp/aws", "2.0.0", time.Now()))
+	l.Flush()
+	if c := strings.Count(logs.String(), "the audit log is written again"); c != 1 {
+		t.Fatalf("the recovery logged %d times, want once:\n%s", c, logs.String())
+	}
+}
+
+// Close waits for a sink nobody reads no longer than CloseTimeout, and
+// says how many events it did not write.
+func TestLogCloseIsBoundedOnAStalledSink(t *testing.T) {
+	w, drain := stalledPipe(t)
+	defer drain()
+	var logs testenv.LockedBuffer
+	l, err := audit.Open(audit.Options{Path: "-", Stdout: w, FlushEvery: time.Hour, CloseTimeout: 50 * time.Millisecond, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !recordsWithin(l, 100, 5*time.Second) { // 400 KiB: more than the pipe holds
+		t.Fatal("Record waited on an audit sink nobody reads")
+	}
+	closed := make(chan struct{})
+	go func() { l.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for an audit sink nobody reads beyond its timeout")
+	}
+	if !strings.Contains(logs.String(), "audit events not written") {
+		t.Fatalf("Close did not say events were left:\n%s", logs.String())
 	}
 }

@@ -26,14 +26,20 @@ type Options struct {
 	MaxFiles int
 	// FlushEvery is how long an event may wait in the buffer.
 	FlushEvery time.Duration
-	Log        *slog.Logger
+	// CloseTimeout bounds how long Close waits for the buffered events
+	// to be written (serve: --shutdown-timeout).
+	CloseTimeout time.Duration
+	// Stdout is where Path "-" writes (os.Stdout when nil).
+	Stdout io.Writer
+	Log    *slog.Logger
 }
 
 // Defaults of Options.
 const (
-	DefaultMaxBytes   = 100 << 20
-	DefaultMaxFiles   = 10
-	DefaultFlushEvery = time.Second
+	DefaultMaxBytes     = 100 << 20
+	DefaultMaxFiles     = 10
+	DefaultFlushEvery   = time.Second
+	DefaultCloseTimeout = 30 * time.Second
 	// maxBuffered bounds the events waiting for a slow or stuck disk;
 	// past it events are counted lost rather than held.
 	maxBuffered = 8 << 20
@@ -41,12 +47,16 @@ const (
 	flushAt = 256 << 10
 )
 
-// Log writes events as JSON lines, buffered: an event waits at most
-// FlushEvery, and Close writes what is left (serve closes it after the
-// last request, on shutdown and SIGTERM). A write that fails — disk
-// full, file unwritable — loses the events it held: they are counted in
-// oci_tofu_audit_events_lost_total and logged once until a write
-// succeeds again; serving goes on (docs/audit.md says why).
+// Log writes events as JSON lines, buffered, from a background writer:
+// Record never waits on the file or pipe (a full disk, a log pipeline
+// that stopped reading). An event waits at most FlushEvery, or is
+// written at once past flushAt; Close writes what is left (serve closes
+// it after the last request, on shutdown and SIGTERM), within
+// CloseTimeout. Events are lost when a write fails — disk full, file
+// unwritable — or when maxBuffered wait for a sink that does not keep
+// up: they are counted in oci_tofu_audit_events_lost_total and logged
+// once until a write succeeds again, which is logged too; serving goes
+// on (docs/audit.md says why).
 type Log struct {
 	opts    Options
 	out     io.Writer
@@ -57,11 +67,17 @@ type Log struct {
 	buf     bytes.Buffer
 	pending int // events in buf
 	closed  bool
-	failing bool // the last write failed (logged once)
-	// writeMu serialises writes to out, outside mu.
-	writeMu sync.Mutex
-	done    chan struct{}
-	stopped chan struct{}
+	failing bool // events are being lost (logged once)
+	// writing says the writer goroutine runs (one at a time); it takes
+	// buf and writes it until buf is empty.
+	writing bool
+	// recorded and settled count the events put in buf and those taken
+	// out of it (written or lost); progress is closed, and replaced,
+	// each time settled moves: Flush waits on it.
+	recorded, settled uint64
+	progress          chan struct{}
+	done              chan struct{}
+	stopped           chan struct{}
 }
 
 // Open starts a Log.
@@ -75,10 +91,13 @@ func Open(o Options) (*Log, error) {
 	if o.FlushEvery <= 0 {
 		o.FlushEvery = DefaultFlushEvery
 	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = DefaultCloseTimeout
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	l := &Log{opts: o, done: make(chan struct{}), stopped: make(chan struct{}),
+	l := &Log{opts: o, done: make(chan struct{}), stopped: make(chan struct{}), progress: make(chan struct{}),
 		written: prometheus.NewCounter(prometheus.CounterOpts{Name: "oci_tofu_audit_events_total", Help: "Audit events written."}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "oci_tofu_audit_events_lost_total",
 			Help: "Audit events lost: the audit file could not be written (disk full, unwritable), or events waited beyond the buffer's bound."}),
@@ -87,7 +106,10 @@ func Open(o Options) (*Log, error) {
 	case "":
 		return nil, errors.New("audit log: no path (\"-\" for standard output)")
 	case "-":
-		l.out = os.Stdout
+		l.out = o.Stdout
+		if l.out == nil {
+			l.out = os.Stdout
+		}
 	default:
 		if err := checkWritable(o.Path); err != nil {
 			return nil, err
@@ -113,7 +135,8 @@ func checkWritable(path string) error {
 // Collectors are the Log's metrics, for the proxy's registry.
 func (l *Log) Collectors() []prometheus.Collector { return []prometheus.Collector{l.written, l.lost} }
 
-// Record adds ev to the trail, with the schema version set.
+// Record adds ev to the trail, with the schema version set. It never
+// waits on the sink: past maxBuffered, the event is lost.
 func (l *Log) Record(ev *Event) {
 	ev.V = SchemaVersion
 	line, err := json.Marshal(ev)
@@ -123,54 +146,102 @@ func (l *Log) Record(ev *Event) {
 	}
 	l.mu.Lock()
 	if l.buf.Len()+len(line) >= maxBuffered {
+		first := !l.failing
+		l.failing = true
 		l.mu.Unlock()
 		l.lost.Inc()
+		if first {
+			l.opts.Log.Error("audit events lost: the audit log does not keep up (8 MiB of events wait for it); serving goes on", "path", l.opts.Path)
+		}
 		return
 	}
 	l.buf.Write(line)
 	l.buf.WriteByte('\n')
 	l.pending++
-	full := l.buf.Len() >= flushAt || l.closed
-	l.mu.Unlock()
-	if full {
-		l.Flush()
+	l.recorded++
+	if l.buf.Len() >= flushAt || l.closed {
+		l.startWriter()
 	}
+	l.mu.Unlock()
 }
 
-// Flush writes the buffered events.
-func (l *Log) Flush() {
-	l.writeMu.Lock()
-	defer l.writeMu.Unlock()
-	l.mu.Lock()
-	if l.pending == 0 {
-		l.mu.Unlock()
+// startWriter starts the writer unless it runs or nothing waits; l.mu
+// is held.
+func (l *Log) startWriter() {
+	if l.writing || l.pending == 0 {
 		return
 	}
-	b, n := bytes.Clone(l.buf.Bytes()), l.pending
-	l.buf.Reset()
-	l.pending = 0
-	l.mu.Unlock()
-	l.write(b, n)
+	l.writing = true
+	go l.writeBuffered()
+}
+
+// writeBuffered is the writer: it writes what buf holds until it is
+// empty.
+func (l *Log) writeBuffered() {
+	for {
+		l.mu.Lock()
+		if l.pending == 0 {
+			l.writing = false
+			l.mu.Unlock()
+			return
+		}
+		b, n := l.buf.Bytes(), l.pending
+		l.buf = bytes.Buffer{}
+		l.pending = 0
+		l.mu.Unlock()
+		l.write(b, n)
+	}
 }
 
 // write writes n events; a failure loses them, logged once per run of
-// failures.
+// losses. The events count as settled (Flush) once counted and logged.
 func (l *Log) write(b []byte, n int) {
 	_, err := l.out.Write(b)
+	if err != nil {
+		l.lost.Add(float64(n))
+	} else {
+		l.written.Add(float64(n))
+	}
 	l.mu.Lock()
 	wasFailing := l.failing
 	l.failing = err != nil
 	l.mu.Unlock()
-	if err != nil {
-		l.lost.Add(float64(n))
-		if !wasFailing {
-			l.opts.Log.Error("audit events lost: the audit log cannot be written; serving goes on", "path", l.opts.Path, "err", err)
-		}
-		return
-	}
-	l.written.Add(float64(n))
-	if wasFailing {
+	switch {
+	case err != nil && !wasFailing:
+		l.opts.Log.Error("audit events lost: the audit log cannot be written; serving goes on", "path", l.opts.Path, "err", err)
+	case err == nil && wasFailing:
 		l.opts.Log.Info("the audit log is written again", "path", l.opts.Path)
+	}
+	l.mu.Lock()
+	l.settled += uint64(n)
+	close(l.progress)
+	l.progress = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// Flush writes the events recorded so far and waits until they are
+// written (or lost).
+func (l *Log) Flush() { l.flushWithin(nil) }
+
+// flushWithin is Flush, waiting until timeout fires (nil: for ever); it
+// reports whether the events were written (or lost) by then.
+func (l *Log) flushWithin(timeout <-chan time.Time) bool {
+	l.mu.Lock()
+	target := l.recorded
+	l.startWriter()
+	l.mu.Unlock()
+	for {
+		l.mu.Lock()
+		settled, progress := l.settled, l.progress
+		l.mu.Unlock()
+		if settled >= target {
+			return true
+		}
+		select {
+		case <-progress:
+		case <-timeout:
+			return false
+		}
 	}
 }
 
@@ -181,16 +252,18 @@ func (l *Log) flushEvery() {
 	for {
 		select {
 		case <-t.C:
-			l.Flush()
+			l.mu.Lock()
+			l.startWriter()
+			l.mu.Unlock()
 		case <-l.done:
 			return
 		}
 	}
 }
 
-// Close writes what is buffered and stops the timer. Events recorded
-// after it (a request cut short by the shutdown's deadline) are written
-// at once.
+// Close writes what is buffered, waiting at most CloseTimeout, and
+// stops the timer. Events recorded after it (a request cut short by the
+// shutdown's deadline) are written at once, in the background.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -201,6 +274,11 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	close(l.done)
 	<-l.stopped
-	l.Flush()
+	if !l.flushWithin(time.After(l.opts.CloseTimeout)) {
+		l.mu.Lock()
+		waiting := l.recorded - l.settled
+		l.mu.Unlock()
+		l.opts.Log.Error("audit events not written: the audit log did not take them within the shutdown's deadline", "path", l.opts.Path, "events", waiting, "timeout", l.opts.CloseTimeout.String())
+	}
 	return nil
 }

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -223,5 +225,73 @@ func TestAuditTrailOfModulesAndDocuments(t *testing.T) {
 	}
 	if dl := evs[2]; dl.Version != "1.0.0" || dl.Identity != audit.IdentitySignedURL || dl.Digest != "sha256:"+sha256Hex(zip) || dl.Source != audit.SourceHeld {
 		t.Errorf("module download: %+v", dl)
+	}
+}
+
+// An audit sink nobody reads (`serve --audit-log - | sleep 3600`) costs
+// no client anything: a thousand and more audited refusals (past the
+// 256 KiB the trail writes at once), then a download, each answered
+// without waiting on the sink.
+func TestAuditSinkStalledKeepsServing(t *testing.T) {
+	dir, open := layoutStore(t)
+	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	trail, err := audit.Open(audit.Options{Path: "-", Stdout: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go io.Copy(io.Discard, r); trail.Close() }()
+	const token = "token-of-ci"
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), Audit: trail,
+		Policy: mustPolicy(t, fmt.Sprintf("client \"ci\" {\n  tokens = [%q]\n  providers = [\"*/*/*\"]\n}\n", policy.TokenHash(token)))})
+	const refusals = 1500 // about 1 KiB each, with the user agent
+	refuse := func() int {
+		req, _ := http.NewRequest(http.MethodGet, p.URL+"/v1/mirror/example.com/test/hello/index.json", nil)
+		req.Header.Set("User-Agent", strings.Repeat("u", 512))
+		resp, err := p.Client.Do(req)
+		if err != nil {
+			return 0
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for n := range refusals {
+		if status := answeredWithin(t, 5*time.Second, refuse); status != http.StatusUnauthorized {
+			t.Fatalf("refusal %d: %d, want 401", n, status)
+		}
+	}
+	download := func() int {
+		var doc struct {
+			Archives map[string]struct{ URL string } `json:"archives"`
+		}
+		res := p.do(t, http.MethodGet, "/v1/mirror/example.com/test/hello/1.0.0.json", map[string]string{"Authorization": "Bearer " + token})
+		if json.Unmarshal(res.Body, &doc) != nil || res.Status != 200 {
+			return res.Status
+		}
+		return p.get(t, resolve(t, res.URL, doc.Archives["linux_amd64"].URL)).Status
+	}
+	if status := answeredWithin(t, 5*time.Second, download); status != 200 {
+		t.Fatalf("download: %d", status)
+	}
+}
+
+// answeredWithin is do's result, or a failure of the test when do takes
+// longer than limit (left running: what holds it may never let go).
+func answeredWithin(t *testing.T, limit time.Duration, do func() int) int {
+	t.Helper()
+	got := make(chan int, 1)
+	go func() { got <- do() }()
+	select {
+	case status := <-got:
+		return status
+	case <-time.After(limit):
+		t.Fatalf("not answered within %s: the audit sink nobody reads holds the request", limit)
+		return 0
 	}
 }

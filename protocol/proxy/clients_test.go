@@ -330,3 +330,49 @@ func TestPageShowsTheCaller(t *testing.T) {
 		t.Errorf("the page with ci's token:\n%s", page)
 	}
 }
+
+// With client authentication, nothing on the page at / comes from what
+// another caller read: a client reads and downloads its provider, and
+// reads one whose registry content is wrong (a 502 naming its address); the page
+// without a token, and the pages of both clients, name neither.
+func TestPageShowsNoOtherCallersReads(t *testing.T) {
+	dir, open := layoutStore(t)
+	push(t, open("hushhush", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	push(t, open("hushhush", "broken"), releaseArtifact(t, "1.0.0"), "1.0.0") // of type hello: 502
+	p := startProxy(t, Options{
+		ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"),
+		RegistryHostname: "example.com",
+		Policy: mustPolicy(t, fmt.Sprintf("client \"team-a\" {\n  tokens = [%q]\n  providers = [\"example.com/hushhush/*\"]\n}\nclient \"team-b\" {\n  tokens = [%q]\n  providers = [\"example.com/team-b/*\"]\n}\n",
+			policy.TokenHash("token-a"), policy.TokenHash("token-b"))),
+	})
+	as := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+	for path, want := range map[string]int{
+		"/v1/providers/hushhush/hello/versions":             200,
+		"/v1/mirror/example.com/hushhush/hello/index.json":  200,
+		"/v1/mirror/example.com/hushhush/hello/1.0.0.json":  200,
+		"/v1/mirror/example.com/hushhush/broken/1.0.0.json": 502,
+	} {
+		if got := p.do(t, http.MethodGet, path, as("token-a")); got.Status != want {
+			t.Fatalf("team-a reading %s: %d, want %d: %s", path, got.Status, want, got.Body)
+		}
+	}
+	var doc struct {
+		Archives map[string]struct{ URL string } `json:"archives"`
+	}
+	r := p.do(t, http.MethodGet, "/v1/mirror/example.com/hushhush/hello/1.0.0.json", as("token-a"))
+	if err := json.Unmarshal(r.Body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.get(t, resolve(t, r.URL, doc.Archives["linux_amd64"].URL)); got.Status != 200 {
+		t.Fatalf("team-a's download: %d", got.Status)
+	}
+	for who, header := range map[string]map[string]string{"no token": nil, "team-b": as("token-b"), "team-a": as("token-a")} {
+		page := p.do(t, http.MethodGet, "/", header)
+		if page.Status != 200 {
+			t.Fatalf("the page for %s: %d", who, page.Status)
+		}
+		if body := string(page.Body); strings.Contains(body, "hushhush") {
+			t.Errorf("the page for %s names what team-a read:\n%s", who, grepLines(body, "hushhush"))
+		}
+	}
+}

@@ -74,7 +74,7 @@ func (s *Server) newPage() *page.Page {
 	o := &s.opts
 	cfg := page.Config{Version: o.Version, PublicURL: o.PublicURL, RegistryHostname: o.RegistryHostname,
 		Providers: s.mappings, Modules: o.ModuleMappings, Tofu: o.TofuRepository, Minimal: s.clientAuth,
-		ModuleOrigins: s.pull.ModuleOrigins(), Policy: o.Policy, PolicyStatus: o.PolicyStatus, Log: s.log, Caller: s.caller}
+		ModuleOrigins: s.pull.ModuleOrigins(), Policy: o.Policy, PolicyStatus: o.PolicyStatus, VulnDB: o.VulnDB, Log: s.log, Caller: s.caller}
 	if patterns := s.pull.OwnModulePatterns(); len(patterns) > 0 {
 		cfg.OwnModules = &page.OwnModules{Origin: s.pull.ModuleOrigin(), Patterns: patterns}
 	}

@@ -157,9 +157,11 @@ provider "example.com/test/hello" {
 // A database reload takes effect at once, as a policy reload does: the
 // documents built under the database in force before (cached for
 // TagTTL) are not served under the new one. A database without
-// GO-2022-1059 lists and serves 1.0.0; once the entry is written into it
-// and it is checked again, 1.0.0 is left out and refused, though the
-// documents that listed and served it are still fresh.
+// GO-2022-1059 lists and serves 1.0.0; while the update is half written
+// (the index naming the entry, the entry cut short) a check keeps the
+// database in force; once the entry is whole and it is checked again,
+// 1.0.0 is left out and refused, though the documents that listed and
+// served it are still fresh.
 func TestPolicyVulnerabilitiesDatabaseReload(t *testing.T) {
 	dir, open := layoutStore(t)
 	repo := open("test", "hello")
@@ -169,8 +171,8 @@ func TestPolicyVulnerabilitiesDatabaseReload(t *testing.T) {
 	attachSBOMs(t, repo, "1.0.0", "go1.27.5", sbom.Module{Path: "golang.org/x/text", Version: "v0.3.7", Sum: "h1:olpwvP2KacW1ZWvsR7uQhoyTYvKAupfQrRGBFM352Gk="})
 	attachSBOMs(t, repo, "1.1.0", "go1.27.5")
 
-	// The database: nothing, then GO-2022-1059 (its entry first, then
-	// the index naming it).
+	// The database: nothing, then GO-2022-1059 (the index naming it
+	// first, its entry written in two steps).
 	dbDir := t.TempDir()
 	write := func(name, content string) {
 		t.Helper()
@@ -213,11 +215,33 @@ provider "example.com/test/hello" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write("ID/GO-2022-1059.json", string(entry))
+	// The index written first, the entry half: the database in force
+	// stays (a deny rule does not fail open), and the metrics say so.
 	write("index/modules.json", `[{"path": "golang.org/x/text", "vulns": [{"id": "GO-2022-1059", "modified": "0001-01-01T00:00:00Z", "fixed": "0.3.8"}]}]`)
 	write("index/db.json", `{"modified": "2026-11-05T23:49:57Z"}`)
+	write("ID/GO-2022-1059.json", string(entry[:len(entry)/2]))
+	if db.Check() {
+		t.Fatal("a database whose entry is half written was put in force")
+	}
+	metrics := string(p.get(t, "/metrics").Body)
+	for _, want := range []string{"oci_tofu_vuln_db_reload_errors_total 1", "oci_tofu_vuln_db_current 0", "oci_tofu_vuln_db_reloads_total 0"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q:\n%s", want, grepLines(metrics, "oci_tofu_vuln_db"))
+		}
+	}
+	if page := string(p.get(t, "/").Body); !strings.Contains(page, `id="vuln-db-reload"`) || !strings.Contains(grepLines(page, "vuln-db-reload"), "reload failed") || !strings.Contains(page, "GO-2022-1059.json") {
+		t.Errorf("the page does not show the failed reload:\n%s", grepLines(page, "vuln-db"))
+	}
+	// The entry written whole, the index unchanged: the next check takes it.
+	write("ID/GO-2022-1059.json", string(entry))
 	if !db.Check() {
 		t.Fatal("the database was not reloaded")
+	}
+	if metrics := string(p.get(t, "/metrics").Body); !strings.Contains(metrics, "oci_tofu_vuln_db_current 1") || !strings.Contains(metrics, "oci_tofu_vuln_db_reloads_total 1") {
+		t.Errorf("metrics after the reload:\n%s", grepLines(metrics, "oci_tofu_vuln_db"))
+	}
+	if page := string(p.get(t, "/").Body); !strings.Contains(grepLines(page, "vuln-db-reload"), "ok: the directory's current content is in force") {
+		t.Errorf("the page after the reload:\n%s", grepLines(page, "vuln-db"))
 	}
 	const denied = `has known vulnerabilities the policy's rule "no-vulns" denies: GO-2022-1059 (CVE-2022-32149) in golang.org/x/text v0.3.7, fixed in v0.3.8`
 	if vs := listed(); !slices.Equal(vs, []string{"1.1.0"}) {

@@ -252,6 +252,7 @@ func New(opts Options) (*Server, error) {
 			}
 			return ""
 		})
+		s.metrics.WatchVulnDB(db.Status)
 	}
 	s.budgets = newBudgets(s.metrics.Registry())
 	s.identities.opts = oidc.Options{Logger: s.log, Now: opts.Now}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
@@ -69,6 +70,9 @@ type Config struct {
 	// Policy and PolicyStatus: the policy file in force and its reloads.
 	Policy       *policy.Live
 	PolicyStatus func() policyfile.Status
+	// VulnDB is the vulnerability database the policy matches SBOMs
+	// against (nil: none), for its reloads.
+	VulnDB *vulns.Live
 	// Log receives why another replica's record could not be read.
 	Log *slog.Logger
 	// Caller, with client authentication, says who the request's bearer
@@ -190,10 +194,14 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.Downloads, d.Deprecated = &dv, dv.deprecatedInUse(d.Seen)
 	}
 	d.Serves = s.serves()
-	if s.cfg.Minimal && s.cfg.Caller != nil {
-		d.Caller = s.cfg.Caller(r)
+	seenProviders := own.Providers // this replica's own: nothing read from a shared store goes into configuration
+	if s.cfg.Minimal {
+		if s.cfg.Caller != nil {
+			d.Caller = s.cfg.Caller(r)
+		}
+		d.Seen, seenProviders = withoutTraffic(d.Seen), nil
 	}
-	d.Snippets = s.snippets(r, d.Base, own.Providers) // this replica's own: nothing read from a shared store goes into configuration
+	d.Snippets = s.snippets(r, d.Base, seenProviders)
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
 		s.cfg.Log.Error("rendering the page", "error", err)
@@ -201,6 +209,18 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeHTML(w, r, b.Bytes())
+}
+
+// withoutTraffic is what the minimal page shows of the record, to any
+// caller: health, with the last failure's class and time but not its
+// message, which names what another caller read (an address, a
+// version); nothing of what was served.
+func withoutTraffic(v seenView) seenView {
+	out := seenView{Started: v.Started, Failures: v.Failures}
+	if v.Failure != nil {
+		out.Failure = &seenFailure{At: v.Failure.At, Class: v.Failure.Class, What: "details in the proxy's log"}
+	}
+	return out
 }
 
 // serves names what is configured, for the page's first line.

@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oci-tofu/oci-tofu/convert/vulns"
 )
 
 // MaxVulnerableVersions bounds the provider versions the
@@ -75,4 +77,27 @@ func (v *vulnerableVersions) count() float64 {
 	defer v.mu.Unlock()
 	v.inForce("")
 	return float64(len(v.set))
+}
+
+// WatchVulnDB serves the reloads of the vulnerability database (serve
+// --vuln-db) as the policy file's are: reloads, failed reloads (the
+// database in force staying) and whether the one in force is the
+// directory's as last checked.
+func (m *Metrics) WatchVulnDB(status func() vulns.LiveStatus) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "oci_tofu_vuln_db_reloads_total", Help: "Vulnerability databases put in force from --vuln-db after the first.",
+		}, func() float64 { return float64(status().Reloads) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "oci_tofu_vuln_db_reload_errors_total", Help: "Checks of --vuln-db that found it changed but not whole (an index or entry file missing, half written or invalid); the database in force stayed.",
+		}, func() float64 { return float64(status().Errors) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "oci_tofu_vuln_db_current", Help: "1 when the vulnerability database in force is --vuln-db's content as last checked, 0 when its last reload failed.",
+		}, func() float64 {
+			if status().Current {
+				return 1
+			}
+			return 0
+		}),
+	)
 }
