@@ -164,7 +164,7 @@ tools-apt:
 ## test: unit, fuzz seeds, integration and end-to-end tests against real tofu and a real registry,
 ## then every fuzz target for FUZZSHORT each
 test: tools tools-apt lint
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 60m ./...
 	$(MAKE) --no-print-directory walk
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSHORT)
 

@@ -382,7 +382,7 @@ func TestHostileFiles(t *testing.T) {
 				}
 				args = append(args, target)
 			}
-			out, err := runWithin(t, 10*time.Second, args...)
+			out, err := runWithin(t, time.Minute, args...) // a hang guard: generous for a loaded machine
 			assertCleanFailure(t, out, err, c.want)
 			if tags := layoutTags(t, layout); len(tags) > 0 {
 				t.Errorf("tags %v written", tags)

@@ -77,7 +77,7 @@ type imageBuilder struct{ tool string }
 func newImageBuilder(t *testing.T) imageBuilder {
 	t.Helper()
 	tool := filepath.Join(t.TempDir(), "image")
-	testenv.MustRun(t, testenv.Root(t), os.Environ(), "go", "build", "-o", tool, "./tools/image")
+	testenv.MustBuild(t, testenv.Root(t), os.Environ(), "go", "build", "-o", tool, "./tools/image")
 	return imageBuilder{tool: tool}
 }
 
@@ -89,7 +89,7 @@ func (b imageBuilder) build(t *testing.T, env []string, args ...string) string {
 	all := append([]string{"--out", out, "--tag", imageTag, "--version", imageVersion,
 		"--revision", imageRevision, "--platform", imagePlatforms}, args...)
 	env = append(append(os.Environ(), fmt.Sprintf("SOURCE_DATE_EPOCH=%d", imageEpoch)), env...)
-	testenv.MustRun(t, testenv.Root(t), env, b.tool, all...)
+	testenv.MustBuild(t, testenv.Root(t), env, b.tool, all...)
 	return out
 }
 

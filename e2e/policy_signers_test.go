@@ -125,7 +125,7 @@ func writeFile(t *testing.T, path, content string) {
 // policy without them.
 func TestPolicyVerifiedSignersInSmallBuilds(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "oci-tofu-small")
-	testenv.MustRun(t, testenv.Root(t), nil, "go", "build", "-tags", "nonotation,nokeyless", "-o", bin, "./cmd/oci-tofu")
+	testenv.MustBuild(t, testenv.Root(t), nil, "go", "build", "-tags", "nonotation,nokeyless", "-o", bin, "./cmd/oci-tofu")
 	dir := t.TempDir()
 	for _, c := range []struct{ src, want string }{
 		{"provider \"*/*/*\" {\n  signers = [\"notation:conf\"]\n}\n", `:2:13: signers: "notation:conf": this oci-tofu was built without Notation support (-tags nonotation)`},

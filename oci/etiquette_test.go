@@ -88,7 +88,10 @@ func TestPoliteTransportGivesUp(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	client := &http.Client{Transport: newPoliteTransport(http.DefaultTransport, &Etiquette{MaxRetries: 2, MaxWait: time.Second})}
+	// MaxWait is long so that "at once" below has room on a loaded
+	// machine: a transport that waited would take MaxWait at least.
+	const maxWait = 30 * time.Second
+	client := &http.Client{Transport: newPoliteTransport(http.DefaultTransport, &Etiquette{MaxRetries: 2, MaxWait: maxWait})}
 	resp, err := client.Get(srv.URL + "/down")
 	if err != nil || resp.StatusCode != 503 || calls.Load() != 3 {
 		t.Fatalf("503: %v %v after %d calls", resp, err, calls.Load())
@@ -116,7 +119,7 @@ func TestPoliteTransportGivesUp(t *testing.T) {
 	calls.Store(0)
 	start := time.Now()
 	resp, err = client.Get(srv.URL + "/long")
-	if err != nil || resp.StatusCode != 429 || calls.Load() != 1 || time.Since(start) > 500*time.Millisecond {
+	if err != nil || resp.StatusCode != 429 || calls.Load() != 1 || time.Since(start) > maxWait/2 {
 		t.Fatalf("long Retry-After: %v %v after %d calls in %s", resp, err, calls.Load(), time.Since(start))
 	}
 	resp.Body.Close()
@@ -182,18 +185,21 @@ func TestPoliteTransportRetryBudget(t *testing.T) {
 
 // A request whose deadline ends before the host's pause fails at once as
 // throttled, instead of waiting until its deadline and looking like a
-// timeout.
+// timeout. The pause (8 s, within MaxWait) and the deadline (4 s) are
+// long enough that "at once" (under half the deadline) holds on a loaded
+// machine.
 func TestPoliteTransportThrottledBeforeDeadline(t *testing.T) {
+	const deadline = 4 * time.Second
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
-		w.Header().Set("Retry-After", "2")
+		w.Header().Set("Retry-After", "8")
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
 	defer srv.Close()
 	client := &http.Client{Transport: newPoliteTransport(http.DefaultTransport, &Etiquette{})}
 	get := func() (*http.Response, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		return client.Do(req)
@@ -205,7 +211,7 @@ func TestPoliteTransportThrottledBeforeDeadline(t *testing.T) {
 	resp.Body.Close()
 	start := time.Now()
 	_, err = get()
-	if Classify(err) != FailureThrottled || time.Since(start) > 100*time.Millisecond || calls.Load() != 1 {
+	if Classify(err) != FailureThrottled || time.Since(start) > deadline/2 || calls.Load() != 1 {
 		t.Fatalf("second: %v (%s) after %s and %d calls", err, Classify(err), time.Since(start), calls.Load())
 	}
 }

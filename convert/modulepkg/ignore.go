@@ -194,9 +194,11 @@ func (l *literalRuns) longest() string {
 // both). A nil budget is unbounded.
 type matchBudget struct{ left int64 }
 
-// maxIgnoreWork is a walk's matching budget: about a third of a second
-// of the costliest patterns, far more than rules that name what they
-// leave out need for the largest package.
+// maxIgnoreWork is a walk's matching budget, in steps: counted, so the
+// same on any machine. The costliest patterns spend it in about a second
+// of one core of a small CI machine (BenchmarkIgnoreMatchingBudget
+// reports the time a step takes); rules that name what they leave out
+// need far less for the largest package.
 var maxIgnoreWork int64 = 100_000_000
 
 func (b *matchBudget) spend(n int64) {
@@ -223,7 +225,8 @@ func (r *ignoreRule) matches(name string, b *matchBudget) bool {
 
 // match reports whether some rule matches path, and if so whether the
 // last such rule excludes it. Directories are tried both as "dir" and
-// "dir/".
+// "dir/". Once b is spent no further rule is tried (the answer is then
+// meaningless: the caller refuses the walk).
 func (rs *IgnoreRules) match(path string, dir bool, b *matchBudget) (matched, excluded bool) {
 	if rs == nil {
 		return false, false
@@ -232,9 +235,9 @@ func (rs *IgnoreRules) match(path string, dir bool, b *matchBudget) (matched, ex
 	if dir {
 		asDir = path + "/"
 	}
-	for i := len(rs.rules) - 1; i >= 0; i-- {
+	for i := len(rs.rules) - 1; i >= 0 && !b.spent(); i-- {
 		r := &rs.rules[i]
-		if r.matches(path, b) || dir && r.matches(asDir, b) {
+		if r.matches(path, b) || dir && !b.spent() && r.matches(asDir, b) {
 			return true, !r.negated
 		}
 	}

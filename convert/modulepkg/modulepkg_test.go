@@ -20,7 +20,7 @@ import (
 
 // writeTree creates files (name → content; a name ending in "*" is made
 // executable) under dir.
-func writeTree(t *testing.T, dir string, files map[string]string) {
+func writeTree(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for name, body := range files {
 		mode := os.FileMode(0o644)

@@ -92,20 +92,37 @@ type moduleWalker struct {
 }
 
 func collectModuleFiles(ctx context.Context, dir string) (string, []moduleFile, error) {
-	root, err := moduleRoot(dir)
+	w, err := newModuleWalker(ctx, dir)
 	if err != nil {
 		return "", nil, err
 	}
+	if err := w.collect(); err != nil {
+		return "", nil, err
+	}
+	return w.root, w.files, nil
+}
+
+// newModuleWalker resolves dir and reads its .terraformignore.
+func newModuleWalker(ctx context.Context, dir string) (*moduleWalker, error) {
+	root, err := moduleRoot(dir)
+	if err != nil {
+		return nil, err
+	}
 	w := &moduleWalker{ctx: ctx, root: root, active: map[string]bool{}, match: matchBudget{left: maxIgnoreWork}}
 	if w.rules, err = readIgnoreRules(root); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	w.negates = w.rules.hasNegations()
-	if err := w.walk(root, "", false); err != nil {
-		return "", nil, err
+	return w, nil
+}
+
+// collect walks the root, leaving the files to pack sorted by name.
+func (w *moduleWalker) collect() error {
+	if err := w.walk(w.root, "", false); err != nil {
+		return err
 	}
 	sort.Slice(w.files, func(i, j int) bool { return w.files[i].name < w.files[j].name })
-	return root, w.files, nil
+	return nil
 }
 
 // moduleRoot resolves dir, which must be a directory.

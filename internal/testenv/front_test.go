@@ -356,7 +356,9 @@ func TestDelayFront(t *testing.T) {
 	}
 	start = time.Now()
 	get(t, client, "https://"+d.Host+"/v2/")
-	if rtt := time.Since(start); rtt < 2*oneWay || rtt > 2*oneWay+time.Second {
+	// The upper bound is loose (a loaded machine): it catches a delay
+	// added many times over, not a slow scheduler.
+	if rtt := time.Since(start); rtt < 2*oneWay || rtt > 2*oneWay+5*time.Second {
 		t.Errorf("a request on an open connection took %v, want about %v", rtt, 2*oneWay)
 	}
 	// A bigger transfer passes intact, through oras-go.

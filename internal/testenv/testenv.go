@@ -216,17 +216,13 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Run runs a command with a deadline, returning combined output; the test
-// fails with the output when it exits non-zero and wantErr is false.
+// Run runs a command, returning its combined output. It is killed after
+// five minutes: a deadline for a hung command, far beyond what the
+// commands tests run take even on a loaded machine, except compiles
+// (MustBuild).
 func Run(t testing.TB, dir string, env []string, name string, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return runWithin(5*time.Minute, dir, env, name, args...)
 }
 
 // MustRun is Run that fails the test on a non-zero exit.
@@ -237,6 +233,44 @@ func MustRun(t testing.TB, dir string, env []string, name string, args ...string
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
 	}
 	return out
+}
+
+// MustBuild is MustRun for a command that compiles Go code (go build,
+// tools/image): with a cold build cache on a loaded machine that can take
+// many minutes, so it is killed only a minute before the test binary's
+// own deadline (go test -timeout; 30 minutes without one), and then fails
+// with its output rather than the binary's panic.
+func MustBuild(t testing.TB, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	limit := buildLimit(t)
+	out, err := runWithin(limit, dir, env, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s (killed after %s at the latest): %v\n%s", filepath.Base(name), strings.Join(args, " "), limit.Round(time.Second), err, out)
+	}
+	return out
+}
+
+// buildLimit is how long a build may run: until a minute before the test
+// binary's deadline.
+func buildLimit(t testing.TB) time.Duration {
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, ok := d.Deadline(); ok {
+			return max(time.Until(end)-time.Minute, time.Minute)
+		}
+	}
+	return 30 * time.Minute
+}
+
+// runWithin runs a command, killed after limit, returning its combined
+// output.
+func runWithin(limit time.Duration, dir string, env []string, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // startLogged starts cmd with its standard output and error in a

@@ -48,6 +48,12 @@ func newCLI(t testing.TB, path, cliConfig string) *CLI {
 		"TF_CLI_CONFIG_FILE=" + cfg,
 		"TF_IN_AUTOMATION=1",
 		"CHECKPOINT_DISABLE=1",
+		// The registry client's own timeout (10 s by default) is the
+		// CLI's, not the proxy's: a loaded machine may take longer to
+		// answer (refusing a 200,000-entry module takes 7 s at load 17),
+		// and the tests are of the proxy's answers, bounded by its own
+		// deadlines.
+		"TF_REGISTRY_CLIENT_TIMEOUT=120",
 		"DOCKER_CONFIG=" + docker,
 		"SSL_CERT_FILE=" + NewCA(t).CertFile,
 	}

@@ -359,10 +359,11 @@ func registryRepo(t testing.TB, reg *testenv.Registry, name string) oci.Reposito
 
 // throughFaults are Options reading through fp with every cache off (each
 // request goes upstream) and a short upstream timeout; callers add what
-// is served.
+// is served. The timeout (2 s) is short of fp's "slow" answer (5 s) and
+// long enough for a healthy read on a loaded machine (500 ms was not).
 func throughFaults() Options {
-	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true, Timeout: 2 * time.Second})
-	return Options{Client: plain, Store: store.Options{TagTTL: time.Nanosecond, ResolveTTL: time.Nanosecond, MaxStale: -1, FailureTTL: -1, Timeout: 500 * time.Millisecond}}
+	plain, _ := oci.NewClient(oci.Options{PlainHTTP: true, Timeout: 4 * time.Second})
+	return Options{Client: plain, Store: store.Options{TagTTL: time.Nanosecond, ResolveTTL: time.Nanosecond, MaxStale: -1, FailureTTL: -1, Timeout: 2 * time.Second}}
 }
 
 // upstreamFault is a faultProxy mode and the answer every protocol gives
