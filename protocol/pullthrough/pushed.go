@@ -49,8 +49,20 @@ const probeHostname = "oci-tofu-probe.invalid"
 
 // ProviderDestination is where t's releases are stored.
 func (e *Engine) ProviderDestination(t Target) (Destination, error) {
-	i := e.mappings.Index(t.Served)
-	ref, err := e.mappings.Map(t.Served)
+	if _, err := e.mappings.Map(t.Served); err != nil {
+		return Destination{}, err
+	}
+	return ProviderDestinationIn(e.mappings[e.mappings.Index(t.Served)], t)
+}
+
+// ProviderDestinationIn is the repository of t's address in mapping m,
+// as ProviderDestination: where pull-through stores when m is the
+// mapping admitting it, and what a later mapping merged with it holds.
+// Each repository joins pushed versions by its own template's name
+// only: a later mapping without ${hostname} keeps the origin out though
+// the first one names the host.
+func ProviderDestinationIn(m store.ProviderMapping, t Target) (Destination, error) {
+	ref, err := m.Template.Expand(t.Served.TemplateValues())
 	if err != nil {
 		return Destination{}, err
 	}
@@ -58,7 +70,7 @@ func (e *Engine) ProviderDestination(t Target) (Destination, error) {
 	if t.Via == ViaMirror && t.Served.Hostname == t.Origin.Hostname {
 		probe := t.Served
 		probe.Hostname = probeHostname
-		d.JoinsPushed = namesHost(e.mappings[i].Template, ref, probe.TemplateValues())
+		d.JoinsPushed = namesHost(m.Template, ref, probe.TemplateValues())
 	}
 	return d, nil
 }
