@@ -290,3 +290,47 @@ func TestMirrorPullThroughJoinsOriginNamedRepositories(t *testing.T) {
 		t.Errorf("1.1.0 was not stored: %v", err)
 	}
 }
+
+// A later module template merged with the first holds the
+// organisation's pushed acme/greeting/aws 1.0.0 in a repository no host
+// names; the first template (${hostname}, as serve requires) holds
+// nothing of it. Neither the origin's path nor the proxy's own name
+// (open to the origin through a wildcard --pull-through-own-modules)
+// lists the origin's 1.99.0 with the pushed version or pulls it: pushed
+// versions in a later mapping keep the origin out, as for providers.
+func TestLaterModuleTemplatePushedKeepsOriginOut(t *testing.T) {
+	files := testenv.StartFileSite(t, testenv.OriginOptions{})
+	files.Put(t, "greeting.zip", moduleZip(t, "1.99.0"))
+	o := testenv.StartModuleRegistry(t, testenv.OriginOptions{})
+	o.Set("acme/greeting/aws", "1.99.0", testenv.ModuleAnswer{Location: "https://" + files.Host + "/greeting.zip"})
+	dirA, _ := moduleStore(t)
+	dirB, openB := moduleStore(t)
+	push(t, openB("acme", "greeting", "aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
+	tr, err := oci.NewTransport(oci.Options{CAFile: testenv.NewCA(t).CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modulesource.New(modulesource.Config{Registry: o.Host, Sources: []string{files.Host}, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wildcard, err := pullthrough.ParseModulePattern("acme/*/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{
+		mustModuleTemplate(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${name}/${system}"),
+		mustModuleTemplate(t, "oci-layout:"+dirB+"/${namespace}/${name}/${system}")},
+		PullThrough: &pullthrough.Options{Modules: []*modulesource.Fetcher{f}, OwnModules: []pullthrough.ModulePattern{wildcard}, Client: originClient(t)},
+		Store:       store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+	for _, base := range []string{"/v1/origins/" + o.Host + "/modules/", "/v1/modules/"} {
+		if got := p.moduleVersionsAt(t, base+"acme/greeting/aws/versions"); slices.Contains(got, "1.99.0") {
+			t.Errorf("%s: the origin's 1.99.0 is listed with the later template's pushed versions: %v", base, got)
+		}
+		wantRefused(t, p, base+"acme/greeting/aws/1.99.0/download", 404, "")
+	}
+	waitIdle(t, p)
+	if n := files.Count(func(p string) bool { return strings.HasSuffix(p, "greeting.zip") }); n != 0 {
+		t.Errorf("the origin's source of a module pushed here was fetched %d times", n)
+	}
+}

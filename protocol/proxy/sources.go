@@ -157,11 +157,14 @@ func (s *Server) moduleSource(tpls []*repotemplate.Template, origin string) sour
 	judge := s.rules()
 	pulls := s.pull.Modules()
 	mappings := make([]source.Modules, len(tpls))
+	hs := make([]*held.Modules, len(tpls))
 	for i, tpl := range tpls {
-		h := &held.Modules{Template: tpl, Store: s.store, Log: s.log}
+		hs[i] = &held.Modules{Template: tpl, Store: s.store, Log: s.log}
+	}
+	for i, h := range hs {
 		var src source.Modules = h
 		if i == 0 && pulls {
-			p := &pulled.Modules{Held: h, Engine: s.pull, Origin: origin, Rules: judge, Log: s.log}
+			p := &pulled.Modules{Held: h, Engine: s.pull, Origin: origin, Later: hs[1:], Rules: judge, Log: s.log}
 			if origin == ownModules {
 				p.Origin, p.Own = s.pull.ModuleOrigin(), true
 			}

@@ -79,14 +79,21 @@ func ProviderDestinationIn(m store.ProviderMapping, t Target) (Destination, erro
 // stored when a request names ref, the repository of the module's
 // address on the path it came by (the origin's, or the proxy's own).
 func (e *Engine) ModuleDestination(host string, ref oci.Reference, mod names.Module) Destination {
+	return e.ModuleDestinationIn(e.modTpl, host, ref, mod)
+}
+
+// ModuleDestinationIn is ModuleDestination for ref mapped through tpl:
+// the first module template's (where pull-through stores) or a later
+// one's merged with it, each judged by its own name.
+func (e *Engine) ModuleDestinationIn(tpl store.RepositoryTemplate, host string, ref oci.Reference, mod names.Module) Destination {
 	d := Destination{Ref: ref, What: "module " + host + "/" + mod.String()}
 	if e.OwnModule(mod) == OwnModuleListed && host == e.ModuleOrigin() {
 		d.JoinsPushed = true
 		return d
 	}
-	if e.modTpl != nil {
-		own, err := e.modTpl.Expand(mod.TemplateValues(host))
-		d.JoinsPushed = err == nil && own.Name() == ref.Name() && namesHost(e.modTpl, ref, mod.TemplateValues(probeHostname))
+	if tpl != nil {
+		own, err := tpl.Expand(mod.TemplateValues(host))
+		d.JoinsPushed = err == nil && own.Name() == ref.Name() && namesHost(tpl, ref, mod.TemplateValues(probeHostname))
 	}
 	return d
 }
