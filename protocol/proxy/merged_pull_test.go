@@ -16,22 +16,26 @@ import (
 
 // mergedPullProxy serves two oci-layout mappings of every provider with
 // pull-through from origin as example.com (registry protocol origin
-// too), the second holding test/hello 1.0.0; it returns the first
-// mapping's directory of example.com's providers. The templates carry
-// ${hostname}: the network mirror's example.com/test/hello is then the
-// origin's by name, and merged with what the mappings hold, pushed or
-// not (without ${hostname}, pushed versions keep the origin out on
-// every path: TestMirrorPullThroughLeavesPushedProvidersAlone).
+// too; the proxy is proxy.example), the second holding test/hello 1.0.0
+// under both names; it returns the first mapping's directory of
+// example.com's providers. The templates carry ${hostname}: the network
+// mirror's example.com/test/hello is then the origin's by name, and
+// merged with what the mappings hold, pushed or not (without
+// ${hostname}, or with --registry-hostname example.com, pushed versions
+// keep the origin out on every path:
+// TestMirrorPullThroughLeavesPushedProvidersAlone,
+// TestMirrorPullThroughLeavesOwnHostnameRepositoriesAlone).
 func mergedPullProxy(t *testing.T, origin *testenv.Origin) (*proxy, string) {
 	t.Helper()
 	dirA, _ := layoutStore(t)
 	dirB, openB := layoutStore(t)
 	push(t, openB("example.com/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	push(t, openB("proxy.example/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${hostname}/${namespace}/${type}")...)
 	mappings[1].Source = "second"
 	base, _ := url.Parse(origin.ProvidersURL())
 	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, RegistryOrigin: "example.com", Client: originClient(t)}
-	return startProxy(t, Options{ProviderMappings: mappings, PullThrough: &pt, RegistryHostname: "example.com",
+	return startProxy(t, Options{ProviderMappings: mappings, PullThrough: &pt, RegistryHostname: "proxy.example",
 		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}}), filepath.Join(dirA, "example.com")
 }
 

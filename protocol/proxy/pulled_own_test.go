@@ -334,3 +334,34 @@ func TestLaterModuleTemplatePushedKeepsOriginOut(t *testing.T) {
 		t.Errorf("the origin's source of a module pushed here was fetched %d times", n)
 	}
 }
+
+// --registry-hostname naming an origin's host (docs/proxy.md: with a
+// ${hostname} template both protocols then share repositories): the
+// repository of example.com/test/hello is the proxy's own too, and holds
+// the organisation's pushed 1.0.0. It is not the origin's by name, so
+// the network mirror's origin path neither lists the origin's 1.1.0 with
+// it nor pulls it in, and the registry protocol keeps serving 1.0.0
+// alone under the proxy's name.
+func TestMirrorPullThroughLeavesOwnHostnameRepositoriesAlone(t *testing.T) {
+	key := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: signedRelease(t, "hello", "1.1.0", 64, "linux_amd64"), Key: key}})
+	dir, open := layoutStore(t)
+	push(t, open("example.com/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	base, _ := url.Parse(origin.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, Client: originClient(t)}
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${type}"), PullThrough: &pt,
+		RegistryHostname: "example.com", Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+	var idx wire.MirrorIndex
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
+	if _, ok := idx.Versions["1.1.0"]; ok {
+		t.Errorf("the origin's 1.1.0 is listed with the proxy's own pushed versions: %+v", idx.Versions)
+	}
+	wantRefused(t, p, "/v1/mirror/example.com/test/hello/1.1.0.json", 404, "pushed")
+	waitIdle(t, p)
+	assertUntagged(t, filepath.Join(dir, "example.com", "test", "hello"), "1.1.0", pullthrough.PulledThroughTag)
+	var vd wire.RegistryVersions
+	p.getJSON(t, "/v1/providers/test/hello/versions", 200, &vd)
+	if len(vd.Versions) != 1 || vd.Versions[0].Version != "1.0.0" {
+		t.Errorf("the proxy's own test/hello: %+v, want the pushed 1.0.0 alone", vd.Versions)
+	}
+}

@@ -52,7 +52,7 @@ func (e *Engine) ProviderDestination(t Target) (Destination, error) {
 	if _, err := e.mappings.Map(t.Served); err != nil {
 		return Destination{}, err
 	}
-	return ProviderDestinationIn(e.mappings[e.mappings.Index(t.Served)], t)
+	return e.ProviderDestinationIn(e.mappings[e.mappings.Index(t.Served)], t)
 }
 
 // ProviderDestinationIn is the repository of t's address in mapping m,
@@ -60,14 +60,16 @@ func (e *Engine) ProviderDestination(t Target) (Destination, error) {
 // mapping admitting it, and what a later mapping merged with it holds.
 // Each repository joins pushed versions by its own template's name
 // only: a later mapping without ${hostname} keeps the origin out though
-// the first one names the host.
-func ProviderDestinationIn(m store.ProviderMapping, t Target) (Destination, error) {
+// the first one names the host. The proxy's own host name
+// (Config.OwnHostname) names no origin's repository, though an origin
+// bears it: the proxy's own providers are pushed there.
+func (e *Engine) ProviderDestinationIn(m store.ProviderMapping, t Target) (Destination, error) {
 	ref, err := m.Template.Expand(t.Served.TemplateValues())
 	if err != nil {
 		return Destination{}, err
 	}
 	d := Destination{Ref: ref, What: "provider " + t.Served.String()}
-	if t.Via == ViaMirror && t.Served.Hostname == t.Origin.Hostname {
+	if t.Via == ViaMirror && t.Served.Hostname == t.Origin.Hostname && !e.isOwnHost(t.Served.Hostname) {
 		probe := t.Served
 		probe.Hostname = probeHostname
 		d.JoinsPushed = namesHost(m.Template, ref, probe.TemplateValues())
@@ -79,7 +81,15 @@ func ProviderDestinationIn(m store.ProviderMapping, t Target) (Destination, erro
 // stored when a request names ref, the repository of the module's
 // address on the path it came by (the origin's, or the proxy's own).
 func (e *Engine) ModuleDestination(host string, ref oci.Reference, mod names.Module) Destination {
+	if e.modTpl == nil {
+		return e.ModuleDestinationIn(nil, host, ref, mod)
+	}
 	return e.ModuleDestinationIn(e.modTpl, host, ref, mod)
+}
+
+// isOwnHost reports whether host is the proxy's own host name.
+func (e *Engine) isOwnHost(host string) bool {
+	return e.ownHost != "" && strings.EqualFold(host, e.ownHost)
 }
 
 // ModuleDestinationIn is ModuleDestination for ref mapped through tpl:
@@ -91,7 +101,7 @@ func (e *Engine) ModuleDestinationIn(tpl store.RepositoryTemplate, host string, 
 		d.JoinsPushed = true
 		return d
 	}
-	if tpl != nil {
+	if tpl != nil && !e.isOwnHost(host) {
 		own, err := tpl.Expand(mod.TemplateValues(host))
 		d.JoinsPushed = err == nil && own.Name() == ref.Name() && namesHost(tpl, ref, mod.TemplateValues(probeHostname))
 	}

@@ -48,7 +48,7 @@ type Providers struct {
 	// p, whose versions are listed with Held's (merged): on every path,
 	// versions pushed to any of them keep p's origin out as those pushed
 	// to Held's do, unless that mapping's own repository carries the
-	// origin's host name (pullthrough.ProviderDestinationIn).
+	// origin's host name (pullthrough.Engine.ProviderDestinationIn).
 	Later func(p names.Provider) []LaterRepo
 }
 
@@ -112,7 +112,7 @@ func (h *Providers) mayJoin(ctx context.Context, t pullthrough.Target, d pullthr
 // that mapping's own template: whether its name carries the origin's
 // host, not the first mapping's.
 func (h *Providers) mayJoinLater(ctx context.Context, t pullthrough.Target, l LaterRepo) (bool, error) {
-	d, err := pullthrough.ProviderDestinationIn(l.Mapping, t)
+	d, err := h.Engine.ProviderDestinationIn(l.Mapping, t)
 	if err != nil {
 		d = pullthrough.Destination{Ref: l.Repo.Reference()}
 	}
