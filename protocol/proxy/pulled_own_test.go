@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -364,4 +366,61 @@ func TestMirrorPullThroughLeavesOwnHostnameRepositoriesAlone(t *testing.T) {
 	if len(vd.Versions) != 1 || vd.Versions[0].Version != "1.0.0" {
 		t.Errorf("the proxy's own test/hello: %+v, want the pushed 1.0.0 alone", vd.Versions)
 	}
+}
+
+// getAs GETs u with Host header host (what a client names the proxy by).
+func (p *proxy) getAs(t *testing.T, host, u string) response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, p.URL+u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	resp, err := p.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: body, URL: resp.Request.URL}
+}
+
+// Without --registry-hostname, the registry protocol's host name is the
+// request's Host, which anyone sets. A request naming another allowed
+// origin's host (other.example) must not pull the registry origin's
+// (example.com's) release into the repository of other.example's
+// address, where the network mirror then serves it as other.example's
+// provider: the registry protocol pulls through only under a host name
+// that is no origin's.
+func TestRegistryPullThroughNeverUnderAnOriginsHost(t *testing.T) {
+	key := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: signedRelease(t, "hello", "1.1.0", 64, "linux_amd64"), Key: key}})
+	other := testenv.StartOrigin(t, nil)
+	dir, _ := layoutStore(t)
+	base, _ := url.Parse(origin.ProvidersURL())
+	otherBase, _ := url.Parse(other.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base, "other.example": otherBase}, RegistryOrigin: "example.com", Client: originClient(t)}
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${type}"), PullThrough: &pt,
+		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+
+	var dl wire.RegistryDownload
+	if r := p.getAs(t, "other.example", "/v1/providers/test/hello/1.1.0/download/linux/amd64"); r.Status == 200 {
+		if err := json.Unmarshal(r.Body, &dl); err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(dl.DownloadURL)
+		p.getAs(t, "other.example", u.RequestURI())
+	}
+	waitIdle(t, p)
+	if repo := filepath.Join(dir, "other.example", "test", "hello"); exists(repo) {
+		assertUntagged(t, repo, "1.1.0", pullthrough.PulledThroughTag)
+	}
+	if r := p.get(t, "/v1/mirror/other.example/test/hello/index.json"); r.Status != 404 {
+		t.Errorf("other.example/test/hello, which other.example does not offer: %d %s, want 404", r.Status, r.Body)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
