@@ -424,3 +424,47 @@ func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// The proxy's own modules under a Host naming the second module origin:
+// without --registry-hostname that Host is the own modules' host name,
+// and the first origin's module would be stored in the repository of
+// the second origin's address, then served on /v1/origins/SECOND/ as
+// the second origin's. Own modules pull through under no origin's host.
+func TestOwnModulesNeverUnderAnOriginsHost(t *testing.T) {
+	files := testenv.StartFileSite(t, testenv.OriginOptions{})
+	files.Put(t, "greeting.zip", moduleZip(t, "1.99.0"))
+	first := testenv.StartModuleRegistry(t, testenv.OriginOptions{})
+	first.Set("acme/greeting/aws", "1.99.0", testenv.ModuleAnswer{Location: "https://" + files.Host + "/greeting.zip"})
+	second := testenv.StartModuleRegistry(t, testenv.OriginOptions{})
+	dir, _ := moduleStore(t)
+	tr, err := oci.NewTransport(oci.Options{CAFile: testenv.NewCA(t).CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secondBase, _ := url.Parse("https://" + second.Host + "/v1/modules/")
+	var fetchers []*modulesource.Fetcher
+	for _, c := range []modulesource.Config{{Registry: first.Host}, {Registry: "second.example", Base: secondBase}} {
+		c.Sources, c.Transport = []string{files.Host, second.Host}, tr
+		f, err := modulesource.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetchers = append(fetchers, f)
+	}
+	wildcard, err := pullthrough.ParseModulePattern("acme/*/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${name}/${system}")},
+		PullThrough: &pullthrough.Options{Modules: fetchers, OwnModules: []pullthrough.ModulePattern{wildcard}, Client: originClient(t)},
+		Store:       store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+	p.getAs(t, "second.example", "/v1/modules/acme/greeting/aws/versions")
+	p.getAs(t, "second.example", "/v1/modules/acme/greeting/aws/1.99.0/download")
+	waitIdle(t, p)
+	if repo := filepath.Join(dir, "second.example", "acme", "greeting", "aws"); exists(repo) {
+		assertUntagged(t, repo, "1.99.0", pullthrough.PulledThroughTag)
+	}
+	if got := p.get(t, "/v1/origins/second.example/modules/acme/greeting/aws/versions"); got.Status == 200 && strings.Contains(string(got.Body), "1.99.0") {
+		t.Errorf("the first origin's 1.99.0 is served as the second origin's: %s", got.Body)
+	}
+}
