@@ -39,7 +39,11 @@ func (e *Engine) ModuleOrigins() []string {
 // origin's modules would be stored in, and served on /v1/origins/ from,
 // that origin's repositories.
 func (e *Engine) AnotherModuleOriginsHost(host string) bool {
-	for _, o := range e.ModuleOrigins()[1:] {
+	origins := e.ModuleOrigins()
+	if len(origins) < 2 {
+		return false
+	}
+	for _, o := range origins[1:] {
 		if strings.EqualFold(o, host) && !strings.EqualFold(o, e.ModuleOrigin()) {
 			return true
 		}
