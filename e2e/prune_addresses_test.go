@@ -186,3 +186,35 @@ func TestPruneKeepDownloadedWithinNewVersions(t *testing.T) {
 		t.Fatalf("prune --apply once the period has passed: %v, want %v (%v)\n%s", got, want, err, out)
 	}
 }
+
+// A version pushed without --attest-key, then given an attachment by
+// another tool (an SBOM `oras attach` writes, its
+// org.opencontainers.image.created the build's source date, months ago,
+// as reproducible builds set it) is still of unknown push time: only the
+// Sigstore bundles push and pull-through write say when a version was
+// pushed. Taking any referrer's created time made the new, never
+// downloaded version look old, and --keep-downloaded-within deleted it.
+func TestPruneKeepDownloadedWithinIgnoresOtherReferrersTimes(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	repo := reg.Host + "/providers/test/hello"
+	pushHello(t, repo, "1.1.0")
+	sbom := filepath.Join(t.TempDir(), "sbom.spdx.json")
+	if err := os.WriteFile(sbom, []byte(`{"spdxVersion":"SPDX-2.3"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustOras(t, "attach", "--no-tty", "--plain-http=false", "--ca-file", reg.CA.CertFile, "--artifact-type", "application/spdx+json",
+		"--annotation", "org.opencontainers.image.created=2020-01-01T00:00:00Z", "--disable-path-validation", repo+":1.1.0", sbom)
+	trail := filepath.Join(t.TempDir(), "audit.log")
+	l, err := audit.Open(audit.Options{Path: trail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Record(&audit.Event{Time: time.Now(), Event: audit.EventDownload, Outcome: audit.OutcomeDelivered, Client: "ci",
+		Kind: "provider", Address: "localhost/test/hello", Version: "0.9.0", Repository: repo})
+	l.Close()
+
+	res, out, err := runPrune(t, "--apply", "--keep-downloaded-within", "720h", "--audit-log", trail, repo)
+	if got := actions(res); err != nil || !sameActions(got, map[string]string{"1.1.0": "keep"}) {
+		t.Fatalf("prune --apply of a version pushed just now, with an old SBOM attached: %v (%v)\n%s", got, err, out)
+	}
+}

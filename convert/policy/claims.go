@@ -27,9 +27,12 @@ type sharedIssuer struct {
 	// whose is what it signs for, as the error says it.
 	whose string
 	// owners are the claims that name the owner, each with the literal
-	// prefix its value starts with; the owner follows, up to a "/" or the
+	// prefix its value starts with; the owner follows, up to sep or the
 	// end, and must be written out (no * or ?).
 	owners map[string]string
+	// sep ends the owner in a claim's value: "/" (OWNER/REPO), ":"
+	// (organization:ORG:pipeline:…).
+	sep string
 	// hint is how the error says which claims pin the owner.
 	hint string
 }
@@ -38,15 +41,29 @@ type sharedIssuer struct {
 var sharedIssuers = map[string]sharedIssuer{
 	"https://token.actions.githubusercontent.com": {
 		whose: "every GitHub repository",
+		sep:   "/",
 		owners: map[string]string{"repository_owner": "", "repository_owner_id": "", "repository": "", "repository_id": "",
 			"sub": "repo:"},
 		hint: `repository_owner_id or repository_owner (or repository, repository_id, or sub = "repo:OWNER/…")`,
 	},
 	"https://gitlab.com": {
 		whose: "every project on gitlab.com",
+		sep:   "/",
 		owners: map[string]string{"namespace_path": "", "namespace_id": "", "project_path": "", "project_id": "",
 			"sub": "project_path:"},
 		hint: `namespace_id or namespace_path (or project_path, project_id, or sub = "project_path:GROUP/…")`,
+	},
+	"https://app.terraform.io": {
+		whose:  "every HCP Terraform organization",
+		owners: map[string]string{"terraform_organization_id": "", "terraform_organization_name": "", "sub": "organization:"},
+		sep:    ":",
+		hint:   `terraform_organization_id or terraform_organization_name (or sub = "organization:ORG:…")`,
+	},
+	"https://agent.buildkite.com": {
+		whose:  "every Buildkite organization",
+		owners: map[string]string{"organization_id": "", "organization_slug": "", "sub": "organization:"},
+		sep:    ":",
+		hint:   `organization_slug or organization_id (or sub = "organization:ORG:…")`,
 	},
 }
 
@@ -75,7 +92,7 @@ func (o *OIDC) checkPinned(client string, b *hcl.Block, claims *hcl.Attribute) e
 
 // pinsOwner reports whether one of o's claims pins the owner for
 // shared: its pattern is the claim's prefix, then an owner without
-// wildcards, then nothing or a "/".
+// wildcards, then nothing or shared.sep.
 func (o *OIDC) pinsOwner(shared sharedIssuer) bool {
 	for name, prefix := range shared.owners {
 		pattern, ok := o.Claims[name]
@@ -83,7 +100,7 @@ func (o *OIDC) pinsOwner(shared sharedIssuer) bool {
 			continue
 		}
 		rest, ok := strings.CutPrefix(pattern, prefix)
-		owner, _, _ := strings.Cut(rest, "/")
+		owner, _, _ := strings.Cut(rest, shared.sep)
 		if ok && owner != "" && !strings.ContainsAny(owner, "*?") {
 			return true
 		}

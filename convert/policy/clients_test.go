@@ -171,15 +171,18 @@ client "cluster" {
 
 // An oidc block must pin the identity: a claim the verifier does not
 // already check, with a pattern that is more than wildcards; for the
-// issuers that sign for anyone (GitHub Actions, gitlab.com) a claim
+// issuers that sign for anyone (GitHub Actions, gitlab.com, HCP
+// Terraform, Buildkite) a claim
 // naming the owner, written out. Otherwise every token its issuer signs
 // for the audience, which anyone there may ask for, would name the
 // client. Refusals give the file, line and column.
 func TestOIDCBlocksMustPinTheIdentity(t *testing.T) {
 	const (
-		github = "https://token.actions.githubusercontent.com"
-		gitlab = "https://gitlab.com"
-		other  = "https://ci.example"
+		github    = "https://token.actions.githubusercontent.com"
+		gitlab    = "https://gitlab.com"
+		other     = "https://ci.example"
+		hcp       = "https://app.terraform.io"
+		buildkite = "https://agent.buildkite.com"
 	)
 	block := func(issuer, claims string) string {
 		return fmt.Sprintf("client \"c\" {\n  oidc {\n    issuer   = %q\n    audience = \"https://proxy.example\"\n%s\n  }\n}\n", issuer, claims)
@@ -228,6 +231,20 @@ func TestOIDCBlocksMustPinTheIdentity(t *testing.T) {
 		{gitlab, `    claims   = { project_path = "platform/app" }`, ""},
 		{gitlab, `    claims   = { project_id = "5" }`, ""},
 		{gitlab, `    claims   = { sub = "project_path:platform/*" }`, ""},
+
+		// HCP Terraform and Buildkite sign for every organisation, and
+		// their users set the audience.
+		{hcp, `    claims   = { terraform_run_phase = "apply" }`, "policy.hcl:5:16: client \"c\": issuer " + hcp + " signs tokens for every HCP Terraform organization"},
+		{hcp, `    claims   = { terraform_workspace_name = "prod" }`, "policy.hcl:5:16: "},
+		{hcp, `    claims   = { sub = "organization:*:project:Default*" }`, "policy.hcl:5:16: "},
+		{hcp, `    claims   = { sub = "organization:acme*" }`, "policy.hcl:5:16: "},
+		{hcp, `    claims   = { terraform_organization_name = "acme" }`, ""},
+		{hcp, `    claims   = { terraform_organization_id = "org-abc123" }`, ""},
+		{hcp, `    claims   = { sub = "organization:acme:project:*" }`, ""},
+		{buildkite, `    claims   = { pipeline_slug = "deploy" }`, "policy.hcl:5:16: client \"c\": issuer " + buildkite + " signs tokens for every Buildkite organization"},
+		{buildkite, `    claims   = { sub = "organization:*:pipeline:deploy:*" }`, "policy.hcl:5:16: "},
+		{buildkite, `    claims   = { organization_slug = "acme" }`, ""},
+		{buildkite, `    claims   = { sub = "organization:acme:pipeline:deploy:*" }`, ""},
 	} {
 		body := block(c.issuer, c.claims)
 		_, err := clientsPolicy(t, body)

@@ -32,16 +32,26 @@ type tree struct {
 	created time.Time
 }
 
-// pushed notes when a referrer of the root says it was created: the
-// Sigstore bundles push --attest-key and pull-through write carry
-// org.opencontainers.image.created, the time they were made. It is not
-// verified: it only ever keeps a version longer (Rules.KeepDownloadedWithin).
+// pushed notes when a Sigstore bundle attached to the root says it was
+// created: the bundles push --attest-key and pull-through write carry
+// org.opencontainers.image.created, the time they were made. Other
+// referrers' times are not push times (an SBOM's may be its build's
+// source date, years back) and are ignored: a version they alone date
+// stays of unknown push time, kept (Rules.KeepDownloadedWithin). Not
+// verified: whoever may attach a bundle may also delete the version.
 func (t *tree) pushed(r ocispec.Descriptor) {
+	if !strings.HasPrefix(r.ArtifactType, sigstoreBundlePrefix) {
+		return
+	}
 	c, err := time.Parse(time.RFC3339, r.Annotations[ocispec.AnnotationCreated])
 	if err == nil && c.After(t.created) {
 		t.created = c
 	}
 }
+
+// sigstoreBundlePrefix begins the artifact type of Sigstore bundles
+// (attach.ArtifactTypeSigstoreBundle and its older versions).
+const sigstoreBundlePrefix = "application/vnd.dev.sigstore.bundle"
 
 // walker reads trees in one repository.
 type walker struct {

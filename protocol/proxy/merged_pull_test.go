@@ -16,22 +16,26 @@ import (
 
 // mergedPullProxy serves two oci-layout mappings of every provider with
 // pull-through from origin as example.com (registry protocol origin
-// too), the second holding test/hello 1.0.0; it returns the first
-// mapping's directory of example.com's providers. The templates carry
-// ${hostname}: the network mirror's example.com/test/hello is then the
-// origin's by name, and merged with what the mappings hold, pushed or
-// not (without ${hostname}, pushed versions keep the origin out on
-// every path: TestMirrorPullThroughLeavesPushedProvidersAlone).
+// too; the proxy is proxy.example), the second holding test/hello 1.0.0
+// under both names; it returns the first mapping's directory of
+// example.com's providers. The templates carry ${hostname}: the network
+// mirror's example.com/test/hello is then the origin's by name, and
+// merged with what the mappings hold, pushed or not (without
+// ${hostname}, or with --registry-hostname example.com, pushed versions
+// keep the origin out on every path:
+// TestMirrorPullThroughLeavesPushedProvidersAlone,
+// TestMirrorPullThroughLeavesOwnHostnameRepositoriesAlone).
 func mergedPullProxy(t *testing.T, origin *testenv.Origin) (*proxy, string) {
 	t.Helper()
 	dirA, _ := layoutStore(t)
 	dirB, openB := layoutStore(t)
 	push(t, openB("example.com/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	push(t, openB("proxy.example/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${hostname}/${namespace}/${type}")...)
 	mappings[1].Source = "second"
 	base, _ := url.Parse(origin.ProvidersURL())
 	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, RegistryOrigin: "example.com", Client: originClient(t)}
-	return startProxy(t, Options{ProviderMappings: mappings, PullThrough: &pt, RegistryHostname: "example.com",
+	return startProxy(t, Options{ProviderMappings: mappings, PullThrough: &pt, RegistryHostname: "proxy.example",
 		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}}), filepath.Join(dirA, "example.com")
 }
 
@@ -115,5 +119,38 @@ func TestMergedMappingsWithRegistryPullThroughLeavePushedProvidersAlone(t *testi
 	p.wantError(t, "/v1/providers/test/hello/2.0.0/download/linux/amd64", 404, "")
 	if n := origin.Count(func(p string) bool { return strings.Contains(p, "test/hello") }); n != 0 {
 		t.Errorf("the origin was asked %d times about a provider pushed under the proxy's name", n)
+	}
+}
+
+// A first mapping whose template carries ${hostname} makes the network
+// mirror's example.com/test/hello the origin's by name, but a later
+// mapping merged with it whose template does not (here admitting
+// example.com's test/* only, which serve accepts without
+// --pull-through-shared-repositories) holds the organisation's pushed
+// test/hello 1.0.0 in a repository no host names: the origin's 1.1.0
+// must not be listed with it nor pulled (dependency confusion through
+// the later mapping).
+func TestMergedMappingsLaterPushedWithoutHostnameKeepOriginOut(t *testing.T) {
+	key := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: signedRelease(t, "hello", "1.1.0", 64, "linux_amd64"), Key: key}})
+	dirA, _ := layoutStore(t)
+	dirB, openB := layoutStore(t)
+	push(t, openB("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${namespace}/${type}")...)
+	mappings[1].Source, mappings[1].Include = "own", []string{"example.com/test/*"}
+	base, _ := url.Parse(origin.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, Client: originClient(t)}
+	p := startProxy(t, Options{ProviderMappings: mappings, PullThrough: &pt, RegistryHostname: "proxy.example",
+		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+
+	var idx wire.MirrorIndex
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
+	if _, ok := idx.Versions["1.1.0"]; ok {
+		t.Errorf("the origin's 1.1.0 is listed with the later mapping's pushed versions: %v", idx.Versions)
+	}
+	wantRefused(t, p, "/v1/mirror/example.com/test/hello/1.1.0.json", 404, "pushed")
+	waitIdle(t, p)
+	if n := origin.Count(func(p string) bool { return strings.HasSuffix(p, ".zip") }); n != 0 {
+		t.Errorf("the origin was asked %d times for a package of a provider pushed here", n)
 	}
 }

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -288,5 +290,181 @@ func TestMirrorPullThroughJoinsOriginNamedRepositories(t *testing.T) {
 	waitIdle(t, p)
 	if _, err := layoutRepo(t, filepath.Join(dir, "example.com", "test", "hello")).Resolve(context.Background(), "1.1.0"); err != nil {
 		t.Errorf("1.1.0 was not stored: %v", err)
+	}
+}
+
+// A later module template merged with the first holds the
+// organisation's pushed acme/greeting/aws 1.0.0 in a repository no host
+// names; the first template (${hostname}, as serve requires) holds
+// nothing of it. Neither the origin's path nor the proxy's own name
+// (open to the origin through a wildcard --pull-through-own-modules)
+// lists the origin's 1.99.0 with the pushed version or pulls it: pushed
+// versions in a later mapping keep the origin out, as for providers.
+func TestLaterModuleTemplatePushedKeepsOriginOut(t *testing.T) {
+	files := testenv.StartFileSite(t, testenv.OriginOptions{})
+	files.Put(t, "greeting.zip", moduleZip(t, "1.99.0"))
+	o := testenv.StartModuleRegistry(t, testenv.OriginOptions{})
+	o.Set("acme/greeting/aws", "1.99.0", testenv.ModuleAnswer{Location: "https://" + files.Host + "/greeting.zip"})
+	dirA, _ := moduleStore(t)
+	dirB, openB := moduleStore(t)
+	push(t, openB("acme", "greeting", "aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
+	tr, err := oci.NewTransport(oci.Options{CAFile: testenv.NewCA(t).CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modulesource.New(modulesource.Config{Registry: o.Host, Sources: []string{files.Host}, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wildcard, err := pullthrough.ParseModulePattern("acme/*/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{
+		mustModuleTemplate(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${name}/${system}"),
+		mustModuleTemplate(t, "oci-layout:"+dirB+"/${namespace}/${name}/${system}")},
+		PullThrough: &pullthrough.Options{Modules: []*modulesource.Fetcher{f}, OwnModules: []pullthrough.ModulePattern{wildcard}, Client: originClient(t)},
+		Store:       store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+	for _, base := range []string{"/v1/origins/" + o.Host + "/modules/", "/v1/modules/"} {
+		if got := p.moduleVersionsAt(t, base+"acme/greeting/aws/versions"); slices.Contains(got, "1.99.0") {
+			t.Errorf("%s: the origin's 1.99.0 is listed with the later template's pushed versions: %v", base, got)
+		}
+		wantRefused(t, p, base+"acme/greeting/aws/1.99.0/download", 404, "")
+	}
+	waitIdle(t, p)
+	if n := files.Count(func(p string) bool { return strings.HasSuffix(p, "greeting.zip") }); n != 0 {
+		t.Errorf("the origin's source of a module pushed here was fetched %d times", n)
+	}
+}
+
+// --registry-hostname naming an origin's host (docs/proxy.md: with a
+// ${hostname} template both protocols then share repositories): the
+// repository of example.com/test/hello is the proxy's own too, and holds
+// the organisation's pushed 1.0.0. It is not the origin's by name, so
+// the network mirror's origin path neither lists the origin's 1.1.0 with
+// it nor pulls it in, and the registry protocol keeps serving 1.0.0
+// alone under the proxy's name.
+func TestMirrorPullThroughLeavesOwnHostnameRepositoriesAlone(t *testing.T) {
+	key := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: signedRelease(t, "hello", "1.1.0", 64, "linux_amd64"), Key: key}})
+	dir, open := layoutStore(t)
+	push(t, open("example.com/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	base, _ := url.Parse(origin.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, Client: originClient(t)}
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${type}"), PullThrough: &pt,
+		RegistryHostname: "example.com", Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+	var idx wire.MirrorIndex
+	p.getJSON(t, "/v1/mirror/example.com/test/hello/index.json", 200, &idx)
+	if _, ok := idx.Versions["1.1.0"]; ok {
+		t.Errorf("the origin's 1.1.0 is listed with the proxy's own pushed versions: %+v", idx.Versions)
+	}
+	wantRefused(t, p, "/v1/mirror/example.com/test/hello/1.1.0.json", 404, "pushed")
+	waitIdle(t, p)
+	assertUntagged(t, filepath.Join(dir, "example.com", "test", "hello"), "1.1.0", pullthrough.PulledThroughTag)
+	var vd wire.RegistryVersions
+	p.getJSON(t, "/v1/providers/test/hello/versions", 200, &vd)
+	if len(vd.Versions) != 1 || vd.Versions[0].Version != "1.0.0" {
+		t.Errorf("the proxy's own test/hello: %+v, want the pushed 1.0.0 alone", vd.Versions)
+	}
+}
+
+// getAs GETs u with Host header host (what a client names the proxy by).
+func (p *proxy) getAs(t *testing.T, host, u string) response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, p.URL+u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	resp, err := p.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: body, URL: resp.Request.URL}
+}
+
+// Without --registry-hostname, the registry protocol's host name is the
+// request's Host, which anyone sets. A request naming another allowed
+// origin's host (other.example) must not pull the registry origin's
+// (example.com's) release into the repository of other.example's
+// address, where the network mirror then serves it as other.example's
+// provider: the registry protocol pulls through only under a host name
+// that is no origin's.
+func TestRegistryPullThroughNeverUnderAnOriginsHost(t *testing.T) {
+	key := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: signedRelease(t, "hello", "1.1.0", 64, "linux_amd64"), Key: key}})
+	other := testenv.StartOrigin(t, nil)
+	dir, _ := layoutStore(t)
+	base, _ := url.Parse(origin.ProvidersURL())
+	otherBase, _ := url.Parse(other.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base, "other.example": otherBase}, RegistryOrigin: "example.com", Client: originClient(t)}
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${type}"), PullThrough: &pt,
+		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+
+	var dl wire.RegistryDownload
+	if r := p.getAs(t, "other.example", "/v1/providers/test/hello/1.1.0/download/linux/amd64"); r.Status == 200 {
+		if err := json.Unmarshal(r.Body, &dl); err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(dl.DownloadURL)
+		p.getAs(t, "other.example", u.RequestURI())
+	}
+	waitIdle(t, p)
+	if repo := filepath.Join(dir, "other.example", "test", "hello"); exists(repo) {
+		assertUntagged(t, repo, "1.1.0", pullthrough.PulledThroughTag)
+	}
+	if r := p.get(t, "/v1/mirror/other.example/test/hello/index.json"); r.Status != 404 {
+		t.Errorf("other.example/test/hello, which other.example does not offer: %d %s, want 404", r.Status, r.Body)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// The proxy's own modules under a Host naming the second module origin:
+// without --registry-hostname that Host is the own modules' host name,
+// and the first origin's module would be stored in the repository of
+// the second origin's address, then served on /v1/origins/SECOND/ as
+// the second origin's. Own modules pull through under no origin's host.
+func TestOwnModulesNeverUnderAnOriginsHost(t *testing.T) {
+	files := testenv.StartFileSite(t, testenv.OriginOptions{})
+	files.Put(t, "greeting.zip", moduleZip(t, "1.99.0"))
+	first := testenv.StartModuleRegistry(t, testenv.OriginOptions{})
+	first.Set("acme/greeting/aws", "1.99.0", testenv.ModuleAnswer{Location: "https://" + files.Host + "/greeting.zip"})
+	second := testenv.StartModuleRegistry(t, testenv.OriginOptions{})
+	dir, _ := moduleStore(t)
+	tr, err := oci.NewTransport(oci.Options{CAFile: testenv.NewCA(t).CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secondBase, _ := url.Parse("https://" + second.Host + "/v1/modules/")
+	var fetchers []*modulesource.Fetcher
+	for _, c := range []modulesource.Config{{Registry: first.Host}, {Registry: "second.example", Base: secondBase}} {
+		c.Sources, c.Transport = []string{files.Host, second.Host}, tr
+		f, err := modulesource.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetchers = append(fetchers, f)
+	}
+	wildcard, err := pullthrough.ParseModulePattern("acme/*/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${name}/${system}")},
+		PullThrough: &pullthrough.Options{Modules: fetchers, OwnModules: []pullthrough.ModulePattern{wildcard}, Client: originClient(t)},
+		Store:       store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+	p.getAs(t, "second.example", "/v1/modules/acme/greeting/aws/versions")
+	p.getAs(t, "second.example", "/v1/modules/acme/greeting/aws/1.99.0/download")
+	waitIdle(t, p)
+	if repo := filepath.Join(dir, "second.example", "acme", "greeting", "aws"); exists(repo) {
+		assertUntagged(t, repo, "1.99.0", pullthrough.PulledThroughTag)
+	}
+	if got := p.get(t, "/v1/origins/second.example/modules/acme/greeting/aws/versions"); got.Status == 200 && strings.Contains(string(got.Body), "1.99.0") {
+		t.Errorf("the first origin's 1.99.0 is served as the second origin's: %s", got.Body)
 	}
 }

@@ -117,7 +117,7 @@ func (s *Server) providerSource(mappings store.ProviderMappings) source.Provider
 		if pulls {
 			src = &pulled.Providers{Held: h, Engine: s.pull, Rules: judge, Log: s.log,
 				Pulls: func(p names.Provider) bool { return mappings.Index(p) == i },
-				Later: func(p names.Provider) []*store.Repo { return laterRepos(hs[i+1:], p) }}
+				Later: func(p names.Provider) []pulled.LaterRepo { return laterRepos(hs[i+1:], p) }}
 		}
 		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: &gate.Providers{Inner: src, Judge: judge, Each: s.store.EachVersion}, Admits: h.Admits})
 	}
@@ -133,11 +133,11 @@ func (s *Server) providerSource(mappings store.ProviderMappings) source.Provider
 }
 
 // laterRepos are the repositories of the mappings of hs admitting p.
-func laterRepos(hs []*held.Providers, p names.Provider) []*store.Repo {
-	var out []*store.Repo
+func laterRepos(hs []*held.Providers, p names.Provider) []pulled.LaterRepo {
+	var out []pulled.LaterRepo
 	for _, h := range hs {
 		if repo, err := h.Repo(p); err == nil {
-			out = append(out, repo)
+			out = append(out, pulled.LaterRepo{Repo: repo, Mapping: h.Mappings[0]})
 		}
 	}
 	return out
@@ -157,11 +157,14 @@ func (s *Server) moduleSource(tpls []*repotemplate.Template, origin string) sour
 	judge := s.rules()
 	pulls := s.pull.Modules()
 	mappings := make([]source.Modules, len(tpls))
+	hs := make([]*held.Modules, len(tpls))
 	for i, tpl := range tpls {
-		h := &held.Modules{Template: tpl, Store: s.store, Log: s.log}
+		hs[i] = &held.Modules{Template: tpl, Store: s.store, Log: s.log}
+	}
+	for i, h := range hs {
 		var src source.Modules = h
 		if i == 0 && pulls {
-			p := &pulled.Modules{Held: h, Engine: s.pull, Origin: origin, Rules: judge, Log: s.log}
+			p := &pulled.Modules{Held: h, Engine: s.pull, Origin: origin, Later: hs[1:], Rules: judge, Log: s.log}
 			if origin == ownModules {
 				p.Origin, p.Own = s.pull.ModuleOrigin(), true
 			}

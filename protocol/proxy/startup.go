@@ -26,7 +26,7 @@ func (s *Server) startShared() error {
 	}
 	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: pullModules,
 		Registry: s.client, Metrics: s.metrics.Registry(), ObserveCache: s.metrics.ObserveCache, CacheEntries: s.opts.Store.CacheEntries,
-		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared})
+		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared, OwnHostname: s.opts.RegistryHostname})
 	if err != nil {
 		return err
 	}

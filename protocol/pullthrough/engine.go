@@ -51,6 +51,10 @@ type Config struct {
 	// Shared is the state replicas share (nil: sharedstate.NewLocal, this
 	// process alone).
 	Shared sharedstate.Store
+	// OwnHostname is the proxy's own host name when fixed
+	// (--registry-hostname): an address on it is the proxy's, never an
+	// origin's by name, though an origin bears it too (pushed.go).
+	OwnHostname string
 }
 
 // Engine is the running pull-through: origin metadata caches, the pulls
@@ -60,6 +64,7 @@ type Engine struct {
 	mappings store.ProviderMappings
 	tofuRepo *oci.Reference
 	modTpl   *repotemplate.Template
+	ownHost  string
 	registry *oci.Client
 	log      *slog.Logger
 	metrics  *metrics
@@ -124,7 +129,7 @@ func New(c Config) (*Engine, error) {
 			}
 		}
 	}
-	e := &Engine{opts: opts, shared: c.Shared, mappings: c.Mappings, tofuRepo: c.TofuRepository, modTpl: c.ModuleTemplate, registry: c.Registry, log: c.Logger,
+	e := &Engine{opts: opts, shared: c.Shared, mappings: c.Mappings, tofuRepo: c.TofuRepository, modTpl: c.ModuleTemplate, ownHost: c.OwnHostname, registry: c.Registry, log: c.Logger,
 		metrics: newMetrics(c.Metrics), inflight: map[string]*Pull{}, recent: newRecentlyStored(recentTTL, c.CacheEntries),
 		failures: cache.New[error](cache.Options{Name: "origin_failures", TTL: opts.FailureTTL, MaxEntries: c.CacheEntries})}
 	metaCache := func(name string, failureTTL time.Duration) cache.Options {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -30,6 +31,24 @@ func (e *Engine) ModuleOrigins() []string {
 		out = append(out, f.Registry())
 	}
 	return out
+}
+
+// AnotherModuleOriginsHost reports whether host, the own modules' host
+// name (without --registry-hostname, the request's Host, which anyone
+// sets), is a module origin's other than ModuleOrigin: the first
+// origin's modules would be stored in, and served on /v1/origins/ from,
+// that origin's repositories.
+func (e *Engine) AnotherModuleOriginsHost(host string) bool {
+	origins := e.ModuleOrigins()
+	if len(origins) < 2 {
+		return false
+	}
+	for _, o := range origins[1:] {
+		if strings.EqualFold(o, host) && !strings.EqualFold(o, e.ModuleOrigin()) {
+			return true
+		}
+	}
+	return false
 }
 
 // ModuleOrigin is the origin of the modules addressed under the proxy's

@@ -3,6 +3,7 @@ package pullthrough
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"time"
 
@@ -48,12 +49,26 @@ func (e *Engine) MirrorTarget(p names.Provider) (Target, bool) {
 // RegistryTarget is the target of a registry protocol request: the same
 // namespace and type at RegistryOrigin.
 func (e *Engine) RegistryTarget(p names.Provider) (Target, bool) {
-	if e == nil || e.opts.RegistryOrigin == "" || len(e.opts.Origins) == 0 {
+	if e == nil || e.opts.RegistryOrigin == "" || len(e.opts.Origins) == 0 || e.anotherOriginsHost(p.Hostname) {
 		return Target{}, false
 	}
 	o := p
 	o.Hostname = e.opts.RegistryOrigin
 	return Target{Served: p, Origin: o, Via: ViaRegistry}, true
+}
+
+// anotherOriginsHost reports whether host, the registry protocol's host
+// name (without --registry-hostname, the request's Host, which anyone
+// sets), is an allowed origin's other than the registry origin: the
+// registry origin's releases would be stored in, and then served by the
+// network mirror from, that origin's repositories.
+func (e *Engine) anotherOriginsHost(host string) bool {
+	for h := range e.opts.Origins {
+		if strings.EqualFold(h, host) && !strings.EqualFold(h, e.opts.RegistryOrigin) {
+			return true
+		}
+	}
+	return false
 }
 
 // TargetOf is the target a pull URL names (via, the provider), checked as

@@ -49,16 +49,30 @@ const probeHostname = "oci-tofu-probe.invalid"
 
 // ProviderDestination is where t's releases are stored.
 func (e *Engine) ProviderDestination(t Target) (Destination, error) {
-	i := e.mappings.Index(t.Served)
-	ref, err := e.mappings.Map(t.Served)
+	if _, err := e.mappings.Map(t.Served); err != nil {
+		return Destination{}, err
+	}
+	return e.ProviderDestinationIn(e.mappings[e.mappings.Index(t.Served)], t)
+}
+
+// ProviderDestinationIn is the repository of t's address in mapping m,
+// as ProviderDestination: where pull-through stores when m is the
+// mapping admitting it, and what a later mapping merged with it holds.
+// Each repository joins pushed versions by its own template's name
+// only: a later mapping without ${hostname} keeps the origin out though
+// the first one names the host. The proxy's own host name
+// (Config.OwnHostname) names no origin's repository, though an origin
+// bears it: the proxy's own providers are pushed there.
+func (e *Engine) ProviderDestinationIn(m store.ProviderMapping, t Target) (Destination, error) {
+	ref, err := m.Template.Expand(t.Served.TemplateValues())
 	if err != nil {
 		return Destination{}, err
 	}
 	d := Destination{Ref: ref, What: "provider " + t.Served.String()}
-	if t.Via == ViaMirror && t.Served.Hostname == t.Origin.Hostname {
+	if t.Via == ViaMirror && t.Served.Hostname == t.Origin.Hostname && !e.isOwnHost(t.Served.Hostname) {
 		probe := t.Served
 		probe.Hostname = probeHostname
-		d.JoinsPushed = namesHost(e.mappings[i].Template, ref, probe.TemplateValues())
+		d.JoinsPushed = namesHost(m.Template, ref, probe.TemplateValues())
 	}
 	return d, nil
 }
@@ -67,14 +81,29 @@ func (e *Engine) ProviderDestination(t Target) (Destination, error) {
 // stored when a request names ref, the repository of the module's
 // address on the path it came by (the origin's, or the proxy's own).
 func (e *Engine) ModuleDestination(host string, ref oci.Reference, mod names.Module) Destination {
+	if e.modTpl == nil {
+		return e.ModuleDestinationIn(nil, host, ref, mod)
+	}
+	return e.ModuleDestinationIn(e.modTpl, host, ref, mod)
+}
+
+// isOwnHost reports whether host is the proxy's own host name.
+func (e *Engine) isOwnHost(host string) bool {
+	return e.ownHost != "" && strings.EqualFold(host, e.ownHost)
+}
+
+// ModuleDestinationIn is ModuleDestination for ref mapped through tpl:
+// the first module template's (where pull-through stores) or a later
+// one's merged with it, each judged by its own name.
+func (e *Engine) ModuleDestinationIn(tpl store.RepositoryTemplate, host string, ref oci.Reference, mod names.Module) Destination {
 	d := Destination{Ref: ref, What: "module " + host + "/" + mod.String()}
 	if e.OwnModule(mod) == OwnModuleListed && host == e.ModuleOrigin() {
 		d.JoinsPushed = true
 		return d
 	}
-	if e.modTpl != nil {
-		own, err := e.modTpl.Expand(mod.TemplateValues(host))
-		d.JoinsPushed = err == nil && own.Name() == ref.Name() && namesHost(e.modTpl, ref, mod.TemplateValues(probeHostname))
+	if tpl != nil && !e.isOwnHost(host) {
+		own, err := tpl.Expand(mod.TemplateValues(host))
+		d.JoinsPushed = err == nil && own.Name() == ref.Name() && namesHost(tpl, ref, mod.TemplateValues(probeHostname))
 	}
 	return d
 }

@@ -38,7 +38,11 @@ type Modules struct {
 	Origin string
 	// Own is set for the modules under the proxy's own hostname, which
 	// pull through only as the engine's OwnModule allows.
-	Own   bool
+	Own bool
+	// Later are the module mappings merged after Held's: versions pushed
+	// to their repositories keep the origin out as Held's do, unless the
+	// repository is the origin's by name (pullthrough.ModuleDestinationIn).
+	Later []*held.Modules
 	Rules source.Rules
 	Log   *slog.Logger
 }
@@ -55,19 +59,36 @@ func (m *Modules) factsRule(a source.ModuleAddress) (string, bool) {
 
 // originMayBeAsked reports whether the origin may be asked about a
 // module at all: under the proxy's own hostname only for an address
-// --pull-through-own-modules covers (pullthrough/own.go); on any path
+// --pull-through-own-modules covers (pullthrough/own.go), and not under
+// another module origin's host name (a Host anyone sets); on any path
 // only while its repository holds no versions but pulled-through ones,
 // unless the engine's rule lets the origin join pushed versions there
 // (pullthrough.Engine.MayJoin: an exact own-module pattern, a repository
 // named after the origin's host). Otherwise not even the module's name
 // is sent to the origin; pushed says the repository's pushed versions
 // are why.
-func (m *Modules) originMayBeAsked(ctx context.Context, repo *store.Repo, mod names.Module) (ok, pushed bool, err error) {
-	if m.Own && m.Engine.OwnModule(mod) == pullthrough.OwnModuleHeldOnly {
+func (m *Modules) originMayBeAsked(ctx context.Context, repo *store.Repo, a source.ModuleAddress) (ok, pushed bool, err error) {
+	if m.Own && (m.Engine.OwnModule(a.Module) == pullthrough.OwnModuleHeldOnly || m.Engine.AnotherModuleOriginsHost(a.Host)) {
 		return false, false, nil
 	}
-	ok, err = m.Engine.MayJoin(ctx, m.Engine.ModuleDestination(m.Origin, repo.Reference(), mod), repo)
+	ok, err = m.Engine.MayJoin(ctx, m.Engine.ModuleDestination(m.Origin, repo.Reference(), a.Module), repo)
+	for _, later := range m.Later {
+		if err != nil || !ok {
+			break
+		}
+		ok, err = m.laterMayJoin(ctx, later, a)
+	}
 	return ok, err == nil && !ok, err
+}
+
+// laterMayJoin is MayJoin for a later mapping's repository of a.
+func (m *Modules) laterMayJoin(ctx context.Context, later *held.Modules, a source.ModuleAddress) (bool, error) {
+	repo, err := later.Repo(a)
+	if err != nil { // no repository there: nothing held
+		return true, nil
+	}
+	d := m.Engine.ModuleDestinationIn(later.Template, m.Origin, repo.Reference(), a.Module)
+	return m.Engine.MayJoin(ctx, d, repo)
 }
 
 // ModuleVersions lists what the registry holds, what pull-through stored
@@ -80,7 +101,7 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 	if err != nil {
 		return source.ModuleListing{}, err
 	}
-	if ok, _, err := m.originMayBeAsked(ctx, repo, a.Module); err != nil || !ok {
+	if ok, _, err := m.originMayBeAsked(ctx, repo, a); err != nil || !ok {
 		if err != nil {
 			return source.ModuleListing{}, err
 		}
@@ -159,7 +180,7 @@ func (m *Modules) FetchModule(ctx context.Context, a source.ModuleAddress, v nam
 	if rerr != nil {
 		return nil, err
 	}
-	if ok, pushed, gerr := m.originMayBeAsked(ctx, repo, a.Module); gerr != nil || !ok {
+	if ok, pushed, gerr := m.originMayBeAsked(ctx, repo, a); gerr != nil || !ok {
 		if pushed {
 			return nil, source.NotFoundf("%s", pullthrough.ErrHeldAsPushed(fmt.Sprintf("%s %s", a.What(), v)))
 		}

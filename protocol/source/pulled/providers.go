@@ -45,10 +45,11 @@ type Providers struct {
 	// all of them).
 	Pulls func(p names.Provider) bool
 	// Later are the repositories of the mappings after Held's admitting
-	// p, whose versions are listed with Held's (merged): through the
-	// registry protocol, versions pushed to any of them keep p's origin
-	// out as those pushed to Held's do.
-	Later func(p names.Provider) []*store.Repo
+	// p, whose versions are listed with Held's (merged): on every path,
+	// versions pushed to any of them keep p's origin out as those pushed
+	// to Held's do, unless that mapping's own repository carries the
+	// origin's host name (pullthrough.Engine.ProviderDestinationIn).
+	Later func(p names.Provider) []LaterRepo
 }
 
 var (
@@ -92,15 +93,36 @@ var errPushed = errors.New("held as pushed")
 // what its repository (d's) and the later mappings' merged with it hold;
 // errPushed when they hold pushed versions.
 func (h *Providers) mayJoin(ctx context.Context, t pullthrough.Target, d pullthrough.Destination) error {
-	repos := []*store.Repo{h.Held.Store.Repo(d.Ref)}
+	ok, err := h.Engine.MayJoin(ctx, d, h.Held.Store.Repo(d.Ref))
 	if h.Later != nil {
-		repos = append(repos, h.Later(t.Served)...)
+		for _, l := range h.Later(t.Served) {
+			if err != nil || !ok {
+				break
+			}
+			ok, err = h.mayJoinLater(ctx, t, l)
+		}
 	}
-	ok, err := h.Engine.MayJoin(ctx, d, repos...)
 	if err == nil && !ok {
 		return errPushed
 	}
 	return err
+}
+
+// mayJoinLater is MayJoin for a later mapping's repository, judged by
+// that mapping's own template: whether its name carries the origin's
+// host, not the first mapping's.
+func (h *Providers) mayJoinLater(ctx context.Context, t pullthrough.Target, l LaterRepo) (bool, error) {
+	d, err := h.Engine.ProviderDestinationIn(l.Mapping, t)
+	if err != nil {
+		d = pullthrough.Destination{Ref: l.Repo.Reference()}
+	}
+	return h.Engine.MayJoin(ctx, d, l.Repo)
+}
+
+// LaterRepo is a later mapping's repository of an address, and the mapping.
+type LaterRepo struct {
+	Repo    *store.Repo
+	Mapping store.ProviderMapping
 }
 
 func (h *Providers) factsRule(p names.Provider) (string, bool) {
