@@ -40,6 +40,8 @@ import (
 //     answer as a guess (screen) until Cooldown after the last guess, so
 //     that a known credential's quick yes tells no guess right from
 //     wrong. The user's known credentials from elsewhere keep working.
+//     An address whose guesses there is no room to remember (floods)
+//     is taken as guessing at every user.
 //
 // Every unknown credential spends the bounds, refused during a
 // cool-down or not, so guesses are answered no faster than the bounds
@@ -69,8 +71,11 @@ const (
 	defaultAddressBurst     = 10
 	defaultLoginCooldown    = 30 * time.Second
 	acceptedFor             = time.Hour
-	maxLoginEntries         = 100000 // known credentials, cooling users, addresses: each
 )
+
+// maxLoginEntries bounds each of the maps registryLogins keeps (known
+// credentials, cooling users, guesses, addresses); a variable for tests.
+var maxLoginEntries = 100000
 
 // withDefaults is l with its zero values replaced by the defaults.
 func (l LoginLimits) withDefaults() LoginLimits {
@@ -103,6 +108,7 @@ type registryLogins struct {
 	known  map[[sha256.Size]byte]time.Time // accepted credentials, until
 	cool   map[string]time.Time            // user → cooling down until
 	guess  map[guessKey]guesses            // a user guessed at from an address
+	floods map[string]time.Time            // addresses guessing beyond what guess can hold, until
 	addrs  map[string]*rate.Limiter        // source address → its bound
 	others *rate.Limiter                   // the addresses beyond maxLoginEntries
 }
@@ -110,7 +116,7 @@ type registryLogins struct {
 func newRegistryLogins(l LoginLimits) *registryLogins {
 	l = l.withDefaults()
 	return &registryLogins{limits: l, global: rate.NewLimiter(rate.Limit(l.Rate), l.Burst),
-		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, addrs: map[string]*rate.Limiter{},
+		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, floods: map[string]time.Time{}, addrs: map[string]*rate.Limiter{},
 		others: rate.NewLimiter(rate.Limit(l.PerAddressRate), l.PerAddressBurst)}
 }
 
@@ -149,7 +155,7 @@ func (g *registryLogins) screen(id *registryID) error {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if gs := g.guess[guessKey{id.user, id.from}]; gs.n <= guessesTolerated || !now.Before(gs.until) {
+	if !g.guessingAt(id, now) {
 		return nil
 	}
 	if !now.Before(g.known[id.key]) {
@@ -159,6 +165,17 @@ func (g *registryLogins) screen(id *registryID) error {
 		return g.limited()
 	}
 	return errCoolingDown
+}
+
+// guessingAt reports whether id's address is guessing at id's user: it
+// made more than guessesTolerated guesses at the user, or guesses the
+// proxy had no room to remember (floods), each within the cool-down of
+// the last (g.mu held).
+func (g *registryLogins) guessingAt(id *registryID, now time.Time) bool {
+	if gs := g.guess[guessKey{id.user, id.from}]; gs.n > guessesTolerated && now.Before(gs.until) {
+		return true
+	}
+	return now.Before(g.floods[id.from])
 }
 
 // admit is nil when id's credential may be sent to the registry now;
@@ -201,7 +218,12 @@ func (g *registryLogins) guessing(id *registryID, now time.Time) {
 	}
 	if len(g.guess) < maxLoginEntries || gs.n > 0 {
 		g.guess[k] = guesses{n: gs.n + 1, until: now.Add(g.limits.Cooldown)}
+		return
 	}
+	// No room to remember whom the address guesses at (made-up user
+	// names filled the memory): it is taken as guessing at every user.
+	makeRoom(g.floods, now)
+	g.floods[id.from] = now.Add(g.limits.Cooldown)
 }
 
 // limited is the 429 of a login over the bounds.

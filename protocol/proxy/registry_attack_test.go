@@ -1,0 +1,44 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// Made-up user names fill the proxy's memory of who guesses at whom
+// (cheaply: a limited guess reaches no registry). A user guessed at
+// from that address afterwards must still be screened: her known
+// credential's quick yes would otherwise tell a right guess from a
+// wrong one at the speed of requests.
+func TestGuessingIsScreenedWhenTheGuessMemoryIsFull(t *testing.T) {
+	old := maxLoginEntries
+	maxLoginEntries = 40
+	t.Cleanup(func() { maxLoginEntries = old })
+	reg := teamRegistry(t)
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{
+		Client:           proxyClient(t, reg),
+		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryDecides:  true,
+		RegistryLogins:   LoginLimits{Cooldown: time.Minute},
+	})
+	get := func(token string) int {
+		return p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(token)).Status
+	}
+	if code := get("alice:alice-Pa55"); code != 200 {
+		t.Fatalf("alice: %d", code)
+	}
+	for i := range 2 * maxLoginEntries {
+		get(fmt.Sprintf("made-up-%d:x", i))
+	}
+	for i := range 5 {
+		if code := get(fmt.Sprintf("alice:guess-%d", i)); code == 200 {
+			t.Fatalf("a wrong guess: 200")
+		}
+	}
+	if code := get("alice:alice-Pa55"); code == 200 {
+		t.Error("the right guess, after five wrong ones from the same address with the guess memory full: 200")
+	}
+}
