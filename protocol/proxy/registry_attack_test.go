@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 )
 
 // Made-up user names fill the proxy's memory of who guesses at whom
@@ -40,5 +43,37 @@ func TestGuessingIsScreenedWhenTheGuessMemoryIsFull(t *testing.T) {
 	}
 	if code := get("alice:alice-Pa55"); code == 200 {
 		t.Error("the right guess, after five wrong ones from the same address with the guess memory full: 200")
+	}
+}
+
+// A registry that lets anyone read (no authentication, or a public
+// repository) never asks for the credential a token carries: the proxy
+// must not record the name that token claims as a user the registry
+// accepted.
+func TestRegistryNeverAskedLeavesTheNameUnverified(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	trail, path := openTrail(t)
+	p := startProxy(t, Options{
+		Client:           proxyClient(t, reg),
+		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryDecides:  true,
+		Audit:            trail,
+		AuditDocuments:   true,
+	})
+	if r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer("the-ceo:made-up")); r.Status != 200 {
+		t.Fatalf("index.json: %d %s", r.Status, r.Body)
+	}
+	n := 0
+	for _, ev := range readAudit(t, trail, path) {
+		if ev.Client == "the-ceo" {
+			n++
+			if ev.Identity != audit.IdentityRegistryUnverified {
+				t.Errorf("a name the registry never checked recorded as identity %q", ev.Identity)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no event names the caller")
 	}
 }

@@ -233,8 +233,10 @@ func (g *registryLogins) limited() error {
 
 // learn keeps what the registry's answer err to id's login says: a
 // credential it refused cools its user down and is known no more; one
-// it answered about a repository is known.
-func (g *registryLogins) learn(id *registryID, err error) {
+// it took (asked for it and accepted it) and answered about a
+// repository with is known. A registry that never asked for the
+// credential (anyone reads there) verified nobody.
+func (g *registryLogins) learn(id *registryID, took bool, err error) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -244,7 +246,7 @@ func (g *registryLogins) learn(id *registryID, err error) {
 		makeRoom(g.cool, now)
 		g.cool[id.user] = now.Add(g.limits.Cooldown)
 		g.guessing(id, now)
-	case err == nil || answeredAbout(err):
+	case took && (err == nil || answeredAbout(err)):
 		makeRoom(g.known, now)
 		g.known[id.key] = now.Add(acceptedFor)
 	}
