@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +76,34 @@ func TestRegistryNeverAskedLeavesTheNameUnverified(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no event names the caller")
+	}
+}
+
+// A user name cools down whatever its letters' case: registries whose
+// user names are case-insensitive (GitHub's, for one) take ALICE's
+// password as alice's, so the case of the name must not buy a guess a
+// login during alice's cool-down.
+func TestCoolDownWhateverTheCaseOfTheName(t *testing.T) {
+	reg := teamRegistry(t)
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{
+		Client:           proxyClient(t, reg),
+		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryDecides:  true,
+		RegistryLogins:   LoginLimits{Cooldown: time.Minute},
+	})
+	for _, user := range []string{"alice", "Alice", "ALICE", "aLiCe", "alicE"} {
+		if r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(user+":guess")); r.Status == 200 {
+			t.Fatalf("%s's guess: 200", user)
+		}
+	}
+	n := 0
+	for _, r := range reg.Token.Requests() {
+		if strings.EqualFold(r.User, "alice") && !r.Granted {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("5 guesses at alice, her name's case varied, made %d failed registry logins, want 1", n)
 	}
 }

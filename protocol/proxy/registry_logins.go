@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,7 +107,7 @@ type registryLogins struct {
 	global *rate.Limiter
 	mu     sync.Mutex
 	known  map[[sha256.Size]byte]time.Time // accepted credentials, until
-	cool   map[string]time.Time            // user → cooling down until
+	cool   map[string]time.Time            // user (userKey) → cooling down until
 	guess  map[guessKey]guesses            // a user guessed at from an address
 	floods map[string]time.Time            // addresses guessing beyond what guess can hold, until
 	addrs  map[string]*rate.Limiter        // source address → its bound
@@ -126,6 +127,14 @@ func (g *registryLogins) accepted(key [sha256.Size]byte) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return time.Now().Before(g.known[key])
+}
+
+// userKey is the user name cool-downs and guesses are kept by: in
+// lower case, as registries whose user names are case-insensitive
+// (GitHub's) take ALICE's password as alice's; a registry telling them
+// apart only has both cool down together.
+func userKey(user string) string {
+	return strings.ToLower(user)
 }
 
 // guessKey is a user name guessed at from a source address.
@@ -172,7 +181,7 @@ func (g *registryLogins) screen(id *registryID) error {
 // proxy had no room to remember (floods), each within the cool-down of
 // the last (g.mu held).
 func (g *registryLogins) guessingAt(id *registryID, now time.Time) bool {
-	if gs := g.guess[guessKey{id.user, id.from}]; gs.n > guessesTolerated && now.Before(gs.until) {
+	if gs := g.guess[guessKey{userKey(id.user), id.from}]; gs.n > guessesTolerated && now.Before(gs.until) {
 		return true
 	}
 	return now.Before(g.floods[id.from])
@@ -193,7 +202,7 @@ func (g *registryLogins) admit(id *registryID) error {
 	case !g.spend(id.from):
 		g.guessing(id, now)
 		return g.limited()
-	case now.Before(g.cool[id.user]):
+	case now.Before(g.cool[userKey(id.user)]):
 		g.guessing(id, now)
 		return errCoolingDown
 	}
@@ -208,7 +217,7 @@ func (g *registryLogins) spend(from string) bool {
 
 // guessing notes that id's address guesses at id's user (g.mu held).
 func (g *registryLogins) guessing(id *registryID, now time.Time) {
-	k := guessKey{id.user, id.from}
+	k := guessKey{userKey(id.user), id.from}
 	gs := g.guess[k]
 	if !now.Before(gs.until) {
 		gs.n = 0
@@ -244,7 +253,7 @@ func (g *registryLogins) learn(id *registryID, took bool, err error) {
 	case errors.Is(err, oci.ErrCredentialsRefused):
 		delete(g.known, id.key)
 		makeRoom(g.cool, now)
-		g.cool[id.user] = now.Add(g.limits.Cooldown)
+		g.cool[userKey(id.user)] = now.Add(g.limits.Cooldown)
 		g.guessing(id, now)
 	case took && (err == nil || answeredAbout(err)):
 		makeRoom(g.known, now)
