@@ -107,3 +107,38 @@ func TestCoolDownWhateverTheCaseOfTheName(t *testing.T) {
 		t.Errorf("5 guesses at alice, her name's case varied, made %d failed registry logins, want 1", n)
 	}
 }
+
+// A credential the registry accepted (any account, where anyone may
+// open one) asking for many addresses, each a repository of its own,
+// makes a registry login each: those are bounded per credential too, so
+// that one account cannot have the proxy's address throttled or locked
+// out by the registry.
+func TestKnownCredentialLoginsAreBounded(t *testing.T) {
+	reg := teamRegistry(t)
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{
+		Client:           proxyClient(t, reg),
+		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryDecides:  true,
+		RegistryLogins:   LoginLimits{KnownRate: 0.5, KnownBurst: 20},
+	})
+	if r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer("alice:alice-Pa55")); r.Status != 200 {
+		t.Fatalf("alice: %d %s", r.Status, r.Body)
+	}
+	statuses := map[int]int{}
+	for i := range 100 {
+		statuses[p.do(t, http.MethodGet, fmt.Sprintf("/v1/mirror/example.com/team-a/p%d/index.json", i), bearer("alice:alice-Pa55")).Status]++
+	}
+	n := 0
+	for _, r := range reg.Token.Requests() {
+		if r.User == "alice" {
+			n++
+		}
+	}
+	if n > 30 {
+		t.Errorf("100 addresses asked for with a known credential made %d registry logins, want at most 30 (answers %v)", n, statuses)
+	}
+	if statuses[http.StatusTooManyRequests] == 0 {
+		t.Errorf("answers %v, want 429s past the bound", statuses)
+	}
+}

@@ -24,8 +24,10 @@ import (
 //
 //   - A credential the registry accepted (it listed a repository to it,
 //     or answered about one) is known for acceptedFor, and its logins are
-//     not limited: a client whose credential works is never slowed by
-//     someone else's guessing.
+//     bounded by its own limit only (KnownRate): a client whose credential
+//     works is never slowed by someone else's guessing, and one account
+//     asking about many repositories does not get the proxy's address
+//     throttled.
 //   - Any other credential's logins are bounded per source address
 //     (the TCP peer; an IPv6 /64) and for the whole proxy: past either,
 //     429 with Retry-After, whatever the password.
@@ -59,6 +61,11 @@ type LoginLimits struct {
 	// PerAddressRate and PerAddressBurst bound them per source address.
 	PerAddressRate  float64
 	PerAddressBurst int
+	// KnownRate and KnownBurst bound the logins of each credential the
+	// registry accepted (logins per second): one account asking about
+	// many repositories.
+	KnownRate  float64
+	KnownBurst int
 	// Cooldown is how long a user name whose login the registry refused
 	// gets the refusal without the registry being asked.
 	Cooldown time.Duration
@@ -71,6 +78,8 @@ const (
 	defaultAddressLoginRate = 1
 	defaultAddressBurst     = 10
 	defaultLoginCooldown    = 30 * time.Second
+	defaultKnownLoginRate   = 10
+	defaultKnownLoginBurst  = 100
 	acceptedFor             = time.Hour
 )
 
@@ -92,6 +101,12 @@ func (l LoginLimits) withDefaults() LoginLimits {
 	if l.PerAddressBurst <= 0 {
 		l.PerAddressBurst = defaultAddressBurst
 	}
+	if l.KnownRate <= 0 {
+		l.KnownRate = defaultKnownLoginRate
+	}
+	if l.KnownBurst <= 0 {
+		l.KnownBurst = defaultKnownLoginBurst
+	}
 	if l.Cooldown <= 0 {
 		l.Cooldown = defaultLoginCooldown
 	}
@@ -106,19 +121,22 @@ type registryLogins struct {
 	limits LoginLimits
 	global *rate.Limiter
 	mu     sync.Mutex
-	known  map[[sha256.Size]byte]time.Time // accepted credentials, until
-	cool   map[string]time.Time            // user (userKey) → cooling down until
-	guess  map[guessKey]guesses            // a user guessed at from an address
-	floods map[string]time.Time            // addresses guessing beyond what guess can hold, until
-	addrs  map[string]*rate.Limiter        // source address → its bound
-	others *rate.Limiter                   // the addresses beyond maxLoginEntries
+	known  map[[sha256.Size]byte]time.Time     // accepted credentials, until
+	cool   map[string]time.Time                // user (userKey) → cooling down until
+	guess  map[guessKey]guesses                // a user guessed at from an address
+	floods map[string]time.Time                // addresses guessing beyond what guess can hold, until
+	addrs  map[string]*rate.Limiter            // source address → its bound
+	others *rate.Limiter                       // the addresses beyond maxLoginEntries
+	creds  map[[sha256.Size]byte]*rate.Limiter // a known credential → its bound
+	strays *rate.Limiter                       // the known credentials beyond maxLoginEntries
 }
 
 func newRegistryLogins(l LoginLimits) *registryLogins {
 	l = l.withDefaults()
 	return &registryLogins{limits: l, global: rate.NewLimiter(rate.Limit(l.Rate), l.Burst),
 		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, floods: map[string]time.Time{}, addrs: map[string]*rate.Limiter{},
-		others: rate.NewLimiter(rate.Limit(l.PerAddressRate), l.PerAddressBurst)}
+		others: rate.NewLimiter(rate.Limit(l.PerAddressRate), l.PerAddressBurst),
+		creds:  map[[sha256.Size]byte]*rate.Limiter{}, strays: rate.NewLimiter(rate.Limit(l.KnownRate), l.KnownBurst)}
 }
 
 // accepted reports whether the registry accepted the credential whose
@@ -195,6 +213,9 @@ func (g *registryLogins) admit(id *registryID) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if now.Before(g.known[id.key]) {
+		if !limiterIn(g.creds, id.key, g.strays).Allow() {
+			return respond.Limited(g.knownRetryAfter(), "too many registry logins with this credential: retry after %d s", g.knownRetryAfter())
+		}
 		return nil
 	}
 	// Spent first, cool-down or not: a guess costs the same either way.
@@ -273,24 +294,36 @@ func answeredAbout(err error) bool {
 
 // addressLimiter is the bound of the source address from (g.mu held).
 func (g *registryLogins) addressLimiter(from string) *rate.Limiter {
-	if lim, ok := g.addrs[from]; ok {
+	return limiterIn(g.addrs, from, g.others)
+}
+
+// limiterIn is k's limiter in m, made like others when m has none;
+// others itself when m is full of limiters in use.
+func limiterIn[K comparable](m map[K]*rate.Limiter, k K, others *rate.Limiter) *rate.Limiter {
+	if lim, ok := m[k]; ok {
 		return lim
 	}
-	if len(g.addrs) >= maxLoginEntries {
+	if len(m) >= maxLoginEntries {
 		// Full limiters are as good as new ones: drop them.
-		maps.DeleteFunc(g.addrs, func(_ string, l *rate.Limiter) bool { return l.Tokens() >= float64(l.Burst()) })
+		maps.DeleteFunc(m, func(_ K, l *rate.Limiter) bool { return l.Tokens() >= float64(l.Burst()) })
 	}
-	if len(g.addrs) >= maxLoginEntries {
-		return g.others
+	if len(m) >= maxLoginEntries {
+		return others
 	}
-	lim := rate.NewLimiter(rate.Limit(g.limits.PerAddressRate), g.limits.PerAddressBurst)
-	g.addrs[from] = lim
+	lim := rate.NewLimiter(others.Limit(), others.Burst())
+	m[k] = lim
 	return lim
 }
 
 // retryAfter is the seconds until a source address may log in again.
 func (g *registryLogins) retryAfter() int {
 	return int(math.Ceil(1 / min(g.limits.Rate, g.limits.PerAddressRate)))
+}
+
+// knownRetryAfter is the seconds until a known credential may log in
+// again.
+func (g *registryLogins) knownRetryAfter() int {
+	return int(math.Ceil(1 / g.limits.KnownRate))
 }
 
 // makeRoom drops the expired entries of m when it is full, then others
