@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -140,5 +141,40 @@ func TestKnownCredentialLoginsAreBounded(t *testing.T) {
 	}
 	if statuses[http.StatusTooManyRequests] == 0 {
 		t.Errorf("answers %v, want 429s past the bound", statuses)
+	}
+}
+
+// The signed URLs of a document answered to a name the registry never
+// verified carry no ticket naming it: an archive downloaded through
+// them must not be recorded as handed to that name, which would drop
+// the mark that it is only a token's claim.
+func TestNoTicketForAnUnverifiedName(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	trail, path := openTrail(t)
+	p := startProxy(t, Options{
+		Client:           proxyClient(t, reg),
+		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryDecides:  true,
+		Audit:            trail,
+	})
+	r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/1.0.0.json",
+		map[string]string{"Authorization": "Bearer the-ceo:made-up", "User-Agent": forgingAgent})
+	var doc struct {
+		Archives map[string]struct{ URL string } `json:"archives"`
+	}
+	if err := json.Unmarshal(r.Body, &doc); err != nil || r.Status != 200 || len(doc.Archives) == 0 {
+		t.Fatalf("document: %d %s", r.Status, r.Body)
+	}
+	for _, a := range doc.Archives {
+		if got := p.do(t, http.MethodGet, resolve(t, r.URL, a.URL), nil); got.Status != 200 {
+			t.Fatalf("archive: %d %s", got.Status, got.Body)
+		}
+		break
+	}
+	for _, ev := range readAudit(t, trail, path) {
+		if ev.Client == "the-ceo" && ev.Identity != audit.IdentityRegistryUnverified {
+			t.Errorf("%s %s names the-ceo as identity %q", ev.Event, ev.Outcome, ev.Identity)
+		}
 	}
 }
