@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,5 +178,54 @@ func TestNoTicketForAnUnverifiedName(t *testing.T) {
 		if ev.Client == "the-ceo" && ev.Identity != audit.IdentityRegistryUnverified {
 			t.Errorf("%s %s names the-ceo as identity %q", ev.Event, ev.Outcome, ev.Identity)
 		}
+	}
+}
+
+// Guesses at one user from many addresses at once (an IPv6 /48 holds
+// 65,536 /64s) reach the registry once, not once per address: a login
+// of the user already in flight counts as the cool-down its refusal
+// would start.
+func TestGuessesAtOnceFromManyAddresses(t *testing.T) {
+	reg := teamRegistry(t)
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	pushTo(t, reg, "providers/team-b/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{
+		Client:           proxyClient(t, reg),
+		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryDecides:  true,
+		RegistryLogins:   LoginLimits{Burst: 200}, // the proxy's bound is not what is tested
+	})
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 40 {
+		via := p.clientFrom(t, fmt.Sprintf("127.0.0.%d", 10+i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			via.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(fmt.Sprintf("alice:guess-%d", i)))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if n := failedLogins(reg, "alice"); n > 2 {
+		t.Errorf("40 guesses at once from 40 addresses made %d failed registry logins, want 1 or 2", n)
+	}
+	// One right credential from many jobs at once (a CI fleet's robot
+	// account, cold) logs in from each.
+	var ok atomic.Int64
+	for i := range 10 {
+		via := p.clientFrom(t, fmt.Sprintf("127.0.1.%d", 10+i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if via.do(t, http.MethodGet, "/v1/mirror/example.com/team-b/hello/index.json", bearer("bob:bob-Pa55")).Status == 200 {
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 10 {
+		t.Errorf("bob's right credential from 10 jobs at once: %d answered 200, want 10", ok.Load())
 	}
 }

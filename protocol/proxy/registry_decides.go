@@ -246,6 +246,7 @@ func (c *confirmations) check(ctx context.Context, id *registryID, ref oci.Refer
 	if err := id.s.logins.admit(id); err != nil {
 		return err
 	}
+	defer id.s.logins.landed(id)
 	c.n.Add(1)
 	took, err := id.s.client.CanReadAs(ctx, ref, id.user, id.password)
 	if ctx.Err() != nil {

@@ -127,6 +127,7 @@ type registryLogins struct {
 	floods map[string]time.Time                // addresses guessing beyond what guess can hold, until
 	addrs  map[string]*rate.Limiter            // source address → its bound
 	others *rate.Limiter                       // the addresses beyond maxLoginEntries
+	flying map[string]flight                   // user (userKey) → an unknown credential's logins in flight
 	creds  map[[sha256.Size]byte]*rate.Limiter // a known credential → its bound
 	strays *rate.Limiter                       // the known credentials beyond maxLoginEntries
 }
@@ -134,7 +135,7 @@ type registryLogins struct {
 func newRegistryLogins(l LoginLimits) *registryLogins {
 	l = l.withDefaults()
 	return &registryLogins{limits: l, global: rate.NewLimiter(rate.Limit(l.Rate), l.Burst),
-		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, floods: map[string]time.Time{}, addrs: map[string]*rate.Limiter{},
+		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, floods: map[string]time.Time{}, flying: map[string]flight{}, addrs: map[string]*rate.Limiter{},
 		others: rate.NewLimiter(rate.Limit(l.PerAddressRate), l.PerAddressBurst),
 		creds:  map[[sha256.Size]byte]*rate.Limiter{}, strays: rate.NewLimiter(rate.Limit(l.KnownRate), l.KnownBurst)}
 }
@@ -223,11 +224,50 @@ func (g *registryLogins) admit(id *registryID) error {
 	case !g.spend(id.from):
 		g.guessing(id, now)
 		return g.limited()
-	case now.Before(g.cool[userKey(id.user)]):
+	case now.Before(g.cool[userKey(id.user)]), g.flyingOther(id):
 		g.guessing(id, now)
 		return errCoolingDown
 	}
+	g.fly(id)
 	return nil
+}
+
+// flight is the login of an unknown credential of a user in flight: the
+// credential and how many of its logins are (registryLogins.flying).
+type flight struct {
+	key [sha256.Size]byte
+	n   int
+}
+
+// flyingOther reports whether another credential of id's user is
+// logging in: its refusal would cool the user down, so id is answered
+// as during a cool-down, and guesses at once from many addresses reach
+// the registry once (g.mu held).
+func (g *registryLogins) flyingOther(id *registryID) bool {
+	f, ok := g.flying[userKey(id.user)]
+	return ok && f.key != id.key
+}
+
+// fly notes id's login in flight until landed (g.mu held).
+func (g *registryLogins) fly(id *registryID) {
+	u := userKey(id.user)
+	f := g.flying[u]
+	g.flying[u] = flight{key: id.key, n: f.n + 1}
+}
+
+// landed notes that a login of id admitted has been answered (or given
+// up): a no-op for a known credential's.
+func (g *registryLogins) landed(id *registryID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	u := userKey(id.user)
+	switch f, ok := g.flying[u]; {
+	case !ok || f.key != id.key:
+	case f.n <= 1:
+		delete(g.flying, u)
+	default:
+		g.flying[u] = flight{key: f.key, n: f.n - 1}
+	}
 }
 
 // spend takes a login from the bounds of address from and the whole
