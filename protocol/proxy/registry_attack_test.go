@@ -229,3 +229,36 @@ func TestGuessesAtOnceFromManyAddresses(t *testing.T) {
 		t.Errorf("bob's right credential from 10 jobs at once: %d answered 200, want 10", ok.Load())
 	}
 }
+
+// Guesses with made-up user names while the guess memory is full cost
+// one sweep of it now and then, not one per guess: each guess would
+// otherwise walk 100,000 entries under the lock every login takes.
+func TestAFullGuessMemoryIsNotSweptPerGuess(t *testing.T) {
+	old := maxLoginEntries
+	maxLoginEntries = 100
+	t.Cleanup(func() { maxLoginEntries = old })
+	reg := teamRegistry(t)
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{
+		Client:           proxyClient(t, reg),
+		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryDecides:  true,
+		RegistryLogins:   LoginLimits{Cooldown: time.Minute, PerAddressRate: 0.001}, // addresses' limiters stay in use
+	})
+	for i := range 4 * maxLoginEntries {
+		p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(fmt.Sprintf("made-up-%d:x", i)))
+	}
+	// The same with addresses: one guess each from 400.
+	for i := range 4 * maxLoginEntries {
+		via := p.clientFrom(t, fmt.Sprintf("127.1.%d.%d", i/200, i%200+1))
+		via.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(fmt.Sprintf("mallory-%d:x", i)))
+		via.Client.CloseIdleConnections()
+	}
+	p.logins.mu.Lock()
+	sweeps, addrSweeps := p.logins.sweeps, p.logins.addrs.sweeps
+	p.logins.mu.Unlock()
+	if sweeps > 10 || addrSweeps > 10 {
+		t.Errorf("%d guesses past a full memory swept it %d times; %d addresses past a full map of their limiters swept it %d times",
+			3*maxLoginEntries, sweeps, 3*maxLoginEntries, addrSweeps)
+	}
+}

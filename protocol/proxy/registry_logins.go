@@ -121,23 +121,26 @@ type registryLogins struct {
 	limits LoginLimits
 	global *rate.Limiter
 	mu     sync.Mutex
-	known  map[[sha256.Size]byte]time.Time     // accepted credentials, until
-	cool   map[string]time.Time                // user (userKey) → cooling down until
-	guess  map[guessKey]guesses                // a user guessed at from an address
-	floods map[string]time.Time                // addresses guessing beyond what guess can hold, until
-	addrs  map[string]*rate.Limiter            // source address → its bound
-	others *rate.Limiter                       // the addresses beyond maxLoginEntries
-	flying map[string]flight                   // user (userKey) → an unknown credential's logins in flight
-	creds  map[[sha256.Size]byte]*rate.Limiter // a known credential → its bound
-	strays *rate.Limiter                       // the known credentials beyond maxLoginEntries
+	known  map[[sha256.Size]byte]time.Time // accepted credentials, until
+	cool   map[string]time.Time            // user (userKey) → cooling down until
+	guess  map[guessKey]guesses            // a user guessed at from an address
+	floods map[string]time.Time            // addresses guessing beyond what guess can hold, until
+	addrs  *limiters[string]               // source address → its bound
+	flying map[string]flight               // user (userKey) → an unknown credential's logins in flight
+	creds  *limiters[[sha256.Size]byte]    // a known credential → its bound
+	swept  time.Time                       // when the full guess map was last walked
+	sweeps int                             // its walks (tests)
 }
+
+// sweepEvery is how often, at most, a full guess map is walked for its
+// expired entries.
+const sweepEvery = time.Second
 
 func newRegistryLogins(l LoginLimits) *registryLogins {
 	l = l.withDefaults()
 	return &registryLogins{limits: l, global: rate.NewLimiter(rate.Limit(l.Rate), l.Burst),
-		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, floods: map[string]time.Time{}, flying: map[string]flight{}, addrs: map[string]*rate.Limiter{},
-		others: rate.NewLimiter(rate.Limit(l.PerAddressRate), l.PerAddressBurst),
-		creds:  map[[sha256.Size]byte]*rate.Limiter{}, strays: rate.NewLimiter(rate.Limit(l.KnownRate), l.KnownBurst)}
+		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, floods: map[string]time.Time{}, flying: map[string]flight{},
+		addrs: newLimiters[string](l.PerAddressRate, l.PerAddressBurst), creds: newLimiters[[sha256.Size]byte](l.KnownRate, l.KnownBurst)}
 }
 
 // accepted reports whether the registry accepted the credential whose
@@ -214,7 +217,7 @@ func (g *registryLogins) admit(id *registryID) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if now.Before(g.known[id.key]) {
-		if !limiterIn(g.creds, id.key, g.strays).Allow() {
+		if !g.creds.of(id.key, now).Allow() {
 			return respond.Limited(g.knownRetryAfter(), "too many registry logins with this credential: retry after %d s", g.knownRetryAfter())
 		}
 		return nil
@@ -283,7 +286,11 @@ func (g *registryLogins) guessing(id *registryID, now time.Time) {
 	if !now.Before(gs.until) {
 		gs.n = 0
 	}
-	if len(g.guess) >= maxLoginEntries {
+	if len(g.guess) >= maxLoginEntries && now.Sub(g.swept) >= sweepEvery {
+		// At most every sweepEvery: a full memory is otherwise walked
+		// for each guess, under the lock every login takes.
+		g.swept = now
+		g.sweeps++
 		maps.DeleteFunc(g.guess, func(_ guessKey, v guesses) bool { return now.After(v.until) })
 	}
 	if len(g.guess) < maxLoginEntries || gs.n > 0 {
@@ -334,24 +341,40 @@ func answeredAbout(err error) bool {
 
 // addressLimiter is the bound of the source address from (g.mu held).
 func (g *registryLogins) addressLimiter(from string) *rate.Limiter {
-	return limiterIn(g.addrs, from, g.others)
+	return g.addrs.of(from, time.Now())
 }
 
-// limiterIn is k's limiter in m, made like others when m has none;
-// others itself when m is full of limiters in use.
-func limiterIn[K comparable](m map[K]*rate.Limiter, k K, others *rate.Limiter) *rate.Limiter {
-	if lim, ok := m[k]; ok {
+// limiters are a limiter each for at most maxLoginEntries keys, and one
+// the keys beyond share (others).
+type limiters[K comparable] struct {
+	m      map[K]*rate.Limiter
+	others *rate.Limiter
+	swept  time.Time // when m, full, was last walked
+	sweeps int       // its walks (tests)
+}
+
+func newLimiters[K comparable](r float64, burst int) *limiters[K] {
+	return &limiters[K]{m: map[K]*rate.Limiter{}, others: rate.NewLimiter(rate.Limit(r), burst)}
+}
+
+// of is k's limiter, made like others when there is none; others
+// itself when the map is full of limiters in use. A full map is walked
+// for full limiters (as good as new ones: dropped) at most every
+// sweepEvery, not for each new key.
+func (l *limiters[K]) of(k K, now time.Time) *rate.Limiter {
+	if lim, ok := l.m[k]; ok {
 		return lim
 	}
-	if len(m) >= maxLoginEntries {
-		// Full limiters are as good as new ones: drop them.
-		maps.DeleteFunc(m, func(_ K, l *rate.Limiter) bool { return l.Tokens() >= float64(l.Burst()) })
+	if len(l.m) >= maxLoginEntries && now.Sub(l.swept) >= sweepEvery {
+		l.swept = now
+		l.sweeps++
+		maps.DeleteFunc(l.m, func(_ K, lim *rate.Limiter) bool { return lim.Tokens() >= float64(lim.Burst()) })
 	}
-	if len(m) >= maxLoginEntries {
-		return others
+	if len(l.m) >= maxLoginEntries {
+		return l.others
 	}
-	lim := rate.NewLimiter(others.Limit(), others.Burst())
-	m[k] = lim
+	lim := rate.NewLimiter(l.others.Limit(), l.others.Burst())
+	l.m[k] = lim
 	return lim
 }
 
