@@ -129,6 +129,7 @@ func TestKnownCredentialLoginsAreBounded(t *testing.T) {
 		t.Fatalf("alice: %d %s", r.Status, r.Body)
 	}
 	statuses := map[int]int{}
+	start := time.Now()
 	for i := range 100 {
 		statuses[p.do(t, http.MethodGet, fmt.Sprintf("/v1/mirror/example.com/team-a/p%d/index.json", i), bearer("alice:alice-Pa55")).Status]++
 	}
@@ -138,8 +139,9 @@ func TestKnownCredentialLoginsAreBounded(t *testing.T) {
 			n++
 		}
 	}
-	if n > 30 {
-		t.Errorf("100 addresses asked for with a known credential made %d registry logins, want at most 30 (answers %v)", n, statuses)
+	// The burst, the refill while asking (a loaded machine), alice's first.
+	if most := 22 + int(time.Since(start).Seconds()/2); n > most {
+		t.Errorf("100 addresses asked for with a known credential made %d registry logins, want at most %d (answers %v)", n, most, statuses)
 	}
 	if statuses[http.StatusTooManyRequests] == 0 {
 		t.Errorf("answers %v, want 429s past the bound", statuses)
@@ -245,6 +247,7 @@ func TestAFullGuessMemoryIsNotSweptPerGuess(t *testing.T) {
 		RegistryDecides:  true,
 		RegistryLogins:   LoginLimits{Cooldown: time.Minute, PerAddressRate: 0.001}, // addresses' limiters stay in use
 	})
+	start := time.Now()
 	for i := range 4 * maxLoginEntries {
 		p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(fmt.Sprintf("made-up-%d:x", i)))
 	}
@@ -257,7 +260,8 @@ func TestAFullGuessMemoryIsNotSweptPerGuess(t *testing.T) {
 	p.logins.mu.Lock()
 	sweeps, addrSweeps := p.logins.sweeps, p.logins.addrs.sweeps
 	p.logins.mu.Unlock()
-	if sweeps > 10 || addrSweeps > 10 {
+	// One a second at most (a loaded machine takes longer).
+	if most := 2 + int(time.Since(start)/sweepEvery); sweeps > most || addrSweeps > most {
 		t.Errorf("%d guesses past a full memory swept it %d times; %d addresses past a full map of their limiters swept it %d times",
 			3*maxLoginEntries, sweeps, 3*maxLoginEntries, addrSweeps)
 	}
