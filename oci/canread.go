@@ -34,12 +34,21 @@ var ErrCredentialsRefused = errors.New("the registry refused the credentials")
 // FailureUnauthorized or FailureDenied when the registry refuses, and
 // wraps ErrCredentialsRefused when it refused the credentials.
 func (c *Client) CanRead(ctx context.Context, ref Reference, username, password string) error {
+	_, err := c.CanReadAs(ctx, ref, username, password)
+	return err
+}
+
+// CanReadAs is CanRead, and reports too whether the registry took the
+// credentials: whether a request carrying them was answered other than
+// 401. A registry that lets anyone read never asks for them, so a yes
+// then says nothing of who the holder is.
+func (c *Client) CanReadAs(ctx context.Context, ref Reference, username, password string) (took bool, _ error) {
 	if ref.Layout {
-		return nil
+		return false, nil
 	}
 	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
 	if err != nil {
-		return fmt.Errorf("invalid repository %s: %w", ref.Name(), err)
+		return false, fmt.Errorf("invalid repository %s: %w", ref.Name(), err)
 	}
 	cred := auth.Credential{Username: username, Password: password}
 	watch := &loginWatch{next: c.auth.Client.Transport}
@@ -56,18 +65,18 @@ func (c *Client) CanRead(ctx context.Context, ref Reference, username, password 
 	err = repo.Tags(ctx, "", func([]string) error { return errFirstPage })
 	switch {
 	case err == nil, errors.Is(err, errFirstPage):
-		return nil
+		return watch.took.Load(), nil
 	case watch.refused.Load():
-		return fmt.Errorf("%w: %w", ErrCredentialsRefused, err)
+		return false, fmt.Errorf("%w: %w", ErrCredentialsRefused, err)
 	}
-	return err
+	return watch.took.Load(), err
 }
 
 // loginWatch notes whether a request carrying a password was answered
-// 401.
+// 401 (refused), or otherwise (took).
 type loginWatch struct {
-	next    http.RoundTripper
-	refused atomic.Bool
+	next          http.RoundTripper
+	refused, took atomic.Bool
 }
 
 func (l *loginWatch) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -76,8 +85,12 @@ func (l *loginWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 		next = http.DefaultTransport
 	}
 	resp, err := next.RoundTrip(req)
-	if err == nil && resp.StatusCode == http.StatusUnauthorized && carriesPassword(req) {
-		l.refused.Store(true)
+	if err == nil && carriesPassword(req) {
+		if resp.StatusCode == http.StatusUnauthorized {
+			l.refused.Store(true)
+		} else {
+			l.took.Store(true)
+		}
 	}
 	return resp, err
 }

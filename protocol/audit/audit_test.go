@@ -433,3 +433,31 @@ func TestLogCloseIsBoundedOnAStalledSink(t *testing.T) {
 		t.Fatalf("Close did not say events were left:\n%s", logs.String())
 	}
 }
+
+// Downloads by a name a token merely claimed (a registry anyone reads
+// never asks for the credential) are not counted as that user's: their
+// client is marked unverified, and at most MaxUnverified such names are
+// kept apart.
+func TestTallyMarksUnverifiedDownloaders(t *testing.T) {
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	tally := audit.NewTally(audit.Filter{})
+	download := func(client, identity string) *audit.Event {
+		return &audit.Event{Time: base, Event: audit.EventDownload, Outcome: audit.OutcomeDelivered, Client: client, Identity: identity,
+			Kind: "provider", Address: "example.com/acme/widgets", Version: "1.0.0"}
+	}
+	tally.Add(download("alice", audit.IdentityRegistry))
+	tally.Add(download("alice", audit.IdentityRegistryUnverified))
+	for i := range 3 * audit.MaxUnverified {
+		tally.Add(download(fmt.Sprintf("claim-%d", i), audit.IdentityRegistryUnverified))
+	}
+	clients := map[string]int64{}
+	for _, r := range tally.Group(audit.ByClient) {
+		clients[r.Client] += r.Count
+	}
+	if clients["alice"] != 1 || clients["alice"+audit.UnverifiedMark] != 1 {
+		t.Errorf("alice verified: %d downloads, want 1; claimed: %d, want 1", clients["alice"], clients["alice"+audit.UnverifiedMark])
+	}
+	if len(clients) > audit.MaxUnverified+2 {
+		t.Errorf("%d clients kept, want at most %d unverified names, the others together, and alice", len(clients), audit.MaxUnverified)
+	}
+}

@@ -3,6 +3,7 @@ package audit
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -24,8 +25,9 @@ type Tally struct {
 	// found the tally full.
 	Events, Malformed, Dropped int64
 
-	interned   interner
-	unverified int // distinct unverified names in Refusals
+	interned    interner
+	unverified  int             // distinct unverified names in Refusals
+	downloaders map[string]bool // the unverified names in Downloads (marked)
 }
 
 // MaxKeys bounds the distinct keys a Tally counts.
@@ -67,6 +69,27 @@ const MaxUnverified = 1000
 // OtherUnverified is the client the refusals of unverified names past
 // MaxUnverified are counted under.
 const OtherUnverified = "(other unverified names)"
+
+// UnverifiedMark ends the client of a download by a name a token
+// merely claimed (IdentityRegistryUnverified) in Downloads.
+const UnverifiedMark = " (unverified)"
+
+// unverifiedDownloader is the client a download by marked (a claimed
+// name with UnverifiedMark) is counted under: itself for the first
+// MaxUnverified names, OtherUnverified (marked) after.
+func (t *Tally) unverifiedDownloader(marked string) string {
+	if t.downloaders[marked] {
+		return marked
+	}
+	if len(t.downloaders) >= MaxUnverified {
+		return OtherUnverified + UnverifiedMark
+	}
+	if t.downloaders == nil {
+		t.downloaders = map[string]bool{}
+	}
+	t.downloaders[marked] = true
+	return marked
+}
 
 // refuse counts n refusals of r, within MaxUnverified.
 func (t *Tally) refuse(r Refusal, n int64) {
@@ -121,7 +144,11 @@ func (t *Tally) add(r *Record) {
 	if r.Event != EventDownload || (r.Outcome != OutcomeDelivered && r.Outcome != OutcomeRedirected) {
 		return
 	}
-	k := Key{r.Kind, r.Address, r.Version, r.Client}
+	client := r.Client
+	if r.Identity == IdentityRegistryUnverified {
+		client = t.unverifiedDownloader(client + UnverifiedMark)
+	}
+	k := Key{r.Kind, r.Address, r.Version, client}
 	u := t.Downloads[k]
 	if u == nil {
 		if len(t.Downloads) >= MaxKeys {
@@ -176,6 +203,9 @@ func (t *Tally) merge(o *Tally) {
 		t.refuse(r, n)
 	}
 	for k, u := range o.Downloads {
+		if strings.HasSuffix(k.Client, UnverifiedMark) {
+			k.Client = t.unverifiedDownloader(k.Client)
+		}
 		mine := t.Downloads[k]
 		if mine == nil {
 			if len(t.Downloads) >= MaxKeys {

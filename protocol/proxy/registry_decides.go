@@ -246,12 +246,13 @@ func (c *confirmations) check(ctx context.Context, id *registryID, ref oci.Refer
 	if err := id.s.logins.admit(id); err != nil {
 		return err
 	}
+	defer id.s.logins.landed(id)
 	c.n.Add(1)
-	err := id.s.client.CanRead(ctx, ref, id.user, id.password)
+	took, err := id.s.client.CanReadAs(ctx, ref, id.user, id.password)
 	if ctx.Err() != nil {
 		return err // the client gave up: nothing learned
 	}
-	id.s.logins.learn(id, err)
+	id.s.logins.learn(id, took, err)
 	ttl := c.ttl
 	if err != nil {
 		ttl /= 10

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,8 +24,10 @@ import (
 //
 //   - A credential the registry accepted (it listed a repository to it,
 //     or answered about one) is known for acceptedFor, and its logins are
-//     not limited: a client whose credential works is never slowed by
-//     someone else's guessing.
+//     bounded by its own limit only (KnownRate): a client whose credential
+//     works is never slowed by someone else's guessing, and one account
+//     asking about many repositories does not get the proxy's address
+//     throttled.
 //   - Any other credential's logins are bounded per source address
 //     (the TCP peer; an IPv6 /64) and for the whole proxy: past either,
 //     429 with Retry-After, whatever the password.
@@ -40,6 +43,8 @@ import (
 //     answer as a guess (screen) until Cooldown after the last guess, so
 //     that a known credential's quick yes tells no guess right from
 //     wrong. The user's known credentials from elsewhere keep working.
+//     An address whose guesses there is no room to remember (floods)
+//     is taken as guessing at every user.
 //
 // Every unknown credential spends the bounds, refused during a
 // cool-down or not, so guesses are answered no faster than the bounds
@@ -56,6 +61,11 @@ type LoginLimits struct {
 	// PerAddressRate and PerAddressBurst bound them per source address.
 	PerAddressRate  float64
 	PerAddressBurst int
+	// KnownRate and KnownBurst bound the logins of each credential the
+	// registry accepted (logins per second): one account asking about
+	// many repositories.
+	KnownRate  float64
+	KnownBurst int
 	// Cooldown is how long a user name whose login the registry refused
 	// gets the refusal without the registry being asked.
 	Cooldown time.Duration
@@ -68,9 +78,14 @@ const (
 	defaultAddressLoginRate = 1
 	defaultAddressBurst     = 10
 	defaultLoginCooldown    = 30 * time.Second
+	defaultKnownLoginRate   = 10
+	defaultKnownLoginBurst  = 100
 	acceptedFor             = time.Hour
-	maxLoginEntries         = 100000 // known credentials, cooling users, addresses: each
 )
+
+// maxLoginEntries bounds each of the maps registryLogins keeps (known
+// credentials, cooling users, guesses, addresses); a variable for tests.
+var maxLoginEntries = 100000
 
 // withDefaults is l with its zero values replaced by the defaults.
 func (l LoginLimits) withDefaults() LoginLimits {
@@ -85,6 +100,12 @@ func (l LoginLimits) withDefaults() LoginLimits {
 	}
 	if l.PerAddressBurst <= 0 {
 		l.PerAddressBurst = defaultAddressBurst
+	}
+	if l.KnownRate <= 0 {
+		l.KnownRate = defaultKnownLoginRate
+	}
+	if l.KnownBurst <= 0 {
+		l.KnownBurst = defaultKnownLoginBurst
 	}
 	if l.Cooldown <= 0 {
 		l.Cooldown = defaultLoginCooldown
@@ -101,17 +122,25 @@ type registryLogins struct {
 	global *rate.Limiter
 	mu     sync.Mutex
 	known  map[[sha256.Size]byte]time.Time // accepted credentials, until
-	cool   map[string]time.Time            // user → cooling down until
+	cool   map[string]time.Time            // user (userKey) → cooling down until
 	guess  map[guessKey]guesses            // a user guessed at from an address
-	addrs  map[string]*rate.Limiter        // source address → its bound
-	others *rate.Limiter                   // the addresses beyond maxLoginEntries
+	floods map[string]time.Time            // addresses guessing beyond what guess can hold, until
+	addrs  *limiters[string]               // source address → its bound
+	flying map[string]flight               // user (userKey) → an unknown credential's logins in flight
+	creds  *limiters[[sha256.Size]byte]    // a known credential → its bound
+	swept  time.Time                       // when the full guess map was last walked
+	sweeps int                             // its walks (tests)
 }
+
+// sweepEvery is how often, at most, a full guess map is walked for its
+// expired entries.
+const sweepEvery = time.Second
 
 func newRegistryLogins(l LoginLimits) *registryLogins {
 	l = l.withDefaults()
 	return &registryLogins{limits: l, global: rate.NewLimiter(rate.Limit(l.Rate), l.Burst),
-		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, addrs: map[string]*rate.Limiter{},
-		others: rate.NewLimiter(rate.Limit(l.PerAddressRate), l.PerAddressBurst)}
+		known: map[[sha256.Size]byte]time.Time{}, cool: map[string]time.Time{}, guess: map[guessKey]guesses{}, floods: map[string]time.Time{}, flying: map[string]flight{},
+		addrs: newLimiters[string](l.PerAddressRate, l.PerAddressBurst), creds: newLimiters[[sha256.Size]byte](l.KnownRate, l.KnownBurst)}
 }
 
 // accepted reports whether the registry accepted the credential whose
@@ -120,6 +149,14 @@ func (g *registryLogins) accepted(key [sha256.Size]byte) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return time.Now().Before(g.known[key])
+}
+
+// userKey is the user name cool-downs and guesses are kept by: in
+// lower case, as registries whose user names are case-insensitive
+// (GitHub's) take ALICE's password as alice's; a registry telling them
+// apart only has both cool down together.
+func userKey(user string) string {
+	return strings.ToLower(user)
 }
 
 // guessKey is a user name guessed at from a source address.
@@ -149,7 +186,7 @@ func (g *registryLogins) screen(id *registryID) error {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if gs := g.guess[guessKey{id.user, id.from}]; gs.n <= guessesTolerated || !now.Before(gs.until) {
+	if !g.guessingAt(id, now) {
 		return nil
 	}
 	if !now.Before(g.known[id.key]) {
@@ -161,6 +198,17 @@ func (g *registryLogins) screen(id *registryID) error {
 	return errCoolingDown
 }
 
+// guessingAt reports whether id's address is guessing at id's user: it
+// made more than guessesTolerated guesses at the user, or guesses the
+// proxy had no room to remember (floods), each within the cool-down of
+// the last (g.mu held).
+func (g *registryLogins) guessingAt(id *registryID, now time.Time) bool {
+	if gs := g.guess[guessKey{userKey(id.user), id.from}]; gs.n > guessesTolerated && now.Before(gs.until) {
+		return true
+	}
+	return now.Before(g.floods[id.from])
+}
+
 // admit is nil when id's credential may be sent to the registry now;
 // errCoolingDown, or a 429 (respond.Limited), when not: then id's
 // address is guessing at its user.
@@ -169,6 +217,9 @@ func (g *registryLogins) admit(id *registryID) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if now.Before(g.known[id.key]) {
+		if !g.creds.of(id.key, now).Allow() {
+			return respond.Limited(g.knownRetryAfter(), "too many registry logins with this credential: retry after %d s", g.knownRetryAfter())
+		}
 		return nil
 	}
 	// Spent first, cool-down or not: a guess costs the same either way.
@@ -176,11 +227,50 @@ func (g *registryLogins) admit(id *registryID) error {
 	case !g.spend(id.from):
 		g.guessing(id, now)
 		return g.limited()
-	case now.Before(g.cool[id.user]):
+	case now.Before(g.cool[userKey(id.user)]), g.flyingOther(id):
 		g.guessing(id, now)
 		return errCoolingDown
 	}
+	g.fly(id)
 	return nil
+}
+
+// flight is the login of an unknown credential of a user in flight: the
+// credential and how many of its logins are (registryLogins.flying).
+type flight struct {
+	key [sha256.Size]byte
+	n   int
+}
+
+// flyingOther reports whether another credential of id's user is
+// logging in: its refusal would cool the user down, so id is answered
+// as during a cool-down, and guesses at once from many addresses reach
+// the registry once (g.mu held).
+func (g *registryLogins) flyingOther(id *registryID) bool {
+	f, ok := g.flying[userKey(id.user)]
+	return ok && f.key != id.key
+}
+
+// fly notes id's login in flight until landed (g.mu held).
+func (g *registryLogins) fly(id *registryID) {
+	u := userKey(id.user)
+	f := g.flying[u]
+	g.flying[u] = flight{key: id.key, n: f.n + 1}
+}
+
+// landed notes that a login of id admitted has been answered (or given
+// up): a no-op for a known credential's.
+func (g *registryLogins) landed(id *registryID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	u := userKey(id.user)
+	switch f, ok := g.flying[u]; {
+	case !ok || f.key != id.key:
+	case f.n <= 1:
+		delete(g.flying, u)
+	default:
+		g.flying[u] = flight{key: f.key, n: f.n - 1}
+	}
 }
 
 // spend takes a login from the bounds of address from and the whole
@@ -191,17 +281,26 @@ func (g *registryLogins) spend(from string) bool {
 
 // guessing notes that id's address guesses at id's user (g.mu held).
 func (g *registryLogins) guessing(id *registryID, now time.Time) {
-	k := guessKey{id.user, id.from}
+	k := guessKey{userKey(id.user), id.from}
 	gs := g.guess[k]
 	if !now.Before(gs.until) {
 		gs.n = 0
 	}
-	if len(g.guess) >= maxLoginEntries {
+	if len(g.guess) >= maxLoginEntries && now.Sub(g.swept) >= sweepEvery {
+		// At most every sweepEvery: a full memory is otherwise walked
+		// for each guess, under the lock every login takes.
+		g.swept = now
+		g.sweeps++
 		maps.DeleteFunc(g.guess, func(_ guessKey, v guesses) bool { return now.After(v.until) })
 	}
 	if len(g.guess) < maxLoginEntries || gs.n > 0 {
 		g.guess[k] = guesses{n: gs.n + 1, until: now.Add(g.limits.Cooldown)}
+		return
 	}
+	// No room to remember whom the address guesses at (made-up user
+	// names filled the memory): it is taken as guessing at every user.
+	makeRoom(g.floods, now)
+	g.floods[id.from] = now.Add(g.limits.Cooldown)
 }
 
 // limited is the 429 of a login over the bounds.
@@ -211,8 +310,10 @@ func (g *registryLogins) limited() error {
 
 // learn keeps what the registry's answer err to id's login says: a
 // credential it refused cools its user down and is known no more; one
-// it answered about a repository is known.
-func (g *registryLogins) learn(id *registryID, err error) {
+// it took (asked for it and accepted it) and answered about a
+// repository with is known. A registry that never asked for the
+// credential (anyone reads there) verified nobody.
+func (g *registryLogins) learn(id *registryID, took bool, err error) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -220,9 +321,9 @@ func (g *registryLogins) learn(id *registryID, err error) {
 	case errors.Is(err, oci.ErrCredentialsRefused):
 		delete(g.known, id.key)
 		makeRoom(g.cool, now)
-		g.cool[id.user] = now.Add(g.limits.Cooldown)
+		g.cool[userKey(id.user)] = now.Add(g.limits.Cooldown)
 		g.guessing(id, now)
-	case err == nil || answeredAbout(err):
+	case took && (err == nil || answeredAbout(err)):
 		makeRoom(g.known, now)
 		g.known[id.key] = now.Add(acceptedFor)
 	}
@@ -240,24 +341,52 @@ func answeredAbout(err error) bool {
 
 // addressLimiter is the bound of the source address from (g.mu held).
 func (g *registryLogins) addressLimiter(from string) *rate.Limiter {
-	if lim, ok := g.addrs[from]; ok {
+	return g.addrs.of(from, time.Now())
+}
+
+// limiters are a limiter each for at most maxLoginEntries keys, and one
+// the keys beyond share (others).
+type limiters[K comparable] struct {
+	m      map[K]*rate.Limiter
+	others *rate.Limiter
+	swept  time.Time // when m, full, was last walked
+	sweeps int       // its walks (tests)
+}
+
+func newLimiters[K comparable](r float64, burst int) *limiters[K] {
+	return &limiters[K]{m: map[K]*rate.Limiter{}, others: rate.NewLimiter(rate.Limit(r), burst)}
+}
+
+// of is k's limiter, made like others when there is none; others
+// itself when the map is full of limiters in use. A full map is walked
+// for full limiters (as good as new ones: dropped) at most every
+// sweepEvery, not for each new key.
+func (l *limiters[K]) of(k K, now time.Time) *rate.Limiter {
+	if lim, ok := l.m[k]; ok {
 		return lim
 	}
-	if len(g.addrs) >= maxLoginEntries {
-		// Full limiters are as good as new ones: drop them.
-		maps.DeleteFunc(g.addrs, func(_ string, l *rate.Limiter) bool { return l.Tokens() >= float64(l.Burst()) })
+	if len(l.m) >= maxLoginEntries && now.Sub(l.swept) >= sweepEvery {
+		l.swept = now
+		l.sweeps++
+		maps.DeleteFunc(l.m, func(_ K, lim *rate.Limiter) bool { return lim.Tokens() >= float64(lim.Burst()) })
 	}
-	if len(g.addrs) >= maxLoginEntries {
-		return g.others
+	if len(l.m) >= maxLoginEntries {
+		return l.others
 	}
-	lim := rate.NewLimiter(rate.Limit(g.limits.PerAddressRate), g.limits.PerAddressBurst)
-	g.addrs[from] = lim
+	lim := rate.NewLimiter(l.others.Limit(), l.others.Burst())
+	l.m[k] = lim
 	return lim
 }
 
 // retryAfter is the seconds until a source address may log in again.
 func (g *registryLogins) retryAfter() int {
 	return int(math.Ceil(1 / min(g.limits.Rate, g.limits.PerAddressRate)))
+}
+
+// knownRetryAfter is the seconds until a known credential may log in
+// again.
+func (g *registryLogins) knownRetryAfter() int {
+	return int(math.Ceil(1 / g.limits.KnownRate))
 }
 
 // makeRoom drops the expired entries of m when it is full, then others

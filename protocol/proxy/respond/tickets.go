@@ -44,10 +44,12 @@ func encodedMark(m string) []byte {
 
 // ticketFor is the ticket the signed URLs of an answer to w's request
 // carry: empty without an audit trail (or fleet counts) naming
-// clients, or for a client with no name.
+// clients, for a client with no name, or with a name no one verified
+// (a registry that never asked for the credential): a ticket would
+// record it as a name handed the URLs, without that mark.
 func (s *Responder) ticketFor(w http.ResponseWriter) string {
 	rec, ok := w.(*recorder)
-	if !ok || rec.sinks == nil || !rec.sinks.tickets || rec.who.Client == "" {
+	if !ok || rec.sinks == nil || !rec.sinks.tickets || rec.who.Client == "" || rec.who.Identity == audit.IdentityRegistryUnverified {
 		return ""
 	}
 	return s.URLs.ticket(rec.who.Client)
