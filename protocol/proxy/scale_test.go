@@ -53,7 +53,11 @@ func scaleProxy(t *testing.T, client *oci.Client, host string, opts Options) *pr
 }
 
 func testScaleRoundTrips(t *testing.T, reg *testenv.Registry, client *oci.Client) {
-	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: 100 * time.Millisecond})
+	// A request of a fan-out that reaches the front after another of the
+	// same fan-out was answered counts as a round of its own: the latency
+	// is long enough that a busy machine's scheduling delays (tens of
+	// milliseconds at a load of 20) stay well inside one round.
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: 400 * time.Millisecond})
 	p := scaleProxy(t, client, front.Host, Options{})
 	const concurrency = 64 // the test client's etiquette (oci's default), below the store's fan-out
 	v := seed.Version(scaleVersions / 2)
