@@ -34,7 +34,8 @@ func BenchmarkModulePullThrough(b *testing.B) {
 		origin.Set(fmt.Sprintf("acme/m%d/aws", i), "1.0.0", testenv.ModuleAnswer{Location: "git::" + url + "?ref=v1.0.0"})
 	}
 	proxy := startServe(b, bin, "--module-template", reg.Host+"/pulled/${namespace}/${name}/${system}", "--pull-through-shared-repositories",
-		"--pull-through-module-origin", origin.Host, "--pull-through-own-modules", "acme/*/aws", "--pull-through-module-source", git.Host)
+		"--pull-through-module-origin", origin.Host, "--pull-through-own-modules", "acme/*/aws", "--pull-through-module-source", git.Host,
+		"--registry-hostname", "127.0.0.1") // as proxyHost names it
 	cli := testenv.Tofu(b, "")
 	cli.Env = append(cli.Env, "GIT_SSL_CAINFO="+testenv.NewCA(b).CertFile) // tofu's direct install runs git
 	install := func(host, mod string) time.Duration {

@@ -38,7 +38,7 @@ func BenchmarkPullThrough(b *testing.B) {
 	origin := testenv.StartOriginWith(b, releases, testenv.OriginOptions{Latency: 30 * time.Millisecond, BytesPerSecond: 16 << 20})
 	proxy := startServe(b, bin, "--provider-template", reg.Host+"/pulled/${hostname}/${namespace}/${type}",
 		"--pull-through-origin", "example.com="+origin.ProvidersURL(),
-		"--pull-through-origin", origin.Host, "--pull-through-registry-origin", origin.Host)
+		"--pull-through-origin", origin.Host, "--pull-through-registry-origin", origin.Host, "--registry-hostname", "localhost")
 	direct := testenv.Tofu(b, "")
 	viaMirror := testenv.Tofu(b, fmt.Sprintf("provider_installation {\n  network_mirror {\n    url = \"https://%s/v1/mirror/\"\n  }\n}\n", proxy))
 	viaRegistry := testenv.Tofu(b, "")

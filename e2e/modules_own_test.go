@@ -32,6 +32,7 @@ func TestOwnModulesAreNotConfusedWithTheOrigin(t *testing.T) {
 			"--module-template", reg.Host + "/pulled/${namespace}/${name}/${system}",
 			"--pull-through-module-origin", o.reg.Host,
 			"--pull-through-module-source", o.git.Host,
+			"--registry-hostname", "localhost", // as s.get names the proxy
 			"--pull-through-shared-repositories",
 		}, extra...)
 	}

@@ -91,6 +91,7 @@ func (o *moduleOrigin) serveArgs(reg *testenv.Registry, extra ...string) []strin
 		"--module-template", reg.Host + "/pulled/${namespace}/${name}/${system}", "--pull-through-shared-repositories",
 		"--pull-through-module-origin", o.reg.Host,
 		"--pull-through-own-modules", "acme/*/*",
+		"--registry-hostname", "127.0.0.1", // as moduleHost names the proxy
 		"--pull-through-module-source", o.git.Host,
 		"--pull-through-module-source", o.files.Host,
 	}, extra...)

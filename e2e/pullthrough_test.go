@@ -20,13 +20,16 @@ import (
 // pullThroughArgs are serve's flags for pulling providers through from
 // origin: as example.com (the network mirror needs a hostname without a
 // port; the providers.v1 URL is given as a CLI configuration's host block
-// would) and under its own name, which the registry protocol pulls from.
+// would) and under its own name, which the registry protocol pulls from
+// under the proxy's own host name (localhost, as s.Host names it: the
+// registry protocol drops the port), which serve must be told.
 func pullThroughArgs(reg *testenv.Registry, origin *testenv.Origin, extra ...string) []string {
 	return append([]string{
 		"--provider-template", reg.Host + "/pulled/${hostname}/${namespace}/${type}",
 		"--pull-through-origin", "example.com=" + origin.ProvidersURL(),
 		"--pull-through-origin", origin.Host,
 		"--pull-through-registry-origin", origin.Host,
+		"--registry-hostname", "localhost",
 	}, extra...)
 }
 

@@ -231,6 +231,9 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfi
 	if opts.PullThrough, err = pullThroughOptions(c); err != nil { // serve_pullthrough.go
 		return proxy.Options{}, nil, err
 	}
+	if err := checkOwnHostname(opts); err != nil { // serve_pullthrough.go
+		return proxy.Options{}, nil, err
+	}
 	if err := readServeSecrets(c, &opts); err != nil {
 		return proxy.Options{}, nil, err
 	}

@@ -39,7 +39,9 @@ SHA256SUMS and OpenTofu release files are downloaded over https only, from the o
 own hosts and the --pull-through-download-host hosts (default: GitHub's release hosts and
 releases.hashicorp.com), redirects included. Origin credentials come from TF_TOKEN_<host>,
 as for tofu, sent to that host only, over https. The registry protocol
-(PROXY/NAMESPACE/TYPE) pulls from --pull-through-registry-origin. No path ever stores an
+(PROXY/NAMESPACE/TYPE) pulls from --pull-through-registry-origin, only under the proxy's
+own host name: --registry-hostname, else --public-url's host (one of them is required; a
+request's Host is the client's to choose). No path ever stores an
 origin's release in, or lists it with, a repository holding pushed versions (docs/proxy.md,
 "Pushed repositories"); keep ${hostname} in the templates pull-through stores into:
 without it origins and the proxy's own names share repositories, and serve refuses to
@@ -62,7 +64,7 @@ needs registry credentials allowed to push: without them serve refuses to start.
 func pullThroughFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "pull-through-origin", Usage: "allow pulling providers through from this origin registry `HOST[=PROVIDERS_URL]` (repeatable)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_ORIGINS"}},
-		&cli.StringFlag{Name: "pull-through-registry-origin", Usage: "origin `HOST` (one of --pull-through-origin) of providers addressed under the proxy's own hostname (registry protocol)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_REGISTRY_ORIGIN"}},
+		&cli.StringFlag{Name: "pull-through-registry-origin", Usage: "origin `HOST` (one of --pull-through-origin) of providers addressed under the proxy's own hostname (registry protocol); needs --registry-hostname or --public-url (a request's Host is the client's to choose)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_REGISTRY_ORIGIN"}},
 		&cli.StringFlag{Name: "pull-through-tofu-api-url", Usage: "pull OpenTofu releases through from this TofuDL api.json `URL` (e.g. " + branding.DefaultDownloadAPIURL + "); needs --tofu-repository", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_API_URL"}},
 		&cli.StringFlag{Name: "pull-through-tofu-download-url", Value: branding.DefaultMirrorURLTemplate, Usage: "download URL `TEMPLATE` of the TofuDL origin (https), with {{ .Version }} and {{ .Artifact }}; its host is allowed", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_DOWNLOAD_URL"}},
 		&cli.StringSliceFlag{Name: "pull-through-tofu-key", Usage: "armored public key `FILE` OpenTofu releases must be signed with (repeatable; default OpenTofu's)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_TOFU_KEYS"}},
@@ -74,7 +76,7 @@ func pullThroughFlags() []cli.Flag {
 		&cli.IntFlag{Name: "pull-through-concurrency", Value: 4, Usage: "background downloads per release", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_CONCURRENCY"}},
 		&cli.StringSliceFlag{Name: "pull-through-download-host", Value: cli.NewStringSlice(defaultDownloadHosts...), Usage: "allow downloading provider packages, SHA256SUMS and signatures, and OpenTofu release files from this `HOST[:PORT]` besides the origins' own hosts, redirects included (repeatable; giving it replaces the default; https only, nothing else is contacted)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_DOWNLOAD_HOSTS"}},
 		&cli.StringSliceFlag{Name: "pull-through-module-origin", Usage: "pull modules through from this origin module registry `HOST[=URL]` (URL: its modules.v1), served at /v1/origins/HOST/modules/ (repeatable; the first also for the modules under the proxy's hostname that --pull-through-own-modules names); needs --module-template", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_ORIGIN"}},
-		&cli.StringSliceFlag{Name: "pull-through-own-modules", Usage: "pull modules addressed under the proxy's own hostname that match `PATTERN` (NAMESPACE/NAME/SYSTEM, each a name or *) through from the first --pull-through-module-origin (repeatable; default none: they serve what the registry holds, and no origin is asked). A pattern with * never reaches a module the registry holds pushed versions of; only one naming the address exactly merges it with the origin's", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_OWN_MODULES"}},
+		&cli.StringSliceFlag{Name: "pull-through-own-modules", Usage: "pull modules addressed under the proxy's own hostname that match `PATTERN` (NAMESPACE/NAME/SYSTEM, each a name or *) through from the first --pull-through-module-origin (repeatable; default none: they serve what the registry holds, and no origin is asked). A pattern with * never reaches a module the registry holds pushed versions of; only one naming the address exactly merges it with the origin's. Needs --registry-hostname or --public-url (a request's Host is the client's to choose)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_OWN_MODULES"}},
 		&cli.StringSliceFlag{Name: "pull-through-module-source", Usage: "allow fetching module sources (git over HTTPS, archives) from this `HOST[:PORT]` (repeatable; the module origin itself is always allowed)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_SOURCES"}},
 		&cli.Int64Flag{Name: "pull-through-module-temp-disk", Value: modulesource.DefaultTempDisk, Usage: "temporary disk, in `BYTES`, that module fetches in progress hold together (downloads, git objects, trees, packages); a fetch that would pass it is answered 503", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MODULE_TEMP_DISK"}},
 		enforceExpirationFlag(),
@@ -109,6 +111,32 @@ func checkSharedRepositories(opts proxy.Options, accept bool, logger *slog.Logge
 		"Put ${hostname} in the template (ghcr.io/acme/providers/${hostname}/${namespace}/${type}, ghcr.io/acme/modules/${hostname}/${namespace}/${name}/${system}), "+
 		"limit the provider mapping's --include to one origin host, or accept the sharing with --pull-through-shared-repositories (docs/proxy.md, \"Pushed repositories\")",
 		strings.Join(shared, ", "))
+}
+
+// checkOwnHostname refuses pull-through under the proxy's own name
+// (--pull-through-registry-origin, --pull-through-own-modules) while the
+// proxy does not know that name: it stores under --registry-hostname,
+// else --public-url's host (pullthrough.Config.OwnHostname), and without
+// either the request's Host, which the client chooses, would pick the
+// repository an origin's release is written to.
+func checkOwnHostname(opts proxy.Options) error {
+	pt := opts.PullThrough
+	if pt == nil || opts.RegistryHostname != "" || opts.PublicURL != "" {
+		return nil
+	}
+	var flags []string
+	if pt.RegistryOrigin != "" {
+		flags = append(flags, "--pull-through-registry-origin")
+	}
+	if len(pt.OwnModules) > 0 {
+		flags = append(flags, "--pull-through-own-modules")
+	}
+	if len(flags) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s pulls through under the proxy's own host name, and serve does not know it: give --registry-hostname HOST "+
+		"(or --public-url https://HOST). Without either, the registry protocol's host name is each request's Host header, which the client chooses: "+
+		"any Host would pick the repository an origin's release is stored in (docs/proxy.md, \"Pull-through\")", strings.Join(flags, " and "))
 }
 
 // pullThroughOptions reads the pull-through flags; nil when pull-through

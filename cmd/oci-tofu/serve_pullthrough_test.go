@@ -69,3 +69,48 @@ func TestServeRefusesPullThroughIntoSharedRepositories(t *testing.T) {
 		}
 	}
 }
+
+// Pull-through under the proxy's own name (--pull-through-registry-origin,
+// --pull-through-own-modules) stores under the proxy's own host name, which
+// a request's Host cannot tell (the client chooses it): serve refuses to
+// start with either unless --registry-hostname or --public-url names it,
+// and says why.
+func TestServeRefusesOwnNamePullThroughWithoutItsHostName(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"oci-tofu", "serve", "--check", "--insecure-no-tls",
+		"--provider-template", "oci-layout:" + dir + "/${hostname}/${namespace}/${type}",
+		"--module-template", "oci-layout:" + dir + "/modules/${hostname}/${namespace}/${name}/${system}"}
+	providers := []string{"--pull-through-origin", "registry.opentofu.org", "--pull-through-registry-origin", "registry.opentofu.org"}
+	modules := []string{"--pull-through-module-origin", "registry.opentofu.org", "--pull-through-own-modules", "acme/*/aws"}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		refused string // the flag named in the refusal; "" for none
+	}{
+		{"registry origin", providers, "--pull-through-registry-origin"},
+		{"own modules", modules, "--pull-through-own-modules"},
+		{"registry origin with registry hostname", append([]string{"--registry-hostname", "tofu.example.com"}, providers...), ""},
+		{"own modules with public URL", append([]string{"--public-url", "https://tofu.example.com:8443/x"}, modules...), ""},
+		{"mirror pull-through alone", []string{"--pull-through-origin", "registry.opentofu.org"}, ""},
+		{"origin modules alone", []string{"--pull-through-module-origin", "registry.opentofu.org"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			app := newApp()
+			var out bytes.Buffer
+			app.Writer, app.ErrWriter = &out, &out
+			err := app.Run(append(append([]string{}, base...), c.args...))
+			switch {
+			case c.refused == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.refused != "" && err == nil:
+				t.Errorf("started without --registry-hostname or --public-url:\n%s", out.String())
+			case c.refused != "":
+				for _, want := range []string{c.refused, "--registry-hostname", "--public-url", "Host"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("the refusal does not say %q: %v", want, err)
+					}
+				}
+			}
+		})
+	}
+}

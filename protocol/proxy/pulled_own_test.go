@@ -323,8 +323,9 @@ func TestLaterModuleTemplatePushedKeepsOriginOut(t *testing.T) {
 	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{
 		mustModuleTemplate(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${name}/${system}"),
 		mustModuleTemplate(t, "oci-layout:"+dirB+"/${namespace}/${name}/${system}")},
-		PullThrough: &pullthrough.Options{Modules: []*modulesource.Fetcher{f}, OwnModules: []pullthrough.ModulePattern{wildcard}, Client: originClient(t)},
-		Store:       store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+		PullThrough:      &pullthrough.Options{Modules: []*modulesource.Fetcher{f}, OwnModules: []pullthrough.ModulePattern{wildcard}, Client: originClient(t)},
+		RegistryHostname: "127.0.0.1", // the Host of p.get's requests: own modules pull through under it
+		Store:            store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
 	for _, base := range []string{"/v1/origins/" + o.Host + "/modules/", "/v1/modules/"} {
 		if got := p.moduleVersionsAt(t, base+"acme/greeting/aws/versions"); slices.Contains(got, "1.99.0") {
 			t.Errorf("%s: the origin's 1.99.0 is listed with the later template's pushed versions: %v", base, got)
@@ -385,38 +386,42 @@ func (p *proxy) getAs(t *testing.T, host, u string) response {
 	return response{Status: resp.StatusCode, Header: resp.Header, Body: body, URL: resp.Request.URL}
 }
 
-// Without --registry-hostname, the registry protocol's host name is the
-// request's Host, which anyone sets. A request naming another allowed
-// origin's host (other.example) must not pull the registry origin's
-// (example.com's) release into the repository of other.example's
-// address, where the network mirror then serves it as other.example's
-// provider: the registry protocol pulls through only under a host name
-// that is no origin's.
+// The registry protocol's host name, the proxy's own as the operator
+// gave it (--registry-hostname, or --public-url's host), naming another
+// allowed origin's host (other.example): the registry origin's
+// (example.com's) release must not be pulled into the repository of
+// other.example's address, where the network mirror would then serve it
+// as other.example's. (A Host the client made up pulls nothing:
+// TestRegistryPullThroughOnlyUnderTheProxysOwnName.)
 func TestRegistryPullThroughNeverUnderAnOriginsHost(t *testing.T) {
-	key := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
-	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: signedRelease(t, "hello", "1.1.0", 64, "linux_amd64"), Key: key}})
-	other := testenv.StartOrigin(t, nil)
-	dir, _ := layoutStore(t)
-	base, _ := url.Parse(origin.ProvidersURL())
-	otherBase, _ := url.Parse(other.ProvidersURL())
-	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base, "other.example": otherBase}, RegistryOrigin: "example.com", Client: originClient(t)}
-	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${type}"), PullThrough: &pt,
-		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+	for _, own := range []Options{{RegistryHostname: "other.example"}, {PublicURL: "https://other.example:8443"}} {
+		t.Run(own.RegistryHostname+own.PublicURL, func(t *testing.T) {
+			key := testenv.Testdata(t, "keys", "gocrypto-signer.asc")
+			origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "test", Type: "hello", Dir: signedRelease(t, "hello", "1.1.0", 64, "linux_amd64"), Key: key}})
+			other := testenv.StartOrigin(t, nil)
+			dir, _ := layoutStore(t)
+			base, _ := url.Parse(origin.ProvidersURL())
+			otherBase, _ := url.Parse(other.ProvidersURL())
+			pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base, "other.example": otherBase}, RegistryOrigin: "example.com", Client: originClient(t)}
+			p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${type}"), PullThrough: &pt,
+				RegistryHostname: own.RegistryHostname, PublicURL: own.PublicURL, Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
 
-	var dl wire.RegistryDownload
-	if r := p.getAs(t, "other.example", "/v1/providers/test/hello/1.1.0/download/linux/amd64"); r.Status == 200 {
-		if err := json.Unmarshal(r.Body, &dl); err != nil {
-			t.Fatal(err)
-		}
-		u, _ := url.Parse(dl.DownloadURL)
-		p.getAs(t, "other.example", u.RequestURI())
-	}
-	waitIdle(t, p)
-	if repo := filepath.Join(dir, "other.example", "test", "hello"); exists(repo) {
-		assertUntagged(t, repo, "1.1.0", pullthrough.PulledThroughTag)
-	}
-	if r := p.get(t, "/v1/mirror/other.example/test/hello/index.json"); r.Status != 404 {
-		t.Errorf("other.example/test/hello, which other.example does not offer: %d %s, want 404", r.Status, r.Body)
+			var dl wire.RegistryDownload
+			if r := p.getAs(t, "other.example", "/v1/providers/test/hello/1.1.0/download/linux/amd64"); r.Status == 200 {
+				if err := json.Unmarshal(r.Body, &dl); err != nil {
+					t.Fatal(err)
+				}
+				u, _ := url.Parse(dl.DownloadURL)
+				p.getAs(t, "other.example", u.RequestURI())
+			}
+			waitIdle(t, p)
+			if repo := filepath.Join(dir, "other.example", "test", "hello"); exists(repo) {
+				assertUntagged(t, repo, "1.1.0", pullthrough.PulledThroughTag)
+			}
+			if r := p.get(t, "/v1/mirror/other.example/test/hello/index.json"); r.Status != 404 {
+				t.Errorf("other.example/test/hello, which other.example does not offer: %d %s, want 404", r.Status, r.Body)
+			}
+		})
 	}
 }
 
@@ -425,11 +430,11 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// The proxy's own modules under a Host naming the second module origin:
-// without --registry-hostname that Host is the own modules' host name,
-// and the first origin's module would be stored in the repository of
-// the second origin's address, then served on /v1/origins/SECOND/ as
-// the second origin's. Own modules pull through under no origin's host.
+// The proxy's own modules under a host name naming the second module
+// origin (--registry-hostname second.example): the first origin's
+// module would be stored in the repository of the second origin's
+// address, then served on /v1/origins/SECOND/ as the second origin's.
+// Own modules pull through under no other origin's host.
 func TestOwnModulesNeverUnderAnOriginsHost(t *testing.T) {
 	files := testenv.StartFileSite(t, testenv.OriginOptions{})
 	files.Put(t, "greeting.zip", moduleZip(t, "1.99.0"))
@@ -456,8 +461,9 @@ func TestOwnModulesNeverUnderAnOriginsHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${name}/${system}")},
-		PullThrough: &pullthrough.Options{Modules: fetchers, OwnModules: []pullthrough.ModulePattern{wildcard}, Client: originClient(t)},
-		Store:       store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
+		PullThrough:      &pullthrough.Options{Modules: fetchers, OwnModules: []pullthrough.ModulePattern{wildcard}, Client: originClient(t)},
+		RegistryHostname: "second.example",
+		Store:            store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}})
 	p.getAs(t, "second.example", "/v1/modules/acme/greeting/aws/versions")
 	p.getAs(t, "second.example", "/v1/modules/acme/greeting/aws/1.99.0/download")
 	waitIdle(t, p)

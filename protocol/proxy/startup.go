@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"net/url"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,12 +28,27 @@ func (s *Server) startShared() error {
 	}
 	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: pullModules,
 		Registry: s.client, Metrics: s.metrics.Registry(), ObserveCache: s.metrics.ObserveCache, CacheEntries: s.opts.Store.CacheEntries,
-		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared, OwnHostname: s.opts.RegistryHostname})
+		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared, OwnHostname: ownHostname(s.opts)})
 	if err != nil {
 		return err
 	}
 	s.pull = e
 	return nil
+}
+
+// ownHostname is the proxy's own host name, as the operator gave it:
+// RegistryHostname, else PublicURL's host without port, else "" (the
+// proxy does not know it: a request's Host is the client's to choose).
+// Pull-through under the proxy's own name stores only under it.
+func ownHostname(o Options) string {
+	if o.RegistryHostname != "" || o.PublicURL == "" {
+		return o.RegistryHostname
+	}
+	u, err := url.Parse(o.PublicURL)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 }
 
 // CheckPullThrough makes sure the registry lets the proxy push where

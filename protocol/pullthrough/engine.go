@@ -51,9 +51,13 @@ type Config struct {
 	// Shared is the state replicas share (nil: sharedstate.NewLocal, this
 	// process alone).
 	Shared sharedstate.Store
-	// OwnHostname is the proxy's own host name when fixed
-	// (--registry-hostname): an address on it is the proxy's, never an
-	// origin's by name, though an origin bears it too (pushed.go).
+	// OwnHostname is the proxy's own host name as the operator gave it
+	// (--registry-hostname, else --public-url's host): an address on it
+	// is the proxy's, never an origin's by name, though an origin bears
+	// it too (pushed.go). Pull-through under the proxy's own name (the
+	// registry protocol's providers, own modules) stores under it alone,
+	// and not at all without it: a request's Host is the client's to
+	// choose (OwnHost).
 	OwnHostname string
 }
 

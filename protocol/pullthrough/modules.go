@@ -33,12 +33,19 @@ func (e *Engine) ModuleOrigins() []string {
 	return out
 }
 
-// AnotherModuleOriginsHost reports whether host, the own modules' host
-// name (without --registry-hostname, the request's Host, which anyone
-// sets), is a module origin's other than ModuleOrigin: the first
+// OwnModulesUnder reports whether own modules pull through under host,
+// the registry protocol's host name of a request (without
+// --registry-hostname its Host, which the client chooses): only the
+// proxy's own (OwnHost), and no module origin's but ModuleOrigin's.
+func (e *Engine) OwnModulesUnder(host string) bool {
+	return e.OwnHost(host) && !e.anotherModuleOriginsHost(host)
+}
+
+// anotherModuleOriginsHost reports whether host, the own modules' host
+// name, is a module origin's other than ModuleOrigin: the first
 // origin's modules would be stored in, and served on /v1/origins/ from,
 // that origin's repositories.
-func (e *Engine) AnotherModuleOriginsHost(host string) bool {
+func (e *Engine) anotherModuleOriginsHost(host string) bool {
 	origins := e.ModuleOrigins()
 	if len(origins) < 2 {
 		return false

@@ -47,9 +47,10 @@ func (e *Engine) MirrorTarget(p names.Provider) (Target, bool) {
 }
 
 // RegistryTarget is the target of a registry protocol request: the same
-// namespace and type at RegistryOrigin.
+// namespace and type at RegistryOrigin, for an address under the
+// proxy's own host name (OwnHost) only.
 func (e *Engine) RegistryTarget(p names.Provider) (Target, bool) {
-	if e == nil || e.opts.RegistryOrigin == "" || len(e.opts.Origins) == 0 || e.anotherOriginsHost(p.Hostname) {
+	if e == nil || e.opts.RegistryOrigin == "" || len(e.opts.Origins) == 0 || !e.OwnHost(p.Hostname) || e.anotherOriginsHost(p.Hostname) {
 		return Target{}, false
 	}
 	o := p
@@ -58,8 +59,8 @@ func (e *Engine) RegistryTarget(p names.Provider) (Target, bool) {
 }
 
 // anotherOriginsHost reports whether host, the registry protocol's host
-// name (without --registry-hostname, the request's Host, which anyone
-// sets), is an allowed origin's other than the registry origin: the
+// name (the proxy's own, OwnHost), is an allowed origin's other than
+// the registry origin: the
 // registry origin's releases would be stored in, and then served by the
 // network mirror from, that origin's repositories.
 func (e *Engine) anotherOriginsHost(host string) bool {

@@ -69,7 +69,7 @@ func (e *Engine) ProviderDestinationIn(m store.ProviderMapping, t Target) (Desti
 		return Destination{}, err
 	}
 	d := Destination{Ref: ref, What: "provider " + t.Served.String()}
-	if t.Via == ViaMirror && t.Served.Hostname == t.Origin.Hostname && !e.isOwnHost(t.Served.Hostname) {
+	if t.Via == ViaMirror && t.Served.Hostname == t.Origin.Hostname && !e.OwnHost(t.Served.Hostname) {
 		probe := t.Served
 		probe.Hostname = probeHostname
 		d.JoinsPushed = namesHost(m.Template, ref, probe.TemplateValues())
@@ -87,8 +87,10 @@ func (e *Engine) ModuleDestination(host string, ref oci.Reference, mod names.Mod
 	return e.ModuleDestinationIn(e.modTpl, host, ref, mod)
 }
 
-// isOwnHost reports whether host is the proxy's own host name.
-func (e *Engine) isOwnHost(host string) bool {
+// OwnHost reports whether host (as the registry protocols name it:
+// without port) is the proxy's own host name, Config.OwnHostname,
+// compared without case. Without one, no host is.
+func (e *Engine) OwnHost(host string) bool {
 	return e.ownHost != "" && strings.EqualFold(host, e.ownHost)
 }
 
@@ -101,7 +103,7 @@ func (e *Engine) ModuleDestinationIn(tpl store.RepositoryTemplate, host string, 
 		d.JoinsPushed = true
 		return d
 	}
-	if tpl != nil && !e.isOwnHost(host) {
+	if tpl != nil && !e.OwnHost(host) {
 		own, err := tpl.Expand(mod.TemplateValues(host))
 		d.JoinsPushed = err == nil && own.Name() == ref.Name() && namesHost(tpl, ref, mod.TemplateValues(probeHostname))
 	}

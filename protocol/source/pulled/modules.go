@@ -59,8 +59,9 @@ func (m *Modules) factsRule(a source.ModuleAddress) (string, bool) {
 
 // originMayBeAsked reports whether the origin may be asked about a
 // module at all: under the proxy's own hostname only for an address
-// --pull-through-own-modules covers (pullthrough/own.go), and not under
-// another module origin's host name (a Host anyone sets); on any path
+// --pull-through-own-modules covers (pullthrough/own.go), and only
+// under the proxy's own host name as the operator gave it, never a Host
+// the client made up nor another module origin's; on any path
 // only while its repository holds no versions but pulled-through ones,
 // unless the engine's rule lets the origin join pushed versions there
 // (pullthrough.Engine.MayJoin: an exact own-module pattern, a repository
@@ -68,7 +69,7 @@ func (m *Modules) factsRule(a source.ModuleAddress) (string, bool) {
 // is sent to the origin; pushed says the repository's pushed versions
 // are why.
 func (m *Modules) originMayBeAsked(ctx context.Context, repo *store.Repo, a source.ModuleAddress) (ok, pushed bool, err error) {
-	if m.Own && (m.Engine.OwnModule(a.Module) == pullthrough.OwnModuleHeldOnly || m.Engine.AnotherModuleOriginsHost(a.Host)) {
+	if m.Own && (m.Engine.OwnModule(a.Module) == pullthrough.OwnModuleHeldOnly || !m.Engine.OwnModulesUnder(a.Host)) {
 		return false, false, nil
 	}
 	ok, err = m.Engine.MayJoin(ctx, m.Engine.ModuleDestination(m.Origin, repo.Reference(), a.Module), repo)
