@@ -389,3 +389,46 @@ func TestPageShowsNoOtherCallersReads(t *testing.T) {
 		}
 	}
 }
+
+// A registry user named like a policy file client downloads by the
+// signed URLs of their documents without spending the client's budget,
+// and the client's own signed URLs spend it: the ticket names an
+// identity, not a name.
+func TestRegistryUserSpendsNoClientsBudget(t *testing.T) {
+	reg := teamRegistry(t)
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{
+		Client:           proxyClient(t, reg),
+		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryDecides:  true,
+		Policy: mustPolicy(t, fmt.Sprintf(`
+client "alice" {
+  tokens    = [%q]
+  providers = ["example.com/team-a/*"]
+  rate      = 0.01
+  burst     = 1
+}
+`, policy.TokenHash("alice-client-token"))),
+	})
+	signedURL := func(token string) string {
+		var mv networkMirrorVersion
+		r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/1.0.0.json", map[string]string{"Authorization": "Bearer " + token})
+		if r.Status != 200 || json.Unmarshal(r.Body, &mv) != nil {
+			t.Fatalf("the version's document for %s: %d %s", token, r.Status, r.Body)
+		}
+		return resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
+	}
+	user := signedURL("alice:alice-Pa55")
+	for i := range 3 {
+		if r := p.get(t, user); r.Status != 200 {
+			t.Fatalf("registry user alice's signed URL, download %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	client := signedURL("alice-client-token") // spends the burst
+	if r := p.get(t, client); r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), "client alice is over its request budget") {
+		t.Errorf("client alice's signed URL past its budget: %d (%d bytes), want 429", r.Status, len(r.Body))
+	}
+	if user == client {
+		t.Error("the registry user and the client were handed the same URL")
+	}
+}
