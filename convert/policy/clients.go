@@ -371,6 +371,19 @@ func (p *Policy) ClientNames() []string {
 	return out
 }
 
+// HasBudgets reports whether some client has a request budget (a rate).
+func (p *Policy) HasBudgets() bool {
+	if p == nil {
+		return false
+	}
+	for _, c := range p.clients {
+		if c.Rate > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Client is the client named name, or nil.
 func (p *Policy) Client(name string) *Client {
 	if p == nil {

@@ -41,8 +41,9 @@ func (s *Server) startAudit() {
 	// The page's figures, whatever else is configured: events are
 	// always made (for downloads and refusals only, documents too with
 	// AuditDocuments). Signed URLs name their client for the sinks that
-	// tell who downloaded what.
-	named := len(sinks) > 0
+	// tell who downloaded what, and with client authentication for the
+	// budgets their downloads spend.
+	named := len(sinks) > 0 || s.clientAuth
 	sinks = append(sinks, s.page.Downloads())
 	s.metrics.AuditTo(sinks, s.opts.AuditDocuments, named)
 }

@@ -71,8 +71,8 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 
 // bearer is callerOf for the archive URLs: ok when r's bearer token
 // names a caller, which then spends from its budget as for a document
-// (err: over it). A signed URL without a token spends none: its
-// signature bounds it.
+// (err: over it). A signed URL without a token spends the budget of the
+// client its ticket names (ticketBudgets).
 func (s *Server) bearer(r *http.Request) (respond.Reader, respond.Who, bool, error) {
 	who, err := s.callerOf(r)
 	if err != nil {

@@ -70,3 +70,14 @@ func (b *budgets) limiter(c *policy.Client) *rate.Limiter {
 
 // expired counts a request of a client whose tokens expired.
 func (b *budgets) expired(c *policy.Client) { b.counts.WithLabelValues(c.Name, "expired").Inc() }
+
+// ticketBudgets are the budgets as the tickets of signed URLs spend
+// them (respond.TicketBudgets): a tokenless download whose ticket names
+// a policy file client spends from its budget as its token would.
+type ticketBudgets struct{ s *Server }
+
+func (t ticketBudgets) Spend(name string) error {
+	return t.s.budgets.spend(t.s.opts.Policy.Current().Client(name))
+}
+
+func (t ticketBudgets) Budgets() bool { return t.s.opts.Policy.Current().HasBudgets() }

@@ -169,10 +169,13 @@ client "calm" {
 	}
 }
 
-// A client's archive requests with its token spend from its budget as
-// its documents do: past it, 429 on archives too; the signed URLs its
-// documents handed out, sent without a token, spend none (their
-// signature bounds them).
+// A client's archive requests spend from its budget as its documents
+// do, with its token or without: the signed URLs its documents handed
+// out carry a ticket naming the client (even without an audit trail),
+// so sent without a token past the budget they get 429 too; a forged
+// or stripped ticket is no way around it (403 while some client has a
+// budget), nor is a registry user's ticket for the same name
+// (TestTicketNamesAnIdentity).
 func TestClientBudgetsBoundArchives(t *testing.T) {
 	dir, open := layoutStore(t)
 	push(t, open("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
@@ -204,9 +207,19 @@ client "loop" {
 	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "100" || !strings.Contains(string(r.Body), "client loop is over its request budget") {
 		t.Errorf("an archive over the budget: %d Retry-After %q %s", r.Status, r.Header.Get("Retry-After"), r.Body)
 	}
+	if !strings.Contains(signed, "&by=loop.") {
+		t.Fatalf("the signed URL handed to a client with a budget carries no ticket: %s", signed)
+	}
 	for range 3 {
-		if r := p.get(t, signed); r.Status != 200 {
-			t.Errorf("the signed URL without a token, over the budget: %d %s", r.Status, r.Body)
+		r := p.get(t, signed)
+		if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "100" || !strings.Contains(string(r.Body), "client loop is over its request budget") {
+			t.Errorf("the signed URL without a token, over the budget: %d Retry-After %q %s", r.Status, r.Header.Get("Retry-After"), r.Body)
+		}
+	}
+	stripped, _, _ := strings.Cut(signed, "&by=")
+	for _, u := range []string{strings.Replace(signed, "&by=loop.", "&by=loop.x", 1), stripped} {
+		if r := p.get(t, u); r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), "no valid ticket") {
+			t.Errorf("a signed URL with its ticket forged or left out: %d %s", r.Status, r.Body)
 		}
 	}
 }
@@ -374,5 +387,48 @@ func TestPageShowsNoOtherCallersReads(t *testing.T) {
 		if body := string(page.Body); strings.Contains(body, "hushhush") {
 			t.Errorf("the page for %s names what team-a read:\n%s", who, grepLines(body, "hushhush"))
 		}
+	}
+}
+
+// A registry user named like a policy file client downloads by the
+// signed URLs of their documents without spending the client's budget,
+// and the client's own signed URLs spend it: the ticket names an
+// identity, not a name.
+func TestRegistryUserSpendsNoClientsBudget(t *testing.T) {
+	reg := teamRegistry(t)
+	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	p := startProxy(t, Options{
+		Client:           proxyClient(t, reg),
+		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryDecides:  true,
+		Policy: mustPolicy(t, fmt.Sprintf(`
+client "alice" {
+  tokens    = [%q]
+  providers = ["example.com/team-a/*"]
+  rate      = 0.01
+  burst     = 1
+}
+`, policy.TokenHash("alice-client-token"))),
+	})
+	signedURL := func(token string) string {
+		var mv networkMirrorVersion
+		r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/1.0.0.json", map[string]string{"Authorization": "Bearer " + token})
+		if r.Status != 200 || json.Unmarshal(r.Body, &mv) != nil {
+			t.Fatalf("the version's document for %s: %d %s", token, r.Status, r.Body)
+		}
+		return resolve(t, r.URL, mv.Archives["linux_amd64"].URL)
+	}
+	user := signedURL("alice:alice-Pa55")
+	for i := range 3 {
+		if r := p.get(t, user); r.Status != 200 {
+			t.Fatalf("registry user alice's signed URL, download %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	client := signedURL("alice-client-token") // spends the burst
+	if r := p.get(t, client); r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), "client alice is over its request budget") {
+		t.Errorf("client alice's signed URL past its budget: %d (%d bytes), want 429", r.Status, len(r.Body))
+	}
+	if user == client {
+		t.Error("the registry user and the client were handed the same URL")
 	}
 }

@@ -440,7 +440,7 @@ func (s *Server) newResponder(urls *respond.URLSigner) *respond.Responder {
 			Timeout: 2 * o.Store.Timeout, Observe: s.metrics.ObserveCache}, urls)
 	out.Observer, out.Store = s.page.Observer(), s.store
 	if urls != nil {
-		out.Bearer = s.bearer
+		out.Bearer, out.Tickets = s.bearer, ticketBudgets{s}
 	}
 	return out
 }

@@ -45,6 +45,8 @@ type Responder struct {
 	// reads everything. err, when ok, is the answer when that client may
 	// not be served now (respond.Limited: over its budget).
 	Bearer func(r *http.Request) (c Reader, who Who, ok bool, err error)
+	// Tickets, when set, are the budgets the signed URLs' tickets spend.
+	Tickets TicketBudgets
 	// delivery hands over blobs (protocol/proxy/deliver).
 	delivery *deliver.Deliverer
 	// scopes remembers the address each document key names.
@@ -225,12 +227,47 @@ func (s *Responder) AdmittedPath(w http.ResponseWriter, r *http.Request, prefix 
 				s.Fail(w, r, err)
 				return "", nil, false
 			}
-			who = s.URLs.handedTo(q)
+			var kind string
+			who, kind = s.URLs.handedTo(q)
+			Identify(w, who)
+			if err := s.spendTicket(who, kind); err != nil {
+				s.Fail(w, r, err)
+				return "", nil, false
+			}
 		}
 		Identify(w, who)
 		return strings.TrimPrefix(escaped, prefix), c, true
 	}
 	return strings.TrimPrefix(escaped, prefix), nil, true
+}
+
+// TicketBudgets are the policy file clients' budgets as the tickets of
+// signed URLs spend them.
+type TicketBudgets interface {
+	// Spend spends a request of the client named name (none: nil), the
+	// error to answer past its budget.
+	Spend(name string) error
+	// Budgets reports whether some client has a budget.
+	Budgets() bool
+}
+
+// spendTicket spends, for a signed URL sent without a token, the budget
+// of the client its ticket (of kind) names; without a ticket that
+// verifies it refuses the URL while some client has a budget (the
+// ticket left out to get around it).
+func (s *Responder) spendTicket(who Who, kind string) error {
+	if s.Tickets == nil {
+		return nil
+	}
+	switch kind {
+	case ticketClient:
+		return s.Tickets.Spend(who.Client)
+	case "":
+		if s.Tickets.Budgets() {
+			return StatusErr(http.StatusForbidden, nil, "this archive URL carries no valid ticket (by=): request it again through the mirror or registry metadata")
+		}
+	}
+	return nil
 }
 
 // bearer is the client r's bearer token names (client authentication

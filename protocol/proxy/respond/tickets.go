@@ -17,15 +17,21 @@ import (
 // Tickets: clients download archives without credentials, through the
 // signed URLs documents hand out, and documents are cached for every
 // client. So that the audit trail can still say who downloaded an
-// archive, the signed URLs of a document end with a ticket naming the
-// client the document was answered to — "&by=NAME.MAC", MAC an HMAC of
-// the name under the URL signing key — spliced in as the document is
-// written (like the base URL), and only when there is an audit trail.
-// The ticket is not part of the URL's signature: it binds the name, not
-// the path, so it costs one HMAC per client, not per URL. A holder of a
-// client's URLs can present its ticket elsewhere, as they can present
-// the URLs themselves; the trail then names the client the URLs were
-// handed to, which is what it says.
+// archive, and a client's budget bound its downloads too, the signed
+// URLs of a document end with a ticket naming who the document was
+// answered to — "&by=NAME.MAC", MAC an HMAC under the URL signing key of
+// the name and its kind (a policy file client, or another caller: an
+// operator, a registry user), so a registry user named like a client
+// does not hold that client's ticket — spliced in as the document is
+// written (like the base URL), whenever there is an audit trail (or
+// fleet counts) or client authentication. The ticket is not part of the
+// URL's signature: it binds the name, not the path, so it costs one HMAC
+// per client, not per URL. A holder of a client's URLs can present its
+// ticket elsewhere, as they can present the URLs themselves; the trail
+// then names the client the URLs were handed to, which is what it says,
+// and the download spends that client's budget. While some client has a
+// budget, a signed URL sent without a token needs a ticket that
+// verifies, so that leaving the ticket out is no way around the budget.
 
 // ticketMark stands for a signed URL's ticket in a document as it is
 // built (cut out like BaseMark).
@@ -43,26 +49,41 @@ func encodedMark(m string) []byte {
 }
 
 // ticketFor is the ticket the signed URLs of an answer to w's request
-// carry: empty without an audit trail (or fleet counts) naming
-// clients, for a client with no name, or with a name no one verified
-// (a registry that never asked for the credential): a ticket would
-// record it as a name handed the URLs, without that mark.
+// carry: empty without tickets (no audit trail, fleet counts or client
+// authentication) or for a caller with no name. A name no one verified
+// (a registry that never asked for the credential) gets a ticket naming
+// no one: a ticket naming it would record it as a name handed the URLs,
+// without that mark.
 func (s *Responder) ticketFor(w http.ResponseWriter) string {
 	rec, ok := w.(*recorder)
-	if !ok || rec.sinks == nil || !rec.sinks.tickets || rec.who.Client == "" || rec.who.Identity == audit.IdentityRegistryUnverified {
+	if !ok || rec.sinks == nil || !rec.sinks.tickets || rec.who.Client == "" {
 		return ""
 	}
-	return s.URLs.ticket(rec.who.Client)
+	switch rec.who.Identity {
+	case audit.IdentityRegistryUnverified:
+		return s.URLs.ticket(ticketOther, "")
+	case audit.IdentityClient, audit.IdentityOIDC:
+		return s.URLs.ticket(ticketClient, rec.who.Client)
+	}
+	return s.URLs.ticket(ticketOther, rec.who.Client)
 }
 
-// ticket is "&by=NAME.MAC" for client name, made once per name.
-func (u *URLSigner) ticket(name string) string {
-	if t, ok := u.tickets.Load(name); ok {
+// The kinds of caller a ticket names, covered by its MAC.
+const (
+	ticketClient = "client" // a policy file client: its budget applies
+	ticketOther  = "other"  // an operator, a registry user, or no one
+)
+
+// ticket is "&by=NAME.MAC" for a caller of kind named name, made once
+// per name and kind.
+func (u *URLSigner) ticket(kind, name string) string {
+	key := kind + "\n" + name
+	if t, ok := u.tickets.Load(key); ok {
 		return t.(string)
 	}
-	t := "&by=" + url.QueryEscape(name) + "." + u.ticketMAC(name)
+	t := "&by=" + url.QueryEscape(name) + "." + u.ticketMAC(kind, name)
 	if u.ticketCount.Load() < maxTickets {
-		if _, loaded := u.tickets.LoadOrStore(name, t); !loaded {
+		if _, loaded := u.tickets.LoadOrStore(key, t); !loaded {
 			u.ticketCount.Add(1)
 		}
 	}
@@ -73,23 +94,35 @@ func (u *URLSigner) ticket(name string) string {
 // the policy file); past it they are made for each answer.
 const maxTickets = 4096
 
-func (u *URLSigner) ticketMAC(name string) string {
+func (u *URLSigner) ticketMAC(kind, name string) string {
 	m := hmac.New(sha256.New, u.key)
-	m.Write([]byte("oci-tofu handed to v1\n"))
+	m.Write([]byte("oci-tofu handed to v2\n"))
+	m.Write([]byte(kind))
+	m.Write([]byte("\n"))
 	m.Write([]byte(name))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 
 // handedTo is who the signed URL with query q was handed to, by its
-// ticket: "unknown" without one, or with one whose MAC is wrong.
-func (u *URLSigner) handedTo(q url.Values) Who {
-	who := Who{Client: "unknown", Identity: audit.IdentitySignedURL}
+// ticket: "unknown" without one, with one whose MAC is wrong, or one
+// naming no one; kind is the ticket's kind, "" when none verifies.
+func (u *URLSigner) handedTo(q url.Values) (who Who, kind string) {
+	who = Who{Client: "unknown", Identity: audit.IdentitySignedURL}
 	by := q.Get("by")
 	i := strings.LastIndexByte(by, '.') // a name may hold dots; the MAC none
-	if i > 0 && hmac.Equal([]byte(by[i+1:]), []byte(u.ticketMAC(by[:i]))) {
-		who.Client = by[:i]
+	if i < 0 {
+		return who, ""
 	}
-	return who
+	name, mac := by[:i], []byte(by[i+1:])
+	for _, k := range [...]string{ticketClient, ticketOther} {
+		if hmac.Equal(mac, []byte(u.ticketMAC(k, name))) {
+			if name != "" {
+				who.Client = name
+			}
+			return who, k
+		}
+	}
+	return who, ""
 }
 
 // tickets of a URLSigner: name → ticket.
