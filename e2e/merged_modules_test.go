@@ -207,7 +207,12 @@ func TestServeMergedModulesWithPullThrough(t *testing.T) {
 	pushGreetingAs(t, reg.Host+"/held/acme/greeting/aws", "held", "1.1.0", "1.5.0")
 	pushGreetingAs(t, reg.Host+"/held/acme/local/aws", "local", "0.1.0")
 	pushGreetingAs(t, reg.Host+"/held/acme/shout/aws", "held shout", "0.9.0")
-	s := startServe(t, o.serveArgs(reg, "--module-template", reg.Host+"/held/${namespace}/${name}/${system}")...)
+	// The second template holds pushed versions: only an address that
+	// --pull-through-own-modules names exactly merges them with the
+	// origin's (a * pattern never does: docs/proxy.md, "Pushed
+	// repositories").
+	s := startServe(t, o.serveArgs(reg, "--module-template", reg.Host+"/held/${namespace}/${name}/${system}",
+		"--pull-through-own-modules", "acme/greeting/aws", "--pull-through-own-modules", "acme/shout/aws")...)
 	host := moduleHost(s)
 	packs := o.git.UploadPacks()
 	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(mergedPullConfig, host)})
