@@ -397,10 +397,7 @@ func TestPageShowsNoOtherCallersReads(t *testing.T) {
 func TestRegistryUserSpendsNoClientsBudget(t *testing.T) {
 	reg := teamRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
+	p := registryDecidesProxy(t, reg, Options{
 		Policy: mustPolicy(t, fmt.Sprintf(`
 client "alice" {
   tokens    = [%q]

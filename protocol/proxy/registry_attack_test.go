@@ -25,11 +25,8 @@ func TestGuessingIsScreenedWhenTheGuessMemoryIsFull(t *testing.T) {
 	t.Cleanup(func() { maxLoginEntries = old })
 	reg := teamRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		RegistryLogins:   LoginLimits{Cooldown: time.Minute},
+	p := registryDecidesProxy(t, reg, Options{
+		RegistryLogins: LoginLimits{Cooldown: time.Minute},
 	})
 	get := func(token string) int {
 		return p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(token)).Status
@@ -58,12 +55,9 @@ func TestRegistryNeverAskedLeavesTheNameUnverified(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	trail, path := openTrail(t)
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		Audit:            trail,
-		AuditDocuments:   true,
+	p := registryDecidesProxy(t, reg, Options{
+		Audit:          trail,
+		AuditDocuments: true,
 	})
 	if r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer("the-ceo:made-up")); r.Status != 200 {
 		t.Fatalf("index.json: %d %s", r.Status, r.Body)
@@ -89,11 +83,8 @@ func TestRegistryNeverAskedLeavesTheNameUnverified(t *testing.T) {
 func TestCoolDownWhateverTheCaseOfTheName(t *testing.T) {
 	reg := teamRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		RegistryLogins:   LoginLimits{Cooldown: time.Minute},
+	p := registryDecidesProxy(t, reg, Options{
+		RegistryLogins: LoginLimits{Cooldown: time.Minute},
 	})
 	for _, user := range []string{"alice", "Alice", "ALICE", "aLiCe", "alicE"} {
 		if r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(user+":guess")); r.Status == 200 {
@@ -119,11 +110,8 @@ func TestCoolDownWhateverTheCaseOfTheName(t *testing.T) {
 func TestKnownCredentialLoginsAreBounded(t *testing.T) {
 	reg := teamRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		RegistryLogins:   LoginLimits{KnownRate: 0.5, KnownBurst: 20},
+	p := registryDecidesProxy(t, reg, Options{
+		RegistryLogins: LoginLimits{KnownRate: 0.5, KnownBurst: 20},
 	})
 	if r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer("alice:alice-Pa55")); r.Status != 200 {
 		t.Fatalf("alice: %d %s", r.Status, r.Body)
@@ -156,11 +144,8 @@ func TestNoTicketForAnUnverifiedName(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	trail, path := openTrail(t)
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		Audit:            trail,
+	p := registryDecidesProxy(t, reg, Options{
+		Audit: trail,
 	})
 	r := p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/1.0.0.json",
 		map[string]string{"Authorization": "Bearer the-ceo:made-up", "User-Agent": forgingAgent})
@@ -191,11 +176,8 @@ func TestGuessesAtOnceFromManyAddresses(t *testing.T) {
 	reg := teamRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	pushTo(t, reg, "providers/team-b/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		RegistryLogins:   LoginLimits{Burst: 200}, // the proxy's bound is not what is tested
+	p := registryDecidesProxy(t, reg, Options{
+		RegistryLogins: LoginLimits{Burst: 200}, // the proxy's bound is not what is tested
 	})
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -241,11 +223,8 @@ func TestAFullGuessMemoryIsNotSweptPerGuess(t *testing.T) {
 	t.Cleanup(func() { maxLoginEntries = old })
 	reg := teamRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		RegistryLogins:   LoginLimits{Cooldown: time.Minute, PerAddressRate: 0.001}, // addresses' limiters stay in use
+	p := registryDecidesProxy(t, reg, Options{
+		RegistryLogins: LoginLimits{Cooldown: time.Minute, PerAddressRate: 0.001}, // addresses' limiters stay in use
 	})
 	start := time.Now()
 	for i := range 4 * maxLoginEntries {

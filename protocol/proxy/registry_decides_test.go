@@ -51,6 +51,17 @@ func pushTo(t *testing.T, reg *testenv.Registry, name string, a *oci.Artifact, t
 }
 
 // bearer is the Authorization header of a registry credential, as
+// registryDecidesProxy is a proxy serving reg's providers/NAMESPACE/TYPE
+// with --registry-decides, reading with the proxy's own credential, and
+// the rest of opts.
+func registryDecidesProxy(t *testing.T, reg *testenv.Registry, opts Options) *proxy {
+	t.Helper()
+	opts.Client = proxyClient(t, reg)
+	opts.ProviderMappings = mustMapping(t, reg.Host+"/providers/${namespace}/${type}")
+	opts.RegistryDecides = true
+	return startProxy(t, opts)
+}
+
 // OpenTofu 1.12 sends it (and so is handed direct archive locations).
 func bearer(token string) map[string]string {
 	return map[string]string{"Authorization": "Bearer " + token, "User-Agent": "OpenTofu/1.12.6"}
@@ -182,11 +193,8 @@ func TestRegistryLoginsAreBounded(t *testing.T) {
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	pushTo(t, reg, "providers/team-b/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	cooldown := 3 * time.Second
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		RegistryLogins:   LoginLimits{PerAddressRate: 0.5, PerAddressBurst: 5, Cooldown: cooldown},
+	p := registryDecidesProxy(t, reg, Options{
+		RegistryLogins: LoginLimits{PerAddressRate: 0.5, PerAddressBurst: 5, Cooldown: cooldown},
 	})
 	index := func(team string) string { return "/v1/mirror/example.com/" + team + "/hello/index.json" }
 	other := p.clientFrom(t, "127.0.0.2")
@@ -247,11 +255,8 @@ func TestRegistryLoginsAreBounded(t *testing.T) {
 func TestRegistryLoginsAreBoundedConcurrently(t *testing.T) {
 	reg := teamRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		RegistryLogins:   LoginLimits{PerAddressRate: 0.1, PerAddressBurst: 5},
+	p := registryDecidesProxy(t, reg, Options{
+		RegistryLogins: LoginLimits{PerAddressRate: 0.1, PerAddressBurst: 5},
 	})
 	var wg sync.WaitGroup
 	var ok atomic.Int64
@@ -278,11 +283,8 @@ func TestRegistryUsersInTheAuditTrail(t *testing.T) {
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	pushTo(t, reg, "providers/team-b/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	trail, path := openTrail(t)
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		Audit:            trail,
+	p := registryDecidesProxy(t, reg, Options{
+		Audit: trail,
 	})
 	index := func(team string) string { return "/v1/mirror/example.com/" + team + "/hello/index.json" }
 	for _, c := range []struct{ token, team string }{
@@ -321,11 +323,8 @@ func TestGuessingKeepsAKnownCredentialOutUntilItStops(t *testing.T) {
 	reg := teamRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	cooldown := 2 * time.Second
-	p := startProxy(t, Options{
-		Client:           proxyClient(t, reg),
-		ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
-		RegistryDecides:  true,
-		RegistryLogins:   LoginLimits{Cooldown: cooldown},
+	p := registryDecidesProxy(t, reg, Options{
+		RegistryLogins: LoginLimits{Cooldown: cooldown},
 	})
 	get := func(token string) int {
 		return p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(token)).Status
