@@ -168,8 +168,9 @@ test: tools tools-apt lint
 	$(MAKE) --no-print-directory walk
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSHORT)
 
-## walk: the files a held <version>.json request and a module download enter (at most 12;
-## docs/architecture.md, "The path of a request")
+## walk: the files (whole module, and the seam: protocol/proxy, protocol/source) and functions
+## that each walk's request or push alone enters, against the budgets in tools/walk/main.go
+## (docs/architecture.md, "The path of a request"); `go run ./tools/walk -funcs` names the functions
 walk:
 	$(GO) run ./tools/walk
 

@@ -1,116 +1,87 @@
-// Command walk counts the files of protocol/proxy and protocol/source a
-// request enters, for each walk of docs/architecture.md ("The path of a
-// request"): the files whose coverage blocks one request adds to a test
-// that sets up the same server without it (protocol/proxy/walk_test.go,
-// built with -tags walk). It exits 1 when a walk enters more than -max
-// files. Run from the module's root: go run ./tools/walk.
+// Command walk measures what a newcomer meets following one request (or
+// one push) through the code, for each walk of docs/architecture.md ("The
+// path of a request"): the files and functions whose coverage blocks the
+// request adds to a test that sets up the same thing without it
+// (protocol/proxy/walk_test.go and cmd/oci-tofu/walk_test.go, built with
+// -tags walk). For each walk it prints the files entered in the whole
+// module (test helpers in internal/ aside), those of the proxy's seam
+// (protocol/proxy and protocol/source), and the functions entered in the
+// whole module, each beside its budget; it exits 1 when a walk is over
+// one. Run from the module's root: go run ./tools/walk.
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 )
 
-var walks = []string{"TestWalkHeldVersion", "TestWalkModuleDownload"}
+// walk is one scenario: a test that makes its request with WALK=1 only,
+// and the most it may enter.
+type walk struct {
+	name   string
+	pkg    string // the test's package, relative to the module's root
+	test   string
+	budget budget
+}
+
+// budget is the most files a walk may enter, in the whole module and in
+// the seam; 0 leaves that measure unbounded.
+type budget struct{ files, seam int }
+
+const (
+	proxyTests = "./protocol/proxy"
+	cmdTests   = "./cmd/oci-tofu"
+)
+
+// walks are the scenarios and their budgets (issue 41's goals).
+var walks = []walk{
+	{"held version", proxyTests, "TestWalkHeldVersion", budget{seam: 12}},
+	{"module download", proxyTests, "TestWalkModuleDownload", budget{seam: 12}},
+	{"warm scoped version", proxyTests, "TestWalkWarmScopedVersion", budget{files: 12, seam: 12}},
+	{"repeated scoped version", proxyTests, "TestWalkRepeatedScopedVersion", budget{files: 12}},
+	{"cold scoped version", proxyTests, "TestWalkColdScopedVersion", budget{files: 30}},
+	{"audited archive", proxyTests, "TestWalkAuditedArchive", budget{files: 24}},
+	{"scoped module download", proxyTests, "TestWalkScopedModuleDownload", budget{files: 36}}, // as measured (34), with a little room
+	{"push provider", cmdTests, "TestWalkPushProvider", budget{files: 40}},
+}
 
 func main() {
-	most := flag.Int("max", 12, "the most files a walk may enter")
+	funcs := flag.Bool("funcs", false, "list the functions entered under each file")
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "walk")
-	if err != nil {
-		fail(err)
-	}
-	defer os.RemoveAll(dir)
-	over := false
-	for _, walk := range walks {
-		files, err := entered(dir, walk)
-		if err != nil {
-			fail(err)
-		}
-		fmt.Printf("%s: %d files\n", walk, len(files))
-		for _, f := range files {
-			fmt.Println("  " + f)
-		}
-		over = over || len(files) > *most
-	}
-	if over {
-		fmt.Fprintf(os.Stderr, "walk: a walk enters more than %d files\n", *most)
-		os.Exit(1)
-	}
+	os.Exit(walkAll(*funcs))
 }
 
-func fail(err error) {
+// walkAll measures every walk and prints what each entered; it is the
+// exit code: 1 when a walk is over its budget, 2 when one cannot be
+// measured.
+func walkAll(funcs bool) int {
+	m, err := newMeter(walks)
+	if err != nil {
+		return fail(err)
+	}
+	defer m.close()
+	var over []string
+	for _, w := range walks {
+		e, err := m.measure(w)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Println(e.summary(w))
+		e.list(os.Stdout, funcs)
+		if e.over(w.budget) {
+			over = append(over, w.name)
+		}
+	}
+	if len(over) > 0 {
+		fmt.Fprintf(os.Stderr, "walk: over budget: %s\n", strings.Join(over, ", "))
+		return 1
+	}
+	return 0
+}
+
+func fail(err error) int {
 	fmt.Fprintln(os.Stderr, "walk:", err)
-	os.Exit(2)
-}
-
-// entered runs walk without and with its request and lists the files of
-// the seam's layers whose blocks the request alone ran.
-func entered(dir, walk string) ([]string, error) {
-	var counts [2]map[string]int
-	for i := range counts {
-		profile := filepath.Join(dir, fmt.Sprintf("%s.%d", walk, i))
-		cmd := exec.Command("go", "test", "-tags", "walk", "-count=1", "-covermode=count", "-coverpkg=./protocol/...",
-			"-coverprofile="+profile, "-run", "^"+walk+"$", "./protocol/proxy/")
-		cmd.Env = append(os.Environ(), "WALK="+strconv.Itoa(i))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("%s: %v\n%s", walk, err, out)
-		}
-		c, err := readProfile(profile)
-		if err != nil {
-			return nil, err
-		}
-		counts[i] = c
-	}
-	seen := map[string]bool{}
-	for block, n := range counts[1] {
-		if n <= counts[0][block] {
-			continue
-		}
-		file, _, _ := strings.Cut(block, ":")
-		file = strings.TrimPrefix(file, "github.com/oci-tofu/oci-tofu/")
-		if strings.HasPrefix(file, "protocol/proxy/") || strings.HasPrefix(file, "protocol/source/") {
-			seen[file] = true
-		}
-	}
-	var files []string
-	for f := range seen {
-		files = append(files, f)
-	}
-	sort.Strings(files)
-	return files, nil
-}
-
-// readProfile is a coverage profile's counts by block.
-func readProfile(path string) (map[string]int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	counts := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "mode:") {
-			continue
-		}
-		fields := strings.Fields(line)
-		if len(fields) != 3 {
-			return nil, fmt.Errorf("%s: unexpected line %q", path, line)
-		}
-		n, err := strconv.Atoi(fields[2])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		counts[fields[0]] += n
-	}
-	return counts, sc.Err()
+	return 2
 }
