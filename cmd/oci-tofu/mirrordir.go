@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/providerdir"
+	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -39,7 +40,8 @@ func pushMirror(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	signer, err := attestSigner(c)
+	rep := newReporter(c)
+	key, err := keyAttester(c, rep.infof)
 	if err != nil {
 		return err
 	}
@@ -65,7 +67,6 @@ func pushMirror(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep := newReporter(c)
 	var results []map[string]any
 	upToDate := 0
 	for i, r := range releases {
@@ -73,15 +74,14 @@ func pushMirror(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		configureSBOMs(c, rep, r.Release, refs[i], signer)
-		res, err := r.Release.Push(c.Context, repo, oci.PushOptions{Replace: c.Bool("replace")})
+		t := providerPushTarget(c, rep, publish.Target{Repo: repo, Ref: refs[i], Options: oci.PushOptions{Replace: c.Bool("replace")}, Attest: key}, release.Options{})
+		t.Imported = true
+		res, err, attestErr := publish.PushProvider(c.Context, r.Release, t)
 		if err != nil {
 			return fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, refs[i], err)
 		}
-		if signer != nil {
-			if err := attestProvider(c, rep, repo, refs[i], r.Release, res.Root, release.Options{}, signer); err != nil {
-				return err
-			}
+		if attestErr != nil {
+			return attestErr
 		}
 		tagged := refs[i].WithReference(res.Root.Digest.String())
 		rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, names.Plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
