@@ -17,6 +17,8 @@
 //   - pkghash: the h1 and zh hashes OpenTofu records for packages
 //   - policy: the policy file, its bounds and its decisions
 //   - providerdir: `providers mirror` directories, imported and exported
+//   - publish: the one path every verb and pull-through store a verified
+//     release by: attested before its tags, with its SBOMs
 //   - release: provider and OpenTofu release directories → artifacts
 //   - sbom: SBOMs of provider packages (SPDX 2.3 JSON) from the Go build
 //     information of their executables

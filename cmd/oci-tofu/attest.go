@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/lint"
+	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 )
@@ -69,65 +69,32 @@ func attestSigner(c *cli.Context) (*attest.Signer, error) {
 	return attest.LoadSigner(f, []byte(os.Getenv("COSIGN_PASSWORD")))
 }
 
+// keyAttester is --attest-key's attester, each attestation told to
+// log: nil when it is not given.
+func keyAttester(c *cli.Context, log func(format string, args ...any)) (*publish.KeyAttester, error) {
+	s, err := attestSigner(c)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	return &publish.KeyAttester{Signer: s, Version: version, Log: log}, nil
+}
+
 // attestPushed signs subject, just pushed to ref's repository, and writes
 // the attestation of predicate, reporting the tags written.
 func attestPushed(c *cli.Context, rep *reporter, repo oci.Repository, ref oci.Reference, subject digest.Digest, s *attest.Signer, predicateType string, predicate any) error {
-	a, err := attest.Attach(c.Context, repo, ref.Name(), subject, s, predicateType, predicate)
-	if err != nil {
-		return fmt.Errorf("%s@%s was pushed, but signing it failed: %w", ref.Name(), subject, err)
-	}
-	reportAttached(rep, subject, a, predicateType)
-	return nil
-}
-
-// reportAttached says what Attach wrote: the tag-schema tags and the
-// referrers.
-func reportAttached(rep *reporter, subject digest.Digest, a attest.Attached, predicateType string) {
-	rep.infof("signed %s (%s%s) and attested it (%s%s, %s)", subject, a.SignatureTag, referrerNote(a.SignatureReferrer), a.AttestationTag, referrerNote(a.AttestationReferrer), predicateType)
-}
-
-// referrerNote names a referrer, when there is one.
-func referrerNote(d digest.Digest) string {
-	if d == "" {
-		return ""
-	}
-	return ", referrer " + d.String()
+	k := publish.KeyAttester{Signer: s, Log: rep.infof}
+	return k.AttachPushed(c.Context, repo, ref.Name(), subject, predicateType, predicate)
 }
 
 // attestTime is when the attestation says the release was verified.
 func attestTime() time.Time { return time.Now().UTC().Truncate(time.Second) }
 
-// keyAttester is ingest's Attester for --attest-key: attest.Attach with
-// the key, each attestation told to log.
-type keyAttester struct {
-	s   *attest.Signer
-	log func(format string, args ...any)
-}
-
-func (a keyAttester) Attest(ctx context.Context, repo oci.Repository, repository string, root digest.Digest, predicateType string, predicate any) error {
-	at, err := attest.Attach(ctx, repo, repository, root, a.s, predicateType, predicate)
-	if err == nil {
-		a.log("signed %s@%s (%s%s) and attested it (%s%s, %s)", repository, root, at.SignatureTag, referrerNote(at.SignatureReferrer), at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
-	}
-	return err
-}
-
-func (a keyAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error {
-	at, err := attest.AttachAttestation(ctx, repo, repository, subject, a.s, predicateType, predicate)
-	if err == nil {
-		a.log("attested %s@%s (%s%s, %s)", repository, subject, at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
-	}
-	return err
-}
-
-func (a keyAttester) Key() *attest.Verifier { return a.s.Public() }
-
 // ingestAttestation is what mirror and serve's pull-through attest with:
 // nil without --attest-key.
 func ingestAttestation(c *cli.Context, log func(format string, args ...any)) (*ingest.Attestation, error) {
-	s, err := attestSigner(c)
-	if err != nil || s == nil {
+	k, err := keyAttester(c, log)
+	if err != nil || k == nil {
 		return nil, err
 	}
-	return &ingest.Attestation{Attester: keyAttester{s: s, log: log}, Version: version}, nil
+	return &ingest.Attestation{Attester: *k, Version: version}, nil
 }

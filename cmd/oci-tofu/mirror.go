@@ -86,39 +86,36 @@ func runMirror(c *cli.Context) error {
 	}
 	origins := origin.NewClient(transport)
 	rep := newReporter(c)
-	att, err := ingestAttestation(c, rep.infof)
-	if err != nil {
+	m := ingest.Mirror{Providers: specs, Modules: modules}
+	if opts, err = mirrorGuards(c, rep, opts); err != nil {
 		return err
+	}
+	if repo := c.String("tofu-repository"); repo != "" { // read in full before anything is mirrored
+		if m.Tofu, err = tofuMirrorOptions(c, rep, client, repo, opts); err != nil {
+			return err
+		}
+	}
+	m.ModuleOptions = ingest.ModuleOptions{Template: modTpl, Client: client,
+		Sources: c.StringSlice("module-source"), Transport: transport, Attest: opts.Attest, Gate: opts.Gate, Log: rep.infof}
+	opts.Open, opts.Log = client.Open, rep.infof
+	m.ProviderOptions = opts
+	return reportMirrored(rep, m.Run(c.Context, origins))
+}
+
+// mirrorGuards are opts with --attest-key's attestation and --policy's
+// gate, for every release mirrored.
+func mirrorGuards(c *cli.Context, rep *reporter, opts ingest.ProviderOptions) (ingest.ProviderOptions, error) {
+	att, err := ingestAttestation(c, rep.infof) // attest.go
+	if err != nil {
+		return opts, err
 	}
 	opts.Attest = att
 	pol, err := readGatePolicy(c) // policy_gate.go
 	if err != nil {
-		return err
+		return opts, err
 	}
 	opts.Gate = ingest.Gate{Policy: pol, WarnOnly: c.Bool("policy-warn")}
-	var tofu *ingest.TofuOptions // read in full before anything is mirrored
-	if repo := c.String("tofu-repository"); repo != "" {
-		t, err := tofuMirrorOptions(c, client, repo, opts.Platforms)
-		if err != nil {
-			return err
-		}
-		t.Log, t.Attest, t.Gate = rep.infof, att, opts.Gate
-		tofu = &t
-	}
-	var results []ingest.Result
-	if len(specs) > 0 {
-		opts.Open = client.Open
-		opts.Log = rep.infof
-		results = append(results, ingest.Providers(c.Context, origins, specs, opts)...)
-	}
-	if tofu != nil {
-		results = append(results, ingest.Tofu(c.Context, origins, *tofu)...)
-	}
-	if len(modules) > 0 {
-		results = append(results, ingest.Modules(c.Context, modules, ingest.ModuleOptions{Template: modTpl, Client: client,
-			Sources: c.StringSlice("module-source"), Transport: transport, Attest: att, Gate: opts.Gate, Log: rep.infof})...)
-	}
-	return reportMirrored(rep, results)
+	return opts, nil
 }
 
 // mirrorProviderOptions reads what to mirror: the providers named, or
@@ -159,18 +156,6 @@ func mirrorProviderOptions(c *cli.Context, modules bool) (ingest.ProviderOptions
 		}
 	}
 	return opts, specs, nil
-}
-
-func parsePlatforms(args []string) ([]names.Platform, error) {
-	var out []names.Platform
-	for _, p := range args {
-		pl, err := names.ParsePlatform(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pl)
-	}
-	return out, nil
 }
 
 // lockedProviders are the providers a lock file locks, any version.
@@ -250,23 +235,30 @@ func attestedNote(r ingest.Result) string {
 	return ""
 }
 
-func tofuMirrorOptions(c *cli.Context, client *oci.Client, repository string, platforms []names.Platform) (ingest.TofuOptions, error) {
-	opts := ingest.TofuOptions{
+// tofuMirrorOptions are the OpenTofu releases to mirror into repository
+// (--tofu-*), with providers' platforms, log, attestation and gate.
+func tofuMirrorOptions(c *cli.Context, rep *reporter, client *oci.Client, repository string, providers ingest.ProviderOptions) (*ingest.TofuOptions, error) {
+	opts := &ingest.TofuOptions{
 		APIURL:           c.String("tofu-api-url"),
 		DownloadTemplate: c.String("tofu-download-url"),
-		Platforms:        platforms,
+		Platforms:        providers.Platforms,
+		Log:              rep.infof,
+		Attest:           providers.Attest,
+		Gate:             providers.Gate,
 	}
 	ref, err := tofuRepository(repository)
 	if err != nil {
-		return opts, err
+		return nil, err
 	}
 	opts.RepoRef = *ref
 	if opts.Repo, err = client.Open(*ref); err != nil {
-		return opts, err
+		return nil, err
 	}
 	if opts.Versions, err = names.ParseConstraints(c.String("tofu-versions")); err != nil {
-		return opts, err
+		return nil, err
 	}
-	opts.Keys, err = tofuKeyrings(c.StringSlice("tofu-key"))
-	return opts, err
+	if opts.Keys, err = tofuKeyrings(c.StringSlice("tofu-key")); err != nil {
+		return nil, err
+	}
+	return opts, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/providerdir"
+	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -39,7 +40,8 @@ func pushMirror(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	signer, err := attestSigner(c)
+	rep := newReporter(c)
+	key, err := keyAttester(c, rep.infof)
 	if err != nil {
 		return err
 	}
@@ -47,50 +49,72 @@ func pushMirror(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		for _, r := range releases {
-			r.Close()
-		}
-	}()
-	refs := make([]oci.Reference, len(releases))
-	for i, r := range releases {
-		if refs[i], err = tpl.Expand(r.Provider.TemplateValues()); err != nil {
-			return fmt.Errorf("%s: %w", r.Provider, err)
-		}
-		if err := r.Release.CheckServedAs(r.Provider.Type); err != nil {
-			return fmt.Errorf("%s: %w", r.Provider, err)
-		}
+	defer closeReleases(releases)
+	refs, err := importTargets(tpl, releases)
+	if err != nil {
+		return err
 	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err
 	}
-	rep := newReporter(c)
 	var results []map[string]any
 	upToDate := 0
 	for i, r := range releases {
-		repo, err := client.Open(refs[i])
+		result, err := pushImported(c, rep, client, key, r, refs[i])
 		if err != nil {
 			return err
 		}
-		configureSBOMs(c, rep, r.Release, refs[i], signer)
-		res, err := r.Release.Push(c.Context, repo, oci.PushOptions{Replace: c.Bool("replace")})
-		if err != nil {
-			return fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, refs[i], err)
-		}
-		if signer != nil {
-			if err := attestProvider(c, rep, repo, refs[i], r.Release, res.Root, release.Options{}, signer); err != nil {
-				return err
-			}
-		}
-		tagged := refs[i].WithReference(res.Root.Digest.String())
-		rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, names.Plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
-		results = append(results, map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate, "sboms": reportSBOMs(rep, r.Release)})
-		if res.UpToDate {
+		results = append(results, result)
+		if result["up_to_date"] == true {
 			upToDate++
 		}
 	}
 	return rep.result(map[string]any{"pushed": results}, importSummary(len(results)-upToDate, upToDate))
+}
+
+// closeReleases closes what providerdir.Read opened.
+func closeReleases(releases []*providerdir.Release) {
+	for _, r := range releases {
+		r.Close()
+	}
+}
+
+// importTargets are the repositories the template gives the releases,
+// each checked to serve its release's type.
+func importTargets(tpl *repotemplate.Template, releases []*providerdir.Release) ([]oci.Reference, error) {
+	refs := make([]oci.Reference, len(releases))
+	for i, r := range releases {
+		var err error
+		if refs[i], err = tpl.Expand(r.Provider.TemplateValues()); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Provider, err)
+		}
+		if err := r.Release.CheckServedAs(r.Provider.Type); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Provider, err)
+		}
+	}
+	return refs, nil
+}
+
+// pushImported pushes one release of the directory to ref
+// (publish.PushProvider, Imported) and says what it did.
+func pushImported(c *cli.Context, rep *reporter, client *oci.Client, key *publish.KeyAttester, r *providerdir.Release, ref oci.Reference) (map[string]any, error) {
+	repo, err := client.Open(ref)
+	if err != nil {
+		return nil, err
+	}
+	t := providerPushTarget(c, rep, publish.Target{Repo: repo, Ref: ref, Options: oci.PushOptions{Replace: c.Bool("replace")}, Attest: key}, release.Options{})
+	t.Imported = true
+	res, err, attestErr := publish.PushProvider(c.Context, r.Release, t)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, ref, err)
+	}
+	if attestErr != nil {
+		return nil, attestErr
+	}
+	tagged := ref.WithReference(res.Root.Digest.String())
+	rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, names.Plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
+	return map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate, "sboms": reportSBOMs(rep, r.Release)}, nil
 }
 
 // importSummary says what an import did: the versions it pushed, and

@@ -6,12 +6,11 @@ import (
 	"strconv"
 	"time"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -64,7 +63,6 @@ func pushProvider(c *cli.Context) error {
 	if err := wantArgs(c, 2, 2); err != nil {
 		return err
 	}
-	dir := c.Args().Get(0)
 	ref, err := repositoryArg(c.Args().Get(1), "the tag is the provider version")
 	if err != nil {
 		return err
@@ -73,12 +71,12 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	signer, err := attestSigner(c)
+	rep := newReporter(c)
+	key, err := keyAttester(c, rep.infof)
 	if err != nil {
 		return err
 	}
-	rep := newReporter(c)
-	rel, err := release.ReadProvider(c.Context, dir, opts)
+	rel, err := release.ReadProvider(c.Context, c.Args().Get(0), opts)
 	if err != nil {
 		return err
 	}
@@ -87,66 +85,41 @@ func pushProvider(c *cli.Context) error {
 	if err := policyAllowsPush(c, rep, policy.KindProvider, ref, rel.Version); err != nil { // policy_gate.go: before any upload
 		return err
 	}
-	client, err := registryClient(c)
+	t, tagged, err := pushTarget(c, rep, ref, rel.Version, key)
 	if err != nil {
 		return err
 	}
-	repo, err := client.Open(ref)
+	res, err, attestErr := publish.PushProvider(c.Context, rel, providerPushTarget(c, rep, t, opts))
 	if err != nil {
-		return err
-	}
-	v, err := names.ParseVersion(rel.Version)
-	if err != nil {
-		return err
-	}
-	tag := names.TagForVersion(v)
-	also, err := alsoTags(c, tag)
-	if err != nil {
-		return err
-	}
-	if !ref.Layout {
-		rel.Repository = ref.Repository
-	}
-	configureSBOMs(c, rep, rel, ref, signer)
-	res, err, attestErr := pushAndAttestProvider(c, rep, repo, ref, rel, opts, signer, also) // push_provider_attest.go
-	if err != nil {
-		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tag)
+		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tagged.Reference)
 	}
 	if attestErr != nil {
 		return attestErr
 	}
-	return reportProviderPush(rep, rel, ref.WithReference(tag), res)
+	return reportProviderPush(rep, rel, tagged, res)
 }
 
-// attestProvider signs the pushed index and attests what was verified.
-func attestProvider(c *cli.Context, rep *reporter, repo oci.Repository, ref oci.Reference, rel *release.Provider, root ocispec.Descriptor, opts release.Options, signer *attest.Signer) error {
-	pred, err := providerPredicate(c, repo, ref, rel, root, opts)
+// pushTarget opens ref for a push of version: the registry, the tag the
+// version gives (tagged), --also-tag, --replace, and key's attestation.
+func pushTarget(c *cli.Context, rep *reporter, ref oci.Reference, version string, key *publish.KeyAttester) (t publish.Target, tagged oci.Reference, err error) {
+	client, err := registryClient(c)
 	if err != nil {
-		return err
+		return t, tagged, err
 	}
-	return attestPushed(c, rep, repo, ref, root.Digest, signer, release.ProviderPredicateType, pred)
-}
-
-// providerPredicate is what the attestation of the pushed index says.
-func providerPredicate(c *cli.Context, repo oci.Repository, ref oci.Reference, rel *release.Provider, root ocispec.Descriptor, opts release.Options) (any, error) {
-	pred, err := rel.Predicate(c.Context, repo, root, opts.Signer, attestTime(), version)
+	repo, err := client.Open(ref)
 	if err != nil {
-		return nil, fmt.Errorf("%s@%s was pushed, but reading it back to attest it failed: %w", ref.Name(), root.Digest, err)
+		return t, tagged, err
 	}
-	return pred, nil
-}
-
-// repositoryArg parses a repository argument, which must carry no tag
-// (why says where the tag comes from).
-func repositoryArg(arg, why string) (oci.Reference, error) {
-	ref, err := oci.ParseReference(arg)
+	v, err := names.ParseVersion(version)
 	if err != nil {
-		return ref, err
+		return t, tagged, err
 	}
-	if ref.Reference != "" {
-		return ref, fmt.Errorf("%s: give the repository without a tag; %s", arg, why)
+	tagged = ref.WithReference(names.TagForVersion(v))
+	also, err := alsoTags(c, tagged.Reference)
+	if err != nil {
+		return t, tagged, err
 	}
-	return ref, nil
+	return publish.Target{Repo: repo, Ref: ref, Options: pushOptions(c, rep), Also: also, Attest: key}, tagged, nil
 }
 
 // providerReadOptions are the keys, signer and platforms push provider

@@ -6,7 +6,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
@@ -43,7 +45,8 @@ func pushTofu(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	signer, err := attestSigner(c)
+	rep := newReporter(c)
+	key, err := keyAttester(c, rep.infof)
 	if err != nil {
 		return err
 	}
@@ -51,35 +54,26 @@ func pushTofu(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep := newReporter(c)
 	rep.infof("verified OpenTofu %s: %s, signature by key %s", rel.Version, names.Plural(len(rel.Files), "file"), rel.KeyID)
 	if err := policyAllowsPush(c, rep, policy.KindTofu, ref, rel.Version); err != nil { // policy_gate.go: before any upload
 		return err
 	}
-	client, err := registryClient(c)
+	t, tagged, err := pushTarget(c, rep, ref, rel.Version, key) // push_provider.go
 	if err != nil {
 		return err
 	}
-	repo, err := client.Open(ref)
-	if err != nil {
-		return err
-	}
-	v, _ := names.ParseVersion(rel.Version)
-	tagged := ref.WithReference(names.TagForVersion(v))
-	also, err := alsoTags(c, tagged.Reference)
-	if err != nil {
-		return err
-	}
-	res, err := rel.Push(c.Context, repo, pushOptions(c, rep), also...)
+	res, err, attestErr := publish.PushTofu(c.Context, rel, t)
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag was not written)", ref.Name(), err)
 	}
-	if signer != nil {
-		pred := rel.Predicate(ref.Name(), attestTime(), version)
-		if err := attestPushed(c, rep, repo, ref, res.Root.Digest, signer, release.TofuPredicateType, pred); err != nil {
-			return err
-		}
+	if attestErr != nil {
+		return attestErr
 	}
+	return reportTofuPush(rep, rel, tagged, res)
+}
+
+// reportTofuPush prints what push tofu pushed.
+func reportTofuPush(rep *reporter, rel *release.Tofu, tagged oci.Reference, res oci.PushResult) error {
 	files := make([]string, len(rel.Files))
 	for i, f := range rel.Files {
 		files[i] = f.Name

@@ -9,12 +9,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
-	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 )
 
 func sbomCommand() *cli.Command {
@@ -54,13 +54,6 @@ hashicorp/aws) names a provider whose repository the template gives.`,
 	}
 }
 
-// sbomTarget is a repository an argument names, and its version, if it
-// names one.
-type sbomTarget struct {
-	ref     oci.Reference
-	version *names.Version
-}
-
 func runSBOM(c *cli.Context) error {
 	backfill := c.Bool("backfill")
 	maxArgs := 1
@@ -74,7 +67,7 @@ func runSBOM(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	platforms, err := parsePlatforms(c.StringSlice("platform"))
+	platforms, err := parsePlatforms(c.StringSlice("platform")) // platforms.go
 	if err != nil {
 		return err
 	}
@@ -88,84 +81,84 @@ func runSBOM(c *cli.Context) error {
 		}
 		return backfillSBOMs(c, client, targets, platforms)
 	}
-	if targets[0].version == nil {
+	if targets[0].Version == nil {
 		return usageError(c, "%s: name the version (REPOSITORY:VERSION, or ADDRESS@VERSION with --provider-template)", c.Args().First())
 	}
 	return readSBOMs(c, client, targets[0], platforms)
 }
 
 // sbomTargets are the repositories (and versions) the arguments name.
-func sbomTargets(c *cli.Context) ([]sbomTarget, error) {
-	var out []sbomTarget
-	raw := c.String("provider-template")
+func sbomTargets(c *cli.Context) ([]publish.BackfillTarget, error) {
 	var tpl *repotemplate.Template
-	if raw != "" {
+	if raw := c.String("provider-template"); raw != "" {
 		var err error
 		if tpl, err = repotemplate.ParseProviderTemplate(raw); err != nil {
 			return nil, fmt.Errorf("--provider-template: %w", err)
 		}
 	}
+	var out []publish.BackfillTarget
 	for _, arg := range c.Args().Slice() {
-		var t sbomTarget
-		var tag string
-		if tpl == nil {
-			ref, err := oci.ParseReference(arg)
-			if err != nil {
-				return nil, usageError(c, "%v", err)
-			}
-			tag, ref.Reference = ref.Reference, ""
-			t.ref = ref
-		} else {
-			addr, v, _ := strings.Cut(arg, "@")
-			p, err := names.ParseProvider(addr)
-			if err != nil {
-				return nil, usageError(c, "%v", err)
-			}
-			if t.ref, err = tpl.Expand(p.TemplateValues()); err != nil {
-				return nil, fmt.Errorf("%s: %w", arg, err)
-			}
-			tag = v
-		}
-		if tag != "" {
-			v, ok := names.VersionFromTag(tag)
-			if !ok {
-				pv, err := names.ParseVersion(tag)
-				if err != nil {
-					return nil, usageError(c, "%s: %q is no version", arg, tag)
-				}
-				v = pv
-			}
-			t.version = &v
+		t, err := sbomTarget(c, tpl, arg)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, t)
 	}
 	return out, nil
 }
 
+// sbomTarget is the repository (and version) one argument names:
+// REPOSITORY[:VERSION], or with tpl ADDRESS[@VERSION].
+func sbomTarget(c *cli.Context, tpl *repotemplate.Template, arg string) (publish.BackfillTarget, error) {
+	var t publish.BackfillTarget
+	var tag string
+	if tpl == nil {
+		ref, err := oci.ParseReference(arg)
+		if err != nil {
+			return t, usageError(c, "%v", err)
+		}
+		tag, ref.Reference = ref.Reference, ""
+		t.Ref = ref
+	} else {
+		addr, v, _ := strings.Cut(arg, "@")
+		var err error
+		if t.Ref, _, err = providerRepository(c, tpl, addr, arg); err != nil { // targets.go
+			return t, err
+		}
+		tag = v
+	}
+	if tag != "" {
+		v, err := tagVersion(c, arg, tag)
+		if err != nil {
+			return t, err
+		}
+		t.Version = &v
+	}
+	return t, nil
+}
+
+// tagVersion is the version a tag (or a version as written) names.
+func tagVersion(c *cli.Context, arg, tag string) (names.Version, error) {
+	if v, ok := names.VersionFromTag(tag); ok {
+		return v, nil
+	}
+	v, err := names.ParseVersion(tag)
+	if err != nil {
+		return v, usageError(c, "%s: %q is no version", arg, tag)
+	}
+	return v, nil
+}
+
 // readSBOMs prints or writes the SBOMs of one version's platforms.
-func readSBOMs(c *cli.Context, client *oci.Client, t sbomTarget, platforms []names.Platform) error {
-	repo, err := client.Open(t.ref)
+func readSBOMs(c *cli.Context, client *oci.Client, t publish.BackfillTarget, platforms []names.Platform) error {
+	tagged := t.Ref.Name() + ":" + names.TagForVersion(*t.Version)
+	repo, pv, err := resolveVersion(c, client, t, tagged)
 	if err != nil {
 		return err
 	}
-	pv, err := oci.ResolveProvider(c.Context, repo, *t.version)
+	chosen, err := chosenPlatforms(c, tagged, pv, platforms)
 	if err != nil {
-		return fmt.Errorf("%s:%s: %w", t.ref.Name(), names.TagForVersion(*t.version), err)
-	}
-	chosen := pv.SortedPlatforms()
-	if len(platforms) > 0 {
-		chosen = nil
-		for _, p := range platforms {
-			if _, ok := pv.Platforms[p]; !ok {
-				return fmt.Errorf("%s:%s has no %s platform (it has %s)", t.ref.Name(), names.TagForVersion(*t.version), p, platformList(pv))
-			}
-			chosen = append(chosen, p)
-		}
-	}
-	dir, summary := c.String("output"), c.Bool("summary")
-	if len(chosen) > 1 && dir == "" && !summary {
-		return usageError(c, "%s:%s has %d platforms (%s): choose one with --platform, or write them all with --output DIR, or --summary",
-			t.ref.Name(), names.TagForVersion(*t.version), len(chosen), platformList(pv))
+		return err
 	}
 	rep := newReporter(c)
 	var summaries []sbom.Summary
@@ -173,29 +166,72 @@ func readSBOMs(c *cli.Context, client *oci.Client, t sbomTarget, platforms []nam
 	for _, p := range chosen {
 		st, err := sbom.Read(c.Context, repo, pv.Platforms[p].Digest)
 		if errors.Is(err, sbom.ErrNoSBOM) {
-			return fmt.Errorf("%s:%s %s (%s): %w (oci-tofu sbom --backfill stores one)", t.ref.Name(), names.TagForVersion(*t.version), p, pv.Platforms[p].Digest, err)
+			return fmt.Errorf("%s %s (%s): %w (oci-tofu sbom --backfill stores one)", tagged, p, pv.Platforms[p].Digest, err)
 		}
 		if err != nil {
 			return err
 		}
 		switch {
-		case summary:
+		case c.Bool("summary"):
 			s := sbom.Summarize(p, st)
 			summaries, human = append(summaries, s), append(human, s.Text())
-		case dir != "":
-			name := filepath.Join(dir, strings.TrimSuffix(st.Doc.FileName, ".zip")+".spdx.json")
-			if err := os.WriteFile(name, st.SPDX, 0o644); err != nil {
+		case c.String("output") != "":
+			if err := writeSBOM(rep, c.String("output"), st); err != nil {
 				return err
 			}
-			rep.infof("wrote %s", name)
 		default:
 			_, err := c.App.Writer.Write(st.SPDX)
 			return err
 		}
 	}
-	if summary {
-		return rep.result(map[string]any{"reference": t.ref.WithReference(names.TagForVersion(*t.version)).String(), "platforms": summaries}, strings.Join(human, "\n"))
+	if c.Bool("summary") {
+		return rep.result(map[string]any{"reference": t.Ref.WithReference(names.TagForVersion(*t.Version)).String(), "platforms": summaries}, strings.Join(human, "\n"))
 	}
+	return nil
+}
+
+// resolveVersion opens t's repository and resolves its version (tagged,
+// as the user named it).
+func resolveVersion(c *cli.Context, client *oci.Client, t publish.BackfillTarget, tagged string) (oci.Repository, *oci.ProviderVersion, error) {
+	repo, err := client.Open(t.Ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	pv, err := oci.ResolveProvider(c.Context, repo, *t.Version)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", tagged, err)
+	}
+	return repo, pv, nil
+}
+
+// chosenPlatforms are the platforms of pv (tagged, as the user named it)
+// to read: those asked for, each of which it must have, else all; several
+// need --output or --summary.
+func chosenPlatforms(c *cli.Context, tagged string, pv *oci.ProviderVersion, platforms []names.Platform) ([]names.Platform, error) {
+	chosen := pv.SortedPlatforms()
+	if len(platforms) > 0 {
+		chosen = nil
+		for _, p := range platforms {
+			if _, ok := pv.Platforms[p]; !ok {
+				return nil, fmt.Errorf("%s has no %s platform (it has %s)", tagged, p, platformList(pv))
+			}
+			chosen = append(chosen, p)
+		}
+	}
+	if len(chosen) > 1 && c.String("output") == "" && !c.Bool("summary") {
+		return nil, usageError(c, "%s has %d platforms (%s): choose one with --platform, or write them all with --output DIR, or --summary",
+			tagged, len(chosen), platformList(pv))
+	}
+	return chosen, nil
+}
+
+// writeSBOM writes a stored SBOM into dir, named after its zip.
+func writeSBOM(rep *reporter, dir string, st *sbom.Stored) error {
+	name := filepath.Join(dir, strings.TrimSuffix(st.Doc.FileName, ".zip")+".spdx.json")
+	if err := os.WriteFile(name, st.SPDX, 0o644); err != nil {
+		return err
+	}
+	rep.infof("wrote %s", name)
 	return nil
 }
 
@@ -207,83 +243,28 @@ func platformList(pv *oci.ProviderVersion) string {
 	return strings.Join(s, ", ")
 }
 
-// backfillSBOMs stores the SBOMs the targets' versions lack.
-func backfillSBOMs(c *cli.Context, client *oci.Client, targets []sbomTarget, platforms []names.Platform) error {
-	signer, err := attestSigner(c)
+// backfillSBOMs stores the SBOMs the targets' versions lack
+// (publish.Backfill), and reports them.
+func backfillSBOMs(c *cli.Context, client *oci.Client, targets []publish.BackfillTarget, platforms []names.Platform) error {
+	rep := newReporter(c)
+	key, err := keyAttester(c, rep.infof)
 	if err != nil {
 		return err
 	}
-	rep := newReporter(c)
-	var results []map[string]any
-	counts := map[string]int{}
-	note := func(repository, version, platform, status, detail string) {
-		counts[status]++
-		r := map[string]any{"repository": repository, "version": version, "status": status}
-		if platform != "" {
-			r["platform"] = platform
-		}
-		if detail != "" {
-			r["detail"] = detail
-		}
-		results = append(results, r)
-		line := fmt.Sprintf("%-13s %s %s %s", status, repository, version, platform)
-		if detail != "" {
-			line += ": " + detail
-		}
-		rep.infof("%s", strings.TrimRight(line, " "))
-	}
-	for _, t := range targets {
-		repo, err := client.Open(t.ref)
-		if err != nil {
-			return err
-		}
-		opts := release.SBOMOptions{}
-		if signer != nil {
-			a := &ingest.Attestation{Attester: keyAttester{s: signer, log: func(format string, args ...any) { rep.infof(format, args...) }}, Version: version}
-			opts.Attest = a.SBOM(t.ref.Name())
-		}
-		versions := []names.Version{}
-		if t.version != nil {
-			versions = append(versions, *t.version)
-		} else if versions, err = oci.ListVersions(c.Context, repo); err != nil {
-			return fmt.Errorf("%s: %w", t.ref.Name(), err)
-		}
-		typ := t.ref.Repository[strings.LastIndex(t.ref.Repository, "/")+1:]
-		for _, v := range versions {
-			pv, err := oci.ResolveProvider(c.Context, repo, v)
-			if err != nil {
-				note(t.ref.Name(), v.String(), "", "error", err.Error())
-				continue
-			}
-			got, err := release.BackfillSBOMs(c.Context, repo, pv, typ, platforms, opts)
-			for _, r := range got {
-				if r.Status == "" { // not reached: the registry failed first
-					continue
-				}
-				detail := r.Referrer.String()
-				if r.Err != nil {
-					detail = r.Err.Error()
-				}
-				if r.Attested {
-					detail += ", attested"
-				}
-				note(t.ref.Name(), v.String(), r.Platform.String(), string(r.Status), detail)
-			}
-			if err != nil {
-				note(t.ref.Name(), v.String(), "", "error", err.Error())
-			}
-		}
-	}
-	summary := fmt.Sprintf("%d written, %d present already, %d without executable, %d failed", counts[string(release.SBOMWritten)], counts[string(release.SBOMPresent)], counts[string(release.SBOMNoExecutable)], counts[string(release.SBOMFailed)])
-	if counts[string(release.SBOMWritten)] == 0 {
-		summary += ": nothing written"
-	}
-	if err := rep.result(map[string]any{"results": results, "written": counts[string(release.SBOMWritten)], "present": counts[string(release.SBOMPresent)],
-		"no_executable": counts[string(release.SBOMNoExecutable)], "failed": counts[string(release.SBOMFailed)]}, summary); err != nil {
+	b, err := publish.Backfill(c.Context, targets, publish.BackfillOptions{Open: client.Open, Platforms: platforms, Attest: key, Log: rep.infof})
+	if err != nil {
 		return err
 	}
-	if counts[string(release.SBOMFailed)] > 0 {
-		return cli.Exit(fmt.Sprintf("%d SBOMs could not be stored", counts[string(release.SBOMFailed)]), 1)
+	written, present, noExec, failed := b.Count(release.SBOMWritten), b.Count(release.SBOMPresent), b.Count(release.SBOMNoExecutable), b.Count(release.SBOMFailed)
+	summary := fmt.Sprintf("%d written, %d present already, %d without executable, %d failed", written, present, noExec, failed)
+	if written == 0 {
+		summary += ": nothing written"
+	}
+	if err := rep.result(map[string]any{"results": b.Results, "written": written, "present": present, "no_executable": noExec, "failed": failed}, summary); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return cli.Exit(fmt.Sprintf("%d SBOMs could not be stored", failed), 1)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,34 +10,17 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
+	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
-	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
-
-// Attester signs and attests releases as they are stored: the signature
-// and in-toto attestation `push --attest-key` writes (Sigstore bundle
-// referrers and cosign's tag schema, attest.Attach). The caller supplies it; ingest and pull-through only say what
-// to attest.
-type Attester interface {
-	// Attest signs root, just stored in repo (named repository,
-	// host/path), and writes the attestation of predicate under
-	// predicateType.
-	Attest(ctx context.Context, repo oci.Repository, repository string, root digest.Digest, predicateType string, predicate any) error
-	// AttestOnly writes the attestation of predicate about subject, in
-	// repo, without signing subject (attest.AttachAttestation): an SBOM's,
-	// whose platform manifest the release's signed index names.
-	AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error
-	// Key is the public key the attestations verify with.
-	Key() *attest.Verifier
-}
 
 // Attestation attests what ingest and pull-through store: each provider
 // release with release.ProviderPredicateType, each OpenTofu release with
 // release.TofuPredicateType, the predicate made from the release verified
 // from its origin, as `push provider` and `push tofu` make it.
 type Attestation struct {
-	Attester Attester
+	Attester publish.Attester
 	// Version is oci-tofu's version, the predicates' verifier.
 	Version string
 	// Now is when the predicates say the release was verified (default
@@ -86,24 +68,9 @@ func (a *Attestation) attest(ctx context.Context, repo oci.Repository, repositor
 }
 
 // SBOM is release.SBOMOptions.Attest for the attester, storing in repo
-// (named repository): it attests a platform manifest's SBOM, predicate
-// type sbom.SPDXPredicateType with the SPDX document as the predicate
-// (`cosign verify-attestation --type spdxjson` checks it), in both forms
-// (Attester.AttestOnly: no signature of the platform manifest, which the
-// release's signed index names); an SBOM found stored already is attested
-// only when the key's attestation of it is not complete.
+// (named repository): publish.SBOMAttestation.
 func (a *Attestation) SBOM(repository string) func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
-	return func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
-		if !written {
-			if ok, err := attest.AttestationComplete(ctx, repo, manifest, a.Attester.Key(), sbom.SPDXPredicateType); err == nil && ok {
-				return false, nil
-			}
-		}
-		if err := a.Attester.AttestOnly(ctx, repo, repository, manifest, sbom.SPDXPredicateType, json.RawMessage(spdx)); err != nil {
-			return false, err
-		}
-		return true, nil
-	}
+	return publish.SBOMAttestation(a.Attester, repository)
 }
 
 // Attested reports whether root, held in repo, already carries a
@@ -117,27 +84,36 @@ func (a *Attestation) Attested(ctx context.Context, repo oci.ReadOnlyRepository,
 	return err == nil && ok
 }
 
-// push runs a push with attestWith called before the tags are written
-// (and before opts.BeforeTag), so that no client ever sees the release
-// tagged and not attested; a release its tags already held (UpToDate) is
-// attested after. A nil a just pushes.
-func (a *Attestation) push(ctx context.Context, opts oci.PushOptions, push func(oci.PushOptions) (oci.PushResult, error), attestWith func(context.Context, ocispec.Descriptor) error) (oci.PushResult, error) {
+// root is the RootAttester of publish.Push for a release stored in
+// repository, attested by attestWith: all of it before the tags are
+// written (and before the push's own BeforeTag), so that no client ever
+// sees the release tagged and not attested; a release its tags already
+// held (UpToDate) is attested after. A nil a attests nothing (nil).
+func (a *Attestation) root(attestWith func(context.Context, ocispec.Descriptor) error) publish.RootAttester {
 	if a == nil {
-		return push(opts)
+		return nil
 	}
-	if before := opts.BeforeTag; before != nil {
-		opts.BeforeTag = func(ctx context.Context, root ocispec.Descriptor) error {
-			if err := attestWith(ctx, root); err != nil {
-				return err
-			}
-			return before(ctx, root)
-		}
-	} else {
-		opts.BeforeTag = attestWith
-	}
-	res, err := push(opts)
-	if err == nil && res.UpToDate {
-		err = attestWith(ctx, res.Root)
+	return beforeTags(attestWith)
+}
+
+// beforeTags attests a root wholly before its tags, or, up to date,
+// after the push.
+type beforeTags func(context.Context, ocispec.Descriptor) error
+
+func (b beforeTags) BeforeTag(ctx context.Context, _ oci.Repository, root ocispec.Descriptor) (func(context.Context) error, error) {
+	return nil, b(ctx, root)
+}
+
+func (b beforeTags) UpToDate(ctx context.Context, _ oci.Repository, root ocispec.Descriptor) error {
+	return b(ctx, root)
+}
+
+// push is publish.Push of rel with a's attestation (root), its errors
+// one: the push's, else the attestation's after it.
+func (a *Attestation) push(ctx context.Context, repo oci.Repository, rel publish.Release, opts oci.PushOptions, attestWith func(context.Context, ocispec.Descriptor) error) (oci.PushResult, error) {
+	res, err, attestErr := publish.Push(ctx, repo, rel, opts, a.root(attestWith))
+	if err == nil {
+		err = attestErr
 	}
 	return res, err
 }

@@ -345,8 +345,7 @@ func (rel *ProviderRelease) PushDirAttested(ctx context.Context, dir string, rep
 	if att != nil {
 		r.SBOM.Attest = att.SBOM(repository)
 	}
-	push := func(opts oci.PushOptions) (oci.PushResult, error) { return r.Push(ctx, repo, opts) }
-	res, err := att.push(ctx, opts, push, func(ctx context.Context, root ocispec.Descriptor) error {
+	res, err := att.push(ctx, repo, r, opts, func(ctx context.Context, root ocispec.Descriptor) error {
 		return att.Provider(ctx, repo, repository, r, root)
 	})
 	rel.SBOMs = r.SBOMs()

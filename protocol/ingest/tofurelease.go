@@ -294,8 +294,7 @@ func (o *TofuOrigin) PushDirAttested(ctx context.Context, dir string, repo oci.R
 	if err != nil {
 		return nil, oci.PushResult{}, err
 	}
-	push := func(opts oci.PushOptions) (oci.PushResult, error) { return r.Push(ctx, repo, opts) }
-	res, err := att.push(ctx, opts, push, func(ctx context.Context, root ocispec.Descriptor) error {
+	res, err := att.push(ctx, repo, r, opts, func(ctx context.Context, root ocispec.Descriptor) error {
 		return att.Tofu(ctx, repo, repository, r, root)
 	})
 	return r, res, err

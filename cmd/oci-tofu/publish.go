@@ -5,35 +5,25 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 )
+
+// What push provider and push mirror share: their SBOMs (--no-sbom, the
+// report) and the target of a provider release (convert/publish).
 
 func noSBOMFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "no-sbom", Usage: "store no SBOMs (by default each platform's SPDX SBOM, made from the Go build information of the executables in its zip, is stored as a referrer of its platform manifest before the version is tagged, and attested with --attest-key)"}
 }
 
-// configureSBOMs sets what rel's push to ref does about SBOMs: none
-// with --no-sbom, nor into an OCI layout; with a signer, each attested
-// (predicate type sbom.SPDXPredicateType).
-//
-// An OCI layout push writes none because a layout's index.json lists
-// only the tagged versions, which is what `crane push DIR` and skopeo
-// take a layout by (TestLayoutForOtherTools): referrers would be listed
-// there untagged. `oci-tofu sbom --backfill` stores them where the
-// layout is copied to (or into the layout, if wanted).
-func configureSBOMs(c *cli.Context, rep *reporter, rel *release.Provider, ref oci.Reference, signer *attest.Signer) {
-	rel.SBOM.Skip = c.Bool("no-sbom") || ref.Layout
-	if ref.Layout && !c.Bool("no-sbom") {
-		rep.infof("%s: no SBOMs in an OCI layout (its index.json keeps to the tagged versions, as crane push and skopeo read it): oci-tofu sbom --backfill stores them where it is copied", ref.Name())
+// providerPushTarget is t with what push provider adds: --no-sbom (and a
+// note that an OCI layout gets no SBOMs), --sign-key.
+func providerPushTarget(c *cli.Context, rep *reporter, t publish.Target, opts release.Options) publish.ProviderTarget {
+	if t.Ref.Layout && !c.Bool("no-sbom") {
+		rep.infof("%s: no SBOMs in an OCI layout (its index.json keeps to the tagged versions, as crane push and skopeo read it): oci-tofu sbom --backfill stores them where it is copied", t.Ref.Name())
 	}
-	if signer != nil && !rel.SBOM.Skip {
-		a := &ingest.Attestation{Attester: keyAttester{s: signer, log: func(format string, args ...any) { rep.infof(format, args...) }}, Version: version}
-		rel.SBOM.Attest = a.SBOM(ref.Name())
-	}
+	return publish.ProviderTarget{Target: t, NoSBOM: c.Bool("no-sbom"), SumsSigner: opts.Signer}
 }
 
 // reportSBOMs says what became of rel's SBOMs (a line, a warning for

@@ -1,0 +1,130 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/sbom"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// Attester signs and attests releases as they are stored: the signature
+// and in-toto attestation `push --attest-key` writes (Sigstore bundle
+// referrers and cosign's tag schema, attest.Attach). Mirror and
+// pull-through (protocol/ingest) attest with one; KeyAttester is the one
+// of a key.
+type Attester interface {
+	// Attest signs root, just stored in repo (named repository,
+	// host/path), and writes the attestation of predicate under
+	// predicateType.
+	Attest(ctx context.Context, repo oci.Repository, repository string, root digest.Digest, predicateType string, predicate any) error
+	// AttestOnly writes the attestation of predicate about subject, in
+	// repo, without signing subject (attest.AttachAttestation): an SBOM's,
+	// whose platform manifest the release's signed index names.
+	AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error
+	// Key is the public key the attestations verify with.
+	Key() *attest.Verifier
+}
+
+// KeyAttester attests with a key (--attest-key): it is the Attester of
+// mirror and pull-through, and signs what PushProvider, PushTofu and
+// Backfill store. Each attestation written is told to Log.
+type KeyAttester struct {
+	Signer *attest.Signer
+	// Version is oci-tofu's version, the predicates' verifier.
+	Version string
+	// Now is when the predicates say the release was verified (default
+	// time.Now).
+	Now func() time.Time
+	// Log is told each signature and attestation written (nil: nobody).
+	Log func(format string, args ...any)
+}
+
+// Attest is attest.Attach with the key, logged as "signed
+// REPOSITORY@ROOT …".
+func (k KeyAttester) Attest(ctx context.Context, repo oci.Repository, repository string, root digest.Digest, predicateType string, predicate any) error {
+	at, err := attest.Attach(ctx, repo, repository, root, k.Signer, predicateType, predicate)
+	if err == nil {
+		k.log("signed %s@%s (%s%s) and attested it (%s%s, %s)", repository, root, at.SignatureTag, referrerNote(at.SignatureReferrer), at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
+	}
+	return err
+}
+
+// AttestOnly is attest.AttachAttestation with the key, logged.
+func (k KeyAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error {
+	at, err := attest.AttachAttestation(ctx, repo, repository, subject, k.Signer, predicateType, predicate)
+	if err == nil {
+		k.log("attested %s@%s (%s%s, %s)", repository, subject, at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
+	}
+	return err
+}
+
+// Key is the key's public half.
+func (k KeyAttester) Key() *attest.Verifier { return k.Signer.Public() }
+
+// now is when a predicate says the release was verified, to the second.
+func (k KeyAttester) now() time.Time {
+	t := time.Now()
+	if k.Now != nil {
+		t = k.Now()
+	}
+	return t.UTC().Truncate(time.Second)
+}
+
+func (k KeyAttester) log(format string, args ...any) {
+	if k.Log != nil {
+		k.Log(format, args...)
+	}
+}
+
+// AttachPushed signs subject, just pushed to repo (named repository),
+// and writes the attestation of predicate in both forms (attest.Attach),
+// logged as the push verbs report it ("signed SUBJECT …").
+func (k KeyAttester) AttachPushed(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error {
+	a, err := attest.Attach(ctx, repo, repository, subject, k.Signer, predicateType, predicate)
+	if err != nil {
+		return fmt.Errorf("%s@%s was pushed, but signing it failed: %w", repository, subject, err)
+	}
+	k.reportAttached(subject, a, predicateType)
+	return nil
+}
+
+// reportAttached logs what a push's attestation of subject wrote: the
+// tag-schema tags and the referrers.
+func (k KeyAttester) reportAttached(subject digest.Digest, a attest.Attached, predicateType string) {
+	k.log("signed %s (%s%s) and attested it (%s%s, %s)", subject, a.SignatureTag, referrerNote(a.SignatureReferrer), a.AttestationTag, referrerNote(a.AttestationReferrer), predicateType)
+}
+
+// referrerNote names a referrer, when there is one.
+func referrerNote(d digest.Digest) string {
+	if d == "" {
+		return ""
+	}
+	return ", referrer " + d.String()
+}
+
+// SBOMAttestation is release.SBOMOptions.Attest for a, storing in repo
+// (named repository): it attests a platform manifest's SBOM, predicate
+// type sbom.SPDXPredicateType with the SPDX document as the predicate
+// (`cosign verify-attestation --type spdxjson` checks it), in both forms
+// (Attester.AttestOnly: no signature of the platform manifest, which the
+// release's signed index names); an SBOM found stored already is attested
+// only when the key's attestation of it is not complete.
+func SBOMAttestation(a Attester, repository string) func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
+	return func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
+		if !written {
+			if ok, err := attest.AttestationComplete(ctx, repo, manifest, a.Key(), sbom.SPDXPredicateType); err == nil && ok {
+				return false, nil
+			}
+		}
+		if err := a.AttestOnly(ctx, repo, repository, manifest, sbom.SPDXPredicateType, json.RawMessage(spdx)); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+}

@@ -1,0 +1,128 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// Target is where a push goes and how.
+type Target struct {
+	// Repo is Ref opened.
+	Repo oci.Repository
+	// Ref is the repository: attestations name it (Ref.Name()).
+	Ref oci.Reference
+	// Options are the push's (progress, --replace).
+	Options oci.PushOptions
+	// Also are the tags written beside the version's (--also-tag).
+	Also []string
+	// Attest, when set, signs and attests the release (--attest-key).
+	Attest *KeyAttester
+}
+
+// ProviderTarget is a Target for a provider release.
+type ProviderTarget struct {
+	Target
+	// NoSBOM stores no SBOMs (--no-sbom). An OCI layout gets none either:
+	// its index.json lists only the tagged versions, which is what `crane
+	// push DIR` and skopeo take a layout by, and referrers would be listed
+	// there untagged (`sbom --backfill` stores them where it is copied).
+	NoSBOM bool
+	// SumsSigner is the key SHA256SUMS was signed with at push time
+	// (--sign-key), if it was: the predicate says "signed", not
+	// "verified".
+	SumsSigner *pgp.Signer
+	// Imported marks a release read from a providers mirror directory
+	// (`push mirror`): its repository is the template's (not recorded in
+	// the release, nor checked against it: release.Provider.CheckServedAs
+	// is), and it is attested after its tags are written, as `push
+	// mirror` always has.
+	Imported bool
+}
+
+// PushProvider pushes rel, verified, to t with its SBOMs; with t.Attest
+// it signs and attests the root (release.ProviderPredicateType) as Push
+// does: the Sigstore bundle referrers written before any tag is, cosign's
+// tag schema while the version tags are, a release already up to date
+// attested after (attest.Attach; t.Imported: always after); each SBOM is
+// attested too. err and attestErr are Push's.
+func PushProvider(ctx context.Context, rel *release.Provider, t ProviderTarget) (res oci.PushResult, err, attestErr error) {
+	if !t.Ref.Layout && !t.Imported {
+		rel.Repository = t.Ref.Repository
+	}
+	rel.SBOM.Skip = t.NoSBOM || t.Ref.Layout
+	if t.Attest == nil {
+		return Push(ctx, t.Repo, rel, t.Options, nil, t.Also...)
+	}
+	if !rel.SBOM.Skip {
+		rel.SBOM.Attest = SBOMAttestation(*t.Attest, t.Ref.Name())
+	}
+	att := providerKey{key: *t.Attest, rel: rel, repository: t.Ref.Name(), sumsSigner: t.SumsSigner}
+	if !t.Imported {
+		return Push(ctx, t.Repo, rel, t.Options, att, t.Also...)
+	}
+	res, err, _ = Push(ctx, t.Repo, rel, t.Options, nil, t.Also...)
+	if err != nil {
+		return res, err, nil
+	}
+	return res, nil, att.UpToDate(ctx, t.Repo, res.Root)
+}
+
+// providerKey is the RootAttester of a key for a provider release pushed
+// to repository.
+type providerKey struct {
+	key        KeyAttester
+	rel        *release.Provider
+	repository string
+	sumsSigner *pgp.Signer
+}
+
+// BeforeTag makes the signature and attestation of root and writes them
+// as referrers; their tag-schema form is left for while tagging.
+func (p providerKey) BeforeTag(ctx context.Context, repo oci.Repository, root ocispec.Descriptor) (func(context.Context) error, error) {
+	pred, err := p.predicate(ctx, repo, root)
+	if err != nil {
+		return nil, err
+	}
+	at, err := attest.Sign(p.key.Signer, p.repository, root.Digest, release.ProviderPredicateType, pred)
+	if err != nil {
+		return nil, err
+	}
+	sigRef, attRef, err := at.Refer(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("signing and attesting %s failed: %w", root.Digest, err)
+	}
+	return func(ctx context.Context) error {
+		tagged, err := at.Tag(ctx, repo)
+		if err == nil {
+			tagged.SignatureReferrer, tagged.AttestationReferrer = sigRef, attRef
+			p.key.reportAttached(root.Digest, tagged, release.ProviderPredicateType)
+		}
+		return err
+	}, nil
+}
+
+// UpToDate signs and attests root in both forms at once, after the
+// push.
+func (p providerKey) UpToDate(ctx context.Context, repo oci.Repository, root ocispec.Descriptor) error {
+	pred, err := p.predicate(ctx, repo, root)
+	if err != nil {
+		return err
+	}
+	return p.key.AttachPushed(ctx, repo, p.repository, root.Digest, release.ProviderPredicateType, pred)
+}
+
+// predicate is what the attestation of the pushed root says.
+func (p providerKey) predicate(ctx context.Context, repo oci.Repository, root ocispec.Descriptor) (any, error) {
+	pred, err := p.rel.Predicate(ctx, repo, root, p.sumsSigner, p.key.now(), p.key.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s was pushed, but reading it back to attest it failed: %w", p.repository, root.Digest, err)
+	}
+	return pred, nil
+}

@@ -1,0 +1,22 @@
+package publish
+
+import (
+	"context"
+
+	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// PushTofu pushes rel, verified, to t; with t.Attest it then signs and
+// attests the root (release.TofuPredicateType, attest.Attach). Unlike
+// PushProvider, `push tofu` attests after its tag is written, as it
+// always has (mirror and pull-through attest an OpenTofu release before:
+// protocol/ingest). err is the push's, attestErr the attestation's.
+func PushTofu(ctx context.Context, rel *release.Tofu, t Target) (res oci.PushResult, err, attestErr error) {
+	res, err, _ = Push(ctx, t.Repo, rel, t.Options, nil, t.Also...)
+	if err != nil || t.Attest == nil {
+		return res, err, nil
+	}
+	pred := rel.Predicate(t.Ref.Name(), t.Attest.now(), t.Attest.Version)
+	return res, nil, t.Attest.AttachPushed(ctx, t.Repo, t.Ref.Name(), res.Root.Digest, release.TofuPredicateType, pred)
+}
