@@ -125,7 +125,7 @@ func (s *Server) providerSource(mappings store.ProviderMappings) source.Provider
 		return m.Mappings[0].Source
 	}
 	if pulls {
-		m.Outage = func(p names.Provider, via source.Via, err error) string {
+		m.Outage = func(p names.Provider, via names.Via, err error) string {
 			return pulled.Degraded(s.pull, p, via, err)
 		}
 	}

@@ -22,16 +22,11 @@ import (
 type Target struct {
 	Served names.Provider // as served (the network mirror's address, or PROXY/NS/TYPE)
 	Origin names.Provider // at the origin registry
-	Via    string         // ViaMirror or ViaRegistry, in pull URLs
+	// Via is how it was asked for: through the network mirror, whose
+	// addresses name the origin, or through the registry protocol, whose
+	// addresses name the proxy.
+	Via names.Via
 }
-
-// How a target was asked for: through the network mirror, whose addresses
-// name the origin, or through the registry protocol, whose addresses name
-// the proxy.
-const (
-	ViaMirror   = "m"
-	ViaRegistry = "r"
-)
 
 // MirrorTarget is the target of a network mirror request: the provider's
 // own hostname, if it is an allowed origin. A hostname not on the list is
@@ -43,7 +38,7 @@ func (e *Engine) MirrorTarget(p names.Provider) (Target, bool) {
 	if _, ok := e.opts.Origins[p.Hostname]; !ok {
 		return Target{}, false
 	}
-	return Target{Served: p, Origin: p, Via: ViaMirror}, true
+	return Target{Served: p, Origin: p, Via: names.ViaMirror}, true
 }
 
 // RegistryTarget is the target of a registry protocol request: the same
@@ -55,7 +50,7 @@ func (e *Engine) RegistryTarget(p names.Provider) (Target, bool) {
 	}
 	o := p
 	o.Hostname = e.opts.RegistryOrigin
-	return Target{Served: p, Origin: o, Via: ViaRegistry}, true
+	return Target{Served: p, Origin: o, Via: names.ViaRegistry}, true
 }
 
 // anotherOriginsHost reports whether host, the registry protocol's host
@@ -75,11 +70,11 @@ func (e *Engine) anotherOriginsHost(host string) bool {
 // TargetOf is the target a pull URL names (via, the provider), checked as
 // when the metadata named it; registryHost is the proxy's hostname for
 // the registry protocol.
-func (e *Engine) TargetOf(via string, p names.Provider, registryHost string) (Target, bool) {
+func (e *Engine) TargetOf(via names.Via, p names.Provider, registryHost string) (Target, bool) {
 	switch via {
-	case ViaMirror:
+	case names.ViaMirror:
 		return e.MirrorTarget(p)
-	case ViaRegistry:
+	case names.ViaRegistry:
 		if t, ok := e.RegistryTarget(p); ok && registryHost == p.Hostname {
 			return t, true
 		}

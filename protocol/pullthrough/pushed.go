@@ -69,7 +69,7 @@ func (e *Engine) ProviderDestinationIn(m store.ProviderMapping, t Target) (Desti
 		return Destination{}, err
 	}
 	d := Destination{Ref: ref, What: "provider " + t.Served.String()}
-	if t.Via == ViaMirror && t.Served.Hostname == t.Origin.Hostname && !e.OwnHost(t.Served.Hostname) {
+	if t.Via == names.ViaMirror && t.Served.Hostname == t.Origin.Hostname && !e.OwnHost(t.Served.Hostname) {
 		probe := t.Served
 		probe.Hostname = probeHostname
 		d.JoinsPushed = namesHost(m.Template, ref, probe.TemplateValues())

@@ -40,7 +40,7 @@ func what(p names.Provider) string { return "provider " + p.String() }
 // rule reads facts, the attestation rule is configured or the lister
 // needs releases read, each remaining version is resolved, judged and
 // read, at most the store's concurrency at once.
-func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via names.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	addr := p.String()
 	inner := opts
 	inner.Want = func(v names.Version) bool {
@@ -74,7 +74,7 @@ func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 // readListed resolves, judges and (with need) reads each version of
 // read, recording the releases and why others are left out; a failure
 // to read that is not one version's fails the listing.
-func (g *Providers) readListed(ctx context.Context, p names.Provider, via source.Via, need source.Need, read names.VersionList, l source.ProviderListing) (source.ProviderListing, error) {
+func (g *Providers) readListed(ctx context.Context, p names.Provider, via names.Via, need source.Need, read names.VersionList, l source.ProviderListing) (source.ProviderListing, error) {
 	rels := make([]*source.ProviderRelease, len(read))
 	left := make([]error, len(read))
 	warned := make([]string, len(read))
@@ -123,7 +123,7 @@ func leavesOut(err error) bool {
 
 // readListedVersion is one listed version: its attestation is judged
 // before its facts, as listings always have.
-func (g *Providers) readListedVersion(ctx context.Context, p names.Provider, v names.Version, via source.Via, need source.Need) (*source.ProviderRelease, string, error) {
+func (g *Providers) readListedVersion(ctx context.Context, p names.Provider, v names.Version, via names.Via, need source.Need) (*source.ProviderRelease, string, error) {
 	root, err := g.Inner.ResolveProvider(ctx, p, v, via)
 	if err != nil {
 		return nil, "", err
@@ -150,13 +150,13 @@ func (g *Providers) readListedVersion(ctx context.Context, p names.Provider, v n
 // ResolveProvider is the inner source's release v, when the policy allows
 // the version and, when stored, its facts admit it (the attestation rule
 // is judged when it is read).
-func (g *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (g *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	return g.resolve(ctx, p, v, func() (*source.ProviderRoot, error) { return g.Inner.ResolveProvider(ctx, p, v, via) })
 }
 
 // ResolveHeldProvider is the release the inner source holds, judged as
 // ResolveProvider judges it.
-func (g *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (g *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	return g.resolve(ctx, p, v, func() (*source.ProviderRoot, error) { return source.ResolveHeldProvider(ctx, g.Inner, p, v, via) })
 }
 

@@ -42,7 +42,7 @@ type Providers struct {
 	// (err) while it holds nothing of p and later mappings list versions:
 	// it reports the listing degraded and is the warning the listing
 	// carries ("" for none).
-	Outage func(p names.Provider, via source.Via, err error) string
+	Outage func(p names.Provider, via names.Via, err error) string
 }
 
 var (
@@ -103,7 +103,7 @@ func (m *Providers) eachHolding(p names.Provider, read func(s source.Providers) 
 // With Pulls, the first mapping's origin failing while it holds nothing
 // of p leaves the others' listing (degraded: Outage), or is the answer
 // when they hold nothing either.
-func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via names.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	out := source.ProviderListing{Unresolvable: map[string]string{}, Refused: map[string]string{}, Left: map[string]error{}, Releases: map[string]*source.ProviderRelease{}}
 	listed, served := map[string]int{}, map[string]bool{}
 	var first, outage error
@@ -237,7 +237,7 @@ func mergeRelease(releases map[string]*source.ProviderRelease, rel *source.Provi
 // allowed to serve it. With Pulls, a version the first mapping admitting
 // p does not hold, and no mapping serves, is resolved by that mapping
 // (from its origin).
-func (m *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (m *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	srcs := m.admitting(p)
 	if len(srcs) == 1 {
 		return srcs[0].ResolveProvider(ctx, p, v, via)
@@ -251,7 +251,7 @@ func (m *Providers) ResolveProvider(ctx context.Context, p names.Provider, v nam
 
 // ResolveHeldProvider is the release in the first mapping holding it and
 // allowed to serve it, nothing asked of an origin.
-func (m *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (m *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	root, _, err := m.resolveHeld(ctx, m.admitting(p), p, v, via)
 	return root, err
 }
@@ -259,7 +259,7 @@ func (m *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v
 // resolveHeld is the release in the first of srcs holding it and allowed
 // to serve it; pull says none does, and the first does not hold it at
 // all (so it may pull it through).
-func (m *Providers) resolveHeld(ctx context.Context, srcs []source.Providers, p names.Provider, v names.Version, via source.Via) (root *source.ProviderRoot, pull bool, err error) {
+func (m *Providers) resolveHeld(ctx context.Context, srcs []source.Providers, p names.Provider, v names.Version, via names.Via) (root *source.ProviderRoot, pull bool, err error) {
 	var first error
 	for i, s := range srcs {
 		r, err := source.ResolveHeldProvider(ctx, s, p, v, via)
@@ -301,7 +301,7 @@ func (m *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, ne
 		root := r
 		if used {
 			var err error
-			if root, err = source.ResolveHeldProvider(ctx, s, r.Provider, r.Version, source.ViaMirror); err != nil {
+			if root, err = source.ResolveHeldProvider(ctx, s, r.Provider, r.Version, names.ViaMirror); err != nil {
 				return false, err
 			}
 			if sameRelease(root, r) {

@@ -67,12 +67,12 @@ func (h *Providers) pulls(p names.Provider) bool {
 // target is the pull-through target of p asked for through via; none
 // where Held's mapping does not pull p through, and none, with
 // errPushed, where p's repositories hold pushed versions.
-func (h *Providers) target(ctx context.Context, p names.Provider, via source.Via) (pullthrough.Target, bool, error) {
+func (h *Providers) target(ctx context.Context, p names.Provider, via names.Via) (pullthrough.Target, bool, error) {
 	if !h.pulls(p) {
 		return pullthrough.Target{}, false, nil
 	}
 	t, ok := h.Engine.MirrorTarget(p)
-	if via == source.ViaRegistry {
+	if via == names.ViaRegistry {
 		t, ok = h.Engine.RegistryTarget(p)
 	}
 	if !ok {
@@ -135,7 +135,7 @@ func (h *Providers) factsRule(p names.Provider) (string, bool) {
 // registry protocol with a warning), or the origin's error when it holds
 // nothing. Under a rule that reads facts: what the registry holds, the
 // origin's newest versions sighted.
-func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via names.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	t, ok, err := h.target(ctx, p, via)
 	if errors.Is(err, errPushed) || err == nil && !ok {
 		return h.Held.ProviderVersions(ctx, p, via, opts)
@@ -186,7 +186,7 @@ func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 // carries for it ("" for none).
 func degraded(e *pullthrough.Engine, t pullthrough.Target, err error) string {
 	e.DegradedListing("provider", t.Origin.String(), err)
-	if t.Via == pullthrough.ViaRegistry && pullthrough.Classify(err) != pullthrough.FailureNotFound {
+	if t.Via == names.ViaRegistry && pullthrough.Classify(err) != pullthrough.FailureNotFound {
 		return fmt.Sprintf("origin %s is unavailable: only the versions the proxy's registry holds are listed", t.Origin.Hostname)
 	}
 	return ""
@@ -197,9 +197,9 @@ func degraded(e *pullthrough.Engine, t pullthrough.Target, err error) string {
 // protocol listing carries for it ("" for none): with several mappings,
 // the listing of the others when the one pulling p through holds
 // nothing of it (merged.Providers.Outage).
-func Degraded(e *pullthrough.Engine, p names.Provider, via source.Via, err error) string {
+func Degraded(e *pullthrough.Engine, p names.Provider, via names.Via, err error) string {
 	t, ok := e.MirrorTarget(p)
-	if via == source.ViaRegistry {
+	if via == names.ViaRegistry {
 		t, ok = e.RegistryTarget(p)
 	}
 	if !ok {
@@ -220,7 +220,7 @@ func (h *Providers) recent(p names.Provider) []pullthrough.StoredVersion {
 // ResolveProvider is the release the registry holds; for one it does not
 // hold, the one pull-through stored lately or the origin offers (under a
 // rule that reads facts: not found, its pull started).
-func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	root, err := h.Held.ResolveProvider(ctx, p, v, via)
 	if !source.IsNotHeld(err) {
 		return root, err
@@ -260,7 +260,7 @@ func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v nam
 
 // ResolveHeldProvider is the release the registry holds, nothing asked
 // of the origin.
-func (h *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (h *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	return h.Held.ResolveProvider(ctx, p, v, via)
 }
 

@@ -126,7 +126,7 @@ func (h *Providers) storedFile(ctx context.Context, t pullthrough.Target, f sour
 			"provider", t.Served.String(), "version", f.Version.String(), "index", res.Root.Digest.String(), "error", err)
 		h.Engine.Distrust(key)
 	}
-	root, err := h.Held.ResolveProvider(ctx, t.Served, f.Version, source.ViaMirror)
+	root, err := h.Held.ResolveProvider(ctx, t.Served, f.Version, names.ViaMirror)
 	switch {
 	case err != nil && source.Absent(err):
 		return nil, false, nil
