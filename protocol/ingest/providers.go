@@ -231,7 +231,7 @@ func ingestVersion(ctx context.Context, c *origin.Client, addr names.Provider, v
 // pushRelease downloads a resolved release's packages, each checked
 // against the signed SHA256SUMS, pushes it and, with opts.Attest,
 // attests it.
-func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderRelease, repo oci.Repository, ref oci.Reference, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, error) {
+func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderOriginRelease, repo oci.Repository, ref oci.Reference, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, error) {
 	if locked != nil {
 		for _, p := range rel.Platforms {
 			if !slices.Contains(locked.Hashes, pkghash.ZH(rel.ZipSHA256(p))) {

@@ -115,7 +115,7 @@ func (s *Server) providerSource(mappings store.ProviderMappings) source.Provider
 	for i, h := range hs {
 		var src source.Providers = h
 		if pulls {
-			src = &pulled.Providers{Held: h, Engine: s.pull, Rules: judge, Log: s.log,
+			src = &pulled.Providers{Held: h, Store: s.store, Engine: s.pull, Rules: judge, Log: s.log,
 				Pulls: func(p names.Provider) bool { return mappings.Index(p) == i },
 				Later: func(p names.Provider) []pulled.LaterRepo { return laterRepos(hs[i+1:], p) }}
 		}
@@ -143,6 +143,18 @@ func laterRepos(hs []*held.Providers, p names.Provider) []pulled.LaterRepo {
 	return out
 }
 
+// laterModuleRepos are the repositories of the module mappings of hs
+// that have one for a.
+func laterModuleRepos(hs []*held.Modules, a source.ModuleAddress) []pulled.LaterModuleRepo {
+	var out []pulled.LaterModuleRepo
+	for _, h := range hs {
+		if repo, err := h.Repo(a); err == nil {
+			out = append(out, pulled.LaterModuleRepo{Repo: repo, Template: h.Template})
+		}
+	}
+	return out
+}
+
 // ownModules names the modules addressed under the proxy's own hostname
 // to moduleSource, rather than an origin's.
 const ownModules = ""
@@ -164,7 +176,9 @@ func (s *Server) moduleSource(tpls []*repotemplate.Template, origin string) sour
 	for i, h := range hs {
 		var src source.Modules = h
 		if i == 0 && pulls {
-			p := &pulled.Modules{Held: h, Engine: s.pull, Origin: origin, Later: hs[1:], Rules: judge, Log: s.log}
+			later := hs[1:]
+			p := &pulled.Modules{Held: h, Engine: s.pull, Origin: origin, Rules: judge, Log: s.log,
+				Later: func(a source.ModuleAddress) []pulled.LaterModuleRepo { return laterModuleRepos(later, a) }}
 			if origin == ownModules {
 				p.Origin, p.Own = s.pull.ModuleOrigin(), true
 			}
@@ -198,7 +212,7 @@ func (s *Server) tofuSource(ref oci.Reference) source.Tofu {
 	h := &held.Tofu{Repo: s.store.Repo(ref), Log: s.log}
 	var src source.Tofu = h
 	if s.pull.Tofu() {
-		src = &pulled.Tofu{Held: h, Engine: s.pull, Rules: judge, Log: s.log}
+		src = &pulled.Tofu{Held: h, Repo: h.Repo, Engine: s.pull, Rules: judge, Log: s.log}
 	}
 	return &gate.Tofu{Inner: src, Judge: judge, Attested: !s.pull.Tofu()}
 }

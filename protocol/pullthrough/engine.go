@@ -75,7 +75,7 @@ type Engine struct {
 	shared   sharedstate.Store
 
 	listings  *cache.Cache[Listing]
-	releases  *cache.Cache[*ingest.ProviderRelease]
+	releases  *cache.Cache[*ingest.ProviderOriginRelease]
 	tofuAPI   *cache.Cache[TofuListing]
 	tofuRels  *cache.Cache[*ingest.TofuOriginRelease]
 	completed *cache.Cache[Stored]
@@ -143,7 +143,7 @@ func New(c Config) (*Engine, error) {
 	// Releases are not remembered as failures by the cache: the engine
 	// remembers the failures that count (failures), and only those.
 	e.listings = cache.New[Listing](metaCache("origin_listings", opts.FailureTTL))
-	e.releases = cache.New[*ingest.ProviderRelease](metaCache("origin_releases", -1))
+	e.releases = cache.New[*ingest.ProviderOriginRelease](metaCache("origin_releases", -1))
 	e.tofuAPI = cache.New[TofuListing](metaCache("origin_tofu_api", opts.FailureTTL))
 	e.tofuRels = cache.New[*ingest.TofuOriginRelease](metaCache("origin_tofu_releases", -1))
 	e.moduleListings = cache.New[map[string]string](metaCache("origin_module_listings", opts.FailureTTL))

@@ -122,12 +122,12 @@ func providerFailKey(t Target, v names.Version) string {
 
 // ProviderRelease is the origin's release of version v, its signature
 // and digests verified (cached); a failure is remembered for FailureTTL.
-func (e *Engine) ProviderRelease(ctx context.Context, t Target, v names.Version) (*ingest.ProviderRelease, error) {
+func (e *Engine) ProviderRelease(ctx context.Context, t Target, v names.Version) (*ingest.ProviderOriginRelease, error) {
 	fk := providerFailKey(t, v)
 	if err := e.remembered(ctx, "provider", fk, t.Origin.Hostname); err != nil {
 		return nil, err
 	}
-	res, err := e.releases.Get(ctx, fk, func(ctx context.Context) (*ingest.ProviderRelease, int64, error) {
+	res, err := e.releases.Get(ctx, fk, func(ctx context.Context) (*ingest.ProviderOriginRelease, int64, error) {
 		l, _, err := e.Offered(ctx, t)
 		if err != nil {
 			return nil, 0, err
@@ -180,7 +180,7 @@ func (e *Engine) ProviderKey(t Target, v names.Version, sums digest.Digest) (str
 // the release was stored meanwhile: read it from the registry. With wait,
 // a release another replica pulls is waited for (within ctx); without,
 // it is an error.
-func (e *Engine) StartProvider(ctx context.Context, t Target, v names.Version, rel *ingest.ProviderRelease, demand string, wait bool) (*Pull, *File, error) {
+func (e *Engine) StartProvider(ctx context.Context, t Target, v names.Version, rel *ingest.ProviderOriginRelease, demand string, wait bool) (*Pull, *File, error) {
 	dst, err := e.ProviderDestination(t)
 	if err != nil {
 		return nil, nil, err
@@ -190,7 +190,7 @@ func (e *Engine) StartProvider(ctx context.Context, t Target, v names.Version, r
 }
 
 // newProviderPull prepares the pull of a provider release into dst.
-func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.ProviderRelease, dst Destination, key string) (*Pull, error) {
+func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.ProviderOriginRelease, dst Destination, key string) (*Pull, error) {
 	ref := dst.Ref
 	repo, err := e.registry.Open(ref)
 	if err != nil {

@@ -36,7 +36,7 @@ type Pull struct {
 	// attrs are more attributes of the pull's log lines.
 	attrs []any
 	// provider or tofu is the verified origin release being pulled.
-	provider *ingest.ProviderRelease
+	provider *ingest.ProviderOriginRelease
 	tofu     *ingest.TofuOriginRelease // "registry.opentofu.org/hashicorp/aws 5.0.0", for logs
 	dir      string
 	repo     oci.Repository
@@ -227,7 +227,7 @@ func (p *Pull) logAttrs() []any {
 
 // Provider is the verified origin release a provider pull fetches (nil
 // for an OpenTofu release).
-func (p *Pull) Provider() *ingest.ProviderRelease { return p.provider }
+func (p *Pull) Provider() *ingest.ProviderOriginRelease { return p.provider }
 
 // Tofu is the verified OpenTofu release a pull fetches (nil for a
 // provider release).

@@ -8,7 +8,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
 // Need says what a reader of provider releases reads besides the index.
@@ -72,12 +71,17 @@ type PulledProvider struct {
 	// Offer, when the release was only listed: its protocols and
 	// platforms; Release once read.
 	Offer   *wire.RegistryVersion
-	Release any // *ingest.ProviderRelease
+	Release OriginRelease
 }
 
-// Target is the pull-through target of the release.
-func (p *PulledProvider) Target() pullthrough.Target {
-	return pullthrough.Target{Served: p.Served, Origin: p.Origin, Via: p.Via}
+// OriginRelease is an origin's release as pull-through read and
+// verified it, kept with the root for the source that read it to start
+// a package's download from.
+type OriginRelease interface {
+	// SumsDigest is the digest of the origin's SHA256SUMS.
+	SumsDigest() digest.Digest
+	// ZipName is the file name of pl's package.
+	ZipName(pl names.Platform) string
 }
 
 // Pin is what an archive or pull URL pins a release by: its index digest,

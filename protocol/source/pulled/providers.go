@@ -15,7 +15,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/oci-tofu/oci-tofu/protocol/source/held"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -36,8 +35,10 @@ const providerKind = names.KindProvider
 // into the first mapping admitting the address (pullthrough.Engine);
 // for the others Providers is what Held holds, nothing more.
 type Providers struct {
-	Held   *held.Providers
-	Engine *pullthrough.Engine
+	Held HeldProviders
+	// Store holds the repositories pull-through stores into.
+	Store  *store.Store
+	Engine ProviderEngine
 	Rules  source.Rules
 	Log    *slog.Logger
 	// Pulls reports whether Held's mapping is the one p is pulled
@@ -50,6 +51,14 @@ type Providers struct {
 	// to Held's do, unless that mapping's own repository carries the
 	// origin's host name (pullthrough.Engine.ProviderDestinationIn).
 	Later func(p names.Provider) []LaterRepo
+}
+
+// HeldProviders is the source of what one mapping holds, which
+// Providers wraps (held.Providers): its releases, and the repository
+// of an address.
+type HeldProviders interface {
+	source.Providers
+	Repo(p names.Provider) (*store.Repo, error)
 }
 
 var (
@@ -93,7 +102,7 @@ var errPushed = errors.New("held as pushed")
 // what its repository (d's) and the later mappings' merged with it hold;
 // errPushed when they hold pushed versions.
 func (h *Providers) mayJoin(ctx context.Context, t pullthrough.Target, d pullthrough.Destination) error {
-	ok, err := h.Engine.MayJoin(ctx, d, h.Held.Store.Repo(d.Ref))
+	ok, err := h.Engine.MayJoin(ctx, d, h.Store.Repo(d.Ref))
 	if h.Later != nil {
 		for _, l := range h.Later(t.Served) {
 			if err != nil || !ok {
@@ -117,6 +126,11 @@ func (h *Providers) mayJoinLater(ctx context.Context, t pullthrough.Target, l La
 		d = pullthrough.Destination{Ref: l.Repo.Reference()}
 	}
 	return h.Engine.MayJoin(ctx, d, l.Repo)
+}
+
+// target is the pull-through target of an origin's release.
+func target(p *source.PulledProvider) pullthrough.Target {
+	return pullthrough.Target{Served: p.Served, Origin: p.Origin, Via: p.Via}
 }
 
 // LaterRepo is a later mapping's repository of an address, and the mapping.
@@ -184,7 +198,7 @@ func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 // degraded reports a listing of what the registry holds, t's origin
 // failing with err, and is the warning a registry protocol listing
 // carries for it ("" for none).
-func degraded(e *pullthrough.Engine, t pullthrough.Target, err error) string {
+func degraded(e ProviderEngine, t pullthrough.Target, err error) string {
 	e.DegradedListing("provider", t.Origin.String(), err)
 	if t.Via == names.ViaRegistry && pullthrough.Classify(err) != pullthrough.FailureNotFound {
 		return fmt.Sprintf("origin %s is unavailable: only the versions the proxy's registry holds are listed", t.Origin.Hostname)
@@ -197,7 +211,7 @@ func degraded(e *pullthrough.Engine, t pullthrough.Target, err error) string {
 // protocol listing carries for it ("" for none): with several mappings,
 // the listing of the others when the one pulling p through holds
 // nothing of it (merged.Providers.Outage).
-func Degraded(e *pullthrough.Engine, p names.Provider, via names.Via, err error) string {
+func Degraded(e ProviderEngine, p names.Provider, via names.Via, err error) string {
 	t, ok := e.MirrorTarget(p)
 	if via == names.ViaRegistry {
 		t, ok = e.RegistryTarget(p)
@@ -285,7 +299,7 @@ func (h *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, ne
 	if need&(source.NeedPackages|source.NeedChecksums) == 0 {
 		return rel, nil
 	}
-	o, err := h.Engine.ProviderRelease(ctx, r.Pulled.Target(), r.Version)
+	o, err := h.Engine.ProviderRelease(ctx, target(r.Pulled), r.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -312,11 +326,11 @@ func (h *Providers) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl
 	if r.Pulled == nil || !h.pulls(r.Provider) {
 		return
 	}
-	o, ok := r.Pulled.Release.(*ingest.ProviderRelease)
+	o, ok := r.Pulled.Release.(*ingest.ProviderOriginRelease)
 	if !ok {
 		return
 	}
-	if _, _, err := h.Engine.StartProvider(ctx, r.Pulled.Target(), r.Version, o, o.ZipName(pl), false); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
+	if _, _, err := h.Engine.StartProvider(ctx, target(r.Pulled), r.Version, o, o.ZipName(pl), false); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
 		h.Log.Debug("pull-through: could not start the download early", "error", err)
 	}
 }
