@@ -180,12 +180,12 @@ func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 		return fail(err)
 	}
 	paddr := policy.ProviderAddress(spec.Provider)
-	chosen, results, err := opts.Gate.split(KindProvider, paddr, addr, chosen, locked != nil)
+	chosen, results, err := opts.Gate.split(names.KindProvider, paddr, addr, chosen, locked != nil)
 	if err != nil {
 		return fail(err)
 	}
 	for _, v := range chosen {
-		r := Result{Provider: addr, Version: v.String(), Warnings: opts.Gate.warnings(KindProvider, paddr, v)}
+		r := Result{Provider: addr, Version: v.String(), Warnings: opts.Gate.warnings(names.KindProvider, paddr, v)}
 		res, warnings, attested, err := ingestVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, ref, locked, opts, &r)
 		r.Warnings, r.Attested = append(r.Warnings, warnings...), attested
 		if err != nil {

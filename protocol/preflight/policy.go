@@ -52,15 +52,15 @@ func Policy(cfg PolicyConfig) []Result {
 // unmatched says why rule r can match no mapped address ("" when it can).
 func (cfg PolicyConfig) unmatched(r policy.RuleInfo) string {
 	switch r.Kind {
-	case policy.KindTofu:
+	case names.KindTofu:
 		if !cfg.Tofu {
 			return "no OpenTofu repository is configured: the rule decides nothing"
 		}
-	case policy.KindModule:
+	case names.KindModule:
 		if !cfg.Modules {
 			return "no module template is configured: the rule decides nothing"
 		}
-	case policy.KindProvider:
+	case names.KindProvider:
 		for _, m := range cfg.Providers {
 			if mappingMayAdmit(m, r.Pattern) {
 				return ""

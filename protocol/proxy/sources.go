@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
@@ -196,7 +195,7 @@ func (s *Server) moduleSource(tpls []*repotemplate.Template, origin string) sour
 			from = s.pull.ModuleOrigin()
 		}
 		m.Outage = func(a source.ModuleAddress, err error) {
-			s.pull.DegradedListing("module", from+"/"+a.Module.String(), err)
+			s.pull.DegradedListing(names.KindModule, from+"/"+a.Module.String(), err)
 		}
 	}
 	return m
@@ -238,7 +237,7 @@ type AdmissionVerdict = gate.AdmissionVerdict
 // admit the address, in order (heldFor). err is a registry failure or an
 // address the server does not map.
 func (s *Server) ExplainPolicy(ctx context.Context, kind names.Kind, address, version string) ([]PolicyVerdict, error) {
-	attested := kind != policy.KindTofu || !s.pull.Tofu() // as tofuSource's gate.Tofu.Attested
+	attested := kind != names.KindTofu || !s.pull.Tofu() // as tofuSource's gate.Tofu.Attested
 	return s.judge().Explain(ctx, kind, address, version, attested, func() ([]gate.Held, error) {
 		return s.heldFor(kind, address)
 	})
@@ -248,15 +247,15 @@ func (s *Server) ExplainPolicy(ctx context.Context, kind names.Kind, address, ve
 // kind, in the order the server tries them.
 func (s *Server) heldFor(kind names.Kind, address string) ([]gate.Held, error) {
 	switch kind {
-	case policy.KindProvider:
+	case names.KindProvider:
 		p, err := names.ParseProvider(address)
 		if err != nil {
 			return nil, err
 		}
 		return s.heldProviders(p)
-	case policy.KindModule:
+	case names.KindModule:
 		return s.heldModules(address)
-	case policy.KindTofu:
+	case names.KindTofu:
 		if s.opts.TofuRepository == nil {
 			return nil, errors.New("the server has no OpenTofu release repository (--tofu-repository)")
 		}

@@ -95,7 +95,7 @@ func (e *Engine) Offered(ctx context.Context, t Target) (Listing, time.Time, err
 	res, err := e.listings.Get(ctx, t.Origin.String(), func(ctx context.Context) (Listing, int64, error) {
 		vs, err := e.opts.Client.Versions(ctx, t.Origin)
 		if err != nil {
-			e.reportOriginError("provider", t.Origin.String(), err)
+			e.reportOriginError(names.KindProvider, t.Origin.String(), err)
 			return Listing{}, 0, err
 		}
 		l := Listing{ByVersion: map[string]*wire.RegistryVersion{}}
@@ -124,7 +124,7 @@ func providerFailKey(t Target, v names.Version) string {
 // and digests verified (cached); a failure is remembered for FailureTTL.
 func (e *Engine) ProviderRelease(ctx context.Context, t Target, v names.Version) (*ingest.ProviderOriginRelease, error) {
 	fk := providerFailKey(t, v)
-	if err := e.remembered(ctx, "provider", fk, t.Origin.Hostname); err != nil {
+	if err := e.remembered(ctx, names.KindProvider, fk, t.Origin.Hostname); err != nil {
 		return nil, err
 	}
 	res, err := e.releases.Get(ctx, fk, func(ctx context.Context) (*ingest.ProviderOriginRelease, int64, error) {
@@ -138,10 +138,10 @@ func (e *Engine) ProviderRelease(ctx context.Context, t Target, v names.Version)
 		}
 		rel, err := ingest.ResolveProviderRelease(ctx, e.opts.Client, t.Origin, entry, ingest.ResolveOptions{Concurrency: 8, EnforceGPGExpiration: e.opts.EnforceGPGExpiration})
 		if err != nil {
-			e.reportOriginError("provider", t.Origin.String()+" "+v.String(), err)
+			e.reportOriginError(names.KindProvider, t.Origin.String()+" "+v.String(), err)
 			if kind := Classify(err); kind == FailureTampered {
 				e.rememberFailure(fk, err)
-				e.metrics.result("provider", kind)
+				e.metrics.result(names.KindProvider, kind)
 			}
 			return nil, 0, err
 		}
@@ -204,7 +204,7 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 	for name := range byName {
 		files = append(files, name)
 	}
-	p, err := e.newPull("provider", key, t.Origin.String()+" "+v.String(), repo, files, rel.WriteChecksums)
+	p, err := e.newPull(names.KindProvider, key, t.Origin.String()+" "+v.String(), repo, files, rel.WriteChecksums)
 	if err != nil {
 		return nil, err
 	}

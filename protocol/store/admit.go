@@ -20,14 +20,6 @@ import (
 // bounded work.
 type Admit func(ctx context.Context, repo oci.ReadOnlyRepository, repository string, kind names.Kind, subject digest.Digest) (refusal, err error)
 
-// Kinds of roots the proxy asks Admit about; messages name them by
-// names.Kind.Noun ("OpenTofu release").
-const (
-	KindProvider = names.KindProvider
-	KindModule   = names.KindModule
-	KindTofu     = names.KindTofu
-)
-
 // Refusal is what Admitted returns for a root the admission rule refuses.
 type Refusal struct {
 	Repo    string

@@ -53,7 +53,7 @@ func TestOneListingOnePolicyGeneration(t *testing.T) {
 	}()
 	defer func() { close(stop); <-done }()
 	for range 50 {
-		if got := len(judge.Allowed(policy.KindProvider, "example.com/test/hello", vs)); got != 0 && got != len(vs) {
+		if got := len(judge.Allowed(names.KindProvider, "example.com/test/hello", vs)); got != 0 && got != len(vs) {
 			t.Fatalf("one listing allowed %d of %d versions: judged by two policies", got, len(vs))
 		}
 	}

@@ -40,7 +40,7 @@ type ModuleEngine interface {
 	ModuleOffered(ctx context.Context, host string, mod names.Module) (map[string]string, time.Time, error)
 	PullModule(ctx context.Context, host string, ref oci.Reference, mod names.Module, v names.Version) (pullthrough.Stored, error)
 	Recent(repo string) []pullthrough.StoredVersion
-	DegradedListing(kind, what string, err error)
+	DegradedListing(kind names.Kind, what string, err error)
 }
 
 // TofuEngine is what Tofu asks of the engine.
@@ -60,5 +60,5 @@ type pulls interface {
 	Completed(ctx context.Context, key string) (pullthrough.Stored, bool)
 	Distrust(key string)
 	Recent(repo string) []pullthrough.StoredVersion
-	DegradedListing(kind, what string, err error)
+	DegradedListing(kind names.Kind, what string, err error)
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// moduleKind is the policy kind of modules.
-const moduleKind = "module"
-
 // Modules is the module packages one mapping holds (Held) and the
 // versions the origin module registry Origin offers besides, fetched,
 // packed as `push module` packs them and stored into Held's repository by
@@ -69,7 +66,7 @@ var (
 
 // factsRule is the name of the rule for a that reads facts, if one does.
 func (m *Modules) factsRule(a source.ModuleAddress) (string, bool) {
-	return m.Rules.FactsRule(moduleKind, a.String())
+	return m.Rules.FactsRule(names.KindModule, a.String())
 }
 
 // originMayBeAsked reports whether the origin may be asked about a
@@ -144,7 +141,7 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 		if len(l.Versions) == 0 {
 			return l, oerr
 		}
-		m.Engine.DegradedListing("module", m.Origin+"/"+a.Module.String(), oerr)
+		m.Engine.DegradedListing(names.KindModule, m.Origin+"/"+a.Module.String(), oerr)
 		return l, nil
 	}
 	for canonical := range offered {
@@ -232,7 +229,7 @@ func (m *Modules) sightOrigin(ctx context.Context, repo *store.Repo, a source.Mo
 	}
 	offered, _, err := m.Engine.ModuleOffered(ctx, m.Origin, a.Module)
 	if err != nil {
-		m.Engine.DegradedListing("module", m.Origin+"/"+a.Module.String(), err)
+		m.Engine.DegradedListing(names.KindModule, m.Origin+"/"+a.Module.String(), err)
 		return
 	}
 	var vs []names.Version
@@ -241,7 +238,7 @@ func (m *Modules) sightOrigin(ctx context.Context, repo *store.Repo, a source.Mo
 			vs = append(vs, v)
 		}
 	}
-	for _, v := range FirstSight(heldVersions.Versions, m.Rules.Allowed(moduleKind, a.String(), vs)) {
+	for _, v := range FirstSight(heldVersions.Versions, m.Rules.Allowed(names.KindModule, a.String(), vs)) {
 		go m.sight(repo, a.Module, v)
 	}
 }

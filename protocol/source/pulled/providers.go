@@ -18,8 +18,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-const providerKind = names.KindProvider
-
 // Providers is the provider releases the registry holds (Held) and, for
 // what it does not hold, what the allow-listed origin of the address
 // offers: through the network mirror, the origin of the address's own
@@ -140,7 +138,7 @@ type LaterRepo struct {
 }
 
 func (h *Providers) factsRule(p names.Provider) (string, bool) {
-	return h.Rules.FactsRule(providerKind, p.String())
+	return h.Rules.FactsRule(names.KindProvider, p.String())
 }
 
 // ProviderVersions lists what the registry holds, what pull-through
@@ -199,7 +197,7 @@ func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 // failing with err, and is the warning a registry protocol listing
 // carries for it ("" for none).
 func degraded(e ProviderEngine, t pullthrough.Target, err error) string {
-	e.DegradedListing("provider", t.Origin.String(), err)
+	e.DegradedListing(names.KindProvider, t.Origin.String(), err)
 	if t.Via == names.ViaRegistry && pullthrough.Classify(err) != pullthrough.FailureNotFound {
 		return fmt.Sprintf("origin %s is unavailable: only the versions the proxy's registry holds are listed", t.Origin.Hostname)
 	}
@@ -355,10 +353,10 @@ func (h *Providers) sightOrigin(ctx context.Context, p names.Provider, t pullthr
 	}
 	offered, _, err := h.Engine.Offered(ctx, t)
 	if err != nil {
-		h.Engine.DegradedListing("provider", t.Origin.String(), err)
+		h.Engine.DegradedListing(names.KindProvider, t.Origin.String(), err)
 		return
 	}
-	for _, v := range FirstSight(heldVersions, h.Rules.Allowed(providerKind, p.String(), offered.Versions)) {
+	for _, v := range FirstSight(heldVersions, h.Rules.Allowed(names.KindProvider, p.String(), offered.Versions)) {
 		go h.sight(t, v)
 	}
 }

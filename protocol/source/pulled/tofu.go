@@ -60,7 +60,7 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 		if len(l.Versions) == 0 {
 			return l, oerr
 		}
-		t.Engine.DegradedListing("tofu", t.Engine.TofuOrigin().API.Redacted(), oerr)
+		t.Engine.DegradedListing(names.KindTofu, t.Engine.TofuOrigin().API.Redacted(), oerr)
 		return l, nil
 	}
 	for _, v := range offered.Versions {
@@ -189,7 +189,7 @@ func (t *Tofu) sightOrigin(ctx context.Context) {
 	}
 	offered, _, err := t.Engine.TofuOffered(ctx)
 	if err != nil {
-		t.Engine.DegradedListing("tofu", t.Engine.TofuOrigin().API.Redacted(), err)
+		t.Engine.DegradedListing(names.KindTofu, t.Engine.TofuOrigin().API.Redacted(), err)
 		return
 	}
 	for _, v := range FirstSight(heldVersions.Versions, t.Rules.Allowed(names.KindTofu, tofuAddress, offered.Versions)) {
