@@ -271,7 +271,7 @@ func parsePattern(kind names.Kind, s string) (string, error) {
 	}
 	parts := strings.Split(strings.ToLower(s), "/")
 	if len(parts) == 3 {
-		parts = append([]string{"registry.opentofu.org"}, parts...)
+		parts = append([]string{names.OpenTofuRegistryHost}, parts...)
 	}
 	if len(parts) != 4 {
 		return "", fmt.Errorf("invalid module pattern %q: must be [hostname/]namespace/name/system", s)

@@ -46,15 +46,11 @@ func (p *Policy) Check(kind names.Kind, address, version string) error {
 // it, and it is what Decide and Check are asked about them.
 const TofuAddress = "tofu"
 
-// DefaultHostname is the hostname AddressFromRepository gives an address
-// read from a repository path, which names none.
-const DefaultHostname = "registry.opentofu.org"
-
 // AddressFromRepository is the address the policy matches the artifacts
 // of a repository by when nothing else names it: for a provider the last
 // two segments of the repository path (namespace/type), for a module the
-// last three (namespace/name/system), on DefaultHostname; "tofu" for
-// OpenTofu releases. Repository templates end in those names
+// last three (namespace/name/system), on names.OpenTofuRegistryHost (a
+// repository path names no host); "tofu" for OpenTofu releases. Repository templates end in those names
 // (…/${namespace}/${type}), so this is the address they were pushed for.
 func AddressFromRepository(kind names.Kind, repository string) (string, error) {
 	n := map[names.Kind]int{names.KindProvider: 2, names.KindModule: 3}[kind]
@@ -65,7 +61,7 @@ func AddressFromRepository(kind names.Kind, repository string) (string, error) {
 	if n == 0 || len(parts) < n {
 		return "", fmt.Errorf("the repository %q does not end in the %s's names (%s): name the address the policy should match", repository, kind, map[names.Kind]string{names.KindProvider: "namespace/type", names.KindModule: "namespace/name/system"}[kind])
 	}
-	return DefaultHostname + "/" + strings.Join(parts[len(parts)-n:], "/"), nil
+	return names.OpenTofuRegistryHost + "/" + strings.Join(parts[len(parts)-n:], "/"), nil
 }
 
 // ProviderAddress is the address the policy matches a provider by outside
