@@ -72,7 +72,7 @@ func (cfg PolicyConfig) unmatched(r policy.RuleInfo) string {
 }
 
 // mappingMayAdmit says whether some address matching pattern may be
-// admitted by m: one of its include patterns (any, without) overlaps
+// covered by m: one of its include patterns (any, without) overlaps
 // pattern, and no exclude pattern covers it whole.
 func mappingMayAdmit(m store.ProviderMapping, pattern string) bool {
 	for _, ex := range m.Exclude {

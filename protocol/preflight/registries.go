@@ -38,7 +38,7 @@ type Config struct {
 }
 
 // Samples are addresses whose repositories to look for: in every provider
-// mapping that admits them (a mapping no sample is admitted by is sampled
+// mapping that covers them (a mapping no sample is covered by is sampled
 // with the one provider its include names, if any), and in the module
 // template.
 type Samples struct {
@@ -102,20 +102,20 @@ var (
 )
 
 // providers checks each provider mapping: its registry, and the
-// repository of every sample it admits (or of the provider its include
-// names); one line per sample. A sample no mapping admits gets a line
+// repository of every sample it covers (or of the provider its include
+// names); one line per sample. A sample no mapping covers gets a line
 // saying so: every address asked about is answered.
 func (ck *checker) providers(ctx context.Context, samples []names.Provider) []Result {
 	var out []Result
-	admittedByAny := make([]bool, len(samples))
+	coveredByAny := make([]bool, len(samples))
 	for _, m := range ck.cfg.Providers {
 		res := Result{Target: "providers " + m.Source, Mapping: m.Template.String()}
-		admitted := admittedSamples(m, samples, admittedByAny)
-		sampled := len(admitted) > 0
+		covered := coveredSamples(m, samples, coveredByAny)
+		sampled := len(covered) > 0
 		if !sampled {
-			admitted = []names.Provider{exampleProvider}
+			covered = []names.Provider{exampleProvider}
 		}
-		for _, sample := range admitted {
+		for _, sample := range covered {
 			ref, err := m.Template.Expand(sample.TemplateValues())
 			if err != nil {
 				out = append(out, notExpanding(res, err))
@@ -125,7 +125,7 @@ func (ck *checker) providers(ctx context.Context, samples []names.Provider) []Re
 		}
 	}
 	for i, p := range samples {
-		if !admittedByAny[i] {
+		if !coveredByAny[i] {
 			out = append(out, Result{Target: "provider " + p.String(), Status: StatusWarning,
 				Detail: "no provider mapping admits this address (see the mappings' include and exclude filters): it is not served"})
 		}
@@ -133,15 +133,15 @@ func (ck *checker) providers(ctx context.Context, samples []names.Provider) []Re
 	return out
 }
 
-// admittedSamples are the samples the mapping admits (marked in
-// admittedByAny), or else the provider its include names.
-func admittedSamples(m store.ProviderMapping, samples []names.Provider, admittedByAny []bool) []names.Provider {
+// coveredSamples are the samples the mapping covers (marked in
+// coveredByAny), or else the provider its include names.
+func coveredSamples(m store.ProviderMapping, samples []names.Provider, coveredByAny []bool) []names.Provider {
 	only := store.ProviderMappings{m}
 	var out []names.Provider
 	for i, p := range samples {
 		if _, err := only.Map(p); err == nil {
 			out = append(out, p)
-			admittedByAny[i] = true
+			coveredByAny[i] = true
 		}
 	}
 	if len(out) == 0 {

@@ -39,7 +39,7 @@ func mergedPullProxy(t *testing.T, origin *testenv.Origin) (*proxy, string) {
 		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}}), filepath.Join(dirA, "example.com")
 }
 
-// With pull-through and two mappings admitting a provider, the listing
+// With pull-through and two mappings covering a provider, the listing
 // is both mappings' versions and the origin's; a version only the second
 // mapping holds is served from it (before, only the first mapping was
 // read with pull-through, and its download was not found); a version no
@@ -124,7 +124,7 @@ func TestMergedMappingsWithRegistryPullThroughLeavePushedProvidersAlone(t *testi
 
 // A first mapping whose template carries ${hostname} makes the network
 // mirror's example.com/test/hello the origin's by name, but a later
-// mapping merged with it whose template does not (here admitting
+// mapping merged with it whose template does not (here covering
 // example.com's test/* only, which serve accepts without
 // --pull-through-shared-repositories) holds the organisation's pushed
 // test/hello 1.0.0 in a repository no host names: the origin's 1.1.0

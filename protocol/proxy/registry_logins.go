@@ -209,10 +209,10 @@ func (g *registryLogins) guessingAt(id *registryID, now time.Time) bool {
 	return now.Before(g.floods[id.from])
 }
 
-// admit is nil when id's credential may be sent to the registry now;
+// permit is nil when id's credential may be sent to the registry now;
 // errCoolingDown, or a 429 (respond.Limited), when not: then id's
 // address is guessing at its user.
-func (g *registryLogins) admit(id *registryID) error {
+func (g *registryLogins) permit(id *registryID) error {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -258,8 +258,8 @@ func (g *registryLogins) fly(id *registryID) {
 	g.flying[u] = flight{key: id.key, n: f.n + 1}
 }
 
-// landed notes that a login of id admitted has been answered (or given
-// up): a no-op for a known credential's.
+// landed notes that a login of id that permit let through has been
+// answered (or given up): a no-op for a known credential's.
 func (g *registryLogins) landed(id *registryID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -20,7 +20,7 @@ import (
 
 // The source stacks, composed once at start-up and nowhere else:
 // handlers see only package source. A mapping is what the registry holds
-// (held), with pull-through for the first mapping (of those admitting a
+// (held), with pull-through for the first mapping (of those covering a
 // provider address; pulled); each mapping is gated by the policy file
 // and the attestation rule (gate), so that a copy one mapping may not
 // serve is passed over for the next mapping's; several mappings are
@@ -99,7 +99,7 @@ func (o *Options) ingestTrust() attest.IngestTrust {
 
 // providerSource is the providers' stack: merged(gate(pulled(held m0)),
 // gate(pulled(held m1)), …) with pull-through, where for each address
-// the first mapping admitting it pulls through (pull-through stores into
+// the first mapping covering it pulls through (pull-through stores into
 // it) and later mappings serve what they hold; merged(gate(held m0),
 // gate(held m1), …) without. Each mapping's releases are judged by their
 // own roots.
@@ -118,7 +118,7 @@ func (s *Server) providerSource(mappings store.ProviderMappings) source.Provider
 				Pulls: func(p names.Provider) bool { return mappings.Index(p) == i },
 				Later: func(p names.Provider) []pulled.LaterRepo { return laterRepos(hs[i+1:], p) }}
 		}
-		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: &gate.Providers{Inner: src, Judge: judge, Each: s.store.EachVersion}, Admits: h.Admits})
+		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: &gate.Providers{Inner: src, Judge: judge, Each: s.store.EachVersion}, Covers: h.Covers})
 	}
 	if len(m.Mappings) == 1 {
 		return m.Mappings[0].Source
@@ -131,7 +131,7 @@ func (s *Server) providerSource(mappings store.ProviderMappings) source.Provider
 	return m
 }
 
-// laterRepos are the repositories of the mappings of hs admitting p.
+// laterRepos are the repositories of the mappings of hs covering p.
 func laterRepos(hs []*held.Providers, p names.Provider) []pulled.LaterRepo {
 	var out []pulled.LaterRepo
 	for _, h := range hs {
@@ -234,7 +234,7 @@ type AdmissionVerdict = gate.AdmissionVerdict
 // force, the facts the gate reads for a rule with min_age or signers, by
 // the server's clock, and the admission rule where serve asks it. The
 // releases are those of the held sources of the server's mappings that
-// admit the address, in order (heldFor). err is a registry failure or an
+// cover the address, in order (heldFor). err is a registry failure or an
 // address the server does not map.
 func (s *Server) ExplainPolicy(ctx context.Context, kind names.Kind, address, version string) ([]PolicyVerdict, error) {
 	attested := kind != names.KindTofu || !s.pull.Tofu() // as tofuSource's gate.Tofu.Attested
@@ -265,7 +265,7 @@ func (s *Server) heldFor(kind names.Kind, address string) ([]gate.Held, error) {
 	return nil, fmt.Errorf("unknown kind %q", kind)
 }
 
-// heldProviders are p's held sources: of every mapping admitting it,
+// heldProviders are p's held sources: of every mapping covering it,
 // in order, as providerSource merges them.
 func (s *Server) heldProviders(p names.Provider) ([]gate.Held, error) {
 	if len(s.mappings) == 0 {

@@ -34,8 +34,8 @@ func providerTemplate(t *testing.T, s string) *repotemplate.Template {
 	return tpl
 }
 
-// An address maps through the first mapping whose filters admit it, with
-// patterns read case-insensitively; an address no mapping admits is
+// An address maps through the first mapping whose filters cover it, with
+// patterns read case-insensitively; an address no mapping covers is
 // NotFound (the proxy answers 404, not 500).
 func TestProviderMappings(t *testing.T) {
 	ms, err := store.CheckMappings([]store.ProviderMapping{

@@ -18,7 +18,7 @@ import (
 )
 
 // Providers is the source of the provider releases the repositories of
-// its mappings hold, a provider in the first mapping admitting it:
+// its mappings hold, a provider in the first mapping covering it:
 // versions from tags, releases from their indexes, platform manifests and
 // provenance.
 type Providers struct {
@@ -42,8 +42,8 @@ func (h *Providers) Repo(p names.Provider) (*store.Repo, error) {
 	return h.Store.Repo(ref), nil
 }
 
-// Admits reports whether the mapping's filters admit p.
-func (h *Providers) Admits(p names.Provider) bool {
+// Covers reports whether the mapping's filters cover p.
+func (h *Providers) Covers(p names.Provider) bool {
 	_, err := h.Mappings.Map(p)
 	return err == nil
 }

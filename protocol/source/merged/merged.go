@@ -8,7 +8,7 @@
 // nothing of what is asked (not found) is passed over; any other failure
 // of a mapping's registry is the answer, so an outage never turns into
 // another mapping's copy or a shorter list. With pull-through, the first
-// mapping (of providers, the first admitting the address) lists what its
+// mapping (of providers, the first covering the address) lists what its
 // origin offers too, and a version no mapping holds at all is pulled
 // into it (Pulls).
 //

@@ -72,7 +72,7 @@ var (
 func stack(sources ...*fake) *merged.Providers {
 	m := &merged.Providers{}
 	for _, s := range sources {
-		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: s, Admits: func(names.Provider) bool { return true }})
+		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: s, Covers: func(names.Provider) bool { return true }})
 	}
 	return m
 }

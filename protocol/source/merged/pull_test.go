@@ -136,7 +136,7 @@ func (f *puller) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl na
 func pulling(ms ...source.Providers) *merged.Providers {
 	m := &merged.Providers{Pulls: true}
 	for _, s := range ms {
-		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: s, Admits: func(names.Provider) bool { return true }})
+		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: s, Covers: func(names.Provider) bool { return true }})
 	}
 	return m
 }
@@ -263,14 +263,14 @@ func TestPullingMappingsOriginOutageDegradesTheListing(t *testing.T) {
 	}
 }
 
-// Pull URLs and early downloads go to the first mapping admitting the
+// Pull URLs and early downloads go to the first mapping covering the
 // provider, the one pull-through stores it into.
 func TestPullURLsAreTheFirstAdmittingMappings(t *testing.T) {
 	ctx := context.Background()
 	other, pulls := &puller{}, &puller{}
 	m := &merged.Providers{Pulls: true, Mappings: []merged.ProviderMapping{
-		{Source: other, Admits: func(q names.Provider) bool { return q.Namespace != p.Namespace }},
-		{Source: pulls, Admits: func(names.Provider) bool { return true }},
+		{Source: other, Covers: func(q names.Provider) bool { return q.Namespace != p.Namespace }},
+		{Source: pulls, Covers: func(names.Provider) bool { return true }},
 	}}
 	if _, err := m.OpenPulledFile(ctx, source.PulledFile{Provider: p, Version: v1}); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ import (
 //
 // With several mappings each is a Providers of its own, and an address
 // is pulled through only by the one Pulls names: pull-through stores
-// into the first mapping admitting the address (pullthrough.Engine);
+// into the first mapping covering the address (pullthrough.Engine);
 // for the others Providers is what Held holds, nothing more.
 type Providers struct {
 	Held HeldProviders
@@ -43,7 +43,7 @@ type Providers struct {
 	// through into; nil: it is, for every address (Held's mappings are
 	// all of them).
 	Pulls func(p names.Provider) bool
-	// Later are the repositories of the mappings after Held's admitting
+	// Later are the repositories of the mappings after Held's covering
 	// p, whose versions are listed with Held's (merged): on every path,
 	// versions pushed to any of them keep p's origin out as those pushed
 	// to Held's do, unless that mapping's own repository carries the
