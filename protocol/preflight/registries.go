@@ -17,17 +17,17 @@ type Config struct {
 	// Client reaches the registries (the server's own, at start-up).
 	Client *oci.Client
 	// Providers are the provider mappings in order; each is checked, and
-	// its Source labels its Result ("providers " + Source).
+	// its Label labels its Result ("providers " + Source).
 	Providers []store.ProviderMapping
 	// ModuleMappings are the module mappings in order, each checked like
-	// a provider mapping and labelled "modules " + ModuleSource; with
-	// more than one, ModuleSource + " #N" (N from 1, in order).
+	// a provider mapping and labelled "modules " + ModuleLabel; with
+	// more than one, ModuleLabel + " #N" (N from 1, in order).
 	ModuleMappings []*repotemplate.Template
-	ModuleSource   string
+	ModuleLabel    string
 	// TofuRepository, when set, is the repository of OpenTofu releases,
-	// labelled "OpenTofu releases " + TofuSource.
+	// labelled "OpenTofu releases " + TofuLabel.
 	TofuRepository *oci.Reference
-	TofuSource     string
+	TofuLabel      string
 	// Timeout bounds each registry call (at least a second).
 	Timeout time.Duration
 	// Hint, when set, says in one line what to do about a failure.
@@ -75,7 +75,7 @@ func Registries(ctx context.Context, cfg Config, samples Samples) []Result {
 	ck := &checker{cfg: cfg, timeout: max(cfg.Timeout, time.Second), pinged: map[string]error{}}
 	results := ck.providers(ctx, samples.Providers)
 	for i, tpl := range cfg.ModuleMappings {
-		source := cfg.ModuleSource
+		source := cfg.ModuleLabel
 		if len(cfg.ModuleMappings) > 1 {
 			source = fmt.Sprintf("%s #%d", source, i+1)
 		}
@@ -109,7 +109,7 @@ func (ck *checker) providers(ctx context.Context, samples []names.Provider) []Re
 	var out []Result
 	coveredByAny := make([]bool, len(samples))
 	for _, m := range ck.cfg.Providers {
-		res := Result{Target: "providers " + m.Source, Mapping: m.Template.String()}
+		res := Result{Target: "providers " + m.Label, Mapping: m.Template.String()}
 		covered := coveredSamples(m, samples, coveredByAny)
 		sampled := len(covered) > 0
 		if !sampled {
@@ -189,7 +189,7 @@ func (ck *checker) modules(ctx context.Context, tpl *repotemplate.Template, sour
 
 // tofuRepository checks the repository of OpenTofu releases.
 func (ck *checker) tofuRepository(ctx context.Context, ref oci.Reference) Result {
-	res := Result{Target: "OpenTofu releases " + ck.cfg.TofuSource, Mapping: ref.String()}
+	res := Result{Target: "OpenTofu releases " + ck.cfg.TofuLabel, Mapping: ref.String()}
 	return ck.repository(ctx, res, ref, true, "OpenTofu releases")
 }
 

@@ -12,7 +12,7 @@ const TLSTarget = "server TLS"
 
 // Result is one check.
 type Result struct {
-	// Target is what was checked: "providers " and the mapping's Source,
+	// Target is what was checked: "providers " and the mapping's Label,
 	// "modules …", "OpenTofu releases …", TLSTarget.
 	Target string `json:"target"`
 	// Mapping is the template, repository or certificate file configured.

@@ -32,7 +32,7 @@ func mergedPullProxy(t *testing.T, origin *testenv.Origin) (*proxy, string) {
 	push(t, openB("example.com/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	push(t, openB("proxy.example/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${hostname}/${namespace}/${type}")...)
-	mappings[1].Source = "second"
+	mappings[1].Label = "second"
 	base, _ := url.Parse(origin.ProvidersURL())
 	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, RegistryOrigin: "example.com", Client: originClient(t)}
 	return startProxy(t, Options{ProviderMappings: mappings, PullThrough: &pt, RegistryHostname: "proxy.example",
@@ -137,7 +137,7 @@ func TestMergedMappingsLaterPushedWithoutHostnameKeepOriginOut(t *testing.T) {
 	dirB, openB := layoutStore(t)
 	push(t, openB("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${namespace}/${type}")...)
-	mappings[1].Source, mappings[1].Include = "own", []string{"example.com/test/*"}
+	mappings[1].Label, mappings[1].Include = "own", []string{"example.com/test/*"}
 	base, _ := url.Parse(origin.ProvidersURL())
 	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, Client: originClient(t)}
 	p := startProxy(t, Options{ProviderMappings: mappings, PullThrough: &pt, RegistryHostname: "proxy.example",

@@ -25,7 +25,7 @@ func TestMergedMappings(t *testing.T) {
 	}), "1.0.0")
 	push(t, openB("test", "hello"), releaseArtifact(t, "1.1.0"), "1.1.0")
 	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${namespace}/${type}")...)
-	mappings[1].Source = "second"
+	mappings[1].Label = "second"
 	p := startProxy(t, Options{ProviderMappings: mappings, RegistryHostname: "example.com"})
 
 	var idx wire.MirrorIndex

@@ -105,8 +105,8 @@ provider "example.com/test/*" {
   versions = ">= 1.0"
 }`, nil)
 	mappings := []store.ProviderMapping{
-		{Template: mustTemplate(t, "oci-layout:"+dirA+"/${namespace}/${type}"), Source: "a"},
-		{Template: mustTemplate(t, "oci-layout:"+dirB+"/${namespace}/${type}"), Source: "b"},
+		{Template: mustTemplate(t, "oci-layout:"+dirA+"/${namespace}/${type}"), Label: "a"},
+		{Template: mustTemplate(t, "oci-layout:"+dirB+"/${namespace}/${type}"), Label: "b"},
 	}
 	p := startProxy(t, Options{ProviderMappings: mappings, Policy: pol, RequireAttestation: []*attest.Verifier{ours.Public()}})
 	vs, err := p.ExplainPolicy(context.Background(), names.KindProvider, "example.com/test/hello", "")

@@ -47,7 +47,7 @@ type registryID struct {
 	s              *Server
 	user, password string
 	key            [sha256.Size]byte // the token's sha256: what confirmations are kept by
-	from           string            // the source address logins are bounded by (registry_logins.go)
+	from           string            // the remote address logins are bounded by (registry_logins.go)
 }
 
 // Reads asks the registry, or its recent answers, whether id may read

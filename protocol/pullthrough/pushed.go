@@ -194,7 +194,7 @@ func SharedRepositories(o Options, providers store.ProviderMappings, moduleTpl s
 	if len(o.Origins) > 0 {
 		for _, m := range providers {
 			if !providerTemplateNamesHost(m.Template) && coversSeveralHosts(m) {
-				out = append(out, m.Source+" "+m.Template.String())
+				out = append(out, m.Label+" "+m.Template.String())
 			}
 		}
 	}

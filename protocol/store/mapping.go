@@ -26,9 +26,9 @@ type ProviderMapping struct {
 	// Include and Exclude are path.Match patterns on host/namespace/type;
 	// an empty Include covers every address.
 	Include, Exclude []string
-	// Source says where the mapping was configured, for people
+	// Label says where the mapping was configured, for people
 	// ("--provider-template", "tofu.rc:3:14").
-	Source string
+	Label string
 }
 
 // ProviderMappings are mappings in order: an address maps through the
@@ -44,7 +44,7 @@ func CheckMappings(ms []ProviderMapping) (ProviderMappings, error) {
 		if m.Template == nil || isNilTemplate(m.Template) {
 			return nil, fmt.Errorf("provider mapping %d has no repository template", i+1)
 		}
-		out[i] = ProviderMapping{Template: m.Template, Include: lower(m.Include), Exclude: lower(m.Exclude), Source: m.Source}
+		out[i] = ProviderMapping{Template: m.Template, Include: lower(m.Include), Exclude: lower(m.Exclude), Label: m.Label}
 		for _, p := range append(append([]string(nil), out[i].Include...), out[i].Exclude...) {
 			if _, err := path.Match(p, "a/b/c"); err != nil {
 				return nil, fmt.Errorf("invalid provider pattern %q: %w", p, err)

@@ -34,7 +34,7 @@ func heldHello(t *testing.T) (*held.Providers, names.Provider) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &held.Providers{Store: store.New(store.Options{Client: client}), Mappings: store.ProviderMappings{{Template: tpl, Source: "test"}},
+	h := &held.Providers{Store: store.New(store.Options{Client: client}), Mappings: store.ProviderMappings{{Template: tpl, Label: "test"}},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return h, names.Provider{Hostname: "example.com", Namespace: "test", Type: "hello"}
 }
