@@ -208,7 +208,7 @@ func (ck *checker) repository(ctx context.Context, res Result, ref oci.Reference
 		pingRef.Repository = layoutRoot(strings.TrimPrefix(res.Mapping, oci.LayoutPrefix))
 		res.Registry = oci.LayoutPrefix + pingRef.Repository
 	} else {
-		res.Credentials = orAnonymous(ck.cfg.Client.CredentialSource(ctx, ref.Registry))
+		res.Credentials = orAnonymous(ck.cfg.Client.CredentialsFrom(ctx, ref.Registry))
 	}
 	if err := ck.ping(ctx, pingRef); err != nil {
 		if ref.Layout && oci.IsNotFound(err) {

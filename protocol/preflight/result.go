@@ -19,7 +19,7 @@ type Result struct {
 	Mapping string `json:"mapping,omitempty"`
 	// Registry is the registry host (or OCI layout root) the mapping reaches.
 	Registry string `json:"registry,omitempty"`
-	// Credentials says whose, as oci.Client.CredentialSource tells, or
+	// Credentials says whose, as oci.Client.CredentialsFrom tells, or
 	// "anonymous".
 	Credentials string `json:"credentials,omitempty"`
 	// Repository is the sample repository looked for, if any.
