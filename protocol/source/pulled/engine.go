@@ -27,7 +27,7 @@ type ProviderEngine interface {
 	Offered(ctx context.Context, t pullthrough.Target) (pullthrough.Listing, time.Time, error)
 	ProviderRelease(ctx context.Context, t pullthrough.Target, v names.Version) (*ingest.ProviderOriginRelease, error)
 	StartProvider(ctx context.Context, t pullthrough.Target, v names.Version, rel *ingest.ProviderOriginRelease, demand string, wait bool) (*pullthrough.Pull, *pullthrough.File, error)
-	pulls
+	InflightPulls
 }
 
 // ModuleEngine is what Modules asks of the engine.
@@ -49,13 +49,13 @@ type TofuEngine interface {
 	TofuOffered(ctx context.Context) (pullthrough.TofuListing, time.Time, error)
 	TofuRelease(ctx context.Context, v names.Version) (*ingest.TofuOriginRelease, error)
 	StartTofu(ctx context.Context, v names.Version, rel *ingest.TofuOriginRelease, demand string, wait bool) (*pullthrough.Pull, *pullthrough.File, error)
-	pulls
+	InflightPulls
 }
 
-// pulls is what a provider's and OpenTofu's pulled source ask of the
+// InflightPulls is what a provider's and OpenTofu's pulled source ask of the
 // engine's pulls: the one in flight, the one completed, the releases
 // stored lately, and the listings answered without the origin.
-type pulls interface {
+type InflightPulls interface {
 	InflightFile(key, name string) (*pullthrough.Pull, *pullthrough.File, error)
 	Completed(ctx context.Context, key string) (pullthrough.Stored, bool)
 	Distrust(key string)
