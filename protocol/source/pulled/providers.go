@@ -126,8 +126,8 @@ func (h *Providers) mayJoinLater(ctx context.Context, t pullthrough.Target, l La
 	return h.Engine.MayJoin(ctx, d, l.Repo)
 }
 
-// target is the pull-through target of an origin's release.
-func target(p *source.PulledProvider) pullthrough.Target {
+// pulledTarget is the pull-through target of an origin's release.
+func pulledTarget(p *source.PulledProvider) pullthrough.Target {
 	return pullthrough.Target{Served: p.Served, Origin: p.Origin, Via: p.Via}
 }
 
@@ -297,7 +297,7 @@ func (h *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, ne
 	if need&(source.NeedPackages|source.NeedChecksums) == 0 {
 		return rel, nil
 	}
-	o, err := h.Engine.ProviderRelease(ctx, target(r.Pulled), r.Version)
+	o, err := h.Engine.ProviderRelease(ctx, pulledTarget(r.Pulled), r.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +328,7 @@ func (h *Providers) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl
 	if !ok {
 		return
 	}
-	if _, _, err := h.Engine.StartProvider(ctx, target(r.Pulled), r.Version, o, o.ZipName(pl), false); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
+	if _, _, err := h.Engine.StartProvider(ctx, pulledTarget(r.Pulled), r.Version, o, o.ZipName(pl), false); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
 		h.Log.Debug("pull-through: could not start the download early", "error", err)
 	}
 }
