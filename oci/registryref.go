@@ -48,10 +48,10 @@ func layoutExists(dir string) error {
 	return err
 }
 
-// CredentialSource says where the client's credentials for a registry
+// CredentialsFrom says where the client's credentials for a registry
 // host come from: "--username USER", "docker config (USER)", or "" when
 // it has none (anonymous).
-func (c *Client) CredentialSource(ctx context.Context, host string) string {
+func (c *Client) CredentialsFrom(ctx context.Context, host string) string {
 	if c.opts.Username != "" {
 		return "--username " + c.opts.Username
 	}

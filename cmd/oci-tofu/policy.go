@@ -291,7 +291,7 @@ func parsePolicyQuery(arg string) (policyQuery, error) {
 		}
 	}
 	if addr == policy.TofuAddress {
-		return policyQuery{Kind: policy.KindTofu, Address: addr, Version: version}, nil
+		return policyQuery{Kind: names.KindTofu, Address: addr, Version: version}, nil
 	}
 	if rest, ok := strings.CutPrefix(addr, "module:"); ok || strings.Count(addr, "/") == 3 {
 		parts := strings.Split(strings.ToLower(rest), "/")
@@ -304,13 +304,13 @@ func parsePolicyQuery(arg string) (policyQuery, error) {
 		if len(parts) != 4 {
 			return policyQuery{}, fmt.Errorf("%s: a module address is [host/]namespace/name/system", arg)
 		}
-		return policyQuery{Kind: policy.KindModule, Address: strings.Join(parts, "/"), Version: version}, nil
+		return policyQuery{Kind: names.KindModule, Address: strings.Join(parts, "/"), Version: version}, nil
 	}
 	p, err := names.ParseProvider(strings.TrimPrefix(addr, "provider:"))
 	if err != nil {
 		return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
 	}
-	return policyQuery{Kind: policy.KindProvider, Address: p.String(), Version: version}, nil
+	return policyQuery{Kind: names.KindProvider, Address: p.String(), Version: version}, nil
 }
 
 // accessOf is whether client may read q's address, as serve decides it
@@ -318,18 +318,18 @@ func parsePolicyQuery(arg string) (policyQuery, error) {
 func accessOf(client *policy.Client, q policyQuery) *clientAccess {
 	a := &clientAccess{Client: client.Name}
 	address := q.Address
-	if q.Kind == policy.KindTofu {
+	if q.Kind == names.KindTofu {
 		address = ""
 	}
 	pattern, ok := client.Reads(q.Kind, address)
 	switch {
 	case client.Expired(time.Now()):
 		a.Reason = fmt.Sprintf("client %s: its tokens expired at %s", client.Name, client.Expires.UTC().Format(time.RFC3339))
-	case !ok && q.Kind == policy.KindTofu:
+	case !ok && q.Kind == names.KindTofu:
 		a.Reason = fmt.Sprintf("client %s may not read OpenTofu releases (no tofu = true)", client.Name)
 	case !ok:
 		a.Reason = fmt.Sprintf("client %s may not read %s: no pattern of its %ss list matches", client.Name, q.Address, q.Kind)
-	case q.Kind == policy.KindTofu:
+	case q.Kind == names.KindTofu:
 		a.Reads, a.Reason = true, fmt.Sprintf("client %s may read OpenTofu releases", client.Name)
 	default:
 		a.Reads, a.Reason = true, fmt.Sprintf("client %s may read it (pattern %s)", client.Name, pattern)

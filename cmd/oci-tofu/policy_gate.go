@@ -57,7 +57,7 @@ func policyAddress(c *cli.Context, kind names.Kind, ref oci.Reference) (string, 
 
 // kindPrefix is what makes parsePolicyQuery read an address as kind.
 func kindPrefix(kind names.Kind) string {
-	if kind == policy.KindModule {
+	if kind == names.KindModule {
 		return "module:"
 	}
 	return "provider:"
@@ -73,7 +73,7 @@ func policyAllowsPush(c *cli.Context, rep *reporter, kind names.Kind, ref oci.Re
 		return err
 	}
 	addr := policy.TofuAddress
-	if kind != policy.KindTofu {
+	if kind != names.KindTofu {
 		if addr, err = policyAddress(c, kind, ref); err != nil {
 			return err
 		}

@@ -19,12 +19,12 @@ func TestParsePolicyQuery(t *testing.T) {
 		kind          names.Kind
 		addr, version string
 	}{
-		{"hashicorp/aws@5.1.0", policy.KindProvider, "registry.opentofu.org/hashicorp/aws", "5.1.0"},
-		{"example.com/test/hello", policy.KindProvider, "example.com/test/hello", ""},
-		{"provider:example.com/test/hello@1.0.0", policy.KindProvider, "example.com/test/hello", "1.0.0"},
-		{"tofu.example.com/platform/vpc/aws@1.2.0", policy.KindModule, "tofu.example.com/platform/vpc/aws", "1.2.0"},
-		{"module:platform/vpc/aws", policy.KindModule, "registry.opentofu.org/platform/vpc/aws", ""},
-		{"tofu@1.9.0", policy.KindTofu, "tofu", "1.9.0"},
+		{"hashicorp/aws@5.1.0", names.KindProvider, "registry.opentofu.org/hashicorp/aws", "5.1.0"},
+		{"example.com/test/hello", names.KindProvider, "example.com/test/hello", ""},
+		{"provider:example.com/test/hello@1.0.0", names.KindProvider, "example.com/test/hello", "1.0.0"},
+		{"tofu.example.com/platform/vpc/aws@1.2.0", names.KindModule, "tofu.example.com/platform/vpc/aws", "1.2.0"},
+		{"module:platform/vpc/aws", names.KindModule, "registry.opentofu.org/platform/vpc/aws", ""},
+		{"tofu@1.9.0", names.KindTofu, "tofu", "1.9.0"},
 	} {
 		q, err := parsePolicyQuery(c.arg)
 		if err != nil || q.Kind != c.kind || q.Address != c.addr || q.Version != c.version {

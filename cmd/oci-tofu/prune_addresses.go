@@ -121,11 +121,11 @@ const otherHost = "any-other-host.invalid"
 // each only when tpl maps it to t's repository (without a template, how
 // serve maps is unknown, so every host might).
 func servedAddresses(pol *policy.Policy, tpl *repotemplate.Template, t pruneTarget, kind names.Kind) ([]string, error) {
-	if kind == policy.KindTofu {
+	if kind == names.KindTofu {
 		return []string{policy.TofuAddress}, nil
 	}
 	own, err := policy.AddressFromRepository(kind, t.ref.Repository)
-	if t.provider != nil && kind == policy.KindProvider {
+	if t.provider != nil && kind == names.KindProvider {
 		own, err = policy.ProviderAddress(*t.provider), nil
 	}
 	if err != nil {
@@ -138,7 +138,7 @@ func servedAddresses(pol *policy.Policy, tpl *repotemplate.Template, t pruneTarg
 		if slices.Contains(out, a) {
 			continue
 		}
-		if tpl == nil || kind != policy.KindProvider || slices.Contains(mappedRepositories(tpl, nameParts, []string{h}), t.ref.Name()) {
+		if tpl == nil || kind != names.KindProvider || slices.Contains(mappedRepositories(tpl, nameParts, []string{h}), t.ref.Name()) {
 			out = append(out, a)
 		}
 	}
@@ -197,7 +197,7 @@ func aboutPlanned(b policy.KeepBlock, plans []*prune.Plan) bool {
 		if p.Repository.Kind != b.Kind || len(p.Repository.Addresses) == 0 {
 			continue
 		}
-		if b.Kind == policy.KindTofu {
+		if b.Kind == names.KindTofu {
 			return true
 		}
 		_, pat, _ := strings.Cut(b.Pattern, "/")

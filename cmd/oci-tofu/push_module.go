@@ -11,7 +11,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -69,7 +68,7 @@ func pushModule(c *cli.Context) error {
 	rep := newReporter(c)
 	for _, t := range tags {
 		if v, ok := names.VersionFromTag(t); ok {
-			if err := policyAllowsPush(c, rep, policy.KindModule, ref, v.String()); err != nil { // policy_gate.go: before packing
+			if err := policyAllowsPush(c, rep, names.KindModule, ref, v.String()); err != nil { // policy_gate.go: before packing
 				return err
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -82,7 +81,7 @@ func pushProvider(c *cli.Context) error {
 	}
 	rep.infof("%s %s: %s; %s to check against SHA256SUMS and push", rel.Type, rel.Version, signatureNote(rel, opts.Signer), names.Plural(len(rel.Packages), "platform"))
 	rep.warn(rel.Type+" "+rel.Version, rel.Warnings)
-	if err := policyAllowsPush(c, rep, policy.KindProvider, ref, rel.Version); err != nil { // policy_gate.go: before any upload
+	if err := policyAllowsPush(c, rep, names.KindProvider, ref, rel.Version); err != nil { // policy_gate.go: before any upload
 		return err
 	}
 	t, tagged, err := pushTarget(c, rep, ref, rel.Version, key)

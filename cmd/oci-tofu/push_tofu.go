@@ -5,7 +5,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -55,7 +54,7 @@ func pushTofu(c *cli.Context) error {
 		return err
 	}
 	rep.infof("verified OpenTofu %s: %s, signature by key %s", rel.Version, names.Plural(len(rel.Files), "file"), rel.KeyID)
-	if err := policyAllowsPush(c, rep, policy.KindTofu, ref, rel.Version); err != nil { // policy_gate.go: before any upload
+	if err := policyAllowsPush(c, rep, names.KindTofu, ref, rel.Version); err != nil { // policy_gate.go: before any upload
 		return err
 	}
 	t, tagged, err := pushTarget(c, rep, ref, rel.Version, key) // push_provider.go

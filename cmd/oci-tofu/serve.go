@@ -330,7 +330,7 @@ func providerMappings(c *cli.Context) ([]store.ProviderMapping, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--provider-template: %w", err)
 	}
-	flagged := store.ProviderMapping{Template: tpl, Include: include, Exclude: exclude, Source: "--provider-template"}
+	flagged := store.ProviderMapping{Template: tpl, Include: include, Exclude: exclude, Label: "--provider-template"}
 	return append([]store.ProviderMapping{flagged}, fromConfig...), nil
 }
 
@@ -346,7 +346,7 @@ func configMappings(file string) ([]store.ProviderMapping, error) {
 	}
 	var mappings []store.ProviderMapping
 	for _, m := range mirrors {
-		mappings = append(mappings, store.ProviderMapping{Template: m.Template, Include: m.Include, Exclude: m.Exclude, Source: m.Pos})
+		mappings = append(mappings, store.ProviderMapping{Template: m.Template, Include: m.Include, Exclude: m.Exclude, Label: m.Pos})
 	}
 	return mappings, nil
 }

@@ -25,7 +25,7 @@ func TestServeRefusesPullThroughIntoSharedRepositories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return []store.ProviderMapping{{Template: tpl, Include: include, Source: "--provider-template"}}
+		return []store.ProviderMapping{{Template: tpl, Include: include, Label: "--provider-template"}}
 	}
 	module := func(s string) []*repotemplate.Template {
 		tpl, err := repotemplate.ParseModuleTemplate(s)

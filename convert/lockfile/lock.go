@@ -109,7 +109,7 @@ func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts O
 		}
 		h.add(preferredHashes(prev.Hashes)...)
 	}
-	deprecated, _ := opts.Policy.Deprecation(policy.KindProvider, policy.ProviderAddress(r.Addr), v)
+	deprecated, _ := opts.Policy.Deprecation(names.KindProvider, policy.ProviderAddress(r.Addr), v)
 	return &Provider{
 		Address:     r.Addr.String(),
 		Version:     v.String(),

@@ -18,7 +18,7 @@ func allowedByPolicy(pol *policy.Policy, addr names.Provider, vs names.VersionLi
 	var out names.VersionList
 	var denied []error
 	for _, v := range vs {
-		if err := pol.Check(policy.KindProvider, policy.ProviderAddress(addr), v.String()); err != nil {
+		if err := pol.Check(names.KindProvider, policy.ProviderAddress(addr), v.String()); err != nil {
 			denied = append(denied, err)
 			continue
 		}

@@ -118,10 +118,10 @@ func parseClient(b *hcl.Block, env *parseEnv) (*Client, error) {
 		c.Expires = t
 	}
 	var err error
-	if c.providers, err = clientPatterns(content.Attributes["providers"], KindProvider); err != nil {
+	if c.providers, err = clientPatterns(content.Attributes["providers"], names.KindProvider); err != nil {
 		return nil, err
 	}
-	if c.modules, err = clientPatterns(content.Attributes["modules"], KindModule); err != nil {
+	if c.modules, err = clientPatterns(content.Attributes["modules"], names.KindModule); err != nil {
 		return nil, err
 	}
 	if a, ok := content.Attributes["tofu"]; ok {
@@ -333,11 +333,11 @@ func validClientName(s string) bool {
 func (c *Client) Reads(kind names.Kind, address string) (pattern string, ok bool) {
 	var patterns []string
 	switch kind {
-	case KindProvider:
+	case names.KindProvider:
 		patterns = c.providers
-	case KindModule:
+	case names.KindModule:
 		patterns = c.modules
-	case KindTofu:
+	case names.KindTofu:
 		return "", c.tofu
 	}
 	address = strings.ToLower(address)

@@ -63,8 +63,8 @@ func (p *Policy) defaultDecision(kind names.Kind, address string) Decision {
 	return Decision{Allow: true, Rule: DefaultRule, Reason: fmt.Sprintf("no %s rule of the policy matches %s, and the policy's default is allow", kind, address)}
 }
 
-// Decide says whether the version of address (of kind KindProvider,
-// KindModule or KindTofu) may be served: the first matching rule decides
+// Decide says whether the version of address (of kind names.KindProvider,
+// names.KindModule or names.KindTofu) may be served: the first matching rule decides
 // (a version it denies outright, or that does not meet its versions, is
 // denied; any other allowed), and without one the default. A nil Policy
 // allows everything. An empty version asks about the address alone: it

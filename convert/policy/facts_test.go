@@ -64,7 +64,7 @@ func loadFacts(t *testing.T) *Policy {
 
 func TestNeeds(t *testing.T) {
 	p := loadFacts(t)
-	n := p.Needs(KindProvider, "registry.opentofu.org/hashicorp/aws")
+	n := p.Needs(names.KindProvider, "registry.opentofu.org/hashicorp/aws")
 	if n.MinAge != 72*time.Hour || len(n.Signers) != 2 || !n.Any() {
 		t.Fatalf("needs: %+v", n)
 	}
@@ -74,19 +74,19 @@ func TestNeeds(t *testing.T) {
 	if s := n.Signers[1]; s.Kind != SignerAttestation || s.Key == nil {
 		t.Errorf("attestation key not read: %+v", s)
 	}
-	if n := p.Needs(KindProvider, "example.com/a/b"); n.MinAge != 36*time.Hour || len(n.Signers) != 0 {
+	if n := p.Needs(names.KindProvider, "example.com/a/b"); n.MinAge != 36*time.Hour || len(n.Signers) != 0 {
 		t.Errorf("1d12h: %+v", n)
 	}
 	for _, c := range []struct {
 		kind    names.Kind
 		address string
-	}{{KindTofu, "tofu"}, {KindProvider, "other.example/a/b"}} {
+	}{{names.KindTofu, "tofu"}, {names.KindProvider, "other.example/a/b"}} {
 		if n := p.Needs(c.kind, c.address); n.Any() {
 			t.Errorf("%s %s needs facts: %+v", c.kind, c.address, n)
 		}
 	}
 	var none *Policy
-	if none.Needs(KindProvider, "a/b/c").Any() {
+	if none.Needs(names.KindProvider, "a/b/c").Any() {
 		t.Error("nil policy needs facts")
 	}
 }
@@ -113,36 +113,36 @@ func TestDecideWith(t *testing.T) {
 		{"exactly aged", "5.1.0", Facts{Ingested: now.Add(-72 * time.Hour), Signed: both}, true, "", time.Time{}},
 		{"unknown ingest", "5.1.0", Facts{Signed: both}, false, "has no known ingest time", time.Time{}},
 	} {
-		d := p.DecideWith(KindProvider, aws, c.version, c.f, now)
+		d := p.DecideWith(names.KindProvider, aws, c.version, c.f, now)
 		if d.Allow != c.allow || !strings.Contains(d.Reason, c.reason) || !d.AgesIn.Equal(c.agesIn) || d.Rule != "registry.opentofu.org/hashicorp/*" {
 			t.Errorf("%s: %+v", c.name, d)
 		}
 	}
 	// The clock decides: the same facts are denied, then allowed.
 	f := Facts{Ingested: now, Signed: map[string]bool{}}
-	if d := p.DecideWith(KindProvider, "example.com/a/b", "1.0.0", f, now.Add(36*time.Hour-time.Second)); d.Allow {
+	if d := p.DecideWith(names.KindProvider, "example.com/a/b", "1.0.0", f, now.Add(36*time.Hour-time.Second)); d.Allow {
 		t.Errorf("before 1d12h: %+v", d)
 	}
-	if d := p.DecideWith(KindProvider, "example.com/a/b", "1.0.0", f, now.Add(36*time.Hour)); !d.Allow {
+	if d := p.DecideWith(names.KindProvider, "example.com/a/b", "1.0.0", f, now.Add(36*time.Hour)); !d.Allow {
 		t.Errorf("after 1d12h: %+v", d)
 	}
 	// Rules without facts, the default, and a nil policy ignore them.
-	if d := p.DecideWith(KindTofu, "tofu", "1.9.0", Facts{}, now); !d.Allow {
+	if d := p.DecideWith(names.KindTofu, "tofu", "1.9.0", Facts{}, now); !d.Allow {
 		t.Errorf("tofu: %+v", d)
 	}
-	if d := p.DecideWith(KindProvider, "other.example/a/b", "1.0.0", Facts{}, now); d.Allow || d.Rule != DefaultRule {
+	if d := p.DecideWith(names.KindProvider, "other.example/a/b", "1.0.0", Facts{}, now); d.Allow || d.Rule != DefaultRule {
 		t.Errorf("default: %+v", d)
 	}
 	var none *Policy
-	if d := none.DecideWith(KindProvider, aws, "1.0.0", Facts{}, now); !d.Allow {
+	if d := none.DecideWith(names.KindProvider, aws, "1.0.0", Facts{}, now); !d.Allow {
 		t.Errorf("nil: %+v", d)
 	}
 	// A module needs its cosign signer.
 	mod := "tofu.example.com/platform/vpc/aws"
-	if d := p.DecideWith(KindModule, mod, "1.0.0", Facts{}, now); d.Allow || !strings.Contains(d.Reason, "cosign:keys/cosign.pub") {
+	if d := p.DecideWith(names.KindModule, mod, "1.0.0", Facts{}, now); d.Allow || !strings.Contains(d.Reason, "cosign:keys/cosign.pub") {
 		t.Errorf("unsigned module: %+v", d)
 	}
-	if d := p.DecideWith(KindModule, mod, "1.0.0", Facts{Signed: map[string]bool{"cosign:keys/cosign.pub": true}}, now); !d.Allow {
+	if d := p.DecideWith(names.KindModule, mod, "1.0.0", Facts{Signed: map[string]bool{"cosign:keys/cosign.pub": true}}, now); !d.Allow {
 		t.Errorf("signed module: %+v", d)
 	}
 }
@@ -150,18 +150,18 @@ func TestDecideWith(t *testing.T) {
 func TestDecideOffline(t *testing.T) {
 	p := loadFacts(t)
 	const aws = "registry.opentofu.org/hashicorp/aws"
-	d := p.DecideOffline(KindProvider, aws, "5.1.0")
+	d := p.DecideOffline(names.KindProvider, aws, "5.1.0")
 	if d.Allow || strings.Join(d.DependsOn, ",") != "min_age,signers" || !strings.Contains(d.Reason, "depends on what the registry holds") {
 		t.Errorf("facts rule offline: %+v", d)
 	}
-	if d := p.DecideOffline(KindProvider, aws, "4.0.0"); d.Allow || d.DependsOn != nil || !strings.Contains(d.Reason, "does not meet") {
+	if d := p.DecideOffline(names.KindProvider, aws, "4.0.0"); d.Allow || d.DependsOn != nil || !strings.Contains(d.Reason, "does not meet") {
 		t.Errorf("a version the versions deny is denied offline: %+v", d)
 	}
-	if d := p.DecideOffline(KindTofu, "tofu", "1.9.0"); !d.Allow || d.DependsOn != nil {
+	if d := p.DecideOffline(names.KindTofu, "tofu", "1.9.0"); !d.Allow || d.DependsOn != nil {
 		t.Errorf("version-only rule offline: %+v", d)
 	}
 	// Decide itself keeps its version-only behaviour.
-	if d := p.Decide(KindProvider, aws, "5.1.0"); !d.Allow {
+	if d := p.Decide(names.KindProvider, aws, "5.1.0"); !d.Allow {
 		t.Errorf("Decide: %+v", d)
 	}
 }

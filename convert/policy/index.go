@@ -38,12 +38,12 @@ func literalPrefix(pattern string) string {
 
 func newIndex(rules []*rule) *index {
 	ix := &index{exact: map[names.Kind]map[string]int{}, wildcard: map[names.Kind]map[string][]int{}, tofu: -1}
-	for _, kind := range []names.Kind{KindProvider, KindModule} {
+	for _, kind := range []names.Kind{names.KindProvider, names.KindModule} {
 		ix.exact[kind], ix.wildcard[kind] = map[string]int{}, map[string][]int{}
 	}
 	for i, r := range rules {
 		switch {
-		case r.kind == KindTofu:
+		case r.kind == names.KindTofu:
 			if ix.tofu < 0 {
 				ix.tofu = i
 			}
@@ -62,7 +62,7 @@ func newIndex(rules []*rule) *index {
 // first is the position of the first rule of kind matching address
 // (lower case), or -1.
 func (ix *index) first(rules []*rule, kind names.Kind, address string) int {
-	if kind == KindTofu {
+	if kind == names.KindTofu {
 		return ix.tofu
 	}
 	found, ok := ix.exact[kind][address]
@@ -114,7 +114,7 @@ func scan(rules []*rule, kind names.Kind, address string) int {
 		if r.kind != kind {
 			continue
 		}
-		if r.kind == KindTofu {
+		if r.kind == names.KindTofu {
 			return i
 		}
 		if ok, _ := path.Match(r.pattern, address); ok {

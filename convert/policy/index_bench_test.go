@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // BenchmarkDecide is one decision with 1,000 rules, the deciding one
@@ -26,14 +28,14 @@ func BenchmarkDecide(b *testing.B) {
 		}
 		b.Run(c.name+"-index", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if !p.Decide(KindProvider, "localhost/acme/big1", "1.2.3").Allow {
+				if !p.Decide(names.KindProvider, "localhost/acme/big1", "1.2.3").Allow {
 					b.Fatal("denied")
 				}
 			}
 		})
 		b.Run(c.name+"-scan", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if scan(p.rules, KindProvider, "localhost/acme/big1") != 999 {
+				if scan(p.rules, names.KindProvider, "localhost/acme/big1") != 999 {
 					b.Fatal("wrong rule")
 				}
 			}

@@ -27,7 +27,7 @@ func TestIndexKeepsFileOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := p.Decide(KindProvider, c.addr, "1.0.0"); d.Rule != c.rule {
+		if d := p.Decide(names.KindProvider, c.addr, "1.0.0"); d.Rule != c.rule {
 			t.Errorf("%s: rule %q, want %q", c.name, d.Rule, c.rule)
 		}
 	}
@@ -61,9 +61,9 @@ func TestIndexAgreesWithScan(t *testing.T) {
 		}
 		for k := 0; k < 50; k++ {
 			addrs := map[names.Kind]string{
-				KindProvider: "h" + lit() + ".io/" + lit() + "/" + lit(),
-				KindModule:   "h" + lit() + ".io/" + lit() + "/" + lit() + "/" + lit(),
-				KindTofu:     "tofu",
+				names.KindProvider: "h" + lit() + ".io/" + lit() + "/" + lit(),
+				names.KindModule:   "h" + lit() + ".io/" + lit() + "/" + lit() + "/" + lit(),
+				names.KindTofu:     "tofu",
 			}
 			for kind, addr := range addrs {
 				if got, want := p.index.first(p.rules, kind, addr), scan(p.rules, kind, addr); got != want {

@@ -68,17 +68,17 @@ func TestDecideLifecycle(t *testing.T) {
 		allow           bool
 		deprecated, why string
 	}{
-		{KindProvider, awsAddr, "4.10.0", true, "4.x before 4.50 logs too much: move to 5.x", "is allowed"},
-		{KindProvider, awsAddr, "4.67.0", true, "4.x gets no fixes after 2027-01-01: move to 5.x", "is allowed"},
-		{KindProvider, awsAddr, "5.0.0", true, "", "is allowed"},
-		{KindProvider, awsAddr, "5.31.0", false, "", `5.31.0 is revoked by the policy's rule "hashicorp/aws": CVE-2026-1234: logs credentials`},
-		{KindProvider, awsAddr, "5.32.1", false, "", "CVE-2026-1234"},
-		{KindProvider, awsAddr, "3.0.0", false, "", "does not meet versions"},
+		{names.KindProvider, awsAddr, "4.10.0", true, "4.x before 4.50 logs too much: move to 5.x", "is allowed"},
+		{names.KindProvider, awsAddr, "4.67.0", true, "4.x gets no fixes after 2027-01-01: move to 5.x", "is allowed"},
+		{names.KindProvider, awsAddr, "5.0.0", true, "", "is allowed"},
+		{names.KindProvider, awsAddr, "5.31.0", false, "", `5.31.0 is revoked by the policy's rule "hashicorp/aws": CVE-2026-1234: logs credentials`},
+		{names.KindProvider, awsAddr, "5.32.1", false, "", "CVE-2026-1234"},
+		{names.KindProvider, awsAddr, "3.0.0", false, "", "does not meet versions"},
 		// The wildcard rule decides google: its block has no versions.
-		{KindProvider, "registry.opentofu.org/hashicorp/google", "1.0.0-beta1", true, "every hashicorp provider but aws is deprecated here", "is allowed"},
-		{KindProvider, "registry.opentofu.org/other/x", "1.0.0", true, "", "default is allow"},
-		{KindModule, "registry.opentofu.org/platform/vpc/aws", "1.2.0", false, "", "destroys the VPC's peering"},
-		{KindModule, "registry.opentofu.org/platform/vpc/aws", "1.3.0", true, "", "is allowed"},
+		{names.KindProvider, "registry.opentofu.org/hashicorp/google", "1.0.0-beta1", true, "every hashicorp provider but aws is deprecated here", "is allowed"},
+		{names.KindProvider, "registry.opentofu.org/other/x", "1.0.0", true, "", "default is allow"},
+		{names.KindModule, "registry.opentofu.org/platform/vpc/aws", "1.2.0", false, "", "destroys the VPC's peering"},
+		{names.KindModule, "registry.opentofu.org/platform/vpc/aws", "1.3.0", true, "", "is allowed"},
 	} {
 		d := p.Decide(c.kind, c.addr, c.version)
 		if d.Allow != c.allow || d.Deprecated != c.deprecated || !strings.Contains(d.Reason, c.why) {
@@ -90,7 +90,7 @@ func TestDecideLifecycle(t *testing.T) {
 			t.Errorf("Deprecation(%s, %s) = %q, %v; Decide says %q", c.addr, c.version, msg, ok, c.deprecated)
 		}
 	}
-	if d := p.Decide(KindProvider, awsAddr, ""); !strings.Contains(d.Reason, `revoked versions = ["5.31.0", "5.32.1"]`) {
+	if d := p.Decide(names.KindProvider, awsAddr, ""); !strings.Contains(d.Reason, `revoked versions = ["5.31.0", "5.32.1"]`) {
 		t.Errorf("the address's decision does not name the revoked versions: %+v", d)
 	}
 }
@@ -110,15 +110,15 @@ func TestKeeps(t *testing.T) {
 		{"registry.opentofu.org/hashicorp/google", "9.0.0", false},
 		{"example.com/a/b", "1.0.0", false},
 	} {
-		if got := p.Keeps(KindProvider, c.addr, mustVersion(t, c.version)); got != c.keep {
+		if got := p.Keeps(names.KindProvider, c.addr, mustVersion(t, c.version)); got != c.keep {
 			t.Errorf("Keeps(%s, %s) = %v, want %v", c.addr, c.version, got, c.keep)
 		}
 	}
 	var none *Policy
-	if none.Keeps(KindProvider, awsAddr, mustVersion(t, "1.0.0")) {
+	if none.Keeps(names.KindProvider, awsAddr, mustVersion(t, "1.0.0")) {
 		t.Error("a nil policy keeps")
 	}
-	if _, ok := none.Deprecation(KindProvider, awsAddr, mustVersion(t, "1.0.0")); ok {
+	if _, ok := none.Deprecation(names.KindProvider, awsAddr, mustVersion(t, "1.0.0")); ok {
 		t.Error("a nil policy deprecates")
 	}
 }

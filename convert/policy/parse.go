@@ -27,13 +27,6 @@ const (
 	maxListItems = 1000
 )
 
-// Kinds of what a rule can be about.
-const (
-	KindProvider = names.KindProvider
-	KindModule   = names.KindModule
-	KindTofu     = names.KindTofu
-)
-
 // Policy is a parsed policy file.
 type Policy struct {
 	denyByDefault bool
@@ -76,9 +69,9 @@ type rule struct {
 var rootSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "default"}, {Name: "trusted_root"}},
 	Blocks: []hcl.BlockHeaderSchema{
-		{Type: string(KindProvider), LabelNames: []string{"pattern"}},
-		{Type: string(KindModule), LabelNames: []string{"pattern"}},
-		{Type: string(KindTofu)},
+		{Type: string(names.KindProvider), LabelNames: []string{"pattern"}},
+		{Type: string(names.KindModule), LabelNames: []string{"pattern"}},
+		{Type: string(names.KindTofu)},
 		{Type: "client", LabelNames: []string{"name"}},
 	},
 }
@@ -269,7 +262,7 @@ func decodeList(a *hcl.Attribute, target *[]string) error {
 // module pattern "[hostname/]namespace/name/system", each segment a name
 // or "*".
 func parsePattern(kind names.Kind, s string) (string, error) {
-	if kind == KindProvider {
+	if kind == names.KindProvider {
 		ps, err := cliconfig.ParseMatchingPatterns([]string{s})
 		if err != nil {
 			return "", err
@@ -278,7 +271,7 @@ func parsePattern(kind names.Kind, s string) (string, error) {
 	}
 	parts := strings.Split(strings.ToLower(s), "/")
 	if len(parts) == 3 {
-		parts = append([]string{"registry.opentofu.org"}, parts...)
+		parts = append([]string{names.OpenTofuRegistryHost}, parts...)
 	}
 	if len(parts) != 4 {
 		return "", fmt.Errorf("invalid module pattern %q: must be [hostname/]namespace/name/system", s)

@@ -34,23 +34,23 @@ func TestDecide(t *testing.T) {
 		allow         bool
 		rule, reason  string
 	}{
-		{KindProvider, "registry.opentofu.org/hashicorp/aws", "5.1.0", true, "aws-pinned", "allowed by the policy's rule \"aws-pinned\""},
-		{KindProvider, "registry.opentofu.org/hashicorp/aws", "5.2.0", false, "aws-pinned", "denied by the policy's rule \"aws-pinned\""},
-		{KindProvider, "registry.opentofu.org/hashicorp/aws", "5.31.0", false, "aws-pinned", "does not meet versions = \">= 5.0.0, != 5.31.0\""},
-		{KindProvider, "registry.opentofu.org/hashicorp/aws", "4.9.0", false, "aws-pinned", "does not meet"},
-		{KindProvider, "registry.opentofu.org/hashicorp/aws", "6.0.0-beta1", false, "aws-pinned", "does not meet"},
-		{KindProvider, "Registry.OpenTofu.org/HashiCorp/AWS", "5.1.0", true, "aws-pinned", ""},
+		{names.KindProvider, "registry.opentofu.org/hashicorp/aws", "5.1.0", true, "aws-pinned", "allowed by the policy's rule \"aws-pinned\""},
+		{names.KindProvider, "registry.opentofu.org/hashicorp/aws", "5.2.0", false, "aws-pinned", "denied by the policy's rule \"aws-pinned\""},
+		{names.KindProvider, "registry.opentofu.org/hashicorp/aws", "5.31.0", false, "aws-pinned", "does not meet versions = \">= 5.0.0, != 5.31.0\""},
+		{names.KindProvider, "registry.opentofu.org/hashicorp/aws", "4.9.0", false, "aws-pinned", "does not meet"},
+		{names.KindProvider, "registry.opentofu.org/hashicorp/aws", "6.0.0-beta1", false, "aws-pinned", "does not meet"},
+		{names.KindProvider, "Registry.OpenTofu.org/HashiCorp/AWS", "5.1.0", true, "aws-pinned", ""},
 		// first match decides: the wildcard rule after aws has no versions
-		{KindProvider, "registry.opentofu.org/hashicorp/google", "1.0.0", true, "registry.opentofu.org/hashicorp/*", ""},
-		{KindProvider, "example.com/test/hello", "2.0.0", true, "example.com/*/*", ""},
-		{KindProvider, "registry.opentofu.org/other/thing", "1.0.0", false, DefaultRule, "default is deny"},
-		{KindProvider, "registry.opentofu.org/hashicorp/aws", "", true, "aws-pinned", "for the versions it allows"},
-		{KindProvider, "registry.opentofu.org/hashicorp/aws", "not-a-version", false, "aws-pinned", "is not a version"},
-		{KindModule, "tofu.example.com/platform/vpc/aws", "1.4.0", true, "tofu.example.com/platform/*/*", ""},
-		{KindModule, "tofu.example.com/platform/vpc/aws", "2.0.0", false, "tofu.example.com/platform/*/*", "does not meet"},
-		{KindModule, "tofu.example.com/other/vpc/aws", "1.0.0", false, DefaultRule, ""},
-		{KindTofu, "tofu", "1.9.1", true, "tofu", ""},
-		{KindTofu, "tofu", "1.8.0", false, "tofu", "does not meet"},
+		{names.KindProvider, "registry.opentofu.org/hashicorp/google", "1.0.0", true, "registry.opentofu.org/hashicorp/*", ""},
+		{names.KindProvider, "example.com/test/hello", "2.0.0", true, "example.com/*/*", ""},
+		{names.KindProvider, "registry.opentofu.org/other/thing", "1.0.0", false, DefaultRule, "default is deny"},
+		{names.KindProvider, "registry.opentofu.org/hashicorp/aws", "", true, "aws-pinned", "for the versions it allows"},
+		{names.KindProvider, "registry.opentofu.org/hashicorp/aws", "not-a-version", false, "aws-pinned", "is not a version"},
+		{names.KindModule, "tofu.example.com/platform/vpc/aws", "1.4.0", true, "tofu.example.com/platform/*/*", ""},
+		{names.KindModule, "tofu.example.com/platform/vpc/aws", "2.0.0", false, "tofu.example.com/platform/*/*", "does not meet"},
+		{names.KindModule, "tofu.example.com/other/vpc/aws", "1.0.0", false, DefaultRule, ""},
+		{names.KindTofu, "tofu", "1.9.1", true, "tofu", ""},
+		{names.KindTofu, "tofu", "1.8.0", false, "tofu", "does not meet"},
 	} {
 		d := p.Decide(c.kind, c.addr, c.version)
 		if d.Allow != c.allow || d.Rule != c.rule || !strings.Contains(d.Reason, c.reason) {
@@ -71,17 +71,17 @@ func TestDefaultAllowAndNil(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := p.Decide(KindProvider, "registry.opentofu.org/other/x", "1.0.0"); !d.Allow || d.Rule != DefaultRule {
+	if d := p.Decide(names.KindProvider, "registry.opentofu.org/other/x", "1.0.0"); !d.Allow || d.Rule != DefaultRule {
 		t.Errorf("default allow: %+v", d)
 	}
-	if d := p.Decide(KindProvider, "registry.opentofu.org/hashicorp/aws", "1.0.0"); d.Allow {
+	if d := p.Decide(names.KindProvider, "registry.opentofu.org/hashicorp/aws", "1.0.0"); d.Allow {
 		t.Errorf("two-segment pattern on the default host: %+v", d)
 	}
 	var none *Policy
-	if d := none.Decide(KindProvider, "a/b/c", "1.0.0"); !d.Allow {
+	if d := none.Decide(names.KindProvider, "a/b/c", "1.0.0"); !d.Allow {
 		t.Errorf("nil policy: %+v", d)
 	}
-	if d := none.Platform(KindProvider, "a/b/c", "linux_amd64"); !d.Allow {
+	if d := none.Platform(names.KindProvider, "a/b/c", "linux_amd64"); !d.Allow {
 		t.Errorf("nil policy platform: %+v", d)
 	}
 }
@@ -129,7 +129,7 @@ func TestPlatform(t *testing.T) {
 		{"registry.opentofu.org/hashicorp/aws", "windows_amd64", true}, // aws-pinned lists no platforms
 		{"example.com/test/hello", "freebsd_386", true},
 	} {
-		if d := p.Platform(KindProvider, c.addr, c.platform); d.Allow != c.allow {
+		if d := p.Platform(names.KindProvider, c.addr, c.platform); d.Allow != c.allow {
 			t.Errorf("Platform(%s, %s) = %+v", c.addr, c.platform, d)
 		}
 	}
@@ -199,16 +199,16 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte) {
 		p, err := Parse(src, "fuzz.hcl")
 		if err == nil {
-			p.Decide(KindProvider, "registry.opentofu.org/hashicorp/aws", "1.0.0")
-			p.Platform(KindProvider, "registry.opentofu.org/hashicorp/aws", "linux_amd64")
+			p.Decide(names.KindProvider, "registry.opentofu.org/hashicorp/aws", "1.0.0")
+			p.Platform(names.KindProvider, "registry.opentofu.org/hashicorp/aws", "linux_amd64")
 			v, _ := names.ParseVersion("1.0.0")
-			p.Keeps(KindProvider, "registry.opentofu.org/hashicorp/aws", v)
+			p.Keeps(names.KindProvider, "registry.opentofu.org/hashicorp/aws", v)
 			// A deprecation is told only of a version the policy allows.
-			if d := p.DecideVersion(KindProvider, "registry.opentofu.org/hashicorp/aws", v); d.Deprecated != "" && !d.Allow {
+			if d := p.DecideVersion(names.KindProvider, "registry.opentofu.org/hashicorp/aws", v); d.Deprecated != "" && !d.Allow {
 				t.Fatalf("a denied version is deprecated: %+v", d)
 			}
-			if d := p.DecideVersion(KindProvider, "registry.opentofu.org/hashicorp/aws", v); d.Allow {
-				if msg, _ := p.Deprecation(KindProvider, "registry.opentofu.org/hashicorp/aws", v); msg != d.Deprecated {
+			if d := p.DecideVersion(names.KindProvider, "registry.opentofu.org/hashicorp/aws", v); d.Allow {
+				if msg, _ := p.Deprecation(names.KindProvider, "registry.opentofu.org/hashicorp/aws", v); msg != d.Deprecated {
 					t.Fatalf("Deprecation says %q, the decision %q", msg, d.Deprecated)
 				}
 			}
@@ -216,8 +216,8 @@ func FuzzParse(f *testing.F) {
 			for _, q := range []struct {
 				kind names.Kind
 				addr string
-			}{{KindProvider, "registry.opentofu.org/hashicorp/aws"}, {KindProvider, "example.com/test/hello"},
-				{KindModule, "tofu.example.com/platform/vpc/aws"}, {KindTofu, "tofu"}} {
+			}{{names.KindProvider, "registry.opentofu.org/hashicorp/aws"}, {names.KindProvider, "example.com/test/hello"},
+				{names.KindModule, "tofu.example.com/platform/vpc/aws"}, {names.KindTofu, "tofu"}} {
 				if got, want := p.index.first(p.rules, q.kind, q.addr), scan(p.rules, q.kind, q.addr); got != want {
 					t.Fatalf("%s %s: the index finds rule %d, the scan %d", q.kind, q.addr, got, want)
 				}

@@ -23,7 +23,7 @@ type DeniedError struct {
 
 func (e *DeniedError) Error() string {
 	what := string(e.Kind) + " " + e.Address
-	if e.Kind == KindTofu {
+	if e.Kind == names.KindTofu {
 		what = "OpenTofu"
 	}
 	return fmt.Sprintf("the policy's rule %q denies %s %s: %s", e.Decision.Rule, what, e.Version, e.Decision.Reason)
@@ -46,26 +46,22 @@ func (p *Policy) Check(kind names.Kind, address, version string) error {
 // it, and it is what Decide and Check are asked about them.
 const TofuAddress = "tofu"
 
-// DefaultHostname is the hostname AddressFromRepository gives an address
-// read from a repository path, which names none.
-const DefaultHostname = "registry.opentofu.org"
-
 // AddressFromRepository is the address the policy matches the artifacts
 // of a repository by when nothing else names it: for a provider the last
 // two segments of the repository path (namespace/type), for a module the
-// last three (namespace/name/system), on DefaultHostname; "tofu" for
-// OpenTofu releases. Repository templates end in those names
+// last three (namespace/name/system), on names.OpenTofuRegistryHost (a
+// repository path names no host); "tofu" for OpenTofu releases. Repository templates end in those names
 // (…/${namespace}/${type}), so this is the address they were pushed for.
 func AddressFromRepository(kind names.Kind, repository string) (string, error) {
-	n := map[names.Kind]int{KindProvider: 2, KindModule: 3}[kind]
-	if kind == KindTofu {
+	n := map[names.Kind]int{names.KindProvider: 2, names.KindModule: 3}[kind]
+	if kind == names.KindTofu {
 		return TofuAddress, nil
 	}
 	parts := strings.Split(strings.ToLower(strings.Trim(repository, "/")), "/")
 	if n == 0 || len(parts) < n {
-		return "", fmt.Errorf("the repository %q does not end in the %s's names (%s): name the address the policy should match", repository, kind, map[names.Kind]string{KindProvider: "namespace/type", KindModule: "namespace/name/system"}[kind])
+		return "", fmt.Errorf("the repository %q does not end in the %s's names (%s): name the address the policy should match", repository, kind, map[names.Kind]string{names.KindProvider: "namespace/type", names.KindModule: "namespace/name/system"}[kind])
 	}
-	return DefaultHostname + "/" + strings.Join(parts[len(parts)-n:], "/"), nil
+	return names.OpenTofuRegistryHost + "/" + strings.Join(parts[len(parts)-n:], "/"), nil
 }
 
 // ProviderAddress is the address the policy matches a provider by outside

@@ -16,15 +16,15 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Check(KindProvider, "example.com/acme/widgets", "1.9.1"); err != nil {
+	if err := p.Check(names.KindProvider, "example.com/acme/widgets", "1.9.1"); err != nil {
 		t.Errorf("1.9.1: %v", err)
 	}
-	err = p.Check(KindProvider, "example.com/acme/widgets", "2.0.0")
+	err = p.Check(names.KindProvider, "example.com/acme/widgets", "2.0.0")
 	var de *DeniedError
 	if !errors.Is(err, ErrDenied) || !errors.As(err, &de) || de.Decision.Rule != "ban" || !strings.Contains(err.Error(), `rule "ban"`) {
 		t.Errorf("2.0.0: %v", err)
 	}
-	if err := (*Policy)(nil).Check(KindProvider, "example.com/acme/widgets", "2.0.0"); err != nil {
+	if err := (*Policy)(nil).Check(names.KindProvider, "example.com/acme/widgets", "2.0.0"); err != nil {
 		t.Errorf("no policy: %v", err)
 	}
 }
@@ -34,10 +34,10 @@ func TestAddressFromRepository(t *testing.T) {
 		kind       names.Kind
 		repo, want string
 	}{
-		{KindProvider, "ghcr.io/acme/providers/Acme/widgets", "registry.opentofu.org/acme/widgets"},
-		{KindModule, "modules/acme/network/aws", "registry.opentofu.org/acme/network/aws"},
-		{KindTofu, "tools/opentofu", "tofu"},
-		{KindModule, "network/aws", ""},
+		{names.KindProvider, "ghcr.io/acme/providers/Acme/widgets", "registry.opentofu.org/acme/widgets"},
+		{names.KindModule, "modules/acme/network/aws", "registry.opentofu.org/acme/network/aws"},
+		{names.KindTofu, "tools/opentofu", "tofu"},
+		{names.KindModule, "network/aws", ""},
 	} {
 		got, err := AddressFromRepository(c.kind, c.repo)
 		if got != c.want || (err == nil) != (c.want != "") {

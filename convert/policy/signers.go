@@ -70,7 +70,7 @@ func parseSigner(kind names.Kind, spec string, env *parseEnv) (*Signer, error) {
 	s := &Signer{Kind: k, Spec: spec}
 	switch k {
 	case SignerPublisher:
-		if kind != KindProvider {
+		if kind != names.KindProvider {
 			return nil, fmt.Errorf("signers: %q: publisher keys sign provider releases only; a %s rule can require attestation:, cosign:, notation: or keyless: signers", spec, kind)
 		}
 		m := hexKey.FindStringSubmatch(strings.ReplaceAll(val, " ", ""))

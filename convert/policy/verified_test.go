@@ -12,6 +12,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // loadedCheck records what a loader was given.
@@ -66,11 +67,11 @@ tofu { signers = ["notation:/etc/notation"] }
 	if strings.Join(calls, "\n") != strings.Join(want, "\n") {
 		t.Errorf("loaded:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
 	}
-	n := p.Needs(KindProvider, "registry.opentofu.org/a/b")
+	n := p.Needs(names.KindProvider, "registry.opentofu.org/a/b")
 	if len(n.Signers) != 2 || n.Signers[0].Kind != SignerNotation || n.Signers[0].Check == nil || n.Signers[1].Kind != SignerKeyless {
 		t.Errorf("Needs: %+v", n)
 	}
-	d := p.DecideWith(KindProvider, "registry.opentofu.org/a/b", "1.0.0", Facts{Signed: map[string]bool{"notation:conf": true}, Why: map[string]string{"keyless:https://issuer.example=ci@example.com": "expected SAN value"}}, time.Now())
+	d := p.DecideWith(names.KindProvider, "registry.opentofu.org/a/b", "1.0.0", Facts{Signed: map[string]bool{"notation:conf": true}, Why: map[string]string{"keyless:https://issuer.example=ci@example.com": "expected SAN value"}}, time.Now())
 	if d.Allow || !strings.Contains(d.Reason, `is not signed by keyless:https://issuer.example=ci@example.com, which the policy's rule "a/b" requires (a keyless Sigstore attestation by that identity: cosign attest): expected SAN value`) {
 		t.Errorf("DecideWith without the keyless signature: %+v", d)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/convert/vulns"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // A provider rule's vulnerabilities block: what to do with a version
@@ -56,7 +57,7 @@ func parseVulnerabilities(r *rule, blocks hcl.Blocks) error {
 		if b.Type != "vulnerabilities" {
 			continue
 		}
-		if r.kind != KindProvider {
+		if r.kind != names.KindProvider {
 			return posError(b.DefRange, "vulnerabilities: only a provider rule can have one (modules and OpenTofu releases have no provider SBOM)")
 		}
 		if r.vulns != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/vulns"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 const vulnsExample = `
@@ -41,7 +42,7 @@ func TestVulnerabilities(t *testing.T) {
 	if !p.HasVulnerabilities() || !p.HasFacts() {
 		t.Fatal("HasVulnerabilities or HasFacts is false")
 	}
-	if n := p.Needs(KindProvider, awsAddr); n.Vulns == nil || !n.Any() {
+	if n := p.Needs(names.KindProvider, awsAddr); n.Vulns == nil || !n.Any() {
 		t.Fatalf("Needs(aws) = %+v, want its vulnerabilities", n)
 	}
 	both := []PlatformVulns{
@@ -65,12 +66,12 @@ func TestVulnerabilities(t *testing.T) {
 		{"allow-list (any case)", "registry.opentofu.org/acme/x", []PlatformVulns{{Platform: "linux_amd64", SBOM: true, Findings: []vulns.Finding{xtext}}}, true, nil, "is allowed", ""},
 		{"allow-list leaves the rest", "registry.opentofu.org/acme/x", both, false, []string{"GO-2024-2963"}, "denies: GO-2024-2963 (CVE-2024-24791) in stdlib", ""},
 	} {
-		d := p.DecideWith(KindProvider, c.addr, "1.0.0", Facts{Vulns: c.ps}, now)
+		d := p.DecideWith(names.KindProvider, c.addr, "1.0.0", Facts{Vulns: c.ps}, now)
 		if d.Allow != c.allow || !slices.Equal(d.Vulnerable, c.ids) || !strings.Contains(d.Reason, c.reason) || d.VulnWarning != c.warning {
 			t.Errorf("%s: %+v\nwant allow %v, ids %v, reason with %q, warning %q", c.name, d, c.allow, c.ids, c.reason, c.warning)
 		}
 	}
-	if d := p.DecideOffline(KindProvider, awsAddr, "1.0.0"); d.Allow || !slices.Equal(d.DependsOn, []string{"vulnerabilities"}) {
+	if d := p.DecideOffline(names.KindProvider, awsAddr, "1.0.0"); d.Allow || !slices.Equal(d.DependsOn, []string{"vulnerabilities"}) {
 		t.Errorf("DecideOffline = %+v, want pending on vulnerabilities", d)
 	}
 	var many []vulns.Finding

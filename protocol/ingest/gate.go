@@ -9,12 +9,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
-// The kinds of address a Gate is asked about, as convert/policy names them.
-const (
-	KindProvider = policy.KindProvider
-	KindTofu     = policy.KindTofu
-)
-
 // Gate is the policy file's word on the versions Providers and Tofu
 // would take: a version it denies is left out before anything of it is
 // downloaded, and reported (Result.Denied) rather than mirrored; with
@@ -85,14 +79,14 @@ func chooseTofu(available versions.List, opts TofuOptions) (versions.List, []Res
 	}
 	var allowed versions.List
 	for _, v := range available {
-		if opts.Gate.refuses(KindTofu, policy.TofuAddress, v) == nil {
+		if opts.Gate.refuses(names.KindTofu, policy.TofuAddress, v) == nil {
 			allowed = append(allowed, v)
 		}
 	}
 	chosen := pick(allowed)
 	var denied []Result
 	for _, v := range pick(available) {
-		err := opts.Gate.refuses(KindTofu, policy.TofuAddress, v)
+		err := opts.Gate.refuses(names.KindTofu, policy.TofuAddress, v)
 		if err != nil && !slices.ContainsFunc(chosen, v.Same) {
 			denied = append(denied, Result{Provider: "opentofu", Version: v.String(), Denied: err.Error()})
 		}

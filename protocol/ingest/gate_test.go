@@ -32,19 +32,19 @@ func versionList(vs ...string) versions.List {
 // with a warning.
 func TestGate(t *testing.T) {
 	g := Gate{Policy: gatePolicy(t)}
-	take, denied, err := g.split(KindProvider, "example.com/acme/widgets", "example.com/acme/widgets", versionList("1.9.0", "2.0.0"), false)
+	take, denied, err := g.split(names.KindProvider, "example.com/acme/widgets", "example.com/acme/widgets", versionList("1.9.0", "2.0.0"), false)
 	if err != nil || len(take) != 1 || take[0].String() != "1.9.0" || len(denied) != 1 || denied[0].Version != "2.0.0" || !strings.Contains(denied[0].Denied, `rule "p"`) {
 		t.Errorf("split: %v %+v %v", take, denied, err)
 	}
-	if _, _, err := g.split(KindProvider, "example.com/acme/widgets", "x", versionList("2.0.0"), true); err == nil {
+	if _, _, err := g.split(names.KindProvider, "example.com/acme/widgets", "x", versionList("2.0.0"), true); err == nil {
 		t.Error("a denied exact choice was taken")
 	}
 	warn := Gate{Policy: g.Policy, WarnOnly: true}
-	take, denied, _ = warn.split(KindProvider, "example.com/acme/widgets", "x", versionList("1.9.0", "2.0.0"), false)
-	if len(take) != 2 || len(denied) != 0 || len(warn.warnings(KindProvider, "example.com/acme/widgets", versions.MustParseVersion("2.0.0"))) != 1 {
+	take, denied, _ = warn.split(names.KindProvider, "example.com/acme/widgets", "x", versionList("1.9.0", "2.0.0"), false)
+	if len(take) != 2 || len(denied) != 0 || len(warn.warnings(names.KindProvider, "example.com/acme/widgets", versions.MustParseVersion("2.0.0"))) != 1 {
 		t.Errorf("WarnOnly: %v %+v", take, denied)
 	}
-	if take, denied, _ := (Gate{}).split(KindProvider, "a/b/c", "x", versionList("2.0.0"), true); len(take) != 1 || denied != nil {
+	if take, denied, _ := (Gate{}).split(names.KindProvider, "a/b/c", "x", versionList("2.0.0"), true); len(take) != 1 || denied != nil {
 		t.Error("the zero Gate refused")
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
@@ -206,7 +205,7 @@ func mirrorModule(ctx context.Context, f *modulesource.Fetcher, spec ModuleSpec,
 	}
 	for _, v := range chosen {
 		r := Result{Module: spec.String(), Version: v.String(), Reference: ref.WithReference(names.TagForVersion(v)).String(),
-			Warnings: opts.Gate.warnings(policy.KindModule, spec.policyAddress(), v)}
+			Warnings: opts.Gate.warnings(names.KindModule, spec.policyAddress(), v)}
 		res, err := storeIfMissing(ctx, f, spec.Module, raw[v.String()], v, ModuleTarget{Client: opts.Client, Ref: ref, TempDir: opts.TempDir, Attest: opts.Attest})
 		if err != nil {
 			r.Reference, r.Error = "", err.Error()
@@ -234,7 +233,7 @@ func moduleVersions(ctx context.Context, f *modulesource.Fetcher, spec ModuleSpe
 		if v, err := names.ParseVersion(s); err == nil {
 			raw[v.String()] = s
 			available = append(available, v)
-			if g.refuses(policy.KindModule, spec.policyAddress(), v) == nil {
+			if g.refuses(names.KindModule, spec.policyAddress(), v) == nil {
 				allowed = append(allowed, v)
 			}
 		}
@@ -249,7 +248,7 @@ func moduleVersions(ctx context.Context, f *modulesource.Fetcher, spec ModuleSpe
 	chosen := pick(allowed)
 	var denied []Result
 	for _, v := range pick(available) {
-		if err := g.refuses(policy.KindModule, spec.policyAddress(), v); err != nil && !slices.ContainsFunc(chosen, v.Same) {
+		if err := g.refuses(names.KindModule, spec.policyAddress(), v); err != nil && !slices.ContainsFunc(chosen, v.Same) {
 			denied = append(denied, Result{Module: spec.String(), Version: v.String(), Denied: err.Error()})
 		}
 	}

@@ -180,12 +180,12 @@ func ingestProvider(ctx context.Context, c *origin.Client, spec names.ProviderSp
 		return fail(err)
 	}
 	paddr := policy.ProviderAddress(spec.Provider)
-	chosen, results, err := opts.Gate.split(KindProvider, paddr, addr, chosen, locked != nil)
+	chosen, results, err := opts.Gate.split(names.KindProvider, paddr, addr, chosen, locked != nil)
 	if err != nil {
 		return fail(err)
 	}
 	for _, v := range chosen {
-		r := Result{Provider: addr, Version: v.String(), Warnings: opts.Gate.warnings(KindProvider, paddr, v)}
+		r := Result{Provider: addr, Version: v.String(), Warnings: opts.Gate.warnings(names.KindProvider, paddr, v)}
 		res, warnings, attested, err := ingestVersion(ctx, c, spec.Provider, byVersion[v.String()], repo, ref, locked, opts, &r)
 		r.Warnings, r.Attested = append(r.Warnings, warnings...), attested
 		if err != nil {
@@ -231,7 +231,7 @@ func ingestVersion(ctx context.Context, c *origin.Client, addr names.Provider, v
 // pushRelease downloads a resolved release's packages, each checked
 // against the signed SHA256SUMS, pushes it and, with opts.Attest,
 // attests it.
-func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderRelease, repo oci.Repository, ref oci.Reference, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, error) {
+func pushRelease(ctx context.Context, c *origin.Client, rel *ProviderOriginRelease, repo oci.Repository, ref oci.Reference, locked *lockfile.Provider, opts ProviderOptions) (oci.PushResult, error) {
 	if locked != nil {
 		for _, p := range rel.Platforms {
 			if !slices.Contains(locked.Hashes, pkghash.ZH(rel.ZipSHA256(p))) {

@@ -36,15 +36,16 @@ func verificationError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrVerification, fmt.Sprintf(format, args...))
 }
 
-// ProviderRelease is one provider version as its origin registry offers it,
-// its SHA256SUMS signature already verified against the registry's signing
+// ProviderOriginRelease is one provider version as its origin registry
+// offers it (source.ProviderRelease is what a source read of a release,
+// held or not), its SHA256SUMS signature already verified against the registry's signing
 // keys (convert/pgp, the rules `push provider` applies) and every platform's
 // package checked to be listed there with the digest the registry names.
 // The packages themselves come next (FetchZip, or DownloadZip into a
 // release directory), and PushDir turns the directory into the artifact:
 // the one path from an origin release to a verified artifact, shared by
 // `oci-tofu mirror` and the proxy's pull-through.
-type ProviderRelease struct {
+type ProviderOriginRelease struct {
 	// Provider is the address at the origin; Version its canonical string.
 	Provider names.Provider
 	Version  string
@@ -87,7 +88,7 @@ type ResolveOptions struct {
 // SHA256SUMS and its signature and verifies them, before any package is
 // downloaded. platforms, when not empty, selects the packages; each must
 // be offered.
-func ResolveProviderRelease(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, opts ResolveOptions) (*ProviderRelease, error) {
+func ResolveProviderRelease(ctx context.Context, c *origin.Client, addr names.Provider, v *wire.RegistryVersion, opts ResolveOptions) (*ProviderOriginRelease, error) {
 	version, err := names.ParseVersion(v.Version)
 	if err != nil {
 		return nil, fmt.Errorf("the registry lists version %q: %w", v.Version, err)
@@ -96,7 +97,7 @@ func ResolveProviderRelease(ctx context.Context, c *origin.Client, addr names.Pr
 	if err != nil {
 		return nil, err
 	}
-	rel := &ProviderRelease{Provider: addr, Version: version.String(), Platforms: platforms, Downloads: map[names.Platform]*origin.Download{},
+	rel := &ProviderOriginRelease{Provider: addr, Version: version.String(), Platforms: platforms, Downloads: map[names.Platform]*origin.Download{},
 		policy: pgp.Policy{EnforceExpiration: opts.EnforceGPGExpiration}}
 	if err := rel.askDownloads(ctx, c, max(opts.Concurrency, 1)); err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func offeredPlatforms(v *wire.RegistryVersion, want []names.Platform) ([]names.P
 }
 
 // askDownloads reads every platform's download answer.
-func (rel *ProviderRelease) askDownloads(ctx context.Context, c *origin.Client, concurrency int) error {
+func (rel *ProviderOriginRelease) askDownloads(ctx context.Context, c *origin.Client, concurrency int) error {
 	answers := make([]*origin.Download, len(rel.Platforms))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(concurrency)
@@ -171,7 +172,7 @@ func (rel *ProviderRelease) askDownloads(ctx context.Context, c *origin.Client, 
 
 // fetchChecksums downloads SHA256SUMS and its signature, and reads the
 // registry's keys.
-func (rel *ProviderRelease) fetchChecksums(ctx context.Context, c *origin.Client) error {
+func (rel *ProviderOriginRelease) fetchChecksums(ctx context.Context, c *origin.Client) error {
 	first := rel.Downloads[rel.Platforms[0]]
 	var g errgroup.Group
 	for _, f := range []struct {
@@ -212,7 +213,7 @@ func (rel *ProviderRelease) fetchChecksums(ctx context.Context, c *origin.Client
 // SHA256SUMS as OpenTofu
 // reads it, and checks that it lists every package with the digest the
 // registry's download answer names.
-func (rel *ProviderRelease) verify() error {
+func (rel *ProviderOriginRelease) verify() error {
 	v, err := rel.policy.Verify(rel.SHA256SUMS, rel.Signature, rel.Keys)
 	if err != nil {
 		return verificationError("%s: %v", rel.SignatureName(), err)
@@ -240,26 +241,26 @@ func (rel *ProviderRelease) verify() error {
 
 // SumsName and SignatureName are the release's file names for SHA256SUMS
 // and its signature.
-func (rel *ProviderRelease) SumsName() string {
+func (rel *ProviderOriginRelease) SumsName() string {
 	return names.ProviderSHA256SUMSName(rel.Provider.Type, rel.Version)
 }
 
-func (rel *ProviderRelease) SignatureName() string { return rel.SumsName() + ".sig" }
+func (rel *ProviderOriginRelease) SignatureName() string { return rel.SumsName() + ".sig" }
 
 // ZipName is a platform's package file name.
-func (rel *ProviderRelease) ZipName(p names.Platform) string {
+func (rel *ProviderOriginRelease) ZipName(p names.Platform) string {
 	return names.ProviderZipName(rel.Provider.Type, rel.Version, p)
 }
 
 // ZipSHA256 is the verified sha256 (hex) of a platform's package.
-func (rel *ProviderRelease) ZipSHA256(p names.Platform) string { return rel.Sums[rel.ZipName(p)] }
+func (rel *ProviderOriginRelease) ZipSHA256(p names.Platform) string { return rel.Sums[rel.ZipName(p)] }
 
 // SumsDigest is SHA256SUMS's digest: it names this release of the
 // version, as the origin signed it.
-func (rel *ProviderRelease) SumsDigest() digest.Digest { return digest.FromBytes(rel.SHA256SUMS) }
+func (rel *ProviderOriginRelease) SumsDigest() digest.Digest { return digest.FromBytes(rel.SHA256SUMS) }
 
 // Has reports whether p is one of the release's platforms.
-func (rel *ProviderRelease) Has(p names.Platform) bool {
+func (rel *ProviderOriginRelease) Has(p names.Platform) bool {
 	_, ok := rel.Downloads[p]
 	return ok
 }
@@ -267,7 +268,7 @@ func (rel *ProviderRelease) Has(p names.Platform) bool {
 // OpenZip starts downloading a platform's package from where the registry
 // said (credentials only to the registry host itself); the caller hashes
 // what it reads against ZipSHA256.
-func (rel *ProviderRelease) OpenZip(ctx context.Context, c *origin.Client, p names.Platform, max int64) (*origin.Body, error) {
+func (rel *ProviderOriginRelease) OpenZip(ctx context.Context, c *origin.Client, p names.Platform, max int64) (*origin.Body, error) {
 	d, ok := rel.Downloads[p]
 	if !ok {
 		return nil, fmt.Errorf("%s %s has no %s package", rel.Provider, rel.Version, p)
@@ -281,7 +282,7 @@ func (rel *ProviderRelease) OpenZip(ctx context.Context, c *origin.Client, p nam
 
 // WriteChecksums writes SHA256SUMS and its signature into a release
 // directory.
-func (rel *ProviderRelease) WriteChecksums(dir string) error {
+func (rel *ProviderOriginRelease) WriteChecksums(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, rel.SumsName()), rel.SHA256SUMS, 0o600); err != nil {
 		return err
 	}
@@ -290,7 +291,7 @@ func (rel *ProviderRelease) WriteChecksums(dir string) error {
 
 // DownloadZip downloads a platform's package into dir, checking its size
 // bound and sha256.
-func (rel *ProviderRelease) DownloadZip(ctx context.Context, c *origin.Client, p names.Platform, dir string, max int64) error {
+func (rel *ProviderOriginRelease) DownloadZip(ctx context.Context, c *origin.Client, p names.Platform, dir string, max int64) error {
 	body, err := rel.OpenZip(ctx, c, p, max)
 	if err != nil {
 		return err
@@ -322,7 +323,7 @@ func (rel *ProviderRelease) DownloadZip(ctx context.Context, c *origin.Client, p
 // signature) with convert/release, verifying it again as `push provider`
 // does, and pushes it with provenance: the artifact `oci-tofu mirror`
 // writes. Versions tagged already with this very release are UpToDate.
-func (rel *ProviderRelease) PushDir(ctx context.Context, dir string, repo oci.Repository, opts oci.PushOptions) (oci.PushResult, error) {
+func (rel *ProviderOriginRelease) PushDir(ctx context.Context, dir string, repo oci.Repository, opts oci.PushOptions) (oci.PushResult, error) {
 	r, err := rel.readDir(ctx, dir)
 	if err != nil {
 		return oci.PushResult{}, err
@@ -337,7 +338,7 @@ func (rel *ProviderRelease) PushDir(ctx context.Context, dir string, repo oci.Re
 // Attestation.push), and of each platform's SBOM (Attestation.SBOM); a
 // nil att attests nothing. Either way the SBOMs are stored
 // (release.Provider.Push), and rel.SBOMs says what became of them.
-func (rel *ProviderRelease) PushDirAttested(ctx context.Context, dir string, repo oci.Repository, repository string, opts oci.PushOptions, att *Attestation) (oci.PushResult, error) {
+func (rel *ProviderOriginRelease) PushDirAttested(ctx context.Context, dir string, repo oci.Repository, repository string, opts oci.PushOptions, att *Attestation) (oci.PushResult, error) {
 	r, err := rel.readDir(ctx, dir)
 	if err != nil {
 		return oci.PushResult{}, err
@@ -353,7 +354,7 @@ func (rel *ProviderRelease) PushDirAttested(ctx context.Context, dir string, rep
 }
 
 // readDir reads and verifies the release directory.
-func (rel *ProviderRelease) readDir(ctx context.Context, dir string) (*release.Provider, error) {
+func (rel *ProviderOriginRelease) readDir(ctx context.Context, dir string) (*release.Provider, error) {
 	r, err := release.ReadProvider(ctx, dir, release.Options{Keys: rel.Keys, Platforms: rel.Platforms, EnforceGPGExpiration: rel.policy.EnforceExpiration})
 	if err != nil {
 		return nil, err

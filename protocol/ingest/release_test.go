@@ -24,7 +24,7 @@ func originClient(t *testing.T) *origin.Client {
 }
 
 // resolve reads version v of ns/hello from the origin.
-func resolve(t *testing.T, c *origin.Client, o *testenv.Origin, ns, v string) (*ingest.ProviderRelease, error) {
+func resolve(t *testing.T, c *origin.Client, o *testenv.Origin, ns, v string) (*ingest.ProviderOriginRelease, error) {
 	t.Helper()
 	addr := names.Provider{Hostname: o.Host, Namespace: ns, Type: "hello"}
 	vs, err := c.Versions(context.Background(), addr)

@@ -75,7 +75,7 @@ func Tofu(ctx context.Context, c *origin.Client, opts TofuOptions) []Result {
 		return fail(fmt.Errorf("%s lists no matching version", o.API.Redacted()))
 	}
 	for _, v := range chosen {
-		r := Result{Provider: "opentofu", Version: v.String(), Warnings: opts.Gate.warnings(KindTofu, policy.TofuAddress, v)}
+		r := Result{Provider: "opentofu", Version: v.String(), Warnings: opts.Gate.warnings(names.KindTofu, policy.TofuAddress, v)}
 		res, attested, err := ingestTofuVersion(ctx, c, o, v, files[v.String()], opts)
 		if err != nil {
 			r.Error = err.Error()

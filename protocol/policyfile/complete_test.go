@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 const (
@@ -22,7 +22,7 @@ const (
 // allowsOther says whether the policy in force allows other 1.0.0, an
 // address no rule of these files matches: the default decides.
 func allowsOther(f *File) bool {
-	return f.Live().Current().Decide(policy.KindProvider, otherAddr, "1.0.0").Allow
+	return f.Live().Current().Decide(names.KindProvider, otherAddr, "1.0.0").Allow
 }
 
 // A reload never takes a file that could be one cut short for a wider
@@ -128,7 +128,7 @@ func TestReloadWaitsForTheFileToBeStill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if allows(f) || f.Status().Reloads != 1 || !f.Live().Current().HasRule(policy.KindProvider, "still-no-2") {
+	if allows(f) || f.Status().Reloads != 1 || !f.Live().Current().HasRule(names.KindProvider, "still-no-2") {
 		t.Errorf("the reload took the file before it was still: allows hello 2.0.0 %v, %+v", allows(f), f.Status())
 	}
 }
@@ -161,7 +161,7 @@ func TestWatchNeverOpensTheGateOnATruncatedFile(t *testing.T) {
 	waitFor(t, "the empty file read", func() bool { return f.Status().Errors == 1 || gateOpened.Load() })
 	write(t, path, strings.Replace(deny200, "hello-no-2", "hello-no-2-rewritten", 1))
 	waitFor(t, "the rewritten file in force", func() bool {
-		return f.Live().Current().HasRule(policy.KindProvider, "hello-no-2-rewritten")
+		return f.Live().Current().HasRule(names.KindProvider, "hello-no-2-rewritten")
 	})
 	close(stop)
 	watcher.Wait()

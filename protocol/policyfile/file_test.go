@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 const (
@@ -28,7 +29,7 @@ func write(t *testing.T, path, content string) {
 
 // allows says whether the policy in force allows hello 2.0.0.
 func allows(f *File) bool {
-	return f.Live().Current().Decide(policy.KindProvider, helloAddr, "2.0.0").Allow
+	return f.Live().Current().Decide(names.KindProvider, helloAddr, "2.0.0").Allow
 }
 
 func TestOpenRefusesABrokenFile(t *testing.T) {

@@ -58,7 +58,7 @@ func (cfg PolicyConfig) client(c *policy.Client, now time.Time, row func(status,
 // unreadable says why some of c's patterns can match nothing mapped.
 func (cfg PolicyConfig) unreadable(c *policy.Client) string {
 	for _, p := range c.Providers() {
-		if cfg.unmatched(policy.RuleInfo{Kind: policy.KindProvider, Pattern: p}) != "" {
+		if cfg.unmatched(policy.RuleInfo{Kind: names.KindProvider, Pattern: p}) != "" {
 			return fmt.Sprintf("its provider pattern %s matches no address a mapping admits: it reads nothing there", p)
 		}
 	}

@@ -7,7 +7,7 @@
 // A check is a Result: what was checked, against which registry with whose
 // credentials, a Status and a one-line Detail, and, for a failure, the
 // caller's hint. The package names no command-line flag: the caller labels
-// each mapping (store.ProviderMapping.Source, Config.ModuleSource,
-// Config.TofuSource) and says how to ask for a sample
+// each mapping (store.ProviderMapping.Label, Config.ModuleLabel,
+// Config.TofuLabel) and says how to ask for a sample
 // (Config.UnsampledAdvice).
 package preflight

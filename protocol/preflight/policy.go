@@ -52,15 +52,15 @@ func Policy(cfg PolicyConfig) []Result {
 // unmatched says why rule r can match no mapped address ("" when it can).
 func (cfg PolicyConfig) unmatched(r policy.RuleInfo) string {
 	switch r.Kind {
-	case policy.KindTofu:
+	case names.KindTofu:
 		if !cfg.Tofu {
 			return "no OpenTofu repository is configured: the rule decides nothing"
 		}
-	case policy.KindModule:
+	case names.KindModule:
 		if !cfg.Modules {
 			return "no module template is configured: the rule decides nothing"
 		}
-	case policy.KindProvider:
+	case names.KindProvider:
 		for _, m := range cfg.Providers {
 			if mappingMayAdmit(m, r.Pattern) {
 				return ""
@@ -72,7 +72,7 @@ func (cfg PolicyConfig) unmatched(r policy.RuleInfo) string {
 }
 
 // mappingMayAdmit says whether some address matching pattern may be
-// admitted by m: one of its include patterns (any, without) overlaps
+// covered by m: one of its include patterns (any, without) overlaps
 // pattern, and no exclude pattern covers it whole.
 func mappingMayAdmit(m store.ProviderMapping, pattern string) bool {
 	for _, ex := range m.Exclude {

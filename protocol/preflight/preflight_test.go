@@ -61,14 +61,14 @@ func TestRegistriesOfLayouts(t *testing.T) {
 	cfg := preflight.Config{
 		Client: client(t),
 		Providers: []store.ProviderMapping{
-			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/nosuch/${namespace}/${type}"), Source: "first"},
-			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/p/${namespace}/${type}"), Include: []string{"example.com/acme/*"}, Source: "second"},
-			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/${namespace}/${type}"), Source: "third"},
+			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/nosuch/${namespace}/${type}"), Label: "first"},
+			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/p/${namespace}/${type}"), Include: []string{"example.com/acme/*"}, Label: "second"},
+			{Template: providerTemplate(t, oci.LayoutPrefix+root+"/${namespace}/${type}"), Label: "third"},
 		},
 		ModuleMappings:  []*repotemplate.Template{modules, moreModules},
-		ModuleSource:    "(modules)",
+		ModuleLabel:     "(modules)",
 		TofuRepository:  &tofu,
-		TofuSource:      "(tofu)",
+		TofuLabel:       "(tofu)",
 		UnsampledAdvice: "ask for a sample",
 	}
 	if err := os.MkdirAll(filepath.Join(root, "p"), 0o755); err != nil {
@@ -118,8 +118,8 @@ func TestRegistriesUnreachable(t *testing.T) {
 	cfg := preflight.Config{
 		Client: client(t),
 		Providers: []store.ProviderMapping{
-			{Template: providerTemplate(t, addr+"/a/${namespace}/${type}"), Source: "a"},
-			{Template: providerTemplate(t, addr+"/b/${namespace}/${type}"), Source: "b"},
+			{Template: providerTemplate(t, addr+"/a/${namespace}/${type}"), Label: "a"},
+			{Template: providerTemplate(t, addr+"/b/${namespace}/${type}"), Label: "b"},
 		},
 		Hint: func(err error) string { hinted = append(hinted, err); return "start it" },
 	}

@@ -17,17 +17,17 @@ type Config struct {
 	// Client reaches the registries (the server's own, at start-up).
 	Client *oci.Client
 	// Providers are the provider mappings in order; each is checked, and
-	// its Source labels its Result ("providers " + Source).
+	// its Label labels its Result ("providers " + Source).
 	Providers []store.ProviderMapping
 	// ModuleMappings are the module mappings in order, each checked like
-	// a provider mapping and labelled "modules " + ModuleSource; with
-	// more than one, ModuleSource + " #N" (N from 1, in order).
+	// a provider mapping and labelled "modules " + ModuleLabel; with
+	// more than one, ModuleLabel + " #N" (N from 1, in order).
 	ModuleMappings []*repotemplate.Template
-	ModuleSource   string
+	ModuleLabel    string
 	// TofuRepository, when set, is the repository of OpenTofu releases,
-	// labelled "OpenTofu releases " + TofuSource.
+	// labelled "OpenTofu releases " + TofuLabel.
 	TofuRepository *oci.Reference
-	TofuSource     string
+	TofuLabel      string
 	// Timeout bounds each registry call (at least a second).
 	Timeout time.Duration
 	// Hint, when set, says in one line what to do about a failure.
@@ -38,7 +38,7 @@ type Config struct {
 }
 
 // Samples are addresses whose repositories to look for: in every provider
-// mapping that admits them (a mapping no sample is admitted by is sampled
+// mapping that covers them (a mapping no sample is covered by is sampled
 // with the one provider its include names, if any), and in the module
 // template.
 type Samples struct {
@@ -75,7 +75,7 @@ func Registries(ctx context.Context, cfg Config, samples Samples) []Result {
 	ck := &checker{cfg: cfg, timeout: max(cfg.Timeout, time.Second), pinged: map[string]error{}}
 	results := ck.providers(ctx, samples.Providers)
 	for i, tpl := range cfg.ModuleMappings {
-		source := cfg.ModuleSource
+		source := cfg.ModuleLabel
 		if len(cfg.ModuleMappings) > 1 {
 			source = fmt.Sprintf("%s #%d", source, i+1)
 		}
@@ -102,20 +102,20 @@ var (
 )
 
 // providers checks each provider mapping: its registry, and the
-// repository of every sample it admits (or of the provider its include
-// names); one line per sample. A sample no mapping admits gets a line
+// repository of every sample it covers (or of the provider its include
+// names); one line per sample. A sample no mapping covers gets a line
 // saying so: every address asked about is answered.
 func (ck *checker) providers(ctx context.Context, samples []names.Provider) []Result {
 	var out []Result
-	admittedByAny := make([]bool, len(samples))
+	coveredByAny := make([]bool, len(samples))
 	for _, m := range ck.cfg.Providers {
-		res := Result{Target: "providers " + m.Source, Mapping: m.Template.String()}
-		admitted := admittedSamples(m, samples, admittedByAny)
-		sampled := len(admitted) > 0
+		res := Result{Target: "providers " + m.Label, Mapping: m.Template.String()}
+		covered := coveredSamples(m, samples, coveredByAny)
+		sampled := len(covered) > 0
 		if !sampled {
-			admitted = []names.Provider{exampleProvider}
+			covered = []names.Provider{exampleProvider}
 		}
-		for _, sample := range admitted {
+		for _, sample := range covered {
 			ref, err := m.Template.Expand(sample.TemplateValues())
 			if err != nil {
 				out = append(out, notExpanding(res, err))
@@ -125,7 +125,7 @@ func (ck *checker) providers(ctx context.Context, samples []names.Provider) []Re
 		}
 	}
 	for i, p := range samples {
-		if !admittedByAny[i] {
+		if !coveredByAny[i] {
 			out = append(out, Result{Target: "provider " + p.String(), Status: StatusWarning,
 				Detail: "no provider mapping admits this address (see the mappings' include and exclude filters): it is not served"})
 		}
@@ -133,15 +133,15 @@ func (ck *checker) providers(ctx context.Context, samples []names.Provider) []Re
 	return out
 }
 
-// admittedSamples are the samples the mapping admits (marked in
-// admittedByAny), or else the provider its include names.
-func admittedSamples(m store.ProviderMapping, samples []names.Provider, admittedByAny []bool) []names.Provider {
+// coveredSamples are the samples the mapping covers (marked in
+// coveredByAny), or else the provider its include names.
+func coveredSamples(m store.ProviderMapping, samples []names.Provider, coveredByAny []bool) []names.Provider {
 	only := store.ProviderMappings{m}
 	var out []names.Provider
 	for i, p := range samples {
 		if _, err := only.Map(p); err == nil {
 			out = append(out, p)
-			admittedByAny[i] = true
+			coveredByAny[i] = true
 		}
 	}
 	if len(out) == 0 {
@@ -189,7 +189,7 @@ func (ck *checker) modules(ctx context.Context, tpl *repotemplate.Template, sour
 
 // tofuRepository checks the repository of OpenTofu releases.
 func (ck *checker) tofuRepository(ctx context.Context, ref oci.Reference) Result {
-	res := Result{Target: "OpenTofu releases " + ck.cfg.TofuSource, Mapping: ref.String()}
+	res := Result{Target: "OpenTofu releases " + ck.cfg.TofuLabel, Mapping: ref.String()}
 	return ck.repository(ctx, res, ref, true, "OpenTofu releases")
 }
 
@@ -208,7 +208,7 @@ func (ck *checker) repository(ctx context.Context, res Result, ref oci.Reference
 		pingRef.Repository = layoutRoot(strings.TrimPrefix(res.Mapping, oci.LayoutPrefix))
 		res.Registry = oci.LayoutPrefix + pingRef.Repository
 	} else {
-		res.Credentials = orAnonymous(ck.cfg.Client.CredentialSource(ctx, ref.Registry))
+		res.Credentials = orAnonymous(ck.cfg.Client.CredentialsFrom(ctx, ref.Registry))
 	}
 	if err := ck.ping(ctx, pingRef); err != nil {
 		if ref.Layout && oci.IsNotFound(err) {

@@ -12,14 +12,14 @@ const TLSTarget = "server TLS"
 
 // Result is one check.
 type Result struct {
-	// Target is what was checked: "providers " and the mapping's Source,
+	// Target is what was checked: "providers " and the mapping's Label,
 	// "modules …", "OpenTofu releases …", TLSTarget.
 	Target string `json:"target"`
 	// Mapping is the template, repository or certificate file configured.
 	Mapping string `json:"mapping,omitempty"`
 	// Registry is the registry host (or OCI layout root) the mapping reaches.
 	Registry string `json:"registry,omitempty"`
-	// Credentials says whose, as oci.Client.CredentialSource tells, or
+	// Credentials says whose, as oci.Client.CredentialsFrom tells, or
 	// "anonymous".
 	Credentials string `json:"credentials,omitempty"`
 	// Repository is the sample repository looked for, if any.

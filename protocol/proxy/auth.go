@@ -168,7 +168,7 @@ func (s *Server) callerOf(r *http.Request) (caller, error) {
 		if !ok {
 			return caller{}, errRegistryToken
 		}
-		return caller{registry: &registryID{s: s, user: user, password: password, key: sum, from: sourceAddress(r.RemoteAddr)}}, nil
+		return caller{registry: &registryID{s: s, user: user, password: password, key: sum, from: remoteAddress(r.RemoteAddr)}}, nil
 	case c == nil:
 		return caller{}, errUnknownToken
 	case c.Expired(s.opts.Now()):

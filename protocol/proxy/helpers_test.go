@@ -165,7 +165,7 @@ func mustMapping(t testing.TB, s string) []store.ProviderMapping {
 
 // mapping maps every provider to tpl's repositories.
 func mapping(tpl *repotemplate.Template) []store.ProviderMapping {
-	return []store.ProviderMapping{{Template: tpl, Source: "test"}}
+	return []store.ProviderMapping{{Template: tpl, Label: "test"}}
 }
 
 type response struct {

@@ -78,7 +78,7 @@ func TestHostnameWithPortInConfigTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startProxy(t, Options{ProviderMappings: []store.ProviderMapping{{Template: mirrors[0].Template, Source: mirrors[0].Pos}}})
+	p := startProxy(t, Options{ProviderMappings: []store.ProviderMapping{{Template: mirrors[0].Template, Label: mirrors[0].Pos}}})
 	p.wantError(t, "/v1/mirror/localhost:8443/test/hello/index.json", http.StatusNotFound,
 		"provider localhost:8443/test/hello: the mapping's template gives no valid repository name")
 }

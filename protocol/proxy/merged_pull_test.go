@@ -32,14 +32,14 @@ func mergedPullProxy(t *testing.T, origin *testenv.Origin) (*proxy, string) {
 	push(t, openB("example.com/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	push(t, openB("proxy.example/test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${hostname}/${namespace}/${type}")...)
-	mappings[1].Source = "second"
+	mappings[1].Label = "second"
 	base, _ := url.Parse(origin.ProvidersURL())
 	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, RegistryOrigin: "example.com", Client: originClient(t)}
 	return startProxy(t, Options{ProviderMappings: mappings, PullThrough: &pt, RegistryHostname: "proxy.example",
 		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}}), filepath.Join(dirA, "example.com")
 }
 
-// With pull-through and two mappings admitting a provider, the listing
+// With pull-through and two mappings covering a provider, the listing
 // is both mappings' versions and the origin's; a version only the second
 // mapping holds is served from it (before, only the first mapping was
 // read with pull-through, and its download was not found); a version no
@@ -124,7 +124,7 @@ func TestMergedMappingsWithRegistryPullThroughLeavePushedProvidersAlone(t *testi
 
 // A first mapping whose template carries ${hostname} makes the network
 // mirror's example.com/test/hello the origin's by name, but a later
-// mapping merged with it whose template does not (here admitting
+// mapping merged with it whose template does not (here covering
 // example.com's test/* only, which serve accepts without
 // --pull-through-shared-repositories) holds the organisation's pushed
 // test/hello 1.0.0 in a repository no host names: the origin's 1.1.0
@@ -137,7 +137,7 @@ func TestMergedMappingsLaterPushedWithoutHostnameKeepOriginOut(t *testing.T) {
 	dirB, openB := layoutStore(t)
 	push(t, openB("test", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
 	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${hostname}/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${namespace}/${type}")...)
-	mappings[1].Source, mappings[1].Include = "own", []string{"example.com/test/*"}
+	mappings[1].Label, mappings[1].Include = "own", []string{"example.com/test/*"}
 	base, _ := url.Parse(origin.ProvidersURL())
 	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, Client: originClient(t)}
 	p := startProxy(t, Options{ProviderMappings: mappings, PullThrough: &pt, RegistryHostname: "proxy.example",

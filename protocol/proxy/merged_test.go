@@ -9,7 +9,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// Two mappings admitting one provider are merged as OpenTofu merges
+// Two mappings covering one provider are merged as OpenTofu merges
 // oci_mirror blocks: every version of both; each version and platform
 // from the first mapping holding it. Here the first holds 1.0.0 (the
 // fixture's four platforms), the second another 1.0.0 (linux_amd64 with
@@ -25,7 +25,7 @@ func TestMergedMappings(t *testing.T) {
 	}), "1.0.0")
 	push(t, openB("test", "hello"), releaseArtifact(t, "1.1.0"), "1.1.0")
 	mappings := append(mustMapping(t, "oci-layout:"+dirA+"/${namespace}/${type}"), mustMapping(t, "oci-layout:"+dirB+"/${namespace}/${type}")...)
-	mappings[1].Source = "second"
+	mappings[1].Label = "second"
 	p := startProxy(t, Options{ProviderMappings: mappings, RegistryHostname: "example.com"})
 
 	var idx wire.MirrorIndex
@@ -69,8 +69,8 @@ func TestMergedMappings(t *testing.T) {
 	p.wantError(t, "/v1/mirror/example.com/test/hello/2.0.0.json", 404, "")
 }
 
-// One mapping admitting the address: served as before (the merged view
-// changes nothing), and mappings that admit nothing still say why.
+// One mapping covering the address: served as before (the merged view
+// changes nothing), and mappings that cover nothing still say why.
 func TestMergedMappingsFilters(t *testing.T) {
 	dirA, openA := layoutStore(t)
 	dirB, openB := layoutStore(t)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -36,7 +36,7 @@ provider "example.com/test/*" {
 
 	explained := func() map[string]PolicyVerdict {
 		t.Helper()
-		vs, err := p.ExplainPolicy(ctx, policy.KindProvider, "example.com/test/hello", "")
+		vs, err := p.ExplainPolicy(ctx, names.KindProvider, "example.com/test/hello", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,11 +76,11 @@ provider "example.com/test/*" {
 
 	// A version the registry does not hold: its rule needs what the
 	// registry holds of it, so it is denied, saying so.
-	vs, err := p.ExplainPolicy(ctx, policy.KindProvider, "example.com/test/hello", "9.0.0")
+	vs, err := p.ExplainPolicy(ctx, names.KindProvider, "example.com/test/hello", "9.0.0")
 	if err != nil || len(vs) != 1 || vs[0].Held || vs[0].Allow || !strings.Contains(vs[0].Reason, "the registry holds no such version") {
 		t.Errorf("9.0.0: %+v, %v", vs, err)
 	}
-	if _, err := p.ExplainPolicy(ctx, policy.KindModule, "example.com/a/b/c", ""); err == nil {
+	if _, err := p.ExplainPolicy(ctx, names.KindModule, "example.com/a/b/c", ""); err == nil {
 		t.Error("a module without a module template: no error")
 	}
 }
@@ -105,11 +105,11 @@ provider "example.com/test/*" {
   versions = ">= 1.0"
 }`, nil)
 	mappings := []store.ProviderMapping{
-		{Template: mustTemplate(t, "oci-layout:"+dirA+"/${namespace}/${type}"), Source: "a"},
-		{Template: mustTemplate(t, "oci-layout:"+dirB+"/${namespace}/${type}"), Source: "b"},
+		{Template: mustTemplate(t, "oci-layout:"+dirA+"/${namespace}/${type}"), Label: "a"},
+		{Template: mustTemplate(t, "oci-layout:"+dirB+"/${namespace}/${type}"), Label: "b"},
 	}
 	p := startProxy(t, Options{ProviderMappings: mappings, Policy: pol, RequireAttestation: []*attest.Verifier{ours.Public()}})
-	vs, err := p.ExplainPolicy(context.Background(), policy.KindProvider, "example.com/test/hello", "")
+	vs, err := p.ExplainPolicy(context.Background(), names.KindProvider, "example.com/test/hello", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // realCosign runs the real cosign v3 CLI offline against reg: key pairs
@@ -119,7 +120,7 @@ module "*/*/*/*" { signers = ["attestation:org.pub"] }
 
 	// policy test against the registry (serve's Server.ExplainPolicy)
 	// decides the same.
-	verdicts, err := p.ExplainPolicy(context.Background(), policy.KindProvider, "example.com/test/hello", "")
+	verdicts, err := p.ExplainPolicy(context.Background(), names.KindProvider, "example.com/test/hello", "")
 	if err != nil {
 		t.Fatal(err)
 	}

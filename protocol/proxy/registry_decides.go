@@ -47,7 +47,7 @@ type registryID struct {
 	s              *Server
 	user, password string
 	key            [sha256.Size]byte // the token's sha256: what confirmations are kept by
-	from           string            // the source address logins are bounded by (registry_logins.go)
+	from           string            // the remote address logins are bounded by (registry_logins.go)
 }
 
 // Reads asks the registry, or its recent answers, whether id may read
@@ -151,7 +151,7 @@ func (s *Server) holdsVersions(ctx context.Context, ref oci.Reference) (bool, er
 
 // mappedRepositories are the repositories address (of kind) maps to, in
 // the order the merged sources read them: a provider's every mapping
-// admitting it, a module's every template, the OpenTofu repository.
+// covering it, a module's every template, the OpenTofu repository.
 func (s *Server) mappedRepositories(kind names.Kind, address string) ([]oci.Reference, error) {
 	switch kind {
 	case names.KindProvider:
@@ -166,7 +166,7 @@ func (s *Server) mappedRepositories(kind names.Kind, address string) ([]oci.Refe
 	return nil, fmt.Errorf("nothing maps %s %s", kind, address)
 }
 
-// providerRepositories are the repositories of the mappings admitting
+// providerRepositories are the repositories of the mappings covering
 // provider address, in order.
 func (s *Server) providerRepositories(address string) ([]oci.Reference, error) {
 	p, err := names.ParseProvider(address)
@@ -243,7 +243,7 @@ func (c *confirmations) check(ctx context.Context, id *registryID, ref oci.Refer
 	if ok && now.Before(got.until) {
 		return got.err
 	}
-	if err := id.s.logins.admit(id); err != nil {
+	if err := id.s.logins.permit(id); err != nil {
 		return err
 	}
 	defer id.s.logins.landed(id)

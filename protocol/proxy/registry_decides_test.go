@@ -119,8 +119,8 @@ func TestRegistryDecidesOnTheProviderRepositoryServed(t *testing.T) {
 	p := startProxy(t, Options{
 		Client: proxyClient(t, reg),
 		ProviderMappings: []store.ProviderMapping{
-			{Template: mustTemplate(t, reg.Host+"/providers/team-a/${namespace}/${type}"), Source: "team-a"},
-			{Template: mustTemplate(t, reg.Host+"/providers/team-b/${namespace}/${type}"), Source: "team-b"},
+			{Template: mustTemplate(t, reg.Host+"/providers/team-a/${namespace}/${type}"), Label: "team-a"},
+			{Template: mustTemplate(t, reg.Host+"/providers/team-b/${namespace}/${type}"), Label: "team-b"},
 		},
 		RegistryDecides: true,
 	})
@@ -152,7 +152,7 @@ func TestRegistryDecidesOnTheProviderRepositoryServed(t *testing.T) {
 }
 
 // clientFrom is an HTTP client of p whose connections come from the
-// loopback address ip (127.0.0.2: another source address to the proxy).
+// loopback address ip (127.0.0.2: another remote address to the proxy).
 func (p *proxy) clientFrom(t *testing.T, ip string) *proxy {
 	t.Helper()
 	tr := p.Client.Transport.(*http.Transport).Clone()

@@ -28,7 +28,7 @@ import (
 //     works is never slowed by someone else's guessing, and one account
 //     asking about many repositories does not get the proxy's address
 //     throttled.
-//   - Any other credential's logins are bounded per source address
+//   - Any other credential's logins are bounded per remote address
 //     (the TCP peer; an IPv6 /64) and for the whole proxy: past either,
 //     429 with Retry-After, whatever the password.
 //   - A login the registry refuses (ErrCredentialsRefused: a wrong user
@@ -58,7 +58,7 @@ type LoginLimits struct {
 	// accepted, for the whole proxy (logins per second).
 	Rate  float64
 	Burst int
-	// PerAddressRate and PerAddressBurst bound them per source address.
+	// PerAddressRate and PerAddressBurst bound them per remote address.
 	PerAddressRate  float64
 	PerAddressBurst int
 	// KnownRate and KnownBurst bound the logins of each credential the
@@ -125,7 +125,7 @@ type registryLogins struct {
 	cool   map[string]time.Time            // user (userKey) → cooling down until
 	guess  map[guessKey]guesses            // a user guessed at from an address
 	floods map[string]time.Time            // addresses guessing beyond what guess can hold, until
-	addrs  *limiters[string]               // source address → its bound
+	addrs  *limiters[string]               // remote address → its bound
 	flying map[string]flight               // user (userKey) → an unknown credential's logins in flight
 	creds  *limiters[[sha256.Size]byte]    // a known credential → its bound
 	swept  time.Time                       // when the full guess map was last walked
@@ -159,7 +159,7 @@ func userKey(user string) string {
 	return strings.ToLower(user)
 }
 
-// guessKey is a user name guessed at from a source address.
+// guessKey is a user name guessed at from a remote address.
 type guessKey struct{ user, from string }
 
 // guesses are how many unknown credentials of a user from an address
@@ -209,10 +209,10 @@ func (g *registryLogins) guessingAt(id *registryID, now time.Time) bool {
 	return now.Before(g.floods[id.from])
 }
 
-// admit is nil when id's credential may be sent to the registry now;
+// permit is nil when id's credential may be sent to the registry now;
 // errCoolingDown, or a 429 (respond.Limited), when not: then id's
 // address is guessing at its user.
-func (g *registryLogins) admit(id *registryID) error {
+func (g *registryLogins) permit(id *registryID) error {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -258,8 +258,8 @@ func (g *registryLogins) fly(id *registryID) {
 	g.flying[u] = flight{key: id.key, n: f.n + 1}
 }
 
-// landed notes that a login of id admitted has been answered (or given
-// up): a no-op for a known credential's.
+// landed notes that a login of id that permit let through has been
+// answered (or given up): a no-op for a known credential's.
 func (g *registryLogins) landed(id *registryID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -339,7 +339,7 @@ func answeredAbout(err error) bool {
 	return false
 }
 
-// addressLimiter is the bound of the source address from (g.mu held).
+// addressLimiter is the bound of the remote address from (g.mu held).
 func (g *registryLogins) addressLimiter(from string) *rate.Limiter {
 	return g.addrs.of(from, time.Now())
 }
@@ -378,7 +378,7 @@ func (l *limiters[K]) of(k K, now time.Time) *rate.Limiter {
 	return lim
 }
 
-// retryAfter is the seconds until a source address may log in again.
+// retryAfter is the seconds until a remote address may log in again.
 func (g *registryLogins) retryAfter() int {
 	return int(math.Ceil(1 / min(g.limits.Rate, g.limits.PerAddressRate)))
 }
@@ -404,9 +404,9 @@ func makeRoom[K comparable](m map[K]time.Time, now time.Time) {
 	}
 }
 
-// sourceAddress is what logins are bounded by for a request from
+// remoteAddress is what logins are bounded by for a request from
 // remote (host:port): the IP, an IPv6 address's /64.
-func sourceAddress(remote string) string {
+func remoteAddress(remote string) string {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
 		host = remote

@@ -4,7 +4,7 @@ import "testing"
 
 // Logins are bounded per IPv4 address and per IPv6 /64 (one host's
 // usual allocation), whatever the port.
-func TestSourceAddressOfLogins(t *testing.T) {
+func TestRemoteAddressOfLogins(t *testing.T) {
 	for remote, want := range map[string]string{
 		"192.0.2.7:443":                "192.0.2.7",
 		"192.0.2.7:50000":              "192.0.2.7",
@@ -14,8 +14,8 @@ func TestSourceAddressOfLogins(t *testing.T) {
 		"not an address":               "not an address",
 		"[2001:db8:1:3:3:4:5:6]:443":   "2001:db8:1:3::/64",
 	} {
-		if got := sourceAddress(remote); got != want {
-			t.Errorf("sourceAddress(%q) = %q, want %q", remote, got, want)
+		if got := remoteAddress(remote); got != want {
+			t.Errorf("remoteAddress(%q) = %q, want %q", remote, got, want)
 		}
 	}
 }

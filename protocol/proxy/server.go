@@ -63,7 +63,7 @@ type Options struct {
 	// ProviderMappings map providers to repositories, in the syntax of
 	// OpenTofu's oci_mirror repository_template, each with its own
 	// filters, as the oci_mirror blocks of an OpenTofu CLI configuration: a
-	// provider maps to the first whose filters admit it.
+	// provider maps to the first whose filters cover it.
 	ProviderMappings []store.ProviderMapping
 	// ModuleMappings map hostname/namespace/name/system to repositories
 	// of module packages, served as modules.v1, in order: a module's

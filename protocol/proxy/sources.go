@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
@@ -21,7 +20,7 @@ import (
 
 // The source stacks, composed once at start-up and nowhere else:
 // handlers see only package source. A mapping is what the registry holds
-// (held), with pull-through for the first mapping (of those admitting a
+// (held), with pull-through for the first mapping (of those covering a
 // provider address; pulled); each mapping is gated by the policy file
 // and the attestation rule (gate), so that a copy one mapping may not
 // serve is passed over for the next mapping's; several mappings are
@@ -100,7 +99,7 @@ func (o *Options) ingestTrust() attest.IngestTrust {
 
 // providerSource is the providers' stack: merged(gate(pulled(held m0)),
 // gate(pulled(held m1)), …) with pull-through, where for each address
-// the first mapping admitting it pulls through (pull-through stores into
+// the first mapping covering it pulls through (pull-through stores into
 // it) and later mappings serve what they hold; merged(gate(held m0),
 // gate(held m1), …) without. Each mapping's releases are judged by their
 // own roots.
@@ -115,29 +114,41 @@ func (s *Server) providerSource(mappings store.ProviderMappings) source.Provider
 	for i, h := range hs {
 		var src source.Providers = h
 		if pulls {
-			src = &pulled.Providers{Held: h, Engine: s.pull, Rules: judge, Log: s.log,
+			src = &pulled.Providers{Held: h, Store: s.store, Engine: s.pull, Rules: judge, Log: s.log,
 				Pulls: func(p names.Provider) bool { return mappings.Index(p) == i },
 				Later: func(p names.Provider) []pulled.LaterRepo { return laterRepos(hs[i+1:], p) }}
 		}
-		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: &gate.Providers{Inner: src, Judge: judge, Each: s.store.EachVersion}, Admits: h.Admits})
+		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: &gate.Providers{Inner: src, Judge: judge, Each: s.store.EachVersion}, Covers: h.Covers})
 	}
 	if len(m.Mappings) == 1 {
 		return m.Mappings[0].Source
 	}
 	if pulls {
-		m.Outage = func(p names.Provider, via source.Via, err error) string {
+		m.Outage = func(p names.Provider, via names.Via, err error) string {
 			return pulled.Degraded(s.pull, p, via, err)
 		}
 	}
 	return m
 }
 
-// laterRepos are the repositories of the mappings of hs admitting p.
+// laterRepos are the repositories of the mappings of hs covering p.
 func laterRepos(hs []*held.Providers, p names.Provider) []pulled.LaterRepo {
 	var out []pulled.LaterRepo
 	for _, h := range hs {
 		if repo, err := h.Repo(p); err == nil {
 			out = append(out, pulled.LaterRepo{Repo: repo, Mapping: h.Mappings[0]})
+		}
+	}
+	return out
+}
+
+// laterModuleRepos are the repositories of the module mappings of hs
+// that have one for a.
+func laterModuleRepos(hs []*held.Modules, a source.ModuleAddress) []pulled.LaterModuleRepo {
+	var out []pulled.LaterModuleRepo
+	for _, h := range hs {
+		if repo, err := h.Repo(a); err == nil {
+			out = append(out, pulled.LaterModuleRepo{Repo: repo, Template: h.Template})
 		}
 	}
 	return out
@@ -164,7 +175,9 @@ func (s *Server) moduleSource(tpls []*repotemplate.Template, origin string) sour
 	for i, h := range hs {
 		var src source.Modules = h
 		if i == 0 && pulls {
-			p := &pulled.Modules{Held: h, Engine: s.pull, Origin: origin, Later: hs[1:], Rules: judge, Log: s.log}
+			later := hs[1:]
+			p := &pulled.Modules{Held: h, Engine: s.pull, Origin: origin, Rules: judge, Log: s.log,
+				Later: func(a source.ModuleAddress) []pulled.LaterModuleRepo { return laterModuleRepos(later, a) }}
 			if origin == ownModules {
 				p.Origin, p.Own = s.pull.ModuleOrigin(), true
 			}
@@ -182,7 +195,7 @@ func (s *Server) moduleSource(tpls []*repotemplate.Template, origin string) sour
 			from = s.pull.ModuleOrigin()
 		}
 		m.Outage = func(a source.ModuleAddress, err error) {
-			s.pull.DegradedListing("module", from+"/"+a.Module.String(), err)
+			s.pull.DegradedListing(names.KindModule, from+"/"+a.Module.String(), err)
 		}
 	}
 	return m
@@ -198,7 +211,7 @@ func (s *Server) tofuSource(ref oci.Reference) source.Tofu {
 	h := &held.Tofu{Repo: s.store.Repo(ref), Log: s.log}
 	var src source.Tofu = h
 	if s.pull.Tofu() {
-		src = &pulled.Tofu{Held: h, Engine: s.pull, Rules: judge, Log: s.log}
+		src = &pulled.Tofu{Held: h, Repo: h.Repo, Engine: s.pull, Rules: judge, Log: s.log}
 	}
 	return &gate.Tofu{Inner: src, Judge: judge, Attested: !s.pull.Tofu()}
 }
@@ -221,10 +234,10 @@ type AdmissionVerdict = gate.AdmissionVerdict
 // force, the facts the gate reads for a rule with min_age or signers, by
 // the server's clock, and the admission rule where serve asks it. The
 // releases are those of the held sources of the server's mappings that
-// admit the address, in order (heldFor). err is a registry failure or an
+// cover the address, in order (heldFor). err is a registry failure or an
 // address the server does not map.
 func (s *Server) ExplainPolicy(ctx context.Context, kind names.Kind, address, version string) ([]PolicyVerdict, error) {
-	attested := kind != policy.KindTofu || !s.pull.Tofu() // as tofuSource's gate.Tofu.Attested
+	attested := kind != names.KindTofu || !s.pull.Tofu() // as tofuSource's gate.Tofu.Attested
 	return s.judge().Explain(ctx, kind, address, version, attested, func() ([]gate.Held, error) {
 		return s.heldFor(kind, address)
 	})
@@ -234,15 +247,15 @@ func (s *Server) ExplainPolicy(ctx context.Context, kind names.Kind, address, ve
 // kind, in the order the server tries them.
 func (s *Server) heldFor(kind names.Kind, address string) ([]gate.Held, error) {
 	switch kind {
-	case policy.KindProvider:
+	case names.KindProvider:
 		p, err := names.ParseProvider(address)
 		if err != nil {
 			return nil, err
 		}
 		return s.heldProviders(p)
-	case policy.KindModule:
+	case names.KindModule:
 		return s.heldModules(address)
-	case policy.KindTofu:
+	case names.KindTofu:
 		if s.opts.TofuRepository == nil {
 			return nil, errors.New("the server has no OpenTofu release repository (--tofu-repository)")
 		}
@@ -252,7 +265,7 @@ func (s *Server) heldFor(kind names.Kind, address string) ([]gate.Held, error) {
 	return nil, fmt.Errorf("unknown kind %q", kind)
 }
 
-// heldProviders are p's held sources: of every mapping admitting it,
+// heldProviders are p's held sources: of every mapping covering it,
 // in order, as providerSource merges them.
 func (s *Server) heldProviders(p names.Provider) ([]gate.Held, error) {
 	if len(s.mappings) == 0 {

@@ -20,7 +20,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/source/held"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
 // pushTofuFixture verifies a fixture release as `oci-tofu push tofu` does
@@ -119,7 +119,7 @@ func TestTofuMirrorFromLayout(t *testing.T) {
 			if r.Err != nil || r.Status != 200 || !bytes.Equal(r.Body, want) {
 				t.Fatalf("%s %s: %d %v, %d bytes", v, name, r.Status, r.Err, len(r.Body))
 			}
-			if r.Header.Get("Content-Type") != held.FileType(name) || r.Header.Get("Cache-Control") != "no-cache" {
+			if r.Header.Get("Content-Type") != source.FileType(name) || r.Header.Get("Cache-Control") != "no-cache" {
 				t.Errorf("%s: headers %v", name, r.Header)
 			}
 			if r.Header.Get("ETag") != `"`+digest.FromBytes(want).String()+`"` {
@@ -127,7 +127,7 @@ func TestTofuMirrorFromLayout(t *testing.T) {
 			}
 		}
 	}
-	if ct := held.FileType("tofu_1.9.0_linux_amd64.tar.gz"); ct != "application/gzip" {
+	if ct := source.FileType("tofu_1.9.0_linux_amd64.tar.gz"); ct != "application/gzip" {
 		t.Errorf("tar.gz type %q", ct)
 	}
 	h := p.do(t, http.MethodHead, "/tofu/download/v1.9.0/tofu_1.9.0_SHA256SUMS", nil)

@@ -75,7 +75,7 @@ type Engine struct {
 	shared   sharedstate.Store
 
 	listings  *cache.Cache[Listing]
-	releases  *cache.Cache[*ingest.ProviderRelease]
+	releases  *cache.Cache[*ingest.ProviderOriginRelease]
 	tofuAPI   *cache.Cache[TofuListing]
 	tofuRels  *cache.Cache[*ingest.TofuOriginRelease]
 	completed *cache.Cache[Stored]
@@ -143,7 +143,7 @@ func New(c Config) (*Engine, error) {
 	// Releases are not remembered as failures by the cache: the engine
 	// remembers the failures that count (failures), and only those.
 	e.listings = cache.New[Listing](metaCache("origin_listings", opts.FailureTTL))
-	e.releases = cache.New[*ingest.ProviderRelease](metaCache("origin_releases", -1))
+	e.releases = cache.New[*ingest.ProviderOriginRelease](metaCache("origin_releases", -1))
 	e.tofuAPI = cache.New[TofuListing](metaCache("origin_tofu_api", opts.FailureTTL))
 	e.tofuRels = cache.New[*ingest.TofuOriginRelease](metaCache("origin_tofu_releases", -1))
 	e.moduleListings = cache.New[map[string]string](metaCache("origin_module_listings", opts.FailureTTL))
@@ -287,7 +287,7 @@ func (e *Engine) newInflight(key string, newPull func() (*Pull, error), lease sh
 
 // newPull prepares a pull's directory, holding the release's verified
 // checksums (writeChecksums), and its context.
-func (e *Engine) newPull(kind, key, what string, repo oci.Repository, files []string, writeChecksums func(dir string) error) (*Pull, error) {
+func (e *Engine) newPull(kind names.Kind, key, what string, repo oci.Repository, files []string, writeChecksums func(dir string) error) (*Pull, error) {
 	dir, err := os.MkdirTemp(e.opts.TempDir, "oci-tofu-pull-")
 	if err != nil {
 		return nil, err
@@ -332,11 +332,11 @@ func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
 }
 
 // outcomeMessage is the log message of a pull's outcome.
-func outcomeMessage(kind string, stored bool) string {
+func outcomeMessage(kind names.Kind, stored bool) string {
 	switch {
-	case kind == "module" && stored:
+	case kind == names.KindModule && stored:
 		return "pull-through: module fetched, packed and stored"
-	case kind == "module":
+	case kind == names.KindModule:
 		return "pull-through: module not stored"
 	case stored:
 		return "pull-through: release verified and stored"
@@ -365,14 +365,14 @@ func (e *Engine) InflightFile(key, name string) (*Pull, *File, error) {
 }
 
 // remembered is the error of a release that failed recently, or nil.
-func (e *Engine) remembered(ctx context.Context, kind, key, host string) error {
+func (e *Engine) remembered(ctx context.Context, kind names.Kind, key, host string) error {
 	err, ok := e.failures.Peek(key)
 	if !ok {
 		if err, ok = e.sharedFailure(ctx, key, host); !ok {
 			return nil
 		}
 	}
-	e.metrics.remembered.WithLabelValues(kind).Inc()
+	e.metrics.remembered.WithLabelValues(string(kind)).Inc()
 	pe, _ := originError(host, err).(*Error)
 	if pe == nil {
 		return err
@@ -386,22 +386,22 @@ func (e *Engine) remembered(ctx context.Context, kind, key, host string) error {
 }
 
 // reportOriginError logs and counts a failed read of origin metadata.
-func (e *Engine) reportOriginError(kind, what string, err error) {
+func (e *Engine) reportOriginError(kind names.Kind, what string, err error) {
 	failure := Classify(err)
-	e.metrics.originErrors.WithLabelValues(kind, failure).Inc()
+	e.metrics.originErrors.WithLabelValues(string(kind), failure).Inc()
 	if failure == FailureNotFound || errors.Is(err, context.Canceled) {
 		return
 	}
-	e.log.Warn("pull-through: origin failed", slog.String("kind", kind), slog.String("what", what), slog.String("failure", failure), slog.Any("error", err))
+	e.log.Warn("pull-through: origin failed", slog.String("kind", string(kind)), slog.String("what", what), slog.String("failure", failure), slog.Any("error", err))
 }
 
 // DegradedListing logs and counts a listing answered without the origin.
-func (e *Engine) DegradedListing(kind, what string, err error) {
+func (e *Engine) DegradedListing(kind names.Kind, what string, err error) {
 	if Classify(err) == FailureNotFound {
 		return
 	}
-	e.metrics.degraded.WithLabelValues(kind).Inc()
-	e.log.Warn("pull-through: listing only what the registry holds, the origin failed", slog.String("kind", kind), slog.String("what", what), slog.Any("error", err))
+	e.metrics.degraded.WithLabelValues(string(kind)).Inc()
+	e.log.Warn("pull-through: listing only what the registry holds, the origin failed", slog.String("kind", string(kind)), slog.String("what", what), slog.Any("error", err))
 }
 
 // Close waits for the pulls in flight to store their releases until ctx

@@ -59,6 +59,10 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// OriginAbsent says the origin does not offer what was asked
+// (FailureNotFound): what a merged listing passes over.
+func (e *Error) OriginAbsent() bool { return e.Failure == FailureNotFound }
+
 // Classify names the class of an origin failure: FailureTampered,
 // FailureNotFound, FailureUnreachable or FailureError (FailureBusy for
 // the engine's own refusal).

@@ -2,6 +2,8 @@ package pullthrough
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // metrics are pull-through's metrics. Labels
@@ -61,6 +63,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // result counts a finished pull.
-func (m *metrics) result(kind, result string) {
-	m.releases.WithLabelValues(kind, result).Inc()
+func (m *metrics) result(kind names.Kind, result string) {
+	m.releases.WithLabelValues(string(kind), result).Inc()
 }

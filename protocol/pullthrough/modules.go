@@ -83,7 +83,7 @@ func (e *Engine) ModuleOffered(ctx context.Context, host string, mod names.Modul
 	res, err := e.moduleListings.Get(ctx, host+"/"+mod.String(), func(ctx context.Context) (map[string]string, int64, error) {
 		raw, err := f.Versions(ctx, mod)
 		if err != nil {
-			e.reportOriginError("module", host+"/"+mod.String(), err)
+			e.reportOriginError(names.KindModule, host+"/"+mod.String(), err)
 			return nil, 0, err
 		}
 		out := map[string]string{} // canonical version → as the origin writes it
@@ -128,7 +128,7 @@ func (e *Engine) PullModule(ctx context.Context, host string, ref oci.Reference,
 	if res, ok := e.completed.Peek(key); ok {
 		return res, nil
 	}
-	if err := e.remembered(ctx, "module", failKey, host); err != nil {
+	if err := e.remembered(ctx, names.KindModule, failKey, host); err != nil {
 		return Stored{}, err
 	}
 	for range 2 { // a second round after a shared record the registry did not confirm
@@ -179,7 +179,7 @@ func (e *Engine) storedModule(ctx context.Context, key string, ref oci.Reference
 // (and attests it), tagged last.
 func (e *Engine) newModulePull(f *modulesource.Fetcher, key, failKey string, dst Destination, mod names.Module, v names.Version) (*Pull, error) {
 	ref := dst.Ref
-	p, err := e.newPull("module", key, f.Registry()+"/"+mod.String()+" "+v.String(), nil, nil, func(string) error { return nil })
+	p, err := e.newPull(names.KindModule, key, f.Registry()+"/"+mod.String()+" "+v.String(), nil, nil, func(string) error { return nil })
 	if err != nil {
 		return nil, err
 	}

@@ -22,16 +22,11 @@ import (
 type Target struct {
 	Served names.Provider // as served (the network mirror's address, or PROXY/NS/TYPE)
 	Origin names.Provider // at the origin registry
-	Via    string         // ViaMirror or ViaRegistry, in pull URLs
+	// Via is how it was asked for: through the network mirror, whose
+	// addresses name the origin, or through the registry protocol, whose
+	// addresses name the proxy.
+	Via names.Via
 }
-
-// How a target was asked for: through the network mirror, whose addresses
-// name the origin, or through the registry protocol, whose addresses name
-// the proxy.
-const (
-	ViaMirror   = "m"
-	ViaRegistry = "r"
-)
 
 // MirrorTarget is the target of a network mirror request: the provider's
 // own hostname, if it is an allowed origin. A hostname not on the list is
@@ -43,7 +38,7 @@ func (e *Engine) MirrorTarget(p names.Provider) (Target, bool) {
 	if _, ok := e.opts.Origins[p.Hostname]; !ok {
 		return Target{}, false
 	}
-	return Target{Served: p, Origin: p, Via: ViaMirror}, true
+	return Target{Served: p, Origin: p, Via: names.ViaMirror}, true
 }
 
 // RegistryTarget is the target of a registry protocol request: the same
@@ -55,7 +50,7 @@ func (e *Engine) RegistryTarget(p names.Provider) (Target, bool) {
 	}
 	o := p
 	o.Hostname = e.opts.RegistryOrigin
-	return Target{Served: p, Origin: o, Via: ViaRegistry}, true
+	return Target{Served: p, Origin: o, Via: names.ViaRegistry}, true
 }
 
 // anotherOriginsHost reports whether host, the registry protocol's host
@@ -75,11 +70,11 @@ func (e *Engine) anotherOriginsHost(host string) bool {
 // TargetOf is the target a pull URL names (via, the provider), checked as
 // when the metadata named it; registryHost is the proxy's hostname for
 // the registry protocol.
-func (e *Engine) TargetOf(via string, p names.Provider, registryHost string) (Target, bool) {
+func (e *Engine) TargetOf(via names.Via, p names.Provider, registryHost string) (Target, bool) {
 	switch via {
-	case ViaMirror:
+	case names.ViaMirror:
 		return e.MirrorTarget(p)
-	case ViaRegistry:
+	case names.ViaRegistry:
 		if t, ok := e.RegistryTarget(p); ok && registryHost == p.Hostname {
 			return t, true
 		}
@@ -100,7 +95,7 @@ func (e *Engine) Offered(ctx context.Context, t Target) (Listing, time.Time, err
 	res, err := e.listings.Get(ctx, t.Origin.String(), func(ctx context.Context) (Listing, int64, error) {
 		vs, err := e.opts.Client.Versions(ctx, t.Origin)
 		if err != nil {
-			e.reportOriginError("provider", t.Origin.String(), err)
+			e.reportOriginError(names.KindProvider, t.Origin.String(), err)
 			return Listing{}, 0, err
 		}
 		l := Listing{ByVersion: map[string]*wire.RegistryVersion{}}
@@ -127,12 +122,12 @@ func providerFailKey(t Target, v names.Version) string {
 
 // ProviderRelease is the origin's release of version v, its signature
 // and digests verified (cached); a failure is remembered for FailureTTL.
-func (e *Engine) ProviderRelease(ctx context.Context, t Target, v names.Version) (*ingest.ProviderRelease, error) {
+func (e *Engine) ProviderRelease(ctx context.Context, t Target, v names.Version) (*ingest.ProviderOriginRelease, error) {
 	fk := providerFailKey(t, v)
-	if err := e.remembered(ctx, "provider", fk, t.Origin.Hostname); err != nil {
+	if err := e.remembered(ctx, names.KindProvider, fk, t.Origin.Hostname); err != nil {
 		return nil, err
 	}
-	res, err := e.releases.Get(ctx, fk, func(ctx context.Context) (*ingest.ProviderRelease, int64, error) {
+	res, err := e.releases.Get(ctx, fk, func(ctx context.Context) (*ingest.ProviderOriginRelease, int64, error) {
 		l, _, err := e.Offered(ctx, t)
 		if err != nil {
 			return nil, 0, err
@@ -143,10 +138,10 @@ func (e *Engine) ProviderRelease(ctx context.Context, t Target, v names.Version)
 		}
 		rel, err := ingest.ResolveProviderRelease(ctx, e.opts.Client, t.Origin, entry, ingest.ResolveOptions{Concurrency: 8, EnforceGPGExpiration: e.opts.EnforceGPGExpiration})
 		if err != nil {
-			e.reportOriginError("provider", t.Origin.String()+" "+v.String(), err)
+			e.reportOriginError(names.KindProvider, t.Origin.String()+" "+v.String(), err)
 			if kind := Classify(err); kind == FailureTampered {
 				e.rememberFailure(fk, err)
-				e.metrics.result("provider", kind)
+				e.metrics.result(names.KindProvider, kind)
 			}
 			return nil, 0, err
 		}
@@ -185,7 +180,7 @@ func (e *Engine) ProviderKey(t Target, v names.Version, sums digest.Digest) (str
 // the release was stored meanwhile: read it from the registry. With wait,
 // a release another replica pulls is waited for (within ctx); without,
 // it is an error.
-func (e *Engine) StartProvider(ctx context.Context, t Target, v names.Version, rel *ingest.ProviderRelease, demand string, wait bool) (*Pull, *File, error) {
+func (e *Engine) StartProvider(ctx context.Context, t Target, v names.Version, rel *ingest.ProviderOriginRelease, demand string, wait bool) (*Pull, *File, error) {
 	dst, err := e.ProviderDestination(t)
 	if err != nil {
 		return nil, nil, err
@@ -195,7 +190,7 @@ func (e *Engine) StartProvider(ctx context.Context, t Target, v names.Version, r
 }
 
 // newProviderPull prepares the pull of a provider release into dst.
-func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.ProviderRelease, dst Destination, key string) (*Pull, error) {
+func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.ProviderOriginRelease, dst Destination, key string) (*Pull, error) {
 	ref := dst.Ref
 	repo, err := e.registry.Open(ref)
 	if err != nil {
@@ -209,7 +204,7 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 	for name := range byName {
 		files = append(files, name)
 	}
-	p, err := e.newPull("provider", key, t.Origin.String()+" "+v.String(), repo, files, rel.WriteChecksums)
+	p, err := e.newPull(names.KindProvider, key, t.Origin.String()+" "+v.String(), repo, files, rel.WriteChecksums)
 	if err != nil {
 		return nil, err
 	}

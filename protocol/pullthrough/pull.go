@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
@@ -28,7 +29,7 @@ import (
 // version tagged. It runs detached from the requests that started it.
 type Pull struct {
 	e    *Engine
-	kind string // "provider", "tofu" or "module", for logs and metrics
+	kind names.Kind // for logs and metrics
 	key  string
 	// failKey names the release in the failure memory (origin and version).
 	failKey string
@@ -36,7 +37,7 @@ type Pull struct {
 	// attrs are more attributes of the pull's log lines.
 	attrs []any
 	// provider or tofu is the verified origin release being pulled.
-	provider *ingest.ProviderRelease
+	provider *ingest.ProviderOriginRelease
 	tofu     *ingest.TofuOriginRelease // "registry.opentofu.org/hashicorp/aws 5.0.0", for logs
 	dir      string
 	repo     oci.Repository
@@ -106,7 +107,7 @@ func (p *Pull) startFile(name string, demanded bool) (*File, error) {
 	if demanded {
 		p.demanded++
 	}
-	p.e.metrics.downloads.WithLabelValues(p.kind).Inc()
+	p.e.metrics.downloads.WithLabelValues(string(p.kind)).Inc()
 	go func() {
 		err := g.fill(p.ctx, func(ctx context.Context) (*origin.Body, error) { return p.open(ctx, name) }, func(size int64) { p.uploadEarly(g, size) })
 		if err != nil && p.ctx.Err() == nil {
@@ -222,12 +223,12 @@ func (p *Pull) failure() error {
 }
 
 func (p *Pull) logAttrs() []any {
-	return append([]any{slog.String("kind", p.kind), slog.String("release", p.what)}, p.attrs...)
+	return append([]any{slog.String("kind", string(p.kind)), slog.String("release", p.what)}, p.attrs...)
 }
 
 // Provider is the verified origin release a provider pull fetches (nil
 // for an OpenTofu release).
-func (p *Pull) Provider() *ingest.ProviderRelease { return p.provider }
+func (p *Pull) Provider() *ingest.ProviderOriginRelease { return p.provider }
 
 // Tofu is the verified OpenTofu release a pull fetches (nil for a
 // provider release).

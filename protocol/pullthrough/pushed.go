@@ -57,7 +57,7 @@ func (e *Engine) ProviderDestination(t Target) (Destination, error) {
 
 // ProviderDestinationIn is the repository of t's address in mapping m,
 // as ProviderDestination: where pull-through stores when m is the
-// mapping admitting it, and what a later mapping merged with it holds.
+// mapping covering it, and what a later mapping merged with it holds.
 // Each repository joins pushed versions by its own template's name
 // only: a later mapping without ${hostname} keeps the origin out though
 // the first one names the host. The proxy's own host name
@@ -69,7 +69,7 @@ func (e *Engine) ProviderDestinationIn(m store.ProviderMapping, t Target) (Desti
 		return Destination{}, err
 	}
 	d := Destination{Ref: ref, What: "provider " + t.Served.String()}
-	if t.Via == ViaMirror && t.Served.Hostname == t.Origin.Hostname && !e.OwnHost(t.Served.Hostname) {
+	if t.Via == names.ViaMirror && t.Served.Hostname == t.Origin.Hostname && !e.OwnHost(t.Served.Hostname) {
 		probe := t.Served
 		probe.Hostname = probeHostname
 		d.JoinsPushed = namesHost(m.Template, ref, probe.TemplateValues())
@@ -184,7 +184,7 @@ func pushedIn(tags []string) bool {
 // SharedRepositories names the mappings pull-through would store into
 // whose repositories an origin's addresses and the proxy's own share:
 // with provider pull-through, each provider mapping whose template has
-// no ${hostname} and whose filters admit more than one host; with module
+// no ${hostname} and whose filters cover more than one host; with module
 // pull-through, the first module template (the one it stores into)
 // without ${hostname}. guard keeps pushed versions out of them; a
 // repository pull-through filled first still takes later pushes as
@@ -193,8 +193,8 @@ func SharedRepositories(o Options, providers store.ProviderMappings, moduleTpl s
 	var out []string
 	if len(o.Origins) > 0 {
 		for _, m := range providers {
-			if !providerTemplateNamesHost(m.Template) && admitsSeveralHosts(m) {
-				out = append(out, m.Source+" "+m.Template.String())
+			if !providerTemplateNamesHost(m.Template) && coversSeveralHosts(m) {
+				out = append(out, m.Label+" "+m.Template.String())
 			}
 		}
 	}
@@ -221,10 +221,10 @@ func moduleTemplateNamesHost(tpl store.RepositoryTemplate) bool {
 	return err == nil && namesHost(tpl, ref, mod.TemplateValues("b."+probeHostname))
 }
 
-// admitsSeveralHosts reports whether m's filters may admit addresses of
+// coversSeveralHosts reports whether m's filters may cover addresses of
 // more than one host: unless every include pattern names one and the
 // same host, literally.
-func admitsSeveralHosts(m store.ProviderMapping) bool {
+func coversSeveralHosts(m store.ProviderMapping) bool {
 	host := ""
 	for _, pat := range m.Include {
 		h, _, _ := strings.Cut(pat, "/")

@@ -34,7 +34,7 @@ func (e *Engine) TofuOffered(ctx context.Context) (TofuListing, time.Time, error
 	res, err := e.tofuAPI.Get(ctx, "api", func(ctx context.Context) (TofuListing, int64, error) {
 		files, vs, err := e.opts.Tofu.Versions(ctx, e.opts.Client)
 		if err != nil {
-			e.reportOriginError("tofu", e.opts.Tofu.API.Redacted(), err)
+			e.reportOriginError(names.KindTofu, e.opts.Tofu.API.Redacted(), err)
 			return TofuListing{}, 0, err
 		}
 		l := TofuListing{Files: files}
@@ -60,7 +60,7 @@ func tofuFailKey(v names.Version) string { return "tofu " + v.String() }
 func (e *Engine) TofuRelease(ctx context.Context, v names.Version) (*ingest.TofuOriginRelease, error) {
 	fk := tofuFailKey(v)
 	host := e.opts.Tofu.API.Host
-	if err := e.remembered(ctx, "tofu", fk, host); err != nil {
+	if err := e.remembered(ctx, names.KindTofu, fk, host); err != nil {
 		return nil, err
 	}
 	res, err := e.tofuRels.Get(ctx, fk, func(ctx context.Context) (*ingest.TofuOriginRelease, int64, error) {
@@ -74,10 +74,10 @@ func (e *Engine) TofuRelease(ctx context.Context, v names.Version) (*ingest.Tofu
 		}
 		rel, err := e.opts.Tofu.Resolve(ctx, e.opts.Client, v, listed)
 		if err != nil {
-			e.reportOriginError("tofu", "OpenTofu "+v.String(), err)
+			e.reportOriginError(names.KindTofu, "OpenTofu "+v.String(), err)
 			if kind := Classify(err); kind == FailureTampered {
 				e.rememberFailure(fk, err)
-				e.metrics.result("tofu", kind)
+				e.metrics.result(names.KindTofu, kind)
 			}
 			return nil, 0, err
 		}
@@ -109,7 +109,7 @@ func (e *Engine) newTofuPull(v names.Version, rel *ingest.TofuOriginRelease, key
 	if err != nil {
 		return nil, err
 	}
-	p, err := e.newPull("tofu", key, "OpenTofu "+v.String(), repo, rel.Downloads(), rel.WriteChecksums)
+	p, err := e.newPull(names.KindTofu, key, "OpenTofu "+v.String(), repo, rel.Downloads(), rel.WriteChecksums)
 	if err != nil {
 		return nil, err
 	}

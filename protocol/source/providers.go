@@ -8,18 +8,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
-)
-
-// Via is the protocol a provider is asked for through: the network
-// mirror serves any host's providers, the registry protocol those under
-// the proxy's own host name. Pull-through takes them from different
-// origins.
-type Via int
-
-const (
-	ViaMirror Via = iota
-	ViaRegistry
 )
 
 // Need says what a reader of provider releases reads besides the index.
@@ -78,17 +66,22 @@ type PulledProvider struct {
 	// SHA256SUMS they pin (once the release is read).
 	Served names.Provider
 	Origin names.Provider
-	Via    string
+	Via    names.Via
 	Sums   digest.Digest
 	// Offer, when the release was only listed: its protocols and
 	// platforms; Release once read.
 	Offer   *wire.RegistryVersion
-	Release any // *ingest.ProviderRelease
+	Release OriginRelease
 }
 
-// Target is the pull-through target of the release.
-func (p *PulledProvider) Target() pullthrough.Target {
-	return pullthrough.Target{Served: p.Served, Origin: p.Origin, Via: p.Via}
+// OriginRelease is an origin's release as pull-through read and
+// verified it, kept with the root for the source that read it to start
+// a package's download from.
+type OriginRelease interface {
+	// SumsDigest is the digest of the origin's SHA256SUMS.
+	SumsDigest() digest.Digest
+	// ZipName is the file name of pl's package.
+	ZipName(pl names.Platform) string
 }
 
 // Pin is what an archive or pull URL pins a release by: its index digest,
@@ -170,10 +163,10 @@ func (c *Checksums) File(kind ProviderFileKind, name string) *Blob {
 // Providers is a source of provider releases.
 type Providers interface {
 	// ProviderVersions lists p's versions.
-	ProviderVersions(ctx context.Context, p names.Provider, via Via, opts ListOptions) (ProviderListing, error)
+	ProviderVersions(ctx context.Context, p names.Provider, via names.Via, opts ListOptions) (ProviderListing, error)
 	// ResolveProvider is release v of p: NotFound marked ErrNotHeld when
 	// neither held nor offered.
-	ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via Via) (*ProviderRoot, error)
+	ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*ProviderRoot, error)
 	// ResolveProviderAt is the stored release of p at version v with
 	// index digest index: what an archive URL names.
 	ResolveProviderAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*ProviderRoot, error)
@@ -194,10 +187,10 @@ const (
 
 // PulledFile is what a pull URL names: a file of an origin's release,
 // pinned by the digest of its SHA256SUMS, as pull-through hands it out
-// through Via ("m": the network mirror; "r": the registry protocol,
-// where RegistryHost is the proxy's own host name).
+// through Via (through the registry protocol, RegistryHost is the
+// proxy's own host name).
 type PulledFile struct {
-	Via          string
+	Via          names.Via
 	RegistryHost string
 	Provider     names.Provider
 	Version      names.Version
@@ -224,12 +217,12 @@ type Warmer interface {
 // ErrNotHeld when not held). Several mappings ask each of theirs what it
 // holds before the one that pulls through fetches.
 type HeldProviders interface {
-	ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via Via) (*ProviderRoot, error)
+	ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*ProviderRoot, error)
 }
 
 // ResolveHeldProvider is src's ResolveHeldProvider when it answers one,
 // its ResolveProvider otherwise (a source that never pulls through).
-func ResolveHeldProvider(ctx context.Context, src Providers, p names.Provider, v names.Version, via Via) (*ProviderRoot, error) {
+func ResolveHeldProvider(ctx context.Context, src Providers, p names.Provider, v names.Version, via names.Via) (*ProviderRoot, error) {
 	if h, ok := src.(HeldProviders); ok {
 		return h.ResolveHeldProvider(ctx, p, v, via)
 	}

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -71,10 +71,26 @@ type Blob struct {
 	Repo    *store.Repo
 	Layer   ocispec.Descriptor
 	Data    []byte
-	Pulling *pullthrough.File
+	Pulling Download
 	// From is the stored release the blob belongs to, when a pull URL
 	// found it in the registry (the gate judges it).
 	From *Root
+}
+
+// Download is a file of an origin's release on its way to disk, which
+// any number of readers follow while it grows (pull-through's file):
+// readers never see the whole file before it has verified.
+type Download interface {
+	// Name is the file's name in its release.
+	Name() string
+	// Digest is the digest the file must have ("sha256:…"), empty for
+	// a file nothing lists.
+	Digest() string
+	// Answer waits until the origin has answered, and is the announced
+	// size (-1: none), or the download's error if it failed before.
+	Answer(ctx context.Context) (int64, error)
+	// Reader follows the file from its start. The caller closes it.
+	Reader(ctx context.Context) (io.ReadCloser, error)
 }
 
 // Busy says a release is being stored while it was asked for: the

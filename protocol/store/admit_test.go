@@ -22,7 +22,7 @@ func TestAdmittedCachesVerdictsByDigest(t *testing.T) {
 	admit := func(ctx context.Context, repo oci.ReadOnlyRepository, _ string, kind names.Kind, subject digest.Digest) (error, error) {
 		calls.Add(1)
 		switch {
-		case kind != store.KindProvider:
+		case kind != names.KindProvider:
 			return nil, errors.New("asked about " + string(kind))
 		case subject == bad:
 			return errors.New(strings.Repeat("x", 10_000)), nil
@@ -33,10 +33,10 @@ func TestAdmittedCachesVerdictsByDigest(t *testing.T) {
 	}
 	repo := newStore(t, store.Options{Admit: admit}).Repo(l.ref)
 	for range 2 {
-		if err := repo.Admitted(ctx, store.KindProvider, good); err != nil {
+		if err := repo.Admitted(ctx, names.KindProvider, good); err != nil {
 			t.Fatalf("admitted: %v", err)
 		}
-		err := repo.Admitted(ctx, store.KindProvider, bad)
+		err := repo.Admitted(ctx, names.KindProvider, bad)
 		r, ok := store.Refused(err)
 		if !ok || r.Subject != bad || len(r.Reason) > 600 {
 			t.Fatalf("refused: %v", err)
@@ -45,13 +45,13 @@ func TestAdmittedCachesVerdictsByDigest(t *testing.T) {
 	if n := calls.Load(); n != 2 {
 		t.Errorf("the policy was asked %d times for two subjects asked twice each, want 2 (verdicts cached)", n)
 	}
-	err := repo.Admitted(ctx, store.KindProvider, broken)
+	err := repo.Admitted(ctx, names.KindProvider, broken)
 	if _, ok := store.Refused(err); ok || failure(t, err) != oci.FailureTimeout {
 		t.Errorf("a failing registry: %v (%v), want a timeout, not a refusal", err, failure(t, err))
 	}
 
 	unpoliced := newStore(t, store.Options{}).Repo(l.ref)
-	if err := unpoliced.Admitted(ctx, store.KindProvider, bad); err != nil {
+	if err := unpoliced.Admitted(ctx, names.KindProvider, bad); err != nil {
 		t.Errorf("without a policy: %v", err)
 	}
 }

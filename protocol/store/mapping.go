@@ -19,20 +19,20 @@ type RepositoryTemplate interface {
 	String() string
 }
 
-// ProviderMapping maps the provider addresses its filters admit to
+// ProviderMapping maps the provider addresses its filters cover to
 // repositories, like an oci_mirror block of an OpenTofu CLI configuration.
 type ProviderMapping struct {
 	Template RepositoryTemplate
 	// Include and Exclude are path.Match patterns on host/namespace/type;
-	// an empty Include admits every address.
+	// an empty Include covers every address.
 	Include, Exclude []string
-	// Source says where the mapping was configured, for people
+	// Label says where the mapping was configured, for people
 	// ("--provider-template", "tofu.rc:3:14").
-	Source string
+	Label string
 }
 
 // ProviderMappings are mappings in order: an address maps through the
-// first whose filters admit it.
+// first whose filters cover it.
 type ProviderMappings []ProviderMapping
 
 // CheckMappings validates mappings: every one needs a template, and every
@@ -44,7 +44,7 @@ func CheckMappings(ms []ProviderMapping) (ProviderMappings, error) {
 		if m.Template == nil || isNilTemplate(m.Template) {
 			return nil, fmt.Errorf("provider mapping %d has no repository template", i+1)
 		}
-		out[i] = ProviderMapping{Template: m.Template, Include: lower(m.Include), Exclude: lower(m.Exclude), Source: m.Source}
+		out[i] = ProviderMapping{Template: m.Template, Include: lower(m.Include), Exclude: lower(m.Exclude), Label: m.Label}
 		for _, p := range append(append([]string(nil), out[i].Include...), out[i].Exclude...) {
 			if _, err := path.Match(p, "a/b/c"); err != nil {
 				return nil, fmt.Errorf("invalid provider pattern %q: %w", p, err)
@@ -68,8 +68,8 @@ func lower(list []string) []string {
 	return out
 }
 
-// admits applies a mapping's include and exclude patterns.
-func (m ProviderMapping) admits(p names.Provider) bool {
+// covers applies a mapping's include and exclude patterns.
+func (m ProviderMapping) covers(p names.Provider) bool {
 	addr := p.String()
 	match := func(patterns []string) bool {
 		for _, pat := range patterns {
@@ -85,25 +85,25 @@ func (m ProviderMapping) admits(p names.Provider) bool {
 	return !match(m.Exclude)
 }
 
-// ErrNoRepository is a provider that a mapping admits but whose
+// ErrNoRepository is a provider that a mapping covers but whose
 // template gives no valid repository name for it (e.g. an oci_mirror
 // template putting a host name with a port inside the repository path,
 // which tofu refuses too).
 var ErrNoRepository = errors.New("the mapping's template gives no valid repository name")
 
 // Index is the position of the mapping p maps through, the first whose
-// filters admit it (whether or not its template gives a repository for
+// filters cover it (whether or not its template gives a repository for
 // p); -1 when none does.
 func (ms ProviderMappings) Index(p names.Provider) int {
 	for i, m := range ms {
-		if m.admits(p) {
+		if m.covers(p) {
 			return i
 		}
 	}
 	return -1
 }
 
-// Map returns the repository of the first mapping that admits p, or an
+// Map returns the repository of the first mapping that covers p, or an
 // error (NotFound) saying why there is none.
 func (ms ProviderMappings) Map(p names.Provider) (oci.Reference, error) {
 	if i := ms.Index(p); i >= 0 {

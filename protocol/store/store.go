@@ -80,7 +80,7 @@ type Store struct {
 	provenance *cache.Cache[*Provenance]
 	modules    *cache.Cache[ocispec.Descriptor]
 	tofu       *cache.Cache[*StoredTofu]
-	admissions *cache.Cache[admission]
+	verdicts   *cache.Cache[rootVerdict]
 	// dated are times read of roots: the ingest times a policy's min_age
 	// counts from (dated.go).
 	dated *cache.Cache[time.Time]
@@ -116,7 +116,7 @@ func New(opts Options) *Store {
 		provenance: cache.New[*Provenance](byDigest("provenance")),
 		modules:    cache.New[ocispec.Descriptor](byDigest("module_manifests")),
 		tofu:       cache.New[*StoredTofu](byDigest("tofu_releases")),
-		admissions: cache.New[admission](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))),
+		verdicts:   cache.New[rootVerdict](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))), // its name in metrics
 		dated:      cache.New[time.Time](share(ttl("ingest_times", opts.ResolveTTL, opts.MaxStale))),
 		described:  cache.New[any](share(ttl("sboms", opts.ResolveTTL, opts.MaxStale))),
 	}
@@ -138,7 +138,7 @@ const EntryCost = 320
 // CacheCost is about the bytes the store's caches hold (what their costs
 // add up to; the repositories cache, bounded by entries only, aside).
 func (s *Store) CacheCost() int64 {
-	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.admissions.Cost() + s.dated.Cost() + s.described.Cost()
+	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.verdicts.Cost() + s.dated.Cost() + s.described.Cost()
 }
 
 // stringsCost is about the memory a slice of strings takes.

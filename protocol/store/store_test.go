@@ -34,13 +34,13 @@ func providerTemplate(t *testing.T, s string) *repotemplate.Template {
 	return tpl
 }
 
-// An address maps through the first mapping whose filters admit it, with
-// patterns read case-insensitively; an address no mapping admits is
+// An address maps through the first mapping whose filters cover it, with
+// patterns read case-insensitively; an address no mapping covers is
 // NotFound (the proxy answers 404, not 500).
 func TestProviderMappings(t *testing.T) {
 	ms, err := store.CheckMappings([]store.ProviderMapping{
-		{Template: providerTemplate(t, "registry.example/internal/${namespace}/${type}"), Include: []string{"tofu.example/ACME/*"}, Exclude: []string{"*/*/secret"}, Source: "first"},
-		{Template: providerTemplate(t, "registry.example/${hostname}/${namespace}/${type}"), Exclude: []string{"registry.opentofu.org/hashicorp/*"}, Source: "second"},
+		{Template: providerTemplate(t, "registry.example/internal/${namespace}/${type}"), Include: []string{"tofu.example/ACME/*"}, Exclude: []string{"*/*/secret"}, Label: "first"},
+		{Template: providerTemplate(t, "registry.example/${hostname}/${namespace}/${type}"), Exclude: []string{"registry.opentofu.org/hashicorp/*"}, Label: "second"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
 // streamPulled serves a file while pull-through downloads it from the
@@ -20,7 +21,7 @@ import (
 // a digest mismatch, the origin breaking off, or no progress for
 // StallTimeout aborts the response, so the client sees a broken transfer,
 // never a wrong file.
-func (s *Deliverer) streamPulled(w http.ResponseWriter, r *http.Request, g *pullthrough.File, file blobFile) {
+func (s *Deliverer) streamPulled(w http.ResponseWriter, r *http.Request, g source.Download, file blobFile) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stall := s.StallTimeout
@@ -81,7 +82,7 @@ func (s *Deliverer) streamPulled(w http.ResponseWriter, r *http.Request, g *pull
 }
 
 // abortPulled cuts a pulled file's response (net/http resets the stream).
-func (s *Deliverer) abortPulled(r *http.Request, g *pullthrough.File, reason string, err error) {
+func (s *Deliverer) abortPulled(r *http.Request, g source.Download, reason string, err error) {
 	s.Aborts.WithLabelValues(reason).Inc()
 	s.Log.LogAttrs(r.Context(), slog.LevelWarn, "pulled file stream aborted",
 		slog.String("reason", reason), slog.String("path", r.URL.EscapedPath()),

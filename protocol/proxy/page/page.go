@@ -247,7 +247,7 @@ func (s *Page) serves() string {
 func (s *Page) mappingViews() []mappingView {
 	var out []mappingView
 	for _, m := range s.cfg.Providers {
-		out = append(out, mappingView{What: "providers", Source: m.Source, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
+		out = append(out, mappingView{What: "providers", Source: m.Label, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
 	}
 	tpls := s.cfg.Modules
 	for i, t := range tpls {

@@ -126,9 +126,9 @@ func (h *SBOMs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serves, as the provider protocols would resolve and read it.
 func (h *SBOMs) resolve(r *http.Request, req SBOMRequest) (*source.Root, []names.Platform, error) {
 	ctx := r.Context()
-	via := source.ViaMirror
+	via := names.ViaMirror
 	if host, err := h.Out.RegistryHostname(r); err == nil && host == req.Provider.Hostname {
-		via = source.ViaRegistry
+		via = names.ViaRegistry
 	}
 	pr, err := source.ResolveHeldProvider(ctx, h.Source, req.Provider, req.Version, via)
 	if err != nil {

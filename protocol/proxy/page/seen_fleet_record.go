@@ -12,7 +12,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // fleetRecord is a replica's record of what it served, as it is
@@ -129,7 +128,7 @@ func readArtifacts(in []fleetArtifact, valid func(string) bool, now time.Time) [
 		}
 		av := artifactView{Address: fa.Address, Last: notAfter(fa.Last, now)}
 		for _, via := range fa.Via {
-			if (via == respond.ViaMirror || via == respond.ViaRegistry) && !slices.Contains(av.Via, via) {
+			if (via == names.ViaMirror.String() || via == names.ViaRegistry.String()) && !slices.Contains(av.Via, via) {
 				av.Via = append(av.Via, via)
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // A replica's record fits a shared record however much it served, the
@@ -26,7 +25,7 @@ func TestFleetRecordIsBounded(t *testing.T) {
 	for i := range maxSeenArtifacts {
 		addr := fmt.Sprintf("registry.example.com/namespace-%03d/provider-type-%03d", i, i)
 		for _, v := range vs {
-			s.ProviderVersion(addr, respond.ViaMirror, v, platforms, true)
+			s.ProviderVersion(addr, names.ViaMirror.String(), v, platforms, true)
 		}
 	}
 	b, err := encodeFleetRecord(s.view())
@@ -55,8 +54,8 @@ func TestFleetRecordIsBounded(t *testing.T) {
 func TestMergeSeen(t *testing.T) {
 	a, b := newSeen(), newSeen()
 	pl, _ := names.ParsePlatform("linux_amd64")
-	a.ProviderListed("example.com/acme/x", respond.ViaMirror, names.VersionList{mustVersion(t, "1.0.0"), mustVersion(t, "2.0.0")})
-	b.ProviderVersion("example.com/acme/x", respond.ViaRegistry, mustVersion(t, "1.0.0"), []names.Platform{pl}, true)
+	a.ProviderListed("example.com/acme/x", names.ViaMirror.String(), names.VersionList{mustVersion(t, "1.0.0"), mustVersion(t, "2.0.0")})
+	b.ProviderVersion("example.com/acme/x", names.ViaRegistry.String(), mustVersion(t, "1.0.0"), []names.Platform{pl}, true)
 	b.TofuListed([]string{"1.9.0", "1.8.0"})
 	a.TofuListed([]string{"1.10.0"})
 	b.UpstreamFailure("timeout", "late")

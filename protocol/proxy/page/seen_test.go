@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // The record of what was served stays bounded however many providers and
@@ -19,7 +18,7 @@ func TestSeenIsBounded(t *testing.T) {
 		vs = append(vs, v)
 	}
 	for i := 0; i < 2*maxSeenArtifacts; i++ {
-		s.ProviderListed(fmt.Sprintf("example.com/acme/p%d", i), respond.ViaMirror, vs)
+		s.ProviderListed(fmt.Sprintf("example.com/acme/p%d", i), names.ViaMirror.String(), vs)
 	}
 	v := s.view()
 	if len(v.Providers) != maxSeenArtifacts {

@@ -12,7 +12,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -27,7 +26,7 @@ import (
 // verify` reports such tags); so are those the source says why it leaves
 // out (the policy, the attestation rule).
 func (h *Handlers) mirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
-	l, err := h.source.ProviderVersions(ctx, p, source.ViaMirror, source.ListOptions{})
+	l, err := h.source.ProviderVersions(ctx, p, names.ViaMirror, source.ListOptions{})
 	if err != nil {
 		return nil, l.At, err
 	}
@@ -46,7 +45,7 @@ func (h *Handlers) mirrorIndex(ctx context.Context, p names.Provider) (any, time
 			index.Versions[v] = struct{}{}
 		}
 	}
-	h.Observer.ProviderListed(p.String(), respond.ViaMirror, stored)
+	h.Observer.ProviderListed(p.String(), names.ViaMirror.String(), stored)
 	// The network mirror protocol has no word for a deprecation: the
 	// page alone shows it.
 	h.Observer.Deprecations(names.KindProvider, p.String(), stored, l.Deprecated)
@@ -58,7 +57,7 @@ func (h *Handlers) mirrorIndex(ctx context.Context, p names.Provider) (any, time
 // lock-file hashes (a stored package's trusted h1 and its zh; an origin's
 // package's zh alone).
 func (h *Handlers) mirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
-	root, err := h.source.ResolveProvider(ctx, p, v, source.ViaMirror)
+	root, err := h.source.ResolveProvider(ctx, p, v, names.ViaMirror)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +66,7 @@ func (h *Handlers) mirrorVersion(ctx context.Context, p names.Provider, v names.
 		return nil, err
 	}
 	if root.Root != nil {
-		h.Observer.ProviderVersion(p.String(), respond.ViaMirror, v, root.Root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
+		h.Observer.ProviderVersion(p.String(), names.ViaMirror.String(), v, root.Root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
 	}
 	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
 	for _, pl := range rel.Platforms {
@@ -84,7 +83,7 @@ func (h *Handlers) mirrorVersion(ctx context.Context, p names.Provider, v names.
 // SHA256SUMS.
 func (h *Handlers) fileURL(rel *source.ProviderRelease, file string) string {
 	if pr := rel.Pulled; pr != nil {
-		return h.FileRef(PullPrefix, pr.Via+"/"+archivePath(pr.Served, rel.Version, pr.Sums, file))
+		return h.FileRef(PullPrefix, pr.Via.Code()+"/"+archivePath(pr.Served, rel.Version, pr.Sums, file))
 	}
 	return h.FileRef(ArchivePrefix, archivePath(rel.Provider, rel.Version, rel.Pin(), file))
 }
@@ -95,7 +94,7 @@ func (h *Handlers) fileURL(rel *source.ProviderRelease, file string) string {
 // and Terraform print, as are the deprecated versions it lists; when
 // none is left the answer is 404 naming why.
 func (h *Handlers) registryVersions(ctx context.Context, p names.Provider, shown string) (any, time.Time, error) {
-	l, err := h.source.ProviderVersions(ctx, p, source.ViaRegistry, source.ListOptions{Need: source.NeedSummary})
+	l, err := h.source.ProviderVersions(ctx, p, names.ViaRegistry, source.ListOptions{Need: source.NeedSummary})
 	if err != nil {
 		return nil, l.At, err
 	}
@@ -174,7 +173,7 @@ func (h *Handlers) listedVersion(shown string, l source.ProviderListing, v names
 			}
 		}
 	}
-	h.Observer.ProviderVersion(shown, respond.ViaRegistry, v, platforms, len(rel.SigningKeyIDs) > 0)
+	h.Observer.ProviderVersion(shown, names.ViaRegistry.String(), v, platforms, len(rel.SigningKeyIDs) > 0)
 	rv := &wire.RegistryVersion{Version: v.String(), Protocols: protocols(rel), Platforms: registryPlatforms(platforms)}
 	if len(rel.SigningKeyIDs) == 0 && h.signer == nil {
 		return rv, unsignedWarning(v)
@@ -288,7 +287,7 @@ func addWarning(doc *wire.RegistryVersions, w string) {
 // a complete lock entry. An origin's package starts downloading at once,
 // since the client asks for it next.
 func (h *Handlers) registryDownload(ctx context.Context, p names.Provider, req RegistryRequest) (any, error) {
-	root, err := h.source.ResolveProvider(ctx, p, req.Version, source.ViaRegistry)
+	root, err := h.source.ResolveProvider(ctx, p, req.Version, names.ViaRegistry)
 	if err != nil {
 		return nil, err
 	}

@@ -13,13 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
-	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/opencontainers/go-digest"
 )
 
 // Paths the provider handlers answer on (the server mounts them there).
@@ -150,7 +150,8 @@ func (h *Handlers) ServePull(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	via, rest, _ := strings.Cut(rest, "/")
+	code, rest, _ := strings.Cut(rest, "/")
+	via, _ := names.ViaOfCode(code) // a code naming neither: no source serves it
 	req, err := ParseArchivePath(rest)
 	if err != nil {
 		h.Fail(w, r, err)
@@ -158,7 +159,7 @@ func (h *Handlers) ServePull(w http.ResponseWriter, r *http.Request) {
 	}
 	f := source.PulledFile{Via: via, Provider: req.Provider, Version: req.Version, Sums: req.Index, File: fileKinds[req.File], Platform: req.Platform}
 	scoped := f.Provider // the address clients use: the registry protocol's is on the proxy's hostname
-	if via == pullthrough.ViaRegistry {
+	if via == names.ViaRegistry {
 		if f.RegistryHost, err = h.RegistryHostname(r); err != nil {
 			h.Fail(w, r, err)
 			return

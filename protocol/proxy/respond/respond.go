@@ -49,13 +49,8 @@ type Options struct {
 	Now    func() time.Time
 }
 
-// How a provider was served, as an Observer is told.
-const (
-	ViaMirror   = "network mirror"
-	ViaRegistry = "registry protocol"
-)
-
-// Observer is told what was served: the page keeps its record of it.
+// Observer is told what was served: the page keeps its record of it
+// (a provider's via is names.Via's String).
 // Handlers tell it what their documents listed; the responder tells it
 // the upstream failures it answered and the policy's denials.
 type Observer interface {

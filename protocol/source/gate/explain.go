@@ -70,7 +70,7 @@ type Held struct {
 // mapping's held source.
 func HeldProvider(repo *store.Repo, src source.Providers, p names.Provider) Held {
 	return Held{Repo: repo, Root: func(ctx context.Context, v names.Version) (*source.Root, error) {
-		r, err := src.ResolveProvider(ctx, p, v, source.ViaMirror)
+		r, err := src.ResolveProvider(ctx, p, v, names.ViaMirror)
 		if err != nil {
 			return nil, err
 		}

@@ -11,9 +11,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-// moduleKind is the policy kind of modules.
-const moduleKind = "module"
-
 // Modules gates a source of modules: the policy file on the versions,
 // and on a stored package's manifest the deciding rule's facts and the
 // attestation rule (always on for modules, pull-through or not).
@@ -34,7 +31,7 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 	if err != nil {
 		return l, err
 	}
-	kept, deprecated := allowed(m.Judge, moduleKind, a.String(), l.Listing)
+	kept, deprecated := allowed(m.Judge, names.KindModule, a.String(), l.Listing)
 	out := source.ModuleListing{Listing: kept, Denied: l.Denied, Deprecated: deprecated}
 	for _, e := range l.Versions {
 		if !listed(kept, e.Version) {
@@ -68,7 +65,7 @@ func (m *Modules) FetchModule(ctx context.Context, a source.ModuleAddress, v nam
 
 func (m *Modules) judged(ctx context.Context, a source.ModuleAddress, v names.Version,
 	read func(context.Context, source.ModuleAddress, names.Version) (*source.ModuleRelease, error)) (*source.ModuleRelease, error) {
-	if err := m.Judge.Version(moduleKind, a.String(), a.What(), v); err != nil {
+	if err := m.Judge.Version(names.KindModule, a.String(), a.What(), v); err != nil {
 		return nil, err
 	}
 	rel, err := read(ctx, a, v)
@@ -87,7 +84,7 @@ func (m *Modules) judged(ctx context.Context, a source.ModuleAddress, v names.Ve
 // version and the facts and attestations of the manifest it was opened
 // by admit it.
 func (m *Modules) OpenModule(ctx context.Context, a source.ModuleAddress, v names.Version, manifest digest.Digest) (*source.Blob, error) {
-	if err := m.Judge.Version(moduleKind, a.String(), a.What(), v); err != nil {
+	if err := m.Judge.Version(names.KindModule, a.String(), a.What(), v); err != nil {
 		return nil, err
 	}
 	b, err := m.Inner.OpenModule(ctx, a, v, manifest)
@@ -110,8 +107,8 @@ func (m *Modules) ModulePackage(ctx context.Context, a source.ModuleAddress, v n
 // judgeRoot judges a stored module package: the deciding rule's facts,
 // then the attestation rule.
 func (m *Modules) judgeRoot(ctx context.Context, a source.ModuleAddress, v names.Version, root source.Root) error {
-	if _, err := m.Judge.Facts(ctx, moduleKind, a.String(), a.What(), v, root); err != nil {
+	if _, err := m.Judge.Facts(ctx, names.KindModule, a.String(), a.What(), v, root); err != nil {
 		return err
 	}
-	return m.Judge.Attested(ctx, moduleKind, a.What(), v, root, true)
+	return m.Judge.Attested(ctx, names.KindModule, a.What(), v, root, true)
 }

@@ -151,7 +151,7 @@ func (p *Policy) Platform(pr names.Provider, v names.Version, pl names.Platform)
 
 // PlatformDecision is pol's word on platform pl of provider p.
 func PlatformDecision(pol *policy.Policy, p names.Provider, pl names.Platform) policy.Decision {
-	return pol.Platform(policy.KindProvider, p.String(), pl.String())
+	return pol.Platform(names.KindProvider, p.String(), pl.String())
 }
 
 // FactsRule names the rule deciding address when it reads facts of a

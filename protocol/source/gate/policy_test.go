@@ -53,7 +53,7 @@ func TestOneListingOnePolicyGeneration(t *testing.T) {
 	}()
 	defer func() { close(stop); <-done }()
 	for range 50 {
-		if got := len(judge.Allowed(policy.KindProvider, "example.com/test/hello", vs)); got != 0 && got != len(vs) {
+		if got := len(judge.Allowed(names.KindProvider, "example.com/test/hello", vs)); got != 0 && got != len(vs) {
 			t.Fatalf("one listing allowed %d of %d versions: judged by two policies", got, len(vs))
 		}
 	}
@@ -76,7 +76,7 @@ provider "example.com/acme/aws" {
 	judge := &gate.Policy{Live: policy.NewLive(pol), Log: slog.New(slog.DiscardHandler)}
 	inner := &heldProviders{versions: []string{"1.0.0", "1.1.0", "2.0.0"}}
 	g := &gate.Providers{Inner: inner, Each: each, Judge: judge}
-	l, err := g.ProviderVersions(context.Background(), p, source.ViaRegistry, source.ListOptions{})
+	l, err := g.ProviderVersions(context.Background(), p, names.ViaRegistry, source.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ provider "example.com/acme/aws" {
 	if !errors.As(l.Left["2.0.0"], &d) || !strings.HasSuffix(d.Reason, "is revoked by the policy's rule \"example.com/acme/aws\": CVE-2026-1: leaks") {
 		t.Errorf("2.0.0 left out for %v, want the revocation with its message", l.Left["2.0.0"])
 	}
-	if _, err := g.ResolveProvider(context.Background(), p, names.MustParseVersion("2.0.0"), source.ViaRegistry); !errors.As(err, &d) || !strings.Contains(err.Error(), "CVE-2026-1: leaks") {
+	if _, err := g.ResolveProvider(context.Background(), p, names.MustParseVersion("2.0.0"), names.ViaRegistry); !errors.As(err, &d) || !strings.Contains(err.Error(), "CVE-2026-1: leaks") {
 		t.Errorf("asked for 2.0.0: %v, want the revocation", err)
 	}
 }

@@ -13,8 +13,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
-const providerKind = names.KindProvider
-
 // Providers gates a source of provider releases: the policy on versions
 // and platforms, and on stored releases the deciding rule's facts and the
 // attestation rule. Each reads versions at most the store's concurrency
@@ -40,17 +38,17 @@ func what(p names.Provider) string { return "provider " + p.String() }
 // rule reads facts, the attestation rule is configured or the lister
 // needs releases read, each remaining version is resolved, judged and
 // read, at most the store's concurrency at once.
-func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via names.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	addr := p.String()
 	inner := opts
 	inner.Want = func(v names.Version) bool {
-		return g.Judge.Version(providerKind, addr, what(p), v) == nil && (opts.Want == nil || opts.Want(v))
+		return g.Judge.Version(names.KindProvider, addr, what(p), v) == nil && (opts.Want == nil || opts.Want(v))
 	}
 	l, err := g.Inner.ProviderVersions(ctx, p, via, inner)
 	if err != nil {
 		return l, err
 	}
-	verdicts := g.Judge.Versions(providerKind, addr, what(p), versionsOf(l.Listing)) // one policy for the whole list
+	verdicts := g.Judge.Versions(names.KindProvider, addr, what(p), versionsOf(l.Listing)) // one policy for the whole list
 	if l.Left == nil {
 		l.Left = map[string]error{}
 	}
@@ -65,7 +63,7 @@ func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 			read = append(read, e.Version)
 		}
 	}
-	if opts.Need == 0 && !g.Judge.ReadsRoot(providerKind, addr, true) {
+	if opts.Need == 0 && !g.Judge.ReadsRoot(names.KindProvider, addr, true) {
 		return l, nil
 	}
 	return g.readListed(ctx, p, via, opts.Need, read, l)
@@ -74,7 +72,7 @@ func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 // readListed resolves, judges and (with need) reads each version of
 // read, recording the releases and why others are left out; a failure
 // to read that is not one version's fails the listing.
-func (g *Providers) readListed(ctx context.Context, p names.Provider, via source.Via, need source.Need, read names.VersionList, l source.ProviderListing) (source.ProviderListing, error) {
+func (g *Providers) readListed(ctx context.Context, p names.Provider, via names.Via, need source.Need, read names.VersionList, l source.ProviderListing) (source.ProviderListing, error) {
 	rels := make([]*source.ProviderRelease, len(read))
 	left := make([]error, len(read))
 	warned := make([]string, len(read))
@@ -123,17 +121,17 @@ func leavesOut(err error) bool {
 
 // readListedVersion is one listed version: its attestation is judged
 // before its facts, as listings always have.
-func (g *Providers) readListedVersion(ctx context.Context, p names.Provider, v names.Version, via source.Via, need source.Need) (*source.ProviderRelease, string, error) {
+func (g *Providers) readListedVersion(ctx context.Context, p names.Provider, v names.Version, via names.Via, need source.Need) (*source.ProviderRelease, string, error) {
 	root, err := g.Inner.ResolveProvider(ctx, p, v, via)
 	if err != nil {
 		return nil, "", err
 	}
 	var warning string
 	if root.Root != nil {
-		if err := g.Judge.Attested(ctx, providerKind, what(p), v, *root.Root, true); err != nil {
+		if err := g.Judge.Attested(ctx, names.KindProvider, what(p), v, *root.Root, true); err != nil {
 			return nil, "", err
 		}
-		if warning, err = g.Judge.Facts(ctx, providerKind, p.String(), what(p), v, *root.Root); err != nil {
+		if warning, err = g.Judge.Facts(ctx, names.KindProvider, p.String(), what(p), v, *root.Root); err != nil {
 			return nil, "", err
 		}
 	}
@@ -150,20 +148,20 @@ func (g *Providers) readListedVersion(ctx context.Context, p names.Provider, v n
 // ResolveProvider is the inner source's release v, when the policy allows
 // the version and, when stored, its facts admit it (the attestation rule
 // is judged when it is read).
-func (g *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (g *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	return g.resolve(ctx, p, v, func() (*source.ProviderRoot, error) { return g.Inner.ResolveProvider(ctx, p, v, via) })
 }
 
 // ResolveHeldProvider is the release the inner source holds, judged as
 // ResolveProvider judges it.
-func (g *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (g *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	return g.resolve(ctx, p, v, func() (*source.ProviderRoot, error) { return source.ResolveHeldProvider(ctx, g.Inner, p, v, via) })
 }
 
 // resolve is release v as inner resolves it, judged: the policy on the
 // version before anything is read, the facts of a stored release after.
 func (g *Providers) resolve(ctx context.Context, p names.Provider, v names.Version, inner func() (*source.ProviderRoot, error)) (*source.ProviderRoot, error) {
-	if err := g.Judge.Version(providerKind, p.String(), what(p), v); err != nil {
+	if err := g.Judge.Version(names.KindProvider, p.String(), what(p), v); err != nil {
 		return nil, err
 	}
 	root, err := inner()
@@ -171,7 +169,7 @@ func (g *Providers) resolve(ctx context.Context, p names.Provider, v names.Versi
 		return nil, err
 	}
 	if root.Root != nil {
-		if _, err := g.Judge.Facts(ctx, providerKind, p.String(), what(p), v, *root.Root); err != nil {
+		if _, err := g.Judge.Facts(ctx, names.KindProvider, p.String(), what(p), v, *root.Root); err != nil {
 			return nil, err
 		}
 	}
@@ -181,17 +179,17 @@ func (g *Providers) resolve(ctx context.Context, p names.Provider, v names.Versi
 // ResolveProviderAt is the inner source's stored release an archive URL
 // names, judged whole: the policy, the facts and the attestation rule.
 func (g *Providers) ResolveProviderAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*source.ProviderRoot, error) {
-	if err := g.Judge.Version(providerKind, p.String(), what(p), v); err != nil {
+	if err := g.Judge.Version(names.KindProvider, p.String(), what(p), v); err != nil {
 		return nil, err
 	}
 	root, err := g.Inner.ResolveProviderAt(ctx, p, v, index)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := g.Judge.Facts(ctx, providerKind, p.String(), what(p), v, *root.Root); err != nil {
+	if _, err := g.Judge.Facts(ctx, names.KindProvider, p.String(), what(p), v, *root.Root); err != nil {
 		return nil, err
 	}
-	if err := g.Judge.Attested(ctx, providerKind, what(p), v, *root.Root, true); err != nil {
+	if err := g.Judge.Attested(ctx, names.KindProvider, what(p), v, *root.Root, true); err != nil {
 		return nil, err
 	}
 	return root, nil
@@ -207,7 +205,7 @@ func (g *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, ne
 	if r.Root != nil {
 		wg.Go(func() {
 			verdict = cache.Recover(func() error {
-				return g.Judge.Attested(ctx, providerKind, what(r.Provider), r.Version, *r.Root, true)
+				return g.Judge.Attested(ctx, names.KindProvider, what(r.Provider), r.Version, *r.Root, true)
 			})
 		})
 	}
@@ -261,10 +259,10 @@ func (g *Providers) OpenPulledFile(ctx context.Context, f source.PulledFile) (*s
 		return nil, source.NotFoundf("provider %s is not pulled through from any allowed origin", f.Provider)
 	}
 	addr := f.Provider.String()
-	if g.Judge.PullsOnlyStored(providerKind, addr) {
+	if g.Judge.PullsOnlyStored(names.KindProvider, addr) {
 		return nil, source.NotFoundf("provider %s %s is served only from this proxy's registry, once the policy's min_age and signers allow it", f.Provider, f.Version)
 	}
-	if err := g.Judge.Version(providerKind, addr, what(f.Provider), f.Version); err != nil {
+	if err := g.Judge.Version(names.KindProvider, addr, what(f.Provider), f.Version); err != nil {
 		return nil, err
 	}
 	if f.File == source.FilePackage {
@@ -276,7 +274,7 @@ func (g *Providers) OpenPulledFile(ctx context.Context, f source.PulledFile) (*s
 	if err != nil || blob.From == nil {
 		return blob, err
 	}
-	if err := g.Judge.Attested(ctx, providerKind, what(f.Provider), f.Version, *blob.From, true); err != nil {
+	if err := g.Judge.Attested(ctx, names.KindProvider, what(f.Provider), f.Version, *blob.From, true); err != nil {
 		return nil, err
 	}
 	return blob, nil

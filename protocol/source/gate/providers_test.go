@@ -67,7 +67,7 @@ type heldProviders struct {
 
 func rootOf(v string) digest.Digest { return digest.FromString(v) }
 
-func (h *heldProviders) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (h *heldProviders) ProviderVersions(ctx context.Context, p names.Provider, via names.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	var l source.ProviderListing
 	for _, v := range h.versions {
 		l.Versions = append(l.Versions, source.Listed{Version: names.MustParseVersion(v), Stored: true})
@@ -75,7 +75,7 @@ func (h *heldProviders) ProviderVersions(ctx context.Context, p names.Provider, 
 	return l, nil
 }
 
-func (h *heldProviders) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (h *heldProviders) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	h.mu.Lock()
 	h.resolved = append(h.resolved, v.String())
 	h.mu.Unlock()
@@ -83,7 +83,7 @@ func (h *heldProviders) ResolveProvider(ctx context.Context, p names.Provider, v
 }
 
 func (h *heldProviders) ResolveProviderAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*source.ProviderRoot, error) {
-	return h.ResolveProvider(ctx, p, v, source.ViaMirror)
+	return h.ResolveProvider(ctx, p, v, names.ViaMirror)
 }
 
 func (h *heldProviders) ReadProvider(ctx context.Context, r *source.ProviderRoot, need source.Need) (*source.ProviderRelease, error) {
@@ -111,7 +111,7 @@ func TestGateLeavesOutWhatThePolicyDeniesWithoutReadingIt(t *testing.T) {
 		deniedVersions: map[string]bool{"2.0.0": true},
 		refusedRoots:   map[digest.Digest]bool{rootOf("1.1.0"): true},
 	}}
-	l, err := g.ProviderVersions(context.Background(), p, source.ViaRegistry, source.ListOptions{Need: source.NeedSummary})
+	l, err := g.ProviderVersions(context.Background(), p, names.ViaRegistry, source.ListOptions{Need: source.NeedSummary})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +128,10 @@ func TestGateLeavesOutWhatThePolicyDeniesWithoutReadingIt(t *testing.T) {
 	if slices.Contains(inner.resolved, "2.0.0") {
 		t.Errorf("the denied 2.0.0 was read: %v", inner.resolved)
 	}
-	if _, err := g.ResolveProvider(context.Background(), p, names.MustParseVersion("2.0.0"), source.ViaMirror); !errors.As(err, &d) {
+	if _, err := g.ResolveProvider(context.Background(), p, names.MustParseVersion("2.0.0"), names.ViaMirror); !errors.As(err, &d) {
 		t.Errorf("asked for 2.0.0: %v, want the denial", err)
 	}
-	root, err := g.ResolveProvider(context.Background(), p, names.MustParseVersion("1.1.0"), source.ViaMirror)
+	root, err := g.ResolveProvider(context.Background(), p, names.MustParseVersion("1.1.0"), names.ViaMirror)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ type pulling struct {
 	heldAsked, warmed int
 }
 
-func (h *pulling) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (h *pulling) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	h.heldAsked++
 	return nil, source.MarkNotHeld(source.NotFoundf("no version %s", v))
 }
@@ -162,10 +162,10 @@ func TestGatePassesHeldResolutionAndWarmingOn(t *testing.T) {
 	inner := &pulling{}
 	g := &gate.Providers{Inner: inner, Each: each, Judge: providerJudge{deniedVersions: map[string]bool{"2.0.0": true}}}
 	var d *source.Denied
-	if _, err := g.ResolveHeldProvider(context.Background(), p, names.MustParseVersion("2.0.0"), source.ViaMirror); !errors.As(err, &d) || inner.heldAsked != 0 {
+	if _, err := g.ResolveHeldProvider(context.Background(), p, names.MustParseVersion("2.0.0"), names.ViaMirror); !errors.As(err, &d) || inner.heldAsked != 0 {
 		t.Errorf("held 2.0.0: %v (inner asked %d times), want the denial, nothing asked", err, inner.heldAsked)
 	}
-	if _, err := g.ResolveHeldProvider(context.Background(), p, names.MustParseVersion("1.0.0"), source.ViaMirror); !source.IsNotHeld(err) || inner.heldAsked != 1 || len(inner.resolved) != 0 {
+	if _, err := g.ResolveHeldProvider(context.Background(), p, names.MustParseVersion("1.0.0"), names.ViaMirror); !source.IsNotHeld(err) || inner.heldAsked != 1 || len(inner.resolved) != 0 {
 		t.Errorf("held 1.0.0: %v, want the inner source's held answer alone (asked %d, resolved %v)", err, inner.heldAsked, inner.resolved)
 	}
 	g.WarmProvider(context.Background(), &source.ProviderRoot{Provider: p, Version: names.MustParseVersion("1.0.0")}, names.Platform{OS: "linux", Arch: "amd64"})

@@ -18,7 +18,7 @@ import (
 )
 
 // Providers is the source of the provider releases the repositories of
-// its mappings hold, a provider in the first mapping admitting it:
+// its mappings hold, a provider in the first mapping covering it:
 // versions from tags, releases from their indexes, platform manifests and
 // provenance.
 type Providers struct {
@@ -42,8 +42,8 @@ func (h *Providers) Repo(p names.Provider) (*store.Repo, error) {
 	return h.Store.Repo(ref), nil
 }
 
-// Admits reports whether the mapping's filters admit p.
-func (h *Providers) Admits(p names.Provider) bool {
+// Covers reports whether the mapping's filters cover p.
+func (h *Providers) Covers(p names.Provider) bool {
 	_, err := h.Mappings.Map(p)
 	return err == nil
 }
@@ -53,7 +53,7 @@ func (h *Providers) Admits(p names.Provider) bool {
 // versions opts.Want wants are read while the tag list's later pages are
 // (one round trip each at the registry's distance); the versions
 // themselves are read by whoever asked (the gate).
-func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, _ source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, _ names.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	repo, err := h.Repo(p)
 	if err != nil {
 		return source.ProviderListing{}, err
@@ -106,7 +106,7 @@ func KeepFatal(err error) error {
 
 // ResolveProvider reads the index version v's tag names: NotFound,
 // marked ErrNotHeld, when the registry does not hold it.
-func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, _ source.Via) (*source.ProviderRoot, error) {
+func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, _ names.Via) (*source.ProviderRoot, error) {
 	repo, err := h.Repo(p)
 	if err != nil {
 		return nil, source.MarkNotHeld(err)

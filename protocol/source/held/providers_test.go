@@ -34,7 +34,7 @@ func heldHello(t *testing.T) (*held.Providers, names.Provider) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &held.Providers{Store: store.New(store.Options{Client: client}), Mappings: store.ProviderMappings{{Template: tpl, Source: "test"}},
+	h := &held.Providers{Store: store.New(store.Options{Client: client}), Mappings: store.ProviderMappings{{Template: tpl, Label: "test"}},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return h, names.Provider{Hostname: "example.com", Namespace: "test", Type: "hello"}
 }
@@ -42,11 +42,11 @@ func heldHello(t *testing.T) (*held.Providers, names.Provider) {
 func TestHeldReadsWhatTheRegistryHolds(t *testing.T) {
 	ctx := context.Background()
 	h, p := heldHello(t)
-	l, err := h.ProviderVersions(ctx, p, source.ViaMirror, source.ListOptions{Need: source.NeedSummary})
+	l, err := h.ProviderVersions(ctx, p, names.ViaMirror, source.ListOptions{Need: source.NeedSummary})
 	if err != nil || len(l.Versions) != 1 || !l.Versions[0].Stored || l.Versions[0].Version.String() != "1.0.0" {
 		t.Fatalf("listing %+v, %v: want the stored 1.0.0", l.Versions, err)
 	}
-	root, err := h.ResolveProvider(ctx, p, names.MustParseVersion("1.0.0"), source.ViaMirror)
+	root, err := h.ResolveProvider(ctx, p, names.MustParseVersion("1.0.0"), names.ViaMirror)
 	if err != nil || root.Root == nil || root.Pin() != root.Root.Index.Index.Digest {
 		t.Fatalf("resolving 1.0.0: %+v, %v: want its stored index as root and pin", root, err)
 	}
@@ -77,15 +77,15 @@ func TestHeldReadsWhatTheRegistryHolds(t *testing.T) {
 func TestHeldSaysWhatItDoesNotHold(t *testing.T) {
 	ctx := context.Background()
 	h, p := heldHello(t)
-	_, err := h.ResolveProvider(ctx, p, names.MustParseVersion("2.0.0"), source.ViaMirror)
+	_, err := h.ResolveProvider(ctx, p, names.MustParseVersion("2.0.0"), names.ViaMirror)
 	if !source.IsNotHeld(err) || !strings.Contains(err.Error(), "has no version 2.0.0") {
 		t.Errorf("a version not held: %v, want a NotFound marked not held (pull-through may fetch it)", err)
 	}
 	other := names.Provider{Hostname: "example.com", Namespace: "test", Type: "other"}
-	if _, err := h.ProviderVersions(ctx, other, source.ViaMirror, source.ListOptions{}); !source.Absent(err) || !strings.Contains(err.Error(), "unknown provider") {
+	if _, err := h.ProviderVersions(ctx, other, names.ViaMirror, source.ListOptions{}); !source.Absent(err) || !strings.Contains(err.Error(), "unknown provider") {
 		t.Errorf("a provider without a repository: %v, want \"unknown provider\"", err)
 	}
-	root, err := h.ResolveProvider(ctx, p, names.MustParseVersion("1.0.0"), source.ViaMirror)
+	root, err := h.ResolveProvider(ctx, p, names.MustParseVersion("1.0.0"), names.ViaMirror)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,5 +81,5 @@ func TofuFile(repo *store.Repo, rel *store.StoredTofu, v names.Version, name str
 	if !ok {
 		return nil, source.NotFoundf("OpenTofu %s has no file %s", v, name)
 	}
-	return &source.Blob{Name: name, ContentType: FileType(name), Repo: repo, Layer: desc}, nil
+	return &source.Blob{Name: name, ContentType: source.FileType(name), Repo: repo, Layer: desc}, nil
 }

@@ -8,7 +8,7 @@
 // nothing of what is asked (not found) is passed over; any other failure
 // of a mapping's registry is the answer, so an outage never turns into
 // another mapping's copy or a shorter list. With pull-through, the first
-// mapping (of providers, the first admitting the address) lists what its
+// mapping (of providers, the first covering the address) lists what its
 // origin offers too, and a version no mapping holds at all is pulled
 // into it (Pulls).
 //
@@ -20,7 +20,6 @@ import (
 	"cmp"
 	"errors"
 
-	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
@@ -98,17 +97,25 @@ func union(ls []source.Listing) source.Listing {
 	return out
 }
 
+// originError is the error of a mapping that pulls through when its
+// origin failed (pull-through's): OriginAbsent says the origin does not
+// offer what was asked.
+type originError interface {
+	error
+	OriginAbsent() bool
+}
+
 // absentHere says a mapping's listing has nothing of what is asked: its
 // registry holds nothing of it and, for a mapping with pull-through, its
 // origin does not offer it either.
 func absentHere(err error) bool {
-	var pe *pullthrough.Error
-	return source.Absent(err) || errors.As(err, &pe) && pe.Failure == pullthrough.FailureNotFound
+	var oe originError
+	return source.Absent(err) || errors.As(err, &oe) && oe.OriginAbsent()
 }
 
 // originFailed says a listing with pull-through failed at the origin
 // (the mapping's registry holding nothing of the address).
 func originFailed(err error) bool {
-	var pe *pullthrough.Error
-	return errors.As(err, &pe)
+	var oe originError
+	return errors.As(err, &oe)
 }

@@ -12,22 +12,22 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
-// ProviderMapping is one mapping's source, and whether its filters admit
+// ProviderMapping is one mapping's source, and whether its filters cover
 // an address.
 type ProviderMapping struct {
 	Source source.Providers
-	Admits func(names.Provider) bool
+	Covers func(names.Provider) bool
 }
 
-// Providers is several mappings that may admit one address, merged as
+// Providers is several mappings that may cover one address, merged as
 // OpenTofu merges the oci_mirror blocks of its CLI configuration (its
-// MultiSource): the versions are those of every mapping admitting the
+// MultiSource): the versions are those of every mapping covering the
 // address; each version and platform comes from the first mapping, in
 // order, that holds it. A mapping holding nothing of what is asked
 // (source.Absent) is passed over; any other failure is the answer, as it
 // is for tofu.
 //
-// With pull-through (Pulls), the first mapping admitting an address is
+// With pull-through (Pulls), the first mapping covering an address is
 // the one pull-through stores it into: its listing adds what the origin
 // offers, a version no mapping holds is resolved by it from the origin,
 // and pull URLs and downloads started early are its. A copy a mapping
@@ -36,13 +36,13 @@ type ProviderMapping struct {
 // mapping.
 type Providers struct {
 	Mappings []ProviderMapping
-	// Pulls: the first mapping admitting an address pulls it through.
+	// Pulls: the first mapping covering an address pulls it through.
 	Pulls bool
 	// Outage, with Pulls, is told that the first mapping's origin failed
 	// (err) while it holds nothing of p and later mappings list versions:
 	// it reports the listing degraded and is the warning the listing
 	// carries ("" for none).
-	Outage func(p names.Provider, via source.Via, err error) string
+	Outage func(p names.Provider, via names.Via, err error) string
 }
 
 var (
@@ -52,12 +52,12 @@ var (
 	_ source.Warmer        = (*Providers)(nil)
 )
 
-// admitting are the mappings whose filters admit p, in order; the first
+// covering are the mappings whose filters cover p, in order; the first
 // alone when none does (its answer says why).
-func (m *Providers) admitting(p names.Provider) []source.Providers {
+func (m *Providers) covering(p names.Provider) []source.Providers {
 	var out []source.Providers
 	for _, mp := range m.Mappings {
-		if mp.Admits(p) {
+		if mp.Covers(p) {
 			out = append(out, mp.Source)
 		}
 	}
@@ -67,14 +67,14 @@ func (m *Providers) admitting(p names.Provider) []source.Providers {
 	return out
 }
 
-// eachHolding calls read for each mapping admitting p, in order, passing
+// eachHolding calls read for each mapping covering p, in order, passing
 // over those that hold nothing of what is asked; it stops at the first
 // other failure, or when read says it is done. The error is the first
 // mapping's when none held anything.
 func (m *Providers) eachHolding(p names.Provider, read func(s source.Providers) (done bool, err error)) error {
 	var first error
 	held := false
-	for _, s := range m.admitting(p) {
+	for _, s := range m.covering(p) {
 		done, err := read(s)
 		switch {
 		case err != nil && source.Absent(err):
@@ -103,12 +103,12 @@ func (m *Providers) eachHolding(p names.Provider, read func(s source.Providers) 
 // With Pulls, the first mapping's origin failing while it holds nothing
 // of p leaves the others' listing (degraded: Outage), or is the answer
 // when they hold nothing either.
-func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (m *Providers) ProviderVersions(ctx context.Context, p names.Provider, via names.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	out := source.ProviderListing{Unresolvable: map[string]string{}, Refused: map[string]string{}, Left: map[string]error{}, Releases: map[string]*source.ProviderRelease{}}
 	listed, served := map[string]int{}, map[string]bool{}
 	var first, outage error
 	held := false
-	for i, s := range m.admitting(p) {
+	for i, s := range m.covering(p) {
 		l, err := s.ProviderVersions(ctx, p, via, opts)
 		switch {
 		case err == nil:
@@ -234,11 +234,11 @@ func mergeRelease(releases map[string]*source.ProviderRelease, rel *source.Provi
 }
 
 // ResolveProvider is the release in the first mapping holding it and
-// allowed to serve it. With Pulls, a version the first mapping admitting
+// allowed to serve it. With Pulls, a version the first mapping covering
 // p does not hold, and no mapping serves, is resolved by that mapping
 // (from its origin).
-func (m *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
-	srcs := m.admitting(p)
+func (m *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
+	srcs := m.covering(p)
 	if len(srcs) == 1 {
 		return srcs[0].ResolveProvider(ctx, p, v, via)
 	}
@@ -251,15 +251,15 @@ func (m *Providers) ResolveProvider(ctx context.Context, p names.Provider, v nam
 
 // ResolveHeldProvider is the release in the first mapping holding it and
 // allowed to serve it, nothing asked of an origin.
-func (m *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
-	root, _, err := m.resolveHeld(ctx, m.admitting(p), p, v, via)
+func (m *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
+	root, _, err := m.resolveHeld(ctx, m.covering(p), p, v, via)
 	return root, err
 }
 
 // resolveHeld is the release in the first of srcs holding it and allowed
 // to serve it; pull says none does, and the first does not hold it at
 // all (so it may pull it through).
-func (m *Providers) resolveHeld(ctx context.Context, srcs []source.Providers, p names.Provider, v names.Version, via source.Via) (root *source.ProviderRoot, pull bool, err error) {
+func (m *Providers) resolveHeld(ctx context.Context, srcs []source.Providers, p names.Provider, v names.Version, via names.Via) (root *source.ProviderRoot, pull bool, err error) {
 	var first error
 	for i, s := range srcs {
 		r, err := source.ResolveHeldProvider(ctx, s, p, v, via)
@@ -293,7 +293,7 @@ func (m *Providers) ResolveProviderAt(ctx context.Context, p names.Provider, v n
 // version for that platform (r's own mapping reads r).
 func (m *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, need source.Need) (*source.ProviderRelease, error) {
 	if need&source.NeedPackages == 0 || r.Pulled != nil { // an origin's: no mapping holds its version
-		return m.admitting(r.Provider)[0].ReadProvider(ctx, r, need)
+		return m.covering(r.Provider)[0].ReadProvider(ctx, r, need)
 	}
 	var out *source.ProviderRelease
 	used := false
@@ -301,7 +301,7 @@ func (m *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, ne
 		root := r
 		if used {
 			var err error
-			if root, err = source.ResolveHeldProvider(ctx, s, r.Provider, r.Version, source.ViaMirror); err != nil {
+			if root, err = source.ResolveHeldProvider(ctx, s, r.Provider, r.Version, names.ViaMirror); err != nil {
 				return false, err
 			}
 			if sameRelease(root, r) {
@@ -336,20 +336,20 @@ func (m *Providers) OpenProviderPackage(ctx context.Context, r *source.ProviderR
 	return m.Mappings[0].Source.OpenProviderPackage(ctx, r, pl)
 }
 
-// OpenPulledFile is the first mapping's admitting the provider, the one
+// OpenPulledFile is the first mapping's covering the provider, the one
 // pull-through stores it into.
 func (m *Providers) OpenPulledFile(ctx context.Context, f source.PulledFile) (*source.Blob, error) {
-	pf, ok := m.admitting(f.Provider)[0].(source.PulledFiles)
+	pf, ok := m.covering(f.Provider)[0].(source.PulledFiles)
 	if !ok {
 		return nil, source.NotFoundf("provider %s is not pulled through from any allowed origin", f.Provider)
 	}
 	return pf.OpenPulledFile(ctx, f)
 }
 
-// WarmProvider is the first mapping's admitting the provider, the one
+// WarmProvider is the first mapping's covering the provider, the one
 // that resolved an origin's release.
 func (m *Providers) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl names.Platform) {
-	if w, ok := m.admitting(r.Provider)[0].(source.Warmer); ok {
+	if w, ok := m.covering(r.Provider)[0].(source.Warmer); ok {
 		w.WarmProvider(ctx, r, pl)
 	}
 }

@@ -20,7 +20,7 @@ type fake struct {
 	resolved []string
 }
 
-func (f *fake) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (f *fake) ProviderVersions(ctx context.Context, p names.Provider, via names.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	if f.fail != nil {
 		return source.ProviderListing{}, f.fail
 	}
@@ -36,7 +36,7 @@ func (f *fake) ProviderVersions(ctx context.Context, p names.Provider, via sourc
 	return l, nil
 }
 
-func (f *fake) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (f *fake) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	f.resolved = append(f.resolved, v.String())
 	if f.fail != nil {
 		return nil, f.fail
@@ -48,7 +48,7 @@ func (f *fake) ResolveProvider(ctx context.Context, p names.Provider, v names.Ve
 }
 
 func (f *fake) ResolveProviderAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*source.ProviderRoot, error) {
-	return f.ResolveProvider(ctx, p, v, source.ViaMirror)
+	return f.ResolveProvider(ctx, p, v, names.ViaMirror)
 }
 
 func (f *fake) ReadProvider(ctx context.Context, r *source.ProviderRoot, need source.Need) (*source.ProviderRelease, error) {
@@ -72,7 +72,7 @@ var (
 func stack(sources ...*fake) *merged.Providers {
 	m := &merged.Providers{}
 	for _, s := range sources {
-		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: s, Admits: func(names.Provider) bool { return true }})
+		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: s, Covers: func(names.Provider) bool { return true }})
 	}
 	return m
 }
@@ -81,14 +81,14 @@ func TestMergedVersionsAreEveryMappingsAndPlatformsTheFirstHolders(t *testing.T)
 	first := &fake{versions: map[string][]names.Platform{"1.0.0": {linux}}}
 	second := &fake{versions: map[string][]names.Platform{"1.0.0": {linux, bsd}, "1.1.0": {bsd}}}
 	m := stack(first, second)
-	l, err := m.ProviderVersions(context.Background(), p, source.ViaMirror, source.ListOptions{Need: source.NeedSummary})
+	l, err := m.ProviderVersions(context.Background(), p, names.ViaMirror, source.ListOptions{Need: source.NeedSummary})
 	if err != nil || len(l.Versions) != 2 {
 		t.Fatalf("versions %v, %v: want 1.0.0 and 1.1.0", l.Versions, err)
 	}
 	if rel := l.Releases["1.0.0"]; len(rel.Platforms) != 1 || len(rel.Others) != 1 {
 		t.Errorf("1.0.0: %v with %d others, want the first mapping's release and the second's beside it", rel.Platforms, len(rel.Others))
 	}
-	root, err := m.ResolveProvider(context.Background(), p, names.MustParseVersion("1.0.0"), source.ViaMirror)
+	root, err := m.ResolveProvider(context.Background(), p, names.MustParseVersion("1.0.0"), names.ViaMirror)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestMergedVersionsAreEveryMappingsAndPlatformsTheFirstHolders(t *testing.T)
 	if len(rel.Packages) != 2 || rel.Packages[linux].Release.ProviderRoot != root {
 		t.Errorf("1.0.0's packages %v: want linux from the first mapping and freebsd from the second", rel.Packages)
 	}
-	if _, err := m.ResolveProvider(context.Background(), p, names.MustParseVersion("1.1.0"), source.ViaMirror); err != nil {
+	if _, err := m.ResolveProvider(context.Background(), p, names.MustParseVersion("1.1.0"), names.ViaMirror); err != nil {
 		t.Errorf("1.1.0, held by the second mapping alone: %v", err)
 	}
 }
@@ -107,11 +107,11 @@ func TestMergedVersionsAreEveryMappingsAndPlatformsTheFirstHolders(t *testing.T)
 func TestMergedAnswersTheFirstFailureThatIsNotAbsence(t *testing.T) {
 	broken := errors.New("registry unavailable")
 	m := stack(&fake{}, &fake{fail: broken}, &fake{versions: map[string][]names.Platform{"1.0.0": {linux}}})
-	if _, err := m.ProviderVersions(context.Background(), p, source.ViaMirror, source.ListOptions{}); !errors.Is(err, broken) {
+	if _, err := m.ProviderVersions(context.Background(), p, names.ViaMirror, source.ListOptions{}); !errors.Is(err, broken) {
 		t.Errorf("listing: %v, want the second mapping's failure (as tofu answers it), not the third's versions", err)
 	}
 	empty := stack(&fake{}, &fake{})
-	_, err := empty.ResolveProvider(context.Background(), p, names.MustParseVersion("1.0.0"), source.ViaMirror)
+	_, err := empty.ResolveProvider(context.Background(), p, names.MustParseVersion("1.0.0"), names.ViaMirror)
 	if !source.IsNotHeld(err) {
 		t.Errorf("no mapping holds it: %v, want the first mapping's not-held answer", err)
 	}

@@ -36,7 +36,7 @@ var (
 	_ source.Warmer        = (*puller)(nil)
 )
 
-func (f *puller) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (f *puller) ProviderVersions(ctx context.Context, p names.Provider, via names.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	l := source.ProviderListing{Releases: map[string]*source.ProviderRelease{}}
 	for _, v := range slices.Sorted(maps.Keys(f.held)) {
 		ver := names.MustParseVersion(v)
@@ -77,17 +77,17 @@ func (f *puller) stored(p names.Provider, v names.Version) *source.ProviderRoot 
 }
 
 func (f *puller) origin(p names.Provider, v names.Version) *source.ProviderRoot {
-	return &source.ProviderRoot{Provider: p, Version: v, Pulled: &source.PulledProvider{Served: p, Origin: p, Via: pullthrough.ViaMirror}}
+	return &source.ProviderRoot{Provider: p, Version: v, Pulled: &source.PulledProvider{Served: p, Origin: p, Via: names.ViaMirror}}
 }
 
-func (f *puller) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (f *puller) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	if f.held[v.String()] == nil {
 		return nil, source.MarkNotHeld(source.NotFoundf("no version %s", v))
 	}
 	return f.stored(p, v), nil
 }
 
-func (f *puller) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (f *puller) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	root, err := f.ResolveHeldProvider(ctx, p, v, via)
 	if !source.IsNotHeld(err) {
 		return root, err
@@ -103,7 +103,7 @@ func (f *puller) ResolveProvider(ctx context.Context, p names.Provider, v names.
 }
 
 func (f *puller) ResolveProviderAt(ctx context.Context, p names.Provider, v names.Version, index digest.Digest) (*source.ProviderRoot, error) {
-	return f.ResolveHeldProvider(ctx, p, v, source.ViaMirror)
+	return f.ResolveHeldProvider(ctx, p, v, names.ViaMirror)
 }
 
 func (f *puller) ReadProvider(ctx context.Context, r *source.ProviderRoot, need source.Need) (*source.ProviderRelease, error) {
@@ -136,7 +136,7 @@ func (f *puller) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl na
 func pulling(ms ...source.Providers) *merged.Providers {
 	m := &merged.Providers{Pulls: true}
 	for _, s := range ms {
-		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: s, Admits: func(names.Provider) bool { return true }})
+		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: s, Covers: func(names.Provider) bool { return true }})
 	}
 	return m
 }
@@ -152,7 +152,7 @@ func TestPullingMappingServesLaterMappingsCopiesBeforeTheOrigin(t *testing.T) {
 	second := &puller{held: map[string][]names.Platform{"1.0.0": {linux, bsd}}}
 	m := pulling(first, second)
 
-	root, err := m.ResolveProvider(ctx, p, v1, source.ViaMirror)
+	root, err := m.ResolveProvider(ctx, p, v1, names.ViaMirror)
 	if err != nil || root.Pulled != nil || root.Root.Repo.Name() != second.stored(p, v1).Root.Repo.Name() {
 		t.Fatalf("1.0.0, held by the second mapping: %+v, %v; want the second mapping's copy", root, err)
 	}
@@ -163,21 +163,21 @@ func TestPullingMappingServesLaterMappingsCopiesBeforeTheOrigin(t *testing.T) {
 	if err != nil || len(rel.Packages) != 2 {
 		t.Errorf("1.0.0 read: %+v, %v; want the second mapping's two platforms", rel, err)
 	}
-	root, err = m.ResolveProvider(ctx, p, v2, source.ViaMirror)
+	root, err = m.ResolveProvider(ctx, p, v2, names.ViaMirror)
 	if err != nil || root.Pulled == nil {
 		t.Fatalf("2.0.0, held by no mapping: %+v, %v; want the first mapping's pull", root, err)
 	}
 	if rel, err := m.ReadProvider(ctx, root, source.NeedPackages); err != nil || rel.Pulled == nil || len(rel.Packages) != 1 {
 		t.Errorf("2.0.0 read: %+v, %v; want the origin's release", rel, err)
 	}
-	if root, err := m.ResolveProvider(ctx, p, names.MustParseVersion("0.9.0"), source.ViaMirror); err != nil || root.Root == nil {
+	if root, err := m.ResolveProvider(ctx, p, names.MustParseVersion("0.9.0"), names.ViaMirror); err != nil || root.Root == nil {
 		t.Errorf("0.9.0, held by the first mapping: %+v, %v", root, err)
 	}
-	if _, err := m.ResolveProvider(ctx, p, names.MustParseVersion("3.0.0"), source.ViaMirror); !source.IsNotHeld(err) {
+	if _, err := m.ResolveProvider(ctx, p, names.MustParseVersion("3.0.0"), names.ViaMirror); !source.IsNotHeld(err) {
 		t.Errorf("3.0.0, held and offered nowhere: %v, want the first mapping's answer", err)
 	}
 
-	l, err := m.ProviderVersions(ctx, p, source.ViaMirror, source.ListOptions{Need: source.NeedSummary})
+	l, err := m.ProviderVersions(ctx, p, names.ViaMirror, source.ListOptions{Need: source.NeedSummary})
 	if err != nil || len(l.Versions) != 3 {
 		t.Fatalf("listing: %v, %v; want 0.9.0, 1.0.0 and 2.0.0", l.Versions, err)
 	}
@@ -201,11 +201,11 @@ func TestPullingMappingPullsOverALaterRefusedCopy(t *testing.T) {
 	first := &puller{offered: map[string][]names.Platform{"1.0.0": {linux}}}
 	denied := &source.Denied{Msg: "denied", Rule: "r"}
 	m := pulling(first, &refusing{err: denied})
-	if root, err := m.ResolveProvider(ctx, p, v1, source.ViaMirror); err != nil || root.Pulled == nil {
+	if root, err := m.ResolveProvider(ctx, p, v1, names.ViaMirror); err != nil || root.Pulled == nil {
 		t.Errorf("1.0.0 refused in the second mapping: %+v, %v; want the first mapping's pull", root, err)
 	}
 	m = pulling(&refusing{err: denied}, first)
-	if _, err := m.ResolveProvider(ctx, p, v1, source.ViaMirror); !errors.Is(err, denied) {
+	if _, err := m.ResolveProvider(ctx, p, v1, names.ViaMirror); !errors.Is(err, denied) {
 		t.Errorf("1.0.0 refused in the first mapping: %v, want the refusal", err)
 	}
 	if n := first.pulls.Load(); n != 1 {
@@ -219,11 +219,11 @@ type refusing struct {
 	err error
 }
 
-func (f *refusing) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (f *refusing) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	return nil, f.err
 }
 
-func (f *refusing) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (f *refusing) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	return nil, f.err
 }
 
@@ -237,40 +237,40 @@ func TestPullingMappingsOriginOutageDegradesTheListing(t *testing.T) {
 	down := &pullthrough.Error{Failure: pullthrough.FailureUnreachable, Msg: "origin unreachable"}
 	var reported []error
 	m := pulling(&puller{down: down}, &puller{held: map[string][]names.Platform{"1.0.0": {linux}}})
-	m.Outage = func(_ names.Provider, via source.Via, err error) string {
+	m.Outage = func(_ names.Provider, via names.Via, err error) string {
 		reported = append(reported, err)
 		return "origin is unavailable"
 	}
-	l, err := m.ProviderVersions(ctx, p, source.ViaRegistry, source.ListOptions{})
+	l, err := m.ProviderVersions(ctx, p, names.ViaRegistry, source.ListOptions{})
 	if err != nil || len(l.Versions) != 1 || !slices.Equal(l.Warnings, []string{"origin is unavailable"}) {
 		t.Errorf("listing with the first mapping's origin down: %v, warnings %q, %v; want the second's 1.0.0 with the outage's warning", l.Versions, l.Warnings, err)
 	}
 	if len(reported) != 1 || !errors.Is(reported[0], down) {
 		t.Errorf("outage reported %v, want the origin's failure once", reported)
 	}
-	if root, err := m.ResolveProvider(ctx, p, v1, source.ViaMirror); err != nil || root.Root == nil {
+	if root, err := m.ResolveProvider(ctx, p, v1, names.ViaMirror); err != nil || root.Root == nil {
 		t.Errorf("1.0.0 with the origin down: %+v, %v; want the second mapping's copy", root, err)
 	}
 	alone := pulling(&puller{down: down}, &puller{})
-	if _, err := alone.ProviderVersions(ctx, p, source.ViaMirror, source.ListOptions{}); !errors.Is(err, down) {
+	if _, err := alone.ProviderVersions(ctx, p, names.ViaMirror, source.ListOptions{}); !errors.Is(err, down) {
 		t.Errorf("nothing held anywhere, the origin down: %v, want the origin's failure", err)
 	}
 	missing := &pullthrough.Error{Failure: pullthrough.FailureNotFound, Msg: "no such provider at the origin"}
 	reported = nil
 	m.Mappings[0].Source = &puller{down: missing}
-	if l, err := m.ProviderVersions(ctx, p, source.ViaMirror, source.ListOptions{}); err != nil || len(l.Versions) != 1 || len(reported) != 0 {
+	if l, err := m.ProviderVersions(ctx, p, names.ViaMirror, source.ListOptions{}); err != nil || len(l.Versions) != 1 || len(reported) != 0 {
 		t.Errorf("the origin without the provider: %v, %v, reported %v; want the second's listing, nothing reported", l.Versions, err, reported)
 	}
 }
 
-// Pull URLs and early downloads go to the first mapping admitting the
+// Pull URLs and early downloads go to the first mapping covering the
 // provider, the one pull-through stores it into.
 func TestPullURLsAreTheFirstAdmittingMappings(t *testing.T) {
 	ctx := context.Background()
 	other, pulls := &puller{}, &puller{}
 	m := &merged.Providers{Pulls: true, Mappings: []merged.ProviderMapping{
-		{Source: other, Admits: func(q names.Provider) bool { return q.Namespace != p.Namespace }},
-		{Source: pulls, Admits: func(names.Provider) bool { return true }},
+		{Source: other, Covers: func(q names.Provider) bool { return q.Namespace != p.Namespace }},
+		{Source: pulls, Covers: func(names.Provider) bool { return true }},
 	}}
 	if _, err := m.OpenPulledFile(ctx, source.PulledFile{Provider: p, Version: v1}); err != nil {
 		t.Fatal(err)
@@ -293,7 +293,7 @@ func TestPullingMappingsConcurrently(t *testing.T) {
 	for i := range 16 {
 		wg.Go(func() {
 			v := []names.Version{v1, v2}[i%2]
-			root, err := m.ResolveProvider(ctx, p, v, source.ViaMirror)
+			root, err := m.ResolveProvider(ctx, p, v, names.ViaMirror)
 			if err == nil {
 				_, err = m.ReadProvider(ctx, root, source.NeedPackages)
 			}
@@ -305,7 +305,7 @@ func TestPullingMappingsConcurrently(t *testing.T) {
 			}
 		})
 		wg.Go(func() {
-			l, err := m.ProviderVersions(ctx, p, source.ViaMirror, source.ListOptions{Need: source.NeedSummary})
+			l, err := m.ProviderVersions(ctx, p, names.ViaMirror, source.ListOptions{Need: source.NeedSummary})
 			if err == nil && len(l.Versions) != 3 {
 				err = fmt.Errorf("listed %v", l.Versions)
 			}

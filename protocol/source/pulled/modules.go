@@ -13,12 +13,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/oci-tofu/oci-tofu/protocol/source/held"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
-
-// moduleKind is the policy kind of modules.
-const moduleKind = "module"
 
 // Modules is the module packages one mapping holds (Held) and the
 // versions the origin module registry Origin offers besides, fetched,
@@ -33,18 +29,34 @@ const moduleKind = "module"
 // min_age clock when the proxy attests what it stores); a download of a
 // version not held yet is not found, and starts its pull.
 type Modules struct {
-	Held   *held.Modules
-	Engine *pullthrough.Engine
+	Held   HeldModules
+	Engine ModuleEngine
 	Origin string
 	// Own is set for the modules under the proxy's own hostname, which
 	// pull through only as the engine's OwnModule allows.
 	Own bool
 	// Later are the module mappings merged after Held's: versions pushed
 	// to their repositories keep the origin out as Held's do, unless the
-	// repository is the origin's by name (pullthrough.ModuleDestinationIn).
-	Later []*held.Modules
+	// repository is the origin's by name (pullthrough.ModuleDestinationIn):
+	// of those mappings, the ones with a repository for a.
+	Later func(a source.ModuleAddress) []LaterModuleRepo
 	Rules source.Rules
 	Log   *slog.Logger
+}
+
+// HeldModules is the source of what one mapping holds, which Modules
+// wraps (held.Modules): its packages, and the repository of an address.
+type HeldModules interface {
+	source.Modules
+	source.ModulePackages
+	Repo(a source.ModuleAddress) (*store.Repo, error)
+}
+
+// LaterModuleRepo is a later mapping's repository of a module, and the
+// mapping's template.
+type LaterModuleRepo struct {
+	Repo     *store.Repo
+	Template store.RepositoryTemplate
 }
 
 var (
@@ -54,7 +66,7 @@ var (
 
 // factsRule is the name of the rule for a that reads facts, if one does.
 func (m *Modules) factsRule(a source.ModuleAddress) (string, bool) {
-	return m.Rules.FactsRule(moduleKind, a.String())
+	return m.Rules.FactsRule(names.KindModule, a.String())
 }
 
 // originMayBeAsked reports whether the origin may be asked about a
@@ -73,23 +85,21 @@ func (m *Modules) originMayBeAsked(ctx context.Context, repo *store.Repo, a sour
 		return false, false, nil
 	}
 	ok, err = m.Engine.MayJoin(ctx, m.Engine.ModuleDestination(m.Origin, repo.Reference(), a.Module), repo)
-	for _, later := range m.Later {
-		if err != nil || !ok {
-			break
+	if m.Later != nil {
+		for _, later := range m.Later(a) {
+			if err != nil || !ok {
+				break
+			}
+			ok, err = m.laterMayJoin(ctx, later, a)
 		}
-		ok, err = m.laterMayJoin(ctx, later, a)
 	}
 	return ok, err == nil && !ok, err
 }
 
 // laterMayJoin is MayJoin for a later mapping's repository of a.
-func (m *Modules) laterMayJoin(ctx context.Context, later *held.Modules, a source.ModuleAddress) (bool, error) {
-	repo, err := later.Repo(a)
-	if err != nil { // no repository there: nothing held
-		return true, nil
-	}
-	d := m.Engine.ModuleDestinationIn(later.Template, m.Origin, repo.Reference(), a.Module)
-	return m.Engine.MayJoin(ctx, d, repo)
+func (m *Modules) laterMayJoin(ctx context.Context, later LaterModuleRepo, a source.ModuleAddress) (bool, error) {
+	d := m.Engine.ModuleDestinationIn(later.Template, m.Origin, later.Repo.Reference(), a.Module)
+	return m.Engine.MayJoin(ctx, d, later.Repo)
 }
 
 // ModuleVersions lists what the registry holds, what pull-through stored
@@ -131,7 +141,7 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 		if len(l.Versions) == 0 {
 			return l, oerr
 		}
-		m.Engine.DegradedListing("module", m.Origin+"/"+a.Module.String(), oerr)
+		m.Engine.DegradedListing(names.KindModule, m.Origin+"/"+a.Module.String(), oerr)
 		return l, nil
 	}
 	for canonical := range offered {
@@ -219,7 +229,7 @@ func (m *Modules) sightOrigin(ctx context.Context, repo *store.Repo, a source.Mo
 	}
 	offered, _, err := m.Engine.ModuleOffered(ctx, m.Origin, a.Module)
 	if err != nil {
-		m.Engine.DegradedListing("module", m.Origin+"/"+a.Module.String(), err)
+		m.Engine.DegradedListing(names.KindModule, m.Origin+"/"+a.Module.String(), err)
 		return
 	}
 	var vs []names.Version
@@ -228,7 +238,7 @@ func (m *Modules) sightOrigin(ctx context.Context, repo *store.Repo, a source.Mo
 			vs = append(vs, v)
 		}
 	}
-	for _, v := range FirstSight(heldVersions.Versions, m.Rules.Allowed(moduleKind, a.String(), vs)) {
+	for _, v := range FirstSight(heldVersions.Versions, m.Rules.Allowed(names.KindModule, a.String(), vs)) {
 		go m.sight(repo, a.Module, v)
 	}
 }

@@ -15,11 +15,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/oci-tofu/oci-tofu/protocol/source/held"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
-
-const providerKind = names.KindProvider
 
 // Providers is the provider releases the registry holds (Held) and, for
 // what it does not hold, what the allow-listed origin of the address
@@ -33,23 +30,33 @@ const providerKind = names.KindProvider
 //
 // With several mappings each is a Providers of its own, and an address
 // is pulled through only by the one Pulls names: pull-through stores
-// into the first mapping admitting the address (pullthrough.Engine);
+// into the first mapping covering the address (pullthrough.Engine);
 // for the others Providers is what Held holds, nothing more.
 type Providers struct {
-	Held   *held.Providers
-	Engine *pullthrough.Engine
+	Held HeldProviders
+	// Store holds the repositories pull-through stores into.
+	Store  *store.Store
+	Engine ProviderEngine
 	Rules  source.Rules
 	Log    *slog.Logger
 	// Pulls reports whether Held's mapping is the one p is pulled
 	// through into; nil: it is, for every address (Held's mappings are
 	// all of them).
 	Pulls func(p names.Provider) bool
-	// Later are the repositories of the mappings after Held's admitting
+	// Later are the repositories of the mappings after Held's covering
 	// p, whose versions are listed with Held's (merged): on every path,
 	// versions pushed to any of them keep p's origin out as those pushed
 	// to Held's do, unless that mapping's own repository carries the
 	// origin's host name (pullthrough.Engine.ProviderDestinationIn).
 	Later func(p names.Provider) []LaterRepo
+}
+
+// HeldProviders is the source of what one mapping holds, which
+// Providers wraps (held.Providers): its releases, and the repository
+// of an address.
+type HeldProviders interface {
+	source.Providers
+	Repo(p names.Provider) (*store.Repo, error)
 }
 
 var (
@@ -67,12 +74,12 @@ func (h *Providers) pulls(p names.Provider) bool {
 // target is the pull-through target of p asked for through via; none
 // where Held's mapping does not pull p through, and none, with
 // errPushed, where p's repositories hold pushed versions.
-func (h *Providers) target(ctx context.Context, p names.Provider, via source.Via) (pullthrough.Target, bool, error) {
+func (h *Providers) target(ctx context.Context, p names.Provider, via names.Via) (pullthrough.Target, bool, error) {
 	if !h.pulls(p) {
 		return pullthrough.Target{}, false, nil
 	}
 	t, ok := h.Engine.MirrorTarget(p)
-	if via == source.ViaRegistry {
+	if via == names.ViaRegistry {
 		t, ok = h.Engine.RegistryTarget(p)
 	}
 	if !ok {
@@ -93,7 +100,7 @@ var errPushed = errors.New("held as pushed")
 // what its repository (d's) and the later mappings' merged with it hold;
 // errPushed when they hold pushed versions.
 func (h *Providers) mayJoin(ctx context.Context, t pullthrough.Target, d pullthrough.Destination) error {
-	ok, err := h.Engine.MayJoin(ctx, d, h.Held.Store.Repo(d.Ref))
+	ok, err := h.Engine.MayJoin(ctx, d, h.Store.Repo(d.Ref))
 	if h.Later != nil {
 		for _, l := range h.Later(t.Served) {
 			if err != nil || !ok {
@@ -119,6 +126,11 @@ func (h *Providers) mayJoinLater(ctx context.Context, t pullthrough.Target, l La
 	return h.Engine.MayJoin(ctx, d, l.Repo)
 }
 
+// pulledTarget is the pull-through target of an origin's release.
+func pulledTarget(p *source.PulledProvider) pullthrough.Target {
+	return pullthrough.Target{Served: p.Served, Origin: p.Origin, Via: p.Via}
+}
+
 // LaterRepo is a later mapping's repository of an address, and the mapping.
 type LaterRepo struct {
 	Repo    *store.Repo
@@ -126,7 +138,7 @@ type LaterRepo struct {
 }
 
 func (h *Providers) factsRule(p names.Provider) (string, bool) {
-	return h.Rules.FactsRule(providerKind, p.String())
+	return h.Rules.FactsRule(names.KindProvider, p.String())
 }
 
 // ProviderVersions lists what the registry holds, what pull-through
@@ -135,7 +147,7 @@ func (h *Providers) factsRule(p names.Provider) (string, bool) {
 // registry protocol with a warning), or the origin's error when it holds
 // nothing. Under a rule that reads facts: what the registry holds, the
 // origin's newest versions sighted.
-func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via source.Via, opts source.ListOptions) (source.ProviderListing, error) {
+func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via names.Via, opts source.ListOptions) (source.ProviderListing, error) {
 	t, ok, err := h.target(ctx, p, via)
 	if errors.Is(err, errPushed) || err == nil && !ok {
 		return h.Held.ProviderVersions(ctx, p, via, opts)
@@ -184,9 +196,9 @@ func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 // degraded reports a listing of what the registry holds, t's origin
 // failing with err, and is the warning a registry protocol listing
 // carries for it ("" for none).
-func degraded(e *pullthrough.Engine, t pullthrough.Target, err error) string {
-	e.DegradedListing("provider", t.Origin.String(), err)
-	if t.Via == pullthrough.ViaRegistry && pullthrough.Classify(err) != pullthrough.FailureNotFound {
+func degraded(e ProviderEngine, t pullthrough.Target, err error) string {
+	e.DegradedListing(names.KindProvider, t.Origin.String(), err)
+	if t.Via == names.ViaRegistry && pullthrough.Classify(err) != pullthrough.FailureNotFound {
 		return fmt.Sprintf("origin %s is unavailable: only the versions the proxy's registry holds are listed", t.Origin.Hostname)
 	}
 	return ""
@@ -197,9 +209,9 @@ func degraded(e *pullthrough.Engine, t pullthrough.Target, err error) string {
 // protocol listing carries for it ("" for none): with several mappings,
 // the listing of the others when the one pulling p through holds
 // nothing of it (merged.Providers.Outage).
-func Degraded(e *pullthrough.Engine, p names.Provider, via source.Via, err error) string {
+func Degraded(e ProviderEngine, p names.Provider, via names.Via, err error) string {
 	t, ok := e.MirrorTarget(p)
-	if via == source.ViaRegistry {
+	if via == names.ViaRegistry {
 		t, ok = e.RegistryTarget(p)
 	}
 	if !ok {
@@ -220,7 +232,7 @@ func (h *Providers) recent(p names.Provider) []pullthrough.StoredVersion {
 // ResolveProvider is the release the registry holds; for one it does not
 // hold, the one pull-through stored lately or the origin offers (under a
 // rule that reads facts: not found, its pull started).
-func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	root, err := h.Held.ResolveProvider(ctx, p, v, via)
 	if !source.IsNotHeld(err) {
 		return root, err
@@ -260,7 +272,7 @@ func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v nam
 
 // ResolveHeldProvider is the release the registry holds, nothing asked
 // of the origin.
-func (h *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via source.Via) (*source.ProviderRoot, error) {
+func (h *Providers) ResolveHeldProvider(ctx context.Context, p names.Provider, v names.Version, via names.Via) (*source.ProviderRoot, error) {
 	return h.Held.ResolveProvider(ctx, p, v, via)
 }
 
@@ -285,7 +297,7 @@ func (h *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, ne
 	if need&(source.NeedPackages|source.NeedChecksums) == 0 {
 		return rel, nil
 	}
-	o, err := h.Engine.ProviderRelease(ctx, r.Pulled.Target(), r.Version)
+	o, err := h.Engine.ProviderRelease(ctx, pulledTarget(r.Pulled), r.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -312,11 +324,11 @@ func (h *Providers) WarmProvider(ctx context.Context, r *source.ProviderRoot, pl
 	if r.Pulled == nil || !h.pulls(r.Provider) {
 		return
 	}
-	o, ok := r.Pulled.Release.(*ingest.ProviderRelease)
+	o, ok := r.Pulled.Release.(*ingest.ProviderOriginRelease)
 	if !ok {
 		return
 	}
-	if _, _, err := h.Engine.StartProvider(ctx, r.Pulled.Target(), r.Version, o, o.ZipName(pl), false); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
+	if _, _, err := h.Engine.StartProvider(ctx, pulledTarget(r.Pulled), r.Version, o, o.ZipName(pl), false); err != nil && !errors.Is(err, pullthrough.ErrFinished) {
 		h.Log.Debug("pull-through: could not start the download early", "error", err)
 	}
 }
@@ -341,10 +353,10 @@ func (h *Providers) sightOrigin(ctx context.Context, p names.Provider, t pullthr
 	}
 	offered, _, err := h.Engine.Offered(ctx, t)
 	if err != nil {
-		h.Engine.DegradedListing("provider", t.Origin.String(), err)
+		h.Engine.DegradedListing(names.KindProvider, t.Origin.String(), err)
 		return
 	}
-	for _, v := range FirstSight(heldVersions, h.Rules.Allowed(providerKind, p.String(), offered.Versions)) {
+	for _, v := range FirstSight(heldVersions, h.Rules.Allowed(names.KindProvider, p.String(), offered.Versions)) {
 		go h.sight(t, v)
 	}
 }

@@ -126,7 +126,7 @@ func (h *Providers) storedFile(ctx context.Context, t pullthrough.Target, f sour
 			"provider", t.Served.String(), "version", f.Version.String(), "index", res.Root.Digest.String(), "error", err)
 		h.Engine.Distrust(key)
 	}
-	root, err := h.Held.ResolveProvider(ctx, t.Served, f.Version, source.ViaMirror)
+	root, err := h.Held.ResolveProvider(ctx, t.Served, f.Version, names.ViaMirror)
 	switch {
 	case err != nil && source.Absent(err):
 		return nil, false, nil
@@ -178,7 +178,7 @@ func (h *Providers) heldFile(ctx context.Context, root *source.ProviderRoot, f s
 
 // originFile is a file of an origin release: SHA256SUMS and its
 // signature as verified, a package as it downloads.
-func originFile(rel *ingest.ProviderRelease, g *pullthrough.File, f source.PulledFile, name string) *source.Blob {
+func originFile(rel *ingest.ProviderOriginRelease, g *pullthrough.File, f source.PulledFile, name string) *source.Blob {
 	if f.File != source.FilePackage {
 		return (&source.Checksums{Data: rel.SHA256SUMS, Signature: rel.Signature}).File(f.File, name)
 	}

@@ -10,18 +10,18 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/oci-tofu/oci-tofu/protocol/source/held"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // tofuAddress is the policy address of OpenTofu releases.
 const tofuAddress = "tofu"
 
-// Tofu is the OpenTofu releases the registry holds (Held) and those the
-// TofuDL origin offers besides.
+// Tofu is the OpenTofu releases the registry holds (Held, read from
+// Repo) and those the TofuDL origin offers besides.
 type Tofu struct {
-	Held   *held.Tofu
-	Engine *pullthrough.Engine
+	Held   source.Tofu
+	Repo   *store.Repo
+	Engine TofuEngine
 	Rules  source.Rules
 	Log    *slog.Logger
 }
@@ -49,7 +49,7 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 	for _, e := range l.Versions {
 		have[e.Version.String()] = true
 	}
-	for _, sv := range t.Engine.Recent(t.Held.Repo.Name()) {
+	for _, sv := range t.Engine.Recent(t.Repo.Name()) {
 		if !have[sv.Version.String()] {
 			l.Versions = append(l.Versions, source.Listed{Version: sv.Version, Stored: true})
 			have[sv.Version.String()] = true
@@ -60,7 +60,7 @@ func (t *Tofu) TofuVersions(ctx context.Context) (source.Listing, error) {
 		if len(l.Versions) == 0 {
 			return l, oerr
 		}
-		t.Engine.DegradedListing("tofu", t.Engine.TofuOrigin().API.Redacted(), oerr)
+		t.Engine.DegradedListing(names.KindTofu, t.Engine.TofuOrigin().API.Redacted(), oerr)
 		return l, nil
 	}
 	for _, v := range offered.Versions {
@@ -83,7 +83,7 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuEn
 	if _, ok := t.factsRule(); ok {
 		return nil, err
 	}
-	for _, sv := range t.Engine.Recent(t.Held.Repo.Name()) {
+	for _, sv := range t.Engine.Recent(t.Repo.Name()) {
 		if sv.Version.Same(v) {
 			return &source.TofuEntry{Version: v, Files: sv.Files}, nil
 		}
@@ -107,7 +107,7 @@ func (t *Tofu) TofuRelease(ctx context.Context, v names.Version) (*source.TofuEn
 // Under a facts rule, a release the registry does not hold is not found,
 // its pull started.
 func (t *Tofu) OpenTofuFile(ctx context.Context, v names.Version, name string) (*source.Blob, error) {
-	_, err := t.Held.Repo.StoredTofu(ctx, v)
+	_, err := t.Repo.StoredTofu(ctx, v)
 	if err == nil || !source.Absent(err) {
 		return t.Held.OpenTofuFile(ctx, v, name)
 	}
@@ -127,7 +127,7 @@ func (t *Tofu) OpenTofuFile(ctx context.Context, v names.Version, name string) (
 // pulledFile is the file from the pull in flight, the release it stored,
 // or the origin; ErrFinished when a pull finished under it.
 func (t *Tofu) pulledFile(ctx context.Context, v names.Version, name string) (*source.Blob, error) {
-	key := pullthrough.TofuPullKey(t.Held.Repo.Name(), v)
+	key := pullthrough.TofuPullKey(t.Repo.Name(), v)
 	p, _, _ := t.Engine.InflightFile(key, "") // no file asked: no error
 	var rel *ingest.TofuOriginRelease
 	if p != nil {
@@ -137,7 +137,7 @@ func (t *Tofu) pulledFile(ctx context.Context, v names.Version, name string) (*s
 		if !ok {
 			return nil, source.NotFoundf("OpenTofu %s has no file %s", v, name)
 		}
-		return &source.Blob{Name: name, ContentType: held.FileType(name), Repo: t.Held.Repo, Layer: desc}, nil
+		return &source.Blob{Name: name, ContentType: source.FileType(name), Repo: t.Repo, Layer: desc}, nil
 	} else {
 		var err error
 		if rel, err = t.Engine.TofuRelease(ctx, v); err != nil {
@@ -145,10 +145,10 @@ func (t *Tofu) pulledFile(ctx context.Context, v names.Version, name string) (*s
 		}
 	}
 	if name == rel.SumsName() {
-		return &source.Blob{Name: name, ContentType: held.FileType(name), Pinned: true, Data: rel.SHA256SUMS}, nil
+		return &source.Blob{Name: name, ContentType: source.FileType(name), Pinned: true, Data: rel.SHA256SUMS}, nil
 	}
 	if name == rel.SignatureName() {
-		return &source.Blob{Name: name, ContentType: held.FileType(name), Pinned: true, Data: rel.Signature}, nil
+		return &source.Blob{Name: name, ContentType: source.FileType(name), Pinned: true, Data: rel.Signature}, nil
 	}
 	if !rel.Has(name) {
 		return nil, source.NotFoundf("OpenTofu %s has no file %s (or pull-through does not take it)", v, name)
@@ -157,7 +157,7 @@ func (t *Tofu) pulledFile(ctx context.Context, v names.Version, name string) (*s
 	if err != nil {
 		return nil, err
 	}
-	return &source.Blob{Name: name, ContentType: held.FileType(name), Pulling: g}, nil
+	return &source.Blob{Name: name, ContentType: source.FileType(name), Pulling: g}, nil
 }
 
 // storedFiles fills in the files of a release another replica recorded
@@ -168,7 +168,7 @@ func (t *Tofu) storedFiles(ctx context.Context, v names.Version, key string, res
 	if !res.Shared {
 		return true
 	}
-	rel, err := t.Held.Repo.StoredTofuAt(ctx, v, res.Root.Digest)
+	rel, err := t.Repo.StoredTofuAt(ctx, v, res.Root.Digest)
 	if err != nil {
 		t.Log.Warn("pull-through: the shared cache names an OpenTofu release the registry does not confirm",
 			"version", v.String(), "digest", res.Root.Digest.String(), "error", err)
@@ -183,13 +183,13 @@ func (t *Tofu) storedFiles(ctx context.Context, v names.Version, key string, res
 // origin offers that the registry does not hold (a repository that does
 // not exist yet holds none) and the policy's version rules allow.
 func (t *Tofu) sightOrigin(ctx context.Context) {
-	heldVersions, err := t.Held.Repo.Versions(ctx)
+	heldVersions, err := t.Repo.Versions(ctx)
 	if err != nil && store.FailureOf(err) != oci.FailureNotFound {
 		return
 	}
 	offered, _, err := t.Engine.TofuOffered(ctx)
 	if err != nil {
-		t.Engine.DegradedListing("tofu", t.Engine.TofuOrigin().API.Redacted(), err)
+		t.Engine.DegradedListing(names.KindTofu, t.Engine.TofuOrigin().API.Redacted(), err)
 		return
 	}
 	for _, v := range FirstSight(heldVersions.Versions, t.Rules.Allowed(names.KindTofu, tofuAddress, offered.Versions)) {
