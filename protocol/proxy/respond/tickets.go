@@ -1,11 +1,11 @@
 package respond
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -48,24 +48,24 @@ func encodedMark(m string) []byte {
 	return b[1 : len(b)-1]
 }
 
-// ticketFor is the ticket the signed URLs of an answer to w's request
-// carry: empty without tickets (no audit trail, fleet counts or client
-// authentication) or for a caller with no name. A name no one verified
-// (a registry that never asked for the credential) gets a ticket naming
-// no one: a ticket naming it would record it as a name handed the URLs,
-// without that mark.
-func (s *Responder) ticketFor(w http.ResponseWriter) string {
-	rec, ok := w.(*recorder)
-	if !ok || rec.sinks == nil || !rec.sinks.tickets || rec.who.Client == "" {
+// ticketFor is the ticket the signed URLs of an answer to the request
+// of ctx carry: empty without tickets (no audit trail, fleet counts or
+// client authentication) or for a caller with no name. A name no one
+// verified (a registry that never asked for the credential) gets a
+// ticket naming no one: a ticket naming it would record it as a name
+// handed the URLs, without that mark.
+func (s *Responder) ticketFor(ctx context.Context) string {
+	who, ok := EventOf(ctx).ticketed()
+	if !ok {
 		return ""
 	}
-	switch rec.who.Identity {
+	switch who.Identity {
 	case audit.IdentityRegistryUnverified:
 		return s.URLs.ticket(ticketOther, "")
 	case audit.IdentityClient, audit.IdentityOIDC:
-		return s.URLs.ticket(ticketClient, rec.who.Client)
+		return s.URLs.ticket(ticketClient, who.Client)
 	}
-	return s.URLs.ticket(ticketOther, rec.who.Client)
+	return s.URLs.ticket(ticketOther, who.Client)
 }
 
 // The kinds of caller a ticket names, covered by its MAC.
@@ -106,8 +106,8 @@ func (u *URLSigner) ticketMAC(kind, name string) string {
 // handedTo is who the signed URL with query q was handed to, by its
 // ticket: "unknown" without one, with one whose MAC is wrong, or one
 // naming no one; kind is the ticket's kind, "" when none verifies.
-func (u *URLSigner) handedTo(q url.Values) (who Who, kind string) {
-	who = Who{Client: "unknown", Identity: audit.IdentitySignedURL}
+func (u *URLSigner) handedTo(q url.Values) (who audit.Caller, kind string) {
+	who = audit.Caller{Client: "unknown", Identity: audit.IdentitySignedURL}
 	by := q.Get("by")
 	i := strings.LastIndexByte(by, '.') // a name may hold dots; the MAC none
 	if i < 0 {
