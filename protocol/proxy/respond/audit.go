@@ -35,6 +35,14 @@ func (m *Metrics) AuditTo(sink audit.Sink, documents, tickets bool) {
 	m.sinks = &auditSinks{sink: sink, documents: documents, tickets: tickets}
 }
 
+// audit hands the sinks ev (nil: none), counted.
+func (m *Metrics) audit(ev *audit.Event) {
+	if ev != nil {
+		m.outcomes.count(ev)
+		m.sinks.sink.Record(ev)
+	}
+}
+
 // Event is the audit event a request is making: who asked, and the
 // event, made once the request turns out to be one the sinks take (a
 // download, a refusal; a document with AuditDocuments). Its methods do
@@ -158,11 +166,10 @@ const maxAuditField = 512
 // finish is the event request r made, for the sinks, once its answer
 // (status, bytes; aborted: cut off) is written: a download, a refusal,
 // or a document (noted only when documents are audited); nil for none.
+// It is called only for a request that made an event.
 func (e *Event) finish(r *http.Request, status int, bytes int64, aborted bool) *audit.Event {
 	ev := e.ev
 	switch {
-	case ev == nil:
-		return nil
 	case ev.Outcome != "": // refused
 	case r.Method == http.MethodHead && ev.Event == audit.EventDownload:
 		return nil // delivers nothing (terraform asks before it downloads)

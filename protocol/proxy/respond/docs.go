@@ -1,14 +1,19 @@
 package respond
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
@@ -243,4 +248,180 @@ func (s *Responder) undecided(d document, err error) bool {
 		}
 	}
 	return !until.IsZero() && !s.Opts.Now().Before(until)
+}
+
+// The URLs the proxy hands out (archives, module packages, pull-through
+// files) are absolute whenever the proxy knows the URL its clients reach
+// it by: from Options.PublicURL, or, when the proxy terminates TLS
+// itself, from the request (https and its Host). Only a plain-HTTP proxy
+// without a public URL, which cannot know the scheme or path prefix of
+// the front that terminates TLS for it, keeps them relative.
+//
+// The document cache is shared between clients and never holds a host:
+// documents are cached with baseMark where the base goes, and each answer
+// gets its own request's base spliced in as it is written. A client
+// sending a made-up Host gets URLs to that host and nobody else does.
+
+// BaseMark stands for the base URL in a document as it is built; it is
+// cut out of the encoded document (see cutBaseMarks), so it never reaches
+// a client. A NUL cannot occur in anything else a document carries.
+const BaseMark = "\x00oci-tofu-base\x00"
+
+// encodedBaseMark is baseMark as encoding/json writes it inside a string.
+var encodedBaseMark = func() []byte {
+	b, _ := json.Marshal(BaseMark)
+	return b[1 : len(b)-1]
+}()
+
+// baseRef is what a document carries for the server path p (from the
+// root, e.g. ArchivePrefix+…): baseMark, which becomes the request's base
+// URL (or the way back to the root, for relative URLs), and p.
+func baseRef(p string) string { return BaseMark + p }
+
+// cutBaseMarks removes every encoded BaseMark and ticketMark from an
+// encoded document and returns the offsets where the base URL and the
+// ticket go.
+func cutBaseMarks(b []byte) (_ []byte, bases, tickets []int) {
+	if !bytes.Contains(b, encodedBaseMark) {
+		return b, nil, nil
+	}
+	var out []byte
+	for {
+		i := bytes.Index(b, encodedMarkPrefix)
+		if i < 0 {
+			return append(out, b...), bases, tickets
+		}
+		out = append(out, b[:i]...)
+		if bytes.HasPrefix(b[i:], encodedTicketMark) {
+			tickets = append(tickets, len(out))
+			b = b[i+len(encodedTicketMark):]
+			continue
+		}
+		if !bytes.HasPrefix(b[i:], encodedBaseMark) { // cannot be: NUL is in no other string
+			out = append(out, b[i:i+len(encodedMarkPrefix)]...)
+			b = b[i+len(encodedMarkPrefix):]
+			continue
+		}
+		bases = append(bases, len(out))
+		b = b[i+len(encodedBaseMark):]
+	}
+}
+
+// splice is body with base written at the offsets bases and ticket at
+// the offsets tickets (both strings already JSON-escaped).
+func splice(body []byte, bases []int, base string, tickets []int, ticket string) []byte {
+	out := make([]byte, 0, len(body)+len(bases)*len(base)+len(tickets)*len(ticket))
+	prev := 0
+	for len(bases) > 0 || len(tickets) > 0 {
+		var i int
+		var what string
+		if len(tickets) == 0 || len(bases) > 0 && bases[0] <= tickets[0] {
+			i, what, bases = bases[0], base, bases[1:]
+		} else {
+			i, what, tickets = tickets[0], ticket, tickets[1:]
+		}
+		out = append(out, body[prev:i]...)
+		out = append(out, what...)
+		prev = i
+	}
+	return append(out, body[prev:]...)
+}
+
+// ParsePublicURL checks the URL clients reach the proxy by:
+// https://host[:port][/prefix], without user, query or fragment. It
+// returns it without a trailing slash, ready for server paths to follow.
+func ParsePublicURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("public URL %q: %w", s, err)
+	}
+	switch {
+	case u.Scheme != "https":
+		return "", fmt.Errorf("public URL %q: want https://host[:port][/prefix] (OpenTofu and Terraform require HTTPS)", s)
+	case u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "":
+		return "", fmt.Errorf("public URL %q: no user, query or fragment", s)
+	case !validAuthority(u.Host):
+		return "", fmt.Errorf("public URL %q: invalid host %q", s, u.Host)
+	}
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	if path != "" {
+		if err := CheckRawPath(&url.URL{Path: path, RawPath: path}); err != nil {
+			return "", fmt.Errorf("public URL %q: %w", s, err)
+		}
+	}
+	return "https://" + strings.ToLower(u.Host) + path, nil
+}
+
+// validAuthority says whether hostport is a DNS name or IP address with an
+// optional port: what a URL the proxy hands out may carry as its host.
+func validAuthority(hostport string) bool {
+	hostport = strings.ToLower(hostport)
+	if names.ValidHostname(hostport) {
+		return true
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, ""
+	}
+	if port != "" && !names.ValidHostname("p:"+port) {
+		return false
+	}
+	ip := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return net.ParseIP(ip) != nil && (!strings.Contains(ip, ":") || strings.HasPrefix(hostport, "["))
+}
+
+// BaseFor is the base URL of the URLs in an answer to r, without a
+// trailing slash: the public URL; https and the request's Host when the
+// proxy terminates TLS; otherwise a relative path back to the root from
+// r's path ("../.."), which resolves against whatever URL the client used.
+func (s *Responder) BaseFor(r *http.Request) (string, error) {
+	if s.Opts.PublicURL != "" {
+		return s.Opts.PublicURL, nil
+	}
+	if r.TLS != nil {
+		if !validAuthority(r.Host) {
+			return "", BadPath("invalid Host %q", r.Host)
+		}
+		return "https://" + strings.ToLower(r.Host), nil
+	}
+	return backToRoot(r.URL.EscapedPath()), nil
+}
+
+// backToRoot is the relative path from the directory of an absolute
+// escaped path to the root: "/v1/a/b" → "../..".
+func backToRoot(escaped string) string {
+	n := strings.Count(escaped, "/") - 1
+	if n <= 0 {
+		return "."
+	}
+	return strings.TrimSuffix(strings.Repeat("../", n), "/")
+}
+
+// jsonBase is base escaped for a JSON string.
+func jsonBase(base string) string {
+	b, _ := json.Marshal(base)
+	return string(b[1 : len(b)-1])
+}
+
+// FileRef is the URL of a file the proxy serves below prefix, at the
+// escaped path p below it, as a document carries it: the base marked,
+// and signed when client authentication is on.
+func (s *Responder) FileRef(prefix, p string) string {
+	ref := baseRef(prefix + p)
+	if s.URLs == nil {
+		return ref
+	}
+	return ref + "?" + s.URLs.sign(prefix+p) + ticketMark
+}
+
+// LocationOf is the URL a FileRef names, for a header (a module's
+// X-Terraform-Get) answering r: base in place of BaseMark, and the
+// ticket, if any.
+func (s *Responder) LocationOf(r *http.Request, base, ref string) string {
+	ref = base + strings.TrimPrefix(ref, BaseMark)
+	ticket := ""
+	if strings.HasSuffix(ref, ticketMark) {
+		ticket = s.ticketFor(r.Context())
+	}
+	return strings.Replace(ref, ticketMark, ticket, 1)
 }

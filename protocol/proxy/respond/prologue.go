@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/deliver"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
+	"github.com/opencontainers/go-digest"
 )
 
 // The request prologue every protocol handler shares: client
@@ -250,44 +252,6 @@ func (s *Responder) AuthorizedPath(w http.ResponseWriter, r *http.Request, prefi
 	return strings.TrimPrefix(escaped, prefix), nil, true
 }
 
-// TicketBudgets are the policy file clients' budgets as the tickets of
-// signed URLs spend them.
-type TicketBudgets interface {
-	// Spend spends a request of the client named name (none: nil), the
-	// error to answer past its budget.
-	Spend(name string) error
-	// Budgets reports whether some client has a budget.
-	Budgets() bool
-}
-
-// spendTicket spends, for a signed URL sent without a token, the budget
-// of the client its ticket (of kind) names; without a ticket that
-// verifies it refuses the URL while some client has a budget (the
-// ticket left out to get around it).
-func (s *Responder) spendTicket(who audit.Caller, kind string) error {
-	if s.Tickets == nil {
-		return nil
-	}
-	switch kind {
-	case ticketClient:
-		return s.Tickets.Spend(who.Client)
-	case "":
-		if s.Tickets.Budgets() {
-			return StatusErr(http.StatusForbidden, nil, "this archive URL carries no valid ticket (by=): request it again through the mirror or registry metadata")
-		}
-	}
-	return nil
-}
-
-// bearer is the client r's bearer token names (client authentication
-// on): such a request needs no signed URL.
-func (s *Responder) bearer(r *http.Request) (Reader, audit.Caller, bool, error) {
-	if s.Bearer == nil || r.Header.Get("Authorization") == "" {
-		return nil, audit.Caller{}, false, nil
-	}
-	return s.Bearer(r)
-}
-
 // New is a Responder answering for a server with opts, logging to log,
 // counting in m, its documents cached as docs says (its Name, TTL,
 // bounds and observer), the URLs it hands out signed by urls (nil: not
@@ -297,6 +261,143 @@ func New(opts Options, log *slog.Logger, m *Metrics, docs cache.Options, urls *U
 	s.delivery = &deliver.Deliverer{StallTimeout: opts.StallTimeout, Redirect: opts.RedirectArchives, Private: urls != nil,
 		Log: log, Counters: m.deliveryCounters(), Fail: s.Fail}
 	return s
+}
+
+// errBadPath marks a request whose path cannot name anything (400).
+var errBadPath = errors.New("bad request path")
+
+// BadPath is a path that cannot name anything (400), saying why.
+func BadPath(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadPath, fmt.Sprintf(format, args...))
+}
+
+// MaxPathLen bounds the request paths we parse.
+const MaxPathLen = 1024
+
+// SplitPath splits an escaped path (after the handler's prefix) into
+// unescaped segments. Every segment must be non-empty, must not be "." or
+// "..", and must not contain an encoded "/" or "\", a NUL or any control
+// character: none of the names these protocols carry can, so such paths are
+// refused rather than interpreted.
+func SplitPath(escaped string, n int) ([]string, error) {
+	if len(escaped) > MaxPathLen {
+		return nil, BadPath("path longer than %d bytes", MaxPathLen)
+	}
+	raw := strings.Split(escaped, "/")
+	if len(raw) != n {
+		return nil, BadPath("want %d path segments, got %d", n, len(raw))
+	}
+	out := make([]string, n)
+	for i, s := range raw {
+		u, err := url.PathUnescape(s)
+		if err != nil {
+			return nil, BadPath("segment %q: %v", s, err)
+		}
+		if u == "" || u == "." || u == ".." {
+			return nil, BadPath("empty, \".\" or \"..\" path segment")
+		}
+		for _, c := range u {
+			if c < 0x20 || c == 0x7f || c == '/' || c == '\\' {
+				return nil, BadPath("segment %q holds a slash or control character", s)
+			}
+		}
+		out[i] = u
+	}
+	return out, nil
+}
+
+func ParseName(what, s string) (string, error) {
+	s = strings.ToLower(s)
+	if !names.ValidProviderPart(s) {
+		return "", BadPath("invalid provider %s %q", what, s)
+	}
+	return s, nil
+}
+
+func ParseHostname(s string) (string, error) {
+	s = strings.ToLower(s)
+	if !names.ValidHostname(s) {
+		return "", BadPath("invalid hostname %q", s)
+	}
+	return s, nil
+}
+
+func ParseProvider(host, ns, typ string) (names.Provider, error) {
+	var p names.Provider
+	var err error
+	if p.Hostname, err = ParseHostname(host); err != nil {
+		return p, err
+	}
+	if p.Namespace, err = ParseName("namespace", ns); err != nil {
+		return p, err
+	}
+	if p.Type, err = ParseName("type", typ); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func ParseVersion(s string) (names.Version, error) {
+	v, err := names.ParseVersion(s)
+	if err != nil {
+		return names.Version{}, BadPath("%v", err)
+	}
+	return v, nil
+}
+
+// CheckRawPath refuses a path, escaped or not, that is too long, not
+// absolute, or has dot segments or empty segments.
+func CheckRawPath(u *url.URL) error { return CheckPaths(u.EscapedPath(), u.Path) }
+
+// CheckPaths is CheckRawPath of a path's escaped and unescaped forms.
+func CheckPaths(escaped, path string) error {
+	if err := checkPathSegments(escaped); err != nil || path == escaped {
+		return err
+	}
+	return checkPathSegments(path)
+}
+
+func checkPathSegments(p string) error {
+	if len(p) > MaxPathLen {
+		return BadPath("path longer than %d bytes", MaxPathLen)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return BadPath("path must be absolute")
+	}
+	for rest := p[1:]; ; {
+		seg, after, more := strings.Cut(rest, "/")
+		if isDotSegment(seg) {
+			return BadPath("dot segments are not allowed in paths")
+		}
+		if !more {
+			break
+		}
+		if seg == "" {
+			return BadPath("empty path segment")
+		}
+		rest = after
+	}
+	return nil
+}
+
+// isDotSegment says whether seg is ".", "..", or either with its dots
+// escaped ("%2e", "%2E%2e", …). Most segments are longer than six bytes
+// or start with neither '.' nor '%', and are told at once.
+func isDotSegment(seg string) bool {
+	if len(seg) == 0 || len(seg) > 6 || seg[0] != '.' && seg[0] != '%' {
+		return false
+	}
+	return seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e")
+}
+
+// ParseHexDigest is a path segment naming a sha256 digest: 64
+// lowercase hex digits.
+func ParseHexDigest(s string) (digest.Digest, error) {
+	d := digest.NewDigestFromEncoded(digest.SHA256, s)
+	if len(s) != 64 || strings.ToLower(s) != s || d.Validate() != nil {
+		return "", BadPath("invalid digest %q", s)
+	}
+	return d, nil
 }
 
 // Deliver answers with a blob a source handed over (deliver.Deliverer).

@@ -6,13 +6,109 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 )
+
+// Signed URLs: without client authentication archive URLs are plain;
+// with it, documents hand them out signed and time-limited (URLSigner),
+// carrying the ticket of the client they were handed to.
+
+// URLSigner makes archive URLs unguessable and time-limited: clients send
+// no credentials when downloading archives, so when client authentication
+// is on, the metadata (which they fetch with credentials) hands out URLs
+// carrying an HMAC of the path and an expiry time.
+type URLSigner struct {
+	key []byte
+	ttl time.Duration
+	Now func() time.Time
+	ticketMemo
+}
+
+func (u *URLSigner) mac(path string, expires int64) []byte {
+	m := hmac.New(sha256.New, u.key)
+	m.Write([]byte("oci-tofu archive v1\n"))
+	m.Write([]byte(path))
+	m.Write([]byte("\n"))
+	m.Write([]byte(strconv.FormatInt(expires, 10)))
+	return m.Sum(nil)
+}
+
+// sign returns the query string that authorises path until now+ttl.
+func (u *URLSigner) sign(path string) string {
+	expires := u.Now().Add(u.ttl).Unix()
+	q := url.Values{}
+	q.Set("expires", strconv.FormatInt(expires, 10))
+	q.Set("signature", base64.RawURLEncoding.EncodeToString(u.mac(path, expires)))
+	return q.Encode()
+}
+
+// verify checks the signature and expiry of a request for path.
+func (u *URLSigner) verify(path string, q url.Values) error {
+	expires, err := strconv.ParseInt(q.Get("expires"), 10, 64)
+	if err != nil {
+		return StatusErr(http.StatusForbidden, nil, "this archive URL is not signed: request it again through the mirror or registry metadata")
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(q.Get("signature"))
+	if err != nil || !hmac.Equal(sig, u.mac(path, expires)) {
+		return StatusErr(http.StatusForbidden, nil, "this archive URL's signature is invalid")
+	}
+	if u.Now().Unix() > expires {
+		return StatusErr(http.StatusForbidden, nil, "this archive URL has expired: request it again through the mirror or registry metadata")
+	}
+	return nil
+}
+
+// NewURLSigner signs the URLs handed out with key; they are valid for
+// ttl.
+func NewURLSigner(key []byte, ttl time.Duration) *URLSigner {
+	return &URLSigner{key: key, ttl: ttl, Now: time.Now}
+}
+
+// TicketBudgets are the policy file clients' budgets as the tickets of
+// signed URLs spend them.
+type TicketBudgets interface {
+	// Spend spends a request of the client named name (none: nil), the
+	// error to answer past its budget.
+	Spend(name string) error
+	// Budgets reports whether some client has a budget.
+	Budgets() bool
+}
+
+// spendTicket spends, for a signed URL sent without a token, the budget
+// of the client its ticket (of kind) names; without a ticket that
+// verifies it refuses the URL while some client has a budget (the
+// ticket left out to get around it).
+func (s *Responder) spendTicket(who audit.Caller, kind string) error {
+	if s.Tickets == nil {
+		return nil
+	}
+	switch kind {
+	case ticketClient:
+		return s.Tickets.Spend(who.Client)
+	case "":
+		if s.Tickets.Budgets() {
+			return StatusErr(http.StatusForbidden, nil, "this archive URL carries no valid ticket (by=): request it again through the mirror or registry metadata")
+		}
+	}
+	return nil
+}
+
+// bearer is the client r's bearer token names (client authentication
+// on): such a request needs no signed URL.
+func (s *Responder) bearer(r *http.Request) (Reader, audit.Caller, bool, error) {
+	if s.Bearer == nil || r.Header.Get("Authorization") == "" {
+		return nil, audit.Caller{}, false, nil
+	}
+	return s.Bearer(r)
+}
 
 // Tickets: clients download archives without credentials, through the
 // signed URLs documents hand out, and documents are cached for every
