@@ -78,7 +78,7 @@ func (m *Handlers) ServeRegistry(w http.ResponseWriter, r *http.Request) {
 }
 
 // versionsDoc lists the versions the source serves: each it stores,
-// when it can be read as a module package the rules admit (others are
+// when it can be read as a module package the rules accept (others are
 // left out and logged), and each an origin offers. The versions are
 // oldest first.
 func (m *Handlers) versionsDoc(ctx context.Context, a source.ModuleAddress) (any, time.Time, error) {

@@ -1,9 +1,10 @@
 // Package providers serves the provider protocols: the Provider Network
 // Mirror Protocol, the Provider Registry Protocol (providers.v1) with the
 // proxy as origin registry, the archive URLs their documents name and,
-// with pull-through, the files of releases being pulled. It renders what
-// its source.Providers answers and answers through respond; the
-// SHA256SUMS it signs for releases without a publisher's are its own.
+// with pull-through, the files of releases being pulled, and the SBOM
+// pages of the versions it serves (sbom.go). It renders what its
+// source.Providers answers and answers through respond; the SHA256SUMS
+// it signs for releases without a publisher's are its own.
 package providers
 
 import (
