@@ -45,6 +45,29 @@ const (
 	IdentityUnknown            = "unknown"             // a token that names no one
 )
 
+// Caller is who a request came from, as the audit trail names it: the
+// proxy's one type for "who is calling". The request's audit event
+// carries it (protocol/proxy/respond) and hands it to the event
+// (Event.From).
+type Caller struct {
+	// Client is a policy file client's name, a registry user,
+	// "operator" (an --auth-token-file token, its fingerprint in
+	// Token), the client a signed URL's ticket names ("unknown"
+	// without one), or "anonymous".
+	Client string
+	// Identity is how the caller was identified (the Identity
+	// constants); Subject, found by a JWT, its OIDC subject.
+	Identity, Subject, Token string
+}
+
+// Anonymous is the caller of a request that named none.
+var Anonymous = Caller{Client: "anonymous", Identity: IdentityNone}
+
+// From names c as the event's caller.
+func (e *Event) From(c Caller) {
+	e.Client, e.Identity, e.Subject, e.Token = c.Client, c.Identity, c.Subject, c.Token
+}
+
 // Event is one line of the audit trail. Strings are written as JSON
 // strings, so what a client sent (user agent, path) cannot forge lines.
 type Event struct {
@@ -52,9 +75,7 @@ type Event struct {
 	Time    time.Time `json:"time"`
 	Event   string    `json:"event"`
 	Outcome string    `json:"outcome"`
-	// Client is who asked: a policy file client's name, a registry
-	// user, "operator" with the token's fingerprint in Token, or
-	// "anonymous".
+	// Client, Identity, Subject and Token are who asked (Caller).
 	Client    string `json:"client"`
 	Identity  string `json:"identity"`
 	Subject   string `json:"subject,omitempty"` // the OIDC subject

@@ -44,7 +44,8 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		who, err := s.callerOf(r)
+		cred, err := s.credentialOf(r)
+		ev := respond.EventOf(r.Context())
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
 			msg := err.Error()
@@ -53,38 +54,38 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 				// another host name, or without the port.
 				msg += fmt.Sprintf(" (credentials %q, the host and port this request was sent to)", r.Host)
 			}
-			respond.Refused(w, audit.OutcomeNoAuth, "", "", "", msg)
-			respond.WriteError(w, http.StatusUnauthorized, msg)
+			ev.Refused(audit.OutcomeNoAuth, "", "", "", msg)
+			respond.WriteError(w, r, http.StatusUnauthorized, msg)
 			return
 		}
-		respond.Identify(w, who.who())
-		if err := s.budgets.spend(who.client); err != nil {
+		ev.Identify(cred.caller())
+		if err := s.budgets.spend(cred.client); err != nil {
 			s.out.Fail(w, r, err)
 			return
 		}
-		if c := who.reader(); c != nil {
+		if c := cred.reader(); c != nil {
 			r = r.WithContext(respond.WithReader(r.Context(), c))
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-// bearer is callerOf for the archive URLs: ok when r's bearer token
+// bearer is credentialOf for the archive URLs: ok when r's bearer token
 // names a caller, which then spends from its budget as for a document
 // (err: over it). A signed URL without a token spends the budget of the
 // client its ticket names (ticketBudgets).
-func (s *Server) bearer(r *http.Request) (respond.Reader, respond.Who, bool, error) {
-	who, err := s.callerOf(r)
+func (s *Server) bearer(r *http.Request) (respond.Reader, audit.Caller, bool, error) {
+	cred, err := s.credentialOf(r)
 	if err != nil {
-		return nil, respond.Who{}, false, nil
+		return nil, audit.Caller{}, false, nil
 	}
-	return who.reader(), who.who(), true, s.budgets.spend(who.client)
+	return cred.reader(), cred.caller(), true, s.budgets.spend(cred.client)
 }
 
-// caller is who a bearer token names: an operator (a token of
-// --auth-token-file, reading everything: both nil), a policy file
-// client, or with --registry-decides a registry credential.
-type caller struct {
+// credential is what a bearer token turned out to be: an operator's (a
+// token of --auth-token-file, reading everything: both nil), a policy
+// file client's, or with --registry-decides a registry credential.
+type credential struct {
 	client   *policy.Client
 	registry *registryID
 	// subject is the verified JWT's subject a client was found by;
@@ -93,26 +94,26 @@ type caller struct {
 	operator [sha256.Size]byte
 }
 
-// who is the caller as the audit trail names it: a client by its name
-// (and, found by a JWT, its subject), a registry user by theirs, an
-// operator by a fingerprint of the token (12 hex digits of its sha256:
-// enough to tell the tokens of --auth-token-file apart, nothing of the
-// token).
-func (c caller) who() respond.Who {
+// caller is who the credential names, as the audit trail names callers:
+// a client by its name (and, found by a JWT, its subject), a registry
+// user by theirs, an operator by a fingerprint of the token (12 hex
+// digits of its sha256: enough to tell the tokens of --auth-token-file
+// apart, nothing of the token).
+func (c credential) caller() audit.Caller {
 	switch {
 	case c.client != nil && c.subject != "":
-		return respond.Who{Client: c.client.Name, Identity: audit.IdentityOIDC, Subject: c.subject}
+		return audit.Caller{Client: c.client.Name, Identity: audit.IdentityOIDC, Subject: c.subject}
 	case c.client != nil:
-		return respond.Who{Client: c.client.Name, Identity: audit.IdentityClient}
+		return audit.Caller{Client: c.client.Name, Identity: audit.IdentityClient}
 	case c.registry != nil:
-		return c.registry.Who()
+		return c.registry.Caller()
 	}
-	return respond.Who{Client: "operator", Identity: audit.IdentityOperator, Token: "sha256:" + hex.EncodeToString(c.operator[:6])}
+	return audit.Caller{Client: "operator", Identity: audit.IdentityOperator, Token: "sha256:" + hex.EncodeToString(c.operator[:6])}
 }
 
 // reader is the caller as the responder asks it about addresses; nil
 // for an operator.
-func (c caller) reader() respond.Reader {
+func (c credential) reader() respond.Reader {
 	switch {
 	case c.client != nil:
 		return scoped{c.client}
@@ -136,22 +137,22 @@ func (c scoped) Reads(_ context.Context, kind names.Kind, address string) error 
 	return source.NotFoundf("%s: not within the scope of client %s", what, c.Name)
 }
 
-// callerOf is who r's bearer token names: an operator for a token of
+// credentialOf is what r's bearer token is: an operator for a token of
 // --auth-token-file, the policy's client whose token hashes hold the
 // token's, for a JWT the client its verified identity names
 // (identities.go), or with --registry-decides the registry credential it
 // carries (registry_decides.go); an error when it names none, or a
 // client whose tokens expired.
-func (s *Server) callerOf(r *http.Request) (caller, error) {
+func (s *Server) credentialOf(r *http.Request) (credential, error) {
 	ctx := r.Context()
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	tok = strings.TrimSpace(tok)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
-		return caller{}, errNoToken
+		return credential{}, errNoToken
 	}
 	sum := sha256.Sum256([]byte(tok))
 	if s.isOperatorSum(sum) {
-		return caller{operator: sum}, nil
+		return credential{operator: sum}, nil
 	}
 	pol := s.opts.Policy.Current()
 	c := pol.ClientOf(sum)
@@ -159,23 +160,23 @@ func (s *Server) callerOf(r *http.Request) (caller, error) {
 	if c == nil && oidc.LooksLikeJWT(tok) {
 		var err error
 		if c, subject, err = s.clientOfJWT(ctx, pol, tok); err != nil {
-			return caller{}, err
+			return credential{}, err
 		}
 	}
 	switch {
 	case c == nil && s.opts.RegistryDecides:
 		user, password, ok := registryCredential(tok)
 		if !ok {
-			return caller{}, errRegistryToken
+			return credential{}, errRegistryToken
 		}
-		return caller{registry: &registryID{s: s, user: user, password: password, key: sum, from: remoteAddress(r.RemoteAddr)}}, nil
+		return credential{registry: &registryID{s: s, user: user, password: password, key: sum, from: remoteAddress(r.RemoteAddr)}}, nil
 	case c == nil:
-		return caller{}, errUnknownToken
+		return credential{}, errUnknownToken
 	case c.Expired(s.opts.Now()):
 		s.budgets.expired(c)
-		return caller{}, fmt.Errorf("the tokens of client %s expired at %s: ask for a new one (the policy file's expires)", c.Name, c.Expires.UTC().Format(time.RFC3339))
+		return credential{}, fmt.Errorf("the tokens of client %s expired at %s: ask for a new one (the policy file's expires)", c.Name, c.Expires.UTC().Format(time.RFC3339))
 	}
-	return caller{client: c, subject: subject}, nil
+	return credential{client: c, subject: subject}, nil
 }
 
 // isOperatorSum reports whether sum is the sha256 of one of

@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -84,6 +85,36 @@ func TestProxyPackagesPointOneWay(t *testing.T) {
 					t.Errorf("%s imports %s: %s may import only %v of the proxy's packages", file, p, pkg, may)
 				}
 			}
+		}
+	}
+}
+
+// The page shows what the proxy serves and what it recorded being
+// served: it reads neither the sources nor the store. It imports neither,
+// and none of its imports outside the proxy's own packages (respond and
+// the protocol families', whose paths it shows) leads to them.
+func TestPageReadsNeitherSourceNorStore(t *testing.T) {
+	forbidden := func(p string) bool {
+		return p == module+"protocol/store" || p == module+"protocol/source" || strings.HasPrefix(p, module+"protocol/source/")
+	}
+	var others []string
+	for file, imps := range imports(t, "page") {
+		for _, p := range imps {
+			switch {
+			case forbidden(p):
+				t.Errorf("%s imports %s: the page reads neither the sources nor the store", file, p)
+			case strings.HasPrefix(p, module) && !strings.HasPrefix(p, module+"protocol/proxy/"):
+				others = append(others, p)
+			}
+		}
+	}
+	out, err := exec.Command("go", append([]string{"list", "-deps"}, slices.Compact(slices.Sorted(slices.Values(others)))...)...).Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if forbidden(dep) {
+			t.Errorf("the page's imports %v lead to %s: the page reads neither the sources nor the store", others, dep)
 		}
 	}
 }

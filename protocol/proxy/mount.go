@@ -34,7 +34,7 @@ func (s *Server) mountProviders(mappings store.ProviderMappings) {
 	s.Mount("", providers.ArchivePrefix, "archives", http.HandlerFunc(h.ServeArchive))
 	// The page's SBOM views, through the same source, with the same
 	// client authentication as the metadata.
-	s.Mount("", page.SBOMPrefix, "sbom", s.Authenticate(&page.SBOMs{Out: s.out, Source: src, Vulns: o.VulnDB}))
+	s.Mount("", providers.SBOMPrefix, "sbom", s.Authenticate(&providers.SBOMs{Out: s.out, Source: src, Vulns: o.VulnDB, Render: page.RenderSBOM}))
 }
 
 // mountModules adds modules.v1 and the module archive downloads, for the
@@ -73,8 +73,8 @@ func (s *Server) mountTofu(ref oci.Reference) {
 func (s *Server) newPage() *page.Page {
 	o := &s.opts
 	cfg := page.Config{Version: o.Version, PublicURL: o.PublicURL, RegistryHostname: o.RegistryHostname,
-		Providers: s.mappings, Modules: o.ModuleMappings, Tofu: o.TofuRepository, Minimal: s.clientAuth,
-		ModuleOrigins: s.pull.ModuleOrigins(), Policy: o.Policy, PolicyStatus: o.PolicyStatus, VulnDB: o.VulnDB, Log: s.log, Caller: s.caller}
+		Providers: pageMappings(s.mappings), Modules: o.ModuleMappings, Tofu: o.TofuRepository, Minimal: s.clientAuth,
+		ModuleOrigins: s.pull.ModuleOrigins(), Policy: o.Policy, PolicyStatus: o.PolicyStatus, VulnDB: o.VulnDB, Log: s.log, Caller: s.callerSummary}
 	if patterns := s.pull.OwnModulePatterns(); len(patterns) > 0 {
 		cfg.OwnModules = &page.OwnModules{Origin: s.pull.ModuleOrigin(), Patterns: patterns}
 	}
@@ -96,4 +96,13 @@ func (s *Server) routePage(providers bool) {
 	// Everything else: the protocols' JSON error form, counted under one
 	// label whatever the path.
 	s.mux.Handle("/", s.instrument("unknown", http.HandlerFunc(page.ServeUnknownPath)))
+}
+
+// pageMappings are the provider mappings as the page shows them.
+func pageMappings(ms store.ProviderMappings) []page.ProviderMapping {
+	var out []page.ProviderMapping
+	for _, m := range ms {
+		out = append(out, page.ProviderMapping{Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude, Label: m.Label})
+	}
+	return out
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
-	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -94,15 +93,15 @@ func (id *registryID) refusal(kind names.Kind, address string, err error) error 
 	return err
 }
 
-// Who is id as the audit trail names it (respond.Verified: asked again
-// once Reads has answered): a registry user, verified when the registry
-// accepted the credential (registryLogins.accepted), unverified (a name
-// a token claims) otherwise.
-func (id *registryID) Who() respond.Who {
+// Caller is id as the audit trail names it (respond.Verified: asked
+// again once Reads has answered): a registry user, verified when the
+// registry accepted the credential (registryLogins.accepted), unverified
+// (a name a token claims) otherwise.
+func (id *registryID) Caller() audit.Caller {
 	if id.s.logins.accepted(id.key) {
-		return respond.Who{Client: id.user, Identity: audit.IdentityRegistry}
+		return audit.Caller{Client: id.user, Identity: audit.IdentityRegistry}
 	}
-	return respond.Who{Client: id.user, Identity: audit.IdentityRegistryUnverified}
+	return audit.Caller{Client: id.user, Identity: audit.IdentityRegistryUnverified}
 }
 
 // repositoriesOf are the repositories the registry must confirm for

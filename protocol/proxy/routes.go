@@ -47,7 +47,7 @@ func (s *Server) Mount(serviceID, prefix, name string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	escaped := r.URL.EscapedPath()
 	if err := respond.CheckPaths(escaped, r.URL.Path); err != nil {
-		respond.WriteError(w, http.StatusBadRequest, err.Error())
+		respond.WriteError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	if m := s.mountedFor(r.Method, escaped); m != nil {

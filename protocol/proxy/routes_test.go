@@ -35,7 +35,7 @@ func TestMountedPrefixesRouteAsTheMux(t *testing.T) {
 	}
 	viaMux := func(w http.ResponseWriter, r *http.Request) {
 		if err := respond.CheckRawPath(r.URL); err != nil {
-			respond.WriteError(w, http.StatusBadRequest, err.Error())
+			respond.WriteError(w, r, http.StatusBadRequest, err.Error())
 			return
 		}
 		s.mux.ServeHTTP(w, r)

@@ -74,19 +74,19 @@ func (s *Server) serveWhoami(w http.ResponseWriter, r *http.Request) {
 	respond.WriteJSON(w, r, ans)
 }
 
-// caller says, for the page, who a request's bearer token names ("" for
-// none, or no token).
-func (s *Server) caller(r *http.Request) string {
+// callerSummary says, for the page, who a request's bearer token names
+// ("" for none, or no token).
+func (s *Server) callerSummary(r *http.Request) string {
 	if r.Header.Get("Authorization") == "" {
 		return ""
 	}
-	who, err := s.callerOf(r)
-	c := who.client
+	cred, err := s.credentialOf(r)
+	c := cred.client
 	switch {
 	case err != nil:
 		return "Your token is not accepted: " + err.Error()
-	case who.registry != nil:
-		return "Registry user " + who.registry.user + ": the registry decides what it reads."
+	case cred.registry != nil:
+		return "Registry user " + cred.registry.user + ": the registry decides what it reads."
 	case c == nil:
 		return "An operator token (--auth-token-file): it reads everything."
 	}

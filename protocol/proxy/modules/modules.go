@@ -78,7 +78,7 @@ func (m *Handlers) ServeRegistry(w http.ResponseWriter, r *http.Request) {
 }
 
 // versionsDoc lists the versions the source serves: each it stores,
-// when it can be read as a module package the rules admit (others are
+// when it can be read as a module package the rules accept (others are
 // left out and logged), and each an origin offers. The versions are
 // oldest first.
 func (m *Handlers) versionsDoc(ctx context.Context, a source.ModuleAddress) (any, time.Time, error) {
@@ -155,7 +155,7 @@ func (m *Handlers) serveDownload(w http.ResponseWriter, r *http.Request, a sourc
 		serveDirectLocation(w, r, base+m.paths.archives+archive)
 		return
 	}
-	loc := m.LocationOf(w, base, m.FileRef(m.paths.archives, archive))
+	loc := m.LocationOf(r, base, m.FileRef(m.paths.archives, archive))
 	h := w.Header()
 	h.Set("X-Terraform-Get", loc)
 	h.Set("Content-Length", "0")
@@ -176,7 +176,7 @@ func (m *Handlers) ServeArchive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	respond.Serving(w, respond.Artifact{Kind: names.KindModule, Address: host + "/" + req.Module.String(), Version: req.Version.String(), File: "package"})
+	respond.EventOf(r.Context()).Serving(respond.Artifact{Kind: names.KindModule, Address: host + "/" + req.Module.String(), Version: req.Version.String(), File: "package"})
 	blob, err := m.source.OpenModule(r.Context(), source.ModuleAddress{Host: host, Module: req.Module}, req.Version, req.Manifest)
 	if err != nil {
 		m.Fail(w, r, err)

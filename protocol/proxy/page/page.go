@@ -29,7 +29,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
-	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // PagePath is the page for people: what this proxy serves and how to
@@ -45,8 +44,17 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 	"join":    strings.Join,
 	"slash":   breakAfterSlashes,
 	"outcome": outcomeClass,
-	"sbom":    SBOMPath,
+	"sbom":    providers.SBOMPath,
 }).ParseFS(pageFS, "page.html.tmpl", "style.html.tmpl"))
+
+// ProviderMapping is a provider mapping as the page shows it: its
+// repository template as written, its address patterns and where it was
+// configured (as store.ProviderMapping has them).
+type ProviderMapping struct {
+	Template         string
+	Include, Exclude []string
+	Label            string
+}
 
 // Config is what the page shows of the server's configuration.
 type Config struct {
@@ -55,7 +63,7 @@ type Config struct {
 	// PublicURL, RegistryHostname: as proxy.Options has them.
 	PublicURL, RegistryHostname string
 	// Providers, Modules, Tofu: the mappings (nil when not served).
-	Providers store.ProviderMappings
+	Providers []ProviderMapping
 	Modules   []*repotemplate.Template
 	Tofu      *oci.Reference
 	// Minimal: client authentication is on, so the page shows health
@@ -205,10 +213,10 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, d); err != nil {
 		s.cfg.Log.Error("rendering the page", "error", err)
-		respond.WriteError(w, http.StatusInternalServerError, "rendering the page failed")
+		respond.WriteError(w, r, http.StatusInternalServerError, "rendering the page failed")
 		return
 	}
-	writeHTML(w, r, b.Bytes())
+	respond.WriteHTML(w, r, b.Bytes())
 }
 
 // withoutTraffic is what the minimal page shows of the record, to any
@@ -247,7 +255,7 @@ func (s *Page) serves() string {
 func (s *Page) mappingViews() []mappingView {
 	var out []mappingView
 	for _, m := range s.cfg.Providers {
-		out = append(out, mappingView{What: "providers", Source: m.Label, Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude})
+		out = append(out, mappingView{What: "providers", Source: m.Label, Template: m.Template, Include: m.Include, Exclude: m.Exclude})
 	}
 	tpls := s.cfg.Modules
 	for i, t := range tpls {
@@ -303,7 +311,7 @@ func (s *Page) snippets(r *http.Request, base string, seenProviders []artifactVi
 }
 
 // networkMirrorSnippet is a provider_installation block sending what the
-// mappings admit to this proxy's mirror (and the rest to the origin);
+// mappings include to this proxy's mirror (and the rest to the origin);
 // trustAll adds OpenTofu's trust_all_hashes, so that tofu records every
 // platform's hashes the mirror reports.
 func (s *Page) networkMirrorSnippet(base string, trustAll bool) string {
@@ -343,7 +351,7 @@ func (s *Page) ociMirrorSnippet(seen []string) (body, note string) {
 	added := false
 	b.WriteString("provider_installation {\n")
 	for _, m := range s.cfg.Providers {
-		t := m.Template.String()
+		t := m.Template
 		if strings.HasPrefix(t, oci.LayoutPrefix) {
 			return "", "This proxy reads an OCI layout directory: clients cannot read it directly; use the network mirror."
 		}
@@ -493,9 +501,9 @@ func ServeUnknownPath(w http.ResponseWriter, r *http.Request) {
 	msg := "no such path: see / for what this proxy serves"
 	if misplacedMirrorRequest(r.URL.EscapedPath()) {
 		msg = "no such path: this looks like a network mirror request made with the wrong URL; a network_mirror block's url is https://" + r.Host + providers.MirrorPrefix + " (with the trailing slash)"
-		respond.Hint(w, "a client's network_mirror url lacks "+providers.MirrorPrefix+" or its trailing slash: it must be https://HOST"+providers.MirrorPrefix)
+		respond.Hint(r, "a client's network_mirror url lacks "+providers.MirrorPrefix+" or its trailing slash: it must be https://HOST"+providers.MirrorPrefix)
 	}
-	respond.WriteError(w, http.StatusNotFound, msg)
+	respond.WriteError(w, r, http.StatusNotFound, msg)
 }
 
 // misplacedMirrorRequest reports whether path is a network mirror

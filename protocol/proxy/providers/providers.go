@@ -1,9 +1,10 @@
 // Package providers serves the provider protocols: the Provider Network
 // Mirror Protocol, the Provider Registry Protocol (providers.v1) with the
 // proxy as origin registry, the archive URLs their documents name and,
-// with pull-through, the files of releases being pulled. It renders what
-// its source.Providers answers and answers through respond; the
-// SHA256SUMS it signs for releases without a publisher's are its own.
+// with pull-through, the files of releases being pulled, and the SBOM
+// pages of the versions it serves (sbom.go). It renders what its
+// source.Providers answers and answers through respond; the SHA256SUMS
+// it signs for releases without a publisher's are its own.
 package providers
 
 import (
@@ -109,7 +110,7 @@ func (h *Handlers) ServeArchive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.File == ArchiveZip {
-		respond.Serving(w, respond.Artifact{Kind: names.KindProvider, Address: req.Provider.String(), Version: req.Version.String(), Platform: req.Platform.String(), File: "package"})
+		respond.EventOf(r.Context()).Serving(respond.Artifact{Kind: names.KindProvider, Address: req.Provider.String(), Version: req.Version.String(), Platform: req.Platform.String(), File: "package"})
 	}
 	blob, err := h.archive(r.Context(), req)
 	if err != nil {
@@ -146,7 +147,7 @@ func (h *Handlers) archive(ctx context.Context, req ArchiveRequest) (*source.Blo
 // ServePull serves a file named by a pull URL: from the pull in flight,
 // from the registry once the release is stored, or by starting the pull.
 func (h *Handlers) ServePull(w http.ResponseWriter, r *http.Request) {
-	rest, client, ok := h.AdmittedPath(w, r, PullPrefix)
+	rest, client, ok := h.AuthorizedPath(w, r, PullPrefix)
 	if !ok {
 		return
 	}
@@ -170,7 +171,7 @@ func (h *Handlers) ServePull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.File == source.FilePackage {
-		respond.Serving(w, respond.Artifact{Kind: names.KindProvider, Address: scoped.String(), Version: req.Version.String(), Platform: req.Platform.String(), File: "package"})
+		respond.EventOf(r.Context()).Serving(respond.Artifact{Kind: names.KindProvider, Address: scoped.String(), Version: req.Version.String(), Platform: req.Platform.String(), File: "package"})
 	}
 	pf, ok := h.source.(source.PulledFiles)
 	if !ok {

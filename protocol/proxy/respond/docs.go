@@ -3,9 +3,6 @@ package respond
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -164,7 +161,7 @@ func (s *Responder) writeDoc(w http.ResponseWriter, r *http.Request, d document)
 	}
 	ticket := ""
 	if len(d.tickets) > 0 && s.URLs != nil { // signed URLs name who they were handed to
-		ticket = s.ticketFor(w)
+		ticket = s.ticketFor(r.Context())
 	}
 	if sp := d.spliced.Load(); sp != nil && sp.ticket == ticket && s.sameBase(r, sp) {
 		writeEncoded(w, r, sp.body, sp.length)
@@ -417,65 +414,14 @@ func (s *Responder) FileRef(prefix, p string) string {
 	return ref + "?" + s.URLs.sign(prefix+p) + ticketMark
 }
 
-// URLSigner makes archive URLs unguessable and time-limited: clients send
-// no credentials when downloading archives, so when client authentication
-// is on, the metadata (which they fetch with credentials) hands out URLs
-// carrying an HMAC of the path and an expiry time.
-type URLSigner struct {
-	key []byte
-	ttl time.Duration
-	Now func() time.Time
-	ticketMemo
-}
-
-func (u *URLSigner) mac(path string, expires int64) []byte {
-	m := hmac.New(sha256.New, u.key)
-	m.Write([]byte("oci-tofu archive v1\n"))
-	m.Write([]byte(path))
-	m.Write([]byte("\n"))
-	m.Write([]byte(strconv.FormatInt(expires, 10)))
-	return m.Sum(nil)
-}
-
-// sign returns the query string that authorises path until now+ttl.
-func (u *URLSigner) sign(path string) string {
-	expires := u.Now().Add(u.ttl).Unix()
-	q := url.Values{}
-	q.Set("expires", strconv.FormatInt(expires, 10))
-	q.Set("signature", base64.RawURLEncoding.EncodeToString(u.mac(path, expires)))
-	return q.Encode()
-}
-
-// verify checks the signature and expiry of a request for path.
-func (u *URLSigner) verify(path string, q url.Values) error {
-	expires, err := strconv.ParseInt(q.Get("expires"), 10, 64)
-	if err != nil {
-		return StatusErr(http.StatusForbidden, nil, "this archive URL is not signed: request it again through the mirror or registry metadata")
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(q.Get("signature"))
-	if err != nil || !hmac.Equal(sig, u.mac(path, expires)) {
-		return StatusErr(http.StatusForbidden, nil, "this archive URL's signature is invalid")
-	}
-	if u.Now().Unix() > expires {
-		return StatusErr(http.StatusForbidden, nil, "this archive URL has expired: request it again through the mirror or registry metadata")
-	}
-	return nil
-}
-
-// NewURLSigner signs the URLs handed out with key; they are valid for
-// ttl.
-func NewURLSigner(key []byte, ttl time.Duration) *URLSigner {
-	return &URLSigner{key: key, ttl: ttl, Now: time.Now}
-}
-
 // LocationOf is the URL a FileRef names, for a header (a module's
-// X-Terraform-Get) answering w's request: base in place of BaseMark, and
-// the ticket, if any.
-func (s *Responder) LocationOf(w http.ResponseWriter, base, ref string) string {
+// X-Terraform-Get) answering r: base in place of BaseMark, and the
+// ticket, if any.
+func (s *Responder) LocationOf(r *http.Request, base, ref string) string {
 	ref = base + strings.TrimPrefix(ref, BaseMark)
 	ticket := ""
 	if strings.HasSuffix(ref, ticketMark) {
-		ticket = s.ticketFor(w)
+		ticket = s.ticketFor(r.Context())
 	}
 	return strings.Replace(ref, ticketMark, ticket, 1)
 }

@@ -130,7 +130,7 @@ func upstreamStatus(f oci.Failure, what string) (int, string) {
 // Fail answers an error: its status and message, with details logged.
 func (s *Responder) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
-		WriteError(w, 499, "client closed the request")
+		WriteError(w, r, 499, "client closed the request")
 		return
 	}
 	var pe *cache.PanicError
@@ -141,24 +141,24 @@ func (s *Responder) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	var denied *source.Denied
 	switch {
 	case errors.As(err, &denied):
-		Refused(w, audit.OutcomeDenied, "", "", denied.Rule, denied.Msg)
+		EventOf(r.Context()).Refused(audit.OutcomeDenied, "", "", denied.Rule, denied.Msg)
 	case he.status == http.StatusTooManyRequests:
-		Refused(w, audit.OutcomeLimited, "", "", "", he.msg)
+		EventOf(r.Context()).Refused(audit.OutcomeLimited, "", "", "", he.msg)
 	}
 	if he.status >= 500 {
 		s.Metrics.upstreamError(store.FailureOf(err).String())
 		s.Observer.UpstreamFailure(store.FailureOf(err).String(), he.msg)
 	}
-	if rec, ok := w.(*recorder); ok && he.err != nil {
-		rec.errMsg = he.Error()
+	if he.err != nil {
+		noteFailure(r, he.Error())
 		if s.Opts.Hint != nil && he.status >= 500 {
-			rec.hint = s.Opts.Hint(he.err)
+			Hint(r, s.Opts.Hint(he.err))
 		}
 	}
 	if he.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))
 	}
-	WriteError(w, he.status, he.msg)
+	WriteError(w, r, he.status, he.msg)
 }
 
 // retryAfter is the Retry-After (seconds) of a 503: when the registry

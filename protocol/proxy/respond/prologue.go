@@ -1,7 +1,6 @@
 package respond
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
@@ -44,7 +41,7 @@ type Responder struct {
 	// it names none (nil without client authentication); a nil Reader
 	// reads everything. err, when ok, is the answer when that client may
 	// not be served now (respond.Limited: over its budget).
-	Bearer func(r *http.Request) (c Reader, who Who, ok bool, err error)
+	Bearer func(r *http.Request) (c Reader, who audit.Caller, ok bool, err error)
 	// Tickets, when set, are the budgets the signed URLs' tickets spend.
 	Tickets TicketBudgets
 	// delivery hands over blobs (protocol/proxy/deliver).
@@ -58,25 +55,38 @@ func AllowRead(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	w.Header().Set("Allow", "GET, HEAD")
-	WriteError(w, http.StatusMethodNotAllowed, "only GET and HEAD are supported")
+	WriteError(w, r, http.StatusMethodNotAllowed, "only GET and HEAD are supported")
 	return false
 }
 
 func WriteJSON(w http.ResponseWriter, r *http.Request, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		WriteError(w, http.StatusInternalServerError, "encoding the response failed")
+		WriteError(w, r, http.StatusInternalServerError, "encoding the response failed")
 		return
 	}
 	b = append(b, '\n')
 	writeEncoded(w, r, b, []string{strconv.Itoa(len(b))})
 }
 
-// WriteError answers {"errors":[msg]}, the registry protocols' error form.
-func WriteError(w http.ResponseWriter, status int, msg string) {
-	if rec, ok := w.(*recorder); ok && rec.errMsg == "" {
-		rec.errMsg = msg
+// WriteHTML answers with a page for people (the page at "/", the SBOM
+// pages): no caching, no scripts, no framing.
+func WriteHTML(w http.ResponseWriter, r *http.Request, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", fmt.Sprint(len(b)))
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.Method != http.MethodHead {
+		w.Write(b)
 	}
+}
+
+// WriteError answers r with {"errors":[msg]}, the registry protocols'
+// error form, msg noted for its log line.
+func WriteError(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	noteError(r, msg)
 	b, _ := json.Marshal(map[string][]string{"errors": {msg}})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -118,7 +128,7 @@ func ReadDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request,
 			kind, address = scope(req)
 			s.scopes.remember(key, kind, address)
 		}
-		documentRequest(w, kind, address)
+		EventOf(r.Context()).document(kind, address)
 		if !s.InScope(w, r, c, kind, address) || s.serveFreshDoc(w, r, key) {
 			return req, "", false
 		}
@@ -135,9 +145,9 @@ func ReadDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request,
 		return req, "", false
 	}
 	req, ok = parseRequest(s, w, r, strings.TrimPrefix(path, prefix), parse)
-	if ok && auditsRequests(w) {
+	if ev := EventOf(r.Context()); ok && ev != nil {
 		kind, address := scope(req)
-		documentRequest(w, kind, address)
+		ev.document(kind, address)
 	}
 	return req, key, ok
 }
@@ -150,7 +160,7 @@ func auditedDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Reque
 		return req, "", false
 	}
 	kind, address := scope(req)
-	documentRequest(w, kind, address)
+	EventOf(r.Context()).document(kind, address)
 	if s.serveFreshDoc(w, r, key) {
 		return req, "", false
 	}
@@ -162,7 +172,7 @@ func auditedDocRequest[T any](s *Responder, w http.ResponseWriter, r *http.Reque
 // the client's bearer token and then its scope (the address scope
 // names).
 func SignedRequest[T any](s *Responder, w http.ResponseWriter, r *http.Request, prefix string, parse func(string) (T, error), scope func(T) (names.Kind, string)) (req T, ok bool) {
-	rest, c, ok := s.AdmittedPath(w, r, prefix)
+	rest, c, ok := s.AuthorizedPath(w, r, prefix)
 	if !ok {
 		return req, false
 	}
@@ -204,20 +214,21 @@ func (s *Responder) RegistryHostname(r *http.Request) (string, error) {
 	return ParseHostname(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 }
 
-// AdmittedPath admits a GET or HEAD of an archive URL handed out in
-// metadata (checking its signature when client authentication is on,
-// unless the client's bearer token authorises it: c is then that client
-// when it reads only some addresses) and returns the escaped path after
-// prefix; otherwise it has answered the request.
-func (s *Responder) AdmittedPath(w http.ResponseWriter, r *http.Request, prefix string) (rest string, c Reader, ok bool) {
+// AuthorizedPath checks that a GET or HEAD of an archive URL handed out
+// in metadata may be answered (its signature, when client
+// authentication is on, unless the client's bearer token authorises it:
+// c is then that client when it reads only some addresses) and returns
+// the escaped path after prefix; otherwise it has answered the request.
+func (s *Responder) AuthorizedPath(w http.ResponseWriter, r *http.Request, prefix string) (rest string, c Reader, ok bool) {
 	if !AllowRead(w, r) {
 		return "", nil, false
 	}
 	escaped := r.URL.EscapedPath()
 	if s.URLs != nil {
+		ev := EventOf(r.Context())
 		c, who, bearer, err := s.bearer(r)
 		if bearer && err != nil {
-			Identify(w, who)
+			ev.Identify(who)
 			s.Fail(w, r, err)
 			return "", nil, false
 		}
@@ -229,54 +240,16 @@ func (s *Responder) AdmittedPath(w http.ResponseWriter, r *http.Request, prefix 
 			}
 			var kind string
 			who, kind = s.URLs.handedTo(q)
-			Identify(w, who)
+			ev.Identify(who)
 			if err := s.spendTicket(who, kind); err != nil {
 				s.Fail(w, r, err)
 				return "", nil, false
 			}
 		}
-		Identify(w, who)
+		ev.Identify(who)
 		return strings.TrimPrefix(escaped, prefix), c, true
 	}
 	return strings.TrimPrefix(escaped, prefix), nil, true
-}
-
-// TicketBudgets are the policy file clients' budgets as the tickets of
-// signed URLs spend them.
-type TicketBudgets interface {
-	// Spend spends a request of the client named name (none: nil), the
-	// error to answer past its budget.
-	Spend(name string) error
-	// Budgets reports whether some client has a budget.
-	Budgets() bool
-}
-
-// spendTicket spends, for a signed URL sent without a token, the budget
-// of the client its ticket (of kind) names; without a ticket that
-// verifies it refuses the URL while some client has a budget (the
-// ticket left out to get around it).
-func (s *Responder) spendTicket(who Who, kind string) error {
-	if s.Tickets == nil {
-		return nil
-	}
-	switch kind {
-	case ticketClient:
-		return s.Tickets.Spend(who.Client)
-	case "":
-		if s.Tickets.Budgets() {
-			return StatusErr(http.StatusForbidden, nil, "this archive URL carries no valid ticket (by=): request it again through the mirror or registry metadata")
-		}
-	}
-	return nil
-}
-
-// bearer is the client r's bearer token names (client authentication
-// on): such a request needs no signed URL.
-func (s *Responder) bearer(r *http.Request) (Reader, Who, bool, error) {
-	if s.Bearer == nil || r.Header.Get("Authorization") == "" {
-		return nil, Who{}, false, nil
-	}
-	return s.Bearer(r)
 }
 
 // New is a Responder answering for a server with opts, logging to log,
@@ -429,9 +402,7 @@ func ParseHexDigest(s string) (digest.Digest, error) {
 
 // Deliver answers with a blob a source handed over (deliver.Deliverer).
 func (s *Responder) Deliver(w http.ResponseWriter, r *http.Request, b *source.Blob) {
-	if rec, ok := w.(*recorder); ok && rec.note != nil {
-		noteBlob(rec.note, b)
-	}
+	EventOf(r.Context()).blob(b)
 	s.delivery.Deliver(w, r, b)
 }
 
@@ -451,96 +422,4 @@ func (s *Responder) LeftOut(what string, v names.Version, err error) error {
 		return nil
 	}
 	return err
-}
-
-// A Reader is a client that reads only some addresses: a policy file's
-// client (docs/policy.md "Clients"), or with the registry deciding, an
-// identity of the registry's. A request of a client that reads
-// everything (no client authentication, or a token of --auth-token-file)
-// carries none.
-type Reader interface {
-	// Reads is nil when the client may read address (of kind); a
-	// *source.NotFound saying why when it may not, whether or not the
-	// address exists; another error when that could not be decided (a
-	// registry failing).
-	Reads(ctx context.Context, kind names.Kind, address string) error
-}
-
-// Verified is a Reader whose identity Reads may verify (a registry
-// credential the registry accepts): Who is then asked again, for the
-// audit trail.
-type Verified interface {
-	Reader
-	Who() Who
-}
-
-type readerKey struct{}
-
-// WithReader is ctx carrying the client a request authenticated as.
-func WithReader(ctx context.Context, c Reader) context.Context {
-	return context.WithValue(ctx, readerKey{}, c)
-}
-
-// ReaderOf is the client a request authenticated as, when it reads only
-// some addresses; nil otherwise.
-func ReaderOf(ctx context.Context) Reader {
-	c, _ := ctx.Value(readerKey{}).(Reader)
-	return c
-}
-
-// InScope reports whether client c (nil: one reading everything) may
-// read address (of kind); if not, it answers 404, as for an artifact
-// that does not exist, so a scope does not tell which artifacts exist
-// outside it.
-func (s *Responder) InScope(w http.ResponseWriter, r *http.Request, c Reader, kind names.Kind, address string) bool {
-	if c == nil {
-		return true
-	}
-	err := c.Reads(r.Context(), kind, address)
-	if v, ok := c.(Verified); ok {
-		Identify(w, v.Who())
-	}
-	if err != nil {
-		if source.Absent(err) {
-			Refused(w, audit.OutcomeRefused, kind, address, "", err.Error())
-		}
-		s.Fail(w, r, err)
-		return false
-	}
-	return true
-}
-
-// scopeMemo remembers the address a valid document key names (a key is
-// its path, with the registry hostname for the registry protocols), so
-// that a scoped client's warm request is checked against its scope
-// without its path being parsed again. It holds at most maxScopeMemo
-// keys; past that, paths are parsed each time.
-type scopeMemo struct {
-	m sync.Map // key → scopedAddress
-	n atomic.Int64
-}
-
-const maxScopeMemo = 1 << 16
-
-type scopedAddress struct {
-	kind    names.Kind
-	address string
-}
-
-func (m *scopeMemo) lookup(key string) (names.Kind, string, bool) {
-	v, ok := m.m.Load(key)
-	if !ok {
-		return "", "", false
-	}
-	a := v.(scopedAddress)
-	return a.kind, a.address, true
-}
-
-func (m *scopeMemo) remember(key string, kind names.Kind, address string) {
-	if m.n.Load() >= maxScopeMemo {
-		return
-	}
-	if _, loaded := m.m.LoadOrStore(key, scopedAddress{kind, address}); !loaded {
-		m.n.Add(1)
-	}
 }

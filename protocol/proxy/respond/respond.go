@@ -3,8 +3,9 @@
 // first, handed-out URLs' signatures, the path parsed), errors mapped to
 // statuses in one switch, the document cache, the URLs documents hand
 // out, verified blob delivery (streamed, pipelined over HTTP/2, or
-// redirected to storage), instrumentation, and the Observer told what
-// was served. It knows sources only through their model values and
+// redirected to storage), instrumentation (a request's counters and log
+// line, and its audit event, carried in its context: audit.go), and the
+// Observer told what was served. It knows sources only through their model values and
 // typed errors (protocol/source); it never composes them.
 package respond
 

@@ -56,7 +56,7 @@ func (t *Handlers) ServeDownload(w http.ResponseWriter, r *http.Request) {
 	if !ok || !t.InScope(w, r, respond.ReaderOf(r.Context()), names.KindTofu, "") {
 		return
 	}
-	respond.Serving(w, respond.Artifact{Kind: names.KindTofu, Address: "opentofu", Version: req.Version.String(), File: req.Artifact})
+	respond.EventOf(r.Context()).Serving(respond.Artifact{Kind: names.KindTofu, Address: "opentofu", Version: req.Version.String(), File: req.Artifact})
 	blob, err := t.source.OpenTofuFile(r.Context(), req.Version, req.Artifact)
 	if err != nil {
 		t.Fail(w, r, err)

@@ -1,11 +1,9 @@
-package page
+package providers
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"html/template"
 	"net/http"
 	"strings"
 
@@ -29,10 +27,6 @@ const SBOMPrefix = "/sbom/"
 // spdxSuffix ends the path of a platform's SPDX document.
 const spdxSuffix = ".spdx.json"
 
-var sbomTemplate = template.Must(template.New("sbom.html.tmpl").Funcs(template.FuncMap{
-	"slash": breakAfterSlashes,
-}).ParseFS(pageFS, "sbom.html.tmpl", "style.html.tmpl"))
-
 // SBOMs serves the SBOM pages. A version is resolved as the provider
 // protocols resolve it, through their source (the same mappings, policy
 // and attestation rule; what the registry holds only: nothing is pulled
@@ -44,6 +38,9 @@ type SBOMs struct {
 	// Vulns, when set, is the vulnerability database the SBOMs are
 	// matched against, as the policy's vulnerabilities blocks match them.
 	Vulns *vulns.Live
+	// Render renders an SBOM page as HTML (page.RenderSBOM: it looks
+	// like the page at "/").
+	Render func(SBOMPage) ([]byte, error)
 }
 
 // SBOMRequest is a parsed SBOM page path.
@@ -185,10 +182,10 @@ func summary(ctx context.Context, root *source.Root, pl names.Platform) (sbomSum
 	return s, nil
 }
 
-// sbomPage is what the SBOM page shows.
-type sbomPage struct {
+// SBOMPage is what the SBOM page shows.
+type SBOMPage struct {
 	Address, Version string
-	Platforms        []sbomPlatform
+	Platforms        []SBOMPlatform
 	// Database: the vulnerability database the SBOMs were matched
 	// against ("" without one); Vulnerable, whether it found anything.
 	Database   string
@@ -197,8 +194,8 @@ type sbomPage struct {
 	Stored, Missing bool
 }
 
-// sbomPlatform is one platform on the SBOM page.
-type sbomPlatform struct {
+// SBOMPlatform is one platform on the SBOM page.
+type SBOMPlatform struct {
 	Platform, Manifest string
 	Document           string // the SPDX document's URL, relative to the page's
 	Missing            string
@@ -208,11 +205,11 @@ type sbomPlatform struct {
 
 func (h *SBOMs) servePage(w http.ResponseWriter, r *http.Request, req SBOMRequest, root *source.Root, platforms []names.Platform) {
 	ctx := r.Context()
-	d := sbomPage{Address: req.Provider.String(), Version: req.Version.String(), Platforms: make([]sbomPlatform, len(platforms))}
+	d := SBOMPage{Address: req.Provider.String(), Version: req.Version.String(), Platforms: make([]SBOMPlatform, len(platforms))}
 	err := h.Out.Store.Each(ctx, len(platforms), func(ctx context.Context, i int) error {
 		pl := platforms[i]
 		s, err := summary(ctx, root, pl)
-		d.Platforms[i] = sbomPlatform{Platform: pl.String(), Manifest: root.Index.Platforms[pl].Digest.String(), Missing: s.Missing, Summary: s.Summary,
+		d.Platforms[i] = SBOMPlatform{Platform: pl.String(), Manifest: root.Index.Platforms[pl].Digest.String(), Missing: s.Missing, Summary: s.Summary,
 			Document: d.Version + "/" + pl.String() + spdxSuffix} // relative: PublicURL may have a path
 		return err
 	})
@@ -226,20 +223,20 @@ func (h *SBOMs) servePage(w http.ResponseWriter, r *http.Request, req SBOMReques
 		h.Out.Fail(w, r, err)
 		return
 	}
-	var b bytes.Buffer
-	if err := sbomTemplate.Execute(&b, d); err != nil {
+	b, err := h.Render(d)
+	if err != nil {
 		h.Out.Log.Error("rendering the SBOM page", "error", err)
-		respond.WriteError(w, http.StatusInternalServerError, "rendering the page failed")
+		respond.WriteError(w, r, http.StatusInternalServerError, "rendering the page failed")
 		return
 	}
-	writeHTML(w, r, b.Bytes())
+	respond.WriteHTML(w, r, b)
 }
 
 // match matches every platform's SBOM against the database in force, as
 // the policy's vulnerabilities blocks do (sharing their cache), notes
 // whether the version has known vulnerabilities, and adds the findings
 // of the platforms shown to d.
-func (h *SBOMs) match(ctx context.Context, req SBOMRequest, root *source.Root, d *sbomPage) error {
+func (h *SBOMs) match(ctx context.Context, req SBOMRequest, root *source.Root, d *SBOMPage) error {
 	db := h.Vulns.Current()
 	if db == nil {
 		return nil
@@ -295,19 +292,6 @@ func (h *SBOMs) serveDocument(w http.ResponseWriter, r *http.Request, req SBOMRe
 	hd.Set("Content-Length", fmt.Sprint(len(b)))
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
-	if r.Method != http.MethodHead {
-		w.Write(b)
-	}
-}
-
-// writeHTML answers a page's HTML, as the page at "/" is answered.
-func writeHTML(w http.ResponseWriter, r *http.Request, b []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", fmt.Sprint(len(b)))
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
 	if r.Method != http.MethodHead {
 		w.Write(b)
 	}
