@@ -1,106 +1,17 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
-
-// policyFlag is serve's policy file (docs/policy.md).
-func policyFlag() cli.Flag {
-	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows, and with client blocks only to the clients it names, each what it may read (docs/policy.md; check it with `oci-tofu policy test`); reloaded when it changes (once it is still) and on SIGHUP: write it atomically (a temporary file renamed over it); a broken file, or one with no rules or replacing default = \"deny\" that does not write its default out, leaves the last good policy in force", EnvVars: []string{"OCI_TOFU_POLICY"}}
-}
-
-// vulnDBFlag is the vulnerability database a policy's vulnerabilities
-// blocks match stored SBOMs against.
-func vulnDBFlag() cli.Flag {
-	return &cli.StringFlag{Name: "vuln-db", Usage: "match the SBOMs stored for each provider platform against the vulnerability database in `DIR` (the Go vulnerability database's layout, as `govulncheck -db file://DIR` reads it, e.g. a copy of vuln.go.dev) for the policy's vulnerabilities blocks (docs/policy.md); checked for changes every 30 s and on SIGHUP, and reloaded when its index or an entry file changes; a database is taken whole: one with an entry missing or half written is not put in force", EnvVars: []string{"OCI_TOFU_VULN_DB"}}
-}
-
-// readVulnDB opens --vuln-db, when given, into opts.
-func readVulnDB(c *cli.Context, opts *proxy.Options, logger *slog.Logger) error {
-	dir := c.String("vuln-db")
-	if dir == "" {
-		return nil
-	}
-	db, err := vulns.OpenLive(dir, 0, logger)
-	if err != nil {
-		return fmt.Errorf("--vuln-db: %w", err)
-	}
-	opts.VulnDB = db
-	return nil
-}
-
-// readPolicy reads --policy (applied to what the registry holds and to
-// what pull-through would fetch alike) and --vuln-db; the file is nil
-// without --policy.
-func readPolicy(c *cli.Context, opts *proxy.Options, logger *slog.Logger) (*policyfile.File, error) {
-	if err := readVulnDB(c, opts, logger); err != nil {
-		return nil, err
-	}
-	file := c.String("policy")
-	if file == "" {
-		return nil, nil
-	}
-	pf, err := policyfile.Open(file, logger)
-	if err != nil {
-		return nil, fmt.Errorf("--policy: %w", err)
-	}
-	if pf.Live().Current().HasVulnerabilities() && opts.VulnDB == nil {
-		return nil, fmt.Errorf("--policy: %s has a vulnerabilities block: give the vulnerability database it matches SBOMs against (--vuln-db DIR)", file)
-	}
-	if db := opts.VulnDB; db != nil {
-		pf.OnReload = func() { db.Check() }
-	} else {
-		pf.Require = func(p *policy.Policy) error {
-			if p.HasVulnerabilities() {
-				return fmt.Errorf("%s: a vulnerabilities block needs a vulnerability database: restart serve with --vuln-db DIR", file)
-			}
-			return nil
-		}
-	}
-	opts.Policy, opts.PolicyStatus = pf.Live(), pf.Status
-	return pf, nil
-}
-
-// reloadPolicy reloads the policy file when it changes and on SIGHUP,
-// until ctx ends (protocol/policyfile); nothing without a policy file.
-// Without a watch (no inotify), SIGHUP still reloads.
-func reloadPolicy(ctx context.Context, pf *policyfile.File, logger *slog.Logger) {
-	if pf == nil {
-		return
-	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				pf.Reload("SIGHUP")
-			}
-		}
-	}()
-	if _, err := pf.Watch(ctx); err != nil {
-		logger.Warn("the policy file is not watched: send SIGHUP to reload it", "file", pf.Path(), "error", err.Error())
-	}
-}
 
 func policyCommand() *cli.Command {
 	return &cli.Command{

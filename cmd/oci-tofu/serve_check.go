@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"text/tabwriter"
 	"time"
 
@@ -151,22 +149,4 @@ func checkServerTLS(c *cli.Context) preflight.Result {
 		return preflight.Certificate(*r.Certificate(), certFile, time.Now())
 	}
 	return res
-}
-
-// probeRegistries checks, once at start, that every registry the
-// configuration names answers and accepts the proxy's credentials, and
-// logs what it found (with the hint for a failure): a proxy without
-// credentials says so at start, not at its first client's request.
-func probeRegistries(ctx context.Context, client *oci.Client, opts proxy.Options, logger *slog.Logger) {
-	for _, r := range preflight.Registries(ctx, preflightConfig(client, opts, ""), preflight.Samples{}) {
-		attrs := []any{"what", r.Target, "registry", r.Registry, "credentials", r.Credentials}
-		switch r.Status {
-		case preflight.StatusError:
-			logger.Warn("registry check failed", append(attrs, "error", r.Detail, "hint", r.Hint)...)
-		case preflight.StatusWarning:
-			logger.Warn("registry check", append(attrs, "status", r.Status, "detail", r.Detail, "hint", r.Hint)...)
-		default:
-			logger.Info("registry check", append(attrs, "status", r.Status, "detail", r.Detail)...)
-		}
-	}
 }
