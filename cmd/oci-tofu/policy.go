@@ -192,8 +192,7 @@ func policyDecisions(c *cli.Context, p *policy.Policy) ([]policyQuery, error) {
 	return out, nil
 }
 
-// parsePolicyQuery reads ADDRESS[@VERSION]: "tofu", a module with four
-// segments or a "module:" prefix, a provider otherwise.
+// parsePolicyQuery reads ADDRESS[@VERSION] (policy.ParseAddress).
 func parsePolicyQuery(arg string) (policyQuery, error) {
 	addr, version, _ := strings.Cut(arg, "@")
 	if version != "" {
@@ -201,49 +200,15 @@ func parsePolicyQuery(arg string) (policyQuery, error) {
 			return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
 		}
 	}
-	if addr == policy.TofuAddress {
-		return policyQuery{Kind: policy.KindTofu, Address: addr, Version: version}, nil
-	}
-	if rest, ok := strings.CutPrefix(addr, "module:"); ok || strings.Count(addr, "/") == 3 {
-		parts := strings.Split(strings.ToLower(rest), "/")
-		if !ok {
-			parts = strings.Split(strings.ToLower(addr), "/")
-		}
-		if len(parts) == 3 {
-			parts = append([]string{"registry.opentofu.org"}, parts...)
-		}
-		if len(parts) != 4 {
-			return policyQuery{}, fmt.Errorf("%s: a module address is [host/]namespace/name/system", arg)
-		}
-		return policyQuery{Kind: policy.KindModule, Address: strings.Join(parts, "/"), Version: version}, nil
-	}
-	p, err := names.ParseProvider(strings.TrimPrefix(addr, "provider:"))
+	kind, addr, err := policy.ParseAddress(addr)
 	if err != nil {
 		return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
 	}
-	return policyQuery{Kind: policy.KindProvider, Address: p.String(), Version: version}, nil
+	return policyQuery{Kind: kind, Address: addr, Version: version}, nil
 }
 
-// accessOf is whether client may read q's address, as serve decides it
-// before anything else (docs/policy.md, "Clients").
+// accessOf is whether client may read q's address (policy.Client.Access).
 func accessOf(client *policy.Client, q policyQuery) *clientAccess {
-	a := &clientAccess{Client: client.Name}
-	address := q.Address
-	if q.Kind == policy.KindTofu {
-		address = ""
-	}
-	pattern, ok := client.Reads(q.Kind, address)
-	switch {
-	case client.Expired(time.Now()):
-		a.Reason = fmt.Sprintf("client %s: its tokens expired at %s", client.Name, client.Expires.UTC().Format(time.RFC3339))
-	case !ok && q.Kind == policy.KindTofu:
-		a.Reason = fmt.Sprintf("client %s may not read OpenTofu releases (no tofu = true)", client.Name)
-	case !ok:
-		a.Reason = fmt.Sprintf("client %s may not read %s: no pattern of its %ss list matches", client.Name, q.Address, q.Kind)
-	case q.Kind == policy.KindTofu:
-		a.Reads, a.Reason = true, fmt.Sprintf("client %s may read OpenTofu releases", client.Name)
-	default:
-		a.Reads, a.Reason = true, fmt.Sprintf("client %s may read it (pattern %s)", client.Name, pattern)
-	}
-	return a
+	reads, reason := client.Access(q.Kind, q.Address, time.Now())
+	return &clientAccess{Client: client.Name, Reads: reads, Reason: reason}
 }
