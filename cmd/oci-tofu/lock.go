@@ -18,15 +18,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
-func providerTemplateFlag() cli.Flag {
-	return &cli.StringFlag{
-		Name:     "provider-template",
-		Usage:    "where providers live, as tofu's repository_template: e.g. `ghcr.io/acme/providers/${namespace}/${type}` or oci-layout:DIR/${namespace}/${type}",
-		EnvVars:  []string{"OCI_TOFU_PROVIDER_TEMPLATE"},
-		Required: true,
-	}
-}
-
 func lockCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "lock",

@@ -161,18 +161,6 @@ func mirrorProviderOptions(c *cli.Context, modules bool) (ingest.ProviderOptions
 	return opts, specs, nil
 }
 
-func parsePlatforms(args []string) ([]names.Platform, error) {
-	var out []names.Platform
-	for _, p := range args {
-		pl, err := names.ParsePlatform(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pl)
-	}
-	return out, nil
-}
-
 // lockedProviders are the providers a lock file locks, any version.
 func lockedProviders(lock *lockfile.File) ([]names.ProviderSpec, error) {
 	var specs []names.ProviderSpec

@@ -59,14 +59,6 @@ that refuses deletes (GHCR) is named, with what was deleted before.`,
 	}
 }
 
-// pruneTarget is one repository to prune, and how its lock file entries
-// find it.
-type pruneTarget struct {
-	ref oci.Reference
-	// provider is the ADDRESS argument it came from, if any.
-	provider *names.Provider
-}
-
 func runPrune(c *cli.Context) error {
 	if err := wantArgs(c, 1, -1); err != nil {
 		return err
@@ -75,7 +67,7 @@ func runPrune(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tpl, err := pruneTemplate(c) // prune_addresses.go
+	tpl, err := providerTemplate(c) // targets.go
 	if err != nil {
 		return err
 	}
@@ -123,44 +115,10 @@ func appendNonEmpty(list []string, s string) []string {
 	return append(list, s)
 }
 
-// repositoryTargets are the repositories the arguments name:
-// repositories, or provider addresses through --provider-template; why
-// says why a tag is refused.
-func repositoryTargets(c *cli.Context, why string) ([]pruneTarget, error) {
-	var targets []pruneTarget
-	raw := c.String("provider-template")
-	if raw == "" {
-		for _, arg := range c.Args().Slice() {
-			ref, err := repositoryArg(arg, why)
-			if err != nil {
-				return nil, usageError(c, "%v", err)
-			}
-			targets = append(targets, pruneTarget{ref: ref})
-		}
-		return targets, nil
-	}
-	tpl, err := pruneTemplate(c)
-	if err != nil {
-		return nil, err
-	}
-	for _, arg := range c.Args().Slice() {
-		p, err := names.ParseProvider(arg)
-		if err != nil {
-			return nil, usageError(c, "%v", err)
-		}
-		ref, err := tpl.Expand(p.TemplateValues())
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", arg, err)
-		}
-		targets = append(targets, pruneTarget{ref: ref, provider: &p})
-	}
-	return targets, nil
-}
-
 // pruneRules reads the keep rules the flags give, and warnings about
 // them (lock file entries pinning nothing pruned); without any rule,
 // prune would delete every version, which is refused.
-func pruneRules(c *cli.Context, tpl *repotemplate.Template, targets []pruneTarget, pol *policy.Policy) (prune.Rules, []string, error) {
+func pruneRules(c *cli.Context, tpl *repotemplate.Template, targets []repositoryTarget, pol *policy.Policy) (prune.Rules, []string, error) {
 	rules := prune.Rules{KeepNewest: c.Int("keep-newest")}
 	var warnings []string
 	if rules.KeepNewest < 0 {
@@ -206,7 +164,7 @@ func downloadRule(c *cli.Context, rules *prune.Rules) error {
 	}
 	rules.Now = time.Now()
 	tally := audit.NewTally(audit.Filter{Since: rules.Now.Add(-period)})
-	files, err := auditFiles(logs)
+	files, err := audit.FilesOf(logs)
 	if err != nil {
 		return err
 	}
@@ -218,19 +176,6 @@ func downloadRule(c *cli.Context, rules *prune.Rules) error {
 	}
 	rules.KeepDownloadedWithin, rules.Downloads = period, lastDownloads(tally.LastDownloads())
 	return nil
-}
-
-// auditFiles are the files of each --audit-log path (audit.Files).
-func auditFiles(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		fs, err := audit.Files(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fs...)
-	}
-	return out, nil
 }
 
 // lastDownloads answers prune from the audit trail's last downloads, by
@@ -248,7 +193,7 @@ func (l lastDownloads) LastDownload(repository, tag string) (time.Time, bool) {
 
 // planPrune reads one repository and plans its pruning.
 // addresses are the ones the policy is asked about (servedAddresses).
-func planPrune(c *cli.Context, client *oci.Client, t pruneTarget, rules prune.Rules, addresses func(names.Kind) ([]string, error)) (*prune.Plan, error) {
+func planPrune(c *cli.Context, client *oci.Client, t repositoryTarget, rules prune.Rules, addresses func(names.Kind) ([]string, error)) (*prune.Plan, error) {
 	repo, err := client.OpenReadOnly(c.Context, t.ref)
 	if err != nil {
 		return nil, err
@@ -258,7 +203,7 @@ func planPrune(c *cli.Context, client *oci.Client, t pruneTarget, rules prune.Ru
 
 // applyPrune deletes what each plan lets go, stopping at the first
 // failure (what was deleted before it is in the plans).
-func applyPrune(c *cli.Context, client *oci.Client, targets []pruneTarget, plans []*prune.Plan) error {
+func applyPrune(c *cli.Context, client *oci.Client, targets []repositoryTarget, plans []*prune.Plan) error {
 	for i, p := range plans {
 		if n, _ := p.Total(); n == 0 {
 			continue

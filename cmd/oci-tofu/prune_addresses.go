@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/prune"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -19,19 +17,6 @@ import (
 // about: as serve maps addresses to repositories, through the same
 // template, whatever host name they name (docs/cli.md#prune).
 
-// pruneTemplate is --provider-template, or nil.
-func pruneTemplate(c *cli.Context) (*repotemplate.Template, error) {
-	raw := c.String("provider-template")
-	if raw == "" {
-		return nil, nil
-	}
-	tpl, err := repotemplate.ParseProviderTemplate(raw)
-	if err != nil {
-		return nil, fmt.Errorf("--provider-template: %w", err)
-	}
-	return tpl, nil
-}
-
 // lockedRepositories are the targets a lock file entry for provider p
 // pins: one p's address maps to through tpl as serve maps it (with the
 // host name as the lock file writes it, and without its port, as serve
@@ -39,7 +24,7 @@ func pruneTemplate(c *cli.Context) (*repotemplate.Template, error) {
 // one whose repository path ends in p's namespace/type whatever the host
 // name (one repository may serve a provider under several; keeping too
 // much is the safe side).
-func lockedRepositories(tpl *repotemplate.Template, targets []pruneTarget, p names.Provider) []string {
+func lockedRepositories(tpl *repotemplate.Template, targets []repositoryTarget, p names.Provider) []string {
 	mapped := mappedRepositories(tpl, p.Namespace+"/"+p.Type, []string{p.Hostname, hostWithoutPort(p.Hostname)})
 	var out []string
 	for _, t := range targets {
@@ -120,7 +105,7 @@ const otherHost = "any-other-host.invalid"
 // of a REPOSITORY), then on every host a rule names and on any other,
 // each only when tpl maps it to t's repository (without a template, how
 // serve maps is unknown, so every host might).
-func servedAddresses(pol *policy.Policy, tpl *repotemplate.Template, t pruneTarget, kind names.Kind) ([]string, error) {
+func servedAddresses(pol *policy.Policy, tpl *repotemplate.Template, t repositoryTarget, kind names.Kind) ([]string, error) {
 	if kind == policy.KindTofu {
 		return []string{policy.TofuAddress}, nil
 	}

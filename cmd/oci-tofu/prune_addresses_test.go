@@ -12,7 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
-func providerTarget(t *testing.T, tpl *repotemplate.Template, address string) pruneTarget {
+func providerTarget(t *testing.T, tpl *repotemplate.Template, address string) repositoryTarget {
 	t.Helper()
 	p, err := names.ParseProvider(address)
 	if err != nil {
@@ -22,7 +22,7 @@ func providerTarget(t *testing.T, tpl *repotemplate.Template, address string) pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pruneTarget{ref: ref, provider: &p}
+	return repositoryTarget{ref: ref, provider: &p}
 }
 
 // A lock entry pins what its address maps to through the template,
@@ -32,27 +32,27 @@ func TestLockedRepositoriesAnyHost(t *testing.T) {
 	tpl, _ := repotemplate.ParseProviderTemplate("reg.example/providers/${namespace}/${type}")
 	byHost, _ := repotemplate.ParseProviderTemplate("reg.example/h/${hostname}/${namespace}/${type}")
 	addr := providerTarget(t, tpl, "acme/widgets")
-	repoForm := pruneTarget{ref: oci.Reference{Registry: "reg.example", Repository: "providers/acme/widgets"}}
+	repoForm := repositoryTarget{ref: oci.Reference{Registry: "reg.example", Repository: "providers/acme/widgets"}}
 	for _, entry := range []string{"tofu.example.com:8443/acme/widgets", "registry.terraform.io/acme/widgets", "acme/widgets"} {
 		p, _ := names.ParseProvider(entry)
-		if got := lockedRepositories(tpl, []pruneTarget{addr}, p); !slices.Equal(got, []string{"reg.example/providers/acme/widgets"}) {
+		if got := lockedRepositories(tpl, []repositoryTarget{addr}, p); !slices.Equal(got, []string{"reg.example/providers/acme/widgets"}) {
 			t.Errorf("ADDRESS form: %s pins %v", entry, got)
 		}
-		if got := lockedRepositories(nil, []pruneTarget{repoForm}, p); !slices.Equal(got, []string{"reg.example/providers/acme/widgets"}) {
+		if got := lockedRepositories(nil, []repositoryTarget{repoForm}, p); !slices.Equal(got, []string{"reg.example/providers/acme/widgets"}) {
 			t.Errorf("REPOSITORY form: %s pins %v", entry, got)
 		}
 	}
 	// Under ${hostname}, the port is dropped as serve drops it.
 	host := providerTarget(t, byHost, "tofu.example.com/acme/widgets")
 	p, _ := names.ParseProvider("tofu.example.com:8443/acme/widgets")
-	if got := lockedRepositories(byHost, []pruneTarget{host}, p); len(got) != 1 {
+	if got := lockedRepositories(byHost, []repositoryTarget{host}, p); len(got) != 1 {
 		t.Errorf("tofu.example.com:8443/acme/widgets pins %v under %s", got, byHost)
 	}
 	other, _ := names.ParseProvider("registry.terraform.io/acme/gadgets")
-	if got := lockedRepositories(tpl, []pruneTarget{addr, repoForm}, other); len(got) != 0 {
+	if got := lockedRepositories(tpl, []repositoryTarget{addr, repoForm}, other); len(got) != 0 {
 		t.Errorf("acme/gadgets pins %v", got)
 	}
-	w := unpinnedWarning([]prune.Locked{{File: "a/.terraform.lock.hcl", Provider: other, Tag: "1.0.0"}}, func(p names.Provider) []string { return lockedRepositories(tpl, []pruneTarget{addr}, p) })
+	w := unpinnedWarning([]prune.Locked{{File: "a/.terraform.lock.hcl", Provider: other, Tag: "1.0.0"}}, func(p names.Provider) []string { return lockedRepositories(tpl, []repositoryTarget{addr}, p) })
 	if !strings.Contains(w, "registry.terraform.io/acme/gadgets (a/.terraform.lock.hcl)") {
 		t.Errorf("warning %q", w)
 	}
@@ -80,7 +80,7 @@ provider "hashicorp/aws" {
 `)
 	tpl, _ := repotemplate.ParseProviderTemplate("reg.example/providers/${namespace}/${type}")
 	byHost, _ := repotemplate.ParseProviderTemplate("reg.example/h/${hostname}/${namespace}/${type}")
-	plan := func(tp *repotemplate.Template, target pruneTarget) *prune.Plan {
+	plan := func(tp *repotemplate.Template, target repositoryTarget) *prune.Plan {
 		as, err := servedAddresses(pol, tp, target, names.KindProvider)
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +91,7 @@ provider "hashicorp/aws" {
 	keeps := func(p *prune.Plan) bool {
 		return slices.ContainsFunc(p.Repository.Addresses, func(a string) bool { return pol.Keeps(names.KindProvider, a, v) })
 	}
-	repoForm := pruneTarget{ref: oci.Reference{Registry: "reg.example", Repository: "providers/acme/widgets"}}
+	repoForm := repositoryTarget{ref: oci.Reference{Registry: "reg.example", Repository: "providers/acme/widgets"}}
 	for _, p := range []*prune.Plan{plan(tpl, providerTarget(t, tpl, "acme/widgets")), plan(nil, repoForm)} {
 		if !keeps(p) {
 			t.Errorf("%s (addresses %v): 1.0.0 not kept", p.Repository.Name, p.Repository.Addresses)

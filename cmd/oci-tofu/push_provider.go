@@ -136,19 +136,6 @@ func providerPredicate(c *cli.Context, repo oci.Repository, ref oci.Reference, r
 	return pred, nil
 }
 
-// repositoryArg parses a repository argument, which must carry no tag
-// (why says where the tag comes from).
-func repositoryArg(arg, why string) (oci.Reference, error) {
-	ref, err := oci.ParseReference(arg)
-	if err != nil {
-		return ref, err
-	}
-	if ref.Reference != "" {
-		return ref, fmt.Errorf("%s: give the repository without a tag; %s", arg, why)
-	}
-	return ref, nil
-}
-
 // providerReadOptions are the keys, signer and platforms push provider
 // reads a release with.
 func providerReadOptions(c *cli.Context) (release.Options, error) {

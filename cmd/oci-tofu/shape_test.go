@@ -45,6 +45,9 @@ var sharedFiles = []string{
 	"targets.go",     // REPOSITORY... | --provider-template ADDRESS...
 	"platforms.go",   // os_arch lists
 	"gate.go",        // --policy of push, mirror, lock, verify and prune
+	"attest.go",      // --attest-key, --attest-pub and attaching attestations
+	"signatures.go",  // publishers' keys and signature expiry
+	"sharedcache.go", // the fleet's Redis (serve, usage)
 	"served.go",      // what serve maps to repositories (serve, policy test)
 	"admission.go",   // --require-attestation and friends (serve, policy test, verify)
 	"keyless.go",     // keyless verification (and its nokeyless stand-in)

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/prune"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
@@ -189,7 +187,7 @@ func readUsage(c *cli.Context, f audit.Filter) (*audit.Tally, usageSource, error
 	case len(logs) > 0 && shared != "":
 		return nil, usageSource{}, usageError(c, "give --audit-log or --shared-cache, not both")
 	case len(logs) > 0:
-		files, err := auditFiles(logs) // prune.go
+		files, err := audit.FilesOf(logs)
 		if err != nil {
 			return nil, usageSource{}, err
 		}
@@ -206,13 +204,9 @@ func readUsage(c *cli.Context, f audit.Filter) (*audit.Tally, usageSource, error
 
 // readFleetCounts adds the counts a fleet keeps in Redis to tally.
 func readFleetCounts(c *cli.Context, raw string, tally *audit.Tally) error {
-	transport, err := oci.NewTransport(oci.Options{CAFile: c.String("ca-file")})
+	r, err := openSharedCache(c, raw, nil, 10*time.Second)
 	if err != nil {
 		return err
-	}
-	r, err := sharedstate.OpenRedis(sharedstate.RedisOptions{URL: raw, Password: os.Getenv(sharedCachePasswordEnv), TLS: transport.TLSClientConfig, OpTimeout: 10 * time.Second})
-	if err != nil {
-		return fmt.Errorf("--shared-cache: %w", err)
 	}
 	defer r.Close()
 	counts, err := r.Downloads(c.Context)
