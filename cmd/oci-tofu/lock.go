@@ -69,24 +69,15 @@ func lock(c *cli.Context) error {
 	if c.NArg() == 1 {
 		dir = c.Args().First()
 	}
-	tpl, err := repotemplate.ParseProviderTemplate(c.String("provider-template"))
+	opts, err := lockOptions(c)
 	if err != nil {
 		return err
-	}
-	var platforms []names.Platform
-	for _, p := range c.StringSlice("platform") {
-		pl, err := names.ParsePlatform(p)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(platforms, pl) {
-			platforms = append(platforms, pl)
-		}
 	}
 	client, why, err := lockClient(c, dir)
 	if err != nil {
 		return err
 	}
+	opts.Client = client
 	cfg, err := tfconfig.Load(dir, tfconfig.Options{Client: client})
 	if err != nil {
 		return err
@@ -96,24 +87,13 @@ func lock(c *cli.Context) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	registry, err := registryClient(c)
-	if err != nil {
+	if opts.Open, err = lockOpener(c); err != nil {
 		return err
 	}
-	pol, err := readGatePolicy(c) // policy_gate.go
-	if err != nil {
+	if opts.Policy, err = readGatePolicy(c); err != nil { // gate.go
 		return err
 	}
-	lf, err := lockfile.Lock(c.Context, cfg.Requirements, existing, lockfile.Options{
-		Template: tpl,
-		Open: func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error) {
-			return registry.OpenReadOnly(ctx, ref)
-		},
-		Platforms:  platforms,
-		Client:     client,
-		NoDownload: c.Bool("no-download"),
-		Policy:     pol,
-	})
+	lf, err := lockfile.Lock(c.Context, cfg.Requirements, existing, opts)
 	if err != nil {
 		return err
 	}
@@ -121,6 +101,37 @@ func lock(c *cli.Context) error {
 		return err
 	}
 	return reportLock(c, lockPath, client, why, cfg, lf)
+}
+
+// lockOptions reads --provider-template, --platform (each once) and
+// --no-download.
+func lockOptions(c *cli.Context) (lockfile.Options, error) {
+	tpl, err := repotemplate.ParseProviderTemplate(c.String("provider-template"))
+	if err != nil {
+		return lockfile.Options{}, err
+	}
+	platforms, err := parsePlatforms(c.StringSlice("platform"))
+	if err != nil {
+		return lockfile.Options{}, err
+	}
+	var once []names.Platform
+	for _, p := range platforms {
+		if !slices.Contains(once, p) {
+			once = append(once, p)
+		}
+	}
+	return lockfile.Options{Template: tpl, Platforms: once, NoDownload: c.Bool("no-download")}, nil
+}
+
+// lockOpener opens repositories through the registry flags' client.
+func lockOpener(c *cli.Context) (func(context.Context, oci.Reference) (oci.ReadOnlyRepository, error), error) {
+	registry, err := registryClient(c)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error) {
+		return registry.OpenReadOnly(ctx, ref)
+	}, nil
 }
 
 // lockResult is `lock --json`'s output.

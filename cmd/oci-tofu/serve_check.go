@@ -35,20 +35,7 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 		return usageError(c, "--check-module: %v", err)
 	}
 	results = append(results, preflight.Registries(c.Context, preflightConfig(client, opts, template), samples)...)
-	if pol := opts.Policy.Current(); pol != nil {
-		results = append(results, preflight.Policy(preflight.PolicyConfig{Policy: pol, File: c.String("policy"),
-			Providers: opts.ProviderMappings, Modules: len(opts.ModuleMappings) > 0, Tofu: opts.TofuRepository != nil,
-			OperatorTokens: len(opts.AuthTokens)})...)
-	} else if len(opts.AuthTokens) > 0 {
-		results = append(results, preflight.Clients(preflight.PolicyConfig{OperatorTokens: len(opts.AuthTokens)})...)
-	}
-	if opts.RegistryDecides {
-		detail := fmt.Sprintf("clients' bearer tokens are their registry credentials (USERNAME:PASSWORD); the registry must list every mapped repository holding an address to them; its yes is kept %s per credential and repository; the proxy reads with its own credential", opts.RegistryConfirmTTL)
-		if opts.PullThrough != nil {
-			detail += "; with pull-through, an address no mapped repository holds yet is refused to registry credentials (a repository that does not exist confirms nothing): its first use needs an --auth-token-file token or a policy file client"
-		}
-		results = append(results, preflight.Result{Target: "registry decides", Status: preflight.StatusOK, Detail: detail})
-	}
+	results = append(results, policyChecks(c, opts)...)
 	failed := preflight.Failed(results)
 	if c.Bool("json") {
 		rep := &reporter{out: c.App.Writer, json: true}
@@ -62,6 +49,27 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 		return fmt.Errorf("%s failed", names.Plural(failed, "check"))
 	}
 	return nil
+}
+
+// policyChecks check the policy (or, without one, the clients of
+// --auth-token-file), and say what --registry-decides does.
+func policyChecks(c *cli.Context, opts proxy.Options) []preflight.Result {
+	var results []preflight.Result
+	if pol := opts.Policy.Current(); pol != nil {
+		results = preflight.Policy(preflight.PolicyConfig{Policy: pol, File: c.String("policy"),
+			Providers: opts.ProviderMappings, Modules: len(opts.ModuleMappings) > 0, Tofu: opts.TofuRepository != nil,
+			OperatorTokens: len(opts.AuthTokens)})
+	} else if len(opts.AuthTokens) > 0 {
+		results = preflight.Clients(preflight.PolicyConfig{OperatorTokens: len(opts.AuthTokens)})
+	}
+	if opts.RegistryDecides {
+		detail := fmt.Sprintf("clients' bearer tokens are their registry credentials (USERNAME:PASSWORD); the registry must list every mapped repository holding an address to them; its yes is kept %s per credential and repository; the proxy reads with its own credential", opts.RegistryConfirmTTL)
+		if opts.PullThrough != nil {
+			detail += "; with pull-through, an address no mapped repository holds yet is refused to registry credentials (a repository that does not exist confirms nothing): its first use needs an --auth-token-file token or a policy file client"
+		}
+		results = append(results, preflight.Result{Target: "registry decides", Status: preflight.StatusOK, Detail: detail})
+	}
+	return results
 }
 
 // preflightConfig is what the registry checks need of serve's options,

@@ -146,16 +146,7 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 	tofuAPI := c.String("pull-through-tofu-api-url")
 	modOrigins := c.StringSlice("pull-through-module-origin")
 	if len(origins) == 0 && tofuAPI == "" && len(modOrigins) == 0 {
-		if c.String("pull-through-registry-origin") != "" {
-			return nil, fmt.Errorf("--pull-through-registry-origin needs --pull-through-origin")
-		}
-		if len(c.StringSlice("pull-through-module-source")) > 0 {
-			return nil, fmt.Errorf("--pull-through-module-source needs --pull-through-module-origin")
-		}
-		if len(c.StringSlice("pull-through-own-modules")) > 0 {
-			return nil, fmt.Errorf("--pull-through-own-modules needs --pull-through-module-origin")
-		}
-		return nil, nil
+		return nil, checkPullThroughOff(c)
 	}
 	pt := &pullthrough.Options{
 		Origins:         map[string]*url.URL{},
@@ -182,26 +173,8 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 		return nil, err
 	}
 	pt.Client = origin.NewClient(transport)
-	if len(modOrigins) > 0 {
-		disk := c.Int64("pull-through-module-temp-disk")
-		if disk <= 0 {
-			return nil, fmt.Errorf("--pull-through-module-temp-disk must be positive")
-		}
-		modulesource.SetTempDiskBudget(disk)
-	}
-	for _, o := range modOrigins {
-		f, err := moduleFetcher(o, c.StringSlice("pull-through-module-source"), transport)
-		if err != nil {
-			return nil, err
-		}
-		pt.Modules = append(pt.Modules, f)
-	}
-	for _, s := range c.StringSlice("pull-through-own-modules") {
-		p, err := pullthrough.ParseModulePattern(s)
-		if err != nil {
-			return nil, fmt.Errorf("--pull-through-own-modules: %w", err)
-		}
-		pt.OwnModules = append(pt.OwnModules, p)
+	if err := readModulePullThrough(c, pt, modOrigins, transport); err != nil {
+		return nil, err
 	}
 	if tofuAPI != "" {
 		if pt.Tofu, err = tofuPullOrigin(c, tofuAPI); err != nil {
@@ -209,6 +182,47 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 		}
 	}
 	return pt, nil
+}
+
+// checkPullThroughOff refuses the flags that refine a pull-through that
+// is off.
+func checkPullThroughOff(c *cli.Context) error {
+	switch {
+	case c.String("pull-through-registry-origin") != "":
+		return fmt.Errorf("--pull-through-registry-origin needs --pull-through-origin")
+	case len(c.StringSlice("pull-through-module-source")) > 0:
+		return fmt.Errorf("--pull-through-module-source needs --pull-through-module-origin")
+	case len(c.StringSlice("pull-through-own-modules")) > 0:
+		return fmt.Errorf("--pull-through-own-modules needs --pull-through-module-origin")
+	}
+	return nil
+}
+
+// readModulePullThrough reads the module origins, their sources, the
+// temporary disk their fetches share and --pull-through-own-modules.
+func readModulePullThrough(c *cli.Context, pt *pullthrough.Options, origins []string, transport http.RoundTripper) error {
+	if len(origins) > 0 {
+		disk := c.Int64("pull-through-module-temp-disk")
+		if disk <= 0 {
+			return fmt.Errorf("--pull-through-module-temp-disk must be positive")
+		}
+		modulesource.SetTempDiskBudget(disk)
+	}
+	for _, o := range origins {
+		f, err := moduleFetcher(o, c.StringSlice("pull-through-module-source"), transport)
+		if err != nil {
+			return err
+		}
+		pt.Modules = append(pt.Modules, f)
+	}
+	for _, s := range c.StringSlice("pull-through-own-modules") {
+		p, err := pullthrough.ParseModulePattern(s)
+		if err != nil {
+			return fmt.Errorf("--pull-through-own-modules: %w", err)
+		}
+		pt.OwnModules = append(pt.OwnModules, p)
+	}
+	return nil
 }
 
 // defaultDownloadHosts are where the public registries' provider

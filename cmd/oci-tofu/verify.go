@@ -73,15 +73,19 @@ func verify(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	pol, err := readGatePolicy(c) // policy_gate.go
-	if err != nil {
+	if opts.Policy, err = readGatePolicy(c); err != nil { // gate.go
 		return err
 	}
-	opts.Policy = pol
 	all, err := verifyRefs(c, client, refs, opts)
 	if err != nil {
 		return err
 	}
+	return reportFindings(rep, all, opts)
+}
+
+// reportFindings prints the findings (--json: with whether nothing
+// failed), and fails when any is an error, saying what was checked.
+func reportFindings(rep *reporter, all []lint.Finding, opts lint.Options) error {
 	failed := 0
 	for _, f := range all {
 		if f.Severity == lint.SeverityError {
@@ -99,16 +103,15 @@ func verify(c *cli.Context) error {
 			fmt.Fprintf(rep.out, "%-7s %s: %s\n", f.Severity, f.Reference, f.Message)
 		}
 	}
-	if failed > 0 {
-		if pol != nil {
-			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the policy denies a version)", names.Plural(failed, "problem")), 1)
-		}
-		if len(opts.AttestKeys)+len(opts.Trusts)+len(opts.Keyless) > 0 {
-			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", names.Plural(failed, "problem")), 1)
-		}
-		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", names.Plural(failed, "problem")), 1)
+	switch problems := names.Plural(failed, "problem"); {
+	case failed == 0:
+		return nil
+	case opts.Policy != nil:
+		return cli.Exit(problems+" (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the policy denies a version)", 1)
+	case len(opts.AttestKeys)+len(opts.Trusts)+len(opts.Keyless) > 0:
+		return cli.Exit(problems+" (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", 1)
 	}
-	return nil
+	return cli.Exit(names.Plural(failed, "problem")+" OpenTofu would fail on", 1)
 }
 
 // verifyRefs checks each reference; reaching the registry failing stops
