@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -43,7 +41,7 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 			return err
 		}
 	} else {
-		printChecks(c.App.Writer, results)
+		preflight.WriteTable(c.App.Writer, results)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%s failed", names.Plural(failed, "check"))
@@ -88,28 +86,6 @@ func preflightConfig(client *oci.Client, opts proxy.Options, template string) pr
 		Hint:            func(err error) string { return hint(err, hc) },
 		UnsampledAdvice: "give --check-provider or --check-module to look for a repository too",
 	}
-}
-
-// printChecks prints the table, then the hint of each failure.
-func printChecks(w io.Writer, results []preflight.Result) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STATUS\tWHAT\tREGISTRY\tCREDENTIALS\tDETAIL")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Status, r.Target, orDash(r.Registry), orDash(r.Credentials), r.Detail)
-	}
-	tw.Flush()
-	for _, r := range results {
-		if r.Hint != "" {
-			fmt.Fprintf(w, "hint (%s): %s\n", r.Target, r.Hint)
-		}
-	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func parseProviderSamples(list []string) ([]names.Provider, error) {
