@@ -193,21 +193,8 @@ func downloadRule(c *cli.Context, rules *prune.Rules) error {
 	if tally.Partial() {
 		return fmt.Errorf("the audit trail names more than %d versions and clients within %s: prune cannot tell which were downloaded", audit.MaxKeys, within)
 	}
-	rules.KeepDownloadedWithin, rules.Downloads = period, lastDownloads(tally.LastDownloads())
+	rules.KeepDownloadedWithin, rules.Downloads = period, prune.LastDownloads(tally.LastDownloads())
 	return nil
-}
-
-// lastDownloads answers prune from the audit trail's last downloads, by
-// repository and version (a version tag stands for its version).
-type lastDownloads map[[2]string]time.Time
-
-func (l lastDownloads) LastDownload(repository, tag string) (time.Time, bool) {
-	version := tag
-	if v, ok := names.VersionFromTag(tag); ok {
-		version = v.String()
-	}
-	at, ok := l[[2]string{repository, version}]
-	return at, ok
 }
 
 // planPrune reads one repository and plans its pruning.

@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
@@ -162,7 +161,7 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 		EnforceGPGExpiration: enforceExpiration(c),
 	}
 	for _, o := range origins {
-		host, base, err := parseOrigin(o)
+		host, base, err := pullthrough.ParseOrigin(o)
 		if err != nil {
 			return nil, fmt.Errorf("--pull-through-origin %s: %w", o, err)
 		}
@@ -230,26 +229,9 @@ func readModulePullThrough(c *cli.Context, pt *pullthrough.Options, origins []st
 // the hosts they redirect to) and releases.hashicorp.com.
 var defaultDownloadHosts = []string{"github.com", "objects.githubusercontent.com", "release-assets.githubusercontent.com", "releases.hashicorp.com"}
 
-// parseOrigin reads HOST or HOST=PROVIDERS_URL.
-func parseOrigin(s string) (string, *url.URL, error) {
-	host, raw, withURL := strings.Cut(strings.TrimSpace(s), "=")
-	host = strings.ToLower(host)
-	if !names.ValidHostname(host) {
-		return "", nil, fmt.Errorf("%q is not a registry hostname (as provider addresses write it)", host)
-	}
-	if !withURL {
-		return host, nil, nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return "", nil, fmt.Errorf("the service URL (providers.v1 or modules.v1) must be an absolute https:// URL")
-	}
-	return host, u, nil
-}
-
 // moduleFetcher reads the module origin flags.
 func moduleFetcher(o string, sources []string, transport http.RoundTripper) (*modulesource.Fetcher, error) {
-	host, base, err := parseOrigin(o)
+	host, base, err := pullthrough.ParseOrigin(o)
 	if err != nil {
 		return nil, fmt.Errorf("--pull-through-module-origin %s: %w", o, err)
 	}

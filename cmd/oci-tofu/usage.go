@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert/prune"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
@@ -61,7 +60,7 @@ func runUsage(c *cli.Context) error {
 	}
 	var unusedSince time.Time
 	if s := c.String("not-downloaded-since"); s != "" {
-		if unusedSince, err = parseWhen(s, time.Now()); err != nil {
+		if unusedSince, err = audit.ParseWhen(s, time.Now()); err != nil {
 			return usageError(c, "--not-downloaded-since: %v", err)
 		}
 	}
@@ -95,7 +94,7 @@ func usageFilter(c *cli.Context) (audit.Filter, error) {
 		at   *time.Time
 	}{{"since", &f.Since}, {"until", &f.Until}} {
 		if s := c.String(w.flag); s != "" {
-			t, err := parseWhen(s, now)
+			t, err := audit.ParseWhen(s, now)
 			if err != nil {
 				return f, usageError(c, "--%s: %v", w.flag, err)
 			}
@@ -103,21 +102,6 @@ func usageFilter(c *cli.Context) (audit.Filter, error) {
 		}
 	}
 	return f, nil
-}
-
-// parseWhen reads a date, an RFC 3339 time, or a period before now.
-func parseWhen(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	d, err := prune.ParsePeriod(s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q: write a date (2026-08-01), a time (RFC 3339) or a period before now (90d, 36h)", s)
-	}
-	return now.Add(-d), nil
 }
 
 // readUsage tallies the audit files, or reads the fleet's counts.

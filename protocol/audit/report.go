@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/prune"
 )
 
 // Report is what `oci-tofu usage` prints (--json: as it is): from the
@@ -236,4 +238,20 @@ func boolOrder(a, b bool) int {
 		return 1
 	}
 	return -1
+}
+
+// ParseWhen reads a time as usage takes it: a date (2026-08-01), an
+// RFC 3339 time, or a period before now (prune.ParsePeriod: 90d, 36h).
+func ParseWhen(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := prune.ParsePeriod(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: write a date (2026-08-01), a time (RFC 3339) or a period before now (90d, 36h)", s)
+	}
+	return now.Add(-d), nil
 }
