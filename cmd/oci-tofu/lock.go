@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/convert/tfconfig"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
@@ -83,16 +81,24 @@ func lock(c *cli.Context) error {
 		return err
 	}
 	lockPath := filepath.Join(dir, ".terraform.lock.hcl")
-	existing, err := lockfile.Read(lockPath)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	existing, err := readExistingLock(lockPath)
+	if err != nil {
 		return err
 	}
-	if opts.Open, err = lockOpener(c); err != nil {
+	registry, err := registryClient(c)
+	if err != nil {
 		return err
 	}
+	opts.Open = registry.OpenReadOnly
 	if opts.Policy, err = readGatePolicy(c); err != nil { // gate.go
 		return err
 	}
+	return writeLock(c, cfg, existing, lockPath, opts, why)
+}
+
+// writeLock locks cfg's requirements (keeping what existing locks that
+// still meets them), writes the lock file at lockPath and reports it.
+func writeLock(c *cli.Context, cfg *tfconfig.Config, existing *lockfile.File, lockPath string, opts lockfile.Options, why string) error {
 	lf, err := lockfile.Lock(c.Context, cfg.Requirements, existing, opts)
 	if err != nil {
 		return err
@@ -100,7 +106,16 @@ func lock(c *cli.Context) error {
 	if err := localfile.WriteAtomic(lockPath, lf.Bytes()); err != nil {
 		return err
 	}
-	return reportLock(c, lockPath, client, why, cfg, lf)
+	return reportLock(c, lockPath, opts.Client, why, cfg, lf)
+}
+
+// readExistingLock reads the lock file at path; nil when there is none.
+func readExistingLock(path string) (*lockfile.File, error) {
+	existing, err := lockfile.Read(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return existing, nil
 }
 
 // lockOptions reads --provider-template, --platform (each once) and
@@ -121,17 +136,6 @@ func lockOptions(c *cli.Context) (lockfile.Options, error) {
 		}
 	}
 	return lockfile.Options{Template: tpl, Platforms: once, NoDownload: c.Bool("no-download")}, nil
-}
-
-// lockOpener opens repositories through the registry flags' client.
-func lockOpener(c *cli.Context) (func(context.Context, oci.Reference) (oci.ReadOnlyRepository, error), error) {
-	registry, err := registryClient(c)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error) {
-		return registry.OpenReadOnly(ctx, ref)
-	}, nil
 }
 
 // lockResult is `lock --json`'s output.
