@@ -26,10 +26,10 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 	}
 	results := []preflight.Result{checkServerTLS(c)}
 	var samples preflight.Samples
-	if samples.Providers, err = parseProviderSamples(c.StringSlice("check-provider")); err != nil {
+	if samples.Providers, err = parseEach(c.StringSlice("check-provider"), names.ParseProvider); err != nil {
 		return usageError(c, "--check-provider: %v", err)
 	}
-	if samples.Modules, err = parseModuleSamples(c.StringSlice("check-module")); err != nil {
+	if samples.Modules, err = parseEach(c.StringSlice("check-module"), preflight.ParseModuleAddress); err != nil {
 		return usageError(c, "--check-module: %v", err)
 	}
 	results = append(results, preflight.Registries(c.Context, preflightConfig(client, opts, template), samples)...)
@@ -86,30 +86,6 @@ func preflightConfig(client *oci.Client, opts proxy.Options, template string) pr
 		Hint:            func(err error) string { return hint(err, hc) },
 		UnsampledAdvice: "give --check-provider or --check-module to look for a repository too",
 	}
-}
-
-func parseProviderSamples(list []string) ([]names.Provider, error) {
-	var out []names.Provider
-	for _, s := range list {
-		p, err := names.ParseProvider(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func parseModuleSamples(list []string) ([]preflight.ModuleAddress, error) {
-	var out []preflight.ModuleAddress
-	for _, s := range list {
-		m, err := preflight.ParseModuleAddress(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }
 
 // checkServerTLS checks the server certificate serve would use: the

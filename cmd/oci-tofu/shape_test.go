@@ -43,7 +43,7 @@ var sharedFiles = []string{
 	"registry.go",    // the registry flags and client
 	"tagflags.go",    // --replace, --also-tag and the tag rules
 	"targets.go",     // REPOSITORY... | --provider-template ADDRESS...
-	"platforms.go",   // os_arch lists
+	"parse.go",       // list flags parsed value by value (os_arch platforms, …)
 	"gate.go",        // --policy of push, mirror, lock, verify and prune
 	"attest.go",      // --attest-key, --attest-pub and attaching attestations
 	"signatures.go",  // publishers' keys and signature expiry
