@@ -73,6 +73,19 @@ func hint(err error, hc hintContext) string {
 	if errors.Is(err, pgp.ErrWrongKey) {
 		return "the release was signed with another key: pass the publisher's public key with --key (`gpg --list-packets FILE.sig` shows the key ID it wants)"
 	}
+	if h := classHint(err, hc); h != "" {
+		return h
+	}
+	if hc.plainHTTP && oci.StatusCode(err) == 400 {
+		// A TLS server answers a plain HTTP request with 400 ("Client sent
+		// an HTTP request to an HTTPS server").
+		return "the registry answered 400 to plain HTTP; it probably speaks HTTPS: drop --plain-http"
+	}
+	return ""
+}
+
+// classHint is the hint for err's oci.Classify class, or "".
+func classHint(err error, hc hintContext) string {
 	switch oci.Classify(err) {
 	case oci.FailureUnauthorized:
 		if hc.username {
@@ -108,11 +121,6 @@ func hint(err error, hc hintContext) string {
 		return "the registry did not answer in time: check the network path to it"
 	case oci.FailureUnreachable:
 		return "cannot connect to the registry: check the host name and port, and that it is running"
-	}
-	if hc.plainHTTP && oci.StatusCode(err) == 400 {
-		// A TLS server answers a plain HTTP request with 400 ("Client sent
-		// an HTTP request to an HTTPS server").
-		return "the registry answered 400 to plain HTTP; it probably speaks HTTPS: drop --plain-http"
 	}
 	return ""
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,19 +12,9 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/localfile"
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
 	"github.com/oci-tofu/oci-tofu/convert/tfconfig"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
-
-func providerTemplateFlag() cli.Flag {
-	return &cli.StringFlag{
-		Name:     "provider-template",
-		Usage:    "where providers live, as tofu's repository_template: e.g. `ghcr.io/acme/providers/${namespace}/${type}` or oci-layout:DIR/${namespace}/${type}",
-		EnvVars:  []string{"OCI_TOFU_PROVIDER_TEMPLATE"},
-		Required: true,
-	}
-}
 
 func lockCommand() *cli.Command {
 	return &cli.Command{
@@ -78,58 +67,75 @@ func lock(c *cli.Context) error {
 	if c.NArg() == 1 {
 		dir = c.Args().First()
 	}
-	tpl, err := repotemplate.ParseProviderTemplate(c.String("provider-template"))
+	opts, err := lockOptions(c)
 	if err != nil {
 		return err
-	}
-	var platforms []names.Platform
-	for _, p := range c.StringSlice("platform") {
-		pl, err := names.ParsePlatform(p)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(platforms, pl) {
-			platforms = append(platforms, pl)
-		}
 	}
 	client, why, err := lockClient(c, dir)
 	if err != nil {
 		return err
 	}
+	opts.Client = client
 	cfg, err := tfconfig.Load(dir, tfconfig.Options{Client: client})
 	if err != nil {
 		return err
 	}
 	lockPath := filepath.Join(dir, ".terraform.lock.hcl")
-	existing, err := lockfile.Read(lockPath)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	existing, err := readExistingLock(lockPath)
+	if err != nil {
 		return err
 	}
 	registry, err := registryClient(c)
 	if err != nil {
 		return err
 	}
-	pol, err := readGatePolicy(c) // policy_gate.go
-	if err != nil {
+	opts.Open = registry.OpenReadOnly
+	if opts.Policy, err = readGatePolicy(c); err != nil { // gate.go
 		return err
 	}
-	lf, err := lockfile.Lock(c.Context, cfg.Requirements, existing, lockfile.Options{
-		Template: tpl,
-		Open: func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error) {
-			return registry.OpenReadOnly(ctx, ref)
-		},
-		Platforms:  platforms,
-		Client:     client,
-		NoDownload: c.Bool("no-download"),
-		Policy:     pol,
-	})
+	return writeLock(c, cfg, existing, lockPath, opts, why)
+}
+
+// writeLock locks cfg's requirements (keeping what existing locks that
+// still meets them), writes the lock file at lockPath and reports it.
+func writeLock(c *cli.Context, cfg *tfconfig.Config, existing *lockfile.File, lockPath string, opts lockfile.Options, why string) error {
+	lf, err := lockfile.Lock(c.Context, cfg.Requirements, existing, opts)
 	if err != nil {
 		return err
 	}
 	if err := localfile.WriteAtomic(lockPath, lf.Bytes()); err != nil {
 		return err
 	}
-	return reportLock(c, lockPath, client, why, cfg, lf)
+	return reportLock(c, lockPath, opts.Client, why, cfg, lf)
+}
+
+// readExistingLock reads the lock file at path; nil when there is none.
+func readExistingLock(path string) (*lockfile.File, error) {
+	existing, err := lockfile.Read(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return existing, nil
+}
+
+// lockOptions reads --provider-template, --platform (each once) and
+// --no-download.
+func lockOptions(c *cli.Context) (lockfile.Options, error) {
+	tpl, err := repotemplate.ParseProviderTemplate(c.String("provider-template"))
+	if err != nil {
+		return lockfile.Options{}, err
+	}
+	platforms, err := parsePlatforms(c.StringSlice("platform"))
+	if err != nil {
+		return lockfile.Options{}, err
+	}
+	var once []names.Platform
+	for _, p := range platforms {
+		if !slices.Contains(once, p) {
+			once = append(once, p)
+		}
+	}
+	return lockfile.Options{Template: tpl, Platforms: once, NoDownload: c.Bool("no-download")}, nil
 }
 
 // lockResult is `lock --json`'s output.

@@ -14,15 +14,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 func main() {
 	// The first SIGINT or SIGTERM cancels ctx: every command stops its
 	// reads and writes (a push writes no tag) and exits. A second one
 	// ends the process at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() { <-ctx.Done(); stop() }() // a second signal ends the process at once
+	context.AfterFunc(ctx, stop) // a second signal ends the process at once
 	app := newApp()
 	args := reorderArgs(app, os.Args)
 	err := app.RunContext(ctx, args)

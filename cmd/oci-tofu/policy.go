@@ -1,106 +1,17 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/oci/names"
-	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
-
-// policyFlag is serve's policy file (docs/policy.md).
-func policyFlag() cli.Flag {
-	return &cli.StringFlag{Name: "policy", Usage: "serve only the provider, module and OpenTofu versions (and provider platforms) the policy `FILE` allows, and with client blocks only to the clients it names, each what it may read (docs/policy.md; check it with `oci-tofu policy test`); reloaded when it changes (once it is still) and on SIGHUP: write it atomically (a temporary file renamed over it); a broken file, or one with no rules or replacing default = \"deny\" that does not write its default out, leaves the last good policy in force", EnvVars: []string{"OCI_TOFU_POLICY"}}
-}
-
-// vulnDBFlag is the vulnerability database a policy's vulnerabilities
-// blocks match stored SBOMs against.
-func vulnDBFlag() cli.Flag {
-	return &cli.StringFlag{Name: "vuln-db", Usage: "match the SBOMs stored for each provider platform against the vulnerability database in `DIR` (the Go vulnerability database's layout, as `govulncheck -db file://DIR` reads it, e.g. a copy of vuln.go.dev) for the policy's vulnerabilities blocks (docs/policy.md); checked for changes every 30 s and on SIGHUP, and reloaded when its index or an entry file changes; a database is taken whole: one with an entry missing or half written is not put in force", EnvVars: []string{"OCI_TOFU_VULN_DB"}}
-}
-
-// readVulnDB opens --vuln-db, when given, into opts.
-func readVulnDB(c *cli.Context, opts *proxy.Options, logger *slog.Logger) error {
-	dir := c.String("vuln-db")
-	if dir == "" {
-		return nil
-	}
-	db, err := vulns.OpenLive(dir, 0, logger)
-	if err != nil {
-		return fmt.Errorf("--vuln-db: %w", err)
-	}
-	opts.VulnDB = db
-	return nil
-}
-
-// readPolicy reads --policy (applied to what the registry holds and to
-// what pull-through would fetch alike) and --vuln-db; the file is nil
-// without --policy.
-func readPolicy(c *cli.Context, opts *proxy.Options, logger *slog.Logger) (*policyfile.File, error) {
-	if err := readVulnDB(c, opts, logger); err != nil {
-		return nil, err
-	}
-	file := c.String("policy")
-	if file == "" {
-		return nil, nil
-	}
-	pf, err := policyfile.Open(file, logger)
-	if err != nil {
-		return nil, fmt.Errorf("--policy: %w", err)
-	}
-	if pf.Live().Current().HasVulnerabilities() && opts.VulnDB == nil {
-		return nil, fmt.Errorf("--policy: %s has a vulnerabilities block: give the vulnerability database it matches SBOMs against (--vuln-db DIR)", file)
-	}
-	if db := opts.VulnDB; db != nil {
-		pf.OnReload = func() { db.Check() }
-	} else {
-		pf.Require = func(p *policy.Policy) error {
-			if p.HasVulnerabilities() {
-				return fmt.Errorf("%s: a vulnerabilities block needs a vulnerability database: restart serve with --vuln-db DIR", file)
-			}
-			return nil
-		}
-	}
-	opts.Policy, opts.PolicyStatus = pf.Live(), pf.Status
-	return pf, nil
-}
-
-// reloadPolicy reloads the policy file when it changes and on SIGHUP,
-// until ctx ends (protocol/policyfile); nothing without a policy file.
-// Without a watch (no inotify), SIGHUP still reloads.
-func reloadPolicy(ctx context.Context, pf *policyfile.File, logger *slog.Logger) {
-	if pf == nil {
-		return
-	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				pf.Reload("SIGHUP")
-			}
-		}
-	}()
-	if _, err := pf.Watch(ctx); err != nil {
-		logger.Warn("the policy file is not watched: send SIGHUP to reload it", "file", pf.Path(), "error", err.Error())
-	}
-}
 
 func policyCommand() *cli.Command {
 	return &cli.Command{
@@ -281,8 +192,7 @@ func policyDecisions(c *cli.Context, p *policy.Policy) ([]policyQuery, error) {
 	return out, nil
 }
 
-// parsePolicyQuery reads ADDRESS[@VERSION]: "tofu", a module with four
-// segments or a "module:" prefix, a provider otherwise.
+// parsePolicyQuery reads ADDRESS[@VERSION] (policy.ParseAddress).
 func parsePolicyQuery(arg string) (policyQuery, error) {
 	addr, version, _ := strings.Cut(arg, "@")
 	if version != "" {
@@ -290,49 +200,15 @@ func parsePolicyQuery(arg string) (policyQuery, error) {
 			return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
 		}
 	}
-	if addr == policy.TofuAddress {
-		return policyQuery{Kind: names.KindTofu, Address: addr, Version: version}, nil
-	}
-	if rest, ok := strings.CutPrefix(addr, "module:"); ok || strings.Count(addr, "/") == 3 {
-		parts := strings.Split(strings.ToLower(rest), "/")
-		if !ok {
-			parts = strings.Split(strings.ToLower(addr), "/")
-		}
-		if len(parts) == 3 {
-			parts = append([]string{"registry.opentofu.org"}, parts...)
-		}
-		if len(parts) != 4 {
-			return policyQuery{}, fmt.Errorf("%s: a module address is [host/]namespace/name/system", arg)
-		}
-		return policyQuery{Kind: names.KindModule, Address: strings.Join(parts, "/"), Version: version}, nil
-	}
-	p, err := names.ParseProvider(strings.TrimPrefix(addr, "provider:"))
+	kind, addr, err := policy.ParseAddress(addr)
 	if err != nil {
 		return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
 	}
-	return policyQuery{Kind: names.KindProvider, Address: p.String(), Version: version}, nil
+	return policyQuery{Kind: kind, Address: addr, Version: version}, nil
 }
 
-// accessOf is whether client may read q's address, as serve decides it
-// before anything else (docs/policy.md, "Clients").
+// accessOf is whether client may read q's address (policy.Client.Access).
 func accessOf(client *policy.Client, q policyQuery) *clientAccess {
-	a := &clientAccess{Client: client.Name}
-	address := q.Address
-	if q.Kind == names.KindTofu {
-		address = ""
-	}
-	pattern, ok := client.Reads(q.Kind, address)
-	switch {
-	case client.Expired(time.Now()):
-		a.Reason = fmt.Sprintf("client %s: its tokens expired at %s", client.Name, client.Expires.UTC().Format(time.RFC3339))
-	case !ok && q.Kind == names.KindTofu:
-		a.Reason = fmt.Sprintf("client %s may not read OpenTofu releases (no tofu = true)", client.Name)
-	case !ok:
-		a.Reason = fmt.Sprintf("client %s may not read %s: no pattern of its %ss list matches", client.Name, q.Address, q.Kind)
-	case q.Kind == names.KindTofu:
-		a.Reads, a.Reason = true, fmt.Sprintf("client %s may read OpenTofu releases", client.Name)
-	default:
-		a.Reads, a.Reason = true, fmt.Sprintf("client %s may read it (pattern %s)", client.Name, pattern)
-	}
-	return a
+	reads, reason := client.Access(q.Kind, q.Address, time.Now())
+	return &clientAccess{Client: client.Name, Reads: reads, Reason: reason}
 }

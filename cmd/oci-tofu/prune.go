@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -59,27 +58,19 @@ that refuses deletes (GHCR) is named, with what was deleted before.`,
 	}
 }
 
-// pruneTarget is one repository to prune, and how its lock file entries
-// find it.
-type pruneTarget struct {
-	ref oci.Reference
-	// provider is the ADDRESS argument it came from, if any.
-	provider *names.Provider
-}
-
 func runPrune(c *cli.Context) error {
 	if err := wantArgs(c, 1, -1); err != nil {
 		return err
 	}
-	targets, err := repositoryTargets(c, "prune judges every version tag")
+	targets, err := pruneTargets(c)
 	if err != nil {
 		return err
 	}
-	tpl, err := pruneTemplate(c) // prune_addresses.go
+	tpl, err := providerTemplate(c) // targets.go
 	if err != nil {
 		return err
 	}
-	pol, err := readGatePolicy(c) // policy_gate.go
+	pol, err := readGatePolicy(c) // gate.go
 	if err != nil {
 		return err
 	}
@@ -91,29 +82,49 @@ func runPrune(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var plans []*prune.Plan
-	for _, t := range targets {
-		p, err := planPrune(c, client, t, rules, func(kind names.Kind) ([]string, error) { return servedAddresses(pol, tpl, t, kind) })
-		if err != nil {
-			return err
-		}
-		plans = append(plans, p)
-	}
-	if pol != nil {
-		w, err := checkKeepBlocks(pol, plans)
-		if err != nil {
-			return err
-		}
-		warnings = appendNonEmpty(warnings, w)
+	plans, warning, err := planPrunes(c, client, targets, rules, pol, tpl)
+	if err != nil {
+		return err
 	}
 	var applyErr error
 	if c.Bool("apply") {
 		applyErr = applyPrune(c, client, targets, plans)
 	}
-	if err := reportPrune(newReporter(c), plans, warnings, c.Bool("apply")); err != nil {
+	if err := reportPrune(newReporter(c), plans, appendNonEmpty(warnings, warning), c.Bool("apply")); err != nil {
 		return err
 	}
 	return applyErr
+}
+
+// pruneTargets are the repositories the arguments name
+// (repositoryTargets).
+func pruneTargets(c *cli.Context) ([]prune.Target, error) {
+	named, err := repositoryTargets(c, "prune judges every version tag") // targets.go
+	targets := make([]prune.Target, len(named))
+	for i, t := range named {
+		targets[i] = prune.Target{Ref: t.ref, Provider: t.provider}
+	}
+	return targets, err
+}
+
+// planPrunes plans each target's pruning, the policy asked about the
+// addresses serve may show it under (prune.ServedAddresses), then checks
+// the policy's keep blocks against the plans (prune.CheckKeepBlocks: an
+// error, or a warning).
+func planPrunes(c *cli.Context, client *oci.Client, targets []prune.Target, rules prune.Rules, pol *policy.Policy, tpl *repotemplate.Template) ([]*prune.Plan, string, error) {
+	var plans []*prune.Plan
+	for _, t := range targets {
+		p, err := planPrune(c, client, t, rules, func(kind names.Kind) ([]string, error) { return prune.ServedAddresses(pol, tpl, t, kind) })
+		if err != nil {
+			return nil, "", err
+		}
+		plans = append(plans, p)
+	}
+	if pol == nil {
+		return plans, "", nil
+	}
+	w, err := prune.CheckKeepBlocks(pol, plans)
+	return plans, w, err
 }
 
 func appendNonEmpty(list []string, s string) []string {
@@ -123,44 +134,10 @@ func appendNonEmpty(list []string, s string) []string {
 	return append(list, s)
 }
 
-// repositoryTargets are the repositories the arguments name:
-// repositories, or provider addresses through --provider-template; why
-// says why a tag is refused.
-func repositoryTargets(c *cli.Context, why string) ([]pruneTarget, error) {
-	var targets []pruneTarget
-	raw := c.String("provider-template")
-	if raw == "" {
-		for _, arg := range c.Args().Slice() {
-			ref, err := repositoryArg(arg, why)
-			if err != nil {
-				return nil, usageError(c, "%v", err)
-			}
-			targets = append(targets, pruneTarget{ref: ref})
-		}
-		return targets, nil
-	}
-	tpl, err := pruneTemplate(c)
-	if err != nil {
-		return nil, err
-	}
-	for _, arg := range c.Args().Slice() {
-		p, err := names.ParseProvider(arg)
-		if err != nil {
-			return nil, usageError(c, "%v", err)
-		}
-		ref, err := tpl.Expand(p.TemplateValues())
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", arg, err)
-		}
-		targets = append(targets, pruneTarget{ref: ref, provider: &p})
-	}
-	return targets, nil
-}
-
 // pruneRules reads the keep rules the flags give, and warnings about
 // them (lock file entries pinning nothing pruned); without any rule,
 // prune would delete every version, which is refused.
-func pruneRules(c *cli.Context, tpl *repotemplate.Template, targets []pruneTarget, pol *policy.Policy) (prune.Rules, []string, error) {
+func pruneRules(c *cli.Context, tpl *repotemplate.Template, targets []prune.Target, pol *policy.Policy) (prune.Rules, []string, error) {
 	rules := prune.Rules{KeepNewest: c.Int("keep-newest")}
 	var warnings []string
 	if rules.KeepNewest < 0 {
@@ -171,9 +148,9 @@ func pruneRules(c *cli.Context, tpl *repotemplate.Template, targets []pruneTarge
 		if err != nil {
 			return rules, nil, err
 		}
-		pinned := func(p names.Provider) []string { return lockedRepositories(tpl, targets, p) }
+		pinned := func(p names.Provider) []string { return prune.LockedRepositories(tpl, targets, p) }
 		rules.Pins = prune.NewLockPins(locked, pinned)
-		warnings = appendNonEmpty(warnings, unpinnedWarning(locked, pinned))
+		warnings = appendNonEmpty(warnings, prune.UnpinnedWarning(locked, pinned))
 	}
 	if pol != nil {
 		rules.Keep = pol.Keeps
@@ -206,7 +183,7 @@ func downloadRule(c *cli.Context, rules *prune.Rules) error {
 	}
 	rules.Now = time.Now()
 	tally := audit.NewTally(audit.Filter{Since: rules.Now.Add(-period)})
-	files, err := auditFiles(logs)
+	files, err := audit.FilesOf(logs)
 	if err != nil {
 		return err
 	}
@@ -216,175 +193,44 @@ func downloadRule(c *cli.Context, rules *prune.Rules) error {
 	if tally.Partial() {
 		return fmt.Errorf("the audit trail names more than %d versions and clients within %s: prune cannot tell which were downloaded", audit.MaxKeys, within)
 	}
-	rules.KeepDownloadedWithin, rules.Downloads = period, lastDownloads(tally.LastDownloads())
+	rules.KeepDownloadedWithin, rules.Downloads = period, prune.LastDownloads(tally.LastDownloads())
 	return nil
-}
-
-// auditFiles are the files of each --audit-log path (audit.Files).
-func auditFiles(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		fs, err := audit.Files(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fs...)
-	}
-	return out, nil
-}
-
-// lastDownloads answers prune from the audit trail's last downloads, by
-// repository and version (a version tag stands for its version).
-type lastDownloads map[[2]string]time.Time
-
-func (l lastDownloads) LastDownload(repository, tag string) (time.Time, bool) {
-	version := tag
-	if v, ok := names.VersionFromTag(tag); ok {
-		version = v.String()
-	}
-	at, ok := l[[2]string{repository, version}]
-	return at, ok
 }
 
 // planPrune reads one repository and plans its pruning.
 // addresses are the ones the policy is asked about (servedAddresses).
-func planPrune(c *cli.Context, client *oci.Client, t pruneTarget, rules prune.Rules, addresses func(names.Kind) ([]string, error)) (*prune.Plan, error) {
-	repo, err := client.OpenReadOnly(c.Context, t.ref)
+func planPrune(c *cli.Context, client *oci.Client, t prune.Target, rules prune.Rules, addresses func(names.Kind) ([]string, error)) (*prune.Plan, error) {
+	repo, err := client.OpenReadOnly(c.Context, t.Ref)
 	if err != nil {
 		return nil, err
 	}
-	return prune.MakePlan(c.Context, repo, prune.PlanOptions{Name: t.ref.Name(), Rules: rules, Addresses: addresses})
+	return prune.MakePlan(c.Context, repo, prune.PlanOptions{Name: t.Ref.Name(), Rules: rules, Addresses: addresses})
 }
 
 // applyPrune deletes what each plan lets go, stopping at the first
 // failure (what was deleted before it is in the plans).
-func applyPrune(c *cli.Context, client *oci.Client, targets []pruneTarget, plans []*prune.Plan) error {
+func applyPrune(c *cli.Context, client *oci.Client, targets []prune.Target, plans []*prune.Plan) error {
 	for i, p := range plans {
 		if n, _ := p.Total(); n == 0 {
 			continue
 		}
-		del, err := client.OpenDeleter(targets[i].ref)
+		del, err := client.OpenDeleter(targets[i].Ref)
 		if err != nil {
 			return err
 		}
-		if err := prune.Apply(c.Context, del, targets[i].ref.Registry, p); err != nil {
+		if err := prune.Apply(c.Context, del, targets[i].Ref.Registry, p); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// pruneVersion is one version in `prune --json`.
-type pruneVersion struct {
-	Version string   `json:"version"`
-	Tag     string   `json:"tag"`
-	Digest  string   `json:"digest"`
-	Action  string   `json:"action"` // keep, delete, deleted, failed, not deleted
-	Kept    []string `json:"kept_by,omitempty"`
-	Bytes   int64    `json:"bytes,omitempty"`
-	Deleted []string `json:"deleted,omitempty"`
-	Error   string   `json:"error,omitempty"`
-}
-
-// pruneRepository is one repository in `prune --json`.
-type pruneRepository struct {
-	Repository string         `json:"repository"`
-	Kind       names.Kind     `json:"kind,omitempty"`
-	Versions   []pruneVersion `json:"versions"`
-}
-
-// reportPrune prints the table (or JSON) of every version and the total.
+// reportPrune prints the warnings, then the table (or JSON) of every
+// version and the total (prune.NewReport).
 func reportPrune(rep *reporter, plans []*prune.Plan, warnings []string, applied bool) error {
-	res := struct {
-		Applied      bool              `json:"applied"`
-		Repositories []pruneRepository `json:"repositories"`
-		Versions     int               `json:"versions_to_delete"`
-		Bytes        int64             `json:"bytes"`
-		Warnings     []string          `json:"warnings,omitempty"`
-	}{Applied: applied, Repositories: []pruneRepository{}, Warnings: warnings}
 	for _, w := range warnings {
 		rep.warn("prune", []string{w})
 	}
-	var human strings.Builder
-	for _, p := range plans {
-		r := pruneRepository{Repository: p.Repository.Name, Kind: p.Repository.Kind, Versions: []pruneVersion{}}
-		fmt.Fprintf(&human, "%s\n", p.Repository.Name)
-		for _, e := range p.Versions {
-			v := pruneEntry(e, applied)
-			r.Versions = append(r.Versions, v)
-			fmt.Fprintf(&human, "  %-20s %-11s %10s  %s\n", v.Tag, v.Action, pruneBytes(v), pruneWhy(v))
-		}
-		if len(p.Versions) == 0 {
-			human.WriteString("  (no version tags)\n")
-		}
-		n, b := p.Total()
-		res.Versions += n
-		res.Bytes += b
-		res.Repositories = append(res.Repositories, r)
-	}
-	verb := "would be deleted (a dry run: nothing was deleted; --apply deletes)"
-	if applied {
-		verb = "deleted"
-	}
-	fmt.Fprintf(&human, "total: %s, %s %s", names.Plural(res.Versions, "version"), humanBytes(res.Bytes), verb)
-	return rep.result(res, human.String())
-}
-
-// pruneEntry is a plan entry as reported: its action is what happened
-// to it with --apply.
-func pruneEntry(e prune.Entry, applied bool) pruneVersion {
-	v := pruneVersion{Version: e.Version.Version.String(), Tag: e.Tag, Digest: e.Root.Digest.String(), Kept: e.Kept}
-	for _, d := range e.Deleted {
-		v.Deleted = append(v.Deleted, d.String())
-	}
-	switch {
-	case !e.Goes():
-		v.Action = "keep"
-		return v
-	case !applied:
-		v.Action = "delete"
-	case e.Err != nil:
-		v.Action, v.Error = "failed", e.Err.Error()
-	case len(e.Deleted) == len(e.Deletes):
-		v.Action = "deleted"
-	default:
-		v.Action = "not deleted" // an earlier version's failure stopped prune
-	}
-	v.Bytes = e.Bytes
-	return v
-}
-
-func pruneBytes(v pruneVersion) string {
-	if v.Action == "keep" {
-		return ""
-	}
-	return humanBytes(v.Bytes)
-}
-
-// pruneWhy is the table's last column: the rules keeping a version, or
-// what happened to it.
-func pruneWhy(v pruneVersion) string {
-	switch {
-	case v.Action == "keep":
-		return strings.Join(v.Kept, "; ")
-	case v.Error != "":
-		return fmt.Sprintf("after %s: %s", names.Plural(len(v.Deleted), "manifest"), v.Error)
-	case v.Action == "deleted":
-		return names.Plural(len(v.Deleted), "manifest") + " deleted"
-	}
-	return "no rule keeps it"
-}
-
-// humanBytes writes a size in binary units, exact below 1 KiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	res, human := prune.NewReport(plans, warnings, applied)
+	return rep.result(res, human)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
@@ -37,21 +38,29 @@ func pinned(ref oci.Reference, digest string) string {
 	return ref.String() + "@" + digest
 }
 
-func pullModule(c *cli.Context) error {
+// pullModuleArgs are the reference (latest when it names no tag or
+// digest), the directory and --max-size.
+func pullModuleArgs(c *cli.Context) (oci.Reference, string, int64, error) {
 	if err := wantArgs(c, 2, 2); err != nil {
-		return err
+		return oci.Reference{}, "", 0, err
 	}
 	ref, err := oci.ParseReference(c.Args().Get(0))
 	if err != nil {
-		return err
+		return oci.Reference{}, "", 0, err
 	}
 	if ref.Reference == "" {
 		ref.Reference = "latest"
 	}
-	dir := c.Args().Get(1)
-	maxSize := c.Int64("max-size")
-	if maxSize <= 0 {
-		return fmt.Errorf("--max-size must be positive")
+	if c.Int64("max-size") <= 0 {
+		return oci.Reference{}, "", 0, fmt.Errorf("--max-size must be positive")
+	}
+	return ref, c.Args().Get(1), c.Int64("max-size"), nil
+}
+
+func pullModule(c *cli.Context) error {
+	ref, dir, maxSize, err := pullModuleArgs(c)
+	if err != nil {
+		return err
 	}
 	rep := newReporter(c)
 	client, err := registryClient(c)
@@ -66,19 +75,14 @@ func pullModule(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref, err)
 	}
-	tmp, err := os.CreateTemp("", "oci-tofu-module-*.zip")
+	tmp, err := downloadModule(c, repo, ref, layer, maxSize)
+	if tmp != "" {
+		defer os.Remove(tmp)
+	}
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	err = oci.FetchBlob(c.Context, repo, layer, maxSize, tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", ref, err)
-	}
-	files, err := modulepkg.UnpackContext(c.Context, tmp.Name(), dir, maxSize)
+	files, err := modulepkg.UnpackContext(c.Context, tmp, dir, maxSize)
 	if err != nil {
 		return fmt.Errorf("unpacking %s into %s: %w", ref, dir, err)
 	}
@@ -91,4 +95,22 @@ func pullModule(c *cli.Context) error {
 		"dir":        dir,
 		"files":      files,
 	}, fmt.Sprintf("unpacked %s into %s (%s)", pinned(ref, manifest.Digest.String()), dir, names.Plural(len(files), "file")))
+}
+
+// downloadModule downloads the package's zip into a temporary file,
+// checking its digest and size; the file's name is returned also when the
+// download fails, for the caller to remove it.
+func downloadModule(c *cli.Context, repo oci.ReadOnlyRepository, ref oci.Reference, layer ocispec.Descriptor, maxSize int64) (string, error) {
+	tmp, err := os.CreateTemp("", "oci-tofu-module-*.zip")
+	if err != nil {
+		return "", err
+	}
+	err = oci.FetchBlob(c.Context, repo, layer, maxSize, tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return tmp.Name(), fmt.Errorf("%s: %w", ref, err)
+	}
+	return tmp.Name(), nil
 }

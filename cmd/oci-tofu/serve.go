@@ -1,25 +1,23 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/gcfloor"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
+	"github.com/oci-tofu/oci-tofu/protocol/preflight"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 	"github.com/oci-tofu/oci-tofu/protocol/servercreds"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -121,7 +119,9 @@ func serve(c *cli.Context) error {
 	if c.Bool("check") {
 		return runCheck(c, opts)
 	}
-	reloadPolicy(c.Context, pf, logger) // policy.go
+	if pf != nil {
+		pf.Follow(c.Context) // reloaded when it changes, and on SIGHUP
+	}
 	if c.Bool("json") {
 		return usageError(c, "--json goes with --check")
 	}
@@ -133,6 +133,14 @@ func serve(c *cli.Context) error {
 		defer trail.Close() // after the last request: flushed on shutdown and SIGTERM
 		opts.Audit, opts.AuditDocuments = trail, c.Bool("audit-documents")
 	}
+	return startServing(c, opts, logger)
+}
+
+// startServing starts the proxy on --listen and serves until the
+// command's context ends (a signal), then drains for --shutdown-delay and
+// shuts down within --shutdown-timeout (proxy.Server.ServeUntil); once it
+// serves, the registries are probed (preflight.Probe).
+func startServing(c *cli.Context, opts proxy.Options, logger *slog.Logger) error {
 	srv, err := proxy.New(opts)
 	if err != nil {
 		return err
@@ -155,8 +163,12 @@ func serve(c *cli.Context) error {
 		"client_auth", len(opts.AuthTokens) > 0, "signing_key", opts.Signer != nil,
 		"pull_through_origins", c.StringSlice("pull-through-origin"), "pull_through_tofu", c.String("pull-through-tofu-api-url"),
 		"require_attestation_keys", len(opts.RequireAttestation), "require_notation_policies", len(opts.RequireTrust), "policy_rules", opts.Policy.Current().Rules(), "gc_floor_bytes", gcFloor)
-	go probeRegistries(c.Context, srv.Client(), opts, logger)
-	return serveUntilStopped(c, srv, ln, logger)
+	return srv.ServeUntil(c.Context, ln, proxy.Lifecycle{
+		ShutdownDelay:   c.Duration("shutdown-delay"),
+		ShutdownTimeout: c.Duration("shutdown-timeout"),
+		ErrorLog:        servercreds.HandshakeLog(logger),
+		Started:         func(ctx context.Context) { preflight.Probe(ctx, preflightConfig(srv.Client(), opts, ""), logger) },
+	})
 }
 
 // listen opens --listen, with TLS unless --insecure-no-tls (plain HTTP
@@ -184,39 +196,11 @@ func listen(c *cli.Context, srv *proxy.Server, logger *slog.Logger) (net.Listene
 	return tls.NewListener(ln, tlsConfig), "https", nil
 }
 
-// serveUntilStopped serves until the command's context ends (a signal),
-// then drains for --shutdown-delay and shuts down within
-// --shutdown-timeout (proxy.Server.ServeUntil).
-func serveUntilStopped(c *cli.Context, srv *proxy.Server, ln net.Listener, logger *slog.Logger) error {
-	return srv.ServeUntil(c.Context, ln, proxy.Lifecycle{
-		ShutdownDelay:   c.Duration("shutdown-delay"),
-		ShutdownTimeout: c.Duration("shutdown-timeout"),
-		ErrorLog:        servercreds.HandshakeLog(logger),
-	})
-}
-
 // serveOptions reads and checks everything serve is given, before it
 // listens or reaches any registry.
 func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfile.File, error) {
-	opts := proxy.Options{
-		RegistryHostname: c.String("registry-hostname"),
-		PublicURL:        c.String("public-url"),
-		ArchiveURLTTL:    c.Duration("archive-url-ttl"),
-		Store: store.Options{
-			TagTTL:          c.Duration("tag-ttl"),
-			ResolveTTL:      c.Duration("resolve-ttl"),
-			MaxStale:        c.Duration("max-stale"),
-			FailureTTL:      c.Duration("failure-ttl"),
-			CacheEntries:    c.Int("cache-entries"),
-			DeniedAsMissing: c.StringSlice("denied-as-missing"),
-			Timeout:         c.Duration("upstream-timeout"),
-		},
-		CacheBytes:   c.Int64("cache-bytes"),
-		StallTimeout: c.Duration("stall-timeout"),
-		Logger:       logger,
-		Version:      version,
-	}
-	if err := readServedSources(c, &opts); err != nil {
+	opts := serveCacheOptions(c, logger)
+	if err := readServedSources(c, &opts); err != nil { // served.go
 		return proxy.Options{}, nil, err
 	}
 	ro, err := registryOptions(c)
@@ -234,17 +218,8 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfi
 	if err := checkOwnHostname(opts); err != nil { // serve_pullthrough.go
 		return proxy.Options{}, nil, err
 	}
-	if err := readServeSecrets(c, &opts); err != nil {
-		return proxy.Options{}, nil, err
-	}
-	if err := readRequireAttestation(c, &opts, logger); err != nil { // serve_attest.go
-		return proxy.Options{}, nil, err
-	}
-	pf, err := readPolicy(c, &opts, logger) // policy.go
+	pf, err := readServeChecks(c, &opts)
 	if err != nil {
-		return proxy.Options{}, nil, err
-	}
-	if err := readArchiveDelivery(c, &opts); err != nil { // serve_delivery.go
 		return proxy.Options{}, nil, err
 	}
 	if err := readSharedCache(c, &opts); err != nil { // serve_shared.go
@@ -256,114 +231,43 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfi
 	return opts, pf, nil
 }
 
-// servedSourceFlags map what is served to repositories (serve, and
-// policy test against the registry): read by readServedSources.
-func servedSourceFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "provider-template", Usage: "repository `TEMPLATE` for providers: ${hostname}, ${namespace}, ${type}", EnvVars: []string{"OCI_TOFU_PROVIDER_TEMPLATE"}},
-		&cli.StringSliceFlag{Name: "module-template", Usage: "repository `TEMPLATE` for modules (registry protocol): ${namespace}, ${name}, ${system}, ${hostname}; repeat to merge several, first holder of a version wins (comma-separated in the variable)", EnvVars: []string{"OCI_TOFU_MODULE_TEMPLATE"}},
-		&cli.StringFlag{Name: "tofu-repository", Usage: "`REPOSITORY` (or oci-layout:PATH) of OpenTofu releases to serve as a TofuDL mirror", EnvVars: []string{"OCI_TOFU_TOFU_REPOSITORY"}},
-		&cli.StringFlag{Name: "config", Usage: "OpenTofu CLI configuration `FILE` whose provider_installation oci_mirror blocks (repository_template, include, exclude) map providers to repositories, first match wins; after --provider-template", EnvVars: []string{"OCI_TOFU_CONFIG"}},
-		&cli.StringSliceFlag{Name: "include", Usage: "serve only providers matching `host/namespace/type` (wildcards *, repeatable)", EnvVars: []string{"OCI_TOFU_INCLUDE"}},
-		&cli.StringSliceFlag{Name: "exclude", Usage: "never serve providers matching `host/namespace/type` (repeatable)", EnvVars: []string{"OCI_TOFU_EXCLUDE"}},
+// readServeChecks reads what serve checks before it serves: the secrets,
+// the admission rule (admission.go), the policy (serve_policy.go) and
+// how archives are delivered (serve_delivery.go).
+func readServeChecks(c *cli.Context, opts *proxy.Options) (*policyfile.File, error) {
+	if err := readServeSecrets(c, opts); err != nil {
+		return nil, err
 	}
-}
-
-// readServedSources reads what is served from where: the provider
-// mappings (--provider-template with --include and --exclude, then
-// --config's oci_mirror blocks), --module-template and --tofu-repository.
-func readServedSources(c *cli.Context, opts *proxy.Options) error {
-	var err error
-	if opts.ProviderMappings, err = providerMappings(c); err != nil {
-		return err
+	if err := readRequireAttestation(c, opts, opts.Logger); err != nil {
+		return nil, err
 	}
-	moduleTemplates := c.StringSlice("module-template")
-	if len(opts.ProviderMappings) == 0 && len(moduleTemplates) == 0 && c.String("tofu-repository") == "" {
-		return fmt.Errorf("give at least one of --provider-template (e.g. ghcr.io/acme/providers/${namespace}/${type}), --module-template (e.g. ghcr.io/acme/modules/${namespace}/${name}/${system}) and --tofu-repository (e.g. ghcr.io/acme/opentofu)")
-	}
-	if err := readModuleTemplates(moduleTemplates, opts); err != nil {
-		return err
-	}
-	opts.TofuRepository, err = tofuRepository(c.String("tofu-repository"))
-	return err
-}
-
-// readModuleTemplates parses the --module-template values into
-// ModuleMappings, in order: pull-through stores into the first, the
-// others are merged after it.
-func readModuleTemplates(values []string, opts *proxy.Options) error {
-	for _, s := range values {
-		tpl, err := repotemplate.ParseModuleTemplate(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("--module-template %q: %w", s, err)
-		}
-		if slices.ContainsFunc(opts.ModuleMappings, func(t *repotemplate.Template) bool { return t.String() == tpl.String() }) {
-			return fmt.Errorf("--module-template %q is given twice", s)
-		}
-		opts.ModuleMappings = append(opts.ModuleMappings, tpl)
-	}
-	return nil
-}
-
-// providerMappings are the provider mappings in the order they are
-// tried: --provider-template (filtered by --include and --exclude), then
-// the oci_mirror blocks of --config. Each mapping's Source names where it
-// was configured, for the check table, the logs and the status page.
-func providerMappings(c *cli.Context) ([]store.ProviderMapping, error) {
-	fromConfig, err := configMappings(c.String("config"))
+	pf, err := readPolicy(c, opts, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
-	include, err := cliconfig.ParseMatchingPatterns(c.StringSlice("include"))
-	if err != nil {
-		return nil, fmt.Errorf("--include: %w", err)
-	}
-	exclude, err := cliconfig.ParseMatchingPatterns(c.StringSlice("exclude"))
-	if err != nil {
-		return nil, fmt.Errorf("--exclude: %w", err)
-	}
-	s := c.String("provider-template")
-	if s == "" {
-		return fromConfig, nil
-	}
-	tpl, err := repotemplate.ParseProviderTemplate(s)
-	if err != nil {
-		return nil, fmt.Errorf("--provider-template: %w", err)
-	}
-	flagged := store.ProviderMapping{Template: tpl, Include: include, Exclude: exclude, Label: "--provider-template"}
-	return append([]store.ProviderMapping{flagged}, fromConfig...), nil
+	return pf, readArchiveDelivery(c, opts)
 }
 
-// configMappings are the oci_mirror blocks of a tofu CLI configuration
-// file ("" for none).
-func configMappings(file string) ([]store.ProviderMapping, error) {
-	if file == "" {
-		return nil, nil
+// serveCacheOptions are the options the cache and timeout flags give.
+func serveCacheOptions(c *cli.Context, logger *slog.Logger) proxy.Options {
+	return proxy.Options{
+		RegistryHostname: c.String("registry-hostname"),
+		PublicURL:        c.String("public-url"),
+		ArchiveURLTTL:    c.Duration("archive-url-ttl"),
+		Store: store.Options{
+			TagTTL:          c.Duration("tag-ttl"),
+			ResolveTTL:      c.Duration("resolve-ttl"),
+			MaxStale:        c.Duration("max-stale"),
+			FailureTTL:      c.Duration("failure-ttl"),
+			CacheEntries:    c.Int("cache-entries"),
+			DeniedAsMissing: c.StringSlice("denied-as-missing"),
+			Timeout:         c.Duration("upstream-timeout"),
+		},
+		CacheBytes:   c.Int64("cache-bytes"),
+		StallTimeout: c.Duration("stall-timeout"),
+		Logger:       logger,
+		Version:      version,
 	}
-	mirrors, err := cliconfig.ReadOCIMirrors(file)
-	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
-	}
-	var mappings []store.ProviderMapping
-	for _, m := range mirrors {
-		mappings = append(mappings, store.ProviderMapping{Template: m.Template, Include: m.Include, Exclude: m.Exclude, Label: m.Pos})
-	}
-	return mappings, nil
-}
-
-// tofuRepository parses --tofu-repository: a repository, no tag.
-func tofuRepository(s string) (*oci.Reference, error) {
-	if s == "" {
-		return nil, nil
-	}
-	ref, err := oci.ParseReference(s)
-	if err != nil {
-		return nil, fmt.Errorf("--tofu-repository: %w", err)
-	}
-	if ref.Reference != "" {
-		return nil, fmt.Errorf("--tofu-repository %s: give the repository without a tag or digest; tags are the versions", s)
-	}
-	return &ref, nil
 }
 
 // readServeSecrets reads the signing key, the client tokens and the URL

@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
@@ -146,16 +145,7 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 	tofuAPI := c.String("pull-through-tofu-api-url")
 	modOrigins := c.StringSlice("pull-through-module-origin")
 	if len(origins) == 0 && tofuAPI == "" && len(modOrigins) == 0 {
-		if c.String("pull-through-registry-origin") != "" {
-			return nil, fmt.Errorf("--pull-through-registry-origin needs --pull-through-origin")
-		}
-		if len(c.StringSlice("pull-through-module-source")) > 0 {
-			return nil, fmt.Errorf("--pull-through-module-source needs --pull-through-module-origin")
-		}
-		if len(c.StringSlice("pull-through-own-modules")) > 0 {
-			return nil, fmt.Errorf("--pull-through-own-modules needs --pull-through-module-origin")
-		}
-		return nil, nil
+		return nil, checkPullThroughOff(c)
 	}
 	pt := &pullthrough.Options{
 		Origins:         map[string]*url.URL{},
@@ -171,7 +161,7 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 		EnforceGPGExpiration: enforceExpiration(c),
 	}
 	for _, o := range origins {
-		host, base, err := parseOrigin(o)
+		host, base, err := pullthrough.ParseOrigin(o)
 		if err != nil {
 			return nil, fmt.Errorf("--pull-through-origin %s: %w", o, err)
 		}
@@ -182,26 +172,8 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 		return nil, err
 	}
 	pt.Client = origin.NewClient(transport)
-	if len(modOrigins) > 0 {
-		disk := c.Int64("pull-through-module-temp-disk")
-		if disk <= 0 {
-			return nil, fmt.Errorf("--pull-through-module-temp-disk must be positive")
-		}
-		modulesource.SetTempDiskBudget(disk)
-	}
-	for _, o := range modOrigins {
-		f, err := moduleFetcher(o, c.StringSlice("pull-through-module-source"), transport)
-		if err != nil {
-			return nil, err
-		}
-		pt.Modules = append(pt.Modules, f)
-	}
-	for _, s := range c.StringSlice("pull-through-own-modules") {
-		p, err := pullthrough.ParseModulePattern(s)
-		if err != nil {
-			return nil, fmt.Errorf("--pull-through-own-modules: %w", err)
-		}
-		pt.OwnModules = append(pt.OwnModules, p)
+	if err := readModulePullThrough(c, pt, modOrigins, transport); err != nil {
+		return nil, err
 	}
 	if tofuAPI != "" {
 		if pt.Tofu, err = tofuPullOrigin(c, tofuAPI); err != nil {
@@ -211,31 +183,55 @@ func pullThroughOptions(c *cli.Context) (*pullthrough.Options, error) {
 	return pt, nil
 }
 
+// checkPullThroughOff refuses the flags that refine a pull-through that
+// is off.
+func checkPullThroughOff(c *cli.Context) error {
+	switch {
+	case c.String("pull-through-registry-origin") != "":
+		return fmt.Errorf("--pull-through-registry-origin needs --pull-through-origin")
+	case len(c.StringSlice("pull-through-module-source")) > 0:
+		return fmt.Errorf("--pull-through-module-source needs --pull-through-module-origin")
+	case len(c.StringSlice("pull-through-own-modules")) > 0:
+		return fmt.Errorf("--pull-through-own-modules needs --pull-through-module-origin")
+	}
+	return nil
+}
+
+// readModulePullThrough reads the module origins, their sources, the
+// temporary disk their fetches share and --pull-through-own-modules.
+func readModulePullThrough(c *cli.Context, pt *pullthrough.Options, origins []string, transport http.RoundTripper) error {
+	if len(origins) > 0 {
+		disk := c.Int64("pull-through-module-temp-disk")
+		if disk <= 0 {
+			return fmt.Errorf("--pull-through-module-temp-disk must be positive")
+		}
+		modulesource.SetTempDiskBudget(disk)
+	}
+	for _, o := range origins {
+		f, err := moduleFetcher(o, c.StringSlice("pull-through-module-source"), transport)
+		if err != nil {
+			return err
+		}
+		pt.Modules = append(pt.Modules, f)
+	}
+	for _, s := range c.StringSlice("pull-through-own-modules") {
+		p, err := pullthrough.ParseModulePattern(s)
+		if err != nil {
+			return fmt.Errorf("--pull-through-own-modules: %w", err)
+		}
+		pt.OwnModules = append(pt.OwnModules, p)
+	}
+	return nil
+}
+
 // defaultDownloadHosts are where the public registries' provider
 // releases and OpenTofu's own are downloaded from: GitHub releases (and
 // the hosts they redirect to) and releases.hashicorp.com.
 var defaultDownloadHosts = []string{"github.com", "objects.githubusercontent.com", "release-assets.githubusercontent.com", "releases.hashicorp.com"}
 
-// parseOrigin reads HOST or HOST=PROVIDERS_URL.
-func parseOrigin(s string) (string, *url.URL, error) {
-	host, raw, withURL := strings.Cut(strings.TrimSpace(s), "=")
-	host = strings.ToLower(host)
-	if !names.ValidHostname(host) {
-		return "", nil, fmt.Errorf("%q is not a registry hostname (as provider addresses write it)", host)
-	}
-	if !withURL {
-		return host, nil, nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return "", nil, fmt.Errorf("the service URL (providers.v1 or modules.v1) must be an absolute https:// URL")
-	}
-	return host, u, nil
-}
-
 // moduleFetcher reads the module origin flags.
 func moduleFetcher(o string, sources []string, transport http.RoundTripper) (*modulesource.Fetcher, error) {
-	host, base, err := parseOrigin(o)
+	host, base, err := pullthrough.ParseOrigin(o)
 	if err != nil {
 		return nil, fmt.Errorf("--pull-through-module-origin %s: %w", o, err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
@@ -30,23 +28,15 @@ func readSharedCache(c *cli.Context, opts *proxy.Options) error {
 	if u == "" {
 		return nil
 	}
-	transport, err := oci.NewTransport(oci.Options{CAFile: c.String("ca-file")})
+	s, err := openSharedCache(c, u, opts.Logger, c.Duration("shared-cache-timeout"))
 	if err != nil {
 		return err
-	}
-	s, err := sharedstate.OpenRedis(sharedstate.RedisOptions{URL: u, Password: os.Getenv(sharedCachePasswordEnv), TLS: transport.TLSClientConfig, Logger: opts.Logger, OpTimeout: c.Duration("shared-cache-timeout")})
-	if err != nil {
-		return fmt.Errorf("--shared-cache: %w", err)
 	}
 	opts.Shared = s
 	opts.Logger.Info("shared cache: "+sharedCacheUses(opts), "shared_cache", sharedstate.RedactURL(u))
 	warnSharedCacheExposure(opts.Logger, u)
 	return nil
 }
-
-// sharedCachePasswordEnv holds the Redis password, so that it need not be
-// in the URL: a command line is visible to every local user (ps).
-const sharedCachePasswordEnv = "OCI_TOFU_SHARED_CACHE_PASSWORD"
 
 // warnSharedCacheExposure warns of a Redis password on the command line
 // and of a Redis reached without TLS (docs/proxy.md, "What is never

@@ -7,7 +7,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/lint"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -73,21 +72,20 @@ func verify(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	pol, err := readGatePolicy(c) // policy_gate.go
+	if opts.Policy, err = readGatePolicy(c); err != nil { // gate.go
+		return err
+	}
+	all, err := lint.CheckAll(c.Context, client.OpenReadOnly, refs, opts)
 	if err != nil {
 		return err
 	}
-	opts.Policy = pol
-	all, err := verifyRefs(c, client, refs, opts)
-	if err != nil {
-		return err
-	}
-	failed := 0
-	for _, f := range all {
-		if f.Severity == lint.SeverityError {
-			failed++
-		}
-	}
+	return reportFindings(rep, all, opts)
+}
+
+// reportFindings prints the findings (--json: with whether nothing
+// failed), and fails when any is an error, saying what was checked.
+func reportFindings(rep *reporter, all []lint.Finding, opts lint.Options) error {
+	failed := lint.Errors(all)
 	if rep.json {
 		if all == nil {
 			all = []lint.Finding{}
@@ -99,40 +97,15 @@ func verify(c *cli.Context) error {
 			fmt.Fprintf(rep.out, "%-7s %s: %s\n", f.Severity, f.Reference, f.Message)
 		}
 	}
-	if failed > 0 {
-		if pol != nil {
-			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the policy denies a version)", names.Plural(failed, "problem")), 1)
-		}
-		if len(opts.AttestKeys)+len(opts.Trusts)+len(opts.Keyless) > 0 {
-			return cli.Exit(fmt.Sprintf("%s (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", names.Plural(failed, "problem")), 1)
-		}
-		return cli.Exit(fmt.Sprintf("%s OpenTofu would fail on", names.Plural(failed, "problem")), 1)
+	switch problems := names.Plural(failed, "problem"); {
+	case failed == 0:
+		return nil
+	case opts.Policy != nil:
+		return cli.Exit(problems+" (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the policy denies a version)", 1)
+	case len(opts.AttestKeys)+len(opts.Trusts)+len(opts.Keyless) > 0:
+		return cli.Exit(problems+" (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", 1)
 	}
-	return nil
-}
-
-// verifyRefs checks each reference; reaching the registry failing stops
-// it (that says nothing about the artifacts), a content problem is a
-// finding.
-func verifyRefs(c *cli.Context, client *oci.Client, refs []oci.Reference, opts lint.Options) ([]lint.Finding, error) {
-	var all []lint.Finding
-	for _, ref := range refs {
-		opts.PolicyAddress = func(kind names.Kind) (string, error) { return policy.AddressFromRepository(kind, ref.Repository) }
-		repo, err := client.OpenReadOnly(c.Context, ref)
-		var findings []lint.Finding
-		if err == nil {
-			findings, err = lint.Check(c.Context, repo, ref, opts)
-		}
-		if err != nil && !oci.IsContentProblem(err) {
-			// Not reaching the registry says nothing about the artifacts.
-			return nil, fmt.Errorf("%s: %w", ref, err)
-		}
-		if err != nil {
-			findings = append(findings, lint.Finding{Reference: ref.String(), Severity: lint.SeverityError, Message: err.Error()})
-		}
-		all = append(all, findings...)
-	}
-	return all, nil
+	return cli.Exit(names.Plural(failed, "problem")+" OpenTofu would fail on", 1)
 }
 
 // verifyOptions are the checks verify's flags ask for: --skip-zips,

@@ -2,13 +2,9 @@ package main
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/convert/vulnscan"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -46,29 +42,11 @@ affected (govulncheck's status for findings), 4 when none is but a platform has 
 	}
 }
 
-// vulnsDatabase is the database in `vulns --json`.
-type vulnsDatabase struct {
-	Dir         string    `json:"dir"`
-	Modified    time.Time `json:"modified"`
-	Entries     int       `json:"entries"`
-	Fingerprint string    `json:"fingerprint"`
-	Skipped     []string  `json:"skipped,omitempty"`
-}
-
-// vulnsTotals sum up `vulns`.
-type vulnsTotals struct {
-	Versions          int `json:"versions"`
-	Platforms         int `json:"platforms"`
-	AffectedVersions  int `json:"affected_versions"`
-	AffectedPlatforms int `json:"affected_platforms"`
-	WithoutSBOM       int `json:"platforms_without_sbom"`
-}
-
 func runVulns(c *cli.Context) error {
 	if err := wantArgs(c, 1, -1); err != nil {
 		return err
 	}
-	targets, err := repositoryTargets(c, "vulns scans every version tag") // prune.go
+	targets, err := repositoryTargets(c, "vulns scans every version tag") // targets.go
 	if err != nil {
 		return err
 	}
@@ -80,15 +58,7 @@ func runVulns(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep := newReporter(c)
-	res := struct {
-		Database     vulnsDatabase          `json:"database"`
-		Repositories []*vulnscan.Repository `json:"repositories"`
-		Totals       vulnsTotals            `json:"totals"`
-	}{Database: vulnsDatabase{Dir: c.String("vuln-db"), Modified: db.Modified(), Entries: db.Entries(), Fingerprint: db.Fingerprint()}}
-	for _, s := range db.Skipped() {
-		res.Database.Skipped = append(res.Database.Skipped, s.String())
-	}
+	res := vulnscan.NewReport(c.String("vuln-db"), db)
 	for _, t := range targets {
 		repo, err := client.OpenReadOnly(c.Context, t.ref)
 		if err != nil {
@@ -98,60 +68,12 @@ func runVulns(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		res.Repositories = append(res.Repositories, r)
+		res.Add(r)
 	}
-	var human strings.Builder
-	if n := len(res.Database.Skipped); n > 0 {
-		fmt.Fprintf(&human, "warning: the database skipped %s (first: %s)\n", names.Plural(n, "entry file"), res.Database.Skipped[0])
-	}
-	for _, r := range res.Repositories {
-		fmt.Fprintf(&human, "%s\n", r.Repository)
-		shown := 0
-		for _, v := range r.Versions {
-			res.Totals.Versions++
-			if v.Affected() {
-				res.Totals.AffectedVersions++
-			}
-			if v.Error != "" {
-				fmt.Fprintf(&human, "  %-16s not scanned: %s\n", v.Version, v.Error)
-				shown++
-				continue
-			}
-			for _, p := range v.Platforms {
-				res.Totals.Platforms++
-				switch {
-				case !p.SBOM:
-					res.Totals.WithoutSBOM++
-					why := "no SBOM"
-					if p.Error != "" {
-						why = "no readable SBOM: " + p.Error
-					}
-					fmt.Fprintf(&human, "  %-16s %-16s %s\n", v.Version, p.Platform, why)
-					shown++
-				case len(p.Findings) > 0:
-					res.Totals.AffectedPlatforms++
-					for _, f := range vulnscan.Findings(p.Findings) { // one line each
-						fmt.Fprintf(&human, "  %-16s %-16s %s\n", v.Version, p.Platform, policy.DescribeFindings([]vulns.Finding{f}))
-					}
-					shown++
-				case c.Bool("all"):
-					fmt.Fprintf(&human, "  %-16s %-16s no known vulnerability (%s, %s)\n", v.Version, p.Platform, p.GoVersion, names.Plural(p.Modules, "module"))
-					shown++
-				}
-			}
-		}
-		if shown == 0 {
-			human.WriteString("  (no known vulnerability, every platform has an SBOM)\n")
-		}
-	}
-	t := res.Totals
-	fmt.Fprintf(&human, "total: %s with %s scanned: %s affected (%s), %s without an SBOM (database of %s, %s)",
-		names.Plural(t.Versions, "version"), names.Plural(t.Platforms, "platform"), names.Plural(t.AffectedVersions, "version"),
-		names.Plural(t.AffectedPlatforms, "platform"), names.Plural(t.WithoutSBOM, "platform"), db.Modified().UTC().Format(time.DateOnly), strconv.Itoa(db.Entries())+" entries")
-	if err := rep.result(res, human.String()); err != nil {
+	if err := newReporter(c).result(res, res.Text(c.Bool("all"))); err != nil {
 		return err
 	}
-	return vulnsExit(c.Bool("exit-code"), t)
+	return vulnsExit(c.Bool("exit-code"), res.Totals)
 }
 
 // Exit statuses of `vulns --exit-code`: affected versions found (as
@@ -165,7 +87,7 @@ const (
 // vulnsExit is the error that makes `vulns --exit-code` exit with the
 // status its totals call for; nil without the flag or when nothing is
 // affected and every platform has an SBOM.
-func vulnsExit(exitCode bool, t vulnsTotals) error {
+func vulnsExit(exitCode bool, t vulnscan.Totals) error {
 	switch {
 	case !exitCode:
 		return nil

@@ -269,11 +269,8 @@ func parsePattern(kind names.Kind, s string) (string, error) {
 		}
 		return ps[0], nil
 	}
-	parts := strings.Split(strings.ToLower(s), "/")
-	if len(parts) == 3 {
-		parts = append([]string{names.OpenTofuRegistryHost}, parts...)
-	}
-	if len(parts) != 4 {
+	parts, ok := withDefaultHost(strings.Split(strings.ToLower(s), "/"))
+	if !ok {
 		return "", fmt.Errorf("invalid module pattern %q: must be [hostname/]namespace/name/system", s)
 	}
 	for _, part := range parts {

@@ -22,6 +22,21 @@ type Downloads interface {
 	LastDownload(repository, version string) (time.Time, bool)
 }
 
+// LastDownloads are Downloads from an audit trail's last downloads, by
+// repository and version (audit.Tally.LastDownloads); a version tag
+// stands for its version.
+type LastDownloads map[[2]string]time.Time
+
+// LastDownload is when a version of repository was last downloaded.
+func (l LastDownloads) LastDownload(repository, tag string) (time.Time, bool) {
+	version := tag
+	if v, ok := names.VersionFromTag(tag); ok {
+		version = v.String()
+	}
+	at, ok := l[[2]string{repository, version}]
+	return at, ok
+}
+
 // Pins says which lock files pin a version of a repository (host/path,
 // and the version tag); none when no lock file does.
 type Pins interface {

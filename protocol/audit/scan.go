@@ -231,3 +231,16 @@ func (in interner) str(v *fastjson.Value, key string) string {
 	}
 	return s
 }
+
+// FilesOf is the audit files of each path (Files), in the order given.
+func FilesOf(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fs, err := Files(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs...)
+	}
+	return out, nil
+}

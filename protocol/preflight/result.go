@@ -1,5 +1,11 @@
 package preflight
 
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
 // Check statuses, from good to bad.
 const (
 	StatusOK      = "ok"
@@ -38,4 +44,27 @@ func Failed(results []Result) int {
 		}
 	}
 	return n
+}
+
+// WriteTable writes results as serve --check prints them: a table, then
+// the hint of each result that has one.
+func WriteTable(w io.Writer, results []Result) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATUS\tWHAT\tREGISTRY\tCREDENTIALS\tDETAIL")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Status, r.Target, orDash(r.Registry), orDash(r.Credentials), r.Detail)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.Hint != "" {
+			fmt.Fprintf(w, "hint (%s): %s\n", r.Target, r.Hint)
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -21,6 +21,10 @@ type Lifecycle struct {
 	ShutdownTimeout time.Duration
 	// ErrorLog receives the HTTP server's own errors (failed handshakes).
 	ErrorLog *log.Logger
+	// Started, when set, runs in the background once the listener is
+	// served, with ServeUntil's context: a start-up check whose findings
+	// are only logged (serve: preflight.Probe).
+	Started func(context.Context)
 }
 
 // ServeUntil serves ln until ctx ends, then drains: /readyz fails at
@@ -37,6 +41,9 @@ func (s *Server) ServeUntil(ctx context.Context, ln net.Listener, lc Lifecycle) 
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	if lc.Started != nil {
+		go lc.Started(ctx)
+	}
 	select {
 	case err := <-errc:
 		return err

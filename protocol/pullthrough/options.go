@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -205,4 +206,24 @@ func (o Options) withDefaults() Options {
 		o.Client = origin.NewClient(nil)
 	}
 	return o
+}
+
+// ParseOrigin reads an origin as --pull-through-origin and
+// --pull-through-module-origin give it: HOST, or HOST=URL with the
+// origin's providers.v1 or modules.v1 URL (absolute, https); the host is
+// lower-cased, and nil is the URL service discovery finds.
+func ParseOrigin(s string) (string, *url.URL, error) {
+	host, raw, withURL := strings.Cut(strings.TrimSpace(s), "=")
+	host = strings.ToLower(host)
+	if !names.ValidHostname(host) {
+		return "", nil, fmt.Errorf("%q is not a registry hostname (as provider addresses write it)", host)
+	}
+	if !withURL {
+		return host, nil, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return "", nil, fmt.Errorf("the service URL (providers.v1 or modules.v1) must be an absolute https:// URL")
+	}
+	return host, u, nil
 }

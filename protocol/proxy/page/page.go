@@ -22,6 +22,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
@@ -528,8 +529,8 @@ func authorityOf(base string) string {
 // discovery documents name: a host block replaces discovery, so it must
 // name every service clients use.
 var publicProviders = map[string]string{
-	"registry.opentofu.org": "https://registry.opentofu.org/v1/providers/",
-	"registry.terraform.io": "https://registry.terraform.io/v1/providers/",
+	names.OpenTofuRegistryHost: "https://" + names.OpenTofuRegistryHost + "/v1/providers/",
+	"registry.terraform.io":    "https://registry.terraform.io/v1/providers/",
 }
 
 // moduleOriginsSnippet is the CLI configuration sending each origin's

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
 
@@ -44,15 +45,9 @@ func serveAttestKeyFlag() cli.Flag {
 // --attest-key without pull-through, and pull-through beside
 // --require-attestation unless it attests with one of the required keys.
 func readRequireAttestation(c *cli.Context, opts *proxy.Options, logger *slog.Logger) error {
-	att, err := ingestAttestation(c, func(format string, args ...any) { logger.Info("pull-through: " + fmt.Sprintf(format, args...)) })
+	att, err := readPullThroughAttester(c, opts, logger)
 	if err != nil {
-		return fmt.Errorf("--attest-key: %w", err)
-	}
-	if att != nil {
-		if opts.PullThrough == nil {
-			return fmt.Errorf("--attest-key signs and attests the releases pull-through stores: it needs --pull-through-origin or --pull-through-tofu-api-url")
-		}
-		opts.PullThrough.Attest = att
+		return err
 	}
 	if opts.RequireTrust, err = notationTrusts(c, "require-notation"); err != nil {
 		return err
@@ -85,6 +80,22 @@ func readRequireAttestation(c *cli.Context, opts *proxy.Options, logger *slog.Lo
 		return fmt.Errorf("--attest-key's public key is not among --require-attestation's keys: the releases pull-through stores would carry attestations none of them verifies, so none could be served (add the public key of --attest-key to --require-attestation)")
 	}
 	return nil
+}
+
+// readPullThroughAttester reads --attest-key, the key pull-through attests
+// what it stores with (nil without it), into opts.PullThrough.
+func readPullThroughAttester(c *cli.Context, opts *proxy.Options, logger *slog.Logger) (*ingest.Attestation, error) {
+	att, err := ingestAttestation(c, func(format string, args ...any) { logger.Info("pull-through: " + fmt.Sprintf(format, args...)) })
+	if err != nil {
+		return nil, fmt.Errorf("--attest-key: %w", err)
+	}
+	if att != nil {
+		if opts.PullThrough == nil {
+			return nil, fmt.Errorf("--attest-key signs and attests the releases pull-through stores: it needs --pull-through-origin or --pull-through-tofu-api-url")
+		}
+		opts.PullThrough.Attest = att
+	}
+	return att, nil
 }
 
 // keylessPrefix marks a --require-attestation value that is a keyless

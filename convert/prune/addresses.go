@@ -1,4 +1,4 @@
-package main
+package prune
 
 import (
 	"fmt"
@@ -7,44 +7,36 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/convert/prune"
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
+
+// Target is one repository to prune, and the provider address it was
+// named by (nil when it was named as a repository).
+type Target struct {
+	Ref      oci.Reference
+	Provider *names.Provider
+}
 
 // How prune finds the repositories lock file entries and policy rules are
 // about: as serve maps addresses to repositories, through the same
 // template, whatever host name they name (docs/cli.md#prune).
 
-// pruneTemplate is --provider-template, or nil.
-func pruneTemplate(c *cli.Context) (*repotemplate.Template, error) {
-	raw := c.String("provider-template")
-	if raw == "" {
-		return nil, nil
-	}
-	tpl, err := repotemplate.ParseProviderTemplate(raw)
-	if err != nil {
-		return nil, fmt.Errorf("--provider-template: %w", err)
-	}
-	return tpl, nil
-}
-
-// lockedRepositories are the targets a lock file entry for provider p
+// LockedRepositories are the targets a lock file entry for provider p
 // pins: one p's address maps to through tpl as serve maps it (with the
 // host name as the lock file writes it, and without its port, as serve
 // drops the port of the registry protocol's host), and, in both forms,
 // one whose repository path ends in p's namespace/type whatever the host
 // name (one repository may serve a provider under several; keeping too
 // much is the safe side).
-func lockedRepositories(tpl *repotemplate.Template, targets []pruneTarget, p names.Provider) []string {
+func LockedRepositories(tpl *repotemplate.Template, targets []Target, p names.Provider) []string {
 	mapped := mappedRepositories(tpl, p.Namespace+"/"+p.Type, []string{p.Hostname, hostWithoutPort(p.Hostname)})
 	var out []string
 	for _, t := range targets {
-		if slices.Contains(mapped, t.ref.Name()) || endsInNames(t.ref.Repository, p.Namespace+"/"+p.Type) {
-			out = append(out, t.ref.Name())
+		if slices.Contains(mapped, t.Ref.Name()) || endsInNames(t.Ref.Repository, p.Namespace+"/"+p.Type) {
+			out = append(out, t.Ref.Name())
 		}
 	}
 	return out
@@ -83,9 +75,9 @@ func endsInNames(repository, names string) bool {
 // maxNamed bounds the entries or blocks one warning names.
 const maxNamed = 10
 
-// unpinnedWarning names the lock entries that pin nothing among the
+// UnpinnedWarning names the lock entries that pin nothing among the
 // targets (their address maps to none of them), or is "".
-func unpinnedWarning(locked []prune.Locked, pinned func(names.Provider) []string) string {
+func UnpinnedWarning(locked []Locked, pinned func(names.Provider) []string) string {
 	var stray []string
 	for _, l := range locked {
 		if len(pinned(l.Provider)) == 0 {
@@ -113,20 +105,20 @@ func namedList(list []string) string {
 // (its own, every origin's).
 const otherHost = "any-other-host.invalid"
 
-// servedAddresses are the addresses serve may show the artifacts of t
+// ServedAddresses are the addresses serve may show the artifacts of t
 // (of kind) under, which the policy's rules match: t's names
 // (namespace/type, namespace/name/system) on its own host
 // (policy.ProviderAddress of its ADDRESS, policy.AddressFromRepository
 // of a REPOSITORY), then on every host a rule names and on any other,
 // each only when tpl maps it to t's repository (without a template, how
 // serve maps is unknown, so every host might).
-func servedAddresses(pol *policy.Policy, tpl *repotemplate.Template, t pruneTarget, kind names.Kind) ([]string, error) {
+func ServedAddresses(pol *policy.Policy, tpl *repotemplate.Template, t Target, kind names.Kind) ([]string, error) {
 	if kind == names.KindTofu {
 		return []string{policy.TofuAddress}, nil
 	}
-	own, err := policy.AddressFromRepository(kind, t.ref.Repository)
-	if t.provider != nil && kind == names.KindProvider {
-		own, err = policy.ProviderAddress(*t.provider), nil
+	own, err := policy.AddressFromRepository(kind, t.Ref.Repository)
+	if t.Provider != nil && kind == names.KindProvider {
+		own, err = policy.ProviderAddress(*t.Provider), nil
 	}
 	if err != nil {
 		return nil, err
@@ -138,7 +130,7 @@ func servedAddresses(pol *policy.Policy, tpl *repotemplate.Template, t pruneTarg
 		if slices.Contains(out, a) {
 			continue
 		}
-		if tpl == nil || kind != names.KindProvider || slices.Contains(mappedRepositories(tpl, nameParts, []string{h}), t.ref.Name()) {
+		if tpl == nil || kind != names.KindProvider || slices.Contains(mappedRepositories(tpl, nameParts, []string{h}), t.Ref.Name()) {
 			out = append(out, a)
 		}
 	}
@@ -157,12 +149,12 @@ func ruleHosts(pol *policy.Policy, kind names.Kind) []string {
 	return out
 }
 
-// checkKeepBlocks refuses a policy keep block that is about a pruned
+// CheckKeepBlocks refuses a policy keep block that is about a pruned
 // repository's names (its pattern matches them on some host) yet whose
 // rule decides none of the addresses serve shows it under: what the
 // operator meant to keep would be deleted. Blocks about nothing pruned
 // are a warning (returned, "" when none).
-func checkKeepBlocks(pol *policy.Policy, plans []*prune.Plan) (string, error) {
+func CheckKeepBlocks(pol *policy.Policy, plans []*Plan) (string, error) {
 	deciding := map[string]bool{}
 	for _, p := range plans {
 		for _, a := range p.Repository.Addresses {
@@ -192,7 +184,7 @@ func checkKeepBlocks(pol *policy.Policy, plans []*prune.Plan) (string, error) {
 
 // aboutPlanned says whether b's pattern, on any host, matches the names
 // of a planned repository of its kind.
-func aboutPlanned(b policy.KeepBlock, plans []*prune.Plan) bool {
+func aboutPlanned(b policy.KeepBlock, plans []*Plan) bool {
 	for _, p := range plans {
 		if p.Repository.Kind != b.Kind || len(p.Repository.Addresses) == 0 {
 			continue
@@ -217,7 +209,7 @@ func keepBlockWhat(b policy.KeepBlock) string {
 }
 
 // servedList names the addresses prune judged each repository by.
-func servedList(plans []*prune.Plan) string {
+func servedList(plans []*Plan) string {
 	var out []string
 	for _, p := range plans {
 		if as := p.Repository.Addresses; len(as) > 0 {
