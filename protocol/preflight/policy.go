@@ -62,7 +62,7 @@ func (cfg PolicyConfig) unmatched(r policy.RuleInfo) string {
 		}
 	case names.KindProvider:
 		for _, m := range cfg.Providers {
-			if mappingMayAdmit(m, r.Pattern) {
+			if mappingMayCover(m, r.Pattern) {
 				return ""
 			}
 		}
@@ -71,10 +71,10 @@ func (cfg PolicyConfig) unmatched(r policy.RuleInfo) string {
 	return ""
 }
 
-// mappingMayAdmit says whether some address matching pattern may be
+// mappingMayCover says whether some address matching pattern may be
 // covered by m: one of its include patterns (any, without) overlaps
 // pattern, and no exclude pattern covers it whole.
-func mappingMayAdmit(m store.ProviderMapping, pattern string) bool {
+func mappingMayCover(m store.ProviderMapping, pattern string) bool {
 	for _, ex := range m.Exclude {
 		if covered, _ := path.Match(ex, pattern); covered {
 			return false
