@@ -220,7 +220,10 @@ func writeEncoded(w http.ResponseWriter, r *http.Request, body []byte, length []
 // Before the first reload of either, and without them, the key is the
 // request's alone (warm requests pay nothing).
 func (s *Responder) policyDocKey(key string) string {
-	gen, db := s.Opts.Policy.Generation(), s.Opts.VulnDB.Generation()
+	gen, db := s.Opts.Policy.Generation(), uint64(0)
+	if s.Opts.VulnDB != nil {
+		db = s.Opts.VulnDB.Generation()
+	}
 	switch {
 	case gen == 0 && db == 0:
 		return key
