@@ -50,7 +50,7 @@ var walks = []walk{
 	// The same on a proxy that has served nothing yet.
 	{"cold scoped version", proxyTests, "TestWalkColdScopedVersion", budget{files: 30}},
 	{"audited archive", proxyTests, "TestWalkAuditedArchive", budget{files: 24}},
-	{"scoped module download", proxyTests, "TestWalkScopedModuleDownload", budget{files: 40}}, // as measured (38-39), with a little room
+	{"scoped module download", proxyTests, "TestWalkScopedModuleDownload", budget{files: 38}}, // as measured (35-36), with a little room
 	{"push provider", cmdTests, "TestWalkPushProvider", budget{files: 40}},
 }
 
