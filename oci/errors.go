@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -216,4 +218,18 @@ func ErrorURL(err error) *url.URL {
 		return resp.URL
 	}
 	return nil
+}
+
+// GoRecovered runs fn in g; a panic in it (a bug some input met) becomes
+// the group's error instead of ending the process: goroutines oci starts
+// are outside the callers' recovery boundaries.
+func GoRecovered(g *errgroup.Group, fn func() error) {
+	g.Go(func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("internal error (a bug; please report it): panic: %v\n%s", p, debug.Stack())
+			}
+		}()
+		return fn()
+	})
 }

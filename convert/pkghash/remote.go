@@ -8,31 +8,8 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oci-tofu/oci-tofu/convert/sha256sums"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 )
-
-// TrustedH1 is the one rule for trusting an h1 stored with a provider
-// release: the provenance must record it for the platform, and the
-// provenance's SHA256SUMS (the file the publisher signed) must list the
-// platform's package under its recorded file name with the digest of the
-// zip the index actually holds. Otherwise it returns "" and the zip must
-// be downloaded and hashed (RemoteZipH1).
-func TrustedH1(prov *oci.Provenance, files *oci.ProvenanceFiles, p names.Platform, zip ocispec.Descriptor) string {
-	if prov == nil || files == nil || files.SHA256SUMS.Data == nil {
-		return ""
-	}
-	pp, ok := prov.Platforms[p.String()]
-	if !ok || pp.H1 == "" || pp.Filename == "" {
-		return ""
-	}
-	sums, err := sha256sums.Parse(files.SHA256SUMS.Data)
-	if err != nil || sums[pp.Filename] != zip.Digest.Encoded() {
-		return ""
-	}
-	return pp.H1
-}
 
 // RemoteZipH1 downloads a zip layer to a temporary file, verifying its
 // digest and size, and returns its h1 as ZipH1Context computes it.

@@ -218,7 +218,7 @@ type Server struct {
 	// (audit.go); nil without a shared cache that keeps them.
 	counts *audit.Counts
 	// clientAuth: clients authenticate (auth.go); budgets are their
-	// request budgets (budget.go).
+	// request budgets (auth.go).
 	clientAuth bool
 	budgets    *budgets
 	identities identities          // verifies the JWTs of clients' oidc blocks

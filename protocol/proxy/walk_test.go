@@ -45,10 +45,11 @@ func TestWalkModuleDownload(t *testing.T) {
 	}
 }
 
-// TestWalkWarmScopedVersion: <version>.json for a client whose token the
+// TestWalkScopedVersion: <version>.json for a client whose token the
 // policy file scopes, a rule of that file judging the version; the
-// client asked for index.json before, as tofu does.
-func TestWalkWarmScopedVersion(t *testing.T) {
+// client asked for index.json before, as tofu does, so the version is
+// read and judged for the first time.
+func TestWalkScopedVersion(t *testing.T) {
 	p, as := scopedProxy(t, Options{})
 	wantStatus(t, p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", as), 200)
 	if walking() {
@@ -56,9 +57,9 @@ func TestWalkWarmScopedVersion(t *testing.T) {
 	}
 }
 
-// TestWalkRepeatedScopedVersion: the same <version>.json asked again, as
+// TestWalkWarmScopedVersion: the same <version>.json asked again, as
 // the next run of tofu asks it: the document cache answers.
-func TestWalkRepeatedScopedVersion(t *testing.T) {
+func TestWalkWarmScopedVersion(t *testing.T) {
 	p, as := scopedProxy(t, Options{})
 	wantStatus(t, p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", as), 200)
 	wantStatus(t, p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/1.0.0.json", as), 200)

@@ -78,3 +78,15 @@ func DecidedUntil(err error) (t time.Time, ok bool) {
 	}
 	return de.until, true
 }
+
+// Earliest is the earlier of a and b, a zero time meaning none: when a
+// listing made of several was read.
+func Earliest(a, b time.Time) time.Time {
+	if a.IsZero() {
+		return b
+	}
+	if b.IsZero() || a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -84,15 +84,6 @@ type OriginRelease interface {
 	ZipName(pl names.Platform) string
 }
 
-// Pin is what an archive or pull URL pins a release by: its index digest,
-// or the digest of an origin's SHA256SUMS.
-func (r *ProviderRoot) Pin() digest.Digest {
-	if r.Pulled != nil {
-		return r.Pulled.Sums
-	}
-	return r.Root.Digest
-}
-
 // ProviderRelease is what a source read of a release.
 type ProviderRelease struct {
 	*ProviderRoot

@@ -35,18 +35,6 @@ type Listing struct {
 	At       time.Time
 }
 
-// Earliest is the earlier of a and b, a zero time meaning none: when a
-// listing made of several was read.
-func Earliest(a, b time.Time) time.Time {
-	if a.IsZero() {
-		return b
-	}
-	if b.IsZero() || a.Before(b) {
-		return a
-	}
-	return b
-}
-
 // Root is a stored release's root (what attestations and signatures are
 // about) and the repository holding it.
 type Root struct {

@@ -85,7 +85,7 @@ func (h *Handlers) fileURL(rel *source.ProviderRelease, file string) string {
 	if pr := rel.Pulled; pr != nil {
 		return h.FileRef(PullPrefix, pr.Via.Code()+"/"+archivePath(pr.Served, rel.Version, pr.Sums, file))
 	}
-	return h.FileRef(ArchivePrefix, archivePath(rel.Provider, rel.Version, rel.Pin(), file))
+	return h.FileRef(ArchivePrefix, archivePath(rel.Provider, rel.Version, rel.Root.Digest, file))
 }
 
 // registryVersions is the registry protocol's versions document: the

@@ -220,7 +220,13 @@ func writeEncoded(w http.ResponseWriter, r *http.Request, body []byte, length []
 // Before the first reload of either, and without them, the key is the
 // request's alone (warm requests pay nothing).
 func (s *Responder) policyDocKey(key string) string {
-	gen, db := s.Opts.Policy.Generation(), s.Opts.VulnDB.Generation()
+	var gen, db uint64
+	if s.Opts.Policy != nil {
+		gen = s.Opts.Policy.Generation()
+	}
+	if s.Opts.VulnDB != nil {
+		db = s.Opts.VulnDB.Generation()
+	}
 	switch {
 	case gen == 0 && db == 0:
 		return key

@@ -191,9 +191,10 @@ func (h *Providers) ReadProvider(ctx context.Context, r *source.ProviderRoot, ne
 // when it cannot be read intact (rel.ChecksumsErr says why).
 func (h *Providers) provenance(ctx context.Context, rel *source.ProviderRelease) (*store.Provenance, error) {
 	prov, err := rel.Root.Repo.Provenance(ctx, rel.Root.Index)
-	switch store.FailureOf(err) {
-	case oci.FailureNone:
+	if err == nil {
 		return prov, nil
+	}
+	switch store.FailureOf(err) {
 	case oci.FailureCorrupt, oci.FailureInvalid, oci.FailureNotFound:
 		h.Log.Warn("a provider release's provenance cannot be read; serving its packages by digest alone",
 			"provider", rel.Provider.String(), "version", rel.Version.String(), "index", rel.Root.Digest.String(), "error", err.Error())

@@ -47,7 +47,7 @@ func TestHeldReadsWhatTheRegistryHolds(t *testing.T) {
 		t.Fatalf("listing %+v, %v: want the stored 1.0.0", l.Versions, err)
 	}
 	root, err := h.ResolveProvider(ctx, p, names.MustParseVersion("1.0.0"), names.ViaMirror)
-	if err != nil || root.Root == nil || root.Pin() != root.Root.Index.Index.Digest {
+	if err != nil || root.Root == nil || root.Pulled != nil || root.Root.Digest != root.Root.Index.Index.Digest {
 		t.Fatalf("resolving 1.0.0: %+v, %v: want its stored index as root and pin", root, err)
 	}
 	rel, err := h.ReadProvider(ctx, root, source.NeedPackages|source.NeedChecksums)
