@@ -308,3 +308,35 @@ func TestCloseCancelsPullsAtItsDeadline(t *testing.T) {
 		}
 	}
 }
+
+// A release pull-through stored is served from the registry at once, also
+// while the store still remembers its tag as missing from before the pull
+// (--failure-ttl) and with the origin down and its release forgotten
+// (--pull-through-listing-ttl): the version document names the
+// registry's archives, not a 502 for an unreachable origin.
+func TestPullThroughStoredServedWhileTagRemembered(t *testing.T) {
+	dir := signedRelease(t, "small", "1.0.0", 1<<10, "linux_amd64", "darwin_arm64")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "acme", Type: "small", Dir: dir, Key: testenv.Testdata(t, "keys", "gocrypto-signer.asc")}})
+	base, _ := url.Parse(origin.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, Client: originClient(t), ListingTTL: time.Millisecond}
+	reg := testenv.StartRegistry(t)
+	upstream, _ := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	p := startProxy(t, Options{Client: upstream, ProviderMappings: mustMapping(t, reg.Host+"/pulled/${namespace}/${type}"), PullThrough: &pt,
+		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: time.Minute}})
+	u := pullURL(t, p, "example.com/acme/small", "1.0.0", "linux_amd64")
+	if r := p.get(t, u); r.Status != 200 {
+		t.Fatalf("pulling: %d %s", r.Status, r.Body)
+	}
+	waitIdle(t, p)
+	origin.Stop()
+	time.Sleep(10 * time.Millisecond) // the origin's listing and release expire
+	var doc wire.MirrorVersion
+	r := p.getJSON(t, "/v1/mirror/example.com/acme/small/1.0.0.json", 200, &doc)
+	a, ok := doc.Archives["darwin_arm64"]
+	if !ok || !strings.Contains(a.URL, "/archives/") {
+		t.Fatalf("version document once stored, the origin down: %+v", doc)
+	}
+	if r := p.get(t, resolve(t, r.URL, a.URL)); r.Status != 200 {
+		t.Errorf("darwin_arm64 from the registry: %d %s", r.Status, r.Body)
+	}
+}

@@ -233,7 +233,7 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 			for _, pl := range rel.Platforms {
 				rv.Platforms = append(rv.Platforms, wire.RegistryPlatform{OS: pl.OS, Arch: pl.Arch})
 			}
-			e.recent.add(ref.Name(), StoredVersion{Version: v, Registry: rv})
+			e.recent.add(ref.Name(), StoredVersion{Version: v, Registry: rv, Root: res.Root.Digest})
 		}
 		return Stored{Root: res.Root}, err
 	}

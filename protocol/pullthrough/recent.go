@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -26,7 +28,11 @@ type StoredVersion struct {
 	Version  names.Version
 	Registry *wire.RegistryVersion
 	Files    []string
-	until    time.Time
+	// Root is the digest of the provider release's index as stored, to
+	// be read back by its digest while a cached "not found" of its tag
+	// lasts.
+	Root  digest.Digest
+	until time.Time
 }
 
 func newRecentlyStored(ttl time.Duration, max int) *recentlyStored {

@@ -244,6 +244,9 @@ func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v nam
 	if terr != nil || !ok {
 		return nil, cmp.Or(terr, err)
 	}
+	if root := h.storedLately(ctx, p, v); root != nil {
+		return root, nil
+	}
 	if rule, facts := h.factsRule(p); facts {
 		go h.sight(t, v)
 		return nil, BeingFetched("provider "+p.String(), v, rule)
@@ -268,6 +271,22 @@ func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v nam
 		return nil, err
 	}
 	return &source.ProviderRoot{Provider: p, Version: v, Pulled: pulled}, nil
+}
+
+// storedLately is the release pull-through stored lately, read back from
+// the registry by its index digest (its tag checked afresh): the held
+// source may still remember the tag as missing from before the pull, and
+// what was stored is served from the registry even with the origin down.
+// nil when it was not stored lately or cannot be read back.
+func (h *Providers) storedLately(ctx context.Context, p names.Provider, v names.Version) *source.ProviderRoot {
+	for _, sv := range h.recent(p) {
+		if sv.Version.Same(v) && sv.Root != "" {
+			if root, err := h.Held.ResolveProviderAt(ctx, p, v, sv.Root); err == nil {
+				return root
+			}
+		}
+	}
+	return nil
 }
 
 // ResolveHeldProvider is the release the registry holds, nothing asked
