@@ -52,7 +52,6 @@ func pushModule(c *cli.Context) error {
 	if err := wantArgs(c, 2, 2); err != nil {
 		return err
 	}
-	source := c.Args().Get(0)
 	ref, tag, err := parseModuleTarget(c.Args().Get(1))
 	if err != nil {
 		return err
@@ -66,19 +65,15 @@ func pushModule(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	for _, t := range tags {
-		if v, ok := names.VersionFromTag(t); ok {
-			if err := policyAllowsPush(c, rep, names.KindModule, ref, v.String()); err != nil { // policy_gate.go: before packing
-				return err
-			}
-		}
+	if err := policyAllowsModuleTags(c, rep, ref, tags); err != nil { // before packing
+		return err
 	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err
 	}
 	target := modulepkg.Target{Client: client, Ref: ref, Tags: tags}
-	pkg, err := modulepkg.Prepare(c.Context, source, target, modulePackOptions(c))
+	pkg, err := modulepkg.Prepare(c.Context, c.Args().Get(0), target, modulePackOptions(c))
 	if err != nil {
 		return err
 	}
@@ -94,6 +89,19 @@ func pushModule(c *cli.Context) error {
 		}
 	}
 	return reportModulePush(rep, ref, tags, pkg.Digest.String(), pkg.Size, pkg.Files, res)
+}
+
+// policyAllowsModuleTags asks the policy (gate.go) whether each version
+// among tags may be pushed to ref.
+func policyAllowsModuleTags(c *cli.Context, rep *reporter, ref oci.Reference, tags []string) error {
+	for _, t := range tags {
+		if v, ok := names.VersionFromTag(t); ok {
+			if err := policyAllowsPush(c, rep, names.KindModule, ref, v.String()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // attestModule signs the pushed manifest and attests the package.
