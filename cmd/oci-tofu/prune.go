@@ -162,11 +162,7 @@ func downloadRule(c *cli.Context, rules *prune.Rules) error {
 	}
 	rules.Now = time.Now()
 	tally := audit.NewTally(audit.Filter{Since: rules.Now.Add(-period)})
-	files, err := audit.FilesOf(logs)
-	if err != nil {
-		return err
-	}
-	if err := audit.Scan(c.Context, files, tally); err != nil {
+	if _, err := audit.ScanPaths(c.Context, logs, tally); err != nil {
 		return err
 	}
 	if tally.Partial() {
