@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -81,7 +79,7 @@ func lock(c *cli.Context) error {
 		return err
 	}
 	lockPath := filepath.Join(dir, ".terraform.lock.hcl")
-	existing, err := readExistingLock(lockPath)
+	existing, err := lockfile.ReadExisting(lockPath)
 	if err != nil {
 		return err
 	}
@@ -107,15 +105,6 @@ func writeLock(c *cli.Context, cfg *tfconfig.Config, existing *lockfile.File, lo
 		return err
 	}
 	return reportLock(c, lockPath, opts.Client, why, cfg, lf)
-}
-
-// readExistingLock reads the lock file at path; nil when there is none.
-func readExistingLock(path string) (*lockfile.File, error) {
-	existing, err := lockfile.Read(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	return existing, nil
 }
 
 // lockOptions reads --provider-template, --platform (each once) and

@@ -132,7 +132,7 @@ func mirrorProviderOptions(c *cli.Context, modules bool) (ingest.ProviderOptions
 			return opts, nil, err
 		}
 		if c.NArg() == 0 {
-			if specs, err = lockedProviders(opts.Lock); err != nil {
+			if specs, err = opts.Lock.ProviderSpecs(); err != nil {
 				return opts, nil, err
 			}
 		}
@@ -156,19 +156,6 @@ func mirrorProviderOptions(c *cli.Context, modules bool) (ingest.ProviderOptions
 		}
 	}
 	return opts, specs, nil
-}
-
-// lockedProviders are the providers a lock file locks, any version.
-func lockedProviders(lock *lockfile.File) ([]names.ProviderSpec, error) {
-	var specs []names.ProviderSpec
-	for _, p := range lock.Providers {
-		a, err := names.ParseProvider(p.Address)
-		if err != nil {
-			return nil, err
-		}
-		specs = append(specs, names.ProviderSpec{Provider: a})
-	}
-	return specs, nil
 }
 
 // reportMirrored prints one line per release (or the JSON result) and

@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/tfconfig"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 )
@@ -55,7 +53,7 @@ func mirrorModuleSpecs(c *cli.Context) ([]ingest.ModuleSpec, *repotemplate.Templ
 func moduleSpecs(c *cli.Context) ([]ingest.ModuleSpec, error) {
 	var specs []ingest.ModuleSpec
 	for _, arg := range c.StringSlice("module") {
-		s, err := parseModuleSpec(arg)
+		s, err := ingest.ParseModuleSpec(arg)
 		if err != nil {
 			return nil, usageError(c, "--module %s: %v", arg, err)
 		}
@@ -70,23 +68,7 @@ func moduleSpecs(c *cli.Context) ([]ingest.ModuleSpec, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, call := range calls {
-			specs = append(specs, ingest.ModuleSpec{Host: call.Host, Module: call.Module, Constraints: call.Constraints, Newest: true})
-		}
+		specs = append(specs, ingest.CalledModuleSpecs(calls)...)
 	}
 	return specs, nil
-}
-
-// parseModuleSpec reads HOST/NAMESPACE/NAME/SYSTEM[@CONSTRAINT].
-func parseModuleSpec(s string) (ingest.ModuleSpec, error) {
-	addr, cons, _ := strings.Cut(s, "@")
-	host, mod, ok := tfconfig.ParseRegistrySource(addr, tfconfig.Tofu)
-	if !ok || strings.Count(addr, "/") != 3 {
-		return ingest.ModuleSpec{}, fmt.Errorf("want a module registry address HOST/NAMESPACE/NAME/SYSTEM")
-	}
-	c, err := names.ParseConstraints(cons)
-	if err != nil {
-		return ingest.ModuleSpec{}, err
-	}
-	return ingest.ModuleSpec{Host: host, Module: mod, Constraints: c}, nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/prune"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
@@ -82,13 +81,13 @@ func runPrune(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	plans, warning, err := planPrunes(c, client, targets, rules, pol, tpl)
+	plans, warning, err := prune.PlanTargets(c.Context, client, targets, rules, pol, tpl)
 	if err != nil {
 		return err
 	}
 	var applyErr error
 	if c.Bool("apply") {
-		applyErr = applyPrune(c, client, targets, plans)
+		applyErr = prune.ApplyPlans(c.Context, client, targets, plans)
 	}
 	if err := reportPrune(newReporter(c), plans, appendNonEmpty(warnings, warning), c.Bool("apply")); err != nil {
 		return err
@@ -105,26 +104,6 @@ func pruneTargets(c *cli.Context) ([]prune.Target, error) {
 		targets[i] = prune.Target{Ref: t.ref, Provider: t.provider}
 	}
 	return targets, err
-}
-
-// planPrunes plans each target's pruning, the policy asked about the
-// addresses serve may show it under (prune.ServedAddresses), then checks
-// the policy's keep blocks against the plans (prune.CheckKeepBlocks: an
-// error, or a warning).
-func planPrunes(c *cli.Context, client *oci.Client, targets []prune.Target, rules prune.Rules, pol *policy.Policy, tpl *repotemplate.Template) ([]*prune.Plan, string, error) {
-	var plans []*prune.Plan
-	for _, t := range targets {
-		p, err := planPrune(c, client, t, rules, func(kind names.Kind) ([]string, error) { return prune.ServedAddresses(pol, tpl, t, kind) })
-		if err != nil {
-			return nil, "", err
-		}
-		plans = append(plans, p)
-	}
-	if pol == nil {
-		return plans, "", nil
-	}
-	w, err := prune.CheckKeepBlocks(pol, plans)
-	return plans, w, err
 }
 
 func appendNonEmpty(list []string, s string) []string {
@@ -183,45 +162,13 @@ func downloadRule(c *cli.Context, rules *prune.Rules) error {
 	}
 	rules.Now = time.Now()
 	tally := audit.NewTally(audit.Filter{Since: rules.Now.Add(-period)})
-	files, err := audit.FilesOf(logs)
-	if err != nil {
-		return err
-	}
-	if err := audit.Scan(c.Context, files, tally); err != nil {
+	if _, err := audit.ScanPaths(c.Context, logs, tally); err != nil {
 		return err
 	}
 	if tally.Partial() {
 		return fmt.Errorf("the audit trail names more than %d versions and clients within %s: prune cannot tell which were downloaded", audit.MaxKeys, within)
 	}
 	rules.KeepDownloadedWithin, rules.Downloads = period, prune.LastDownloads(tally.LastDownloads())
-	return nil
-}
-
-// planPrune reads one repository and plans its pruning.
-// addresses are the ones the policy is asked about (servedAddresses).
-func planPrune(c *cli.Context, client *oci.Client, t prune.Target, rules prune.Rules, addresses func(names.Kind) ([]string, error)) (*prune.Plan, error) {
-	repo, err := client.OpenReadOnly(c.Context, t.Ref)
-	if err != nil {
-		return nil, err
-	}
-	return prune.MakePlan(c.Context, repo, prune.PlanOptions{Name: t.Ref.Name(), Rules: rules, Addresses: addresses})
-}
-
-// applyPrune deletes what each plan lets go, stopping at the first
-// failure (what was deleted before it is in the plans).
-func applyPrune(c *cli.Context, client *oci.Client, targets []prune.Target, plans []*prune.Plan) error {
-	for i, p := range plans {
-		if n, _ := p.Total(); n == 0 {
-			continue
-		}
-		del, err := client.OpenDeleter(targets[i].Ref)
-		if err != nil {
-			return err
-		}
-		if err := prune.Apply(c.Context, del, targets[i].Ref.Registry, p); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/urfave/cli/v2"
@@ -52,8 +50,7 @@ func pushModule(c *cli.Context) error {
 	if err := wantArgs(c, 2, 2); err != nil {
 		return err
 	}
-	source := c.Args().Get(0)
-	ref, tag, err := parseModuleTarget(c.Args().Get(1))
+	ref, tag, err := modulepkg.ParseTarget(c.Args().Get(1))
 	if err != nil {
 		return err
 	}
@@ -66,19 +63,15 @@ func pushModule(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	for _, t := range tags {
-		if v, ok := names.VersionFromTag(t); ok {
-			if err := policyAllowsPush(c, rep, names.KindModule, ref, v.String()); err != nil { // policy_gate.go: before packing
-				return err
-			}
-		}
+	if err := policyAllowsModuleTags(c, rep, ref, tags); err != nil { // before packing
+		return err
 	}
 	client, err := registryClient(c)
 	if err != nil {
 		return err
 	}
 	target := modulepkg.Target{Client: client, Ref: ref, Tags: tags}
-	pkg, err := modulepkg.Prepare(c.Context, source, target, modulePackOptions(c))
+	pkg, err := modulepkg.Prepare(c.Context, c.Args().Get(0), target, modulePackOptions(c))
 	if err != nil {
 		return err
 	}
@@ -94,6 +87,19 @@ func pushModule(c *cli.Context) error {
 		}
 	}
 	return reportModulePush(rep, ref, tags, pkg.Digest.String(), pkg.Size, pkg.Files, res)
+}
+
+// policyAllowsModuleTags asks the policy (gate.go) whether each version
+// among tags may be pushed to ref.
+func policyAllowsModuleTags(c *cli.Context, rep *reporter, ref oci.Reference, tags []string) error {
+	for _, t := range tags {
+		if v, ok := names.VersionFromTag(t); ok {
+			if err := policyAllowsPush(c, rep, names.KindModule, ref, v.String()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // attestModule signs the pushed manifest and attests the package.
@@ -132,7 +138,7 @@ func reportPrepared(rep *reporter, pkg *modulepkg.Package) {
 func withAlsoTags(tag string, also []string) ([]string, error) {
 	tags := []string{tag}
 	for _, t := range also {
-		t, err := moduleTag(t)
+		t, err := modulepkg.Tag(t)
 		if err != nil {
 			return nil, fmt.Errorf("--also-tag: %w", err)
 		}
@@ -166,58 +172,4 @@ func reportModulePush(rep *reporter, ref oci.Reference, tags []string, zipDigest
 		human += "\n  source = \"" + src + "\""
 	}
 	return rep.result(result, human)
-}
-
-// parseModuleTarget splits REPOSITORY:TAG, accepting '+' in a version tag
-// (which a reference parser would refuse) and mapping it to '_'.
-func parseModuleTarget(s string) (oci.Reference, string, error) {
-	if strings.Contains(s, "@") {
-		return oci.Reference{}, "", fmt.Errorf("%s: push to a tag (REPOSITORY:TAG), not a digest", s)
-	}
-	repo, tag := s, ""
-	if i := strings.LastIndex(s, ":"); i > strings.LastIndex(s, "/") && i > len(oci.LayoutPrefix)-1 {
-		repo, tag = s[:i], s[i+1:]
-	}
-	if tag == "" {
-		return oci.Reference{}, "", fmt.Errorf("%s: give a tag, e.g. %s:1.0.0 (OpenTofu reads ?tag=… and defaults to latest)", s, s)
-	}
-	ref, err := oci.ParseReference(repo)
-	if err != nil {
-		return oci.Reference{}, "", err
-	}
-	if ref.Reference != "" {
-		return oci.Reference{}, "", fmt.Errorf("invalid reference %q", s)
-	}
-	tag, err = moduleTag(tag)
-	if err != nil {
-		return oci.Reference{}, "", err
-	}
-	return ref, tag, nil
-}
-
-// versionish tags must be canonical versions: a leading digit, or v
-// followed by a digit.
-var versionish = regexp.MustCompile(`^[vV]?[0-9]`)
-
-// moduleTag validates a tag. Anything that looks like a version must be a
-// canonical one, because the registry protocol lists versions from tags and
-// OpenTofu resolves the canonical spelling; '+' becomes '_'.
-func moduleTag(t string) (string, error) {
-	if versionish.MatchString(t) {
-		if v, ok := names.VersionFromTag(t); ok {
-			return names.TagForVersion(v), nil
-		}
-		if t[0] == 'v' || t[0] == 'V' {
-			return "", fmt.Errorf("tag %q looks like a version but is not a canonical one: write it without the %q (%s)", t, t[:1], t[1:])
-		}
-		v, err := names.ParseVersion(t)
-		if err != nil {
-			return "", fmt.Errorf("tag %q looks like a version but is not a canonical one (write e.g. 1.4.0 or 2.0.0-rc1): %w", t, err)
-		}
-		t = names.TagForVersion(v)
-	}
-	if !names.ValidTag(t) {
-		return "", fmt.Errorf("invalid tag %q: tags are up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'", t)
-	}
-	return t, nil
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -133,26 +130,12 @@ func providerReadOptions(c *cli.Context) (release.Options, error) {
 		if opts.Signer, err = pgp.LoadSigner(f); err != nil {
 			return opts, err
 		}
-		if opts.SignTime, err = sourceDateEpoch(); err != nil {
+		if opts.SignTime, err = release.SourceDateEpoch(); err != nil {
 			return opts, err
 		}
 	}
 	opts.Platforms, err = parsePlatforms(c.StringSlice("platform"))
 	return opts, err
-}
-
-// sourceDateEpoch is $SOURCE_DATE_EPOCH as a time (zero when unset), for
-// reproducible signatures.
-func sourceDateEpoch() (time.Time, error) {
-	epoch := os.Getenv("SOURCE_DATE_EPOCH")
-	if epoch == "" {
-		return time.Time{}, nil
-	}
-	sec, err := strconv.ParseInt(epoch, 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH: %w", err)
-	}
-	return time.Unix(sec, 0), nil
 }
 
 func reportProviderPush(rep *reporter, rel *release.Provider, ref oci.Reference, res oci.PushResult) error {

@@ -152,11 +152,11 @@ func tagVersion(c *cli.Context, arg, tag string) (names.Version, error) {
 // readSBOMs prints or writes the SBOMs of one version's platforms.
 func readSBOMs(c *cli.Context, client *oci.Client, t publish.BackfillTarget, platforms []names.Platform) error {
 	tagged := t.Ref.Name() + ":" + names.TagForVersion(*t.Version)
-	repo, pv, err := resolveVersion(c, client, t, tagged)
+	sv, err := resolveVersion(c, client, t, tagged)
 	if err != nil {
 		return err
 	}
-	chosen, err := chosenPlatforms(c, tagged, pv, platforms)
+	chosen, err := chosenPlatforms(c, tagged, sv, platforms)
 	if err != nil {
 		return err
 	}
@@ -164,9 +164,9 @@ func readSBOMs(c *cli.Context, client *oci.Client, t publish.BackfillTarget, pla
 	var summaries []sbom.Summary
 	var human []string
 	for _, p := range chosen {
-		st, err := sbom.Read(c.Context, repo, pv.Platforms[p].Digest)
+		st, err := sv.Read(c.Context, p)
 		if errors.Is(err, sbom.ErrNoSBOM) {
-			return fmt.Errorf("%s %s (%s): %w (oci-tofu sbom --backfill stores one)", tagged, p, pv.Platforms[p].Digest, err)
+			return fmt.Errorf("%s %w (oci-tofu sbom --backfill stores one)", tagged, err)
 		}
 		if err != nil {
 			return err
@@ -192,35 +192,28 @@ func readSBOMs(c *cli.Context, client *oci.Client, t publish.BackfillTarget, pla
 
 // resolveVersion opens t's repository and resolves its version (tagged,
 // as the user named it).
-func resolveVersion(c *cli.Context, client *oci.Client, t publish.BackfillTarget, tagged string) (oci.Repository, *oci.ProviderVersion, error) {
+func resolveVersion(c *cli.Context, client *oci.Client, t publish.BackfillTarget, tagged string) (*sbom.StoredVersion, error) {
 	repo, err := client.Open(t.Ref)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	pv, err := oci.ResolveProvider(c.Context, repo, *t.Version)
+	sv, err := sbom.ResolveVersion(c.Context, repo, *t.Version)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", tagged, err)
+		return nil, fmt.Errorf("%s: %w", tagged, err)
 	}
-	return repo, pv, nil
+	return sv, nil
 }
 
-// chosenPlatforms are the platforms of pv (tagged, as the user named it)
-// to read: those asked for, each of which it must have, else all; several
-// need --output or --summary.
-func chosenPlatforms(c *cli.Context, tagged string, pv *oci.ProviderVersion, platforms []names.Platform) ([]names.Platform, error) {
-	chosen := pv.SortedPlatforms()
-	if len(platforms) > 0 {
-		chosen = nil
-		for _, p := range platforms {
-			if _, ok := pv.Platforms[p]; !ok {
-				return nil, fmt.Errorf("%s has no %s platform (it has %s)", tagged, p, platformList(pv))
-			}
-			chosen = append(chosen, p)
-		}
+// chosenPlatforms are the platforms of sv (tagged, as the user named it)
+// to read (sbom.StoredVersion.Choose); several need --output or --summary.
+func chosenPlatforms(c *cli.Context, tagged string, sv *sbom.StoredVersion, platforms []names.Platform) ([]names.Platform, error) {
+	chosen, err := sv.Choose(platforms)
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", tagged, err)
 	}
 	if len(chosen) > 1 && c.String("output") == "" && !c.Bool("summary") {
 		return nil, usageError(c, "%s has %d platforms (%s): choose one with --platform, or write them all with --output DIR, or --summary",
-			tagged, len(chosen), platformList(pv))
+			tagged, len(chosen), sv.PlatformList())
 	}
 	return chosen, nil
 }
@@ -233,14 +226,6 @@ func writeSBOM(rep *reporter, dir string, st *sbom.Stored) error {
 	}
 	rep.infof("wrote %s", name)
 	return nil
-}
-
-func platformList(pv *oci.ProviderVersion) string {
-	var s []string
-	for _, p := range pv.SortedPlatforms() {
-		s = append(s, p.String())
-	}
-	return strings.Join(s, ", ")
 }
 
 // backfillSBOMs stores the SBOMs the targets' versions lack

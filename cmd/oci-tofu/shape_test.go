@@ -46,6 +46,7 @@ var sharedFiles = []string{
 	"parse.go",       // list flags parsed value by value (os_arch platforms, …)
 	"gate.go",        // --policy of push, mirror, lock, verify and prune
 	"attest.go",      // --attest-key, --attest-pub and attaching attestations
+	"publish.go",     // --no-sbom, the provider push target and the SBOM report
 	"signatures.go",  // publishers' keys and signature expiry
 	"sharedcache.go", // the fleet's Redis (serve, usage)
 	"served.go",      // what serve maps to repositories (serve, policy test)

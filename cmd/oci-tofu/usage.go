@@ -112,11 +112,11 @@ func readUsage(c *cli.Context, f audit.Filter) (*audit.Tally, audit.Source, erro
 	case len(logs) > 0 && shared != "":
 		return nil, audit.Source{}, usageError(c, "give --audit-log or --shared-cache, not both")
 	case len(logs) > 0:
-		files, err := audit.FilesOf(logs)
+		files, err := audit.ScanPaths(c.Context, logs, tally)
 		if err != nil {
 			return nil, audit.Source{}, err
 		}
-		return tally, audit.Source{Files: files}, audit.Scan(c.Context, files, tally)
+		return tally, audit.Source{Files: files}, nil
 	case shared != "":
 		if !f.Since.IsZero() || !f.Until.IsZero() {
 			return nil, audit.Source{}, usageError(c, "--since and --until need audit files: the fleet's counts keep totals and the last download")

@@ -4,7 +4,9 @@
 package lockfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -57,6 +59,29 @@ func Read(path string) (*File, error) {
 	}
 	sort.Slice(lf.Providers, func(i, j int) bool { return lf.Providers[i].Address < lf.Providers[j].Address })
 	return &lf, nil
+}
+
+// ReadExisting reads the lock file at path as Read does; nil when there
+// is none.
+func ReadExisting(path string) (*File, error) {
+	f, err := Read(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return f, nil
+}
+
+// ProviderSpecs are the providers the file locks, any version.
+func (lf *File) ProviderSpecs() ([]names.ProviderSpec, error) {
+	var specs []names.ProviderSpec
+	for _, p := range lf.Providers {
+		a, err := names.ParseProvider(p.Address)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, names.ProviderSpec{Provider: a})
+	}
+	return specs, nil
 }
 
 // Provider returns the entry for a provider address, or nil.

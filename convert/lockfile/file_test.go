@@ -53,3 +53,24 @@ provider "example.com/a-b/x" {
 		t.Errorf("a tofu header detected as %s", c)
 	}
 }
+
+// ReadExisting reads no file as no lock, and refuses one it cannot
+// parse; ProviderSpecs are the locked providers, any version.
+func TestReadExistingAndProviderSpecs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".terraform.lock.hcl")
+	if lf, err := lockfile.ReadExisting(path); lf != nil || err != nil {
+		t.Fatalf("no file: %v, %v", lf, err)
+	}
+	if err := os.WriteFile(path, []byte("provider {"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockfile.ReadExisting(path); err == nil {
+		t.Error("a broken lock file read")
+	}
+	lf := &lockfile.File{Providers: []lockfile.Provider{{Address: "registry.opentofu.org/hashicorp/aws", Version: "5.0.0"}}}
+	specs, err := lf.ProviderSpecs()
+	if err != nil || len(specs) != 1 || specs[0].Provider.String() != "registry.opentofu.org/hashicorp/aws" || specs[0].Constraints != nil {
+		t.Errorf("%+v, %v", specs, err)
+	}
+}

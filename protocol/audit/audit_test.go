@@ -232,6 +232,12 @@ func TestScanTalliesTheFilesOfSeveralReplicas(t *testing.T) {
 	if at := last[[2]string{"registry.example.com/providers/example.com/hashicorp/aws", "5.31.0"}]; !at.Equal(base.Add(29 * time.Hour)) {
 		t.Errorf("last download of 5.31.0: %v", at)
 	}
+	// ScanPaths finds the files of a directory and tallies them alike.
+	byDir := audit.NewTally(audit.Filter{})
+	found, err := audit.ScanPaths(context.Background(), []string{dir}, byDir)
+	if err != nil || len(found) != len(files) || len(byDir.Group(audit.ByVersionClient)) != len(rows) {
+		t.Errorf("ScanPaths(%s): %v, %v", dir, found, err)
+	}
 }
 
 // A 1 GiB audit file — events around a line of a gigabyte with no end —

@@ -232,6 +232,16 @@ func (in interner) str(v *fastjson.Value, key string) string {
 	return s
 }
 
+// ScanPaths tallies into t the audit files of each path (FilesOf), as
+// Scan does, and returns those files.
+func ScanPaths(ctx context.Context, paths []string, t *Tally) ([]string, error) {
+	files, err := FilesOf(paths)
+	if err != nil {
+		return nil, err
+	}
+	return files, Scan(ctx, files, t)
+}
+
 // FilesOf is the audit files of each path (Files), in the order given.
 func FilesOf(paths []string) ([]string, error) {
 	var out []string
