@@ -10,6 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -23,7 +24,7 @@ func TestBackfill(t *testing.T) {
 	if _, err, _ := publish.PushProvider(ctx, readHello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef}, NoSBOM: true}); err != nil {
 		t.Fatal(err)
 	}
-	key := &publish.KeyAttester{Signer: signer(t), Version: "test"}
+	key := &publish.KeyAttester{Signer: attesttest.Signer(t), Version: "test"}
 	missing := names.MustParseVersion("9.9.9")
 	targets := []publish.BackfillTarget{{Ref: helloRef, Version: &missing}, {Ref: helloRef}}
 	for run, want := range []release.SBOMStatus{release.SBOMWritten, release.SBOMPresent} {

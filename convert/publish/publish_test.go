@@ -2,11 +2,6 @@ package publish_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"io"
 	"strings"
 	"sync"
@@ -21,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
@@ -90,23 +86,6 @@ func (v *versionTags) written() []string {
 	return append([]string(nil), v.tags...)
 }
 
-func signer(t *testing.T) *attest.Signer {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := attest.ParseSigner(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func readHello(t *testing.T) *release.Provider {
 	t.Helper()
 	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
@@ -139,7 +118,7 @@ func TestPushProviderAttestsBeforeAnyTag(t *testing.T) {
 			t.Errorf("tag %s written while %s has %d bundle referrers (%v), want its signature and attestation", tag, root.Digest, len(held.Items), err)
 		}
 	})
-	key := &publish.KeyAttester{Signer: signer(t), Version: "test", Log: t.Logf}
+	key := &publish.KeyAttester{Signer: attesttest.Signer(t), Version: "test", Log: t.Logf}
 	rel := readHello(t)
 	res, err, attestErr := publish.PushProvider(ctx, rel, publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef, Also: []string{"latest"}, Attest: key}})
 	if err != nil || attestErr != nil || res.UpToDate {
@@ -176,7 +155,7 @@ func TestPushProviderUpToDateIsAttestedAfter(t *testing.T) {
 	}
 	var seen versionTags
 	repo.watch(func(_ context.Context, _ ocispec.Descriptor, tag string) { seen.add(tag) })
-	key := &publish.KeyAttester{Signer: signer(t), Version: "test"}
+	key := &publish.KeyAttester{Signer: attesttest.Signer(t), Version: "test"}
 	if ok, _ := attest.Complete(ctx, repo, first.Root.Digest, key.Key(), release.ProviderPredicateType); ok {
 		t.Fatal("attested before the key was used")
 	}
@@ -206,7 +185,7 @@ func TestPushProviderImportedIsAttestedAfterTags(t *testing.T) {
 			t.Errorf("tag %s written after %d bundle referrers (%v): an import attests after its tags", tag, len(held.Items), err)
 		}
 	})
-	key := &publish.KeyAttester{Signer: signer(t), Version: "test"}
+	key := &publish.KeyAttester{Signer: attesttest.Signer(t), Version: "test"}
 	rel := readHello(t)
 	res, err, attestErr := publish.PushProvider(ctx, rel, publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef, Attest: key}, NoSBOM: true, Imported: true})
 	if err != nil || attestErr != nil {

@@ -2,11 +2,6 @@ package ingest_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,9 +9,9 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
@@ -42,23 +37,6 @@ func (a *taggedAttester) calls() []bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]bool(nil), a.tagged...)
-}
-
-func testSigner(t *testing.T) *attest.Signer {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := attest.ParseSigner(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // Mirror and pull-through attest a release (publish.Push) wholly before
@@ -88,7 +66,7 @@ func TestPushDirAttestedAttestsBeforeTags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &taggedAttester{KeyAttester: publish.KeyAttester{Signer: testSigner(t)}}
+	a := &taggedAttester{KeyAttester: publish.KeyAttester{Signer: attesttest.Signer(t)}}
 	att := &ingest.Attestation{Attester: a, Version: "test"}
 	var attestedFirst bool
 	opts := oci.PushOptions{BeforeTag: func(context.Context, ocispec.Descriptor) error {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -19,7 +20,7 @@ import (
 // away.
 func TestRequireAttestationRoundTrips(t *testing.T) {
 	reg := testenv.StartRegistry(t)
-	s := attestSigner(t)
+	s := attesttest.Signer(t)
 	pushAttested(t, registryRepo(t, reg, "p/test/hello"), "1.0.0", s)
 	pushBundleAttested(t, registryRepo(t, reg, "p/test/hello"), "1.1.0", s) // cosign v3's way
 	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: 50 * time.Millisecond})

@@ -2,13 +2,8 @@ package proxy
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"strings"
 	"testing"
 
@@ -17,27 +12,11 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
-
-func attestSigner(t *testing.T) *attest.Signer {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := attest.ParseSigner(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // pushAttested pushes version to repo and, with s, attests its index as
 // `push provider --attest-key` does; it returns the index's digest.
@@ -107,7 +86,7 @@ func hostileManifest(t *testing.T, n int, size int64) *oci.Artifact {
 func TestRequireAttestation(t *testing.T) {
 	ctx := context.Background()
 	dir, open := layoutStore(t)
-	ours, theirs := attestSigner(t), attestSigner(t)
+	ours, theirs := attesttest.Signer(t), attesttest.Signer(t)
 
 	repo := open("test", "hello")
 	pushAttested(t, repo, "1.0.0", ours)
@@ -141,7 +120,7 @@ func TestRequireAttestation(t *testing.T) {
 	writeAttachment(t, hostile, rc, hostileManifest(t, 10_000, 64))
 
 	mappings := mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")
-	p := startProxy(t, Options{ProviderMappings: mappings, RequireAttestation: []*attest.Verifier{attestSigner(t).Public(), ours.Public()}})
+	p := startProxy(t, Options{ProviderMappings: mappings, RequireAttestation: []*attest.Verifier{attesttest.Signer(t).Public(), ours.Public()}})
 	plain := startProxy(t, Options{ProviderMappings: mappings})
 
 	var idx struct{ Versions map[string]any }
@@ -206,13 +185,13 @@ func TestRequireAttestationRefusesOversizedLayers(t *testing.T) {
 	repo := open("test", "hello")
 	d := pushAttested(t, repo, "1.0.0", nil)
 	writeAttachment(t, repo, d, hostileManifest(t, 1, 100<<20))
-	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), RequireAttestation: []*attest.Verifier{attestSigner(t).Public()}})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), RequireAttestation: []*attest.Verifier{attesttest.Signer(t).Public()}})
 	p.wantError(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 404, "larger than the")
 }
 
 func TestRequireAttestationRefusesPullThrough(t *testing.T) {
 	_, err := New(Options{ProviderMappings: mustMapping(t, "oci-layout:/nowhere/${namespace}/${type}"),
-		RequireAttestation: []*attest.Verifier{attestSigner(t).Public()}, PullThrough: &pullthrough.Options{}})
+		RequireAttestation: []*attest.Verifier{attesttest.Signer(t).Public()}, PullThrough: &pullthrough.Options{}})
 	if err == nil || !strings.Contains(err.Error(), "without an attester") {
 		t.Errorf("New: %v, want a refusal", err)
 	}

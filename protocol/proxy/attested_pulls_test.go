@@ -8,6 +8,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
@@ -27,7 +28,7 @@ func (a keyOnly) Key() *attest.Verifier { return a.k }
 // Pull-through beside RequireAttestation: refused without an attester or
 // with one whose key is not required; accepted when its key is among them.
 func TestRequireAttestationWithAttestedPullThrough(t *testing.T) {
-	own, other := attestSigner(t), attestSigner(t)
+	own, other := attesttest.Signer(t), attesttest.Signer(t)
 	for _, tc := range []struct {
 		name     string
 		attest   *ingest.Attestation

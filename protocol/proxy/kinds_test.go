@@ -9,6 +9,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
@@ -33,7 +34,7 @@ func attestRoot(t *testing.T, repo oci.Repository, name string, a *oci.Artifact,
 func TestRequireAttestationModules(t *testing.T) {
 	dir, open := moduleStore(t)
 	repo := open("acme", "network", "aws")
-	s := attestSigner(t)
+	s := attesttest.Signer(t)
 	good := moduleArtifact(t, moduleZip(t, "1.0.0"))
 	push(t, repo, good, "1.0.0")
 	attestRoot(t, repo, "acme/network/aws", good, s, modulepkg.PredicateType)
@@ -109,7 +110,7 @@ module "example.com/acme/*/*" {
 // reason.
 func TestRulesTofuMirror(t *testing.T) {
 	ref, repo := tofuLayout(t)
-	s := attestSigner(t)
+	s := attesttest.Signer(t)
 	for _, v := range []string{"1.8.0", "1.9.0"} {
 		rel := pushTofuFixture(t, repo, v)
 		if v == "1.9.0" {

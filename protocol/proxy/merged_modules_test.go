@@ -9,6 +9,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
@@ -148,7 +149,7 @@ module "example.com/acme/*/*" {
 	}
 	pol.wantError(t, "/v1/modules/acme/network/aws/1.2.0/download", http.StatusNotFound, `denied by the policy's rule "acme"`)
 
-	s := attestSigner(t)
+	s := attesttest.Signer(t)
 	attested := moduleArtifact(t, moduleZip(t, "1.0.0 of the second mapping"))
 	attestRoot(t, openB("acme", "network", "aws"), "acme/network/aws", attested, s, modulepkg.PredicateType)
 	a11 := moduleArtifact(t, moduleZip(t, "1.1.0"))

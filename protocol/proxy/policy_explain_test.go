@@ -8,6 +8,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -19,7 +20,7 @@ import (
 func TestExplainPolicy(t *testing.T) {
 	dir, open := layoutStore(t)
 	repo := open("test", "hello")
-	ours, theirs := attestSigner(t), attestSigner(t)
+	ours, theirs := attesttest.Signer(t), attesttest.Signer(t)
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, t0.Add(-100*time.Hour))
 	attestAt(t, repo, pushAttested(t, repo, "1.1.0", nil), ours, pubrelease.ProviderPredicateType, t0)
@@ -94,7 +95,7 @@ provider "example.com/test/*" {
 func TestExplainPolicyAdmission(t *testing.T) {
 	dirA, openA := layoutStore(t)
 	dirB, openB := layoutStore(t)
-	ours, theirs := attestSigner(t), attestSigner(t)
+	ours, theirs := attesttest.Signer(t), attesttest.Signer(t)
 	pushAttested(t, openA("test", "hello"), "1.0.0", theirs)
 	pushAttested(t, openB("test", "hello"), "1.0.0", ours)
 	pushAttested(t, openA("test", "hello"), "1.1.0", theirs)

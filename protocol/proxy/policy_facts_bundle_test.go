@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -164,7 +165,7 @@ func TestPolicyMinAgeReferrersFailure(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	fp := newFaultProxy(t, reg)
 	repo := registryRepo(t, reg, "test/hello")
-	ours := attestSigner(t)
+	ours := attesttest.Signer(t)
 	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, time.Now().Add(-100*time.Hour))
 	opts := throughFaults()
 	opts.ProviderMappings = mustMapping(t, fp.host()+"/${namespace}/${type}")

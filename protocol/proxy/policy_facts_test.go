@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -89,7 +90,7 @@ func mirrorVersions(t *testing.T, p *proxy, path string) map[string]any {
 func TestPolicyMinAge(t *testing.T) {
 	dir, open := layoutStore(t)
 	repo := open("test", "hello")
-	ours, theirs := attestSigner(t), attestSigner(t)
+	ours, theirs := attesttest.Signer(t), attesttest.Signer(t)
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, t0.Add(-100*time.Hour))
 	attestAt(t, repo, pushAttested(t, repo, "1.1.0", nil), ours, pubrelease.ProviderPredicateType, t0)
@@ -145,7 +146,7 @@ provider "example.com/test/*" {
 func TestPolicyMinAgeNeedsTrustedIngestTime(t *testing.T) {
 	dir, open := layoutStore(t)
 	repo := open("test", "hello")
-	ours := attestSigner(t)
+	ours := attesttest.Signer(t)
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, t0.Add(-100*time.Hour))
 	pushAttested(t, repo, "1.1.0", nil)
@@ -167,7 +168,7 @@ func TestPolicyMinAgeNeedsTrustedIngestTime(t *testing.T) {
 func TestPolicySigners(t *testing.T) {
 	dir, open := layoutStore(t)
 	repo := open("test", "hello")
-	ours, theirs := attestSigner(t), attestSigner(t)
+	ours, theirs := attesttest.Signer(t), attesttest.Signer(t)
 	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, time.Now())
 	pushAttested(t, repo, "1.1.0", nil)
 	attestAt(t, repo, pushAttested(t, repo, "2.0.0-rc1", nil), ours, pubrelease.ProviderPredicateType, time.Now())
@@ -227,7 +228,7 @@ provider "example.com/forged/hello" {
 func TestPolicyFactsModulesAndTofu(t *testing.T) {
 	dir, open := moduleStore(t)
 	repo := open("acme", "network", "aws")
-	ours := attestSigner(t)
+	ours := attesttest.Signer(t)
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	for v, at := range map[string]time.Time{"1.0.0": t0.Add(-48 * time.Hour), "1.1.0": t0} {
 		a := moduleArtifact(t, moduleZip(t, v))
@@ -310,7 +311,7 @@ func TestPolicyFactsRegistryFailure(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	fp := newFaultProxy(t, reg)
 	repo := registryRepo(t, reg, "test/hello")
-	ours := attestSigner(t)
+	ours := attesttest.Signer(t)
 	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, time.Now())
 	opts := throughFaults()
 	opts.ProviderMappings = mustMapping(t, fp.host()+"/${namespace}/${type}")

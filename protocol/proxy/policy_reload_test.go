@@ -12,6 +12,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 )
 
@@ -130,7 +131,7 @@ func checkPolicyLabels(t *testing.T, p *proxy, rules ...string) {
 func TestPolicyFactsCountedOnce(t *testing.T) {
 	dir, open := layoutStore(t)
 	repo := open("test", "hello")
-	ours := attestSigner(t)
+	ours := attesttest.Signer(t)
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, t0.Add(-100*time.Hour))
 	attestAt(t, repo, pushAttested(t, repo, "1.1.0", nil), ours, pubrelease.ProviderPredicateType, t0)

@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
@@ -45,7 +46,7 @@ func TestPullThroughMinAge(t *testing.T) {
 	})
 	t0 := time.Now()
 	clk := newClock(t0)
-	s := attestSigner(t)
+	s := attesttest.Signer(t)
 	base, _ := url.Parse(origin.ProvidersURL())
 	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, RegistryOrigin: "example.com", Client: originClient(t),
 		Attest: &ingest.Attestation{Attester: signerAttester{s}, Version: "test", Now: clk.now}}

@@ -2,11 +2,6 @@ package gate_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"log/slog"
 	"strings"
@@ -19,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
@@ -45,18 +41,7 @@ func attestedRoot(t *testing.T, at time.Time) (source.Root, *attest.Verifier) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := attest.ParseSigner(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer := attesttest.Signer(t)
 	pred := map[string]string{"verified_at": at.UTC().Format(time.RFC3339)}
 	if _, err := attest.Attach(ctx, repo, "example.com/tofu", root.Digest, signer, pubrelease.TofuPredicateType, pred); err != nil {
 		t.Fatal(err)
