@@ -3,7 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -69,9 +68,5 @@ func AddressFromRepository(kind names.Kind, repository string) (string, error) {
 // matches the registry hostname a client reaches (docs/policy.md), then
 // namespace/type.
 func ProviderAddress(p names.Provider) string {
-	host := p.Hostname
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	return strings.ToLower(host + "/" + p.Namespace + "/" + p.Type)
+	return strings.ToLower(names.HostWithoutPort(p.Hostname) + "/" + p.Namespace + "/" + p.Type)
 }

@@ -2,7 +2,6 @@ package prune
 
 import (
 	"fmt"
-	"net"
 	"path"
 	"slices"
 	"strings"
@@ -32,7 +31,7 @@ type Target struct {
 // name (one repository may serve a provider under several; keeping too
 // much is the safe side).
 func LockedRepositories(tpl *repotemplate.Template, targets []Target, p names.Provider) []string {
-	mapped := mappedRepositories(tpl, p.Namespace+"/"+p.Type, []string{p.Hostname, hostWithoutPort(p.Hostname)})
+	mapped := mappedRepositories(tpl, p.Namespace+"/"+p.Type, []string{p.Hostname, names.HostWithoutPort(p.Hostname)})
 	var out []string
 	for _, t := range targets {
 		if slices.Contains(mapped, t.Ref.Name()) || endsInNames(t.Ref.Repository, p.Namespace+"/"+p.Type) {
@@ -57,13 +56,6 @@ func mappedRepositories(tpl *repotemplate.Template, nsType string, hosts []strin
 		}
 	}
 	return out
-}
-
-func hostWithoutPort(h string) string {
-	if host, _, err := net.SplitHostPort(h); err == nil {
-		return host
-	}
-	return h
 }
 
 // endsInNames says whether repository's path ends in the segments of

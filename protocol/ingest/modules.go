@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -137,11 +136,7 @@ func (s ModuleSpec) String() string { return s.Host + "/" + s.Module.String() }
 // policyAddress is the module's address as the policy file matches
 // it: its host without a port, as for providers (policy.ProviderAddress).
 func (s ModuleSpec) policyAddress() string {
-	host := s.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	return strings.ToLower(host + "/" + s.Module.String())
+	return strings.ToLower(names.HostWithoutPort(s.Host) + "/" + s.Module.String())
 }
 
 // ModuleOptions say where mirrored modules go and which hosts their
