@@ -54,10 +54,10 @@ func export(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		rep.infof("%s: exported %s", spec.Provider, vs)
+		rep.Infof("%s: exported %s", spec.Provider, vs)
 		count += len(vs)
 	}
-	return rep.result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %s to %s", names.Plural(count, "provider version"), dir))
+	return rep.Result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %s to %s", names.Plural(count, "provider version"), dir))
 }
 
 // exportSpecs are the ADDRESS[@CONSTRAINT] arguments and the repositories

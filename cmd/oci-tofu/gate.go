@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -67,7 +68,7 @@ func kindPrefix(kind names.Kind) string {
 // the address the pushed repository stands for; the refusal
 // (policy.ErrDenied; hints.go names the flags) otherwise, or nothing but a
 // warning with --policy-warn. It is asked before anything is uploaded.
-func policyAllowsPush(c *cli.Context, rep *reporter, kind names.Kind, ref oci.Reference, version string) error {
+func policyAllowsPush(c *cli.Context, rep *report.Reporter, kind names.Kind, ref oci.Reference, version string) error {
 	p, err := readGatePolicy(c)
 	if err != nil || p == nil {
 		return err
@@ -82,6 +83,6 @@ func policyAllowsPush(c *cli.Context, rep *reporter, kind names.Kind, ref oci.Re
 	if err == nil || !c.Bool("policy-warn") {
 		return err
 	}
-	rep.warn(addr+" "+version, []string{"pushed although " + err.Error() + " (--policy-warn)"})
+	rep.Warn(addr+" "+version, []string{"pushed although " + err.Error() + " (--policy-warn)"})
 	return nil
 }

@@ -141,7 +141,7 @@ func reportLock(c *cli.Context, lockPath string, client tfconfig.Client, why str
 	r := newReporter(c)
 	for _, p := range lf.Providers {
 		if p.Deprecated != "" { // --json carries it in the provider
-			r.warn(p.Address+" "+p.Version, []string{"deprecated by the policy: " + p.Deprecated})
+			r.Warn(p.Address+" "+p.Version, []string{"deprecated by the policy: " + p.Deprecated})
 		}
 		p.Hashes = lockfile.SortedUnique(p.Hashes)
 		res.Providers = append(res.Providers, p)
@@ -150,5 +150,5 @@ func reportLock(c *cli.Context, lockPath string, client tfconfig.Client, why str
 	if len(lf.Providers) == 0 {
 		human += "\n  (the configuration requires no provider)"
 	}
-	return r.result(res, human)
+	return r.Result(res, human)
 }

@@ -86,8 +86,8 @@ func pullModule(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("unpacking %s into %s: %w", ref, dir, err)
 	}
-	rep.infof("verified the module package's zip (%s, %s)", layer.Digest, names.Plural(int(layer.Size), "byte"))
-	return rep.result(map[string]any{
+	rep.Infof("verified the module package's zip (%s, %s)", layer.Digest, names.Plural(int(layer.Size), "byte"))
+	return rep.Result(map[string]any{
 		"reference":  ref.String(),
 		"digest":     manifest.Digest.String(),
 		"zip_digest": layer.Digest.String(),

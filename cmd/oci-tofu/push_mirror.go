@@ -7,7 +7,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/providerdir"
 	"github.com/oci-tofu/oci-tofu/convert/publish"
-	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
@@ -41,7 +41,7 @@ func pushMirror(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	key, err := keyAttester(c, rep.infof)
+	key, err := keyAttester(c, rep.Infof)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func pushMirror(c *cli.Context) error {
 			upToDate++
 		}
 	}
-	return rep.result(map[string]any{"pushed": results}, importSummary(len(results)-upToDate, upToDate))
+	return rep.Result(map[string]any{"pushed": results}, importSummary(len(results)-upToDate, upToDate))
 }
 
 // closeReleases closes what providerdir.Read opened.
@@ -98,13 +98,12 @@ func importTargets(tpl *repotemplate.Template, releases []*providerdir.Release) 
 
 // pushImported pushes one release of the directory to ref
 // (publish.PushProvider, Imported) and says what it did.
-func pushImported(c *cli.Context, rep *reporter, client *oci.Client, key *publish.KeyAttester, r *providerdir.Release, ref oci.Reference) (map[string]any, error) {
+func pushImported(c *cli.Context, rep *report.Reporter, client *oci.Client, key *publish.KeyAttester, r *providerdir.Release, ref oci.Reference) (map[string]any, error) {
 	repo, err := client.Open(ref)
 	if err != nil {
 		return nil, err
 	}
-	t := providerPushTarget(c, rep, publish.Target{Repo: repo, Ref: ref, Options: oci.PushOptions{Replace: c.Bool("replace")}, Attest: key}, release.Options{})
-	t.Imported = true
+	t := publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: ref, Options: oci.PushOptions{Replace: c.Bool("replace")}, Attest: key}, NoSBOM: c.Bool("no-sbom"), Report: rep, Imported: true}
 	res, err, attestErr := publish.PushProvider(c.Context, r.Release, t)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, ref, err)
@@ -113,8 +112,8 @@ func pushImported(c *cli.Context, rep *reporter, client *oci.Client, key *publis
 		return nil, attestErr
 	}
 	tagged := ref.WithReference(res.Root.Digest.String())
-	rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, names.Plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
-	return map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate, "sboms": reportSBOMs(rep, r.Release)}, nil
+	rep.Infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, names.Plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
+	return map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate, "sboms": publish.ReportSBOMs(rep, r.Release)}, nil
 }
 
 // importSummary says what an import did: the versions it pushed, and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -185,7 +186,7 @@ func readSBOMs(c *cli.Context, client *oci.Client, t publish.BackfillTarget, pla
 		}
 	}
 	if c.Bool("summary") {
-		return rep.result(map[string]any{"reference": t.Ref.WithReference(names.TagForVersion(*t.Version)).String(), "platforms": summaries}, strings.Join(human, "\n"))
+		return rep.Result(map[string]any{"reference": t.Ref.WithReference(names.TagForVersion(*t.Version)).String(), "platforms": summaries}, strings.Join(human, "\n"))
 	}
 	return nil
 }
@@ -219,12 +220,12 @@ func chosenPlatforms(c *cli.Context, tagged string, sv *sbom.StoredVersion, plat
 }
 
 // writeSBOM writes a stored SBOM into dir, named after its zip.
-func writeSBOM(rep *reporter, dir string, st *sbom.Stored) error {
+func writeSBOM(rep *report.Reporter, dir string, st *sbom.Stored) error {
 	name := filepath.Join(dir, strings.TrimSuffix(st.Doc.FileName, ".zip")+".spdx.json")
 	if err := os.WriteFile(name, st.SPDX, 0o644); err != nil {
 		return err
 	}
-	rep.infof("wrote %s", name)
+	rep.Infof("wrote %s", name)
 	return nil
 }
 
@@ -232,11 +233,11 @@ func writeSBOM(rep *reporter, dir string, st *sbom.Stored) error {
 // (publish.Backfill), and reports them.
 func backfillSBOMs(c *cli.Context, client *oci.Client, targets []publish.BackfillTarget, platforms []names.Platform) error {
 	rep := newReporter(c)
-	key, err := keyAttester(c, rep.infof)
+	key, err := keyAttester(c, rep.Infof)
 	if err != nil {
 		return err
 	}
-	b, err := publish.Backfill(c.Context, targets, publish.BackfillOptions{Open: client.Open, Platforms: platforms, Attest: key, Log: rep.infof})
+	b, err := publish.Backfill(c.Context, targets, publish.BackfillOptions{Open: client.Open, Platforms: platforms, Attest: key, Log: rep.Infof})
 	if err != nil {
 		return err
 	}
@@ -245,7 +246,7 @@ func backfillSBOMs(c *cli.Context, client *oci.Client, targets []publish.Backfil
 	if written == 0 {
 		summary += ": nothing written"
 	}
-	if err := rep.result(map[string]any{"results": b.Results, "written": written, "present": present, "no_executable": noExec, "failed": failed}, summary); err != nil {
+	if err := rep.Result(map[string]any{"results": b.Results, "written": written, "present": present, "no_executable": noExec, "failed": failed}, summary); err != nil {
 		return err
 	}
 	if failed > 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/preflight"
@@ -36,8 +37,8 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 	results = append(results, policyChecks(c, opts)...)
 	failed := preflight.Failed(results)
 	if c.Bool("json") {
-		rep := &reporter{out: c.App.Writer, json: true}
-		if err := rep.result(map[string]any{"ok": failed == 0, "checks": results}, ""); err != nil {
+		rep := &report.Reporter{Out: c.App.Writer, JSON: true}
+		if err := rep.Result(map[string]any{"ok": failed == 0, "checks": results}, ""); err != nil {
 			return err
 		}
 	} else {

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/lint"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -84,17 +85,17 @@ func verify(c *cli.Context) error {
 
 // reportFindings prints the findings (--json: with whether nothing
 // failed), and fails when any is an error, saying what was checked.
-func reportFindings(rep *reporter, all []lint.Finding, opts lint.Options) error {
+func reportFindings(rep *report.Reporter, all []lint.Finding, opts lint.Options) error {
 	failed := lint.Errors(all)
-	if rep.json {
+	if rep.JSON {
 		if all == nil {
 			all = []lint.Finding{}
 		}
 		b, _ := json.MarshalIndent(map[string]any{"ok": failed == 0, "findings": all}, "", "  ")
-		fmt.Fprintln(rep.out, string(b))
-	} else if !rep.quiet {
+		fmt.Fprintln(rep.Out, string(b))
+	} else if !rep.Quiet {
 		for _, f := range all {
-			fmt.Fprintf(rep.out, "%-7s %s: %s\n", f.Severity, f.Reference, f.Message)
+			fmt.Fprintf(rep.Out, "%-7s %s: %s\n", f.Severity, f.Reference, f.Message)
 		}
 	}
 	switch problems := names.Plural(failed, "problem"); {

@@ -70,7 +70,7 @@ func runVulns(c *cli.Context) error {
 		}
 		res.Add(r)
 	}
-	if err := newReporter(c).result(res, res.Text(c.Bool("all"))); err != nil {
+	if err := newReporter(c).Result(res, res.Text(c.Bool("all"))); err != nil {
 		return err
 	}
 	return vulnsExit(c.Bool("exit-code"), res.Totals)
