@@ -7,6 +7,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 )
 
 // The policy file beyond serve (docs/policy.md): push and mirror
@@ -47,7 +48,7 @@ func readGatePolicy(c *cli.Context) (*policy.Policy, error) {
 // repository's path.
 func policyAddress(c *cli.Context, kind names.Kind, ref oci.Reference) (string, error) {
 	if a := c.String("policy-address"); a != "" {
-		q, err := parsePolicyQuery(kindPrefix(kind) + a)
+		q, err := gate.ParseQuery(kindPrefix(kind) + a)
 		if err != nil {
 			return "", usageError(c, "--policy-address: %v", err)
 		}
@@ -56,7 +57,7 @@ func policyAddress(c *cli.Context, kind names.Kind, ref oci.Reference) (string, 
 	return policy.AddressFromRepository(kind, ref.Repository)
 }
 
-// kindPrefix is what makes parsePolicyQuery read an address as kind.
+// kindPrefix is what makes gate.ParseQuery read an address as kind.
 func kindPrefix(kind names.Kind) string {
 	if kind == names.KindModule {
 		return "module:"

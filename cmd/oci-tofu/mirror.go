@@ -2,15 +2,11 @@ package main
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/opentofu/tofudl/branding"
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
-	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -100,7 +96,11 @@ func runMirror(c *cli.Context) error {
 		Sources: c.StringSlice("module-source"), Transport: transport, Attest: opts.Attest, Gate: opts.Gate, Log: rep.Infof}
 	opts.Open, opts.Log = client.Open, rep.Infof
 	m.ProviderOptions = opts
-	return reportMirrored(rep, m.Run(c.Context, origins))
+	results := m.Run(c.Context, origins)
+	if failed := ingest.Report(rep, results); failed > 0 {
+		return cli.Exit(fmt.Sprintf("%d of %d failed", failed, len(results)), 1)
+	}
+	return nil
 }
 
 // mirrorGuards are opts with --attest-key's attestation and --policy's
@@ -157,70 +157,6 @@ func mirrorProviderOptions(c *cli.Context, modules bool) (ingest.ProviderOptions
 		}
 	}
 	return opts, specs, nil
-}
-
-// reportMirrored prints one line per release (or the JSON result) and
-// fails when any release failed.
-func reportMirrored(rep *report.Reporter, results []ingest.Result) error {
-	failed := 0
-	for _, r := range results {
-		if r.Error != "" {
-			failed++
-		}
-		rep.Warn(r.Provider+r.Module+" "+r.Version, r.Warnings)
-	}
-	if rep.JSON {
-		rep.Result(map[string]any{"ok": failed == 0, "results": results}, "")
-	} else if !rep.Quiet {
-		for _, r := range results {
-			switch {
-			case r.Error != "":
-				fmt.Fprintf(rep.Out, "FAILED   %s %s: %s\n", r.Provider+r.Module, r.Version, r.Error)
-			case r.Denied != "":
-				fmt.Fprintf(rep.Out, "denied   %s %s: %s (not mirrored)\n", r.Provider+r.Module, r.Version, r.Denied)
-			case r.Skipped:
-				fmt.Fprintf(rep.Out, "complete %s %s (%s)%s\n", r.Provider+r.Module, r.Version, r.Digest, attestedNote(r))
-			default:
-				fmt.Fprintf(rep.Out, "mirrored %s %s → %s@%s%s%s\n", r.Provider+r.Module, r.Version, r.Reference, r.Digest, attestedNote(r), sbomNote(r.SBOMs))
-			}
-		}
-	}
-	if failed > 0 {
-		return cli.Exit(fmt.Sprintf("%d of %d failed", failed, len(results)), 1)
-	}
-	return nil
-}
-
-// sbomNote says what became of a pushed release's SBOMs: how many were
-// written, and each platform left without one, with why.
-func sbomNote(sboms map[string]string) string {
-	if len(sboms) == 0 {
-		return ""
-	}
-	written := 0
-	var without []string
-	for _, p := range slices.Sorted(maps.Keys(sboms)) {
-		switch st := sboms[p]; st {
-		case string(release.SBOMWritten):
-			written++
-		case string(release.SBOMPresent):
-		default:
-			without = append(without, p+" ("+st+")")
-		}
-	}
-	note := fmt.Sprintf(", %s written", names.Plural(written, "SBOM"))
-	if len(without) > 0 {
-		note += "; no SBOM for " + strings.Join(without, ", ")
-	}
-	return note
-}
-
-// attestedNote marks a release signed and attested by this run.
-func attestedNote(r ingest.Result) string {
-	if r.Attested {
-		return ", signed and attested"
-	}
-	return ""
 }
 
 // tofuMirrorOptions are the OpenTofu releases to mirror into repository
