@@ -74,7 +74,7 @@ func pushModule(c *cli.Context) error {
 		return err
 	}
 	defer pkg.Remove()
-	reportPrepared(rep, pkg)
+	pkg.ReportPrepared(rep)
 	res, err := pkg.Push(c.Context, target, pushOptions(c, rep))
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func pushModule(c *cli.Context) error {
 			return err
 		}
 	}
-	return reportModulePush(rep, ref, tags, pkg.Digest.String(), pkg.Size, pkg.Files, res)
+	return pkg.ReportPushed(rep, ref, tags, res)
 }
 
 // policyAllowsModuleTags asks the policy (gate.go) whether each version
@@ -117,42 +117,4 @@ func modulePackOptions(c *cli.Context) modulepkg.Options {
 		opts.Cache = modulepkg.DefaultCache()
 	}
 	return opts
-}
-
-// reportPrepared says what became of the source before anything is pushed.
-func reportPrepared(rep *report.Reporter, pkg *modulepkg.Package) {
-	counts := names.Plural(pkg.Files, "file") + ", " + names.Plural(int(pkg.Size), "byte")
-	switch pkg.How {
-	case modulepkg.Checked:
-		rep.Infof("checked %s: %s, %s", pkg.Source, counts, pkg.Digest)
-	case modulepkg.Packed:
-		rep.Infof("packed %s: %s, %s", pkg.Source, counts, pkg.Digest)
-	case modulepkg.Unchanged:
-		rep.Infof("unchanged since it was packed as %s", pkg.Digest)
-	}
-}
-
-func reportModulePush(rep *report.Reporter, ref oci.Reference, tags []string, zipDigest string, zipSize int64, files int, res oci.PushResult) error {
-	tag := tags[0]
-	primary := ref.WithReference(tag)
-	human := report.PushedLine(primary, res)
-	result := map[string]any{
-		"reference":      primary.String(),
-		"digest":         res.Root.Digest.String(),
-		"tags":           tags,
-		"zip_digest":     zipDigest,
-		"zip_size":       zipSize,
-		"files":          files,
-		"up_to_date":     res.UpToDate,
-		"uploaded":       res.Uploaded,
-		"skipped":        res.Skipped,
-		"uploaded_bytes": res.UploadedBytes,
-	}
-	if !ref.Layout {
-		src := "oci://" + ref.Name() + "?tag=" + tag
-		result["source"] = src
-		result["source_digest"] = "oci://" + ref.Name() + "?digest=" + res.Root.Digest.String()
-		human += "\n  source = \"" + src + "\""
-	}
-	return rep.Result(result, human)
 }

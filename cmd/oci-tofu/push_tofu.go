@@ -7,8 +7,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
-	"github.com/oci-tofu/oci-tofu/convert/report"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
@@ -69,17 +67,5 @@ func pushTofu(c *cli.Context) error {
 	if attestErr != nil {
 		return attestErr
 	}
-	return reportTofuPush(rep, rel, tagged, res)
-}
-
-// reportTofuPush prints what push tofu pushed.
-func reportTofuPush(rep *report.Reporter, rel *release.Tofu, tagged oci.Reference, res oci.PushResult) error {
-	files := make([]string, len(rel.Files))
-	for i, f := range rel.Files {
-		files[i] = f.Name
-	}
-	return rep.Result(map[string]any{
-		"reference": tagged.String(), "digest": res.Root.Digest.String(), "version": rel.Version,
-		"files": files, "up_to_date": res.UpToDate, "uploaded": res.Uploaded,
-	}, report.PushedLine(tagged, res))
+	return publish.ReportTofuPushed(rep, rel, tagged, res)
 }

@@ -241,15 +241,10 @@ func backfillSBOMs(c *cli.Context, client *oci.Client, targets []publish.Backfil
 	if err != nil {
 		return err
 	}
-	written, present, noExec, failed := b.Count(release.SBOMWritten), b.Count(release.SBOMPresent), b.Count(release.SBOMNoExecutable), b.Count(release.SBOMFailed)
-	summary := fmt.Sprintf("%d written, %d present already, %d without executable, %d failed", written, present, noExec, failed)
-	if written == 0 {
-		summary += ": nothing written"
-	}
-	if err := rep.Result(map[string]any{"results": b.Results, "written": written, "present": present, "no_executable": noExec, "failed": failed}, summary); err != nil {
+	if err := b.Report(rep); err != nil {
 		return err
 	}
-	if failed > 0 {
+	if failed := b.Count(release.SBOMFailed); failed > 0 {
 		return cli.Exit(fmt.Sprintf("%d SBOMs could not be stored", failed), 1)
 	}
 	return nil
