@@ -1,17 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
-	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -161,34 +157,8 @@ func readSBOMs(c *cli.Context, client *oci.Client, t publish.BackfillTarget, pla
 	if err != nil {
 		return err
 	}
-	rep := newReporter(c)
-	var summaries []sbom.Summary
-	var human []string
-	for _, p := range chosen {
-		st, err := sv.Read(c.Context, p)
-		if errors.Is(err, sbom.ErrNoSBOM) {
-			return fmt.Errorf("%s %w (oci-tofu sbom --backfill stores one)", tagged, err)
-		}
-		if err != nil {
-			return err
-		}
-		switch {
-		case c.Bool("summary"):
-			s := sbom.Summarize(p, st)
-			summaries, human = append(summaries, s), append(human, s.Text())
-		case c.String("output") != "":
-			if err := writeSBOM(rep, c.String("output"), st); err != nil {
-				return err
-			}
-		default:
-			_, err := c.App.Writer.Write(st.SPDX)
-			return err
-		}
-	}
-	if c.Bool("summary") {
-		return rep.Result(map[string]any{"reference": t.Ref.WithReference(names.TagForVersion(*t.Version)).String(), "platforms": summaries}, strings.Join(human, "\n"))
-	}
-	return nil
+	reference := t.Ref.WithReference(names.TagForVersion(*t.Version)).String()
+	return sv.Print(c.Context, tagged, reference, chosen, sbom.Output{Dir: c.String("output"), Summary: c.Bool("summary")}, newReporter(c))
 }
 
 // resolveVersion opens t's repository and resolves its version (tagged,
@@ -217,16 +187,6 @@ func chosenPlatforms(c *cli.Context, tagged string, sv *sbom.StoredVersion, plat
 			tagged, len(chosen), sv.PlatformList())
 	}
 	return chosen, nil
-}
-
-// writeSBOM writes a stored SBOM into dir, named after its zip.
-func writeSBOM(rep *report.Reporter, dir string, st *sbom.Stored) error {
-	name := filepath.Join(dir, strings.TrimSuffix(st.Doc.FileName, ".zip")+".spdx.json")
-	if err := os.WriteFile(name, st.SPDX, 0o644); err != nil {
-		return err
-	}
-	rep.Infof("wrote %s", name)
-	return nil
 }
 
 // backfillSBOMs stores the SBOMs the targets' versions lack
