@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -58,15 +57,9 @@ func policyTest(c *cli.Context) error {
 	if name := c.String("as"); name != "" {
 		client := p.Client(name)
 		if client == nil {
-			known := "it has no client blocks"
-			if names := p.ClientNames(); len(names) > 0 {
-				known = "its clients: " + strings.Join(names, ", ")
-			}
-			return usageError(c, "--as %s: the policy has no client named %q (%s)", name, name, known)
+			return usageError(c, "--as %s: the policy has no client named %q (%s)", name, name, p.ClientsNote())
 		}
-		for i := range out {
-			out[i].Access = gate.AccessOf(client, out[i])
-		}
+		gate.WithAccess(out, client)
 	}
 	w := c.App.Writer
 	if c.Bool("json") {

@@ -86,12 +86,9 @@ func runSBOM(c *cli.Context) error {
 
 // sbomTargets are the repositories (and versions) the arguments name.
 func sbomTargets(c *cli.Context) ([]publish.BackfillTarget, error) {
-	var tpl *repotemplate.Template
-	if raw := c.String("provider-template"); raw != "" {
-		var err error
-		if tpl, err = repotemplate.ParseProviderTemplate(raw); err != nil {
-			return nil, fmt.Errorf("--provider-template: %w", err)
-		}
+	tpl, err := providerTemplate(c) // targets.go
+	if err != nil {
+		return nil, err
 	}
 	var out []publish.BackfillTarget
 	for _, arg := range c.Args().Slice() {

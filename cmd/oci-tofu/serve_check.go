@@ -62,11 +62,7 @@ func policyChecks(c *cli.Context, opts proxy.Options) []preflight.Result {
 		results = preflight.Clients(preflight.PolicyConfig{OperatorTokens: len(opts.AuthTokens)})
 	}
 	if opts.RegistryDecides {
-		detail := fmt.Sprintf("clients' bearer tokens are their registry credentials (USERNAME:PASSWORD); the registry must list every mapped repository holding an address to them; its yes is kept %s per credential and repository; the proxy reads with its own credential", opts.RegistryConfirmTTL)
-		if opts.PullThrough != nil {
-			detail += "; with pull-through, an address no mapped repository holds yet is refused to registry credentials (a repository that does not exist confirms nothing): its first use needs an --auth-token-file token or a policy file client"
-		}
-		results = append(results, preflight.Result{Target: "registry decides", Status: preflight.StatusOK, Detail: detail})
+		results = append(results, preflight.RegistryDecides(opts.RegistryConfirmTTL, opts.PullThrough != nil))
 	}
 	return results
 }

@@ -104,6 +104,14 @@ func ParseQuery(arg string) (Query, error) {
 	return Query{Kind: kind, Address: addr, Version: version}, nil
 }
 
+// WithAccess sets each query's Access: whether client may read its
+// address (policy test --as).
+func WithAccess(queries []Query, client *policy.Client) {
+	for i := range queries {
+		queries[i].Access = AccessOf(client, queries[i])
+	}
+}
+
 // AccessOf is whether client may read q's address (policy.Client.Access).
 func AccessOf(client *policy.Client, q Query) *ClientAccess {
 	reads, reason := client.Access(q.Kind, q.Address, time.Now())
