@@ -11,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/lint"
 	"github.com/oci-tofu/oci-tofu/convert/publish"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 )
@@ -81,8 +82,8 @@ func keyAttester(c *cli.Context, log func(format string, args ...any)) (*publish
 
 // attestPushed signs subject, just pushed to ref's repository, and writes
 // the attestation of predicate, reporting the tags written.
-func attestPushed(c *cli.Context, rep *reporter, repo oci.Repository, ref oci.Reference, subject digest.Digest, s *attest.Signer, predicateType string, predicate any) error {
-	k := publish.KeyAttester{Signer: s, Log: rep.infof}
+func attestPushed(c *cli.Context, rep *report.Reporter, repo oci.Repository, ref oci.Reference, subject digest.Digest, s *attest.Signer, predicateType string, predicate any) error {
+	k := publish.KeyAttester{Signer: s, Log: rep.Infof}
 	return k.AttachPushed(c.Context, repo, ref.Name(), subject, predicateType, predicate)
 }
 

@@ -54,10 +54,10 @@ func export(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		rep.infof("%s: exported %s", spec.Provider, vs)
+		rep.Infof("%s: exported %s", spec.Provider, vs)
 		count += len(vs)
 	}
-	return rep.result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %s to %s", names.Plural(count, "provider version"), dir))
+	return rep.Result(map[string]any{"dir": dir, "versions": count}, fmt.Sprintf("exported %s to %s", names.Plural(count, "provider version"), dir))
 }
 
 // exportSpecs are the ADDRESS[@CONSTRAINT] arguments and the repositories
@@ -78,19 +78,12 @@ func exportSpecs(c *cli.Context, tpl *repotemplate.Template) ([]names.ProviderSp
 	return specs, refs, nil
 }
 
-// exportProvider writes the versions of ref matching spec into dir.
+// exportProvider writes the versions of ref matching spec into dir
+// (providerdir.ExportMatching).
 func exportProvider(c *cli.Context, client *oci.Client, spec names.ProviderSpec, ref oci.Reference, dir string, opts providerdir.Options) ([]names.Version, error) {
 	repo, err := client.OpenReadOnly(c.Context, ref)
 	if err != nil {
 		return nil, err
 	}
-	list, err := oci.ListVersions(c.Context, repo)
-	if err != nil {
-		return nil, fmt.Errorf("%s: listing %s: %w", spec.Provider, ref, err)
-	}
-	vs := names.MatchingVersions(list, spec.Constraints)
-	if len(vs) == 0 {
-		return nil, fmt.Errorf("%s: no version in %s matches %q (available: %s)", spec.Provider, ref, names.ConstraintsString(spec.Constraints), list)
-	}
-	return vs, providerdir.Export(c.Context, repo, spec.Provider, vs, dir, opts)
+	return providerdir.ExportMatching(c.Context, repo, spec, ref, dir, opts)
 }

@@ -4,8 +4,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 )
 
 // The policy file beyond serve (docs/policy.md): push and mirror
@@ -46,7 +48,7 @@ func readGatePolicy(c *cli.Context) (*policy.Policy, error) {
 // repository's path.
 func policyAddress(c *cli.Context, kind names.Kind, ref oci.Reference) (string, error) {
 	if a := c.String("policy-address"); a != "" {
-		q, err := parsePolicyQuery(kindPrefix(kind) + a)
+		q, err := gate.ParseQuery(kindPrefix(kind) + a)
 		if err != nil {
 			return "", usageError(c, "--policy-address: %v", err)
 		}
@@ -55,7 +57,7 @@ func policyAddress(c *cli.Context, kind names.Kind, ref oci.Reference) (string, 
 	return policy.AddressFromRepository(kind, ref.Repository)
 }
 
-// kindPrefix is what makes parsePolicyQuery read an address as kind.
+// kindPrefix is what makes gate.ParseQuery read an address as kind.
 func kindPrefix(kind names.Kind) string {
 	if kind == names.KindModule {
 		return "module:"
@@ -67,7 +69,7 @@ func kindPrefix(kind names.Kind) string {
 // the address the pushed repository stands for; the refusal
 // (policy.ErrDenied; hints.go names the flags) otherwise, or nothing but a
 // warning with --policy-warn. It is asked before anything is uploaded.
-func policyAllowsPush(c *cli.Context, rep *reporter, kind names.Kind, ref oci.Reference, version string) error {
+func policyAllowsPush(c *cli.Context, rep *report.Reporter, kind names.Kind, ref oci.Reference, version string) error {
 	p, err := readGatePolicy(c)
 	if err != nil || p == nil {
 		return err
@@ -82,6 +84,6 @@ func policyAllowsPush(c *cli.Context, rep *reporter, kind names.Kind, ref oci.Re
 	if err == nil || !c.Bool("policy-warn") {
 		return err
 	}
-	rep.warn(addr+" "+version, []string{"pushed although " + err.Error() + " (--policy-warn)"})
+	rep.Warn(addr+" "+version, []string{"pushed although " + err.Error() + " (--policy-warn)"})
 	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 
@@ -104,7 +103,7 @@ func writeLock(c *cli.Context, cfg *tfconfig.Config, existing *lockfile.File, lo
 	if err := localfile.WriteAtomic(lockPath, lf.Bytes()); err != nil {
 		return err
 	}
-	return reportLock(c, lockPath, opts.Client, why, cfg, lf)
+	return lf.Report(newReporter(c), lockPath, opts.Client, why, cfg)
 }
 
 // lockOptions reads --provider-template, --platform (each once) and
@@ -125,30 +124,4 @@ func lockOptions(c *cli.Context) (lockfile.Options, error) {
 		}
 	}
 	return lockfile.Options{Template: tpl, Platforms: once, NoDownload: c.Bool("no-download")}, nil
-}
-
-// lockResult is `lock --json`'s output.
-type lockResult struct {
-	LockFile  string              `json:"lock_file"`
-	For       string              `json:"for"`
-	Modules   int                 `json:"modules"`
-	Providers []lockfile.Provider `json:"providers"`
-}
-
-func reportLock(c *cli.Context, lockPath string, client tfconfig.Client, why string, cfg *tfconfig.Config, lf *lockfile.File) error {
-	res := lockResult{LockFile: lockPath, For: string(client), Modules: len(cfg.Modules), Providers: make([]lockfile.Provider, 0, len(lf.Providers))}
-	human := fmt.Sprintf("wrote %s for %s (%s), %s read:", lockPath, client, why, names.Plural(len(cfg.Modules), "module"))
-	r := newReporter(c)
-	for _, p := range lf.Providers {
-		if p.Deprecated != "" { // --json carries it in the provider
-			r.warn(p.Address+" "+p.Version, []string{"deprecated by the policy: " + p.Deprecated})
-		}
-		p.Hashes = lockfile.SortedUnique(p.Hashes)
-		res.Providers = append(res.Providers, p)
-		human += fmt.Sprintf("\n  %s %s (%d hashes)", p.Address, p.Version, len(p.Hashes))
-	}
-	if len(lf.Providers) == 0 {
-		human += "\n  (the configuration requires no provider)"
-	}
-	return r.result(res, human)
 }

@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/opentofu/tofudl/branding"
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/lockfile"
-	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
@@ -96,16 +93,20 @@ func runMirror(c *cli.Context) error {
 		}
 	}
 	m.ModuleOptions = ingest.ModuleOptions{Template: modTpl, Client: client,
-		Sources: c.StringSlice("module-source"), Transport: transport, Attest: opts.Attest, Gate: opts.Gate, Log: rep.infof}
-	opts.Open, opts.Log = client.Open, rep.infof
+		Sources: c.StringSlice("module-source"), Transport: transport, Attest: opts.Attest, Gate: opts.Gate, Log: rep.Infof}
+	opts.Open, opts.Log = client.Open, rep.Infof
 	m.ProviderOptions = opts
-	return reportMirrored(rep, m.Run(c.Context, origins))
+	results := m.Run(c.Context, origins)
+	if failed := ingest.Report(rep, results); failed > 0 {
+		return cli.Exit(fmt.Sprintf("%d of %d failed", failed, len(results)), 1)
+	}
+	return nil
 }
 
 // mirrorGuards are opts with --attest-key's attestation and --policy's
 // gate, for every release mirrored.
-func mirrorGuards(c *cli.Context, rep *reporter, opts ingest.ProviderOptions) (ingest.ProviderOptions, error) {
-	att, err := ingestAttestation(c, rep.infof) // attest.go
+func mirrorGuards(c *cli.Context, rep *report.Reporter, opts ingest.ProviderOptions) (ingest.ProviderOptions, error) {
+	att, err := ingestAttestation(c, rep.Infof) // attest.go
 	if err != nil {
 		return opts, err
 	}
@@ -158,78 +159,14 @@ func mirrorProviderOptions(c *cli.Context, modules bool) (ingest.ProviderOptions
 	return opts, specs, nil
 }
 
-// reportMirrored prints one line per release (or the JSON result) and
-// fails when any release failed.
-func reportMirrored(rep *reporter, results []ingest.Result) error {
-	failed := 0
-	for _, r := range results {
-		if r.Error != "" {
-			failed++
-		}
-		rep.warn(r.Provider+r.Module+" "+r.Version, r.Warnings)
-	}
-	if rep.json {
-		rep.result(map[string]any{"ok": failed == 0, "results": results}, "")
-	} else if !rep.quiet {
-		for _, r := range results {
-			switch {
-			case r.Error != "":
-				fmt.Fprintf(rep.out, "FAILED   %s %s: %s\n", r.Provider+r.Module, r.Version, r.Error)
-			case r.Denied != "":
-				fmt.Fprintf(rep.out, "denied   %s %s: %s (not mirrored)\n", r.Provider+r.Module, r.Version, r.Denied)
-			case r.Skipped:
-				fmt.Fprintf(rep.out, "complete %s %s (%s)%s\n", r.Provider+r.Module, r.Version, r.Digest, attestedNote(r))
-			default:
-				fmt.Fprintf(rep.out, "mirrored %s %s → %s@%s%s%s\n", r.Provider+r.Module, r.Version, r.Reference, r.Digest, attestedNote(r), sbomNote(r.SBOMs))
-			}
-		}
-	}
-	if failed > 0 {
-		return cli.Exit(fmt.Sprintf("%d of %d failed", failed, len(results)), 1)
-	}
-	return nil
-}
-
-// sbomNote says what became of a pushed release's SBOMs: how many were
-// written, and each platform left without one, with why.
-func sbomNote(sboms map[string]string) string {
-	if len(sboms) == 0 {
-		return ""
-	}
-	written := 0
-	var without []string
-	for _, p := range slices.Sorted(maps.Keys(sboms)) {
-		switch st := sboms[p]; st {
-		case string(release.SBOMWritten):
-			written++
-		case string(release.SBOMPresent):
-		default:
-			without = append(without, p+" ("+st+")")
-		}
-	}
-	note := fmt.Sprintf(", %s written", names.Plural(written, "SBOM"))
-	if len(without) > 0 {
-		note += "; no SBOM for " + strings.Join(without, ", ")
-	}
-	return note
-}
-
-// attestedNote marks a release signed and attested by this run.
-func attestedNote(r ingest.Result) string {
-	if r.Attested {
-		return ", signed and attested"
-	}
-	return ""
-}
-
 // tofuMirrorOptions are the OpenTofu releases to mirror into repository
 // (--tofu-*), with providers' platforms, log, attestation and gate.
-func tofuMirrorOptions(c *cli.Context, rep *reporter, client *oci.Client, repository string, providers ingest.ProviderOptions) (*ingest.TofuOptions, error) {
+func tofuMirrorOptions(c *cli.Context, rep *report.Reporter, client *oci.Client, repository string, providers ingest.ProviderOptions) (*ingest.TofuOptions, error) {
 	opts := &ingest.TofuOptions{
 		APIURL:           c.String("tofu-api-url"),
 		DownloadTemplate: c.String("tofu-download-url"),
 		Platforms:        providers.Platforms,
-		Log:              rep.infof,
+		Log:              rep.Infof,
 		Attest:           providers.Attest,
 		Gate:             providers.Gate,
 	}

@@ -3,14 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 )
 
 func policyCommand() *cli.Command {
@@ -44,83 +42,6 @@ func policyCommand() *cli.Command {
 	}
 }
 
-// policyQuery is one decision of policy test.
-type policyQuery struct {
-	Kind    names.Kind `json:"kind"`
-	Address string     `json:"address"`
-	Version string     `json:"version,omitempty"`
-	// Held, against the registry, says whether it holds the version.
-	Held *bool `json:"held,omitempty"`
-	policy.Decision
-	// Admission, against the registry with serve's admission flags, is
-	// their word on a held version the policy allows.
-	Admission *proxy.AdmissionVerdict `json:"admission,omitempty"`
-	// Access, with --as, is whether that client may read the address.
-	Access *clientAccess `json:"access,omitempty"`
-}
-
-// MarshalJSON writes q with the verdict first: "verdict" is the word the
-// text line starts with, "allow" is true exactly when it is allow (what
-// serve serves to that caller), and "policy_allows" is the policy's own
-// decision (before --as's access and the admission flags' word).
-func (q policyQuery) MarshalJSON() ([]byte, error) {
-	type fields policyQuery // without this method
-	verdict := q.verdict()
-	return json.Marshal(struct {
-		Verdict      string `json:"verdict"`
-		Allow        bool   `json:"allow"`
-		PolicyAllows bool   `json:"policy_allows"`
-		fields
-	}{verdict, verdict == "allow", q.Allow, fields(q)})
-}
-
-// clientAccess is whether a client may read an address, and why.
-type clientAccess struct {
-	Client string `json:"client"`
-	Reads  bool   `json:"reads"`
-	Reason string `json:"reason"`
-}
-
-// verdict is the word policy test prints first: allow, deny, depends
-// (offline: on facts of the registry), or refuse (the policy allows it,
-// serve's admission flags refuse the release).
-func (q policyQuery) verdict() string {
-	switch {
-	case q.Access != nil && !q.Access.Reads:
-		return "deny"
-	case q.Allow && q.Admission != nil && !q.Admission.Admitted:
-		return "refuse"
-	case q.Allow:
-		return "allow"
-	case len(q.DependsOn) > 0:
-		return "depends"
-	}
-	return "deny"
-}
-
-// explanation is the rule and reason policy test prints, with the
-// deprecation's message and the admission's word when there are.
-func (q policyQuery) explanation() string {
-	s := fmt.Sprintf("rule %q: %s", q.Rule, q.Reason)
-	if q.VulnWarning != "" { // allowed, and clients warned of it
-		s += "; " + q.VulnWarning
-	}
-	if q.Deprecated != "" { // allowed, and clients warned of it
-		s += "; deprecated: " + q.Deprecated
-	}
-	if q.Access != nil {
-		s = q.Access.Reason + "; " + s
-	}
-	switch {
-	case q.Admission == nil:
-	case q.Admission.Admitted:
-		s += "; admitted"
-	default:
-		s += "; not admitted: " + q.Admission.Reason
-	}
-	return s
-}
-
 func policyTest(c *cli.Context) error {
 	if err := wantArgs(c, 1, -1); err != nil {
 		return err
@@ -136,15 +57,9 @@ func policyTest(c *cli.Context) error {
 	if name := c.String("as"); name != "" {
 		client := p.Client(name)
 		if client == nil {
-			known := "it has no client blocks"
-			if names := p.ClientNames(); len(names) > 0 {
-				known = "its clients: " + strings.Join(names, ", ")
-			}
-			return usageError(c, "--as %s: the policy has no client named %q (%s)", name, name, known)
+			return usageError(c, "--as %s: the policy has no client named %q (%s)", name, name, p.ClientsNote())
 		}
-		for i := range out {
-			out[i].Access = accessOf(client, out[i])
-		}
+		gate.WithAccess(out, client)
 	}
 	w := c.App.Writer
 	if c.Bool("json") {
@@ -153,18 +68,14 @@ func policyTest(c *cli.Context) error {
 		return enc.Encode(map[string]any{"decisions": out})
 	}
 	for _, q := range out {
-		what := q.Address
-		if q.Version != "" {
-			what += "@" + q.Version
-		}
-		fmt.Fprintf(w, "%-5s  %s %s  %s\n", q.verdict(), q.Kind, what, q.explanation())
+		fmt.Fprintln(w, q.Line())
 	}
 	return nil
 }
 
 // policyDecisions are the decisions on the arguments: offline, or
 // against the registry when a mapping is given (policy_registry.go).
-func policyDecisions(c *cli.Context, p *policy.Policy) ([]policyQuery, error) {
+func policyDecisions(c *cli.Context, p *policy.Policy) ([]gate.Query, error) {
 	var srv *proxy.Server
 	if againstRegistry(c) {
 		var err error
@@ -172,9 +83,9 @@ func policyDecisions(c *cli.Context, p *policy.Policy) ([]policyQuery, error) {
 			return nil, err
 		}
 	}
-	var out []policyQuery
+	var out []gate.Query
 	for _, arg := range c.Args().Slice() {
-		q, err := parsePolicyQuery(arg)
+		q, err := gate.ParseQuery(arg)
 		if err != nil {
 			return nil, usageError(c, "%v", err)
 		}
@@ -190,25 +101,4 @@ func policyDecisions(c *cli.Context, p *policy.Policy) ([]policyQuery, error) {
 		out = append(out, qs...)
 	}
 	return out, nil
-}
-
-// parsePolicyQuery reads ADDRESS[@VERSION] (policy.ParseAddress).
-func parsePolicyQuery(arg string) (policyQuery, error) {
-	addr, version, _ := strings.Cut(arg, "@")
-	if version != "" {
-		if _, err := names.ParseVersion(version); err != nil {
-			return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
-		}
-	}
-	kind, addr, err := policy.ParseAddress(addr)
-	if err != nil {
-		return policyQuery{}, fmt.Errorf("%s: %v", arg, err)
-	}
-	return policyQuery{Kind: kind, Address: addr, Version: version}, nil
-}
-
-// accessOf is whether client may read q's address (policy.Client.Access).
-func accessOf(client *policy.Client, q policyQuery) *clientAccess {
-	reads, reason := client.Access(q.Kind, q.Address, time.Now())
-	return &clientAccess{Client: client.Name, Reads: reads, Reason: reason}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 )
 
 // policyRegistryFlags are policy test's flags for deciding against the
@@ -54,15 +55,10 @@ func policyServer(c *cli.Context, p *policy.Policy) (*proxy.Server, error) {
 
 // registryDecisions are the server's decisions on q: on its version, or
 // on every version the registry holds when it names none.
-func registryDecisions(c *cli.Context, srv *proxy.Server, q policyQuery) ([]policyQuery, error) {
+func registryDecisions(c *cli.Context, srv *proxy.Server, q gate.Query) ([]gate.Query, error) {
 	verdicts, err := srv.ExplainPolicy(c.Context, q.Kind, q.Address, q.Version)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", q.Kind, q.Address, err)
 	}
-	out := make([]policyQuery, len(verdicts))
-	for i, v := range verdicts {
-		held := v.Held
-		out[i] = policyQuery{Kind: q.Kind, Address: q.Address, Version: v.Version, Held: &held, Decision: v.Decision, Admission: v.Admission}
-	}
-	return out, nil
+	return gate.Queries(q, verdicts), nil
 }

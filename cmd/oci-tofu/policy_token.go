@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,15 +52,11 @@ func policyToken(c *cli.Context) error {
 	return nil
 }
 
-// clientToken is a new token (32 random bytes, base64url), or with
+// clientToken is a new token (policy.NewToken), or with
 // --stdin the first line of standard input.
 func clientToken(c *cli.Context) (string, error) {
 	if !c.Bool("stdin") {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return "", err
-		}
-		return base64.RawURLEncoding.EncodeToString(b), nil
+		return policy.NewToken()
 	}
 	sc := bufio.NewScanner(c.App.Reader)
 	sc.Buffer(make([]byte, 4096), 4096)

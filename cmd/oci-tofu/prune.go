@@ -8,6 +8,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/prune"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
@@ -174,10 +175,10 @@ func downloadRule(c *cli.Context, rules *prune.Rules) error {
 
 // reportPrune prints the warnings, then the table (or JSON) of every
 // version and the total (prune.NewReport).
-func reportPrune(rep *reporter, plans []*prune.Plan, warnings []string, applied bool) error {
+func reportPrune(rep *report.Reporter, plans []*prune.Plan, warnings []string, applied bool) error {
 	for _, w := range warnings {
-		rep.warn("prune", []string{w})
+		rep.Warn("prune", []string{w})
 	}
 	res, human := prune.NewReport(plans, warnings, applied)
-	return rep.result(res, human)
+	return rep.Result(res, human)
 }

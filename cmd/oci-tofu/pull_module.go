@@ -2,14 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func pullModuleCommand() *cli.Command {
@@ -27,15 +24,6 @@ nothing appears in DIR unless everything was verified and unpacked.`,
 		}, registryFlags()...), outputFlags()...),
 		Action: pullModule,
 	}
-}
-
-// pinned is a reference with the digest it resolved to, written once:
-// REPO:TAG@DIGEST, or REPO@DIGEST when a digest was asked for.
-func pinned(ref oci.Reference, digest string) string {
-	if ref.Reference == digest {
-		return ref.String()
-	}
-	return ref.String() + "@" + digest
 }
 
 // pullModuleArgs are the reference (latest when it names no tag or
@@ -71,46 +59,9 @@ func pullModule(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	manifest, layer, err := oci.ResolveModule(c.Context, repo, ref.Reference)
-	if err != nil {
-		return fmt.Errorf("%s: %w", ref, err)
-	}
-	tmp, err := downloadModule(c, repo, ref, layer, maxSize)
-	if tmp != "" {
-		defer os.Remove(tmp)
-	}
+	pulled, err := modulepkg.Pull(c.Context, repo, ref, dir, maxSize)
 	if err != nil {
 		return err
 	}
-	files, err := modulepkg.UnpackContext(c.Context, tmp, dir, maxSize)
-	if err != nil {
-		return fmt.Errorf("unpacking %s into %s: %w", ref, dir, err)
-	}
-	rep.infof("verified the module package's zip (%s, %s)", layer.Digest, names.Plural(int(layer.Size), "byte"))
-	return rep.result(map[string]any{
-		"reference":  ref.String(),
-		"digest":     manifest.Digest.String(),
-		"zip_digest": layer.Digest.String(),
-		"zip_size":   layer.Size,
-		"dir":        dir,
-		"files":      files,
-	}, fmt.Sprintf("unpacked %s into %s (%s)", pinned(ref, manifest.Digest.String()), dir, names.Plural(len(files), "file")))
-}
-
-// downloadModule downloads the package's zip into a temporary file,
-// checking its digest and size; the file's name is returned also when the
-// download fails, for the caller to remove it.
-func downloadModule(c *cli.Context, repo oci.ReadOnlyRepository, ref oci.Reference, layer ocispec.Descriptor, maxSize int64) (string, error) {
-	tmp, err := os.CreateTemp("", "oci-tofu-module-*.zip")
-	if err != nil {
-		return "", err
-	}
-	err = oci.FetchBlob(c.Context, repo, layer, maxSize, tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return tmp.Name(), fmt.Errorf("%s: %w", ref, err)
-	}
-	return tmp.Name(), nil
+	return pulled.Report(rep)
 }

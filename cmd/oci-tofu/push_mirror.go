@@ -7,7 +7,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/providerdir"
 	"github.com/oci-tofu/oci-tofu/convert/publish"
-	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
@@ -41,7 +41,7 @@ func pushMirror(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	key, err := keyAttester(c, rep.infof)
+	key, err := keyAttester(c, rep.Infof)
 	if err != nil {
 		return err
 	}
@@ -49,8 +49,8 @@ func pushMirror(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer closeReleases(releases)
-	refs, err := importTargets(tpl, releases)
+	defer providerdir.Close(releases)
+	refs, err := providerdir.Targets(tpl, releases)
 	if err != nil {
 		return err
 	}
@@ -70,41 +70,17 @@ func pushMirror(c *cli.Context) error {
 			upToDate++
 		}
 	}
-	return rep.result(map[string]any{"pushed": results}, importSummary(len(results)-upToDate, upToDate))
-}
-
-// closeReleases closes what providerdir.Read opened.
-func closeReleases(releases []*providerdir.Release) {
-	for _, r := range releases {
-		r.Close()
-	}
-}
-
-// importTargets are the repositories the template gives the releases,
-// each checked to serve its release's type.
-func importTargets(tpl *repotemplate.Template, releases []*providerdir.Release) ([]oci.Reference, error) {
-	refs := make([]oci.Reference, len(releases))
-	for i, r := range releases {
-		var err error
-		if refs[i], err = tpl.Expand(r.Provider.TemplateValues()); err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Provider, err)
-		}
-		if err := r.Release.CheckServedAs(r.Provider.Type); err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Provider, err)
-		}
-	}
-	return refs, nil
+	return rep.Result(map[string]any{"pushed": results}, providerdir.Summary(len(results)-upToDate, upToDate))
 }
 
 // pushImported pushes one release of the directory to ref
 // (publish.PushProvider, Imported) and says what it did.
-func pushImported(c *cli.Context, rep *reporter, client *oci.Client, key *publish.KeyAttester, r *providerdir.Release, ref oci.Reference) (map[string]any, error) {
+func pushImported(c *cli.Context, rep *report.Reporter, client *oci.Client, key *publish.KeyAttester, r *providerdir.Release, ref oci.Reference) (map[string]any, error) {
 	repo, err := client.Open(ref)
 	if err != nil {
 		return nil, err
 	}
-	t := providerPushTarget(c, rep, publish.Target{Repo: repo, Ref: ref, Options: oci.PushOptions{Replace: c.Bool("replace")}, Attest: key}, release.Options{})
-	t.Imported = true
+	t := publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: ref, Options: oci.PushOptions{Replace: c.Bool("replace")}, Attest: key}, NoSBOM: c.Bool("no-sbom"), Report: rep, Imported: true}
 	res, err, attestErr := publish.PushProvider(c.Context, r.Release, t)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, ref, err)
@@ -113,18 +89,6 @@ func pushImported(c *cli.Context, rep *reporter, client *oci.Client, key *publis
 		return nil, attestErr
 	}
 	tagged := ref.WithReference(res.Root.Digest.String())
-	rep.infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, names.Plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
-	return map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate, "sboms": reportSBOMs(rep, r.Release)}, nil
-}
-
-// importSummary says what an import did: the versions it pushed, and
-// those the registry already held.
-func importSummary(imported, upToDate int) string {
-	switch {
-	case upToDate == 0:
-		return "imported " + names.Plural(imported, "provider version")
-	case imported == 0:
-		return names.Plural(upToDate, "provider version") + " already up to date; nothing imported"
-	}
-	return fmt.Sprintf("imported %s; %d already up to date", names.Plural(imported, "provider version"), upToDate)
+	rep.Infof("%s %s → %s (%s%s)", r.Provider, r.Release.Version, tagged, names.Plural(len(r.Release.Packages), "platform"), map[bool]string{true: ", up to date"}[res.UpToDate])
+	return map[string]any{"provider": r.Provider.String(), "version": r.Release.Version, "reference": tagged.String(), "up_to_date": res.UpToDate, "sboms": publish.ReportSBOMs(rep, r.Release)}, nil
 }

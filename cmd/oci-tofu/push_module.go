@@ -1,14 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"slices"
-
 	"github.com/opencontainers/go-digest"
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -76,7 +74,7 @@ func pushModule(c *cli.Context) error {
 		return err
 	}
 	defer pkg.Remove()
-	reportPrepared(rep, pkg)
+	pkg.ReportPrepared(rep)
 	res, err := pkg.Push(c.Context, target, pushOptions(c, rep))
 	if err != nil {
 		return err
@@ -86,12 +84,12 @@ func pushModule(c *cli.Context) error {
 			return err
 		}
 	}
-	return reportModulePush(rep, ref, tags, pkg.Digest.String(), pkg.Size, pkg.Files, res)
+	return pkg.ReportPushed(rep, ref, tags, res)
 }
 
 // policyAllowsModuleTags asks the policy (gate.go) whether each version
 // among tags may be pushed to ref.
-func policyAllowsModuleTags(c *cli.Context, rep *reporter, ref oci.Reference, tags []string) error {
+func policyAllowsModuleTags(c *cli.Context, rep *report.Reporter, ref oci.Reference, tags []string) error {
 	for _, t := range tags {
 		if v, ok := names.VersionFromTag(t); ok {
 			if err := policyAllowsPush(c, rep, names.KindModule, ref, v.String()); err != nil {
@@ -103,7 +101,7 @@ func policyAllowsModuleTags(c *cli.Context, rep *reporter, ref oci.Reference, ta
 }
 
 // attestModule signs the pushed manifest and attests the package.
-func attestModule(c *cli.Context, rep *reporter, client *oci.Client, ref oci.Reference, pred *modulepkg.Predicate, root digest.Digest, signer *attest.Signer) error {
+func attestModule(c *cli.Context, rep *report.Reporter, client *oci.Client, ref oci.Reference, pred *modulepkg.Predicate, root digest.Digest, signer *attest.Signer) error {
 	repo, err := client.Open(ref)
 	if err != nil {
 		return err
@@ -119,57 +117,4 @@ func modulePackOptions(c *cli.Context) modulepkg.Options {
 		opts.Cache = modulepkg.DefaultCache()
 	}
 	return opts
-}
-
-// reportPrepared says what became of the source before anything is pushed.
-func reportPrepared(rep *reporter, pkg *modulepkg.Package) {
-	counts := names.Plural(pkg.Files, "file") + ", " + names.Plural(int(pkg.Size), "byte")
-	switch pkg.How {
-	case modulepkg.Checked:
-		rep.infof("checked %s: %s, %s", pkg.Source, counts, pkg.Digest)
-	case modulepkg.Packed:
-		rep.infof("packed %s: %s, %s", pkg.Source, counts, pkg.Digest)
-	case modulepkg.Unchanged:
-		rep.infof("unchanged since it was packed as %s", pkg.Digest)
-	}
-}
-
-// withAlsoTags is the target's tag and each --also-tag, once each.
-func withAlsoTags(tag string, also []string) ([]string, error) {
-	tags := []string{tag}
-	for _, t := range also {
-		t, err := modulepkg.Tag(t)
-		if err != nil {
-			return nil, fmt.Errorf("--also-tag: %w", err)
-		}
-		if !slices.Contains(tags, t) {
-			tags = append(tags, t)
-		}
-	}
-	return tags, nil
-}
-
-func reportModulePush(rep *reporter, ref oci.Reference, tags []string, zipDigest string, zipSize int64, files int, res oci.PushResult) error {
-	tag := tags[0]
-	primary := ref.WithReference(tag)
-	human := pushedLine(primary, res)
-	result := map[string]any{
-		"reference":      primary.String(),
-		"digest":         res.Root.Digest.String(),
-		"tags":           tags,
-		"zip_digest":     zipDigest,
-		"zip_size":       zipSize,
-		"files":          files,
-		"up_to_date":     res.UpToDate,
-		"uploaded":       res.Uploaded,
-		"skipped":        res.Skipped,
-		"uploaded_bytes": res.UploadedBytes,
-	}
-	if !ref.Layout {
-		src := "oci://" + ref.Name() + "?tag=" + tag
-		result["source"] = src
-		result["source_digest"] = "oci://" + ref.Name() + "?digest=" + res.Root.Digest.String()
-		human += "\n  source = \"" + src + "\""
-	}
-	return rep.result(result, human)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -68,7 +69,7 @@ func pushProvider(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	key, err := keyAttester(c, rep.infof)
+	key, err := keyAttester(c, rep.Infof)
 	if err != nil {
 		return err
 	}
@@ -76,8 +77,7 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep.infof("%s %s: %s; %s to check against SHA256SUMS and push", rel.Type, rel.Version, signatureNote(rel, opts.Signer), names.Plural(len(rel.Packages), "platform"))
-	rep.warn(rel.Type+" "+rel.Version, rel.Warnings)
+	publish.ReportRead(rep, rel, opts.Signer)
 	if err := policyAllowsPush(c, rep, names.KindProvider, ref, rel.Version); err != nil { // policy_gate.go: before any upload
 		return err
 	}
@@ -85,19 +85,19 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err, attestErr := publish.PushProvider(c.Context, rel, providerPushTarget(c, rep, t, opts))
+	res, err, attestErr := publish.PushProvider(c.Context, rel, publish.ProviderTarget{Target: t, NoSBOM: c.Bool("no-sbom"), SumsSigner: opts.Signer, Report: rep})
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tagged.Reference)
 	}
 	if attestErr != nil {
 		return attestErr
 	}
-	return reportProviderPush(rep, rel, tagged, res)
+	return publish.ReportPushed(rep, rel, tagged, res)
 }
 
 // pushTarget opens ref for a push of version: the registry, the tag the
 // version gives (tagged), --also-tag, --replace, and key's attestation.
-func pushTarget(c *cli.Context, rep *reporter, ref oci.Reference, version string, key *publish.KeyAttester) (t publish.Target, tagged oci.Reference, err error) {
+func pushTarget(c *cli.Context, rep *report.Reporter, ref oci.Reference, version string, key *publish.KeyAttester) (t publish.Target, tagged oci.Reference, err error) {
 	client, err := registryClient(c)
 	if err != nil {
 		return t, tagged, err
@@ -136,46 +136,4 @@ func providerReadOptions(c *cli.Context) (release.Options, error) {
 	}
 	opts.Platforms, err = parsePlatforms(c.StringSlice("platform"))
 	return opts, err
-}
-
-func reportProviderPush(rep *reporter, rel *release.Provider, ref oci.Reference, res oci.PushResult) error {
-	platforms := make([]string, len(rel.Packages))
-	for i, p := range rel.Packages {
-		platforms[i] = p.Platform.String()
-	}
-	return rep.result(map[string]any{
-		"reference":      ref.String(),
-		"digest":         res.Root.Digest.String(),
-		"type":           rel.Type,
-		"version":        rel.Version,
-		"platforms":      platforms,
-		"signing_keys":   rel.KeyIDs,
-		"up_to_date":     res.UpToDate,
-		"uploaded":       res.Uploaded,
-		"skipped":        res.Skipped,
-		"uploaded_bytes": res.UploadedBytes,
-		"warnings":       nonNil(rel.Warnings),
-		"sboms":          reportSBOMs(rep, rel),
-	}, pushedLine(ref, res))
-}
-
-// nonNil makes an empty list print as [] in JSON.
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// signatureNote says what became of the release's signature: verified,
-// made now with --sign-key (nothing verified), or none (--unsigned). The
-// zips are checked later, while pushing.
-func signatureNote(rel *release.Provider, signer *pgp.Signer) string {
-	switch {
-	case len(rel.KeyIDs) == 0:
-		return "unsigned (--unsigned)"
-	case signer != nil && rel.KeyIDs[0] == signer.KeyID():
-		return "SHA256SUMS signed now with --sign-key " + rel.KeyIDs[0]
-	}
-	return "signature verified (key " + rel.KeyIDs[0] + ")"
 }

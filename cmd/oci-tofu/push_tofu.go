@@ -7,7 +7,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
-	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
@@ -45,7 +44,7 @@ func pushTofu(c *cli.Context) error {
 		return err
 	}
 	rep := newReporter(c)
-	key, err := keyAttester(c, rep.infof)
+	key, err := keyAttester(c, rep.Infof)
 	if err != nil {
 		return err
 	}
@@ -53,7 +52,7 @@ func pushTofu(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep.infof("verified OpenTofu %s: %s, signature by key %s", rel.Version, names.Plural(len(rel.Files), "file"), rel.KeyID)
+	rep.Infof("verified OpenTofu %s: %s, signature by key %s", rel.Version, names.Plural(len(rel.Files), "file"), rel.KeyID)
 	if err := policyAllowsPush(c, rep, names.KindTofu, ref, rel.Version); err != nil { // policy_gate.go: before any upload
 		return err
 	}
@@ -68,17 +67,5 @@ func pushTofu(c *cli.Context) error {
 	if attestErr != nil {
 		return attestErr
 	}
-	return reportTofuPush(rep, rel, tagged, res)
-}
-
-// reportTofuPush prints what push tofu pushed.
-func reportTofuPush(rep *reporter, rel *release.Tofu, tagged oci.Reference, res oci.PushResult) error {
-	files := make([]string, len(rel.Files))
-	for i, f := range rel.Files {
-		files[i] = f.Name
-	}
-	return rep.result(map[string]any{
-		"reference": tagged.String(), "digest": res.Root.Digest.String(), "version": rel.Version,
-		"files": files, "up_to_date": res.UpToDate, "uploaded": res.Uploaded,
-	}, pushedLine(tagged, res))
+	return publish.ReportTofuPushed(rep, rel, tagged, res)
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -89,12 +86,9 @@ func runSBOM(c *cli.Context) error {
 
 // sbomTargets are the repositories (and versions) the arguments name.
 func sbomTargets(c *cli.Context) ([]publish.BackfillTarget, error) {
-	var tpl *repotemplate.Template
-	if raw := c.String("provider-template"); raw != "" {
-		var err error
-		if tpl, err = repotemplate.ParseProviderTemplate(raw); err != nil {
-			return nil, fmt.Errorf("--provider-template: %w", err)
-		}
+	tpl, err := providerTemplate(c) // targets.go
+	if err != nil {
+		return nil, err
 	}
 	var out []publish.BackfillTarget
 	for _, arg := range c.Args().Slice() {
@@ -160,34 +154,8 @@ func readSBOMs(c *cli.Context, client *oci.Client, t publish.BackfillTarget, pla
 	if err != nil {
 		return err
 	}
-	rep := newReporter(c)
-	var summaries []sbom.Summary
-	var human []string
-	for _, p := range chosen {
-		st, err := sv.Read(c.Context, p)
-		if errors.Is(err, sbom.ErrNoSBOM) {
-			return fmt.Errorf("%s %w (oci-tofu sbom --backfill stores one)", tagged, err)
-		}
-		if err != nil {
-			return err
-		}
-		switch {
-		case c.Bool("summary"):
-			s := sbom.Summarize(p, st)
-			summaries, human = append(summaries, s), append(human, s.Text())
-		case c.String("output") != "":
-			if err := writeSBOM(rep, c.String("output"), st); err != nil {
-				return err
-			}
-		default:
-			_, err := c.App.Writer.Write(st.SPDX)
-			return err
-		}
-	}
-	if c.Bool("summary") {
-		return rep.result(map[string]any{"reference": t.Ref.WithReference(names.TagForVersion(*t.Version)).String(), "platforms": summaries}, strings.Join(human, "\n"))
-	}
-	return nil
+	reference := t.Ref.WithReference(names.TagForVersion(*t.Version)).String()
+	return sv.Print(c.Context, tagged, reference, chosen, sbom.Output{Dir: c.String("output"), Summary: c.Bool("summary")}, newReporter(c))
 }
 
 // resolveVersion opens t's repository and resolves its version (tagged,
@@ -218,37 +186,22 @@ func chosenPlatforms(c *cli.Context, tagged string, sv *sbom.StoredVersion, plat
 	return chosen, nil
 }
 
-// writeSBOM writes a stored SBOM into dir, named after its zip.
-func writeSBOM(rep *reporter, dir string, st *sbom.Stored) error {
-	name := filepath.Join(dir, strings.TrimSuffix(st.Doc.FileName, ".zip")+".spdx.json")
-	if err := os.WriteFile(name, st.SPDX, 0o644); err != nil {
-		return err
-	}
-	rep.infof("wrote %s", name)
-	return nil
-}
-
 // backfillSBOMs stores the SBOMs the targets' versions lack
 // (publish.Backfill), and reports them.
 func backfillSBOMs(c *cli.Context, client *oci.Client, targets []publish.BackfillTarget, platforms []names.Platform) error {
 	rep := newReporter(c)
-	key, err := keyAttester(c, rep.infof)
+	key, err := keyAttester(c, rep.Infof)
 	if err != nil {
 		return err
 	}
-	b, err := publish.Backfill(c.Context, targets, publish.BackfillOptions{Open: client.Open, Platforms: platforms, Attest: key, Log: rep.infof})
+	b, err := publish.Backfill(c.Context, targets, publish.BackfillOptions{Open: client.Open, Platforms: platforms, Attest: key, Log: rep.Infof})
 	if err != nil {
 		return err
 	}
-	written, present, noExec, failed := b.Count(release.SBOMWritten), b.Count(release.SBOMPresent), b.Count(release.SBOMNoExecutable), b.Count(release.SBOMFailed)
-	summary := fmt.Sprintf("%d written, %d present already, %d without executable, %d failed", written, present, noExec, failed)
-	if written == 0 {
-		summary += ": nothing written"
-	}
-	if err := rep.result(map[string]any{"results": b.Results, "written": written, "present": present, "no_executable": noExec, "failed": failed}, summary); err != nil {
+	if err := b.Report(rep); err != nil {
 		return err
 	}
-	if failed > 0 {
+	if failed := b.Count(release.SBOMFailed); failed > 0 {
 		return cli.Exit(fmt.Sprintf("%d SBOMs could not be stored", failed), 1)
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/preflight"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/servercreds"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -215,7 +216,7 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfi
 	if opts.PullThrough, err = pullThroughOptions(c); err != nil { // serve_pullthrough.go
 		return proxy.Options{}, nil, err
 	}
-	if err := checkOwnHostname(opts); err != nil { // serve_pullthrough.go
+	if err := pullthrough.CheckOwnHostname(opts.PullThrough, opts.RegistryHostname != "" || opts.PublicURL != ""); err != nil {
 		return proxy.Options{}, nil, err
 	}
 	pf, err := readServeChecks(c, &opts)
@@ -225,7 +226,7 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfi
 	if err := readSharedCache(c, &opts); err != nil { // serve_shared.go
 		return proxy.Options{}, nil, err
 	}
-	if err := checkSharedRepositories(opts, c.Bool("pull-through-shared-repositories"), logger); err != nil { // serve_pullthrough.go
+	if err := pullthrough.CheckShared(opts.PullThrough, opts.ProviderMappings, opts.ModuleMappings, c.Bool("pull-through-shared-repositories"), logger); err != nil {
 		return proxy.Options{}, nil, err
 	}
 	return opts, pf, nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/preflight"
@@ -36,8 +37,8 @@ func runCheck(c *cli.Context, opts proxy.Options) error {
 	results = append(results, policyChecks(c, opts)...)
 	failed := preflight.Failed(results)
 	if c.Bool("json") {
-		rep := &reporter{out: c.App.Writer, json: true}
-		if err := rep.result(map[string]any{"ok": failed == 0, "checks": results}, ""); err != nil {
+		rep := &report.Reporter{Out: c.App.Writer, JSON: true}
+		if err := rep.Result(map[string]any{"ok": failed == 0, "checks": results}, ""); err != nil {
 			return err
 		}
 	} else {
@@ -61,11 +62,7 @@ func policyChecks(c *cli.Context, opts proxy.Options) []preflight.Result {
 		results = preflight.Clients(preflight.PolicyConfig{OperatorTokens: len(opts.AuthTokens)})
 	}
 	if opts.RegistryDecides {
-		detail := fmt.Sprintf("clients' bearer tokens are their registry credentials (USERNAME:PASSWORD); the registry must list every mapped repository holding an address to them; its yes is kept %s per credential and repository; the proxy reads with its own credential", opts.RegistryConfirmTTL)
-		if opts.PullThrough != nil {
-			detail += "; with pull-through, an address no mapped repository holds yet is refused to registry credentials (a repository that does not exist confirms nothing): its first use needs an --auth-token-file token or a policy file client"
-		}
-		results = append(results, preflight.Result{Target: "registry decides", Status: preflight.StatusOK, Detail: detail})
+		results = append(results, preflight.RegistryDecides(opts.RegistryConfirmTTL, opts.PullThrough != nil))
 	}
 	return results
 }

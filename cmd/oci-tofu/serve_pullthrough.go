@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
-	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // pullThroughHelp is the pull-through part of `serve --help`.
@@ -82,60 +80,6 @@ func pullThroughFlags() []cli.Flag {
 		&cli.IntFlag{Name: "pull-through-max-releases", Value: 16, Usage: "releases pulled at once (more are answered 503)", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_MAX_RELEASES"}},
 		&cli.BoolFlag{Name: "pull-through-shared-repositories", Usage: "start although a template pull-through stores into has no ${hostname}, so that the origins' addresses and the proxy's own share repositories (refused by default; warned). Pushed versions still keep every origin out of a repository, but one pull-through filled first takes later pushes as pulled through", EnvVars: []string{"OCI_TOFU_PULL_THROUGH_SHARED_REPOSITORIES"}},
 	}
-}
-
-// checkSharedRepositories refuses pull-through into repositories an
-// origin's addresses and the proxy's own share (templates without
-// ${hostname}: pullthrough.SharedRepositories), unless accept
-// (--pull-through-shared-repositories), which is warned of.
-func checkSharedRepositories(opts proxy.Options, accept bool, logger *slog.Logger) error {
-	if opts.PullThrough == nil {
-		return nil
-	}
-	var modules store.RepositoryTemplate // pull-through stores modules into the first template
-	if len(opts.ModuleMappings) > 0 {
-		modules = opts.ModuleMappings[0]
-	}
-	shared := pullthrough.SharedRepositories(*opts.PullThrough, opts.ProviderMappings, modules)
-	switch {
-	case len(shared) == 0:
-		return nil
-	case accept:
-		logger.Warn("pull-through stores into repositories the origins' addresses share with the proxy's own (no ${hostname} in the template): "+
-			"a repository pull-through fills first takes later pushes as pulled through (docs/proxy.md, \"Pushed repositories\")", "mappings", shared)
-		return nil
-	}
-	return fmt.Errorf("pull-through would store into repositories the origins' addresses share with the proxy's own: %s has no ${hostname}, "+
-		"so ORIGIN/NAMESPACE/TYPE and PROXY/NAMESPACE/TYPE (and modules alike) name one repository, where an origin's release would sit with privately pushed ones. "+
-		"Put ${hostname} in the template (ghcr.io/acme/providers/${hostname}/${namespace}/${type}, ghcr.io/acme/modules/${hostname}/${namespace}/${name}/${system}), "+
-		"limit the provider mapping's --include to one origin host, or accept the sharing with --pull-through-shared-repositories (docs/proxy.md, \"Pushed repositories\")",
-		strings.Join(shared, ", "))
-}
-
-// checkOwnHostname refuses pull-through under the proxy's own name
-// (--pull-through-registry-origin, --pull-through-own-modules) while the
-// proxy does not know that name: it stores under --registry-hostname,
-// else --public-url's host (pullthrough.Config.OwnHostname), and without
-// either the request's Host, which the client chooses, would pick the
-// repository an origin's release is written to.
-func checkOwnHostname(opts proxy.Options) error {
-	pt := opts.PullThrough
-	if pt == nil || opts.RegistryHostname != "" || opts.PublicURL != "" {
-		return nil
-	}
-	var flags []string
-	if pt.RegistryOrigin != "" {
-		flags = append(flags, "--pull-through-registry-origin")
-	}
-	if len(pt.OwnModules) > 0 {
-		flags = append(flags, "--pull-through-own-modules")
-	}
-	if len(flags) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%s pulls through under the proxy's own host name, and serve does not know it: give --registry-hostname HOST "+
-		"(or --public-url https://HOST). Without either, the registry protocol's host name is each request's Host header, which the client chooses: "+
-		"any Host would pick the repository an origin's release is stored in (docs/proxy.md, \"Pull-through\")", strings.Join(flags, " and "))
 }
 
 // pullThroughOptions reads the pull-through flags; nil when pull-through

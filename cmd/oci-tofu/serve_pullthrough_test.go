@@ -56,14 +56,14 @@ func TestServeRefusesPullThroughIntoSharedRepositories(t *testing.T) {
 	} {
 		var log bytes.Buffer
 		logger := slog.New(slog.NewTextHandler(&log, nil))
-		err := checkSharedRepositories(c.opts, false, logger)
+		err := pullthrough.CheckShared(c.opts.PullThrough, c.opts.ProviderMappings, c.opts.ModuleMappings, false, logger)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", c.name, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--pull-through-shared-repositories")):
 			t.Errorf("%s: %v, want a refusal saying %q and naming the way out", c.name, err, c.want)
 		case c.want != "":
-			if err := checkSharedRepositories(c.opts, true, logger); err != nil || !strings.Contains(log.String(), "level=WARN") {
+			if err := pullthrough.CheckShared(c.opts.PullThrough, c.opts.ProviderMappings, c.opts.ModuleMappings, true, logger); err != nil || !strings.Contains(log.String(), "level=WARN") {
 				t.Errorf("%s accepted with --pull-through-shared-repositories: %v, log:\n%s", c.name, err, log.String())
 			}
 		}

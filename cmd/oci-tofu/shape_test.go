@@ -28,11 +28,12 @@ import (
 //     they declare (functions, types, variables, constants) is for every
 //     verb to use.
 const (
-	// maxLines is what the package measures today (5,153): it only ever
-	// comes down. Issue 41's goal is 4,500; what is left is mostly flag
-	// tables (about 700 lines), help texts (about 300) and flag reading
-	// whose errors name the flags.
-	maxLines     = 5160
+	// maxLines is what the package measures today (4,493), with a few
+	// lines of room: it only ever comes down. Issue 41's goal of 4,500
+	// is met; what is left is mostly flag tables, help texts and flag
+	// reading whose errors name the flags (what a verb prints of its
+	// work is its library's: convert/report).
+	maxLines     = 4500
 	maxFuncLines = 40
 )
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
@@ -24,17 +22,6 @@ func enforceExpirationFlag() cli.Flag {
 // for expired signatures to be refused.
 func enforceExpiration(c *cli.Context) bool {
 	return c.Bool("enforce-gpg-expiration") || pgp.EnforceExpirationFromEnv()
-}
-
-// warn prints warnings about a release to stderr, for humans (--json
-// output carries them in its result).
-func (r *reporter) warn(subject string, warnings []string) {
-	if r.quiet || r.json {
-		return
-	}
-	for _, w := range warnings {
-		fmt.Fprintf(r.err, "warning: %s: %s\n", subject, w)
-	}
 }
 
 // loadKeyrings reads armored public key files.

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -21,8 +26,8 @@ func replaceFlag() cli.Flag {
 }
 
 // pushOptions are the push options every push command shares.
-func pushOptions(c *cli.Context, rep *reporter) oci.PushOptions {
-	return oci.PushOptions{Progress: rep.progress("uploading"), Replace: c.Bool("replace")}
+func pushOptions(c *cli.Context, rep *report.Reporter) oci.PushOptions {
+	return oci.PushOptions{Progress: rep.Progress("uploading"), Replace: c.Bool("replace")}
 }
 
 // alsoTags are the --also-tag values, checked and canonical, without tag.
@@ -32,4 +37,19 @@ func alsoTags(c *cli.Context, tag string) ([]string, error) {
 		return nil, err
 	}
 	return tags[1:], nil
+}
+
+// withAlsoTags is the target's tag and each --also-tag, once each.
+func withAlsoTags(tag string, also []string) ([]string, error) {
+	tags := []string{tag}
+	for _, t := range also {
+		t, err := modulepkg.Tag(t)
+		if err != nil {
+			return nil, fmt.Errorf("--also-tag: %w", err)
+		}
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	return tags, nil
 }

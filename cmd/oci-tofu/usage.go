@@ -69,7 +69,7 @@ func runUsage(c *cli.Context) error {
 		return err
 	}
 	rep := audit.NewReport(tally, src, filter, audit.Query{Asked: asked, UnusedSince: unusedSince, Top: c.Int("top")})
-	return newReporter(c).result(rep, rep.Text())
+	return newReporter(c).Result(rep, rep.Text())
 }
 
 // usageArgs are the ADDRESS[@VERSION] arguments.

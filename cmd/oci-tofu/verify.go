@@ -1,14 +1,10 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/lint"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func verifyCommand() *cli.Command {
@@ -79,33 +75,10 @@ func verify(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return reportFindings(rep, all, opts)
-}
-
-// reportFindings prints the findings (--json: with whether nothing
-// failed), and fails when any is an error, saying what was checked.
-func reportFindings(rep *reporter, all []lint.Finding, opts lint.Options) error {
-	failed := lint.Errors(all)
-	if rep.json {
-		if all == nil {
-			all = []lint.Finding{}
-		}
-		b, _ := json.MarshalIndent(map[string]any{"ok": failed == 0, "findings": all}, "", "  ")
-		fmt.Fprintln(rep.out, string(b))
-	} else if !rep.quiet {
-		for _, f := range all {
-			fmt.Fprintf(rep.out, "%-7s %s: %s\n", f.Severity, f.Reference, f.Message)
-		}
+	if failure := lint.Report(rep, all, opts); failure != "" {
+		return cli.Exit(failure, 1)
 	}
-	switch problems := names.Plural(failed, "problem"); {
-	case failed == 0:
-		return nil
-	case opts.Policy != nil:
-		return cli.Exit(problems+" (OpenTofu would fail on them, a signature or attestation is missing or does not verify, or the policy denies a version)", 1)
-	case len(opts.AttestKeys)+len(opts.Trusts)+len(opts.Keyless) > 0:
-		return cli.Exit(problems+" (OpenTofu would fail on them, or a signature or attestation is missing or does not verify)", 1)
-	}
-	return cli.Exit(names.Plural(failed, "problem")+" OpenTofu would fail on", 1)
+	return nil
 }
 
 // verifyOptions are the checks verify's flags ask for: --skip-zips,

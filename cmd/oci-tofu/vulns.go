@@ -7,7 +7,6 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/convert/vulnscan"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 func vulnsCommand() *cli.Command {
@@ -70,31 +69,11 @@ func runVulns(c *cli.Context) error {
 		}
 		res.Add(r)
 	}
-	if err := newReporter(c).result(res, res.Text(c.Bool("all"))); err != nil {
+	if err := newReporter(c).Result(res, res.Text(c.Bool("all"))); err != nil {
 		return err
 	}
-	return vulnsExit(c.Bool("exit-code"), res.Totals)
-}
-
-// Exit statuses of `vulns --exit-code`: affected versions found (as
-// govulncheck's text output exits when it finds any), or none found but
-// some platform not covered (no readable SBOM).
-const (
-	exitAffected    = 3
-	exitWithoutSBOM = 4
-)
-
-// vulnsExit is the error that makes `vulns --exit-code` exit with the
-// status its totals call for; nil without the flag or when nothing is
-// affected and every platform has an SBOM.
-func vulnsExit(exitCode bool, t vulnscan.Totals) error {
-	switch {
-	case !exitCode:
-		return nil
-	case t.AffectedVersions > 0:
-		return cli.Exit(names.Plural(t.AffectedVersions, "version")+" affected", exitAffected)
-	case t.WithoutSBOM > 0:
-		return cli.Exit(names.Plural(t.WithoutSBOM, "platform")+" without an SBOM", exitWithoutSBOM)
+	if status, why := res.Totals.ExitStatus(); c.Bool("exit-code") && status != 0 {
+		return cli.Exit(why, status)
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net/url"
@@ -74,6 +76,15 @@ type OIDC struct {
 	// (claimMatches); they pin the identity (checkPinned).
 	Claims  map[string]string
 	matches map[string]*regexp.Regexp
+}
+
+// NewToken is a new client token: 32 random bytes, base64url.
+func NewToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // TokenHash is what a client block's tokens list holds for token.
@@ -357,6 +368,15 @@ func (c *Client) Expired(now time.Time) bool {
 // HasClients reports whether the policy names clients: then a proxy
 // serving with it answers only the requests of a client it knows.
 func (p *Policy) HasClients() bool { return p != nil && len(p.clients) > 0 }
+
+// ClientsNote names the clients, for a message about one that is not
+// there: "its clients: a, b", or "it has no client blocks".
+func (p *Policy) ClientsNote() string {
+	if names := p.ClientNames(); len(names) > 0 {
+		return "its clients: " + strings.Join(names, ", ")
+	}
+	return "it has no client blocks"
+}
 
 // ClientNames are the clients' names, in the order of the file (the
 // closed set metrics are labelled with).

@@ -111,3 +111,18 @@ func writeJSON(path string, v any) error {
 func fetchToFile(ctx context.Context, repo oci.ReadOnlyRepository, desc ocispec.Descriptor, path string) error {
 	return localfile.Replace(path, func(w io.Writer) error { return oci.FetchBlob(ctx, repo, desc, oci.MaxPackageSize, w) })
 }
+
+// ExportMatching exports the versions of repo (ref) that spec's
+// constraints allow into dir, and returns them; none is an error naming
+// the versions there are.
+func ExportMatching(ctx context.Context, repo oci.ReadOnlyRepository, spec names.ProviderSpec, ref oci.Reference, dir string, opts Options) ([]names.Version, error) {
+	list, err := oci.ListVersions(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("%s: listing %s: %w", spec.Provider, ref, err)
+	}
+	vs := names.MatchingVersions(list, spec.Constraints)
+	if len(vs) == 0 {
+		return nil, fmt.Errorf("%s: no version in %s matches %q (available: %s)", spec.Provider, ref, names.ConstraintsString(spec.Constraints), list)
+	}
+	return vs, Export(ctx, repo, spec.Provider, vs, dir, opts)
+}

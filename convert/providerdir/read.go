@@ -25,6 +25,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // Release is one provider version read from a mirror directory.
@@ -251,4 +252,39 @@ func readUnpackedVersion(ctx context.Context, versionDir string, addr names.Prov
 		return nil, fmt.Errorf("%s holds no os_arch directories", versionDir)
 	}
 	return r, nil
+}
+
+// Close closes what Read opened.
+func Close(releases []*Release) {
+	for _, r := range releases {
+		r.Close()
+	}
+}
+
+// Targets are the repositories tpl gives the releases, each checked to
+// serve its release's type.
+func Targets(tpl *repotemplate.Template, releases []*Release) ([]oci.Reference, error) {
+	refs := make([]oci.Reference, len(releases))
+	for i, r := range releases {
+		var err error
+		if refs[i], err = tpl.Expand(r.Provider.TemplateValues()); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Provider, err)
+		}
+		if err := r.Release.CheckServedAs(r.Provider.Type); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Provider, err)
+		}
+	}
+	return refs, nil
+}
+
+// Summary says what `push mirror` did: the versions it pushed
+// (imported), and those the registry already held (upToDate).
+func Summary(imported, upToDate int) string {
+	switch {
+	case upToDate == 0:
+		return "imported " + names.Plural(imported, "provider version")
+	case imported == 0:
+		return names.Plural(upToDate, "provider version") + " already up to date; nothing imported"
+	}
+	return fmt.Sprintf("imported %s; %d already up to date", names.Plural(imported, "provider version"), upToDate)
 }

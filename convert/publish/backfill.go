@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -125,4 +126,15 @@ func (b *Backfilled) note(log func(string, ...any), r BackfillResult) {
 		line += ": " + r.Detail
 	}
 	log("%s", strings.TrimRight(line, " "))
+}
+
+// Report prints the counts of each status (or with rep.JSON the results
+// with them).
+func (b *Backfilled) Report(rep *report.Reporter) error {
+	written, present, noExec, failed := b.Count(release.SBOMWritten), b.Count(release.SBOMPresent), b.Count(release.SBOMNoExecutable), b.Count(release.SBOMFailed)
+	summary := fmt.Sprintf("%d written, %d present already, %d without executable, %d failed", written, present, noExec, failed)
+	if written == 0 {
+		summary += ": nothing written"
+	}
+	return rep.Result(map[string]any{"results": b.Results, "written": written, "present": present, "no_executable": noExec, "failed": failed}, summary)
 }

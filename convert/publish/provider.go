@@ -9,7 +9,9 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // Target is where a push goes and how.
@@ -38,6 +40,8 @@ type ProviderTarget struct {
 	// (--sign-key), if it was: the predicate says "signed", not
 	// "verified".
 	SumsSigner *pgp.Signer
+	// Report, when set, is told that an OCI layout gets no SBOMs.
+	Report *report.Reporter
 	// Imported marks a release read from a providers mirror directory
 	// (`push mirror`): its repository is the template's (not recorded in
 	// the release, nor checked against it: release.Provider.CheckServedAs
@@ -53,6 +57,9 @@ type ProviderTarget struct {
 // attested after (attest.Attach; t.Imported: always after); each SBOM is
 // attested too. err and attestErr are Push's.
 func PushProvider(ctx context.Context, rel *release.Provider, t ProviderTarget) (res oci.PushResult, err, attestErr error) {
+	if t.Report != nil && t.Ref.Layout && !t.NoSBOM {
+		t.Report.Infof("%s: no SBOMs in an OCI layout (its index.json keeps to the tagged versions, as crane push and skopeo read it): oci-tofu sbom --backfill stores them where it is copied", t.Ref.Name())
+	}
 	if !t.Ref.Layout && !t.Imported {
 		rel.Repository = t.Ref.Repository
 	}
@@ -125,4 +132,81 @@ func (p providerKey) predicate(ctx context.Context, repo oci.Repository, root oc
 		return nil, fmt.Errorf("%s@%s was pushed, but reading it back to attest it failed: %w", p.repository, root.Digest, err)
 	}
 	return pred, nil
+}
+
+// ReportRead tells rep what was read of rel (read with signer, when
+// --sign-key gave one): its signature, its platforms and its warnings.
+func ReportRead(rep *report.Reporter, rel *release.Provider, signer *pgp.Signer) {
+	rep.Infof("%s %s: %s; %s to check against SHA256SUMS and push", rel.Type, rel.Version, signatureNote(rel, signer), names.Plural(len(rel.Packages), "platform"))
+	rep.Warn(rel.Type+" "+rel.Version, rel.Warnings)
+}
+
+// signatureNote says what became of the release's signature: verified,
+// made now with --sign-key (nothing verified), or none (--unsigned). The
+// zips are checked later, while pushing.
+func signatureNote(rel *release.Provider, signer *pgp.Signer) string {
+	switch {
+	case len(rel.KeyIDs) == 0:
+		return "unsigned (--unsigned)"
+	case signer != nil && rel.KeyIDs[0] == signer.KeyID():
+		return "SHA256SUMS signed now with --sign-key " + rel.KeyIDs[0]
+	}
+	return "signature verified (key " + rel.KeyIDs[0] + ")"
+}
+
+// ReportPushed is rel's push to ref (tagged) as rep prints it: the
+// pushed line, or with JSON what was pushed, checked and stored.
+func ReportPushed(rep *report.Reporter, rel *release.Provider, ref oci.Reference, res oci.PushResult) error {
+	platforms := make([]string, len(rel.Packages))
+	for i, p := range rel.Packages {
+		platforms[i] = p.Platform.String()
+	}
+	warnings := rel.Warnings
+	if warnings == nil {
+		warnings = []string{} // [] in JSON
+	}
+	return rep.Result(map[string]any{
+		"reference":      ref.String(),
+		"digest":         res.Root.Digest.String(),
+		"type":           rel.Type,
+		"version":        rel.Version,
+		"platforms":      platforms,
+		"signing_keys":   rel.KeyIDs,
+		"up_to_date":     res.UpToDate,
+		"uploaded":       res.Uploaded,
+		"skipped":        res.Skipped,
+		"uploaded_bytes": res.UploadedBytes,
+		"warnings":       warnings,
+		"sboms":          ReportSBOMs(rep, rel),
+	}, report.PushedLine(ref, res))
+}
+
+// ReportSBOMs tells rep what became of rel's SBOMs (a line, a warning
+// for each platform left without one) and returns them for JSON.
+func ReportSBOMs(rep *report.Reporter, rel *release.Provider) []map[string]any {
+	out := []map[string]any{}
+	written, present := 0, 0
+	for _, r := range rel.SBOMs() {
+		m := map[string]any{"platform": r.Platform.String(), "manifest": r.Manifest.String(), "status": string(r.Status)}
+		if r.Referrer != "" {
+			m["referrer"] = r.Referrer.String()
+		}
+		if r.Attested {
+			m["attested"] = true
+		}
+		switch r.Status {
+		case release.SBOMWritten:
+			written++
+		case release.SBOMPresent:
+			present++
+		default:
+			m["reason"] = r.Err.Error()
+			rep.Warn(rel.Type+" "+rel.Version, []string{fmt.Sprintf("%s: no SBOM stored: %v", r.Platform, r.Err)})
+		}
+		out = append(out, m)
+	}
+	if written+present > 0 {
+		rep.Infof("%s %s: %s written, %d present already", rel.Type, rel.Version, names.Plural(written, "SBOM"), present)
+	}
+	return out
 }

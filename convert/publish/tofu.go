@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
 
@@ -19,4 +20,17 @@ func PushTofu(ctx context.Context, rel *release.Tofu, t Target) (res oci.PushRes
 	}
 	pred := rel.Predicate(t.Ref.Name(), t.Attest.now(), t.Attest.Version)
 	return res, nil, t.Attest.AttachPushed(ctx, t.Repo, t.Ref.Name(), res.Root.Digest, release.TofuPredicateType, pred)
+}
+
+// ReportTofuPushed prints what push tofu pushed: the pushed line, or
+// with rep.JSON what was pushed.
+func ReportTofuPushed(rep *report.Reporter, rel *release.Tofu, tagged oci.Reference, res oci.PushResult) error {
+	files := make([]string, len(rel.Files))
+	for i, f := range rel.Files {
+		files[i] = f.Name
+	}
+	return rep.Result(map[string]any{
+		"reference": tagged.String(), "digest": res.Root.Digest.String(), "version": rel.Version,
+		"files": files, "up_to_date": res.UpToDate, "uploaded": res.Uploaded,
+	}, report.PushedLine(tagged, res))
 }

@@ -37,6 +37,26 @@ type Totals struct {
 	WithoutSBOM       int `json:"platforms_without_sbom"`
 }
 
+// Exit statuses of `vulns --exit-code`: affected versions found (as
+// govulncheck's text output exits when it finds any), or none found but
+// some platform not covered (no readable SBOM).
+const (
+	ExitAffected    = 3
+	ExitWithoutSBOM = 4
+)
+
+// ExitStatus is the status `vulns --exit-code` exits with for t, and
+// why: 0 when nothing is affected and every platform has an SBOM.
+func (t Totals) ExitStatus() (status int, why string) {
+	switch {
+	case t.AffectedVersions > 0:
+		return ExitAffected, names.Plural(t.AffectedVersions, "version") + " affected"
+	case t.WithoutSBOM > 0:
+		return ExitWithoutSBOM, names.Plural(t.WithoutSBOM, "platform") + " without an SBOM"
+	}
+	return 0, ""
+}
+
 // NewReport is an empty report on db, read from dir.
 func NewReport(dir string, db *vulns.DB) *Report {
 	r := &Report{Database: Database{Dir: dir, Modified: db.Modified(), Entries: db.Entries(), Fingerprint: db.Fingerprint()}}

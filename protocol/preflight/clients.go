@@ -70,3 +70,14 @@ func (cfg PolicyConfig) unreadable(c *policy.Client) string {
 	}
 	return ""
 }
+
+// RegistryDecides says what serve --registry-decides does: clients'
+// tokens are registry credentials, the registry's yes kept for ttl; with
+// pull-through, an address no repository holds yet needs another client.
+func RegistryDecides(ttl time.Duration, pullThrough bool) Result {
+	detail := fmt.Sprintf("clients' bearer tokens are their registry credentials (USERNAME:PASSWORD); the registry must list every mapped repository holding an address to them; its yes is kept %s per credential and repository; the proxy reads with its own credential", ttl)
+	if pullThrough {
+		detail += "; with pull-through, an address no mapped repository holds yet is refused to registry credentials (a repository that does not exist confirms nothing): its first use needs an --auth-token-file token or a policy file client"
+	}
+	return Result{Target: "registry decides", Status: StatusOK, Detail: detail}
+}

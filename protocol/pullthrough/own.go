@@ -165,3 +165,28 @@ func HoldsPushedVersions(ctx context.Context, repo *store.Repo) (bool, error) {
 	marked, err := repo.HasTag(ctx, PulledThroughTag)
 	return !marked, err
 }
+
+// CheckOwnHostname refuses pull-through (pt, nil: off) under the
+// proxy's own name (--pull-through-registry-origin,
+// --pull-through-own-modules) while the proxy does not know that name
+// (known: --registry-hostname or --public-url, whose host Config.OwnHostname
+// stores under): without either the request's Host, which the client
+// chooses, would pick the repository an origin's release is written to.
+func CheckOwnHostname(pt *Options, known bool) error {
+	if pt == nil || known {
+		return nil
+	}
+	var flags []string
+	if pt.RegistryOrigin != "" {
+		flags = append(flags, "--pull-through-registry-origin")
+	}
+	if len(pt.OwnModules) > 0 {
+		flags = append(flags, "--pull-through-own-modules")
+	}
+	if len(flags) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s pulls through under the proxy's own host name, and serve does not know it: give --registry-hostname HOST "+
+		"(or --public-url https://HOST). Without either, the registry protocol's host name is each request's Host header, which the client chooses: "+
+		"any Host would pick the repository an origin's release is stored in (docs/proxy.md, \"Pull-through\")", strings.Join(flags, " and "))
+}

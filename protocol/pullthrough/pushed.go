@@ -9,6 +9,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -234,4 +235,33 @@ func coversSeveralHosts(m store.ProviderMapping) bool {
 		host = h
 	}
 	return host == ""
+}
+
+// CheckShared refuses pull-through (o, nil: off) into repositories an
+// origin's addresses and the proxy's own share (templates without
+// ${hostname}: SharedRepositories; moduleTpls[0] is the one modules are
+// stored into), unless accept (--pull-through-shared-repositories),
+// which is warned of.
+func CheckShared(o *Options, providers store.ProviderMappings, moduleTpls []*repotemplate.Template, accept bool, logger *slog.Logger) error {
+	if o == nil {
+		return nil
+	}
+	var modules store.RepositoryTemplate
+	if len(moduleTpls) > 0 {
+		modules = moduleTpls[0]
+	}
+	shared := SharedRepositories(*o, providers, modules)
+	switch {
+	case len(shared) == 0:
+		return nil
+	case accept:
+		logger.Warn("pull-through stores into repositories the origins' addresses share with the proxy's own (no ${hostname} in the template): "+
+			"a repository pull-through fills first takes later pushes as pulled through (docs/proxy.md, \"Pushed repositories\")", "mappings", shared)
+		return nil
+	}
+	return fmt.Errorf("pull-through would store into repositories the origins' addresses share with the proxy's own: %s has no ${hostname}, "+
+		"so ORIGIN/NAMESPACE/TYPE and PROXY/NAMESPACE/TYPE (and modules alike) name one repository, where an origin's release would sit with privately pushed ones. "+
+		"Put ${hostname} in the template (ghcr.io/acme/providers/${hostname}/${namespace}/${type}, ghcr.io/acme/modules/${hostname}/${namespace}/${name}/${system}), "+
+		"limit the provider mapping's --include to one origin host, or accept the sharing with --pull-through-shared-repositories (docs/proxy.md, \"Pushed repositories\")",
+		strings.Join(shared, ", "))
 }
