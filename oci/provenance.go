@@ -170,6 +170,10 @@ func layerKind(mediaType string) (provenanceLayer, bool) {
 	return provenanceLayer{}, false
 }
 
+// FetchSmall reads a blob of at most MaxSmallFile bytes (a provenance
+// file, a signature payload) whole, verified against desc (size and
+// digest, content.FetchAll); a larger one, or a digest that is not
+// sha256, is refused before the registry is asked.
 func FetchSmall(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) ([]byte, error) {
 	if desc.Size > MaxSmallFile || desc.Size < 0 {
 		return nil, Invalid("blob %s of %d bytes is larger than the %d byte limit", desc.Digest, desc.Size, MaxSmallFile)

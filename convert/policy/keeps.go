@@ -43,3 +43,13 @@ func (p *Policy) KeepBlocksDeciding(kind names.Kind, address string) []string {
 	}
 	return out
 }
+
+// Keeps reports whether a keep block of the rule deciding address is
+// about version v: prune must never remove it, whatever else it decides.
+func (p *Policy) Keeps(kind names.Kind, address string, v names.Version) bool {
+	if p == nil {
+		return false
+	}
+	r := p.match(kind, address)
+	return r != nil && firstMatching(r.keep, v) != nil
+}

@@ -34,29 +34,6 @@ type lifecycleBlock struct {
 	at string
 }
 
-// matches reports whether b is about version v.
-func (b *lifecycleBlock) matches(v names.Version) bool {
-	if b.sets == nil {
-		return true
-	}
-	for _, s := range b.sets {
-		if s.Has(v) {
-			return true
-		}
-	}
-	return false
-}
-
-// firstMatching is the first of bs about version v, or nil.
-func firstMatching(bs []*lifecycleBlock, v names.Version) *lifecycleBlock {
-	for _, b := range bs {
-		if b.matches(v) {
-			return b
-		}
-	}
-	return nil
-}
-
 // The lifecycle blocks a rule may have, and what each says.
 var lifecycleBlockTypes = []hcl.BlockHeaderSchema{{Type: "deprecated"}, {Type: "revoked"}, {Type: "keep"}}
 
@@ -164,53 +141,6 @@ func decodeStringOrList(a *hcl.Attribute) ([]string, error) {
 	}
 	var list []string
 	return list, decodeList(a, &list)
-}
-
-// Deprecation is the message of the first deprecated block of the rule
-// deciding address that is about version v, and whether there is one.
-// It does not say whether v is allowed (Decision.Deprecated does, for a
-// version that is).
-func (p *Policy) Deprecation(kind names.Kind, address string, v names.Version) (string, bool) {
-	if p == nil {
-		return "", false
-	}
-	r := p.match(kind, address)
-	if r == nil {
-		return "", false
-	}
-	if b := firstMatching(r.deprecated, v); b != nil {
-		return b.message, true
-	}
-	return "", false
-}
-
-// Keeps reports whether a keep block of the rule deciding address is
-// about version v: prune must never remove it, whatever else it decides.
-func (p *Policy) Keeps(kind names.Kind, address string, v names.Version) bool {
-	if p == nil {
-		return false
-	}
-	r := p.match(kind, address)
-	return r != nil && firstMatching(r.keep, v) != nil
-}
-
-// revocation is the denial of version v of address by a revoked block
-// of r, or false.
-func (r *rule) revocation(address string, v names.Version) (Decision, bool) {
-	b := firstMatching(r.revoked, v)
-	if b == nil {
-		return Decision{}, false
-	}
-	return Decision{Allow: false, Rule: r.name, Reason: fmt.Sprintf("%s %s is revoked by the policy's rule %q: %s", address, v, r.name, b.message)}, true
-}
-
-// deprecation is the message of r's first deprecated block about v ("":
-// none).
-func (r *rule) deprecation(v names.Version) string {
-	if b := firstMatching(r.deprecated, v); b != nil {
-		return b.message
-	}
-	return ""
 }
 
 // describe is the versions a block is about, as written.

@@ -33,8 +33,8 @@ type Policy struct {
 	// defaultWritten is whether the file says default = "…" (DefaultWritten).
 	defaultWritten bool
 	rules          []*rule
-	index          *index    // index.go
-	facts          factRules // what min_age and signers need (facts.go)
+	index          *index    // decide.go
+	facts          factRules // what min_age and signers need (signers.go)
 	clients        []*Client // who may read what (clients.go)
 	tokenOwners    map[[32]byte]*Client
 	serial         uint64 // unique to this parse (Serial)

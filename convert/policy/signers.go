@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,4 +173,61 @@ func parseFactRules(r *rule, content *hcl.BodyContent, env *parseEnv) error {
 		return parseSigners(r, a, env)
 	}
 	return nil
+}
+
+// factRules sum up the rules with min_age or signers, at parse time.
+type factRules struct {
+	any             bool
+	attestationKeys []*attest.Verifier
+	// keyless are the keyless signers' checks, one per entry.
+	keyless     []attest.BundleVerifier
+	keylessSeen map[string]bool
+}
+
+func (f *factRules) add(r *rule) {
+	f.any = f.any || r.minAge > 0 || len(r.signers) > 0 || r.vulns != nil
+	for _, s := range r.signers {
+		switch {
+		case s.Kind == SignerAttestation && !slices.ContainsFunc(f.attestationKeys, s.Key.Equal):
+			f.attestationKeys = append(f.attestationKeys, s.Key)
+		case s.Kind == SignerKeyless && !f.keylessSeen[s.Spec]:
+			if b, ok := s.Check.(attest.BundleVerifier); ok { // a keyless signer (verified.go: KeylessLoader)
+				if f.keylessSeen == nil {
+					f.keylessSeen = map[string]bool{}
+				}
+				f.keylessSeen[s.Spec] = true
+				f.keyless = append(f.keyless, b)
+			}
+		}
+	}
+}
+
+// IngestTrust is who the file trusts to say when a release entered the
+// registry (the ingest time min_age counts from): the keys of its
+// attestation: signers and the identities of its keyless: signers, each
+// once. Callers add the keys and identities they trust besides.
+func (p *Policy) IngestTrust() attest.IngestTrust {
+	if p == nil {
+		return attest.IngestTrust{}
+	}
+	return attest.IngestTrust{Keys: p.facts.attestationKeys, Bundles: p.facts.keyless}
+}
+
+// AttestationKeys are the keys of every attestation: signer of the file,
+// each once: an attestation by one of them is trusted for the ingest time
+// min_age counts from.
+func (p *Policy) AttestationKeys() []*attest.Verifier {
+	if p == nil {
+		return nil
+	}
+	return p.facts.attestationKeys
+}
+
+// Serial is unique to this policy among those the process loaded: a key
+// for what callers cache of decisions under its signers.
+func (p *Policy) Serial() uint64 {
+	if p == nil {
+		return 0
+	}
+	return p.serial
 }
