@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/deliver"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -324,13 +325,12 @@ func (m *policyMetrics) forgetDroppedRules(pol *policy.Policy, gen uint64) {
 	m.gen.Store(gen)
 }
 
-// CountDecision counts decision d of pol (generation gen) on version v
-// of address and records a denial for the page; fromFacts says it was
-// made on facts read from the registry (min_age, signers). The gate
-// tells it every decision that shaped an answer (sources.go: judge).
-func (s *Responder) CountDecision(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version, d policy.Decision, fromFacts bool) {
-	s.Metrics.policy.count(pol, gen, kind, d)
-	if !d.Allow && v != nil {
-		s.Observer.PolicyDenied(kind, address, *v, d, fromFacts)
+// CountDecision counts decision d of the policy in force and records a
+// denial for the page. The gate tells it every decision that shaped an
+// answer (gate.Policy.Observe: proxy/sources.go).
+func (s *Responder) CountDecision(d source.Decision) {
+	s.Metrics.policy.count(d.Policy, d.Generation, d.Kind, d.Decision)
+	if !d.Allow && d.Version != nil {
+		s.Observer.PolicyDenied(d.Kind, d.Address, *d.Version, d.Decision, d.FromFacts)
 	}
 }

@@ -55,27 +55,12 @@ type Policy struct {
 	Log  *slog.Logger
 	// Observe, when set, is told each decision that shaped an answer (the
 	// proxy counts them and records denials for its page).
-	Observe func(Decision)
+	Observe func(source.Decision)
 	// Vulnerable, when set, is told what the vulnerability database
 	// (its fingerprint) found in each provider version whose SBOMs a
 	// decision matched: whether any platform has a known vulnerability,
 	// whatever the policy does about it (the proxy counts such versions).
-	Vulnerable func(address string, v names.Version, fingerprint string, found bool)
-}
-
-// Decision is a decision of the policy in force on an address, as
-// Policy.Observe is told it.
-type Decision struct {
-	policy.Decision
-	Policy *policy.Policy
-	// Generation is Policy's (policy.Live.CurrentWithGeneration).
-	Generation uint64
-	Kind       names.Kind
-	Address    string
-	// Version is nil for a decision on every version.
-	Version *names.Version
-	// FromFacts: made on facts read from the registry (min_age, signers).
-	FromFacts bool
+	Vulnerable func(address, version, fingerprint string, found bool)
 }
 
 var (
@@ -203,11 +188,11 @@ func (p *Policy) decideWith(pol *policy.Policy, gen uint64, kind names.Kind, add
 	if d.Allow && pol.HasFacts() && pol.Needs(kind, address).Any() {
 		return d
 	}
-	p.observe(Decision{Decision: d, Policy: pol, Generation: gen, Kind: kind, Address: address, Version: v})
+	p.observe(source.Decision{Decision: d, Policy: pol, Generation: gen, Kind: kind, Address: address, Version: v})
 	return d
 }
 
-func (p *Policy) observe(d Decision) {
+func (p *Policy) observe(d source.Decision) {
 	if p.Observe != nil {
 		p.Observe(d)
 	}
@@ -242,11 +227,11 @@ func (p *Policy) FactsDecision(ctx context.Context, pol *policy.Policy, kind nam
 		return d, true, err
 	}
 	if db != nil && p.Vulnerable != nil {
-		p.Vulnerable(address, v, db.Fingerprint(), policy.HasFindings(f.Vulns))
+		p.Vulnerable(address, v.String(), db.Fingerprint(), policy.HasFindings(f.Vulns))
 	}
 	d = pol.DecideWith(kind, address, v.String(), f, p.Now())
 	source.NoteDecidedUntil(ctx, d.AgesIn)
-	p.observe(Decision{Decision: d, Policy: pol, Generation: p.Live.Generation(), Kind: kind, Address: address, Version: &v, FromFacts: true})
+	p.observe(source.Decision{Decision: d, Policy: pol, Generation: p.Live.Generation(), Kind: kind, Address: address, Version: &v, FromFacts: true})
 	return d, true, nil
 }
 
@@ -396,6 +381,13 @@ func Admission(keys []*attest.Verifier, trusts []attest.Checker, keyless attest.
 		}
 		return check.Check(ctx, repo, repository, subject, pt)
 	}
+}
+
+// StoreAdmitted is the store's verdict on root under the attestation
+// rule Admission configures (store.Repo.Admitted: cached by digest): what
+// Policy.Admitted is when the rule is on.
+func StoreAdmitted(ctx context.Context, kind names.Kind, root source.Root) error {
+	return root.Repo.Admitted(ctx, kind, root.Digest)
 }
 
 // admissionChecks are the checks the keys, trusts and keyless verifier
