@@ -210,7 +210,7 @@ type auditSinks struct {
 // AuditTo hands sink an event for every artifact delivered and every
 // request refused, and for every document too with documents. With
 // tickets, the signed URLs a named client is handed carry its name
-// (tickets.go), so that the downloads made with them name it too: for
+// (access.go), so that the downloads made with them name it too: for
 // the sinks that tell who downloaded what (the audit file, the fleet's
 // counts); the page, which shows downloads only without client
 // authentication, needs none.
@@ -334,7 +334,7 @@ func (e *Event) blob(b *source.Blob) {
 }
 
 // ticketed is the caller the signed URLs of an answer to the request
-// name (tickets.go); ok is false without tickets or for a caller with no
+// name (access.go); ok is false without tickets or for a caller with no
 // name.
 func (e *Event) ticketed() (_ audit.Caller, ok bool) {
 	if e == nil || !e.sinks.tickets || e.caller.Client == "" {
