@@ -133,7 +133,7 @@ type Options struct {
 	// modulepkg.PredicateType; OpenTofu releases:
 	// release.TofuPredicateType; cosign's tag schema) verifying with one
 	// of these keys; the others do not exist for clients (the gate:
-	// protocol/source/gate/attestation.go).
+	// protocol/source/gate/policy.go).
 	// OpenTofu releases served with TofuDL pull-through are not checked. With PullThrough, the pull-through
 	// attester's key (PullThrough.Attest) must be one of them: otherwise
 	// no release pulled through could be served (checkAttestedPulls).
@@ -159,7 +159,7 @@ type Options struct {
 	// protocol/source/gate/policy.go).
 	// With PullThrough, the origin's denied versions are left out too and
 	// never pulled (pulled_policy.go). Rules with min_age or signers read
-	// each release's signatures and attestations (gate/facts.go).
+	// each release's signatures and attestations (gate/policy.go).
 	Policy *policy.Live
 	// VulnDB is the vulnerability database a policy rule's
 	// vulnerabilities block matches each stored platform's SBOM against

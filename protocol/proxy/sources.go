@@ -35,20 +35,14 @@ import (
 // and the attestation rule (gate.Policy), with what the proxy supplies:
 // the store's reads, the clock, who is trusted for ingest times, and
 // the counting of decisions and the page's record of denials
-// (respond.Responder.CountDecision, and through it the page).
+// (respond.Responder.CountDecision, and through it the page), and of what
+// the vulnerability database found (respond.Metrics.NoteVulnerable).
 func (s *Server) judge() *gate.Policy {
 	o := &s.opts
 	j := &gate.Policy{Live: o.Policy, Now: o.Now, Each: s.store.Each, Log: s.log, Trusted: o.ingestTrust(), Vulns: o.VulnDB,
-		Observe: func(d gate.Decision) {
-			s.out.CountDecision(d.Policy, d.Generation, d.Kind, d.Address, d.Version, d.Decision, d.FromFacts)
-		},
-		Vulnerable: func(address string, v names.Version, fingerprint string, found bool) {
-			s.metrics.NoteVulnerable(address, v.String(), fingerprint, found)
-		}}
+		Observe: s.out.CountDecision, Vulnerable: s.metrics.NoteVulnerable}
 	if o.admitting() {
-		j.Admitted = func(ctx context.Context, kind names.Kind, root source.Root) error {
-			return root.Repo.Admitted(ctx, kind, root.Digest)
-		}
+		j.Admitted = gate.StoreAdmitted
 	}
 	return j
 }

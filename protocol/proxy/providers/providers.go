@@ -1,10 +1,10 @@
 // Package providers serves the provider protocols: the Provider Network
-// Mirror Protocol, the Provider Registry Protocol (providers.v1) with the
-// proxy as origin registry, the archive URLs their documents name and,
-// with pull-through, the files of releases being pulled, and the SBOM
-// pages of the versions it serves (sbom.go). It renders what its
-// source.Providers answers and answers through respond; the SHA256SUMS
-// it signs for releases without a publisher's are its own.
+// Mirror Protocol, the Provider Registry Protocol (providers.v1, with the
+// proxy as origin registry: registry.go), the archive URLs their
+// documents name and, with pull-through, the files of releases being
+// pulled, and the SBOM pages of the versions it serves (sbom.go). It
+// renders what its source.Providers answers and answers through respond;
+// the SHA256SUMS it signs for releases without a publisher's are its own.
 package providers
 
 import (
@@ -17,6 +17,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
@@ -72,32 +73,73 @@ func (h *Handlers) ServeMirror(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// ServeRegistry answers the Provider Registry Protocol, the proxy being
-// the origin registry of its providers.
-func (h *Handlers) ServeRegistry(w http.ResponseWriter, r *http.Request) {
-	host, ok := h.Hostname(w, r)
-	if !ok {
-		return
+// mirrorIndex is the network mirror's index.json: the versions the
+// mirror can serve. A version OpenTofu's oci_mirror would list from a
+// non-canonical tag alone ("1.2") is left out, as it is from /versions:
+// listing it would make every client that picks it fail (`oci-tofu
+// verify` reports such tags); so are those the source says why it leaves
+// out (the policy, the attestation rule).
+func (h *Handlers) mirrorIndex(ctx context.Context, p names.Provider) (any, time.Time, error) {
+	l, err := h.source.ProviderVersions(ctx, p, names.ViaMirror, source.ListOptions{})
+	if err != nil {
+		return nil, l.At, err
 	}
-	req, key, ok := respond.ReadDocRequest(h.Responder, w, r, host+" ", ProvidersPath, ParseRegistryPath, func(req RegistryRequest) (names.Kind, string) {
-		return names.KindProvider, names.Provider{Hostname: host, Namespace: req.Namespace, Type: req.Type}.String()
-	})
-	if !ok {
-		return
-	}
-	p := names.Provider{Hostname: host, Namespace: req.Namespace, Type: req.Type}
-	// The address as clients write it (with the port they use), for the page.
-	shown := p.String()
-	if h.Opts.RegistryHostname == "" {
-		shown = strings.ToLower(r.Host) + "/" + req.Namespace + "/" + req.Type
-	}
-	h.ServeDoc(w, r, key, func(ctx context.Context) (any, time.Time, error) {
-		if !req.Download {
-			return h.registryVersions(ctx, p, shown)
+	index := wire.MirrorIndex{Versions: make(map[string]struct{}, len(l.Versions))}
+	var stored names.VersionList
+	for _, e := range l.Versions {
+		v := e.Version.String()
+		if e.Stored {
+			stored = append(stored, e.Version)
 		}
-		doc, err := h.registryDownload(ctx, p, req)
-		return doc, time.Time{}, err
-	})
+		if tag, bad := l.Unresolvable[v]; bad {
+			h.Log.Warn("version left out: its only tag is not the one OpenTofu resolves", "provider", p.String(), "version", v, "tag", tag)
+			continue
+		}
+		if l.Left[v] == nil {
+			index.Versions[v] = struct{}{}
+		}
+	}
+	h.Observer.ProviderListed(p.String(), names.ViaMirror.String(), stored)
+	// The network mirror protocol has no word for a deprecation: the
+	// page alone shows it.
+	h.Observer.Deprecations(names.KindProvider, p.String(), stored, l.Deprecated)
+	h.Observer.Vulnerabilities(p.String(), stored, l.Vulnerable)
+	return index, l.At, nil
+}
+
+// mirrorVersion is <version>.json: every platform's archive, with its
+// lock-file hashes (a stored package's trusted h1 and its zh; an origin's
+// package's zh alone).
+func (h *Handlers) mirrorVersion(ctx context.Context, p names.Provider, v names.Version) (any, error) {
+	root, err := h.source.ResolveProvider(ctx, p, v, names.ViaMirror)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := h.source.ReadProvider(ctx, root, source.NeedPackages)
+	if err != nil {
+		return nil, err
+	}
+	if root.Root != nil {
+		h.Observer.ProviderVersion(p.String(), names.ViaMirror.String(), v, root.Root.Index.SortedPlatforms(), len(rel.SigningKeyIDs) > 0)
+	}
+	archives := make(map[string]wire.MirrorArchive, len(rel.Platforms))
+	for _, pl := range rel.Platforms {
+		if pkg := rel.Packages[pl]; pkg != nil {
+			archives[pl.String()] = wire.MirrorArchive{URL: h.fileURL(pkg.Release, pkg.Filename), Hashes: pkg.Hashes}
+		}
+	}
+	return wire.MirrorVersion{Archives: archives}, nil
+}
+
+// fileURL is the URL of a file of rel in a document (its base marked:
+// respond.FileRef), signed when client authentication is on: an archive URL
+// pinning a stored release's index, or a pull URL pinning an origin's
+// SHA256SUMS.
+func (h *Handlers) fileURL(rel *source.ProviderRelease, file string) string {
+	if pr := rel.Pulled; pr != nil {
+		return h.FileRef(PullPrefix, pr.Via.Code()+"/"+archivePath(pr.Served, rel.Version, pr.Sums, file))
+	}
+	return h.FileRef(ArchivePrefix, archivePath(rel.Provider, rel.Version, rel.Root.Digest, file))
 }
 
 // ServeArchive serves a zip, SHA256SUMS or signature named by a URL from

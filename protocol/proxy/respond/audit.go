@@ -2,14 +2,197 @@ package respond
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"runtime/debug"
 	"time"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/opencontainers/go-digest"
 )
+
+// A request's record: Instrument is where each request begins and ends.
+// What the prologue and the handlers note on the way (its log line's
+// error and hint; its audit event) travels in its context and is read
+// when it ends: the line is logged, the request counted (metrics.go), its
+// event, if it made one, handed to the audit sinks.
+
+// Instrument counts, times and logs requests, and is the recovery boundary
+// of each: a panic is logged once with its stack and answered 500 (or the
+// stream cut), never the end of the process. Logs carry the method, the
+// path without query (archive URL signatures stay out) and the outcome;
+// never headers. The request's context carries its notes (its log
+// line's error and hint; its audit event, below), read when it ends:
+// its event, if it made one, goes to the audit sinks.
+func (m *Metrics) Instrument(log *slog.Logger, name string, h http.Handler) http.Handler {
+	hm := m.forHandler(name)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := sinceEpoch()
+		in := &instrumented{Context: r.Context(), rec: recorder{ResponseWriter: w}, notes: requestNotes{event: Event{sinks: m.sinks}}}
+		rec, notes := &in.rec, &in.notes
+		r = r.WithContext(in)
+		defer func() {
+			p := recover()
+			aborted := p != nil
+			if aborted && p != http.ErrAbortHandler {
+				log.Error("panic serving a request", "handler", name, "path", r.URL.EscapedPath(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					WriteError(rec, r, http.StatusInternalServerError, "internal error")
+					aborted = false
+				}
+			}
+			record(log, hm, r, rec, notes, start, aborted)
+			if notes.event.ev != nil { // the request made an event
+				m.audit(notes.event.finish(r, rec.status, rec.bytes, aborted))
+			}
+			if aborted {
+				panic(http.ErrAbortHandler) // cut the response; net/http logs nothing for this one
+			}
+		}()
+		h.ServeHTTP(rec, r)
+	})
+}
+
+// epoch is the origin of sinceEpoch.
+var epoch = time.Now()
+
+// sinceEpoch reads the monotonic clock alone (time.Now reads the wall
+// clock too): what a request's duration needs.
+func sinceEpoch() time.Duration { return time.Since(epoch) }
+
+// instrumented is what Instrument keeps of a request, in one allocation:
+// its response's status and size, and its notes; and the request's
+// context, which carries the notes (notesOf) with no allocation of its
+// own.
+type instrumented struct {
+	context.Context
+	rec   recorder
+	notes requestNotes
+}
+
+// Value is the request's notes for notesKey, else the parent's value.
+func (in *instrumented) Value(key any) any {
+	if key == (notesKey{}) {
+		return &in.notes
+	}
+	return in.Context.Value(key)
+}
+
+// recorder remembers the status and size of a response.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// requestNotes are what the prologue and the handlers note about a
+// request beside its answer, carried in its context (notesOf): for its
+// log line, the error answered and a hint for the operator; and its
+// audit event.
+type requestNotes struct {
+	errMsg, hint string
+	event        Event
+}
+
+type notesKey struct{}
+
+// notesOf are the notes of the request ctx is the context of; nil for a
+// request Instrument did not see (noting on it notes nothing).
+func notesOf(ctx context.Context) *requestNotes {
+	n, _ := ctx.Value(notesKey{}).(*requestNotes)
+	return n
+}
+
+// record counts and logs one finished request.
+func record(log *slog.Logger, hm *handlerMetrics, r *http.Request, rec *recorder, notes *requestNotes, start time.Duration, aborted bool) {
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if aborted {
+		status = 0
+	}
+	d := sinceEpoch() - start
+	hm.observe(r.Method, status, d)
+	level := slog.LevelInfo
+	if status >= 500 || status == 0 {
+		level = slog.LevelWarn
+	}
+	if !log.Enabled(r.Context(), level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("handler", hm.name), slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()),
+		slog.Int("status", status), slog.Int64("bytes", rec.bytes), slog.Duration("duration", d),
+		slog.String("remote", remoteIP(r)),
+	}
+	if notes.errMsg != "" {
+		attrs = append(attrs, slog.String("error", notes.errMsg))
+	}
+	if notes.hint != "" {
+		attrs = append(attrs, slog.String("hint", notes.hint))
+	}
+	log.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+// Hint gives the log line of request r a hint for the operator (what to
+// change); never sent to the client.
+func Hint(r *http.Request, hint string) {
+	if n := notesOf(r.Context()); n != nil {
+		n.hint = hint
+	}
+}
+
+// noteError gives the log line of request r the error it was answered
+// with, unless one was given already.
+func noteError(r *http.Request, msg string) {
+	if n := notesOf(r.Context()); n != nil && n.errMsg == "" {
+		n.errMsg = msg
+	}
+}
+
+// noteFailure gives the log line of request r the error behind its
+// answer, in place of the answer's message.
+func noteFailure(r *http.Request, msg string) {
+	if n := notesOf(r.Context()); n != nil {
+		n.errMsg = msg
+	}
+}
+
+func remoteIP(r *http.Request) string { return HostOnly(r.RemoteAddr) }
+
+// HostOnly is the host of host:port, or hostport when it has no port:
+// names.HostWithoutPort, kept here because every request's log line
+// needs it (make walk counts the files a warm request enters).
+func HostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
 
 // The audit trail (protocol/audit): each request Instrument sees
 // carries in its context the audit event it is making (EventOf), which
@@ -27,7 +210,7 @@ type auditSinks struct {
 // AuditTo hands sink an event for every artifact delivered and every
 // request refused, and for every document too with documents. With
 // tickets, the signed URLs a named client is handed carry its name
-// (tickets.go), so that the downloads made with them name it too: for
+// (access.go), so that the downloads made with them name it too: for
 // the sinks that tell who downloaded what (the audit file, the fleet's
 // counts); the page, which shows downloads only without client
 // authentication, needs none.
@@ -151,7 +334,7 @@ func (e *Event) blob(b *source.Blob) {
 }
 
 // ticketed is the caller the signed URLs of an answer to the request
-// name (tickets.go); ok is false without tickets or for a caller with no
+// name (access.go); ok is false without tickets or for a caller with no
 // name.
 func (e *Event) ticketed() (_ audit.Caller, ok bool) {
 	if e == nil || !e.sinks.tickets || e.caller.Client == "" {

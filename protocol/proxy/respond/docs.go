@@ -25,7 +25,7 @@ type document struct {
 	length []string // Content-Length header value, without bases
 	bases  []int
 	// tickets are the offsets where the signed URLs' ticket goes (who
-	// they were handed to, for the audit trail: tickets.go).
+	// they were handed to, for the audit trail: access.go).
 	tickets []int
 	expires time.Time
 	// decidedUntil, when set, is when a policy decision in the document

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -13,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/deliver"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -324,13 +326,72 @@ func (m *policyMetrics) forgetDroppedRules(pol *policy.Policy, gen uint64) {
 	m.gen.Store(gen)
 }
 
-// CountDecision counts decision d of pol (generation gen) on version v
-// of address and records a denial for the page; fromFacts says it was
-// made on facts read from the registry (min_age, signers). The gate
-// tells it every decision that shaped an answer (sources.go: judge).
-func (s *Responder) CountDecision(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version, d policy.Decision, fromFacts bool) {
-	s.Metrics.policy.count(pol, gen, kind, d)
-	if !d.Allow && v != nil {
-		s.Observer.PolicyDenied(kind, address, *v, d, fromFacts)
+// CountDecision counts decision d of the policy in force and records a
+// denial for the page. The gate tells it every decision that shaped an
+// answer (gate.Policy.Observe: proxy/sources.go).
+func (s *Responder) CountDecision(d source.Decision) {
+	s.Metrics.policy.count(d.Policy, d.Generation, d.Kind, d.Decision)
+	if !d.Allow && d.Version != nil {
+		s.Observer.PolicyDenied(d.Kind, d.Address, *d.Version, d.Decision, d.FromFacts)
 	}
+}
+
+// handlerMetrics are one handler's request counters and latency
+// histogram, taken from their vectors the first time each is used (so
+// the series exported are those of requests served) and kept, so that a
+// request pays no label lookup.
+type handlerMetrics struct {
+	m        *Metrics
+	name     string
+	latency  atomic.Pointer[prometheus.Observer]
+	requests [len(methodLabels)][len(statusClasses)]atomic.Pointer[prometheus.Counter]
+}
+
+func (m *Metrics) forHandler(name string) *handlerMetrics {
+	return &handlerMetrics{m: m, name: name}
+}
+
+// observe counts and times one request.
+func (h *handlerMetrics) observe(method string, code int, d time.Duration) {
+	mi, ci := methodIndex(method), statusIndex(code)
+	c := h.requests[mi][ci].Load()
+	if c == nil {
+		v := h.m.requests.WithLabelValues(h.name, methodLabels[mi], statusClasses[ci])
+		c = &v
+		h.requests[mi][ci].Store(c)
+	}
+	(*c).Inc()
+	o := h.latency.Load()
+	if o == nil {
+		v := h.m.latency.WithLabelValues(h.name)
+		o = &v
+		h.latency.Store(o)
+	}
+	(*o).Observe(d.Seconds())
+}
+
+// The request counters' method and status class labels: every method
+// but GET and HEAD is OTHER; "aborted" is a response cut off.
+var (
+	methodLabels  = [...]string{http.MethodGet, http.MethodHead, "OTHER"}
+	statusClasses = [...]string{"2xx", "3xx", "4xx", "5xx", "aborted"}
+)
+
+// methodIndex is the index in methodLabels of method's label.
+func methodIndex(method string) int {
+	switch method {
+	case http.MethodGet:
+		return 0
+	case http.MethodHead:
+		return 1
+	}
+	return 2
+}
+
+// statusIndex is the index in statusClasses of code's class.
+func statusIndex(code int) int {
+	if code >= 200 && code < 600 {
+		return code/100 - 2
+	}
+	return len(statusClasses) - 1
 }

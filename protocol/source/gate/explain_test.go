@@ -40,7 +40,7 @@ func TestExplainAsksWhatTheGateAsks(t *testing.T) {
 			admitted++
 			return &store.Refusal{Kind: kind, Subject: r.Digest, Reason: gate.NotAttested}
 		},
-		Observe: func(d gate.Decision) { t.Errorf("observed %+v", d) }}
+		Observe: func(d source.Decision) { t.Errorf("observed %+v", d) }}
 	notHeld := gate.Held{Root: func(context.Context, names.Version) (*source.Root, error) {
 		return nil, source.MarkNotHeld(source.NotFoundf("not here"))
 	}}

@@ -67,11 +67,11 @@ func TestMinAgeNotesWhenItAgesIn(t *testing.T) {
 	}
 	now := t0.Add(time.Hour)
 	var mu sync.Mutex
-	var observed []gate.Decision
+	var observed []source.Decision
 	st := store.New(store.Options{})
 	judge := &gate.Policy{Live: policy.NewLive(pol), Now: func() time.Time { return now }, Log: slog.New(slog.DiscardHandler),
 		Trusted: attest.IngestTrust{Keys: []*attest.Verifier{key}}, Each: st.Each,
-		Observe: func(d gate.Decision) { mu.Lock(); defer mu.Unlock(); observed = append(observed, d) }}
+		Observe: func(d source.Decision) { mu.Lock(); defer mu.Unlock(); observed = append(observed, d) }}
 	v, err := names.ParseVersion("1.9.0")
 	if err != nil {
 		t.Fatal(err)

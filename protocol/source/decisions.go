@@ -5,7 +5,30 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
+
+// The policy's decisions as the gate tells the proxy of them: each one
+// that shaped an answer (Decision, told to gate.Policy.Observe: the proxy
+// counts them and records denials for its page), and, while a document
+// is built, when the earliest of its time-bound ones changes (Decisions).
+
+// Decision is a decision of the policy in force on an address, as
+// gate.Policy.Observe is told it.
+type Decision struct {
+	policy.Decision
+	Policy *policy.Policy
+	// Generation is Policy's (policy.Live.CurrentWithGeneration).
+	Generation uint64
+	Kind       names.Kind
+	Address    string
+	// Version is nil for a decision on every version.
+	Version *names.Version
+	// FromFacts: made on facts read from the registry (min_age, signers).
+	FromFacts bool
+}
 
 // Policy decisions that change with time (min_age: a version ages in)
 // are made when a document is built, and documents are cached: a
