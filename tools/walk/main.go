@@ -42,17 +42,17 @@ const (
 // measure unbounded.
 var walks = []walk{
 	// The seam of a held <version>.json, one mapping, no policy.
-	{"held version", proxyTests, "TestWalkHeldVersion", budget{seam: 14}}, // goal 12
+	{"held version", proxyTests, "TestWalkHeldVersion", budget{seam: 12}},
 	// The seam of a module download and the archive it names.
-	{"module download", proxyTests, "TestWalkModuleDownload", budget{seam: 15}}, // goal 12
+	{"module download", proxyTests, "TestWalkModuleDownload", budget{seam: 14}}, // goal 12
 	// The seam of a scoped client's first <version>.json under a policy.
-	{"scoped version", proxyTests, "TestWalkScopedVersion", budget{seam: 18}}, // goal 12
+	{"scoped version", proxyTests, "TestWalkScopedVersion", budget{seam: 13}}, // goal 12
 	// The same asked again: the document cache answers.
 	{"warm scoped version", proxyTests, "TestWalkWarmScopedVersion", budget{files: 12}},
 	// The same on a proxy that has served nothing yet.
-	{"cold scoped version", proxyTests, "TestWalkColdScopedVersion", budget{files: 43}},       // measured 42; goal 30
-	{"audited archive", proxyTests, "TestWalkAuditedArchive", budget{files: 37}},              // measured 36; goal 24
-	{"scoped module download", proxyTests, "TestWalkScopedModuleDownload", budget{files: 38}}, // as measured (34-36), with a little room
+	{"cold scoped version", proxyTests, "TestWalkColdScopedVersion", budget{files: 31}},       // goal 30
+	{"audited archive", proxyTests, "TestWalkAuditedArchive", budget{files: 27}},              // goal 24
+	{"scoped module download", proxyTests, "TestWalkScopedModuleDownload", budget{files: 30}}, // as measured (28), with a little room
 	{"push provider", cmdTests, "TestWalkPushProvider", budget{files: 40}},
 }
 
