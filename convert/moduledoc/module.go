@@ -34,10 +34,10 @@ type rawModule struct {
 // rawBlock is a block's arguments (override arguments replacing primary
 // ones) and, for variables, its validation blocks.
 type rawBlock struct {
-	kind        string
-	labels      []string
-	file        *file
-	def         hcl.Range
+	kind     string
+	labels   []string
+	file     *file
+	def      hcl.Range
 	attrs    hcl.Attributes
 	blocks   []*hcl.Block // validation or required_providers blocks
 	override bool
