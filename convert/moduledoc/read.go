@@ -128,12 +128,12 @@ func (r *reader) list(dir string, diags *[]Diagnostic) []entry {
 		if mode&fs.ModeSymlink != 0 {
 			fi, err := fs.Stat(r.fsys, p)
 			if err != nil {
-				*diags = append(*diags, errorDiag("Symbolic link not followed", fmt.Sprintf("%s cannot be followed inside the package: %v", p, err), nil))
+				*diags = append(*diags, errorDiag("Symbolic link not followed", fmt.Sprintf("%s cannot be followed inside the package: %v", p, err), &Pos{File: p}))
 				continue
 			}
 			mode = fi.Mode().Type()
 			if mode&fs.ModeSymlink != 0 {
-				*diags = append(*diags, errorDiag("Symbolic link not followed", p+" is a symbolic link; links are not followed in this package", nil))
+				*diags = append(*diags, errorDiag("Symbolic link not followed", p+" is a symbolic link; links are not followed in this package", &Pos{File: p}))
 				continue
 			}
 		}
