@@ -35,3 +35,5 @@ resource "random_pet" "name" {}
 data "cloud_zone" "z" {
   provider = cloud
 }
+
+ephemeral "aws_secret" "token" {}
