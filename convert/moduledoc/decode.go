@@ -41,7 +41,7 @@ func (m *Module) decode(raw *rawModule) []Diagnostic {
 		m.Resources = append(m.Resources, resource(rb))
 	}
 	var d []Diagnostic
-	m.RequiredCore, m.RequiredProviders, d = raw.requirements()
+	m.RequiredCore, m.RequiredProviders, d = raw.requirements(m.Resources)
 	return append(diags, d...)
 }
 
@@ -218,8 +218,11 @@ func resource(rb *rawBlock) Resource {
 }
 
 // requirements are the terraform blocks' required_version and
-// required_providers, override files replacing whole entries.
-func (raw *rawModule) requirements() ([]string, []ProviderRequirement, []Diagnostic) {
+// required_providers, override files replacing whole entries, then the
+// providers that provider blocks and resources imply (with the
+// deprecated version argument of provider blocks), as OpenTofu's
+// ProviderRequirementsShallow counts them.
+func (raw *rawModule) requirements(resources []Resource) ([]string, []ProviderRequirement, []Diagnostic) {
 	core := []string{}
 	var order []string
 	byName := map[string]ProviderRequirement{}
@@ -245,6 +248,24 @@ func (raw *rawModule) requirements() ([]string, []ProviderRequirement, []Diagnos
 				byName[pr.Name] = pr
 			}
 		}
+	}
+	imply := func(name string, r hcl.Range) {
+		if _, seen := byName[name]; !seen && name != "" {
+			order = append(order, name)
+			byName[name] = ProviderRequirement{Name: name, Address: impliedAddress(name), VersionConstraints: []string{}, Implied: true, Pos: pos(r)}
+		}
+	}
+	for _, pb := range raw.providers {
+		imply(pb.labels[0], pb.def)
+		var v string
+		if decodeAttr(pb.attrs["version"], &v, &hd) {
+			pr := byName[pb.labels[0]]
+			pr.VersionConstraints = append(pr.VersionConstraints, v)
+			byName[pb.labels[0]] = pr
+		}
+	}
+	for _, r := range resources {
+		imply(r.Provider, hcl.Range{Filename: r.Pos.File, Start: hcl.Pos{Line: r.Pos.Line}})
 	}
 	prs := make([]ProviderRequirement, 0, len(order))
 	for _, name := range order {
@@ -297,10 +318,24 @@ func (raw *rawModule) providerRequirement(a *hcl.Attribute, hd *hcl.Diagnostics)
 	return pr, true
 }
 
+// impliedAddress is the provider a local name implies without a
+// required_providers entry: the builtin terraform provider, or
+// hashicorp/<name>.
+func impliedAddress(name string) string {
+	if name == "terraform" {
+		return "terraform.io/builtin/terraform"
+	}
+	return providerAddress(name, "")
+}
+
 // providerAddress is the full source address of a requirement, or "".
 func providerAddress(name, source string) string {
 	if source == "" {
-		source = name
+		typ, err := tfaddr.ParseProviderPart(name)
+		if err != nil {
+			return ""
+		}
+		return tfaddr.NewProvider(tfaddr.DefaultProviderRegistryHost, "hashicorp", typ).String()
 	}
 	p, err := tfaddr.ParseProviderSource(source)
 	if err != nil {

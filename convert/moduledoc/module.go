@@ -25,6 +25,7 @@ type rawModule struct {
 	calls     []*rawBlock
 	resources []*rawBlock
 	terraform []*rawBlock
+	providers []*rawBlock
 	byKey     map[string]*rawBlock
 	files     map[string]*file // by name
 	blocks    int
@@ -51,6 +52,7 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "resource", LabelNames: []string{"type", "name"}},
 	{Type: "data", LabelNames: []string{"type", "name"}},
 	{Type: "ephemeral", LabelNames: []string{"type", "name"}},
+	{Type: "provider", LabelNames: []string{"name"}},
 }}
 
 var blockSchemas = map[string]*hcl.BodySchema{
@@ -63,6 +65,7 @@ var blockSchemas = map[string]*hcl.BodySchema{
 	"resource":  {Attributes: attrNames("provider")},
 	"data":      {Attributes: attrNames("provider")},
 	"ephemeral": {Attributes: attrNames("provider")},
+	"provider":  {Attributes: attrNames("version")},
 	"terraform": {Attributes: attrNames("required_version"), Blocks: []hcl.BlockHeaderSchema{{Type: "required_providers"}}},
 }
 
@@ -183,8 +186,12 @@ func decodeRaw(f *file, b *hcl.Block) (*rawBlock, []Diagnostic) {
 
 // place files a block under its kind and name, merging an override.
 func (raw *rawModule) place(rb *rawBlock, override bool) []Diagnostic {
-	if rb.kind == "terraform" {
+	switch rb.kind {
+	case "terraform":
 		raw.terraform = append(raw.terraform, rb)
+		return nil
+	case "provider":
+		raw.providers = append(raw.providers, rb)
 		return nil
 	}
 	key := rb.kind + "." + strings.Join(rb.labels, ".")

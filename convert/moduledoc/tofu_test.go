@@ -280,9 +280,14 @@ func compareTofuVariable(t *testing.T, where string, in Input, v map[string]json
 }
 
 // compareTofuProviders compares a root module's provider requirements
-// with tofu's provider configurations of the same local names.
+// with tofu's provider configurations of the root module, both ways.
 func compareTofuProviders(t *testing.T, m *Module, got map[string]tofuProvider) {
 	t.Helper()
+	for key, gp := range got {
+		if gp.ModuleAddress == "" && !strings.Contains(key, ".") && !slices.ContainsFunc(m.RequiredProviders, func(pr ProviderRequirement) bool { return pr.Name == key }) {
+			t.Errorf("provider %s (%s): tofu has it, we do not", key, gp.FullName)
+		}
+	}
 	for _, pr := range m.RequiredProviders {
 		gp, ok := got[pr.Name]
 		if !ok {

@@ -68,7 +68,8 @@ type Output struct {
 	Pos         Pos    `json:"pos"`
 }
 
-// ProviderRequirement is a required_providers entry.
+// ProviderRequirement is a provider the module requires: a
+// required_providers entry, or one a provider block or resource implies.
 type ProviderRequirement struct {
 	// Name is the local name.
 	Name string `json:"name"`
@@ -80,7 +81,10 @@ type ProviderRequirement struct {
 	Address string `json:"address"`
 	// VersionConstraints are the version constraints as written.
 	VersionConstraints []string `json:"version_constraints"`
-	Pos                Pos      `json:"pos"`
+	// Implied is true for a provider without a required_providers
+	// entry, implied by a provider block or a resource type.
+	Implied bool `json:"implied"`
+	Pos     Pos  `json:"pos"`
 }
 
 // ModuleCall is a module block.

@@ -37,3 +37,11 @@ data "cloud_zone" "z" {
 }
 
 ephemeral "aws_secret" "token" {}
+
+# A provider block's deprecated version argument, and a provider implied
+# by a resource type alone.
+provider "google" {
+  version = ">= 4.0.0"
+}
+
+resource "null_resource" "implied" {}
