@@ -3,6 +3,8 @@ package moduledoc
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -274,17 +276,10 @@ func (raw *rawModule) requirements(resources []Resource) ([]string, []ProviderRe
 	return core, prs, fromHCL(hd)
 }
 
+// sortedAttrs are attrs in source order.
 func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {
-	out := make([]*hcl.Attribute, 0, len(attrs))
-	for _, a := range attrs {
-		out = append(out, a)
-	}
-	// Source order, as written.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Range.Start.Byte < out[j-1].Range.Start.Byte; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	out := slices.Collect(maps.Values(attrs))
+	slices.SortFunc(out, func(a, b *hcl.Attribute) int { return a.Range.Start.Byte - b.Range.Start.Byte })
 	return out
 }
 

@@ -27,9 +27,11 @@ const (
 	// calls, …, with their nested validation blocks) decoded per module;
 	// the rest are left out, with a diagnostic.
 	MaxBlocks = 4096
-	// MaxNesting bounds the bracket nesting of a configuration file,
-	// checked before parsing: a deeper file is not parsed.
-	MaxNesting = 128
+	// MaxNesting bounds the bracket nesting of a configuration file
+	// (brackets in strings and comments counted too), checked before
+	// parsing, which recurses once per level: a deeper file is not
+	// parsed.
+	MaxNesting = 512
 	// MaxTypeDepth bounds the nesting of a type constraint.
 	MaxTypeDepth = 32
 	// MaxDefaultSize bounds a default value's JSON; a larger one is

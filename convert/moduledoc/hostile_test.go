@@ -129,17 +129,24 @@ func TestDeeplyNestedTypes(t *testing.T) {
 		"deeper.tf":    fmt.Sprintf("variable \"deeper\" { type = %s }", deep(100_000)),
 		"default.tf":   fmt.Sprintf("variable \"nest\" { default = %s1%s }", strings.Repeat("[", 100_000), strings.Repeat("]", 100_000)),
 		"json.tf.json": fmt.Sprintf(`{"variable": {"j": {"type": %q}}}`, deep(MaxTypeDepth+1)),
+		"nestok.tf":    fmt.Sprintf("variable \"nest_ok\" { default = %s1%s }", strings.Repeat("[", MaxNesting-1), strings.Repeat("]", MaxNesting-1)),
 	}))
 	ds := p.Root.Diagnostics
 	wantDiag(t, ds, "Type constraint too deep", "deep.tf")
 	wantDiag(t, ds, "Type constraint too deep", "json.tf.json")
 	wantDiag(t, ds, "Nesting too deep", "deeper.tf")
 	wantDiag(t, ds, "Nesting too deep", "default.tf")
-	var ok *Input
+	var ok, nestOK *Input
 	for i, in := range p.Root.Inputs {
-		if in.Name == "ok" {
+		switch in.Name {
+		case "ok":
 			ok = &p.Root.Inputs[i]
+		case "nest_ok":
+			nestOK = &p.Root.Inputs[i]
 		}
+	}
+	if nestOK == nil || !strings.HasPrefix(string(nestOK.Default), strings.Repeat("[", MaxNesting-1)+"1") {
+		t.Errorf("input nest_ok: %+v", nestOK)
 	}
 	if ok == nil || !strings.HasPrefix(string(ok.TypeJSON), `["list",["list",`) {
 		t.Errorf("input ok: %+v", ok)

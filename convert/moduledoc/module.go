@@ -129,8 +129,9 @@ func (r *reader) parse(p *hclparse.Parser, e entry) (*file, []Diagnostic) {
 }
 
 // nesting is the deepest bracket nesting in src and the line it is
-// reached on, counting (, [ and { wherever they are (in strings too: an
-// over-estimate is safe).
+// reached on, counting (, [ and { wherever they are, in strings and
+// comments too: an over-estimate is safe, and skipping what looks like a
+// comment would let brackets after a # in a string through uncounted.
 func nesting(src []byte) (deepest, line int) {
 	depth, ln := 0, 1
 	for _, c := range src {
