@@ -56,6 +56,7 @@ func (raw *rawModule) input(rb *rawBlock) (Input, []Diagnostic) {
 	decodeAttr(rb.attrs["sensitive"], &in.Sensitive, &hd)
 	decodeAttr(rb.attrs["ephemeral"], &in.Ephemeral, &hd)
 	decodeAttr(rb.attrs["nullable"], &in.Nullable, &hd)
+	decodeAttr(rb.attrs["const"], &in.Const, &hd)
 	if decodeAttr(rb.attrs["deprecated"], &in.Deprecated, &hd) && strings.TrimSpace(in.Deprecated) == "" {
 		hd = append(hd, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid `deprecated` value", Detail: `The "deprecated" argument must not be empty.`, Subject: rb.attrs["deprecated"].Range.Ptr()})
 	}

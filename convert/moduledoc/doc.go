@@ -1,7 +1,7 @@
 // Package moduledoc extracts a module package's interface, what a
 // registry's module page shows: the inputs a module takes (type as
 // written, default, required, sensitive, nullable, ephemeral, deprecated,
-// description, validation messages), the outputs it gives, what it depends
+// const, description, validation messages), the outputs it gives, what it depends
 // on (required providers, module calls), the resources and data sources it
 // declares, and the same for each submodule (modules/*) and example
 // (examples/*), with the README's path.

@@ -31,6 +31,9 @@ func TestFieldsTofuDoesNotPrint(t *testing.T) {
 	if !inputs["counts"].Nullable || !inputs["plain"].Nullable {
 		t.Error("nullable is not true by default")
 	}
+	if !inputs["environment"].Const || inputs["name"].Const {
+		t.Error("const")
+	}
 	compareField(t, "pair type", inputs["pair"].Type, "tuple([string, number, bool])")
 	compareField(t, "keyword_list type", inputs["keyword_list"].Type, "list")
 	compareField(t, "plain type", inputs["plain"].Type, "")
@@ -85,7 +88,7 @@ func TestJSONFieldNames(t *testing.T) {
 			settings = in.(map[string]any)
 		}
 	}
-	compareField(t, "input", keys(settings), []string{"default", "deprecated", "description", "ephemeral", "name", "nullable", "pos", "required", "sensitive", "type", "type_json", "validations"})
+	compareField(t, "input", keys(settings), []string{"const", "default", "deprecated", "description", "ephemeral", "name", "nullable", "pos", "required", "sensitive", "type", "type_json", "validations"})
 	compareField(t, "output", keys(root["outputs"].([]any)[0]), []string{"deprecated", "description", "ephemeral", "name", "pos", "sensitive"})
 	compareField(t, "module call", keys(root["module_calls"].([]any)[0]), []string{"name", "pos", "source", "version"})
 	compareField(t, "resource", keys(root["resources"].([]any)[0]), []string{"address", "mode", "name", "pos", "provider", "type"})

@@ -45,13 +45,16 @@ type Input struct {
 	// Default is the default value converted to the type constraint
 	// (optional attributes' defaults applied), as OpenTofu holds it;
 	// absent when there is none or it cannot be shown.
-	Default     json.RawMessage `json:"default,omitempty"`
-	Required    bool            `json:"required"`
-	Sensitive   bool            `json:"sensitive"`
-	Nullable    bool            `json:"nullable"`
-	Ephemeral   bool            `json:"ephemeral"`
-	Deprecated  string          `json:"deprecated"`
-	Description string          `json:"description"`
+	Default    json.RawMessage `json:"default,omitempty"`
+	Required   bool            `json:"required"`
+	Sensitive  bool            `json:"sensitive"`
+	Nullable   bool            `json:"nullable"`
+	Ephemeral  bool            `json:"ephemeral"`
+	Deprecated string          `json:"deprecated"`
+	// Const is the const argument: the value must be known when the
+	// configuration is loaded (it may be used in module sources).
+	Const       bool   `json:"const"`
+	Description string `json:"description"`
 	// Validations are the validation blocks' error messages: the text
 	// of a literal message, the source of a template.
 	Validations []string `json:"validations"`

@@ -87,3 +87,9 @@ variable "nothing" {
   type    = string
   default = null
 }
+
+variable "environment" {
+  type    = string
+  default = "prod"
+  const   = true
+}
