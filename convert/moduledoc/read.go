@@ -81,10 +81,7 @@ func extract(ctx context.Context, r *reader) (*Package, error) {
 			*group.into = append(*group.into, *m)
 		}
 	}
-	p.Diagnostics = append(r.pkgDiags, p.Diagnostics...)
-	if p.Diagnostics == nil {
-		p.Diagnostics = []Diagnostic{}
-	}
+	p.Diagnostics = boundDiagnostics(r.pkgDiags)
 	return p, nil
 }
 
