@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
@@ -28,10 +30,7 @@ import (
 // into the modules they call inside the package) and the root's provider
 // requirements.
 func TestDifferentialTofu(t *testing.T) {
-	tofu := filepath.Join(repoRoot(t), ".tools", "bin", "tofu")
-	if _, err := os.Stat(tofu); err != nil {
-		t.Skipf("no tofu at %s (make tools): %v", tofu, err)
-	}
+	tofu := testenv.Tool(t, "tofu")
 	provider := newFakeProvider(t, tofu)
 	for _, pkg := range fixturePackages(t) {
 		p := extractClean(t, pkg)
@@ -436,7 +435,7 @@ func (f *fakeProvider) cliConfig(t *testing.T, p *Package, m *Module) string {
 		return file
 	}
 	if f.binary == "" {
-		t.Skipf("module %s needs providers and the fake provider could not be built: %s", m.Path, f.reason)
+		t.Fatalf("module %s needs providers and the fake provider could not be built (make tools builds tofu, which puts its source in the module cache): %s", m.Path, f.reason)
 	}
 	var b strings.Builder
 	b.WriteString("provider_installation {\n  dev_overrides {\n")
