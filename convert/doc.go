@@ -12,6 +12,7 @@
 //   - localfile: bounded, cancellable reads of regular files; atomic writes
 //   - lockfile: dependency lock files, read and written as tofu does, and
 //     locked from registry metadata
+//   - moduledoc: a module package's interface, read as OpenTofu reads it
 //   - modulepkg: module directories and zips → module packages, and back
 //   - pgp: OpenPGP signatures of checksum files, judged as OpenTofu does
 //   - pkghash: the h1 and zh hashes OpenTofu records for packages

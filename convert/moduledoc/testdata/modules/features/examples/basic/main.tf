@@ -1,0 +1,8 @@
+module "features" {
+  source   = "../.."
+  password = "correct-horse-battery-staple-1"
+}
+
+output "id" {
+  value = module.features.id
+}

@@ -1,0 +1,3 @@
+module "child" {
+  version = "2.1.0"
+}
