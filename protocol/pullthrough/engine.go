@@ -217,7 +217,7 @@ func (e *Engine) CheckPush(ctx context.Context) error {
 // state: claim, shared.go), then asks it for the file a client wants
 // (demand), if any: a new pull only once guard lets it store into dst.
 // Without wait, a release another replica pulls is errElsewhere.
-func (e *Engine) start(ctx context.Context, key, failKey, host string, dst *Destination, newPull func() (*Pull, error), demand string, wait bool) (*Pull, *File, error) {
+func (e *Engine) start(ctx context.Context, kind names.Kind, key, failKey, host string, dst *Destination, newPull func() (*Pull, error), demand string, wait bool) (*Pull, *File, error) {
 	if e.inflightPull(key) == nil {
 		if err := e.guard(ctx, dst); err != nil {
 			return nil, nil, err
@@ -233,21 +233,31 @@ func (e *Engine) start(ctx context.Context, key, failKey, host string, dst *Dest
 			return nil, nil, err
 		}
 	}
-	p, g, created, err := e.startLocal(key, newPull, demand, lease)
+	p, g, created, err := e.startLocal(key, failKey, newPull, demand, lease)
+	if errors.Is(err, errFailedMeanwhile) {
+		if err = e.remembered(ctx, kind, failKey, host); err == nil { // forgotten since: start
+			p, g, created, err = e.startLocal(key, failKey, newPull, demand, lease)
+		}
+	}
 	if !created && lease != nil {
 		lease.Release()
 	}
 	return p, g, err
 }
 
+// errFailedMeanwhile is startLocal's answer when the release failed
+// between the caller's look at the failure memory and its start: a pull
+// that ended in failure just before must not be started again at once.
+var errFailedMeanwhile = errors.New("pull-through: the release failed meanwhile")
+
 // startLocal returns the pull in flight here under key, or starts one
 // with newPull holding lease (created), and the demanded file.
-func (e *Engine) startLocal(key string, newPull func() (*Pull, error), demand string, lease sharedstate.Lease) (p *Pull, g *File, created bool, err error) {
+func (e *Engine) startLocal(key, failKey string, newPull func() (*Pull, error), demand string, lease sharedstate.Lease) (p *Pull, g *File, created bool, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p, ok := e.inflight[key]
 	if !ok {
-		if p, err = e.newInflight(key, newPull, lease); err != nil {
+		if p, err = e.newInflight(key, failKey, newPull, lease); err != nil {
 			return nil, nil, false, err
 		}
 		created = true
@@ -265,14 +275,19 @@ func (e *Engine) startLocal(key string, newPull func() (*Pull, error), demand st
 	return p, g, created, err
 }
 
-// newInflight checks the engine's bounds and records a new pull (e.mu held).
-func (e *Engine) newInflight(key string, newPull func() (*Pull, error), lease sharedstate.Lease) (*Pull, error) {
+// newInflight checks the engine's bounds and records a new pull (e.mu
+// held): not when the release is stored or failed since the caller
+// looked (finished records both before it lets go of the pull).
+func (e *Engine) newInflight(key, failKey string, newPull func() (*Pull, error), lease sharedstate.Lease) (*Pull, error) {
 	if len(e.inflight) >= e.opts.MaxPulls {
 		return nil, &Error{Failure: FailureBusy, RetryAfter: 5,
 			Msg: fmt.Sprintf("the proxy is already pulling %d releases from their origins; try again shortly", len(e.inflight))}
 	}
 	if _, done := e.completed.Peek(key); done {
 		return nil, ErrFinished
+	}
+	if _, failed := e.failures.Peek(failKey); failed {
+		return nil, errFailedMeanwhile
 	}
 	p, err := newPull()
 	if err != nil {

@@ -132,7 +132,7 @@ func (e *Engine) PullModule(ctx context.Context, host string, ref oci.Reference,
 		return Stored{}, err
 	}
 	for range 2 { // a second round after a shared record the registry did not confirm
-		p, _, err := e.start(ctx, key, failKey, host, &dst, func() (*Pull, error) { return e.newModulePull(f, key, failKey, dst, mod, v) }, "", true)
+		p, _, err := e.start(ctx, names.KindModule, key, failKey, host, &dst, func() (*Pull, error) { return e.newModulePull(f, key, failKey, dst, mod, v) }, "", true)
 		switch {
 		case errors.Is(err, ErrFinished):
 			if res, ok := e.storedModule(ctx, key, ref, v); ok {

@@ -186,7 +186,7 @@ func (e *Engine) StartProvider(ctx context.Context, t Target, v names.Version, r
 		return nil, nil, err
 	}
 	key := ProviderPullKey(dst.Ref.Name(), v, rel.SumsDigest())
-	return e.start(ctx, key, providerFailKey(t, v), t.Origin.Hostname, &dst, func() (*Pull, error) { return e.newProviderPull(t, v, rel, dst, key) }, demand, wait)
+	return e.start(ctx, names.KindProvider, key, providerFailKey(t, v), t.Origin.Hostname, &dst, func() (*Pull, error) { return e.newProviderPull(t, v, rel, dst, key) }, demand, wait)
 }
 
 // newProviderPull prepares the pull of a provider release into dst.

@@ -100,7 +100,7 @@ func TofuPullKey(repo string, v names.Version) string {
 // StartProvider.
 func (e *Engine) StartTofu(ctx context.Context, v names.Version, rel *ingest.TofuOriginRelease, demand string, wait bool) (*Pull, *File, error) {
 	key := TofuPullKey(e.tofuRepo.Name(), v)
-	return e.start(ctx, key, tofuFailKey(v), e.opts.Tofu.API.Host, nil, func() (*Pull, error) { return e.newTofuPull(v, rel, key) }, demand, wait)
+	return e.start(ctx, names.KindTofu, key, tofuFailKey(v), e.opts.Tofu.API.Host, nil, func() (*Pull, error) { return e.newTofuPull(v, rel, key) }, demand, wait)
 }
 
 // newTofuPull prepares the pull of an OpenTofu release.
