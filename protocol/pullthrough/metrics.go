@@ -25,7 +25,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_pullthrough_releases_total",
-			Help: "Releases Stored through from an origin, by kind and result (stored, tampered, refused, not_found, unreachable, error).",
+			Help: "Releases pulled through from an origin, by kind and result (stored, tampered, refused, not_found, unreachable, error).",
 		}, []string{"kind", "result"}),
 		downloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_pullthrough_origin_downloads_total",
@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "oci_tofu_proxy_pullthrough_in_flight",
-			Help: "Releases being Stored through right now.",
+			Help: "Releases being pulled through right now.",
 		}),
 		originBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oci_tofu_proxy_pullthrough_origin_bytes_total",
