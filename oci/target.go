@@ -107,6 +107,10 @@ type Options struct {
 	Transport http.RoundTripper
 	// Etiquette bounds concurrency and retries per registry (defaults when nil).
 	Etiquette *Etiquette
+	// CatalogPageSize is the page size (n) asked of a registry's catalog
+	// (ListRepositories): DefaultCatalogPageSize when 0; tests lower it
+	// to exercise paging.
+	CatalogPageSize int
 }
 
 // Client builds the authenticating HTTP client used for registries.

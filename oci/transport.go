@@ -126,10 +126,10 @@ func (t *registryTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // metadataPath reports whether a registry API path reads or writes small
-// documents: manifests, tag lists, referrers, the API check.
+// documents: manifests, tag lists, referrers, the API check, the catalog.
 func metadataPath(p string) bool {
 	switch {
-	case p == "/v2/":
+	case p == "/v2/" || p == "/v2/_catalog":
 		return true
 	case !strings.HasPrefix(p, "/v2/") || strings.Contains(p, "/blobs/"):
 		return false

@@ -49,6 +49,8 @@ func (r *Repo) fail(err error, what string) error {
 const (
 	opening = "opening the repository"
 	listing = "listing the repository's tags"
+	// listingRepositories is Held's listing of a registry's catalog.
+	listingRepositories = "listing the registry's repositories"
 )
 
 // RepoMissing reports whether err says the repository does not exist.

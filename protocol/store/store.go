@@ -87,6 +87,8 @@ type Store struct {
 	// described are values read of subjects: what a platform's SBOM
 	// says of its vulnerabilities (dated.go).
 	described *cache.Cache[any]
+	// held are the repositories templates map, listed (held.go).
+	held *cache.Cache[Held]
 }
 
 // New makes a Store.
@@ -119,6 +121,7 @@ func New(opts Options) *Store {
 		verdicts:   cache.New[rootVerdict](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))), // its name in metrics
 		dated:      cache.New[time.Time](share(ttl("ingest_times", opts.ResolveTTL, opts.MaxStale))),
 		described:  cache.New[any](share(ttl("sboms", opts.ResolveTTL, opts.MaxStale))),
+		held:       cache.New[Held](share(ttl("held", opts.TagTTL, opts.MaxStale))),
 	}
 }
 
@@ -138,7 +141,7 @@ const EntryCost = 320
 // CacheCost is about the bytes the store's caches hold (what their costs
 // add up to; the repositories cache, bounded by entries only, aside).
 func (s *Store) CacheCost() int64 {
-	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.verdicts.Cost() + s.dated.Cost() + s.described.Cost()
+	return s.tags.Cost() + s.byTag.Cost() + s.providers.Cost() + s.zips.Cost() + s.provenance.Cost() + s.modules.Cost() + s.tofu.Cost() + s.verdicts.Cost() + s.dated.Cost() + s.described.Cost() + s.held.Cost()
 }
 
 // stringsCost is about the memory a slice of strings takes.
@@ -155,17 +158,18 @@ func stringsCost(list []string) int64 {
 // parsed) gets the most. Ingest times (read only for a policy's min_age)
 // and verdicts (Checked: a policy's signers, a few dozen bytes each) take
 // 1 each; SBOMs' vulnerabilities (read only for a policy's
-// vulnerabilities block), 2.
+// vulnerabilities block), 2; the repositories templates map (Held: a
+// catalogue's few listings, about 400 bytes a repository), 2.
 var cacheShares = map[string]int64{
-	"resolve": 45, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"held": 2, "resolve": 43, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
 // admitShares are cacheShares with an admission rule: its verdicts
 // (a few dozen bytes each, one per version), beside a policy's signers',
-// take 2 more of resolve's 48.
+// take 2 more of resolve's.
 var admitShares = map[string]int64{
-	"resolve": 43, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"held": 2, "resolve": 41, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 3,
 }
 
