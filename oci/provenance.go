@@ -175,8 +175,14 @@ func layerKind(mediaType string) (provenanceLayer, bool) {
 // digest, content.FetchAll); a larger one, or a digest that is not
 // sha256, is refused before the registry is asked.
 func FetchSmall(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) ([]byte, error) {
-	if desc.Size > MaxSmallFile || desc.Size < 0 {
-		return nil, Invalid("blob %s of %d bytes is larger than the %d byte limit", desc.Digest, desc.Size, MaxSmallFile)
+	return FetchAtMost(ctx, repo, desc, MaxSmallFile)
+}
+
+// FetchAtMost is FetchSmall with another bound: a blob of at most max
+// bytes, read whole and verified against desc.
+func FetchAtMost(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor, max int64) ([]byte, error) {
+	if desc.Size > max || desc.Size < 0 {
+		return nil, Invalid("blob %s of %d bytes is larger than the %d byte limit", desc.Digest, desc.Size, max)
 	}
 	if err := desc.Digest.Validate(); err != nil || desc.Digest.Algorithm() != digest.SHA256 {
 		return nil, Invalid("blob digest %q is not a valid sha256 digest", desc.Digest)

@@ -10,15 +10,15 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xrash/smetrics"
 
+	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // configureCLI gives every command the same manners: flags anywhere on the
 // command line (reorderArgs), help wrapped to helpWidth, bad command lines
 // reported with the command's synopsis before any work starts, unknown
-// commands answered with the closest one, `version`, and shell completion.
+// commands answered with the closest one (report.Closest), `version`, and shell completion.
 func configureCLI(app *cli.App) {
 	cli.FlagStringer = flagHelp
 	app.EnableBashCompletion = true
@@ -272,7 +272,7 @@ func flagUsageError(path string, cmd *cli.Command, err error) error {
 		for _, f := range cmd.Flags {
 			names = append(names, f.Names()...)
 		}
-		if s := closest(name, names); s != "" {
+		if s := report.Closest(name, names); s != "" {
 			msg += fmt.Sprintf("; did you mean --%s?", s)
 		}
 	} else {
@@ -353,60 +353,9 @@ func unknownCommandAction(path string, commands func() []*cli.Command) cli.Actio
 		}
 		name := c.Args().First()
 		msg := fmt.Sprintf("%s: unknown command %q", path, name)
-		if s := closest(name, names); s != "" {
+		if s := report.Closest(name, names); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", path+" "+s)
 		}
 		return &usageErr{msg: msg, synopsis: synopsis}
 	}
-}
-
-// Suggestions. urfave/cli's SuggestFlag and SuggestCommand always suggest
-// something, however far (and "help"), so they cannot say "no
-// suggestion". closest is the candidate most like s, or "" when none is
-// close enough to be what was meant: one edit or swap of neighbours away
-// (a typo in a short name such as --kye), or else the best Jaro-Winkler
-// match, as urfave/cli's own suggestions use.
-func closest(s string, candidates []string) string {
-	s = strings.ToLower(s)
-	for _, c := range candidates {
-		if len(s) >= 3 && len(c) >= 3 && editDistance(s, c) <= 1 {
-			return c
-		}
-	}
-	best, score := "", 0.0
-	for _, c := range candidates {
-		if d := smetrics.JaroWinkler(s, c, 0.7, 4); d > score {
-			best, score = c, d
-		}
-	}
-	if score < 0.75 {
-		return ""
-	}
-	return best
-}
-
-// editDistance counts the insertions, deletions, substitutions and swaps
-// of neighbouring letters that turn a into b (optimal string alignment;
-// smetrics has Levenshtein, which counts a swap as two).
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2, prev, cur := make([]int, len(rb)+1), make([]int, len(rb)+1), make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }

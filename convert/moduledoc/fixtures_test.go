@@ -94,15 +94,3 @@ func allDiagnostics(p *Package) []Diagnostic {
 	}
 	return out
 }
-
-// modules are the package's modules: root, submodules, examples.
-func (p *Package) modules() []*Module {
-	out := []*Module{&p.Root}
-	for i := range p.Submodules {
-		out = append(out, &p.Submodules[i])
-	}
-	for i := range p.Examples {
-		out = append(out, &p.Examples[i])
-	}
-	return out
-}

@@ -1,8 +1,10 @@
 package moduledoc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"testing"
 	"testing/fstest"
 )
@@ -32,6 +34,37 @@ func FuzzExtract(f *testing.F) {
 			if d.Summary == "" || (d.Severity != SeverityError && d.Severity != SeverityWarning) {
 				t.Fatalf("diagnostic %+v", d)
 			}
+		}
+	})
+}
+
+// FuzzParseDoc reads arbitrary bytes as a stored interface: never a
+// panic; what parses marshals (when small enough to store) to bytes that
+// parse and marshal to themselves, and prints. Seeds are in
+// testdata/fuzz/FuzzParseDoc.
+func FuzzParseDoc(f *testing.F) {
+	f.Add([]byte(`{"format":1,"package":{"root":{"path":"","inputs":[{"name":"x","type":"string","type_json":"string","default":"a","required":false}]},"submodules":[],"examples":[],"diagnostics":[]},"readmes":[{"path":"README.md","text":"# x","truncated":false}]}`))
+	f.Add([]byte(`{"format":1,"package":{"root":{"diagnostics":[{"severity":"error","summary":"s","pos":{"file":"a.tf","line":1}}]}}}`))
+	f.Add([]byte(`{"format":1,"package":{"root":{"inputs":[{"name":"\u001b[31m","default":{"a":[1,2]},"type_json":["object",{"a":"number"}]}]}}}`))
+	f.Add([]byte(`{"format":2}`))
+	f.Add([]byte(`{"format":1,"readmes":null,"package":null}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := ParseDoc(b)
+		if err != nil {
+			return
+		}
+		d.Print(io.Discard)
+		once, err := d.Marshal()
+		if err != nil {
+			return // larger than is stored
+		}
+		again, err := ParseDoc(once)
+		if err != nil {
+			t.Fatalf("%s: %v", once, err)
+		}
+		twice, err := again.Marshal()
+		if err != nil || !bytes.Equal(once, twice) {
+			t.Fatalf("marshalled\n%s\nthen\n%s (%v)", once, twice, err)
 		}
 	})
 }

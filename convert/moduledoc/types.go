@@ -151,3 +151,15 @@ func (p *Package) HasErrors() bool {
 	}
 	return false
 }
+
+// modules are the package's modules: root, submodules, examples.
+func (p *Package) modules() []*Module {
+	out := []*Module{&p.Root}
+	for i := range p.Submodules {
+		out = append(out, &p.Submodules[i])
+	}
+	for i := range p.Examples {
+		out = append(out, &p.Examples[i])
+	}
+	return out
+}

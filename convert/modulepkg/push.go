@@ -145,6 +145,15 @@ func (p *Package) Push(ctx context.Context, target Target, opts oci.PushOptions)
 	return res, nil
 }
 
+// ZipPath is the package's zip on disk: the zip given, or the one
+// Prepare packed; "" when Unchanged (nothing was packed).
+func (p *Package) ZipPath() string {
+	if p.zip == nil {
+		return ""
+	}
+	return p.zip.Path
+}
+
 // Remove deletes the zip Prepare packed; a zip given by the user is left
 // alone.
 func (p *Package) Remove() error {

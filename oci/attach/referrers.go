@@ -80,6 +80,14 @@ type Referrers struct {
 // Err set; err is for the registry failing, while listing or while
 // reading any referrer: never a verdict on the content.
 func ReadReferrers(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, artifactType string) (Referrers, error) {
+	return ReadReferrersUpTo(ctx, repo, subject, artifactType, oci.MaxSmallFile)
+}
+
+// ReadReferrersUpTo is ReadReferrers for an artifact type whose layers
+// may be larger than oci.MaxSmallFile (a module's interface document):
+// each layer is read up to maxLayer bytes, MaxReferrerBytes bounding
+// them all as it does.
+func ReadReferrersUpTo(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, artifactType string, maxLayer int64) (Referrers, error) {
 	descs, truncated, err := listReferrers(ctx, repo, subject, artifactType)
 	if errors.Is(err, errNoReferrers) {
 		return Referrers{Unsupported: true}, nil
@@ -92,7 +100,7 @@ func ReadReferrers(ctx context.Context, repo oci.ReadOnlyRepository, subject dig
 	// one for their layers, however many there are.
 	read := make([]Referrer, len(descs))
 	keep := make([]bool, len(descs))
-	budget := &referrerBudget{left: MaxReferrerBytes}
+	budget := &referrerBudget{left: MaxReferrerBytes, maxLayer: maxLayer}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(referrerReads)
 	for i, d := range descs {
@@ -130,8 +138,9 @@ const referrerReads = 8
 // layer that would overdraw it is not fetched, and the read says more
 // exist than were read.
 type referrerBudget struct {
-	mu   sync.Mutex
-	left int64
+	mu       sync.Mutex
+	left     int64
+	maxLayer int64 // the most one layer is read to (a larger one is refused)
 }
 
 func (b *referrerBudget) take(size int64) bool {
@@ -287,11 +296,11 @@ func readReferrer(ctx context.Context, repo oci.ReadOnlyRepository, d ocispec.De
 		return r, true
 	}
 	r.Annotations = m.Annotations
-	if !budget.take(layersSize(m.Layers)) { // all of them or none: reads run at once
+	if !budget.take(layersSize(m.Layers, budget.maxLayer)) { // all of them or none: reads run at once
 		return Referrer{Descriptor: d, Err: oci.Invalid("referrer %s: over the %d MiB read for one subject's referrers", d.Digest, MaxReferrerBytes>>20)}, true
 	}
 	for _, l := range m.Layers {
-		payload, err := oci.FetchSmall(ctx, repo, l)
+		payload, err := oci.FetchAtMost(ctx, repo, l, budget.maxLayer)
 		if err != nil {
 			return Referrer{Descriptor: d, Err: fmt.Errorf("referrer %s: %w", d.Digest, err)}, true
 		}
@@ -300,12 +309,12 @@ func readReferrer(ctx context.Context, repo oci.ReadOnlyRepository, d ocispec.De
 	return r, true
 }
 
-// layersSize is what reading layers takes in: each at most MaxSmallFile
+// layersSize is what reading layers takes in: each at most maxLayer
 // (a larger one is refused by its size before it is fetched).
-func layersSize(layers []ocispec.Descriptor) int64 {
+func layersSize(layers []ocispec.Descriptor, maxLayer int64) int64 {
 	var n int64
 	for _, l := range layers {
-		n += min(max(l.Size, 0), oci.MaxSmallFile)
+		n += min(max(l.Size, 0), maxLayer)
 	}
 	return n
 }

@@ -77,6 +77,43 @@ func TestReadReferrersFromLayout(t *testing.T) {
 	}
 }
 
+// A referrer whose layer is larger than oci.MaxSmallFile is refused by
+// ReadReferrers (its size, before it is fetched) and read whole by
+// ReadReferrersUpTo with a larger bound, which still refuses what passes
+// that bound.
+func TestReadReferrersUpTo(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := orasoci.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := seed.SmallArtifact(t, "a")
+	payload := strings.Repeat("d", oci.MaxSmallFile+1)
+	for _, a := range []*oci.Artifact{subj, referrerArtifact(t, subj.Root(), "application/vnd.example.doc", payload)} {
+		if _, err := oci.Push(ctx, store, a, oci.Tags{}, oci.PushOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := mustOpenReadOnly(t, c, dir)
+	small, err := attach.ReadReferrers(ctx, repo, subj.Root().Digest, "application/vnd.example.doc")
+	if err != nil || len(small.Items) != 1 || small.Items[0].Err == nil || !strings.Contains(small.Items[0].Err.Error(), "larger than the 1048576 byte limit") {
+		t.Fatalf("ReadReferrers of a %d-byte layer: %+v, %v", len(payload), small, err)
+	}
+	large, err := attach.ReadReferrersUpTo(ctx, repo, subj.Root().Digest, "application/vnd.example.doc", 2<<20)
+	if err != nil || len(large.Items) != 1 || large.Items[0].Err != nil || string(large.Items[0].Layers[0].Payload) != payload {
+		t.Fatalf("ReadReferrersUpTo 2 MiB: %v, %v", large.Items, err)
+	}
+	tight, err := attach.ReadReferrersUpTo(ctx, repo, subj.Root().Digest, "application/vnd.example.doc", int64(len(payload))-1)
+	if err != nil || len(tight.Items) != 1 || tight.Items[0].Err == nil {
+		t.Fatalf("ReadReferrersUpTo one byte short: %+v, %v", tight.Items, err)
+	}
+}
+
 // 10,000 referrers on one index, listed by a registry's referrers API (a
 // front of ours answers it for Distribution, which has none): at most
 // MaxReferrers are read, with a bounded number of requests, and the
