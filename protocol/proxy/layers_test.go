@@ -75,7 +75,8 @@ func TestProxyPackagesPointOneWay(t *testing.T) {
 		"providers": {"respond"},
 		"modules":   {"respond"},
 		"tofudl":    {"respond"},
-		"page":      {"respond", "providers", "modules", "tofudl"},
+		"page":      {"respond", "providers", "modules", "tofudl", "catalog"},
+		"catalog":   {"respond", "catalog/readme"},
 	}
 	for pkg, may := range allowed {
 		for file, imps := range imports(t, pkg) {

@@ -1,7 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"net/http"
+
+	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
@@ -105,4 +111,54 @@ func pageMappings(ms store.ProviderMappings) []page.ProviderMapping {
 		out = append(out, page.ProviderMapping{Template: m.Template.String(), Include: m.Include, Exclude: m.Exclude, Label: m.Label})
 	}
 	return out
+}
+
+// mountCatalog serves the catalogue of the modules the mappings hold
+// (catalog.Prefix), with the same client authentication as the
+// protocols.
+func (s *Server) mountCatalog(tpls []*repotemplate.Template) {
+	h := &catalog.Handlers{Out: s.out, Modules: s.catalogModuleSource(tpls), Docs: catalogDocs{source.NewModuleDocs("")},
+		Held: func(ctx context.Context, host string) (catalog.Held, error) { return heldModules(ctx, s.store, tpls, host) },
+		RenderIndex: page.RenderCatalogIndex, RenderModule: page.RenderModule}
+	s.Mount("", catalog.Prefix, "catalog", s.Authenticate(h))
+}
+
+// catalogDocs reads module interfaces for the catalogue.
+type catalogDocs struct{ docs *source.ModuleDocs }
+
+func (d catalogDocs) ModuleDoc(ctx context.Context, root source.Root) (*moduledoc.Doc, string, error) {
+	md, err := d.docs.Read(ctx, root)
+	if err != nil {
+		return nil, "", err
+	}
+	if md.Extracted {
+		return md.Doc, catalog.HowExtracted, nil
+	}
+	return md.Doc, catalog.HowStored, nil
+}
+
+// heldModules are the modules the repositories of tpls hold: each
+// repository a template matches, under the hostname it names, or host
+// where the template has no ${hostname}.
+func heldModules(ctx context.Context, st *store.Store, tpls []*repotemplate.Template, host string) (catalog.Held, error) {
+	var out catalog.Held
+	for _, tpl := range tpls {
+		h, err := st.Held(ctx, tpl)
+		if err != nil {
+			return catalog.Held{}, err
+		}
+		out.Coverage = append(out.Coverage, catalog.Coverage{Template: tpl.String(), Listed: h.CanList, Reason: h.Reason})
+		for _, v := range h.Values {
+			m, err := names.ParseModule(v["namespace"], v["name"], v["system"])
+			if err != nil {
+				continue // Match validates: not reached
+			}
+			a := source.ModuleAddress{Host: host, Module: m}
+			if hn, ok := v["hostname"]; ok {
+				a.Host = hn
+			}
+			out.Modules = append(out.Modules, a)
+		}
+	}
+	return out, nil
 }

@@ -282,6 +282,7 @@ func New(opts Options) (*Server, error) {
 	if len(opts.ModuleMappings) > 0 {
 		s.mountModules(opts.ModuleMappings)
 		s.mountModuleOrigins(opts.ModuleMappings)
+		s.mountCatalog(opts.ModuleMappings)
 	}
 	if opts.TofuRepository != nil {
 		s.mountTofu(*opts.TofuRepository)

@@ -304,3 +304,19 @@ func (s *Server) heldModules(address string) ([]gate.Held, error) {
 	}
 	return out, nil
 }
+
+// catalogModuleSource is the source of the catalogue's modules: what each
+// mapping holds, gated by the policy as the protocol's source is, merged
+// in the mappings' order; nothing is pulled through (a page view never
+// reaches an origin).
+func (s *Server) catalogModuleSource(tpls []*repotemplate.Template) source.Modules {
+	judge := s.rules()
+	mappings := make([]source.Modules, len(tpls))
+	for i, tpl := range tpls {
+		mappings[i] = &gate.Modules{Inner: &held.Modules{Template: tpl, Store: s.store, Log: s.log}, Judge: judge}
+	}
+	if len(mappings) == 1 {
+		return mappings[0]
+	}
+	return &merged.Modules{Mappings: mappings, Log: s.log}
+}

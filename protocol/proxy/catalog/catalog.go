@@ -1,0 +1,102 @@
+package catalog
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+)
+
+// Handlers serve the catalogue.
+type Handlers struct {
+	Out *respond.Responder
+	// Modules is the source of the modules held: what the registry holds,
+	// judged by the policy as the Module Registry Protocol judges it,
+	// nothing pulled through.
+	Modules source.Modules
+	// Held lists the module addresses the mapped repositories hold, those
+	// of the registry hostname host where a mapping has no ${hostname}.
+	Held func(ctx context.Context, host string) (Held, error)
+	// Docs reads a stored module package's interface.
+	Docs Docs
+	// RenderIndex and RenderModule render the pages as HTML
+	// (page.RenderCatalogIndex, page.RenderModule).
+	RenderIndex  func(IndexPage) ([]byte, error)
+	RenderModule func(ModulePage) ([]byte, error)
+}
+
+// Docs reads the interface of the module package whose manifest is
+// root: stored beside it, or extracted now (how says which).
+type Docs interface {
+	ModuleDoc(ctx context.Context, root source.Root) (doc *moduledoc.Doc, how string, err error)
+}
+
+// How a module package's interface was had.
+const (
+	HowStored    = "stored"
+	HowExtracted = "extracted"
+)
+
+// Held is what the mapped repositories hold.
+type Held struct {
+	Modules []source.ModuleAddress
+	// Coverage says, per mapping, whether the registry could list it.
+	Coverage []Coverage
+}
+
+// Coverage is how completely one mapping's repositories were listed.
+type Coverage struct {
+	Template string `json:"template"`
+	Listed   bool   `json:"listed"`
+	// Reason says why not, when not Listed.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ServeHTTP answers a catalogue page or its JSON.
+func (h *Handlers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, ok := respond.ReadRequest(h.Out, w, r, Prefix, ParsePath)
+	if !ok {
+		return
+	}
+	if req.Index {
+		h.serveIndex(w, r)
+		return
+	}
+	if c := respond.ReaderOf(r.Context()); c != nil && !h.Out.InScope(w, r, c, names.KindModule, req.Address.String()) {
+		return
+	}
+	h.serveModule(w, r, req)
+}
+
+// wantsJSON reports whether r asks for the JSON document rather than the
+// page: ?format=json, or an Accept header naming application/json and
+// not text/html.
+func wantsJSON(r *http.Request) bool {
+	if r.URL.Query().Get("format") == "json" {
+		return true
+	}
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
+}
+
+// write answers v as JSON or as the page render makes of it. Neither is
+// kept by caches: what a caller sees depends on its scope.
+func write[T any](h *Handlers, w http.ResponseWriter, r *http.Request, v T, render func(T) ([]byte, error)) {
+	w.Header().Set("Vary", "Accept, Authorization")
+	if wantsJSON(r) {
+		w.Header().Set("Cache-Control", "no-store")
+		respond.WriteJSON(w, r, v)
+		return
+	}
+	b, err := render(v)
+	if err != nil {
+		h.Out.Log.Error("rendering a catalogue page", "error", err)
+		respond.WriteError(w, r, http.StatusInternalServerError, "rendering the page failed")
+		return
+	}
+	respond.WriteHTML(w, r, b)
+}

@@ -1,0 +1,204 @@
+package catalog
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+)
+
+// PageSize is how many modules one index page lists.
+const PageSize = 50
+
+// maxQuery bounds the search text.
+const maxQuery = 256
+
+// IndexPage is the list of modules held that the caller may read, those
+// matching Query, one page of them.
+type IndexPage struct {
+	Query   string        `json:"query"`
+	Modules []ModuleEntry `json:"modules"`
+	// Total is how many modules match (in the caller's scope); Page is
+	// this page's number from 1, Pages how many there are.
+	Total    int        `json:"total"`
+	Page     int        `json:"page"`
+	Pages    int        `json:"pages"`
+	Coverage []Coverage `json:"coverage"`
+}
+
+// ModuleEntry is one module in the index.
+type ModuleEntry struct {
+	// Address is HOST/NAMESPACE/NAME/SYSTEM, as clients write it.
+	Address   string `json:"address"`
+	Host      string `json:"host"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	System    string `json:"system"`
+	// URL is the module's page, relative to the index.
+	URL string `json:"url"`
+	// Latest is the newest version served ("" when none is).
+	Latest string `json:"latest"`
+	// Versions is how many versions are served.
+	Versions int `json:"versions"`
+}
+
+func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	host, ok := h.Out.Hostname(w, r)
+	if !ok {
+		return
+	}
+	q, page, err := indexQuery(r)
+	if err != nil {
+		h.Out.Fail(w, r, err)
+		return
+	}
+	held, err := h.Held(ctx, host)
+	if err != nil {
+		h.Out.Fail(w, r, err)
+		return
+	}
+	visible, err := h.inScope(ctx, matching(held.Modules, q))
+	if err != nil {
+		h.Out.Fail(w, r, err)
+		return
+	}
+	d := IndexPage{Query: q, Total: len(visible), Page: page, Pages: (len(visible) + PageSize - 1) / PageSize, Coverage: held.Coverage}
+	if d.Coverage == nil {
+		d.Coverage = []Coverage{}
+	}
+	shown := pageOf(visible, page)
+	d.Modules = make([]ModuleEntry, len(shown))
+	err = h.Out.Store.Each(ctx, len(shown), func(ctx context.Context, i int) error {
+		e, err := h.entry(ctx, shown[i])
+		d.Modules[i] = e
+		return err
+	})
+	if err != nil {
+		h.Out.Fail(w, r, err)
+		return
+	}
+	write(h, w, r, d, h.RenderIndex)
+}
+
+// indexQuery reads ?q= and ?page=.
+func indexQuery(r *http.Request) (string, int, error) {
+	v := r.URL.Query()
+	q := strings.TrimSpace(v.Get("q"))
+	if len(q) > maxQuery {
+		return "", 0, respond.BadPath("the search text is longer than %d bytes", maxQuery)
+	}
+	page := 1
+	if p := v.Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return "", 0, respond.BadPath("page %q: want a number from 1", p)
+		}
+		page = n
+	}
+	return q, page, nil
+}
+
+// matching are the addresses whose text holds every word of q (case
+// folded), in address order.
+func matching(all []source.ModuleAddress, q string) []source.ModuleAddress {
+	words := strings.Fields(strings.ToLower(q))
+	var out []source.ModuleAddress
+	for _, a := range all {
+		s := a.String()
+		if !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(s, w) }) {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b source.ModuleAddress) int { return strings.Compare(a.String(), b.String()) })
+	return slices.CompactFunc(out, func(a, b source.ModuleAddress) bool { return a == b })
+}
+
+// inScope are the addresses the request's client may read (all of them
+// for a client reading everything), in order. Asking fails only when the
+// scope cannot be decided (a registry failing).
+func (h *Handlers) inScope(ctx context.Context, all []source.ModuleAddress) ([]source.ModuleAddress, error) {
+	c := respond.ReaderOf(ctx)
+	if c == nil {
+		return all, nil
+	}
+	keep := make([]bool, len(all))
+	err := h.Out.Store.Each(ctx, len(all), func(ctx context.Context, i int) error {
+		err := c.Reads(ctx, names.KindModule, all[i].String())
+		if source.Absent(err) {
+			return nil
+		}
+		keep[i] = err == nil // each index by one goroutine
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []source.ModuleAddress
+	for i, a := range all {
+		if keep[i] {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// pageOf is page n (from 1) of all.
+func pageOf[T any](all []T, n int) []T {
+	lo := (n - 1) * PageSize
+	if lo >= len(all) {
+		return nil
+	}
+	return all[lo:min(lo+PageSize, len(all))]
+}
+
+// entry is a's index entry: its newest version served. A module whose
+// versions cannot be listed (none is a module package, every one is
+// denied) is listed without versions.
+func (h *Handlers) entry(ctx context.Context, a source.ModuleAddress) (ModuleEntry, error) {
+	e := ModuleEntry{Address: a.String(), Host: a.Host, Namespace: a.Module.Namespace, Name: a.Module.Name, System: a.Module.System,
+		URL: "modules/" + a.Host + "/" + a.Module.String()}
+	l, err := h.Modules.ModuleVersions(ctx, a)
+	if source.Absent(err) {
+		return e, nil
+	}
+	if err != nil {
+		return e, err
+	}
+	vs := make(names.VersionList, len(l.Versions))
+	for i, v := range l.Versions {
+		vs[i] = v.Version
+	}
+	e.Versions = len(vs)
+	if newest, ok := newestOf(vs); ok {
+		e.Latest = newest.String()
+	}
+	return e, nil
+}
+
+// newestOf is the newest release in vs, or the newest pre-release when
+// there is no release.
+func newestOf(vs names.VersionList) (names.Version, bool) {
+	if len(vs) == 0 {
+		return names.Version{}, false
+	}
+	var newest, newestPre *names.Version
+	for i := range vs {
+		v := &vs[i]
+		if v.Prerelease == "" && (newest == nil || v.GreaterThan(*newest)) {
+			newest = v
+		}
+		if newestPre == nil || v.GreaterThan(*newestPre) {
+			newestPre = v
+		}
+	}
+	if newest != nil {
+		return *newest, true
+	}
+	return *newestPre, true
+}

@@ -1,0 +1,140 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+)
+
+// Usage is how a configuration calls the module: through this proxy's
+// Module Registry Protocol (any tofu or Terraform), or straight from the
+// registry with OpenTofu's oci:// source (tofu 1.10 and later, no proxy).
+type Usage struct {
+	// Registry is a module block with the address as clients write it
+	// and a version constraint; OCI the same with the oci:// source,
+	// pinned to the version's tag (oci:// has no constraints).
+	Registry string `json:"registry"`
+	OCI      string `json:"oci"`
+	// Constraint is the version constraint Registry uses.
+	Constraint string `json:"constraint"`
+}
+
+// usageOf is how to call module m (in dir of the package) of version v
+// of a, stored in repository: each required input is set to a
+// placeholder of its type.
+func usageOf(a source.ModuleAddress, v names.Version, repository, dir string, m *moduledoc.Module) *Usage {
+	sub := ""
+	if dir != "" {
+		sub = "//" + dir
+	}
+	label := blockLabel(a.Module.Name)
+	if dir != "" {
+		label = blockLabel(dir[strings.LastIndexByte(dir, '/')+1:])
+	}
+	inputs := requiredInputs(m)
+	c := constraintFor(v)
+	return &Usage{
+		Constraint: c,
+		Registry: fmt.Sprintf("module %q {\n  source  = %q\n  version = %q\n%s}\n",
+			label, a.String()+sub, c, inputs),
+		OCI: fmt.Sprintf("module %q {\n  source = %q\n%s}\n",
+			label, "oci://"+repository+sub+"?tag="+names.TagForVersion(v), inputs),
+	}
+}
+
+// constraintFor is the constraint a team would write for v: "~> X.Y"
+// (this minor version's patches, and later minors below X+1) for a
+// release from 1.0, "~> 0.Y.Z" below 1.0 (minor versions may break), and
+// the exact version for a pre-release.
+func constraintFor(v names.Version) string {
+	switch {
+	case v.Prerelease != "":
+		return v.String()
+	case v.Major == 0:
+		return fmt.Sprintf("~> 0.%d.%d", v.Minor, v.Patch)
+	}
+	return fmt.Sprintf("~> %d.%d", v.Major, v.Minor)
+}
+
+// requiredInputs are the lines setting each required input of m to a
+// placeholder of its type, with the type and description as a comment.
+func requiredInputs(m *moduledoc.Module) string {
+	var b strings.Builder
+	for _, in := range m.Inputs {
+		if !in.Required || !hclsyntax.ValidIdentifier(in.Name) {
+			continue
+		}
+		comment := in.Type
+		if comment == "" {
+			comment = "any"
+		}
+		if in.Description != "" {
+			comment += ": " + firstLine(in.Description)
+		}
+		fmt.Fprintf(&b, "\n  %s = %s # %s\n", in.Name, placeholder(in.Type), comment)
+	}
+	return b.String()
+}
+
+// placeholder is a value of a type constraint's kind, as written.
+func placeholder(typ string) string {
+	t := strings.TrimSpace(typ)
+	switch {
+	case t == "string":
+		return `""`
+	case t == "number":
+		return "0"
+	case t == "bool":
+		return "false"
+	case strings.HasPrefix(t, "list"), strings.HasPrefix(t, "set"), strings.HasPrefix(t, "tuple"):
+		return "[]"
+	case strings.HasPrefix(t, "map"), strings.HasPrefix(t, "object"):
+		return "{}"
+	}
+	return "null"
+}
+
+// blockLabel is name as a module block label: letters, digits, "_" and
+// "-", starting with a letter or "_".
+func blockLabel(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		ok := r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !ok || i == 0 && (r == '-' || r >= '0' && r <= '9') {
+			b.WriteByte('_')
+		}
+		if ok {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return "this"
+	}
+	return b.String()
+}
+
+// firstLine is s up to its first line break, at most 120 bytes.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > 120 {
+		i := 120
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i] + "…"
+	}
+	return s
+}

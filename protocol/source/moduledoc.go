@@ -1,0 +1,108 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
+	"github.com/oci-tofu/oci-tofu/oci"
+)
+
+// ModuleDocs reads the interfaces of stored module packages for the
+// catalogue: the one stored beside the package (moduledoc.Read), or, for
+// a package another tool pushed, one extracted from its zip on first
+// view; either is kept with the store's other reads per manifest
+// (store.Repo.Described), so a warm view reads nothing.
+type ModuleDocs struct {
+	// TempDir holds the zips extracted on first view (default
+	// os.TempDir()).
+	TempDir string
+	// MaxZip bounds a zip extracted on first view (default
+	// DefaultMaxDocZip); a larger package is shown without its
+	// interface, saying why.
+	MaxZip int64
+	// Extracting bounds the extractions made at once (default 2): a
+	// flood of first views waits for them rather than filling the disk.
+	Extracting chan struct{}
+}
+
+// DefaultMaxDocZip is ModuleDocs.MaxZip's default.
+const DefaultMaxDocZip = 64 << 20
+
+// ModuleDoc is a module package's interface, and whether it was
+// extracted now (no interface is stored beside the package).
+type ModuleDoc struct {
+	Doc       *moduledoc.Doc
+	Extracted bool
+}
+
+// NewModuleDocs is ModuleDocs with its defaults.
+func NewModuleDocs(tempDir string) *ModuleDocs {
+	return &ModuleDocs{TempDir: tempDir, MaxZip: DefaultMaxDocZip, Extracting: make(chan struct{}, 2)}
+}
+
+// Read is the interface of the module package whose manifest is root.
+func (d *ModuleDocs) Read(ctx context.Context, root Root) (ModuleDoc, error) {
+	v, err := root.Repo.Described(ctx, "the module's interface", root.Digest, func(ctx context.Context, repo oci.ReadOnlyRepository, _ string) (any, int64, error) {
+		doc, err := moduledoc.Read(ctx, repo, root.Digest)
+		extracted := false
+		if errors.Is(err, moduledoc.ErrNoDoc) || errors.Is(err, moduledoc.ErrBadDoc) {
+			doc, err = d.extract(ctx, repo, root)
+			extracted = true
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		b, err := doc.Marshal()
+		if err != nil {
+			return nil, 0, err
+		}
+		return ModuleDoc{Doc: doc, Extracted: extracted}, int64(2*len(b) + 256), nil
+	})
+	if err != nil {
+		return ModuleDoc{}, err
+	}
+	md, _ := v.(ModuleDoc)
+	return md, nil
+}
+
+// extract reads the interface from the package's zip, fetched (verified)
+// into a temporary file.
+func (d *ModuleDocs) extract(ctx context.Context, repo oci.ReadOnlyRepository, root Root) (*moduledoc.Doc, error) {
+	_, zip, err := oci.ResolveModule(ctx, repo, root.Digest.String())
+	if err != nil {
+		return nil, err
+	}
+	if zip.Size > d.MaxZip {
+		return unread(fmt.Sprintf("the package is %d bytes, more than the %d the catalogue reads on view: push it with oci-tofu push module to store its interface", zip.Size, d.MaxZip)), nil
+	}
+	select {
+	case d.Extracting <- struct{}{}:
+		defer func() { <-d.Extracting }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	f, err := os.CreateTemp(d.TempDir, "oci-tofu-moduledoc-*.zip")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := oci.FetchBlob(ctx, repo, zip, d.MaxZip, f); err != nil {
+		return nil, err
+	}
+	doc, err := moduledoc.FromZip(ctx, f, zip.Size)
+	if err != nil {
+		return nil, fmt.Errorf("reading the module package %s: %w", root.Digest, err)
+	}
+	return doc, nil
+}
+
+// unread is the interface of a package that was not read: nothing but
+// why.
+func unread(why string) *moduledoc.Doc {
+	return &moduledoc.Doc{Format: moduledoc.Format, Package: moduledoc.Package{
+		Diagnostics: []moduledoc.Diagnostic{{Severity: moduledoc.SeverityError, Summary: "the interface was not read", Detail: why}}}}
+}
