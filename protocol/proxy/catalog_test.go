@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -142,6 +143,29 @@ func TestCatalogListsWhatIsHeld(t *testing.T) {
 	if len(found.Modules) != 1 || found.Modules[0].Name != "dns" {
 		t.Errorf("?q=DNS found %+v", found.Modules)
 	}
+	for q, want := range map[string]string{
+		"cidr":          "example.com/acme/vpc/aws input cidr",
+		"aws_vpc":       "example.com/acme/vpc/aws resource aws_vpc",
+		"VPC's CIDR":    "example.com/acme/vpc/aws description The VPC's CIDR block input cidr",
+		"version":       "example.com/others/dns/aws output version",
+		"dns version":   "example.com/others/dns/aws output version",
+		"hashicorp/aws": "example.com/acme/vpc/aws provider registry.opentofu.org/hashicorp/aws",
+		"acme":          "example.com/acme/vpc/aws",
+		"nowhere":       "",
+	} {
+		found, r := getCatalog[catalog.IndexPage](t, p, "/catalog/?q="+url.QueryEscape(q), nil)
+		var got []string
+		for _, m := range found.Modules {
+			g := m.Address
+			for _, h := range m.Hits {
+				g += " " + h.Where + " " + h.Text
+			}
+			got = append(got, g)
+		}
+		if strings.Join(got, ";") != want || r.Status != http.StatusOK {
+			t.Errorf("?q=%s: %d %q, want %q", q, r.Status, got, want)
+		}
+	}
 	html := p.get(t, "/catalog/")
 	if html.Status != http.StatusOK || !strings.Contains(string(html.Body), `href="modules/example.com/acme/vpc/aws"`) {
 		t.Errorf("index page: %d\n%s", html.Status, html.Body)
@@ -236,9 +260,14 @@ client "acme" {
 	if strings.Contains(string(r.Body), "others") || strings.Contains(string(p.do(t, http.MethodGet, "/catalog/", as(tokenA)).Body), "others") {
 		t.Errorf("acme's index names another team's module:\n%s", r.Body)
 	}
-	found, _ := getCatalog[catalog.IndexPage](t, p, "/catalog/?q=dns", as(tokenA))
-	if found.Total != 0 || len(found.Modules) != 0 {
-		t.Errorf("acme finds %+v", found)
+	for _, q := range []string{"dns", "version", "others"} {
+		found, _ := getCatalog[catalog.IndexPage](t, p, "/catalog/?q="+q, as(tokenA))
+		if found.Total != 0 || len(found.Modules) != 0 {
+			t.Errorf("acme finds %q: %+v", q, found)
+		}
+		if all, _ := getCatalog[catalog.IndexPage](t, p, "/catalog/?q="+q, as(admin)); all.Total != 1 {
+			t.Errorf("the operator finds %q: %+v", q, all)
+		}
 	}
 	for _, path := range paths[2:4] {
 		if _, r := getCatalog[json.RawMessage](t, p, path, as(tokenA)); r.Status != http.StatusNotFound {

@@ -45,6 +45,8 @@ type ModuleEntry struct {
 	Latest string `json:"latest"`
 	// Versions is how many versions are served.
 	Versions int `json:"versions"`
+	// Hits say where a search found its words outside the address.
+	Hits []Hit `json:"hits,omitempty"`
 }
 
 func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +65,12 @@ func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 		h.Out.Fail(w, r, err)
 		return
 	}
-	visible, err := h.inScope(ctx, matching(held.Modules, q))
+	visible, err := h.inScope(ctx, sorted(held.Modules))
+	if err != nil {
+		h.Out.Fail(w, r, err)
+		return
+	}
+	visible, hits, err := h.found(ctx, visible, q)
 	if err != nil {
 		h.Out.Fail(w, r, err)
 		return
@@ -76,6 +83,7 @@ func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 	d.Modules = make([]ModuleEntry, len(shown))
 	err = h.Out.Store.Each(ctx, len(shown), func(ctx context.Context, i int) error {
 		e, err := h.entry(ctx, shown[i])
+		e.Hits = hits[shown[i]]
 		d.Modules[i] = e
 		return err
 	})
@@ -104,19 +112,51 @@ func indexQuery(r *http.Request) (string, int, error) {
 	return q, page, nil
 }
 
-// matching are the addresses whose text holds every word of q (case
-// folded), in address order.
-func matching(all []source.ModuleAddress, q string) []source.ModuleAddress {
-	words := strings.Fields(strings.ToLower(q))
-	var out []source.ModuleAddress
-	for _, a := range all {
-		s := a.String()
-		if !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(s, w) }) {
-			out = append(out, a)
-		}
-	}
+// sorted are the addresses in address order, without duplicates.
+func sorted(all []source.ModuleAddress) []source.ModuleAddress {
+	out := slices.Clone(all)
 	slices.SortFunc(out, func(a, b source.ModuleAddress) int { return strings.Compare(a.String(), b.String()) })
 	return slices.CompactFunc(out, func(a, b source.ModuleAddress) bool { return a == b })
+}
+
+// found are the addresses matching every word of q (case folded), best
+// first (rank), with why each matched; all of them, in order, for an
+// empty q.
+func (h *Handlers) found(ctx context.Context, all []source.ModuleAddress, q string) ([]source.ModuleAddress, map[source.ModuleAddress][]Hit, error) {
+	words := strings.Fields(strings.ToLower(q))
+	if len(words) == 0 {
+		return all, nil, nil
+	}
+	ranks := make([]int, len(all))
+	hits := make([][]Hit, len(all))
+	err := h.Out.Store.Each(ctx, len(all), func(ctx context.Context, i int) error {
+		if r, _ := rank(all[i], nil, words); r == rankAddress {
+			ranks[i] = r // each index by one goroutine
+			return nil
+		}
+		st, _, err := h.searchable(ctx, all[i])
+		ranks[i], hits[i] = rank(all[i], st, words)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	order := make([]int, 0, len(all))
+	for i := range all {
+		if ranks[i] != rankNone {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return ranks[i] - ranks[j] })
+	out := make([]source.ModuleAddress, len(order))
+	why := map[source.ModuleAddress][]Hit{}
+	for k, i := range order {
+		out[k] = all[i]
+		if len(hits[i]) > 0 {
+			why[all[i]] = hits[i]
+		}
+	}
+	return out, why, nil
 }
 
 // inScope are the addresses the request's client may read (all of them
