@@ -51,6 +51,7 @@ const (
 	listing = "listing the repository's tags"
 	// listingRepositories is Held's listing of a registry's catalog.
 	listingRepositories = "listing the registry's repositories"
+	readingHeldIndex    = "reading the held-address index"
 )
 
 // RepoMissing reports whether err says the repository does not exist.

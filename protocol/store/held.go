@@ -31,6 +31,10 @@ type Held struct {
 	// 403 DENIED)".
 	CanList bool
 	Reason  string
+	// Indexed is set when the held-address index (Options.HeldIndex) was
+	// read and its entries are included: the listing is then complete
+	// (CanList) even where the catalog does not list.
+	Indexed bool
 	// At is when the listing was read.
 	At time.Time
 }
@@ -56,37 +60,111 @@ func (s *Store) Held(ctx context.Context, tpl *repotemplate.Template) (Held, err
 	return h, nil
 }
 
-// listHeld reads the listing Held caches.
+// listHeld reads the listing Held caches: the catalog, then the
+// held-address index where one is kept on the template's registry.
 func (s *Store) listHeld(ctx context.Context, tpl *repotemplate.Template) (Held, error) {
 	host, prefix := tpl.ListPrefix()
 	if host == "" {
 		return Held{Reason: fmt.Sprintf("the repository template %s has a placeholder in its registry host: no one registry to list", tpl)}, nil
 	}
-	byName := map[string]int{}
-	var h Held
+	// The index repository itself is held, but holds no provider or module.
+	h := heldList{tpl: tpl, host: host, prefix: prefix, byName: map[string]bool{s.opts.HeldIndex.Name(): true}}
 	err := s.opts.Client.ListRepositories(ctx, host, prefix, func(repos []string) error {
-		for _, name := range repos {
-			ref := heldReference(host, name)
-			if _, dup := byName[ref.Name()]; dup {
-				continue
-			}
-			if vals, ok := tpl.Match(ref); ok {
-				byName[ref.Name()] = len(h.Repositories)
-				h.Repositories = append(h.Repositories, ref)
-				h.Values = append(h.Values, vals)
-			}
-		}
+		h.addAll(repos)
 		return nil
 	})
 	switch {
 	case errors.Is(err, oci.ErrCannotList):
-		return Held{Reason: err.Error()}, nil
+		h.Reason = err.Error()
 	case err != nil:
 		return Held{}, &Error{Failure: oci.Classify(err), Repo: heldName(host, prefix), What: listingRepositories, Err: err}
+	default:
+		h.CanList = true
 	}
-	h.CanList = true
+	if idx := s.opts.HeldIndex; !idx.Layout && idx.Registry == host {
+		if err := s.mergeHeldIndex(ctx, &h); err != nil {
+			return Held{}, err
+		}
+	}
+	if h.CanList {
+		h.Reason = ""
+	}
 	h.sort()
-	return h, nil
+	return h.Held, nil
+}
+
+// heldList collects a Held: the repositories tpl matches, once each.
+type heldList struct {
+	Held
+	tpl          *repotemplate.Template
+	host, prefix string
+	byName       map[string]bool
+}
+
+// addAll adds the repositories of a listing of host that tpl matches;
+// it returns the names it added.
+func (h *heldList) addAll(repos []string) []string {
+	var added []string
+	for _, name := range repos {
+		ref := heldReference(h.host, name)
+		if h.byName[ref.Name()] || !strings.HasPrefix(name, h.prefix) {
+			continue
+		}
+		if vals, ok := h.tpl.Match(ref); ok {
+			h.byName[ref.Name()] = true
+			h.Repositories = append(h.Repositories, ref)
+			h.Values = append(h.Values, vals)
+			added = append(added, name)
+		}
+	}
+	return added
+}
+
+// mergeHeldIndex adds the index's entries to h and, with
+// RepairHeldIndex, writes the entries the catalog found that the index
+// lacks (at most maxHeldRepairs a listing; a write that fails is logged).
+func (s *Store) mergeHeldIndex(ctx context.Context, h *heldList) error {
+	idx := s.opts.HeldIndex
+	fromCatalog := slices.Clone(h.Repositories)
+	repo, err := s.opts.Client.OpenReadOnly(ctx, idx)
+	var entries []string
+	if err == nil {
+		entries, err = oci.ListHeldEntries(ctx, repo)
+	}
+	if err != nil {
+		return &Error{Failure: oci.Classify(err), Repo: idx.Name(), What: readingHeldIndex, Err: err}
+	}
+	h.addAll(entries)
+	h.Indexed, h.CanList = true, true
+	if !s.opts.RepairHeldIndex {
+		return nil
+	}
+	indexed := map[string]bool{}
+	for _, e := range entries {
+		indexed[e] = true
+	}
+	repaired := 0
+	for _, r := range fromCatalog {
+		if indexed[r.Repository] || repaired >= maxHeldRepairs {
+			continue
+		}
+		repaired++
+		if err := s.writeHeldEntry(ctx, r.Repository); err != nil {
+			s.opts.Logger.Warn("could not add a repository to the held-address index", "index", idx.Name(), "repository", r.Name(), "error", err)
+		}
+	}
+	return nil
+}
+
+// maxHeldRepairs bounds the index entries one listing writes.
+const maxHeldRepairs = 1000
+
+func (s *Store) writeHeldEntry(ctx context.Context, repository string) error {
+	index, err := s.opts.Client.Open(s.opts.HeldIndex)
+	if err != nil {
+		return err
+	}
+	return oci.WriteHeldEntry(ctx, index, repository)
 }
 
 // heldReference is the repository a listing of host names.

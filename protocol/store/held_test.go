@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -166,5 +167,49 @@ func TestHeldLayouts(t *testing.T) {
 	if err != nil || !h.CanList || !sameValues(h.Values, want) || len(h.Repositories) != 2 ||
 		h.Repositories[0] != (oci.Reference{Layout: true, Repository: filepath.ToSlash(dir) + "/acme/x"}) {
 		t.Errorf("%+v %v, want %v", h, err, want)
+	}
+}
+
+// Where the catalog does not list (GHCR), the held-address index lists
+// what push, mirror and pull-through recorded in it; where it lists, a
+// repository the catalog finds and the index lacks is added to it
+// (RepairHeldIndex), and the index repository itself is no provider.
+func TestHeldIndex(t *testing.T) {
+	ctx := context.Background()
+	rs, client := heldSetup(t)
+	denying := testenv.StartFrontFor(t, rs.reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{Match: matchCatalog,
+		Fault: testenv.ErrorAnswer(http.StatusForbidden, "DENIED", "denied")}}})
+	index := oci.Reference{Registry: denying.Host, Repository: "acme/providers/held/index"}
+	writer, err := client.Open(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"acme/providers/b/two", "acme/providers/c/three", "elsewhere/x/y"} {
+		if err := oci.WriteHeldEntry(ctx, writer, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tpl := providerTemplate(t, denying.Host+"/acme/providers/${namespace}/${type}")
+	h, err := newStore(t, store.Options{Client: client, HeldIndex: index}).Held(ctx, tpl)
+	want := []map[string]string{{"namespace": "b", "type": "two"}, {"namespace": "c", "type": "three"}}
+	if err != nil || !h.CanList || !h.Indexed || h.Reason != "" || !sameValues(h.Values, want) {
+		t.Errorf("a registry that does not list, with an index: %+v %v, want %v", h, err, want)
+	}
+
+	plain := testenv.StartFrontFor(t, rs.reg, testenv.FrontOptions{})
+	index.Registry = plain.Host
+	tpl = providerTemplate(t, plain.Host+"/acme/providers/${namespace}/${type}")
+	h, err = newStore(t, store.Options{Client: client, HeldIndex: index, RepairHeldIndex: true}).Held(ctx, tpl)
+	want = []map[string]string{{"namespace": "a", "type": "one"}, {"namespace": "b", "type": "two"}, {"namespace": "c", "type": "three"}}
+	if err != nil || !h.CanList || !h.Indexed || !sameValues(h.Values, want) {
+		t.Errorf("catalog and index: %+v %v, want %v", h, err, want)
+	}
+	repo, err := client.OpenReadOnly(ctx, index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := oci.ListHeldEntries(ctx, repo)
+	if err != nil || !slices.Contains(entries, "acme/providers/a/one") || len(entries) != 4 {
+		t.Errorf("the index after a repairing listing: %v %v, want a/one added", entries, err)
 	}
 }

@@ -60,6 +60,14 @@ type Options struct {
 	// served (Repo.Admitted). The proxy sets it from its
 	// RequireAttestation.
 	Admit Admit
+	// HeldIndex, when it names a registry repository, is the
+	// held-address index Held reads beside the catalog of that registry
+	// (docs/catalogue.md, "What is held"): the repositories it names are
+	// held even where the catalog does not list. RepairHeldIndex writes
+	// into it, with Client's credentials, the repositories a catalog
+	// listing finds that it lacks.
+	HeldIndex       oci.Reference
+	RepairHeldIndex bool
 	// Observe is told each cache lookup's result (metrics).
 	Observe func(cache, result string)
 	Logger  *slog.Logger
