@@ -52,7 +52,7 @@ func (s *Server) Authenticate(h http.Handler) http.Handler {
 		cred, err := s.credentialOf(r)
 		ev := respond.EventOf(r.Context())
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu"`)
+			w.Header().Add("WWW-Authenticate", `Bearer realm="oci-tofu"`)
 			msg := err.Error()
 			if errors.Is(err, errNoToken) {
 				// The usual cause: a credentials block (or TF_TOKEN_…) for

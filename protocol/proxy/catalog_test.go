@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -306,5 +307,45 @@ func TestCatalogShowsTheStoredInterface(t *testing.T) {
 	d, r := getCatalog[catalog.ModulePage](t, p, "/catalog/modules/example.com/acme/vpc/aws/1.0.0", nil)
 	if r.Status != http.StatusOK || d.Interface != catalog.HowStored || len(d.Module.Inputs) != 0 || len(d.Module.Outputs) != 1 || d.Module.Outputs[0].Name != "version" {
 		t.Errorf("%d: interface %s, inputs %+v, outputs %+v; want the stored one (output version only)", r.Status, d.Interface, d.Module.Inputs, d.Module.Outputs)
+	}
+}
+
+// A browser signs in to the catalogue with the token as a Basic
+// password, and is asked to; it reads what the bearer token would read.
+// Nothing but the catalogue takes Basic.
+func TestCatalogSignInFromABrowser(t *testing.T) {
+	const tokenA, admin = "token-of-acme", "operator-token"
+	p := startCatalog(t, fmt.Sprintf(`
+client "acme" {
+  tokens  = [%q]
+  modules = ["*/acme/*/*"]
+}
+`, policy.TokenHash(tokenA)), Options{AuthTokens: []string{admin}})
+	basic := func(user, password string) map[string]string {
+		return map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))}
+	}
+	r := p.get(t, "/catalog/")
+	if challenges := r.Header.Values("WWW-Authenticate"); r.Status != http.StatusUnauthorized || !slices.Contains(challenges, `Basic realm="oci-tofu catalogue", charset="UTF-8"`) || !slices.ContainsFunc(challenges, func(c string) bool { return strings.HasPrefix(c, "Bearer ") }) {
+		t.Errorf("without a credential: %d, challenges %q", r.Status, challenges)
+	}
+	idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/", basic("anyone", tokenA))
+	if r.Status != http.StatusOK || idx.Total != 1 || idx.Modules[0].Namespace != "acme" || r.Header.Get("WWW-Authenticate") != "" {
+		t.Errorf("acme signed in: %d %+v, WWW-Authenticate %q", r.Status, idx, r.Header.Get("WWW-Authenticate"))
+	}
+	if _, r := getCatalog[json.RawMessage](t, p, "/catalog/modules/example.com/others/dns/aws", basic("", tokenA)); r.Status != http.StatusNotFound {
+		t.Errorf("acme signed in reads another team's module: %d", r.Status)
+	}
+	if all, r := getCatalog[catalog.IndexPage](t, p, "/catalog/", basic("x", admin)); r.Status != http.StatusOK || all.Total != 2 {
+		t.Errorf("the operator signed in: %d %+v", r.Status, all)
+	}
+	for _, h := range []map[string]string{basic("anyone", "wrong"), basic(tokenA, ""), {"Authorization": "Basic !!!"}} {
+		if r := p.do(t, http.MethodGet, "/catalog/", h); r.Status != http.StatusUnauthorized || !slices.Contains(r.Header.Values("WWW-Authenticate"), basicRealm) {
+			t.Errorf("%v: %d %q", h, r.Status, r.Header.Values("WWW-Authenticate"))
+		}
+	}
+	for _, path := range []string{"/v1/modules/acme/vpc/aws/versions", "/v1/whoami"} {
+		if r := p.do(t, http.MethodGet, path, basic("anyone", tokenA)); r.Status != http.StatusUnauthorized || slices.Contains(r.Header.Values("WWW-Authenticate"), basicRealm) {
+			t.Errorf("%s takes Basic: %d %q", path, r.Status, r.Header.Values("WWW-Authenticate"))
+		}
 	}
 }

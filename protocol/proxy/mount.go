@@ -118,9 +118,11 @@ func pageMappings(ms store.ProviderMappings) []page.ProviderMapping {
 // protocols.
 func (s *Server) mountCatalog(tpls []*repotemplate.Template) {
 	h := &catalog.Handlers{Out: s.out, Modules: s.catalogModuleSource(tpls), Docs: catalogDocs{source.NewModuleDocs("")},
-		Held: func(ctx context.Context, host string) (catalog.Held, error) { return heldModules(ctx, s.store, tpls, host) },
+		Held: func(ctx context.Context, host string) (catalog.Held, error) {
+			return heldModules(ctx, s.store, tpls, host)
+		},
 		RenderIndex: page.RenderCatalogIndex, RenderModule: page.RenderModule}
-	s.Mount("", catalog.Prefix, "catalog", s.Authenticate(h))
+	s.Mount("", catalog.Prefix, "catalog", s.AuthenticatePeople(h))
 }
 
 // catalogDocs reads module interfaces for the catalogue.
