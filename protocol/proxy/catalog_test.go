@@ -255,8 +255,11 @@ client "acme" {
 		}
 	}
 	idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/", as(tokenA))
-	if r.Status != http.StatusOK || idx.Total != 1 || len(idx.Modules) != 1 || idx.Modules[0].Namespace != "acme" {
-		t.Errorf("acme's index: %d %+v", r.Status, idx)
+	if r.Status != http.StatusOK || idx.Total != 1 || len(idx.Modules) != 1 || idx.Modules[0].Namespace != "acme" || !idx.Complete || len(idx.Coverage) != 0 {
+		t.Errorf("acme's index: %d %+v (the mappings are the operator's)", r.Status, idx)
+	}
+	if all, _ := getCatalog[catalog.IndexPage](t, p, "/catalog/", as(admin)); len(all.Coverage) != 1 || !all.Coverage[0].Listed || !strings.HasPrefix(all.Coverage[0].Template, "oci-layout:") {
+		t.Errorf("the operator's coverage: %+v", all.Coverage)
 	}
 	if strings.Contains(string(r.Body), "others") || strings.Contains(string(p.do(t, http.MethodGet, "/catalog/", as(tokenA)).Body), "others") {
 		t.Errorf("acme's index names another team's module:\n%s", r.Body)

@@ -27,7 +27,11 @@ type IndexPage struct {
 	// this page's number from 1, Pages how many there are.
 	Total    int        `json:"total"`
 	Page     int        `json:"page"`
-	Pages    int        `json:"pages"`
+	Pages int `json:"pages"`
+	// Complete is false when some mapping's repositories could not all
+	// be listed; Coverage says which and why, to a caller that reads
+	// everything only (the mappings are the operator's).
+	Complete bool       `json:"complete"`
 	Coverage []Coverage `json:"coverage"`
 }
 
@@ -75,9 +79,12 @@ func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 		h.Out.Fail(w, r, err)
 		return
 	}
-	d := IndexPage{Query: q, Total: len(visible), Page: page, Pages: (len(visible) + PageSize - 1) / PageSize, Coverage: held.Coverage}
-	if d.Coverage == nil {
-		d.Coverage = []Coverage{}
+	d := IndexPage{Query: q, Total: len(visible), Page: page, Pages: (len(visible) + PageSize - 1) / PageSize, Complete: true, Coverage: []Coverage{}}
+	for _, c := range held.Coverage {
+		d.Complete = d.Complete && c.Listed
+	}
+	if respond.ReaderOf(ctx) == nil {
+		d.Coverage = append(d.Coverage, held.Coverage...)
 	}
 	shown := pageOf(visible, page)
 	d.Modules = make([]ModuleEntry, len(shown))
