@@ -8,4 +8,6 @@ type Options struct {
 	Image func(string) string
 }
 
-func Render(markdown []byte, o Options) template.HTML { return template.HTML(template.HTMLEscapeString(string(markdown))) }
+func Render(markdown []byte, o Options) template.HTML {
+	return template.HTML(template.HTMLEscapeString(string(markdown)))
+}
