@@ -352,3 +352,21 @@ client "acme" {
 		}
 	}
 }
+
+// Without --registry-hostname, addresses and snippets name the host and
+// port the client reached the proxy by, as tofu needs them; the page's
+// URLs keep the registry hostname (no port).
+func TestCatalogAddressesAsClientsWriteThem(t *testing.T) {
+	mdir, mopen := moduleStore(t)
+	push(t, mopen("acme", "vpc", "aws"), moduleArtifact(t, vpcModule(t, "1.0.0")), "1.0.0")
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}})
+	hostport := strings.TrimPrefix(p.URL, "https://")
+	idx, _ := getCatalog[catalog.IndexPage](t, p, "/catalog/", nil)
+	if len(idx.Modules) != 1 || idx.Modules[0].Address != hostport+"/acme/vpc/aws" || idx.Modules[0].URL != "modules/127.0.0.1/acme/vpc/aws" {
+		t.Fatalf("index %+v, want address %s/acme/vpc/aws", idx.Modules, hostport)
+	}
+	d, r := getCatalog[catalog.ModulePage](t, p, "/catalog/"+idx.Modules[0].URL, nil)
+	if r.Status != http.StatusOK || d.Address != hostport+"/acme/vpc/aws" || !strings.Contains(d.Usage.Registry, `"`+hostport+`/acme/vpc/aws"`) {
+		t.Errorf("%d: address %s, usage %s", r.Status, d.Address, d.Usage.Registry)
+	}
+}

@@ -72,6 +72,53 @@ func (h *Handlers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serveModule(w, r, req)
 }
 
+// addresser is how a request's client writes the addresses of modules:
+// a module under the proxy's own registry hostname with the host (and
+// port) the client reached the proxy by, or --registry-hostname; an
+// origin's as the origin names it.
+type addresser struct {
+	own, shown string
+}
+
+// addresserOf is r's addresser.
+func (h *Handlers) addresserOf(r *http.Request) addresser {
+	own, err := h.Out.RegistryHostname(r)
+	if err != nil {
+		return addresser{}
+	}
+	if h.Out.Opts.RegistryHostname != "" {
+		return addresser{own: own, shown: own}
+	}
+	return addresser{own: own, shown: clientHost(r.Host, own)}
+}
+
+// clientHost is host as a client writes it in an address: lower-case,
+// with its port unless that is 443 (tofu and Terraform leave it out);
+// own when host's port is not a number.
+func clientHost(host, own string) string {
+	host = strings.ToLower(host)
+	i := strings.LastIndexByte(host, ':')
+	if i < 0 || strings.HasSuffix(host, "]") {
+		return host
+	}
+	port := host[i+1:]
+	if port == "" || strings.Trim(port, "0123456789") != "" || len(port) > 5 {
+		return own
+	}
+	if port == "443" {
+		return host[:i]
+	}
+	return host
+}
+
+// address is a as the client writes it.
+func (ad addresser) address(a source.ModuleAddress) string {
+	if ad.shown != "" && a.Host == ad.own {
+		return ad.shown + "/" + a.Module.String()
+	}
+	return a.String()
+}
+
 // wantsJSON reports whether r asks for the JSON document rather than the
 // page: ?format=json, or an Accept header naming application/json and
 // not text/html.

@@ -37,7 +37,10 @@ type IndexPage struct {
 
 // ModuleEntry is one module in the index.
 type ModuleEntry struct {
-	// Address is HOST/NAMESPACE/NAME/SYSTEM, as clients write it.
+	// Address is HOST/NAMESPACE/NAME/SYSTEM, as clients write it (the
+	// host they reach the proxy by, its port included); Host is the
+	// registry hostname the proxy knows it under (no port), as the
+	// page's URL names it.
 	Address   string `json:"address"`
 	Host      string `json:"host"`
 	Namespace string `json:"namespace"`
@@ -86,10 +89,10 @@ func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 	if respond.ReaderOf(ctx) == nil {
 		d.Coverage = append(d.Coverage, held.Coverage...)
 	}
-	shown := pageOf(visible, page)
+	shown, ad := pageOf(visible, page), h.addresserOf(r)
 	d.Modules = make([]ModuleEntry, len(shown))
 	err = h.Out.Store.Each(ctx, len(shown), func(ctx context.Context, i int) error {
-		e, err := h.entry(ctx, shown[i])
+		e, err := h.entry(ctx, ad, shown[i])
 		e.Hits = hits[shown[i]]
 		d.Modules[i] = e
 		return err
@@ -207,8 +210,8 @@ func pageOf[T any](all []T, n int) []T {
 // entry is a's index entry: its newest version served. A module whose
 // versions cannot be listed (none is a module package, every one is
 // denied) is listed without versions.
-func (h *Handlers) entry(ctx context.Context, a source.ModuleAddress) (ModuleEntry, error) {
-	e := ModuleEntry{Address: a.String(), Host: a.Host, Namespace: a.Module.Namespace, Name: a.Module.Name, System: a.Module.System,
+func (h *Handlers) entry(ctx context.Context, ad addresser, a source.ModuleAddress) (ModuleEntry, error) {
+	e := ModuleEntry{Address: ad.address(a), Host: a.Host, Namespace: a.Module.Namespace, Name: a.Module.Name, System: a.Module.System,
 		URL: "modules/" + a.Host + "/" + a.Module.String()}
 	l, err := h.Modules.ModuleVersions(ctx, a)
 	if source.Absent(err) {

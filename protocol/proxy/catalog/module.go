@@ -86,7 +86,7 @@ type README struct {
 }
 
 func (h *Handlers) serveModule(w http.ResponseWriter, r *http.Request, req Request) {
-	d, err := h.modulePage(r.Context(), req)
+	d, err := h.modulePage(r.Context(), req, h.addresserOf(r))
 	if err != nil {
 		h.Out.Fail(w, r, err)
 		return
@@ -95,7 +95,7 @@ func (h *Handlers) serveModule(w http.ResponseWriter, r *http.Request, req Reque
 }
 
 // modulePage builds req's page.
-func (h *Handlers) modulePage(ctx context.Context, req Request) (ModulePage, error) {
+func (h *Handlers) modulePage(ctx context.Context, req Request, ad addresser) (ModulePage, error) {
 	a := req.Address
 	statuses, served, err := h.versions(ctx, a)
 	if err != nil {
@@ -120,7 +120,7 @@ func (h *Handlers) modulePage(ctx context.Context, req Request) (ModulePage, err
 	if err != nil {
 		return ModulePage{}, err
 	}
-	d := ModulePage{Address: a.String(), Host: a.Host, Namespace: a.Module.Namespace, Name: a.Module.Name, System: a.Module.System,
+	d := ModulePage{Address: ad.address(a), Host: a.Host, Namespace: a.Module.Namespace, Name: a.Module.Name, System: a.Module.System,
 		Version: v.String(), Latest: latest.String(), Versions: statuses, Repository: rel.Root.Repo.Name(), Manifest: rel.Root.Digest.String(),
 		Interface: how, Dir: req.Dir, Diagnostics: nonNil(doc.Package.Diagnostics), Base: backToIndex(req)}
 	if d.Module = moduleIn(doc, req.Dir); d.Module == nil {
@@ -128,7 +128,7 @@ func (h *Handlers) modulePage(ctx context.Context, req Request) (ModulePage, err
 	}
 	d.Submodules, d.Examples = dirLinks(doc.Package.Submodules, d.Base, a, v), dirLinks(doc.Package.Examples, d.Base, a, v)
 	if !strings.HasPrefix(req.Dir, "examples/") {
-		d.Usage = usageOf(a, v, d.Repository, req.Dir, d.Module)
+		d.Usage = usageOf(a, d.Address, v, d.Repository, req.Dir, d.Module)
 	}
 	d.README = readmeOf(doc, d.Module, d.Base, a, v)
 	return d, nil

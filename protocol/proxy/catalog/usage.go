@@ -27,9 +27,9 @@ type Usage struct {
 }
 
 // usageOf is how to call module m (in dir of the package) of version v
-// of a, stored in repository: each required input is set to a
-// placeholder of its type.
-func usageOf(a source.ModuleAddress, v names.Version, repository, dir string, m *moduledoc.Module) *Usage {
+// of a (address, as the client writes it), stored in repository: each
+// required input is set to a placeholder of its type.
+func usageOf(a source.ModuleAddress, address string, v names.Version, repository, dir string, m *moduledoc.Module) *Usage {
 	sub := ""
 	if dir != "" {
 		sub = "//" + dir
@@ -43,7 +43,7 @@ func usageOf(a source.ModuleAddress, v names.Version, repository, dir string, m 
 	return &Usage{
 		Constraint: c,
 		Registry: fmt.Sprintf("module %q {\n  source  = %q\n  version = %q\n%s}\n",
-			label, a.String()+sub, c, inputs),
+			label, address+sub, c, inputs),
 		OCI: fmt.Sprintf("module %q {\n  source = %q\n%s}\n",
 			label, "oci://"+repository+sub+"?tag="+names.TagForVersion(v), inputs),
 	}
