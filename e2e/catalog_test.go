@@ -331,7 +331,7 @@ func TestCatalogEndToEnd(t *testing.T) {
 		t.Errorf("submodule registry snippet:\n%s", sub.Usage.Registry)
 	}
 	for _, m := range []catalogModule{root, plain, sub} {
-		t.Logf("%s%s:\n%s\n%s", m.Address, m.Dir, m.Usage.Registry, m.Usage.OCI)
+		t.Logf("page of %s, dir %q:\n%s\n%s", m.Address, m.Dir, m.Usage.Registry, m.Usage.OCI)
 	}
 
 	// The registry snippets, unchanged, through the proxy: each CLI installs
