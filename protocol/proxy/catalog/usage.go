@@ -19,9 +19,10 @@ import (
 type Usage struct {
 	// Registry is a module block with the address as clients write it
 	// and a version constraint; OCI the same with the oci:// source,
-	// pinned to the version's tag (oci:// has no constraints).
+	// pinned to the version's tag (oci:// has no constraints), "" for a
+	// package in an OCI layout directory (oci:// reads registries only).
 	Registry string `json:"registry"`
-	OCI      string `json:"oci"`
+	OCI      string `json:"oci,omitempty"`
 	// Constraint is the version constraint Registry uses.
 	Constraint string `json:"constraint"`
 }
