@@ -10,7 +10,7 @@ import (
 func showCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
-		Usage:     "print a module package's interface: inputs, outputs, providers, resources, submodules",
+		Usage:     "print a module package's interface: inputs, outputs, providers, resources",
 		ArgsUsage: "REPOSITORY[:TAG|@DIGEST]",
 		Description: `Prints the interface stored beside the module package (push module, mirror and
 pull-through store it): each module's inputs (name, type, default, required),
