@@ -150,6 +150,7 @@ func TestPullThroughModules(t *testing.T) {
 				if got == "" || got != want {
 					t.Errorf("%s: the registry holds %q, push module gives %s for the same tree", mv, got, want)
 				}
+				checkStoredInterface(t, reg.Host+"/pulled/"+module+":"+version, reg.Host+"/pushed/"+module+":"+version)
 			}
 
 			o.reg.Stop()
@@ -481,6 +482,7 @@ func TestMirrorModules(t *testing.T) {
 		if got[origin+"/"+mv] != want || tagDigest(t, reg, "mirrored/"+module, version) != want {
 			t.Errorf("%s: mirrored %q, push module gives %s (results %v)", mv, got[origin+"/"+mv], want, got)
 		}
+		checkStoredInterface(t, reg.Host+"/mirrored/"+module+":"+version, reg.Host+"/pushed/"+module+":"+version)
 	}
 	packs := o.git.UploadPacks()
 	out = mustRun(t, append(args, "--modules-from", testenv.WriteConfig(t, calls(origin)))...)
@@ -543,5 +545,19 @@ func TestPullThroughModulesPolicy(t *testing.T) {
 	}
 	if d := tagDigest(t, reg, "mirrored/acme/greeting/aws", "1.1.0"); d != "" {
 		t.Errorf("mirror stored the denied version: %s", d)
+	}
+}
+
+// checkStoredInterface checks that ref, a module package mirror or
+// pull-through stored, has its interface stored beside it (show does not
+// extract it now), the same as push module stored for the same tree
+// (pushed).
+func checkStoredInterface(t *testing.T, ref, pushed string) {
+	t.Helper()
+	if out := mustRun(t, "show", ref); strings.Contains(out, "extracted now") || !strings.Contains(out, "Root module") {
+		t.Errorf("show %s:\n%s", ref, out)
+	}
+	if got, want := mustRun(t, "show", "--json", ref), mustRun(t, "show", "--json", pushed); got != want {
+		t.Errorf("the interface stored for %s:\n%s\npush module stored:\n%s", ref, got, want)
 	}
 }

@@ -65,6 +65,7 @@ func newApp() *cli.App {
 			mirrorCommand(),
 			pruneCommand(),
 			sbomCommand(),
+			showCommand(),
 			vulnsCommand(),
 			usageCommand(),
 			policyCommand(),

@@ -5,6 +5,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -31,6 +32,9 @@ other OCI tag such as latest. Tags that look like versions must be canonical
 written once: other content under an existing version is refused, naming both
 digests, unless --replace. Tags that are not versions (latest, given as TAG or
 with --also-tag) are pointers that move to this push.
+
+The package's interface (what oci-tofu show prints) is stored beside it, an OCI
+1.1 referrer of its manifest written before the tags; not in an OCI layout.
 
 OpenTofu (>= 1.10) installs the result with
   source = "oci://REPOSITORY?tag=TAG"`,
@@ -75,7 +79,7 @@ func pushModule(c *cli.Context) error {
 	}
 	defer pkg.Remove()
 	pkg.ReportPrepared(rep)
-	res, err := pkg.Push(c.Context, target, pushOptions(c, rep))
+	res, err := moduledoc.Push(c.Context, pkg, target, moduledoc.PushOptions{PushOptions: pushOptions(c, rep), NotInLayout: true, Report: rep})
 	if err != nil {
 		return err
 	}

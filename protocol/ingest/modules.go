@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
 	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -31,8 +32,9 @@ type ModuleTarget struct {
 
 // StoreModule resolves version v of mod at f's origin registry (raw is
 // the version as the origin writes it), fetches its source, packs the
-// tree exactly as `push module` packs it and pushes it to the target,
-// tagged last; with Attest, the attestation records the origin, the
+// tree exactly as `push module` packs it and pushes it to the target
+// with its interface (moduledoc.Push: stored before the tag), tagged
+// last; with Attest, the attestation records the origin, the
 // source URL and the git commit. A tree failing the package checks is
 // refused (modulesource.ErrRefused).
 func StoreModule(ctx context.Context, f *modulesource.Fetcher, mod names.Module, raw string, v names.Version, t ModuleTarget) (oci.PushResult, error) {
@@ -60,7 +62,7 @@ func StoreModule(ctx context.Context, f *modulesource.Fetcher, mod names.Module,
 	if err := markPulledThrough(ctx, t, pkg); err != nil {
 		return oci.PushResult{}, err
 	}
-	res, err := pkg.Push(ctx, target, oci.PushOptions{})
+	res, err := moduledoc.Push(ctx, pkg, target, moduledoc.PushOptions{})
 	if err != nil || t.Attest == nil || t.Attest.Attester == nil {
 		return res, err
 	}
