@@ -27,7 +27,9 @@ var testOptions = Options{
 	},
 }
 
-func ours(u string) bool { return strings.HasPrefix(u, "/catalog/pkg/") || strings.HasPrefix(u, "/files/pkg/") }
+func ours(u string) bool {
+	return strings.HasPrefix(u, "/catalog/pkg/") || strings.HasPrefix(u, "/files/pkg/")
+}
 
 // mustRender renders in and fails the test on any breach of the
 // allow-list.
