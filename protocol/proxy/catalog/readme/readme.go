@@ -77,10 +77,11 @@ func Render(markdown []byte, o Options) template.HTML {
 	var out bytes.Buffer
 	out.Grow(len(src) + len(src)/2)
 	render(&out, src, &o)
+	safe := allowList.SanitizeReader(&out)
 	if cut {
-		out.WriteString(cutNote)
+		safe.WriteString(cutNote)
 	}
-	return template.HTML(out.String()) // #nosec G203 -- built by safeRenderer from the rewritten tree
+	return template.HTML(safe.String()) // #nosec G203 -- rendered from the rewritten tree, then allow-listed
 }
 
 // render parses src with this call's state in a fresh context and writes

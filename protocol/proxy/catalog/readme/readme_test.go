@@ -1,6 +1,8 @@
 package readme
 
 import (
+	"bytes"
+	"html"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +106,7 @@ func TestRenderHostile(t *testing.T) {
 		{"fragment quotes", `[x](#a"onmouseover=alert(1))`, []string{`href="#readme-a%22onmouseover=alert(1)"`}, []string{`"onmouseover`}},
 		{"empty link", `[x]() [y](#)`, []string{"<p>x y</p>"}, []string{"href"}},
 		{"heading ids", "# A\n## A\n### <b>x</b>\n#### !!!", []string{`id="readme-a"`, `id="readme-a-1"`, `id="readme-bxb"`, `id="readme-heading"`}, nil},
-		{"code info", "```go\" onclick=\"x\nfmt\n```", []string{`<code class="language-go&quot;">`}, []string{`" onclick`}},
+		{"code info", "```go\" onclick=\"x\nfmt\n```", []string{`<code class="language-go&#34;">`}, []string{`" onclick`}},
 		{"table", "| a | b |\n|:-:|---|\n| 1 | `x\\|y` |\n| 2 |\n", []string{`<th align="center">a</th>`, "<td><code>x|y</code></td>", "<td></td>"}, []string{"style"}},
 		{"task list", "- [x] done\n- [ ] todo", []string{`<li><input checked="" disabled="" type="checkbox"> done</li>`, `<li><input disabled="" type="checkbox"> todo</li>`}, nil},
 		{"strikethrough", "~~old~~", []string{"<del>old</del>"}, nil},
@@ -223,4 +225,28 @@ func maxDepth(out, open string) int {
 		}
 	}
 	return deepest
+}
+
+// The allow-list removes what the renderer must never write...
+func TestAllowListRemovesTheRest(t *testing.T) {
+	in := `<p onclick="x" style="color:red">a<script>alert(1)</script><iframe src="https://e"></iframe>` +
+		`<a href="javascript:alert(1)">j</a><a href="https://e" target="_blank" rel="opener">h</a>` +
+		`<img src="https://e/x.png" onerror="x" width="1"><input type="text"><svg onload="x"></svg>` +
+		`<h1 id="main">t</h1><td align="justify">c</td><!-- c --></p>`
+	out := allowList.Sanitize(in)
+	for _, gone := range []string{"onclick", "style", "script", "alert", "iframe", "javascript", "target", "opener", "onerror", "width", "text", "svg", `id="main"`, "justify", "<!--"} {
+		if strings.Contains(out, gone) {
+			t.Errorf("allow-listed %s: %q left", out, gone)
+		}
+	}
+}
+
+// ...and changes nothing else.
+func TestAllowListKeepsTheRendering(t *testing.T) {
+	var raw bytes.Buffer
+	o := testOptions
+	render(&raw, []byte(sampleREADME+"1. a\n\n3. b\n"), &o)
+	if got, want := html.UnescapeString(allowList.Sanitize(raw.String())), html.UnescapeString(raw.String()); got != want {
+		t.Errorf("allow-list changed the rendering:\n%s\nwant\n%s", got, want)
+	}
 }
