@@ -1,0 +1,84 @@
+package proxy
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
+)
+
+// snippetBlock parses a usage snippet as a user pasting it would, and
+// returns its one block's attributes: the snippet must be one module
+// block whose source is a literal string (no interpolation a package
+// could slip into it).
+func snippetBlock(t *testing.T, what, snippet string) hclsyntax.Attributes {
+	t.Helper()
+	f, diags := hclsyntax.ParseConfig([]byte(snippet), "snippet.tf", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Errorf("%s does not parse: %v\n%s", what, diags, snippet)
+		return nil
+	}
+	body := f.Body.(*hclsyntax.Body)
+	if len(body.Blocks) != 1 || len(body.Attributes) != 0 || body.Blocks[0].Type != "module" {
+		t.Errorf("%s is not one module block:\n%s", what, snippet)
+		return nil
+	}
+	attrs := body.Blocks[0].Body.Attributes
+	if src, ok := attrs["source"]; !ok {
+		t.Errorf("%s has no source", what)
+	} else if _, ok := src.Expr.(*hclsyntax.TemplateExpr); !ok || !src.Expr.(*hclsyntax.TemplateExpr).IsStringLiteral() {
+		t.Errorf("%s: the source is not a literal string:\n%s", what, snippet)
+	}
+	return attrs
+}
+
+// Finding: the usage snippet a user copies is built from the package's
+// interface. A type constraint written over several lines (its text as
+// written goes in a comment) ended the comment and put the rest of the
+// type, or whatever a package wrote there, into the module block; a
+// submodule directory named "${...}" became an interpolation in the
+// source string. The snippet must stay one module block setting only
+// source, version and the required inputs.
+func TestCatalogUsageSnippetCannotBeInjected(t *testing.T) {
+	mdir, mopen := moduleStore(t)
+	push(t, mopen("acme", "net", "aws"), moduleArtifact(t, zipOf(t, map[string]string{
+		"main.tf": `
+variable "network" {
+  type = object({
+    cidr = string
+  })
+  description = "The network"
+}
+variable "zone" {
+  type = string # } module "evil" { source = "evil.example/x/y/z" }
+}
+`,
+		"modules/${path.cwd}/main.tf": `variable "name" { type = string }` + "\n",
+	})), "1.0.0")
+	p := startProxy(t, Options{RegistryHostname: "example.com",
+		ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}})
+	for _, path := range []string{
+		"/catalog/modules/example.com/acme/net/aws/1.0.0",
+		"/catalog/modules/example.com/acme/net/aws/1.0.0/modules/" + url.PathEscape("${path.cwd}"),
+	} {
+		d, r := getCatalog[catalog.ModulePage](t, p, path, nil)
+		if r.Status != http.StatusOK || d.Usage == nil {
+			t.Fatalf("%s: %d %s", path, r.Status, r.Body)
+		}
+		for what, snippet := range map[string]string{"registry snippet": d.Usage.Registry, "oci snippet": d.Usage.OCI} {
+			attrs := snippetBlock(t, path+" "+what, snippet)
+			for name := range attrs {
+				switch name {
+				case "source", "version", "network", "zone", "name":
+				default:
+					t.Errorf("%s %s sets %s:\n%s", path, what, name, snippet)
+				}
+			}
+		}
+	}
+}
