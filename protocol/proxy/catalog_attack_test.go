@@ -1,9 +1,14 @@
 package proxy
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"net/http"
 	"net/url"
 	"testing"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -80,5 +85,50 @@ variable "zone" {
 				}
 			}
 		}
+	}
+}
+
+// Finding: with a module template without ${hostname}, every host's
+// address maps to the same repository, and the catalogue took the host
+// from the page's path: /catalog/modules/evil.example/acme/vpc/aws
+// showed acme/vpc/aws's versions and interface with snippets whose
+// source is evil.example/acme/vpc/aws (a link that makes a user copy
+// a source on another registry), and a client whose scope names
+// another host (registry.terraform.io/*/*/*) read the proxy's own
+// modules under that host. Only the registry hostname the index lists
+// them under is a module's page.
+func TestCatalogModuleHostIsTheRegistryHostname(t *testing.T) {
+	const token = "token-of-public"
+	p := startCatalog(t, fmt.Sprintf(`
+client "public" {
+  tokens  = [%q]
+  modules = ["registry.terraform.io/*/*/*"]
+}
+`, policy.TokenHash(token)), Options{})
+	bearer := map[string]string{"Authorization": "Bearer " + token}
+	for _, path := range []string{
+		"/catalog/modules/registry.terraform.io/others/dns/aws",
+		"/catalog/modules/registry.terraform.io/others/dns/aws/0.3.0",
+		"/catalog/modules/registry.terraform.io/acme/vpc/aws/1.0.0/modules/subnets",
+	} {
+		if _, r := getCatalog[json.RawMessage](t, p, path, bearer); r.Status != http.StatusNotFound {
+			t.Errorf("a client reading registry.terraform.io/*/*/* reads %s: %d %s", path, r.Status, r.Body)
+		}
+	}
+	idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/", bearer)
+	if r.Status != http.StatusOK || idx.Total != 0 {
+		t.Errorf("index of a client reading registry.terraform.io/*/*/*: %d %+v", r.Status, idx)
+	}
+}
+
+// The same, without client authentication: a page under another host
+// is a 404, and the proxy's own hostname still serves it.
+func TestCatalogNoPageUnderAnotherHost(t *testing.T) {
+	p := startCatalog(t, "", Options{})
+	if d, r := getCatalog[catalog.ModulePage](t, p, "/catalog/modules/evil.example/acme/vpc/aws", nil); r.Status != http.StatusNotFound {
+		t.Errorf("evil.example/acme/vpc/aws: %d, snippet %+v", r.Status, d.Usage)
+	}
+	if _, r := getCatalog[catalog.ModulePage](t, p, "/catalog/modules/example.com/acme/vpc/aws", nil); r.Status != http.StatusOK {
+		t.Errorf("example.com/acme/vpc/aws: %d %s", r.Status, r.Body)
 	}
 }

@@ -58,10 +58,7 @@ type ModuleEntry struct {
 
 func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	host, ok := h.Out.Hostname(w, r)
-	if !ok {
-		return
-	}
+	host, _ := OwnHost(ctx)
 	q, page, err := indexQuery(r)
 	if err != nil {
 		h.Out.Fail(w, r, err)
