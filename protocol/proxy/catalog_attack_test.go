@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -130,5 +131,42 @@ func TestCatalogNoPageUnderAnotherHost(t *testing.T) {
 	}
 	if _, r := getCatalog[catalog.ModulePage](t, p, "/catalog/modules/example.com/acme/vpc/aws", nil); r.Status != http.StatusOK {
 		t.Errorf("example.com/acme/vpc/aws: %d %s", r.Status, r.Body)
+	}
+}
+
+// Finding: with --registry-decides, the index asks the registry about
+// every module held (one login each) at once. A user's first view of a
+// catalogue of more modules than the logins' bounds allow at once
+// (defaultAddressBurst for a credential not yet accepted) was a 429, and
+// each login over the bound counted as a guess at the user's password,
+// so that a few views shut the user's working credential out of every
+// protocol for a cool-down; one view with a wrong password spent a login
+// of the address's and the proxy's bounds per module (one request
+// draining the logins of everyone else's credentials). A wrong password
+// now costs one login and sees nothing; a right one sees its modules.
+func TestCatalogRegistryDecidesIndexOfManyModules(t *testing.T) {
+	reg := teamRegistry(t)
+	const n = 3 * defaultAddressBurst
+	for i := range n {
+		pushTo(t, reg, fmt.Sprintf("modules/team-a/acme/m%02d/aws", i), moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
+	}
+	p := startProxy(t, Options{Client: proxyClient(t, reg), RegistryHostname: "example.com",
+		ModuleMappings:  []*repotemplate.Template{mustModuleTemplate(t, reg.Host+"/modules/team-a/${namespace}/${name}/${system}")},
+		RegistryDecides: true})
+	basicOf := func(cred string) map[string]string {
+		return map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(cred))}
+	}
+	if idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/", basicOf("bob:wrong")); r.Status != http.StatusOK || idx.Total != 0 || failedLogins(reg, "bob") != 1 {
+		t.Errorf("a wrong password's index: %d total %d, %d logins refused (want 200, 0, 1)\n%.300s", r.Status, idx.Total, failedLogins(reg, "bob"), r.Body)
+	}
+	basic := basicOf("alice:alice-Pa55")
+	for view := range 3 {
+		idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/", basic)
+		if r.Status != http.StatusOK || idx.Total != n {
+			t.Errorf("alice's index, view %d: %d total %d, want %d\n%.300s", view, r.Status, idx.Total, n, r.Body)
+		}
+	}
+	if r := p.do(t, http.MethodGet, "/v1/modules/acme/m00/aws/versions", bearer("alice:alice-Pa55")); r.Status != http.StatusOK {
+		t.Errorf("alice's versions after viewing the catalogue: %d %.300s", r.Status, r.Body)
 	}
 }
