@@ -104,6 +104,10 @@ func (id *registryID) Caller() audit.Caller {
 	return audit.Caller{Client: id.user, Identity: audit.IdentityRegistryUnverified}
 }
 
+// Vouched reports whether the registry accepted id's credential
+// (respond.Vouched).
+func (id *registryID) Vouched() bool { return id.s.logins.accepted(id.key) }
+
 // repositoriesOf are the repositories the registry must confirm for
 // address (of kind): of those it maps to (mappedRepositories), the ones
 // the proxy, with its own credential and through the store's caches,

@@ -10,12 +10,14 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 	"github.com/oci-tofu/oci-tofu/protocol/source/held"
 	"github.com/oci-tofu/oci-tofu/protocol/source/merged"
 	"github.com/oci-tofu/oci-tofu/protocol/source/pulled"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
+	"github.com/opencontainers/go-digest"
 )
 
 // The source stacks, composed once at start-up and nowhere else:
@@ -313,10 +315,58 @@ func (s *Server) catalogModuleSource(tpls []*repotemplate.Template) source.Modul
 	judge := s.rules()
 	mappings := make([]source.Modules, len(tpls))
 	for i, tpl := range tpls {
-		mappings[i] = &gate.Modules{Inner: &held.Modules{Template: tpl, Store: s.store, Log: s.log}, Judge: judge}
+		var h source.Modules = &held.Modules{Template: tpl, Store: s.store, Log: s.log}
+		if !strings.Contains(tpl.String(), "${hostname}") {
+			h = ownHostModules{h}
+		}
+		mappings[i] = &gate.Modules{Inner: h, Judge: judge}
 	}
 	if len(mappings) == 1 {
 		return mappings[0]
 	}
 	return &merged.Modules{Mappings: mappings, Log: s.log}
+}
+
+// ownHostModules are the modules of a template without ${hostname} as
+// the catalogue reads them: such a template maps every host's address to
+// one repository, so only addresses under the request's own registry
+// hostname (catalog.OwnHost) are looked up, those of another host are
+// not mapped. Otherwise a page's path could show the proxy's modules
+// under any host: with snippets whose source is on that host, under the
+// policy rules and client scopes of that host.
+type ownHostModules struct{ source.Modules }
+
+func (m ownHostModules) mapped(ctx context.Context, a source.ModuleAddress) error {
+	if own, ok := catalog.OwnHost(ctx); ok && a.Host == own {
+		return nil
+	}
+	return source.MarkNotMapped(source.NotFoundf("module %s has no repository here", a))
+}
+
+func (m ownHostModules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (source.ModuleListing, error) {
+	if err := m.mapped(ctx, a); err != nil {
+		return source.ModuleListing{}, err
+	}
+	return m.Modules.ModuleVersions(ctx, a)
+}
+
+func (m ownHostModules) ModuleRelease(ctx context.Context, a source.ModuleAddress, v names.Version) (*source.ModuleRelease, error) {
+	if err := m.mapped(ctx, a); err != nil {
+		return nil, err
+	}
+	return m.Modules.ModuleRelease(ctx, a, v)
+}
+
+func (m ownHostModules) FetchModule(ctx context.Context, a source.ModuleAddress, v names.Version) (*source.ModuleRelease, error) {
+	if err := m.mapped(ctx, a); err != nil {
+		return nil, err
+	}
+	return m.Modules.FetchModule(ctx, a, v)
+}
+
+func (m ownHostModules) OpenModule(ctx context.Context, a source.ModuleAddress, v names.Version, manifest digest.Digest) (*source.Blob, error) {
+	if err := m.mapped(ctx, a); err != nil {
+		return nil, err
+	}
+	return m.Modules.OpenModule(ctx, a, v, manifest)
 }

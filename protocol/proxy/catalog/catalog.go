@@ -62,6 +62,11 @@ func (h *Handlers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	own, ok := h.Out.Hostname(w, r)
+	if !ok {
+		return
+	}
+	r = r.WithContext(WithOwnHost(r.Context(), own))
 	if req.Index {
 		h.serveIndex(w, r)
 		return
@@ -70,6 +75,23 @@ func (h *Handlers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveModule(w, r, req)
+}
+
+type ownHostKey struct{}
+
+// WithOwnHost is ctx carrying the registry hostname a catalogue request
+// names the proxy's own modules under (respond.Responder.Hostname).
+func WithOwnHost(ctx context.Context, host string) context.Context {
+	return context.WithValue(ctx, ownHostKey{}, host)
+}
+
+// OwnHost is the registry hostname of a catalogue request (WithOwnHost):
+// a module template without ${hostname} maps every host's address to
+// one repository, so the catalogue's source reads such a template for
+// this host only.
+func OwnHost(ctx context.Context) (string, bool) {
+	host, ok := ctx.Value(ownHostKey{}).(string)
+	return host, ok
 }
 
 // addresser is how a request's client writes the addresses of modules:

@@ -58,10 +58,7 @@ type ModuleEntry struct {
 
 func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	host, ok := h.Out.Hostname(w, r)
-	if !ok {
-		return
-	}
+	host, _ := OwnHost(ctx)
 	q, page, err := indexQuery(r)
 	if err != nil {
 		h.Out.Fail(w, r, err)
@@ -178,14 +175,28 @@ func (h *Handlers) inScope(ctx context.Context, all []source.ModuleAddress) ([]s
 		return all, nil
 	}
 	keep := make([]bool, len(all))
-	err := h.Out.Store.Each(ctx, len(all), func(ctx context.Context, i int) error {
+	reads := func(ctx context.Context, i int) error {
 		err := c.Reads(ctx, names.KindModule, all[i].String())
 		if source.Absent(err) {
 			return nil
 		}
 		keep[i] = err == nil // each index by one goroutine
 		return err
-	})
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	// One first, alone: a credential someone else checks (the registry's)
+	// is then accepted or refused before the rest are asked at once, so
+	// that they spend the bounds of a known credential, and a refused one
+	// costs one check, not one per module (respond.Vouched).
+	if err := reads(ctx, 0); err != nil {
+		return nil, err
+	}
+	if v, ok := c.(respond.Vouched); ok && !keep[0] && !v.Vouched() {
+		return nil, nil
+	}
+	err := h.Out.Store.Each(ctx, len(all)-1, func(ctx context.Context, i int) error { return reads(ctx, i+1) })
 	if err != nil {
 		return nil, err
 	}

@@ -43,10 +43,10 @@ func usageOf(a source.ModuleAddress, address string, v names.Version, repository
 	c := constraintFor(v)
 	return &Usage{
 		Constraint: c,
-		Registry: fmt.Sprintf("module %q {\n  source  = %q\n  version = %q\n%s}\n",
-			label, address+sub, c, inputs),
-		OCI: fmt.Sprintf("module %q {\n  source = %q\n%s}\n",
-			label, "oci://"+repository+sub+"?tag="+names.TagForVersion(v), inputs),
+		Registry: fmt.Sprintf("module %s {\n  source  = %s\n  version = %s\n%s}\n",
+			hclString(label), hclString(address+sub), hclString(c), inputs),
+		OCI: fmt.Sprintf("module %s {\n  source = %s\n%s}\n",
+			hclString(label), hclString("oci://"+repository+sub+"?tag="+names.TagForVersion(v)), inputs),
 	}
 }
 
@@ -72,7 +72,7 @@ func requiredInputs(m *moduledoc.Module) string {
 		if !in.Required || !hclsyntax.ValidIdentifier(in.Name) {
 			continue
 		}
-		comment := in.Type
+		comment := oneLine(in.Type)
 		if comment == "" {
 			comment = "any"
 		}
@@ -118,6 +118,43 @@ func blockLabel(name string) string {
 	if b.Len() == 0 {
 		return "this"
 	}
+	return b.String()
+}
+
+// oneLine is s (a type constraint as written, perhaps over several
+// lines) on one line, for a comment: each run of white space one space,
+// control characters dropped, at most 120 bytes.
+func oneLine(s string) string {
+	return firstLine(strings.Join(strings.Fields(s), " "))
+}
+
+// hclString is s as an HCL quoted string literal: quotes, backslashes
+// and control characters escaped, and "${" and "%{" doubled so that
+// nothing a package names (a directory) is read as a template.
+func hclString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case (r == '$' || r == '%') && strings.HasPrefix(s[i+1:], "{"):
+			b.WriteRune(r)
+			b.WriteRune(r)
+		case unicode.IsControl(r) || r == utf8.RuneError:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
 	return b.String()
 }
 

@@ -48,6 +48,16 @@ type Verified interface {
 	Caller() audit.Caller
 }
 
+// Vouched is a Reader whose credential someone else checks (a registry
+// credential): Vouched reports whether it has been accepted. A listing
+// asking about many addresses asks about one first, and about the rest
+// only when that one may be read or the credential is then vouched for,
+// so that a credential refused costs one check, not one per address.
+type Vouched interface {
+	Reader
+	Vouched() bool
+}
+
 type readerKey struct{}
 
 // WithReader is ctx carrying the client a request authenticated as.
