@@ -76,7 +76,10 @@ variable "zone" {
 		if r.Status != http.StatusOK || d.Usage == nil {
 			t.Fatalf("%s: %d %s", path, r.Status, r.Body)
 		}
-		for what, snippet := range map[string]string{"registry snippet": d.Usage.Registry, "oci snippet": d.Usage.OCI} {
+		if d.Usage.OCI != "" {
+			t.Errorf("%s: an oci:// snippet for a layout directory", path)
+		}
+		for what, snippet := range map[string]string{"registry snippet": d.Usage.Registry} { // the oci:// one: TestUsageQuotesEverything
 			attrs := snippetBlock(t, path+" "+what, snippet)
 			for name := range attrs {
 				switch name {
