@@ -96,7 +96,9 @@ func TestCatalogProviderLockIsLocks(t *testing.T) {
 	}
 	lf, err := lockfile.Lock(context.Background(), []tfconfig.Requirement{{Addr: addr, Constraints: cs}}, nil, lockfile.Options{
 		Template: mustTemplate(t, "oci-layout:"+dir+"/${namespace}/${type}"), Platforms: []names.Platform{{OS: "linux", Arch: "amd64"}},
-		Open: func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error) { return c.OpenReadOnly(ctx, ref) }})
+		Open: func(ctx context.Context, ref oci.Reference) (oci.ReadOnlyRepository, error) {
+			return c.OpenReadOnly(ctx, ref)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

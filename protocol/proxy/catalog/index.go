@@ -25,8 +25,8 @@ type IndexPage struct {
 	Modules []ModuleEntry `json:"modules"`
 	// Total is how many modules match (in the caller's scope); Page is
 	// this page's number from 1, Pages how many there are.
-	Total    int        `json:"total"`
-	Page     int        `json:"page"`
+	Total int `json:"total"`
+	Page  int `json:"page"`
 	Pages int `json:"pages"`
 	// Complete is false when some mapping's repositories could not all
 	// be listed; Coverage says which and why, to a caller that reads
