@@ -108,22 +108,34 @@ func (lf *File) Bytes() []byte {
 	sort.Slice(providers, func(i, j int) bool { return lessAddress(providers[i].Address, providers[j].Address) })
 	for _, p := range providers {
 		body.AppendNewline()
-		b := body.AppendNewBlock("provider", []string{p.Address}).Body()
-		b.SetAttributeValue("version", cty.StringVal(p.Version))
-		if p.Constraints != "" {
-			b.SetAttributeValue("constraints", cty.StringVal(p.Constraints))
-		}
-		if hashes := sortedUnique(p.Hashes); len(hashes) > 0 {
-			toks := hclwrite.Tokens{{Type: hclsyntax.TokenOBrack, Bytes: []byte("[")}, {Type: hclsyntax.TokenNewline, Bytes: []byte("\n")}}
-			for _, h := range hashes {
-				toks = append(toks, hclwrite.TokensForValue(cty.StringVal(h))...)
-				toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenComma, Bytes: []byte(",")}, &hclwrite.Token{Type: hclsyntax.TokenNewline, Bytes: []byte("\n")})
-			}
-			toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenCBrack, Bytes: []byte("]")})
-			b.SetAttributeRaw("hashes", toks)
-		}
+		p.appendBlock(body)
 	}
 	return f.Bytes()
+}
+
+// Bytes is p's provider block alone, exactly as File.Bytes writes it.
+func (p Provider) Bytes() []byte {
+	f := hclwrite.NewEmptyFile()
+	p.appendBlock(f.Body())
+	return f.Bytes()
+}
+
+// appendBlock appends p's provider block to body.
+func (p Provider) appendBlock(body *hclwrite.Body) {
+	b := body.AppendNewBlock("provider", []string{p.Address}).Body()
+	b.SetAttributeValue("version", cty.StringVal(p.Version))
+	if p.Constraints != "" {
+		b.SetAttributeValue("constraints", cty.StringVal(p.Constraints))
+	}
+	if hashes := sortedUnique(p.Hashes); len(hashes) > 0 {
+		toks := hclwrite.Tokens{{Type: hclsyntax.TokenOBrack, Bytes: []byte("[")}, {Type: hclsyntax.TokenNewline, Bytes: []byte("\n")}}
+		for _, h := range hashes {
+			toks = append(toks, hclwrite.TokensForValue(cty.StringVal(h))...)
+			toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenComma, Bytes: []byte(",")}, &hclwrite.Token{Type: hclsyntax.TokenNewline, Bytes: []byte("\n")})
+		}
+		toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenCBrack, Bytes: []byte("]")})
+		b.SetAttributeRaw("hashes", toks)
+	}
 }
 
 // lessAddress orders provider addresses as the clients order lock file

@@ -94,14 +94,9 @@ func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts O
 	if err != nil {
 		return nil, fmt.Errorf("%s:%s: %w", ref, tag, err)
 	}
-	for _, p := range opts.Platforms {
-		if _, ok := pv.Platforms[p]; !ok {
-			return nil, fmt.Errorf("%s %s has no package for %s", ref, v, p)
-		}
-	}
-	h, err := releaseHashes(ctx, repo, pv, opts)
+	h, err := lockedHashes(ctx, repo, pv, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", ref, v, err)
+		return nil, fmt.Errorf("%s %s%w", ref, v, err)
 	}
 	if prev != nil && prev.Version == v.String() {
 		if err := checkPriorHashes(prev, h); err != nil {
@@ -117,6 +112,37 @@ func lockOne(ctx context.Context, r tfconfig.Requirement, prev *Provider, opts O
 		Hashes:      h.list(),
 		Deprecated:  deprecated,
 	}, nil
+}
+
+// Release is the provider block Lock writes for release pv of addr,
+// read from repo and locked for opts.Platforms (opts.NoDownload as Lock
+// takes it; the other options are not read), with constraints as the
+// configuration states them ("" for none). It is what Lock writes when
+// it chooses that version with no earlier lock of it.
+func Release(ctx context.Context, repo oci.ReadOnlyRepository, addr names.Provider, pv *oci.ProviderVersion, constraints string, opts Options) (*Provider, error) {
+	if len(opts.Platforms) == 0 {
+		return nil, fmt.Errorf("no platform to lock: give at least one os_arch")
+	}
+	h, err := lockedHashes(ctx, repo, pv, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s%w", addr, pv.Version, err)
+	}
+	return &Provider{Address: addr.String(), Version: pv.Version.String(), Constraints: constraints, Hashes: h.list()}, nil
+}
+
+// lockedHashes are releaseHashes, once every platform of opts is known
+// to have a package; its errors start with ": " or " has no package".
+func lockedHashes(ctx context.Context, repo oci.ReadOnlyRepository, pv *oci.ProviderVersion, opts Options) (*hashSet, error) {
+	for _, p := range opts.Platforms {
+		if _, ok := pv.Platforms[p]; !ok {
+			return nil, fmt.Errorf(" has no package for %s", p)
+		}
+	}
+	h, err := releaseHashes(ctx, repo, pv, opts)
+	if err != nil {
+		return nil, fmt.Errorf(": %w", err)
+	}
+	return h, nil
 }
 
 // chooseVersion lists the repository as the client does and selects as

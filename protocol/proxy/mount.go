@@ -119,9 +119,17 @@ func pageMappings(ms store.ProviderMappings) []page.ProviderMapping {
 func (s *Server) mountCatalog(tpls []*repotemplate.Template) {
 	h := &catalog.Handlers{Out: s.out, Modules: s.catalogModuleSource(tpls), Docs: catalogDocs{source.NewModuleDocs("")},
 		Held: func(ctx context.Context, host string) (catalog.Held, error) {
-			return heldModules(ctx, s.store, tpls, host)
+			held, err := heldModules(ctx, s.store, tpls, host)
+			if err != nil || len(s.mappings) == 0 {
+				return held, err
+			}
+			return heldProviders(ctx, s.store, s.mappings, host, held)
 		},
-		RenderIndex: page.RenderCatalogIndex, RenderModule: page.RenderModule}
+		RenderIndex: page.RenderCatalogIndex, RenderModule: page.RenderModule,
+		RenderProvider: page.RenderProvider, SBOMPath: providers.SBOMPath}
+	if len(s.mappings) > 0 {
+		h.Providers = s.catalogProviderSource(s.mappings)
+	}
 	s.Mount("", catalog.Prefix, "catalog", s.AuthenticatePeople(h))
 }
 
@@ -160,6 +168,39 @@ func heldModules(ctx context.Context, st *store.Store, tpls []*repotemplate.Temp
 				a.Host = hn
 			}
 			out.Modules = append(out.Modules, a)
+		}
+	}
+	return out, nil
+}
+
+// heldProviders adds to out the providers the repositories of ms hold:
+// each repository a mapping's template matches, under the hostname it
+// names or host, when that mapping covers the address
+// (store.ProviderMappings.Index on the mapping alone, as the protocols'
+// sources decide). A template that cannot be listed (an oci_mirror
+// block's) is a Coverage not Listed.
+func heldProviders(ctx context.Context, st *store.Store, ms store.ProviderMappings, host string, out catalog.Held) (catalog.Held, error) {
+	for _, mp := range ms {
+		tpl, ok := mp.Template.(*repotemplate.Template)
+		if !ok {
+			out.Coverage = append(out.Coverage, catalog.Coverage{Template: mp.Template.String(), Reason: "an oci_mirror template is not listed"})
+			continue
+		}
+		h, err := st.Held(ctx, tpl)
+		if err != nil {
+			return catalog.Held{}, err
+		}
+		out.Coverage = append(out.Coverage, catalog.Coverage{Template: tpl.String(), Listed: h.CanList, Reason: h.Reason})
+		for _, v := range h.Values {
+			hn := host
+			if x, ok := v["hostname"]; ok {
+				hn = x
+			}
+			p, err := names.ParseProvider(hn + "/" + v["namespace"] + "/" + v["type"])
+			if err != nil || (store.ProviderMappings{mp}).Index(p) != 0 {
+				continue
+			}
+			out.Providers = append(out.Providers, p)
 		}
 	}
 	return out, nil

@@ -282,6 +282,8 @@ func New(opts Options) (*Server, error) {
 	if len(opts.ModuleMappings) > 0 {
 		s.mountModules(opts.ModuleMappings)
 		s.mountModuleOrigins(opts.ModuleMappings)
+	}
+	if len(opts.ModuleMappings) > 0 || len(mappings) > 0 {
 		s.mountCatalog(opts.ModuleMappings)
 	}
 	if opts.TofuRepository != nil {

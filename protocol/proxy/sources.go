@@ -370,3 +370,19 @@ func (m ownHostModules) OpenModule(ctx context.Context, a source.ModuleAddress, 
 	}
 	return m.Modules.OpenModule(ctx, a, v, manifest)
 }
+
+// catalogProviderSource is the source of the catalogue's providers: what
+// each mapping holds, gated by the policy as the protocols' source is,
+// merged in the mappings' order; nothing is pulled through.
+func (s *Server) catalogProviderSource(mappings store.ProviderMappings) source.Providers {
+	judge := s.rules()
+	m := &merged.Providers{}
+	for _, mp := range mappings {
+		h := &held.Providers{Store: s.store, Mappings: store.ProviderMappings{mp}, Log: s.log}
+		m.Mappings = append(m.Mappings, merged.ProviderMapping{Source: &gate.Providers{Inner: h, Judge: judge, Each: s.store.EachVersion}, Covers: h.Covers})
+	}
+	if len(m.Mappings) == 1 {
+		return m.Mappings[0].Source
+	}
+	return m
+}

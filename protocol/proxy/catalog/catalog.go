@@ -27,6 +27,15 @@ type Handlers struct {
 	// (page.RenderCatalogIndex, page.RenderModule).
 	RenderIndex  func(IndexPage) ([]byte, error)
 	RenderModule func(ModulePage) ([]byte, error)
+	// Providers is the source of the providers held, judged by the
+	// policy as the provider protocols judge them, nothing pulled
+	// through; nil when the server maps no providers (Held then lists
+	// none). RenderProvider renders a provider's page
+	// (page.RenderProvider); SBOMPath is a version's SBOM page, from the
+	// server's root (providers.SBOMPath).
+	Providers      source.Providers
+	RenderProvider func(ProviderPage) ([]byte, error)
+	SBOMPath       func(address, version string) string
 }
 
 // Docs reads the interface of the module package whose manifest is
@@ -44,6 +53,9 @@ const (
 // Held is what the mapped repositories hold.
 type Held struct {
 	Modules []source.ModuleAddress
+	// Providers are the provider addresses the provider mappings hold,
+	// each held by a mapping that covers it.
+	Providers []names.Provider
 	// Coverage says, per mapping, whether the registry could list it.
 	Coverage []Coverage
 }
@@ -69,6 +81,10 @@ func (h *Handlers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(WithOwnHost(r.Context(), own))
 	if req.Index {
 		h.serveIndex(w, r)
+		return
+	}
+	if req.Provider != nil {
+		h.serveProviderPage(w, r, req)
 		return
 	}
 	if c := respond.ReaderOf(r.Context()); c != nil && !h.Out.InScope(w, r, c, names.KindModule, req.Address.String()) {

@@ -33,6 +33,13 @@ type IndexPage struct {
 	// everything only (the mappings are the operator's).
 	Complete bool       `json:"complete"`
 	Coverage []Coverage `json:"coverage"`
+	// Kind is the ?kind= asked ("" for both, KindModule, KindProvider).
+	Kind string `json:"kind"`
+	// Providers are the providers held matching Query, page Page of them
+	// (PageSize each, as modules are; Pages counts the longer list), and
+	// ProviderTotal how many match.
+	Providers     []ProviderEntry `json:"providers"`
+	ProviderTotal int             `json:"provider_total"`
 }
 
 // ModuleEntry is one module in the index.
@@ -64,10 +71,21 @@ func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 		h.Out.Fail(w, r, err)
 		return
 	}
+	kind, err := indexKind(r)
+	if err != nil {
+		h.Out.Fail(w, r, err)
+		return
+	}
 	held, err := h.Held(ctx, host)
 	if err != nil {
 		h.Out.Fail(w, r, err)
 		return
+	}
+	if kind == KindProvider {
+		held.Modules = nil
+	}
+	if kind == KindModule {
+		held.Providers = nil
 	}
 	visible, err := h.inScope(ctx, sorted(held.Modules))
 	if err != nil {
@@ -98,7 +116,29 @@ func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 		h.Out.Fail(w, r, err)
 		return
 	}
+	d.Kind = kind
+	if err := h.listProviders(ctx, &d, held.Providers, q, page); err != nil {
+		h.Out.Fail(w, r, err)
+		return
+	}
 	write(h, w, r, d, h.RenderIndex)
+}
+
+// The kinds ?kind= narrows the index to.
+const (
+	KindModule   = "module"
+	KindProvider = "provider"
+)
+
+// indexKind reads ?kind=: "" (modules and providers), KindModule or
+// KindProvider.
+func indexKind(r *http.Request) (string, error) {
+	switch k := r.URL.Query().Get("kind"); k {
+	case "", KindModule, KindProvider:
+		return k, nil
+	default:
+		return "", respond.BadPath("kind %q: want module or provider", clipText(k))
+	}
 }
 
 // indexQuery reads ?q= and ?page=.

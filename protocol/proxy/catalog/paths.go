@@ -14,6 +14,8 @@ import (
 //	/catalog/modules/HOST/NAMESPACE/NAME/SYSTEM         a module, at its newest version
 //	/catalog/modules/HOST/NAMESPACE/NAME/SYSTEM/VERSION that version
 //	…/VERSION/modules/DIR, …/VERSION/examples/DIR       a submodule or an example
+//	/catalog/providers/HOST/NAMESPACE/TYPE              a provider, at its newest version
+//	/catalog/providers/HOST/NAMESPACE/TYPE/VERSION      that version (?platform=OS_ARCH…)
 //
 // Each answers JSON instead of HTML with ?format=json or an Accept header
 // asking for application/json.
@@ -33,12 +35,17 @@ type Request struct {
 	// Dir is "modules/DIR" or "examples/DIR" for a submodule or an
 	// example; "" for the root module.
 	Dir string
+	// Provider is set for a provider's page (Address is then unset).
+	Provider *names.Provider
 }
 
 // ParsePath parses the escaped path below Prefix.
 func ParsePath(escaped string) (Request, error) {
 	if escaped == "" {
 		return Request{Index: true}, nil
+	}
+	if rest, ok := strings.CutPrefix(escaped, "providers/"); ok {
+		return parseProviderPath(rest)
 	}
 	rest, ok := strings.CutPrefix(escaped, "modules/")
 	if !ok {
@@ -67,6 +74,31 @@ func ParsePath(escaped string) (Request, error) {
 		if req.Dir, err = parseDir(seg[5], seg[6]); err != nil {
 			return Request{}, err
 		}
+	}
+	return req, nil
+}
+
+// parseProviderPath reads HOST/NAMESPACE/TYPE[/VERSION].
+func parseProviderPath(rest string) (Request, error) {
+	n := strings.Count(rest, "/") + 1
+	if n != 3 && n != 4 {
+		return Request{}, respond.BadPath("want providers/HOST/NAMESPACE/TYPE[/VERSION]")
+	}
+	seg, err := respond.SplitPath(rest, n)
+	if err != nil {
+		return Request{}, err
+	}
+	p, err := respond.ParseProvider(seg[0], seg[1], seg[2])
+	if err != nil {
+		return Request{}, err
+	}
+	req := Request{Provider: &p}
+	if n == 4 {
+		v, err := respond.ParseVersion(seg[3])
+		if err != nil {
+			return Request{}, err
+		}
+		req.Version = &v
 	}
 	return req, nil
 }
@@ -103,4 +135,14 @@ func ModulePath(a source.ModuleAddress, v *names.Version) string {
 		p += "/" + v.String()
 	}
 	return p
+}
+
+// ProviderPath is the catalogue path of a provider (version nil: its
+// newest), relative to the server's root, without the leading slash.
+func ProviderPath(p names.Provider, v *names.Version) string {
+	s := "catalog/providers/" + p.String()
+	if v != nil {
+		s += "/" + v.String()
+	}
+	return s
 }

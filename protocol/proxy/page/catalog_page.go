@@ -23,8 +23,9 @@ var catalogFuncs = template.FuncMap{
 }
 
 var (
-	catalogTemplate = template.Must(template.New("catalog.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "catalog.html.tmpl", "style.html.tmpl"))
-	moduleTemplate  = template.Must(template.New("module.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "module.html.tmpl", "style.html.tmpl"))
+	catalogTemplate  = template.Must(template.New("catalog.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "catalog.html.tmpl", "style.html.tmpl"))
+	moduleTemplate   = template.Must(template.New("module.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "module.html.tmpl", "style.html.tmpl"))
+	providerTemplate = template.Must(template.New("provider.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "provider.html.tmpl", "style.html.tmpl"))
 )
 
 // RenderCatalogIndex is the HTML of the catalogue's index, in the
@@ -36,6 +37,11 @@ func RenderCatalogIndex(d catalog.IndexPage) ([]byte, error) {
 // RenderModule is the HTML of a module's catalogue page.
 func RenderModule(d catalog.ModulePage) ([]byte, error) {
 	return render(moduleTemplate, d)
+}
+
+// RenderProvider is the HTML of a provider's catalogue page.
+func RenderProvider(d catalog.ProviderPage) ([]byte, error) {
+	return render(providerTemplate, d)
 }
 
 func render(t *template.Template, d any) ([]byte, error) {

@@ -37,7 +37,7 @@ import (
 // mirror protocol leaves that URL to the server).
 const PagePath = "/"
 
-//go:embed page.html.tmpl sbom.html.tmpl style.html.tmpl catalog.html.tmpl module.html.tmpl
+//go:embed page.html.tmpl sbom.html.tmpl style.html.tmpl catalog.html.tmpl module.html.tmpl provider.html.tmpl
 var pageFS embed.FS
 
 var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
