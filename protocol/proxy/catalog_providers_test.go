@@ -137,3 +137,22 @@ client "a" {
 		}
 	}
 }
+
+// A provider's page exists only under the host the mappings hold it by:
+// a template without ${hostname} must not show the proxy's providers
+// under any host a link names.
+func TestCatalogNoProviderPageUnderAnotherHost(t *testing.T) {
+	p, _ := startProviderCatalog(t, "", Options{})
+	idx, _ := getCatalog[catalog.IndexPage](t, p, "/catalog/", nil)
+	if len(idx.Providers) == 0 {
+		t.Fatal("no provider listed")
+	}
+	own := idx.Providers[0]
+	if _, r := getCatalog[catalog.ProviderPage](t, p, "/catalog/"+own.URL, nil); r.Status != http.StatusOK {
+		t.Fatalf("%s: %d %s", own.URL, r.Status, r.Body)
+	}
+	other := strings.Replace(own.URL, "/"+own.Host+"/", "/evil.example/", 1)
+	if _, r := getCatalog[catalog.ProviderPage](t, p, "/catalog/"+other, nil); r.Status != http.StatusNotFound {
+		t.Errorf("%s: %d %s, want 404", other, r.Status, r.Body)
+	}
+}

@@ -180,6 +180,10 @@ func (h *Handlers) serveProviderPage(w http.ResponseWriter, r *http.Request, req
 	if c := respond.ReaderOf(r.Context()); c != nil && !h.Out.InScope(w, r, c, names.KindProvider, req.Provider.String()) {
 		return
 	}
+	if err := h.heldUnder(r.Context(), *req.Provider); err != nil {
+		h.Out.Fail(w, r, err)
+		return
+	}
 	d, err := h.providerPage(r.Context(), req, r.URL.Query()["platform"])
 	if err != nil {
 		h.Out.Fail(w, r, err)
@@ -290,4 +294,25 @@ func lockBlock(ctx context.Context, root *source.Root, p names.Provider, c strin
 	}
 	s, _ := val.(string)
 	return s, nil
+}
+
+// heldUnder is nil when p's page may be shown: p is under the request's
+// own registry hostname, or the listing of what is held names it. A
+// template without ${hostname} maps every host's address to one
+// repository: without this, a link could show the proxy's providers
+// under any host, with that host's policy rules and a snippet whose
+// source is on it.
+func (h *Handlers) heldUnder(ctx context.Context, p names.Provider) error {
+	if own, ok := OwnHost(ctx); ok && p.Hostname == own {
+		return nil
+	}
+	own, _ := OwnHost(ctx)
+	held, err := h.Held(ctx, own)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(held.Providers, p) {
+		return nil
+	}
+	return source.NotFoundf("provider %s is not held here", p)
 }
