@@ -308,7 +308,7 @@ func TestCatalogEndToEnd(t *testing.T) {
 	}
 	// An older version's page is its own, its interface stored too.
 	var older catalogModule
-	catalogGet(t, s, base, "catalog/modules/"+host+"/acme/greeter/generic/1.0.0", &older)
+	catalogGet(t, s, base, pages["/acme/greeter/generic"]+"/1.0.0", &older) // the page's own URL: the registry hostname, no port
 	if older.Version != "1.0.0" || older.Latest != "1.1.0" || older.Interface != "stored" || older.Manifest == root.Manifest {
 		t.Errorf("page of 1.0.0: version %s latest %s interface %q manifest %s (1.1.0's %s)", older.Version, older.Latest, older.Interface, older.Manifest, root.Manifest)
 	}
