@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -210,13 +211,19 @@ func (h *Handlers) found(ctx context.Context, all []source.ModuleAddress, q stri
 // for a client reading everything), in order. Asking fails only when the
 // scope cannot be decided (a registry failing).
 func (h *Handlers) inScope(ctx context.Context, all []source.ModuleAddress) ([]source.ModuleAddress, error) {
+	return readable(ctx, h, names.KindModule, all)
+}
+
+// readable are the addresses of kind in all the request's client may
+// read (all of them for a client reading everything), in order.
+func readable[T fmt.Stringer](ctx context.Context, h *Handlers, kind names.Kind, all []T) ([]T, error) {
 	c := respond.ReaderOf(ctx)
 	if c == nil {
 		return all, nil
 	}
 	keep := make([]bool, len(all))
 	reads := func(ctx context.Context, i int) error {
-		err := c.Reads(ctx, names.KindModule, all[i].String())
+		err := c.Reads(ctx, kind, all[i].String())
 		if source.Absent(err) {
 			return nil
 		}
@@ -229,7 +236,7 @@ func (h *Handlers) inScope(ctx context.Context, all []source.ModuleAddress) ([]s
 	// One first, alone: a credential someone else checks (the registry's)
 	// is then accepted or refused before the rest are asked at once, so
 	// that they spend the bounds of a known credential, and a refused one
-	// costs one check, not one per module (respond.Vouched).
+	// costs one check, not one per address (respond.Vouched).
 	if err := reads(ctx, 0); err != nil {
 		return nil, err
 	}
@@ -240,7 +247,7 @@ func (h *Handlers) inScope(ctx context.Context, all []source.ModuleAddress) ([]s
 	if err != nil {
 		return nil, err
 	}
-	var out []source.ModuleAddress
+	var out []T
 	for i, a := range all {
 		if keep[i] {
 			out = append(out, a)

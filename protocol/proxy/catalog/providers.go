@@ -107,29 +107,7 @@ func (h *Handlers) listProviders(ctx context.Context, d *IndexPage, all []names.
 
 // providersInScope are the providers of all the caller may read.
 func (h *Handlers) providersInScope(ctx context.Context, all []names.Provider) ([]names.Provider, error) {
-	c := respond.ReaderOf(ctx)
-	if c == nil {
-		return all, nil
-	}
-	keep := make([]bool, len(all))
-	err := h.Out.Store.Each(ctx, len(all), func(ctx context.Context, i int) error {
-		err := c.Reads(ctx, names.KindProvider, all[i].String())
-		if source.Absent(err) {
-			return nil
-		}
-		keep[i] = err == nil // each index by one goroutine
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []names.Provider
-	for i, p := range all {
-		if keep[i] {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return readable(ctx, h, names.KindProvider, all)
 }
 
 // providerVersions are p's versions, newest first, with their status
