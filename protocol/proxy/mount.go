@@ -147,6 +147,11 @@ func (d catalogDocs) ModuleDoc(ctx context.Context, root source.Root) (*moduledo
 	return md.Doc, catalog.HowStored, nil
 }
 
+// SearchModule is what a search reads of a package's interface.
+func (d catalogDocs) SearchModule(ctx context.Context, root source.Root) (*moduledoc.Module, error) {
+	return d.docs.SearchModule(ctx, root)
+}
+
 // heldModules are the modules the repositories of tpls hold: each
 // repository a template matches, under the hostname it names, or host
 // where the template has no ${hostname}.

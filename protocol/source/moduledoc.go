@@ -68,6 +68,71 @@ func (d *ModuleDocs) Read(ctx context.Context, root Root) (ModuleDoc, error) {
 	return md, nil
 }
 
+// SearchModule is what a catalogue search reads of the package whose
+// manifest is root: its root module's input and output names, types and
+// descriptions, provider requirements, resources and module calls
+// (searched), nothing else (no defaults, validations, positions,
+// submodules or READMEs). It is kept in a cache of its own
+// (store.Repo.Summarised), about 1–2 KiB a module, so a warm search
+// over thousands of modules reads nothing however many pages were
+// viewed since.
+func (d *ModuleDocs) SearchModule(ctx context.Context, root Root) (*moduledoc.Module, error) {
+	v, err := root.Repo.Summarised(ctx, "the module's searched interface", root.Digest, func(ctx context.Context, _ oci.ReadOnlyRepository, _ string) (any, int64, error) {
+		md, err := d.Read(ctx, root)
+		if err != nil {
+			return nil, 0, err
+		}
+		m := searched(&md.Doc.Package.Root)
+		return m, searchedSize(m), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m, _ := v.(*moduledoc.Module)
+	if m == nil {
+		return nil, errors.New("no interface of the module to search")
+	}
+	return m, nil
+}
+
+// searched is what a search reads of m.
+func searched(m *moduledoc.Module) *moduledoc.Module {
+	out := &moduledoc.Module{Path: m.Path, RequiredProviders: m.RequiredProviders, Resources: m.Resources, ModuleCalls: m.ModuleCalls}
+	for _, in := range m.Inputs {
+		out.Inputs = append(out.Inputs, moduledoc.Input{Name: in.Name, Type: in.Type, Description: in.Description, Required: in.Required})
+	}
+	for _, o := range m.Outputs {
+		out.Outputs = append(out.Outputs, moduledoc.Output{Name: o.Name, Description: o.Description})
+	}
+	return out
+}
+
+// searchedSize is about what m holds in memory: its texts and a few
+// words of headers for each.
+func searchedSize(m *moduledoc.Module) int64 {
+	const each = 64
+	n := int64(256 + len(m.Path))
+	for _, in := range m.Inputs {
+		n += each + int64(len(in.Name)+len(in.Type)+len(in.Description))
+	}
+	for _, o := range m.Outputs {
+		n += each + int64(len(o.Name)+len(o.Description))
+	}
+	for _, p := range m.RequiredProviders {
+		n += each + int64(len(p.Name)+len(p.Source)+len(p.Address)+len(p.Pos.File))
+		for _, c := range p.VersionConstraints {
+			n += 16 + int64(len(c))
+		}
+	}
+	for _, r := range m.Resources {
+		n += each + int64(len(r.Address)+len(r.Mode)+len(r.Type)+len(r.Name)+len(r.Provider)+len(r.Pos.File))
+	}
+	for _, c := range m.ModuleCalls {
+		n += each + int64(len(c.Name)+len(c.Source)+len(c.Version)+len(c.Pos.File))
+	}
+	return n
+}
+
 // extract reads the interface from the package's zip, fetched (verified)
 // into a temporary file.
 func (d *ModuleDocs) extract(ctx context.Context, repo oci.ReadOnlyRepository, root Root) (*moduledoc.Doc, error) {

@@ -7,6 +7,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
 )
 
 // ReadTime reads a time about a root held in repo (named repository):
@@ -50,11 +51,24 @@ type ReadValue func(ctx context.Context, repo oci.ReadOnlyRepository, repository
 // for ResolveTTL as ingest times are, so an SBOM attached later is seen
 // within it. The error is a classified *Error when the registry fails.
 func (r *Repo) Described(ctx context.Context, key string, subject digest.Digest, read ReadValue) (any, error) {
+	return r.describeIn(ctx, r.s.described, key, subject, read)
+}
+
+// Summarised is Described for the small values every catalogue search
+// reads of each module it looks at (a module's root interface), in a
+// cache of their own: large descriptions read one page at a time (a
+// whole interface with its READMEs, an SBOM's vulnerabilities) never
+// evict them, so a warm search over every module reads nothing.
+func (r *Repo) Summarised(ctx context.Context, key string, subject digest.Digest, read ReadValue) (any, error) {
+	return r.describeIn(ctx, r.s.summaries, key, subject, read)
+}
+
+func (r *Repo) describeIn(ctx context.Context, c *cache.Cache[any], key string, subject digest.Digest, read ReadValue) (any, error) {
 	o, err := r.opened(ctx)
 	if err != nil {
 		return nil, r.fail(err, "reading "+key)
 	}
-	res, err := r.s.described.Get(ctx, key+" "+r.name+"@"+subject.String(), func(ctx context.Context) (any, int64, error) {
+	res, err := c.Get(ctx, key+" "+r.name+"@"+subject.String(), func(ctx context.Context) (any, int64, error) {
 		select { // the referrers API probe started beside the first reads
 		case <-o.probed:
 		case <-ctx.Done():

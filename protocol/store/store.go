@@ -95,6 +95,9 @@ type Store struct {
 	// described are values read of subjects: what a platform's SBOM
 	// says of its vulnerabilities (dated.go).
 	described *cache.Cache[any]
+	// summaries are small values read of subjects that every search
+	// reads: a module's root interface (dated.go).
+	summaries *cache.Cache[any]
 	// held are the repositories templates map, listed (held.go).
 	held *cache.Cache[Held]
 }
@@ -129,6 +132,7 @@ func New(opts Options) *Store {
 		verdicts:   cache.New[rootVerdict](share(ttl("admissions", opts.ResolveTTL, opts.MaxStale))), // its name in metrics
 		dated:      cache.New[time.Time](share(ttl("ingest_times", opts.ResolveTTL, opts.MaxStale))),
 		described:  cache.New[any](share(ttl("sboms", opts.ResolveTTL, opts.MaxStale))),
+		summaries:  cache.New[any](share(ttl("module_interfaces", opts.ResolveTTL, opts.MaxStale))),
 		held:       cache.New[Held](share(ttl("held", opts.TagTTL, opts.MaxStale))),
 	}
 }
@@ -167,9 +171,11 @@ func stringsCost(list []string) int64 {
 // and verdicts (Checked: a policy's signers, a few dozen bytes each) take
 // 1 each; SBOMs' vulnerabilities (read only for a policy's
 // vulnerabilities block), 2; the repositories templates map (Held: a
-// catalogue's few listings, about 400 bytes a repository), 2.
+// catalogue's few listings, about 400 bytes a repository), 2; what
+// catalogue searches read of each module (source.ModuleDocs.SearchModule,
+// 1 to 2 KiB a module), 4: about 5,000 modules in serve's default 256 MiB.
 var cacheShares = map[string]int64{
-	"held": 2, "resolve": 43, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"held": 2, "module_interfaces": 4, "resolve": 39, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
@@ -177,7 +183,7 @@ var cacheShares = map[string]int64{
 // (a few dozen bytes each, one per version), beside a policy's signers',
 // take 2 more of resolve's.
 var admitShares = map[string]int64{
-	"held": 2, "resolve": 41, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"held": 2, "module_interfaces": 4, "resolve": 37, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 3,
 }
 

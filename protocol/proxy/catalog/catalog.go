@@ -42,6 +42,11 @@ type Handlers struct {
 // root: stored beside it, or extracted now (how says which).
 type Docs interface {
 	ModuleDoc(ctx context.Context, root source.Root) (doc *moduledoc.Doc, how string, err error)
+	// SearchModule is what a search reads of the package's root module
+	// (source.ModuleDocs.SearchModule: names, types, descriptions,
+	// providers, resources, module calls), cached apart from whole
+	// interfaces.
+	SearchModule(ctx context.Context, root source.Root) (*moduledoc.Module, error)
 }
 
 // How a module package's interface was had.

@@ -121,13 +121,13 @@ func (h *Handlers) searchable(ctx context.Context, a source.ModuleAddress) (*sea
 	if err != nil {
 		return nil, "", err
 	}
-	doc, _, err := h.Docs.ModuleDoc(ctx, *rel.Root)
+	m, err := h.Docs.SearchModule(ctx, *rel.Root)
 	if source.Absent(err) {
 		return nil, "", nil
 	}
 	if err != nil {
 		return nil, "", err
 	}
-	st := textOf(&doc.Package.Root)
+	st := textOf(m)
 	return &st, v.String(), nil
 }
