@@ -216,3 +216,28 @@ func TestHeldIndex(t *testing.T) {
 		t.Errorf("the index after a repairing listing: %v %v, want a/one added", entries, err)
 	}
 }
+
+// A repairing listing that cannot write the index (a proxy without push
+// rights on it) tries once a listing, not once a repository it lacks,
+// and still lists.
+func TestHeldIndexRepairStopsAtTheFirstFailure(t *testing.T) {
+	ctx := context.Background()
+	rs, client := heldSetup(t)
+	indexWrites := func(r *http.Request) bool {
+		return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v2/acme/held/index/")
+	}
+	front := testenv.StartFrontFor(t, rs.reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{Match: indexWrites,
+		Fault: testenv.ErrorAnswer(http.StatusForbidden, "DENIED", "denied")}}})
+	index := oci.Reference{Registry: front.Host, Repository: "acme/held/index"}
+	tpl := providerTemplate(t, front.Host+"/acme/providers/${namespace}/${type}")
+	h, err := newStore(t, store.Options{Client: client, HeldIndex: index, RepairHeldIndex: true}).Held(ctx, tpl)
+	if err != nil || !h.CanList || len(h.Repositories) != 2 {
+		t.Fatalf("%+v %v, want the catalog's 2 repositories", h, err)
+	}
+	puts := front.Count(func(e testenv.AccessEntry) bool {
+		return e.Method == http.MethodPut && strings.HasPrefix(e.Path, "/v2/acme/held/index/manifests/")
+	})
+	if puts != 1 {
+		t.Errorf("%d index writes for 2 missing entries, the first refused: want 1", puts)
+	}
+}
