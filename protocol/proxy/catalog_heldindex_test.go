@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
 // heldIndexClient reaches reg's front, recording its publishes in the
@@ -110,5 +112,32 @@ func TestServeRefusesAnIndexOnAnotherRegistry(t *testing.T) {
 	_, err = New(Options{Client: c, ProviderMappings: mustMapping(t, "registry.example.com/acme/${namespace}/${type}")})
 	if err == nil || !strings.Contains(err.Error(), "the held-address index ghcr.io/acme/catalog (--catalog-repository) is on ghcr.io, and the repository template registry.example.com/acme/${namespace}/${type} maps repositories elsewhere") {
 		t.Errorf("an index on another registry: %v", err)
+	}
+}
+
+// What pull-through stores is recorded in the held-address index of the
+// proxy's client: a later cold serve of a registry that cannot list
+// lists it.
+func TestPullThroughRecordsInTheHeldIndex(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	refusing := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{
+		Match: func(r *http.Request) bool { return r.URL.Path == "/v2/_catalog" },
+		Fault: testenv.ErrorAnswer(http.StatusForbidden, "DENIED", "denied")}}})
+	index := refusing.Host + "/acme/catalog"
+	origin := testenv.StartOriginWith(t, []testenv.OriginRelease{{Namespace: "acme", Type: "small",
+		Dir: signedRelease(t, "small", "1.0.0", 1<<10, "linux_amd64"), Key: testenv.Testdata(t, "keys", "gocrypto-signer.asc")}}, testenv.OriginOptions{})
+	base, _ := url.Parse(origin.ProvidersURL())
+	tpl := refusing.Host + "/acme/providers/${hostname}/${namespace}/${type}"
+	p := startProxy(t, Options{Client: heldIndexClient(t, reg, index), ProviderMappings: mustMapping(t, tpl),
+		PullThrough: &pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, Client: originClient(t)}})
+	if r := p.get(t, pullURL(t, p, "example.com/acme/small", "1.0.0", "linux_amd64")); r.Status != http.StatusOK {
+		t.Fatalf("pull: %d %s", r.Status, r.Body)
+	}
+	waitIdle(t, p)
+
+	cold := startProxy(t, Options{Client: heldIndexClient(t, reg, index), ProviderMappings: mustMapping(t, tpl)})
+	idx, _ := getCatalog[catalog.IndexPage](t, cold, "/catalog/?format=json", nil)
+	if len(idx.Providers) != 1 || idx.Providers[0].Address != "example.com/acme/small" || idx.Complete {
+		t.Errorf("a cold serve after a pull-through: %+v, want example.com/acme/small, not complete", idx)
 	}
 }
