@@ -30,11 +30,11 @@ func newHeldRecorder(opts Options) (*heldRecorder, error) {
 	ref, err := ParseReference(opts.HeldIndex)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("held-address index %q: %w", opts.HeldIndex, err)
+		return nil, fmt.Errorf("held-address index %q (--catalog-repository): %w", opts.HeldIndex, err)
 	case ref.Layout:
-		return nil, fmt.Errorf("held-address index %q: an OCI layout lists itself; name a registry repository", opts.HeldIndex)
+		return nil, fmt.Errorf("held-address index %q (--catalog-repository): an OCI layout lists itself; name a registry repository", opts.HeldIndex)
 	case ref.Reference != "":
-		return nil, fmt.Errorf("held-address index %q: name a repository without a tag or digest", opts.HeldIndex)
+		return nil, fmt.Errorf("held-address index %q (--catalog-repository): name a repository without a tag or digest", opts.HeldIndex)
 	}
 	log := opts.Logger
 	if log == nil {

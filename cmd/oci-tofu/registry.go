@@ -18,7 +18,7 @@ func registryFlags() []cli.Flag {
 		&cli.StringFlag{Name: "ca-file", Usage: "PEM file of extra CA certificates to trust (SSL_CERT_FILE is honoured too)", EnvVars: []string{"OCI_TOFU_CA_FILE"}},
 		&cli.StringFlag{Name: "username", Usage: "registry user name (default: docker config and credential helpers)", EnvVars: []string{"OCI_TOFU_USERNAME"}},
 		&cli.BoolFlag{Name: "password-stdin", Usage: "read the registry password or token from standard input"},
-		&cli.StringFlag{Name: "catalog-repository", Usage: "record each push in the held-address `REPO`, on the same registry, so the catalogue lists it where the registry cannot list (docs/catalogue.md)", EnvVars: []string{"OCI_TOFU_CATALOG_REPOSITORY"}},
+		&cli.StringFlag{Name: "catalog-repository", Usage: "record each push in the held-address index `REPO` (on the same registry), so the catalogue lists it where the registry cannot list (docs/catalogue.md)", EnvVars: []string{"OCI_TOFU_CATALOG_REPOSITORY"}},
 	}
 }
 
