@@ -22,11 +22,8 @@ type heldRecorder struct {
 	recorded sync.Map // repository path → true, once written
 }
 
-// newHeldRecorder reads Options.HeldIndex: nil when it is empty.
+// newHeldRecorder reads Options.HeldIndex.
 func newHeldRecorder(opts Options) (*heldRecorder, error) {
-	if opts.HeldIndex == "" {
-		return nil, nil
-	}
 	ref, err := ParseReference(opts.HeldIndex)
 	switch {
 	case err != nil:
@@ -95,11 +92,7 @@ func (c *Client) writeHeld(ctx context.Context, idx Reference, repository string
 
 // recordHeldOf records the repository a Commit tagged, when it was opened
 // by a Client (Open) that keeps a held-address index.
-func recordHeldOf(ctx context.Context, repo Repository) {
-	r, ok := repo.(*remote.Repository)
-	if !ok {
-		return
-	}
+func recordHeldOf(ctx context.Context, r *remote.Repository) {
 	if ps, ok := r.Client.(pushScoped); ok && ps.owner != nil {
 		ps.owner.RecordHeld(ctx, Reference{Registry: r.Reference.Registry, Repository: r.Reference.Repository})
 	}

@@ -15,6 +15,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
 )
 
 // PushOptions tune a push.
@@ -433,8 +434,8 @@ func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult
 // client that opened the repository, if it keeps one (Client.RecordHeld:
 // a failure is a warning, the push stands).
 func (u *Upload) recordHeld(ctx context.Context, tags Tags) {
-	if len(tags) > 0 {
-		recordHeldOf(ctx, u.repo)
+	if r, ok := u.repo.(*remote.Repository); ok && len(tags) > 0 {
+		recordHeldOf(ctx, r) // heldrecord.go
 	}
 }
 

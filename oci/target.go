@@ -155,11 +155,13 @@ func NewClient(opts Options) (*Client, error) {
 		Credential: cred,
 		Header:     http.Header{"User-Agent": {ua}},
 	}
-	held, err := newHeldRecorder(opts)
-	if err != nil {
-		return nil, err
+	client := &Client{auth: c, opts: opts}
+	if opts.HeldIndex != "" {
+		if client.held, err = newHeldRecorder(opts); err != nil {
+			return nil, err
+		}
 	}
-	return &Client{auth: c, opts: opts, held: held}, nil
+	return client, nil
 }
 
 func credentialFunc(opts Options) (auth.CredentialFunc, error) {
