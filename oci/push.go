@@ -15,6 +15,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
 )
 
 // PushOptions tune a push.
@@ -389,10 +390,13 @@ func (u *Upload) record(d ocispec.Descriptor, uploaded bool) {
 // Commit finishes the push: the remaining blobs, the manifests, then the
 // tags, each checked against what the caller saw (see Tags). A version tag
 // that holds other content is refused first (Tags.CheckVersions), before
-// anything more is written.
+// anything more is written. A push that tags (or finds its tags up to
+// date) is then recorded in the held-address index of the client that
+// opened the repository, if any (Options.HeldIndex).
 func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult, error) {
 	root := a.Root()
 	if tags.AllHold(root.Digest) {
+		u.recordHeld(ctx, tags)
 		return PushResult{Root: root, UpToDate: true}, nil
 	}
 	if err := tags.CheckVersions(root.Digest, u.opts.Replace); err != nil {
@@ -422,7 +426,17 @@ func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult
 	if err := u.settle(ctx, root, tags, slowest); err != nil {
 		return u.result(root), err
 	}
+	u.recordHeld(ctx, tags)
 	return u.result(root), nil
+}
+
+// recordHeld records a push that tags in the held-address index of the
+// client that opened the repository, if it keeps one (Client.RecordHeld:
+// a failure is a warning, the push stands).
+func (u *Upload) recordHeld(ctx context.Context, tags Tags) {
+	if r, ok := u.repo.(*remote.Repository); ok && len(tags) > 0 {
+		recordHeldOf(ctx, r) // heldrecord.go
+	}
 }
 
 // settle waits for competing writes that checked the tags before ours

@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -111,12 +112,22 @@ type Options struct {
 	// (ListRepositories): DefaultCatalogPageSize when 0; tests lower it
 	// to exercise paging.
 	CatalogPageSize int
+	// HeldIndex, "host[:port]/path", is the held-address index every
+	// publish through this client is recorded in (docs/catalogue.md,
+	// "The held-address index"): a Commit that tags, and RecordHeld.
+	// Repositories opened for writing must then be on its registry
+	// (Open refuses others), so the credentials that push go to no other
+	// host. Empty: nothing is recorded.
+	HeldIndex string
+	// Logger is told what could not be recorded (slog.Default when nil).
+	Logger *slog.Logger
 }
 
 // Client builds the authenticating HTTP client used for registries.
 type Client struct {
 	auth *auth.Client
 	opts Options
+	held *heldRecorder // nil without Options.HeldIndex
 }
 
 // NewClient prepares TLS trust and credentials once; share it between
@@ -144,7 +155,13 @@ func NewClient(opts Options) (*Client, error) {
 		Credential: cred,
 		Header:     http.Header{"User-Agent": {ua}},
 	}
-	return &Client{auth: c, opts: opts}, nil
+	client := &Client{auth: c, opts: opts}
+	if opts.HeldIndex != "" {
+		if client.held, err = newHeldRecorder(opts); err != nil {
+			return nil, err
+		}
+	}
+	return client, nil
 }
 
 func credentialFunc(opts Options) (auth.CredentialFunc, error) {
@@ -161,16 +178,21 @@ func credentialFunc(opts Options) (auth.CredentialFunc, error) {
 
 // Open opens the repository ref names, for reading and writing. An OCI
 // layout directory is created when missing; its index.json names the
-// tagged roots only (see layout).
+// tagged roots only (see layout). With a held-address index
+// (Options.HeldIndex), a registry repository on another registry is
+// refused (CheckHeldIndex).
 func (c *Client) Open(ref Reference) (Repository, error) {
 	if ref.Layout {
 		return openLayout(ref.Repository, true)
+	}
+	if err := c.CheckHeldIndex(ref); err != nil {
+		return nil, err
 	}
 	repo, err := c.remote(ref)
 	if err != nil {
 		return nil, err
 	}
-	repo.Client = pushScoped{client: c.auth, ref: repo.Reference}
+	repo.Client = pushScoped{client: c.auth, ref: repo.Reference, owner: c}
 	return repo, nil
 }
 
@@ -256,6 +278,7 @@ func hostPort(u *url.URL) string {
 type pushScoped struct {
 	client *auth.Client
 	ref    registry.Reference
+	owner  *Client // what a Commit records the repository with (RecordHeld)
 }
 
 func (c pushScoped) Do(req *http.Request) (*http.Response, error) {

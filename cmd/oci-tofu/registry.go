@@ -18,6 +18,7 @@ func registryFlags() []cli.Flag {
 		&cli.StringFlag{Name: "ca-file", Usage: "PEM file of extra CA certificates to trust (SSL_CERT_FILE is honoured too)", EnvVars: []string{"OCI_TOFU_CA_FILE"}},
 		&cli.StringFlag{Name: "username", Usage: "registry user name (default: docker config and credential helpers)", EnvVars: []string{"OCI_TOFU_USERNAME"}},
 		&cli.BoolFlag{Name: "password-stdin", Usage: "read the registry password or token from standard input"},
+		&cli.StringFlag{Name: "catalog-repository", Usage: "record each push in the held-address index `REPO` (on the same registry), so the catalogue lists it where the registry cannot list (docs/catalogue.md)", EnvVars: []string{"OCI_TOFU_CATALOG_REPOSITORY"}},
 	}
 }
 
@@ -39,6 +40,7 @@ func registryOptions(c *cli.Context) (oci.Options, error) {
 		CAFile:    c.String("ca-file"),
 		Username:  c.String("username"),
 		UserAgent: "oci-tofu/" + version,
+		HeldIndex: c.String("catalog-repository"),
 	}
 	if c.Bool("password-stdin") {
 		b, err := io.ReadAll(io.LimitReader(os.Stdin, 64<<10))

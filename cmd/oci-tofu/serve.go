@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"time"
@@ -109,7 +108,7 @@ func serve(c *cli.Context) error {
 	if err := wantArgs(c, 0, 0); err != nil {
 		return err
 	}
-	logger, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"))
+	logger, err := proxy.NewLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"))
 	if err != nil {
 		return err
 	}
@@ -292,22 +291,6 @@ func readServeSecrets(c *cli.Context, opts *proxy.Options) error {
 		}
 	}
 	return nil
-}
-
-func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	ho := &slog.HandlerOptions{Level: lv}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, ho)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
-	default:
-		return nil, fmt.Errorf("--log-format must be text or json")
-	}
 }
 
 // serverTLS loads or generates the server certificate; nil means plain

@@ -53,9 +53,13 @@ type Package struct {
 // Prepare makes source ready to push to target: a zip is checked; a
 // directory is packed, unless opts.Cache knows its tree packed to a zip
 // whose module every target tag already holds. Failures to read the
-// registry only mean that shortcut is not taken. Remove the Package when
-// done with it.
+// registry only mean that shortcut is not taken. A target the client's
+// held-address index cannot record is refused first
+// (oci.Client.CheckHeldIndex). Remove the Package when done with it.
 func Prepare(ctx context.Context, source string, target Target, opts Options) (*Package, error) {
+	if err := target.Client.CheckHeldIndex(target.Ref); err != nil {
+		return nil, err
+	}
 	fi, err := os.Stat(source)
 	if err != nil {
 		return nil, err
@@ -121,9 +125,12 @@ func heldByAllTags(ctx context.Context, target Target, zip ocispec.Descriptor) (
 }
 
 // Push uploads the package and writes the target's tags last; an
-// Unchanged package is up to date without a request.
+// Unchanged package is up to date without a request but the one that
+// records it in the client's held-address index, as a push does
+// (oci.Client.RecordHeld).
 func (p *Package) Push(ctx context.Context, target Target, opts oci.PushOptions) (oci.PushResult, error) {
 	if p.How == Unchanged {
+		target.Client.RecordHeld(ctx, target.Ref)
 		return oci.PushResult{Root: p.root, UpToDate: true}, nil
 	}
 	art, err := oci.BuildModule(p.zip.Blob())

@@ -351,7 +351,8 @@ func withDefaults(opts Options) Options {
 	return opts
 }
 
-// connect builds the registry client (unless given) and the store.
+// connect builds the registry client (unless given) and the store, which
+// reads the client's held-address index (checkHeldIndex).
 func (s *Server) connect() error {
 	client := s.opts.Client
 	if client == nil {
@@ -362,14 +363,23 @@ func (s *Server) connect() error {
 		}
 		e.OnEvent = s.metrics.EtiquetteEvent
 		ro.Etiquette = &e
+		if ro.Logger == nil {
+			ro.Logger = s.log
+		}
 		var err error
 		if client, err = oci.NewClient(ro); err != nil {
 			return err
 		}
 	}
+	if err := s.checkHeldIndex(client); err != nil {
+		return err
+	}
 	s.client = client
 	so := s.opts.Store
 	so.Client, so.CacheBytes, so.Observe, so.Logger = client, budgetOf(s.opts).store, s.metrics.ObserveCache, s.log
+	if idx, ok := client.HeldIndex(); ok { // heldindex.go
+		so.HeldIndex, so.RepairHeldIndex = idx, true
+	}
 	if s.opts.admitting() {
 		so.Admit = admission(s.opts.RequireAttestation, s.opts.RequireTrust, s.opts.RequireKeyless)
 	}

@@ -32,8 +32,10 @@ type Held struct {
 	CanList bool
 	Reason  string
 	// Indexed is set when the held-address index (Options.HeldIndex) was
-	// read and its entries are included: the listing is then complete
-	// (CanList) even where the catalog does not list.
+	// read and its entries are included. Where the catalog does not list,
+	// the index alone is not complete (what was pushed without recording
+	// it is missing): CanList stays false, and Reason says the listing
+	// is the index's.
 	Indexed bool
 	// At is when the listing was read.
 	At time.Time
@@ -85,6 +87,9 @@ func (s *Store) listHeld(ctx context.Context, tpl *repotemplate.Template) (Held,
 		if err := s.mergeHeldIndex(ctx, &h); err != nil {
 			return Held{}, err
 		}
+		if !h.CanList {
+			h.Reason = fmt.Sprintf("listed from the held-address index %s, as %s; repositories pushed without --catalog-repository are not shown", idx.Name(), h.Reason)
+		}
 	}
 	if h.CanList {
 		h.Reason = ""
@@ -122,7 +127,9 @@ func (h *heldList) addAll(repos []string) []string {
 
 // mergeHeldIndex adds the index's entries to h and, with
 // RepairHeldIndex, writes the entries the catalog found that the index
-// lacks (at most maxHeldRepairs a listing; a write that fails is logged).
+// lacks (at most maxHeldRepairs a listing; a write that fails is logged
+// and ends that listing's repairs: a proxy without push rights on the
+// index tries once a listing, not once a repository).
 func (s *Store) mergeHeldIndex(ctx context.Context, h *heldList) error {
 	idx := s.opts.HeldIndex
 	fromCatalog := slices.Clone(h.Repositories)
@@ -135,7 +142,7 @@ func (s *Store) mergeHeldIndex(ctx context.Context, h *heldList) error {
 		return &Error{Failure: oci.Classify(err), Repo: idx.Name(), What: readingHeldIndex, Err: err}
 	}
 	h.addAll(entries)
-	h.Indexed, h.CanList = true, true
+	h.Indexed = true
 	if !s.opts.RepairHeldIndex {
 		return nil
 	}
@@ -151,6 +158,7 @@ func (s *Store) mergeHeldIndex(ctx context.Context, h *heldList) error {
 		repaired++
 		if err := s.writeHeldEntry(ctx, r.Repository); err != nil {
 			s.opts.Logger.Warn("could not add a repository to the held-address index", "index", idx.Name(), "repository", r.Name(), "error", err)
+			return nil
 		}
 	}
 	return nil

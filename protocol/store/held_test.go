@@ -171,7 +171,8 @@ func TestHeldLayouts(t *testing.T) {
 }
 
 // Where the catalog does not list (GHCR), the held-address index lists
-// what push, mirror and pull-through recorded in it; where it lists, a
+// what push, mirror and pull-through recorded in it, and the listing is
+// not complete (what was pushed unrecorded is missing); where it lists, a
 // repository the catalog finds and the index lacks is added to it
 // (RepairHeldIndex), and the index repository itself is no provider.
 func TestHeldIndex(t *testing.T) {
@@ -192,8 +193,10 @@ func TestHeldIndex(t *testing.T) {
 	tpl := providerTemplate(t, denying.Host+"/acme/providers/${namespace}/${type}")
 	h, err := newStore(t, store.Options{Client: client, HeldIndex: index}).Held(ctx, tpl)
 	want := []map[string]string{{"namespace": "b", "type": "two"}, {"namespace": "c", "type": "three"}}
-	if err != nil || !h.CanList || !h.Indexed || h.Reason != "" || !sameValues(h.Values, want) {
-		t.Errorf("a registry that does not list, with an index: %+v %v, want %v", h, err, want)
+	wantReason := "listed from the held-address index " + index.Name() + ", as " + denying.Host +
+		" does not list repositories (GET /v2/_catalog: 403 DENIED); repositories pushed without --catalog-repository are not shown"
+	if err != nil || h.CanList || !h.Indexed || h.Reason != wantReason || !sameValues(h.Values, want) {
+		t.Errorf("a registry that does not list, with an index: %+v %v, want %v, not complete: %q", h, err, want, wantReason)
 	}
 
 	plain := testenv.StartFrontFor(t, rs.reg, testenv.FrontOptions{})
@@ -211,5 +214,30 @@ func TestHeldIndex(t *testing.T) {
 	entries, err := oci.ListHeldEntries(ctx, repo)
 	if err != nil || !slices.Contains(entries, "acme/providers/a/one") || len(entries) != 4 {
 		t.Errorf("the index after a repairing listing: %v %v, want a/one added", entries, err)
+	}
+}
+
+// A repairing listing that cannot write the index (a proxy without push
+// rights on it) tries once a listing, not once a repository it lacks,
+// and still lists.
+func TestHeldIndexRepairStopsAtTheFirstFailure(t *testing.T) {
+	ctx := context.Background()
+	rs, client := heldSetup(t)
+	indexWrites := func(r *http.Request) bool {
+		return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v2/acme/held/index/")
+	}
+	front := testenv.StartFrontFor(t, rs.reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{Match: indexWrites,
+		Fault: testenv.ErrorAnswer(http.StatusForbidden, "DENIED", "denied")}}})
+	index := oci.Reference{Registry: front.Host, Repository: "acme/held/index"}
+	tpl := providerTemplate(t, front.Host+"/acme/providers/${namespace}/${type}")
+	h, err := newStore(t, store.Options{Client: client, HeldIndex: index, RepairHeldIndex: true}).Held(ctx, tpl)
+	if err != nil || !h.CanList || len(h.Repositories) != 2 {
+		t.Fatalf("%+v %v, want the catalog's 2 repositories", h, err)
+	}
+	puts := front.Count(func(e testenv.AccessEntry) bool {
+		return e.Method == http.MethodPut && strings.HasPrefix(e.Path, "/v2/acme/held/index/manifests/")
+	})
+	if puts != 1 {
+		t.Errorf("%d index writes for 2 missing entries, the first refused: want 1", puts)
 	}
 }
