@@ -1,0 +1,80 @@
+package proxy
+
+import (
+	"context"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/keyless"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
+)
+
+// catalogFacts are what a provider's catalogue page reads of a release
+// beyond the release itself, each what the server decides with: the
+// policy in force, the vulnerability database, the attestation rule's
+// verdict (the gate's, cached by the store), --require-keyless's
+// verifier and the page's record of downloads.
+func (s *Server) catalogFacts() catalog.ProviderFacts {
+	o := &s.opts
+	f := catalog.ProviderFacts{Vulns: o.VulnDB, Usage: s.catalogUsage}
+	if o.Policy != nil {
+		f.Policy = o.Policy.Current
+	}
+	if j := s.judge(); j.Admitted != nil {
+		f.Admission = func(ctx context.Context, root source.Root) (*catalog.Admission, error) {
+			return catalogAdmission(ctx, j.Admitted, root)
+		}
+	}
+	if v, ok := o.RequireKeyless.(*keyless.Verifier); ok {
+		f.Keyless = func(ctx context.Context, root source.Root) (*catalog.KeylessSigner, error) {
+			return keylessSigner(ctx, v, root)
+		}
+	}
+	return f
+}
+
+// catalogAdmission is the attestation rule's word on a provider release
+// at root, as the gate asks it (gate.Policy.Admitted).
+func catalogAdmission(ctx context.Context, admitted func(context.Context, names.Kind, source.Root) error, root source.Root) (*catalog.Admission, error) {
+	a := &catalog.Admission{PredicateType: attest.PredicateType(names.KindProvider)}
+	err := admitted(ctx, names.KindProvider, root)
+	if r, refused := store.Refused(err); refused {
+		a.Reason = r.Reason
+		return a, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.Admitted = true
+	return a, nil
+}
+
+// keylessSigner is the identity of the keyless attestation of the
+// release at root that v accepts (nil: none), read once per root.
+func keylessSigner(ctx context.Context, v *keyless.Verifier, root source.Root) (*catalog.KeylessSigner, error) {
+	val, err := root.Repo.Described(ctx, "the keyless signer", root.Digest, func(ctx context.Context, repo oci.ReadOnlyRepository, _ string) (any, int64, error) {
+		_, id, refusal, err := v.VerifyInRegistry(ctx, repo, root.Digest, attest.PredicateType(names.KindProvider))
+		if err != nil {
+			return nil, 0, err
+		}
+		if refusal != nil {
+			return (*catalog.KeylessSigner)(nil), 16, nil
+		}
+		return &catalog.KeylessSigner{Issuer: id.Issuer, Identity: id.Subject}, int64(64 + len(id.Issuer) + len(id.Subject)), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ks, _ := val.(*catalog.KeylessSigner)
+	return ks, nil
+}
+
+// catalogUsage is an address's downloads as this process's page counts
+// them from the audit trail.
+func (s *Server) catalogUsage(_ context.Context, kind names.Kind, address string) (*catalog.UsageCounts, error) {
+	u := s.page.Usage(string(kind), address)
+	return &catalog.UsageCounts{Week: u.Week, Month: u.Month, Clients: u.Clients, More: u.More, From: "this replica's audit trail"}, nil
+}
