@@ -4,12 +4,12 @@ import (
 	"context"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
-	"github.com/oci-tofu/oci-tofu/convert/keyless"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
+	"github.com/opencontainers/go-digest"
 )
 
 // catalogFacts are what a provider's catalogue page reads of a release
@@ -28,7 +28,7 @@ func (s *Server) catalogFacts() catalog.ProviderFacts {
 			return catalogAdmission(ctx, j.Admitted, root)
 		}
 	}
-	if v, ok := o.RequireKeyless.(*keyless.Verifier); ok {
+	if v, ok := o.RequireKeyless.(keylessSigners); ok {
 		f.Keyless = func(ctx context.Context, root source.Root) (*catalog.KeylessSigner, error) {
 			return keylessSigner(ctx, v, root)
 		}
@@ -52,18 +52,25 @@ func catalogAdmission(ctx context.Context, admitted func(context.Context, names.
 	return a, nil
 }
 
+// keylessSigners is --require-keyless's verifier naming who signed
+// (keyless.Verifier.SignerOf), asked through this interface so that a
+// build without keyless verification leaves convert/keyless out.
+type keylessSigners interface {
+	SignerOf(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, predicateType string) (issuer, identity string, refusal, err error)
+}
+
 // keylessSigner is the identity of the keyless attestation of the
 // release at root that v accepts (nil: none), read once per root.
-func keylessSigner(ctx context.Context, v *keyless.Verifier, root source.Root) (*catalog.KeylessSigner, error) {
+func keylessSigner(ctx context.Context, v keylessSigners, root source.Root) (*catalog.KeylessSigner, error) {
 	val, err := root.Repo.Described(ctx, "the keyless signer", root.Digest, func(ctx context.Context, repo oci.ReadOnlyRepository, _ string) (any, int64, error) {
-		_, id, refusal, err := v.VerifyInRegistry(ctx, repo, root.Digest, attest.PredicateType(names.KindProvider))
+		issuer, identity, refusal, err := v.SignerOf(ctx, repo, root.Digest, attest.PredicateType(names.KindProvider))
 		if err != nil {
 			return nil, 0, err
 		}
 		if refusal != nil {
 			return (*catalog.KeylessSigner)(nil), 16, nil
 		}
-		return &catalog.KeylessSigner{Issuer: id.Issuer, Identity: id.Subject}, int64(64 + len(id.Issuer) + len(id.Subject)), nil
+		return &catalog.KeylessSigner{Issuer: issuer, Identity: identity}, int64(64 + len(issuer) + len(identity)), nil
 	})
 	if err != nil {
 		return nil, err
