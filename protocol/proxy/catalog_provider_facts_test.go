@@ -17,6 +17,7 @@ import (
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/internal/sigstoretest"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
@@ -65,15 +66,15 @@ provider "example.com/test/hello" {
 }
 `
 
-// startFactsCatalog serves example.com/test/hello from a layout store,
+// startFactsCatalog serves example.com/test/hello from Distribution,
 // every version attested keylessly by factsWorkflow: 1.0.0 built with
 // golang.org/x/text v0.3.7 (GO-2022-1059 in the fixture database),
 // 1.1.0 without SBOMs, 2.0.0-rc1 revoked; serve
 // requires that keyless identity and matches the fixture database.
 func startFactsCatalog(t *testing.T, extraPolicy string, opts Options) *proxy {
 	t.Helper()
-	dir, open := layoutStore(t)
-	repo := open("test", "hello")
+	reg := testenv.StartRegistry(t)
+	repo := registryRepo(t, reg, "p/test/hello")
 	sig := sigstoretest.New(t)
 	for _, v := range []string{"1.0.0", "1.1.0", "2.0.0-rc1"} {
 		pushKeylessAttested(t, repo, sig, v, factsWorkflow)
@@ -84,7 +85,12 @@ func startFactsCatalog(t *testing.T, extraPolicy string, opts Options) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.ProviderMappings = mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}")
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Client = client
+	opts.ProviderMappings = mustMapping(t, reg.Host+"/p/${namespace}/${type}")
 	opts.RegistryHostname = "example.com"
 	opts.RequireKeyless = v
 	opts.VulnDB = openFixtureDB(t)
