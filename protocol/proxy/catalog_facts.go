@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"context"
+	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 	"github.com/opencontainers/go-digest"
@@ -79,9 +81,24 @@ func keylessSigner(ctx context.Context, v keylessSigners, root source.Root) (*ca
 	return ks, nil
 }
 
-// catalogUsage is an address's downloads as this process's page counts
-// them from the audit trail.
-func (s *Server) catalogUsage(_ context.Context, kind names.Kind, address string) (*catalog.UsageCounts, error) {
+// fleetUsage is a shared cache that keeps the fleet's usage of each
+// address (sharedstate.Redis).
+type fleetUsage interface {
+	Usage(ctx context.Context, kind, address string, now time.Time) (sharedstate.AddressUsage, error)
+}
+
+// catalogUsage is an address's downloads: the fleet's, when the fleet
+// shares a Redis that counts them (every replica adds its counts every
+// countsFlushEvery), else this process's page's, both from the audit
+// trail.
+func (s *Server) catalogUsage(ctx context.Context, kind names.Kind, address string) (*catalog.UsageCounts, error) {
+	if fu, ok := s.opts.Shared.(fleetUsage); ok && s.counts != nil {
+		u, err := fu.Usage(ctx, string(kind), address, s.opts.Now())
+		if err != nil {
+			return nil, err
+		}
+		return &catalog.UsageCounts{Week: uint64(u.Week), Month: uint64(u.Month), Clients: u.Clients, More: u.More, From: "the fleet's shared counts"}, nil
+	}
 	u := s.page.Usage(string(kind), address)
 	return &catalog.UsageCounts{Week: u.Week, Month: u.Month, Clients: u.Clients, More: u.More, From: "this replica's audit trail"}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
 
 const (
@@ -160,7 +162,7 @@ func TestCatalogProviderFacts(t *testing.T) {
 			t.Errorf("%s is found, the policy's warning does not name it: %s", v.ID, d.Status.Message)
 		}
 	}
-	if u := d.Downloads; u == nil || u.Week != 2 || u.Month != 2 || u.Clients != 1 {
+	if u := d.Downloads; u == nil || u.Week != 2 || u.Month != 2 || u.Clients != 1 || u.From != "this replica's audit trail" {
 		t.Errorf("downloads: %+v", u)
 	}
 	var statuses []string
@@ -242,5 +244,31 @@ client "a" {
 	html := p.do(t, http.MethodGet, "/catalog/providers/example.com/test/hello/1.0.0", as(tokenA))
 	if html.Status != http.StatusOK || strings.Contains(string(html.Body), `id="downloads"`) || strings.Contains(string(html.Body), "operator") {
 		t.Errorf("a's page shows downloads: %d\n%s", html.Status, html.Body)
+	}
+}
+
+// With the fleet sharing a Redis, the downloads shown are the fleet's
+// counts, which every replica adds to (countsFlushEvery).
+func TestCatalogProviderDownloadsOfTheFleet(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	shared, err := sharedstate.OpenRedis(sharedstate.RedisOptions{URL: srv.URL(), BreakerOpen: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.Close() })
+	p := startFactsCatalog(t, "", Options{Shared: shared})
+	downloadHello(t, p, "1.0.0", nil)
+	var u *catalog.UsageCounts
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		d, r := getCatalog[catalog.ProviderPage](t, p, "/catalog/providers/example.com/test/hello/1.0.0", nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("page: %d %s", r.Status, r.Body)
+		}
+		if u = d.Downloads; u != nil && u.Week > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if u == nil || u.From != "the fleet's shared counts" || u.Week != 1 || u.Month != 1 || u.Clients != 1 {
+		t.Errorf("downloads: %+v", u)
 	}
 }
