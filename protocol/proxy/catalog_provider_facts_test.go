@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -270,5 +271,20 @@ func TestCatalogProviderDownloadsOfTheFleet(t *testing.T) {
 	}
 	if u == nil || u.From != "the fleet's shared counts" || u.Week != 1 || u.Month != 1 || u.Clients != 1 {
 		t.Errorf("downloads: %+v", u)
+	}
+}
+
+// The server asks --require-keyless's verifier who signed through an
+// interface (catalog_facts.go): it never imports convert/keyless, so a
+// build with the nokeyless tag leaves sigstore-go out.
+func TestProxyLeavesSigstoreToTheCommand(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/oci-tofu/oci-tofu/protocol/proxy").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.Contains(dep, "sigstore/sigstore-go") || dep == "github.com/oci-tofu/oci-tofu/convert/keyless" {
+			t.Errorf("protocol/proxy depends on %s", dep)
+		}
 	}
 }
