@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
@@ -24,6 +25,9 @@ func (s *Server) catalogFacts() catalog.ProviderFacts {
 	f := catalog.ProviderFacts{Vulns: o.VulnDB, Usage: s.catalogUsage}
 	if o.Policy != nil {
 		f.Policy = o.Policy.Current
+		f.Signers = func(ctx context.Context, address string, root source.Root) ([]catalog.SignerVerdict, error) {
+			return s.signerVerdicts(ctx, address, root)
+		}
 	}
 	if j := s.judge(); j.Admitted != nil {
 		f.Admission = func(ctx context.Context, root source.Root) (*catalog.Admission, error) {
@@ -36,6 +40,27 @@ func (s *Server) catalogFacts() catalog.ProviderFacts {
 		}
 	}
 	return f
+}
+
+// signerVerdicts are the gate's verdicts on the signers the policy's
+// rule deciding address requires of the release at root: the facts the
+// gate reads for that rule (gate.Policy.ReadFacts, cached per root and
+// signer), its signers alone.
+func (s *Server) signerVerdicts(ctx context.Context, address string, root source.Root) ([]catalog.SignerVerdict, error) {
+	pol := s.opts.Policy.Current()
+	n := pol.Needs(names.KindProvider, address)
+	if len(n.Signers) == 0 {
+		return nil, nil
+	}
+	f, err := s.judge().ReadFacts(ctx, pol, names.KindProvider, policy.Needs{Rule: n.Rule, Signers: n.Signers}, root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]catalog.SignerVerdict, len(n.Signers))
+	for i, sg := range n.Signers {
+		out[i] = catalog.SignerVerdict{Signer: sg.Spec, Kind: sg.Kind, Signed: f.Signed[sg.Spec], Why: f.Why[sg.Spec]}
+	}
+	return out, nil
 }
 
 // catalogAdmission is the attestation rule's word on a provider release

@@ -15,9 +15,11 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/keyless"
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
+	"github.com/oci-tofu/oci-tofu/internal/attesttest"
 	"github.com/oci-tofu/oci-tofu/internal/sigstoretest"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -286,5 +288,42 @@ func TestProxyLeavesSigstoreToTheCommand(t *testing.T) {
 		if strings.Contains(dep, "sigstore/sigstore-go") || dep == "github.com/oci-tofu/oci-tofu/convert/keyless" {
 			t.Errorf("protocol/proxy depends on %s", dep)
 		}
+	}
+}
+
+// The signers a policy rule requires are shown with the gate's verdict
+// on each, for the version shown; a version they refuse is denied in the
+// list, with the rule and the reason.
+func TestCatalogProviderRequiredSigners(t *testing.T) {
+	dir, open := layoutStore(t)
+	repo := open("test", "hello")
+	ours := attesttest.Signer(t)
+	attestAt(t, repo, pushAttested(t, repo, "1.0.0", nil), ours, pubrelease.ProviderPredicateType, time.Now())
+	pushAttested(t, repo, "1.1.0", nil)
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publisher := pgp.KeyID(kr.Entities[0].PrimaryKey.KeyId)
+	pol := factsPolicy(t, `
+provider "example.com/test/hello" {
+  name    = "publisher-and-org"
+  signers = ["publisher:`+publisher+`", "attestation:org.pub"]
+}`, map[string]*attest.Signer{"org.pub": ours})
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), RegistryHostname: "example.com", Policy: pol})
+	d, r := getCatalog[catalog.ProviderPage](t, p, "/catalog/providers/example.com/test/hello", nil)
+	if r.Status != http.StatusOK || d.Version != "1.0.0" {
+		t.Fatalf("page: %d %s", r.Status, r.Body)
+	}
+	want := []catalog.SignerVerdict{{Signer: "publisher:" + publisher, Kind: policy.SignerPublisher, Signed: true}, {Signer: "attestation:org.pub", Kind: policy.SignerAttestation, Signed: true}}
+	if !slices.Equal(d.Signer.Required, want) {
+		t.Errorf("required signers: %+v, want %+v", d.Signer.Required, want)
+	}
+	if len(d.Versions) != 2 || d.Versions[0].Version != "1.1.0" || d.Versions[0].Status != catalog.StatusDenied || d.Versions[0].Rule != "publisher-and-org" ||
+		!strings.Contains(d.Versions[0].Reason, "attestation:org.pub") {
+		t.Errorf("versions: %+v", d.Versions)
+	}
+	if html := string(p.get(t, "/catalog/providers/example.com/test/hello").Body); !strings.Contains(html, `<code>attestation:org.pub</code> <span class="ok">signed</span>`) {
+		t.Errorf("the page does not show the required signers:\n%s", html)
 	}
 }

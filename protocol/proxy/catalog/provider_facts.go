@@ -36,6 +36,9 @@ type ProviderFacts struct {
 	// Keyless is the identity whose keyless attestation of a stored
 	// release --require-keyless's verifier accepts (nil: none).
 	Keyless func(ctx context.Context, root source.Root) (*KeylessSigner, error)
+	// Signers are the gate's verdicts on the signers the rule deciding
+	// address requires of a stored release (nil: it requires none).
+	Signers func(ctx context.Context, address string, root source.Root) ([]SignerVerdict, error)
 	// Usage is an address's downloads (nil: none are counted).
 	Usage func(ctx context.Context, kind names.Kind, address string) (*UsageCounts, error)
 }
@@ -49,6 +52,20 @@ type Signer struct {
 	// verifies or none is configured (KeylessChecked says which).
 	Keyless        *KeylessSigner `json:"keyless,omitempty"`
 	KeylessChecked bool           `json:"keyless_checked"`
+	// Required are the signers the policy's deciding rule requires
+	// (signers = [...]), each with the gate's verdict.
+	Required []SignerVerdict `json:"required"`
+}
+
+// SignerVerdict is one signer a policy rule requires: its entry as
+// written (publisher:KEYID, attestation:KEYFILE, cosign:KEYFILE,
+// notation:DIR, keyless:ISSUER=IDENTITY), whether the release is signed
+// by it, and why not when the check says.
+type SignerVerdict struct {
+	Signer string `json:"signer"`
+	Kind   string `json:"kind"`
+	Signed bool   `json:"signed"`
+	Why    string `json:"why,omitempty"`
 }
 
 // KeylessSigner is a keyless (Sigstore) signature's certificate
@@ -149,6 +166,14 @@ func (h *Handlers) releaseFacts(ctx context.Context, d *ProviderPage, root sourc
 		d.Signer.KeylessChecked = true
 		reads = append(reads, func(ctx context.Context) (err error) {
 			d.Signer.Keyless, err = f.Keyless(ctx, root)
+			return err
+		})
+	}
+	d.Signer.Required = []SignerVerdict{}
+	if f.Signers != nil {
+		reads = append(reads, func(ctx context.Context) error {
+			vs, err := f.Signers(ctx, d.Address, root)
+			d.Signer.Required = append(d.Signer.Required, vs...)
 			return err
 		})
 	}
