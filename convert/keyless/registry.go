@@ -65,3 +65,17 @@ func (v *Verifier) Check(ctx context.Context, repo oci.ReadOnlyRepository, _ str
 }
 
 var _ attest.BundleChecker = (*Verifier)(nil)
+
+// SignerOf is VerifyInRegistry's signer alone: the OIDC issuer and
+// certificate identity of the first bundle of subject that verifies
+// (both "" when none does, refusal saying why). Its types are the
+// standard library's, so a caller may ask it through an interface
+// without importing this package (a build with the nokeyless tag leaves
+// sigstore-go out).
+func (v *Verifier) SignerOf(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, predicateType string) (issuer, identity string, refusal, err error) {
+	_, id, refusal, err := v.VerifyInRegistry(ctx, repo, subject, predicateType)
+	if err != nil || refusal != nil {
+		return "", "", refusal, err
+	}
+	return id.Issuer, id.Subject, nil, nil
+}

@@ -210,6 +210,24 @@ func (p *Policy) Deprecation(kind names.Kind, address string, v names.Version) (
 	return "", false
 }
 
+// Revocation is the message of the first revoked block of the rule
+// deciding address that is about version v, and whether there is one:
+// what tells a revoked version from one denied otherwise (Decide denies
+// it, its reason ending with the message).
+func (p *Policy) Revocation(kind names.Kind, address string, v names.Version) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	r := p.match(kind, address)
+	if r == nil {
+		return "", false
+	}
+	if b := firstMatching(r.revoked, v); b != nil {
+		return b.message, true
+	}
+	return "", false
+}
+
 // firstMatching is the first of bs about version v, or nil.
 func firstMatching(bs []*lifecycleBlock, v names.Version) *lifecycleBlock {
 	for _, b := range bs {

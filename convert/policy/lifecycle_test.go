@@ -95,6 +95,32 @@ func TestDecideLifecycle(t *testing.T) {
 	}
 }
 
+// Revocation names the message of the deciding rule's revoked block
+// about a version, whatever Decide says, and only that rule's.
+func TestRevocation(t *testing.T) {
+	p := mustParse(t, lifecycleExample)
+	for _, c := range []struct {
+		kind          names.Kind
+		addr, version string
+		msg           string
+	}{
+		{names.KindProvider, awsAddr, "5.31.0", "CVE-2026-1234: logs credentials"},
+		{names.KindProvider, awsAddr, "5.32.1", "CVE-2026-1234: logs credentials"},
+		{names.KindProvider, awsAddr, "3.0.0", ""}, // denied, not revoked
+		{names.KindProvider, awsAddr, "5.0.0", ""},
+		{names.KindProvider, "registry.opentofu.org/hashicorp/google", "5.31.0", ""},
+		{names.KindModule, "registry.opentofu.org/platform/vpc/aws", "1.2.0", "destroys the VPC's peering"},
+	} {
+		msg, ok := p.Revocation(c.kind, c.addr, mustVersion(t, c.version))
+		if ok != (c.msg != "") || msg != c.msg {
+			t.Errorf("Revocation(%s, %s) = %q, %v; want %q", c.addr, c.version, msg, ok, c.msg)
+		}
+	}
+	if _, ok := (*Policy)(nil).Revocation(names.KindProvider, awsAddr, mustVersion(t, "5.31.0")); ok {
+		t.Error("no policy revokes a version")
+	}
+}
+
 // Keeps answers from the deciding rule's keep blocks only.
 func TestKeeps(t *testing.T) {
 	p := mustParse(t, lifecycleExample)

@@ -38,7 +38,9 @@ const (
 
 // countScript adds counts. KEYS: the set of versions; ARGV: the hashes'
 // key prefix, the set's bound, then member, client, count, last (ms) for
-// each count. A version beyond the bound is not added.
+// each count. A version beyond the bound is not added. Each count is
+// also added to its address's usage (usage.go): the day of its last
+// download, and its client's last download.
 var countScript = redis.NewScript(1, `
 local bound = tonumber(ARGV[2])
 for i = 3, #ARGV, 4 do
@@ -49,6 +51,25 @@ for i = 3, #ARGV, 4 do
     redis.call("hincrby", h, "n:" .. cl, n)
     local cur = redis.call("hget", h, "t:" .. cl)
     if not cur or tonumber(cur) < tonumber(t) then redis.call("hset", h, "t:" .. cl, t) end
+    local addr = string.match(m, "^([^\031]*\031[^\031]*)\031")
+    if addr then
+      local day = math.floor(tonumber(t) / 86400000)
+      local dk, ck = ARGV[1] .. "usage:days:" .. addr, ARGV[1] .. "usage:clients:" .. addr
+      redis.call("hincrby", dk, day, n)
+      if redis.call("hlen", dk) > `+usageDaysKept+` then
+        local days, newest = redis.call("hkeys", dk), day
+        for _, f in ipairs(days) do newest = math.max(newest, tonumber(f) or 0) end
+        for _, f in ipairs(days) do
+          if (tonumber(f) or 0) <= newest - `+usageDays+` then redis.call("hdel", dk, f) end
+        end
+      end
+      redis.call("expire", dk, `+usageTTL+`)
+      if redis.call("hexists", ck, cl) == 1 or redis.call("hlen", ck) < `+maxUsageClients+` then
+        local last = redis.call("hget", ck, cl)
+        if not last or tonumber(last) < tonumber(t) then redis.call("hset", ck, cl, t) end
+      end
+      redis.call("expire", ck, `+usageTTL+`)
+    end
   end
 end
 return 1`)

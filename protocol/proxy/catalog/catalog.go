@@ -36,6 +36,8 @@ type Handlers struct {
 	Providers      source.Providers
 	RenderProvider func(ProviderPage) ([]byte, error)
 	SBOMPath       func(address, version string) string
+	// Facts supply a provider page's facts beyond the release's own.
+	Facts ProviderFacts
 }
 
 // Docs reads the interface of the module package whose manifest is

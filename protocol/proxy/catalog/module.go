@@ -53,12 +53,18 @@ type ModulePage struct {
 // VersionStatus is a version and what the policy says of it.
 type VersionStatus struct {
 	Version string `json:"version"`
-	// Status is "served", "deprecated" (served, with Message), or
-	// "denied" (with Rule and Reason).
+	// Status is "served", "deprecated" (served, with Message),
+	// "warned" (a provider's: served, clients warned of its known
+	// vulnerabilities, Message), "denied" or "revoked" (a provider's:
+	// denied by a revoked block, Message its message), both with Rule
+	// and Reason.
 	Status  string `json:"status"`
 	Message string `json:"message,omitempty"`
 	Rule    string `json:"rule,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Warning is what clients are warned of a provider version served
+	// (its known vulnerabilities), deprecated or not.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Version statuses.
@@ -66,6 +72,8 @@ const (
 	StatusServed     = "served"
 	StatusDeprecated = "deprecated"
 	StatusDenied     = "denied"
+	StatusWarned     = "warned"
+	StatusRevoked    = "revoked"
 )
 
 // DirLink is a submodule or an example.

@@ -62,7 +62,18 @@ type ProviderPage struct {
 	Lock          string   `json:"lock"`
 	LockPlatforms []string `json:"lock_platforms"`
 	LockProblem   string   `json:"lock_problem,omitempty"`
-	Base          string   `json:"-"`
+	// Status is the policy's word on the version shown (its entry of
+	// Versions).
+	Status VersionStatus `json:"status"`
+	// Signer is who signed it; Attestation the attestation rule's word
+	// (nil: serve has none); SBOMs its SBOMs and their known
+	// vulnerabilities; Downloads its address's downloads, shown only to
+	// a caller reading everything (nil otherwise, or when not counted).
+	Signer      Signer       `json:"signer"`
+	Attestation *Admission   `json:"attestation"`
+	SBOMs       SBOMFacts    `json:"sboms"`
+	Downloads   *UsageCounts `json:"downloads"`
+	Base        string       `json:"-"`
 }
 
 // listProviders adds the providers of all in the caller's scope matching
@@ -137,11 +148,18 @@ func (h *Handlers) providerVersions(ctx context.Context, p names.Provider) ([]Ve
 			if s.Reason == "" {
 				s.Reason = denied.Msg
 			}
+			if msg, ok := h.revocation(p, vs[i], denied); ok {
+				s.Status, s.Message = StatusRevoked, msg
+			}
 		case left != nil:
 			continue // not a provider release: left out, as the protocols leave it out
 		default:
+			s.Rule, s.Reason = h.allowedBy(p, vs[i])
+			s.Warning = l.Vulnerable[v]
 			if msg, ok := l.Deprecated[v]; ok {
 				s.Status, s.Message = StatusDeprecated, msg
+			} else if s.Warning != "" {
+				s.Status, s.Message = StatusWarned, s.Warning
 			}
 			served = append(served, vs[i])
 		}
@@ -218,6 +236,14 @@ func (h *Handlers) providerPage(ctx context.Context, req Request, platforms []st
 	}
 	for _, pl := range lock {
 		d.LockPlatforms = append(d.LockPlatforms, pl.String())
+	}
+	for _, s := range statuses {
+		if s.Version == d.Version {
+			d.Status = s
+		}
+	}
+	if err := h.releaseFacts(ctx, &d, *root.Root, rel); err != nil {
+		return ProviderPage{}, err
 	}
 	block, err := lockBlock(ctx, root.Root, p, c, lock)
 	if err != nil {

@@ -15,7 +15,7 @@ var catalogFuncs = template.FuncMap{
 		switch s {
 		case catalog.StatusServed:
 			return "ok"
-		case catalog.StatusDeprecated:
+		case catalog.StatusDeprecated, catalog.StatusWarned:
 			return "warn"
 		}
 		return "bad"

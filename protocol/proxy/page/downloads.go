@@ -13,8 +13,10 @@ import (
 // the page alone reads it, and it never grows past these.
 const (
 	// downloadHours is how far back downloads are counted, in hourly
-	// buckets: 7 days.
+	// buckets: 7 days; downloadDays in daily buckets, 30 days (an
+	// address is kept that long after its last download).
 	downloadHours = 7 * 24
+	downloadDays  = 30
 	// maxDownloadAddresses bounds the addresses counted; downloads of
 	// an address beyond them are counted as dropped.
 	maxDownloadAddresses = 4096
@@ -58,6 +60,8 @@ type downloadKey struct {
 type addressDownloads struct {
 	hours    [downloadHours]uint32
 	last     int64 // the hour of the newest download
+	days     [downloadDays]uint32
+	lastDay  int64 // the day of the newest download
 	versions map[string]*versionDownloads
 }
 
@@ -112,10 +116,11 @@ func (d *downloads) Record(ev *audit.Event) {
 			d.dropped++
 			return
 		}
-		a = &addressDownloads{last: h, versions: map[string]*versionDownloads{}}
+		a = &addressDownloads{last: h, lastDay: h / 24, versions: map[string]*versionDownloads{}}
 		d.addrs[k] = a
 	}
 	a.count(h)
+	a.countDay(h / 24)
 	if ev.Version != "" {
 		a.version(ev.Version, t).client(ev.Client, t)
 	}
@@ -138,7 +143,7 @@ func (d *downloads) prune(h int64) {
 	}
 	d.pruned = h
 	for k, a := range d.addrs {
-		if a.last <= h-downloadHours {
+		if a.lastDay <= h/24-downloadDays {
 			delete(d.addrs, k)
 		}
 	}
@@ -155,6 +160,29 @@ func (a *addressDownloads) count(h int64) {
 	if h > a.last-downloadHours { // a clock set back, or an event from another hour
 		a.hours[h%downloadHours]++
 	}
+}
+
+// countDay adds a download on day day, clearing the days the ring
+// passes.
+func (a *addressDownloads) countDay(day int64) {
+	if day > a.lastDay {
+		for x := a.lastDay + 1; x <= day && x <= a.lastDay+downloadDays; x++ {
+			a.days[x%downloadDays] = 0
+		}
+		a.lastDay = day
+	}
+	if day > a.lastDay-downloadDays {
+		a.days[day%downloadDays]++
+	}
+}
+
+// sinceDay is the downloads on the days (today-days, today].
+func (a *addressDownloads) sinceDay(today int64, days int64) uint64 {
+	var n uint64
+	for x := max(today-days+1, a.lastDay-downloadDays+1); x <= min(today, a.lastDay); x++ {
+		n += uint64(a.days[x%downloadDays])
+	}
+	return n
 }
 
 // since is the downloads in the hours (now-hours, now].
@@ -279,6 +307,41 @@ func (d *downloads) view() downloadsView {
 		v.Addresses = v.Addresses[:maxShownAddresses]
 	}
 	return v
+}
+
+// Usage is an address's downloads delivered by this process, as its
+// audit trail recorded them: in the last 7 and 30 days, and the clients
+// that downloaded a version of it in the last 30 days (those kept: at
+// most maxVersionClients per version, maxDownloadVersions versions;
+// More when some were dropped).
+type Usage struct {
+	Week, Month uint64
+	Clients     int
+	More        bool
+}
+
+// usage is the Usage of address of kind.
+func (d *downloads) usage(kind, address string) Usage {
+	now := d.now()
+	h := hourOf(now)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := d.addrs[downloadKey{kind, address}]
+	if a == nil {
+		return Usage{}
+	}
+	u := Usage{Week: a.since(h, downloadHours), Month: a.sinceDay(h/24, downloadDays)}
+	clients := map[string]bool{}
+	for _, vd := range a.versions {
+		for c, at := range vd.clients {
+			if now.Sub(at) < downloadDays*24*time.Hour {
+				clients[c] = true
+			}
+		}
+		u.More = u.More || vd.others
+	}
+	u.Clients = len(clients)
+	return u
 }
 
 // deprecatedInUse are the versions downloaded in the last 7 days that

@@ -99,7 +99,8 @@ func TestDownloadsRollOver(t *testing.T) {
 }
 
 // The record stays bounded: addresses (those beyond the bound counted as
-// dropped, until a week without downloads frees room), the versions and
+// dropped, until 30 days without downloads free room: the page's 30-day
+// counts need them a week on), the versions and
 // clients of each, the newest events.
 func TestDownloadsAreBounded(t *testing.T) {
 	d, c := testDownloads()
@@ -115,8 +116,16 @@ func TestDownloadsAreBounded(t *testing.T) {
 	}
 	c.add(7*24*time.Hour + time.Hour)
 	d.Record(download(c.now(), "example.com/acme/late", "1.0.0", "ci"))
-	if len(d.addrs) != 1 || d.view().Addresses[0].Address != "example.com/acme/late" {
-		t.Fatalf("after a week, %d addresses: the idle ones were not dropped", len(d.addrs))
+	if v := d.view(); len(d.addrs) != maxDownloadAddresses || v.Dropped != 11 || len(v.Addresses) != 0 {
+		t.Fatalf("after a week, %d addresses, %d dropped: want the idle ones kept for their 30-day counts, late's dropped", len(d.addrs), v.Dropped)
+	}
+	if u := d.usage(string(names.KindProvider), "example.com/acme/p0"); u.Week != 0 || u.Month != 1 || u.Clients != 1 {
+		t.Errorf("p0 a week on: %+v, want none in 7 days, 1 in 30, 1 client", u)
+	}
+	c.add(23 * 24 * time.Hour)
+	d.Record(download(c.now(), "example.com/acme/later", "1.0.0", "ci"))
+	if len(d.addrs) != 1 || d.view().Addresses[0].Address != "example.com/acme/later" {
+		t.Fatalf("after 30 days, %d addresses: the idle ones were not dropped", len(d.addrs))
 	}
 
 	const addr = "example.com/acme/busy"

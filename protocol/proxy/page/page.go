@@ -115,6 +115,10 @@ func (s *Page) Observer() respond.Observer { return s.seen }
 // downloads (this replica's: they are not shared with the fleet).
 func (s *Page) Downloads() audit.Sink { return s.downloads }
 
+// Usage is the downloads of address (of kind) this process delivered,
+// as its record of the audit trail counts them.
+func (s *Page) Usage(kind, address string) Usage { return s.downloads.usage(kind, address) }
+
 // Share publishes the record on board and shows the other replicas'
 // records beside it, until Close.
 func (s *Page) Share(board sharedstate.Board) {

@@ -147,41 +147,6 @@ func (h *SBOMs) resolve(r *http.Request, req SBOMRequest) (*source.Root, []names
 	return pr.Root, platforms, nil
 }
 
-// sbomSummary is what is cached of a platform's SBOM for its page: its
-// summary, or why there is none.
-type sbomSummary struct {
-	Summary *sbom.Summary
-	Missing string
-}
-
-// summary is the SBOM of platform pl of root, summed up, read once per
-// platform manifest (store.Repo.Described).
-func summary(ctx context.Context, root *source.Root, pl names.Platform) (sbomSummary, error) {
-	subject := root.Index.Platforms[pl].Digest
-	v, err := root.Repo.Described(ctx, "the SBOM's summary", subject, func(ctx context.Context, repo oci.ReadOnlyRepository, _ string) (any, int64, error) {
-		st, err := sbom.Read(ctx, repo, subject)
-		switch {
-		case errors.Is(err, sbom.ErrNoSBOM):
-			return sbomSummary{Missing: "no SBOM stored"}, 64, nil
-		case errors.Is(err, sbom.ErrBadSBOM):
-			return sbomSummary{Missing: "no readable SBOM stored: " + err.Error()}, int64(64 + len(err.Error())), nil
-		case err != nil:
-			return nil, 0, err
-		}
-		s := sbom.Summarize(pl, st)
-		cost := int64(256)
-		for _, e := range s.Executables {
-			cost += int64(128 + len(e.Name) + len(e.NotGo) + len(e.MainModule) + len(e.Revision))
-		}
-		return sbomSummary{Summary: &s}, cost, nil
-	})
-	if err != nil {
-		return sbomSummary{}, err
-	}
-	s, _ := v.(sbomSummary)
-	return s, nil
-}
-
 // SBOMPage is what the SBOM page shows.
 type SBOMPage struct {
 	Address, Version string
@@ -208,7 +173,7 @@ func (h *SBOMs) servePage(w http.ResponseWriter, r *http.Request, req SBOMReques
 	d := SBOMPage{Address: req.Provider.String(), Version: req.Version.String(), Platforms: make([]SBOMPlatform, len(platforms))}
 	err := h.Out.Store.Each(ctx, len(platforms), func(ctx context.Context, i int) error {
 		pl := platforms[i]
-		s, err := summary(ctx, root, pl)
+		s, err := source.SBOMSummaryOf(ctx, *root, pl)
 		d.Platforms[i] = SBOMPlatform{Platform: pl.String(), Manifest: root.Index.Platforms[pl].Digest.String(), Missing: s.Missing, Summary: s.Summary,
 			Document: d.Version + "/" + pl.String() + spdxSuffix} // relative: PublicURL may have a path
 		return err
