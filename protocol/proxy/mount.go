@@ -126,7 +126,7 @@ func (s *Server) mountCatalog(tpls []*repotemplate.Template) {
 			return heldProviders(ctx, s.store, s.mappings, host, held)
 		},
 		RenderIndex: page.RenderCatalogIndex, RenderModule: page.RenderModule,
-		RenderProvider: page.RenderProvider, SBOMPath: providers.SBOMPath}
+		RenderProvider: page.RenderProvider, SBOMPath: providers.SBOMPath, RenderProviderDoc: page.RenderProviderDoc}
 	if len(s.mappings) > 0 {
 		h.Providers = s.catalogProviderSource(s.mappings)
 	}

@@ -36,6 +36,9 @@ type Handlers struct {
 	Providers      source.Providers
 	RenderProvider func(ProviderPage) ([]byte, error)
 	SBOMPath       func(address, version string) string
+	// RenderProviderDoc renders a page of a provider's documentation
+	// (page.RenderProviderDoc).
+	RenderProviderDoc func(ProviderDocPage) ([]byte, error)
 }
 
 // Docs reads the interface of the module package whose manifest is

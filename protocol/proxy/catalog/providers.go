@@ -63,6 +63,9 @@ type ProviderPage struct {
 	LockPlatforms []string `json:"lock_platforms"`
 	LockProblem   string   `json:"lock_problem,omitempty"`
 	Base          string   `json:"-"`
+	// Docs is the release's documentation (provider_docs.go).
+	Docs ProviderDocs `json:"docs"`
+	docs storedDocs
 }
 
 // listProviders adds the providers of all in the caller's scope matching
@@ -162,6 +165,10 @@ func (h *Handlers) serveProviderPage(w http.ResponseWriter, r *http.Request, req
 		h.Out.Fail(w, r, err)
 		return
 	}
+	if req.Doc != nil {
+		h.serveProviderDoc(w, r, req)
+		return
+	}
 	d, err := h.providerPage(r.Context(), req, r.URL.Query()["platform"])
 	if err != nil {
 		h.Out.Fail(w, r, err)
@@ -207,6 +214,10 @@ func (h *Handlers) providerPage(ctx context.Context, req Request, platforms []st
 	for _, pl := range rel.Platforms {
 		d.Platforms = append(d.Platforms, pl.String())
 	}
+	if d.docs, err = readDocs(ctx, root.Root); err != nil {
+		return ProviderPage{}, err
+	}
+	d.Docs = d.docs.listing(base, d.Address, d.Version)
 	if h.SBOMPath != nil {
 		d.SBOM = base + "../" + strings.TrimPrefix(h.SBOMPath(p.String(), v.String()), "/")
 	}
