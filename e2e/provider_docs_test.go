@@ -110,3 +110,35 @@ func TestPushProviderDocs(t *testing.T) {
 		t.Fatalf("tofu init through the proxy:\n%s", out)
 	}
 }
+
+// Into an OCI layout push provider --docs stores no documentation, and
+// says so: a referrer in index.json makes `crane push DIR` refuse the
+// layout ("layout contains 2 entries, consider --index"; with --index
+// the tag would name a wrapping index, not the provider's). The tree is
+// still read, and a bad one refused.
+func TestPushProviderDocsIntoLayout(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	key := testenv.Testdata(t, "keys", "gpg-signer.asc")
+	release := testenv.Testdata(t, "providers", "hello", "1.0.0")
+	layout := t.TempDir()
+	out := mustRun(t, "push", "provider", "--key", key, "--no-sbom", "--docs", testenv.Testdata(t, "providerdocs", "hello"), release, "oci-layout:"+layout)
+	if !strings.Contains(out, "no documentation in an OCI layout") {
+		t.Errorf("push into a layout said:\n%s", out)
+	}
+	crane := testenv.Tool(t, "crane")
+	env := []string{"SSL_CERT_FILE=" + reg.CA.CertFile}
+	if out, err := testenv.Run(t, "", env, crane, "push", layout, reg.Host+"/crane/test/hello:1.0.0"); err != nil {
+		t.Fatalf("crane push of the layout: %v\n%s", err, out)
+	}
+	bad := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bad, "resources"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(bad, "resources", "leak.md")); err != nil {
+		t.Fatal(err)
+	}
+	refused, err := run(t, "push", "provider", "--key", key, "--docs", bad, release, "oci-layout:"+t.TempDir())
+	if err == nil || !strings.Contains(refused, "symbolic link that does not lead to a file inside") || !strings.Contains(refused, "reading the documentation: ") {
+		t.Errorf("a link out of the tree: %v\n%s", err, refused)
+	}
+}

@@ -30,14 +30,14 @@ func readDocs(t ProviderTarget) (*releaseDocs, error) {
 	}
 	docs, err := providerdocs.ReadDir(t.DocsDir)
 	if err != nil {
-		return nil, fmt.Errorf("reading the documentation: %w (nothing was pushed)", err)
+		return nil, fmt.Errorf("reading the documentation: %w", err)
 	}
 	if t.Report != nil && len(docs.Skipped) > 0 {
 		t.Report.Infof("documentation: %s of %s not read (not part of the registry's docs layout): %s", names.Plural(len(docs.Skipped), "path"), t.DocsDir, clipList(docs.Skipped, 5))
 	}
 	if t.Ref.Layout {
 		if t.Report != nil {
-			t.Report.Infof("%s: no documentation in an OCI layout (its index.json keeps to the tagged versions, as crane push and skopeo read it): a push into the registry it is copied to stores it", t.Ref.Name())
+			t.Report.Infof("%s: no documentation in an OCI layout (its index.json keeps to the tagged versions, as crane push and skopeo read it): push provider --docs into the registry it is copied to stores it (an up-to-date push adds it)", t.Ref.Name())
 		}
 		return nil, nil
 	}
@@ -64,14 +64,17 @@ func (d *releaseDocs) upToDate(ctx context.Context, res oci.PushResult) error {
 	if d == nil || d.stored {
 		return nil
 	}
-	return d.store(ctx, res.Root)
+	if err := d.store(ctx, res.Root); err != nil {
+		return fmt.Errorf("%s: %w", d.t.Ref.Name(), err)
+	}
+	return nil
 }
 
 // store attaches the documentation to root and reports it.
 func (d *releaseDocs) store(ctx context.Context, root ocispec.Descriptor) error {
 	s, err := providerdocs.Attach(ctx, d.t.Repo, root, d.docs, d.t.Options.Replace)
 	if err != nil {
-		return fmt.Errorf("%s: %w", d.t.Ref.Name(), err)
+		return err
 	}
 	d.stored = true
 	if d.t.Report == nil {

@@ -144,7 +144,7 @@ func TestPushProviderDocsRefusedOrNotInLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err, _ := publish.PushProvider(ctx, readHello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef}, DocsDir: bad})
-	if err == nil || !strings.Contains(err.Error(), "nothing was pushed") {
+	if err == nil || !strings.Contains(err.Error(), "reading the documentation: ") {
 		t.Fatalf("a tree with no page: %v", err)
 	}
 	if tags, _ := oci.ListTags(ctx, repo); len(tags) != 0 {
