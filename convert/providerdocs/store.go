@@ -133,7 +133,14 @@ func Read(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Diges
 	}
 	items := current(held.Items)
 	var firstErr error
+	direct := 0
 	for _, r := range items {
+		if r.Err != nil && direct < maxDirectReads {
+			direct++ // past the read's budget, read alone (a --replace leaves two large ones)
+			if r = readDirect(ctx, repo, r.Descriptor); r.Err != nil && !oci.IsContentProblem(r.Err) {
+				return nil, ocispec.Descriptor{}, fmt.Errorf("reading the documentation referrer %s of %s: %w", r.Descriptor.Digest, subject, r.Err)
+			}
+		}
 		if r.Err == nil {
 			var d *Docs
 			if d, r.Err = parseReferrer(r); r.Err == nil {
@@ -150,12 +157,47 @@ func Read(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Diges
 	return nil, ocispec.Descriptor{}, ErrNoDocs
 }
 
-// current are the referrers no other names as replaced, by digest.
+// maxDirectReads bounds the referrers Read reads alone, after
+// attach.ReadReferrersUpTo could not.
+const maxDirectReads = 2
+
+// readDirect reads the referrer d alone: its manifest, of ArtifactType,
+// and its one layer, at most MaxStoredSize. Content problems are Err.
+func readDirect(ctx context.Context, repo oci.ReadOnlyRepository, d ocispec.Descriptor) attach.Referrer {
+	r := attach.Referrer{Descriptor: d}
+	if r.Err = oci.CheckManifestSize(d); r.Err != nil {
+		return r
+	}
+	m, err := oci.FetchImageManifest(ctx, repo, d)
+	switch {
+	case err != nil:
+		r.Err = err
+	case oci.ArtifactTypeOf(m) != ArtifactType || len(m.Layers) != 1:
+		r.Err = oci.Invalid("referrer %s is not one documentation layer", d.Digest)
+	}
+	if r.Err != nil {
+		return r
+	}
+	payload, err := oci.FetchAtMost(ctx, repo, m.Layers[0], MaxStoredSize)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	r.Annotations = m.Annotations
+	r.Layers = []attach.AttachmentLayer{{MediaType: m.Layers[0].MediaType, Payload: payload}}
+	return r
+}
+
+// current are the referrers no other names as replaced (in its
+// manifest's annotations, or those its listing gives, which a referrer
+// past the read's budget still has), by digest.
 func current(items []attach.Referrer) []attach.Referrer {
 	replaced := map[string]bool{}
 	for _, r := range items {
-		for _, d := range strings.Split(r.Annotations[AnnotationReplaces], ",") {
-			replaced[strings.TrimSpace(d)] = true
+		for _, ann := range []map[string]string{r.Annotations, r.Descriptor.Annotations} {
+			for _, d := range strings.Split(ann[AnnotationReplaces], ",") {
+				replaced[strings.TrimSpace(d)] = true
+			}
 		}
 	}
 	out := slices.DeleteFunc(slices.Clone(items), func(r attach.Referrer) bool { return replaced[r.Descriptor.Digest.String()] })
