@@ -66,18 +66,10 @@ type ProviderTarget struct {
 // attestErr are Push's; the documentation's error, for a release up to
 // date, is attestErr (nothing was written).
 func PushProvider(ctx context.Context, rel *release.Provider, t ProviderTarget) (res oci.PushResult, err, attestErr error) {
-	docs, err := readDocs(t)
-	if err != nil {
-		return res, err, nil
+	if t.DocsDir != "" {
+		return pushWithDocs(ctx, rel, t) // provider_docs.go
 	}
-	if docs != nil {
-		t.Options.BeforeTag = docs.beforeTag(t.Options.BeforeTag)
-	}
-	res, err, attestErr = pushProvider(ctx, rel, t)
-	if err == nil && attestErr == nil {
-		attestErr = docs.upToDate(ctx, res)
-	}
-	return res, err, attestErr
+	return pushProvider(ctx, rel, t)
 }
 
 // pushProvider is PushProvider without the documentation.
@@ -234,4 +226,14 @@ func ReportSBOMs(rep *report.Reporter, rel *release.Provider) []map[string]any {
 		rep.Infof("%s %s: %s written, %d present already", rel.Type, rel.Version, names.Plural(written, "SBOM"), present)
 	}
 	return out
+}
+
+// VersionTagged is ref with the tag version gives it (names.TagForVersion:
+// '+' written as '_'); an error when version is not one.
+func VersionTagged(ref oci.Reference, version string) (oci.Reference, error) {
+	v, err := names.ParseVersion(version)
+	if err != nil {
+		return oci.Reference{}, err
+	}
+	return ref.WithReference(names.TagForVersion(v)), nil
 }

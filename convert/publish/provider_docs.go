@@ -9,9 +9,29 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/providerdocs"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
+
+// pushWithDocs is PushProvider with t.DocsDir: read before anything is
+// written, stored before any tag (or after, for a release up to date,
+// whose documentation's error is then attestErr: nothing was written).
+func pushWithDocs(ctx context.Context, rel *release.Provider, t ProviderTarget) (res oci.PushResult, err, attestErr error) {
+	docs, err := readDocs(t)
+	if err != nil {
+		return res, err, nil
+	}
+	if docs == nil { // an OCI layout
+		return pushProvider(ctx, rel, t)
+	}
+	t.Options.BeforeTag = docs.beforeTag(t.Options.BeforeTag)
+	res, err, attestErr = pushProvider(ctx, rel, t)
+	if err == nil && attestErr == nil {
+		attestErr = docs.upToDate(ctx, res)
+	}
+	return res, err, attestErr
+}
 
 // releaseDocs is a provider release's documentation (push provider
 // --docs) on its way to being stored as a referrer of the index.
@@ -21,13 +41,10 @@ type releaseDocs struct {
 	stored bool
 }
 
-// readDocs reads t.DocsDir before anything is written; nil when there
-// is none, or when t is an OCI layout (which stores none, as it stores
+// readDocs reads t.DocsDir before anything is written; nil when t is
+// an OCI layout (which stores none, as it stores
 // no SBOMs: its index.json keeps to the tagged versions for crane push).
 func readDocs(t ProviderTarget) (*releaseDocs, error) {
-	if t.DocsDir == "" {
-		return nil, nil
-	}
 	docs, err := providerdocs.ReadDir(t.DocsDir)
 	if err != nil {
 		return nil, fmt.Errorf("reading the documentation: %w", err)
@@ -61,7 +78,7 @@ func (d *releaseDocs) beforeTag(next func(context.Context, ocispec.Descriptor) e
 // upToDate stores the documentation of a release its tags held already
 // (beforeTag was not called), unless the same is stored.
 func (d *releaseDocs) upToDate(ctx context.Context, res oci.PushResult) error {
-	if d == nil || d.stored {
+	if d.stored {
 		return nil
 	}
 	if err := d.store(ctx, res.Root); err != nil {

@@ -76,11 +76,25 @@ type ProviderDocPage struct {
 }
 
 // storedDocs is a release's documentation as read (nil docs: none), and
-// why it cannot be read when that is the content's fault.
+// why it cannot be read when that is the content's fault (problem) or
+// the registry's (err).
 type storedDocs struct {
 	docs     *providerdocs.Docs
 	referrer string
 	problem  string
+	err      error
+}
+
+// docsOf is the documentation of the release at root, read, and as its
+// page at base lists it: a registry failing to give it is said on the
+// page (as a lock block it cannot give), not the page's failure.
+func docsOf(ctx context.Context, root *source.Root, base, address, version string) (storedDocs, ProviderDocs) {
+	s, err := readDocs(ctx, root)
+	if err != nil {
+		s = storedDocs{err: err}
+		return s, ProviderDocs{Note: "the documentation could not be read: " + err.Error(), Categories: []DocCategory{}}
+	}
+	return s, s.listing(base, address, version)
 }
 
 // readDocs reads the documentation stored for the release at root,
@@ -154,6 +168,9 @@ func (h *Handlers) providerDocPage(ctx context.Context, req Request) (ProviderDo
 		return ProviderDocPage{}, err
 	}
 	s := page.docs
+	if s.err != nil {
+		return ProviderDocPage{}, s.err
+	}
 	if s.docs == nil {
 		return ProviderDocPage{}, source.NotFoundf("provider %s %s: %s", page.Address, page.Version, NoDocs)
 	}

@@ -214,10 +214,7 @@ func (h *Handlers) providerPage(ctx context.Context, req Request, platforms []st
 	for _, pl := range rel.Platforms {
 		d.Platforms = append(d.Platforms, pl.String())
 	}
-	if d.docs, err = readDocs(ctx, root.Root); err != nil {
-		return ProviderPage{}, err
-	}
-	d.Docs = d.docs.listing(base, d.Address, d.Version)
+	d.docs, d.Docs = docsOf(ctx, root.Root, base, d.Address, d.Version)
 	if h.SBOMPath != nil {
 		d.SBOM = base + "../" + strings.TrimPrefix(h.SBOMPath(p.String(), v.String()), "/")
 	}
