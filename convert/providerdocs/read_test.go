@@ -114,6 +114,19 @@ func TestReadDirLegacyLayout(t *testing.T) {
 	}
 }
 
+// aliasBomb is YAML whose aliases expand to 10^9 strings.
+const aliasBomb = `a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+page_title: *i
+`
+
 // What refuses a whole tree, naming the file.
 func TestReadDirRefuses(t *testing.T) {
 	big := strings.Repeat("x", providerdocs.MaxPageSize+1)
@@ -132,6 +145,7 @@ func TestReadDirRefuses(t *testing.T) {
 		{"NUL", map[string]string{"resources/nul.md": "a\x00b"}, "NUL byte"},
 		{"unclosed front matter", map[string]string{"resources/x.md": "---\npage_title: x\n"}, "no closing --- line"},
 		{"front matter not YAML", map[string]string{"resources/x.md": "---\npage_title: [x\n---\n"}, "front matter is not YAML"},
+		{"alias bomb", map[string]string{"resources/x.md": "---\n" + aliasBomb + "---\n"}, "front matter is not YAML"},
 		{"long front matter", map[string]string{"resources/x.md": "---\ndescription: " + strings.Repeat("y", providerdocs.MaxFrontMatter) + "\n---\n"}, "front matter is longer than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
