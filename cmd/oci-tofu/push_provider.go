@@ -50,6 +50,7 @@ none; oci-tofu sbom --backfill adds them later.`,
 			enforceExpirationFlag(),
 			attestKeyFlag(),
 			noSBOMFlag(),
+			&cli.StringFlag{Name: "docs", Usage: "the release's documentation, the registry's docs/ tree in `DIR` (index.md, resources/*.md, …), stored as a referrer of the index (not in an OCI layout)"},
 			policyAddressFlag("registry.opentofu.org/acme/widgets"),
 		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), outputFlags()...),
 		Action: pushProvider,
@@ -85,7 +86,7 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err, attestErr := publish.PushProvider(c.Context, rel, publish.ProviderTarget{Target: t, NoSBOM: c.Bool("no-sbom"), SumsSigner: opts.Signer, Report: rep})
+	res, err, attestErr := publish.PushProvider(c.Context, rel, publish.ProviderTarget{Target: t, NoSBOM: c.Bool("no-sbom"), SumsSigner: opts.Signer, Report: rep, DocsDir: c.String("docs")})
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tagged.Reference)
 	}
@@ -106,11 +107,9 @@ func pushTarget(c *cli.Context, rep *report.Reporter, ref oci.Reference, version
 	if err != nil {
 		return t, tagged, err
 	}
-	v, err := names.ParseVersion(version)
-	if err != nil {
+	if tagged, err = publish.VersionTagged(ref, version); err != nil {
 		return t, tagged, err
 	}
-	tagged = ref.WithReference(names.TagForVersion(v))
 	also, err := alsoTags(c, tagged.Reference)
 	if err != nil {
 		return t, tagged, err

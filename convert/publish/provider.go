@@ -48,6 +48,13 @@ type ProviderTarget struct {
 	// is), and it is attested after its tags are written, as `push
 	// mirror` always has.
 	Imported bool
+	// DocsDir, when set, is the release's documentation tree (push
+	// provider --docs): read before anything is written and stored as a
+	// referrer of the index before any tag is (providerdocs.Attach); a
+	// release up to date gets it after, when it has none. Other
+	// documentation stored for the release is refused unless
+	// Options.Replace. An OCI layout stores none.
+	DocsDir string
 }
 
 // PushProvider pushes rel, verified, to t with its SBOMs; with t.Attest
@@ -55,8 +62,18 @@ type ProviderTarget struct {
 // does: the Sigstore bundle referrers written before any tag is, cosign's
 // tag schema while the version tags are, a release already up to date
 // attested after (attest.Attach; t.Imported: always after); each SBOM is
-// attested too. err and attestErr are Push's.
+// attested too; t.DocsDir is stored as its documentation. err and
+// attestErr are Push's; the documentation's error, for a release up to
+// date, is attestErr (nothing was written).
 func PushProvider(ctx context.Context, rel *release.Provider, t ProviderTarget) (res oci.PushResult, err, attestErr error) {
+	if t.DocsDir != "" {
+		return pushWithDocs(ctx, rel, t) // provider_docs.go
+	}
+	return pushProvider(ctx, rel, t)
+}
+
+// pushProvider is PushProvider without the documentation.
+func pushProvider(ctx context.Context, rel *release.Provider, t ProviderTarget) (res oci.PushResult, err, attestErr error) {
 	if t.Report != nil && t.Ref.Layout && !t.NoSBOM {
 		t.Report.Infof("%s: no SBOMs in an OCI layout (its index.json keeps to the tagged versions, as crane push and skopeo read it): oci-tofu sbom --backfill stores them where it is copied", t.Ref.Name())
 	}
@@ -209,4 +226,14 @@ func ReportSBOMs(rep *report.Reporter, rel *release.Provider) []map[string]any {
 		rep.Infof("%s %s: %s written, %d present already", rel.Type, rel.Version, names.Plural(written, "SBOM"), present)
 	}
 	return out
+}
+
+// VersionTagged is ref with the tag version gives it (names.TagForVersion:
+// '+' written as '_'); an error when version is not one.
+func VersionTagged(ref oci.Reference, version string) (oci.Reference, error) {
+	v, err := names.ParseVersion(version)
+	if err != nil {
+		return oci.Reference{}, err
+	}
+	return ref.WithReference(names.TagForVersion(v)), nil
 }

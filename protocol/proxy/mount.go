@@ -126,7 +126,8 @@ func (s *Server) mountCatalog(tpls []*repotemplate.Template) {
 			return heldProviders(ctx, s.store, s.mappings, host, held)
 		},
 		RenderIndex: page.RenderCatalogIndex, RenderModule: page.RenderModule,
-		RenderProvider: page.RenderProvider, SBOMPath: providers.SBOMPath, Facts: s.catalogFacts()}
+		RenderProvider: page.RenderProvider, SBOMPath: providers.SBOMPath, Facts: s.catalogFacts(),
+		RenderProviderDoc: page.RenderProviderDoc}
 	if len(s.mappings) > 0 {
 		h.Providers = s.catalogProviderSource(s.mappings)
 	}

@@ -38,6 +38,9 @@ type Handlers struct {
 	SBOMPath       func(address, version string) string
 	// Facts supply a provider page's facts beyond the release's own.
 	Facts ProviderFacts
+	// RenderProviderDoc renders a page of a provider's documentation
+	// (page.RenderProviderDoc).
+	RenderProviderDoc func(ProviderDocPage) ([]byte, error)
 }
 
 // Docs reads the interface of the module package whose manifest is

@@ -16,6 +16,7 @@ import (
 //	…/VERSION/modules/DIR, …/VERSION/examples/DIR       a submodule or an example
 //	/catalog/providers/HOST/NAMESPACE/TYPE              a provider, at its newest version
 //	/catalog/providers/HOST/NAMESPACE/TYPE/VERSION      that version (?platform=OS_ARCH…)
+//	…/VERSION/docs/CATEGORY/SLUG                        a page of its documentation
 //
 // Each answers JSON instead of HTML with ?format=json or an Accept header
 // asking for application/json.
@@ -37,6 +38,8 @@ type Request struct {
 	Dir string
 	// Provider is set for a provider's page (Address is then unset).
 	Provider *names.Provider
+	// Doc is a page of the provider version's documentation, when asked.
+	Doc *DocPath
 }
 
 // ParsePath parses the escaped path below Prefix.
@@ -78,11 +81,11 @@ func ParsePath(escaped string) (Request, error) {
 	return req, nil
 }
 
-// parseProviderPath reads HOST/NAMESPACE/TYPE[/VERSION].
+// parseProviderPath reads HOST/NAMESPACE/TYPE[/VERSION[/docs/CATEGORY/SLUG]].
 func parseProviderPath(rest string) (Request, error) {
 	n := strings.Count(rest, "/") + 1
-	if n != 3 && n != 4 {
-		return Request{}, respond.BadPath("want providers/HOST/NAMESPACE/TYPE[/VERSION]")
+	if n != 3 && n != 4 && n != 7 {
+		return Request{}, respond.BadPath("want providers/HOST/NAMESPACE/TYPE[/VERSION[/docs/CATEGORY/SLUG]]")
 	}
 	seg, err := respond.SplitPath(rest, n)
 	if err != nil {
@@ -93,12 +96,17 @@ func parseProviderPath(rest string) (Request, error) {
 		return Request{}, err
 	}
 	req := Request{Provider: &p}
-	if n == 4 {
+	if n >= 4 {
 		v, err := respond.ParseVersion(seg[3])
 		if err != nil {
 			return Request{}, err
 		}
 		req.Version = &v
+	}
+	if n == 7 {
+		if req.Doc, err = parseDocPath(seg[4:]); err != nil {
+			return Request{}, err
+		}
 	}
 	return req, nil
 }

@@ -74,6 +74,9 @@ type ProviderPage struct {
 	SBOMs       SBOMFacts    `json:"sboms"`
 	Downloads   *UsageCounts `json:"downloads"`
 	Base        string       `json:"-"`
+	// Docs is the release's documentation (provider_docs.go).
+	Docs ProviderDocs `json:"docs"`
+	docs storedDocs
 }
 
 // listProviders adds the providers of all in the caller's scope matching
@@ -180,6 +183,10 @@ func (h *Handlers) serveProviderPage(w http.ResponseWriter, r *http.Request, req
 		h.Out.Fail(w, r, err)
 		return
 	}
+	if req.Doc != nil {
+		h.serveProviderDoc(w, r, req)
+		return
+	}
 	d, err := h.providerPage(r.Context(), req, r.URL.Query()["platform"])
 	if err != nil {
 		h.Out.Fail(w, r, err)
@@ -225,6 +232,7 @@ func (h *Handlers) providerPage(ctx context.Context, req Request, platforms []st
 	for _, pl := range rel.Platforms {
 		d.Platforms = append(d.Platforms, pl.String())
 	}
+	d.docs, d.Docs = docsOf(ctx, root.Root, base, d.Address, d.Version)
 	if h.SBOMPath != nil {
 		d.SBOM = base + "../" + strings.TrimPrefix(h.SBOMPath(p.String(), v.String()), "/")
 	}
