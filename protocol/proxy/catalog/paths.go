@@ -16,6 +16,7 @@ import (
 //	…/VERSION/modules/DIR, …/VERSION/examples/DIR       a submodule or an example
 //	/catalog/providers/HOST/NAMESPACE/TYPE              a provider, at its newest version
 //	/catalog/providers/HOST/NAMESPACE/TYPE/VERSION      that version (?platform=OS_ARCH…)
+//	/catalog/tofu[/VERSION]                             the OpenTofu releases, one shown
 //
 // Each answers JSON instead of HTML with ?format=json or an Accept header
 // asking for application/json.
@@ -37,6 +38,8 @@ type Request struct {
 	Dir string
 	// Provider is set for a provider's page (Address is then unset).
 	Provider *names.Provider
+	// Tofu: the OpenTofu releases' page (Version: the one shown).
+	Tofu bool
 }
 
 // ParsePath parses the escaped path below Prefix.
@@ -46,6 +49,9 @@ func ParsePath(escaped string) (Request, error) {
 	}
 	if rest, ok := strings.CutPrefix(escaped, "providers/"); ok {
 		return parseProviderPath(rest)
+	}
+	if escaped == "tofu" || strings.HasPrefix(escaped, "tofu/") {
+		return parseTofuPath(strings.TrimPrefix(escaped, "tofu"))
 	}
 	rest, ok := strings.CutPrefix(escaped, "modules/")
 	if !ok {
@@ -145,4 +151,28 @@ func ProviderPath(p names.Provider, v *names.Version) string {
 		s += "/" + v.String()
 	}
 	return s
+}
+
+// parseTofuPath reads "" or /VERSION (an OpenTofu version as TofuDL
+// lists it: no v, MAJOR.MINOR.PATCH with an optional -alphaN, -betaN or
+// -rcN).
+func parseTofuPath(rest string) (Request, error) {
+	req := Request{Tofu: true}
+	if rest == "" {
+		return req, nil
+	}
+	rest = strings.TrimPrefix(rest, "/")
+	if strings.Contains(rest, "/") {
+		return Request{}, respond.BadPath("want tofu[/VERSION]")
+	}
+	seg, err := respond.SplitPath(rest, 1)
+	if err != nil {
+		return Request{}, err
+	}
+	v, err := names.ParseTofuVersion(seg[0])
+	if err != nil {
+		return Request{}, respond.BadPath("%v", err)
+	}
+	req.Version = &v
+	return req, nil
 }
