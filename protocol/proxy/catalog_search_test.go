@@ -296,9 +296,18 @@ func TestCatalogListsTofuReleases(t *testing.T) {
 	if r.Status != http.StatusOK || beta.Version != "1.10.0-beta1" || beta.Latest != "1.9.0" || !strings.Contains(beta.Install.Script, "tofudl --version 1.10.0-beta1") {
 		t.Errorf("1.10.0-beta1: %d %+v", r.Status, beta)
 	}
-	html := p.get(t, "/catalog/tofu/1.8.0")
-	if body := string(html.Body); html.Status != http.StatusOK || !strings.Contains(body, `id="install-script"`) || !strings.Contains(body, `href="../../tofu/1.9.0"`) {
-		t.Errorf("page HTML: %d\n%s", html.Status, body)
+	for path, links := range map[string][2]string{"/catalog/tofu/1.8.0": {"../tofu/1.9.0", "../"}, "/catalog/tofu": {"./tofu/1.9.0", "./"}} {
+		html := p.get(t, path)
+		body := string(html.Body)
+		if html.Status != http.StatusOK || !strings.Contains(body, `id="install-script"`) || !strings.Contains(body, `href="`+links[0]+`"`) ||
+			!strings.Contains(body, `<a href="`+links[1]+`">Catalogue</a>`) {
+			t.Errorf("%s: %d, want links %q\n%s", path, html.Status, links, body)
+		}
+		for link, want := range map[string]string{links[0]: "/catalog/tofu/1.9.0", links[1]: "/catalog/"} {
+			if to, _ := url.Parse(resolve(t, html.URL, link)); to.Path != want {
+				t.Errorf("%s: %s leads to %s, want %s", path, link, to.Path, want)
+			}
+		}
 	}
 	if index := p.get(t, "/catalog/"); !strings.Contains(string(index.Body), `<a href="tofu">OpenTofu releases</a>`) {
 		t.Errorf("index HTML lacks the releases:\n%s", index.Body)

@@ -209,9 +209,9 @@ func (h *Handlers) tofuPage(ctx context.Context, req Request, base string) (Tofu
 	if req.Version != nil {
 		shown = req.Version.String()
 	}
-	d := TofuPage{Version: shown, Latest: latest, Versions: make([]TofuVersion, len(rels)), Files: []TofuFile{}, Base: "../"}
+	d := TofuPage{Version: shown, Latest: latest, Versions: make([]TofuVersion, len(rels)), Files: []TofuFile{}, Base: "./"}
 	if req.Version != nil {
-		d.Base = "../../"
+		d.Base = "../" // tofu/VERSION
 	}
 	var rel *source.TofuEntry
 	for i, e := range rels {
