@@ -256,6 +256,9 @@ func TestCatalogListsTofuReleases(t *testing.T) {
 		pushTofuFixture(t, repo, v)
 	}
 	p := startProxy(t, Options{TofuRepository: &ref})
+	if r := p.get(t, "/"); !strings.Contains(string(r.Body), `/catalog/">Catalogue</a>`) {
+		t.Errorf("the page does not lead to the catalogue:\n%s", r.Body)
+	}
 	idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/", nil)
 	if r.Status != http.StatusOK || idx.Tofu == nil || *idx.Tofu != (catalog.TofuEntry{URL: "tofu", Latest: "1.9.0", Versions: 3}) {
 		t.Fatalf("index: %d tofu %+v\n%s", r.Status, idx.Tofu, r.Body)
