@@ -374,3 +374,39 @@ client "team" {
 		t.Errorf("team's api.json: %d (the catalogue follows it)", r.Status)
 	}
 }
+
+// Providers are filtered as modules are: by namespace, by address (the
+// provider= filter), by the status of their newest version held, within
+// the caller's scope only.
+func TestCatalogFiltersProviders(t *testing.T) {
+	const tokenA = "token-of-a"
+	p, _ := startProviderCatalog(t, fmt.Sprintf(`
+client "a" {
+  tokens    = [%q]
+  providers = ["example.com/team-a/*"]
+}
+`, policy.TokenHash(tokenA)), Options{AuthTokens: []string{"operator-token"}})
+	as := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+	for query, want := range map[string][2]string{ // the operator's, a's
+		"status=deprecated":                    {"example.com/team-a/hello", "example.com/team-a/hello"},
+		"status=served":                        {"example.com/team-b/hello", ""},
+		"status=denied":                        {"", ""},
+		"namespace=Team-B":                     {"example.com/team-b/hello", ""},
+		"provider=example.com/team-a/hello":    {"example.com/team-a/hello", "example.com/team-a/hello"},
+		"provider=example.com/team-b/HELLO":    {"example.com/team-b/hello", ""},
+		"q=hello&namespace=team-a":             {"example.com/team-a/hello", "example.com/team-a/hello"},
+		"q=team-b&status=served&kind=provider": {"example.com/team-b/hello", ""},
+		"kind=module&namespace=team-a":         {"", ""},
+	} {
+		for i, token := range []string{"operator-token", tokenA} {
+			idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/?"+query, as(token))
+			var got []string
+			for _, e := range idx.Providers {
+				got = append(got, e.Address)
+			}
+			if r.Status != http.StatusOK || strings.Join(got, " ") != want[i] || idx.ProviderTotal != len(got) || (i == 1 && strings.Contains(string(r.Body), `"address":"example.com/team-b`)) {
+				t.Errorf("?%s as %d: %d %q (total %d), want %q\n%s", query, i, r.Status, got, idx.ProviderTotal, want[i], r.Body)
+			}
+		}
+	}
+}
