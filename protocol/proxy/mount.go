@@ -113,9 +113,9 @@ func pageMappings(ms store.ProviderMappings) []page.ProviderMapping {
 	return out
 }
 
-// mountCatalog serves the catalogue of the modules the mappings hold
-// (catalog.Prefix), with the same client authentication as the
-// protocols.
+// mountCatalog serves the catalogue of the modules the mappings hold,
+// the providers and the OpenTofu releases (catalog.Prefix), with the
+// same client authentication as the protocols.
 func (s *Server) mountCatalog(tpls []*repotemplate.Template) {
 	h := &catalog.Handlers{Out: s.out, Modules: s.catalogModuleSource(tpls), Docs: catalogDocs{source.NewModuleDocs("")},
 		Held: func(ctx context.Context, host string) (catalog.Held, error) {
@@ -130,6 +130,9 @@ func (s *Server) mountCatalog(tpls []*repotemplate.Template) {
 		RenderProviderDoc: page.RenderProviderDoc}
 	if len(s.mappings) > 0 {
 		h.Providers = s.catalogProviderSource(s.mappings)
+	}
+	if ref := s.opts.TofuRepository; ref != nil {
+		h.Tofu, h.RenderTofu, h.TofuAPI, h.TofuDownload = s.catalogTofuSource(*ref), page.RenderTofu, tofudl.APIPath, tofudl.DownloadPrefix
 	}
 	s.Mount("", catalog.Prefix, "catalog", s.AuthenticatePeople(h))
 }

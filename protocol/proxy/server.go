@@ -283,7 +283,7 @@ func New(opts Options) (*Server, error) {
 		s.mountModules(opts.ModuleMappings)
 		s.mountModuleOrigins(opts.ModuleMappings)
 	}
-	if len(opts.ModuleMappings) > 0 || len(mappings) > 0 {
+	if len(opts.ModuleMappings) > 0 || len(mappings) > 0 || opts.TofuRepository != nil {
 		s.mountCatalog(opts.ModuleMappings)
 	}
 	if opts.TofuRepository != nil {

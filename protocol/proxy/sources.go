@@ -386,3 +386,11 @@ func (s *Server) catalogProviderSource(mappings store.ProviderMappings) source.P
 	}
 	return m
 }
+
+// catalogTofuSource is the source of the catalogue's OpenTofu releases:
+// what ref holds, gated as TofuDL's source is (the attestation rule
+// applied as tofuSource applies it), nothing pulled through.
+func (s *Server) catalogTofuSource(ref oci.Reference) source.Tofu {
+	h := &held.Tofu{Repo: s.store.Repo(ref), Log: s.log}
+	return &gate.Tofu{Inner: h, Judge: s.rules(), Attested: !s.pull.Tofu()}
+}

@@ -41,6 +41,14 @@ type Handlers struct {
 	// RenderProviderDoc renders a page of a provider's documentation
 	// (page.RenderProviderDoc).
 	RenderProviderDoc func(ProviderDocPage) ([]byte, error)
+	// Tofu is the source of the OpenTofu releases held, judged as
+	// TofuDL judges them, nothing pulled through; nil when the server
+	// serves none. RenderTofu renders their page (page.RenderTofu);
+	// TofuAPI and TofuDownload are TofuDL's API document and download
+	// prefix, from the server's root (tofudl.APIPath, DownloadPrefix).
+	Tofu                  source.Tofu
+	RenderTofu            func(TofuPage) ([]byte, error)
+	TofuAPI, TofuDownload string
 }
 
 // Docs reads the interface of the module package whose manifest is
@@ -95,6 +103,10 @@ func (h *Handlers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Provider != nil {
 		h.serveProviderPage(w, r, req)
+		return
+	}
+	if req.Tofu {
+		h.serveTofuPage(w, r, req)
 		return
 	}
 	if c := respond.ReaderOf(r.Context()); c != nil && !h.Out.InScope(w, r, c, names.KindModule, req.Address.String()) {

@@ -1,6 +1,8 @@
 // Package catalog serves the catalogue: pages for people, and the same
-// documents as JSON, of every module the mapped repositories hold (not
-// only what was served), each version's status under the policy, and a
+// documents as JSON, of every module and provider the mapped
+// repositories hold and the OpenTofu releases (not only what was
+// served), ranked search and filters, each version's status under the
+// policy, and a
 // module version's interface (inputs, outputs, dependencies, resources,
 // submodules, examples, README) as it was stored beside the package when
 // it was pushed, mirrored or pulled through (convert/moduledoc), or

@@ -41,6 +41,14 @@ type IndexPage struct {
 	// ProviderTotal how many match.
 	Providers     []ProviderEntry `json:"providers"`
 	ProviderTotal int             `json:"provider_total"`
+	// Namespace, Provider (normalised: HOST/NAMESPACE/TYPE) and Status
+	// are the filters asked (Filters), "" for none.
+	Namespace string `json:"namespace"`
+	Provider  string `json:"provider"`
+	Status    string `json:"status"`
+	// Tofu is the OpenTofu releases' entry, when they are served and
+	// listed (kind "" or KindTofu, within the caller's scope, matching).
+	Tofu *TofuEntry `json:"tofu,omitempty"`
 }
 
 // ModuleEntry is one module in the index.
@@ -77,18 +85,26 @@ func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 		h.Out.Fail(w, r, err)
 		return
 	}
+	f, err := indexFilters(r)
+	if err != nil {
+		h.Out.Fail(w, r, err)
+		return
+	}
 	held, err := h.Held(ctx, host)
 	if err != nil {
 		h.Out.Fail(w, r, err)
 		return
 	}
-	if kind == KindProvider {
+	if kind != "" && kind != KindModule {
 		held.Modules = nil
 	}
-	if kind == KindModule {
+	if kind != "" && kind != KindProvider {
 		held.Providers = nil
 	}
 	visible, err := h.inScope(ctx, sorted(held.Modules))
+	if err == nil {
+		visible, err = h.filterModules(ctx, visible, f)
+	}
 	if err != nil {
 		h.Out.Fail(w, r, err)
 		return
@@ -118,9 +134,16 @@ func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Kind = kind
-	if err := h.listProviders(ctx, &d, held.Providers, q, page); err != nil {
+	f.echo(&d)
+	if err := h.listProviders(ctx, &d, held.Providers, q, f, page); err != nil {
 		h.Out.Fail(w, r, err)
 		return
+	}
+	if kind == "" || kind == KindTofu {
+		if d.Tofu, err = h.tofuEntry(ctx, q, f); err != nil {
+			h.Out.Fail(w, r, err)
+			return
+		}
 	}
 	write(h, w, r, d, h.RenderIndex)
 }
@@ -129,16 +152,17 @@ func (h *Handlers) serveIndex(w http.ResponseWriter, r *http.Request) {
 const (
 	KindModule   = "module"
 	KindProvider = "provider"
+	KindTofu     = "tofu"
 )
 
-// indexKind reads ?kind=: "" (modules and providers), KindModule or
-// KindProvider.
+// indexKind reads ?kind=: "" (every kind), KindModule, KindProvider or
+// KindTofu.
 func indexKind(r *http.Request) (string, error) {
 	switch k := r.URL.Query().Get("kind"); k {
-	case "", KindModule, KindProvider:
+	case "", KindModule, KindProvider, KindTofu:
 		return k, nil
 	default:
-		return "", respond.BadPath("kind %q: want module or provider", clipText(k))
+		return "", respond.BadPath("kind %q: want module, provider or tofu", clipText(k))
 	}
 }
 
@@ -178,12 +202,12 @@ func (h *Handlers) found(ctx context.Context, all []source.ModuleAddress, q stri
 	ranks := make([]int, len(all))
 	hits := make([][]Hit, len(all))
 	err := h.Out.Store.Each(ctx, len(all), func(ctx context.Context, i int) error {
-		if r, _ := rank(all[i], nil, words); r == rankAddress {
-			ranks[i] = r // each index by one goroutine
+		if r, _ := rank(all[i], nil, q, words); r != rankNone {
+			ranks[i] = r // each index by one goroutine; nothing in the interface ranks higher
 			return nil
 		}
 		st, _, err := h.searchable(ctx, all[i])
-		ranks[i], hits[i] = rank(all[i], st, words)
+		ranks[i], hits[i] = rank(all[i], st, q, words)
 		return err
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 //	/catalog/providers/HOST/NAMESPACE/TYPE              a provider, at its newest version
 //	/catalog/providers/HOST/NAMESPACE/TYPE/VERSION      that version (?platform=OS_ARCH…)
 //	…/VERSION/docs/CATEGORY/SLUG                        a page of its documentation
+//	/catalog/tofu[/VERSION]                             the OpenTofu releases, one shown
 //
 // Each answers JSON instead of HTML with ?format=json or an Accept header
 // asking for application/json.
@@ -40,6 +41,8 @@ type Request struct {
 	Provider *names.Provider
 	// Doc is a page of the provider version's documentation, when asked.
 	Doc *DocPath
+	// Tofu: the OpenTofu releases' page (Version: the one shown).
+	Tofu bool
 }
 
 // ParsePath parses the escaped path below Prefix.
@@ -49,6 +52,9 @@ func ParsePath(escaped string) (Request, error) {
 	}
 	if rest, ok := strings.CutPrefix(escaped, "providers/"); ok {
 		return parseProviderPath(rest)
+	}
+	if escaped == "tofu" || strings.HasPrefix(escaped, "tofu/") {
+		return parseTofuPath(strings.TrimPrefix(escaped, "tofu"))
 	}
 	rest, ok := strings.CutPrefix(escaped, "modules/")
 	if !ok {
@@ -153,4 +159,28 @@ func ProviderPath(p names.Provider, v *names.Version) string {
 		s += "/" + v.String()
 	}
 	return s
+}
+
+// parseTofuPath reads "" or /VERSION (an OpenTofu version as TofuDL
+// lists it: no v, MAJOR.MINOR.PATCH with an optional -alphaN, -betaN or
+// -rcN).
+func parseTofuPath(rest string) (Request, error) {
+	req := Request{Tofu: true}
+	if rest == "" {
+		return req, nil
+	}
+	rest = strings.TrimPrefix(rest, "/")
+	if strings.Contains(rest, "/") {
+		return Request{}, respond.BadPath("want tofu[/VERSION]")
+	}
+	seg, err := respond.SplitPath(rest, 1)
+	if err != nil {
+		return Request{}, err
+	}
+	v, err := names.ParseTofuVersion(seg[0])
+	if err != nil {
+		return Request{}, respond.BadPath("%v", err)
+	}
+	req.Version = &v
+	return req, nil
 }

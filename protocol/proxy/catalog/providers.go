@@ -80,8 +80,8 @@ type ProviderPage struct {
 }
 
 // listProviders adds the providers of all in the caller's scope matching
-// q to d, page page of them.
-func (h *Handlers) listProviders(ctx context.Context, d *IndexPage, all []names.Provider, q string, page int) error {
+// q and f to d, page page of them.
+func (h *Handlers) listProviders(ctx context.Context, d *IndexPage, all []names.Provider, q string, f Filters, page int) error {
 	d.Providers = []ProviderEntry{}
 	if h.Providers == nil {
 		return nil
@@ -90,13 +90,12 @@ func (h *Handlers) listProviders(ctx context.Context, d *IndexPage, all []names.
 	slices.SortFunc(all, func(a, b names.Provider) int { return strings.Compare(a.String(), b.String()) })
 	all = slices.Compact(all)
 	visible, err := h.providersInScope(ctx, all)
+	if err == nil {
+		visible, err = h.filterProviders(ctx, visible, q, f)
+	}
 	if err != nil {
 		return err
 	}
-	words := strings.Fields(strings.ToLower(q))
-	visible = slices.DeleteFunc(visible, func(p names.Provider) bool {
-		return slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(p.String(), w) })
-	})
 	d.ProviderTotal = len(visible)
 	d.Pages = max(d.Pages, (len(visible)+PageSize-1)/PageSize)
 	shown := pageOf(visible, page)

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
@@ -10,17 +9,26 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
-// Search: every word of the query must be found in a module's address or
-// in the interface of its newest served version (README title and text
-// excluded: descriptions, input and output names and descriptions,
-// resource types, providers used). Matches rank by where the words are
-// found: the address first, then names, then descriptions.
+// Search: every word of the query (case folded) must be found in a
+// module's address or in the root module of its newest served version
+// (input and output names and descriptions, resource types, providers
+// used; not the README). A module ranks by the worst place one of its
+// words is best found in, best first (ties in address order):
+//
+//  1. exact name: the whole query is the module's NAME, NAMESPACE/NAME,
+//     NAMESPACE/NAME/SYSTEM or its address;
+//  2. name word: every word is in the address;
+//  3. input or output name;
+//  4. description (of an input or an output);
+//  5. resource type or provider address.
 
 // Match ranks, best first.
 const (
-	rankAddress = iota
-	rankName
+	rankExactName = iota
+	rankNameWord
+	rankInterfaceName
 	rankDescription
+	rankUses
 	rankNone
 )
 
@@ -35,6 +43,8 @@ type Hit struct {
 // searchText is what a module's newest version offers to a search.
 type searchText struct {
 	fields []field
+	// providers are the provider addresses the module requires.
+	providers []names.Provider
 }
 
 type field struct {
@@ -51,28 +61,35 @@ func textOf(m *moduledoc.Module) searchText {
 		}
 	}
 	for _, in := range m.Inputs {
-		add("input", in.Name, rankName)
+		add("input", in.Name, rankInterfaceName)
 		add("description", in.Description, rankDescription)
 	}
 	for _, out := range m.Outputs {
-		add("output", out.Name, rankName)
+		add("output", out.Name, rankInterfaceName)
 		add("description", out.Description, rankDescription)
 	}
 	for _, r := range m.Resources {
-		add("resource", r.Type, rankName)
+		add("resource", r.Type, rankUses)
 	}
 	for _, p := range m.RequiredProviders {
-		add("provider", p.Address, rankName)
+		add("provider", p.Address, rankUses)
+		if pa, err := names.ParseProvider(p.Address); err == nil {
+			st.providers = append(st.providers, pa)
+		}
 	}
 	return st
 }
 
 // rank is how well a (with text, nil when its interface was not read)
-// matches words: rankNone when some word is found nowhere; the hits
-// that found words outside the address.
-func rank(a source.ModuleAddress, st *searchText, words []string) (int, []Hit) {
+// matches q, split into words: rankNone when some word is found nowhere;
+// the hits that found words outside the address, each word where it
+// ranks best.
+func rank(a source.ModuleAddress, st *searchText, q string, words []string) (int, []Hit) {
+	if exactName(a, q) {
+		return rankExactName, nil
+	}
 	address := a.String()
-	best := rankAddress
+	best := rankNameWord
 	var hits []Hit
 	for _, w := range words {
 		if strings.Contains(address, w) {
@@ -81,7 +98,7 @@ func rank(a source.ModuleAddress, st *searchText, words []string) (int, []Hit) {
 		if st == nil {
 			return rankNone, nil
 		}
-		i := slices.IndexFunc(st.fields, func(f field) bool { return strings.Contains(strings.ToLower(f.text), w) })
+		i := bestField(st.fields, w)
 		if i < 0 {
 			return rankNone, nil
 		}
@@ -90,6 +107,26 @@ func rank(a source.ModuleAddress, st *searchText, words []string) (int, []Hit) {
 		hits = append(hits, Hit{Where: f.where, Text: clipText(f.text)})
 	}
 	return best, hits
+}
+
+// exactName reports whether q (case folded) is a's name: NAME,
+// NAMESPACE/NAME, NAMESPACE/NAME/SYSTEM or its address.
+func exactName(a source.ModuleAddress, q string) bool {
+	q = strings.ToLower(strings.TrimSpace(q))
+	m := a.Module
+	return q != "" && (q == m.Name || q == m.Namespace+"/"+m.Name || q == m.String() || q == a.String())
+}
+
+// bestField is the index of the best-ranked field holding w (the first
+// of those), or -1.
+func bestField(fields []field, w string) int {
+	best := -1
+	for i, f := range fields {
+		if (best < 0 || f.rank < fields[best].rank) && strings.Contains(strings.ToLower(f.text), w) {
+			best = i
+		}
+	}
+	return best
 }
 
 // clipText is s on one line, at most 120 bytes.

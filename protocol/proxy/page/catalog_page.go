@@ -26,6 +26,7 @@ var (
 	catalogTemplate  = template.Must(template.New("catalog.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "catalog.html.tmpl", "style.html.tmpl"))
 	moduleTemplate   = template.Must(template.New("module.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "module.html.tmpl", "style.html.tmpl"))
 	providerTemplate = template.Must(template.New("provider.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "provider.html.tmpl", "style.html.tmpl"))
+	tofuTemplate     = template.Must(template.New("tofu.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "tofu.html.tmpl", "style.html.tmpl"))
 )
 
 // RenderCatalogIndex is the HTML of the catalogue's index, in the
@@ -42,6 +43,11 @@ func RenderModule(d catalog.ModulePage) ([]byte, error) {
 // RenderProvider is the HTML of a provider's catalogue page.
 func RenderProvider(d catalog.ProviderPage) ([]byte, error) {
 	return render(providerTemplate, d)
+}
+
+// RenderTofu is the HTML of the OpenTofu releases' catalogue page.
+func RenderTofu(d catalog.TofuPage) ([]byte, error) {
+	return render(tofuTemplate, d)
 }
 
 func render(t *template.Template, d any) ([]byte, error) {

@@ -37,7 +37,7 @@ import (
 // mirror protocol leaves that URL to the server).
 const PagePath = "/"
 
-//go:embed page.html.tmpl sbom.html.tmpl style.html.tmpl catalog.html.tmpl module.html.tmpl provider.html.tmpl
+//go:embed page.html.tmpl sbom.html.tmpl style.html.tmpl catalog.html.tmpl module.html.tmpl provider.html.tmpl tofu.html.tmpl
 var pageFS embed.FS
 
 var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
@@ -151,7 +151,8 @@ type pageData struct {
 	// OwnModules, when own-host module pull-through is on: its origin and
 	// patterns, shown as a warning.
 	OwnModules *OwnModules
-	// Catalog: modules are served, and the catalogue lists them.
+	// Catalog: modules or OpenTofu releases are served, and the
+	// catalogue lists them.
 	Catalog bool
 }
 
@@ -193,7 +194,7 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Version: s.cfg.Version,
 		Minimal: s.cfg.Minimal,
 		Seen:    own,
-		Catalog: len(s.cfg.Modules) > 0,
+		Catalog: len(s.cfg.Modules) > 0 || s.cfg.Tofu != nil,
 	}
 	if s.fleet != nil {
 		fv := fleetView{}
