@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
@@ -118,13 +120,7 @@ func pageMappings(ms store.ProviderMappings) []page.ProviderMapping {
 // same client authentication as the protocols.
 func (s *Server) mountCatalog(tpls []*repotemplate.Template) {
 	h := &catalog.Handlers{Out: s.out, Modules: s.catalogModuleSource(tpls), Docs: catalogDocs{source.NewModuleDocs("")},
-		Held: func(ctx context.Context, host string) (catalog.Held, error) {
-			held, err := heldModules(ctx, s.store, tpls, host)
-			if err != nil || len(s.mappings) == 0 {
-				return held, err
-			}
-			return heldProviders(ctx, s.store, s.mappings, host, held)
-		},
+		Held:        func(ctx context.Context, host string) (catalog.Held, error) { return s.held(ctx, tpls, host) },
 		RenderIndex: page.RenderCatalogIndex, RenderModule: page.RenderModule,
 		RenderProvider: page.RenderProvider, SBOMPath: providers.SBOMPath, Facts: s.catalogFacts(),
 		RenderProviderDoc: page.RenderProviderDoc}
@@ -154,6 +150,29 @@ func (d catalogDocs) ModuleDoc(ctx context.Context, root source.Root) (*moduledo
 // SearchModule is what a search reads of a package's interface.
 func (d catalogDocs) SearchModule(ctx context.Context, root source.Root) (*moduledoc.Module, error) {
 	return d.docs.SearchModule(ctx, root)
+}
+
+// held is what the module templates tpls and the provider mappings
+// hold, the two listed at once (each a few sequential catalog pages).
+func (s *Server) held(ctx context.Context, tpls []*repotemplate.Template, host string) (catalog.Held, error) {
+	var modules, providers catalog.Held
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		modules, err = heldModules(gctx, s.store, tpls, host)
+		return err
+	})
+	if len(s.mappings) > 0 {
+		g.Go(func() (err error) {
+			providers, err = heldProviders(gctx, s.store, s.mappings, host, catalog.Held{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return catalog.Held{}, err
+	}
+	modules.Providers = providers.Providers
+	modules.Coverage = append(modules.Coverage, providers.Coverage...)
+	return modules, nil
 }
 
 // heldModules are the modules the repositories of tpls hold: each
