@@ -59,3 +59,27 @@ client "a" {
 		}
 	}
 }
+
+// With --registry-decides, a registry credential is a scoped caller
+// whatever it may read (here everything: the registry has no auth): the
+// operator sees downloads, it does not.
+func TestCatalogDownloadsReachNoRegistryCredential(t *testing.T) {
+	const admin = "operator-token"
+	p := startFactsCatalog(t, "", Options{AuthTokens: []string{admin}, RegistryDecides: true})
+	downloadHello(t, p, "1.0.0", map[string]string{"Authorization": "Bearer " + admin})
+	const page = "/catalog/providers/example.com/test/hello/1.0.0"
+	if r := p.do(t, http.MethodGet, page+"?format=json", map[string]string{"Authorization": "Bearer " + admin}); !strings.Contains(string(r.Body), `"downloads_7d":1`) {
+		t.Fatalf("the operator's page shows no downloads: %d %s", r.Status, r.Body)
+	}
+	for _, auth := range []string{"Basic " + base64.StdEncoding.EncodeToString([]byte("alice:alice-Pa55")), "Bearer alice:alice-Pa55"} {
+		for _, path := range []string{page, page + "?format=json"} {
+			r := p.do(t, http.MethodGet, path, map[string]string{"Authorization": auth})
+			if strings.Contains(string(r.Body), "downloads_7d") || strings.Contains(string(r.Body), `id="downloads"`) || strings.Contains(string(r.Body), "operator") {
+				t.Errorf("%s (%.10s): %d shows downloads:\n%s", path, auth, r.Status, r.Body)
+			}
+			if r.Status != http.StatusOK {
+				t.Errorf("%s (%.10s): %d, want the page (the registry, without auth, lets anyone read) %.200s", path, auth, r.Status, r.Body)
+			}
+		}
+	}
+}
