@@ -123,6 +123,12 @@ func WriteHeldEntry(ctx context.Context, index Repository, repository string) er
 	return nil
 }
 
+// MaxHashedHeldEntries bounds the hashed entries a listing reads, one
+// manifest request each: paths too long for a tag are rare, and tags
+// anyone with push rights on the index adds cost the reader a request
+// apiece (MaxTags would allow 100,000, read one after another).
+const MaxHashedHeldEntries = 1000
+
 // heldWriteAttempts bounds the tries of one entry write.
 const heldWriteAttempts = 4
 
@@ -138,7 +144,9 @@ func pushEmptyBlob(ctx context.Context, repo Repository) error {
 
 // ListHeldEntries reads the index repository's entries: the repository
 // paths its tags name, in the order of its tag list, within ListTags'
-// bounds (MaxTags, as many as MaxRepositories). Tags that are no entry
+// bounds (MaxTags, as many as MaxRepositories), of which at most
+// MaxHashedHeldEntries hashed entries (more fail the listing, Invalid,
+// before any is read). Tags that are no entry
 // are ignored; a hashed entry is read (its manifest's annotation, which
 // must hash to its tag). An index that does not exist yet holds no
 // entries.
@@ -149,6 +157,9 @@ func ListHeldEntries(ctx context.Context, index ReadOnlyRepository) ([]string, e
 	}
 	if err != nil {
 		return nil, err
+	}
+	if n := countHashedEntries(tags); n > MaxHashedHeldEntries {
+		return nil, Invalid("held-address index: %d hashed entries, more than the %d a listing reads (tags H and 64 hex digits, one manifest request each)", n, MaxHashedHeldEntries)
 	}
 	var out []string
 	for _, t := range tags {
@@ -168,6 +179,17 @@ func ListHeldEntries(ctx context.Context, index ReadOnlyRepository) ([]string, e
 		}
 	}
 	return out, nil
+}
+
+// countHashedEntries is how many of tags are hashed entries.
+func countHashedEntries(tags []string) int {
+	n := 0
+	for _, t := range tags {
+		if isHashedEntry(t) {
+			n++
+		}
+	}
+	return n
 }
 
 // readHashedEntry is the repository a hashed entry names, or "" when its
