@@ -16,6 +16,9 @@ import (
 type Template struct {
 	raw  string
 	vars []string
+	// spans are the placeholders' FindAllStringSubmatchIndex in raw,
+	// found once: Expand runs for every repository a request reads.
+	spans [][]int
 }
 
 var templateVar = regexp.MustCompile(`\$\{([a-z]+)\}`)
@@ -27,7 +30,7 @@ func ParseTemplate(s string, allowed, required []string) (*Template, error) {
 	if s == "" {
 		return nil, fmt.Errorf("empty repository template")
 	}
-	t := &Template{raw: s}
+	t := &Template{raw: s, spans: templateVar.FindAllStringSubmatchIndex(s, -1)}
 	for _, m := range templateVar.FindAllStringSubmatch(s, -1) {
 		if !contains(allowed, m[1]) {
 			return nil, fmt.Errorf("repository template %q: unknown placeholder ${%s} (allowed: %s)", s, m[1], placeholders(allowed))
@@ -102,7 +105,7 @@ func (t *Template) Expand(values map[string]string) (oci.Reference, error) {
 	var err error
 	var b strings.Builder
 	last := 0
-	for _, m := range templateVar.FindAllStringSubmatchIndex(t.raw, -1) {
+	for _, m := range t.spans {
 		b.WriteString(t.raw[last:m[0]])
 		last = m[1]
 		name := t.raw[m[2]:m[3]]
