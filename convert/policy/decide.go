@@ -197,17 +197,7 @@ func (r *rule) deprecation(v names.Version) string {
 // It does not say whether v is allowed (Decision.Deprecated does, for a
 // version that is).
 func (p *Policy) Deprecation(kind names.Kind, address string, v names.Version) (string, bool) {
-	if p == nil {
-		return "", false
-	}
-	r := p.match(kind, address)
-	if r == nil {
-		return "", false
-	}
-	if b := firstMatching(r.deprecated, v); b != nil {
-		return b.message, true
-	}
-	return "", false
+	return p.lifecycleMessage(kind, address, v, func(r *rule) []*lifecycleBlock { return r.deprecated })
 }
 
 // Revocation is the message of the first revoked block of the rule
@@ -215,6 +205,13 @@ func (p *Policy) Deprecation(kind names.Kind, address string, v names.Version) (
 // what tells a revoked version from one denied otherwise (Decide denies
 // it, its reason ending with the message).
 func (p *Policy) Revocation(kind names.Kind, address string, v names.Version) (string, bool) {
+	return p.lifecycleMessage(kind, address, v, func(r *rule) []*lifecycleBlock { return r.revoked })
+}
+
+// lifecycleMessage is the message of the first of the deciding rule's
+// blocks (as blocks picks them) that is about version v, and whether
+// there is one.
+func (p *Policy) lifecycleMessage(kind names.Kind, address string, v names.Version, blocks func(*rule) []*lifecycleBlock) (string, bool) {
 	if p == nil {
 		return "", false
 	}
@@ -222,7 +219,7 @@ func (p *Policy) Revocation(kind names.Kind, address string, v names.Version) (s
 	if r == nil {
 		return "", false
 	}
-	if b := firstMatching(r.revoked, v); b != nil {
+	if b := firstMatching(blocks(r), v); b != nil {
 		return b.message, true
 	}
 	return "", false
