@@ -410,3 +410,42 @@ client "a" {
 		}
 	}
 }
+
+// Viewing pages never evicts what searches read: whole interfaces (with
+// their READMEs) share a small cache with SBOM findings, while a search
+// keeps only what it reads of each module in a cache of its own. With
+// --cache-bytes so small that a few whole interfaces fill theirs, a
+// search after every module's page was viewed still reads nothing.
+func TestCatalogSearchOutlivesPageViews(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	const modules = 30
+	readme := strings.Repeat("A paragraph about the VPC that the README has. ", 100)
+	for i := 0; i < modules; i++ {
+		z := zipOf(t, map[string]string{"README.md": readme, "main.tf": fmt.Sprintf("variable \"cidr_%02d\" {\n  type = string\n}\n", i)})
+		push(t, registryRepo(t, reg, fmt.Sprintf("modules/acme/net%02d/aws", i)), moduleArtifact(t, z), "1.0.0")
+	}
+	fp := newFaultProxy(t, reg)
+	plain, err := oci.NewClient(oci.Options{PlainHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, Options{Client: plain, RegistryHostname: "example.com", CacheBytes: 2 << 20,
+		ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, fp.host()+"/modules/${namespace}/${name}/${system}")}})
+	search := func() {
+		t.Helper()
+		if idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/?q=cidr", nil); r.Status != http.StatusOK || idx.Total != modules {
+			t.Fatalf("search: %d, %d found, want %d", r.Status, idx.Total, modules)
+		}
+	}
+	search()
+	for i := 0; i < modules; i++ {
+		if _, r := getCatalog[catalog.ModulePage](t, p, fmt.Sprintf("/catalog/modules/example.com/acme/net%02d/aws", i), nil); r.Status != http.StatusOK {
+			t.Fatalf("page of net%02d: %d", i, r.Status)
+		}
+	}
+	before := fp.count("")
+	search()
+	if n := fp.count("") - before; n != 0 {
+		t.Errorf("a warm search after the pages were viewed made %d registry requests, want none", n)
+	}
+}
