@@ -104,6 +104,7 @@ var validName = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
 func (t *Template) Expand(values map[string]string) (oci.Reference, error) {
 	var err error
 	var b strings.Builder
+	b.Grow(len(t.raw) + 64)
 	last := 0
 	for _, m := range t.spans {
 		b.WriteString(t.raw[last:m[0]])

@@ -148,7 +148,7 @@ func (d catalogDocs) ModuleDoc(ctx context.Context, root source.Root) (*moduledo
 }
 
 // SearchModule is what a search reads of a package's interface.
-func (d catalogDocs) SearchModule(ctx context.Context, root source.Root) (*moduledoc.Module, error) {
+func (d catalogDocs) SearchModule(ctx context.Context, root source.Root) (*source.Searched, error) {
 	return d.docs.SearchModule(ctx, root)
 }
 

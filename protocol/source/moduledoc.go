@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -75,24 +76,41 @@ func (d *ModuleDocs) Read(ctx context.Context, root Root) (ModuleDoc, error) {
 // submodules or READMEs). It is kept in a cache of its own
 // (store.Repo.Summarised), about 1–2 KiB a module, so a warm search
 // over thousands of modules reads nothing however many pages were
-// viewed since.
-func (d *ModuleDocs) SearchModule(ctx context.Context, root Root) (*moduledoc.Module, error) {
+// viewed since; what the search makes of it (Searched.Made) is kept
+// with it.
+func (d *ModuleDocs) SearchModule(ctx context.Context, root Root) (*Searched, error) {
 	v, err := root.Repo.Summarised(ctx, "the module's searched interface", root.Digest, func(ctx context.Context, _ oci.ReadOnlyRepository, _ string) (any, int64, error) {
 		md, err := d.Read(ctx, root)
 		if err != nil {
 			return nil, 0, err
 		}
 		m := searched(&md.Doc.Package.Root)
-		return m, searchedSize(m), nil
+		return &Searched{Module: m}, 2 * searchedSize(m), nil // twice: what Made makes of it is about as large
 	})
 	if err != nil {
 		return nil, err
 	}
-	m, _ := v.(*moduledoc.Module)
-	if m == nil {
+	s, _ := v.(*Searched)
+	if s == nil {
 		return nil, errors.New("no interface of the module to search")
 	}
-	return m, nil
+	return s, nil
+}
+
+// Searched is what a search reads of a module package's root module,
+// shared by every search while it is cached: nobody changes Module.
+type Searched struct {
+	Module *moduledoc.Module
+	once   sync.Once
+	made   any
+}
+
+// Made is what build makes of s.Module (a search's prepared text), made
+// by the first caller and kept with s: later searches of an unchanged
+// package redo none of it. Every caller must pass the same build.
+func (s *Searched) Made(build func(*moduledoc.Module) any) any {
+	s.once.Do(func() { s.made = build(s.Module) })
+	return s.made
 }
 
 // searched is what a search reads of m.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -23,22 +24,57 @@ import (
 // when the list is cached or another request is reading it) and ctx is
 // not done.
 func (r *Repo) tags(ctx context.Context, page func(added []string)) ([]string, time.Time, error) {
+	l, at, err := r.tagList(ctx, page)
+	if err != nil {
+		return nil, at, err
+	}
+	return l.tags, at, nil
+}
+
+// tagList is what tags reads, with the versions parsed once per read of
+// the list (not once per request: a catalogue search asks for every
+// repository's versions).
+func (r *Repo) tagList(ctx context.Context, page func(added []string)) (*tagList, time.Time, error) {
 	repo, err := r.open(ctx)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	res, err := r.s.tags.Get(ctx, r.name, func(fctx context.Context) ([]string, int64, error) {
+	res, err := r.s.tags.Get(ctx, r.name, func(fctx context.Context) (*tagList, int64, error) {
 		tags, err := oci.ListTagsBefore(fctx, repo, oci.TagSchemaTags, func(added []string) { // bounded: tags, pages, no paging loop
 			if page != nil && ctx.Err() == nil {
 				page(added)
 			}
 		})
-		return tags, stringsCost(tags), err
+		if err != nil {
+			return nil, 0, err
+		}
+		l := &tagList{tags: tags, versions: listVersions(tags)}
+		if len(l.versions.Refused) > 0 {
+			r.s.opts.Logger.Warn("tags that look like versions but are none are left out", "repository", r.name, "tags", fmt.Sprint(l.versions.Refused))
+		}
+		return l, l.cost(), nil
 	})
 	if err != nil {
 		return nil, time.Time{}, r.fail(err, listing)
 	}
 	return res.Val, res.Fetched, nil
+}
+
+// tagList is a repository's tags and the versions they stand for, shared
+// by every reader of the cache: nobody changes it.
+type tagList struct {
+	tags     []string
+	versions Listing
+}
+
+// cost is about what l holds: the tags, and a version's few words each.
+func (l *tagList) cost() int64 {
+	return stringsCost(l.tags) + int64(len(l.versions.Versions))*96
+}
+
+// listing is a copy of l's versions that its caller may change.
+func (l *tagList) listing() Listing {
+	return Listing{Versions: slices.Clone(l.versions.Versions), Unresolvable: maps.Clone(l.versions.Unresolvable), Refused: maps.Clone(l.versions.Refused)}
 }
 
 // HasTag reports whether the repository's tag list (read and cached as
@@ -94,15 +130,12 @@ func (r *Repo) VersionsEarly(ctx context.Context, early func(names.Version)) (Li
 	if early != nil {
 		page = func(added []string) { callCanonical(added, early) }
 	}
-	tags, at, err := r.tags(ctx, page)
+	tags, at, err := r.tagList(ctx, page)
 	if err != nil {
 		return Listing{At: at}, err
 	}
-	l := listVersions(tags)
+	l := tags.listing()
 	l.At = at
-	if len(l.Refused) > 0 {
-		r.s.opts.Logger.Warn("tags that look like versions but are none are left out", "repository", r.name, "tags", fmt.Sprint(l.Refused))
-	}
 	if len(l.Versions) > oci.MaxVersions {
 		return Listing{At: at}, r.fail(oci.Beyond("the repository has %d version tags, more than the %d oci-tofu lists", len(l.Versions), oci.MaxVersions), "listing versions")
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -78,7 +79,7 @@ type Store struct {
 	opts Options
 
 	repos *cache.Cache[*opened]
-	tags  *cache.Cache[[]string]
+	tags  *cache.Cache[*tagList]
 	byTag *cache.Cache[taggedManifest]
 	// tagged are the digests this store has read tags naming, for
 	// TaggedTTL (taggedAt).
@@ -121,7 +122,7 @@ func New(opts Options) *Store {
 	return &Store{
 		opts:       opts,
 		repos:      cache.New[*opened](ttl("repositories", opts.TagTTL, opts.MaxStale)),
-		tags:       cache.New[[]string](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
+		tags:       cache.New[*tagList](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
 		byTag:      cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
 		tagged:     cache.New[struct{}](share(ttl("tagged_digests", TaggedTTL, 0))),
 		providers:  cache.New[*oci.ProviderVersion](byDigest("indexes")),
@@ -435,14 +436,26 @@ func (s *Store) EachVersion(ctx context.Context, vs names.VersionList, fn func(c
 // Each calls fn for 0…n-1, at most Concurrency at a time, stopping at the
 // first error. Each call is a recovery boundary: a panic is its error
 // (cache.PanicError), not the end of the process.
+//
+// Up to Concurrency goroutines take the indices in turn (not one
+// goroutine per index: a warm catalogue search calls fn for thousands of
+// modules, each in microseconds, and fresh goroutines' stacks cost more
+// than that).
 func (s *Store) Each(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.opts.Concurrency)
-	for i := 0; i < n; i++ {
-		if gctx.Err() != nil {
-			break
-		}
-		g.Go(func() error { return cache.Recover(func() error { return fn(gctx, i) }) })
+	var next atomic.Int64
+	for range min(n, max(s.opts.Concurrency, 1)) {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || gctx.Err() != nil {
+					return nil
+				}
+				if err := cache.Recover(func() error { return fn(gctx, i) }); err != nil {
+					return err
+				}
+			}
+		})
 	}
 	return g.Wait()
 }

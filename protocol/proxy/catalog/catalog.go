@@ -58,8 +58,8 @@ type Docs interface {
 	// SearchModule is what a search reads of the package's root module
 	// (source.ModuleDocs.SearchModule: names, types, descriptions,
 	// providers, resources, module calls), cached apart from whole
-	// interfaces.
-	SearchModule(ctx context.Context, root source.Root) (*moduledoc.Module, error)
+	// interfaces, with what a search made of it.
+	SearchModule(ctx context.Context, root source.Root) (*source.Searched, error)
 }
 
 // How a module package's interface was had.

@@ -49,15 +49,24 @@ type searchText struct {
 
 type field struct {
 	where, text string
-	rank        int
+	// folded is text, case folded.
+	folded string
+	rank   int
 }
 
-// textOf is what doc's root module offers to a search.
+// searchTextOf is textOf, as source.Searched.Made keeps it.
+func searchTextOf(m *moduledoc.Module) any {
+	st := textOf(m)
+	return &st
+}
+
+// textOf is what doc's root module offers to a search, its texts also
+// case folded.
 func textOf(m *moduledoc.Module) searchText {
 	var st searchText
 	add := func(where, text string, rank int) {
 		if text != "" {
-			st.fields = append(st.fields, field{where, text, rank})
+			st.fields = append(st.fields, field{where: where, text: text, folded: strings.ToLower(text), rank: rank})
 		}
 	}
 	for _, in := range m.Inputs {
@@ -122,7 +131,7 @@ func exactName(a source.ModuleAddress, q string) bool {
 func bestField(fields []field, w string) int {
 	best := -1
 	for i, f := range fields {
-		if (best < 0 || f.rank < fields[best].rank) && strings.Contains(strings.ToLower(f.text), w) {
+		if (best < 0 || f.rank < fields[best].rank) && strings.Contains(f.folded, w) {
 			best = i
 		}
 	}
@@ -158,13 +167,13 @@ func (h *Handlers) searchable(ctx context.Context, a source.ModuleAddress) (*sea
 	if err != nil {
 		return nil, "", err
 	}
-	m, err := h.Docs.SearchModule(ctx, *rel.Root)
+	s, err := h.Docs.SearchModule(ctx, *rel.Root)
 	if source.Absent(err) {
 		return nil, "", nil
 	}
 	if err != nil {
 		return nil, "", err
 	}
-	st := textOf(m)
-	return &st, v.String(), nil
+	st, _ := s.Made(searchTextOf).(*searchText)
+	return st, v.String(), nil
 }

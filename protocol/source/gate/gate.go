@@ -71,7 +71,7 @@ func allowed(judge Judge, kind names.Kind, address string, l source.Listing) (so
 	verdicts := judge.Versions(kind, address, address, versionsOf(l))
 	out := source.Listing{At: l.At, Versions: make([]source.Listed, 0, len(l.Versions))}
 	for _, e := range l.Versions {
-		if verdicts.Denied[e.Version.String()] == nil {
+		if len(verdicts.Denied) == 0 || verdicts.Denied[e.Version.String()] == nil { // String formats: skip it when nothing is denied
 			out.Versions = append(out.Versions, e)
 		}
 	}

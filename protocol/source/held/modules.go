@@ -51,7 +51,7 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 		return out, source.Missing(err, a.What(), "unknown module %s", a.Module)
 	}
 	for _, v := range l.Versions {
-		if _, bad := l.Unresolvable[v.String()]; !bad {
+		if len(l.Unresolvable) == 0 || l.Unresolvable[v.String()] == "" { // String formats: skip it when every tag resolves
 			out.Versions = append(out.Versions, source.Listed{Version: v, Stored: true})
 		}
 	}

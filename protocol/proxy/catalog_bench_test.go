@@ -1,0 +1,67 @@
+package proxy
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oci-tofu/oci-tofu/internal/seed"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
+)
+
+// BenchmarkCatalogWarmSearch is the server's work for a warm search of
+// an input name over 2,000 modules of 20 versions each (in process,
+// from OCI layouts, every cache warm), the search bench/catalog_test.go
+// times through a registry 40 ms away: the part of it that is the
+// proxy's CPU.
+func BenchmarkCatalogWarmSearch(b *testing.B) {
+	const modules, versions = 2000, 20
+	dir, open := moduleStore(b)
+	var vars strings.Builder
+	for i := 0; i < 12; i++ {
+		fmt.Fprintf(&vars, "variable \"setting_%02d\" {\n  type = map(string)\n  description = \"Setting %d of the network.\"\n  default = {}\n}\n", i, i)
+	}
+	z := zipOf(b, map[string]string{"main.tf": vars.String() + "resource \"aws_vpc\" \"this\" {}\noutput \"vpc_id\" {\n  value = 1\n}\n"})
+	first := open("acme", "net0000", "aws")
+	for i := 0; i < versions; i++ {
+		push(b, first, moduleArtifact(b, z), seed.Version(i))
+	}
+	for i := 1; i < modules; i++ {
+		if err := os.CopyFS(filepath.Join(dir, "acme", fmt.Sprintf("net%04d", i), "aws"), os.DirFS(filepath.Join(dir, "acme", "net0000", "aws"))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	client, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tpl, err := repotemplate.ParseModuleTemplate("oci-layout:" + dir + "/${namespace}/${name}/${system}")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Options{Client: client, ModuleMappings: []*repotemplate.Template{tpl}, RegistryHostname: "example.com",
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/catalog/?format=json&q=setting_07", nil)
+	req.Host = "proxy.example:8443"
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if w.Code != 200 || !strings.Contains(w.Body.String(), fmt.Sprintf(`"total":%d`, modules)) {
+		b.Fatalf("search: %d %.300s", w.Code, w.Body)
+	}
+	b.ResetTimer()
+	cpu := processCPU(b)
+	for i := 0; i < b.N; i++ {
+		d := &discardWriter{h: http.Header{}}
+		s.ServeHTTP(d, req)
+	}
+	b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+}
