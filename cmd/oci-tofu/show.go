@@ -11,8 +11,8 @@ import (
 func showCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
-		Usage:     "print a module package's interface, or an address's catalogue page: versions, status, packages, SBOMs",
-		ArgsUsage: "REPOSITORY[:TAG|@DIGEST] | --provider-template/--module-template TEMPLATE ADDRESS[@VERSION]",
+		Usage:     "print a module package's interface, or an address's catalogue page",
+		ArgsUsage: "REPOSITORY[:TAG|@DIGEST] | ADDRESS[@VERSION] (with a template)",
 		Description: `Without a template, prints the interface stored beside the module package
 REPOSITORY names (push module, mirror and pull-through store it): each module's
 inputs, outputs, providers, module calls and resources, for the root module, each
