@@ -37,7 +37,7 @@ func catalogue(ctx context.Context, srv *proxy.Server, a Address, opts Options) 
 func notShown(a Address, raw string, err error) error {
 	where := ""
 	if tpl, perr := parseTemplate(a, raw); perr == nil {
-		values := map[string]string{}
+		var values map[string]string
 		if a.Provider != nil {
 			values = a.Provider.TemplateValues()
 		} else {
