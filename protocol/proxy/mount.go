@@ -130,6 +130,7 @@ func (s *Server) mountCatalog(tpls []*repotemplate.Template) {
 	if ref := s.opts.TofuRepository; ref != nil {
 		h.Tofu, h.RenderTofu, h.TofuAPI, h.TofuDownload = s.catalogTofuSource(*ref), page.RenderTofu, tofudl.APIPath, tofudl.DownloadPrefix
 	}
+	s.catalog = h
 	s.Mount("", catalog.Prefix, "catalog", s.AuthenticatePeople(h))
 }
 

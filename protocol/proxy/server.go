@@ -23,6 +23,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/health"
 	"github.com/oci-tofu/oci-tofu/protocol/oidc"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/page"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
@@ -214,6 +215,7 @@ type Server struct {
 	mappings  store.ProviderMappings
 	tokens    [][32]byte
 	providers *providers.Handlers // nil without providers
+	catalog   *catalog.Handlers   // nil without a catalogue (catalog_show.go)
 	// counts are the fleet's download counts this replica adds to
 	// (audit.go); nil without a shared cache that keeps them.
 	counts *audit.Counts

@@ -53,6 +53,8 @@ type ProviderPage struct {
 	SigningKeyIDs []string `json:"signing_key_ids"`
 	Repository    string   `json:"repository"`
 	Index         string   `json:"index"`
+	// Packages are the platforms' packages (document.go).
+	Packages []PackageFacts `json:"packages"`
 	// SBOM is the version's SBOM page, relative to this page.
 	SBOM string `json:"sbom"`
 	// Usage is a required_providers entry; Lock the provider block of
@@ -230,6 +232,9 @@ func (h *Handlers) providerPage(ctx context.Context, req Request, platforms []st
 		Repository: root.Root.Repo.Name(), Index: root.Root.Digest.String(), Base: base}
 	for _, pl := range rel.Platforms {
 		d.Platforms = append(d.Platforms, pl.String())
+	}
+	if d.Packages, err = h.packageFacts(ctx, root, rel.Platforms); err != nil {
+		return ProviderPage{}, err
 	}
 	d.docs, d.Docs = docsOf(ctx, root.Root, base, d.Address, d.Version)
 	if h.SBOMPath != nil {
