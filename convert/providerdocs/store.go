@@ -118,7 +118,21 @@ func Parse(layer []byte) (*Docs, error) {
 		}
 	}
 	sortPages(d.Pages)
+	if p := firstRepeated(d.Pages); p != nil {
+		return nil, oci.Invalid("the documentation has the page %s/%s twice", p.Category, p.Slug)
+	}
 	return &d, nil
+}
+
+// firstRepeated is the first page of sorted pages that another names
+// (the same category and slug: one URL for two pages), or nil.
+func firstRepeated(sorted []Page) *Page {
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].Category == sorted[i-1].Category && sorted[i].Slug == sorted[i-1].Slug {
+			return &sorted[i]
+		}
+	}
+	return nil
 }
 
 // Read reads the documentation stored for subject (a provider version's

@@ -1,0 +1,178 @@
+package proxy
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/convert/providerdocs"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
+)
+
+// gzipped is b gzipped.
+func gzipped(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// docsLayer is pages as a stored documentation layer, written as any
+// tool could write it (no check of ours on the way).
+func docsLayer(t testing.TB, pages ...providerdocs.Page) []byte {
+	t.Helper()
+	j, err := json.Marshal(providerdocs.Docs{Format: providerdocs.Format, Pages: pages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gzipped(t, j)
+}
+
+// hostileReferrer writes layer as a documentation referrer of the
+// index tagged version in repo, as oras could (annotations ann), and
+// returns its descriptor.
+func hostileReferrer(t testing.TB, repo oci.Repository, version string, layer []byte, ann map[string]string) ocispec.Descriptor {
+	t.Helper()
+	root, err := repo.Resolve(context.Background(), version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := attach.WriteReferrer(context.Background(), repo, root, providerdocs.ArtifactType,
+		[]attach.AttachmentLayer{{MediaType: providerdocs.LayerMediaType, Payload: layer}}, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// openLayout opens the layout repository dir/ns/typ.
+func openLayout(t testing.TB, dir, ns, typ string) oci.Repository {
+	t.Helper()
+	client, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := client.Open(oci.Reference{Layout: true, Repository: dir + "/" + ns + "/" + typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// Documentation referrers written by anyone who may push (oras, not
+// push provider --docs): a gzip bomb, pages with names that climb out
+// of the tree or name other categories, one page twice, a chain of
+// replacements, and hostile front matter and links. Each page answers
+// (never a 500, never a panic), shows what it can read and says why
+// not otherwise; no page links to another provider's pages, loads
+// anything, or holds script.
+func TestCatalogProviderDocsFromHostileReferrers(t *testing.T) {
+	p, dir := startProviderCatalog(t, "", Options{})
+	// Each case in a namespace of its own, at 1.0.0 (the same index
+	// digest in each repository: each shows its own referrers only).
+	rel := releaseArtifact(t, "1.0.0")
+	repos := map[string]oci.Repository{}
+	for _, ns := range []string{"bomb", "names", "twice", "chain", "hostile", "replaced"} {
+		repos[ns] = openLayout(t, dir, ns, "hello")
+		push(t, repos[ns], rel, "1.0.0")
+	}
+	page := func(ns string) string { return "/catalog/providers/example.com/" + ns + "/hello/1.0.0" }
+
+	// bomb: a gzip bomb (its JSON inflates far past the bound).
+	bomb := gzipped(t, append([]byte(`{"format":1,"pages":[{"category":"index","slug":"index","markdown":"`),
+		bytes.Repeat([]byte("a"), 80<<20)...))
+	hostileReferrer(t, repos["bomb"], "1.0.0", bomb, nil)
+
+	// names: names that are no page names or categories.
+	for _, pg := range []providerdocs.Page{
+		{Category: "resources", Slug: "..", Markdown: "x"},
+		{Category: "resources", Slug: "a/b", Markdown: "x"},
+		{Category: "../resources", Slug: "a", Markdown: "x"},
+		{Category: "resources", Slug: "a%2fb", Markdown: "x"},
+		{Category: "resources", Slug: "\u00e9t\u00e9", Markdown: "x"},
+		{Category: "resources", Slug: strings.Repeat("a", providerdocs.MaxNameLength+1), Markdown: "x"},
+	} {
+		hostileReferrer(t, repos["names"], "1.0.0", docsLayer(t, pg), nil)
+	}
+
+	// twice: one page twice, with different titles and texts.
+	hostileReferrer(t, repos["twice"], "1.0.0", docsLayer(t,
+		providerdocs.Page{Category: "resources", Slug: "thing", Title: "First", Markdown: "first text"},
+		providerdocs.Page{Category: "resources", Slug: "thing", Title: "Second", Markdown: "second text"}), nil)
+
+	// chain: a chain of replacements: c replaces b, b replaces a.
+	a := hostileReferrer(t, repos["chain"], "1.0.0", docsLayer(t, providerdocs.Page{Category: "index", Slug: "index", Title: "A", Markdown: "a"}), nil)
+	b := hostileReferrer(t, repos["chain"], "1.0.0", docsLayer(t, providerdocs.Page{Category: "index", Slug: "index", Title: "B", Markdown: "b"}),
+		map[string]string{providerdocs.AnnotationReplaces: a.Digest.String()})
+	hostileReferrer(t, repos["chain"], "1.0.0", docsLayer(t, providerdocs.Page{Category: "index", Slug: "index", Title: "C", Markdown: "c"}),
+		map[string]string{providerdocs.AnnotationReplaces: b.Digest.String()})
+
+	// hostile: hostile front matter, a path out of the tree, links to
+	// other providers' pages and other hosts, images.
+	hostileReferrer(t, repos["hostile"], "1.0.0", docsLayer(t, providerdocs.Page{Category: "index", Slug: "index", Path: "../../../../team-a/hello/index.md",
+		Title: `<script>alert(1)</script>`, Subcategory: `"><img src=x onerror=alert(2)>`, Description: `</title><script>alert(3)</script>`,
+		Markdown: "[abs](/catalog/providers/example.com/team-a/hello/1.0.0/docs/index/index) " +
+			"[up](../../../team-a/hello/1.0.0/docs/index/index.md) [proto](//evil.example/x) [enc](..%2F..%2Findex.md) " +
+			"![img](https://evil.example/i.png) ![rel](../../team-a/logo.png) [self](index.md)\n"}), nil)
+
+	// replaced: the real documentation, then a referrer that replaces it
+	// and cannot be read: the release then carries none that can be read.
+	real := hostileReferrer(t, repos["replaced"], "1.0.0", docsLayer(t, providerdocs.Page{Category: "index", Slug: "index", Title: "Real", Markdown: "real"}), nil)
+	hostileReferrer(t, repos["replaced"], "1.0.0", []byte("not gzip"), map[string]string{providerdocs.AnnotationReplaces: real.Digest.String()})
+
+	for v, want := range map[string]string{
+		"bomb": "", "names": "", "twice": "", "chain": "C", "hostile": `<script>alert(1)</script>`, "replaced": "",
+	} {
+		d, r := getCatalog[catalog.ProviderPage](t, p, page(v), nil)
+		if r.Status != http.StatusOK {
+			t.Errorf("%s: %d %s", v, r.Status, r.Body)
+			continue
+		}
+		var titles []string
+		for _, c := range d.Docs.Categories {
+			for _, pg := range c.Pages {
+				titles = append(titles, pg.Title)
+			}
+		}
+		switch {
+		case want == "" && (d.Docs.Stored || !strings.HasPrefix(d.Docs.Note, catalog.NoDocs+" that can be read: ")):
+			t.Errorf("%s: docs %+v, want none that can be read, and why", v, d.Docs)
+		case want != "" && strings.Join(titles, ",") != want:
+			t.Errorf("%s: titles %q, want %q (%+v)", v, titles, want, d.Docs)
+		}
+		html := p.get(t, page(v))
+		if html.Status != http.StatusOK || strings.Contains(string(html.Body), "<script>alert") {
+			t.Errorf("%s HTML: %d\n%s", v, html.Status, html.Body)
+		}
+	}
+	if r := p.get(t, page("twice")+"/docs/resources/thing"); r.Status != http.StatusNotFound {
+		t.Errorf("a page stored twice: %d\n%s", r.Status, r.Body)
+	}
+	doc := p.get(t, page("hostile")+"/docs/index/index")
+	body := string(doc.Body)
+	if doc.Status != http.StatusOK {
+		t.Fatalf("hostile page: %d %s", doc.Status, body)
+	}
+	for _, bad := range []string{"<script", "<img", "team-a/hello/1.0.0/docs", `href="//`, "evil.example/x\""} {
+		if strings.Contains(body, bad) {
+			t.Errorf("hostile page holds %q:\n%s", bad, body)
+		}
+	}
+	if !strings.Contains(body, `href="../../../../../../../providers/example.com/hostile/hello/1.0.0/docs/index/index"`) {
+		t.Errorf("hostile page does not link itself:\n%s", body)
+	}
+}
