@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -174,5 +177,104 @@ func TestCatalogProviderDocsFromHostileReferrers(t *testing.T) {
 	}
 	if !strings.Contains(body, `href="../../../../../../../providers/example.com/hostile/hello/1.0.0/docs/index/index"`) {
 		t.Errorf("hostile page does not link itself:\n%s", body)
+	}
+}
+
+// doWithHost is a GET of path from p over HTTP/1.1 with the request's
+// Host header exactly host (which Go's client would refuse to send).
+func (p *proxy) doWithHost(t testing.TB, path, host string) response {
+	t.Helper()
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(p.URL, "https://"), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}) //nolint:gosec // the test server's own certificate
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET "+path+" HTTP/1.1\r\nHost: "+host+"\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, rerr := io.ReadAll(resp.Body)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: body, Err: rerr}
+}
+
+// hostileTofuRelease is an OpenTofu release pushed by anyone, not by
+// push tofu: files whose names are shell, quotes, URL syntax and
+// markup, one of them with an archive's name around a command.
+func hostileTofuRelease(t testing.TB, version string) *oci.Artifact {
+	t.Helper()
+	files := []string{
+		"tofu_" + version + "_linux_amd64.tar.gz",
+		"tofu_" + version + "_linux_amd64$(touch pwned).tar.gz",
+		"tofu_" + version + "_$(id)_amd64.zip",
+		"a b?c=d#e",
+		`';touch pwned;'`,
+		"`touch pwned`",
+		`"><b onmouseover=alert(1)>x`,
+		"100%.txt",
+	}
+	var blobs []oci.Blob
+	for _, name := range files {
+		blobs = append(blobs, oci.BytesBlob(oci.MediaTypeReleaseFile, []byte("file "+name), map[string]string{ocispec.AnnotationTitle: name}))
+	}
+	a, err := oci.BuildTofuRelease(version, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// An OpenTofu release pushed by anyone with file names that are shell,
+// quotes, URL syntax or markup is no release (names.ValidTofuArtifact):
+// left out of the page, whose install script then names only what a
+// valid release gives (the version and platforms, both parsed). Absolute
+// URLs come from the Host the client reached the proxy by: a Host that
+// is no host[:port] (a path, userinfo, shell, a port that is no
+// number) is a 400 with no page, and one Host's URLs
+// never reach another's answer.
+func TestCatalogTofuPageOfAHostileRelease(t *testing.T) {
+	ref, repo := tofuLayout(t)
+	pushTofuFixture(t, repo, "1.8.0")
+	a := hostileTofuRelease(t, "1.9.0")
+	push(t, repo, a, "1.9.0")
+	p := startProxy(t, Options{TofuRepository: &ref})
+
+	if r := p.get(t, "/catalog/tofu/1.9.0"); r.Status != http.StatusNotFound || strings.Contains(string(r.Body), "pwned") {
+		t.Errorf("the hostile release: %d %s", r.Status, r.Body)
+	}
+	d, r := getCatalog[catalog.TofuPage](t, p, "/catalog/tofu", nil)
+	if r.Status != http.StatusOK || d.Version != "1.8.0" || len(d.Versions) != 1 {
+		t.Fatalf("%d %+v\n%s", r.Status, d, r.Body)
+	}
+	for _, f := range d.Files {
+		if got := p.get(t, f.URL); got.Status != http.StatusOK {
+			t.Errorf("%q at %s: %d", f.Name, f.URL, got.Status)
+		}
+	}
+
+	_, port, _ := strings.Cut(strings.TrimPrefix(p.URL, "https://"), ":")
+	for _, host := range []string{"evil.example.", "evil.example/x", "user@evil.example", "evil.example:" + port + "@other.example", "evil.example:x",
+		"evil.example;touch pwned", "evil.example'", "evil.example$(id)", "evil.example:1/a"} {
+		r := p.doWithHost(t, "/catalog/tofu/1.8.0?format=json", host)
+		if (r.Status != http.StatusBadRequest || strings.Contains(string(r.Body), "pwned") || strings.Contains(string(r.Body), "other.example")) {
+			t.Errorf("Host %q: %d\n%s", host, r.Status, r.Body)
+		}
+	}
+	for _, host := range []string{"one.example:" + port, "two.example:" + port, "ONE.example:" + port} {
+		r := p.doWithHost(t, "/catalog/tofu/1.8.0?format=json", host)
+		var got catalog.TofuPage
+		if err := json.Unmarshal(r.Body, &got); err != nil || r.Status != http.StatusOK {
+			t.Fatalf("Host %q: %d %v %s", host, r.Status, err, r.Body)
+		}
+		want := "https://" + strings.ToLower(host) + "/tofu/"
+		if !strings.HasPrefix(got.Install.APIURL, want) || !strings.HasPrefix(got.Files[0].URL, want) || strings.Count(got.Install.Script, "https://") != strings.Count(got.Install.Script, want) {
+			t.Errorf("Host %q: URLs not of that host: %+v %+v", host, got.Install, got.Files[0])
+		}
+		if r.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("Host %q: Cache-Control %q", host, r.Header.Get("Cache-Control"))
+		}
 	}
 }
