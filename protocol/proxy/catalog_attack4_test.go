@@ -259,7 +259,7 @@ func TestCatalogTofuPageOfAHostileRelease(t *testing.T) {
 	for _, host := range []string{"evil.example.", "evil.example/x", "user@evil.example", "evil.example:" + port + "@other.example", "evil.example:x",
 		"evil.example;touch pwned", "evil.example'", "evil.example$(id)", "evil.example:1/a"} {
 		r := p.doWithHost(t, "/catalog/tofu/1.8.0?format=json", host)
-		if (r.Status != http.StatusBadRequest || strings.Contains(string(r.Body), "pwned") || strings.Contains(string(r.Body), "other.example")) {
+		if r.Status != http.StatusBadRequest || strings.Contains(string(r.Body), "pwned") || strings.Contains(string(r.Body), "other.example") {
 			t.Errorf("Host %q: %d\n%s", host, r.Status, r.Body)
 		}
 	}
