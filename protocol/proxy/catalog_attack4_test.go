@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/providerdocs"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 )
 
@@ -276,5 +279,54 @@ func TestCatalogTofuPageOfAHostileRelease(t *testing.T) {
 		if r.Header.Get("Cache-Control") != "no-store" {
 			t.Errorf("Host %q: Cache-Control %q", host, r.Header.Get("Cache-Control"))
 		}
+	}
+}
+
+// manyFilesZip is a module zip of n empty files: a central directory
+// far past what an interface is read from.
+func manyFilesZip(t testing.TB, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for i := range n {
+		if _, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("d/f%06d.tf", i), Method: zip.Store}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// A module pushed by another tool whose zip cannot be read (not a zip,
+// a central directory past the bounds) is one module whose interface
+// cannot be read on first view: its page says so, and the searches and
+// filters that read every module's interface still answer everyone, for
+// the modules that can be read.
+func TestCatalogUnreadablePackageDeniesNoSearch(t *testing.T) {
+	mdir, mopen := moduleStore(t)
+	push(t, mopen("acme", "vpc", "aws"), moduleArtifact(t, vpcModule(t, "1.0.0")), "1.0.0")
+	push(t, mopen("evil", "garbage", "aws"), moduleArtifact(t, []byte("PK\x03\x04 this is no zip at all")), "1.0.0")
+	push(t, mopen("evil", "wide", "aws"), moduleArtifact(t, manyFilesZip(t, 20000)), "1.0.0")
+	p := startProxy(t, Options{RegistryHostname: "example.com",
+		ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}})
+	for query, want := range map[string]string{"q=cidr": "example.com/acme/vpc/aws", "provider=hashicorp/aws": "example.com/acme/vpc/aws",
+		"q=nothing-has-this": "", "q=aws": "example.com/acme/vpc/aws,example.com/evil/garbage/aws,example.com/evil/wide/aws"} {
+		idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/?"+query, nil)
+		var addrs []string
+		for _, m := range idx.Modules {
+			addrs = append(addrs, m.Address)
+		}
+		if got := strings.Join(addrs, ","); r.Status != http.StatusOK || got != want {
+			t.Errorf("?%s: %d %q, want %q\n%.400s", query, r.Status, got, want, r.Body)
+		}
+	}
+	d, r := getCatalog[catalog.ModulePage](t, p, "/catalog/modules/example.com/evil/garbage/aws/1.0.0", nil)
+	if r.Status != http.StatusOK || len(d.Diagnostics) != 1 || !strings.Contains(d.Diagnostics[0].Detail, "zip") {
+		t.Errorf("the unreadable package's page: %d %+v\n%.400s", r.Status, d.Diagnostics, r.Body)
+	}
+	if _, r := getCatalog[catalog.ModulePage](t, p, "/catalog/modules/example.com/evil/wide/aws/1.0.0", nil); r.Status != http.StatusOK {
+		t.Errorf("the wide package's page: %d %.400s", r.Status, r.Body)
 	}
 }
