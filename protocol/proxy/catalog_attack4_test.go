@@ -299,6 +299,15 @@ func manyFilesZip(t testing.TB, n int) []byte {
 	return buf.Bytes()
 }
 
+// addressesOf are the addresses of idx's modules, in order.
+func addressesOf(idx catalog.IndexPage) []string {
+	var out []string
+	for _, m := range idx.Modules {
+		out = append(out, m.Address)
+	}
+	return out
+}
+
 // A module pushed by another tool whose zip cannot be read (not a zip,
 // a central directory past the bounds) is one module whose interface
 // cannot be read on first view: its page says so, and the searches and
@@ -314,11 +323,7 @@ func TestCatalogUnreadablePackageDeniesNoSearch(t *testing.T) {
 	for query, want := range map[string]string{"q=cidr": "example.com/acme/vpc/aws", "provider=hashicorp/aws": "example.com/acme/vpc/aws",
 		"q=nothing-has-this": "", "q=aws": "example.com/acme/vpc/aws,example.com/evil/garbage/aws,example.com/evil/wide/aws"} {
 		idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/?"+query, nil)
-		var addrs []string
-		for _, m := range idx.Modules {
-			addrs = append(addrs, m.Address)
-		}
-		if got := strings.Join(addrs, ","); r.Status != http.StatusOK || got != want {
+		if got := strings.Join(addressesOf(idx), ","); r.Status != http.StatusOK || got != want {
 			t.Errorf("?%s: %d %q, want %q\n%.400s", query, r.Status, got, want, r.Body)
 		}
 	}
@@ -328,5 +333,24 @@ func TestCatalogUnreadablePackageDeniesNoSearch(t *testing.T) {
 	}
 	if _, r := getCatalog[catalog.ModulePage](t, p, "/catalog/modules/example.com/evil/wide/aws/1.0.0", nil); r.Status != http.StatusOK {
 		t.Errorf("the wide package's page: %d %.400s", r.Status, r.Body)
+	}
+}
+
+// A module repository whose newest tag holds no module package (another
+// artifact, pushed by anyone) fails no search, filter or index either.
+func TestCatalogForeignArtifactDeniesNoSearch(t *testing.T) {
+	mdir, mopen := moduleStore(t)
+	push(t, mopen("acme", "vpc", "aws"), moduleArtifact(t, vpcModule(t, "1.0.0")), "1.0.0")
+	push(t, mopen("evil", "foreign", "aws"), moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
+	push(t, mopen("evil", "foreign", "aws"), releaseArtifact(t, "1.1.0"), "1.1.0")
+	p := startProxy(t, Options{RegistryHostname: "example.com",
+		ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}})
+	for query, want := range map[string]string{"": "example.com/acme/vpc/aws,example.com/evil/foreign/aws", "q=cidr": "example.com/acme/vpc/aws",
+		"provider=hashicorp/aws": "example.com/acme/vpc/aws", "status=served": "example.com/acme/vpc/aws", "status=denied": "",
+		"q=foreign": "example.com/evil/foreign/aws", "q=aws&status=served": "example.com/acme/vpc/aws"} {
+		idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/?"+query, nil)
+		if got := strings.Join(addressesOf(idx), ","); r.Status != http.StatusOK || got != want {
+			t.Errorf("?%s: %d %q, want %q\n%.300s", query, r.Status, got, want, r.Body)
+		}
 	}
 }
