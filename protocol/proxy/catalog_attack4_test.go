@@ -16,6 +16,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/providerdocs"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
@@ -373,5 +374,57 @@ func TestCatalogForeignProviderArtifactDeniesNoSearch(t *testing.T) {
 	}
 	if d, r := getCatalog[catalog.ProviderPage](t, p, "/catalog/providers/example.com/evil/hello", nil); r.Status != http.StatusOK || d.Version != "1.0.0" {
 		t.Errorf("evil/hello's page: %d %s %.300s", r.Status, d.Version, r.Body)
+	}
+}
+
+// A scoped caller learns nothing of what is out of its scope from any
+// filter, count, page link or empty-result message: every answer about
+// an out-of-scope name is the answer about a name that does not exist
+// (byte for byte once the name asked is swapped), in JSON and HTML,
+// after the operator warmed every cache; out-of-scope documentation
+// pages are the 404 of a provider that does not exist.
+func TestCatalogScopedFiltersHintNothing(t *testing.T) {
+	const token, admin = "token-of-a", "operator-token"
+	p, dir := startProviderCatalog(t, fmt.Sprintf(`
+client "a" {
+  tokens    = [%q]
+  providers = ["example.com/team-a/*"]
+}
+`, policy.TokenHash(token)), Options{AuthTokens: []string{admin}})
+	attachDocs(t, dir, "team-b", "hello", "1.0.0", hostileDocs)
+	as := func(tok, accept string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + tok, "Accept": accept}
+	}
+	// Each pair: about team-b (held, out of a's scope) and about a name
+	// held nowhere.
+	pairs := [][2]string{
+		{"/catalog/?namespace=team-b", "/catalog/?namespace=team-z"},
+		{"/catalog/?provider=example.com/team-b/hello", "/catalog/?provider=example.com/team-z/hello"},
+		{"/catalog/?q=team-b", "/catalog/?q=team-z"},
+		{"/catalog/?q=team-b&status=served", "/catalog/?q=team-z&status=served"},
+		{"/catalog/?kind=provider&namespace=team-b&page=2", "/catalog/?kind=provider&namespace=team-z&page=2"},
+		{"/catalog/providers/example.com/team-b/hello", "/catalog/providers/example.com/team-z/hello"},
+		{"/catalog/providers/example.com/team-b/hello/1.0.0/docs/index/index", "/catalog/providers/example.com/team-z/hello/1.0.0/docs/index/index"},
+		{"/catalog/providers/example.com/team-b/hello/1.0.0/docs/resources/thing", "/catalog/providers/example.com/team-z/hello/1.0.0/docs/resources/thing"},
+	}
+	for _, pair := range pairs {
+		for _, accept := range []string{"application/json", "text/html"} {
+			if r := p.do(t, http.MethodGet, pair[0], as(admin, accept)); r.Status != http.StatusOK && !strings.Contains(pair[0], "page=2") {
+				t.Fatalf("operator %s: %d %.200s", pair[0], r.Status, r.Body)
+			}
+		}
+	}
+	for _, pair := range pairs {
+		for _, accept := range []string{"application/json", "text/html"} {
+			held := p.do(t, http.MethodGet, pair[0], as(token, accept))
+			none := p.do(t, http.MethodGet, pair[1], as(token, accept))
+			swapped := strings.ReplaceAll(string(none.Body), "team-z", "team-b")
+			if held.Status != none.Status || string(held.Body) != swapped {
+				t.Errorf("%s (%s): %d, not as %s: %d\n%s\n---\n%s", pair[0], accept, held.Status, pair[1], none.Status, held.Body, swapped)
+			}
+			if strings.Contains(string(held.Body), "hello_thing") {
+				t.Errorf("%s (%s) shows team-b's documentation", pair[0], accept)
+			}
+		}
 	}
 }
