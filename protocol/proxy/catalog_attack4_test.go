@@ -428,3 +428,32 @@ client "a" {
 		}
 	}
 }
+
+// With --registry-decides, a documentation page is shown to a registry
+// credential that reads the provider's repository only: bob (team-b/)
+// reads team-b's pages; alice (team-a/) gets the 404 of a provider that
+// does not exist, for the page and the listing, after bob warmed them.
+func TestCatalogRegistryDecidesProviderDocs(t *testing.T) {
+	reg := teamRegistry(t)
+	for _, ns := range []string{"team-a", "team-b"} {
+		pushTo(t, reg, "providers/"+ns+"/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
+	}
+	repo, err := proxyClient(t, reg).Open(oci.Reference{Registry: reg.Host, Repository: "providers/team-b/hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostileReferrer(t, repo, "1.0.0", docsLayer(t, providerdocs.Page{Category: "index", Slug: "index", Title: "team-b's secret docs", Markdown: "secret"}), nil)
+	p := registryDecidesProxy(t, reg, Options{RegistryHostname: "example.com"})
+	const page = "/catalog/providers/example.com/team-b/hello/1.0.0"
+	for _, path := range []string{page, page + "/docs/index/index"} {
+		if _, r := getCatalog[json.RawMessage](t, p, path, bearer("bob:bob-Pa55")); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "secret docs") {
+			t.Fatalf("bob %s: %d %.300s", path, r.Status, r.Body)
+		}
+	}
+	for _, path := range []string{page, page + "/docs/index/index", "/catalog/?q=team-b", "/catalog/?namespace=team-b", "/catalog/?kind=provider"} {
+		_, r := getCatalog[json.RawMessage](t, p, path, bearer("alice:alice-Pa55"))
+		if strings.Contains(string(r.Body), "secret") || strings.Contains(string(r.Body), "team-b/hello\"") || strings.HasPrefix(path, page) && r.Status != http.StatusNotFound {
+			t.Errorf("alice %s: %d %.300s", path, r.Status, r.Body)
+		}
+	}
+}
