@@ -457,3 +457,34 @@ func TestCatalogRegistryDecidesProviderDocs(t *testing.T) {
 		}
 	}
 }
+
+// A revoked version's documentation is not shown: its pages are 404s
+// with the version's page, and the served version's pages answer; the
+// provider's page lists the revoked version with its message only.
+func TestCatalogRevokedVersionShowsNoDocs(t *testing.T) {
+	p, dir := startProviderCatalog(t, `
+provider "example.com/team-b/hello" {
+  revoked {
+    versions = "1.0.0"
+    message  = "leaks the token"
+  }
+}
+`, Options{})
+	push(t, openLayout(t, dir, "team-b", "hello"), releaseArtifact(t, "1.1.0"), "1.1.0")
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		attachDocs(t, dir, "team-b", "hello", v, hostileDocs)
+	}
+	const page = "/catalog/providers/example.com/team-b/hello/"
+	for path, want := range map[string]int{
+		page + "1.0.0": http.StatusNotFound, page + "1.0.0/docs/index/index": http.StatusNotFound, page + "1.0.0/docs/resources/thing": http.StatusNotFound,
+		page + "1.1.0": http.StatusOK, page + "1.1.0/docs/resources/thing": http.StatusOK,
+	} {
+		if r := p.get(t, path); r.Status != want || want != http.StatusOK && strings.Contains(string(r.Body), "hello_thing") {
+			t.Errorf("%s: %d, want %d\n%.300s", path, r.Status, want, r.Body)
+		}
+	}
+	d, _ := getCatalog[catalog.ProviderPage](t, p, page+"1.1.0", nil)
+	if len(d.Versions) != 2 || d.Versions[1].Status != catalog.StatusRevoked || d.Versions[1].Message != "leaks the token" {
+		t.Errorf("versions: %+v", d.Versions)
+	}
+}
