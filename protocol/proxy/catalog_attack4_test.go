@@ -488,3 +488,34 @@ provider "example.com/team-b/hello" {
 		t.Errorf("versions: %+v", d.Versions)
 	}
 }
+
+// Every catalogue answer, JSON or HTML, GET or HEAD, an error too, is
+// kept by no cache and says it varies by Accept and Authorization: one caller's
+// page (its scope, the Host its URLs name) never answers another.
+func TestCatalogAnswersAreKeptByNoCache(t *testing.T) {
+	ref, repo := tofuLayout(t)
+	pushTofuFixture(t, repo, "1.9.0")
+	p, dir := startProviderCatalog(t, "", Options{TofuRepository: &ref})
+	attachDocs(t, dir, "team-b", "hello", "1.0.0", hostileDocs)
+	for _, path := range []string{"/catalog/providers/example.com/team-b/hello/1.0.0/docs/resources/nothing", "/catalog/tofu/1.7.0", "/catalog/?kind=x"} {
+		if r := p.get(t, path); r.Status < 400 || r.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: %d Cache-Control %q, want an error kept by no cache", path, r.Status, r.Header.Get("Cache-Control"))
+		}
+	}
+	for _, path := range []string{"/catalog/", "/catalog/?q=hello", "/catalog/tofu", "/catalog/tofu/1.9.0",
+		"/catalog/providers/example.com/team-b/hello/1.0.0", "/catalog/providers/example.com/team-b/hello/1.0.0/docs/resources/thing"} {
+		for _, accept := range []string{"application/json", "text/html", ""} {
+			get := p.do(t, http.MethodGet, path, map[string]string{"Accept": accept})
+			head := p.do(t, http.MethodHead, path, map[string]string{"Accept": accept})
+			for what, r := range map[string]response{"GET": get, "HEAD": head} {
+				vary := strings.Join(r.Header.Values("Vary"), ",")
+				if r.Status != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" || !strings.Contains(vary, "Accept") || !strings.Contains(vary, "Authorization") {
+					t.Errorf("%s %s (%q): %d Cache-Control %q Vary %q", what, path, accept, r.Status, r.Header.Get("Cache-Control"), vary)
+				}
+			}
+			if len(head.Body) != 0 || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") {
+				t.Errorf("HEAD %s (%q): %d bytes, Content-Type %q, GET's %q", path, accept, len(head.Body), head.Header.Get("Content-Type"), get.Header.Get("Content-Type"))
+			}
+		}
+	}
+}
