@@ -18,6 +18,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/providerdocs"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
@@ -516,6 +517,35 @@ func TestCatalogAnswersAreKeptByNoCache(t *testing.T) {
 			if len(head.Body) != 0 || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") {
 				t.Errorf("HEAD %s (%q): %d bytes, Content-Type %q, GET's %q", path, accept, len(head.Body), head.Header.Get("Content-Type"), get.Header.Get("Content-Type"))
 			}
+		}
+	}
+}
+
+// With --registry-decides, the OpenTofu releases are in the catalogue
+// of a registry credential that reads their repository only: alice
+// (tofu/ granted) sees them; bob does not, in the index or any filter,
+// and their pages are 404s, after alice warmed every cache.
+func TestCatalogRegistryDecidesTofu(t *testing.T) {
+	reg := testenv.StartTokenRegistry(t, "proxy", "proxy-Pa55")
+	reg.Token.AddUser("alice", "alice-Pa55", "tofu/")
+	reg.Token.AddUser("bob", "bob-Pa55", "modules/")
+	repo, err := proxyClient(t, reg).Open(oci.Reference{Registry: reg.Host, Repository: "tofu/opentofu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushTofuFixture(t, repo, "1.9.0")
+	ref := oci.Reference{Registry: reg.Host, Repository: "tofu/opentofu"}
+	p := startProxy(t, Options{Client: proxyClient(t, reg), TofuRepository: &ref, RegistryDecides: true})
+	paths := []string{"/catalog/", "/catalog/?kind=tofu", "/catalog/?q=tofu&status=served", "/catalog/tofu", "/catalog/tofu/1.9.0"}
+	for _, path := range paths {
+		if _, r := getCatalog[json.RawMessage](t, p, path, bearer("alice:alice-Pa55")); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "1.9.0") {
+			t.Fatalf("alice %s: %d %.300s", path, r.Status, r.Body)
+		}
+	}
+	for _, path := range paths {
+		_, r := getCatalog[json.RawMessage](t, p, path, bearer("bob:bob-Pa55"))
+		if strings.Contains(string(r.Body), "1.9.0") || strings.HasPrefix(path, "/catalog/tofu") && r.Status != http.StatusNotFound {
+			t.Errorf("bob %s: %d %.300s", path, r.Status, r.Body)
 		}
 	}
 }
