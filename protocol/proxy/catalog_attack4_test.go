@@ -549,3 +549,55 @@ func TestCatalogRegistryDecidesTofu(t *testing.T) {
 		}
 	}
 }
+
+// lyingReferrer writes, as a hand-made manifest, a documentation
+// referrer of version's index in repo whose one layer is layer but
+// whose descriptor says it is size bytes.
+func lyingReferrer(t testing.TB, repo oci.Repository, version string, layer []byte, size int64) {
+	t.Helper()
+	ctx := context.Background()
+	root, err := repo.Resolve(ctx, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := oci.BytesBlob(providerdocs.LayerMediaType, layer, nil)
+	for _, b := range []oci.Blob{blob, oci.EmptyConfig()} {
+		rc, err := b.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.Push(ctx, b.Descriptor, rc); err != nil && !strings.Contains(err.Error(), "exists") {
+			t.Fatal(err)
+		}
+		rc.Close()
+	}
+	l := blob.Descriptor
+	l.Size = size
+	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: providerdocs.ArtifactType, Config: ocispec.DescriptorEmptyJSON,
+		Layers: []ocispec.Descriptor{l}, Subject: &ocispec.Descriptor{MediaType: root.MediaType, Digest: root.Digest, Size: root.Size}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Push(ctx, m.Descriptor, bytes.NewReader(m.Bytes)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Documentation referrers whose layer descriptors lie about the size
+// (smaller than the layer, or a terabyte) are not read past what they
+// say nor fetched past the bound: the page answers, saying the release
+// carries no documentation that can be read.
+func TestCatalogProviderDocsWithLyingSizes(t *testing.T) {
+	p, dir := startProviderCatalog(t, "", Options{})
+	layer := docsLayer(t, providerdocs.Page{Category: "index", Slug: "index", Title: "Lies", Markdown: strings.Repeat("lies ", 1000)})
+	rel := releaseArtifact(t, "1.0.0")
+	for ns, size := range map[string]int64{"small": 10, "huge": 1 << 40, "negative": -1} {
+		repo := openLayout(t, dir, ns, "hello")
+		push(t, repo, rel, "1.0.0")
+		lyingReferrer(t, repo, "1.0.0", layer, size)
+		d, r := getCatalog[catalog.ProviderPage](t, p, "/catalog/providers/example.com/"+ns+"/hello/1.0.0", nil)
+		if r.Status != http.StatusOK || d.Docs.Stored || !strings.HasPrefix(d.Docs.Note, catalog.NoDocs+" that can be read: ") {
+			t.Errorf("%s (%d): %d %+v\n%.300s", ns, size, r.Status, d.Docs, r.Body)
+		}
+	}
+}
