@@ -358,15 +358,17 @@ func TestCatalogForeignArtifactDeniesNoSearch(t *testing.T) {
 }
 
 // The same for providers: a provider repository whose newest tag holds
-// a module package, or a manifest that is no release, fails no index,
-// search or filter, and the other providers' pages answer.
+// a module package, or a manifest that is no release, or that holds no
+// release at all, fails no index, search or filter, and the other
+// providers' pages answer.
 func TestCatalogForeignProviderArtifactDeniesNoSearch(t *testing.T) {
 	p, dir := startProviderCatalog(t, "", Options{})
 	evil := openLayout(t, dir, "evil", "hello")
 	push(t, evil, releaseArtifact(t, "1.0.0"), "1.0.0")
 	push(t, evil, moduleArtifact(t, moduleZip(t, "1.1.0")), "1.1.0")
 	push(t, evil, hostileTofuRelease(t, "1.2.0"), "1.2.0")
-	for query, want := range map[string]int{"": 3, "kind=provider": 3, "q=hello": 3, "q=evil": 1, "status=served": 2, "status=deprecated": 1,
+	push(t, openLayout(t, dir, "junk", "hello"), moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0") // no release at all
+	for query, want := range map[string]int{"": 4, "kind=provider": 4, "q=hello": 4, "q=evil": 1, "status=served": 2, "status=deprecated": 1,
 		"namespace=evil": 1, "provider=example.com/evil/hello": 1} {
 		idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/?"+query, nil)
 		if r.Status != http.StatusOK || idx.ProviderTotal != want {
@@ -375,6 +377,9 @@ func TestCatalogForeignProviderArtifactDeniesNoSearch(t *testing.T) {
 	}
 	if d, r := getCatalog[catalog.ProviderPage](t, p, "/catalog/providers/example.com/evil/hello", nil); r.Status != http.StatusOK || d.Version != "1.0.0" {
 		t.Errorf("evil/hello's page: %d %s %.300s", r.Status, d.Version, r.Body)
+	}
+	if r := p.get(t, "/catalog/providers/example.com/junk/hello"); r.Status != http.StatusNotFound {
+		t.Errorf("junk/hello's page: %d %.300s", r.Status, r.Body)
 	}
 }
 
