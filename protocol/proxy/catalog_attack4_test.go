@@ -355,6 +355,15 @@ func TestCatalogForeignArtifactDeniesNoSearch(t *testing.T) {
 			t.Errorf("?%s: %d %q, want %q\n%.300s", query, r.Status, got, want, r.Body)
 		}
 	}
+	// Its page is its newest module package's, the tag that holds none
+	// left out of its versions as the Module Registry Protocol leaves it.
+	d, r := getCatalog[catalog.ModulePage](t, p, "/catalog/modules/example.com/evil/foreign/aws", nil)
+	if r.Status != http.StatusOK || d.Version != "1.0.0" || len(d.Versions) != 1 {
+		t.Errorf("the module's page: %d %s %+v\n%.300s", r.Status, d.Version, d.Versions, r.Body)
+	}
+	if r := p.get(t, "/catalog/modules/example.com/evil/foreign/aws/1.1.0"); r.Status < 400 {
+		t.Errorf("the tag holding no module package: %d %.300s", r.Status, r.Body)
+	}
 }
 
 // The same for providers: a provider repository whose newest tag holds

@@ -125,7 +125,7 @@ func (h *Handlers) newestModuleStatus(ctx context.Context, a source.ModuleAddres
 		return "", nil
 	}
 	s, err := h.status(ctx, a, v, l)
-	return s.Status, h.Out.LeftOut("module "+a.String(), v, err) // no module package: no status
+	return s.Status, err
 }
 
 // filterProviders are the providers of all (in the caller's scope
