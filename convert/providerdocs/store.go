@@ -91,20 +91,34 @@ func (d *Docs) Same(o *Docs) bool {
 // maxJSON inflated, MaxPages pages, each of a known category and a page
 // name.
 func Parse(layer []byte) (*Docs, error) {
+	d, _, err := parseUpTo(layer, maxJSON)
+	return d, err
+}
+
+// parseUpTo is Parse inflating at most limit bytes (at most maxJSON),
+// and how many it inflated.
+func parseUpTo(layer []byte, limit int64) (*Docs, int64, error) {
 	if len(layer) > MaxStoredSize {
-		return nil, oci.Invalid("the documentation is %d bytes, more than %d", len(layer), MaxStoredSize)
+		return nil, 0, oci.Invalid("the documentation is %d bytes, more than %d", len(layer), MaxStoredSize)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(layer))
 	if err != nil {
-		return nil, oci.Invalid("the documentation is not gzipped: %v", err)
+		return nil, 0, oci.Invalid("the documentation is not gzipped: %v", err)
 	}
-	j, err := io.ReadAll(io.LimitReader(zr, maxJSON+1))
+	j, err := io.ReadAll(io.LimitReader(zr, min(limit, maxJSON)+1))
+	inflated := int64(len(j))
 	if err != nil {
-		return nil, oci.Invalid("the documentation does not inflate: %v", err)
+		return nil, inflated, oci.Invalid("the documentation does not inflate: %v", err)
 	}
-	if len(j) > maxJSON {
-		return nil, oci.Invalid("the documentation inflates to more than %d bytes", maxJSON)
+	if inflated > min(limit, maxJSON) {
+		return nil, inflated, oci.Invalid("the documentation inflates to more than %d bytes", min(limit, maxJSON))
 	}
+	d, err := parseJSON(j)
+	return d, inflated, err
+}
+
+// parseJSON reads a stored document's JSON, checked as Parse says.
+func parseJSON(j []byte) (*Docs, error) {
 	var d Docs
 	if err := json.Unmarshal(j, &d); err != nil {
 		return nil, oci.Invalid("the documentation is not its JSON: %v", err)
@@ -118,7 +132,21 @@ func Parse(layer []byte) (*Docs, error) {
 		}
 	}
 	sortPages(d.Pages)
+	if p := firstRepeated(d.Pages); p != nil {
+		return nil, oci.Invalid("the documentation has the page %s/%s twice", p.Category, p.Slug)
+	}
 	return &d, nil
+}
+
+// firstRepeated is the first page of sorted pages that another names
+// (the same category and slug: one URL for two pages), or nil.
+func firstRepeated(sorted []Page) *Page {
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].Category == sorted[i-1].Category && sorted[i].Slug == sorted[i-1].Slug {
+			return &sorted[i]
+		}
+	}
+	return nil
 }
 
 // Read reads the documentation stored for subject (a provider version's
@@ -134,7 +162,12 @@ func Read(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Diges
 	items := current(held.Items)
 	var firstErr error
 	direct := 0
+	inflate := int64(maxInflated) // what the parses may still inflate
 	for _, r := range items {
+		if inflate <= 0 {
+			return nil, ocispec.Descriptor{}, fmt.Errorf("%w; the other documentation referrers of %s were not read: those read inflate to more than %d bytes in all",
+				firstErr, subject, maxInflated)
+		}
 		if r.Err != nil && direct < maxDirectReads {
 			direct++ // past the read's budget, read alone (a --replace leaves two large ones)
 			if r = readDirect(ctx, repo, r.Descriptor); r.Err != nil && !oci.IsContentProblem(r.Err) {
@@ -142,10 +175,11 @@ func Read(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Diges
 			}
 		}
 		if r.Err == nil {
-			var d *Docs
-			if d, r.Err = parseReferrer(r); r.Err == nil {
+			d, inflated, err := parseReferrer(r, inflate)
+			if inflate -= inflated; err == nil {
 				return d, r.Descriptor, nil
 			}
+			r.Err = err
 		}
 		if firstErr == nil {
 			firstErr = fmt.Errorf("%w: the documentation referrer %s of %s: %w", ErrBadDocs, r.Descriptor.Digest, subject, r.Err)
@@ -160,6 +194,12 @@ func Read(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Diges
 // maxDirectReads bounds the referrers Read reads alone, after
 // attach.ReadReferrersUpTo could not.
 const maxDirectReads = 2
+
+// maxInflated bounds what Read inflates of the referrers it tries in
+// all: two documents of the most a document may inflate to. Each
+// referrer's layer may be a small gzip inflating to maxJSON; without
+// it, 64 of them cost 64 inflations of maxJSON on each cold read.
+const maxInflated = 2 * maxJSON
 
 // readDirect reads the referrer d alone: its manifest, of ArtifactType,
 // and its one layer, at most MaxStoredSize. Content problems are Err.
@@ -207,12 +247,13 @@ func current(items []attach.Referrer) []attach.Referrer {
 	return out
 }
 
-// parseReferrer is the Docs a referrer read intact holds in its layer.
-func parseReferrer(r attach.Referrer) (*Docs, error) {
+// parseReferrer is the Docs a referrer read intact holds in its layer,
+// inflating at most limit bytes, and how many it inflated.
+func parseReferrer(r attach.Referrer, limit int64) (*Docs, int64, error) {
 	if len(r.Layers) != 1 || r.Layers[0].MediaType != LayerMediaType {
-		return nil, oci.Invalid("referrer %s does not hold one %s layer", r.Descriptor.Digest, LayerMediaType)
+		return nil, 0, oci.Invalid("referrer %s does not hold one %s layer", r.Descriptor.Digest, LayerMediaType)
 	}
-	return Parse(r.Layers[0].Payload)
+	return parseUpTo(r.Layers[0].Payload, limit)
 }
 
 // Stored says what became of a release's documentation: written now

@@ -1,6 +1,8 @@
 package providerdocs_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/providerdocs"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // subjectIn writes a small index to a repository of target (a layout,
@@ -107,6 +110,7 @@ func TestParseRefuses(t *testing.T) {
 	for name, d := range map[string]*providerdocs.Docs{
 		"unknown category": {Format: 1, Pages: []providerdocs.Page{{Category: "secrets", Slug: "x"}}},
 		"bad slug":         {Format: 1, Pages: []providerdocs.Page{{Category: "resources", Slug: "../x"}}},
+		"one page twice":   {Format: 1, Pages: []providerdocs.Page{{Category: "resources", Slug: "x", Title: "a"}, {Category: "resources", Slug: "x", Title: "b"}}},
 	} {
 		b, err := d.Marshal()
 		if err != nil {
@@ -118,5 +122,31 @@ func TestParseRefuses(t *testing.T) {
 	}
 	if _, err := providerdocs.Parse([]byte("not gzip")); err == nil || !strings.Contains(err.Error(), "not gzipped") {
 		t.Errorf("not gzip: %v", err)
+	}
+}
+
+// Read inflates at most two documents' worth of the referrers it tries:
+// three small gzip bombs (each inflating past what a document may) are
+// not each inflated, and Read says the rest were not read.
+func TestReadBoundsWhatItInflates(t *testing.T) {
+	ctx := context.Background()
+	repo, subject := subjectIn(t, "layout")
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, _ = zw.Write([]byte(`{"format":1,"pages":[{"category":"index","slug":"index","markdown":"`))
+	_, _ = zw.Write(bytes.Repeat([]byte("a"), 80<<20))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		_, err := attach.WriteReferrer(ctx, repo, subject, providerdocs.ArtifactType,
+			[]attach.AttachmentLayer{{MediaType: providerdocs.LayerMediaType, Payload: b.Bytes()}}, map[string]string{"n": strconv.Itoa(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := providerdocs.Read(ctx, repo, subject.Digest)
+	if !errors.Is(err, providerdocs.ErrBadDocs) || !strings.Contains(err.Error(), "were not read") || !strings.Contains(err.Error(), "inflates to more than") {
+		t.Errorf("three bombs: %v", err)
 	}
 }

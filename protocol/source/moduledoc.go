@@ -152,7 +152,8 @@ func searchedSize(m *moduledoc.Module) int64 {
 }
 
 // extract reads the interface from the package's zip, fetched (verified)
-// into a temporary file.
+// into a temporary file; a zip that cannot be read is an interface
+// saying why (unread), kept as any other.
 func (d *ModuleDocs) extract(ctx context.Context, repo oci.ReadOnlyRepository, root Root) (*moduledoc.Doc, error) {
 	_, zip, err := oci.ResolveModule(ctx, repo, root.Digest.String())
 	if err != nil {
@@ -177,8 +178,13 @@ func (d *ModuleDocs) extract(ctx context.Context, repo oci.ReadOnlyRepository, r
 		return nil, err
 	}
 	doc, err := moduledoc.FromZip(ctx, f, zip.Size)
-	if err != nil {
-		return nil, fmt.Errorf("reading the module package %s: %w", root.Digest, err)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		// The package's fault, not the registry's: one package pushed
+		// by another tool must not fail every search that reads it.
+		return unread(fmt.Sprintf("the package %s cannot be read: %v", root.Digest, err)), nil
 	}
 	return doc, nil
 }

@@ -201,10 +201,8 @@ func (h *Handlers) status(ctx context.Context, a source.ModuleAddress, v names.V
 			s.Reason = denied.Msg
 		}
 		return s, nil
-	case source.Absent(err):
-		return s, nil
-	case err != nil:
-		return s, err
+	case err != nil: // "" for no module package (absent, or an artifact that is none), as the protocol leaves it out
+		return s, h.Out.LeftOut("module "+a.String(), v, err)
 	}
 	s.Status = StatusServed
 	if msg, ok := l.Deprecated[v.String()]; ok {

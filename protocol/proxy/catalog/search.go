@@ -161,18 +161,12 @@ func (h *Handlers) searchable(ctx context.Context, a source.ModuleAddress) (*sea
 		return nil, "", nil
 	}
 	rel, err := h.Modules.ModuleRelease(ctx, a, v)
-	if source.Absent(err) || err == nil && rel.Root == nil {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", err
+	if err != nil || rel.Root == nil { // an artifact that is no module package: nothing to search, as nothing to serve
+		return nil, "", h.Out.LeftOut("module "+a.String(), v, err)
 	}
 	s, err := h.Docs.SearchModule(ctx, *rel.Root)
-	if source.Absent(err) {
-		return nil, "", nil
-	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", h.Out.LeftOut("module "+a.String(), v, err)
 	}
 	st, _ := s.Made(searchTextOf).(*searchText)
 	return st, v.String(), nil
