@@ -76,7 +76,10 @@ type ProviderPage struct {
 	Attestation *Admission   `json:"attestation"`
 	SBOMs       SBOMFacts    `json:"sboms"`
 	Downloads   *UsageCounts `json:"downloads"`
-	Base        string       `json:"-"`
+	// Artifacts are the attestations, signatures and other artifacts
+	// stored for the index (provider_referrers.go).
+	Artifacts StoredArtifacts `json:"stored_artifacts"`
+	Base      string          `json:"-"`
 	// Docs is the release's documentation (provider_docs.go).
 	Docs ProviderDocs `json:"docs"`
 	docs storedDocs
