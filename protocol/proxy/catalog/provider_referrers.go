@@ -103,7 +103,7 @@ func listArtifacts(ctx context.Context, repo oci.ReadOnlyRepository, root source
 
 // artifactOf is d listed as via, of artifactType and predicateType.
 func artifactOf(via string, d ocispec.Descriptor, artifactType, predicateType string) StoredArtifact {
-	return StoredArtifact{Via: via, ArtifactType: clipText(artifactType), PredicateType: clipText(predicateType), Digest: d.Digest.String(), Size: d.Size}
+	return StoredArtifact{Via: via, ArtifactType: clipText(artifactType), PredicateType: clipText(predicateType), Digest: clipText(d.Digest.String()), Size: d.Size}
 }
 
 // verdictsOn marks the artifacts of the predicate type a requires with
