@@ -16,7 +16,9 @@ import (
 
 // A provider release's documentation in the catalogue: listed on the
 // version's page when the release carries it (providerdocs, a referrer
-// of its index), each page at …/VERSION/docs/CATEGORY/SLUG rendered
+// of its index) by category, each with its count and first pages, all
+// of a category's at …/VERSION/docs/CATEGORY (provider_doc_category.go,
+// paged as the index), each page at …/VERSION/docs/CATEGORY/SLUG rendered
 // safely (readme.Render: no raw HTML, no script, relative links resolved
 // inside the documentation); said plainly when it carries none.
 
