@@ -45,9 +45,20 @@ func TestPushProviderDocs(t *testing.T) {
 	if !strings.Contains(out, "stored its documentation (4 pages) as referrer sha256:") {
 		t.Fatalf("push --docs said:\n%s", out)
 	}
-	documented, upToDate := pushedDigest(t, mustRun(t, "push", "provider", "--json", "--key", key, "--docs", docs, release, repo))
+	reported := mustRun(t, "push", "provider", "--json", "--key", key, "--docs", docs, release, repo)
+	documented, upToDate := pushedDigest(t, reported)
 	if documented != plain || !upToDate {
 		t.Fatalf("index %s with --docs (up to date %v), %s without", documented, upToDate, plain)
+	}
+	var rep struct {
+		Docs struct {
+			Referrer string `json:"referrer"`
+			Pages    int    `json:"pages"`
+			Written  *bool  `json:"written"`
+		} `json:"docs"`
+	}
+	if err := json.Unmarshal([]byte(reported), &rep); err != nil || !strings.HasPrefix(rep.Docs.Referrer, "sha256:") || rep.Docs.Pages != 4 || rep.Docs.Written == nil || *rep.Docs.Written {
+		t.Errorf("--json's docs of an up-to-date push: %+v %v\n%s", rep.Docs, err, reported)
 	}
 	again := mustRun(t, "push", "provider", "--key", key, "--docs", docs, release, repo)
 	if !strings.Contains(again, "up to date") || !strings.Contains(again, "its documentation is stored already (4 pages") {
@@ -61,6 +72,9 @@ func TestPushProviderDocs(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(discovered), &found); err != nil || len(found.Referrers) != 1 || found.Referrers[0].ArtifactType != providerdocs.ArtifactType {
 		t.Fatalf("oras discover: %v\n%s", err, discovered)
+	}
+	if found.Referrers[0].Digest != rep.Docs.Referrer {
+		t.Errorf("--json reports the referrer %s, oras discovers %s", rep.Docs.Referrer, found.Referrers[0].Digest)
 	}
 
 	other := t.TempDir()

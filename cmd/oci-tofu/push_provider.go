@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/providerdocs"
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/report"
@@ -86,14 +87,15 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err, attestErr := publish.PushProvider(c.Context, rel, publish.ProviderTarget{Target: t, NoSBOM: c.Bool("no-sbom"), SumsSigner: opts.Signer, Report: rep, DocsDir: c.String("docs")})
+	var docs providerdocs.Stored
+	res, err, attestErr := publish.PushProvider(c.Context, rel, publish.ProviderTarget{Target: t, NoSBOM: c.Bool("no-sbom"), SumsSigner: opts.Signer, Report: rep, DocsDir: c.String("docs"), DocsStored: &docs})
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tagged.Reference)
 	}
 	if attestErr != nil {
 		return attestErr
 	}
-	return publish.ReportPushed(rep, rel, tagged, res)
+	return publish.ReportPushed(rep, rel, tagged, res, &docs)
 }
 
 // pushTarget opens ref for a push of version: the registry, the tag the

@@ -74,10 +74,11 @@ func bundleLayer(r attach.Referrer) ([]byte, error) {
 }
 
 // Annotations cosign v3 gives a bundle referrer's manifest
-// (pkg/oci/remote WriteAttestationNewBundleFormat).
+// (pkg/oci/remote WriteAttestationNewBundleFormat); the predicate type's
+// is listed with the referrer (the catalogue reads it).
 const (
 	annotationBundleContent       = "dev.sigstore.bundle.content"
-	annotationBundlePredicateType = "dev.sigstore.bundle.predicateType"
+	AnnotationBundlePredicateType = "dev.sigstore.bundle.predicateType"
 )
 
 // sealBundle is the Sigstore bundle (v0.3, in the JSON form of its
@@ -124,7 +125,7 @@ func sealBundle(v *Verifier, ss signedStatement) ([]byte, error) {
 func bundleAnnotations(predicateType string, created time.Time) map[string]string {
 	return map[string]string{
 		annotationBundleContent:       "dsse-envelope",
-		annotationBundlePredicateType: predicateType,
+		AnnotationBundlePredicateType: predicateType,
 		ocispec.AnnotationCreated:     created.UTC().Format(time.RFC3339),
 	}
 }

@@ -122,7 +122,7 @@ func TestAttachWritesReferrers(t *testing.T) {
 				pt := want[r.Descriptor.Digest]
 				if m.ArtifactType != attach.ArtifactTypeSigstoreBundle || m.Config.MediaType != ocispec.MediaTypeEmptyJSON ||
 					m.Subject == nil || m.Subject.Digest != root || m.Subject.MediaType != subject.MediaType || m.Subject.Size != subject.Size ||
-					m.Annotations[annotationBundlePredicateType] != pt || m.Annotations[annotationBundleContent] != "dsse-envelope" || m.Annotations[ocispec.AnnotationCreated] == "" {
+					m.Annotations[AnnotationBundlePredicateType] != pt || m.Annotations[annotationBundleContent] != "dsse-envelope" || m.Annotations[ocispec.AnnotationCreated] == "" {
 					t.Errorf("referrer %s is not laid out as cosign v3 lays one out: %+v", r.Descriptor.Digest, m)
 				}
 				var b sgbundle.Bundle

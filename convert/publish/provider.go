@@ -8,6 +8,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/convert/providerdocs"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/report"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -53,8 +54,10 @@ type ProviderTarget struct {
 	// referrer of the index before any tag is (providerdocs.Attach); a
 	// release up to date gets it after, when it has none. Other
 	// documentation stored for the release is refused unless
-	// Options.Replace. An OCI layout stores none.
-	DocsDir string
+	// Options.Replace. An OCI layout stores none. DocsStored, when set,
+	// is given what became of it (left zero when none was stored).
+	DocsDir    string
+	DocsStored *providerdocs.Stored
 }
 
 // PushProvider pushes rel, verified, to t with its SBOMs; with t.Attest
@@ -173,7 +176,7 @@ func signatureNote(rel *release.Provider, signer *pgp.Signer) string {
 
 // ReportPushed is rel's push to ref (tagged) as rep prints it: the
 // pushed line, or with JSON what was pushed, checked and stored.
-func ReportPushed(rep *report.Reporter, rel *release.Provider, ref oci.Reference, res oci.PushResult) error {
+func ReportPushed(rep *report.Reporter, rel *release.Provider, ref oci.Reference, res oci.PushResult, docs *providerdocs.Stored) error {
 	platforms := make([]string, len(rel.Packages))
 	for i, p := range rel.Packages {
 		platforms[i] = p.Platform.String()
@@ -182,7 +185,7 @@ func ReportPushed(rep *report.Reporter, rel *release.Provider, ref oci.Reference
 	if warnings == nil {
 		warnings = []string{} // [] in JSON
 	}
-	return rep.Result(map[string]any{
+	result := map[string]any{
 		"reference":      ref.String(),
 		"digest":         res.Root.Digest.String(),
 		"type":           rel.Type,
@@ -195,7 +198,11 @@ func ReportPushed(rep *report.Reporter, rel *release.Provider, ref oci.Reference
 		"uploaded_bytes": res.UploadedBytes,
 		"warnings":       warnings,
 		"sboms":          ReportSBOMs(rep, rel),
-	}, report.PushedLine(ref, res))
+	}
+	if docs != nil && docs.Referrer.Digest != "" {
+		result["docs"] = docsResult(*docs)
+	}
+	return rep.Result(result, report.PushedLine(ref, res))
 }
 
 // ReportSBOMs tells rep what became of rel's SBOMs (a line, a warning

@@ -94,6 +94,9 @@ func (d *releaseDocs) store(ctx context.Context, root ocispec.Descriptor) error 
 		return err
 	}
 	d.stored = true
+	if d.t.DocsStored != nil {
+		*d.t.DocsStored = s
+	}
 	if d.t.Report == nil {
 		return nil
 	}
@@ -123,4 +126,11 @@ func digestStrings(ds []digest.Digest) []string {
 		out[i] = d.String()
 	}
 	return out
+}
+
+// docsResult is the documentation stored, as push provider --json
+// reports it: its referrer's digest, how many pages, whether this push
+// wrote it and the referrers it replaced (--replace).
+func docsResult(s providerdocs.Stored) map[string]any {
+	return map[string]any{"referrer": s.Referrer.Digest.String(), "pages": s.Pages, "written": s.Written, "replaced": digestStrings(s.Replaced)}
 }

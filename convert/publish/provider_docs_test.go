@@ -3,9 +3,11 @@ package publish_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
+	"github.com/opencontainers/go-digest"
 )
 
 // docsTree writes a documentation tree whose thing page reads body.
@@ -158,5 +161,59 @@ func TestPushProviderDocsRefusedOrNotInLayout(t *testing.T) {
 	}
 	if refs := docsReferrers(t, repo, res); len(refs) != 0 || !strings.Contains(log.String(), "no documentation in an OCI layout") {
 		t.Errorf("%d referrers in the layout; said:\n%s", len(refs), log.String())
+	}
+}
+
+// push provider --json reports the documentation referrer stored (its
+// digest and page count, whether written now), and nothing of it for a
+// push without --docs.
+func TestPushProviderReportsDocs(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := oci.Reference{Registry: reg.Host, Repository: "documented/hello"}
+	repo, err := client.Open(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := docsTree(t, "# hello_thing\n")
+	pushed := func(docsDir string) map[string]any {
+		t.Helper()
+		var out bytes.Buffer
+		rep := &report.Reporter{Out: &out, Err: &out, JSON: true}
+		var docs providerdocs.Stored
+		rel := readHello(t)
+		res, err, attestErr := publish.PushProvider(ctx, rel, publish.ProviderTarget{
+			Target: publish.Target{Repo: repo, Ref: ref}, NoSBOM: true, DocsDir: docsDir, DocsStored: &docs})
+		if err := errors.Join(err, attestErr); err != nil {
+			t.Fatal(err)
+		}
+		if err := publish.ReportPushed(rep, rel, ref, res, &docs); err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		return v
+	}
+	first := pushed(tree)
+	_, desc, err := providerdocs.Read(ctx, repo, digest.Digest(first["digest"].(string)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"referrer": desc.Digest.String(), "pages": 2.0, "written": true, "replaced": []any{}}
+	if got, _ := first["docs"].(map[string]any); !reflect.DeepEqual(got, want) {
+		t.Errorf("first push's docs: %v, want %v", first["docs"], want)
+	}
+	want["written"] = false
+	if got, _ := pushed(tree)["docs"].(map[string]any); !reflect.DeepEqual(got, want) {
+		t.Errorf("up-to-date push's docs: %v, want %v", got, want)
+	}
+	if v, ok := pushed("")["docs"]; ok {
+		t.Errorf("a push without --docs reports docs: %v", v)
 	}
 }

@@ -28,6 +28,20 @@ var hostileDocs = map[string]string{
 // attachDocs stores files as the documentation of dir/ns/typ's version.
 func attachDocs(t *testing.T, dir, ns, typ, version string, files map[string]string) {
 	t.Helper()
+	client, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := client.Open(oci.Reference{Layout: true, Repository: dir + "/" + ns + "/" + typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attachDocsTo(t, repo, version, files)
+}
+
+// attachDocsTo stores files as the documentation of repo's version.
+func attachDocsTo(t *testing.T, repo oci.Repository, version string, files map[string]string) {
+	t.Helper()
 	tree := t.TempDir()
 	for p, content := range files {
 		full := filepath.Join(tree, p)
@@ -39,14 +53,6 @@ func attachDocs(t *testing.T, dir, ns, typ, version string, files map[string]str
 		}
 	}
 	docs, err := providerdocs.ReadDir(tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := oci.NewClient(oci.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := client.Open(oci.Reference{Layout: true, Repository: dir + "/" + ns + "/" + typ})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,8 @@ func pushKeylessAttested(t *testing.T, repo oci.Repository, sig sigstoretest.Sig
 	bundle := sig.Attest(t, factsIssuer, identity, statement, sigstoretest.Opts{})
 	layer := oci.BytesBlob(attach.ArtifactTypeSigstoreBundle, bundle, nil)
 	cfg := oci.BytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil)
-	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: attach.ArtifactTypeSigstoreBundle, Config: cfg.Descriptor, Layers: []ocispec.Descriptor{layer.Descriptor}, Subject: &root})
+	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: attach.ArtifactTypeSigstoreBundle, Config: cfg.Descriptor, Layers: []ocispec.Descriptor{layer.Descriptor}, Subject: &root,
+		Annotations: map[string]string{attest.AnnotationBundlePredicateType: pubrelease.ProviderPredicateType}}) // as cosign v3 writes it
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +79,13 @@ provider "example.com/test/hello" {
 // requires that keyless identity and matches the fixture database.
 func startFactsCatalog(t *testing.T, extraPolicy string, opts Options) *proxy {
 	t.Helper()
+	_, p := startFactsRegistry(t, extraPolicy, opts)
+	return p
+}
+
+// startFactsRegistry is startFactsCatalog, with its registry.
+func startFactsRegistry(t *testing.T, extraPolicy string, opts Options) (*testenv.Registry, *proxy) {
+	t.Helper()
 	reg := testenv.StartRegistry(t)
 	repo := registryRepo(t, reg, "p/test/hello")
 	sig := sigstoretest.New(t)
@@ -100,7 +108,7 @@ func startFactsCatalog(t *testing.T, extraPolicy string, opts Options) *proxy {
 	opts.RequireKeyless = v
 	opts.VulnDB = openFixtureDB(t)
 	opts.Policy = mustPolicy(t, catalogFactsPolicy+extraPolicy)
-	return startProxy(t, opts)
+	return reg, startProxy(t, opts)
 }
 
 // downloadHello downloads the linux_amd64 package of version through

@@ -123,7 +123,7 @@ func (s *Server) mountCatalog(tpls []*repotemplate.Template) {
 		Held:        func(ctx context.Context, host string) (catalog.Held, error) { return s.held(ctx, tpls, host) },
 		RenderIndex: page.RenderCatalogIndex, RenderModule: page.RenderModule,
 		RenderProvider: page.RenderProvider, SBOMPath: providers.SBOMPath, Facts: s.catalogFacts(),
-		RenderProviderDoc: page.RenderProviderDoc}
+		RenderProviderDoc: page.RenderProviderDoc, RenderProviderDocCategory: page.RenderProviderDocCategory}
 	if len(s.mappings) > 0 {
 		h.Providers = s.catalogProviderSource(s.mappings)
 	}

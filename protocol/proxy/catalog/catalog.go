@@ -39,8 +39,10 @@ type Handlers struct {
 	// Facts supply a provider page's facts beyond the release's own.
 	Facts ProviderFacts
 	// RenderProviderDoc renders a page of a provider's documentation
-	// (page.RenderProviderDoc).
-	RenderProviderDoc func(ProviderDocPage) ([]byte, error)
+	// (page.RenderProviderDoc), RenderProviderDocCategory the list of a
+	// category's pages (page.RenderProviderDocCategory).
+	RenderProviderDoc         func(ProviderDocPage) ([]byte, error)
+	RenderProviderDocCategory func(ProviderDocCategoryPage) ([]byte, error)
 	// Tofu is the source of the OpenTofu releases held, judged as
 	// TofuDL judges them, nothing pulled through; nil when the server
 	// serves none. RenderTofu renders their page (page.RenderTofu);

@@ -129,19 +129,18 @@ func (h *Handlers) newestModuleStatus(ctx context.Context, a source.ModuleAddres
 }
 
 // filterProviders are the providers of all (in the caller's scope
-// already) matching every word of q (in their address) that f keeps,
-// in order.
-func (h *Handlers) filterProviders(ctx context.Context, all []names.Provider, q string, f Filters) ([]names.Provider, error) {
-	words := strings.Fields(strings.ToLower(q))
+// already) matching q (foundProviders, best first, with why) that f
+// keeps.
+func (h *Handlers) filterProviders(ctx context.Context, all []names.Provider, q string, f Filters) ([]names.Provider, map[names.Provider][]Hit, error) {
 	all = slices.DeleteFunc(slices.Clone(all), func(p names.Provider) bool {
-		return slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(p.String(), w) }) ||
-			f.Namespace != "" && p.Namespace != f.Namespace || f.Provider != nil && p != *f.Provider
+		return f.Namespace != "" && p.Namespace != f.Namespace || f.Provider != nil && p != *f.Provider
 	})
-	if f.Status == "" {
-		return all, nil
+	all, hits, err := h.foundProviders(ctx, all, q)
+	if err != nil || f.Status == "" {
+		return all, hits, err
 	}
 	keep := make([]bool, len(all))
-	err := h.Out.Store.Each(ctx, len(all), func(ctx context.Context, i int) error {
+	err = h.Out.Store.Each(ctx, len(all), func(ctx context.Context, i int) error {
 		statuses, _, err := h.providerVersions(ctx, all[i])
 		if source.Absent(err) {
 			return nil
@@ -150,9 +149,9 @@ func (h *Handlers) filterProviders(ctx context.Context, all []names.Provider, q 
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return kept(all, keep), nil
+	return kept(all, keep), hits, nil
 }
 
 // newestStatus is the status of the newest version of statuses (the

@@ -16,6 +16,7 @@ import (
 //	…/VERSION/modules/DIR, …/VERSION/examples/DIR       a submodule or an example
 //	/catalog/providers/HOST/NAMESPACE/TYPE              a provider, at its newest version
 //	/catalog/providers/HOST/NAMESPACE/TYPE/VERSION      that version (?platform=OS_ARCH…)
+//	…/VERSION/docs/CATEGORY                             a category of its documentation (?page=)
 //	…/VERSION/docs/CATEGORY/SLUG                        a page of its documentation
 //	/catalog/tofu[/VERSION]                             the OpenTofu releases, one shown
 //
@@ -87,11 +88,11 @@ func ParsePath(escaped string) (Request, error) {
 	return req, nil
 }
 
-// parseProviderPath reads HOST/NAMESPACE/TYPE[/VERSION[/docs/CATEGORY/SLUG]].
+// parseProviderPath reads HOST/NAMESPACE/TYPE[/VERSION[/docs/CATEGORY[/SLUG]]].
 func parseProviderPath(rest string) (Request, error) {
 	n := strings.Count(rest, "/") + 1
-	if n != 3 && n != 4 && n != 7 {
-		return Request{}, respond.BadPath("want providers/HOST/NAMESPACE/TYPE[/VERSION[/docs/CATEGORY/SLUG]]")
+	if n < 3 || n > 7 || n == 5 {
+		return Request{}, respond.BadPath("want providers/HOST/NAMESPACE/TYPE[/VERSION[/docs/CATEGORY[/SLUG]]]")
 	}
 	seg, err := respond.SplitPath(rest, n)
 	if err != nil {
@@ -109,7 +110,7 @@ func parseProviderPath(rest string) (Request, error) {
 		}
 		req.Version = &v
 	}
-	if n == 7 {
+	if n >= 6 {
 		if req.Doc, err = parseDocPath(seg[4:]); err != nil {
 			return Request{}, err
 		}

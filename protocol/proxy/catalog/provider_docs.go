@@ -16,7 +16,9 @@ import (
 
 // A provider release's documentation in the catalogue: listed on the
 // version's page when the release carries it (providerdocs, a referrer
-// of its index), each page at …/VERSION/docs/CATEGORY/SLUG rendered
+// of its index) by category, each with its count and first pages, all
+// of a category's at …/VERSION/docs/CATEGORY (provider_doc_category.go,
+// paged as the index), each page at …/VERSION/docs/CATEGORY/SLUG rendered
 // safely (readme.Render: no raw HTML, no script, relative links resolved
 // inside the documentation); said plainly when it carries none.
 
@@ -34,10 +36,19 @@ type ProviderDocs struct {
 	Categories []DocCategory `json:"categories"`
 }
 
-// DocCategory is one category's pages, by slug.
+// DocsShown bounds the pages a category lists on a version's page and
+// beside a documentation page (an aws-sized release has some 1,700):
+// the category's own page lists them all, PageSize at a time.
+const DocsShown = 20
+
+// DocCategory is one category: how many pages it has (Count), its page
+// listing them all (URL, relative to the page listing it) and the first
+// DocsShown of them, by slug.
 type DocCategory struct {
 	Category string    `json:"category"`
 	Title    string    `json:"title"`
+	Count    int       `json:"count"`
+	URL      string    `json:"url"`
 	Pages    []DocLink `json:"pages"`
 }
 
@@ -125,7 +136,8 @@ func readDocs(ctx context.Context, root *source.Root) (storedDocs, error) {
 }
 
 // listing is the documentation as a page at base (relative to the
-// catalogue's index) lists it.
+// catalogue's index) lists it: each category's count and first
+// DocsShown pages.
 func (s storedDocs) listing(base, address, version string) ProviderDocs {
 	if s.docs == nil {
 		note := NoDocs
@@ -136,22 +148,43 @@ func (s storedDocs) listing(base, address, version string) ProviderDocs {
 	}
 	out := ProviderDocs{Stored: true, Referrer: s.referrer, Categories: []DocCategory{}}
 	for _, c := range providerdocs.Categories {
-		dc := DocCategory{Category: c.Name, Title: c.Title}
-		for _, p := range s.docs.Pages {
-			if p.Category == c.Name {
-				dc.Pages = append(dc.Pages, DocLink{Slug: p.Slug, Title: p.Title, Subcategory: p.Subcategory, Description: p.Description,
-					URL: base + docPagePath(address, version, p.Category, p.Slug)})
-			}
+		pages := s.pagesOf(c.Name)
+		if len(pages) == 0 {
+			continue
 		}
-		if len(dc.Pages) > 0 {
-			out.Categories = append(out.Categories, dc)
+		out.Categories = append(out.Categories, DocCategory{Category: c.Name, Title: c.Title, Count: len(pages),
+			URL: base + docCategoryPath(address, version, c.Name), Pages: docLinks(pages[:min(len(pages), DocsShown)], base, address, version)})
+	}
+	return out
+}
+
+// pagesOf are the pages of category, by slug.
+func (s storedDocs) pagesOf(category string) []providerdocs.Page {
+	var out []providerdocs.Page
+	for _, p := range s.docs.Pages { // sorted by category, then slug (providerdocs.Parse)
+		if p.Category == category {
+			out = append(out, p)
 		}
+	}
+	return out
+}
+
+// docLinks are pages as a page at base lists them.
+func docLinks(pages []providerdocs.Page, base, address, version string) []DocLink {
+	out := make([]DocLink, len(pages))
+	for i, p := range pages {
+		out[i] = DocLink{Slug: p.Slug, Title: p.Title, Subcategory: p.Subcategory, Description: p.Description,
+			URL: base + docPagePath(address, version, p.Category, p.Slug)}
 	}
 	return out
 }
 
 // serveProviderDoc answers a page of a provider version's documentation.
 func (h *Handlers) serveProviderDoc(w http.ResponseWriter, r *http.Request, req Request) {
+	if req.Doc.Slug == "" {
+		h.serveDocCategory(w, r, req)
+		return
+	}
 	d, err := h.providerDocPage(r.Context(), req)
 	if err != nil {
 		h.Out.Fail(w, r, err)
@@ -163,16 +196,9 @@ func (h *Handlers) serveProviderDoc(w http.ResponseWriter, r *http.Request, req 
 // providerDocPage builds the page req.Doc names, of a version the
 // policy serves (its provider page answers).
 func (h *Handlers) providerDocPage(ctx context.Context, req Request) (ProviderDocPage, error) {
-	page, err := h.providerPage(ctx, Request{Provider: req.Provider, Version: req.Version}, nil)
+	page, s, err := h.versionDocs(ctx, req)
 	if err != nil {
 		return ProviderDocPage{}, err
-	}
-	s := page.docs
-	if s.err != nil {
-		return ProviderDocPage{}, s.err
-	}
-	if s.docs == nil {
-		return ProviderDocPage{}, source.NotFoundf("provider %s %s: %s", page.Address, page.Version, NoDocs)
 	}
 	p := s.docs.Find(req.Doc.Category, req.Doc.Slug)
 	if p == nil {
@@ -190,6 +216,23 @@ func (h *Handlers) providerDocPage(ctx context.Context, req Request) (ProviderDo
 	}
 	d.HTML = renderDocPage(s.docs, p, base, page.Address, page.Version)
 	return d, nil
+}
+
+// versionDocs are the page of the version req names (one the policy
+// serves) and its documentation, which it must carry.
+func (h *Handlers) versionDocs(ctx context.Context, req Request) (ProviderPage, storedDocs, error) {
+	page, err := h.providerPage(ctx, Request{Provider: req.Provider, Version: req.Version}, nil)
+	if err != nil {
+		return ProviderPage{}, storedDocs{}, err
+	}
+	s := page.docs
+	if s.err != nil {
+		return ProviderPage{}, storedDocs{}, s.err
+	}
+	if s.docs == nil {
+		return ProviderPage{}, storedDocs{}, source.NotFoundf("provider %s %s: %s", page.Address, page.Version, NoDocs)
+	}
+	return page, s, nil
 }
 
 // renderDocPage renders p safely, its relative links to the pages of

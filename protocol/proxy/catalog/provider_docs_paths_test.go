@@ -29,7 +29,7 @@ func TestParseProviderDocPath(t *testing.T) {
 		"providers/example.com/acme/widgets/1.2.0/docs/resources/a..b":       false,
 		"providers/example.com/acme/widgets/1.2.0/docs/resources/a%20b":      false,
 		"providers/example.com/acme/widgets/1.2.0/doc/resources/thing":       false,
-		"providers/example.com/acme/widgets/1.2.0/docs/resources":            false,
+		"providers/example.com/acme/widgets/1.2.0/docs":                      false,
 		"providers/example.com/acme/widgets/1.2.0/docs/resources/x/y":        false,
 		"providers/example.com/acme/widgets/latest/docs/resources/thing":     false,
 	} {
@@ -38,5 +38,17 @@ func TestParseProviderDocPath(t *testing.T) {
 		if err == nil || errors.As(err, &nf) != notFound {
 			t.Errorf("%s: %v, want a 404: %v", path, err, notFound)
 		}
+	}
+}
+
+// A category's list of pages: docs/CATEGORY under a version.
+func TestParseProviderDocCategoryPath(t *testing.T) {
+	req, err := ParsePath("providers/example.com/acme/widgets/1.2.0/docs/resources")
+	if err != nil || req.Doc == nil || *req.Doc != (DocPath{Category: "resources"}) {
+		t.Fatalf("%+v %v", req, err)
+	}
+	var nf *source.NotFound
+	if _, err := ParsePath("providers/example.com/acme/widgets/1.2.0/docs/nope"); !errors.As(err, &nf) {
+		t.Errorf("an unknown category: %v, want a 404", err)
 	}
 }

@@ -161,6 +161,9 @@ func (h *Handlers) releaseFacts(ctx context.Context, d *ProviderPage, root sourc
 	reads := []func(context.Context) error{func(ctx context.Context) (err error) {
 		d.SBOMs, err = h.sbomFacts(ctx, root, rel.Platforms)
 		return err
+	}, func(ctx context.Context) error {
+		d.Artifacts = storedArtifacts(ctx, root)
+		return nil
 	}}
 	if f.Keyless != nil {
 		d.Signer.KeylessChecked = true
@@ -189,7 +192,11 @@ func (h *Handlers) releaseFacts(ctx context.Context, d *ProviderPage, root sourc
 			return err
 		})
 	}
-	return h.Out.Store.Each(ctx, len(reads), func(ctx context.Context, i int) error { return reads[i](ctx) })
+	if err := h.Out.Store.Each(ctx, len(reads), func(ctx context.Context, i int) error { return reads[i](ctx) }); err != nil {
+		return err
+	}
+	d.Artifacts.verdictsOn(d.Attestation)
+	return nil
 }
 
 // sbomFacts are the SBOMs of platforms of root, summed up and matched

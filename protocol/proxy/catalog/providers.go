@@ -34,6 +34,9 @@ type ProviderEntry struct {
 	// how many are served.
 	Latest   string `json:"latest"`
 	Versions int    `json:"versions"`
+	// Hits say where a search found its words outside the address: a
+	// resource or data source its documentation lists.
+	Hits []Hit `json:"hits,omitempty"`
 }
 
 // ProviderPage is a provider version's page.
@@ -75,14 +78,17 @@ type ProviderPage struct {
 	Attestation *Admission   `json:"attestation"`
 	SBOMs       SBOMFacts    `json:"sboms"`
 	Downloads   *UsageCounts `json:"downloads"`
-	Base        string       `json:"-"`
+	// Artifacts are the attestations, signatures and other artifacts
+	// stored for the index (provider_referrers.go).
+	Artifacts StoredArtifacts `json:"stored_artifacts"`
+	Base      string          `json:"-"`
 	// Docs is the release's documentation (provider_docs.go).
 	Docs ProviderDocs `json:"docs"`
 	docs storedDocs
 }
 
 // listProviders adds the providers of all in the caller's scope matching
-// q and f to d, page page of them.
+// q and f to d, best first, page page of them.
 func (h *Handlers) listProviders(ctx context.Context, d *IndexPage, all []names.Provider, q string, f Filters, page int) error {
 	d.Providers = []ProviderEntry{}
 	if h.Providers == nil {
@@ -92,8 +98,9 @@ func (h *Handlers) listProviders(ctx context.Context, d *IndexPage, all []names.
 	slices.SortFunc(all, func(a, b names.Provider) int { return strings.Compare(a.String(), b.String()) })
 	all = slices.Compact(all)
 	visible, err := h.providersInScope(ctx, all)
+	var hits map[names.Provider][]Hit
 	if err == nil {
-		visible, err = h.filterProviders(ctx, visible, q, f)
+		visible, hits, err = h.filterProviders(ctx, visible, q, f)
 	}
 	if err != nil {
 		return err
@@ -104,7 +111,7 @@ func (h *Handlers) listProviders(ctx context.Context, d *IndexPage, all []names.
 	d.Providers = make([]ProviderEntry, len(shown))
 	return h.Out.Store.Each(ctx, len(shown), func(ctx context.Context, i int) error {
 		p := shown[i]
-		e := ProviderEntry{Address: p.String(), Host: p.Hostname, Namespace: p.Namespace, Type: p.Type, URL: "providers/" + p.String()}
+		e := ProviderEntry{Address: p.String(), Host: p.Hostname, Namespace: p.Namespace, Type: p.Type, URL: "providers/" + p.String(), Hits: hits[p]}
 		_, served, err := h.providerVersions(ctx, p)
 		if err == nil {
 			e.Versions = len(served)
