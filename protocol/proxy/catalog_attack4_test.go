@@ -355,6 +355,12 @@ func TestCatalogForeignArtifactDeniesNoSearch(t *testing.T) {
 			t.Errorf("?%s: %d %q, want %q\n%.300s", query, r.Status, got, want, r.Body)
 		}
 	}
+	// Its index entry names the newest module package as latest, as its
+	// page and the protocol do, not the newest tag.
+	idx, _ := getCatalog[catalog.IndexPage](t, p, "/catalog/?q=foreign", nil)
+	if len(idx.Modules) != 1 || idx.Modules[0].Latest != "1.0.0" {
+		t.Errorf("the index's entry of evil/foreign/aws: %+v, want latest 1.0.0", idx.Modules)
+	}
 	// Its page is its newest module package's, the tag that holds none
 	// left out of its versions as the Module Registry Protocol leaves it.
 	d, r := getCatalog[catalog.ModulePage](t, p, "/catalog/modules/example.com/evil/foreign/aws", nil)

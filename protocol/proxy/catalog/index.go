@@ -307,10 +307,39 @@ func (h *Handlers) entry(ctx context.Context, ad addresser, a source.ModuleAddre
 		vs[i] = v.Version
 	}
 	e.Versions = len(vs)
-	if newest, ok := newestOf(vs); ok {
+	newest, ok, err := h.newestPackage(ctx, a, vs)
+	if ok {
 		e.Latest = newest.String()
 	}
-	return e, nil
+	return e, err
+}
+
+// maxLatestTries bounds the versions an index entry reads, newest first,
+// to find the newest that is a module package.
+const maxLatestTries = 4
+
+// newestPackage is the newest of vs (as newestOf chooses) whose tag
+// names a module package the gate admits, as the module's page and the
+// protocol serve it: a tag holding another artifact, or whose facts or
+// attestations are refused, is passed over (at most maxLatestTries are
+// read).
+func (h *Handlers) newestPackage(ctx context.Context, a source.ModuleAddress, vs names.VersionList) (names.Version, bool, error) {
+	vs = slices.Clone(vs)
+	for range maxLatestTries {
+		v, ok := newestOf(vs)
+		if !ok {
+			return names.Version{}, false, nil
+		}
+		rel, err := h.Modules.ModuleRelease(ctx, a, v)
+		if err == nil && rel.Root != nil {
+			return v, true, nil
+		}
+		if err := h.Out.LeftOut("module "+a.String(), v, err); err != nil {
+			return names.Version{}, false, err
+		}
+		vs = slices.DeleteFunc(vs, v.Same)
+	}
+	return names.Version{}, false, nil
 }
 
 // newestOf is the newest release in vs, or the newest pre-release when
