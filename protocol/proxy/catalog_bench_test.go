@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,18 +11,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/internal/seed"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // BenchmarkCatalogWarmSearch is the server's work for a warm search of
-// an input name over 2,000 modules of 20 versions each (in process,
+// an input name over 2,000 modules of 20 versions each and 500
+// providers of 10 (in process,
 // from OCI layouts, every cache warm), the search bench/catalog_test.go
 // times through a registry 40 ms away: the part of it that is the
 // proxy's CPU.
 func BenchmarkCatalogWarmSearch(b *testing.B) {
-	const modules, versions = 2000, 20
+	const modules, versions, providers = 2000, 20, 500
 	dir, open := moduleStore(b)
 	var vars strings.Builder
 	for i := 0; i < 12; i++ {
@@ -37,6 +41,19 @@ func BenchmarkCatalogWarmSearch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	pdir, popen := layoutStore(b)
+	signer, err := pgp.LoadSigner(testenv.Testdata(b, "keys", "gocrypto-signer-private.asc"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := seed.Provider(context.Background(), popen("p000", "big"), b.TempDir(), seed.Options{Versions: 10, Signer: signer}); err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i < providers; i++ {
+		if err := os.CopyFS(filepath.Join(pdir, fmt.Sprintf("p%03d", i), "big"), os.DirFS(filepath.Join(pdir, "p000", "big"))); err != nil {
+			b.Fatal(err)
+		}
+	}
 	client, err := oci.NewClient(oci.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -46,7 +63,8 @@ func BenchmarkCatalogWarmSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	s, err := New(Options{Client: client, ModuleMappings: []*repotemplate.Template{tpl}, RegistryHostname: "example.com",
-		Logger: slog.New(slog.DiscardHandler)})
+		ProviderMappings: mustMapping(b, "oci-layout:"+pdir+"/${namespace}/${type}"),
+		Logger:           slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +72,7 @@ func BenchmarkCatalogWarmSearch(b *testing.B) {
 	req.Host = "proxy.example:8443"
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, req)
-	if w.Code != 200 || !strings.Contains(w.Body.String(), fmt.Sprintf(`"total":%d`, modules)) {
+	if w.Code != 200 || !strings.Contains(w.Body.String(), fmt.Sprintf(`"total":%d`, modules)) || !strings.Contains(w.Body.String(), `"provider_total":0`) {
 		b.Fatalf("search: %d %.300s", w.Code, w.Body)
 	}
 	b.ResetTimer()

@@ -85,7 +85,7 @@ func (d *ModuleDocs) SearchModule(ctx context.Context, root Root) (*Searched, er
 			return nil, 0, err
 		}
 		m := searched(&md.Doc.Package.Root)
-		return &Searched{Module: m}, 2 * searchedSize(m), nil // twice: what Made makes of it is about as large
+		return &Searched{module: m}, searchedSize(m), nil // what Made makes of it holds the same texts
 	})
 	if err != nil {
 		return nil, err
@@ -98,18 +98,19 @@ func (d *ModuleDocs) SearchModule(ctx context.Context, root Root) (*Searched, er
 }
 
 // Searched is what a search reads of a module package's root module,
-// shared by every search while it is cached: nobody changes Module.
+// shared by every search while it is cached.
 type Searched struct {
-	Module *moduledoc.Module
 	once   sync.Once
+	module *moduledoc.Module // nil once made
 	made   any
 }
 
-// Made is what build makes of s.Module (a search's prepared text), made
-// by the first caller and kept with s: later searches of an unchanged
-// package redo none of it. Every caller must pass the same build.
+// Made is what build makes of the module (a search's prepared text),
+// made by the first caller and kept in its place: later searches of an
+// unchanged package redo none of it. Every caller must pass the same
+// build, which must not keep the module itself.
 func (s *Searched) Made(build func(*moduledoc.Module) any) any {
-	s.once.Do(func() { s.made = build(s.Module) })
+	s.once.Do(func() { s.made, s.module = build(s.module), nil })
 	return s.made
 }
 
