@@ -72,21 +72,31 @@ type AttachmentLayer struct {
 	Annotations map[string]string
 }
 
+// attachmentManifest is the manifest of subject's attachment of a kind
+// and its tag: nil (and no error) when the tag does not exist.
+func attachmentManifest(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) (*ocispec.Manifest, string, error) {
+	tag := AttachmentTag(subject, kind)
+	desc, b, err := oci.FetchReference(ctx, repo, tag)
+	if oci.IsNotFound(err) {
+		return nil, tag, nil
+	}
+	if err != nil {
+		return nil, tag, fmt.Errorf("reading %s: %w", tag, err)
+	}
+	m, err := oci.DecodeManifest(desc, b)
+	if err != nil {
+		return nil, tag, err
+	}
+	return &m, tag, nil
+}
+
 // ReadAttachment reads the layers of a subject's attachment of a kind:
 // none (and no error) when its tag does not exist. Reads are bounded: the
 // manifest by MaxManifestSize, its layers by MaxAttachmentLayers, each
 // payload by MaxSmallFile; every blob is checked against its digest.
 func ReadAttachment(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) ([]AttachmentLayer, error) {
-	tag := AttachmentTag(subject, kind)
-	desc, b, err := oci.FetchReference(ctx, repo, tag)
-	if oci.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", tag, err)
-	}
-	m, err := oci.DecodeManifest(desc, b)
-	if err != nil {
+	m, tag, err := attachmentManifest(ctx, repo, subject, kind)
+	if err != nil || m == nil {
 		return nil, err
 	}
 	if len(m.Layers) > MaxAttachmentLayers {

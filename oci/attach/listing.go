@@ -85,15 +85,8 @@ func listLayoutReferrers(ctx context.Context, repo oci.ReadOnlyRepository, g con
 		if i == MaxReferrerScan {
 			return true, nil
 		}
-		if d.MediaType != ocispec.MediaTypeImageManifest || oci.CheckManifestSize(d) != nil {
-			continue
-		}
-		b, err := oci.FetchManifest(ctx, repo, d)
-		if err != nil {
-			continue
-		}
-		m, err := oci.DecodeManifest(d, b)
-		if err != nil || m.Subject == nil || m.Subject.Digest != subject {
+		m, ok := referringManifest(ctx, repo, d, subject)
+		if !ok {
 			continue
 		}
 		d.ArtifactType, d.Annotations = oci.ArtifactTypeOf(m), m.Annotations
@@ -106,16 +99,8 @@ func listLayoutReferrers(ctx context.Context, repo oci.ReadOnlyRepository, g con
 // kind (its .sig or .att tag), at most MaxAttachmentLayers, without
 // their payloads: none when the tag does not exist.
 func ListAttachment(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) ([]ocispec.Descriptor, error) {
-	tag := AttachmentTag(subject, kind)
-	desc, b, err := oci.FetchReference(ctx, repo, tag)
-	if oci.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", tag, err)
-	}
-	m, err := oci.DecodeManifest(desc, b)
-	if err != nil {
+	m, _, err := attachmentManifest(ctx, repo, subject, kind)
+	if err != nil || m == nil {
 		return nil, err
 	}
 	return m.Layers[:min(len(m.Layers), MaxAttachmentLayers)], nil

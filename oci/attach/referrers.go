@@ -253,21 +253,32 @@ func listFromLayout(ctx context.Context, repo oci.ReadOnlyRepository, g content.
 		if i == MaxReferrerScan || len(out) == MaxReferrers {
 			return out, true, nil
 		}
-		if d.MediaType != ocispec.MediaTypeImageManifest || oci.CheckManifestSize(d) != nil {
-			continue
-		}
-		b, err := oci.FetchManifest(ctx, repo, d)
-		if err != nil {
-			continue
-		}
-		m, err := oci.DecodeManifest(d, b)
-		if err != nil || m.Subject == nil || m.Subject.Digest != subject.Digest || oci.ArtifactTypeOf(m) != artifactType {
+		m, ok := referringManifest(ctx, repo, d, subject.Digest)
+		if !ok || oci.ArtifactTypeOf(m) != artifactType {
 			continue
 		}
 		d.ArtifactType, d.Annotations = artifactType, m.Annotations
 		out = append(out, d)
 	}
 	return out, false, nil
+}
+
+// referringManifest is the image manifest d describes, when it is one
+// (bounded, read and decoded) whose subject is subject; anything else,
+// or what cannot be read, is not a referrer of subject.
+func referringManifest(ctx context.Context, repo oci.ReadOnlyRepository, d ocispec.Descriptor, subject digest.Digest) (ocispec.Manifest, bool) {
+	if d.MediaType != ocispec.MediaTypeImageManifest || oci.CheckManifestSize(d) != nil {
+		return ocispec.Manifest{}, false
+	}
+	b, err := oci.FetchManifest(ctx, repo, d)
+	if err != nil {
+		return ocispec.Manifest{}, false
+	}
+	m, err := oci.DecodeManifest(d, b)
+	if err != nil || m.Subject == nil || m.Subject.Digest != subject {
+		return ocispec.Manifest{}, false
+	}
+	return m, true
 }
 
 // readReferrer reads a referrer's manifest and its layers, each refused
