@@ -1,0 +1,136 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
+)
+
+// A documentation category's page and its ?page=: a number past the
+// last page, out of int's range, signed, spaced, hexadecimal, decimal
+// or given twice, and category names that climb, are encoded, unicode,
+// very long or a page's slug, each answer a 400 or 404 (never a 500,
+// never another category's or provider's pages).
+func TestCatalogDocCategoryPagingAndNames(t *testing.T) {
+	p, dir := startProviderCatalog(t, "", Options{})
+	attachDocs(t, dir, "team-b", "hello", "1.0.0", hostileDocs)
+	const page = "/catalog/providers/example.com/team-b/hello/1.0.0"
+	const cat = page + "/docs/resources"
+	for path, status := range map[string]int{
+		cat + "?page=1":                             http.StatusOK,
+		cat + "?page=1&page=99":                     http.StatusOK,
+		cat + "?page=-1":                            http.StatusBadRequest,
+		cat + "?page=%2B1":                          http.StatusOK, // strconv.Atoi reads +1 as 1
+		cat + "?page=%201":                          http.StatusBadRequest,
+		cat + "?page=0x1":                           http.StatusBadRequest,
+		cat + "?page=1.0":                           http.StatusBadRequest,
+		cat + "?page=99999999999999999999":          http.StatusBadRequest,
+		cat + "?page=1000001":                       http.StatusBadRequest,
+		cat + "?q=" + strings.Repeat("a", 5000):     http.StatusBadRequest,
+		page + "/docs/..":                           http.StatusBadRequest,
+		page + "/docs/%2e%2e":                       http.StatusBadRequest,
+		page + "/docs/resources%2fthing":            http.StatusBadRequest,
+		page + "/docs/resources/..":                 http.StatusBadRequest,
+		page + "/docs/r%C3%A9sources":               http.StatusNotFound,
+		page + "/docs/" + strings.Repeat("r", 4096): http.StatusBadRequest,
+		page + "/docs/thing":                        http.StatusNotFound,
+		page + "/docs/guides":                       http.StatusNotFound,
+		page + "/docs/":                             http.StatusBadRequest,
+	} {
+		r := p.get(t, path)
+		if r.Status != status && !(status == http.StatusBadRequest && r.Status == http.StatusNotFound) {
+			t.Errorf("%.120s: %d, want %d: %.300s", path, r.Status, status, r.Body)
+		}
+		if r.Status != http.StatusOK && strings.Contains(string(r.Body), "hello_thing") {
+			t.Errorf("%.120s: %d shows a page: %.300s", path, r.Status, r.Body)
+		}
+	}
+	// Past the last page: no entries, the count and pages as they are,
+	// and the HTML links back to the last page rather than onward.
+	c, r := getCatalog[catalog.ProviderDocCategoryPage](t, p, cat+"?page=7", nil)
+	if r.Status != http.StatusOK || c.Entries == nil || len(c.Entries) != 0 || c.Total != 1 || c.Pages != 1 || c.Page != 7 {
+		t.Errorf("page 7 of 1: %d %+v", r.Status, c)
+	}
+	html := p.get(t, cat+"?page=7")
+	if strings.Contains(string(html.Body), `href="?page=8"`) {
+		t.Errorf("page 7 of 1 links to page 8:\n%s", html.Body)
+	}
+	// The version's page counts what the category's page lists.
+	v, _ := getCatalog[catalog.ProviderPage](t, p, page, nil)
+	for _, dc := range v.Docs.Categories {
+		c, r := getCatalog[catalog.ProviderDocCategoryPage](t, p, "/catalog/"+strings.TrimPrefix(dc.URL, "../../../../"), nil)
+		if r.Status != http.StatusOK || c.Total != dc.Count || len(c.Entries) != min(dc.Count, catalog.PageSize) {
+			t.Errorf("%s: %d total %d, the version's page counts %d", dc.URL, r.Status, c.Total, dc.Count)
+		}
+	}
+}
+
+// A documentation category's page (and its ?page=) of a provider out
+// of a scoped caller's scope is the 404 of one that does not exist,
+// byte for byte (the name swapped), in JSON and HTML, after the
+// operator warmed them; of a version the policy denies or revokes, the
+// 404 of the version's page (which says why to a caller in scope, as
+// the provider's page does), without its documentation.
+func TestCatalogDocCategoryHintsNothing(t *testing.T) {
+	const token, admin = "token-of-a", "operator-token"
+	p, dir := startProviderCatalog(t, fmt.Sprintf(`
+provider "example.com/team-b/hello" {
+  revoked {
+    versions = "1.0.0"
+    message  = "leaks the token"
+  }
+}
+client "a" {
+  tokens    = [%q]
+  providers = ["example.com/team-a/*"]
+}
+`, policy.TokenHash(token)), Options{AuthTokens: []string{admin}})
+	push(t, openLayout(t, dir, "team-b", "hello"), releaseArtifact(t, "1.1.0"), "1.1.0")
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		attachDocs(t, dir, "team-b", "hello", v, hostileDocs)
+	}
+	for _, v := range []string{"1.0.0", "2.0.0-rc1"} {
+		attachDocs(t, dir, "team-a", "hello", v, hostileDocs)
+	}
+	as := func(tok, accept string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + tok, "Accept": accept}
+	}
+	type pair struct {
+		held, none, from, to, tok string
+		same                      bool // byte for byte, else as the version's page
+	}
+	pairs := []pair{
+		{"/catalog/providers/example.com/team-b/hello/1.1.0/docs/resources", "/catalog/providers/example.com/team-z/hello/1.1.0/docs/resources", "team-z", "team-b", token, true},
+		{"/catalog/providers/example.com/team-b/hello/1.1.0/docs/resources?page=2", "/catalog/providers/example.com/team-z/hello/1.1.0/docs/resources?page=2", "team-z", "team-b", token, true},
+		{"/catalog/providers/example.com/team-b/hello/1.1.0/docs/guides", "/catalog/providers/example.com/team-z/hello/1.1.0/docs/guides", "team-z", "team-b", token, true},
+		{"/catalog/providers/example.com/team-b/hello/1.0.0/docs/resources", "/catalog/providers/example.com/team-b/hello/9.9.9/docs/resources", "9.9.9", "1.0.0", admin, false},
+		{"/catalog/providers/example.com/team-a/hello/2.0.0-rc1/docs/resources", "/catalog/providers/example.com/team-a/hello/9.9.9/docs/resources", "9.9.9", "2.0.0-rc1", admin, false},
+		{"/catalog/providers/example.com/team-a/hello/2.0.0-rc1/docs/resources", "/catalog/providers/example.com/team-a/hello/9.9.9/docs/resources", "9.9.9", "2.0.0-rc1", token, false},
+	}
+	for _, pr := range pairs {
+		for _, accept := range []string{"application/json", "text/html"} {
+			p.do(t, http.MethodGet, pr.held, as(admin, accept))
+		}
+	}
+	for _, pr := range pairs {
+		for _, accept := range []string{"application/json", "text/html"} {
+			held := p.do(t, http.MethodGet, pr.held, as(pr.tok, accept))
+			none := p.do(t, http.MethodGet, pr.none, as(pr.tok, accept))
+			swapped := strings.ReplaceAll(string(none.Body), pr.from, pr.to)
+			if !pr.same {
+				none = p.do(t, http.MethodGet, strings.Split(pr.held, "/docs/")[0], as(pr.tok, accept))
+				swapped = string(none.Body)
+			}
+			if held.Status != http.StatusNotFound || held.Status != none.Status || string(held.Body) != swapped {
+				t.Errorf("%s (%s): %d, not as %s: %d\n%s\n---\n%s", pr.held, accept, held.Status, pr.none, none.Status, held.Body, swapped)
+			}
+			if strings.Contains(string(held.Body), "hello_thing") {
+				t.Errorf("%s (%s) shows the documentation", pr.held, accept)
+			}
+		}
+	}
+}
