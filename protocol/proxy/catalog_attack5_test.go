@@ -1,10 +1,17 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/oci-tofu/oci-tofu/convert/attest"
+	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
@@ -131,6 +138,90 @@ client "a" {
 			if strings.Contains(string(held.Body), "hello_thing") {
 				t.Errorf("%s (%s) shows the documentation", pr.held, accept)
 			}
+		}
+	}
+}
+
+// pushAnnotatedReferrer stores a referrer of version's index in repo,
+// of artifactType with annotations ann and layer content: what anyone
+// who may push could write.
+func pushAnnotatedReferrer(t *testing.T, repo oci.Repository, version, artifactType string, ann map[string]string, content string) ocispec.Descriptor {
+	t.Helper()
+	ctx := context.Background()
+	root, err := repo.Resolve(ctx, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := oci.BytesBlob("application/octet-stream", []byte(content), nil)
+	cfg := oci.BytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil)
+	m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: artifactType, Config: cfg.Descriptor, Layers: []ocispec.Descriptor{layer.Descriptor},
+		Subject: &root, Annotations: ann})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oci.Push(ctx, repo, &oci.Artifact{Blobs: []oci.Blob{layer, cfg}, Manifests: []oci.Manifest{m}}, oci.Tags{}, oci.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return m.Descriptor
+}
+
+// A referrer anyone may push, claiming the predicate type the
+// attestation rule requires (its listing annotation) but holding no
+// attestation, is never shown as verified beside the release's real,
+// verified attestation; artifact and predicate types of script or a
+// megabyte are escaped and clipped in HTML and JSON.
+func TestCatalogStoredArtifactsClaimNoVerification(t *testing.T) {
+	reg, p := startFactsRegistry(t, "", Options{})
+	repo := registryRepo(t, reg, "p/test/hello")
+	fake := pushAnnotatedReferrer(t, repo, "1.0.0", attach.ArtifactTypeSigstoreBundle,
+		map[string]string{attest.AnnotationBundlePredicateType: pubrelease.ProviderPredicateType}, "not a bundle")
+	huge := strings.Repeat("x", 1<<20)
+	pushAnnotatedReferrer(t, repo, "1.0.0", "application/vnd.evil+<script>alert(1)</script>",
+		map[string]string{attest.AnnotationBundlePredicateType: "<img src=x onerror=alert(2)>" + huge}, "script")
+
+	const page = "/catalog/providers/example.com/test/hello/1.0.0"
+	d, r := getCatalog[catalog.ProviderPage](t, p, page, nil)
+	if r.Status != http.StatusOK || d.Attestation == nil || !d.Attestation.Admitted {
+		t.Fatalf("%d %+v %.300s", r.Status, d.Attestation, r.Body)
+	}
+	for _, a := range d.Artifacts.Listed {
+		if a.Digest == fake.Digest.String() && a.Verified != nil && *a.Verified {
+			t.Errorf("the fake attestation %s is shown as verified: %+v", fake.Digest, a)
+		}
+		if len(a.ArtifactType) > 1024 || len(a.PredicateType) > 1024 {
+			t.Errorf("an artifact's types are not clipped: %d, %d bytes", len(a.ArtifactType), len(a.PredicateType))
+		}
+	}
+	if len(r.Body) > 256<<10 {
+		t.Errorf("the JSON page is %d bytes", len(r.Body))
+	}
+	html := string(p.get(t, page).Body)
+	if strings.Contains(html, "<script>alert") || strings.Contains(html, "<img src=x") || len(html) > 256<<10 {
+		t.Errorf("the HTML holds the hostile types raw (%d bytes)", len(html))
+	}
+	i := strings.Index(html, fake.Digest.String())
+	if i < 0 {
+		t.Fatalf("the fake attestation is not listed:\n%s", html)
+	}
+	li := html[strings.LastIndex(html[:i], "<li>"):i]
+	if strings.Contains(li, `class="ok">verified`) {
+		t.Errorf("the HTML shows the fake attestation as verified: %s", li)
+	}
+}
+
+// A release the attestation rule refuses (only a fake attestation
+// stored) is not served: its page is a 404 naming the rule, listing no
+// artifact as verified.
+func TestCatalogRefusedReleaseShowsNoVerifiedArtifact(t *testing.T) {
+	reg, p := startFactsRegistry(t, "", Options{})
+	repo := registryRepo(t, reg, "p/test/other")
+	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
+	pushAnnotatedReferrer(t, repo, "1.0.0", attach.ArtifactTypeSigstoreBundle,
+		map[string]string{attest.AnnotationBundlePredicateType: pubrelease.ProviderPredicateType}, "not a bundle")
+	for _, accept := range []string{"application/json", "text/html"} {
+		r := p.do(t, http.MethodGet, "/catalog/providers/example.com/test/other/1.0.0", map[string]string{"Accept": accept})
+		if r.Status == http.StatusOK || strings.Contains(string(r.Body), `"verified"`) || strings.Contains(string(r.Body), `>verified<`) {
+			t.Errorf("%s: %d %.600s", accept, r.Status, r.Body)
 		}
 	}
 }
