@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/providerdocs"
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
@@ -223,5 +224,79 @@ func TestCatalogRefusedReleaseShowsNoVerifiedArtifact(t *testing.T) {
 		if r.Status == http.StatusOK || strings.Contains(string(r.Body), `"verified"`) || strings.Contains(string(r.Body), `>verified<`) {
 			t.Errorf("%s: %d %.600s", accept, r.Status, r.Body)
 		}
+	}
+}
+
+// Provider search by documentation names, with caches warmed by the
+// operator: team-c/hello holds the very index team-b/hello does (the
+// same digest) without documentation, so a cache keyed by content
+// across repositories would lend it team-b's names. A scoped caller
+// (team-a, team-c) finds nothing by team-b's names, byte for byte as a
+// word found nowhere; team-c is never found by them, for anyone.
+func TestCatalogDocSearchHintsNothing(t *testing.T) {
+	const token, admin = "token-of-a", "operator-token"
+	p, dir := startProviderCatalog(t, fmt.Sprintf(`
+client "a" {
+  tokens    = [%q]
+  providers = ["example.com/team-a/*", "example.com/team-c/*"]
+}
+`, policy.TokenHash(token)), Options{AuthTokens: []string{admin}})
+	push(t, openLayout(t, dir, "team-c", "hello"), releaseArtifact(t, "1.0.0"), "1.0.0")
+	attachDocs(t, dir, "team-b", "hello", "1.0.0", hostileDocs)
+	as := func(tok string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + tok, "Accept": "application/json"}
+	}
+	op, r := getCatalog[catalog.IndexPage](t, p, "/catalog/?q=thing", as(admin))
+	var got []string
+	for _, e := range op.Providers {
+		got = append(got, e.Address)
+	}
+	if r.Status != http.StatusOK || strings.Join(got, " ") != "example.com/team-b/hello" {
+		t.Errorf("the operator finds %v by a documentation name, want team-b's alone: %d %.300s", got, r.Status, r.Body)
+	}
+	for _, q := range []string{"thing", "hello_thing", "hello thing"} {
+		for _, accept := range []string{"application/json", "text/html"} {
+			h := as(token)
+			h["Accept"] = accept
+			held := p.do(t, http.MethodGet, "/catalog/?q="+strings.ReplaceAll(q, " ", "+"), h)
+			none := p.do(t, http.MethodGet, "/catalog/?q="+strings.ReplaceAll(strings.ReplaceAll(q, "thing", "qqqqq"), " ", "+"), h)
+			if held.Status != none.Status || string(held.Body) != strings.ReplaceAll(string(none.Body), "qqqqq", "thing") {
+				t.Errorf("q=%s (%s): not as a word found nowhere:\n%.600s\n---\n%.600s", q, accept, held.Body, none.Body)
+			}
+		}
+	}
+}
+
+// A documentation referrer anyone may push with 100,000 resource pages
+// (past providerdocs.MaxPages), and one with the longest names at the
+// bound, leave the search bounded: the first is no documentation (the
+// provider found by its address only), the second's names are found.
+func TestCatalogDocSearchOfHugeReferrers(t *testing.T) {
+	p, dir := startProviderCatalog(t, "", Options{})
+	many := make([]providerdocs.Page, 100_000)
+	for i := range many {
+		many[i] = providerdocs.Page{Category: "resources", Slug: fmt.Sprintf("many%06d", i), Markdown: "x"}
+	}
+	hostileReferrer(t, openLayout(t, dir, "team-b", "hello"), "1.0.0", docsLayer(t, many...), nil)
+	long := make([]providerdocs.Page, 2000)
+	for i := range long {
+		long[i] = providerdocs.Page{Category: "resources", Slug: fmt.Sprintf("long%04d", i) + strings.Repeat("y", providerdocs.MaxNameLength-8), Markdown: "x"}
+	}
+	repo := openLayout(t, dir, "team-c", "hello")
+	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
+	hostileReferrer(t, repo, "1.0.0", docsLayer(t, long...), nil)
+	for q, want := range map[string]string{"many000123": "", "hello": "example.com/team-a/hello example.com/team-b/hello example.com/team-c/hello",
+		"long1999": "example.com/team-c/hello", strings.Repeat("y", 100): "example.com/team-c/hello"} {
+		idx, r := getCatalog[catalog.IndexPage](t, p, "/catalog/?q="+q, nil)
+		var got []string
+		for _, e := range idx.Providers {
+			got = append(got, e.Address)
+		}
+		if r.Status != http.StatusOK || strings.Join(got, " ") != want {
+			t.Errorf("q=%.20s: %d %v, want %s", q, r.Status, got, want)
+		}
+	}
+	if r := p.get(t, "/catalog/providers/example.com/team-b/hello/1.0.0"); r.Status != http.StatusOK || !strings.Contains(string(r.Body), catalog.NoDocs) {
+		t.Errorf("the page of a release with 100,000 pages: %d", r.Status)
 	}
 }
