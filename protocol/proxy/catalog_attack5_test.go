@@ -12,6 +12,7 @@ import (
 	pubrelease "github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -298,5 +299,55 @@ func TestCatalogDocSearchOfHugeReferrers(t *testing.T) {
 	}
 	if r := p.get(t, "/catalog/providers/example.com/team-b/hello/1.0.0"); r.Status != http.StatusOK || !strings.Contains(string(r.Body), catalog.NoDocs) {
 		t.Errorf("the page of a release with 100,000 pages: %d", r.Status)
+	}
+}
+
+// A cosign .att tag anyone may push, of 10,000 layers lying about their
+// sizes with script in their media types, and one of 200: the version's
+// page answers with at most MaxReferrersShown listed, every layer
+// counted (the rest said), the types escaped and clipped, never a 500.
+func TestCatalogStoredArtifactsOfHugeAttachments(t *testing.T) {
+	for _, n := range []int{200, 10_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			p, dir := startProviderCatalog(t, "", Options{})
+			repo := openLayout(t, dir, "team-b", "hello")
+			root, err := repo.Resolve(context.Background(), "1.0.0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			long := strings.Repeat("z", 500)
+			if n > 1000 {
+				long = "" // under OpenTofu's 4 MiB manifest
+			}
+			m := ocispec.Manifest{Config: ocispec.DescriptorEmptyJSON, Layers: make([]ocispec.Descriptor, n)}
+			for i := range m.Layers {
+				m.Layers[i] = ocispec.Descriptor{MediaType: "application/x-<script>alert(1)</script>" + long,
+					Digest: digest.FromString(fmt.Sprint(i)), Size: 1 << 62,
+					Annotations: map[string]string{attach.AnnotationPredicateType: "<b>" + pubrelease.ProviderPredicateType}}
+			}
+			mf, err := oci.EncodeManifest(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeAttachment(t, repo, root.Digest, &oci.Artifact{Manifests: []oci.Manifest{mf}})
+			const page = "/catalog/providers/example.com/team-b/hello/1.0.0"
+			d, r := getCatalog[catalog.ProviderPage](t, p, page, nil)
+			if r.Status != http.StatusOK || len(d.Artifacts.Listed) > catalog.MaxReferrersShown {
+				t.Fatalf("%d: %d listed, note %q", r.Status, len(d.Artifacts.Listed), d.Artifacts.Note)
+			}
+			if a := d.Artifacts; a.Total != n || a.Rest != n-len(a.Listed) {
+				t.Errorf("%d layers stored: total %d, rest %d, %d listed", n, a.Total, a.Rest, len(a.Listed))
+			}
+			for _, a := range d.Artifacts.Listed {
+				if len(a.ArtifactType) > 200 || a.Verified != nil {
+					t.Errorf("%+v", a)
+				}
+			}
+			html := p.get(t, page)
+			if html.Status != http.StatusOK || strings.Contains(string(html.Body), "<script>alert") || strings.Contains(string(html.Body), "<b>") {
+				t.Errorf("HTML %d holds the types raw", html.Status)
+			}
+			t.Logf("%d layers: listed %d, total %d, rest %d, note %q", n, len(d.Artifacts.Listed), d.Artifacts.Total, d.Artifacts.Rest, d.Artifacts.Note)
+		})
 	}
 }

@@ -89,7 +89,7 @@ func listArtifacts(ctx context.Context, repo oci.ReadOnlyRepository, root source
 		via  string
 	}{{attach.CosignAttestations, ViaCosignAt}, {attach.CosignSignatures, ViaCosignSg}} {
 		kind, via := t.kind, t.via
-		layers, err := attach.ListAttachment(ctx, repo, root.Digest, kind)
+		layers, n, err := attach.ListAttachment(ctx, repo, root.Digest, kind)
 		if err != nil {
 			return StoredArtifacts{}, err
 		}
@@ -97,8 +97,8 @@ func listArtifacts(ctx context.Context, repo oci.ReadOnlyRepository, root source
 			if len(out.Listed) < MaxReferrersShown {
 				out.Listed = append(out.Listed, artifactOf(via, d, d.MediaType, d.Annotations[attach.AnnotationPredicateType]))
 			}
-			out.Total++
 		}
+		out.Total += n // every layer, those past the ones read too
 	}
 	out.Rest = out.Total - len(out.Listed)
 	return out, nil
