@@ -351,3 +351,32 @@ func TestCatalogStoredArtifactsOfHugeAttachments(t *testing.T) {
 		})
 	}
 }
+
+// In an OCI layout, manifests that name the index without referring to
+// it (as a layer, or with another subject beside it) are not listed as
+// its stored artifacts.
+func TestCatalogStoredArtifactsOfAnotherSubject(t *testing.T) {
+	p, dir := startProviderCatalog(t, "", Options{})
+	repo := openLayout(t, dir, "team-b", "hello")
+	ctx := context.Background()
+	root, err := repo.Resolve(ctx, "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := pushAnnotatedReferrer(t, repo, "1.0.0", "application/vnd.example.real", nil, "real")
+	cfg := oci.BytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil)
+	for i, subject := range []*ocispec.Descriptor{nil, &other} {
+		m, err := oci.EncodeManifest(ocispec.Manifest{ArtifactType: fmt.Sprintf("application/vnd.example.elsewhere%d", i), Config: cfg.Descriptor,
+			Layers: []ocispec.Descriptor{root}, Subject: subject})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := oci.Push(ctx, repo, &oci.Artifact{Blobs: []oci.Blob{cfg}, Manifests: []oci.Manifest{m}}, oci.Tags{}, oci.PushOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, r := getCatalog[catalog.ProviderPage](t, p, "/catalog/providers/example.com/team-b/hello/1.0.0", nil)
+	if r.Status != http.StatusOK || d.Artifacts.Total != 1 || len(d.Artifacts.Listed) != 1 || d.Artifacts.Listed[0].ArtifactType != "application/vnd.example.real" {
+		t.Errorf("%d %+v", r.Status, d.Artifacts)
+	}
+}
