@@ -380,3 +380,15 @@ func TestCatalogStoredArtifactsOfAnotherSubject(t *testing.T) {
 		t.Errorf("%d %+v", r.Status, d.Artifacts)
 	}
 }
+
+// A category page lists a hostile referrer's titles, subcategories and
+// descriptions escaped: no script, no element of theirs.
+func TestCatalogDocCategoryEscapesHostileTitles(t *testing.T) {
+	p, dir := startProviderCatalog(t, "", Options{})
+	hostileReferrer(t, openLayout(t, dir, "team-b", "hello"), "1.0.0", docsLayer(t, providerdocs.Page{Category: "resources", Slug: "thing",
+		Title: `<script>alert(1)</script>`, Subcategory: `"><img src=x onerror=alert(2)>`, Description: "</li><script>alert(3)</script>\x1b[2J", Markdown: "x"}), nil)
+	r := p.get(t, "/catalog/providers/example.com/team-b/hello/1.0.0/docs/resources")
+	if r.Status != http.StatusOK || strings.Contains(string(r.Body), "<script>alert") || strings.Contains(string(r.Body), "<img src=x") {
+		t.Errorf("%d %s", r.Status, r.Body)
+	}
+}
