@@ -97,11 +97,12 @@ func listLayoutReferrers(ctx context.Context, repo oci.ReadOnlyRepository, g con
 
 // ListAttachment lists the layers of subject's cosign attachment of a
 // kind (its .sig or .att tag), at most MaxAttachmentLayers, without
-// their payloads: none when the tag does not exist.
-func ListAttachment(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) ([]ocispec.Descriptor, error) {
+// their payloads, and how many layers it has in all: none when the tag
+// does not exist.
+func ListAttachment(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) ([]ocispec.Descriptor, int, error) {
 	m, _, err := attachmentManifest(ctx, repo, subject, kind)
 	if err != nil || m == nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return m.Layers[:min(len(m.Layers), MaxAttachmentLayers)], nil
+	return m.Layers[:min(len(m.Layers), MaxAttachmentLayers)], len(m.Layers), nil
 }

@@ -60,8 +60,8 @@ func TestListReferrers(t *testing.T) {
 				t.Errorf("%s lists %+v", name, d)
 			}
 		}
-		layers, err := attach.ListAttachment(ctx, repo, subj.Root().Digest, attach.CosignAttestations)
-		if err != nil || layers != nil {
+		layers, n, err := attach.ListAttachment(ctx, repo, subj.Root().Digest, attach.CosignAttestations)
+		if err != nil || layers != nil || n != 0 {
 			t.Errorf("%s: no .att tag, listed %v %v", name, layers, err)
 		}
 	}

@@ -36,8 +36,9 @@ func pushReferrer(t *testing.T, repo oci.Repository, version, artifactType, note
 }
 
 // A provider version's page lists every artifact stored for its index
-// in Distribution — the keyless attestation (verified by the
-// attestation rule serve has), the documentation, another referrer —
+// in Distribution — the keyless attestation (the release admitted by
+// the attestation rule serve has, none marked verified), the
+// documentation, another referrer —
 // with its artifact type, predicate type and digest; a version without
 // any says so.
 func TestCatalogProviderListsStoredArtifacts(t *testing.T) {
@@ -62,7 +63,7 @@ func TestCatalogProviderListsStoredArtifacts(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"application/vnd.dev.sigstore.bundle.v0.3+json":  "referrer " + pubrelease.ProviderPredicateType + " true",
+		"application/vnd.dev.sigstore.bundle.v0.3+json":  "referrer " + pubrelease.ProviderPredicateType + " unchecked",
 		"application/vnd.oci-tofu.provider.docs.v1+json": "referrer  unchecked",
 		"application/vnd.example.note":                   "referrer  unchecked",
 	}
@@ -70,7 +71,7 @@ func TestCatalogProviderListsStoredArtifacts(t *testing.T) {
 		t.Errorf("stored artifacts: %v (%+v), want %v", got, d.Artifacts, want)
 	}
 	html := string(p.get(t, "/catalog/providers/example.com/test/hello/1.0.0").Body)
-	for _, s := range []string{`<section id="artifacts">`, note.Digest.String(), `<span class="ok">verified</span> <span class="muted">referrer, <code>sha256:`} {
+	for _, s := range []string{`<section id="artifacts">`, note.Digest.String(), `v1</code> <span class="muted">referrer, <code>sha256:`} {
 		if !strings.Contains(html, s) {
 			t.Errorf("the page lacks %q:\n%s", s, html)
 		}

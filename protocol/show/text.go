@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
 	"github.com/oci-tofu/oci-tofu/convert/report"
@@ -31,14 +32,14 @@ func (m *Module) Report(rep *report.Reporter) error {
 
 func (p *Provider) print(w io.Writer) {
 	d := &p.Page
-	fmt.Fprintf(w, "Provider %s %s%s\n", d.Address, d.Version, newest(d.Version, d.Latest))
+	fmt.Fprintf(w, "Provider %s %s%s\n", printable(d.Address), printable(d.Version), printable(newest(d.Version, d.Latest)))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "Status:\t%s\n", status(d.Status))
-	fmt.Fprintf(tw, "Stored in:\t%s@%s\n", d.Repository, d.Index)
+	fmt.Fprintf(tw, "Status:\t%s\n", printable(status(d.Status)))
+	fmt.Fprintf(tw, "Stored in:\t%s@%s\n", printable(d.Repository), printable(d.Index))
 	fmt.Fprintf(tw, "Protocols:\t%s\n", listOr(d.Protocols, "not known"))
 	fmt.Fprintf(tw, "Publisher keys:\t%s\n", listOr(d.Signer.KeyIDs, "none (not signed by its publisher, or its provenance does not say)"))
 	if d.Attestation != nil {
-		fmt.Fprintf(tw, "Attestation:\t%s\n", admission(d.Attestation))
+		fmt.Fprintf(tw, "Attestation:\t%s\n", printable(admission(d.Attestation)))
 	}
 	tw.Flush()
 	printVersions(w, d.Versions)
@@ -74,11 +75,35 @@ func status(s catalog.VersionStatus) string {
 	return out
 }
 
+// printable is s as a terminal shows it, whatever a hostile package or
+// registry wrote in it: each control or format character (escape
+// sequences, bells, line breaks that would forge a line, bidirectional
+// overrides) written as its code point, U+001B.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unprintable) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unprintable(r) {
+			fmt.Fprintf(&b, "%U", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// unprintable says whether r is a control or format character.
+func unprintable(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+}
+
 func listOr(s []string, none string) string {
 	if len(s) == 0 {
 		return none
 	}
-	return strings.Join(s, ", ")
+	return printable(strings.Join(s, ", "))
 }
 
 func admission(a *catalog.Admission) string {
@@ -93,7 +118,7 @@ func printVersions(w io.Writer, vs []catalog.VersionStatus) {
 	fmt.Fprintf(w, "\nVersions (%d, newest first):\n", len(vs))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, v := range vs {
-		fmt.Fprintf(tw, "  %s\t%s\n", v.Version, status(v))
+		fmt.Fprintf(tw, "  %s\t%s\n", printable(v.Version), printable(status(v)))
 	}
 	tw.Flush()
 }
@@ -106,11 +131,11 @@ func printPackages(w io.Writer, d *catalog.ProviderPage) {
 	}
 	fmt.Fprintf(w, "\nPlatforms (%d):\n", len(d.Packages))
 	for _, pkg := range d.Packages {
-		fmt.Fprintf(w, "  %s  %s  %s, %d bytes\n", pkg.Platform, pkg.Filename, pkg.Digest, pkg.Size)
+		fmt.Fprintf(w, "  %s  %s  %s, %d bytes\n", printable(pkg.Platform), printable(pkg.Filename), printable(pkg.Digest), pkg.Size)
 		for _, h := range pkg.Hashes {
-			fmt.Fprintf(w, "    %s\n", h)
+			fmt.Fprintf(w, "    %s\n", printable(h))
 		}
-		fmt.Fprintf(w, "    SBOM: %s\n", sbom(sboms[pkg.Platform]))
+		fmt.Fprintf(w, "    SBOM: %s\n", printable(sbom(sboms[pkg.Platform])))
 	}
 }
 
@@ -132,15 +157,15 @@ func printVulnerabilities(w io.Writer, s catalog.SBOMFacts) {
 	if s.Database == "" {
 		return
 	}
-	fmt.Fprintf(w, "\nKnown vulnerabilities (database %s): %d\n", s.Database, len(s.Vulnerabilities))
+	fmt.Fprintf(w, "\nKnown vulnerabilities (database %s): %d\n", printable(s.Database), len(s.Vulnerabilities))
 	for _, v := range s.Vulnerabilities {
 		fixed := "no fix"
 		if v.Fixed != "" {
 			fixed = "fixed in " + v.Fixed
 		}
-		fmt.Fprintf(w, "  %s  %s %s (%s) on %s", v.ID, v.Module, v.Version, fixed, strings.Join(v.Platforms, ", "))
+		fmt.Fprintf(w, "  %s  %s %s (%s) on %s", printable(v.ID), printable(v.Module), printable(v.Version), printable(fixed), printable(strings.Join(v.Platforms, ", ")))
 		if v.Summary != "" {
-			fmt.Fprintf(w, ": %s", v.Summary)
+			fmt.Fprintf(w, ": %s", printable(v.Summary))
 		}
 		fmt.Fprintln(w)
 	}
@@ -148,11 +173,11 @@ func printVulnerabilities(w io.Writer, s catalog.SBOMFacts) {
 
 func (m *Module) print(w io.Writer) error {
 	d := &m.Page
-	fmt.Fprintf(w, "Module %s %s%s\n", d.Address, d.Version, newest(d.Version, d.Latest))
+	fmt.Fprintf(w, "Module %s %s%s\n", printable(d.Address), printable(d.Version), printable(newest(d.Version, d.Latest)))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "Status:\t%s\n", status(statusOf(d.Versions, d.Version)))
-	fmt.Fprintf(tw, "Stored in:\t%s@%s\n", d.Repository, d.Manifest)
-	fmt.Fprintf(tw, "Interface:\t%s\n", d.Interface)
+	fmt.Fprintf(tw, "Status:\t%s\n", printable(status(statusOf(d.Versions, d.Version))))
+	fmt.Fprintf(tw, "Stored in:\t%s@%s\n", printable(d.Repository), printable(d.Manifest))
+	fmt.Fprintf(tw, "Interface:\t%s\n", printable(d.Interface))
 	tw.Flush()
 	printVersions(w, d.Versions)
 	fmt.Fprintln(w)
@@ -165,7 +190,7 @@ func (m *Module) print(w io.Writer) error {
 		dirs = append(dirs, l.Dir)
 	}
 	if len(dirs) > 0 {
-		fmt.Fprintf(w, "\nAlso in the package: %s (every interface: oci-tofu show %s@%s)\n", strings.Join(dirs, ", "), d.Repository, d.Manifest)
+		fmt.Fprintf(w, "\nAlso in the package: %s (every interface: oci-tofu show %s@%s)\n", printable(strings.Join(dirs, ", ")), printable(d.Repository), printable(d.Manifest))
 	}
 	return nil
 }

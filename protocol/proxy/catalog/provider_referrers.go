@@ -43,9 +43,12 @@ type StoredArtifacts struct {
 // StoredArtifact is one artifact stored for an index: how it refers to
 // it (Via), its artifact type (a tag-schema layer's media type), the
 // predicate type it names (an attestation's), its digest (a referrer's
-// manifest, a tag-schema layer) and size. Verified is set for those of
-// the predicate type the attestation rule requires: its verdict on the
-// release (one of them verified); unset when serve checks none of them.
+// manifest, a tag-schema layer) and size. Verified is false for those
+// of the predicate type the attestation rule requires when it refuses
+// the release (none of them verified); it is never true: the rule's
+// verdict is on the release, and anyone who may push can store an
+// artifact claiming that predicate type beside the one that verified
+// (the page's attestation says whether one did).
 type StoredArtifact struct {
 	Via           string `json:"via"`
 	ArtifactType  string `json:"artifact_type"`
@@ -86,7 +89,7 @@ func listArtifacts(ctx context.Context, repo oci.ReadOnlyRepository, root source
 		via  string
 	}{{attach.CosignAttestations, ViaCosignAt}, {attach.CosignSignatures, ViaCosignSg}} {
 		kind, via := t.kind, t.via
-		layers, err := attach.ListAttachment(ctx, repo, root.Digest, kind)
+		layers, n, err := attach.ListAttachment(ctx, repo, root.Digest, kind)
 		if err != nil {
 			return StoredArtifacts{}, err
 		}
@@ -94,8 +97,8 @@ func listArtifacts(ctx context.Context, repo oci.ReadOnlyRepository, root source
 			if len(out.Listed) < MaxReferrersShown {
 				out.Listed = append(out.Listed, artifactOf(via, d, d.MediaType, d.Annotations[attach.AnnotationPredicateType]))
 			}
-			out.Total++
 		}
+		out.Total += n // every layer, those past the ones read too
 	}
 	out.Rest = out.Total - len(out.Listed)
 	return out, nil
@@ -106,18 +109,18 @@ func artifactOf(via string, d ocispec.Descriptor, artifactType, predicateType st
 	return StoredArtifact{Via: via, ArtifactType: clipText(artifactType), PredicateType: clipText(predicateType), Digest: clipText(d.Digest.String()), Size: d.Size}
 }
 
-// verdictsOn marks the artifacts of the predicate type a requires with
-// its verdict (nil a: serve has no attestation rule), in a copy of
-// Listed (s is the cache's).
+// verdictsOn marks the artifacts of the predicate type a requires as
+// not verified when a refuses the release (nil a: serve has no
+// attestation rule), in a copy of Listed (s is the cache's). An
+// admitted release marks none: which of them verified is not known.
 func (s *StoredArtifacts) verdictsOn(a *Admission) {
-	if a == nil {
+	if a == nil || a.Admitted {
 		return
 	}
 	s.Listed = slices.Clone(s.Listed)
 	for i := range s.Listed {
 		if s.Listed[i].PredicateType == a.PredicateType {
-			ok := a.Admitted
-			s.Listed[i].Verified = &ok
+			s.Listed[i].Verified = new(bool)
 		}
 	}
 }
