@@ -121,6 +121,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is shown on the page at "/".
 	Version string
+	// MCP, when set, serves the assistants' tools at /mcp (assistant.go).
+	MCP *MCP
 	// Hint, when set, says in one line what the operator can do about an
 	// upstream failure; it is logged with the request (never sent to
 	// clients).
@@ -267,6 +269,9 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkMCP(); err != nil {
+		return nil, err
+	}
 	if err := s.startShared(); err != nil {
 		return nil, err
 	}
@@ -291,6 +296,7 @@ func New(opts Options) (*Server, error) {
 	if opts.TofuRepository != nil {
 		s.mountTofu(*opts.TofuRepository)
 	}
+	s.routeMCP()
 	return s, nil
 }
 

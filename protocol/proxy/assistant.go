@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/oci-tofu/oci-tofu/protocol/assistant"
+)
+
+// MCP are the options of the assistants' endpoint (serve --mcp;
+// docs/assistants.md).
+type MCP struct {
+	// Loopback: the proxy listens on a loopback address only. Elsewhere
+	// the endpoint needs the proxy's own TLS (not PlainHTTP) and client
+	// authentication.
+	Loopback, PlainHTTP bool
+	// Origins are the browser origins allowed beside the proxy's own
+	// (--mcp-allow-origin).
+	Origins []string
+}
+
+// checkMCP refuses an endpoint anyone on the network could reach
+// unauthenticated, or over plain HTTP.
+func (s *Server) checkMCP() error {
+	m := s.opts.MCP
+	if m == nil || m.Loopback {
+		return nil
+	}
+	if m.PlainHTTP {
+		return errors.New("--mcp on an address other than loopback needs the proxy's own TLS, not --insecure-no-tls")
+	}
+	if !s.clientAuth {
+		return errors.New("--mcp on an address other than loopback needs client authentication (--auth-token-file, the policy's clients or --registry-decides)")
+	}
+	return nil
+}
+
+// routeMCP serves the tools over the catalogue at assistant.Path, with
+// the protocols' client authentication and budgets: each tool reads the
+// catalogue as the caller (respond.ReaderOf).
+func (s *Server) routeMCP() {
+	if s.opts.MCP == nil || s.catalog == nil {
+		return
+	}
+	srv := s.Assistant(nil)
+	h := assistant.HTTPHandler(srv, s.opts.MCP.Origins)
+	s.mux.Handle(assistant.Path, s.instrument("mcp", s.Authenticate(h)))
+}
+
+// Assistant is the MCP server of the tools over this server's
+// catalogue; a tool call whose context carries no Host
+// (assistant.WithRequestHost) reads it as a request to defaultHost
+// would (nil: "localhost").
+func (s *Server) Assistant(defaultHost *string) *mcp.Server {
+	host := "localhost"
+	if defaultHost != nil {
+		host = *defaultHost
+	}
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	if s.catalog != nil {
+		h = s.catalog
+	}
+	cat := &assistant.Local{Handler: h, DefaultHost: host,
+		Hostname: func(host string) (string, error) { return s.out.RegistryHostname(&http.Request{Host: host}) }}
+	return assistant.NewServer(cat, s.opts.Version)
+}
