@@ -1,33 +1,20 @@
 package main
 
 import (
-	"crypto/x509"
 	"errors"
-	"regexp"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
-	"github.com/oci-tofu/oci-tofu/convert/policy"
-	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
-	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
+	"github.com/oci-tofu/oci-tofu/protocol/hints"
 )
 
-// hintContext is what the command line said that decides a hint: the same
-// failure wants a different fix with --plain-http or --username given.
-type hintContext struct {
-	plainHTTP bool
-	username  bool
-	caFile    bool
-	template  string // the template flag given, e.g. "--provider-template"
-}
+// hintContext is what the command line said that decides a hint.
+type hintContext = hints.Context
 
 // registryHints is the hint context of registry options.
 func registryHints(ro oci.Options, template string) hintContext {
-	return hintContext{plainHTTP: ro.PlainHTTP, username: ro.Username != "", caFile: ro.CAFile != "", template: template}
+	return hintContext{PlainHTTP: ro.PlainHTTP, Username: ro.Username != "", CAFile: ro.CAFile != "", Template: template}
 }
 
 // hintsKey is where beforeAction leaves the running command's hint
@@ -38,10 +25,10 @@ const hintsKey = "hints"
 // the command line or by their environment variables). The template is
 // the first template flag set: serve takes several.
 func hintContextOf(c *cli.Context) hintContext {
-	hc := hintContext{plainHTTP: c.Bool("plain-http"), username: c.String("username") != "", caFile: c.String("ca-file") != ""}
+	hc := hintContext{PlainHTTP: c.Bool("plain-http"), Username: c.String("username") != "", CAFile: c.String("ca-file") != ""}
 	for _, name := range []string{"provider-template", "module-template", "config"} {
 		if c.IsSet(name) {
-			hc.template = "--" + name
+			hc.Template = "--" + name
 			break
 		}
 	}
@@ -55,111 +42,12 @@ func hintContextOfRun(app *cli.App) hintContext {
 	return hc
 }
 
-// hint is one line saying what to do about a failure, or "". The
-// catalogue follows oci.Classify's classes, and a few failures outside the
-// registry (pgp.ErrWrongKey: a signature by another key).
+// hint is one line saying what to do about a failure (hints.For), or
+// "" for a usage error: its message says it.
 func hint(err error, hc hintContext) string {
 	var u *usageErr
-	if err == nil || errors.As(err, &u) {
+	if errors.As(err, &u) {
 		return ""
 	}
-	var mp *repotemplate.MissingPlaceholderError
-	if errors.As(err, &mp) && mp.Used == 0 {
-		return "the template has no ${…} left: a shell replaces them (with nothing) inside double quotes; put the template in single quotes ('…/${namespace}/…')"
-	}
-	if h := flagHint(err); h != "" {
-		return h
-	}
-	if errors.Is(err, pgp.ErrWrongKey) {
-		return "the release was signed with another key: pass the publisher's public key with --key (`gpg --list-packets FILE.sig` shows the key ID it wants)"
-	}
-	if h := classHint(err, hc); h != "" {
-		return h
-	}
-	if hc.plainHTTP && oci.StatusCode(err) == 400 {
-		// A TLS server answers a plain HTTP request with 400 ("Client sent
-		// an HTTP request to an HTTPS server").
-		return "the registry answered 400 to plain HTTP; it probably speaks HTTPS: drop --plain-http"
-	}
-	return ""
-}
-
-// classHint is the hint for err's oci.Classify class, or "".
-func classHint(err error, hc hintContext) string {
-	switch oci.Classify(err) {
-	case oci.FailureUnauthorized:
-		if hc.username {
-			return "the registry refused these credentials: check --username and the password (--password-stdin or OCI_TOFU_PASSWORD)"
-		}
-		return "the registry wants credentials: run `docker login " + registryHost(err) + "`, or pass --username with --password-stdin (or set OCI_TOFU_USERNAME and OCI_TOFU_PASSWORD)"
-	case oci.FailureDenied:
-		return "the registry refused this account access to the repository: check its pull/push rights, and the repository's name"
-	case oci.FailureTLS:
-		var hostname x509.HostnameError
-		if errors.As(err, &hostname) {
-			return "the registry's certificate does not name this host: use a host name it was issued for"
-		}
-		if hc.caFile {
-			return "the registry's certificate is not signed by the CA in --ca-file: give the CA that issued it"
-		}
-		return "the registry's certificate is not trusted: pass --ca-file CA.pem (or set SSL_CERT_FILE)"
-	case oci.FailurePlainHTTP:
-		if hc.plainHTTP {
-			return "the registry speaks HTTPS: drop --plain-http"
-		}
-		return "the registry speaks plain HTTP: add --plain-http (or OCI_TOFU_PLAIN_HTTP=1; for local test registries only)"
-	case oci.FailureNotFound:
-		if hc.template != "" {
-			return "nothing there: check the repository " + hc.template + " names (it is expanded with the provider's or module's names), or push it first"
-		}
-		return "nothing there: check the repository name and tag, or push it first"
-	case oci.FailureThrottled:
-		return "the registry is rate-limiting: wait a little and run again (Retry-After is honoured); for `serve`, lower --registry-concurrency"
-	case oci.FailureUnavailable, oci.FailureServerError:
-		return "the registry is failing: try again later, or ask its operators"
-	case oci.FailureTimeout:
-		return "the registry did not answer in time: check the network path to it"
-	case oci.FailureUnreachable:
-		return "cannot connect to the registry: check the host name and port, and that it is running"
-	}
-	return ""
-}
-
-// requestURL finds the URL a failed request named in its message
-// (oras-go writes `GET "https://host/v2/…": …`).
-var requestURL = regexp.MustCompile(`"https?://([^/"]+)/`)
-
-// registryHost is the host an error answer came from, or "HOST".
-func registryHost(err error) string {
-	if u := oci.ErrorURL(err); u != nil && u.Host != "" {
-		return u.Host
-	}
-	if m := requestURL.FindStringSubmatch(err.Error()); m != nil {
-		return m[1]
-	}
-	return "HOST"
-}
-
-// flagHint names the flag that changes the outcome of a refusal the
-// library explains without naming flags.
-func flagHint(err error) string {
-	switch {
-	case errors.Is(err, oci.ErrVersionExists):
-		return "to overwrite the version anyway, pass --replace — only if no one has installed it: lock files pin its hashes"
-	case errors.Is(err, pgp.ErrNoKey):
-		return "give the publisher's public key with --key, or --unsigned to push an in-house build without a signature check"
-	case errors.Is(err, release.ErrNotSigned):
-		return "give --sign-key to sign it (SHA256SUMS is created when missing), or --unsigned for an in-house build"
-	case errors.Is(err, release.ErrMissingPlatform):
-		return "use --platform to push only the platforms the directory holds"
-	case errors.Is(err, pgp.ErrExpired):
-		return "the key or signature expired and expiry is enforced; without --enforce-gpg-expiration (and " + pgp.EnforceExpirationEnv + ") it is accepted with a warning, as OpenTofu 1.12 does"
-	case errors.Is(err, pullthrough.ErrPushRefused):
-		return "give credentials allowed to push (--username with OCI_TOFU_PASSWORD or --password-stdin, or a docker config with them), or run read-only, without the --pull-through flags"
-	case errors.Is(err, policy.ErrDenied):
-		return "the policy (--policy) denies this version: change the policy, or pass --policy-warn to only warn while rolling it out (push and mirror; `oci-tofu policy test` explains a decision)"
-	case errors.Is(err, modulepkg.ErrNoRootModule):
-		return "pass --allow-no-root for a package whose modules are all in subdirectories"
-	}
-	return ""
+	return hints.For(err, hc)
 }

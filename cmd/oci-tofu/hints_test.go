@@ -28,13 +28,13 @@ func TestHintContextOfParsedFlags(t *testing.T) {
 		args string
 		want hintContext
 	}{
-		{"", "verify REF --ca-file ca.pem --username u", hintContext{caFile: true, username: true}},
-		{"OCI_TOFU_PLAIN_HTTP=true", "pull module REF DIR", hintContext{plainHTTP: true}},
+		{"", "verify REF --ca-file ca.pem --username u", hintContext{CAFile: true, Username: true}},
+		{"OCI_TOFU_PLAIN_HTTP=true", "pull module REF DIR", hintContext{PlainHTTP: true}},
 		{"OCI_TOFU_PLAIN_HTTP=1", "verify --plain-http=false REF", hintContext{}},
-		{"", "export DIR example.com/a/b --provider-template T", hintContext{template: "--provider-template"}},
-		{"OCI_TOFU_PROVIDER_TEMPLATE=T", "lock . --platform linux_amd64", hintContext{template: "--provider-template"}},
-		{"", "serve --module-template M", hintContext{template: "--module-template"}},
-		{"", "serve --config tofu.rc", hintContext{template: "--config"}},
+		{"", "export DIR example.com/a/b --provider-template T", hintContext{Template: "--provider-template"}},
+		{"OCI_TOFU_PROVIDER_TEMPLATE=T", "lock . --platform linux_amd64", hintContext{Template: "--provider-template"}},
+		{"", "serve --module-template M", hintContext{Template: "--module-template"}},
+		{"", "serve --config tofu.rc", hintContext{Template: "--config"}},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			if name, value, ok := strings.Cut(tc.env, "="); ok {

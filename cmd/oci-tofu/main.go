@@ -66,6 +66,7 @@ func newApp() *cli.App {
 			pruneCommand(),
 			sbomCommand(),
 			showCommand(),
+			mcpCommand(),
 			vulnsCommand(),
 			usageCommand(),
 			policyCommand(),

@@ -89,6 +89,8 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.DurationFlag{Name: "stall-timeout", Value: 60 * time.Second, Usage: "abort an archive download without progress for this long", EnvVars: []string{"OCI_TOFU_STALL_TIMEOUT"}},
 			&cli.DurationFlag{Name: "shutdown-delay", Value: 5 * time.Second, Usage: "on SIGTERM, how long to keep serving with /readyz failing before closing the listener (time for load balancers to stop sending requests)", EnvVars: []string{"OCI_TOFU_SHUTDOWN_DELAY"}},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long to let running requests finish on SIGTERM", EnvVars: []string{"OCI_TOFU_SHUTDOWN_TIMEOUT"}},
+			&cli.BoolFlag{Name: "mcp", Usage: "serve the assistants' MCP tools at /mcp (Streamable HTTP; off loopback it needs TLS and client authentication; docs/assistants.md)", EnvVars: []string{"OCI_TOFU_MCP"}},
+			&cli.StringSliceFlag{Name: "mcp-allow-origin", Usage: "browser `ORIGIN` (https://host[:port]) allowed to call /mcp beside the proxy's own (repeatable)", EnvVars: []string{"OCI_TOFU_MCP_ALLOW_ORIGIN"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"OCI_TOFU_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"OCI_TOFU_LOG_LEVEL"}},
 		}, append(append(append(servedSourceFlags(), pullThroughFlags()...), requireAttestationFlag(), trustedRootFlag(), requireNotationFlag(), serveAttestKeyFlag(), policyFlag(), vulnDBFlag(), archiveDeliveryFlag()), append(sharedCacheFlags(), registryFlags()...)...)...),
@@ -210,6 +212,10 @@ func serveOptions(c *cli.Context, logger *slog.Logger) (proxy.Options, *policyfi
 	ro.Etiquette = &oci.Etiquette{MaxConcurrent: c.Int("registry-concurrency")}
 	opts.Store.Concurrency = c.Int("registry-concurrency") // a listing may use every slot
 	opts.Registry = ro
+	if c.Bool("mcp") {
+		host, _, _ := net.SplitHostPort(c.String("listen"))
+		opts.MCP = &proxy.MCP{Loopback: isLoopback(host), PlainHTTP: c.Bool("insecure-no-tls"), Origins: c.StringSlice("mcp-allow-origin")}
+	}
 	hc := registryHints(ro, "--provider-template")
 	opts.Hint = func(err error) string { return hint(err, hc) }
 	if opts.PullThrough, err = pullThroughOptions(c); err != nil { // serve_pullthrough.go

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 )
 
@@ -118,5 +120,128 @@ func TestAssistantModuleTools(t *testing.T) {
 	}
 	if !slices.Contains(names, "get_lock_blocks") {
 		t.Errorf("tools %v", names)
+	}
+}
+
+// The provider tools answer what the provider's catalogue page says:
+// details, the policy's verdict, vulnerabilities, usage and lock blocks.
+func TestAssistantProviderTools(t *testing.T) {
+	p := startFactsCatalog(t, "", Options{MCP: &MCP{Loopback: true}})
+	downloadHello(t, p, "1.0.0", nil)
+	cs := mcpSession(t, p, nil)
+	hello := map[string]any{"namespace": "test", "name": "hello", "host": "example.com"}
+	with := func(extra map[string]any) map[string]any {
+		m := map[string]any{}
+		for k, v := range hello {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	page, _ := getCatalog[catalog.ProviderPage](t, p, "/catalog/providers/example.com/test/hello/1.0.0", nil)
+	type details struct {
+		Version   string                  `json:"version"`
+		Platforms []string                `json:"platforms"`
+		Signer    catalog.Signer          `json:"signer"`
+		Versions  []catalog.VersionStatus `json:"versions"`
+		Usage     string                  `json:"usage"`
+	}
+	d, msg, isErr := callTool[details](t, cs, "get_provider_details", with(map[string]any{"version": "1.0.0"}))
+	if isErr || d.Version != "1.0.0" || !slices.Equal(d.Platforms, page.Platforms) || !slices.Equal(d.Signer.KeyIDs, page.Signer.KeyIDs) ||
+		len(d.Versions) != 3 || d.Usage != page.Usage {
+		t.Errorf("get_provider_details: %+v %s", d, msg)
+	}
+	latest, msg, isErr := callTool[struct{ Version string }](t, cs, "get_latest_provider_version", hello)
+	if isErr || latest.Version != "1.1.0" {
+		t.Errorf("latest: %+v %s (2.0.0-rc1 is revoked)", latest, msg)
+	}
+	type verdict struct {
+		Verdict, Rule, Message string
+		Installs               bool
+	}
+	for v, want := range map[string]string{"1.0.0": "warned", "1.1.0": "allowed", "2.0.0-rc1": "revoked"} {
+		got, msg, isErr := callTool[verdict](t, cs, "get_policy_verdict", map[string]any{"address": "example.com/test/hello", "version": v})
+		if isErr || got.Verdict != want || got.Rule != "hello" || got.Installs == (want == "revoked") {
+			t.Errorf("verdict of %s: %+v %s, want %s", v, got, msg, want)
+		}
+	}
+	vulns, msg, isErr := callTool[struct{ Vulnerabilities []catalog.Vulnerability }](t, cs, "get_vulnerabilities", with(map[string]any{"version": "1.0.0"}))
+	if isErr || len(vulns.Vulnerabilities) != len(page.SBOMs.Vulnerabilities) || vulns.Vulnerabilities[0].ID != page.SBOMs.Vulnerabilities[0].ID {
+		t.Errorf("get_vulnerabilities: %+v %s", vulns, msg)
+	}
+	usage, msg, isErr := callTool[struct{ Counts catalog.UsageCounts }](t, cs, "get_version_usage", hello)
+	if isErr || usage.Counts.Week != 1 || usage.Counts.Clients != 1 {
+		t.Errorf("get_version_usage: %+v %s", usage, msg)
+	}
+	locked, _ := getCatalog[catalog.ProviderPage](t, p, "/catalog/providers/example.com/test/hello/1.0.0?platform=linux_amd64", nil)
+	lock, msg, isErr := callTool[struct{ Lock string }](t, cs, "get_lock_blocks", map[string]any{
+		"providers": []map[string]any{with(map[string]any{"version": "1.0.0"})}, "platforms": []string{"linux_amd64"}})
+	if isErr || lock.Lock != locked.Lock || !strings.Contains(lock.Lock, "zh:") {
+		t.Errorf("get_lock_blocks: %q %s\nwant %q", lock.Lock, msg, locked.Lock)
+	}
+}
+
+// Two clients, one proxy: neither finds, reads or is told of the other's
+// modules through any tool, after the other warmed every cache; a
+// module out of scope is refused as one that does not exist.
+func TestAssistantScopes(t *testing.T) {
+	const tokenA, tokenO = "token-of-acme", "token-of-others"
+	p := startSearchCatalog(t, fmt.Sprintf(`
+client "acme" {
+  tokens  = [%q]
+  modules = ["*/acme/*/*"]
+}
+client "others" {
+  tokens  = [%q]
+  modules = ["*/others/*/*"]
+}
+`, policy.TokenHash(tokenA), policy.TokenHash(tokenO)), Options{AuthTokens: []string{"operator-token"}, MCP: &MCP{Loopback: true}})
+	calls := func(ns string) map[string]map[string]any {
+		id := "example.com/" + ns + "/" + map[string]string{"acme": "vpc", "others": "notes"}[ns] + "/aws"
+		return map[string]map[string]any{
+			"search_modules":            {"module_query": "vpc"},
+			"get_module_details":        {"module_id": id},
+			"get_latest_module_version": {"module_publisher": ns, "module_name": map[string]string{"acme": "vpc", "others": "notes"}[ns], "module_provider": "aws", "host": "example.com"},
+			"get_policy_verdict":        {"address": id, "version": "0.1.0"},
+		}
+	}
+	sessions := map[string]*mcp.ClientSession{
+		"acme":   mcpSession(t, p, map[string]string{"Authorization": "Bearer " + tokenA}),
+		"others": mcpSession(t, p, map[string]string{"Authorization": "Bearer " + tokenO}),
+	}
+	for own, other := range map[string]string{"acme": "others", "others": "acme"} {
+		for name, args := range calls(other) { // the other warms every cache
+			callTool[map[string]any](t, sessions[other], name, args)
+		}
+		for name, args := range calls(other) {
+			res, msg, isErr := callTool[map[string]any](t, sessions[own], name, args)
+			b, _ := json.Marshal(res)
+			if strings.Contains(string(b), other+"/") {
+				t.Errorf("%s's %s of %s's names it: %s %s", own, name, other, b, msg)
+			}
+			if name != "search_modules" && !isErr {
+				t.Errorf("%s's %s of %s's module answered: %s", own, name, other, b)
+			}
+		}
+		_, missing, _ := callTool[map[string]any](t, sessions[own], "get_module_details", map[string]any{"module_id": "example.com/" + other + "/nothing/aws"})
+		_, hidden, _ := callTool[map[string]any](t, sessions[own], "get_module_details", calls(other)["get_module_details"])
+		if strings.ReplaceAll(hidden, map[string]string{"acme": "vpc", "others": "notes"}[other], "nothing") != missing {
+			t.Errorf("%s is told of %s's module otherwise than of none:\n%s\n%s", own, other, hidden, missing)
+		}
+		found, _, _ := callTool[struct {
+			Modules []struct {
+				ModuleID string `json:"module_id"`
+			}
+		}](t, sessions[own], "search_modules", map[string]any{})
+		for _, m := range found.Modules {
+			if !strings.Contains(m.ModuleID, "/"+own+"/") {
+				t.Errorf("%s finds %s", own, m.ModuleID)
+			}
+		}
+		if len(found.Modules) == 0 {
+			t.Errorf("%s finds nothing of its own", own)
+		}
 	}
 }

@@ -52,7 +52,7 @@ func Show(ctx context.Context, arg string, opts Options) (Shown, error) {
 	if err := a.mapped(opts); err != nil {
 		return nil, err
 	}
-	srv, err := server(opts)
+	srv, err := NewServer(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -87,9 +87,9 @@ func (a Address) mapped(opts Options) error {
 	return nil
 }
 
-// server is a server that does not listen, over the templates of opts,
-// judging by its policy and database as serve would.
-func server(opts Options) (*proxy.Server, error) {
+// NewServer is a server that does not listen, over the templates of
+// opts, judging by its policy and database as serve would.
+func NewServer(opts Options) (*proxy.Server, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
