@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 )
 
@@ -242,6 +244,86 @@ client "others" {
 		}
 		if len(found.Modules) == 0 {
 			t.Errorf("%s finds nothing of its own", own)
+		}
+	}
+}
+
+// Hostile requests get a clear refusal and change nothing: a body over
+// the bound, a foreign Origin, an unknown tool, wrong types, an
+// argument the schema does not name, an address far too long.
+func TestAssistantHostileInput(t *testing.T) {
+	p := startCatalog(t, "", Options{MCP: &MCP{Loopback: true, Origins: []string{"https://assistant.example"}}})
+	post := func(body string, header map[string]string) response {
+		h := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+		for k, v := range header {
+			h[k] = v
+		}
+		req, err := http.NewRequest(http.MethodPost, p.URL+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := p.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return response{Status: resp.StatusCode, Body: b}
+	}
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_modules","arguments":{"module_query":"vpc"}}}`
+	if r := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_modules","arguments":{"module_query":"`+strings.Repeat("x", 1<<20)+`"}}}`, nil); r.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("1 MiB of arguments: %d %s", r.Status, r.Body)
+	}
+	if r := post(call, map[string]string{"Origin": "https://evil.example"}); r.Status != http.StatusForbidden {
+		t.Errorf("a foreign Origin: %d %s", r.Status, r.Body)
+	}
+	if r := post(call, map[string]string{"Origin": "https://assistant.example"}); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "vpc") {
+		t.Errorf("an allowed Origin: %d %s", r.Status, r.Body)
+	}
+	cs := mcpSession(t, p, nil)
+	for _, c := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"get_module_details", map[string]any{"module_id": 42}, "module_id"},
+		{"get_module_details", map[string]any{"module_id": "example.com/acme/vpc/aws", "extra": true}, "extra"},
+		{"get_module_details", map[string]any{"module_id": strings.Repeat("a/", 400)}, "longer than"},
+		{"get_module_details", map[string]any{"module_id": "a/b"}, "want [HOST/]NAMESPACE/NAME/SYSTEM"},
+		{"get_policy_verdict", map[string]any{"address": "example.com/acme/vpc/aws", "version": "not-a-version"}, "version"},
+		{"get_lock_blocks", map[string]any{"providers": slices.Repeat([]map[string]any{{"namespace": "test", "name": "hello", "version": "1.0.0"}}, 21)}, "want 1 to 20"},
+		{"search_modules", map[string]any{"page": 1 << 30}, "page"},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.name, Arguments: c.args})
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		} else if res.IsError {
+			for _, ct := range res.Content {
+				if tc, ok := ct.(*mcp.TextContent); ok {
+					msg += tc.Text
+				}
+			}
+		}
+		if msg == "" || !strings.Contains(msg, c.want) {
+			t.Errorf("%s %v: %q, want an error naming %q", c.name, c.args, msg, c.want)
+		}
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_everything"}); err == nil || !strings.Contains(err.Error(), "delete_everything") {
+		t.Errorf("an unknown tool: %v", err)
+	}
+}
+
+// Off loopback, the endpoint needs the proxy's TLS and client
+// authentication.
+func TestAssistantExposureRefused(t *testing.T) {
+	for _, m := range []*MCP{{}, {PlainHTTP: true}} {
+		_, err := New(Options{MCP: m, ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+t.TempDir()+"/${namespace}/${name}/${system}")}})
+		if err == nil || !strings.Contains(err.Error(), "--mcp on an address other than loopback") {
+			t.Errorf("%+v: %v", m, err)
 		}
 	}
 }
