@@ -1,0 +1,107 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+)
+
+// postMCP is the answer of p's /mcp to a POST of body with header.
+func postMCP(t *testing.T, p *proxy, method, body string, header map[string]string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, p.URL+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := p.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// toolCall is the JSON-RPC message calling name with args (JSON).
+func toolCall(id int, name, args string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, args)
+}
+
+// A JSON-RPC batch is refused: one POST is one exchange, so a client's
+// request budget (spent once per HTTP request) bounds its tool calls,
+// and an array of hundreds of calls in 64 KiB does not multiply them.
+func TestAssistantAttackBatchRefused(t *testing.T) {
+	const token = "token-of-acme"
+	p := startCatalog(t, fmt.Sprintf(`
+client "acme" {
+  tokens  = [%q]
+  modules = ["*/acme/*/*"]
+  rate    = 0.001
+  burst   = 3
+}
+`, policy.TokenHash(token)), Options{AuthTokens: []string{"operator-token"}, MCP: &MCP{Loopback: true}})
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	var calls []string
+	for i := range 50 {
+		calls = append(calls, toolCall(i+1, "search_modules", `{"module_query":"vpc"}`))
+	}
+	r := postMCP(t, p, http.MethodPost, "["+strings.Join(calls, ",")+"]", auth)
+	if r.Status != http.StatusBadRequest {
+		t.Errorf("a batch of 50 tool calls in one request: %d, %d answers", r.Status, strings.Count(string(r.Body), `"jsonrpc"`))
+	}
+	if r := postMCP(t, p, http.MethodPost, " \n\t[ "+calls[0]+"]", auth); r.Status != http.StatusBadRequest {
+		t.Errorf("a batch after white space: %d %s", r.Status, r.Body)
+	}
+	if r := postMCP(t, p, http.MethodPost, calls[0], auth); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "vpc") {
+		t.Errorf("one call: %d %s", r.Status, r.Body)
+	}
+}
+
+// The endpoint answers POST only, keeps no session a later request
+// could name, and refuses a page served from another origin however the
+// Origin or Host is spelt (a rebound DNS name included).
+func TestAssistantAttackOriginsAndMethods(t *testing.T) {
+	p := startCatalog(t, "", Options{MCP: &MCP{Loopback: true, Origins: []string{"https://assistant.example"}}})
+	call := toolCall(1, "search_modules", `{"module_query":"vpc"}`)
+	u, _ := url.Parse(p.URL)
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+	}{
+		{"null origin", map[string]string{"Origin": "null"}},
+		{"own origin with a path", map[string]string{"Origin": p.URL + "/"}},
+		{"own host, other scheme", map[string]string{"Origin": "http://" + u.Host}},
+		{"allowed origin with a slash", map[string]string{"Origin": "https://assistant.example/"}},
+		{"allowed origin, other port", map[string]string{"Origin": "https://assistant.example:8443"}},
+		{"allowed origin, user", map[string]string{"Origin": "https://x@assistant.example"}},
+		{"rebound name", map[string]string{"Origin": "https://evil.example:" + u.Port(), "Host": "evil.example:" + u.Port()}},
+		{"rebound name, no origin", map[string]string{"Host": "evil.example:" + u.Port()}},
+	} {
+		if r := postMCP(t, p, http.MethodPost, call, c.header); r.Status != http.StatusForbidden {
+			t.Errorf("%s: %d %s", c.name, r.Status, r.Body)
+		}
+	}
+	for _, m := range []string{http.MethodGet, http.MethodDelete, http.MethodPut} {
+		if r := postMCP(t, p, m, call, nil); r.Status != http.StatusMethodNotAllowed {
+			t.Errorf("%s: %d %s", m, r.Status, r.Body)
+		}
+	}
+	r := postMCP(t, p, http.MethodPost, call, map[string]string{"Mcp-Session-Id": "made-up"})
+	if r.Header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("a stateless exchange names a session: %q", r.Header.Get("Mcp-Session-Id"))
+	}
+}
