@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -103,5 +104,62 @@ func TestAssistantAttackOriginsAndMethods(t *testing.T) {
 	r := postMCP(t, p, http.MethodPost, call, map[string]string{"Mcp-Session-Id": "made-up"})
 	if r.Header.Get("Mcp-Session-Id") != "" {
 		t.Errorf("a stateless exchange names a session: %q", r.Header.Get("Mcp-Session-Id"))
+	}
+}
+
+// A client scoped away from a provider is told of it by no provider
+// tool, in words, counts or hits, after a client reading it warmed every
+// cache, and is refused as for a provider that does not exist; the
+// usage counts are refused to a scoped client reading the provider too.
+func TestAssistantAttackProviderScopes(t *testing.T) {
+	const tokenIn, tokenOut = "token-reading-hello", "token-reading-others"
+	p := startFactsCatalog(t, fmt.Sprintf(`
+client "in" {
+  tokens    = [%q]
+  providers = ["example.com/test/*"]
+}
+client "out" {
+  tokens    = [%q]
+  providers = ["example.com/others/*"]
+  modules   = ["*/*/*/*"]
+}
+`, policy.TokenHash(tokenIn), policy.TokenHash(tokenOut)), Options{AuthTokens: []string{"operator-token"}, MCP: &MCP{Loopback: true}})
+	downloadHello(t, p, "1.0.0", map[string]string{"Authorization": "Bearer " + tokenIn})
+	in := mcpSession(t, p, map[string]string{"Authorization": "Bearer " + tokenIn})
+	out := mcpSession(t, p, map[string]string{"Authorization": "Bearer " + tokenOut})
+	calls := func(name string) map[string]map[string]any {
+		pr := map[string]any{"namespace": "test", "name": name, "host": "example.com", "version": "1.0.0"}
+		return map[string]map[string]any{
+			"search_providers":            {"provider_query": "hello"},
+			"get_provider_details":        pr,
+			"get_latest_provider_version": {"namespace": "test", "name": name, "host": "example.com"},
+			"get_vulnerabilities":         pr,
+			"get_version_usage":           {"namespace": "test", "name": name, "host": "example.com"},
+			"get_lock_blocks":             {"providers": []map[string]any{pr}, "platforms": []string{"linux_amd64"}},
+			"get_policy_verdict":          {"address": "example.com/test/" + name, "version": "1.0.0"},
+			"search_modules":              {"provider": "example.com/test/" + name},
+		}
+	}
+	for name, args := range calls("hello") {
+		if _, msg, isErr := callTool[map[string]any](t, in, name, args); isErr && name != "get_version_usage" {
+			t.Errorf("in's %s of hello: %s", name, msg)
+		}
+	}
+	for name, args := range calls("hello") {
+		res, msg, isErr := callTool[map[string]any](t, out, name, args)
+		b, _ := json.Marshal(res)
+		if strings.Contains(string(b), "test/hello") || strings.Contains(string(b), `"total":1`) {
+			t.Errorf("out's %s names or counts hello: %s", name, b)
+		}
+		if strings.HasPrefix(name, "search_") {
+			continue
+		}
+		_, missing, _ := callTool[map[string]any](t, out, name, calls("nothing")[name])
+		if !isErr || strings.ReplaceAll(msg, "hello", "nothing") != missing {
+			t.Errorf("out's %s of hello is told otherwise than of none:\n%s %s\n%s", name, b, msg, missing)
+		}
+	}
+	if usage, msg, isErr := callTool[map[string]any](t, in, "get_version_usage", calls("hello")["get_version_usage"]); !isErr {
+		t.Errorf("a scoped client reads the usage counts: %v %s", usage, msg)
 	}
 }
