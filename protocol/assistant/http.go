@@ -37,7 +37,7 @@ func HTTPHandler(srv *mcp.Server, origins []string) http.Handler {
 		if r.Method == http.MethodPost && !oneMessage(w, r) {
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(WithRequestHost(r.Context(), r.Host)))
+		h.ServeHTTP(w, r.WithContext(withReadCount(WithRequestHost(r.Context(), r.Host))))
 	})
 }
 

@@ -163,3 +163,26 @@ client "out" {
 		t.Errorf("a scoped client reads the usage counts: %v %s", usage, msg)
 	}
 }
+
+// A tool call reading many catalogue documents spends the caller's
+// request budget for each beyond the first, as reading them from the
+// catalogue would: get_lock_blocks of 20 providers is not 20 page builds
+// for one request of the budget.
+func TestAssistantAttackLockSpendsTheBudget(t *testing.T) {
+	const token = "token-of-ci"
+	p := startFactsCatalog(t, fmt.Sprintf(`
+client "ci" {
+  tokens    = [%q]
+  providers = ["example.com/test/*"]
+  rate      = 0.001
+  burst     = 4
+}
+`, policy.TokenHash(token)), Options{AuthTokens: []string{"operator-token"}, MCP: &MCP{Loopback: true}})
+	cs := mcpSession(t, p, map[string]string{"Authorization": "Bearer " + token})
+	hello := map[string]any{"namespace": "test", "name": "hello", "host": "example.com", "version": "1.0.0"}
+	args := map[string]any{"providers": []map[string]any{hello, hello, hello, hello, hello, hello, hello, hello}, "platforms": []string{"linux_amd64"}}
+	lock, msg, isErr := callTool[struct{ Blocks []any }](t, cs, "get_lock_blocks", args)
+	if !isErr || !strings.Contains(msg, "request budget") {
+		t.Errorf("8 lock blocks on a budget of 4 requests: %d blocks %s", len(lock.Blocks), msg)
+	}
+}
