@@ -186,3 +186,36 @@ client "ci" {
 		t.Errorf("8 lock blocks on a budget of 4 requests: %d blocks %s", len(lock.Blocks), msg)
 	}
 }
+
+// A request sent with another Host does not poison what the tools tell
+// the next caller: usage snippets name the host each caller asked.
+func TestAssistantAttackHostPoisoning(t *testing.T) {
+	p := startCatalog(t, "", Options{MCP: &MCP{Loopback: true}})
+	u, _ := url.Parse(p.URL)
+	for _, path := range []string{"/catalog/modules/example.com/acme/vpc/aws", "/catalog/modules/example.com/acme/vpc/aws/1.1.0", "/catalog/?q=vpc"} {
+		req, _ := http.NewRequest(http.MethodGet, p.URL+path+"?format=json", nil)
+		if strings.Contains(path, "?") {
+			req, _ = http.NewRequest(http.MethodGet, p.URL+path+"&format=json", nil)
+		}
+		req.Host = "evil.example:" + u.Port()
+		req.Header.Set("Accept", "application/json")
+		resp, err := p.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s as evil.example: %d", path, resp.StatusCode)
+		}
+	}
+	cs := mcpSession(t, p, nil)
+	for name, args := range map[string]map[string]any{
+		"get_module_details": {"module_id": "example.com/acme/vpc/aws"},
+		"search_modules":     {"module_query": "vpc"},
+	} {
+		res, msg, _ := callTool[map[string]any](t, cs, name, args)
+		if b, _ := json.Marshal(res); strings.Contains(string(b)+msg, "evil.example") {
+			t.Errorf("%s after a request to evil.example: %s %s", name, b, msg)
+		}
+	}
+}
