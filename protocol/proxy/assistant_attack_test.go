@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 )
 
@@ -217,5 +219,45 @@ func TestAssistantAttackHostPoisoning(t *testing.T) {
 		if b, _ := json.Marshal(res); strings.Contains(string(b)+msg, "evil.example") {
 			t.Errorf("%s after a request to evil.example: %s %s", name, b, msg)
 		}
+	}
+}
+
+// Field-smuggling arguments (a slash in a namespace, an empty part, a
+// module without documented inputs) get an answer or a tool error, never
+// a panic or a protocol error.
+func TestAssistantAttackOddArguments(t *testing.T) {
+	p := startCatalog(t, "", Options{MCP: &MCP{Loopback: true}})
+	cs := mcpSession(t, p, nil)
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"get_module_details", map[string]any{"module_id": "example.com/others/dns/aws"}},
+		{"get_module_details", map[string]any{"module_id": "others/dns/aws", "version": "latest"}},
+		{"get_latest_module_version", map[string]any{"module_publisher": "acme/vpc", "module_name": "aws", "module_provider": ""}},
+		{"get_latest_module_version", map[string]any{"module_publisher": "", "module_name": "", "module_provider": "", "host": "/"}},
+		{"get_provider_details", map[string]any{"namespace": "", "name": "example.com/test/hello"}},
+		{"get_provider_details", map[string]any{"namespace": "test/hello", "name": "x", "host": "example.com"}},
+		{"get_lock_blocks", map[string]any{"providers": []map[string]any{{"namespace": "test", "name": "hello", "version": "1.0.0", "host": "example.com"}}, "platforms": []string{"../linux_amd64", "linux_amd64?x", ""}}},
+		{"get_policy_verdict", map[string]any{"address": "example.com/others/dns/aws", "version": "0.3.0", "kind": "provider"}},
+		{"get_policy_verdict", map[string]any{"address": "", "version": "1.0.0"}},
+		{"search_modules", map[string]any{"provider": "../x", "namespace": "a/b", "status": "x&kind=provider", "page": 10000}},
+		{"search_providers", map[string]any{"provider_query": "\x00\n\u202e", "page": 10000}},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.name, Arguments: c.args})
+		if err != nil {
+			t.Errorf("%s %v: %v", c.name, c.args, err)
+			continue
+		}
+		if b, _ := json.Marshal(res); strings.Contains(string(b), "panic") {
+			t.Errorf("%s %v: %s", c.name, c.args, b)
+		}
+	}
+	d, msg, isErr := callTool[struct {
+		Version string `json:"version"`
+		Inputs  []any  `json:"inputs"`
+	}](t, cs, "get_module_details", map[string]any{"module_id": "example.com/others/dns/aws"})
+	if isErr || d.Version != "0.3.0" || d.Inputs == nil {
+		t.Errorf("a module without inputs: %+v %s", d, msg)
 	}
 }
