@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 )
@@ -49,6 +50,21 @@ func NotFound(err error) bool {
 
 type requestHostKey struct{}
 
+type readsKey struct{}
+
+// withReadCount is ctx counting the catalogue documents one request's
+// tool call reads (Local.Spend).
+func withReadCount(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readsKey{}, new(atomic.Int32))
+}
+
+// laterRead reports whether a read in ctx is past the first of its
+// request.
+func laterRead(ctx context.Context) bool {
+	n, ok := ctx.Value(readsKey{}).(*atomic.Int32)
+	return ok && n.Add(1) > 1
+}
+
 // WithRequestHost is ctx carrying the Host a Streamable HTTP request was
 // sent to: the catalogue writes module addresses with it, as for any
 // client of the proxy.
@@ -66,6 +82,10 @@ type Local struct {
 	// Hostname is the registry hostname of a request to Host (the
 	// server's respond.Responder.RegistryHostname).
 	Hostname func(host string) (string, error)
+	// Spend, when set, is asked before each document a request's tool
+	// call reads past its first (the request itself spent one): the
+	// caller's budget, an error (the 429's) when it is spent.
+	Spend func(ctx context.Context) error
 }
 
 // OwnHost is the registry hostname of the request ctx carries.
@@ -82,6 +102,11 @@ func (l *Local) host(ctx context.Context) string {
 
 // Get asks Handler for the document.
 func (l *Local) Get(ctx context.Context, path string, query url.Values, v any) error {
+	if l.Spend != nil && laterRead(ctx) {
+		if err := l.Spend(ctx); err != nil {
+			return err
+		}
+	}
 	r, err := newRequest(ctx, "http://"+l.host(ctx), path, query)
 	if err != nil {
 		return err

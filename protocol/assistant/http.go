@@ -1,6 +1,10 @@
 package assistant
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -30,8 +34,35 @@ func HTTPHandler(srv *mcp.Server, origins []string) http.Handler {
 			http.Error(w, "Forbidden: the Origin "+clip(o)+" may not use this proxy's MCP endpoint (serve --mcp-allow-origin)", http.StatusForbidden)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(WithRequestHost(r.Context(), r.Host)))
+		if r.Method == http.MethodPost && !oneMessage(w, r) {
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(withReadCount(WithRequestHost(r.Context(), r.Host))))
 	})
+}
+
+// oneMessage reads r's body (at most maxRequestBody bytes, then put
+// back) and refuses a JSON-RPC batch (400): the SDK still takes one from
+// a client of protocol versions before 2025-06-18, and a POST of
+// hundreds of tool calls would spend one request of the caller's
+// budget. It reports whether r may go on.
+func oneMessage(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		http.Error(w, fmt.Sprintf("Request Entity Too Large: a message is at most %d bytes", maxRequestBody), http.StatusRequestEntityTooLarge)
+		return false
+	}
+	if err != nil {
+		http.Error(w, "Bad Request: reading the message: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		http.Error(w, "Bad Request: JSON-RPC batches are not accepted: send one message a request", http.StatusBadRequest)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
 }
 
 // sameOrigin reports whether origin is the proxy as r reached it.

@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/oci-tofu/oci-tofu/protocol/assistant"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 )
 
 // MCP are the options of the assistants' endpoint (serve --mcp;
@@ -63,6 +65,17 @@ func (s *Server) Assistant(defaultHost *string) *mcp.Server {
 		h = s.catalog
 	}
 	cat := &assistant.Local{Handler: h, DefaultHost: host,
-		Hostname: func(host string) (string, error) { return s.out.RegistryHostname(&http.Request{Host: host}) }}
+		Hostname: func(host string) (string, error) { return s.out.RegistryHostname(&http.Request{Host: host}) },
+		Spend:    s.spendOnRead}
 	return assistant.NewServer(cat, s.opts.Version)
+}
+
+// spendOnRead spends a request of the budget of the policy file's
+// client ctx carries, if any (a tool reading many documents costs what
+// reading them from the catalogue would).
+func (s *Server) spendOnRead(ctx context.Context) error {
+	if c, ok := respond.ReaderOf(ctx).(scoped); ok {
+		return s.budgets.spend(c.Client)
+	}
+	return nil
 }
