@@ -41,13 +41,6 @@ type Refusal struct {
 
 func (e *Refusal) Error() string { return e.Message }
 
-// NotFound reports whether err is the catalogue's 404: nothing of that
-// address the caller may read.
-func NotFound(err error) bool {
-	var r *Refusal
-	return errors.As(err, &r) && r.Status == http.StatusNotFound
-}
-
 type requestHostKey struct{}
 
 type readsKey struct{}
@@ -165,8 +158,8 @@ func (rm *Remote) Get(ctx context.Context, path string, query url.Values, v any)
 	return decode(resp.StatusCode, b, v)
 }
 
-// redacted is err without the request's URL query (none is secret, but
-// an error names only what it must).
+// redacted is err without the request's URL (an error names only what
+// it must).
 func redacted(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {

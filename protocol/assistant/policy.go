@@ -42,6 +42,10 @@ func (t *tools) verdict(ctx context.Context, in VerdictIn) (Verdict, error) {
 	if in.Version == "" {
 		return Verdict{}, fmt.Errorf("version: a version is required")
 	}
+	v, err := parseVersion(in.Version)
+	if err != nil || v == nil {
+		return Verdict{}, fmt.Errorf("version %q: want a version such as 1.2.3", clip(in.Version))
+	}
 	kind, err := kindOf(in.Address, in.Kind)
 	if err != nil {
 		return Verdict{}, err
@@ -60,10 +64,6 @@ func (t *tools) verdict(ctx context.Context, in VerdictIn) (Verdict, error) {
 			return Verdict{}, err
 		}
 		vs, address = d.Versions, d.Address
-	}
-	v, err := parseVersion(in.Version)
-	if err != nil || v == nil {
-		return Verdict{}, fmt.Errorf("version %q: want a version such as 1.2.3", clip(in.Version))
 	}
 	for _, s := range vs {
 		if s.Version == v.String() {
