@@ -2,7 +2,9 @@ package assistant
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
@@ -11,31 +13,48 @@ import (
 // maxAddress bounds an address argument.
 const maxAddress = 512
 
-// moduleID is a module address and the version asked for (nil: the
-// newest served), as the catalogue's path names them.
+// moduleID is a module address, the version asked for (nil: the
+// newest served) and the directory shown ("" for the root module,
+// "modules/DIR" or "examples/DIR"), as the catalogue's path names them.
 type moduleID struct {
 	host, namespace, name, system string
 	version                       *names.Version
+	dir                           string
 }
 
-// path is the catalogue path of m.
+// path is the catalogue path of m (a directory's needs m.version).
 func (m moduleID) path() string {
 	p := "modules/" + m.host + "/" + m.namespace + "/" + m.name + "/" + m.system
 	if m.version != nil {
 		p += "/" + m.version.String()
+		if kind, name, ok := strings.Cut(m.dir, "/"); ok {
+			p += "/" + kind + "/" + url.PathEscape(name)
+		}
 	}
 	return p
 }
 
-// parseModuleID reads [HOST/]NAMESPACE/NAME/SYSTEM[/VERSION] (the
-// module_id search_modules returns, or HashiCorp's
-// NAMESPACE/NAME/SYSTEM/VERSION); without HOST the module is the
-// proxy's own (own). version, when not "", is the version asked for.
+// atVersion is m at version v.
+func (m moduleID) atVersion(v names.Version) moduleID {
+	m.version = &v
+	return m
+}
+
+// parseModuleID reads [HOST/]NAMESPACE/NAME/SYSTEM[/VERSION][//DIR]
+// (the module_id search_modules returns, or HashiCorp's
+// NAMESPACE/NAME/SYSTEM/VERSION; DIR a submodule's modules/NAME or an
+// example's examples/NAME, as a module source writes it); without HOST
+// the module is the proxy's own (own). version, when not "", is the
+// version asked for.
 func parseModuleID(s, version, own string) (moduleID, error) {
 	if len(s) > maxAddress {
 		return moduleID{}, fmt.Errorf("module_id is longer than %d bytes", maxAddress)
 	}
-	parts := strings.Split(strings.TrimSpace(s), "/")
+	s, dir, hasDir := strings.Cut(strings.TrimSpace(s), "//")
+	if hasDir && !validDir(dir) {
+		return moduleID{}, fmt.Errorf("module_id %q: after // want modules/NAME or examples/NAME, as get_module_details lists them", clip(s+"//"+dir))
+	}
+	parts := strings.Split(s, "/")
 	hasHost := len(parts) == 5 || len(parts) == 4 && looksLikeHost(parts[0])
 	if !hasHost {
 		parts = append([]string{own}, parts...)
@@ -51,12 +70,26 @@ func parseModuleID(s, version, own string) (moduleID, error) {
 	if err != nil {
 		return moduleID{}, fmt.Errorf("module_id %q: %v", clip(s), err)
 	}
-	id := moduleID{host: host, namespace: m.Namespace, name: m.Name, system: m.System}
+	id := moduleID{host: host, namespace: m.Namespace, name: m.Name, system: m.System, dir: dir}
 	if len(parts) == 5 {
 		version = chooseVersion(parts[4], version)
 	}
 	id.version, err = parseVersion(version)
 	return id, err
+}
+
+// validDir reports whether dir names a submodule or an example as the
+// catalogue's paths do: modules/NAME or examples/NAME, one plain segment
+// (the catalogue looks it up among those the module lists).
+func validDir(dir string) bool {
+	kind, name, ok := strings.Cut(dir, "/")
+	if !ok || kind != "modules" && kind != "examples" || name == "" || len(name) > 255 {
+		return false
+	}
+	if name == "." || name == ".." || strings.ContainsAny(name, "/\\") {
+		return false
+	}
+	return !strings.ContainsFunc(name, unicode.IsControl)
 }
 
 // chooseVersion is the version a module_id names unless the version

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 )
 
@@ -51,13 +52,13 @@ type ModuleHit struct {
 
 // ModuleIn are get_module_details' arguments.
 type ModuleIn struct {
-	ModuleID string `json:"module_id" jsonschema:"[HOST/]NAMESPACE/NAME/SYSTEM[/VERSION] as search_modules returns it; without HOST the proxy's own modules"`
+	ModuleID string `json:"module_id" jsonschema:"[HOST/]NAMESPACE/NAME/SYSTEM[/VERSION] as search_modules returns it (without HOST: the proxy's own modules), and //modules/NAME or //examples/NAME for a submodule or an example"`
 	Version  string `json:"version,omitempty" jsonschema:"the version (default: the newest served)"`
 }
 
 // ModuleDetails is what get_module_details answers.
 type ModuleDetails struct {
-	ModuleID string `json:"module_id" jsonschema:"HOST/NAMESPACE/NAME/SYSTEM/VERSION of the version shown"`
+	ModuleID string `json:"module_id" jsonschema:"HOST/NAMESPACE/NAME/SYSTEM/VERSION[//DIR] of the version and directory shown"`
 	Address  string `json:"address" jsonschema:"the source address a module block writes"`
 	Version  string `json:"version"`
 	Latest   string `json:"latest" jsonschema:"the newest version served"`
@@ -74,7 +75,7 @@ type ModuleDetails struct {
 	Providers    []moduledoc.ProviderRequirement `json:"providers" jsonschema:"the providers it requires"`
 	Modules      []Call                          `json:"modules" jsonschema:"the modules it calls"`
 	Resources    []Resource                      `json:"resources"`
-	Submodules   []string                        `json:"submodules" jsonschema:"its submodules' directories (module_id//DIR)"`
+	Submodules   []string                        `json:"submodules" jsonschema:"its submodules' directories (modules/NAME): get_module_details shows one as MODULE_ID//modules/NAME"`
 	Examples     []string                        `json:"examples" jsonschema:"its examples' directories"`
 	Versions     []catalog.VersionStatus         `json:"versions" jsonschema:"the newest versions, each with the policy's status"`
 	VersionCount int                             `json:"version_count"`
@@ -191,16 +192,40 @@ func (t *tools) moduleDetails(ctx context.Context, in ModuleIn) (ModuleDetails, 
 
 // modulePage is the catalogue's page of the module version id names.
 func (t *tools) modulePage(ctx context.Context, id, version string) (catalog.ModulePage, error) {
+	m, err := t.moduleID(ctx, id, version)
+	if err != nil {
+		return catalog.ModulePage{}, err
+	}
+	return t.readModule(ctx, m)
+}
+
+// moduleID is the module id names, at version when it is not "".
+func (t *tools) moduleID(ctx context.Context, id, version string) (moduleID, error) {
 	own, err := t.cat.OwnHost(ctx)
 	if err != nil {
-		return catalog.ModulePage{}, err
+		return moduleID{}, err
 	}
-	m, err := parseModuleID(id, version, own)
-	if err != nil {
-		return catalog.ModulePage{}, err
+	return parseModuleID(id, version, own)
+}
+
+// readModule is the catalogue's page of m. A directory of the newest
+// version reads the module's page first, to learn which version that is.
+func (t *tools) readModule(ctx context.Context, m moduleID) (catalog.ModulePage, error) {
+	if m.dir != "" && m.version == nil {
+		root := m
+		root.dir = ""
+		d, err := t.readModule(ctx, root)
+		if err != nil {
+			return catalog.ModulePage{}, err
+		}
+		v, err := names.ParseVersion(d.Version)
+		if err != nil {
+			return catalog.ModulePage{}, fmt.Errorf("the catalogue's version %q: %w", clip(d.Version), err)
+		}
+		m = m.atVersion(v)
 	}
 	var d catalog.ModulePage
-	err = t.cat.Get(ctx, m.path(), nil, &d)
+	err := t.cat.Get(ctx, m.path(), nil, &d)
 	return d, err
 }
 
@@ -218,12 +243,17 @@ func (t *tools) latestModule(ctx context.Context, in LatestModuleIn) (Latest, er
 
 // moduleDetails is get_module_details' answer from the page d.
 func moduleDetails(d catalog.ModulePage) ModuleDetails {
-	out := ModuleDetails{ModuleID: d.Host + "/" + d.Namespace + "/" + d.Name + "/" + d.System + "/" + d.Version,
+	id := d.Host + "/" + d.Namespace + "/" + d.Name + "/" + d.System + "/" + d.Version
+	page := catalog.Prefix + "modules/" + id
+	if d.Dir != "" {
+		id, page = id+"//"+d.Dir, page+"/"+d.Dir
+	}
+	out := ModuleDetails{ModuleID: id,
 		Address: d.Address, Version: d.Version, Latest: d.Latest, Status: statusOf(d.Versions, d.Version),
 		Inputs: []Input{}, Outputs: []Output{}, RequiredCore: []string{}, Providers: []moduledoc.ProviderRequirement{},
 		Modules: []Call{}, Resources: []Resource{}, Submodules: dirs(d.Submodules), Examples: dirs(d.Examples),
 		Versions: newest(d.Versions), VersionCount: len(d.Versions),
-		Page: catalog.Prefix + "modules/" + d.Host + "/" + d.Namespace + "/" + d.Name + "/" + d.System + "/" + d.Version}
+		Page: page}
 	if d.Usage != nil {
 		out.Usage, out.UsageOCI, out.Constraint = d.Usage.Registry, d.Usage.OCI, d.Usage.Constraint
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 )
 
@@ -53,7 +54,7 @@ func (t *tools) verdict(ctx context.Context, in VerdictIn) (Verdict, error) {
 	var vs []catalog.VersionStatus
 	var address string
 	if kind == catalog.KindModule {
-		d, err := t.modulePage(ctx, in.Address, "")
+		d, err := t.moduleVersions(ctx, in.Address, *v)
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -71,6 +72,22 @@ func (t *tools) verdict(ctx context.Context, in VerdictIn) (Verdict, error) {
 		}
 	}
 	return Verdict{}, fmt.Errorf("%s %s holds no version %s", kind, address, v)
+}
+
+// moduleVersions is the page of the module address names, at its newest
+// version: it lists every version's status, the one judged among them
+// (a page of a denied version itself would be refused). A version in
+// address must be v.
+func (t *tools) moduleVersions(ctx context.Context, address string, v names.Version) (catalog.ModulePage, error) {
+	m, err := t.moduleID(ctx, address, "")
+	if err != nil {
+		return catalog.ModulePage{}, err
+	}
+	if m.version != nil && m.version.String() != v.String() {
+		return catalog.ModulePage{}, fmt.Errorf("address %q names version %s, version %s: give one", clip(address), m.version, v)
+	}
+	m.version, m.dir = nil, ""
+	return t.readModule(ctx, m)
 }
 
 // kindOf is what address is: kind when given, else by its parts.

@@ -106,7 +106,7 @@ func TestAssistantModuleTools(t *testing.T) {
 			t.Errorf("verdict of %s: %+v %s, want %s", v, got, msg, want)
 		}
 	}
-	if _, msg, isErr := callTool[details](t, cs, "get_module_details", map[string]any{"module_id": "example.com/nobody/vpc/aws"}); !isErr || !strings.Contains(msg, "") {
+	if _, msg, isErr := callTool[details](t, cs, "get_module_details", map[string]any{"module_id": "example.com/nobody/vpc/aws"}); !isErr || !strings.Contains(msg, "nobody/vpc/aws") {
 		t.Errorf("unknown module: %q", msg)
 	}
 	tools, err := cs.ListTools(context.Background(), nil)
@@ -324,6 +324,69 @@ func TestAssistantExposureRefused(t *testing.T) {
 		_, err := New(Options{MCP: m, ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+t.TempDir()+"/${namespace}/${name}/${system}")}})
 		if err == nil || !strings.Contains(err.Error(), "--mcp on an address other than loopback") {
 			t.Errorf("%+v: %v", m, err)
+		}
+	}
+}
+
+// A verdict is read from the module's own page, which lists every
+// version's status, however the address is written: HashiCorp's
+// NAMESPACE/NAME/SYSTEM/VERSION form names a version whose own page
+// (denied) the catalogue refuses.
+func TestAssistantVerdictOfAVersionedAddress(t *testing.T) {
+	p := startCatalog(t, "", Options{MCP: &MCP{Loopback: true}})
+	cs := mcpSession(t, p, nil)
+	type verdict struct {
+		Verdict string `json:"verdict"`
+		Rule    string `json:"rule"`
+	}
+	for address, want := range map[string]string{
+		"example.com/acme/vpc/aws/2.0.0": "denied",
+		"example.com/acme/vpc/aws/1.1.0": "deprecated",
+	} {
+		_, version, _ := strings.Cut(strings.TrimPrefix(address, "example.com/acme/vpc/aws"), "/")
+		got, msg, isErr := callTool[verdict](t, cs, "get_policy_verdict", map[string]any{"address": address, "version": version})
+		if isErr || got.Verdict != want {
+			t.Errorf("verdict of %s: %+v %s, want %s", address, got, msg, want)
+		}
+	}
+	_, msg, isErr := callTool[verdict](t, cs, "get_policy_verdict", map[string]any{"address": "example.com/acme/vpc/aws/2.0.0", "version": "1.0.0"})
+	if !isErr || !strings.Contains(msg, "names version 2.0.0") {
+		t.Errorf("two versions: %q", msg)
+	}
+}
+
+// A submodule or an example is shown as MODULE_ID//modules/NAME, as a
+// module source names it, at the newest version or the one asked.
+func TestAssistantModuleDirectories(t *testing.T) {
+	p := startCatalog(t, "", Options{MCP: &MCP{Loopback: true}})
+	cs := mcpSession(t, p, nil)
+	type details struct {
+		ModuleID   string   `json:"module_id"`
+		Usage      string   `json:"usage"`
+		Submodules []string `json:"submodules"`
+		Page       string   `json:"page"`
+		Inputs     []struct {
+			Name string `json:"name"`
+		} `json:"inputs"`
+	}
+	root, msg, isErr := callTool[details](t, cs, "get_module_details", map[string]any{"module_id": "example.com/acme/vpc/aws"})
+	if isErr || !slices.Equal(root.Submodules, []string{"modules/subnets"}) {
+		t.Fatalf("root: %+v %s", root, msg)
+	}
+	sub, msg, isErr := callTool[details](t, cs, "get_module_details", map[string]any{"module_id": "example.com/acme/vpc/aws//" + root.Submodules[0]})
+	page, _ := getCatalog[catalog.ModulePage](t, p, "/catalog/modules/example.com/acme/vpc/aws/1.1.0/modules/subnets", nil)
+	if isErr || sub.ModuleID != "example.com/acme/vpc/aws/1.1.0//modules/subnets" || len(sub.Inputs) != 1 || sub.Inputs[0].Name != "vpc_id" ||
+		sub.Usage != page.Usage.Registry || !strings.Contains(sub.Usage, "//modules/subnets") || sub.Page != "/catalog/modules/example.com/acme/vpc/aws/1.1.0/modules/subnets" {
+		t.Errorf("submodule: %+v %s\npage usage %q", sub, msg, page.Usage.Registry)
+	}
+	ex, msg, isErr := callTool[details](t, cs, "get_module_details", map[string]any{"module_id": "example.com/acme/vpc/aws/1.0.0//examples/simple"})
+	if isErr || ex.ModuleID != "example.com/acme/vpc/aws/1.0.0//examples/simple" || ex.Usage != "" {
+		t.Errorf("example: %+v %s", ex, msg)
+	}
+	for _, bad := range []string{"//modules/../x", "//foo/bar", "//modules/a/b", "//modules/", "//modules/a%2f..", "//modules/none"} {
+		_, msg, isErr := callTool[details](t, cs, "get_module_details", map[string]any{"module_id": "example.com/acme/vpc/aws" + bad})
+		if !isErr || msg == "" {
+			t.Errorf("%s: answered", bad)
 		}
 	}
 }
