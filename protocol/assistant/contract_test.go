@@ -35,7 +35,7 @@ func session(t *testing.T, cat assistant.Catalogue) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := assistant.NewServer(cat, "test").Connect(ctx, st, nil)
+	ss, err := assistant.NewServer(cat, assistant.Options{Version: "test"}).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ type SearchModulesOut struct {
 // ModuleHit is a module search_modules found.
 type ModuleHit struct {
 	ModuleID string        `json:"module_id" jsonschema:"HOST/NAMESPACE/NAME/SYSTEM: what get_module_details takes"`
-	Address  string        `json:"address" jsonschema:"the source address a module block writes"`
+	Address  string        `json:"address,omitempty" jsonschema:"the source address a module block writes through the proxy (absent when no proxy serves it: get_module_details gives the oci:// source)"`
 	Latest   string        `json:"latest" jsonschema:"the newest version served, empty when none is"`
 	Versions int           `json:"versions" jsonschema:"how many versions are served"`
 	Hits     []catalog.Hit `json:"hits" jsonschema:"where the query matched beside the address"`
@@ -59,16 +59,16 @@ type ModuleIn struct {
 // ModuleDetails is what get_module_details answers.
 type ModuleDetails struct {
 	ModuleID string `json:"module_id" jsonschema:"HOST/NAMESPACE/NAME/SYSTEM/VERSION[//DIR] of the version and directory shown"`
-	Address  string `json:"address" jsonschema:"the source address a module block writes"`
+	Address  string `json:"address" jsonschema:"the source address a module block writes (oci://REPOSITORY when no proxy serves it)"`
 	Version  string `json:"version"`
 	Latest   string `json:"latest" jsonschema:"the newest version served"`
 	// Status is the policy's word on the version shown.
 	Status catalog.VersionStatus `json:"status"`
 	// Usage is a module block calling the version through the proxy;
 	// UsageOCI the same with OpenTofu's oci:// source.
-	Usage        string                          `json:"usage" jsonschema:"a module block calling this version through the proxy, each required input set to a placeholder of its type"`
+	Usage        string                          `json:"usage" jsonschema:"a module block calling this version through the proxy (or by its oci:// source when no proxy serves it; empty for an example, or a module in an OCI layout directory without a proxy), each required input set to a placeholder of its type"`
 	UsageOCI     string                          `json:"usage_oci,omitempty" jsonschema:"the same with OpenTofu's oci:// source (tofu 1.10 and later, no proxy)"`
-	Constraint   string                          `json:"constraint" jsonschema:"the version constraint usage writes"`
+	Constraint   string                          `json:"constraint" jsonschema:"the version constraint usage writes (empty for an oci:// source: it names a tag)"`
 	Inputs       []Input                         `json:"inputs"`
 	Outputs      []Output                        `json:"outputs"`
 	RequiredCore []string                        `json:"required_core" jsonschema:"the OpenTofu/Terraform version constraints"`
@@ -160,8 +160,12 @@ func (t *tools) searchModules(ctx context.Context, in SearchModulesIn) (SearchMo
 	}
 	out := SearchModulesOut{Modules: []ModuleHit{}, Total: d.Total, Page: d.Page, Pages: d.Pages, Complete: d.Complete}
 	for _, e := range d.Modules {
-		out.Modules = append(out.Modules, ModuleHit{ModuleID: e.Host + "/" + e.Namespace + "/" + e.Name + "/" + e.System,
-			Address: e.Address, Latest: e.Latest, Versions: e.Versions, Hits: nonNil(e.Hits)})
+		h := ModuleHit{ModuleID: e.Host + "/" + e.Namespace + "/" + e.Name + "/" + e.System,
+			Address: e.Address, Latest: e.Latest, Versions: e.Versions, Hits: nonNil(e.Hits)}
+		if t.direct {
+			h.Address = ""
+		}
+		out.Modules = append(out.Modules, h)
 	}
 	return out, nil
 }
@@ -187,7 +191,14 @@ func (t *tools) moduleDetails(ctx context.Context, in ModuleIn) (ModuleDetails, 
 	if err != nil {
 		return ModuleDetails{}, err
 	}
-	return moduleDetails(d), nil
+	out := moduleDetails(d)
+	if t.direct {
+		out.Address, out.Usage, out.Constraint = "", out.UsageOCI, ""
+		if out.UsageOCI != "" { // oci:// reads registries, not layouts
+			out.Address = "oci://" + d.Repository
+		}
+	}
+	return out, nil
 }
 
 // modulePage is the catalogue's page of the module version id names.

@@ -16,20 +16,33 @@ const (
 		"to what the caller may read."
 )
 
-// NewServer is the MCP server of the tools over cat, reporting version
-// as its own.
-func NewServer(cat Catalogue, version string) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "oci-tofu catalogue", Version: version},
+// Options shape the server.
+type Options struct {
+	// Version is reported as the server's.
+	Version string
+	// Direct says no proxy serves the catalogue's addresses to the
+	// caller's tofu (oci-tofu mcp reading the registry itself): a
+	// module's usage is then its oci:// source, and its address the
+	// repository's.
+	Direct bool
+}
+
+// NewServer is the MCP server of the tools over cat.
+func NewServer(cat Catalogue, opts Options) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "oci-tofu catalogue", Version: opts.Version},
 		&mcp.ServerOptions{Instructions: instructions})
-	t := &tools{cat: cat}
+	t := &tools{cat: cat, direct: opts.Direct}
 	addModuleTools(s, t)
 	addProviderTools(s, t)
 	addPolicyTools(s, t)
 	return s
 }
 
-// tools answer the tool calls from the catalogue.
-type tools struct{ cat Catalogue }
+// tools answer the tool calls from the catalogue (direct: Options.Direct).
+type tools struct {
+	cat    Catalogue
+	direct bool
+}
 
 // readOnly is a tool that reads the catalogue only: it changes nothing,
 // asks the same of the same, and reaches only the proxy's registry.

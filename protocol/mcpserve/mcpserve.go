@@ -68,7 +68,7 @@ func newServer(opts Options) (*mcp.Server, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return assistant.NewServer(cat, opts.Version), func() {}, nil
+		return assistant.NewServer(cat, assistant.Options{Version: opts.Version}), func() {}, nil
 	}
 	if opts.Registry.ProviderTemplate == "" && opts.Registry.ModuleTemplate == "" {
 		return nil, nil, errors.New("give --proxy URL, or --provider-template and/or --module-template to read the registry")
@@ -77,11 +77,11 @@ func newServer(opts Options) (*mcp.Server, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	host := opts.RegistryHostname
-	if host == "" {
-		host = "localhost"
-	}
-	return srv.Assistant(&host), func() { srv.Close(context.Background()) }, nil
+	// Without a proxy's hostname, no proxy serves these addresses: the
+	// usage is the registry's oci:// source.
+	direct := opts.RegistryHostname == ""
+	return srv.Assistant(opts.RegistryHostname, assistant.Options{Version: opts.Version, Direct: direct}),
+		func() { srv.Close(context.Background()) }, nil
 }
 
 // remote is the catalogue of the proxy at opts.Proxy.

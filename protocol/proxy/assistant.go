@@ -46,7 +46,7 @@ func (s *Server) routeMCP() {
 	if s.opts.MCP == nil || s.catalog == nil {
 		return
 	}
-	srv := s.Assistant(nil)
+	srv := s.Assistant("", assistant.Options{})
 	h := assistant.HTTPHandler(srv, s.opts.MCP.Origins)
 	s.mux.Handle(assistant.Path, s.instrument("mcp", s.Authenticate(h)))
 }
@@ -54,11 +54,14 @@ func (s *Server) routeMCP() {
 // Assistant is the MCP server of the tools over this server's
 // catalogue; a tool call whose context carries no Host
 // (assistant.WithRequestHost) reads it as a request to defaultHost
-// would (nil: "localhost").
-func (s *Server) Assistant(defaultHost *string) *mcp.Server {
-	host := "localhost"
-	if defaultHost != nil {
-		host = *defaultHost
+// would ("": localhost). opts.Version "" is the server's.
+func (s *Server) Assistant(defaultHost string, opts assistant.Options) *mcp.Server {
+	host := defaultHost
+	if host == "" {
+		host = "localhost"
+	}
+	if opts.Version == "" {
+		opts.Version = s.opts.Version
 	}
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
 	if s.catalog != nil {
@@ -67,7 +70,7 @@ func (s *Server) Assistant(defaultHost *string) *mcp.Server {
 	cat := &assistant.Local{Handler: h, DefaultHost: host,
 		Hostname: func(host string) (string, error) { return s.out.RegistryHostname(&http.Request{Host: host}) },
 		Spend:    s.spendOnRead}
-	return assistant.NewServer(cat, s.opts.Version)
+	return assistant.NewServer(cat, opts)
 }
 
 // spendOnRead spends a request of the budget of the policy file's
