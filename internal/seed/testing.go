@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
@@ -141,4 +143,19 @@ func SmallArtifact(t testing.TB, content string) *oci.Artifact {
 		t.Fatal(err)
 	}
 	return &oci.Artifact{Blobs: []oci.Blob{b, cfg}, Manifests: []oci.Manifest{m}}
+}
+
+// TestdataModule is the package zip of testdata/modules/NAME, packed as
+// push packs it.
+func TestdataModule(t testing.TB, name string) []byte {
+	t.Helper()
+	z, err := modulepkg.Pack(context.Background(), testenv.Testdata(t, "modules", name), modulepkg.Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(z.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

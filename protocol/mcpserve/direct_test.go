@@ -3,15 +3,12 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/internal/seed"
-	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/show"
 )
@@ -25,14 +22,7 @@ func moduleDetailsOf(t *testing.T, hostname string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	z, err := modulepkg.Pack(context.Background(), testenv.Testdata(t, "modules", "greeting"), modulepkg.Options{TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(z.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := seed.TestdataModule(t, "greeting")
 	repo, err := client.Open(oci.Reference{Layout: true, Repository: dir + "/acme/greeting/aws"})
 	if err != nil {
 		t.Fatal(err)

@@ -3,14 +3,11 @@ package show_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/oci-tofu/oci-tofu/convert/modulepkg"
 	"github.com/oci-tofu/oci-tofu/internal/seed"
-	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
@@ -23,14 +20,7 @@ import (
 func greetingLayout(t *testing.T, client *oci.Client) string {
 	t.Helper()
 	dir := t.TempDir()
-	z, err := modulepkg.Pack(context.Background(), testenv.Testdata(t, "modules", "greeting"), modulepkg.Options{TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(z.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := seed.TestdataModule(t, "greeting")
 	repo, err := client.Open(oci.Reference{Layout: true, Repository: dir + "/acme/greeting/aws"})
 	if err != nil {
 		t.Fatal(err)
