@@ -81,7 +81,55 @@ func TestToolsAreTheContract(t *testing.T) {
 		if tl.OutputSchema == nil {
 			t.Errorf("%s has no output schema", tl.Name)
 		}
+		for _, path := range bareSchemas(tl.InputSchema, "inputSchema") {
+			t.Errorf("%s: %s is a bare boolean, not a schema object (clients mapping tool schemas to a single-type dialect reject it)", tl.Name, path)
+		}
+		for _, path := range bareSchemas(tl.OutputSchema, "outputSchema") {
+			t.Errorf("%s: %s is a bare boolean, not a schema object (clients mapping tool schemas to a single-type dialect reject it)", tl.Name, path)
+		}
 	}
+}
+
+// bareSchemas are the paths under schema (as JSON) where a subschema is
+// written as true or false instead of an object: legal JSON Schema, but
+// the MCP Inspector's portability check counts it an error.
+func bareSchemas(schema any, at string) []string {
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return []string{at + ": " + err.Error()}
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return []string{at + ": " + err.Error()}
+	}
+	return bareIn(v, at)
+}
+
+// bareIn walks a schema's subschemas: properties, items and the
+// combinators.
+func bareIn(v any, at string) []string {
+	if _, ok := v.(bool); ok {
+		return []string{at}
+	}
+	m, _ := v.(map[string]any)
+	var out []string
+	if props, ok := m["properties"].(map[string]any); ok {
+		for name, p := range props {
+			out = append(out, bareIn(p, at+".properties."+name)...)
+		}
+	}
+	for _, key := range []string{"items", "not"} {
+		if sub, ok := m[key]; ok {
+			out = append(out, bareIn(sub, at+"."+key)...)
+		}
+	}
+	for _, key := range []string{"anyOf", "oneOf", "allOf"} {
+		subs, _ := m[key].([]any)
+		for i, sub := range subs {
+			out = append(out, bareIn(sub, at+"."+key+"["+strconv.Itoa(i)+"]")...)
+		}
+	}
+	return out
 }
 
 // Every tool of the contract is documented in docs/assistants.md.

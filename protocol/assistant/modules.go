@@ -87,7 +87,7 @@ type Input struct {
 	Name        string `json:"name"`
 	Type        string `json:"type" jsonschema:"the type constraint as written, empty for any"`
 	Required    bool   `json:"required"`
-	Default     any    `json:"default,omitempty"`
+	Default     Value  `json:"default,omitempty"`
 	Description string `json:"description,omitempty"`
 	Sensitive   bool   `json:"sensitive,omitempty"`
 	Nullable    bool   `json:"nullable"`
@@ -286,8 +286,8 @@ func inputs(in []moduledoc.Input) []Input {
 }
 
 // value is the JSON value raw holds (nil for none).
-func value(raw json.RawMessage) any {
-	var v any
+func value(raw json.RawMessage) Value {
+	var v Value
 	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
 		return nil
 	}

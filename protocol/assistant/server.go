@@ -2,6 +2,9 @@ package assistant
 
 import (
 	"context"
+	"reflect"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -56,8 +59,30 @@ func readOnly(name, title, description string) *mcp.Tool {
 // input schema before it is called, and Out against the output schema.
 type handler[In, Out any] func(ctx context.Context, in In) (Out, error)
 
+// Value is any JSON value (a variable's default): its schema names each
+// JSON type as a branch of its own, not the bare schema true that
+// clients mapping tool schemas onto a single-type dialect reject.
+type Value any
+
+// valueSchema is Value's schema.
+var valueSchema = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+	{Type: "string"}, {Type: "number"}, {Type: "boolean"}, {Type: "array"}, {Type: "object"}, {Type: "null"},
+}}
+
+// schemaOf is the schema of a tool's Out.
+func schemaOf[Out any]() *jsonschema.Schema {
+	s, err := jsonschema.For[Out](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[Value](): valueSchema,
+	}})
+	if err != nil {
+		panic("assistant: the output schema of a tool: " + err.Error()) // a programming error, caught by every test
+	}
+	return s
+}
+
 // add adds the tool t answered by h.
 func add[In, Out any](s *mcp.Server, t *mcp.Tool, h handler[In, Out]) {
+	t.OutputSchema = schemaOf[Out]()
 	mcp.AddTool(s, t, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		out, err := h(ctx, in)
 		return nil, out, err
