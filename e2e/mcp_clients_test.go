@@ -24,11 +24,11 @@ import (
 // and an audit trail.
 type mcpProxy struct {
 	*served
-	args     []string // serve's arguments but for where it listens
-	ca       *testenv.CA
+	args []string // serve's arguments but for where it listens
+	ca   *testenv.CA
 	// providerHost is the hostname the catalogue lists providers under.
 	providerHost string
-	contract []string
+	contract     []string
 }
 
 func startMCPProxy(t *testing.T) *mcpProxy {
