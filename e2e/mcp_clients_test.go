@@ -244,7 +244,11 @@ func (p *mcpProxy) callEveryTool(t *testing.T, in inspector) map[string]bool {
 		t.Errorf("search_providers hello: %s", ps)
 	}
 	provider := []string{"host=" + p.providerHost, "namespace=test", "name=hello"}
-	pd := call("get_provider_details", provider...)
+	// Without a host, as an assistant asks after search_providers: the
+	// provider is not held under registry.opentofu.org, but under the
+	// proxy's own host (a --provider-template without ${hostname}).
+	pd := call("get_provider_details", "namespace=test", "name=hello")
+	want("get_provider_details", "address", pd["address"], p.providerHost+"/test/hello")
 	want("get_provider_details", "version", pd["version"], "1.0.0")
 	if plats := mustJSON(t, pd["platforms"]); !strings.Contains(plats, "linux_amd64") {
 		t.Errorf("get_provider_details platforms: %s", plats)

@@ -2,7 +2,9 @@ package assistant
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -43,7 +45,7 @@ type ProviderHit struct {
 type ProviderIn struct {
 	Namespace string `json:"namespace" jsonschema:"the provider's namespace, e.g. hashicorp"`
 	Name      string `json:"name" jsonschema:"the provider's type, e.g. aws"`
-	Host      string `json:"host,omitempty" jsonschema:"the provider's registry host (default registry.opentofu.org)"`
+	Host      string `json:"host,omitempty" jsonschema:"the provider's registry host (default registry.opentofu.org, else the proxy's own host when it holds the provider there)"`
 	Version   string `json:"version,omitempty" jsonschema:"the version (default: the newest served)"`
 }
 
@@ -60,7 +62,7 @@ func (in ProviderIn) address() string {
 type LatestProviderIn struct {
 	Namespace string `json:"namespace" jsonschema:"the provider's namespace, e.g. hashicorp"`
 	Name      string `json:"name" jsonschema:"the provider's type, e.g. aws"`
-	Host      string `json:"host,omitempty" jsonschema:"the provider's registry host (default registry.opentofu.org)"`
+	Host      string `json:"host,omitempty" jsonschema:"the provider's registry host (default registry.opentofu.org, else the proxy's own host when it holds the provider there)"`
 }
 
 // ProviderDetails is what get_provider_details answers.
@@ -114,7 +116,7 @@ type LockIn struct {
 type LockProvider struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	Host      string `json:"host,omitempty" jsonschema:"default registry.opentofu.org"`
+	Host      string `json:"host,omitempty" jsonschema:"default registry.opentofu.org, else the proxy's own host when it holds the provider there"`
 	Version   string `json:"version"`
 }
 
@@ -173,7 +175,11 @@ func (t *tools) searchProviders(ctx context.Context, in SearchProvidersIn) (Sear
 }
 
 // providerPage is the catalogue's page of the provider version in names,
-// its lock block for platforms.
+// its lock block for platforms. An address without a host is
+// registry.opentofu.org's, as tofu reads it, else (when the catalogue
+// holds nothing there) the proxy's own host's: a --provider-template
+// without ${hostname} lists what it holds under the proxy's host, and
+// search_providers names it so.
 func (t *tools) providerPage(ctx context.Context, address, version string, platforms []string) (catalog.ProviderPage, error) {
 	p, v, err := parseProvider(address, version)
 	if err != nil {
@@ -185,7 +191,32 @@ func (t *tools) providerPage(ctx context.Context, address, version string, platf
 	}
 	var d catalog.ProviderPage
 	err = t.cat.Get(ctx, providerPath(p, v), q, &d)
+	if own := t.ownProviderHost(ctx, address); own != "" && own != p.Hostname && notHeld(err) {
+		p.Hostname = own
+		d = catalog.ProviderPage{}
+		err = t.cat.Get(ctx, providerPath(p, v), q, &d)
+	}
 	return d, err
+}
+
+// ownProviderHost is the proxy's own host when address names no host,
+// "" otherwise.
+func (t *tools) ownProviderHost(ctx context.Context, address string) string {
+	if strings.Count(address, "/") != 1 {
+		return ""
+	}
+	own, err := t.cat.OwnHost(ctx)
+	if err != nil {
+		return ""
+	}
+	return own
+}
+
+// notHeld reports whether err is the catalogue's refusal of an address
+// it does not show (held nowhere here, or out of the caller's scope).
+func notHeld(err error) bool {
+	var r *Refusal
+	return errors.As(err, &r) && r.Status == http.StatusNotFound
 }
 
 func (t *tools) providerDetails(ctx context.Context, in ProviderIn) (ProviderDetails, error) {
