@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 )
 
-// mcpProxy is a proxy serving the assistants' tools at /mcp (loopback,
-// no client authentication) over a registry holding acme/greeter/generic
-// 1.0.0 and 1.1.0 and test/hello 1.0.0, with a vulnerability database
-// and an audit trail.
+// mcpProxy is a proxy serving the assistants' tools at /mcp (loopback)
+// over a registry holding, for each tenant T, the module
+// T/greeter/generic 1.0.0 and 1.1.0 and the provider T/hello 1.0.0,
+// with a vulnerability database and an audit trail.
 type mcpProxy struct {
 	*served
 	args []string // serve's arguments but for where it listens
@@ -31,18 +32,23 @@ type mcpProxy struct {
 	contract     []string
 }
 
-func startMCPProxy(t *testing.T) *mcpProxy {
+func startMCPProxy(t *testing.T, policyFile string, tenants ...string) *mcpProxy {
 	t.Helper()
 	isolateCache(t)
 	reg := testenv.StartRegistry(t)
-	for _, v := range []string{"1.0.0", "1.1.0"} {
-		pushModule(t, writeGreeter(t, v), reg.Host+"/modules/acme/greeter/generic:"+v)
+	for _, tenant := range tenants {
+		for _, v := range []string{"1.0.0", "1.1.0"} {
+			pushModule(t, writeGreeter(t, v), reg.Host+"/modules/"+tenant+"/greeter/generic:"+v)
+		}
+		mustRun(t, "push", "provider", "--quiet", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"),
+			testenv.Testdata(t, "providers", "hello", "1.0.0"), reg.Host+"/providers/"+tenant+"/hello")
 	}
-	mustRun(t, "push", "provider", "--quiet", "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"),
-		testenv.Testdata(t, "providers", "hello", "1.0.0"), reg.Host+"/providers/test/hello")
 	args := []string{"--mcp", "--module-template", reg.Host + "/modules/${namespace}/${name}/${system}",
 		"--provider-template", reg.Host + "/providers/${namespace}/${type}",
 		"--vuln-db", vulnFixtureDB(t), "--audit-log", filepath.Join(t.TempDir(), "audit.log")}
+	if policyFile != "" {
+		args = append(args, "--policy", policyFile)
+	}
 	s := startServe(t, args...)
 	return &mcpProxy{served: s, args: args, ca: testenv.NewCA(t), providerHost: "localhost", contract: contractTools(t)}
 }
@@ -109,14 +115,17 @@ type inspector struct {
 
 // transports are the two ways an assistant reaches the tools: oci-tofu
 // mcp on its machine, asking the proxy as a client (stdio), and the
-// proxy's own /mcp (Streamable HTTP).
-func (p *mcpProxy) transports(t *testing.T) map[string]inspector {
+// proxy's own /mcp (Streamable HTTP); with token, as that client.
+func (p *mcpProxy) transports(t *testing.T, token string) map[string]inspector {
 	bin := testenv.Tool(t, "mcp-inspector")
 	env := append(testenvEnv(t), "NODE_EXTRA_CA_CERTS="+p.ca.CertFile)
-	return map[string]inspector{
-		"stdio": {bin, []string{ociTofu, "mcp", "--proxy", p.URL, "--proxy-ca-file", p.ca.CertFile}, env},
-		"http":  {bin, []string{p.URL + "/mcp"}, env},
+	stdio := []string{ociTofu, "mcp", "--proxy", p.URL, "--proxy-ca-file", p.ca.CertFile}
+	http := []string{p.URL + "/mcp"}
+	if token != "" {
+		stdio = append([]string{"-e", "OCI_TOFU_TOKEN=" + token}, stdio...)
+		http = append(http, "--header", "Authorization: Bearer "+token)
 	}
+	return map[string]inspector{"stdio": {bin, stdio, env}, "http": {bin, http, env}}
 }
 
 // run is the inspector's output (JSON on stdout) and its error.
@@ -169,8 +178,8 @@ func errString(err error) string {
 // and calls each against the fixtures; an unknown tool and a wrong
 // argument type are refused with an error that names them.
 func TestMCPInspectorCallsEveryTool(t *testing.T) {
-	p := startMCPProxy(t)
-	for name, in := range p.transports(t) {
+	p := startMCPProxy(t, "", "test")
+	for name, in := range p.transports(t, "") {
 		t.Run(name, func(t *testing.T) {
 			out, errOut, err := in.run(t, "--method", "tools/list", "--strict")
 			if err != nil {
@@ -206,7 +215,7 @@ func TestMCPInspectorCallsEveryTool(t *testing.T) {
 // checks what each says; it returns the tools called.
 func (p *mcpProxy) callEveryTool(t *testing.T, in inspector) map[string]bool {
 	t.Helper()
-	module := p.Host + "/acme/greeter/generic"
+	module := p.Host + "/test/greeter/generic"
 	called := map[string]bool{}
 	call := func(tool string, args ...string) map[string]any {
 		t.Helper()
@@ -238,7 +247,7 @@ func (p *mcpProxy) callEveryTool(t *testing.T, in inspector) map[string]bool {
 		t.Errorf("get_module_details inputs: %s", ins)
 	}
 	want("get_latest_module_version", "version",
-		call("get_latest_module_version", "module_publisher=acme", "module_name=greeter", "module_provider=generic")["version"], "1.1.0")
+		call("get_latest_module_version", "module_publisher=test", "module_name=greeter", "module_provider=generic")["version"], "1.1.0")
 	ps := mustJSON(t, call("search_providers", "provider_query=hello")["providers"])
 	if !strings.Contains(ps, "test/hello") {
 		t.Errorf("search_providers hello: %s", ps)
@@ -267,6 +276,67 @@ func (p *mcpProxy) callEveryTool(t *testing.T, in inspector) map[string]bool {
 	return called
 }
 
+// Two clients, one proxy, the MCP Inspector as each: after one has
+// called every tool on its own modules and providers (warming every
+// cache), the other, over stdio and over /mcp, finds none of them, is
+// told of each as of an address that holds nothing, and sees only its
+// own in searches.
+func TestMCPInspectorScopes(t *testing.T) {
+	tokens := map[string]string{"acme": "acme-token-for-the-mcp-test", "beta": "beta-token-for-the-mcp-test"}
+	pol := filepath.Join(t.TempDir(), "policy.hcl")
+	var clients strings.Builder
+	for tenant, token := range tokens {
+		fmt.Fprintf(&clients, "client %q {\n  tokens    = [%q]\n  modules   = [\"*/%s/*/*\"]\n  providers = [\"localhost/%s/*\"]\n}\n",
+			tenant, policy.TokenHash(token), tenant, tenant)
+	}
+	if err := os.WriteFile(pol, []byte(clients.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startMCPProxy(t, pol, "acme", "beta")
+	for own, other := range map[string]string{"acme": "beta", "beta": "acme"} {
+		warm := p.transports(t, tokens[other])["http"]
+		for tool, args := range p.tenantCalls(other) {
+			if _, isErr, text := warm.call(t, tool, args...); isErr {
+				t.Errorf("%s's own %s: %s", other, tool, text)
+			}
+		}
+		for transport, in := range p.transports(t, tokens[own]) {
+			for tool, args := range p.tenantCalls(other) {
+				res, isErr, text := in.call(t, tool, args...)
+				if !isErr || len(res) > 0 {
+					t.Errorf("%s over %s: %s of %s's: %v %s %s", own, transport, tool, other, isErr, mustJSON(t, res), text)
+				}
+				_, _, none := in.call(t, tool, strings.Split(strings.ReplaceAll(strings.Join(args, "\x00"), other, "nobody"), "\x00")...)
+				if strings.ReplaceAll(text, other, "nobody") != none {
+					t.Errorf("%s over %s: %s of %s's is told otherwise than of nothing:\n%s\n%s", own, transport, tool, other, text, none)
+				}
+			}
+			for tool, field := range map[string]string{"search_modules": "modules", "search_providers": "providers"} {
+				res, isErr, text := in.call(t, tool)
+				if found := mustJSON(t, res[field]); isErr || strings.Contains(found, other+"/") || !strings.Contains(found, own+"/") {
+					t.Errorf("%s over %s: %s finds %s %s", own, transport, tool, found, text)
+				}
+			}
+		}
+	}
+}
+
+// tenantCalls are the calls of every tool naming one of tenant's
+// modules or providers.
+func (p *mcpProxy) tenantCalls(tenant string) map[string][]string {
+	module := p.Host + "/" + tenant + "/greeter/generic"
+	provider := []string{"host=" + p.providerHost, "namespace=" + tenant, "name=hello"}
+	return map[string][]string{
+		"get_module_details":          {"module_id=" + module},
+		"get_latest_module_version":   {"module_publisher=" + tenant, "module_name=greeter", "module_provider=generic"},
+		"get_policy_verdict":          {"address=" + module, "version=1.1.0"},
+		"get_provider_details":        provider,
+		"get_latest_provider_version": provider,
+		"get_vulnerabilities":         append(slices.Clone(provider), "version=1.0.0"),
+		"get_lock_blocks":             {`providers=[{"host":"` + p.providerHost + `","namespace":"` + tenant + `","name":"hello","version":"1.0.0"}]`},
+	}
+}
+
 // conformanceScenarios are the MCP conformance suite's server scenarios
 // that apply to a stateless, read-only tools server. Left out, because
 // they test what this server does not offer and need not: the
@@ -292,7 +362,7 @@ var conformanceScenarios = []string{
 // loopback: each with no failed check.
 func TestMCPConformanceServerScenarios(t *testing.T) {
 	conformance := testenv.Tool(t, "mcp-conformance")
-	p := startMCPProxy(t)
+	p := startMCPProxy(t, "", "test")
 	env := append(testenvEnv(t), "NODE_EXTRA_CA_CERTS="+p.ca.CertFile)
 	check := func(url, scenario string) {
 		t.Helper()
