@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
 )
 
 // mcpProxy is a proxy serving the assistants' tools at /mcp (loopback)
