@@ -37,7 +37,7 @@ func (r *resolveCounter) Resolve(ctx context.Context, ref string) (ocispec.Descr
 func TestHeldIndexBoundsHashedEntries(t *testing.T) {
 	ctx := context.Background()
 	reg := testenv.StartRegistry(t)
-	client := newCatalogClient(t, reg, 0)
+	client := registryClient(t, reg)
 	ref := oci.Reference{Registry: reg.Host, Repository: "acme/held-index"}
 	index, err := client.Open(ref)
 	if err != nil {

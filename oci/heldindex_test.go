@@ -30,7 +30,7 @@ func TestHeldEntryTag(t *testing.T) {
 func TestHeldIndexConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
 	reg := testenv.StartRegistry(t)
-	client := newCatalogClient(t, reg, 0)
+	client := registryClient(t, reg)
 	ref := oci.Reference{Registry: reg.Host, Repository: "acme/held-index"}
 	if got, err := listHeld(t, client, ref); err != nil || len(got) != 0 {
 		t.Fatalf("an index not written yet: %v %v", got, err)
@@ -80,4 +80,14 @@ func listHeld(t *testing.T, client *oci.Client, ref oci.Reference) ([]string, er
 		return nil, err
 	}
 	return oci.ListHeldEntries(context.Background(), repo)
+}
+
+// registryClient is a client of the test registry reg.
+func registryClient(t *testing.T, reg *testenv.Registry) *oci.Client {
+	t.Helper()
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
 }

@@ -42,14 +42,4 @@ const (
 	// registry's list is out of lexical order (ListTagsBefore).
 	MaxTags     = 10 * MaxVersions
 	MaxTagPages = 1000
-	// MaxRepositories bounds the repositories one listing of a
-	// registry's catalog (GET /v2/_catalog) reads, or the OCI layout
-	// directories one listing of a layout tree finds (ListRepositories);
-	// MaxRepositoryPages the pages a registry may split its catalog into,
-	// and MaxRepositoryPageBytes each page's answer (the bound oras-go
-	// puts on a tag list's page). A listing beyond them fails with a
-	// LimitError: a partial catalogue would silently drop what it held.
-	MaxRepositories        = 100_000
-	MaxRepositoryPages     = 1000
-	MaxRepositoryPageBytes = 4 << 20
 )

@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -109,7 +110,7 @@ type Options struct {
 	// Etiquette bounds concurrency and retries per registry (defaults when nil).
 	Etiquette *Etiquette
 	// CatalogPageSize is the page size (n) asked of a registry's catalog
-	// (ListRepositories): DefaultCatalogPageSize when 0; tests lower it
+	// (Registry, repolist.List): DefaultCatalogPageSize when 0; tests lower it
 	// to exercise paging.
 	CatalogPageSize int
 	// HeldIndex, "host[:port]/path", is the held-address index every
@@ -205,6 +206,24 @@ func (c *Client) OpenReadOnly(ctx context.Context, ref Reference) (ReadOnlyRepos
 		return openLayout(ref.Repository, false)
 	}
 	return c.remote(ref)
+}
+
+// DefaultCatalogPageSize is the page size asked of a registry's catalog,
+// as tag lists ask for 1000.
+const DefaultCatalogPageSize = 1000
+
+// Registry is registry (host[:port]) for reading its catalog, with the
+// client's credentials, TLS trust, etiquette and CatalogPageSize
+// (package repolist lists it within bounds).
+func (c *Client) Registry(registry string) (*remote.Registry, error) {
+	reg, err := remote.NewRegistry(registry)
+	if err != nil {
+		return nil, fmt.Errorf("invalid registry %s: %w", registry, err)
+	}
+	reg.Client = c.auth
+	reg.PlainHTTP = c.opts.PlainHTTP
+	reg.RepositoryListPageSize = cmp.Or(max(c.opts.CatalogPageSize, 0), DefaultCatalogPageSize)
+	return reg, nil
 }
 
 func (c *Client) remote(ref Reference) (*remote.Repository, error) {

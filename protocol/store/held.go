@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repolist"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
@@ -71,12 +72,12 @@ func (s *Store) listHeld(ctx context.Context, tpl *repotemplate.Template) (Held,
 	}
 	// The index repository itself is held, but holds no provider or module.
 	h := heldList{tpl: tpl, host: host, prefix: prefix, byName: map[string]bool{s.opts.HeldIndex.Name(): true}}
-	err := s.opts.Client.ListRepositories(ctx, host, prefix, func(repos []string) error {
+	err := repolist.List(ctx, s.opts.Client, host, prefix, func(repos []string) error {
 		h.addAll(repos)
 		return nil
 	})
 	switch {
-	case errors.Is(err, oci.ErrCannotList):
+	case errors.Is(err, repolist.ErrCannotList):
 		h.Reason = err.Error()
 	case err != nil:
 		return Held{}, &Error{Failure: oci.Classify(err), Repo: heldName(host, prefix), What: listingRepositories, Err: err}

@@ -1,4 +1,8 @@
-package oci
+// Package repolist enumerates repositories: a registry's catalog (GET
+// /v2/_catalog), or the OCI layout directories of a layout tree, within
+// bounds a hostile or broken registry cannot stretch (docs/catalogue.md,
+// "What is held").
+package repolist
 
 import (
 	"context"
@@ -12,16 +16,21 @@ import (
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/oci-tofu/oci-tofu/oci"
 )
 
-// Enumerating repositories: a registry's catalog (GET /v2/_catalog), or
-// the OCI layout directories of a layout tree (docs/catalogue.md, "What
-// is held").
-
-// DefaultCatalogPageSize is the page size asked of a registry's catalog,
-// as tag lists ask for 1000.
-const DefaultCatalogPageSize = 1000
+// The bounds of one listing: MaxRepositories the repositories of a
+// registry's catalog read, or the OCI layout directories of a layout tree
+// found; MaxPages the pages a registry may split its catalog into, and
+// MaxPageBytes each page's answer (the bound oras-go puts on a tag list's
+// page). A listing beyond them fails with an oci.LimitError: a partial
+// catalogue would silently drop what it held.
+const (
+	MaxRepositories = 100_000
+	MaxPages        = 1000
+	MaxPageBytes    = 4 << 20
+)
 
 // ErrCannotList is a registry that does not list its repositories to us:
 // its catalog answers 401, 403 or 404, or an UNSUPPORTED error (GHCR,
@@ -58,36 +67,30 @@ func (e *CannotListError) Is(target error) bool { return target == ErrCannotList
 
 func (e *CannotListError) Unwrap() error { return e.Err }
 
-// ListRepositories lists the repositories of registry (host[:port])
-// whose names start with prefix, calling fn with each page's (in the
-// registry's order, prefix included: "acme/providers/hashicorp/aws"),
-// with the client's credentials, TLS trust and etiquette. The catalog is
-// read within bounds a hostile or broken registry cannot stretch: at
-// most MaxRepositories names and MaxRepositoryPages pages of at most
-// MaxRepositoryPageBytes, every page bringing a name not seen before.
-// Where the catalog is lexically ordered (Distribution, Harbor and zot
-// sort it), reading stops once it has run well past prefix. A registry
-// that does not offer its catalog is an ErrCannotList.
+// List lists the repositories of registry (host[:port]) whose names
+// start with prefix, calling fn with each page's (in the registry's
+// order, prefix included: "acme/providers/hashicorp/aws"), with client's
+// credentials, TLS trust and etiquette. The catalog is read within bounds
+// a hostile or broken registry cannot stretch: at most MaxRepositories
+// names and MaxPages pages of at most MaxPageBytes, every page bringing a
+// name not seen before. Where the catalog is lexically ordered
+// (Distribution, Harbor and zot sort it), reading stops once it has run
+// well past prefix. A registry that does not offer its catalog is an
+// ErrCannotList.
 //
 // With registry oci.LayoutPrefix, prefix is a directory path prefix
 // ("/srv/store/providers/") and the names are the paths of the OCI
 // layouts (directories holding an oci-layout file) below it, as
 // "oci-layout:PATH" would name them: see listLayouts.
-func (c *Client) ListRepositories(ctx context.Context, registry, prefix string, fn func(repos []string) error) error {
-	if registry == LayoutPrefix {
+func List(ctx context.Context, client *oci.Client, registry, prefix string, fn func(repos []string) error) error {
+	if registry == oci.LayoutPrefix {
 		return listLayouts(ctx, prefix, fn)
 	}
-	reg, err := remote.NewRegistry(registry)
+	reg, err := client.Registry(registry)
 	if err != nil {
-		return fmt.Errorf("invalid registry %s: %w", registry, err)
+		return err
 	}
-	reg.Client = c.auth
-	reg.PlainHTTP = c.opts.PlainHTTP
-	reg.RepositoryListPageSize = c.opts.CatalogPageSize
-	if reg.RepositoryListPageSize <= 0 {
-		reg.RepositoryListPageSize = DefaultCatalogPageSize
-	}
-	reg.MaxMetadataBytes = MaxRepositoryPageBytes
+	reg.MaxMetadataBytes = MaxPageBytes
 	b := catalogBounds{prefix: prefix, max: maxRepositories, maxPages: maxRepositoryPages}
 	err = reg.Repositories(ctx, "", func(repos []string) error {
 		page, err := b.page(repos)
@@ -108,23 +111,18 @@ func (c *Client) ListRepositories(ctx context.Context, registry, prefix string, 
 	case errors.Is(err, errCatalogPassed):
 		return nil
 	case err != nil && cannotList(err):
-		return &CannotListError{Registry: registry, Status: StatusCode(err), Codes: ErrorCodes(err), TokenService: !catalogAnswered(err), Err: err}
+		return &CannotListError{Registry: registry, Status: oci.StatusCode(err), Codes: oci.ErrorCodes(err), TokenService: !catalogAnswered(err), Err: err}
 	}
 	return err
-}
-
-// ListRepositories is (*Client).ListRepositories.
-func ListRepositories(ctx context.Context, client *Client, registry, prefix string, fn func(repos []string) error) error {
-	return client.ListRepositories(ctx, registry, prefix, fn)
 }
 
 // The bounds, variables so that tests can lower them.
 var (
 	maxRepositories    = MaxRepositories
-	maxRepositoryPages = MaxRepositoryPages
+	maxRepositoryPages = MaxPages
 	// catalogPastBound is how many names past its prefix an ordered
-	// catalog is read (pastBound, as for tag lists).
-	catalogPastBound = pastBound
+	// catalog is read (as many as oci reads a tag list past its bound).
+	catalogPastBound = 256
 )
 
 var errCatalogPassed = errors.New("the catalog has passed its prefix")
@@ -132,17 +130,17 @@ var errCatalogPassed = errors.New("the catalog has passed its prefix")
 // cannotList reports whether a catalog read failed because the registry
 // does not offer it to us, rather than because it could not be reached.
 func cannotList(err error) bool {
-	switch StatusCode(err) {
+	switch oci.StatusCode(err) {
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
 		return true
 	}
-	return slices.Contains(ErrorCodes(err), "UNSUPPORTED")
+	return slices.Contains(oci.ErrorCodes(err), "UNSUPPORTED")
 }
 
 // catalogAnswered reports whether an error answer came from the catalog
 // endpoint itself (not from a token service).
 func catalogAnswered(err error) bool {
-	u := ErrorURL(err)
+	u := oci.ErrorURL(err)
 	return u == nil || u.Path == "/v2/_catalog"
 }
 
@@ -187,11 +185,11 @@ func (b *catalogBounds) page(repos []string) ([]string, error) {
 	}
 	switch {
 	case b.read > b.max:
-		return nil, Beyond("the registry lists more than %d repositories", b.max)
+		return nil, oci.Beyond("the registry lists more than %d repositories", b.max)
 	case b.pages > b.maxPages:
-		return nil, Beyond("the registry's catalog runs to more than %d pages", b.maxPages)
+		return nil, oci.Beyond("the registry's catalog runs to more than %d pages", b.maxPages)
 	case !fresh && len(repos) > 0:
-		return nil, Invalid("the registry's catalog pages in a loop (page %d repeats earlier repositories)", b.pages)
+		return nil, oci.Invalid("the registry's catalog pages in a loop (page %d repeats earlier repositories)", b.pages)
 	}
 	return out, nil
 }
@@ -251,7 +249,7 @@ func (w *layoutWalk) walk(rel string, depth int) error {
 		return err
 	}
 	if w.visited++; w.visited > maxRepositories {
-		return Beyond("the OCI layout tree below %s has more than %d directories", w.root, maxRepositories)
+		return oci.Beyond("the OCI layout tree below %s has more than %d directories", w.root, maxRepositories)
 	}
 	entries, err := os.ReadDir(w.path(rel))
 	if err != nil {
@@ -318,7 +316,7 @@ func isLayoutDir(dir string) bool {
 
 func (w *layoutWalk) add(name string) error {
 	if w.found++; w.found > maxRepositories {
-		return Beyond("the OCI layout tree below %s holds more than %d layouts", w.root, maxRepositories)
+		return oci.Beyond("the OCI layout tree below %s holds more than %d layouts", w.root, maxRepositories)
 	}
 	w.pending = append(w.pending, w.root+name)
 	if len(w.pending) >= layoutPage {

@@ -1,8 +1,8 @@
-package oci
+package repolist
 
 import "testing"
 
-// LowerRepositoryBounds lowers ListRepositories' bounds (and how far past
+// LowerRepositoryBounds lowers List's bounds (and how far past
 // its prefix an ordered catalog is read) for the test's duration.
 func LowerRepositoryBounds(t *testing.T, repos, pages, past int) {
 	old := [3]int{maxRepositories, maxRepositoryPages, catalogPastBound}

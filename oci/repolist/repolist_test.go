@@ -1,4 +1,4 @@
-package oci_test
+package repolist_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repolist"
 )
 
 func catalogReads(e testenv.AccessEntry) bool { return e.Path == "/v2/_catalog" }
@@ -36,7 +37,7 @@ func listAll(t *testing.T, client *oci.Client, registry, prefix string) ([]strin
 	t.Helper()
 	var all []string
 	pages := 0
-	err := client.ListRepositories(context.Background(), registry, prefix, func(repos []string) error {
+	err := repolist.List(context.Background(), client, registry, prefix, func(repos []string) error {
 		pages++
 		all = append(all, repos...)
 		return nil
@@ -48,7 +49,7 @@ func listAll(t *testing.T, client *oci.Client, registry, prefix string) ([]strin
 // every repository below the prefix, and none beside it; an ordered
 // catalog is not read far past the prefix; more repositories than the
 // bound allows is a LimitError, not a shorter list.
-func TestListRepositoriesPaged(t *testing.T) {
+func TestListPaged(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
 	client := newCatalogClient(t, reg, 2)
@@ -64,7 +65,7 @@ func TestListRepositoriesPaged(t *testing.T) {
 	}
 
 	front.ResetLog()
-	oci.LowerRepositoryBounds(t, oci.MaxRepositories, oci.MaxRepositoryPages, 2)
+	repolist.LowerRepositoryBounds(t, repolist.MaxRepositories, repolist.MaxPages, 2)
 	got, _, err = listAll(t, client, front.Host, "acme/providers/")
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("listed %v %v, want %v", got, err, want)
@@ -73,13 +74,13 @@ func TestListRepositoriesPaged(t *testing.T) {
 		t.Errorf("%d catalog pages read, want 5: the page after the prefix's last runs 2 past it", n)
 	}
 
-	oci.LowerRepositoryBounds(t, 8, oci.MaxRepositoryPages, oci.MaxRepositories)
+	repolist.LowerRepositoryBounds(t, 8, repolist.MaxPages, repolist.MaxRepositories)
 	_, _, err = listAll(t, client, front.Host, "")
 	var limit *oci.LimitError
 	if !errors.As(err, &limit) || !strings.Contains(err.Error(), "more than 8 repositories") {
 		t.Errorf("11 repositories, a bound of 8: %v, want a LimitError", err)
 	}
-	oci.LowerRepositoryBounds(t, oci.MaxRepositories, 3, oci.MaxRepositories)
+	repolist.LowerRepositoryBounds(t, repolist.MaxRepositories, 3, repolist.MaxRepositories)
 	if _, _, err = listAll(t, client, front.Host, ""); !errors.As(err, &limit) || !strings.Contains(err.Error(), "more than 3 pages") {
 		t.Errorf("6 pages, a bound of 3: %v, want a LimitError", err)
 	}
@@ -97,7 +98,7 @@ func newCatalogClient(t *testing.T, reg *testenv.Registry, pageSize int) *oci.Cl
 // A registry that does not offer its catalog (GHCR's 403 DENIED, Docker
 // Hub's 401, a 404, an UNSUPPORTED error) is ErrCannotList, saying so;
 // one that fails (a 500) is not.
-func TestListRepositoriesCannotList(t *testing.T) {
+func TestListCannotList(t *testing.T) {
 	reg := testenv.StartRegistry(t)
 	client := newCatalogClient(t, reg, 0)
 	pushRepositories(t, client, reg.Host, "acme/x")
@@ -112,14 +113,14 @@ func TestListRepositoriesCannotList(t *testing.T) {
 	} {
 		front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{Match: matchCatalog, Fault: c.fault}}})
 		_, _, err := listAll(t, client, front.Host, "")
-		if !errors.Is(err, oci.ErrCannotList) || !strings.HasPrefix(err.Error(), front.Host+" ") || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, repolist.ErrCannotList) || !strings.HasPrefix(err.Error(), front.Host+" ") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("catalog answering %d: %v, want ErrCannotList %q", c.fault.Status, err, c.want)
 		}
 	}
 	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{Match: matchCatalog,
 		Fault: testenv.ErrorAnswer(http.StatusInternalServerError, "UNKNOWN", "boom")}}})
 	_, _, err := listAll(t, client, front.Host, "")
-	if err == nil || errors.Is(err, oci.ErrCannotList) || oci.Classify(err) != oci.FailureServerError {
+	if err == nil || errors.Is(err, repolist.ErrCannotList) || oci.Classify(err) != oci.FailureServerError {
 		t.Errorf("catalog answering 500: %v (%v), want a server error, not ErrCannotList", err, oci.Classify(err))
 	}
 }
@@ -139,7 +140,7 @@ func makeLayout(t *testing.T, dir string) {
 // oci-layout is a link, not a layout's own subdirectories, and a
 // symbolic link only to a layout inside the prefix (one out of it is not
 // followed). A missing tree holds nothing.
-func TestListRepositoriesLayouts(t *testing.T) {
+func TestListLayouts(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "store", "providers")
 	makeLayout(t, filepath.Join(root, "acme", "x"))
@@ -177,7 +178,7 @@ func TestListRepositoriesLayouts(t *testing.T) {
 	if err != nil || len(got) != 0 {
 		t.Errorf("a missing tree: %v %v, want nothing", got, err)
 	}
-	oci.LowerRepositoryBounds(t, 2, oci.MaxRepositoryPages, oci.MaxRepositories)
+	repolist.LowerRepositoryBounds(t, 2, repolist.MaxPages, repolist.MaxRepositories)
 	var limit *oci.LimitError
 	if _, _, err := listAll(t, client, oci.LayoutPrefix, prefix); !errors.As(err, &limit) {
 		t.Errorf("3 layouts, a bound of 2: %v, want a LimitError", err)
