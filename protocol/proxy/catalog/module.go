@@ -136,7 +136,7 @@ func (h *Handlers) modulePage(ctx context.Context, req Request, ad addresser) (M
 	}
 	d.Submodules, d.Examples = dirLinks(doc.Package.Submodules, d.Base, a, v), dirLinks(doc.Package.Examples, d.Base, a, v)
 	if !strings.HasPrefix(req.Dir, "examples/") {
-		d.Usage = usageOf(a, d.Address, v, d.Repository, req.Dir, d.Module)
+		d.Usage = usageOf(a, d.Address, v, served, d.Repository, req.Dir, d.Module)
 		if rel.Root.Repo.Reference().Layout {
 			d.Usage.OCI = "" // oci:// reads registries, not layout directories
 		}
