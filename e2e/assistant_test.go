@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,7 +137,6 @@ func TestAssistantLockBlocksAreWhatLockWrites(t *testing.T) {
 	}
 }
 
-
 // hasPrefixed says whether at least n of hashes start with prefix.
 func hasPrefixed(hashes []string, prefix string, n int) bool {
 	count := 0
@@ -145,4 +146,148 @@ func hasPrefixed(hashes []string, prefix string, n int) bool {
 		}
 	}
 	return count >= n
+}
+
+// assistantPolicy denies one version of the greeter module and of the
+// hello provider and deprecates another of each.
+const assistantPolicy = `
+module "*/acme/greeter/generic" {
+  name = "greeter-lifecycle"
+  deny = ["1.2.0"]
+  deprecated {
+    versions = "1.1.0"
+    message  = "greeter 1.1 is end of life: move to 2.x"
+  }
+}
+
+provider "*/*/*" {
+  name = "hello-lifecycle"
+  deny = ["1.1.0"]
+  deprecated {
+    versions = "1.0.0"
+    message  = "hello 1.0 is end of life: move to 2.x"
+  }
+}
+`
+
+// get_policy_verdict says what real tofu is told: a version it denies
+// does not install, the reason given where the protocol carries one (the
+// provider registry protocol's warnings), and one it deprecates
+// installs, with the deprecation's message where the protocol carries
+// one. The Module Registry Protocol carries neither (docs/policy.md):
+// tofu prints no reason for a denied module version nor a word on a
+// deprecated one, so the messages are checked on the provider.
+func TestAssistantVerdictIsWhatTofuIsTold(t *testing.T) {
+	isolateCache(t)
+	reg := testenv.StartRegistry(t)
+	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0"} {
+		pushModule(t, writeGreeter(t, v), reg.Host+"/modules/acme/greeter/generic:"+v)
+	}
+	pushHello(t, reg.Host+"/providers/test/hello", "1.0.0", "1.1.0")
+	file := filepath.Join(t.TempDir(), "policy.hcl")
+	if err := os.WriteFile(file, []byte(assistantPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--mcp", "--policy", file, "--module-template", reg.Host+"/modules/${namespace}/${name}/${system}",
+		"--provider-template", reg.Host+"/providers/${namespace}/${type}")
+	modules := assistantSession(t, s)
+	// Providers are named through localhost:PORT, the host tofu gets
+	// them from: a provider's registry hostname is the proxy's without
+	// the port, here localhost, as the reasons tofu is told say.
+	providers := mcpclient.Connect(t, s.URL+"/mcp", s.client)
+	verdict := func(address, version string) assistant.Verdict {
+		t.Helper()
+		cs := modules
+		if strings.Count(address, "/") < 3 {
+			cs = providers
+		}
+		v := mcpclient.MustCall[assistant.Verdict](t, cs, "get_policy_verdict", map[string]any{"address": address, "version": version})
+		t.Logf("get_policy_verdict %s %s: %+v", address, version, v)
+		return v
+	}
+	init := func(t *testing.T, config string) (string, error) {
+		t.Helper()
+		dir := testenv.WriteConfig(t, map[string]string{"main.tf": config})
+		return testenv.Tofu(t, "").Try(t, dir, "init", "-input=false", "-no-color", "-backend=false")
+	}
+
+	module := moduleHost(s) + "/acme/greeter/generic"
+	moduleConfig := func(version string) string {
+		return fmt.Sprintf("module \"greeter\" {\n  source  = %q\n  version = %q\n  name    = \"policy\"\n  zones   = []\n}\n", module, version)
+	}
+	t.Run("module denied", func(t *testing.T) {
+		v := verdict(module, "1.2.0")
+		if v.Verdict != "denied" || v.Installs || v.Rule != "greeter-lifecycle" || v.Reason == "" {
+			t.Errorf("verdict of the denied 1.2.0: %+v", v)
+		}
+		// The listing leaves 1.2.0 out: tofu finds no such version. Its
+		// download, asked for all the same, is refused with the reason.
+		out, err := init(t, moduleConfig("1.2.0"))
+		if err == nil || strings.Contains(out, "Downloading "+module+" 1.2.0") {
+			t.Errorf("tofu init installs the denied 1.2.0 (%v):\n%s", err, out)
+		}
+		t.Logf("tofu init of the denied 1.2.0:\n%s", out)
+		var refused struct{ Errors []string }
+		code, body := getFrom(t, s, "https://"+moduleHost(s)+"/v1/modules/acme/greeter/generic/1.2.0/download") // as tofu names the proxy
+		if err := json.Unmarshal(body, &refused); code != 404 || err != nil || len(refused.Errors) != 1 || !strings.HasSuffix(refused.Errors[0], ": "+v.Reason) {
+			t.Errorf("download of the denied 1.2.0: %d %s, want the verdict's reason %q", code, body, v.Reason)
+		}
+	})
+	t.Run("module deprecated", func(t *testing.T) {
+		v := verdict(module, "1.1.0")
+		if v.Verdict != "deprecated" || !v.Installs || v.Message != "greeter 1.1 is end of life: move to 2.x" {
+			t.Errorf("verdict of the deprecated 1.1.0: %+v", v)
+		}
+		out, err := init(t, moduleConfig("1.1.0"))
+		if err != nil || !strings.Contains(out, "Downloading "+module+" 1.1.0 for greeter") {
+			t.Errorf("tofu init does not install the deprecated 1.1.0 (%v):\n%s", err, out)
+		}
+		t.Logf("tofu init of the deprecated 1.1.0 (the protocol has no word for a deprecation):\n%s", out)
+	})
+
+	found := mcpclient.MustCall[assistant.SearchProvidersOut](t, providers, "search_providers", map[string]any{"provider_query": "hello"})
+	if len(found.Providers) != 1 {
+		t.Fatalf("search_providers finds %+v", found.Providers)
+	}
+	held := found.Providers[0].Address // localhost/test/hello
+	provider := s.Host + "/test/hello"
+	providerConfig := func(version string) string {
+		return strings.Replace(fmt.Sprintf(helloConfig, version), "example.com/test/hello", provider, 1)
+	}
+	t.Run("provider denied", func(t *testing.T) {
+		v := verdict(held, "1.1.0")
+		if v.Verdict != "denied" || v.Installs || v.Rule != "hello-lifecycle" || v.Reason == "" {
+			t.Errorf("verdict of the denied 1.1.0: %+v", v)
+		}
+		out, err := init(t, providerConfig("1.1.0"))
+		if flat := strings.Join(strings.Fields(out), " "); err == nil || strings.Contains(out, "Installed "+provider) || !strings.Contains(flat, v.Reason) {
+			t.Errorf("tofu init does not refuse 1.1.0 with the verdict's reason %q (%v):\n%s", v.Reason, err, out)
+		}
+	})
+	t.Run("provider deprecated", func(t *testing.T) {
+		v := verdict(held, "1.0.0")
+		if v.Verdict != "deprecated" || !v.Installs || v.Message != "hello 1.0 is end of life: move to 2.x" {
+			t.Errorf("verdict of the deprecated 1.0.0: %+v", v)
+		}
+		out, err := init(t, providerConfig("1.0.0"))
+		if flat := strings.Join(strings.Fields(out), " "); err != nil || !strings.Contains(out, "Installed "+provider+" v1.0.0") ||
+			!strings.Contains(flat, "version 1.0.0 of "+provider+" is deprecated: "+v.Message) {
+			t.Errorf("tofu init does not install 1.0.0 with the verdict's message %q (%v):\n%s", v.Message, err, out)
+		}
+	})
+}
+
+// getFrom GETs url (s reached by another name) with s's client.
+func getFrom(t *testing.T, s *served, url string) (int, []byte) {
+	t.Helper()
+	resp, err := s.client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
 }
