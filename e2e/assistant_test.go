@@ -32,7 +32,7 @@ func assistantSession(t *testing.T, s *served) *mcp.ClientSession {
 }
 
 // get_module_details' snippet, pasted unchanged into a root module,
-// makes real tofu install the version asked for: the newest, and older
+// makes real tofu (and terraform, where installed) install the version asked for: the newest, and older
 // ones a "~> X.Y" constraint would have upgraded (1.0.0 and 1.1.0 beside
 // 1.2.0), and the newest of an older major version (1.2.0 beside 2.0.0).
 func TestAssistantSnippetInstallsTheVersionAsked(t *testing.T) {
@@ -60,15 +60,17 @@ func TestAssistantSnippetInstallsTheVersionAsked(t *testing.T) {
 			if d.Version != c.version || d.Constraint != c.constraint || !strings.Contains(d.Usage, `version = "`+c.constraint+`"`) {
 				t.Errorf("get_module_details %v: version %s, constraint %q, want %s and %q:\n%s", args, d.Version, d.Constraint, c.version, c.constraint, d.Usage)
 			}
-			dir := testenv.WriteConfig(t, map[string]string{"main.tf": d.Usage})
-			out := testenv.Tofu(t, "").Run(t, dir, "init", "-input=false", "-no-color", "-backend=false")
-			got := installedModules(t, dir)["greeter"]
-			if want := [3]string{host + "/acme/greeter/generic", c.version, ".terraform/modules/greeter"}; got != want {
-				t.Errorf("the snippet for %s installs %v, want %v:\n%s\ninit:\n%s", c.version, got, want, d.Usage, out)
-			}
-			main, err := os.ReadFile(filepath.Join(dir, ".terraform", "modules", "greeter", "main.tf"))
-			if err != nil || !strings.Contains(string(main), fmt.Sprintf("version = %q", c.version)) {
-				t.Errorf("installed main.tf is not %s's: %v\n%s", c.version, err, main)
+			for _, cli := range clis {
+				dir := testenv.WriteConfig(t, map[string]string{"main.tf": d.Usage})
+				out := cli.new(t, "").Run(t, dir, "init", "-input=false", "-no-color", "-backend=false")
+				got := installedModules(t, dir)["greeter"]
+				if want := [3]string{host + "/acme/greeter/generic", c.version, ".terraform/modules/greeter"}; got != want {
+					t.Errorf("%s: the snippet for %s installs %v, want %v:\n%s\ninit:\n%s", cli.name, c.version, got, want, d.Usage, out)
+				}
+				main, err := os.ReadFile(filepath.Join(dir, ".terraform", "modules", "greeter", "main.tf"))
+				if err != nil || !strings.Contains(string(main), fmt.Sprintf("version = %q", c.version)) {
+					t.Errorf("%s: installed main.tf is not %s's: %v\n%s", cli.name, c.version, err, main)
+				}
 			}
 		})
 	}
