@@ -68,7 +68,7 @@ type ModuleDetails struct {
 	// UsageOCI the same with OpenTofu's oci:// source.
 	Usage        string                          `json:"usage" jsonschema:"a module block calling this version through the proxy (or by its oci:// source when no proxy serves it; empty for an example, or a module in an OCI layout directory without a proxy), each required input set to a placeholder of its type"`
 	UsageOCI     string                          `json:"usage_oci,omitempty" jsonschema:"the same with OpenTofu's oci:// source (tofu 1.10 and later, no proxy)"`
-	Constraint   string                          `json:"constraint" jsonschema:"the version constraint usage writes (empty for an oci:// source: it names a tag)"`
+	Constraint   string                          `json:"constraint" jsonschema:"the version constraint usage writes: the loosest that installs this version among those served now (empty for an oci:// source: it names a tag)"`
 	Inputs       []Input                         `json:"inputs"`
 	Outputs      []Output                        `json:"outputs"`
 	RequiredCore []string                        `json:"required_core" jsonschema:"the OpenTofu/Terraform version constraints"`
@@ -139,7 +139,7 @@ func addModuleTools(s *mcp.Server, t *tools) {
 			"status. Call it before get_module_details to get a module_id."), t.searchModules)
 	add(s, readOnly("get_module_details", "Module details",
 		"The interface of a module version the organisation holds: a usage snippet with this proxy's address and "+
-			"a version constraint, inputs (type, default, required), outputs, required providers, module calls, "+
+			"a version constraint that installs this version, inputs (type, default, required), outputs, required providers, module calls, "+
 			"resources, submodules, examples, and the policy's status of each recent version."), t.moduleDetails)
 	add(s, readOnly("get_latest_module_version", "Latest module version",
 		"The newest version of a module that the proxy serves, with the policy's status."), t.latestModule)

@@ -192,6 +192,13 @@ func TestCatalogModulePage(t *testing.T) {
 	if want := []string{"2.0.0 denied", "1.1.0 deprecated", "1.0.0 served"}; !slices.Equal(statuses, want) {
 		t.Errorf("versions %v, want %v", statuses, want)
 	}
+	// The denied version's rule and reason are those its download is
+	// refused with.
+	download := p.get(t, "/v1/modules/acme/vpc/aws/2.0.0/download")
+	if denied := d.Versions[0]; denied.Rule == "" || !strings.Contains(denied.Reason, "2.0.0 is denied by the policy's rule") ||
+		download.Status != http.StatusNotFound || !strings.Contains(string(download.Body), strings.ReplaceAll(denied.Reason, `"`, `\"`)) {
+		t.Errorf("denied 2.0.0: rule %q, reason %q; download %d %s", denied.Rule, denied.Reason, download.Status, download.Body)
+	}
 	var inputs []string
 	for _, in := range d.Module.Inputs {
 		inputs = append(inputs, fmt.Sprintf("%s:%s:%v", in.Name, in.Type, in.Required))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/oci-tofu/oci-tofu/convert/moduledoc"
@@ -136,7 +137,7 @@ func (h *Handlers) modulePage(ctx context.Context, req Request, ad addresser) (M
 	}
 	d.Submodules, d.Examples = dirLinks(doc.Package.Submodules, d.Base, a, v), dirLinks(doc.Package.Examples, d.Base, a, v)
 	if !strings.HasPrefix(req.Dir, "examples/") {
-		d.Usage = usageOf(a, d.Address, v, d.Repository, req.Dir, d.Module)
+		d.Usage = usageOf(a, d.Address, v, served, d.Repository, req.Dir, d.Module)
 		if rel.Root.Repo.Reference().Layout {
 			d.Usage.OCI = "" // oci:// reads registries, not layout directories
 		}
@@ -182,17 +183,12 @@ func (h *Handlers) versions(ctx context.Context, a source.ModuleAddress) ([]Vers
 }
 
 // status is what the policy says of version v of a: denied when the
-// listing left it out or reading it is refused, deprecated, served, or
-// "" when it is not a module package.
+// listing left it out or reading it is refused (with the rule and reason
+// its download is refused with), deprecated, served, or "" when it is
+// not a module package.
 func (h *Handlers) status(ctx context.Context, a source.ModuleAddress, v names.Version, l source.ModuleListing) (VersionStatus, error) {
 	s := VersionStatus{Version: v.String()}
-	for _, d := range l.Denied {
-		if d.Same(v) {
-			s.Status, s.Reason = StatusDenied, "denied by the policy"
-			return s, nil
-		}
-	}
-	_, err := h.Modules.ModuleRelease(ctx, a, v)
+	_, err := h.Modules.ModuleRelease(ctx, a, v) // the policy judges first: nothing is read for a version it denies
 	var denied *source.Denied
 	switch {
 	case errors.As(err, &denied):
@@ -200,6 +196,9 @@ func (h *Handlers) status(ctx context.Context, a source.ModuleAddress, v names.V
 		if s.Reason == "" {
 			s.Reason = denied.Msg
 		}
+		return s, nil
+	case slices.ContainsFunc(l.Denied, v.Same):
+		s.Status, s.Reason = StatusDenied, "denied by the policy"
 		return s, nil
 	case err != nil: // "" for no module package (absent, or an artifact that is none), as the protocol leaves it out
 		return s, h.Out.LeftOut("module "+a.String(), v, err)

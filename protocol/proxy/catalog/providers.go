@@ -247,7 +247,7 @@ func (h *Handlers) providerPage(ctx context.Context, req Request, platforms []st
 	if h.SBOMPath != nil {
 		d.SBOM = base + "../" + strings.TrimPrefix(h.SBOMPath(p.String(), v.String()), "/")
 	}
-	c := constraintFor(v)
+	c := constraintFor(v, nil)
 	d.Usage = "terraform {\n  required_providers {\n    " + blockLabel(p.Type) + " = {\n      source  = \"" + p.String() + "\"\n      version = \"" + c + "\"\n    }\n  }\n}\n"
 	lock, err := lockPlatforms(rel.Platforms, platforms)
 	if err != nil {

@@ -23,14 +23,17 @@ type Usage struct {
 	// package in an OCI layout directory (oci:// reads registries only).
 	Registry string `json:"registry"`
 	OCI      string `json:"oci,omitempty"`
-	// Constraint is the version constraint Registry uses.
+	// Constraint is the version constraint Registry uses: the loosest
+	// that installs this version among those served now (constraintFor).
 	Constraint string `json:"constraint"`
 }
 
 // usageOf is how to call module m (in dir of the package) of version v
-// of a (address, as the client writes it), stored in repository: each
-// required input is set to a placeholder of its type.
-func usageOf(a source.ModuleAddress, address string, v names.Version, repository, dir string, m *moduledoc.Module) *Usage {
+// of a (address, as the client writes it), stored in repository, listed
+// among the versions the protocol offers: the constraint picks v among
+// them (constraintFor), and each required input is set to a placeholder
+// of its type.
+func usageOf(a source.ModuleAddress, address string, v names.Version, listed names.VersionList, repository, dir string, m *moduledoc.Module) *Usage {
 	sub := ""
 	if dir != "" {
 		sub = "//" + dir
@@ -40,7 +43,7 @@ func usageOf(a source.ModuleAddress, address string, v names.Version, repository
 		label = blockLabel(dir[strings.LastIndexByte(dir, '/')+1:])
 	}
 	inputs := requiredInputs(m)
-	c := constraintFor(v)
+	c := constraintFor(v, listed)
 	return &Usage{
 		Constraint: c,
 		Registry: fmt.Sprintf("module %s {\n  source  = %s\n  version = %s\n%s}\n",
@@ -50,18 +53,50 @@ func usageOf(a source.ModuleAddress, address string, v names.Version, repository
 	}
 }
 
-// constraintFor is the constraint a team would write for v: "~> X.Y"
-// (this minor version's patches, and later minors below X+1) for a
-// release from 1.0, "~> 0.Y.Z" below 1.0 (minor versions may break), and
-// the exact version for a pre-release.
-func constraintFor(v names.Version) string {
-	switch {
-	case v.Prerelease != "":
+// constraintFor is the loosest constraint a team would write that picks
+// v among the versions listed (those the Module Registry Protocol offers
+// now, v counted in): "~> X.Y" (this minor version's patches and later
+// minors below X+1) from 1.0, else "~> X.Y.Z" (this version's patches;
+// where 0.x starts, minor versions may break), else the exact version,
+// which is also a pre-release's. Tofu installs the newest version a
+// constraint admits, so "~> X.Y" for an older version would install a
+// newer one. Without listed versions (a provider's snippet, which its
+// lock block pins) it is the first that applies.
+func constraintFor(v names.Version, listed names.VersionList) string {
+	if v.Prerelease != "" {
 		return v.String()
-	case v.Major == 0:
-		return fmt.Sprintf("~> 0.%d.%d", v.Minor, v.Patch)
 	}
-	return fmt.Sprintf("~> %d.%d", v.Major, v.Minor)
+	for _, c := range candidateConstraints(v) {
+		if picks(c, v, listed) {
+			return c
+		}
+	}
+	return v.String()
+}
+
+// candidateConstraints are the constraints constraintFor tries for a
+// release v, loosest first.
+func candidateConstraints(v names.Version) []string {
+	patches := fmt.Sprintf("~> %d.%d.%d", v.Major, v.Minor, v.Patch)
+	if v.Major == 0 {
+		return []string{patches}
+	}
+	return []string{fmt.Sprintf("~> %d.%d", v.Major, v.Minor), patches}
+}
+
+// picks says whether constraint c picks v among listed and v: no listed
+// version newer than v meets it.
+func picks(c string, v names.Version, listed names.VersionList) bool {
+	spec, err := names.ParseConstraints(c)
+	if err != nil {
+		return false
+	}
+	for _, l := range listed {
+		if l.GreaterThan(v) && names.Admits(spec, l) {
+			return false
+		}
+	}
+	return true
 }
 
 // requiredInputs are the lines setting each required input of m to a
