@@ -69,6 +69,32 @@ resource "aws_subnet" "private" {
 	return dir
 }
 
+// seedCatalog fills reg with the catalogue benchmarks' registry:
+// catalogModules modules of catalogModuleVersions versions under
+// bench/modules/acme/netNNNN/aws, and catalogProviders providers of
+// catalogProviderVersions under bench/providers/acme/pNNN. One module
+// repository is pushed with bin's `push module` (the interface stored as
+// at every push) and one provider seeded; the rest are aliases of their
+// storage, distinct repositories to the registry and the proxy.
+func seedCatalog(b *testing.B, reg *testenv.Registry, bin string) {
+	b.Helper()
+	e := env(b)
+	start := time.Now()
+	first := "bench/modules/acme/net0000/aws"
+	for i := 0; i < catalogModuleVersions; i++ {
+		runMeasured(b, e, bin, "push", "module", "--quiet", writeCatalogModule(b, seed.Version(i)), fmt.Sprintf("%s/%s:%s", reg.Host, first, seed.Version(i)))
+	}
+	for i := 1; i < catalogModules; i++ {
+		reg.AliasRepository(b, first, fmt.Sprintf("bench/modules/acme/net%04d/aws", i))
+	}
+	seed.SignedProvider(b, reg, "bench/providers/acme/p000", catalogProviderVersions)
+	for i := 1; i < catalogProviders; i++ {
+		reg.AliasRepository(b, "bench/providers/acme/p000", fmt.Sprintf("bench/providers/acme/p%03d", i))
+	}
+	b.Logf("seeded %d modules × %d versions and %d providers × %d versions in %v", catalogModules, catalogModuleVersions,
+		catalogProviders, catalogProviderVersions, time.Since(start).Round(time.Millisecond))
+}
+
 // catalogPage is what the benchmark checks of a catalogue index's JSON.
 type catalogPage struct {
 	Total         int `json:"total"`
@@ -95,28 +121,11 @@ type catalogPage struct {
 //
 // The registry is CNCF Distribution v3 behind a TCP delay front (20 ms
 // each way), its requests counted in its own access log; the proxy is the
-// real binary with serve's defaults. One module repository is pushed with
-// `oci-tofu push module` (the interface stored as at every push) and one
-// provider seeded; the rest are aliases of their storage, distinct
-// repositories to the registry and the proxy.
+// real binary with serve's defaults; the registry is seedCatalog's.
 func BenchmarkCatalog(b *testing.B) {
 	reg := testenv.StartRegistryWithAccessLog(b)
 	bin := buildOCITofu(b)
-	e := env(b)
-	seedStart := time.Now()
-	first := "bench/modules/acme/net0000/aws"
-	for i := 0; i < catalogModuleVersions; i++ {
-		runMeasured(b, e, bin, "push", "module", "--quiet", writeCatalogModule(b, seed.Version(i)), fmt.Sprintf("%s/%s:%s", reg.Host, first, seed.Version(i)))
-	}
-	for i := 1; i < catalogModules; i++ {
-		reg.AliasRepository(b, first, fmt.Sprintf("bench/modules/acme/net%04d/aws", i))
-	}
-	seed.SignedProvider(b, reg, "bench/providers/acme/p000", catalogProviderVersions)
-	for i := 1; i < catalogProviders; i++ {
-		reg.AliasRepository(b, "bench/providers/acme/p000", fmt.Sprintf("bench/providers/acme/p%03d", i))
-	}
-	b.Logf("seeded %d modules × %d versions and %d providers × %d versions in %v", catalogModules, catalogModuleVersions,
-		catalogProviders, catalogProviderVersions, time.Since(seedStart).Round(time.Millisecond))
+	seedCatalog(b, reg, bin)
 	far := testenv.StartDelayFront(b, "127.0.0.1"+reg.Host[strings.LastIndex(reg.Host, ":"):], catalogOneWay)
 
 	static := filepath.Join(b.TempDir(), "index.json")
