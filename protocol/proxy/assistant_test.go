@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -63,7 +65,50 @@ func callTool[T any](t *testing.T, cs *mcp.ClientSession, name string, args map[
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("%s: %v\n%s", name, err, b)
 	}
+	checkOutputSchema(t, cs, name, b)
 	return out, "", false
+}
+
+// outputSchemas are the resolved output schemas of each session's tools.
+var outputSchemas sync.Map // *mcp.ClientSession → map[string]*jsonschema.Resolved
+
+// checkOutputSchema fails the test unless answer (the structured content
+// of tool name) is valid against the output schema the session lists:
+// the server does not check its answers on every call.
+func checkOutputSchema(t *testing.T, cs *mcp.ClientSession, name string, answer []byte) {
+	t.Helper()
+	schemas, ok := outputSchemas.Load(cs)
+	if !ok {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		m := map[string]*jsonschema.Resolved{}
+		for _, tl := range res.Tools {
+			b, _ := json.Marshal(tl.OutputSchema)
+			var s jsonschema.Schema
+			if err := json.Unmarshal(b, &s); err != nil {
+				t.Fatalf("%s's output schema: %v", tl.Name, err)
+			}
+			r, err := s.Resolve(nil)
+			if err != nil {
+				t.Fatalf("%s's output schema: %v", tl.Name, err)
+			}
+			m[tl.Name] = r
+		}
+		schemas, _ = outputSchemas.LoadOrStore(cs, m)
+	}
+	r := schemas.(map[string]*jsonschema.Resolved)[name]
+	var v any
+	if err := json.Unmarshal(answer, &v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if r == nil {
+		t.Fatalf("%s: no output schema listed", name)
+	}
+	if err := r.Validate(v); err != nil {
+		t.Errorf("%s's answer does not match its output schema: %v\n%.500s", name, err, answer)
+	}
 }
 
 // The module tools answer what the catalogue's JSON says.

@@ -1,0 +1,80 @@
+package proxy
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/oci-tofu/oci-tofu/internal/seed"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
+)
+
+// BenchmarkAssistantWarmDetails is the server's work for a warm
+// get_module_details over /mcp (in process, from an OCI layout, every
+// cache warm) beside the warm read of the catalogue page it answers
+// from: the part of bench/assistant_test.go's figure that is the
+// proxy's own, without TLS or a client.
+func BenchmarkAssistantWarmDetails(b *testing.B) {
+	dir, open := moduleStore(b)
+	var vars strings.Builder
+	for i := 0; i < 12; i++ {
+		fmt.Fprintf(&vars, "variable \"setting_%02d\" {\n  type = map(string)\n  description = \"Setting %d of the network.\"\n  default = {}\n}\n", i, i)
+	}
+	z := zipOf(b, map[string]string{"main.tf": vars.String() + "variable \"name\" {\n  type = string\n}\nresource \"aws_vpc\" \"this\" {}\noutput \"vpc_id\" {\n  value = 1\n}\n"})
+	repo := open("acme", "net", "aws")
+	for i := 0; i < 20; i++ {
+		push(b, repo, moduleArtifact(b, z), seed.Version(i))
+	}
+	client, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tpl, err := repotemplate.ParseModuleTemplate("oci-layout:" + dir + "/${namespace}/${name}/${system}")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Options{Client: client, ModuleMappings: []*repotemplate.Template{tpl}, RegistryHostname: "example.com",
+		MCP: &MCP{Loopback: true}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_module_details","arguments":{"module_id":"example.com/acme/net/aws"}}}`
+	details := func() *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(call))
+		r.Host, r.RemoteAddr = "proxy.example:8443", "127.0.0.1:40000"
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w
+	}
+	page := func() *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "/catalog/modules/example.com/acme/net/aws?format=json", nil)
+		r.Host, r.RemoteAddr = "proxy.example:8443", "127.0.0.1:40000"
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w
+	}
+	if w := details(); w.Code != 200 || !strings.Contains(w.Body.String(), `\"latest\":\"`) || strings.Contains(w.Body.String(), `"isError":true`) {
+		b.Fatalf("get_module_details: %d %.500s", w.Code, w.Body)
+	}
+	if w := page(); w.Code != 200 {
+		b.Fatalf("page: %d %.300s", w.Code, w.Body)
+	}
+	for _, c := range []struct {
+		name string
+		do   func() *httptest.ResponseRecorder
+	}{{"details", details}, {"page", page}} {
+		b.Run(c.name, func(b *testing.B) {
+			cpu := processCPU(b)
+			for b.Loop() {
+				c.do()
+			}
+			b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
+		})
+	}
+}
