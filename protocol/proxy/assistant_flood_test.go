@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -12,6 +13,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 )
 
 // smallBuffers is a listener whose connections have socket buffers of
@@ -159,5 +164,113 @@ func TestAssistantFloodClientNeverReads(t *testing.T) {
 	}
 	if err := answer(); err != nil {
 		t.Errorf("after: %v", err)
+	}
+}
+
+// One client flooding /mcp from many goroutines gets its burst answered
+// and every call past it refused (429, Retry-After, its budget named),
+// while another client's calls, made meanwhile, are all answered.
+func TestAssistantFloodRateLimited(t *testing.T) {
+	const tokenCI, tokenDev, burst = "token-of-ci", "token-of-dev", 10
+	p := startCatalog(t, fmt.Sprintf(`
+client "ci" {
+  tokens  = [%q]
+  modules = ["*/acme/*/*"]
+  rate    = 0.001
+  burst   = %d
+}
+client "dev" {
+  tokens  = [%q]
+  modules = ["*/acme/*/*"]
+}
+`, policy.TokenHash(tokenCI), burst, policy.TokenHash(tokenDev)), Options{AuthTokens: []string{"operator-token"}, MCP: &MCP{Loopback: true}})
+	flood := map[string]string{"Authorization": "Bearer " + tokenCI}
+	call := toolCall(1, "search_modules", `{"module_query":"vpc"}`)
+	dev := mcpSession(t, p, map[string]string{"Authorization": "Bearer " + tokenDev})
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var unclear []string
+	var devErrs []string
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				r := postMCP(t, p, http.MethodPost, call, flood)
+				mu.Lock()
+				statuses[r.Status]++
+				if r.Status == http.StatusTooManyRequests && (r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Body), "client ci is over its request budget")) {
+					unclear = append(unclear, fmt.Sprintf("%v %s", r.Header, r.Body))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for range 4 {
+		wg.Go(func() {
+			for range 5 {
+				res, err := dev.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_modules", Arguments: map[string]any{"module_query": "vpc"}})
+				if err != nil || res.IsError {
+					mu.Lock()
+					devErrs = append(devErrs, fmt.Sprintf("%v %+v", err, res))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if statuses[http.StatusOK] != burst || statuses[http.StatusTooManyRequests] != 200-burst {
+		t.Errorf("200 calls on a burst of %d: %v", burst, statuses)
+	}
+	if len(unclear) > 0 {
+		t.Errorf("%d refusals without Retry-After or the budget named, first: %s", len(unclear), unclear[0])
+	}
+	if len(devErrs) > 0 {
+		t.Errorf("another client's calls during the flood failed %d times, first: %s", len(devErrs), devErrs[0])
+	}
+	// The SDK's client shows a 429 by its status alone (the budget's
+	// words are in the body it does not read for 429).
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	hc := &http.Client{Transport: headerTransport{base: p.Client.Transport, header: flood}}
+	if _, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: p.URL + "/mcp", HTTPClient: hc}, nil); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
+		t.Errorf("an SDK client over its budget: %v", err)
+	}
+}
+
+// Calls with megabytes of arguments are refused by the body's bound
+// (413, the bound named) without the server reading them whole: over
+// HTTP/1.1, where no protocol buffers a body ahead of the handler,
+// calls of 4 MiB allocate less than twice what calls of 1 MiB do (read
+// whole, four times), and a call made after them is answered.
+func TestAssistantFloodLargeArguments(t *testing.T) {
+	p := startCatalog(t, "", Options{MCP: &MCP{Loopback: true}})
+	tr := p.Client.Transport.(*http.Transport).Clone()
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetHTTP1(true)
+	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	h1 := &proxy{Server: p.Server, URL: p.URL, Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	small := toolCall(1, "search_modules", `{"module_query":"vpc"}`)
+	postMCP(t, h1, http.MethodPost, small, nil) // warm the catalogue
+	allocated := func(size int) uint64 {
+		big := toolCall(1, "search_modules", `{"module_query":"`+strings.Repeat("x", size)+`"}`)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for range 8 {
+			r := postMCP(t, h1, http.MethodPost, big, nil)
+			if r.Status != http.StatusRequestEntityTooLarge || !strings.Contains(string(r.Body), "at most 65536 bytes") {
+				t.Fatalf("%d bytes of arguments: %d %s", size, r.Status, r.Body)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	one, four := allocated(1<<20), allocated(4<<20)
+	if four >= 2*one {
+		t.Errorf("8 calls of 1 MiB allocated %d bytes, of 4 MiB %d", one, four)
+	}
+	for _, c := range []*proxy{h1, p} {
+		if r := postMCP(t, c, http.MethodPost, small, nil); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "acme/vpc/aws") {
+			t.Errorf("a call after them: %d %s", r.Status, r.Body)
+		}
 	}
 }
