@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -41,15 +42,55 @@ func (s *Server) checkMCP() error {
 
 // routeMCP serves the tools over the catalogue at assistant.Path, with
 // the protocols' client authentication and budgets: each tool reads the
-// catalogue as the caller (respond.ReaderOf).
+// catalogue as the caller (respond.ReaderOf). A response, refusals
+// included, the client has not taken within the stall timeout of its
+// first byte is dropped with its connection (writeDeadline).
 func (s *Server) routeMCP() {
 	if s.opts.MCP == nil || s.catalog == nil {
 		return
 	}
 	srv := s.Assistant("", assistant.Options{})
 	h := assistant.HTTPHandler(srv, s.opts.MCP.Origins)
-	s.mux.Handle(assistant.Path, s.instrument("mcp", s.Authenticate(h)))
+	s.mux.Handle(assistant.Path, writeDeadline(s.instrument("mcp", s.Authenticate(h)), s.opts.StallTimeout))
 }
+
+// writeDeadline bounds the writing of h's responses to d from the
+// moment each starts: a client that sends requests and never reads the
+// answers would otherwise hold a goroutine and its connection for as
+// long as it likes, its writes blocked (net/http clears the deadline
+// once the response is done, so the connection's next request starts
+// unbounded).
+func writeDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&deadlineWriter{ResponseWriter: w, d: d}, r)
+	})
+}
+
+// deadlineWriter sets the write deadline of its response when the
+// header is written, before the first byte goes out.
+type deadlineWriter struct {
+	http.ResponseWriter
+	d   time.Duration
+	set bool
+}
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	if !w.set && code >= http.StatusOK {
+		w.set = true
+		http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.d))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Write(b []byte) (int, error) {
+	if !w.set {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Assistant is the MCP server of the tools over this server's
 // catalogue; a tool call whose context carries no Host

@@ -109,7 +109,9 @@ type Options struct {
 	// store's caches.
 	CacheBytes int64
 	// StallTimeout aborts an archive stream that makes no progress, either
-	// from the registry or to the client, for this long (default 60s).
+	// from the registry or to the client, for this long (default 60s),
+	// and an /mcp response the client has not taken this long after its
+	// first byte.
 	StallTimeout time.Duration
 	// RedirectArchives hands clients the storage URL a registry redirects
 	// an archive's download to (S3, GCS, Azure, a CDN) instead of
