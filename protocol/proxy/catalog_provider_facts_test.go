@@ -191,7 +191,7 @@ func TestCatalogProviderFacts(t *testing.T) {
 	for _, want := range []string{
 		`<code>https:/<wbr>/<wbr>github.com/<wbr>acme/<wbr>hello/`, `issued by`, `<span class="ok">verified</span>`,
 		`<li class="vuln"><span class="bad">GO-2022-1059</span> CVE-2022-32149`, `fixed in <code>v0.3.8</code>`,
-		`<span id="downloads-7d">2</span>`, `<span id="downloads-30d">2</span>`, `<span id="clients">1</span>`,
+		`<span id="downloads-7d">2</span>`, `<span id="downloads-30d">2</span>`, `<span id="clients">1</span>`, `Version 1.0.0: <span id="version-downloads-7d">1</span>`,
 		`<span class="warn">warned</span> by rule <code>hello</code>`, `revoked</span> <span class="muted">rule hello</span>`,
 	} {
 		if !strings.Contains(string(html.Body), want) {
