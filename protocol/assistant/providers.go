@@ -100,10 +100,23 @@ type Vulnerabilities struct {
 	SBOMs           []catalog.PlatformSBOM  `json:"sboms" jsonschema:"each platform's SBOM, or why none is stored"`
 }
 
+// UsageIn are get_version_usage's arguments: a provider as
+// get_provider_details names one, or a module as get_module_details
+// does, and the version whose downloads are counted beside the
+// address's.
+type UsageIn struct {
+	Namespace string `json:"namespace,omitempty" jsonschema:"a provider's namespace, e.g. hashicorp"`
+	Name      string `json:"name,omitempty" jsonschema:"a provider's type, e.g. aws"`
+	Host      string `json:"host,omitempty" jsonschema:"the provider's registry host (default registry.opentofu.org, else the proxy's own host when it holds the provider there)"`
+	ModuleID  string `json:"module_id,omitempty" jsonschema:"a module instead of a provider: [HOST/]NAMESPACE/NAME/SYSTEM[/VERSION], as search_modules returns it"`
+	Version   string `json:"version,omitempty" jsonschema:"a version: its own downloads are counted beside the address's"`
+}
+
 // Usage is what get_version_usage answers.
 type Usage struct {
+	Kind    string              `json:"kind" jsonschema:"module or provider"`
 	Address string              `json:"address"`
-	Counts  catalog.UsageCounts `json:"counts" jsonschema:"the address's downloads from the audit trail"`
+	Counts  catalog.UsageCounts `json:"counts" jsonschema:"the address's downloads from the audit trail, and the version's when one is asked about"`
 }
 
 // LockIn are get_lock_blocks' arguments.
@@ -149,8 +162,8 @@ func addProviderTools(s *mcp.Server, t *tools) {
 		"The known vulnerabilities of a provider version, from the proxy's offline vulnerability database matched "+
 			"against the SBOMs stored with it."), t.vulnerabilities)
 	add(s, readOnly("get_version_usage", "Who uses it",
-		"How often a provider was downloaded through the proxy and by how many clients (from its audit trail); "+
-			"answered only to a caller that may read every address."), t.usage)
+		"How often a provider or a module was downloaded through the proxy and by how many clients, and a version "+
+			"of it when one is asked about (from its audit trail); answered only to a caller that may read every address."), t.usage)
 	add(s, readOnly("get_lock_blocks", "Lock-file blocks",
 		"Complete .terraform.lock.hcl provider blocks (h1 and zh hashes) for chosen provider versions and platforms, "+
 			"as oci-tofu lock writes them."), t.lockBlocks)
@@ -257,15 +270,50 @@ func (t *tools) vulnerabilities(ctx context.Context, in ProviderIn) (Vulnerabili
 		Vulnerabilities: nonNil(d.SBOMs.Vulnerabilities), SBOMs: nonNil(d.SBOMs.Platforms)}, nil
 }
 
-func (t *tools) usage(ctx context.Context, in ProviderIn) (Usage, error) {
-	d, err := t.providerPage(ctx, in.address(), in.Version, nil)
+func (t *tools) usage(ctx context.Context, in UsageIn) (Usage, error) {
+	r, err := t.usageOf(ctx, in)
 	if err != nil {
 		return Usage{}, err
 	}
-	if d.Downloads == nil {
-		return Usage{}, fmt.Errorf("no usage of %s is shown: the proxy keeps no audit trail, or your credential may not read every address", d.Address)
+	if r.counts == nil {
+		return Usage{}, fmt.Errorf("no usage of %s is shown: the proxy keeps no audit trail, or your credential may not read every address", r.address)
 	}
-	return Usage{Address: d.Address, Counts: *d.Downloads}, nil
+	out := Usage{Kind: r.kind, Address: r.address, Counts: *r.counts}
+	if !r.asked {
+		out.Counts.Version = nil // the newest version's: not asked about
+	}
+	return out, nil
+}
+
+// usageRead is what a catalogue page says of an address's usage, and
+// whether a version was asked about.
+type usageRead struct {
+	kind, address string
+	counts        *catalog.UsageCounts
+	asked         bool
+}
+
+// usageOf reads the downloads on the catalogue page of the provider or
+// the module in names.
+func (t *tools) usageOf(ctx context.Context, in UsageIn) (usageRead, error) {
+	provider := in.Namespace != "" || in.Name != "" || in.Host != ""
+	switch {
+	case in.ModuleID != "" && provider:
+		return usageRead{}, fmt.Errorf("module_id: give a module or a provider (namespace, name, host), not both")
+	case in.ModuleID != "":
+		m, err := t.moduleID(ctx, in.ModuleID, in.Version)
+		if err != nil {
+			return usageRead{}, err
+		}
+		m.dir = "" // a submodule's downloads are its package's
+		d, err := t.readModule(ctx, m)
+		return usageRead{kind: catalog.KindModule, address: d.Address, counts: d.Downloads, asked: m.version != nil}, err
+	case !provider:
+		return usageRead{}, fmt.Errorf("namespace, name: a provider (namespace, name) or a module (module_id) is required")
+	}
+	d, err := t.providerPage(ctx, ProviderIn{Namespace: in.Namespace, Name: in.Name, Host: in.Host}.address(), in.Version, nil)
+	v, _ := parseVersion(in.Version)
+	return usageRead{kind: catalog.KindProvider, address: d.Address, counts: d.Downloads, asked: v != nil}, err
 }
 
 func (t *tools) lockBlocks(ctx context.Context, in LockIn) (LockOut, error) {

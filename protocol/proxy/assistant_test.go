@@ -219,8 +219,14 @@ func TestAssistantProviderTools(t *testing.T) {
 		t.Errorf("get_vulnerabilities: %+v %s", vulns, msg)
 	}
 	usage, msg, isErr := callTool[struct{ Counts catalog.UsageCounts }](t, cs, "get_version_usage", hello)
-	if isErr || usage.Counts.Week != 1 || usage.Counts.Clients != 1 {
+	if isErr || usage.Counts.Week != 1 || usage.Counts.Clients != 1 || usage.Counts.Version != nil {
 		t.Errorf("get_version_usage: %+v %s", usage, msg)
+	}
+	for v, want := range map[string]uint64{"1.0.0": 1, "1.1.0": 0} {
+		usage, msg, isErr = callTool[struct{ Counts catalog.UsageCounts }](t, cs, "get_version_usage", with(map[string]any{"version": v}))
+		if isErr || usage.Counts.Week != 1 || usage.Counts.Version == nil || usage.Counts.Version.Version != v || usage.Counts.Version.Week != want || usage.Counts.Version.Clients != int(want) {
+			t.Errorf("get_version_usage of %s: %+v %s", v, usage, msg)
+		}
 	}
 	locked, _ := getCatalog[catalog.ProviderPage](t, p, "/catalog/providers/example.com/test/hello/1.0.0?platform=linux_amd64", nil)
 	lock, msg, isErr := callTool[struct{ Lock string }](t, cs, "get_lock_blocks", map[string]any{

@@ -107,23 +107,36 @@ func keylessSigner(ctx context.Context, v keylessSigners, root source.Root) (*ca
 }
 
 // fleetUsage is a shared cache that keeps the fleet's usage of each
-// address (sharedstate.Redis).
+// address and version (sharedstate.Redis).
 type fleetUsage interface {
 	Usage(ctx context.Context, kind, address string, now time.Time) (sharedstate.AddressUsage, error)
+	VersionUsage(ctx context.Context, kind, address, version string, now time.Time) (sharedstate.AddressUsage, error)
 }
 
-// catalogUsage is an address's downloads: the fleet's, when the fleet
-// shares a Redis that counts them (every replica adds its counts every
-// countsFlushEvery), else this process's page's, both from the audit
-// trail.
-func (s *Server) catalogUsage(ctx context.Context, kind names.Kind, address string) (*catalog.UsageCounts, error) {
+// catalogUsage is an address's downloads and its version's: the
+// fleet's, when the fleet shares a Redis that counts them (every replica
+// adds its counts every countsFlushEvery), else this process's page's,
+// both from the audit trail.
+func (s *Server) catalogUsage(ctx context.Context, kind names.Kind, address, version string) (*catalog.UsageCounts, error) {
 	if fu, ok := s.opts.Shared.(fleetUsage); ok && s.counts != nil {
-		u, err := fu.Usage(ctx, string(kind), address, s.opts.Now())
-		if err != nil {
-			return nil, err
-		}
-		return &catalog.UsageCounts{Week: uint64(u.Week), Month: uint64(u.Month), Clients: u.Clients, More: u.More, From: "the fleet's shared counts"}, nil
+		return fleetUsageOf(ctx, fu, string(kind), address, version, s.opts.Now())
 	}
-	u := s.page.Usage(string(kind), address)
-	return &catalog.UsageCounts{Week: u.Week, Month: u.Month, Clients: u.Clients, More: u.More, From: "this replica's audit trail"}, nil
+	u := s.page.Usage(string(kind), address, version)
+	v := u.Version
+	return &catalog.UsageCounts{Week: u.Week, Month: u.Month, Clients: u.Clients, More: u.More, From: "this replica's audit trail",
+		Version: &catalog.VersionCounts{Version: version, Week: v.Week, Month: v.Month, Clients: v.Clients, More: v.More, Partial: v.Partial}}, nil
+}
+
+// fleetUsageOf is the fleet's usage of address and its version.
+func fleetUsageOf(ctx context.Context, fu fleetUsage, kind, address, version string, now time.Time) (*catalog.UsageCounts, error) {
+	u, err := fu.Usage(ctx, kind, address, now)
+	if err != nil {
+		return nil, err
+	}
+	v, err := fu.VersionUsage(ctx, kind, address, version, now)
+	if err != nil {
+		return nil, err
+	}
+	return &catalog.UsageCounts{Week: uint64(u.Week), Month: uint64(u.Month), Clients: u.Clients, More: u.More, From: "the fleet's shared counts",
+		Version: &catalog.VersionCounts{Version: version, Week: uint64(v.Week), Month: uint64(v.Month), Clients: v.Clients, More: v.More}}, nil
 }

@@ -175,6 +175,8 @@ func TestCatalogProviderFacts(t *testing.T) {
 	}
 	if u := d.Downloads; u == nil || u.Week != 2 || u.Month != 2 || u.Clients != 1 || u.From != "this replica's audit trail" {
 		t.Errorf("downloads: %+v", u)
+	} else if v := u.Version; v == nil || *v != (catalog.VersionCounts{Version: "1.0.0", Week: 1, Month: 1, Clients: 1}) {
+		t.Errorf("1.0.0's downloads: %+v", v)
 	}
 	var statuses []string
 	for _, v := range d.Versions {
@@ -189,7 +191,7 @@ func TestCatalogProviderFacts(t *testing.T) {
 	for _, want := range []string{
 		`<code>https:/<wbr>/<wbr>github.com/<wbr>acme/<wbr>hello/`, `issued by`, `<span class="ok">verified</span>`,
 		`<li class="vuln"><span class="bad">GO-2022-1059</span> CVE-2022-32149`, `fixed in <code>v0.3.8</code>`,
-		`<span id="downloads-7d">2</span>`, `<span id="downloads-30d">2</span>`, `<span id="clients">1</span>`,
+		`<span id="downloads-7d">2</span>`, `<span id="downloads-30d">2</span>`, `<span id="clients">1</span>`, `Version 1.0.0: <span id="version-downloads-7d">1</span>`,
 		`<span class="warn">warned</span> by rule <code>hello</code>`, `revoked</span> <span class="muted">rule hello</span>`,
 	} {
 		if !strings.Contains(string(html.Body), want) {
@@ -203,8 +205,8 @@ func TestCatalogProviderFacts(t *testing.T) {
 			t.Errorf("1.1.0's SBOM of %s: %+v", pl.Platform, pl)
 		}
 	}
-	if u := none.Downloads; u == nil || u.Week != 2 {
-		t.Errorf("1.1.0's downloads (the address's): %+v", u)
+	if u := none.Downloads; u == nil || u.Week != 2 || u.Version == nil || *u.Version != (catalog.VersionCounts{Version: "1.1.0", Week: 1, Month: 1, Clients: 1}) {
+		t.Errorf("1.1.0's downloads (the address's 2, its own 1): %+v", u)
 	}
 	if html := string(p.get(t, "/catalog/providers/example.com/test/hello/1.1.0").Body); !strings.Contains(html, `<span class="warn missing">no SBOM stored</span>`) {
 		t.Errorf("1.1.0's page does not say it has no SBOM:\n%s", html)
@@ -281,6 +283,8 @@ func TestCatalogProviderDownloadsOfTheFleet(t *testing.T) {
 	}
 	if u == nil || u.From != "the fleet's shared counts" || u.Week != 1 || u.Month != 1 || u.Clients != 1 {
 		t.Errorf("downloads: %+v", u)
+	} else if v := u.Version; v == nil || *v != (catalog.VersionCounts{Version: "1.0.0", Week: 1, Month: 1, Clients: 1}) {
+		t.Errorf("1.0.0's downloads: %+v", v)
 	}
 }
 

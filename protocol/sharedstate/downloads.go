@@ -39,9 +39,26 @@ const (
 // countScript adds counts. KEYS: the set of versions; ARGV: the hashes'
 // key prefix, the set's bound, then member, client, count, last (ms) for
 // each count. A version beyond the bound is not added. Each count is
-// also added to its address's usage (usage.go): the day of its last
-// download, and its client's last download.
+// also added to its address's usage and to its version's (usage.go):
+// the day of its last download, and its client's last download.
 var countScript = redis.NewScript(1, `
+local function usage(key, day, cl, n, t)
+  local dk, ck = ARGV[1] .. "usage:days:" .. key, ARGV[1] .. "usage:clients:" .. key
+  redis.call("hincrby", dk, day, n)
+  if redis.call("hlen", dk) > `+usageDaysKept+` then
+    local days, newest = redis.call("hkeys", dk), day
+    for _, f in ipairs(days) do newest = math.max(newest, tonumber(f) or 0) end
+    for _, f in ipairs(days) do
+      if (tonumber(f) or 0) <= newest - `+usageDays+` then redis.call("hdel", dk, f) end
+    end
+  end
+  redis.call("expire", dk, `+usageTTL+`)
+  if redis.call("hexists", ck, cl) == 1 or redis.call("hlen", ck) < `+maxUsageClients+` then
+    local last = redis.call("hget", ck, cl)
+    if not last or tonumber(last) < tonumber(t) then redis.call("hset", ck, cl, t) end
+  end
+  redis.call("expire", ck, `+usageTTL+`)
+end
 local bound = tonumber(ARGV[2])
 for i = 3, #ARGV, 4 do
   local m, cl, n, t = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3]
@@ -54,21 +71,8 @@ for i = 3, #ARGV, 4 do
     local addr = string.match(m, "^([^\031]*\031[^\031]*)\031")
     if addr then
       local day = math.floor(tonumber(t) / 86400000)
-      local dk, ck = ARGV[1] .. "usage:days:" .. addr, ARGV[1] .. "usage:clients:" .. addr
-      redis.call("hincrby", dk, day, n)
-      if redis.call("hlen", dk) > `+usageDaysKept+` then
-        local days, newest = redis.call("hkeys", dk), day
-        for _, f in ipairs(days) do newest = math.max(newest, tonumber(f) or 0) end
-        for _, f in ipairs(days) do
-          if (tonumber(f) or 0) <= newest - `+usageDays+` then redis.call("hdel", dk, f) end
-        end
-      end
-      redis.call("expire", dk, `+usageTTL+`)
-      if redis.call("hexists", ck, cl) == 1 or redis.call("hlen", ck) < `+maxUsageClients+` then
-        local last = redis.call("hget", ck, cl)
-        if not last or tonumber(last) < tonumber(t) then redis.call("hset", ck, cl, t) end
-      end
-      redis.call("expire", ck, `+usageTTL+`)
+      usage(addr, day, cl, n, t)
+      usage(m, day, cl, n, t)
     end
   end
 end

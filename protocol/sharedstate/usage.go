@@ -17,8 +17,9 @@ import (
 // are dropped) and
 // each client's last download (a hash of client to Unix ms, at most
 // maxUsageClients clients). Both expire usageTTL seconds after their
-// last download. A count is dated by the last download it adds (a
-// replica adds its counts every few seconds).
+// last download. The same two hashes are kept per version (within the
+// bound of MaxDownloadVersions versions). A count is dated by the last
+// download it adds (a replica adds its counts every few seconds).
 
 // Bounds of the usage counts, as the script's text writes them.
 const (
@@ -40,15 +41,27 @@ type AddressUsage struct {
 
 // Usage reads the fleet's usage of address (of kind) as of now.
 func (r *Redis) Usage(ctx context.Context, kind, address string, now time.Time) (AddressUsage, error) {
+	return r.usage(ctx, kind+"\x1f"+address, now)
+}
+
+// VersionUsage reads the fleet's usage of one version of address (of
+// kind) as of now: counted since replicas count versions' usage (none
+// before).
+func (r *Redis) VersionUsage(ctx context.Context, kind, address, version string, now time.Time) (AddressUsage, error) {
+	return r.usage(ctx, downloadMember(kind, address, version), now)
+}
+
+// usage reads the usage hashes of key (an address, or a version's
+// member) as of now.
+func (r *Redis) usage(ctx context.Context, key string, now time.Time) (AddressUsage, error) {
 	_, prefix := r.downloadKeys()
-	addr := kind + "\x1f" + address
 	var days, clients map[string]string
 	err := r.do(ctx, "read usage", func(ctx context.Context, c redis.Conn) error {
 		var err error
-		if days, err = redis.StringMap(redis.DoContext(c, ctx, "HGETALL", prefix+"usage:days:"+addr)); err != nil {
+		if days, err = redis.StringMap(redis.DoContext(c, ctx, "HGETALL", prefix+"usage:days:"+key)); err != nil {
 			return err
 		}
-		clients, err = redis.StringMap(redis.DoContext(c, ctx, "HGETALL", prefix+"usage:clients:"+addr))
+		clients, err = redis.StringMap(redis.DoContext(c, ctx, "HGETALL", prefix+"usage:clients:"+key))
 		return err
 	})
 	if err != nil && !errors.Is(err, redis.ErrNil) {

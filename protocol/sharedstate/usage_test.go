@@ -44,6 +44,16 @@ func TestRedisUsage(t *testing.T) {
 	if u, _ := a.Usage(ctx, "provider", "example.com/test/none", now); u != (sharedstate.AddressUsage{}) {
 		t.Errorf("an address never downloaded: %+v", u)
 	}
+	for version, want := range map[string]sharedstate.AddressUsage{
+		"1.0.0": {Week: 2, Month: 6, Clients: 2}, "1.1.0": {Week: 1, Month: 1, Clients: 1}, "9.9.9": {},
+	} {
+		if u, err := a.VersionUsage(ctx, "provider", addr, version, now); err != nil || u != want {
+			t.Errorf("usage of %s: %+v %v, want %+v", version, u, err, want)
+		}
+	}
+	if u, _ := a.VersionUsage(ctx, "provider", "example.com/test/other", "1.1.0", now); u != (sharedstate.AddressUsage{}) {
+		t.Errorf("another address's version: %+v", u)
+	}
 	counts, err := a.Downloads(ctx)
 	if err != nil {
 		t.Fatal(err)

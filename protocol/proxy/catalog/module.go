@@ -45,6 +45,9 @@ type ModulePage struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// README is the module's README (nil without one).
 	README *README `json:"readme,omitempty"`
+	// Downloads are the package's downloads and its version's, shown
+	// only to a caller that reads everything (nil otherwise).
+	Downloads *UsageCounts `json:"downloads"`
 	// Diagnostics are the package's own (limits met while reading it).
 	Diagnostics []moduledoc.Diagnostic `json:"diagnostics"`
 	// Base leads back to the catalogue's index from this page.
@@ -143,7 +146,8 @@ func (h *Handlers) modulePage(ctx context.Context, req Request, ad addresser) (M
 		}
 	}
 	d.README = readmeOf(doc, d.Module, d.Base, a, v)
-	return d, nil
+	d.Downloads, err = h.downloads(ctx, names.KindModule, a.String(), d.Version)
+	return d, err
 }
 
 // versions are a's versions, newest first, with their status, and those

@@ -39,8 +39,9 @@ type ProviderFacts struct {
 	// Signers are the gate's verdicts on the signers the rule deciding
 	// address requires of a stored release (nil: it requires none).
 	Signers func(ctx context.Context, address string, root source.Root) ([]SignerVerdict, error)
-	// Usage is an address's downloads (nil: none are counted).
-	Usage func(ctx context.Context, kind names.Kind, address string) (*UsageCounts, error)
+	// Usage is an address's downloads and its version's (nil: none are
+	// counted); the address as the audit trail names it.
+	Usage func(ctx context.Context, kind names.Kind, address, version string) (*UsageCounts, error)
 }
 
 // Signer is who signed a release.
@@ -120,13 +121,38 @@ type Vulnerability struct {
 
 // UsageCounts are an address's downloads delivered, from the audit
 // trail: in the last 7 and 30 days, the distinct clients of the last 30
-// days (at least; More when some were not kept), and From, whose counts.
+// days (at least; More when some were not kept), the version's, and
+// From, whose counts.
 type UsageCounts struct {
+	Week    uint64         `json:"downloads_7d"`
+	Month   uint64         `json:"downloads_30d"`
+	Clients int            `json:"clients"`
+	More    bool           `json:"more_clients,omitempty"`
+	Version *VersionCounts `json:"version,omitempty" jsonschema:"the downloads of the version asked about"`
+	From    string         `json:"from"`
+}
+
+// VersionCounts are one version's downloads delivered, counted as its
+// address's are; Partial when some may not have been counted (a
+// replica's record keeps the 20 most recently downloaded versions of an
+// address).
+type VersionCounts struct {
+	Version string `json:"version"`
 	Week    uint64 `json:"downloads_7d"`
 	Month   uint64 `json:"downloads_30d"`
 	Clients int    `json:"clients"`
 	More    bool   `json:"more_clients,omitempty"`
-	From    string `json:"from"`
+	Partial bool   `json:"partial,omitempty"`
+}
+
+// downloads are the downloads of address (as the audit trail names it)
+// and of its version, when the caller reads everything (the clients are
+// the operator's to see) and the server counts them; nil otherwise.
+func (h *Handlers) downloads(ctx context.Context, kind names.Kind, address, version string) (*UsageCounts, error) {
+	if h.Facts.Usage == nil || respond.ReaderOf(ctx) != nil {
+		return nil, nil
+	}
+	return h.Facts.Usage(ctx, kind, address, version)
 }
 
 // revocation is the message of the revoked block that denied version v
@@ -186,12 +212,10 @@ func (h *Handlers) releaseFacts(ctx context.Context, d *ProviderPage, root sourc
 			return err
 		})
 	}
-	if f.Usage != nil && respond.ReaderOf(ctx) == nil { // the caller reads everything: the clients are the operator's to see
-		reads = append(reads, func(ctx context.Context) (err error) {
-			d.Downloads, err = f.Usage(ctx, names.KindProvider, d.Address)
-			return err
-		})
-	}
+	reads = append(reads, func(ctx context.Context) (err error) {
+		d.Downloads, err = h.downloads(ctx, names.KindProvider, d.Address, d.Version)
+		return err
+	})
 	if err := h.Out.Store.Each(ctx, len(reads), func(ctx context.Context, i int) error { return reads[i](ctx) }); err != nil {
 		return err
 	}

@@ -56,17 +56,29 @@ type downloadKey struct {
 }
 
 // addressDownloads are an address's downloads: counts by hour, in a ring
-// holding the hours (last-downloadHours, last], and its versions'.
+// holding the hours (last-downloadHours, last], by day, and its
+// versions'.
 type addressDownloads struct {
-	hours    [downloadHours]uint32
-	last     int64 // the hour of the newest download
-	days     [downloadDays]uint32
-	lastDay  int64 // the day of the newest download
+	hours [downloadHours]uint32
+	last  int64 // the hour of the newest download
+	dayCounts
 	versions map[string]*versionDownloads
+	// versionsDropped says a version's record was dropped to keep
+	// maxDownloadVersions: a version counted since may be counted short.
+	versionsDropped bool
 }
 
-// versionDownloads is who downloaded a version, and when last.
+// dayCounts are downloads by day, in a ring holding the days
+// (lastDay-downloadDays, lastDay].
+type dayCounts struct {
+	days    [downloadDays]uint32
+	lastDay int64 // the day of the newest download
+}
+
+// versionDownloads is how often a version was downloaded by day, who
+// downloaded it, and when last.
 type versionDownloads struct {
+	dayCounts
 	last    time.Time
 	clients map[string]time.Time // the most recent maxVersionClients
 	others  bool                 // more clients were dropped
@@ -116,13 +128,15 @@ func (d *downloads) Record(ev *audit.Event) {
 			d.dropped++
 			return
 		}
-		a = &addressDownloads{last: h, lastDay: h / 24, versions: map[string]*versionDownloads{}}
+		a = &addressDownloads{last: h, dayCounts: dayCounts{lastDay: h / 24}, versions: map[string]*versionDownloads{}}
 		d.addrs[k] = a
 	}
 	a.count(h)
 	a.countDay(h / 24)
 	if ev.Version != "" {
-		a.version(ev.Version, t).client(ev.Client, t)
+		vd := a.version(ev.Version, t)
+		vd.countDay(h / 24)
+		vd.client(ev.Client, t)
 	}
 }
 
@@ -164,7 +178,7 @@ func (a *addressDownloads) count(h int64) {
 
 // countDay adds a download on day day, clearing the days the ring
 // passes.
-func (a *addressDownloads) countDay(day int64) {
+func (a *dayCounts) countDay(day int64) {
 	if day > a.lastDay {
 		for x := a.lastDay + 1; x <= day && x <= a.lastDay+downloadDays; x++ {
 			a.days[x%downloadDays] = 0
@@ -177,7 +191,7 @@ func (a *addressDownloads) countDay(day int64) {
 }
 
 // sinceDay is the downloads on the days (today-days, today].
-func (a *addressDownloads) sinceDay(today int64, days int64) uint64 {
+func (a *dayCounts) sinceDay(today int64, days int64) uint64 {
 	var n uint64
 	for x := max(today-days+1, a.lastDay-downloadDays+1); x <= min(today, a.lastDay); x++ {
 		n += uint64(a.days[x%downloadDays])
@@ -207,8 +221,9 @@ func (a *addressDownloads) version(v string, t time.Time) *versionDownloads {
 				}
 			}
 			delete(a.versions, oldest)
+			a.versionsDropped = true
 		}
-		vd = &versionDownloads{clients: map[string]time.Time{}}
+		vd = &versionDownloads{dayCounts: dayCounts{lastDay: hourOf(t) / 24}, clients: map[string]time.Time{}}
 		a.versions[v] = vd
 	}
 	if t.After(vd.last) {
@@ -313,15 +328,29 @@ func (d *downloads) view() downloadsView {
 // audit trail recorded them: in the last 7 and 30 days, and the clients
 // that downloaded a version of it in the last 30 days (those kept: at
 // most maxVersionClients per version, maxDownloadVersions versions;
-// More when some were dropped).
+// More when some were dropped); and one version's.
 type Usage struct {
 	Week, Month uint64
 	Clients     int
 	More        bool
+	Version     VersionUsage
 }
 
-// usage is the Usage of address of kind.
-func (d *downloads) usage(kind, address string) Usage {
+// VersionUsage is a version's downloads delivered by this process: in
+// the last 7 and 30 days (by UTC day, today included), its clients of
+// the last 30 days (at most maxVersionClients: More when some were
+// dropped), and Partial when the record of the address's versions
+// dropped one (only the maxDownloadVersions most recently downloaded
+// are kept), so this one's counts may be short.
+type VersionUsage struct {
+	Week, Month uint64
+	Clients     int
+	More        bool
+	Partial     bool
+}
+
+// usage is the Usage of address of kind, and of its version.
+func (d *downloads) usage(kind, address, version string) Usage {
 	now := d.now()
 	h := hourOf(now)
 	d.mu.Lock()
@@ -333,15 +362,29 @@ func (d *downloads) usage(kind, address string) Usage {
 	u := Usage{Week: a.since(h, downloadHours), Month: a.sinceDay(h/24, downloadDays)}
 	clients := map[string]bool{}
 	for _, vd := range a.versions {
-		for c, at := range vd.clients {
-			if now.Sub(at) < downloadDays*24*time.Hour {
-				clients[c] = true
-			}
+		for c := range vd.recentClients(now) {
+			clients[c] = true
 		}
 		u.More = u.More || vd.others
 	}
 	u.Clients = len(clients)
+	if vd := a.versions[version]; vd != nil {
+		u.Version = VersionUsage{Week: vd.sinceDay(h/24, 7), Month: vd.sinceDay(h/24, downloadDays),
+			Clients: len(vd.recentClients(now)), More: vd.others, Partial: a.versionsDropped}
+	}
 	return u
+}
+
+// recentClients are the version's clients kept that downloaded it in
+// the last 30 days.
+func (vd *versionDownloads) recentClients(now time.Time) map[string]bool {
+	out := map[string]bool{}
+	for c, at := range vd.clients {
+		if now.Sub(at) < downloadDays*24*time.Hour {
+			out[c] = true
+		}
+	}
+	return out
 }
 
 // deprecatedInUse are the versions downloaded in the last 7 days that

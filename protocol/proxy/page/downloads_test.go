@@ -119,7 +119,7 @@ func TestDownloadsAreBounded(t *testing.T) {
 	if v := d.view(); len(d.addrs) != maxDownloadAddresses || v.Dropped != 11 || len(v.Addresses) != 0 {
 		t.Fatalf("after a week, %d addresses, %d dropped: want the idle ones kept for their 30-day counts, late's dropped", len(d.addrs), v.Dropped)
 	}
-	if u := d.usage(string(names.KindProvider), "example.com/acme/p0"); u.Week != 0 || u.Month != 1 || u.Clients != 1 {
+	if u := d.usage(string(names.KindProvider), "example.com/acme/p0", "1.0.0"); u.Week != 0 || u.Month != 1 || u.Clients != 1 {
 		t.Errorf("p0 a week on: %+v, want none in 7 days, 1 in 30, 1 client", u)
 	}
 	c.add(23 * 24 * time.Hour)
@@ -291,5 +291,46 @@ func BenchmarkDownloadsRecord(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		d.Record(ev)
+	}
+}
+
+// A version's downloads are counted beside its address's: in the last 7
+// and 30 days (by UTC day) and its clients of the last 30 days; a
+// version never downloaded has none, and one whose counts were dropped
+// to keep the record bounded says its counts are partial.
+func TestDownloadsOfAVersion(t *testing.T) {
+	d, c := testDownloads()
+	const addr = "example.com/acme/p"
+	d.Record(download(c.now(), addr, "1.0.0", "ci"))
+	d.Record(download(c.now(), addr, "1.0.0", "laptop"))
+	d.Record(download(c.now(), addr, "1.1.0", "ci"))
+	c.add(10 * 24 * time.Hour)
+	d.Record(download(c.now(), addr, "1.0.0", "ci"))
+	u := d.usage(string(names.KindProvider), addr, "1.0.0")
+	if u.Week != 1 || u.Month != 4 || u.Clients != 2 {
+		t.Errorf("the address: %+v, want 1 in 7 days, 4 in 30, 2 clients", u)
+	}
+	if want := (VersionUsage{Week: 1, Month: 3, Clients: 2}); u.Version != want {
+		t.Errorf("1.0.0: %+v, want %+v", u.Version, want)
+	}
+	if v := d.usage(string(names.KindProvider), addr, "1.1.0").Version; v != (VersionUsage{Month: 1, Clients: 1}) {
+		t.Errorf("1.1.0: %+v, want 1 in 30 days, 1 client", v)
+	}
+	if v := d.usage(string(names.KindProvider), addr, "9.9.9").Version; v != (VersionUsage{}) {
+		t.Errorf("a version never downloaded: %+v", v)
+	}
+	c.add(31 * 24 * time.Hour)
+	if v := d.usage(string(names.KindProvider), addr, "1.0.0").Version; v != (VersionUsage{}) {
+		t.Errorf("1.0.0 31 days after its last download: %+v, want none", v)
+	}
+
+	const busy = "example.com/acme/busy"
+	for i := range maxDownloadVersions + 1 {
+		c.add(time.Second)
+		d.Record(download(c.now(), busy, fmt.Sprintf("1.%d.0", i), "ci"))
+	}
+	d.Record(download(c.now(), busy, "1.0.0", "ci"))
+	if v := d.usage(string(names.KindProvider), busy, "1.0.0").Version; v.Month != 1 || !v.Partial {
+		t.Errorf("a version counted again after it was dropped: %+v, want 1 in 30 days, partial", v)
 	}
 }

@@ -117,7 +117,9 @@ func (s *Page) Downloads() audit.Sink { return s.downloads }
 
 // Usage is the downloads of address (of kind) this process delivered,
 // as its record of the audit trail counts them.
-func (s *Page) Usage(kind, address string) Usage { return s.downloads.usage(kind, address) }
+func (s *Page) Usage(kind, address, version string) Usage {
+	return s.downloads.usage(kind, address, version)
+}
 
 // Share publishes the record on board and shows the other replicas'
 // records beside it, until Close.
