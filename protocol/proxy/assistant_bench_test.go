@@ -1,16 +1,12 @@
 package proxy
 
 import (
-	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/internal/seed"
-	"github.com/oci-tofu/oci-tofu/oci"
-	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 )
 
 // BenchmarkAssistantWarmDetails is the server's work for a warm
@@ -20,28 +16,12 @@ import (
 // proxy's own, without TLS or a client.
 func BenchmarkAssistantWarmDetails(b *testing.B) {
 	dir, open := moduleStore(b)
-	var vars strings.Builder
-	for i := 0; i < 12; i++ {
-		fmt.Fprintf(&vars, "variable \"setting_%02d\" {\n  type = map(string)\n  description = \"Setting %d of the network.\"\n  default = {}\n}\n", i, i)
-	}
-	z := zipOf(b, map[string]string{"main.tf": vars.String() + "variable \"name\" {\n  type = string\n}\nresource \"aws_vpc\" \"this\" {}\noutput \"vpc_id\" {\n  value = 1\n}\n"})
+	z := networkModule(b, "variable \"name\" {\n  type = string\n}\n")
 	repo := open("acme", "net", "aws")
 	for i := 0; i < 20; i++ {
 		push(b, repo, moduleArtifact(b, z), seed.Version(i))
 	}
-	client, err := oci.NewClient(oci.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	tpl, err := repotemplate.ParseModuleTemplate("oci-layout:" + dir + "/${namespace}/${name}/${system}")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := New(Options{Client: client, ModuleMappings: []*repotemplate.Template{tpl}, RegistryHostname: "example.com",
-		MCP: &MCP{Loopback: true}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := layoutServer(b, dir, Options{MCP: &MCP{Loopback: true}})
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_module_details","arguments":{"module_id":"example.com/acme/net/aws"}}}`
 	details := func() *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(call))

@@ -27,11 +27,7 @@ import (
 func BenchmarkCatalogWarmSearch(b *testing.B) {
 	const modules, versions, providers = 2000, 20, 500
 	dir, open := moduleStore(b)
-	var vars strings.Builder
-	for i := 0; i < 12; i++ {
-		fmt.Fprintf(&vars, "variable \"setting_%02d\" {\n  type = map(string)\n  description = \"Setting %d of the network.\"\n  default = {}\n}\n", i, i)
-	}
-	z := zipOf(b, map[string]string{"main.tf": vars.String() + "resource \"aws_vpc\" \"this\" {}\noutput \"vpc_id\" {\n  value = 1\n}\n"})
+	z := networkModule(b, "")
 	first := open("acme", "net0000", "aws")
 	for i := 0; i < versions; i++ {
 		push(b, first, moduleArtifact(b, z), seed.Version(i))
@@ -54,20 +50,7 @@ func BenchmarkCatalogWarmSearch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	client, err := oci.NewClient(oci.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	tpl, err := repotemplate.ParseModuleTemplate("oci-layout:" + dir + "/${namespace}/${name}/${system}")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := New(Options{Client: client, ModuleMappings: []*repotemplate.Template{tpl}, RegistryHostname: "example.com",
-		ProviderMappings: mustMapping(b, "oci-layout:"+pdir+"/${namespace}/${type}"),
-		Logger:           slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := layoutServer(b, dir, Options{ProviderMappings: mustMapping(b, "oci-layout:"+pdir+"/${namespace}/${type}")})
 	req := httptest.NewRequest(http.MethodGet, "/catalog/?format=json&q=setting_07", nil)
 	req.Host = "proxy.example:8443"
 	w := httptest.NewRecorder()
@@ -82,4 +65,34 @@ func BenchmarkCatalogWarmSearch(b *testing.B) {
 		s.ServeHTTP(d, req)
 	}
 	b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+}
+
+// networkModule is a module package of twelve map settings, an aws_vpc
+// and an output, and the HCL extra beside them.
+func networkModule(b *testing.B, extra string) []byte {
+	var vars strings.Builder
+	for i := 0; i < 12; i++ {
+		fmt.Fprintf(&vars, "variable \"setting_%02d\" {\n  type = map(string)\n  description = \"Setting %d of the network.\"\n  default = {}\n}\n", i, i)
+	}
+	return zipOf(b, map[string]string{"main.tf": vars.String() + extra + "resource \"aws_vpc\" \"this\" {}\noutput \"vpc_id\" {\n  value = 1\n}\n"})
+}
+
+// layoutServer is a server of opts with the modules in the OCI layouts
+// below dir (NAMESPACE/NAME/SYSTEM) as example.com's, logging nothing.
+func layoutServer(b *testing.B, dir string, opts Options) *Server {
+	client, err := oci.NewClient(oci.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tpl, err := repotemplate.ParseModuleTemplate("oci-layout:" + dir + "/${namespace}/${name}/${system}")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts.Client, opts.ModuleMappings, opts.RegistryHostname = client, []*repotemplate.Template{tpl}, "example.com"
+	opts.Logger = slog.New(slog.DiscardHandler)
+	s, err := New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
