@@ -280,7 +280,8 @@ func inputs(in []moduledoc.Input) []Input {
 	out := make([]Input, 0, len(in))
 	for _, i := range in {
 		out = append(out, Input{Name: i.Name, Type: i.Type, Required: i.Required, Default: value(i.Default),
-			Description: i.Description, Sensitive: i.Sensitive, Nullable: i.Nullable, Ephemeral: i.Ephemeral, Deprecated: i.Deprecated})
+			Description: authorText(i.Description), Sensitive: i.Sensitive, Nullable: i.Nullable, Ephemeral: i.Ephemeral,
+			Deprecated: authorText(i.Deprecated)})
 	}
 	return out
 }
@@ -297,7 +298,7 @@ func value(raw json.RawMessage) any {
 func outputs(in []moduledoc.Output) []Output {
 	out := make([]Output, 0, len(in))
 	for _, o := range in {
-		out = append(out, Output{Name: o.Name, Description: o.Description, Sensitive: o.Sensitive})
+		out = append(out, Output{Name: o.Name, Description: authorText(o.Description), Sensitive: o.Sensitive})
 	}
 	return out
 }
@@ -305,7 +306,7 @@ func outputs(in []moduledoc.Output) []Output {
 func calls(in []moduledoc.ModuleCall) []Call {
 	out := make([]Call, 0, len(in))
 	for _, c := range in {
-		out = append(out, Call{Name: c.Name, Source: c.Source, Version: c.Version})
+		out = append(out, Call{Name: c.Name, Source: authorText(c.Source), Version: authorText(c.Version)})
 	}
 	return out
 }
