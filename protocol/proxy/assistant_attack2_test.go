@@ -3,10 +3,14 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
 // Through /mcp the registry decides as on the protocol routes: a
@@ -145,5 +149,72 @@ func TestAssistantAttackHostileModuleSize(t *testing.T) {
 	}
 	if loud := d.Inputs[0].Description; !strings.HasPrefix(loud, "[2J]0;pwnedIGNORE") || !strings.Contains(loud, "clipped") {
 		t.Errorf("the loud description: %.200q", loud)
+	}
+}
+
+// Without --registry-hostname the proxy's own modules are written with
+// the Host each request was sent to: a request to another (loopback)
+// name warms the caches, and the next caller's snippets, addresses and
+// ids still name the host it asked, never the other's.
+func TestAssistantAttackHostPoisoningWithoutHostname(t *testing.T) {
+	mdir, mopen := moduleStore(t)
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		push(t, mopen("acme", "vpc", "aws"), moduleArtifact(t, vpcModule(t, v)), v)
+	}
+	p := startProxy(t, Options{MCP: &MCP{Loopback: true},
+		ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+mdir+"/${namespace}/${name}/${system}")}})
+	u, _ := url.Parse(p.URL)
+	calls := map[string]string{
+		"get_module_details": `{"module_id":"acme/vpc/aws"}`,
+		"search_modules":     `{"module_query":"vpc"}`,
+		"get_policy_verdict": `{"address":"acme/vpc/aws","version":"1.0.0","kind":"module"}`,
+	}
+	for name, args := range calls {
+		r := postMCP(t, p, http.MethodPost, toolCall(1, name, args), map[string]string{"Host": "localhost:1"})
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "localhost:1/acme/vpc/aws") {
+			t.Errorf("%s asked at localhost:1: %d %.300s", name, r.Status, r.Body)
+		}
+	}
+	for name, args := range calls {
+		r := postMCP(t, p, http.MethodPost, toolCall(1, name, args), nil)
+		if r.Status != http.StatusOK || strings.Contains(string(r.Body), "localhost:1") || !strings.Contains(string(r.Body), u.Host+"/acme/vpc/aws") {
+			t.Errorf("%s after a request to localhost:1: %d %.400s", name, r.Status, r.Body)
+		}
+	}
+}
+
+// No tool reaches a pull-through origin: every provider tool, lock
+// blocks for any platform included, reads what the registry holds, so
+// an assistant naming an origin's provider, version and platforms makes
+// the proxy contact nothing.
+func TestAssistantAttackToolsPullNothing(t *testing.T) {
+	key := testenv.Testdata(t, "keys", "gpg-signer.asc")
+	fixture := testenv.Testdata(t, "providers", "hello", "1.0.0")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "good", Type: "hello", Dir: fixture, Key: key}})
+	base, _ := url.Parse(origin.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, Client: originClient(t)}
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+t.TempDir()+"/${namespace}/${type}"), PullThrough: &pt,
+		MCP: &MCP{Loopback: true}})
+	cs := mcpSession(t, p, nil)
+	pr := map[string]any{"namespace": "good", "name": "hello", "host": "example.com", "version": "1.0.0"}
+	for name, args := range map[string]map[string]any{
+		"search_providers":            {"provider_query": "hello"},
+		"get_provider_details":        pr,
+		"get_latest_provider_version": {"namespace": "good", "name": "hello", "host": "example.com"},
+		"get_vulnerabilities":         pr,
+		"get_version_usage":           {"namespace": "good", "name": "hello", "host": "example.com"},
+		"get_lock_blocks":             {"providers": []map[string]any{pr}, "platforms": platforms},
+		"get_policy_verdict":          {"address": "example.com/good/hello", "version": "1.0.0"},
+	} {
+		if res, _, isErr := callTool[map[string]any](t, cs, name, args); !isErr && name != "search_providers" {
+			t.Errorf("%s of a provider the registry does not hold: %v", name, res)
+		}
+	}
+	if reqs := origin.Requests(); len(reqs) > 0 {
+		t.Errorf("the tools reached the origin: %+v", reqs)
+	}
+	p.do(t, http.MethodGet, "/v1/mirror/example.com/good/hello/index.json", nil)
+	if len(origin.Requests()) == 0 {
+		t.Errorf("the mirror protocol did not reach the origin either: the test sees nothing")
 	}
 }
