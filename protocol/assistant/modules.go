@@ -161,7 +161,7 @@ func (t *tools) searchModules(ctx context.Context, in SearchModulesIn) (SearchMo
 	out := SearchModulesOut{Modules: []ModuleHit{}, Total: d.Total, Page: d.Page, Pages: d.Pages, Complete: d.Complete}
 	for _, e := range d.Modules {
 		h := ModuleHit{ModuleID: e.Host + "/" + e.Namespace + "/" + e.Name + "/" + e.System,
-			Address: e.Address, Latest: e.Latest, Versions: e.Versions, Hits: nonNil(e.Hits)}
+			Address: e.Address, Latest: e.Latest, Versions: e.Versions, Hits: hits(e.Hits)}
 		if t.direct {
 			h.Address = ""
 		}
@@ -270,7 +270,7 @@ func moduleDetails(d catalog.ModulePage) ModuleDetails {
 	}
 	if m := d.Module; m != nil {
 		out.Inputs, out.Outputs = inputs(m.Inputs), outputs(m.Outputs)
-		out.RequiredCore, out.Providers = nonNil(m.RequiredCore), nonNil(m.RequiredProviders)
+		out.RequiredCore, out.Providers = authorTexts(m.RequiredCore), requirements(m.RequiredProviders)
 		out.Modules, out.Resources = calls(m.ModuleCalls), resources(m.Resources)
 	}
 	return out
