@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
@@ -225,5 +226,34 @@ func TestAssistantAttackToolsPullNothing(t *testing.T) {
 	p.do(t, http.MethodGet, "/v1/mirror/example.com/good/hello/index.json", nil)
 	if len(origin.Requests()) == 0 {
 		t.Errorf("the mirror protocol did not reach the origin either: the test sees nothing")
+	}
+}
+
+// A submodule or an example of a module out of a client's scope is told
+// as of a module that does not exist, at the newest version or one
+// named, after its owner read it: no version, directory or count leaks.
+func TestAssistantAttackScopedDirectories(t *testing.T) {
+	const tokenA, tokenO = "token-of-acme", "token-of-others"
+	p := startCatalog(t, fmt.Sprintf(`
+client "acme" {
+  tokens  = [%q]
+  modules = ["*/acme/*/*"]
+}
+client "others" {
+  tokens  = [%q]
+  modules = ["*/others/*/*"]
+}
+`, policy.TokenHash(tokenA), policy.TokenHash(tokenO)), Options{AuthTokens: []string{"operator-token"}, MCP: &MCP{Loopback: true}})
+	acme := mcpSession(t, p, map[string]string{"Authorization": "Bearer " + tokenA})
+	others := mcpSession(t, p, map[string]string{"Authorization": "Bearer " + tokenO})
+	for _, suffix := range []string{"//modules/subnets", "/1.0.0//examples/simple", "/1.1.0//modules/subnets", "/2.0.0//modules/subnets", "//modules/none"} {
+		if _, msg, isErr := callTool[map[string]any](t, acme, "get_module_details", map[string]any{"module_id": "example.com/acme/vpc/aws" + suffix}); isErr && suffix != "/2.0.0//modules/subnets" && suffix != "//modules/none" {
+			t.Errorf("acme's own %s: %s", suffix, msg)
+		}
+		res, hidden, isErr := callTool[map[string]any](t, others, "get_module_details", map[string]any{"module_id": "example.com/acme/vpc/aws" + suffix})
+		_, missing, _ := callTool[map[string]any](t, others, "get_module_details", map[string]any{"module_id": "example.com/acme/nothing/aws" + suffix})
+		if !isErr || strings.ReplaceAll(hidden, "/vpc/", "/nothing/") != missing {
+			t.Errorf("others' %s of acme's is told otherwise than of none: %v\n%s\n%s", suffix, res, hidden, missing)
+		}
 	}
 }
