@@ -161,7 +161,7 @@ func (t *tools) searchModules(ctx context.Context, in SearchModulesIn) (SearchMo
 	out := SearchModulesOut{Modules: []ModuleHit{}, Total: d.Total, Page: d.Page, Pages: d.Pages, Complete: d.Complete}
 	for _, e := range d.Modules {
 		h := ModuleHit{ModuleID: e.Host + "/" + e.Namespace + "/" + e.Name + "/" + e.System,
-			Address: e.Address, Latest: e.Latest, Versions: e.Versions, Hits: nonNil(e.Hits)}
+			Address: e.Address, Latest: e.Latest, Versions: e.Versions, Hits: hits(e.Hits)}
 		if t.direct {
 			h.Address = ""
 		}
@@ -270,7 +270,7 @@ func moduleDetails(d catalog.ModulePage) ModuleDetails {
 	}
 	if m := d.Module; m != nil {
 		out.Inputs, out.Outputs = inputs(m.Inputs), outputs(m.Outputs)
-		out.RequiredCore, out.Providers = nonNil(m.RequiredCore), nonNil(m.RequiredProviders)
+		out.RequiredCore, out.Providers = authorTexts(m.RequiredCore), requirements(m.RequiredProviders)
 		out.Modules, out.Resources = calls(m.ModuleCalls), resources(m.Resources)
 	}
 	return out
@@ -280,7 +280,8 @@ func inputs(in []moduledoc.Input) []Input {
 	out := make([]Input, 0, len(in))
 	for _, i := range in {
 		out = append(out, Input{Name: i.Name, Type: i.Type, Required: i.Required, Default: value(i.Default),
-			Description: i.Description, Sensitive: i.Sensitive, Nullable: i.Nullable, Ephemeral: i.Ephemeral, Deprecated: i.Deprecated})
+			Description: authorText(i.Description), Sensitive: i.Sensitive, Nullable: i.Nullable, Ephemeral: i.Ephemeral,
+			Deprecated: authorText(i.Deprecated)})
 	}
 	return out
 }
@@ -297,7 +298,7 @@ func value(raw json.RawMessage) Value {
 func outputs(in []moduledoc.Output) []Output {
 	out := make([]Output, 0, len(in))
 	for _, o := range in {
-		out = append(out, Output{Name: o.Name, Description: o.Description, Sensitive: o.Sensitive})
+		out = append(out, Output{Name: o.Name, Description: authorText(o.Description), Sensitive: o.Sensitive})
 	}
 	return out
 }
@@ -305,7 +306,7 @@ func outputs(in []moduledoc.Output) []Output {
 func calls(in []moduledoc.ModuleCall) []Call {
 	out := make([]Call, 0, len(in))
 	for _, c := range in {
-		out = append(out, Call{Name: c.Name, Source: c.Source, Version: c.Version})
+		out = append(out, Call{Name: c.Name, Source: authorText(c.Source), Version: authorText(c.Version)})
 	}
 	return out
 }

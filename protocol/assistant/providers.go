@@ -182,7 +182,7 @@ func (t *tools) searchProviders(ctx context.Context, in SearchProvidersIn) (Sear
 	out := SearchProvidersOut{Providers: []ProviderHit{}, Total: d.ProviderTotal, Page: d.Page, Pages: (d.ProviderTotal + catalog.PageSize - 1) / catalog.PageSize}
 	for _, e := range d.Providers {
 		out.Providers = append(out.Providers, ProviderHit{Address: e.Address, Namespace: e.Namespace, Name: e.Type,
-			Latest: e.Latest, Versions: e.Versions, Hits: nonNil(e.Hits)})
+			Latest: e.Latest, Versions: e.Versions, Hits: hits(e.Hits)})
 	}
 	return out, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/assistant"
 	"github.com/oci-tofu/oci-tofu/protocol/show"
 )
@@ -73,6 +74,9 @@ func newServer(opts Options) (*mcp.Server, func(), error) {
 	if opts.Registry.ProviderTemplate == "" && opts.Registry.ModuleTemplate == "" {
 		return nil, nil, errors.New("give --proxy URL, or --provider-template and/or --module-template to read the registry")
 	}
+	if err := fixedRegistries(opts.Registry); err != nil {
+		return nil, nil, err
+	}
 	srv, err := show.NewServer(opts.Registry)
 	if err != nil {
 		return nil, nil, err
@@ -82,6 +86,30 @@ func newServer(opts Options) (*mcp.Server, func(), error) {
 	direct := opts.RegistryHostname == ""
 	return srv.Assistant(opts.RegistryHostname, assistant.Options{Version: opts.Version, Direct: direct}),
 		func() { srv.Close(context.Background()) }, nil
+}
+
+// fixedRegistries refuses a template whose registry host is, or holds,
+// a placeholder (${hostname}/…): a tool argument would then choose the
+// host read, and the registry credentials (--username goes to every
+// registry) would go to whatever host an assistant was told to name.
+func fixedRegistries(opts show.Options) error {
+	for flag, raw := range map[string]string{"--provider-template": opts.ProviderTemplate, "--module-template": opts.ModuleTemplate} {
+		if raw == "" {
+			continue
+		}
+		parse := repotemplate.ParseModuleTemplate
+		if flag == "--provider-template" {
+			parse = repotemplate.ParseProviderTemplate
+		}
+		tpl, err := parse(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		if host, _ := tpl.ListPrefix(); host == "" {
+			return fmt.Errorf("%s %q: mcp reads one registry, named in the template: a placeholder such as ${hostname} in its registry host would let a tool's argument choose the host your registry credentials go to", flag, raw)
+		}
+	}
+	return nil
 }
 
 // remote is the catalogue of the proxy at opts.Proxy.

@@ -76,3 +76,41 @@ func TestRemoteTokenGoesToTheProxyOnly(t *testing.T) {
 		t.Errorf("asked elsewhere: %q; the proxy was asked %q", elsewhere, asked)
 	}
 }
+
+// A token that is no valid header value is refused without being
+// quoted: no tool error (which the assistant reads) holds any of it.
+func TestRemoteTokenNotInErrors(t *testing.T) {
+	proxy := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the proxy was asked with %q", r.Header.Get("Authorization"))
+	}))
+	defer proxy.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: proxy.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const token = "secret-part\r\nX-Injected: secret-tail"
+	srv, closeSrv, err := newServer(Options{Proxy: proxy.URL, Token: token, CAFile: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSrv()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_modules", Arguments: map[string]any{"module_query": "vpc"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; strings.Contains(text, "secret") {
+		t.Errorf("the error quotes the token: %s", text)
+	}
+}
