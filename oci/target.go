@@ -208,6 +208,11 @@ func (c *Client) OpenReadOnly(ctx context.Context, ref Reference) (ReadOnlyRepos
 	return c.remote(ref)
 }
 
+// OneCredential reports whether the client sends one credential
+// (Options.Username and Password) to every registry it talks to, rather
+// than each registry's own from the docker credential store.
+func (c *Client) OneCredential() bool { return c.opts.Username != "" || c.opts.Password != "" }
+
 // DefaultCatalogPageSize is the page size asked of a registry's catalog,
 // as tag lists ask for 1000.
 const DefaultCatalogPageSize = 1000

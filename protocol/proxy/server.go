@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -323,6 +324,9 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 	if err != nil {
 		return opts, nil, err
 	}
+	if err := checkCredentialHosts(opts); err != nil {
+		return opts, nil, err
+	}
 	if opts.PublicURL != "" {
 		if opts.PublicURL, err = respond.ParsePublicURL(opts.PublicURL); err != nil {
 			return opts, nil, err
@@ -334,6 +338,30 @@ func checkOptions(opts Options) (Options, store.ProviderMappings, error) {
 		}
 	}
 	return withDefaults(opts), mappings, nil
+}
+
+// checkCredentialHosts refuses one credential for every registry
+// (serve --username) beside a template whose registry host is a
+// placeholder: the host would be the one a client names (a provider's
+// hostname in a mirror request, a module_id's host in a tool call), and
+// the proxy's password would go to it.
+func checkCredentialHosts(opts Options) error {
+	if opts.Client == nil || !opts.Client.OneCredential() {
+		return nil
+	}
+	var templates []string
+	for _, m := range opts.ProviderMappings {
+		templates = append(templates, m.Template.String())
+	}
+	for _, t := range opts.ModuleMappings {
+		templates = append(templates, t.String())
+	}
+	for _, t := range templates {
+		if host, _, _ := strings.Cut(t, "/"); strings.Contains(host, "${") {
+			return fmt.Errorf("template %q: its registry host is a placeholder, so a client chooses the registry, and --username/--password send one credential to every registry: give the registries' credentials in a docker config instead (each goes to its own host only)", t)
+		}
+	}
+	return nil
 }
 
 // withDefaults fills in what is left unset; the store's defaults are
