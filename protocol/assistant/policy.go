@@ -15,7 +15,7 @@ import (
 type VerdictIn struct {
 	Address string `json:"address" jsonschema:"a module ([HOST/]NAMESPACE/NAME/SYSTEM) or a provider ([HOST/]NAMESPACE/TYPE)"`
 	Version string `json:"version" jsonschema:"the version to judge"`
-	Kind    string `json:"kind,omitempty" jsonschema:"module or provider (default: four parts are a module, fewer a provider)"`
+	Kind    string `json:"kind,omitempty" jsonschema:"module or provider (default: four parts, or three whose first is no host name, are a module; else a provider)"`
 }
 
 // Verdict is what get_policy_verdict answers.
@@ -96,7 +96,10 @@ func kindOf(address, kind string) (string, error) {
 	case catalog.KindModule, catalog.KindProvider:
 		return kind, nil
 	case "":
-		if strings.Count(address, "/") >= 3 {
+		// HOST/NS/NAME/SYSTEM, or NS/NAME/SYSTEM whose first part is no
+		// host name: a module; NS/TYPE or HOST/NS/TYPE: a provider.
+		first, _, _ := strings.Cut(address, "/")
+		if n := strings.Count(address, "/"); n >= 3 || n == 2 && !looksLikeHost(first) {
 			return catalog.KindModule, nil
 		}
 		return catalog.KindProvider, nil

@@ -406,6 +406,20 @@ func TestAssistantVerdictOfAVersionedAddress(t *testing.T) {
 	}
 }
 
+// Without a kind, a module address without a host (NAMESPACE/NAME/SYSTEM,
+// as search results and prompts write it) is a module's, not read as a
+// provider's HOST/NAMESPACE/TYPE: "acme" is no host name.
+func TestAssistantVerdictOfAModuleWithoutHost(t *testing.T) {
+	p := startCatalog(t, "", Options{MCP: &MCP{Loopback: true}})
+	cs := mcpSession(t, p, nil)
+	got, msg, isErr := callTool[struct {
+		Kind, Verdict string
+	}](t, cs, "get_policy_verdict", map[string]any{"address": "acme/vpc/aws", "version": "1.1.0"})
+	if isErr || got.Kind != "module" || got.Verdict != "deprecated" {
+		t.Errorf("verdict of acme/vpc/aws 1.1.0: %+v %s, want a module's, deprecated", got, msg)
+	}
+}
+
 // A submodule or an example is shown as MODULE_ID//modules/NAME, as a
 // module source names it, at the newest version or the one asked.
 func TestAssistantModuleDirectories(t *testing.T) {
