@@ -27,18 +27,30 @@ type Lifecycle struct {
 	Started func(context.Context)
 }
 
+// httpServer is the HTTP server ServeUntil runs, logging its errors to
+// errorLog. An HTTP/2 connection to which nothing could be written for
+// the stall timeout is closed: its writer is shared by all its streams,
+// and each response's own deadline (as /mcp sets it) resets only its
+// stream, so a client that never reads its socket held the connection
+// until the HTTP/2 server gave up on its own, some 20 s later. The
+// timeout restarts with every byte written, so a slow download is not cut.
+func (s *Server) httpServer(errorLog *log.Logger) *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          errorLog,
+		HTTP2:             &http.HTTP2Config{WriteByteTimeout: s.opts.StallTimeout},
+	}
+}
+
 // ServeUntil serves ln until ctx ends, then drains: /readyz fails at
 // once, requests (new connections too) are served for ShutdownDelay, then
 // the listener closes and, within ShutdownTimeout, requests in flight
 // finish, then the server closes (Close).
 func (s *Server) ServeUntil(ctx context.Context, ln net.Listener, lc Lifecycle) error {
-	hs := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          lc.ErrorLog,
-	}
+	hs := s.httpServer(lc.ErrorLog)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if lc.Started != nil {
