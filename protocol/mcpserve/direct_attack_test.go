@@ -43,16 +43,8 @@ func TestDirectCredentialsStayOnTheTemplatesRegistry(t *testing.T) {
 		if !fixed {
 			t.Errorf("%+v is not refused", opts)
 		}
-		ct, st := mcp.NewInMemoryTransports()
 		ctx := context.Background()
-		ss, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs := connect(t, srv)
 		for name, args := range map[string]map[string]any{
 			"get_module_details":   {"module_id": host + "/acme/vpc/aws"},
 			"get_provider_details": {"namespace": "acme", "name": "x", "host": host},
@@ -62,7 +54,6 @@ func TestDirectCredentialsStayOnTheTemplatesRegistry(t *testing.T) {
 			}
 		}
 		cs.Close()
-		ss.Close()
 		closeSrv()
 	}
 	seen := registries.requests()

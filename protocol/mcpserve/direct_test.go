@@ -34,18 +34,8 @@ func moduleDetailsOf(t *testing.T, hostname string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeSrv)
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connect(t, srv)
 	id := "acme/greeting/aws"
 	if hostname != "" {
 		id = hostname + "/" + id

@@ -46,18 +46,8 @@ func TestRemoteTokenGoesToTheProxyOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeSrv()
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connect(t, srv)
 	host := strings.TrimPrefix(other.URL, "https://")
 	for _, c := range []struct {
 		name string
@@ -94,18 +84,8 @@ func TestRemoteTokenNotInErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeSrv()
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connect(t, srv)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_modules", Arguments: map[string]any{"module_query": "vpc"}})
 	if err != nil || !res.IsError {
 		t.Fatalf("%v %+v", err, res)

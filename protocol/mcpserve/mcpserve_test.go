@@ -1,9 +1,11 @@
 package mcpserve
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/oci-tofu/oci-tofu/protocol/show"
 )
 
@@ -38,4 +40,23 @@ func TestTokenOfTofusVariable(t *testing.T) {
 	if got, _ := tokenOf(Options{Token: "given"}, "tofu.my-corp.example"); got != "given" {
 		t.Errorf("token %q, want the one given", got)
 	}
+}
+
+// connect is a client session with srv over in-memory transports,
+// closed when the test ends.
+func connect(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
