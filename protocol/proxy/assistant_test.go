@@ -147,8 +147,8 @@ func TestAssistantModuleTools(t *testing.T) {
 	}
 	for v, want := range map[string]string{"2.0.0": "denied", "1.1.0": "deprecated", "1.0.0": "allowed"} {
 		got, msg, isErr := callTool[verdict](t, cs, "get_policy_verdict", map[string]any{"address": "example.com/acme/vpc/aws", "version": v})
-		if isErr || got.Verdict != want || got.Installs == (want == "denied") {
-			t.Errorf("verdict of %s: %+v %s, want %s", v, got, msg, want)
+		if isErr || got.Verdict != want || got.Installs == (want == "denied") || got.Rule == "" {
+			t.Errorf("verdict of %s: %+v %s, want %s by a named rule", v, got, msg, want)
 		}
 	}
 	if _, msg, isErr := callTool[details](t, cs, "get_module_details", map[string]any{"module_id": "example.com/nobody/vpc/aws"}); !isErr || !strings.Contains(msg, "nobody/vpc/aws") {

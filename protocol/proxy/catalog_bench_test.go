@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 )
 
 // BenchmarkCatalogWarmSearch is the server's work for a warm search of
@@ -51,20 +52,24 @@ func BenchmarkCatalogWarmSearch(b *testing.B) {
 		}
 	}
 	s := layoutServer(b, dir, Options{ProviderMappings: mustMapping(b, "oci-layout:"+pdir+"/${namespace}/${type}")})
-	req := httptest.NewRequest(http.MethodGet, "/catalog/?format=json&q=setting_07", nil)
-	req.Host = "proxy.example:8443"
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, req)
-	if w.Code != 200 || !strings.Contains(w.Body.String(), fmt.Sprintf(`"total":%d`, modules)) || !strings.Contains(w.Body.String(), `"provider_total":0`) {
-		b.Fatalf("search: %d %.300s", w.Code, w.Body)
+	for _, kind := range []string{"", catalog.KindModule} {
+		b.Run("kind="+kind, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, "/catalog/?format=json&q=setting_07&kind="+kind, nil)
+			req.Host = "proxy.example:8443"
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, req)
+			if w.Code != 200 || !strings.Contains(w.Body.String(), fmt.Sprintf(`"total":%d`, modules)) || !strings.Contains(w.Body.String(), `"provider_total":0`) {
+				b.Fatalf("search: %d %.300s", w.Code, w.Body)
+			}
+			b.ResetTimer()
+			cpu := processCPU(b)
+			for i := 0; i < b.N; i++ {
+				d := &discardWriter{h: http.Header{}}
+				s.ServeHTTP(d, req)
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+		})
 	}
-	b.ResetTimer()
-	cpu := processCPU(b)
-	for i := 0; i < b.N; i++ {
-		d := &discardWriter{h: http.Header{}}
-		s.ServeHTTP(d, req)
-	}
-	b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 }
 
 // networkModule is a module package of twelve map settings, an aws_vpc

@@ -74,7 +74,16 @@ func (l *tagList) cost() int64 {
 
 // listing is a copy of l's versions that its caller may change.
 func (l *tagList) listing() Listing {
-	return Listing{Versions: slices.Clone(l.versions.Versions), Unresolvable: maps.Clone(l.versions.Unresolvable), Refused: maps.Clone(l.versions.Refused)}
+	return Listing{Versions: slices.Clone(l.versions.Versions), Unresolvable: cloneOrNil(l.versions.Unresolvable), Refused: cloneOrNil(l.versions.Refused)}
+}
+
+// cloneOrNil is a copy of m, nil when m is empty (a nil map reads as an
+// empty one).
+func cloneOrNil(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
 }
 
 // HasTag reports whether the repository's tag list (read and cached as
@@ -118,6 +127,16 @@ func (r *Repo) Versions(ctx context.Context) (Listing, error) {
 	return r.VersionsEarly(ctx, nil)
 }
 
+// VersionsShared is Versions without the copy: the Listing is the
+// cache's, shared with every reader, and its caller must not change it.
+func (r *Repo) VersionsShared(ctx context.Context) (Listing, error) {
+	tags, at, err := r.tagList(ctx, nil)
+	if err != nil {
+		return Listing{At: at}, err
+	}
+	return r.checked(tags.versions, at)
+}
+
 // VersionsEarly is Versions, calling early (when not nil; it must not
 // block) with each version whose canonical tag a page of the tag list
 // brings, as soon as that page is read, while later pages are still being
@@ -134,7 +153,12 @@ func (r *Repo) VersionsEarly(ctx context.Context, early func(names.Version)) (Li
 	if err != nil {
 		return Listing{At: at}, err
 	}
-	l := tags.listing()
+	return r.checked(tags.listing(), at)
+}
+
+// checked is l read at at, unless it holds more versions than oci-tofu
+// lists.
+func (r *Repo) checked(l Listing, at time.Time) (Listing, error) {
 	l.At = at
 	if len(l.Versions) > oci.MaxVersions {
 		return Listing{At: at}, r.fail(oci.Beyond("the repository has %d version tags, more than the %d oci-tofu lists", len(l.Versions), oci.MaxVersions), "listing versions")

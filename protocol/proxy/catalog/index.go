@@ -345,12 +345,22 @@ func (h *Handlers) newestPackage(ctx context.Context, a source.ModuleAddress, vs
 // newestOf is the newest release in vs, or the newest pre-release when
 // there is no release.
 func newestOf(vs names.VersionList) (names.Version, bool) {
-	if len(vs) == 0 {
+	return newest(len(vs), func(i int) *names.Version { return &vs[i] })
+}
+
+// newestListed is newestOf the versions of ls.
+func newestListed(ls []source.Listed) (names.Version, bool) {
+	return newest(len(ls), func(i int) *names.Version { return &ls[i].Version })
+}
+
+// newest is newestOf the n versions at(i) gives.
+func newest(n int, at func(i int) *names.Version) (names.Version, bool) {
+	if n == 0 {
 		return names.Version{}, false
 	}
 	var newest, newestPre *names.Version
-	for i := range vs {
-		v := &vs[i]
+	for i := range n {
+		v := at(i)
 		if v.Prerelease == "" && (newest == nil || v.GreaterThan(*newest)) {
 			newest = v
 		}

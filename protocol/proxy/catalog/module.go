@@ -208,6 +208,7 @@ func (h *Handlers) status(ctx context.Context, a source.ModuleAddress, v names.V
 		return s, h.Out.LeftOut("module "+a.String(), v, err)
 	}
 	s.Status = StatusServed
+	s.Rule, s.Reason = h.allowedBy(names.KindModule, a.String(), v)
 	if msg, ok := l.Deprecated[v.String()]; ok {
 		s.Status, s.Message = StatusDeprecated, msg
 	}

@@ -164,10 +164,10 @@ func (h *Handlers) revocation(p names.Provider, v names.Version, denied *source.
 	return h.Facts.Policy().Revocation(names.KindProvider, p.String(), v)
 }
 
-// allowedBy are the rule allowing version v of p (served) and the
-// policy's reason, as its version check decides (policy.DecideVersion);
-// "" without a policy.
-func (h *Handlers) allowedBy(p names.Provider, v names.Version) (rule, reason string) {
+// allowedBy are the rule allowing version v of the kind's address
+// (served) and the policy's reason, as its version check decides
+// (policy.DecideVersion); "" without a policy.
+func (h *Handlers) allowedBy(kind names.Kind, address string, v names.Version) (rule, reason string) {
 	if h.Facts.Policy == nil {
 		return "", ""
 	}
@@ -175,7 +175,7 @@ func (h *Handlers) allowedBy(p names.Provider, v names.Version) (rule, reason st
 	if pol == nil {
 		return "", ""
 	}
-	d := pol.DecideVersion(names.KindProvider, p.String(), v)
+	d := pol.DecideVersion(kind, address, v)
 	return d.Rule, d.Reason
 }
 

@@ -165,7 +165,7 @@ func (h *Handlers) providerVersions(ctx context.Context, p names.Provider) ([]Ve
 		case left != nil:
 			continue // not a provider release: left out, as the protocols leave it out
 		default:
-			s.Rule, s.Reason = h.allowedBy(p, vs[i])
+			s.Rule, s.Reason = h.allowedBy(names.KindProvider, p.String(), vs[i])
 			s.Warning = l.Vulnerable[v]
 			if msg, ok := l.Deprecated[v]; ok {
 				s.Status, s.Message = StatusDeprecated, msg

@@ -152,11 +152,7 @@ func (h *Handlers) searchable(ctx context.Context, a source.ModuleAddress) (*sea
 	if err != nil {
 		return nil, "", err
 	}
-	vs := make(names.VersionList, len(l.Versions))
-	for i, e := range l.Versions {
-		vs[i] = e.Version
-	}
-	v, ok := newestOf(vs)
+	v, ok := newestListed(l.Versions)
 	if !ok {
 		return nil, "", nil
 	}

@@ -65,13 +65,16 @@ func versionsOf(l source.Listing) []names.Version {
 	return vs
 }
 
-// allowed keeps the entries of l whose versions judge allows, and says
-// which of those it deprecates.
+// allowed keeps the entries of l whose versions judge allows (l itself
+// when it allows them all), and says which of those it deprecates.
 func allowed(judge Judge, kind names.Kind, address string, l source.Listing) (source.Listing, map[string]string) {
 	verdicts := judge.Versions(kind, address, address, versionsOf(l))
+	if len(verdicts.Denied) == 0 {
+		return l, verdicts.Deprecated
+	}
 	out := source.Listing{At: l.At, Versions: make([]source.Listed, 0, len(l.Versions))}
 	for _, e := range l.Versions {
-		if len(verdicts.Denied) == 0 || verdicts.Denied[e.Version.String()] == nil { // String formats: skip it when nothing is denied
+		if verdicts.Denied[e.Version.String()] == nil {
 			out.Versions = append(out.Versions, e)
 		}
 	}

@@ -33,6 +33,9 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 	}
 	kept, deprecated := allowed(m.Judge, names.KindModule, a.String(), l.Listing)
 	out := source.ModuleListing{Listing: kept, Denied: l.Denied, Deprecated: deprecated}
+	if len(kept.Versions) == len(l.Versions) {
+		return out, nil // every version kept: none denied
+	}
 	for _, e := range l.Versions {
 		if !listed(kept, e.Version) {
 			out.Denied = append(out.Denied, e.Version)

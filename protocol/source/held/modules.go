@@ -21,6 +21,8 @@ type Modules struct {
 	Template *repotemplate.Template
 	Store    *store.Store
 	Log      *slog.Logger
+
+	repos repoCache // a's repository, as Repo found it
 }
 
 var (
@@ -31,11 +33,16 @@ var (
 // Repo is the repository of a: NotFound marked ErrNotMapped when the
 // template has none for it.
 func (m *Modules) Repo(a source.ModuleAddress) (*store.Repo, error) {
+	if repo, ok := m.repos.get(a); ok {
+		return repo, nil
+	}
 	ref, err := m.Template.Expand(a.Module.TemplateValues(a.Host))
 	if err != nil {
 		return nil, source.MarkNotMapped(source.NotFoundf("module %s has no repository here: %v", a.Module, err))
 	}
-	return m.Store.Repo(ref), nil
+	repo := m.Store.Repo(ref)
+	m.repos.put(a, repo)
+	return repo, nil
 }
 
 // ModuleVersions lists the versions whose canonical tag the repository
@@ -45,11 +52,12 @@ func (m *Modules) ModuleVersions(ctx context.Context, a source.ModuleAddress) (s
 	if err != nil {
 		return source.ModuleListing{}, err
 	}
-	l, err := repo.Versions(ctx)
+	l, err := repo.VersionsShared(ctx)
 	out := source.ModuleListing{Listing: source.Listing{At: l.At}}
 	if err != nil {
 		return out, source.Missing(err, a.What(), "unknown module %s", a.Module)
 	}
+	out.Versions = make([]source.Listed, 0, len(l.Versions))
 	for _, v := range l.Versions {
 		if len(l.Unresolvable) == 0 || l.Unresolvable[v.String()] == "" { // String formats: skip it when every tag resolves
 			out.Versions = append(out.Versions, source.Listed{Version: v, Stored: true})
