@@ -198,7 +198,7 @@ func TestFleetSharesModulePullThroughOnRedis(t *testing.T) {
 		wg.Wait()
 		for i, err := range errs {
 			if err != nil {
-				t.Errorf("install %d: %v\n%s", i, err, outs[i])
+				t.Errorf("install %d: %v\n%s\nthe replicas' warnings and errors:\n%s", i, err, outs[i], replicaComplaints(f))
 			}
 		}
 	}
@@ -282,6 +282,23 @@ module "shout" {
 	if down == 0 {
 		t.Error("no replica's oci_tofu_shared_cache_up says Redis is down")
 	}
+}
+
+// replicaComplaints are the last warnings and errors the fleet's
+// replicas logged, each under its replica: the cause of a failed install,
+// where the whole logs printed at the end may be cut short.
+func replicaComplaints(f *testenv.Fleet) string {
+	var b strings.Builder
+	for _, r := range f.Replicas {
+		var lines []string
+		for _, line := range strings.Split(r.Logs.String(), "\n") {
+			if (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) && !strings.Contains(line, "shared cache: the --shared-cache URL") {
+				lines = append(lines, line)
+			}
+		}
+		fmt.Fprintf(&b, "%s:\n  %s\n", r.URL, strings.Join(lines[max(0, len(lines)-12):], "\n  "))
+	}
+	return b.String()
 }
 
 // forgeModuleRecord copies the shared cache's record of the greeting's
