@@ -15,6 +15,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/gcfloor"
+	"github.com/oci-tofu/oci-tofu/protocol/notify"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/preflight"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
@@ -75,6 +76,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.Int64Flag{Name: "audit-max-size", Value: audit.DefaultMaxBytes, Usage: "`BYTES` at which the audit file is rotated (whole MiB)", EnvVars: []string{"OCI_TOFU_AUDIT_MAX_SIZE"}},
 			&cli.IntFlag{Name: "audit-max-files", Value: audit.DefaultMaxFiles, Usage: "rotated audit files kept beside the current one", EnvVars: []string{"OCI_TOFU_AUDIT_MAX_FILES"}},
 			&cli.BoolFlag{Name: "audit-documents", Usage: "audit metadata documents too, one event each (by default they are only counted in metrics)", EnvVars: []string{"OCI_TOFU_AUDIT_DOCUMENTS"}},
+			&cli.StringFlag{Name: "notifications-secret-file", Usage: "`FILE` holding the secret registries send (Authorization: Bearer SECRET) to notify the proxy of pushes at " + notify.Path + ", which then shows them at once (docs/notifications.md)", EnvVars: []string{"OCI_TOFU_NOTIFICATIONS_SECRET_FILE"}},
 			&cli.StringFlag{Name: "url-signing-key-file", Usage: "`FILE` holding the HMAC key for archive URLs (share between replicas; default random)", EnvVars: []string{"OCI_TOFU_URL_SIGNING_KEY_FILE"}},
 			&cli.DurationFlag{Name: "archive-url-ttl", Value: time.Hour, Usage: "lifetime of signed archive URLs", EnvVars: []string{"OCI_TOFU_ARCHIVE_URL_TTL"}},
 			&cli.DurationFlag{Name: "tag-ttl", Value: 30 * time.Second, Usage: "how long tag lists, and the documents built from them, are fresh", EnvVars: []string{"OCI_TOFU_TAG_TTL"}},
@@ -295,6 +297,13 @@ func readServeSecrets(c *cli.Context, opts *proxy.Options) error {
 		if opts.URLSigningKey, err = servercreds.ReadURLSigningKey(f); err != nil {
 			return err
 		}
+	}
+	if f := c.String("notifications-secret-file"); f != "" {
+		secret, err := servercreds.ReadNotificationsSecret(f)
+		if err != nil {
+			return fmt.Errorf("--notifications-secret-file: %w", err)
+		}
+		opts.Notifications = &proxy.Notifications{Secret: secret}
 	}
 	return nil
 }

@@ -69,7 +69,8 @@ type Registry struct {
 	argv   func(t testing.TB) []string // the command that serves it
 	config string                      // Distribution's configuration file
 	cmd    *exec.Cmd
-	front  *Front // crane's TLS front
+	front  *Front   // crane's TLS front
+	env    []string // beside the test's environment
 	done   chan struct{}
 	log    *LockedBuffer
 }
@@ -109,6 +110,47 @@ func (r *Registry) AccessLog() []string {
 		}
 	}
 	return out
+}
+
+// Notifying is where a registry sends its notifications
+// (StartRegistryNotifying).
+type Notifying struct {
+	// URL receives them; Authorization is the header they carry.
+	URL, Authorization string
+	// CAFile, when set, is the CA the registry trusts for URL (its
+	// SSL_CERT_FILE).
+	CAFile string
+}
+
+// StartRegistryNotifying starts a CNCF Distribution v3 registry that
+// notifies of every push and delete (notifications.endpoints, one try
+// after another 100ms apart) where notify, called with the registry
+// Host and CA known, before it starts, says.
+func StartRegistryNotifying(t testing.TB, notify func(r *Registry) Notifying) *Registry {
+	t.Helper()
+	r := newDistribution(t, KindDistribution, "")
+	n := notify(r)
+	r.rewriteConfig(t, func(c string) string { return c + notificationsConfig(n) })
+	if n.CAFile != "" {
+		r.env = append(r.env, "SSL_CERT_FILE="+n.CAFile)
+	}
+	r.Start(t)
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// notificationsConfig is Distribution's notifications section for n.
+func notificationsConfig(n Notifying) string {
+	return fmt.Sprintf(`notifications:
+  endpoints:
+    - name: oci-tofu
+      url: %s
+      headers:
+        Authorization: [%q]
+      timeout: 2s
+      threshold: 3
+      backoff: 100ms
+`, n.URL, n.Authorization)
 }
 
 // StartRegistryWithAuth starts a Distribution v3 registry that requires
@@ -269,7 +311,7 @@ func (r *Registry) Start(t testing.TB) {
 	t.Helper()
 	argv := r.argv(t)
 	r.cmd = exec.Command(argv[0], argv[1:]...)
-	r.cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none")
+	r.cmd.Env = append(append(os.Environ(), "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none"), r.env...)
 	r.log, r.done = startLogged(t, r.cmd)
 	client := r.CA.HTTPClient()
 	client.Timeout = time.Second

@@ -86,6 +86,9 @@ type flight[V any] struct {
 	// are not cancelled when waiters leave.
 	background bool
 	cancel     context.CancelFunc
+	// detached fetches were forgotten while under way (ForgetMatching):
+	// their result goes to their waiters only, not into the cache.
+	detached bool
 }
 
 // New makes a cache.
@@ -184,6 +187,7 @@ func (c *Cache[V]) run(ctx context.Context, key string, f *flight[V], fetch Fetc
 	f.val, f.err, f.fetched = val, err, now
 	close(f.done)
 	switch {
+	case f.detached:
 	case err == nil:
 		c.storeLocked(&entry[V]{key: key, val: val, cost: cost, fetched: now})
 	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +36,43 @@ func TestForget(t *testing.T) {
 	c.Forget("e")
 	if c.Len() != 0 || c.Cost() != 0 {
 		t.Errorf("after forgetting all: %d entries, cost %d", c.Len(), c.Cost())
+	}
+}
+
+// ForgetMatching drops the matching entries, and a fetch under way for a
+// matching key hands its (possibly outdated) value to its waiter but
+// does not keep it: the next Get fetches anew.
+func TestForgetMatchingDetachesFetches(t *testing.T) {
+	c := New[string](Options{})
+	ctx := context.Background()
+	for _, k := range []string{"a:1", "a:2", "b:1"} {
+		c.Get(ctx, k, func(context.Context) (string, int64, error) { return "old " + k, 1, nil })
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	got := make(chan string)
+	go func() {
+		r, _ := c.Get(ctx, "a:3", func(context.Context) (string, int64, error) {
+			close(started)
+			<-release
+			return "read before", 1, nil
+		})
+		got <- r.Val
+	}()
+	<-started
+	if n := c.ForgetMatching(func(k string) bool { return strings.HasPrefix(k, "a:") }); n != 2 {
+		t.Fatalf("forgot %d entries, want 2", n)
+	}
+	close(release)
+	if v := <-got; v != "read before" {
+		t.Fatalf("the waiter got %q", v)
+	}
+	if _, ok := c.Peek("a:3"); ok {
+		t.Fatal("a fetch detached by ForgetMatching was kept")
+	}
+	if _, ok := c.Peek("b:1"); !ok || c.Len() != 1 {
+		t.Fatalf("the unmatched entry went too (%d entries)", c.Len())
+	}
+	if r, _ := c.Get(ctx, "a:1", func(context.Context) (string, int64, error) { return "new", 1, nil }); r.Val != "new" {
+		t.Fatalf("after ForgetMatching: %q", r.Val)
 	}
 }

@@ -205,6 +205,9 @@ type Options struct {
 	// replica served (protocol/proxy/page). Nil: this process alone. Its metrics
 	// are served when it is a prometheus.Collector.
 	Shared sharedstate.Store
+	// Notifications, when set, receive registries' notifications of
+	// pushes and deletes at notify.Path (docs/notifications.md).
+	Notifications *Notifications
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -234,6 +237,9 @@ type Server struct {
 	client     *oci.Client         // reaches the registry (pull-through writes with it)
 	pull       *pullthrough.Engine // nil without pull-through
 	probes     *health.Probes      // /readyz and /livez (probes.go)
+	// notifications receive registries' notifications (notifications.go);
+	// nil without.
+	notifications *notifications
 
 	mux *http.ServeMux
 	// prefixes are the handlers Mount added, longest prefix first, as
@@ -278,9 +284,13 @@ func New(opts Options) (*Server, error) {
 	if err := s.startShared(); err != nil {
 		return nil, err
 	}
+	if err := s.setUpNotifications(); err != nil {
+		return nil, err
+	}
 	s.page = s.newPage()
 	s.startAudit()
 	s.out = s.newResponder(urls)
+	s.startNotifications()
 	s.probes = s.newProbes()
 	s.routeCommon()
 	s.routeProbes()
@@ -461,6 +471,9 @@ func (s *Server) Close(ctx context.Context) error {
 		s.counts.Close(ctx)
 	}
 	s.page.Close()
+	if s.notifications != nil {
+		s.notifications.stop()
+	}
 	return s.pull.Close(ctx)
 }
 
@@ -485,7 +498,7 @@ func (s *Server) newResponder(urls *respond.URLSigner) *respond.Responder {
 	o := s.opts
 	out := respond.New(respond.Options{RegistryHostname: o.RegistryHostname, PublicURL: o.PublicURL,
 		TagTTL: o.Store.TagTTL, MaxStale: o.Store.MaxStale, FailureTTL: o.Store.FailureTTL, ArchiveURLTTL: o.ArchiveURLTTL,
-		StallTimeout: o.StallTimeout, RedirectArchives: o.RedirectArchives, Hint: o.Hint, Policy: o.Policy, VulnDB: o.VulnDB, Now: o.Now},
+		StallTimeout: o.StallTimeout, RedirectArchives: o.RedirectArchives, Hint: o.Hint, Policy: o.Policy, VulnDB: o.VulnDB, Now: o.Now, Notified: s.notifiedCounter()},
 		s.log, s.metrics, cache.Options{Name: "documents", TTL: o.Store.TagTTL, MaxStale: max(o.Store.MaxStale, 0),
 			FailureTTL: o.Store.FailureTTL, MaxEntries: o.Store.CacheEntries, MaxCost: budgetOf(o).docs, EntryCost: store.EntryCost,
 			Timeout: 2 * o.Store.Timeout, Observe: s.metrics.ObserveCache}, urls)

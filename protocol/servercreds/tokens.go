@@ -59,3 +59,24 @@ func ReadURLSigningKey(path string) ([]byte, error) {
 	}
 	return key, nil
 }
+
+// ReadNotificationsSecret reads the secret registries' notifications
+// carry (serve --notifications-secret-file): at least MinURLSigningKey
+// bytes, surrounding white space trimmed, no white space or control
+// characters inside (it goes into an HTTP header).
+func ReadNotificationsSecret(path string) ([]byte, error) {
+	secret, err := localfile.ReadBounded(path, MaxURLSigningKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	secret = bytes.TrimSpace(secret)
+	if len(secret) < MinURLSigningKey {
+		return nil, fmt.Errorf("%s: the notifications secret must have at least %d bytes", path, MinURLSigningKey)
+	}
+	for _, b := range secret {
+		if b <= ' ' || b == 0x7f {
+			return nil, fmt.Errorf("%s: the notifications secret holds white space or a control character", path)
+		}
+	}
+	return secret, nil
+}

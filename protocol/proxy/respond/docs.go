@@ -214,26 +214,33 @@ func writeEncoded(w http.ResponseWriter, r *http.Request, body []byte, length []
 }
 
 // policyDocKey is a document's cache key under the policy and the
-// vulnerability database in force: a document built under one policy,
-// or one database, is not served once another is in force (a reload),
-// so the new decisions take effect at once rather than after --tag-ttl.
-// Before the first reload of either, and without them, the key is the
-// request's alone (warm requests pay nothing).
+// vulnerability database in force, and the registry notifications acted
+// on: a document built under one policy, or one database, or before a
+// notified push, is not served once another is in force (a reload, a
+// notification), so the new decisions and versions take effect at once
+// rather than after --tag-ttl. Before the first of any, and without
+// them, the key is the request's alone (warm requests pay nothing but
+// atomic loads).
 func (s *Responder) policyDocKey(key string) string {
-	var gen, db uint64
+	var gen, db, notified uint64
 	if s.Opts.Policy != nil {
 		gen = s.Opts.Policy.Generation()
 	}
 	if s.Opts.VulnDB != nil {
 		db = s.Opts.VulnDB.Generation()
 	}
-	switch {
-	case gen == 0 && db == 0:
-		return key
-	case db == 0:
-		return key + "\x00policy " + strconv.FormatUint(gen, 10)
+	if s.Opts.Notified != nil {
+		notified = s.Opts.Notified.Load()
 	}
-	return key + "\x00policy " + strconv.FormatUint(gen, 10) + " vulndb " + strconv.FormatUint(db, 10)
+	switch {
+	case gen == 0 && db == 0 && notified == 0:
+		return key
+	case db == 0 && notified == 0:
+		return key + "\x00policy " + strconv.FormatUint(gen, 10)
+	case notified == 0:
+		return key + "\x00policy " + strconv.FormatUint(gen, 10) + " vulndb " + strconv.FormatUint(db, 10)
+	}
+	return key + "\x00policy " + strconv.FormatUint(gen, 10) + " vulndb " + strconv.FormatUint(db, 10) + " notified " + strconv.FormatUint(notified, 10)
 }
 
 // Policy decisions that change with time (min_age: a version ages in)

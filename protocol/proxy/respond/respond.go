@@ -10,6 +10,7 @@
 package respond
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
@@ -48,6 +49,11 @@ type Options struct {
 	// generation keys documents too.
 	VulnDB *vulns.Live
 	Now    func() time.Time
+	// Notified, when set, counts the batches of registry notifications
+	// the proxy acted on (protocol/notify): like the policy's
+	// generation, it keys the document cache, so a document built
+	// before a notified push is not served after it.
+	Notified *atomic.Uint64
 }
 
 // Observer is told what was served: the page keeps its record of it
