@@ -570,10 +570,27 @@ func (u *Upload) tag(ctx context.Context, root ocispec.Descriptor, tag string, w
 		return 0, fmt.Errorf("%w: %s held %s when this push started and holds %s now; this push (%s) leaves it alone: serialise pushes of one version",
 			ErrTagMoved, tag, orNone(was), orNone(now), root.Digest)
 	}
-	if err := u.repo.Tag(ctx, root, tag); err != nil {
+	if err := u.tagWaitingOutLinks(ctx, root, tag); err != nil {
 		return 0, fmt.Errorf("tagging %s: %w", tag, err)
 	}
 	return time.Since(start), nil
+}
+
+// tagWaitingOutLinks points tag at root. A registry that answers that a
+// blob of root is unknown, though this push wrote or found every one,
+// is linking that blob for another push of the same content at that
+// moment (Distribution rewrites a repository's blob link on each
+// upload of it): the tag is written again a little later, a few times.
+func (u *Upload) tagWaitingOutLinks(ctx context.Context, root ocispec.Descriptor, tag string) error {
+	for attempt := 0; ; attempt++ {
+		err := u.repo.Tag(ctx, root, tag)
+		if err == nil || attempt >= maxUploadRetries || !blobUnknown(err) {
+			return err
+		}
+		if err := sleepContext(ctx, uploadBackoff/4<<attempt); err != nil {
+			return err
+		}
+	}
 }
 
 func orNone(d digest.Digest) string {
