@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync/atomic"
 
@@ -100,6 +101,7 @@ func (l *Local) Get(ctx context.Context, path string, query url.Values, v any) e
 			return err
 		}
 	}
+	ctx, doc := catalog.InProcess(ctx)
 	r, err := newRequest(ctx, "http://"+l.host(ctx), path, query)
 	if err != nil {
 		return err
@@ -109,7 +111,25 @@ func (l *Local) Get(ctx context.Context, path string, query url.Values, v any) e
 	if w.over {
 		return fmt.Errorf("the catalogue's document of %s is larger than %d bytes", path, maxDocument)
 	}
+	if got, ok := doc.Value(); ok && w.status == http.StatusOK {
+		return assign(v, got)
+	}
 	return decode(w.status, w.body.Bytes(), v)
+}
+
+// assign sets *v to the document got handed over: got itself when v
+// points to its type, else what decoding its JSON gives.
+func assign(v, got any) error {
+	dst := reflect.ValueOf(v)
+	if dst.Kind() == reflect.Pointer && !dst.IsNil() && dst.Elem().Type() == reflect.TypeOf(got) {
+		dst.Elem().Set(reflect.ValueOf(got))
+		return nil
+	}
+	b, err := json.Marshal(got)
+	if err != nil {
+		return fmt.Errorf("reading the catalogue's document: %w", err)
+	}
+	return decode(http.StatusOK, b, v)
 }
 
 // Remote is the catalogue of a proxy reached over HTTPS (oci-tofu mcp

@@ -198,6 +198,10 @@ func write[T any](h *Handlers, w http.ResponseWriter, r *http.Request, v T, rend
 	w.Header().Set("Vary", "Accept, Authorization")
 	if wantsJSON(r) {
 		w.Header().Set("Cache-Control", "no-store")
+		if HandOver(r.Context(), v) {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		respond.WriteJSON(w, r, v)
 		return
 	}
