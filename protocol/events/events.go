@@ -8,6 +8,7 @@ package events
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -73,6 +74,19 @@ func NewID() string {
 	b := make([]byte, 16)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// StableID is an event ID made of parts (the type, subject and what
+// else makes the happening one): the same on every replica of a fleet
+// that sees the happening, so that a shared webhook.Claimer delivers it
+// once. 128 bits of SHA-256, hex.
+func StableID(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Address is the address part of the event's subject ("" when it names

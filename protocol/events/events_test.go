@@ -151,3 +151,15 @@ func TestFanOut(t *testing.T) {
 		t.Errorf("a %v b %v", a.got, b.got)
 	}
 }
+
+// TestStableID: the same parts, the same id; other parts (or the same
+// text split otherwise), another.
+func TestStableID(t *testing.T) {
+	a := StableID(TypePolicyRevoked, "registry.example.com/acme/aws@1.0.1", "revoke-1.0.1")
+	if a != StableID(TypePolicyRevoked, "registry.example.com/acme/aws@1.0.1", "revoke-1.0.1") || len(a) != 32 {
+		t.Errorf("not stable: %s", a)
+	}
+	if a == StableID(TypePolicyDeprecated, "registry.example.com/acme/aws@1.0.1", "revoke-1.0.1") || StableID("ab", "c") == StableID("a", "bc") {
+		t.Error("different parts, the same id")
+	}
+}
