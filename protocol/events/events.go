@@ -100,15 +100,15 @@ func (e Event) Address() string {
 
 // wire is an event as CloudEvents' JSON format writes it.
 type wire struct {
-	SpecVersion     string          `json:"specversion"`
-	ID              string          `json:"id"`
-	Source          string          `json:"source"`
-	Type            string          `json:"type"`
-	Subject         string          `json:"subject,omitempty"`
-	Time            string          `json:"time"`
-	DataContentType string          `json:"datacontenttype"`
-	SchemaVersion   string          `json:"schemaversion"`
-	Data            json.RawMessage `json:"data"`
+	SpecVersion     string `json:"specversion"`
+	ID              string `json:"id"`
+	Source          string `json:"source"`
+	Type            string `json:"type"`
+	Subject         string `json:"subject,omitempty"`
+	Time            string `json:"time"`
+	DataContentType string `json:"datacontenttype"`
+	SchemaVersion   string `json:"schemaversion"`
+	Data            any    `json:"data"`
 }
 
 // MarshalJSON writes the event in CloudEvents' structured JSON format,
@@ -118,11 +118,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(e.Data)
-	if err != nil {
-		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
-	}
-	return json.Marshal(wire{
+	b, err := json.Marshal(wire{
 		SpecVersion:     SpecVersion,
 		ID:              e.ID,
 		Source:          e.Source,
@@ -131,8 +127,12 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Time:            e.Time.UTC().Format(time.RFC3339Nano),
 		DataContentType: ContentType,
 		SchemaVersion:   e.SchemaVersion,
-		Data:            data,
+		Data:            e.Data,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("event %s: %w", e.Type, err)
+	}
+	return b, nil
 }
 
 func (e Event) check() error {
@@ -162,7 +162,10 @@ func Parse(b []byte) (Event, error) {
 	if len(b) > MaxEventSize {
 		return Event{}, fmt.Errorf("event of %d bytes, more than %d", len(b), MaxEventSize)
 	}
-	var w wire
+	var w struct {
+		wire
+		Data json.RawMessage `json:"data"`
+	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, fmt.Errorf("event: %w", err)
 	}

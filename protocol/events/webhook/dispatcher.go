@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -201,7 +200,7 @@ func (d *Dispatcher) Emit(_ context.Context, e events.Event) {
 			continue
 		}
 		if item == nil {
-			body, err := json.Marshal(e)
+			body, err := e.MarshalJSON()
 			if err != nil {
 				d.opts.Logger.Warn("events: an event not sent", "type", e.Type, "error", err.Error())
 				return

@@ -55,6 +55,9 @@ func (q *queue) push(item queued) (dropped, refused bool) {
 // empty, or ctx is done.
 func (q *queue) pop(ctx context.Context) (queued, bool) {
 	for {
+		if ctx.Err() != nil {
+			return queued{}, false
+		}
 		q.mu.Lock()
 		if q.n > 0 {
 			item := q.items[q.head]
