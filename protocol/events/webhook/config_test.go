@@ -64,7 +64,7 @@ func TestParseErrors(t *testing.T) {
 		"unknown top":      {"subscription: []\n", "unknown field"},
 		"no name":          {"subscriptions:\n- url: https://h.example/\n  secrets: [" + good + "]\n", "subscription 1: a name"},
 		"bad name":         {"subscriptions:\n- name: a b\n  url: https://h.example/\n  secrets: [" + good + "]\n", "subscription 1: a name"},
-		"twice":            {sub("  url: https://h.example/\n  secrets: [" + good + "]\n") + "- name: s\n  url: https://h.example/\n  secrets: [" + good + "]\n", "named twice"},
+		"twice":            {sub("  url: https://h.example/\n  secrets: ["+good+"]\n") + "- name: s\n  url: https://h.example/\n  secrets: [" + good + "]\n", "named twice"},
 		"no url":           {sub("  secrets: [" + good + "]\n"), "a url is required"},
 		"http remote":      {sub("  url: http://h.example/\n  secrets: [" + good + "]\n"), "127.0.0.1 and ::1 only"},
 		"http localhost":   {sub("  url: http://localhost:80/\n  secrets: [" + good + "]\n"), "127.0.0.1 and ::1 only"},

@@ -120,8 +120,8 @@ func New(cfg *Config, opts Options) *Dispatcher {
 		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		}},
-		metrics: newMetrics(),
 	}
+	d.metrics = newMetrics(d)
 	if cfg == nil {
 		cfg = &Config{}
 	}
@@ -131,6 +131,17 @@ func New(cfg *Config, opts Options) *Dispatcher {
 
 // Collector is the dispatcher's metrics, for the caller to register.
 func (d *Dispatcher) Collector() prometheus.Collector { return d.metrics }
+
+// queueLengths is each subscription's queue length.
+func (d *Dispatcher) queueLengths() map[string]int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	n := make(map[string]int, len(d.workers))
+	for _, w := range d.workers {
+		n[w.name] = w.q.len()
+	}
+	return n
+}
 
 // Recent is the last RecentDeliveries deliveries ended, the latest
 // first.
@@ -179,7 +190,6 @@ func (d *Dispatcher) Apply(cfg *Config) error {
 			d.metrics.dropped.WithLabelValues(w.name).Add(float64(n))
 			d.opts.Logger.Warn("events: a subscription removed, its queued events dropped", "subscription", w.name, "dropped", n)
 		}
-		d.metrics.queue.WithLabelValues(w.name).Set(0)
 	}
 	d.workers = next
 	return nil
@@ -211,7 +221,6 @@ func (d *Dispatcher) Emit(_ context.Context, e events.Event) {
 		if dropped || refused {
 			d.metrics.dropped.WithLabelValues(w.name).Inc()
 		}
-		d.metrics.queue.WithLabelValues(w.name).Set(float64(w.q.len()))
 	}
 }
 
@@ -251,7 +260,6 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 			d.metrics.dropped.WithLabelValues(w.name).Add(float64(n))
 			d.opts.Logger.Warn("events: closing, queued events dropped", "subscription", w.name, "dropped", n)
 		}
-		d.metrics.queue.WithLabelValues(w.name).Set(0)
 	}
 	return ctx.Err()
 }
@@ -272,7 +280,6 @@ func (d *Dispatcher) start(s *Subscription) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{d: d, name: s.Name, q: newQueue(d.opts.QueueSize), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	w.sub.Store(s)
-	d.metrics.queue.WithLabelValues(s.Name).Set(0)
 	go w.run()
 	return w
 }
@@ -284,7 +291,6 @@ func (w *worker) run() {
 		if !ok {
 			return
 		}
-		w.d.metrics.queue.WithLabelValues(w.name).Set(float64(w.q.len()))
 		w.finish(item, w.deliver(item))
 	}
 }

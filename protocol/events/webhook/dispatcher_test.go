@@ -461,7 +461,7 @@ func TestFloodToDeadEndpoint(t *testing.T) {
 	if queued > DefaultQueueSize || queued < DefaultQueueSize-1 || dropped < n-DefaultQueueSize-1 || int(dropped)+queued > n {
 		t.Errorf("%d queued, %v dropped of %d", queued, dropped, n)
 	}
-	if got := testutil.ToFloat64(d.metrics.queue.WithLabelValues("dead")); int(got) != queued {
+	if got := queueGauge(t, d, "dead"); int(got) != queued {
 		t.Errorf("queue gauge %v, queue %d", got, queued)
 	}
 	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 16<<20 {
@@ -672,4 +672,28 @@ func TestBackoff(t *testing.T) {
 			}
 		}
 	}
+}
+
+// queueGauge is oci_tofu_webhook_queue_length of subscription, as a
+// registry gathers it.
+func queueGauge(t *testing.T, d *Dispatcher, subscription string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(d.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "oci_tofu_webhook_queue_length" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == subscription {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no queue length of %s", subscription)
+	return 0
 }

@@ -21,24 +21,25 @@ type metrics struct {
 	deliveries *prometheus.CounterVec
 	dropped    *prometheus.CounterVec
 	attempts   *prometheus.CounterVec
-	queue      *prometheus.GaugeVec
+	// queue is read at each scrape: each subscription's queue length.
+	queue *prometheus.Desc
+	d     *Dispatcher
 }
 
-func newMetrics() *metrics {
-	return &metrics{
+func newMetrics(d *Dispatcher) *metrics {
+	return &metrics{d: d,
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "oci_tofu_webhook_deliveries_total",
 			Help: "Event deliveries ended, by subscription and outcome (delivered, failed, gone, skipped)."}, []string{"subscription", "outcome"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "oci_tofu_webhook_dropped_total",
 			Help: "Events dropped unsent: the subscription's queue was full (its oldest dropped), or the subscription was removed or closed."}, []string{"subscription"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "oci_tofu_webhook_attempts_total",
 			Help: "HTTP requests made to deliver events, retries included."}, []string{"subscription"}),
-		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "oci_tofu_webhook_queue_length",
-			Help: "Events waiting in the subscription's queue."}, []string{"subscription"}),
+		queue: prometheus.NewDesc("oci_tofu_webhook_queue_length", "Events waiting in the subscription's queue.", []string{"subscription"}, nil),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.deliveries, m.dropped, m.attempts, m.queue}
+	return []prometheus.Collector{m.deliveries, m.dropped, m.attempts}
 }
 
 // Describe and Collect make the metrics one prometheus.Collector.
@@ -46,22 +47,16 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.collectors() {
 		c.Describe(ch)
 	}
+	ch <- m.queue
 }
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range m.collectors() {
 		c.Collect(ch)
 	}
-}
-
-// forget removes a subscription's series.
-func (m *metrics) forget(name string) {
-	for _, o := range []string{OutcomeDelivered, OutcomeFailed, OutcomeGone, OutcomeSkipped} {
-		m.deliveries.DeleteLabelValues(name, o)
+	for name, n := range m.d.queueLengths() {
+		ch <- prometheus.MustNewConstMetric(m.queue, prometheus.GaugeValue, float64(n), name)
 	}
-	m.dropped.DeleteLabelValues(name)
-	m.attempts.DeleteLabelValues(name)
-	m.queue.DeleteLabelValues(name)
 }
 
 // Delivery is one event's delivery to one subscription, ended, as the
