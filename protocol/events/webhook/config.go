@@ -6,7 +6,6 @@
 package webhook
 
 import (
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -127,20 +126,6 @@ func (s *Subscription) wantsAddress(address string) bool {
 // or query may hold a token).
 func (s *Subscription) Endpoint() string {
 	return s.URL.Scheme + "://" + s.URL.Host
-}
-
-// same is whether s and o deliver the same way.
-func (s *Subscription) same(o *Subscription) bool {
-	if s.URL.String() != o.URL.String() || s.Timeout != o.Timeout || len(s.secrets) != len(o.secrets) ||
-		strings.Join(s.Types, "\n") != strings.Join(o.Types, "\n") || strings.Join(s.Addresses, "\n") != strings.Join(o.Addresses, "\n") {
-		return false
-	}
-	for i := range s.secrets {
-		if !bytes.Equal(s.secrets[i], o.secrets[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // Load reads the subscriptions file at file (YAML or JSON, at most

@@ -96,9 +96,7 @@ func New(cfg *Config, opts Options) *Dispatcher {
 		opts.Logger = slog.Default()
 	}
 	if opts.Transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxResponseHeaderBytes = maxHeader
-		opts.Transport = t
+		opts.Transport = defaultTransport()
 	}
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = DefaultQueueSize
@@ -127,6 +125,18 @@ func New(cfg *Config, opts Options) *Dispatcher {
 	}
 	d.Apply(cfg)
 	return d
+}
+
+// defaultTransport is http.DefaultTransport's settings (the
+// environment's proxy), answers' headers bounded.
+func defaultTransport() *http.Transport {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		t = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
+	}
+	t = t.Clone()
+	t.MaxResponseHeaderBytes = maxHeader
+	return t
 }
 
 // Collector is the dispatcher's metrics, for the caller to register.
@@ -246,6 +256,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		}
 		close(done)
 	}()
+	defer d.closeIdle()
 	select {
 	case <-done:
 		return nil
@@ -262,6 +273,13 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// closeIdle closes the connections kept for the next delivery.
+func (d *Dispatcher) closeIdle() {
+	if t, ok := d.opts.Transport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
 }
 
 // worker delivers a subscription's queue, one event at a time.
