@@ -32,6 +32,9 @@ func TestParseExample(t *testing.T) {
 - name: everything
   url: http://127.0.0.1:8081/events
   secrets: [`+secretOf('c', 24)+`]
+- name: v6
+  url: http://[::1]:8081/events
+  secrets: [`+secretOf('d', 64)+`]
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,7 @@ func TestParseExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Subscriptions) != 2 {
+	if len(cfg.Subscriptions) != 3 {
 		t.Fatalf("%d subscriptions", len(cfg.Subscriptions))
 	}
 	s := cfg.Subscriptions[0]

@@ -697,3 +697,22 @@ func queueGauge(t *testing.T, d *Dispatcher, subscription string) float64 {
 	t.Fatalf("no queue length of %s", subscription)
 	return 0
 }
+
+// TestHTTPS delivers over TLS with the caller's transport (here the
+// test server's, which trusts its certificate).
+func TestHTTPS(t *testing.T) {
+	secret := NewSecret()
+	rc := newReceiver(t, []string{secret}, nil)
+	tls := httptest.NewTLSServer(rc.srv.Config.Handler)
+	t.Cleanup(tls.Close)
+	cfg, err := Parse([]byte("subscriptions:\n- name: tls\n  url: "+tls.URL+"/hook\n  secrets: ["+secret+"]\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(cfg, fast(Options{Transport: tls.Client().Transport}))
+	d.Emit(context.Background(), ingested("1.0.0"))
+	closeNow(t, d)
+	if _, n, bad := rc.counts(); n != 1 || len(bad) > 0 {
+		t.Errorf("%d verified over TLS, refused %v", n, bad)
+	}
+}
