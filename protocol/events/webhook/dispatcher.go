@@ -229,7 +229,7 @@ func (d *Dispatcher) Emit(_ context.Context, e events.Event) {
 		}
 		dropped, refused := w.q.push(*item)
 		if dropped || refused {
-			d.metrics.dropped.WithLabelValues(w.name).Inc()
+			w.dropped.Inc()
 		}
 	}
 }
@@ -284,19 +284,22 @@ func (d *Dispatcher) closeIdle() {
 
 // worker delivers a subscription's queue, one event at a time.
 type worker struct {
-	d      *Dispatcher
-	name   string
-	sub    atomic.Pointer[Subscription]
-	q      *queue
-	gone   atomic.Bool // a 410: deliveries stop until Apply
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	d    *Dispatcher
+	name string
+	sub  atomic.Pointer[Subscription]
+	q    *queue
+	gone atomic.Bool // a 410: deliveries stop until Apply
+	// dropped is the metric's series, looked up once: Emit adds to it.
+	dropped prometheus.Counter
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 func (d *Dispatcher) start(s *Subscription) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{d: d, name: s.Name, q: newQueue(d.opts.QueueSize), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	w := &worker{d: d, name: s.Name, q: newQueue(d.opts.QueueSize), ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		dropped: d.metrics.dropped.WithLabelValues(s.Name)}
 	w.sub.Store(s)
 	go w.run()
 	return w

@@ -441,24 +441,33 @@ func TestFloodToDeadEndpoint(t *testing.T) {
 	d := newDispatcher(t, Options{Attempts: 1}, subscription(t, "dead", rc.srv.URL, 10*time.Second, NewSecret()))
 	const n = 100000
 	e := ingested("1.0.0")
+	// The baseline: what marshalling the n events alone takes here, now
+	// (a loaded machine, -race, slow both).
+	start := time.Now()
+	for range n {
+		e.ID = events.NewID()
+		e.MarshalJSON()
+	}
+	baseline := time.Since(start)
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	start := time.Now()
+	start = time.Now()
 	for range n {
 		e.ID = events.NewID()
 		d.Emit(context.Background(), e)
 	}
 	took := time.Since(start)
-	t.Logf("%d Emits in %s", n, took)
+	t.Logf("%d Emits in %s, their marshalling alone %s", n, took, baseline)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if took > 5*time.Second { // about 0.3 s here; -race about 2 s
-		t.Errorf("%d Emits took %s", n, took)
+	if took > 5*baseline+time.Second { // about 1.3 times here
+		t.Errorf("%d Emits took %s, their marshalling alone %s", n, took, baseline)
 	}
 	queued := d.workers[0].q.len()
 	dropped := testutil.ToFloat64(d.metrics.dropped.WithLabelValues("dead"))
-	if queued > DefaultQueueSize || queued < DefaultQueueSize-1 || dropped < n-DefaultQueueSize-1 || int(dropped)+queued > n {
+	// One event or a few (a loaded machine passing 10 s) in flight.
+	if queued > DefaultQueueSize || queued < DefaultQueueSize-1 || dropped < n-DefaultQueueSize-10 || int(dropped)+queued > n {
 		t.Errorf("%d queued, %v dropped of %d", queued, dropped, n)
 	}
 	if got := queueGauge(t, d, "dead"); int(got) != queued {
@@ -472,7 +481,7 @@ func TestFloodToDeadEndpoint(t *testing.T) {
 	if err := d.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Close: %v", err)
 	}
-	if got := testutil.ToFloat64(d.metrics.dropped.WithLabelValues("dead")); got < n-1 {
+	if got := testutil.ToFloat64(d.metrics.dropped.WithLabelValues("dead")); got < n-10 {
 		t.Errorf("after Close, %v dropped", got)
 	}
 }
