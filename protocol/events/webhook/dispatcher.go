@@ -120,9 +120,6 @@ func New(cfg *Config, opts Options) *Dispatcher {
 		}},
 	}
 	d.metrics = newMetrics(d)
-	if cfg == nil {
-		cfg = &Config{}
-	}
 	d.Apply(cfg)
 	return d
 }
@@ -169,8 +166,12 @@ func (d *Dispatcher) Reload(file string) error {
 
 // Apply makes cfg's the subscriptions: one of a name already delivered
 // to keeps its queue and takes the new settings (and is no longer
-// paused by a 410); a removed one's queued events are dropped.
+// paused by a 410); a removed one's queued events are dropped. A nil
+// cfg is no subscriptions.
 func (d *Dispatcher) Apply(cfg *Config) error {
+	if cfg == nil {
+		cfg = &Config{}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {

@@ -612,6 +612,10 @@ func TestReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	send()
+	if err := d.Apply(nil); err != nil {
+		t.Fatal(err)
+	}
+	send()
 	closeNow(t, d)
 	if n, _, _ := rc.counts(); n != 5 {
 		t.Errorf("%d requests, not 5", n)
