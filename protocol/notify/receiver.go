@@ -51,7 +51,11 @@ type Options struct {
 	// MaxPending bounds the repositories waiting for the next batch
 	// (default 1024); beyond it the batch drops every repository's.
 	MaxPending int
-	Logger     *slog.Logger
+	// ReadTimeout bounds the time a notification's body takes to arrive
+	// (default 10s): the server sets no deadline on bodies, so a sender
+	// trickling one would hold its connection for ever.
+	ReadTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // Fleet carries batches between replicas (a Redis channel).
@@ -91,6 +95,9 @@ func New(opts Options) (*Receiver, error) {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1024
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 10 * time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -104,23 +111,32 @@ const MinSecret = 16
 func (r *Receiver) Batches() int64 { return r.batches.Load() }
 
 // ServeHTTP receives one notification: 401 unless authenticated (before
-// the body is read), 413 for a body over MaxBody or more than MaxEvents
-// events, 400 for one none of the formats reads, 202 once its
+// the body is read, and without waiting for it), 408 for a body that
+// takes longer than ReadTimeout, 413 for one over MaxBody or more than
+// MaxEvents events, 400 for one none of the formats reads, 202 once its
 // repositories wait for the next batch.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	rc := http.NewResponseController(w)
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		answer(w, http.StatusMethodNotAllowed, "notifications are POSTed")
+		refuseUnread(w, rc, http.StatusMethodNotAllowed, "notifications are POSTed")
 		return
 	}
 	if !r.authenticated(req.Header.Get("Authorization")) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu notifications"`)
-		answer(w, http.StatusUnauthorized, "a notification needs the secret configured with --notifications-secret-file")
+		refuseUnread(w, rc, http.StatusUnauthorized, "a notification needs the secret configured with --notifications-secret-file")
 		return
 	}
+	_ = rc.SetReadDeadline(time.Now().Add(r.opts.ReadTimeout)) // not supported: a test's recorder
 	body, err := readBounded(w, req)
-	if err != nil {
-		answer(w, http.StatusRequestEntityTooLarge, err.Error())
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.Is(err, errTooLarge) || errors.As(err, &tooLarge):
+		answer(w, http.StatusRequestEntityTooLarge, errTooLarge.Error())
+		return
+	case err != nil:
+		w.Header().Set("Connection", "close")
+		answer(w, http.StatusRequestTimeout, "the notification's body did not arrive in time")
 		return
 	}
 	changes, err := Parse(req.Header, body)
@@ -153,11 +169,18 @@ func readBounded(w http.ResponseWriter, req *http.Request) ([]byte, error) {
 	if req.ContentLength > MaxBody {
 		return nil, errTooLarge
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
-	if err != nil {
-		return nil, errTooLarge
-	}
-	return b, nil
+	return io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
+}
+
+// refuseUnread answers a request whose body is not to be read, and
+// closes its connection without waiting for the body: the server would
+// otherwise read what is left of it (up to 256 KiB, as slowly as it is
+// sent) before answering or reusing the connection.
+func refuseUnread(w http.ResponseWriter, rc *http.ResponseController, status int, msg string) {
+	w.Header().Set("Connection", "close")
+	answer(w, status, msg)
+	_ = rc.Flush()
+	_ = rc.SetReadDeadline(time.Now())
 }
 
 var errTooLarge = errors.New("the notification is larger than 1 MiB")
