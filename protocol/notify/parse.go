@@ -3,7 +3,9 @@ package notify
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -103,22 +105,51 @@ func distributionChanges(raw json.RawMessage) ([]Change, error) {
 	return out, nil
 }
 
-// decodeBounded decodes a JSON array of at most MaxEvents elements.
-func decodeBounded[T any](raw json.RawMessage, into *[]T) error {
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+// decodeBounded decodes a JSON array (or null) of at most MaxEvents
+// elements, one element at a time: a longer one is refused as soon as
+// its element MaxEvents+1 begins, before the rest are decoded (a 1 MiB
+// body of tiny elements would otherwise cost fifty times that).
+func decodeBounded[T any](raw []byte, into *[]T) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
 		return bad("events are not a JSON array: %v", err)
 	}
-	if len(items) > MaxEvents {
+	if tok == nil {
+		*into = nil
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return bad("events are not a JSON array")
+	}
+	var out []T
+	for dec.More() {
+		if len(out) == MaxEvents {
+			return ErrTooMany
+		}
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return decodeError(err, "event %d", len(out)+1)
+		}
+		out = append(out, v)
+	}
+	if _, err := dec.Token(); err != nil {
+		return bad("events are not a JSON array: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad("events are not a JSON array: data after it")
+	}
+	*into = out
+	return nil
+}
+
+// decodeError is err, from decoding what context names, as a bad
+// request; ErrTooMany stays itself.
+func decodeError(err error, context string, args ...any) error {
+	if errors.Is(err, ErrTooMany) {
 		return ErrTooMany
 	}
-	*into = make([]T, len(items))
-	for i, it := range items {
-		if err := json.Unmarshal(it, &(*into)[i]); err != nil {
-			return bad("event %d: %v", i+1, err)
-		}
-	}
-	return nil
+	return bad("%s: %v", fmt.Sprintf(context, args...), err)
 }
 
 // harborPayload is what the proxy reads of a Harbor webhook (its
@@ -129,19 +160,30 @@ type harborPayload struct {
 }
 
 type harborData struct {
-	Resources []struct {
-		Tag         string `json:"tag"`
-		ResourceURL string `json:"resource_url"`
-	} `json:"resources"`
+	Resources  harborResources `json:"resources"`
 	Repository struct {
 		RepoFullName string `json:"repo_full_name"`
 	} `json:"repository"`
 }
 
+// harborResources are an event's artifacts, at most MaxEvents of them
+// (decodeBounded).
+type harborResources []harborResource
+
+type harborResource struct {
+	Tag         string `json:"tag"`
+	ResourceURL string `json:"resource_url"`
+}
+
+// UnmarshalJSON decodes at most MaxEvents resources.
+func (r *harborResources) UnmarshalJSON(b []byte) error {
+	return decodeBounded(b, (*[]harborResource)(r))
+}
+
 func harborChanges(body []byte) ([]Change, error) {
 	var p harborPayload
 	if err := json.Unmarshal(body, &p); err != nil {
-		return nil, bad("a Harbor webhook: %v", err)
+		return nil, decodeError(err, "a Harbor webhook")
 	}
 	switch p.Type {
 	case "PUSH_ARTIFACT", "DELETE_ARTIFACT":
@@ -213,10 +255,10 @@ func cloudEventBatch(body []byte) ([]Change, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(out)+len(c) > MaxEvents {
+			return nil, ErrTooMany
+		}
 		out = append(out, c...)
-	}
-	if len(out) > MaxEvents {
-		return nil, ErrTooMany
 	}
 	return out, nil
 }
@@ -244,7 +286,7 @@ func cloudEventChanges(typ string, data json.RawMessage) ([]Change, error) {
 	case hasSuffix(typ, ".artifact.pushed", ".artifact.deleted"):
 		var d harborData
 		if err := json.Unmarshal(data, &d); err != nil {
-			return nil, bad("the data of a %s event: %v", typ, err)
+			return nil, decodeError(err, "the data of a %s event", typ)
 		}
 		return d.changes()
 	case typ == "":
