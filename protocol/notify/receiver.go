@@ -51,6 +51,13 @@ type Options struct {
 	// MaxPending bounds the repositories waiting for the next batch
 	// (default 1024); beyond it the batch drops every repository's.
 	MaxPending int
+	// AllInterval is the least time between two batches that drop every
+	// repository's (default 10s): MaxPending is overflowed at will by
+	// anyone who may notify (a template's placeholders take any name), and
+	// each overflow makes every repository's next request cold. The first
+	// is applied at once; names notified while a later one waits are
+	// covered by it.
+	AllInterval time.Duration
 	// ReadTimeout bounds the time a notification's body takes to arrive
 	// (default 10s): the server sets no deadline on bodies, so a sender
 	// trickling one would hold its connection for ever.
@@ -94,6 +101,9 @@ func New(opts Options) (*Receiver, error) {
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1024
+	}
+	if opts.AllInterval <= 0 {
+		opts.AllInterval = 10 * time.Second
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = 10 * time.Second
@@ -221,13 +231,16 @@ func (r *Receiver) accept(changes []Change) int {
 func (r *Receiver) add(names []string, all, tell bool) {
 	r.mu.Lock()
 	for _, n := range names {
-		if !r.all && len(r.pending) >= r.opts.MaxPending {
+		if all || r.all {
+			break // covered: the batch drops every repository's
+		}
+		if len(r.pending) >= r.opts.MaxPending {
 			all = true
 			break
 		}
 		r.pending[n] = r.pending[n] || tell
 	}
-	if all {
+	if all || r.all {
 		r.all, r.tellAll = true, r.tellAll || tell
 		clear(r.pending)
 	}
@@ -264,13 +277,20 @@ func (r *Receiver) Start(ctx context.Context) {
 }
 
 func (r *Receiver) run(ctx context.Context) {
+	var lastAll time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
 		}
+		if r.allPending() && !lastAll.IsZero() && !sleep(ctx, time.Until(lastAll.Add(r.opts.AllInterval))) {
+			return
+		}
 		names, tell, all, tellAll := r.take()
+		if all {
+			lastAll = time.Now()
+		}
 		if len(names) > 0 || all {
 			r.opts.Apply(names, all)
 			r.batches.Add(1)
@@ -278,10 +298,30 @@ func (r *Receiver) run(ctx context.Context) {
 		if r.opts.Fleet != nil && (len(tell) > 0 || tellAll) {
 			r.tell(ctx, tell, tellAll)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, r.opts.Interval) {
 			return
-		case <-time.After(r.opts.Interval):
 		}
+	}
+}
+
+// allPending says the next batch drops every repository's.
+func (r *Receiver) allPending() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.all
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
