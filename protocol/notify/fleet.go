@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // fleetMessage is a batch as the other replicas hear it.
@@ -54,16 +57,21 @@ func (r *Receiver) heard(msg []byte) {
 	}
 }
 
-// inScope is name (host/path) when it is a repository of the proxy's.
-func (r *Receiver) inScope(name string) []string {
-	for i := 0; i < len(name); i++ {
-		if name[i] == '/' {
-			for _, n := range r.opts.Scope(name[:i], name[i+1:]) {
-				if n == name {
-					return []string{n}
-				}
-			}
-			return nil
+// inScope is what invalidation s (as accept makes them: host/path,
+// host/path:tag, host/path:) says when its repository is one of the
+// proxy's and its tag a tag; none otherwise.
+func (r *Receiver) inScope(s string) []string {
+	name, tag, tagged := splitInvalidation(s)
+	if tagged && tag != "" && !names.ValidTag(tag) {
+		return nil
+	}
+	host, repo, ok := strings.Cut(name, "/")
+	if !ok {
+		return nil
+	}
+	for _, n := range r.opts.Scope(host, repo) {
+		if n == name {
+			return []string{s}
 		}
 	}
 	return nil

@@ -18,7 +18,11 @@ import (
 type Change struct {
 	Host       string
 	Repository string
-	Tag        string
+	// Tag is the tag pushed or deleted; "" (or a digest) when the
+	// manifest was pushed or deleted by digest.
+	Tag string
+	// Deleted is a delete: by digest, it may have removed any tag.
+	Deleted bool
 }
 
 // MaxEvents bounds the events one request may carry.
@@ -100,7 +104,7 @@ func distributionChanges(raw json.RawMessage) ([]Change, error) {
 		if host == "" {
 			host = urlHost(e.Target.URL)
 		}
-		out = append(out, Change{Host: host, Repository: e.Target.Repository, Tag: e.Target.Tag})
+		out = append(out, Change{Host: host, Repository: e.Target.Repository, Tag: e.Target.Tag, Deleted: e.Action == "delete"})
 	}
 	return out, nil
 }
@@ -187,14 +191,14 @@ func harborChanges(body []byte) ([]Change, error) {
 	}
 	switch p.Type {
 	case "PUSH_ARTIFACT", "DELETE_ARTIFACT":
-		return p.EventData.changes()
+		return p.EventData.changes(p.Type == "DELETE_ARTIFACT")
 	}
 	return nil, nil // scans, pulls, quotas, replication reports
 }
 
 // changes are the tags a Harbor event's resources name, or the
 // repository alone when it names none.
-func (d harborData) changes() ([]Change, error) {
+func (d harborData) changes(deleted bool) ([]Change, error) {
 	repo := d.Repository.RepoFullName
 	if repo == "" {
 		return nil, bad("a Harbor artifact event without event_data.repository.repo_full_name")
@@ -204,10 +208,10 @@ func (d harborData) changes() ([]Change, error) {
 	}
 	var out []Change
 	for _, r := range d.Resources {
-		out = append(out, Change{Host: resourceHost(r.ResourceURL), Repository: repo, Tag: r.Tag})
+		out = append(out, Change{Host: resourceHost(r.ResourceURL), Repository: repo, Tag: r.Tag, Deleted: deleted})
 	}
 	if len(out) == 0 {
-		out = append(out, Change{Repository: repo})
+		out = append(out, Change{Repository: repo, Deleted: deleted})
 	}
 	return out, nil
 }
@@ -282,13 +286,13 @@ func cloudEventChanges(typ string, data json.RawMessage) ([]Change, error) {
 		if d.Name == "" {
 			return nil, bad("a %s event without data.name", typ)
 		}
-		return []Change{{Repository: d.Name, Tag: d.Reference}}, nil
+		return []Change{{Repository: d.Name, Tag: d.Reference, Deleted: strings.HasSuffix(typ, ".image.deleted")}}, nil
 	case hasSuffix(typ, ".artifact.pushed", ".artifact.deleted"):
 		var d harborData
 		if err := json.Unmarshal(data, &d); err != nil {
 			return nil, decodeError(err, "the data of a %s event", typ)
 		}
-		return d.changes()
+		return d.changes(strings.HasSuffix(typ, ".artifact.deleted"))
 	case typ == "":
 		return nil, bad("a CloudEvent without a type")
 	}

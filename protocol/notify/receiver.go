@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // Path is where serve receives notifications.
@@ -217,13 +219,47 @@ func (r *Receiver) authenticated(header string) bool {
 // the next batch; it returns how many there were.
 func (r *Receiver) accept(changes []Change) int {
 	var names []string
+	repos := 0
 	for _, c := range changes {
-		names = append(names, r.opts.Scope(c.Host, c.Repository)...)
+		in := r.opts.Scope(c.Host, c.Repository)
+		repos += len(in)
+		for _, n := range in {
+			names = append(names, invalidation(n, c))
+		}
 	}
 	if len(names) > 0 {
 		r.add(names, false, true)
 	}
-	return len(names)
+	return repos
+}
+
+// invalidation is what change c drops of repository name (as
+// store.Invalidate reads it): "name:tag", the tag list and what that tag
+// named, for a tag pushed or deleted; "name:", the tag list alone, for a
+// push by digest, which moves no tag; name, the list and what every tag
+// named, for a delete by digest, which may have removed any of them.
+func invalidation(name string, c Change) string {
+	switch {
+	case names.ValidTag(c.Tag):
+		return name + ":" + c.Tag
+	case c.Deleted:
+		return name
+	}
+	return name + ":"
+}
+
+// splitInvalidation is an invalidation's repository name and, after it,
+// ":tag" or ":" (tagged false: the whole repository). A name's only colon
+// is its host's port, before the first slash.
+func splitInvalidation(s string) (name, tag string, tagged bool) {
+	slash := strings.IndexByte(s, '/')
+	if slash < 0 {
+		return s, "", false
+	}
+	if i := strings.IndexByte(s[slash:], ':'); i >= 0 {
+		return s[:slash+i], s[slash+i+1:], true
+	}
+	return s, "", false
 }
 
 // add puts names (or all) into the next batch; tell says the fleet is

@@ -1,0 +1,94 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+)
+
+// notifiedRegistryReads is the registry requests for p/test/hello in
+// its access log from index from on.
+func notifiedRegistryReads(reg *testenv.Registry, from int) []string {
+	var out []string
+	for _, l := range reg.AccessLog()[from:] {
+		if strings.Contains(l, "/v2/p/test/hello/") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// A notification of one tag re-reads the repository's tag list and that
+// tag, not every tag's manifest: a provider of 20 versions cost 21
+// registry reads per push notified (per replica; and per batch for a
+// sender repeating it), a provider of 500 versions 501. A tag the
+// notification names is read again though it was cached (a moved tag
+// shows at once); one pushed by digest alone re-reads the list only.
+func TestTagNotificationRereadsThatTag(t *testing.T) {
+	reg := testenv.StartRegistryWithAccessLog(t)
+	repo := registryRepo(t, reg, "p/test/hello")
+	first := releaseArtifact(t, "1.0.0")
+	for i := range 20 {
+		push(t, repo, first, fmt.Sprintf("1.%d.0", i))
+	}
+	p, u := notifiedProxy(t, reg, nil)
+	shasum := func() string {
+		var d struct {
+			Shasum string `json:"shasum"`
+		}
+		resp := p.get(t, "/v1/providers/test/hello/1.3.0/download/linux/amd64")
+		if err := json.Unmarshal(resp.Body, &d); err != nil || d.Shasum == "" {
+			t.Fatalf("download: %d %s", resp.Status, resp.Body)
+		}
+		return d.Shasum
+	}
+	warm := func() string { listed(t, p); return shasum() }
+	before := warm()
+	notify := func(body string) {
+		t.Helper()
+		from := p.notifications.receiver.Batches()
+		if st, b := notifyPost(t, u, "Bearer "+notifySecret, distributionType, []byte(body)); st != http.StatusAccepted {
+			t.Fatalf("%d %s", st, b)
+		}
+		for deadline := time.Now().Add(2 * time.Second); p.notifications.receiver.Batches() == from; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the notification was not applied")
+			}
+		}
+	}
+	event := func(action, tag string) string {
+		return fmt.Sprintf(`{"events":[{"action":%q,"target":{"repository":"p/test/hello","tag":%q,"digest":"sha256:00"},"request":{"host":%q}}]}`, action, tag, reg.Host)
+	}
+
+	n := len(reg.AccessLog())
+	notify(event("push", "9.9.9"))
+	warm()
+	if reads := notifiedRegistryReads(reg, n); len(reads) > 2 {
+		t.Errorf("a notified push of one tag: %d registry reads, want the list and the tag:\n%s", len(reads), strings.Join(reads, "\n"))
+	}
+
+	n = len(reg.AccessLog())
+	notify(event("push", ""))
+	warm()
+	if reads := notifiedRegistryReads(reg, n); len(reads) != 1 || !strings.Contains(reads[0], "/tags/list") {
+		t.Errorf("a notified push by digest: registry reads %v, want the list alone", reads)
+	}
+
+	push(t, repo, releaseArtifact(t, "1.1.0"), "1.3.0") // the tag moves
+	notify(event("push", "1.3.0"))
+	if after := warm(); after == before {
+		t.Errorf("1.3.0 moved and was notified, but its download still says %s", before)
+	}
+
+	n = len(reg.AccessLog())
+	notify(event("delete", ""))
+	warm()
+	if reads := notifiedRegistryReads(reg, n); len(reads) < 20 {
+		t.Errorf("a notified delete by digest: %d registry reads, want every tag read again (any may have gone)", len(reads))
+	}
+}
