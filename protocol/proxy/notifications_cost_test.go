@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +91,96 @@ func TestTagNotificationRereadsThatTag(t *testing.T) {
 	warm()
 	if reads := notifiedRegistryReads(reg, n); len(reads) < 20 {
 		t.Errorf("a notified delete by digest: %d registry reads, want every tag read again (any may have gone)", len(reads))
+	}
+}
+
+// flood posts notifications from 8 senders for d, each body made by
+// body(sender, round), and returns how many were answered with want.
+func flood(t *testing.T, u, auth string, d time.Duration, want int, body func(sender, round int) []byte) int {
+	t.Helper()
+	var mu sync.Mutex
+	answered := 0
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := 0; time.Now().Before(stop); round++ {
+				st, b := notifyPost(t, u, auth, distributionType, body(w, round))
+				if st != want {
+					t.Errorf("%d %s, want %d", st, b, want)
+					return
+				}
+				mu.Lock()
+				answered++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return answered
+}
+
+// What floods of notifications cost a proxy serving warm: with a wrong
+// secret nothing at all (no batch, no registry read); with the secret,
+// naming ever new repositories (each request 1,000 of them, over the
+// bound of 1,024 pending every two), one drop of every repository at
+// once, and then none for AllInterval: the warm listing is read from the
+// registry again once, not at every batch (8 times in 2 s before).
+func TestNotificationFloodsKeepServingWarm(t *testing.T) {
+	reg := testenv.StartRegistryWithAccessLog(t)
+	repo := registryRepo(t, reg, "p/test/hello")
+	push(t, repo, releaseArtifact(t, "1.0.0"), "1.0.0")
+	p, u := notifiedProxy(t, reg, nil)
+	listed(t, p)
+	warmUntil := func(stop <-chan struct{}) *sync.WaitGroup {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if got := listed(t, p); len(got) != 1 {
+					t.Errorf("warm listing %v during the flood", got)
+					return
+				}
+			}
+		}()
+		return &wg
+	}
+
+	n := len(reg.AccessLog())
+	stop := make(chan struct{})
+	wg := warmUntil(stop)
+	valid := distributionEnvelope(reg.Host, "p/test/hello")
+	refused := flood(t, u, "Bearer not-the-secret-0123456789", time.Second, http.StatusUnauthorized, func(int, int) []byte { return valid })
+	close(stop)
+	wg.Wait()
+	if reads := notifiedRegistryReads(reg, n); len(reads) != 0 || p.notifications.receiver.Batches() != 0 {
+		t.Errorf("%d refused notifications: %d batches, registry reads %v", refused, p.notifications.receiver.Batches(), reads)
+	}
+
+	n = len(reg.AccessLog())
+	stop = make(chan struct{})
+	wg = warmUntil(stop)
+	made := flood(t, u, "Bearer "+notifySecret, 2*time.Second, http.StatusAccepted, func(sender, round int) []byte {
+		repos := make([]string, 1000)
+		for i := range repos {
+			repos[i] = fmt.Sprintf("p/fake%d-%d/r%d", sender, round, i)
+		}
+		return distributionEnvelope(reg.Host, repos...)
+	})
+	close(stop)
+	wg.Wait()
+	reads := notifiedRegistryReads(reg, n)
+	t.Logf("%d refused notifications in 1 s; %d of 1,000 made-up repositories each in 2 s: %d batches, %d registry reads of the warm repository",
+		refused, made, p.notifications.receiver.Batches(), len(reads))
+	if len(reads) > 2 {
+		t.Errorf("the flood of made-up repositories read the warm repository %d times:\n%s", len(reads), strings.Join(reads, "\n"))
 	}
 }
