@@ -99,7 +99,7 @@ func (r *Receiver) inScope(s string) []string {
 		return nil
 	}
 	host, repo, ok := strings.Cut(name, "/")
-	if !ok {
+	if !ok || len(host) > MaxRepository || len(repo) > MaxRepository {
 		return nil
 	}
 	for _, n := range r.opts.Scope(host, repo) {

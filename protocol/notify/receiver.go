@@ -215,12 +215,21 @@ func (r *Receiver) authenticated(header string) bool {
 	return ok == 1
 }
 
+// MaxRepository bounds the repository names (and host names) a
+// notification's changes may carry: OCI registries keep a repository's
+// name to 255 characters (Distribution refuses longer), and matching a
+// name against the templates costs about the square of its length.
+const MaxRepository = 255
+
 // accept adds the repositories changes name, in the proxy's scope, to
 // the next batch; it returns how many there were.
 func (r *Receiver) accept(changes []Change) int {
 	var names []string
 	repos := 0
 	for _, c := range changes {
+		if len(c.Repository) > MaxRepository || len(c.Host) > MaxRepository {
+			continue // no registry holds it: not worth matching against the templates
+		}
 		in := r.opts.Scope(c.Host, c.Repository)
 		repos += len(in)
 		for _, n := range in {

@@ -184,3 +184,24 @@ func TestNotificationFloodsKeepServingWarm(t *testing.T) {
 		t.Errorf("the flood of made-up repositories read the warm repository %d times:\n%s", len(reads), strings.Join(reads, "\n"))
 	}
 }
+
+// A notification naming repositories longer than OCI names keep to (255
+// characters) does not match them against the templates, whose cost
+// grows with the square of a name's length, nor keep them pending: 200
+// names of 4,000 characters were matched and invalidated.
+func TestLongRepositoryNamesAreNotMatched(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	p, u := notifiedProxy(t, reg, nil)
+	repos := make([]string, 200)
+	for i := range repos {
+		repos[i] = fmt.Sprintf("p/%s%d/x", strings.Repeat("a-", 2000), i)
+	}
+	start := time.Now()
+	st, body := notifyPost(t, u, "Bearer "+notifySecret, distributionType, distributionEnvelope(reg.Host, repos...))
+	if d := time.Since(start); st != http.StatusAccepted || !strings.Contains(body, `"repositories":0`) || d > 2*time.Second {
+		t.Errorf("200 names of 4,000 characters: %d %s in %v, want 202, none, at once", st, body, d)
+	}
+	if b := p.notifications.receiver.Batches(); b != 0 {
+		t.Errorf("%d batches (%s)", b, body)
+	}
+}
