@@ -131,12 +131,12 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	rc := http.NewResponseController(w)
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		refuseUnread(w, rc, http.StatusMethodNotAllowed, "notifications are POSTed")
+		refuseUnread(w, req, rc, http.StatusMethodNotAllowed, "notifications are POSTed")
 		return
 	}
 	if !r.authenticated(req.Header.Get("Authorization")) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu notifications"`)
-		refuseUnread(w, rc, http.StatusUnauthorized, "a notification needs the secret configured with --notifications-secret-file")
+		refuseUnread(w, req, rc, http.StatusUnauthorized, "a notification needs the secret configured with --notifications-secret-file")
 		return
 	}
 	_ = rc.SetReadDeadline(time.Now().Add(r.opts.ReadTimeout)) // not supported: a test's recorder
@@ -147,7 +147,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		answer(w, http.StatusRequestEntityTooLarge, errTooLarge.Error())
 		return
 	case err != nil:
-		w.Header().Set("Connection", "close")
+		closeConnection(w, req)
 		answer(w, http.StatusRequestTimeout, "the notification's body did not arrive in time")
 		return
 	}
@@ -185,14 +185,24 @@ func readBounded(w http.ResponseWriter, req *http.Request) ([]byte, error) {
 }
 
 // refuseUnread answers a request whose body is not to be read, and
-// closes its connection without waiting for the body: the server would
-// otherwise read what is left of it (up to 256 KiB, as slowly as it is
-// sent) before answering or reusing the connection.
-func refuseUnread(w http.ResponseWriter, rc *http.ResponseController, status int, msg string) {
-	w.Header().Set("Connection", "close")
+// closes its HTTP/1 connection without waiting for the body: the server
+// would otherwise read what is left of it (up to 256 KiB, as slowly as
+// it is sent) before answering or reusing the connection.
+func refuseUnread(w http.ResponseWriter, req *http.Request, rc *http.ResponseController, status int, msg string) {
+	closeConnection(w, req)
 	answer(w, status, msg)
 	_ = rc.Flush()
 	_ = rc.SetReadDeadline(time.Now())
+}
+
+// closeConnection closes an HTTP/1 connection after the answer. An
+// HTTP/2 one is left open: its other streams (a load balancer's, of
+// other clients) are not this request's, and its body ends with its
+// stream.
+func closeConnection(w http.ResponseWriter, req *http.Request) {
+	if req.ProtoMajor < 2 {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 var errTooLarge = errors.New("the notification is larger than 1 MiB")

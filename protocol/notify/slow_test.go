@@ -2,10 +2,14 @@ package notify
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,5 +53,40 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("the slow body was read for %v", d)
 	}
-	_ = http.StatusOK
+}
+
+// A refused notification over HTTP/2 leaves the connection open: its
+// other streams (a load balancer's, for other clients) are not its, and
+// "Connection: close" there makes the server send GOAWAY.
+func TestRefusalKeepsHTTP2ConnectionOpen(t *testing.T) {
+	r, err := New(Options{Secret: []byte(testSecret), Scope: scopeAcme, Apply: func([]string, bool) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(r)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	client := srv.Client()
+	post := func() (reused bool) {
+		var got bool
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { got = i.Reused }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, srv.URL+Path, strings.NewReader(`{"events":[]}`))
+		req.Header.Set("Authorization", "Bearer wrong-wrong-wrong-wrong")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.ProtoMajor != 2 {
+			t.Fatalf("%s %d", resp.Proto, resp.StatusCode)
+		}
+		return got
+	}
+	post()
+	time.Sleep(50 * time.Millisecond) // a GOAWAY would have arrived
+	if !post() {
+		t.Error("the second refused notification needed a new HTTP/2 connection: the first closed it")
+	}
 }
