@@ -98,9 +98,27 @@ func (t *Template) parses(s string, limit int) []map[string]string {
 	if len(s) > maxMatchName {
 		return nil
 	}
-	m := matcher{t: t, s: s, toks: t.tokens(), limit: limit, steps: maxMatchSteps}
+	toks := t.tokens()
+	m := matcher{t: t, s: s, toks: toks, limit: limit, steps: maxMatchSteps}
+	if !repeatsPlaceholder(toks) {
+		m.failed = map[[2]int]bool{}
+	}
 	m.match(0, 0, map[string]string{})
 	return m.found
+}
+
+// repeatsPlaceholder says a placeholder appears twice among toks.
+func repeatsPlaceholder(toks []token) bool {
+	seen := map[string]bool{}
+	for _, tok := range toks {
+		if tok.name != "" {
+			if seen[tok.name] {
+				return true
+			}
+			seen[tok.name] = true
+		}
+	}
+	return false
 }
 
 type matcher struct {
@@ -110,6 +128,12 @@ type matcher struct {
 	limit int
 	steps int
 	found []map[string]string
+	// failed are the (token, position) from which nothing matched: with
+	// no placeholder used twice, what matches from there does not depend
+	// on the values bound before, so it is not tried again for every way
+	// to reach it (a long segment of separators has very many). Nil when
+	// a placeholder repeats.
+	failed map[[2]int]bool
 }
 
 // match matches toks[ti:] against s[pos:] with the values bound so far.
@@ -117,6 +141,19 @@ func (m *matcher) match(ti, pos int, vals map[string]string) {
 	if len(m.found) >= m.limit || m.steps <= 0 {
 		return
 	}
+	state := [2]int{ti, pos}
+	if m.failed[state] {
+		return
+	}
+	found := len(m.found)
+	m.matchFrom(ti, pos, vals)
+	if m.failed != nil && len(m.found) == found && m.steps > 0 {
+		m.failed[state] = true
+	}
+}
+
+// matchFrom is match's work, once the state is known not to have failed.
+func (m *matcher) matchFrom(ti, pos int, vals map[string]string) {
 	m.steps--
 	if ti == len(m.toks) {
 		if pos == len(m.s) {
@@ -142,7 +179,17 @@ func (m *matcher) match(ti, pos int, vals map[string]string) {
 		end = pos + i
 	}
 	for e := pos + 1; e <= end && len(m.found) < m.limit; e++ {
-		v, ok := m.decode(tok, m.s[pos:e])
+		v, ok := m.s[pos:e], true
+		if tok.name == "hostname" {
+			v, ok = m.decode(tok, v)
+		} else {
+			switch nameEnd(v) {
+			case nameNever:
+				return // no longer value starting at pos is valid either
+			case nameNotYet:
+				continue
+			} // valid: every byte before passed nameEnd (decode's validName, in one pass)
+		}
 		if !ok {
 			continue
 		}
@@ -151,6 +198,33 @@ func (m *matcher) match(ti, pos int, vals map[string]string) {
 		delete(vals, tok.name)
 	}
 }
+
+// What the last byte of a prefix of a segment says of validName's
+// verdict on that prefix, given no shorter prefix was nameNever.
+const (
+	nameValid  = iota // the prefix is valid
+	nameNotYet        // it ends in a separator: invalid, a longer one may not be
+	nameNever         // it and every longer prefix are invalid
+)
+
+// nameEnd judges seg's last byte, in constant time, as validName
+// (^[a-z0-9]+(?:[._-][a-z0-9]+)*$) would the whole of seg: a byte it does
+// not allow, or a separator first or after another, invalidates every
+// longer prefix too.
+func nameEnd(seg string) int {
+	c := seg[len(seg)-1]
+	switch {
+	case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+		return nameValid
+	case c != '.' && c != '_' && c != '-':
+		return nameNever
+	case len(seg) == 1 || isNameSeparator(seg[len(seg)-2]):
+		return nameNever
+	}
+	return nameNotYet
+}
+
+func isNameSeparator(c byte) bool { return c == '.' || c == '_' || c == '-' }
 
 // encode is what Expand writes for value v of tok.
 func (m *matcher) encode(tok token, v string) string {

@@ -3,7 +3,9 @@ package notify
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -16,7 +18,11 @@ import (
 type Change struct {
 	Host       string
 	Repository string
-	Tag        string
+	// Tag is the tag pushed or deleted; "" (or a digest) when the
+	// manifest was pushed or deleted by digest.
+	Tag string
+	// Deleted is a delete: by digest, it may have removed any tag.
+	Deleted bool
 }
 
 // MaxEvents bounds the events one request may carry.
@@ -98,27 +104,56 @@ func distributionChanges(raw json.RawMessage) ([]Change, error) {
 		if host == "" {
 			host = urlHost(e.Target.URL)
 		}
-		out = append(out, Change{Host: host, Repository: e.Target.Repository, Tag: e.Target.Tag})
+		out = append(out, Change{Host: host, Repository: e.Target.Repository, Tag: e.Target.Tag, Deleted: e.Action == "delete"})
 	}
 	return out, nil
 }
 
-// decodeBounded decodes a JSON array of at most MaxEvents elements.
-func decodeBounded[T any](raw json.RawMessage, into *[]T) error {
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+// decodeBounded decodes a JSON array (or null) of at most MaxEvents
+// elements, one element at a time: a longer one is refused as soon as
+// its element MaxEvents+1 begins, before the rest are decoded (a 1 MiB
+// body of tiny elements would otherwise cost fifty times that).
+func decodeBounded[T any](raw []byte, into *[]T) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
 		return bad("events are not a JSON array: %v", err)
 	}
-	if len(items) > MaxEvents {
+	if tok == nil {
+		*into = nil
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return bad("events are not a JSON array")
+	}
+	var out []T
+	for dec.More() {
+		if len(out) == MaxEvents {
+			return ErrTooMany
+		}
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return decodeError(err, "event %d", len(out)+1)
+		}
+		out = append(out, v)
+	}
+	if _, err := dec.Token(); err != nil {
+		return bad("events are not a JSON array: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad("events are not a JSON array: data after it")
+	}
+	*into = out
+	return nil
+}
+
+// decodeError is err, from decoding what context names, as a bad
+// request; ErrTooMany stays itself.
+func decodeError(err error, context string, args ...any) error {
+	if errors.Is(err, ErrTooMany) {
 		return ErrTooMany
 	}
-	*into = make([]T, len(items))
-	for i, it := range items {
-		if err := json.Unmarshal(it, &(*into)[i]); err != nil {
-			return bad("event %d: %v", i+1, err)
-		}
-	}
-	return nil
+	return bad("%s: %v", fmt.Sprintf(context, args...), err)
 }
 
 // harborPayload is what the proxy reads of a Harbor webhook (its
@@ -129,30 +164,41 @@ type harborPayload struct {
 }
 
 type harborData struct {
-	Resources []struct {
-		Tag         string `json:"tag"`
-		ResourceURL string `json:"resource_url"`
-	} `json:"resources"`
+	Resources  harborResources `json:"resources"`
 	Repository struct {
 		RepoFullName string `json:"repo_full_name"`
 	} `json:"repository"`
 }
 
+// harborResources are an event's artifacts, at most MaxEvents of them
+// (decodeBounded).
+type harborResources []harborResource
+
+type harborResource struct {
+	Tag         string `json:"tag"`
+	ResourceURL string `json:"resource_url"`
+}
+
+// UnmarshalJSON decodes at most MaxEvents resources.
+func (r *harborResources) UnmarshalJSON(b []byte) error {
+	return decodeBounded(b, (*[]harborResource)(r))
+}
+
 func harborChanges(body []byte) ([]Change, error) {
 	var p harborPayload
 	if err := json.Unmarshal(body, &p); err != nil {
-		return nil, bad("a Harbor webhook: %v", err)
+		return nil, decodeError(err, "a Harbor webhook")
 	}
 	switch p.Type {
 	case "PUSH_ARTIFACT", "DELETE_ARTIFACT":
-		return p.EventData.changes()
+		return p.EventData.changes(p.Type == "DELETE_ARTIFACT")
 	}
 	return nil, nil // scans, pulls, quotas, replication reports
 }
 
 // changes are the tags a Harbor event's resources name, or the
 // repository alone when it names none.
-func (d harborData) changes() ([]Change, error) {
+func (d harborData) changes(deleted bool) ([]Change, error) {
 	repo := d.Repository.RepoFullName
 	if repo == "" {
 		return nil, bad("a Harbor artifact event without event_data.repository.repo_full_name")
@@ -162,10 +208,10 @@ func (d harborData) changes() ([]Change, error) {
 	}
 	var out []Change
 	for _, r := range d.Resources {
-		out = append(out, Change{Host: resourceHost(r.ResourceURL), Repository: repo, Tag: r.Tag})
+		out = append(out, Change{Host: resourceHost(r.ResourceURL), Repository: repo, Tag: r.Tag, Deleted: deleted})
 	}
 	if len(out) == 0 {
-		out = append(out, Change{Repository: repo})
+		out = append(out, Change{Repository: repo, Deleted: deleted})
 	}
 	return out, nil
 }
@@ -213,10 +259,10 @@ func cloudEventBatch(body []byte) ([]Change, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(out)+len(c) > MaxEvents {
+			return nil, ErrTooMany
+		}
 		out = append(out, c...)
-	}
-	if len(out) > MaxEvents {
-		return nil, ErrTooMany
 	}
 	return out, nil
 }
@@ -240,13 +286,13 @@ func cloudEventChanges(typ string, data json.RawMessage) ([]Change, error) {
 		if d.Name == "" {
 			return nil, bad("a %s event without data.name", typ)
 		}
-		return []Change{{Repository: d.Name, Tag: d.Reference}}, nil
+		return []Change{{Repository: d.Name, Tag: d.Reference, Deleted: strings.HasSuffix(typ, ".image.deleted")}}, nil
 	case hasSuffix(typ, ".artifact.pushed", ".artifact.deleted"):
 		var d harborData
 		if err := json.Unmarshal(data, &d); err != nil {
-			return nil, bad("the data of a %s event: %v", typ, err)
+			return nil, decodeError(err, "the data of a %s event", typ)
 		}
-		return d.changes()
+		return d.changes(strings.HasSuffix(typ, ".artifact.deleted"))
 	case typ == "":
 		return nil, bad("a CloudEvent without a type")
 	}

@@ -21,7 +21,7 @@ func TestParseFormats(t *testing.T) {
 			 {"id":"1","action":"push","target":{"mediaType":"application/vnd.oci.image.index.v1+json","repository":"acme/hello","tag":"1.2.0","digest":"sha256:aa","url":"https://reg.example:5000/v2/acme/hello/manifests/sha256:aa"},"request":{"host":"reg.example:5000","method":"PUT"}},
 			 {"id":"2","action":"pull","target":{"repository":"acme/other","tag":"1.0.0"},"request":{"host":"reg.example:5000"}},
 			 {"id":"3","action":"delete","target":{"repository":"acme/gone","digest":"sha256:bb","url":"https://reg.example:5000/v2/acme/gone/manifests/sha256:bb"}}]}`,
-			want: []Change{{Host: "reg.example:5000", Repository: "acme/hello", Tag: "1.2.0"}, {Host: "reg.example:5000", Repository: "acme/gone"}},
+			want: []Change{{Host: "reg.example:5000", Repository: "acme/hello", Tag: "1.2.0"}, {Host: "reg.example:5000", Repository: "acme/gone", Deleted: true}},
 		},
 		"harbor push": {
 			header: http.Header{"Content-Type": {"application/json"}},
@@ -32,7 +32,7 @@ func TestParseFormats(t *testing.T) {
 		},
 		"harbor delete without resources": {
 			body: `{"type":"DELETE_ARTIFACT","event_data":{"repository":{"repo_full_name":"tofu/hello"}}}`,
-			want: []Change{{Repository: "tofu/hello"}},
+			want: []Change{{Repository: "tofu/hello", Deleted: true}},
 		},
 		"harbor scan": {
 			body: `{"type":"SCANNING_COMPLETED","event_data":{"repository":{"repo_full_name":"tofu/hello"}}}`,
@@ -51,7 +51,7 @@ func TestParseFormats(t *testing.T) {
 		"zot structured with a type prefix": {
 			header: http.Header{"Content-Type": {"application/cloudevents+json"}},
 			body:   `{"specversion":"1.0","id":"1","source":"https://registry.example.com","type":"com.example.registry.image.deleted","data":{"name":"tofu/hello","reference":"sha256:aa"}}`,
-			want:   []Change{{Repository: "tofu/hello", Tag: "sha256:aa"}},
+			want:   []Change{{Repository: "tofu/hello", Tag: "sha256:aa", Deleted: true}},
 		},
 		"zot repository created, in a batch": {
 			header: http.Header{"Content-Type": {"application/cloudevents-batch+json"}},

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/oci-tofu/oci-tofu/oci/names"
 )
 
 // Path is where serve receives notifications.
@@ -51,7 +53,18 @@ type Options struct {
 	// MaxPending bounds the repositories waiting for the next batch
 	// (default 1024); beyond it the batch drops every repository's.
 	MaxPending int
-	Logger     *slog.Logger
+	// AllInterval is the least time between two batches that drop every
+	// repository's (default 10s): MaxPending is overflowed at will by
+	// anyone who may notify (a template's placeholders take any name), and
+	// each overflow makes every repository's next request cold. The first
+	// is applied at once; names notified while a later one waits are
+	// covered by it.
+	AllInterval time.Duration
+	// ReadTimeout bounds the time a notification's body takes to arrive
+	// (default 10s): the server sets no deadline on bodies, so a sender
+	// trickling one would hold its connection for ever.
+	ReadTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // Fleet carries batches between replicas (a Redis channel).
@@ -91,6 +104,12 @@ func New(opts Options) (*Receiver, error) {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1024
 	}
+	if opts.AllInterval <= 0 {
+		opts.AllInterval = 10 * time.Second
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 10 * time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -104,23 +123,32 @@ const MinSecret = 16
 func (r *Receiver) Batches() int64 { return r.batches.Load() }
 
 // ServeHTTP receives one notification: 401 unless authenticated (before
-// the body is read), 413 for a body over MaxBody or more than MaxEvents
-// events, 400 for one none of the formats reads, 202 once its
+// the body is read, and without waiting for it), 408 for a body that
+// takes longer than ReadTimeout, 413 for one over MaxBody or more than
+// MaxEvents events, 400 for one none of the formats reads, 202 once its
 // repositories wait for the next batch.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	rc := http.NewResponseController(w)
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		answer(w, http.StatusMethodNotAllowed, "notifications are POSTed")
+		refuseUnread(w, req, rc, http.StatusMethodNotAllowed, "notifications are POSTed")
 		return
 	}
 	if !r.authenticated(req.Header.Get("Authorization")) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="oci-tofu notifications"`)
-		answer(w, http.StatusUnauthorized, "a notification needs the secret configured with --notifications-secret-file")
+		refuseUnread(w, req, rc, http.StatusUnauthorized, "a notification needs the secret configured with --notifications-secret-file")
 		return
 	}
+	_ = rc.SetReadDeadline(time.Now().Add(r.opts.ReadTimeout)) // not supported: a test's recorder
 	body, err := readBounded(w, req)
-	if err != nil {
-		answer(w, http.StatusRequestEntityTooLarge, err.Error())
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.Is(err, errTooLarge) || errors.As(err, &tooLarge):
+		answer(w, http.StatusRequestEntityTooLarge, errTooLarge.Error())
+		return
+	case err != nil:
+		closeConnection(w, req)
+		answer(w, http.StatusRequestTimeout, "the notification's body did not arrive in time")
 		return
 	}
 	changes, err := Parse(req.Header, body)
@@ -153,11 +181,28 @@ func readBounded(w http.ResponseWriter, req *http.Request) ([]byte, error) {
 	if req.ContentLength > MaxBody {
 		return nil, errTooLarge
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
-	if err != nil {
-		return nil, errTooLarge
+	return io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
+}
+
+// refuseUnread answers a request whose body is not to be read, and
+// closes its HTTP/1 connection without waiting for the body: the server
+// would otherwise read what is left of it (up to 256 KiB, as slowly as
+// it is sent) before answering or reusing the connection.
+func refuseUnread(w http.ResponseWriter, req *http.Request, rc *http.ResponseController, status int, msg string) {
+	closeConnection(w, req)
+	answer(w, status, msg)
+	_ = rc.Flush()
+	_ = rc.SetReadDeadline(time.Now())
+}
+
+// closeConnection closes an HTTP/1 connection after the answer. An
+// HTTP/2 one is left open: its other streams (a load balancer's, of
+// other clients) are not this request's, and its body ends with its
+// stream.
+func closeConnection(w http.ResponseWriter, req *http.Request) {
+	if req.ProtoMajor < 2 {
+		w.Header().Set("Connection", "close")
 	}
-	return b, nil
 }
 
 var errTooLarge = errors.New("the notification is larger than 1 MiB")
@@ -180,17 +225,60 @@ func (r *Receiver) authenticated(header string) bool {
 	return ok == 1
 }
 
+// MaxRepository bounds the repository names (and host names) a
+// notification's changes may carry: OCI registries keep a repository's
+// name to 255 characters (Distribution refuses longer), and matching a
+// name against the templates costs about the square of its length.
+const MaxRepository = 255
+
 // accept adds the repositories changes name, in the proxy's scope, to
 // the next batch; it returns how many there were.
 func (r *Receiver) accept(changes []Change) int {
 	var names []string
+	repos := 0
 	for _, c := range changes {
-		names = append(names, r.opts.Scope(c.Host, c.Repository)...)
+		if len(c.Repository) > MaxRepository || len(c.Host) > MaxRepository {
+			continue // no registry holds it: not worth matching against the templates
+		}
+		in := r.opts.Scope(c.Host, c.Repository)
+		repos += len(in)
+		for _, n := range in {
+			names = append(names, invalidation(n, c))
+		}
 	}
 	if len(names) > 0 {
 		r.add(names, false, true)
 	}
-	return len(names)
+	return repos
+}
+
+// invalidation is what change c drops of repository name (as
+// store.Invalidate reads it): "name:tag", the tag list and what that tag
+// named, for a tag pushed or deleted; "name:", the tag list alone, for a
+// push by digest, which moves no tag; name, the list and what every tag
+// named, for a delete by digest, which may have removed any of them.
+func invalidation(name string, c Change) string {
+	switch {
+	case names.ValidTag(c.Tag):
+		return name + ":" + c.Tag
+	case c.Deleted:
+		return name
+	}
+	return name + ":"
+}
+
+// splitInvalidation is an invalidation's repository name and, after it,
+// ":tag" or ":" (tagged false: the whole repository). A name's only colon
+// is its host's port, before the first slash.
+func splitInvalidation(s string) (name, tag string, tagged bool) {
+	slash := strings.IndexByte(s, '/')
+	if slash < 0 {
+		return s, "", false
+	}
+	if i := strings.IndexByte(s[slash:], ':'); i >= 0 {
+		return s[:slash+i], s[slash+i+1:], true
+	}
+	return s, "", false
 }
 
 // add puts names (or all) into the next batch; tell says the fleet is
@@ -198,13 +286,16 @@ func (r *Receiver) accept(changes []Change) int {
 func (r *Receiver) add(names []string, all, tell bool) {
 	r.mu.Lock()
 	for _, n := range names {
-		if !r.all && len(r.pending) >= r.opts.MaxPending {
+		if all || r.all {
+			break // covered: the batch drops every repository's
+		}
+		if len(r.pending) >= r.opts.MaxPending {
 			all = true
 			break
 		}
 		r.pending[n] = r.pending[n] || tell
 	}
-	if all {
+	if all || r.all {
 		r.all, r.tellAll = true, r.tellAll || tell
 		clear(r.pending)
 	}
@@ -241,13 +332,20 @@ func (r *Receiver) Start(ctx context.Context) {
 }
 
 func (r *Receiver) run(ctx context.Context) {
+	var lastAll time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
 		}
+		if r.allPending() && !lastAll.IsZero() && !sleep(ctx, time.Until(lastAll.Add(r.opts.AllInterval))) {
+			return
+		}
 		names, tell, all, tellAll := r.take()
+		if all {
+			lastAll = time.Now()
+		}
 		if len(names) > 0 || all {
 			r.opts.Apply(names, all)
 			r.batches.Add(1)
@@ -255,10 +353,30 @@ func (r *Receiver) run(ctx context.Context) {
 		if r.opts.Fleet != nil && (len(tell) > 0 || tellAll) {
 			r.tell(ctx, tell, tellAll)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, r.opts.Interval) {
 			return
-		case <-time.After(r.opts.Interval):
 		}
+	}
+}
+
+// allPending says the next batch drops every repository's.
+func (r *Receiver) allPending() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.all
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }

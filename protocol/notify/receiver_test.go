@@ -161,3 +161,47 @@ func TestMethodsAndLimits(t *testing.T) {
 		t.Errorf("over 1 MiB: %d", w.Code)
 	}
 }
+
+// published records what a Receiver tells its fleet.
+type published struct {
+	mu   sync.Mutex
+	msgs [][]byte
+}
+
+func (p *published) Publish(_ context.Context, msg []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.msgs = append(p.msgs, msg)
+	return nil
+}
+
+func (p *published) Subscribe(context.Context, func([]byte)) {}
+
+// A batch too long for one fleet message is told in several, each within
+// maxMessage and heard by another replica, not as "all" (which made every
+// other replica drop every repository's for a batch of a few hundred).
+func TestLongBatchToldInSeveralMessages(t *testing.T) {
+	fleet := &published{}
+	r, _ := New(Options{Secret: []byte(testSecret), Scope: scopeAcme, Apply: func([]string, bool) {}, Fleet: fleet})
+	var names []string
+	for i := range 1000 {
+		names = append(names, fmt.Sprintf("reg.example/acme/%s-%d:1.0.%d", strings.Repeat("x", 40), i, i))
+	}
+	r.tell(context.Background(), names, false)
+	other, _ := New(Options{Secret: []byte(testSecret), Scope: scopeAcme, Apply: func([]string, bool) {}, MaxPending: 2000})
+	for _, m := range fleet.msgs {
+		if len(m) > maxMessage {
+			t.Fatalf("a message of %d bytes", len(m))
+		}
+		other.heard(m)
+	}
+	heard, _, all, _ := other.take()
+	if all || len(heard) != len(names) {
+		t.Fatalf("%d messages: the other replica heard %d names, all %v; want the %d", len(fleet.msgs), len(heard), all, len(names))
+	}
+	fleet.msgs = nil
+	r.tell(context.Background(), nil, true)
+	if len(fleet.msgs) != 1 || !strings.Contains(string(fleet.msgs[0]), `"all":true`) {
+		t.Errorf("all: %q", fleet.msgs)
+	}
+}
