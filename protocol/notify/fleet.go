@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
 // fleetMessage is a batch as the other replicas hear it.
@@ -94,7 +95,7 @@ func (r *Receiver) heard(msg []byte) {
 // host/path:tag, host/path:) says when its repository is one of the
 // proxy's and its tag a tag; none otherwise.
 func (r *Receiver) inScope(s string) []string {
-	name, tag, tagged := splitInvalidation(s)
+	name, tag, tagged := store.SplitName(s)
 	if tagged && tag != "" && !names.ValidTag(tag) {
 		return nil
 	}

@@ -267,20 +267,6 @@ func invalidation(name string, c Change) string {
 	return name + ":"
 }
 
-// splitInvalidation is an invalidation's repository name and, after it,
-// ":tag" or ":" (tagged false: the whole repository). A name's only colon
-// is its host's port, before the first slash.
-func splitInvalidation(s string) (name, tag string, tagged bool) {
-	slash := strings.IndexByte(s, '/')
-	if slash < 0 {
-		return s, "", false
-	}
-	if i := strings.IndexByte(s[slash:], ':'); i >= 0 {
-		return s[:slash+i], s[slash+i+1:], true
-	}
-	return s, "", false
-}
-
 // add puts names (or all) into the next batch; tell says the fleet is
 // to hear of them.
 func (r *Receiver) add(names []string, all, tell bool) {

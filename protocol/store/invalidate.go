@@ -17,7 +17,7 @@ func (s *Store) Invalidate(names []string, all bool) {
 	whole := map[string]bool{}                  // and every tag's resolution
 	tags := map[string]bool{}                   // name:tag resolutions
 	for _, n := range names {
-		name, tag, tagged := splitName(n)
+		name, tag, tagged := SplitName(n)
 		listed[name] = true
 		switch {
 		case !tagged:
@@ -37,10 +37,10 @@ func (s *Store) Invalidate(names []string, all bool) {
 	s.held.ForgetMatching(func(string) bool { return true })
 }
 
-// splitName is an Invalidate name's repository and, after it, ":tag" or
+// SplitName is an Invalidate name's repository and, after it, ":tag" or
 // ":" (tagged false: the whole repository). A repository name's only
 // colon is its host's port, before the first slash.
-func splitName(s string) (name, tag string, tagged bool) {
+func SplitName(s string) (name, tag string, tagged bool) {
 	slash := strings.IndexByte(s, '/')
 	if slash < 0 {
 		return s, "", false
