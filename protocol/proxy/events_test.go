@@ -16,9 +16,13 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/events/webhook"
+	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -324,5 +328,92 @@ func TestEventsPageShowsDeliveries(t *testing.T) {
 	plain := policedEventsProxy(t, "")
 	if page := string(plain.get(t, "/").Body); strings.Contains(page, `id="webhooks"`) {
 		t.Error("the page has a webhooks section without an events file")
+	}
+}
+
+// The decisions sent are remembered per policy generation, and bounded:
+// a new generation, and a full set, forget them (each is then sent once
+// more); a late decision of an older generation does not clear the set.
+func TestDecisionsSentOncePerGeneration(t *testing.T) {
+	var s decisionsSent
+	k := func(i int) decisionKey {
+		return decisionKey{kind: "provider", address: "example.com/test/hello", version: fmt.Sprintf("1.0.%d", i), rule: "hello", denied: true}
+	}
+	if !s.first(1, k(0)) || s.first(1, k(0)) {
+		t.Fatal("a decision is not sent exactly once in its generation")
+	}
+	if allowed := (decisionKey{kind: "provider", address: "example.com/test/hello", version: "1.0.0", rule: "hello"}); !s.first(1, allowed) {
+		t.Error("the same version's other outcome counts as sent")
+	}
+	if !s.first(2, k(0)) {
+		t.Error("a new generation does not send the decision again")
+	}
+	if s.first(1, k(0)) {
+		t.Error("a late decision of the older generation is sent again")
+	}
+	for i := 1; i < maxDecisionKeys; i++ {
+		s.first(2, k(i))
+	}
+	if len(s.keys) != maxDecisionKeys {
+		t.Fatalf("%d keys, want %d", len(s.keys), maxDecisionKeys)
+	}
+	if !s.first(2, k(1)) || len(s.keys) != 1 {
+		t.Errorf("a full set is not cleared (%d keys)", len(s.keys))
+	}
+}
+
+// eventReason is a denial's reason, or an allowed version's warnings;
+// an allowed version without a warning has no event.
+func TestEventReason(t *testing.T) {
+	for _, c := range []struct {
+		d    policy.Decision
+		want string
+		ok   bool
+	}{
+		{policy.Decision{Allow: false, Reason: "denied"}, "denied", true},
+		{policy.Decision{Allow: true, Reason: "allowed"}, "", false},
+		{policy.Decision{Allow: true, Deprecated: "old"}, "old", true},
+		{policy.Decision{Allow: true, VulnWarning: "CVE-1"}, "CVE-1", true},
+		{policy.Decision{Allow: true, Deprecated: "old", VulnWarning: "CVE-1"}, "old; CVE-1", true},
+	} {
+		if got, ok := eventReason(c.d); got != c.want || ok != c.ok {
+			t.Errorf("eventReason(%+v) = %q, %v; want %q, %v", c.d, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// A module version pull-through stores is one version.ingested event,
+// via pull-through, with the module's address at its origin.
+func TestEventsPullThroughModuleIngested(t *testing.T) {
+	rc := newHookReceiver(t)
+	files := testenv.StartFileSite(t, testenv.OriginOptions{})
+	files.Put(t, "greeting.zip", moduleZip(t, "1.99.0"))
+	o := testenv.StartModuleRegistry(t, testenv.OriginOptions{})
+	o.Set("acme/greeting/aws", "1.99.0", testenv.ModuleAnswer{Location: "https://" + files.Host + "/greeting.zip"})
+	dir, _ := moduleStore(t)
+	tr, err := oci.NewTransport(oci.Options{CAFile: testenv.NewCA(t).CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modulesource.New(modulesource.Config{Registry: o.Host, Sources: []string{files.Host}, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, Options{ModuleMappings: []*repotemplate.Template{mustModuleTemplate(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${name}/${system}")},
+		PullThrough: &pullthrough.Options{Modules: []*modulesource.Fetcher{f}, Client: originClient(t)}, PublicURL: "https://tofu.example.com",
+		Store:      store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1},
+		EventsFile: eventsFile(t, t.TempDir(), map[string]string{"all": rc.URL}, rc.Secret)})
+	if r := p.get(t, "/v1/origins/"+o.Host+"/modules/acme/greeting/aws/1.99.0/download"); r.Status != http.StatusNoContent && r.Status != http.StatusOK {
+		t.Fatalf("downloading 1.99.0: %d %s", r.Status, r.Body)
+	}
+	waitIdle(t, p)
+	got := rc.ofType(t, events.TypeVersionIngested, 1)
+	d, ok := got[0].Data.(events.VersionIngested)
+	if !ok {
+		t.Fatalf("version.ingested data: %T", got[0].Data)
+	}
+	if got[0].Subject != o.Host+"/acme/greeting/aws@1.99.0" || d.Kind != events.KindModule || d.Via != events.ViaPullThrough ||
+		!strings.HasPrefix(d.Digest, "sha256:") || !strings.HasSuffix(d.Repository, "/acme/greeting/aws") {
+		t.Errorf("version.ingested: %+v, data %+v", got[0], d)
 	}
 }
