@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -46,9 +45,9 @@ func (s *Server) setUpEvents() error {
 	if file == "" {
 		return nil
 	}
-	cfg, err := webhook.Load(file)
+	cfg, err := webhook.Load(file) // its errors name the file
 	if err != nil {
-		return fmt.Errorf("the events file: %w", err)
+		return err
 	}
 	d := webhook.New(cfg, webhook.Options{Logger: s.log})
 	if err := s.metrics.Registry().Register(d.Collector()); err != nil {

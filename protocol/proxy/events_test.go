@@ -417,3 +417,17 @@ func TestEventsPullThroughModuleIngested(t *testing.T) {
 		t.Errorf("version.ingested: %+v, data %+v", got[0], d)
 	}
 }
+
+// An events file that does not load stops New with its error, and a
+// missing one too: serve does not start half-configured.
+func TestEventsFileRefusedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "events.yaml")
+	writeAtomically(t, bad, "subscriptions:\n- name: x\n  url: http://example.com/hook\n  secrets: ["+webhook.NewSecret()+"]\n")
+	for file, want := range map[string]string{bad: "http is allowed to 127.0.0.1", filepath.Join(dir, "missing.yaml"): "missing.yaml"} {
+		_, err := New(Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), EventsFile: file})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("New with %s: %v, want an error with %q", file, err, want)
+		}
+	}
+}
