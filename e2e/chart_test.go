@@ -280,7 +280,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 var (
 	chartSets  = []string{"listen", "tls-cert", "tls-key", "insecure-no-tls", "cache-bytes", "shutdown-delay", "shutdown-timeout"}
 	notForPods = []string{"check", "json", "check-provider", "check-module", "password-stdin", "self-signed", "self-signed-cert-out", "self-signed-host", "help"}
-	fileFlags  = []string{"signing-key", "auth-token-file", "url-signing-key-file", "notifications-secret-file", "ca-file", "policy", "config", "require-attestation", "attest-key", "pull-through-tofu-key", "trusted-root"}
+	fileFlags  = []string{"signing-key", "auth-token-file", "url-signing-key-file", "notifications-secret-file", "events-file", "ca-file", "policy", "config", "require-attestation", "attest-key", "pull-through-tofu-key", "trusted-root"}
 )
 
 // Every option of `oci-tofu serve` (from its --help) is a key of the

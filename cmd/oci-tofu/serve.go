@@ -77,6 +77,7 @@ password comes from OCI_TOFU_PASSWORD or --password-stdin. See docs/proxy.md.
 			&cli.IntFlag{Name: "audit-max-files", Value: audit.DefaultMaxFiles, Usage: "rotated audit files kept beside the current one", EnvVars: []string{"OCI_TOFU_AUDIT_MAX_FILES"}},
 			&cli.BoolFlag{Name: "audit-documents", Usage: "audit metadata documents too, one event each (by default they are only counted in metrics)", EnvVars: []string{"OCI_TOFU_AUDIT_DOCUMENTS"}},
 			&cli.StringFlag{Name: "notifications-secret-file", Usage: "`FILE` holding the secret registries send (Authorization: Bearer SECRET) to notify the proxy of pushes at " + notify.Path + ", which then shows them at once (docs/notifications.md)", EnvVars: []string{"OCI_TOFU_NOTIFICATIONS_SECRET_FILE"}},
+			&cli.StringFlag{Name: "events-file", Usage: "webhook subscriptions `FILE` (YAML or JSON): policy denials and warnings and pull-through stores are POSTed to its endpoints as signed CloudEvents; reloaded when it changes and on SIGHUP (docs/events.md)", EnvVars: []string{"OCI_TOFU_EVENTS_FILE"}},
 			&cli.StringFlag{Name: "url-signing-key-file", Usage: "`FILE` holding the HMAC key for archive URLs (share between replicas; default random)", EnvVars: []string{"OCI_TOFU_URL_SIGNING_KEY_FILE"}},
 			&cli.DurationFlag{Name: "archive-url-ttl", Value: time.Hour, Usage: "lifetime of signed archive URLs", EnvVars: []string{"OCI_TOFU_ARCHIVE_URL_TTL"}},
 			&cli.DurationFlag{Name: "tag-ttl", Value: 30 * time.Second, Usage: "how long tag lists, and the documents built from them, are fresh", EnvVars: []string{"OCI_TOFU_TAG_TTL"}},
@@ -305,6 +306,7 @@ func readServeSecrets(c *cli.Context, opts *proxy.Options) error {
 		}
 		opts.Notifications = &proxy.Notifications{Secret: secret}
 	}
+	opts.EventsFile = c.String("events-file")
 	return nil
 }
 

@@ -83,6 +83,9 @@ func (s *Server) newPage() *page.Page {
 	cfg := page.Config{Version: o.Version, PublicURL: o.PublicURL, RegistryHostname: o.RegistryHostname,
 		Providers: pageMappings(s.mappings), Modules: o.ModuleMappings, Tofu: o.TofuRepository, Minimal: s.clientAuth,
 		ModuleOrigins: s.pull.ModuleOrigins(), Policy: o.Policy, PolicyStatus: o.PolicyStatus, VulnDB: o.VulnDB, Log: s.log, Caller: s.callerSummary}
+	if s.events != nil {
+		cfg.Deliveries = s.events.deliveries
+	}
 	if patterns := s.pull.OwnModulePatterns(); len(patterns) > 0 {
 		cfg.OwnModules = &page.OwnModules{Origin: s.pull.ModuleOrigin(), Patterns: patterns}
 	}

@@ -208,6 +208,13 @@ type Options struct {
 	// Notifications, when set, receive registries' notifications of
 	// pushes and deletes at notify.Path (docs/notifications.md).
 	Notifications *Notifications
+	// EventsFile, when set, is the webhook subscriptions file
+	// (docs/events.md): the policy's denials and warnings and what
+	// pull-through stores are sent as events to the endpoints it names.
+	// It is read at New (an error fails New) and followed until Close:
+	// an edit is applied, a bad one logged and the last good
+	// subscriptions kept (events.go).
+	EventsFile string
 }
 
 // Server serves the discovery document and the handler sets mounted on
@@ -240,6 +247,7 @@ type Server struct {
 	// notifications receive registries' notifications (notifications.go);
 	// nil without.
 	notifications *notifications
+	events        *serverEvents // nil without an events file (events.go)
 
 	mux *http.ServeMux
 	// prefixes are the handlers Mount added, longest prefix first, as
@@ -281,10 +289,15 @@ func New(opts Options) (*Server, error) {
 	if err := s.checkMCP(); err != nil {
 		return nil, err
 	}
+	if err := s.setUpEvents(); err != nil {
+		return nil, err
+	}
 	if err := s.startShared(); err != nil {
+		s.events.close(context.Background())
 		return nil, err
 	}
 	if err := s.setUpNotifications(); err != nil {
+		s.events.close(context.Background())
 		return nil, err
 	}
 	s.page = s.newPage()
@@ -474,7 +487,9 @@ func (s *Server) Close(ctx context.Context) error {
 	if s.notifications != nil {
 		s.notifications.stop()
 	}
-	return s.pull.Close(ctx)
+	err := s.pull.Close(ctx)
+	s.events.close(ctx) // after pull-through, whose last stores are events
+	return err
 }
 
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {

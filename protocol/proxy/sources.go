@@ -42,11 +42,19 @@ import (
 func (s *Server) judge() *gate.Policy {
 	o := &s.opts
 	j := &gate.Policy{Live: o.Policy, Now: o.Now, Each: s.store.Each, Log: s.log, Trusted: o.ingestTrust(), Vulns: o.VulnDB,
-		Observe: s.out.CountDecision, Vulnerable: s.metrics.NoteVulnerable}
+		Observe: s.observeDecision, Vulnerable: s.metrics.NoteVulnerable}
 	if o.admitting() {
 		j.Admitted = gate.StoreAdmitted
 	}
 	return j
+}
+
+// observeDecision counts a policy decision and records a denial for the
+// page (respond.Responder.CountDecision), and sends the event of a
+// denial or a warning (events.go).
+func (s *Server) observeDecision(d source.Decision) {
+	s.out.CountDecision(d)
+	s.events.decided(d)
 }
 
 // rules are what the gates judge with and pull-through's rules:

@@ -28,7 +28,8 @@ func (s *Server) startShared() error {
 	}
 	e, err := pullthrough.New(pullthrough.Config{Options: *s.opts.PullThrough, Mappings: s.mappings, TofuRepository: s.opts.TofuRepository, ModuleTemplate: pullModules,
 		Registry: s.client, Metrics: s.metrics.Registry(), ObserveCache: s.metrics.ObserveCache, CacheEntries: s.opts.Store.CacheEntries,
-		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared, OwnHostname: ownHostname(s.opts)})
+		CacheBytes: budgetOf(s.opts).origins, Logger: s.log, Shared: s.opts.Shared, OwnHostname: ownHostname(s.opts),
+		Events: s.emitter(), EventSource: s.eventSourceOf()})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/cache"
+	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
@@ -59,6 +60,11 @@ type Config struct {
 	// and not at all without it: a request's Host is the client's to
 	// choose (OwnHost).
 	OwnHostname string
+	// Events, when set, is told each provider release and module version
+	// stored (events.VersionIngested, via pull-through), from
+	// EventSource (the proxy's public URL). Nil: no events.
+	Events      events.Emitter
+	EventSource string
 }
 
 // Engine is the running pull-through: origin metadata caches, the pulls
@@ -73,6 +79,8 @@ type Engine struct {
 	log      *slog.Logger
 	metrics  *metrics
 	shared   sharedstate.Store
+	events   events.Emitter // nil: none
+	source   string         // the events' source
 
 	listings  *cache.Cache[Listing]
 	releases  *cache.Cache[*ingest.ProviderOriginRelease]
@@ -133,7 +141,7 @@ func New(c Config) (*Engine, error) {
 			}
 		}
 	}
-	e := &Engine{opts: opts, shared: c.Shared, mappings: c.Mappings, tofuRepo: c.TofuRepository, modTpl: c.ModuleTemplate, ownHost: c.OwnHostname, registry: c.Registry, log: c.Logger,
+	e := &Engine{opts: opts, shared: c.Shared, mappings: c.Mappings, tofuRepo: c.TofuRepository, modTpl: c.ModuleTemplate, ownHost: c.OwnHostname, registry: c.Registry, log: c.Logger, events: c.Events, source: c.EventSource,
 		metrics: newMetrics(c.Metrics), inflight: map[string]*Pull{}, recent: newRecentlyStored(recentTTL, c.CacheEntries),
 		failures: cache.New[error](cache.Options{Name: "origin_failures", TTL: opts.FailureTTL, MaxEntries: c.CacheEntries})}
 	metaCache := func(name string, failureTTL time.Duration) cache.Options {
@@ -327,6 +335,7 @@ func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
 		e.shareStored(p.key, res)
 		e.metrics.result(p.kind, "stored")
 		e.log.Info(outcomeMessage(p.kind, true), append(attrs, slog.String("digest", res.Root.Digest.String()))...)
+		e.emitIngested(p, res)
 	} else {
 		kind := Classify(err)
 		if kind != FailureBusy && kind != FailurePushed {
@@ -344,6 +353,18 @@ func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
 		e.metrics.inflight.Dec()
 	}
 	e.mu.Unlock()
+}
+
+// emitIngested sends the event of a version p stored (res), when the
+// engine has an emitter and p says what it stores (a provider release or
+// a module version).
+func (e *Engine) emitIngested(p *Pull, res Stored) {
+	if e.events == nil || p.ingested == nil {
+		return
+	}
+	ev := *p.ingested
+	ev.Digest = res.Root.Digest.String()
+	e.events.Emit(context.Background(), events.New(e.source, ev))
 }
 
 // outcomeMessage is the log message of a pull's outcome.

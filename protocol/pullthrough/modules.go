@@ -12,6 +12,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/modulesource"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
@@ -184,6 +185,7 @@ func (e *Engine) newModulePull(f *modulesource.Fetcher, key, failKey string, dst
 		return nil, err
 	}
 	p.failKey = failKey
+	p.ingested = &events.VersionIngested{Kind: events.KindModule, Address: f.Registry() + "/" + mod.String(), Version: v.String(), Via: events.ViaPullThrough, Repository: ref.Name()}
 	p.attrs = []any{slog.String("module", mod.String()), slog.String("version", v.String()),
 		slog.String("origin", f.Registry()), slog.String("repository", ref.Name())}
 	p.finish = func(ctx context.Context, dir string) (Stored, error) {

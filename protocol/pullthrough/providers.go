@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/wire"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
@@ -209,6 +210,7 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 		return nil, err
 	}
 	p.failKey, p.provider = providerFailKey(t, v), rel
+	p.ingested = &events.VersionIngested{Kind: events.KindProvider, Address: t.Served.String(), Version: v.String(), Via: events.ViaPullThrough, Repository: ref.Name()}
 	p.open = func(ctx context.Context, name string) (*origin.Body, error) {
 		return rel.OpenZip(ctx, e.opts.Client, byName[name], e.opts.MaxFileSize)
 	}

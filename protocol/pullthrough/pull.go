@@ -16,6 +16,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
@@ -39,6 +40,9 @@ type Pull struct {
 	// provider or tofu is the verified origin release being pulled.
 	provider *ingest.ProviderOriginRelease
 	tofu     *ingest.TofuOriginRelease // "registry.opentofu.org/hashicorp/aws 5.0.0", for logs
+	// ingested is the event of what the pull stores, but its digest
+	// (nil: no event, an OpenTofu release).
+	ingested *events.VersionIngested
 	dir      string
 	repo     oci.Repository
 	files    []string // every file to download

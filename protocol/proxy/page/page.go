@@ -25,6 +25,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
+	"github.com/oci-tofu/oci-tofu/protocol/events/webhook"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
@@ -87,6 +88,9 @@ type Config struct {
 	// Caller, with client authentication, says who the request's bearer
 	// token names and what it may read ("" when it names no client).
 	Caller func(r *http.Request) string
+	// Deliveries, with an events file, are the last webhook deliveries
+	// ended (webhook.Dispatcher.Recent); nil without one.
+	Deliveries func() []webhook.Delivery
 }
 
 // Page is the page for people, built from memory only — the
@@ -156,6 +160,9 @@ type pageData struct {
 	// Catalog: modules or OpenTofu releases are served, and the
 	// catalogue lists them.
 	Catalog bool
+	// Webhooks, with an events file, are its last deliveries; nil
+	// without one and on the minimal page.
+	Webhooks *webhooksView
 }
 
 // OwnModules is own-host module pull-through, for the page's warning.
@@ -211,6 +218,7 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.OwnModules = s.cfg.OwnModules
 		dv := s.downloads.view()
 		d.Downloads, d.Deprecated = &dv, dv.deprecatedInUse(d.Seen)
+		d.Webhooks = s.webhooksView()
 	}
 	d.Serves = s.serves()
 	seenProviders := own.Providers // this replica's own: nothing read from a shared store goes into configuration

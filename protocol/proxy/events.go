@@ -1,0 +1,195 @@
+package proxy
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/protocol/events"
+	"github.com/oci-tofu/oci-tofu/protocol/events/webhook"
+	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
+)
+
+// The proxy's outbound events (docs/events.md): with Options.EventsFile,
+// a webhook dispatcher sends what the server itself decides, the
+// policy's denials and warnings (policy.denied, policy.warned) and what
+// pull-through stores (version.ingested, via pull-through), to the
+// subscriptions the file names. Emitting never waits for the network
+// (webhook.Dispatcher.Emit).
+
+// eventsCloseTimeout bounds how long Close waits for queued events to be
+// delivered, within the caller's context.
+const eventsCloseTimeout = 5 * time.Second
+
+// maxDecisionKeys bounds the decisions remembered as sent: when full,
+// the set is cleared (a decision may then be sent once more).
+const maxDecisionKeys = 10000
+
+// serverEvents is the dispatcher, the events' source and the policy
+// decisions already sent.
+type serverEvents struct {
+	d      *webhook.Dispatcher
+	source string
+	sent   decisionsSent
+	stop   context.CancelFunc
+}
+
+// setUpEvents reads the events file, starts the dispatcher, registers
+// its metrics and follows the file (reloaded when it changes and on
+// SIGHUP), when Options.EventsFile is set.
+func (s *Server) setUpEvents() error {
+	file := s.opts.EventsFile
+	if file == "" {
+		return nil
+	}
+	cfg, err := webhook.Load(file) // its errors name the file
+	if err != nil {
+		return err
+	}
+	d := webhook.New(cfg, webhook.Options{Logger: s.log})
+	if err := s.metrics.Registry().Register(d.Collector()); err != nil {
+		d.Close(context.Background())
+		return err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s.events = &serverEvents{d: d, source: eventSource(s.opts), stop: stop}
+	policyfile.FollowPath(ctx, file, "events file", s.log, func(why string) {
+		if err := d.Reload(file); err != nil {
+			s.log.Error("the events file was not reloaded: the subscriptions in force stay", "file", file, "why", why, "error", err.Error())
+			return
+		}
+		s.log.Info("the events file was reloaded", "file", file, "why", why)
+	})
+	s.log.Info("events: sending webhooks", "file", file, "subscriptions", len(cfg.Subscriptions), "source", s.events.source)
+	return nil
+}
+
+// eventSource is the events' source attribute: the public URL, else
+// https:// and the registry host name, else a URN of the machine's host
+// name. A request's Host is not used: decisions are made while building
+// documents many requests share, and a Host is the client's to choose.
+func eventSource(o Options) string {
+	switch {
+	case o.PublicURL != "":
+		return o.PublicURL
+	case o.RegistryHostname != "":
+		return "https://" + o.RegistryHostname
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return "urn:oci-tofu:" + host
+}
+
+// emitter is where the server's events go; nil without an events file.
+func (s *Server) emitter() events.Emitter {
+	if s.events == nil {
+		return nil
+	}
+	return s.events.d
+}
+
+// eventSourceOf is the events' source; "" without an events file.
+func (s *Server) eventSourceOf() string {
+	if s.events == nil {
+		return ""
+	}
+	return s.events.source
+}
+
+// close stops following the file and closes the dispatcher, waiting for
+// its queues at most eventsCloseTimeout (and ctx).
+func (e *serverEvents) close(ctx context.Context) {
+	if e == nil {
+		return
+	}
+	e.stop()
+	ctx, cancel := context.WithTimeout(ctx, eventsCloseTimeout)
+	defer cancel()
+	e.d.Close(ctx)
+}
+
+// deliveries are the last deliveries ended, for the page; nil without
+// an events file.
+func (e *serverEvents) deliveries() []webhook.Delivery {
+	if e == nil {
+		return nil
+	}
+	return e.d.Recent()
+}
+
+// decided emits the event of a policy decision on a version, when it is
+// a denial or an allowance with a warning (a deprecated version, or a
+// vulnerability the rule warns of), once per policy generation
+// (decisionsSent).
+func (e *serverEvents) decided(d source.Decision) {
+	if e == nil || d.Version == nil {
+		return
+	}
+	reason, ok := eventReason(d.Decision)
+	if !ok {
+		return
+	}
+	version := d.Version.String()
+	key := decisionKey{kind: string(d.Kind), address: d.Address, version: version, rule: d.Rule, denied: !d.Allow}
+	if !e.sent.first(d.Generation, key) {
+		return
+	}
+	e.d.Emit(context.Background(), events.New(e.source, events.PolicyDecision{
+		Denied: !d.Allow, Address: d.Address, Version: version, Rule: d.Rule, Reason: reason}))
+}
+
+// eventReason is the reason a decision's event gives: a denial's
+// reason, an allowed version's warnings (its deprecation message, the
+// vulnerabilities the rule warns of); ok is false for a decision without
+// an event (allowed without a warning).
+func eventReason(d policy.Decision) (reason string, ok bool) {
+	if !d.Allow {
+		return d.Reason, true
+	}
+	switch {
+	case d.Deprecated != "" && d.VulnWarning != "":
+		return d.Deprecated + "; " + d.VulnWarning, true
+	case d.Deprecated != "":
+		return d.Deprecated, true
+	case d.VulnWarning != "":
+		return d.VulnWarning, true
+	}
+	return "", false
+}
+
+// decisionKey is one decision's event: a version's, by a rule, and its
+// outcome.
+type decisionKey struct {
+	kind, address, version, rule string
+	denied                       bool
+}
+
+// decisionsSent are the decisions sent under one policy generation: the
+// gate is told a decision each time a document or an answer is built
+// (every request a client retries), and each is sent once. The set is
+// cleared when the generation changes (a reload may decide anew) and
+// when it holds maxDecisionKeys.
+type decisionsSent struct {
+	mu   sync.Mutex
+	gen  uint64
+	keys map[decisionKey]struct{}
+}
+
+// first reports whether key is new under generation gen, and notes it.
+func (s *decisionsSent) first(gen uint64, key decisionKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil || gen > s.gen || len(s.keys) >= maxDecisionKeys {
+		s.keys, s.gen = map[decisionKey]struct{}{}, gen
+	}
+	if _, ok := s.keys[key]; ok {
+		return false
+	}
+	s.keys[key] = struct{}{}
+	return true
+}
