@@ -42,7 +42,10 @@ import (
 func (s *Server) judge() *gate.Policy {
 	o := &s.opts
 	j := &gate.Policy{Live: o.Policy, Now: o.Now, Each: s.store.Each, Log: s.log, Trusted: o.ingestTrust(), Vulns: o.VulnDB,
-		Observe: s.observeDecision, Vulnerable: s.metrics.NoteVulnerable}
+		Observe: s.out.CountDecision, Vulnerable: s.metrics.NoteVulnerable}
+	if s.events != nil { // a request without events pays nothing for them
+		j.Observe = s.observeDecision
+	}
 	if o.admitting() {
 		j.Admitted = gate.StoreAdmitted
 	}
