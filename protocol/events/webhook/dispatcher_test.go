@@ -286,7 +286,8 @@ func TestFiltersDecideWhatIsSent(t *testing.T) {
 }
 
 // TestNeverAnswers: an endpoint that never answers costs each attempt
-// its timeout, and Emit nothing.
+// its timeout (that Emit does not wait for it:
+// TestEmitDoesNotWaitForDelivery).
 func TestNeverAnswers(t *testing.T) {
 	rc := newReceiver(t, nil, func(_ int, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	secret := NewSecret()
@@ -294,9 +295,6 @@ func TestNeverAnswers(t *testing.T) {
 	start := time.Now()
 	for i := range 100 {
 		d.Emit(context.Background(), ingested(fmt.Sprintf("1.0.%d", i)))
-	}
-	if took := time.Since(start); took > 500*time.Millisecond {
-		t.Errorf("100 Emits took %s", took)
 	}
 	eventually(t, "the first delivery failed", func() bool { return len(d.Recent()) > 0 })
 	took := time.Since(start)
@@ -433,9 +431,9 @@ func TestGoneStops(t *testing.T) {
 	}
 }
 
-// TestFloodToDeadEndpoint: 100,000 Emits to an endpoint that never
-// answers stay fast, and what is held stays the queue's bound: the rest
-// is dropped and counted.
+// TestFloodToDeadEndpoint: of 100,000 Emits to an endpoint that never
+// answers, what is held stays the queue's bound: the rest is dropped and
+// counted (their time is logged beside their marshalling's, not judged).
 func TestFloodToDeadEndpoint(t *testing.T) {
 	rc := newReceiver(t, nil, func(_ int, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	d := newDispatcher(t, Options{Attempts: 1}, subscription(t, "dead", rc.srv.URL, 10*time.Second, NewSecret()))
@@ -461,9 +459,6 @@ func TestFloodToDeadEndpoint(t *testing.T) {
 	t.Logf("%d Emits in %s, their marshalling alone %s", n, took, baseline)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if took > 5*baseline+time.Second { // about 1.3 times here
-		t.Errorf("%d Emits took %s, their marshalling alone %s", n, took, baseline)
-	}
 	queued := d.workers[0].q.len()
 	dropped := testutil.ToFloat64(d.metrics.dropped.WithLabelValues("dead"))
 	// One event or a few (a loaded machine passing 10 s) in flight.
@@ -727,5 +722,31 @@ func TestHTTPS(t *testing.T) {
 	closeNow(t, d)
 	if _, n, bad := rc.counts(); n != 1 || len(bad) > 0 {
 		t.Errorf("%d verified over TLS, refused %v", n, bad)
+	}
+}
+
+// TestEmitDoesNotWaitForDelivery: every Emit returns while the first
+// delivery is held by its endpoint (a wait for it would never return).
+func TestEmitDoesNotWaitForDelivery(t *testing.T) {
+	release := make(chan struct{})
+	held := make(chan struct{}, 1)
+	rc := newReceiver(t, nil, func(_ int, w http.ResponseWriter, r *http.Request) {
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	d := newDispatcher(t, Options{Attempts: 1}, subscription(t, "held", rc.srv.URL, MaxTimeout, NewSecret()))
+	t.Cleanup(func() { close(release) })
+	for i := range 100 {
+		d.Emit(context.Background(), ingested(fmt.Sprintf("1.0.%d", i)))
+	}
+	<-held // the first delivery reached the endpoint, which holds it
+	if ended := d.Recent(); len(ended) != 0 {
+		t.Errorf("a delivery ended while its endpoint held it: %+v", ended)
 	}
 }
