@@ -98,13 +98,18 @@ func (t *Template) parses(s string, limit int) []map[string]string {
 	if len(s) > maxMatchName {
 		return nil
 	}
+	return t.run(s, limit).found
+}
+
+// run is a matcher of s that has matched it (at most limit parses).
+func (t *Template) run(s string, limit int) *matcher {
 	toks := t.tokens()
-	m := matcher{t: t, s: s, toks: toks, limit: limit, steps: maxMatchSteps}
+	m := &matcher{t: t, s: s, toks: toks, limit: limit, steps: maxMatchSteps}
 	if !repeatsPlaceholder(toks) {
 		m.failed = map[[2]int]bool{}
 	}
 	m.match(0, 0, map[string]string{})
-	return m.found
+	return m
 }
 
 // repeatsPlaceholder says a placeholder appears twice among toks.
