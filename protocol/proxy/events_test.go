@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -442,4 +444,59 @@ func TestEventsFileRefusedAtStart(t *testing.T) {
 			t.Errorf("New with %s: %v, want an error with %q", file, err, want)
 		}
 	}
+}
+
+// A release the origin signs with another key than the one the nearest
+// earlier version stored was verified with is one origin.keys-changed
+// event, naming the old and the new keys; a release signed with the same
+// key, and the first version of a provider, send none.
+func TestEventsOriginKeysChanged(t *testing.T) {
+	rc := newHookReceiver(t)
+	gocrypto, other := testenv.Testdata(t, "keys", "gocrypto-signer.asc"), testenv.Testdata(t, "keys", "other.asc")
+	origin := testenv.StartOrigin(t, []testenv.OriginRelease{
+		{Namespace: "acme", Type: "widgets", Dir: signedRelease(t, "widgets", "1.0.0", 64, "linux_amd64"), Key: gocrypto},
+		{Namespace: "acme", Type: "widgets", Dir: signedRelease(t, "widgets", "1.1.0", 64, "linux_amd64"), Key: gocrypto},
+		{Namespace: "acme", Type: "widgets", Dir: signedReleaseBy(t, "other-private.asc", time.Now(), "widgets", "2.0.0", 64, "linux_amd64"), Key: other},
+	})
+	dir := t.TempDir()
+	base, _ := url.Parse(origin.ProvidersURL())
+	pt := pullthrough.Options{Origins: map[string]*url.URL{"example.com": base}, RegistryOrigin: "example.com", Client: originClient(t)}
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${hostname}/${namespace}/${type}"), PullThrough: &pt,
+		Store: store.Options{TagTTL: time.Millisecond, MaxStale: -1, FailureTTL: -1}, RegistryHostname: "example.com",
+		EventsFile: eventsFile(t, t.TempDir(), map[string]string{"all": rc.URL}, rc.Secret)})
+
+	for _, v := range []string{"1.0.0", "1.1.0", "2.0.0"} {
+		if r := p.get(t, strings.TrimPrefix(pullURL(t, p, "example.com/acme/widgets", v, "linux_amd64"), p.URL)); r.Status != 200 {
+			t.Fatalf("pulling %s: %d %s", v, r.Status, r.Body)
+		}
+		waitIdle(t, p) // the pull and the check after it
+	}
+	rc.ofType(t, events.TypeVersionIngested, 3) // every check's event, if any, was emitted before the last pull's ingested event was delivered
+	got := rc.ofType(t, events.TypeOriginKeysChanged, 1)
+	if len(got) != 1 {
+		t.Fatalf("%d origin.keys-changed events, want 1: %+v", len(got), got)
+	}
+	d, ok := got[0].Data.(events.OriginKeysChanged)
+	if !ok {
+		t.Fatalf("origin.keys-changed data: %T", got[0].Data)
+	}
+	oldID, newID := keyIDOf(t, gocrypto), keyIDOf(t, other)
+	if got[0].Subject != "example.com/acme/widgets" || d.Address != "example.com/acme/widgets" ||
+		!slices.Equal(d.OldKeyIDs, []string{oldID}) || !slices.Equal(d.NewKeyIDs, []string{newID}) {
+		t.Errorf("origin.keys-changed: %+v, data %+v; want old [%s], new [%s]", got[0], d, oldID, newID)
+	}
+}
+
+// keyIDOf is the key ID of the armored public key in file.
+func keyIDOf(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := pgp.ReadKeyring(file, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pgp.KeyID(kr.Entities[0].PrimaryKey.KeyId)
 }

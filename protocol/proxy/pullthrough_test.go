@@ -50,6 +50,13 @@ func TestPullThroughOptionsChecked(t *testing.T) {
 // content each), SHA256SUMS and its signature by the go-crypto test key.
 func signedRelease(t *testing.T, typ, version string, size int64, platforms ...string) string {
 	t.Helper()
+	return signedReleaseBy(t, "gocrypto-signer-private.asc", time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), typ, version, size, platforms...)
+}
+
+// signedReleaseBy is signedRelease signed at a time with the private key
+// of testdata/keys named.
+func signedReleaseBy(t *testing.T, key string, at time.Time, typ, version string, size int64, platforms ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	sums := sha256sums.Sums{}
 	for _, p := range platforms {
@@ -64,11 +71,11 @@ func signedRelease(t *testing.T, typ, version string, size int64, platforms ...s
 		}
 		sums[name] = sha256Hex(b.Bytes())
 	}
-	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
+	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", key))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, err := signer.Sign(sums.Bytes(), time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	sig, err := signer.Sign(sums.Bytes(), at)
 	if err != nil {
 		t.Fatal(err)
 	}

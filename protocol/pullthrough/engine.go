@@ -99,7 +99,8 @@ type Engine struct {
 
 	mu       sync.Mutex
 	inflight map[string]*Pull
-	running  sync.WaitGroup // pulls whose run has not returned
+	running  sync.WaitGroup // pulls whose run has not returned, and their checks
+	checking int            // checks after a pull running (keys.go), under mu
 }
 
 // recentTTL is how long what pull-through stored is remembered in memory:
@@ -170,11 +171,12 @@ func (e *Engine) Tofu() bool { return e != nil && e.opts.Tofu != nil }
 // FailureTTL is how long failed origin releases are remembered.
 func (e *Engine) FailureTTL() time.Duration { return e.opts.FailureTTL }
 
-// InFlight is the number of releases being pulled right now.
+// InFlight is the number of releases being pulled right now, and of
+// the checks after a pull still running (keys.go).
 func (e *Engine) InFlight() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.inflight)
+	return len(e.inflight) + e.checking
 }
 
 // CheckPush makes sure the registry lets the proxy push where
@@ -336,6 +338,7 @@ func (e *Engine) finished(p *Pull, res Stored, err error, took time.Duration) {
 		e.metrics.result(p.kind, "stored")
 		e.log.Info(outcomeMessage(p.kind, true), append(attrs, slog.String("digest", res.Root.Digest.String()))...)
 		e.emitIngested(p, res)
+		e.checkOriginKeys(p)
 	} else {
 		kind := Classify(err)
 		if kind != FailureBusy && kind != FailurePushed {

@@ -211,6 +211,7 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 	}
 	p.failKey, p.provider = providerFailKey(t, v), rel
 	p.ingested = &events.VersionIngested{Kind: events.KindProvider, Address: t.Served.String(), Version: v.String(), Via: events.ViaPullThrough, Repository: ref.Name()}
+	p.keys = newKeysCheck(t.Served.String(), v, rel.KeyID, rel.Keys)
 	p.open = func(ctx context.Context, name string) (*origin.Body, error) {
 		return rel.OpenZip(ctx, e.opts.Client, byName[name], e.opts.MaxFileSize)
 	}

@@ -43,9 +43,12 @@ type Pull struct {
 	// ingested is the event of what the pull stores, but its digest
 	// (nil: no event, an OpenTofu release).
 	ingested *events.VersionIngested
-	dir      string
-	repo     oci.Repository
-	files    []string // every file to download
+	// keys is the check of the key that verified a provider release
+	// (keys.go), nil for other pulls.
+	keys  *keysCheck
+	dir   string
+	repo  oci.Repository
+	files []string // every file to download
 	// open starts a file's download; want is its expected sha256 ("" for
 	// files nothing lists, which are not uploaded early).
 	open      func(ctx context.Context, name string) (*origin.Body, error)
