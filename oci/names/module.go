@@ -2,7 +2,6 @@ package names
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -23,21 +22,21 @@ var (
 	// moduleNameRE is a module namespace or name: letters, digits, and
 	// single "-" or "_" inside (OpenTofu's rule, restricted to what a
 	// repository path component can hold).
-	moduleNameRE = regexp.MustCompile(`^[a-z0-9]+([_-][a-z0-9]+)*$`)
+	moduleNameRE = lazyRegexp(`^[a-z0-9]+([_-][a-z0-9]+)*$`)
 	// moduleSystemRE is a module's target system, as OpenTofu accepts it.
-	moduleSystemRE = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+	moduleSystemRE = lazyRegexp(`^[a-z0-9]{1,64}$`)
 )
 
 // ParseModule checks and lower-cases the parts of a module address.
 func ParseModule(namespace, name, system string) (Module, error) {
 	m := Module{Namespace: strings.ToLower(namespace), Name: strings.ToLower(name), System: strings.ToLower(system)}
-	if len(m.Namespace) > 64 || !moduleNameRE.MatchString(m.Namespace) {
+	if len(m.Namespace) > 64 || !moduleNameRE().MatchString(m.Namespace) {
 		return Module{}, fmt.Errorf("invalid module namespace %q", namespace)
 	}
-	if len(m.Name) > 64 || !moduleNameRE.MatchString(m.Name) {
+	if len(m.Name) > 64 || !moduleNameRE().MatchString(m.Name) {
 		return Module{}, fmt.Errorf("invalid module name %q", name)
 	}
-	if !moduleSystemRE.MatchString(m.System) {
+	if !moduleSystemRE().MatchString(m.System) {
 		return Module{}, fmt.Errorf("invalid module system %q", system)
 	}
 	return m, nil

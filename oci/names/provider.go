@@ -2,7 +2,6 @@ package names
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -55,19 +54,19 @@ func ParseProviderOn(s, defaultHost string) (Provider, error) {
 
 var (
 	// hostnameRE is a DNS name (IDNs arrive in punycode) with an optional port.
-	hostnameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:[0-9]{1,5})?$`)
+	hostnameRE = lazyRegexp(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:[0-9]{1,5})?$`)
 	// providerPartRE is a provider namespace or type as OpenTofu accepts
 	// it (lower-cased, ASCII): letters, digits and single inner dashes.
-	providerPartRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	providerPartRE = lazyRegexp(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 )
 
 // ValidProviderPart reports whether s is a provider namespace or type:
 // lower-case letters and digits, single dashes inside, at most 64 bytes.
-func ValidProviderPart(s string) bool { return len(s) <= 64 && providerPartRE.MatchString(s) }
+func ValidProviderPart(s string) bool { return len(s) <= 64 && providerPartRE().MatchString(s) }
 
 // ValidHostname reports whether s is a host name (lower-case DNS labels)
 // with an optional port, as provider and module addresses use them.
-func ValidHostname(s string) bool { return len(s) <= 255 && hostnameRE.MatchString(s) }
+func ValidHostname(s string) bool { return len(s) <= 255 && hostnameRE().MatchString(s) }
 
 // ProviderSpec is an address with optional version constraints, as written
 // on the command line: "hashicorp/aws@~> 5.0".

@@ -2,21 +2,20 @@ package names
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 )
 
 // tofuVersionRE is an OpenTofu release version as the TofuDL mirror
 // specification (and tofudl's parser) accepts it.
-var tofuVersionRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(-(alpha|beta|rc)(0|[1-9][0-9]{0,8}))?$`)
+var tofuVersionRE = lazyRegexp(`^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(-(alpha|beta|rc)(0|[1-9][0-9]{0,8}))?$`)
 
 // tofuArtifactRE is a release file name (tofudl's rule).
-var tofuArtifactRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
+var tofuArtifactRE = lazyRegexp(`^[A-Za-z0-9._-]{1,255}$`)
 
 // IsTofuVersion reports whether s is an OpenTofu release version as
 // TofuDL writes them: MAJOR.MINOR.PATCH with an optional -alphaN, -betaN or
 // -rcN.
-func IsTofuVersion(s string) bool { return tofuVersionRE.MatchString(s) }
+func IsTofuVersion(s string) bool { return tofuVersionRE().MatchString(s) }
 
 // ParseTofuVersion parses an OpenTofu release version as api.json lists it.
 func ParseTofuVersion(s string) (Version, error) {
@@ -28,7 +27,7 @@ func ParseTofuVersion(s string) (Version, error) {
 
 // ValidTofuArtifact reports whether s is a plain release file name.
 func ValidTofuArtifact(s string) bool {
-	return tofuArtifactRE.MatchString(s) && s != "." && s != ".."
+	return tofuArtifactRE().MatchString(s) && s != "." && s != ".."
 }
 
 // TofuSHA256SUMSName is the checksum file of OpenTofu release v.
@@ -51,7 +50,7 @@ func CompareTofuVersions(a, b string) int {
 }
 
 func tofuVersionParts(s string) [5]int {
-	m := tofuVersionRE.FindStringSubmatch(s)
+	m := tofuVersionRE().FindStringSubmatch(s)
 	var p [5]int
 	if m == nil {
 		return p

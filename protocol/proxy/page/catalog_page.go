@@ -3,6 +3,7 @@ package page
 import (
 	"bytes"
 	"html/template"
+	"sync"
 
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
 )
@@ -23,31 +24,39 @@ var catalogFuncs = template.FuncMap{
 }
 
 var (
-	catalogTemplate  = template.Must(template.New("catalog.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "catalog.html.tmpl", "style.html.tmpl"))
-	moduleTemplate   = template.Must(template.New("module.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "module.html.tmpl", "style.html.tmpl"))
-	providerTemplate = template.Must(template.New("provider.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "provider.html.tmpl", "style.html.tmpl"))
-	tofuTemplate     = template.Must(template.New("tofu.html.tmpl").Funcs(catalogFuncs).ParseFS(pageFS, "tofu.html.tmpl", "style.html.tmpl"))
+	catalogTemplate  = catalogPageTemplate("catalog.html.tmpl")
+	moduleTemplate   = catalogPageTemplate("module.html.tmpl")
+	providerTemplate = catalogPageTemplate("provider.html.tmpl")
+	tofuTemplate     = catalogPageTemplate("tofu.html.tmpl")
 )
+
+// catalogPageTemplate is the catalogue page template name, parsed on
+// first use.
+func catalogPageTemplate(name string) func() *template.Template {
+	return sync.OnceValue(func() *template.Template {
+		return template.Must(template.New(name).Funcs(catalogFuncs).ParseFS(pageFS, name, "style.html.tmpl"))
+	})
+}
 
 // RenderCatalogIndex is the HTML of the catalogue's index, in the
 // page's style.
 func RenderCatalogIndex(d catalog.IndexPage) ([]byte, error) {
-	return render(catalogTemplate, d)
+	return render(catalogTemplate(), d)
 }
 
 // RenderModule is the HTML of a module's catalogue page.
 func RenderModule(d catalog.ModulePage) ([]byte, error) {
-	return render(moduleTemplate, d)
+	return render(moduleTemplate(), d)
 }
 
 // RenderProvider is the HTML of a provider's catalogue page.
 func RenderProvider(d catalog.ProviderPage) ([]byte, error) {
-	return render(providerTemplate, d)
+	return render(providerTemplate(), d)
 }
 
 // RenderTofu is the HTML of the OpenTofu releases' catalogue page.
 func RenderTofu(d catalog.TofuPage) ([]byte, error) {
-	return render(tofuTemplate, d)
+	return render(tofuTemplate(), d)
 }
 
 func render(t *template.Template, d any) ([]byte, error) {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/cliconfig"
@@ -41,13 +42,17 @@ const PagePath = "/"
 //go:embed page.html.tmpl sbom.html.tmpl style.html.tmpl catalog.html.tmpl module.html.tmpl provider.html.tmpl tofu.html.tmpl
 var pageFS embed.FS
 
-var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
-	"ago":     ago,
-	"join":    strings.Join,
-	"slash":   breakAfterSlashes,
-	"outcome": outcomeClass,
-	"sbom":    providers.SBOMPath,
-}).ParseFS(pageFS, "page.html.tmpl", "style.html.tmpl"))
+// The templates are parsed on first use, not when a program importing
+// the package starts (every CLI command: a few milliseconds each).
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
+		"ago":     ago,
+		"join":    strings.Join,
+		"slash":   breakAfterSlashes,
+		"outcome": outcomeClass,
+		"sbom":    providers.SBOMPath,
+	}).ParseFS(pageFS, "page.html.tmpl", "style.html.tmpl"))
+})
 
 // ProviderMapping is a provider mapping as the page shows it: its
 // repository template as written, its address patterns and where it was
@@ -230,7 +235,7 @@ func (s *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Snippets = s.snippets(r, d.Base, seenProviders)
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, d); err != nil {
+	if err := pageTemplate().Execute(&b, d); err != nil {
 		s.cfg.Log.Error("rendering the page", "error", err)
 		respond.WriteError(w, r, http.StatusInternalServerError, "rendering the page failed")
 		return
