@@ -158,27 +158,7 @@ func flagHelp(f cli.Flag) string {
 	if !ok || strings.TrimSpace(usage) == "" {
 		return names
 	}
-	return names + "\n" + wrapWords(usage, helpWidth-8, "  ")
-}
-
-// wrapWords breaks s into lines of at most width columns (a word longer
-// than width stands alone), each prefixed by indent.
-func wrapWords(s string, width int, indent string) string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines, line = append(lines, indent+line), ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		lines = append(lines, indent+line)
-	}
-	return strings.Join(lines, "\n")
+	return names + "\n" + report.WrapWords(usage, helpWidth-8, "  ")
 }
 
 // Usage errors. urfave/cli v2 answers a bad flag with "Incorrect Usage",

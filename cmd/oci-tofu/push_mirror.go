@@ -27,8 +27,8 @@ to the repository the template names. Everything is verified before anything is 
 			replaceFlag(),
 			attestKeyFlag(),
 			noSBOMFlag(),
-		}, append(registryFlags(), outputFlags()...)...),
-		Action: pushMirror,
+		}, append(append(registryFlags(), outputFlags()...), eventsFlags()...)...),
+		Action: withEvents(pushMirror),
 	}
 }
 
