@@ -241,7 +241,8 @@ func TestCLIEventsMirror(t *testing.T) {
 }
 
 // Prune sends version.pruned for each version --apply deleted, with the
-// digest it held; a dry run sends none.
+// digest it held; a dry run sends none. OCI_TOFU_EVENTS_FILE is the
+// flag's variable.
 func TestCLIEventsPrune(t *testing.T) {
 	rc := startCLIEventsReceiver(t, 0)
 	reg := testenv.StartRegistry(t)
@@ -253,7 +254,8 @@ func TestCLIEventsPrune(t *testing.T) {
 	}
 	expectEvents(t, "a dry run", "", rc.take())
 
-	if res, out, err := runPrune(t, "--events-file", rc.file, "--apply", "--keep-newest", "1", repo); err != nil || actions(res)["1.0.0"] != "deleted" {
+	t.Setenv("OCI_TOFU_EVENTS_FILE", rc.file) // the flag's variable
+	if res, out, err := runPrune(t, "--apply", "--keep-newest", "1", repo); err != nil || actions(res)["1.0.0"] != "deleted" {
 		t.Fatalf("prune --apply: %v\n%s", err, out)
 	}
 	if d := tagDigest(t, reg, "providers/test/hello", "1.0.0"); d != "" {

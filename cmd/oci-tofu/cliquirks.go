@@ -218,7 +218,7 @@ func wantArgs(c *cli.Context, min, max int) error {
 	case n >= min && (max < 0 || n <= max):
 		return nil
 	case max == 0:
-		return usageError(c, "takes no arguments, got %s", quoted(c.Args().Slice()))
+		return usageError(c, "takes no arguments, got %s", report.Quoted(c.Args().Slice()))
 	case min == max:
 		want = names.Plural(min, "argument")
 	case n < min:
@@ -228,17 +228,9 @@ func wantArgs(c *cli.Context, min, max int) error {
 	}
 	got := fmt.Sprint(n)
 	if n > 0 {
-		got += ": " + quoted(c.Args().Slice())
+		got += ": " + report.Quoted(c.Args().Slice())
 	}
 	return usageError(c, "takes %s (%s), got %s", want, c.Command.ArgsUsage, got)
-}
-
-func quoted(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = fmt.Sprintf("%q", a)
-	}
-	return strings.Join(q, " ")
 }
 
 // flagUsageError is the OnUsageError hook: a flag parsing error as a usage

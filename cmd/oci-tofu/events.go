@@ -24,6 +24,9 @@ func eventsFlags() []cli.Flag {
 // deliveries after (cliemit.Sender.Close: failures are told, not fatal).
 func withEvents(action cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
+		if c.String("events-file") == "" {
+			return action(c) // sends nothing (and the walk of a bare push stays short)
+		}
 		s, err := cliemit.Open(cliemit.Options{File: c.String("events-file"), Source: c.String("events-source"), Stderr: c.App.ErrWriter})
 		if err != nil {
 			return cli.Exit("--events-file: "+err.Error(), 1)
@@ -38,6 +41,9 @@ func withEvents(action cli.ActionFunc) cli.ActionFunc {
 // push wrote to ref, under the address the policy matches (policyAddress; the
 // repository's name should it not read as one).
 func pushedEvent(c *cli.Context, kind names.Kind, ref oci.Reference, tags []string, res oci.PushResult) {
+	if c.String("events-file") == "" {
+		return
+	}
 	addr, err := policy.TofuAddress, error(nil)
 	if kind != names.KindTofu {
 		if addr, err = policyAddress(c, kind, ref); err != nil { // gate.go

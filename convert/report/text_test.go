@@ -14,3 +14,10 @@ func TestWrapWords(t *testing.T) {
 		t.Errorf("blank: %q", got)
 	}
 }
+
+// Quoted quotes each argument, so spaces and empty ones show.
+func TestQuoted(t *testing.T) {
+	if got, want := Quoted([]string{"a b", "", `"x"`}), `"a b" "" "\"x\""`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

@@ -1,6 +1,9 @@
 package report
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // WrapWords breaks s into lines of at most width columns (a word longer
 // than width stands alone), each prefixed by indent.
@@ -20,4 +23,14 @@ func WrapWords(s string, width int, indent string) string {
 		lines = append(lines, indent+line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Quoted is args each quoted as Go quotes strings, space-separated: the
+// arguments a usage error names, unambiguous whatever they hold.
+func Quoted(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	return strings.Join(q, " ")
 }
