@@ -137,8 +137,9 @@ func ingestedEvent(kind events.Kind, address, version string, via events.Via, re
 // Push provider and push module send version.ingested via push for the
 // version they wrote, the digest the tag holds; an idempotent re-push
 // (every tag already holding the content) and a module pushed only as
-// latest send none, a --replace with other content sends it again; the
-// source is --events-source, else the host's URN.
+// latest send none, a --replace with other content sends it again; push
+// tofu sends one for the release, a push into an OCI layout (not a
+// registry) none; the source is --events-source, else the host's URN.
 func TestCLIEventsPush(t *testing.T) {
 	isolateCache(t)
 	rc := startCLIEventsReceiver(t, 0)
@@ -158,6 +159,14 @@ func TestCLIEventsPush(t *testing.T) {
 
 	push()
 	expectEvents(t, "an idempotent re-push", "", rc.take())
+
+	tofuRepo := reg.Host + "/tools/opentofu"
+	out = mustRun(t, "push", "tofu", "--json", "--events-file", rc.file, "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"), testenv.Testdata(t, "tofu", "1.9.0"), tofuRepo)
+	expectEvents(t, "push tofu", "", rc.take(),
+		ingestedEvent(events.KindTofu, "tofu", "1.9.0", events.ViaPush, tofuRepo, tagDigest(t, reg, "tools/opentofu", "1.9.0")))
+	mustRun(t, "push", "provider", "--events-file", rc.file, "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"),
+		testenv.Testdata(t, "providers", "hello", "1.1.0"), "oci-layout:"+t.TempDir())
+	expectEvents(t, "a push into an OCI layout", "", rc.take())
 
 	module := reg.Host + "/modules/acme/greeting/aws"
 	res := pushModule(t, "--events-file", rc.file, testenv.Testdata(t, "modules", "greeting"), module+":1.0.0")

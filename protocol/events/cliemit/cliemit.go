@@ -106,9 +106,10 @@ func (s *Sender) Emit(data events.Data) {
 // Pushed sends version.ingested, via push, for each version tag among
 // the tags a push wrote to repository with result res (not latest and
 // other pointers): nothing when every tag already held the content
-// (res.UpToDate). address is the versions' address.
+// (res.UpToDate), nor for a push into an OCI layout (oci-layout:PATH),
+// which is no registry. address is the versions' address.
 func (s *Sender) Pushed(kind events.Kind, address, repository string, tags []string, res oci.PushResult) {
-	if res.UpToDate {
+	if res.UpToDate || strings.HasPrefix(repository, oci.LayoutPrefix) {
 		return
 	}
 	for _, t := range tags {
