@@ -162,8 +162,11 @@ func TestCLIEventsPush(t *testing.T) {
 
 	tofuRepo := reg.Host + "/tools/opentofu"
 	out = mustRun(t, "push", "tofu", "--json", "--events-file", rc.file, "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"), testenv.Testdata(t, "tofu", "1.9.0"), tofuRepo)
+	if tagged := tagDigest(t, reg, "tools/opentofu", "1.9.0"); tagged != jsonField(t, out, "digest") {
+		t.Fatalf("the tofu tag holds %s, push said %s", tagged, jsonField(t, out, "digest"))
+	}
 	expectEvents(t, "push tofu", "", rc.take(),
-		ingestedEvent(events.KindTofu, "tofu", "1.9.0", events.ViaPush, tofuRepo, tagDigest(t, reg, "tools/opentofu", "1.9.0")))
+		ingestedEvent(events.KindTofu, "tofu", "1.9.0", events.ViaPush, tofuRepo, jsonField(t, out, "digest")))
 	mustRun(t, "push", "provider", "--events-file", rc.file, "--key", testenv.Testdata(t, "keys", "gpg-signer.asc"),
 		testenv.Testdata(t, "providers", "hello", "1.1.0"), "oci-layout:"+t.TempDir())
 	expectEvents(t, "a push into an OCI layout", "", rc.take())
