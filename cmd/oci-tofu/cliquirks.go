@@ -158,27 +158,7 @@ func flagHelp(f cli.Flag) string {
 	if !ok || strings.TrimSpace(usage) == "" {
 		return names
 	}
-	return names + "\n" + wrapWords(usage, helpWidth-8, "  ")
-}
-
-// wrapWords breaks s into lines of at most width columns (a word longer
-// than width stands alone), each prefixed by indent.
-func wrapWords(s string, width int, indent string) string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines, line = append(lines, indent+line), ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		lines = append(lines, indent+line)
-	}
-	return strings.Join(lines, "\n")
+	return names + "\n" + report.WrapWords(usage, helpWidth-8, "  ")
 }
 
 // Usage errors. urfave/cli v2 answers a bad flag with "Incorrect Usage",
@@ -238,7 +218,7 @@ func wantArgs(c *cli.Context, min, max int) error {
 	case n >= min && (max < 0 || n <= max):
 		return nil
 	case max == 0:
-		return usageError(c, "takes no arguments, got %s", quoted(c.Args().Slice()))
+		return usageError(c, "takes no arguments, got %s", report.Quoted(c.Args().Slice()))
 	case min == max:
 		want = names.Plural(min, "argument")
 	case n < min:
@@ -248,17 +228,9 @@ func wantArgs(c *cli.Context, min, max int) error {
 	}
 	got := fmt.Sprint(n)
 	if n > 0 {
-		got += ": " + quoted(c.Args().Slice())
+		got += ": " + report.Quoted(c.Args().Slice())
 	}
 	return usageError(c, "takes %s (%s), got %s", want, c.Command.ArgsUsage, got)
-}
-
-func quoted(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = fmt.Sprintf("%q", a)
-	}
-	return strings.Join(q, " ")
 }
 
 // flagUsageError is the OnUsageError hook: a flag parsing error as a usage

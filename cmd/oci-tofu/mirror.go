@@ -11,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
+	"github.com/oci-tofu/oci-tofu/protocol/events/cliemit"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
@@ -59,8 +60,8 @@ up to date, and attested; one it has attested is skipped as before.` + mirrorMod
 			&cli.StringSliceFlag{Name: "tofu-key", Usage: "armored public key `FILE` for OpenTofu releases instead of OpenTofu's (repeatable)"},
 			enforceExpirationFlag(),
 			attestKeyFlag(),
-		}, append(append(append(gatePolicyFlags(), mirrorModuleFlags()...), registryFlags()...), outputFlags()...)...),
-		Action: runMirror,
+		}, append(append(append(append(gatePolicyFlags(), mirrorModuleFlags()...), registryFlags()...), outputFlags()...), eventsFlags()...)...),
+		Action: withEvents(runMirror),
 	}
 }
 
@@ -97,6 +98,7 @@ func runMirror(c *cli.Context) error {
 	opts.Open, opts.Log = client.Open, rep.Infof
 	m.ProviderOptions = opts
 	results := m.Run(c.Context, origins)
+	cliemit.From(c.Context).Mirrored(results)
 	if failed := ingest.Report(rep, results); failed > 0 {
 		return cli.Exit(fmt.Sprintf("%d of %d failed", failed, len(results)), 1)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
+	"github.com/oci-tofu/oci-tofu/protocol/events/cliemit"
 )
 
 func pruneCommand() *cli.Command {
@@ -53,8 +54,8 @@ that refuses deletes (GHCR) is named, with what was deleted before.`,
 			&cli.StringSliceFlag{Name: "audit-log", Usage: "a proxy's audit trail `FILE` (serve --audit-log; its rotated files are read too) or a directory of several replicas' (repeatable)"},
 			&cli.StringFlag{Name: "policy", Usage: "keep every version the policy `FILE` marks to keep (docs/policy.md)", EnvVars: []string{"OCI_TOFU_POLICY"}},
 			&cli.BoolFlag{Name: "apply", Usage: "delete; without it, only list what would be deleted"},
-		}, registryFlags()...), outputFlags()...),
-		Action: runPrune,
+		}, registryFlags()...), append(outputFlags(), eventsFlags()...)...),
+		Action: withEvents(runPrune),
 	}
 }
 
@@ -89,6 +90,7 @@ func runPrune(c *cli.Context) error {
 	var applyErr error
 	if c.Bool("apply") {
 		applyErr = prune.ApplyPlans(c.Context, client, targets, plans)
+		cliemit.From(c.Context).Pruned(plans)
 	}
 	if err := reportPrune(newReporter(c), plans, appendNonEmpty(warnings, warning), c.Bool("apply")); err != nil {
 		return err

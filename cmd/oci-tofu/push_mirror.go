@@ -11,6 +11,8 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
+	"github.com/oci-tofu/oci-tofu/protocol/events"
+	"github.com/oci-tofu/oci-tofu/protocol/events/cliemit"
 )
 
 func pushMirrorCommand() *cli.Command {
@@ -27,8 +29,8 @@ to the repository the template names. Everything is verified before anything is 
 			replaceFlag(),
 			attestKeyFlag(),
 			noSBOMFlag(),
-		}, append(registryFlags(), outputFlags()...)...),
-		Action: pushMirror,
+		}, append(append(registryFlags(), outputFlags()...), eventsFlags()...)...),
+		Action: withEvents(pushMirror),
 	}
 }
 
@@ -85,6 +87,8 @@ func pushImported(c *cli.Context, rep *report.Reporter, client *oci.Client, key 
 	if err != nil {
 		return nil, fmt.Errorf("%s %s → %s: %w", r.Provider, r.Release.Version, ref, err)
 	}
+	versionTag, _ := publish.VersionTagged(ref, r.Release.Version) // pushed: a version
+	cliemit.From(c.Context).Pushed(events.KindProvider, r.Provider.String(), ref.Name(), []string{versionTag.Reference}, res)
 	if attestErr != nil {
 		return nil, attestErr
 	}

@@ -43,8 +43,8 @@ OpenTofu (>= 1.10) installs the result with
 			&cli.BoolFlag{Name: "no-cache", Usage: "always pack; do not consult or update the record of earlier packs (in the user cache directory)", EnvVars: []string{"OCI_TOFU_NO_CACHE"}},
 			attestKeyFlag(),
 			policyAddressFlag("registry.opentofu.org/acme/network/aws"),
-		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), outputFlags()...),
-		Action: pushModule,
+		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), append(outputFlags(), eventsFlags()...)...),
+		Action: withEvents(pushModule),
 	}
 }
 
@@ -83,10 +83,9 @@ func pushModule(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if signer != nil {
-		if err := attestModule(c, rep, client, ref, pkg.Predicate(ref.Name(), tags, res.Root.Digest, attestTime(), version), res.Root.Digest, signer); err != nil {
-			return err
-		}
+	pushedEvent(c, names.KindModule, ref, tags, res) // events.go
+	if err := attestModule(c, rep, client, ref, pkg, tags, res.Root.Digest, signer); err != nil {
+		return err
 	}
 	return pkg.ReportPushed(rep, ref, tags, res)
 }
@@ -104,13 +103,17 @@ func policyAllowsModuleTags(c *cli.Context, rep *report.Reporter, ref oci.Refere
 	return nil
 }
 
-// attestModule signs the pushed manifest and attests the package.
-func attestModule(c *cli.Context, rep *report.Reporter, client *oci.Client, ref oci.Reference, pred *modulepkg.Predicate, root digest.Digest, signer *attest.Signer) error {
+// attestModule signs the pushed manifest and attests the package, with
+// --attest-key (signer; nil: nothing).
+func attestModule(c *cli.Context, rep *report.Reporter, client *oci.Client, ref oci.Reference, pkg *modulepkg.Package, tags []string, root digest.Digest, signer *attest.Signer) error {
+	if signer == nil {
+		return nil
+	}
 	repo, err := client.Open(ref)
 	if err != nil {
 		return err
 	}
-	return attestPushed(c, rep, repo, ref, root, signer, modulepkg.PredicateType, pred)
+	return attestPushed(c, rep, repo, ref, root, signer, modulepkg.PredicateType, pkg.Predicate(ref.Name(), tags, root, attestTime(), version))
 }
 
 // modulePackOptions are --allow-no-root and, unless --no-cache, the

@@ -53,8 +53,8 @@ none; oci-tofu sbom --backfill adds them later.`,
 			noSBOMFlag(),
 			&cli.StringFlag{Name: "docs", Usage: "the release's documentation, the registry's docs/ tree in `DIR` (index.md, resources/*.md, …), stored as a referrer of the index (not in an OCI layout)"},
 			policyAddressFlag("registry.opentofu.org/acme/widgets"),
-		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), outputFlags()...),
-		Action: pushProvider,
+		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), append(outputFlags(), eventsFlags()...)...),
+		Action: withEvents(pushProvider),
 	}
 }
 
@@ -92,6 +92,7 @@ func pushProvider(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag %s was not written)", ref.Name(), err, tagged.Reference)
 	}
+	pushedEvent(c, names.KindProvider, ref, []string{tagged.Reference}, res) // events.go
 	if attestErr != nil {
 		return attestErr
 	}

@@ -26,8 +26,8 @@ unless --replace. --also-tag writes pointers such as latest, which move to this 
 		Flags: append(append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "key", Usage: "armored public key `FILE` instead of OpenTofu's (repeatable)", EnvVars: []string{"OCI_TOFU_TOFU_KEYS"}},
 			attestKeyFlag(),
-		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), outputFlags()...),
-		Action: pushTofu,
+		}, append(append(gatePolicyFlags(), tagFlags()...), registryFlags()...)...), append(outputFlags(), eventsFlags()...)...),
+		Action: withEvents(pushTofu),
 	}
 }
 
@@ -64,6 +64,7 @@ func pushTofu(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("pushing to %s: %w (the tag was not written)", ref.Name(), err)
 	}
+	pushedEvent(c, names.KindTofu, ref, []string{tagged.Reference}, res) // events.go
 	if attestErr != nil {
 		return attestErr
 	}

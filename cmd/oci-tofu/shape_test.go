@@ -50,6 +50,7 @@ var sharedFiles = []string{
 	"targets.go",     // REPOSITORY... | --provider-template ADDRESS...
 	"parse.go",       // list flags parsed value by value (os_arch platforms, …)
 	"gate.go",        // --policy of push, mirror, lock, verify and prune
+	"events.go",      // --events-file of push, mirror and prune
 	"attest.go",      // --attest-key, --attest-pub and attaching attestations
 	"publish.go",     // --no-sbom, the provider push target and the SBOM report
 	"signatures.go",  // publishers' keys and signature expiry
