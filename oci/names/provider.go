@@ -2,7 +2,9 @@ package names
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 )
 
 // Default registry hosts of short provider addresses ("namespace/type").
@@ -286,4 +288,12 @@ func ViaOfCode(code string) (Via, bool) {
 		return ViaRegistry, true
 	}
 	return viaNone, false
+}
+
+// lazyRegexp is expr compiled on first use, not when a program importing
+// the package starts: the bounded repetitions of the package's grammars
+// ({0,127}, {1,255}) compile to large programs, milliseconds of every
+// CLI command's start.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
