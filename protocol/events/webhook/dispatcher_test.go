@@ -511,11 +511,14 @@ type claimer struct {
 	err  error
 }
 
-func (c *claimer) Claim(_ context.Context, subscription, id string) (bool, error) {
+func (c *claimer) Claim(_ context.Context, subscription, id string, _ []byte) (Claim, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.keys = append(c.keys, subscription+"/"+id)
-	return len(c.keys)%2 == 1, c.err
+	if len(c.keys)%2 == 1 {
+		return Claim{Hold: noHold{}}, c.err
+	}
+	return Claim{Ended: true}, c.err
 }
 
 // TestClaimer: a delivery the Claimer refuses is skipped, unsent; a
