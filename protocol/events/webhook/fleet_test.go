@@ -307,3 +307,33 @@ func TestFleetOutboxEntryMustVerify(t *testing.T) {
 		t.Errorf("received %v, not the genuine event once", got)
 	}
 }
+
+// TestFleetShutdownHandsOver: a replica closing while its delivery is
+// held gives the claim up (its Close's deadline passed): another replica
+// takes the event from the outbox at once, long before the lease (a
+// minute) would have expired.
+func TestFleetShutdownHandsOver(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	secret := NewSecret()
+	held, release := make(chan struct{}), make(chan struct{})
+	rc := newReceiver(t, []string{secret}, holdFirst(held, release))
+	t.Cleanup(func() { close(release) })
+	sub := subscription(t, "fleet", rc.srv.URL, MaxTimeout, secret)
+	closing := newReplica(t, srv.URL(), time.Minute, sub)
+	other := newReplica(t, srv.URL(), time.Minute, sub)
+	e := ingested("1.0.0")
+	closing.d.Emit(context.Background(), e)
+	<-held
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := closing.d.Close(ctx); err == nil {
+		t.Fatal("Close waited for a delivery the receiver holds")
+	}
+	eventually(t, "the other replica delivered the event", func() bool { return other.count("fleet", OutcomeDelivered) == 1 })
+	if got := rc.idCounts(); got[e.ID] != 2 {
+		t.Errorf("not the event's ID in both requests: %v", got)
+	}
+	if n := closing.count("fleet", OutcomeFailed); n != 1 {
+		t.Errorf("the closing replica's delivery: %d failed, not 1", n)
+	}
+}
