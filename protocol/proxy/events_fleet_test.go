@@ -16,7 +16,9 @@ import (
 // state's prefix, so no other replica delivers it again.
 func TestEventsClaimedOnSharedRedis(t *testing.T) {
 	srv := testenv.StartRedis(t)
-	shared, err := sharedstate.OpenRedis(sharedstate.RedisOptions{URL: srv.URL()})
+	// A generous operation timeout: a claim that times out is delivered
+	// unclaimed, and this test looks at the claim.
+	shared, err := sharedstate.OpenRedis(sharedstate.RedisOptions{URL: srv.URL(), OpTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

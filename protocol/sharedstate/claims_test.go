@@ -23,12 +23,24 @@ func rawConn(t *testing.T, srv *testenv.Redis) redis.Conn {
 	return c
 }
 
+// openStore is a store on srv whose operations may take 5 s: a loaded
+// machine (-race) must not fail an operation these tests assert on.
+func openStore(t *testing.T, srv *testenv.Redis) *sharedstate.Redis {
+	t.Helper()
+	r, err := sharedstate.OpenRedis(sharedstate.RedisOptions{URL: srv.URL(), OpTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
 // TestClaimsTakeHeldDone: one holder at a time; done is remembered;
 // every key is prefixed and expires.
 func TestClaimsTakeHeldDone(t *testing.T) {
 	srv := testenv.StartRedis(t)
-	a := openRedis(t, srv.URL(), nil).Claims("events", sharedstate.ClaimOptions{Lease: time.Minute, Memory: time.Hour})
-	b := openRedis(t, srv.URL(), nil).Claims("events", sharedstate.ClaimOptions{Lease: time.Minute})
+	a := openStore(t, srv).Claims("events", sharedstate.ClaimOptions{Lease: time.Minute, Memory: time.Hour})
+	b := openStore(t, srv).Claims("events", sharedstate.ClaimOptions{Lease: time.Minute})
 	ctx := context.Background()
 	h, state, err := a.Take(ctx, "sub", "e1", []byte("entry"))
 	if err != nil || state != sharedstate.ClaimTaken || h == nil {
@@ -70,7 +82,7 @@ func TestClaimsTakeHeldDone(t *testing.T) {
 // kept.
 func TestClaimsKeysAreBounded(t *testing.T) {
 	srv := testenv.StartRedis(t)
-	cl := openRedis(t, srv.URL(), nil).Claims("events", sharedstate.ClaimOptions{Lease: time.Minute, MaxEntries: 5})
+	cl := openStore(t, srv).Claims("events", sharedstate.ClaimOptions{Lease: time.Minute, MaxEntries: 5})
 	ctx := context.Background()
 	for i := range 20 {
 		if _, state, err := cl.Take(ctx, "sub", "e"+strings.Repeat("x", i), []byte("entry")); err != nil || state != sharedstate.ClaimTaken {
@@ -103,9 +115,9 @@ func TestClaimsKeysAreBounded(t *testing.T) {
 func TestClaimsRecover(t *testing.T) {
 	srv := testenv.StartRedis(t)
 	const lease = 300 * time.Millisecond
-	killed := openRedis(t, srv.URL(), nil)
-	live := openRedis(t, srv.URL(), nil).Claims("events", sharedstate.ClaimOptions{Lease: 3 * lease})
-	other := openRedis(t, srv.URL(), nil).Claims("events", sharedstate.ClaimOptions{Lease: lease})
+	killed := openStore(t, srv)
+	live := openStore(t, srv).Claims("events", sharedstate.ClaimOptions{Lease: 3 * lease})
+	other := openStore(t, srv).Claims("events", sharedstate.ClaimOptions{Lease: lease})
 	ctx := context.Background()
 	if _, _, err := killed.Claims("events", sharedstate.ClaimOptions{Lease: lease}).Take(ctx, "sub", "dead", []byte("dead entry")); err != nil {
 		t.Fatal(err)
