@@ -10,6 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/events/webhook"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
 
@@ -18,7 +19,8 @@ import (
 // policy's denials and warnings (policy.denied, policy.warned) and what
 // pull-through stores (version.ingested, via pull-through), to the
 // subscriptions the file names. Emitting never waits for the network
-// (webhook.Dispatcher.Emit).
+// (webhook.Dispatcher.Emit). With the shared state on Redis, the
+// replicas claim each delivery there (webhook.FleetClaimer).
 
 // eventsCloseTimeout bounds how long Close waits for queued events to be
 // delivered, within the caller's context.
@@ -49,7 +51,8 @@ func (s *Server) setUpEvents() error {
 	if err != nil {
 		return err
 	}
-	d := webhook.New(cfg, webhook.Options{Logger: s.log})
+	fleet := s.eventsClaimer()
+	d := webhook.New(cfg, webhook.Options{Logger: s.log, Claimer: fleet})
 	if err := s.metrics.Registry().Register(d.Collector()); err != nil {
 		d.Close(context.Background())
 		return err
@@ -63,9 +66,26 @@ func (s *Server) setUpEvents() error {
 		}
 		s.log.Info("the events file was reloaded", "file", file, "why", why)
 	})
-	s.log.Info("events: sending webhooks", "file", file, "subscriptions", len(cfg.Subscriptions), "source", s.events.source)
+	s.log.Info("events: sending webhooks", "file", file, "subscriptions", len(cfg.Subscriptions), "source", s.events.source,
+		"fleet", fleet != nil)
 	return nil
 }
+
+// eventsClaimer is the fleet's claims on deliveries when the shared
+// state is on Redis (each event a fleet emits delivered by one replica,
+// its delivery taken over when that replica dies); nil otherwise (every
+// replica delivers what it emits).
+func (s *Server) eventsClaimer() webhook.Claimer {
+	r, ok := s.opts.Shared.(*sharedstate.Redis)
+	if !ok {
+		return nil
+	}
+	return webhook.FleetClaimer(r.Claims(eventsClaims, sharedstate.ClaimOptions{}))
+}
+
+// eventsClaims names the deliveries' claims, outbox and entries on Redis
+// (after the shared state's prefix).
+const eventsClaims = "events"
 
 // eventSource is the events' source attribute: the public URL, else
 // https:// and the registry host name, else a URN of the machine's host

@@ -39,17 +39,46 @@ const ContentType = "application/cloudevents+json"
 
 // Claimer decides, before its first attempt, whether this process
 // delivers an event to a subscription: a fleet's replicas share one
-// (on Redis) so that an event all of them emit under the same ID
-// (events.StableID) is delivered once. A false is another replica's
-// delivery (outcome skipped); an error delivers anyway (at least once).
+// (on Redis: FleetClaimer) so that an event all of them emit under the
+// same ID (events.StableID) is delivered once. Claim answers a Hold
+// when the delivery is this process's; Ended when another process ended
+// it (outcome skipped); neither when another holds it now: the worker
+// asks again, more and more slowly, until it ends or its holder stops
+// renewing it (killed), when this process takes it over. An error
+// delivers anyway (at least once). entry is what a Recoverer gives back
+// should the hold end unended.
 type Claimer interface {
-	Claim(ctx context.Context, subscription, eventID string) (bool, error)
+	Claim(ctx context.Context, subscription, eventID string, entry []byte) (Claim, error)
+}
+
+// Claim is a Claimer's answer.
+type Claim struct {
+	Hold  Hold // the delivery is this process's
+	Ended bool // another process ended the delivery
+}
+
+// Hold is a delivery claimed, held until Done or Abandon.
+type Hold interface {
+	// Done records that the delivery ended (delivered, failed or gone):
+	// no other process delivers it.
+	Done(ctx context.Context)
+	// Abandon gives the delivery up unended (this process is stopping):
+	// another may take it over at once.
+	Abandon(ctx context.Context)
 }
 
 // claimAll is the Claimer of a single process: every delivery is its.
 type claimAll struct{}
 
-func (claimAll) Claim(context.Context, string, string) (bool, error) { return true, nil }
+func (claimAll) Claim(context.Context, string, string, []byte) (Claim, error) {
+	return Claim{Hold: noHold{}}, nil
+}
+
+// noHold is a claim no one else could take.
+type noHold struct{}
+
+func (noHold) Done(context.Context)    {}
+func (noHold) Abandon(context.Context) {}
 
 // Options tune a Dispatcher; zero values are the defaults.
 type Options struct {
@@ -69,8 +98,10 @@ type Options struct {
 	Backoff    time.Duration
 	MaxBackoff time.Duration
 	// Claimer is consulted before a delivery's first attempt; nil
-	// claims every delivery.
-	Claimer Claimer
+	// claims every delivery. One that is a Recoverer is asked every
+	// RecoverEvery (DefaultRecoverEvery) for deliveries to take over.
+	Claimer      Claimer
+	RecoverEvery time.Duration
 }
 
 // Dispatcher delivers events to the subscriptions of a Config: an
@@ -81,6 +112,8 @@ type Dispatcher struct {
 	client  *http.Client
 	metrics *metrics
 	recent  recent
+	// recovery takes over deliveries other replicas left (a Recoverer).
+	recovery *recovery
 
 	mu      sync.RWMutex
 	workers []*worker // in the config's order
@@ -113,6 +146,9 @@ func New(cfg *Config, opts Options) *Dispatcher {
 	if opts.Claimer == nil {
 		opts.Claimer = claimAll{}
 	}
+	if opts.RecoverEvery <= 0 {
+		opts.RecoverEvery = DefaultRecoverEvery
+	}
 	d := &Dispatcher{
 		opts: opts,
 		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -121,6 +157,7 @@ func New(cfg *Config, opts Options) *Dispatcher {
 	}
 	d.metrics = newMetrics(d)
 	d.Apply(cfg)
+	d.recovery = d.startRecovery()
 	return d
 }
 
@@ -247,6 +284,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	d.closed = true
 	workers := d.workers
 	d.mu.Unlock()
+	d.recovery.stop()
 	for _, w := range workers {
 		w.q.close()
 	}
@@ -313,7 +351,12 @@ func (w *worker) run() {
 		if !ok {
 			return
 		}
-		w.finish(item, w.deliver(item))
+		r, ended := w.deliver(item)
+		if !ended { // stopped while another process held it
+			w.dropped.Inc()
+			continue
+		}
+		w.finish(item, r)
 	}
 }
 
@@ -325,15 +368,28 @@ type result struct {
 	err      error
 }
 
-// deliver sends item to the subscription, retrying failures.
-func (w *worker) deliver(item queued) result {
+// deliver sends item to the subscription once it holds its claim,
+// retrying failures; false when the worker stopped before the delivery
+// was its (unsent).
+func (w *worker) deliver(item queued) (result, bool) {
 	s := w.sub.Load()
 	if w.gone.Load() {
-		return result{outcome: OutcomeGone, err: errors.New("the endpoint answered 410 Gone before: paused until the subscriptions are reloaded")}
+		return result{outcome: OutcomeGone, err: errors.New("the endpoint answered 410 Gone before: paused until the subscriptions are reloaded")}, true
 	}
-	if !w.claim(item) {
-		return result{outcome: OutcomeSkipped}
+	hold, verdict := w.claim(item)
+	switch verdict {
+	case claimEnded:
+		return result{outcome: OutcomeSkipped}, true
+	case claimStopped:
+		return result{}, false
 	}
+	r := w.send(s, item)
+	w.release(hold, r)
+	return r, true
+}
+
+// send makes the attempts of item's delivery.
+func (w *worker) send(s *Subscription, item queued) result {
 	var r result
 	for r.attempts = 1; ; r.attempts++ {
 		w.d.metrics.attempts.WithLabelValues(w.name).Inc()
@@ -351,18 +407,6 @@ func (w *worker) deliver(item queued) result {
 			return r
 		}
 	}
-}
-
-// claim is whether the Claimer gives this process the delivery.
-func (w *worker) claim(item queued) bool {
-	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
-	defer cancel()
-	ok, err := w.d.opts.Claimer.Claim(ctx, w.name, item.id)
-	if err != nil {
-		w.d.opts.Logger.Warn("events: a delivery's claim failed, delivering", "subscription", w.name, "event", item.id, "error", err.Error())
-		return true
-	}
-	return ok
 }
 
 // attempt POSTs item once, signed now: the answer's status, and an

@@ -511,11 +511,14 @@ type claimer struct {
 	err  error
 }
 
-func (c *claimer) Claim(_ context.Context, subscription, id string) (bool, error) {
+func (c *claimer) Claim(_ context.Context, subscription, id string, _ []byte) (Claim, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.keys = append(c.keys, subscription+"/"+id)
-	return len(c.keys)%2 == 1, c.err
+	if len(c.keys)%2 == 1 {
+		return Claim{Hold: noHold{}}, c.err
+	}
+	return Claim{Ended: true}, c.err
 }
 
 // TestClaimer: a delivery the Claimer refuses is skipped, unsent; a
@@ -748,5 +751,64 @@ func TestEmitDoesNotWaitForDelivery(t *testing.T) {
 	<-held // the first delivery reached the endpoint, which holds it
 	if ended := d.Recent(); len(ended) != 0 {
 		t.Errorf("a delivery ended while its endpoint held it: %+v", ended)
+	}
+}
+
+// heldClaimer answers "held by another" heldFor times per event, then
+// gives the delivery, counting how holds end.
+type heldClaimer struct {
+	heldFor int
+	mu      sync.Mutex
+	asked   map[string]int
+	done    int
+	aband   int
+}
+
+func (c *heldClaimer) Claim(_ context.Context, _, id string, entry []byte) (Claim, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(entry) == 0 {
+		return Claim{}, errors.New("no entry to keep")
+	}
+	c.asked[id]++
+	if c.heldFor >= 0 && c.asked[id] > c.heldFor {
+		return Claim{Hold: c}, nil
+	}
+	return Claim{}, nil
+}
+
+func (c *heldClaimer) Done(context.Context)    { c.mu.Lock(); c.done++; c.mu.Unlock() }
+func (c *heldClaimer) Abandon(context.Context) { c.mu.Lock(); c.aband++; c.mu.Unlock() }
+
+// TestClaimHeldElsewhere: a delivery another process holds is asked for
+// again until it is this one's, then delivered and its hold ended as
+// done; one held until the worker stops is dropped unsent.
+func TestClaimHeldElsewhere(t *testing.T) {
+	secret := NewSecret()
+	rc := newReceiver(t, []string{secret}, nil)
+	c := &heldClaimer{heldFor: 3, asked: map[string]int{}}
+	d := newDispatcher(t, Options{Claimer: c}, subscription(t, "h", rc.srv.URL, time.Second, secret))
+	e := ingested("1.0.0")
+	d.Emit(context.Background(), e)
+	closeNow(t, d)
+	if _, n, bad := rc.counts(); n != 1 || len(bad) > 0 || c.asked[e.ID] != 4 || c.done != 1 || c.aband != 0 {
+		t.Errorf("%d delivered (refused %v), asked %d times, %d done, %d abandoned", n, bad, c.asked[e.ID], c.done, c.aband)
+	}
+
+	forever := &heldClaimer{heldFor: -1, asked: map[string]int{}}
+	d = newDispatcher(t, Options{Claimer: forever}, subscription(t, "h", rc.srv.URL, time.Second, secret))
+	e = ingested("1.0.1")
+	d.Emit(context.Background(), e)
+	eventually(t, "asked twice", func() bool { forever.mu.Lock(); defer forever.mu.Unlock(); return forever.asked[e.ID] >= 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := d.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close: %v", err)
+	}
+	if n, _, _ := rc.counts(); n != 1 {
+		t.Errorf("%d requests: the held delivery was sent", n-1)
+	}
+	if got := testutil.ToFloat64(d.metrics.dropped.WithLabelValues("h")); got != 1 || len(d.Recent()) != 0 {
+		t.Errorf("dropped %v, recent %+v", got, d.Recent())
 	}
 }

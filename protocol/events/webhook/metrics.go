@@ -21,6 +21,7 @@ type metrics struct {
 	deliveries *prometheus.CounterVec
 	dropped    *prometheus.CounterVec
 	attempts   *prometheus.CounterVec
+	recovered  *prometheus.CounterVec
 	// queue is read at each scrape: each subscription's queue length.
 	queue *prometheus.Desc
 	d     *Dispatcher
@@ -34,12 +35,14 @@ func newMetrics(d *Dispatcher) *metrics {
 			Help: "Events dropped unsent: the subscription's queue was full (its oldest dropped), or the subscription was removed or closed."}, []string{"subscription"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "oci_tofu_webhook_attempts_total",
 			Help: "HTTP requests made to deliver events, retries included."}, []string{"subscription"}),
+		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "oci_tofu_webhook_recovered_total",
+			Help: "Events queued again from the fleet's outbox: their delivery was left unended by a replica that stopped."}, []string{"subscription"}),
 		queue: prometheus.NewDesc("oci_tofu_webhook_queue_length", "Events waiting in the subscription's queue.", []string{"subscription"}, nil),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.deliveries, m.dropped, m.attempts}
+	return []prometheus.Collector{m.deliveries, m.dropped, m.attempts, m.recovered}
 }
 
 // Describe and Collect make the metrics one prometheus.Collector.
