@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -131,7 +132,7 @@ func (s *Subscription) Endpoint() string {
 // Load reads the subscriptions file at file (YAML or JSON, at most
 // MaxConfigSize); relative secret_files are relative to its directory.
 func Load(file string) (*Config, error) {
-	f, err := os.Open(file)
+	f, err := openRegular(file)
 	if err != nil {
 		return nil, fmt.Errorf("events file: %w", err)
 	}
@@ -281,7 +282,7 @@ func readSecretFile(name, dir string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
 	}
-	f, err := os.Open(p)
+	f, err := openRegular(p)
 	if err != nil {
 		return "", fmt.Errorf("secret file: %w", err)
 	}
@@ -294,6 +295,27 @@ func readSecretFile(name, dir string) (string, error) {
 		return "", fmt.Errorf("secret file %s: larger than %d bytes", name, maxSecretFile)
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// openRegular opens the regular file at p for reading (a symlink to
+// one, as Kubernetes mounts ConfigMaps and Secrets, is followed), and
+// refuses anything else unread: opening a FIFO waits for a writer, and
+// a device or a directory is not a file the operator meant.
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	return f, nil
 }
 
 // decodeSecret is the key of a secret whsec_<base64>.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/prometheus/client_golang/prometheus"
@@ -166,7 +167,9 @@ func (d *Dispatcher) Reload(file string) error {
 
 // Apply makes cfg's the subscriptions: one of a name already delivered
 // to keeps its queue and takes the new settings (and is no longer
-// paused by a 410); a removed one's queued events are dropped. A nil
+// paused by a 410), its queued events the new filters do not want
+// being dropped as they come up; a removed one's queued events are
+// dropped. A nil
 // cfg is no subscriptions.
 func (d *Dispatcher) Apply(cfg *Config) error {
 	if cfg == nil {
@@ -226,7 +229,7 @@ func (d *Dispatcher) Emit(_ context.Context, e events.Event) {
 				d.opts.Logger.Warn("events: an event not sent", "type", e.Type, "error", err.Error())
 				return
 			}
-			item = &queued{id: e.ID, typ: e.Type, subject: e.Subject, body: body}
+			item = &queued{id: e.ID, typ: e.Type, subject: e.Subject, address: address, body: body}
 		}
 		dropped, refused := w.q.push(*item)
 		if dropped || refused {
@@ -312,6 +315,10 @@ func (w *worker) run() {
 		item, ok := w.q.pop(w.ctx)
 		if !ok {
 			return
+		}
+		if !w.sub.Load().Wants(item.typ, item.address) {
+			w.dropped.Inc() // queued before a reload narrowed the filters
+			continue
 		}
 		w.finish(item, w.deliver(item))
 	}
@@ -405,6 +412,23 @@ func withoutURL(err error) error {
 	return err
 }
 
+// maxErrorText bounds a delivery's error as the recent deliveries and
+// the log keep it: an endpoint's status line may be tens of kilobytes.
+const maxErrorText = 200
+
+// clip is s cut to maxErrorText bytes (at a rune's start), "…" marking
+// a cut.
+func clip(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	i := maxErrorText
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
 // wait sleeps the backoff after failed attempt n; false when the worker
 // is stopped meanwhile.
 func (w *worker) wait(n int) bool {
@@ -436,7 +460,7 @@ func (w *worker) finish(item queued, r result) {
 	d := Delivery{Time: time.Now(), Subscription: w.name, EventID: item.id, Type: item.typ, Subject: item.subject,
 		Outcome: r.outcome, StatusCode: r.status, Attempts: r.attempts}
 	if r.err != nil {
-		d.Error = r.err.Error()
+		d.Error = clip(r.err.Error())
 	}
 	w.d.recent.add(d)
 	log := w.d.opts.Logger

@@ -5,11 +5,12 @@ import (
 	"sync"
 )
 
-// queued is an event waiting for delivery: its JSON, and what the
-// recent deliveries and logs name it by.
+// queued is an event waiting for delivery: its JSON, what the recent
+// deliveries and logs name it by, and its address (a reload's filters
+// judge it again).
 type queued struct {
-	id, typ, subject string
-	body             []byte
+	id, typ, subject, address string
+	body                      []byte
 }
 
 // queue is a subscription's bounded queue of events: a ring that, full,
