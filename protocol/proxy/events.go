@@ -28,6 +28,12 @@ const eventsCloseTimeout = 5 * time.Second
 // the set is cleared (a decision may then be sent once more).
 const maxDecisionKeys = 10000
 
+// maxAskedKeys bounds the decisions sent per policy generation on
+// versions requests named rather than listings held
+// (source.Decision.Asked): a request may name a version that exists
+// nowhere, and a client could invent any number of them.
+const maxAskedKeys = 100
+
 // serverEvents is the dispatcher, the events' source and the policy
 // decisions already sent.
 type serverEvents struct {
@@ -125,7 +131,10 @@ func (e *serverEvents) deliveries() []webhook.Delivery {
 // decided emits the event of a policy decision on a version, when it is
 // a denial or an allowance with a warning (a deprecated version, or a
 // vulnerability the rule warns of), once per policy generation
-// (decisionsSent).
+// (decisionsSent). Of decisions on versions requests named (Asked),
+// which may exist nowhere, at most maxAskedKeys are sent per generation:
+// a client naming versions it invents cannot have an event signed and
+// sent for each.
 func (e *serverEvents) decided(d source.Decision) {
 	if e == nil || d.Version == nil {
 		return
@@ -136,7 +145,7 @@ func (e *serverEvents) decided(d source.Decision) {
 	}
 	version := d.Version.String()
 	key := decisionKey{kind: string(d.Kind), address: d.Address, version: version, rule: d.Rule, denied: !d.Allow}
-	if !e.sent.first(d.Generation, key) {
+	if !e.sent.first(d.Generation, key, d.Asked) {
 		return
 	}
 	e.d.Emit(context.Background(), events.New(e.source, events.PolicyDecision{
@@ -173,22 +182,31 @@ type decisionKey struct {
 // gate is told a decision each time a document or an answer is built
 // (every request a client retries), and each is sent once. The set is
 // cleared when the generation changes (a reload may decide anew) and
-// when it holds maxDecisionKeys.
+// when it holds maxDecisionKeys. Of the decisions on versions requests
+// named (asked), at most maxAskedKeys are sent per clearing.
 type decisionsSent struct {
-	mu   sync.Mutex
-	gen  uint64
-	keys map[decisionKey]struct{}
+	mu    sync.Mutex
+	gen   uint64
+	keys  map[decisionKey]struct{}
+	asked int
 }
 
-// first reports whether key is new under generation gen, and notes it.
-func (s *decisionsSent) first(gen uint64, key decisionKey) bool {
+// first reports whether key is new under generation gen, and notes it;
+// an asked key only while fewer than maxAskedKeys have been.
+func (s *decisionsSent) first(gen uint64, key decisionKey, asked bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys == nil || gen > s.gen || len(s.keys) >= maxDecisionKeys {
-		s.keys, s.gen = map[decisionKey]struct{}{}, gen
+		s.keys, s.gen, s.asked = map[decisionKey]struct{}{}, gen, 0
 	}
 	if _, ok := s.keys[key]; ok {
 		return false
+	}
+	if asked {
+		if s.asked >= maxAskedKeys {
+			return false
+		}
+		s.asked++
 	}
 	s.keys[key] = struct{}{}
 	return true
