@@ -171,6 +171,12 @@ func TestLongReasonPhraseIsClipped(t *testing.T) {
 // answers answer, bytes as given; it returns its host:port.
 func rawServer(t *testing.T, answer string) string {
 	t.Helper()
+	return rawServerFunc(t, func(c net.Conn) { io.WriteString(c, answer) })
+}
+
+// rawServerFunc is rawServer answering each request with answer.
+func rawServerFunc(t *testing.T, answer func(net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -189,9 +195,75 @@ func rawServer(t *testing.T, answer string) string {
 					return
 				}
 				io.Copy(io.Discard, r.Body)
-				io.WriteString(c, answer)
+				answer(c)
 			}()
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// TestLoopbackForms: plain http is taken to 127.0.0.1 and ::1 (and the
+// IPv4-mapped form of 127.0.0.1, the same address) only: other loopback
+// addresses, names, numeric spellings, zones and userinfo tricks are
+// refused.
+func TestLoopbackForms(t *testing.T) {
+	for _, ok := range []string{"http://127.0.0.1:8080/x", "http://[::1]:8080/", "http://[::ffff:127.0.0.1]/", "HTTP://127.0.0.1/"} {
+		if _, err := parseURL(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"http://localhost/", "http://127.0.0.2/", "http://2130706433/", "http://0x7f.0.0.1/", "http://127.1/",
+		"http://[::1%25lo]/", "http://0.0.0.0/", "http://[::]/", "http://127.0.0.1.nip.io/", "http://u@127.0.0.1/",
+		"http://127.0.0.1:80@evil.example/", "http://evil.example#@127.0.0.1/", "http://evil.example\\@127.0.0.1/",
+		"http://[0:0:0:0:0:0:0:2]/", "//127.0.0.1/", "http:127.0.0.1"} {
+		if u, err := parseURL(bad); err == nil {
+			t.Errorf("%s taken (host %q)", bad, u.Host)
+		}
+	}
+}
+
+// TestHostileAnswers: an endpoint answering headers over the bound,
+// informational answers without end, or a body without end fails the
+// attempt (or is delivered, for the body), its bound read, not more.
+func TestHostileAnswers(t *testing.T) {
+	huge := "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("b", 2*maxHeader) + "\r\nContent-Length: 0\r\n\r\n"
+	for name, answer := range map[string]func(net.Conn){
+		"huge headers": func(c net.Conn) { io.WriteString(c, huge) },
+		"1xx forever": func(c net.Conn) {
+			for {
+				if _, err := io.WriteString(c, "HTTP/1.1 102 Processing\r\nX-Pad: "+strings.Repeat("p", 1000)+"\r\n\r\n"); err != nil {
+					return
+				}
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			addr := rawServerFunc(t, answer)
+			d := newDispatcher(t, Options{Attempts: 1}, subscription(t, "h", "http://"+addr+"/", 10*time.Second, NewSecret()))
+			d.Emit(context.Background(), ingested("1.0.0"))
+			eventually(t, "the delivery ended", func() bool { return len(d.Recent()) > 0 })
+			if r := d.Recent()[0]; r.Outcome != OutcomeFailed {
+				t.Errorf("%+v", r)
+			}
+		})
+	}
+	t.Run("endless body", func(t *testing.T) {
+		rc := newReceiver(t, nil, func(_ int, w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			chunk := []byte(strings.Repeat("z", 4096))
+			for r.Context().Err() == nil {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		})
+		d := newDispatcher(t, Options{Attempts: 1}, subscription(t, "b", rc.srv.URL, 10*time.Second, NewSecret()))
+		d.Emit(context.Background(), ingested("1.0.0"))
+		eventually(t, "the delivery ended", func() bool { return len(d.Recent()) > 0 })
+		if r := d.Recent()[0]; r.Outcome != OutcomeDelivered {
+			t.Errorf("%+v", r)
+		}
+		closeNow(t, d) // its connection is not kept: the handler's writes end
+		rc.srv.CloseClientConnections()
+	})
 }
