@@ -267,3 +267,25 @@ func TestHostileAnswers(t *testing.T) {
 		rc.srv.CloseClientConnections()
 	})
 }
+
+// TestParseErrorsHoldNoSecrets: a file's errors are logged on a reload,
+// so none quotes a secret: not one written where a secret file's name
+// goes (an easy slip), nor one under a key YAML reads as null.
+func TestParseErrorsHoldNoSecrets(t *testing.T) {
+	s := NewSecret()
+	for name, f := range map[string]string{
+		"a secret as a file name": "subscriptions:\n- name: s\n  url: https://h.example/\n  secret_files: [\"" + s + "\"]\n",
+		"a secret in a file name": "subscriptions:\n- name: s\n  url: https://h.example/\n  secret_files: [\"/run/" + s + "\"]\n",
+		"a null key":              "subscriptions:\n- name: s\n  url: https://h.example/\n  ~: [" + s + "]\n",
+		"a list key":              "subscriptions:\n- name: s\n  url: https://h.example/\n  ? [a]\n  : " + s + "\n",
+	} {
+		_, err := Parse([]byte(f), t.TempDir())
+		if err == nil {
+			t.Errorf("%s: parsed", name)
+			continue
+		}
+		if b64 := strings.TrimPrefix(s, SecretPrefix); strings.Contains(err.Error(), b64) || strings.Contains(err.Error(), b64[:16]) {
+			t.Errorf("%s: the error quotes the secret: %v", name, err)
+		}
+	}
+}

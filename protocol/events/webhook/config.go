@@ -160,7 +160,7 @@ func Parse(b []byte, dir string) (*Config, error) {
 	}
 	var fc fileConfig
 	if err := yaml.UnmarshalStrict(b, &fc); err != nil {
-		return nil, err
+		return nil, withoutSecret(err)
 	}
 	cfg := &Config{}
 	names := map[string]bool{}
@@ -179,6 +179,16 @@ func Parse(b []byte, dir string) (*Config, error) {
 		cfg.Subscriptions = append(cfg.Subscriptions, *s)
 	}
 	return cfg, nil
+}
+
+// withoutSecret is err, or, when its text quotes a secret (YAML's
+// conversion quotes the value of a key it cannot convert), an error
+// that does not: the file's errors are logged.
+func withoutSecret(err error) error {
+	if strings.Contains(err.Error(), SecretPrefix) {
+		return errors.New("not a subscriptions file (its error, which quotes a secret, is not shown): look for a key that is null, a list or a map")
+	}
+	return err
 }
 
 // validName is a subscription's name: a metrics label value, short and
@@ -260,7 +270,10 @@ func readSecrets(inline, files []string, dir string) ([][]byte, error) {
 		}
 		keys = append(keys, k)
 	}
-	for _, name := range files {
+	for i, name := range files {
+		if strings.Contains(name, SecretPrefix) { // its errors would quote it
+			return nil, fmt.Errorf("secret file %d: its name holds a secret (%s…): a secret goes under secrets, a file's name under secret_files", i+1, SecretPrefix)
+		}
 		s, err := readSecretFile(name, dir)
 		if err != nil {
 			return nil, err
