@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bufio"
+	"fmt"
 	"context"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/protocol/events"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestReloadNarrowedFiltersHoldBackQueued: events queued for a
@@ -286,6 +288,45 @@ func TestParseErrorsHoldNoSecrets(t *testing.T) {
 		}
 		if b64 := strings.TrimPrefix(s, SecretPrefix); strings.Contains(err.Error(), b64) || strings.Contains(err.Error(), b64[:16]) {
 			t.Errorf("%s: the error quotes the secret: %v", name, err)
+		}
+	}
+}
+
+// TestReloadChurn: reloads that rename a subscription each time leave
+// neither the removed ones' workers running nor their metric series
+// behind (a generated file naming subscriptions by a hash would
+// otherwise grow both without end).
+func TestReloadChurn(t *testing.T) {
+	secret := NewSecret()
+	rc := newReceiver(t, []string{secret}, nil)
+	d := newDispatcher(t, Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(d.Collector())
+	var removed []*worker
+	for i := range 100 {
+		name := fmt.Sprintf("s%d", i)
+		d.mu.RLock()
+		removed = append(removed, d.workers...)
+		d.mu.RUnlock()
+		if err := d.Apply(&Config{Subscriptions: []Subscription{subscription(t, name, rc.srv.URL, time.Second, secret)}}); err != nil {
+			t.Fatal(err)
+		}
+		d.Emit(context.Background(), ingested("1.0.0"))
+	}
+	for _, w := range removed {
+		<-w.done // a worker left running would hang here
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "subscription" && l.GetValue() != "s99" {
+					t.Errorf("%s keeps a series of the removed subscription %s", f.GetName(), l.GetValue())
+				}
+			}
 		}
 	}
 }

@@ -198,10 +198,10 @@ func (d *Dispatcher) Apply(cfg *Config) error {
 		next = append(next, w)
 	}
 	for _, w := range old {
+		w.removed.Store(true)
 		w.cancel()
 		w.q.close()
-		if n := w.q.clear(); n > 0 {
-			d.metrics.dropped.WithLabelValues(w.name).Add(float64(n))
+		if n := w.q.clear(); n > 0 { // its series go with it (forget): logged only
 			d.opts.Logger.Warn("events: a subscription removed, its queued events dropped", "subscription", w.name, "dropped", n)
 		}
 	}
@@ -293,6 +293,8 @@ type worker struct {
 	sub  atomic.Pointer[Subscription]
 	q    *queue
 	gone atomic.Bool // a 410: deliveries stop until Apply
+	// removed: Apply left it out; its metric series go when it stops.
+	removed atomic.Bool
 	// dropped is the metric's series, looked up once: Emit adds to it.
 	dropped prometheus.Counter
 	ctx     context.Context
@@ -311,6 +313,7 @@ func (d *Dispatcher) start(s *Subscription) *worker {
 
 func (w *worker) run() {
 	defer close(w.done)
+	defer w.forget()
 	for {
 		item, ok := w.q.pop(w.ctx)
 		if !ok {
@@ -322,6 +325,23 @@ func (w *worker) run() {
 		}
 		w.finish(item, w.deliver(item))
 	}
+}
+
+// forget deletes the metric series of a removed subscription, unless a
+// subscription of its name is back: reloads that rename subscriptions
+// would otherwise grow the series without end.
+func (w *worker) forget() {
+	if !w.removed.Load() {
+		return
+	}
+	w.d.mu.RLock()
+	defer w.d.mu.RUnlock()
+	for _, cur := range w.d.workers {
+		if cur.name == w.name {
+			return
+		}
+	}
+	w.d.metrics.forget(w.name)
 }
 
 // result is how a delivery ended.
