@@ -2,8 +2,8 @@ package webhook
 
 import (
 	"bufio"
-	"fmt"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
