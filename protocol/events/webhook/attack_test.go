@@ -330,3 +330,35 @@ func TestReloadChurn(t *testing.T) {
 		}
 	}
 }
+
+// TestManyIdleSubscriptions: a file may name at most MaxSubscriptions,
+// and an idle subscription's queue holds nothing until events wait: the
+// most a file may name cost a few megabytes, not a preallocated queue
+// of DefaultQueueSize events each.
+func TestManyIdleSubscriptions(t *testing.T) {
+	secret := NewSecret()
+	var b strings.Builder
+	b.WriteString("subscriptions:\n")
+	for i := range MaxSubscriptions + 1 {
+		fmt.Fprintf(&b, "- {name: s%d, url: 'https://h.example/', secrets: [%s]}\n", i, secret)
+	}
+	if _, err := Parse([]byte(b.String()), ""); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("%d subscriptions: %v", MaxSubscriptions+1, err)
+	}
+	subs := make([]Subscription, MaxSubscriptions)
+	for i := range subs {
+		subs[i] = subscription(t, fmt.Sprintf("s%d", i), "https://h.example/", time.Second, secret)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	d := newDispatcher(t, Options{}, subs...)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 8<<20 {
+		t.Errorf("%d idle subscriptions grew the heap by %d bytes", len(subs), grew)
+	}
+	if q := d.workers[0].q; len(q.items) != 0 {
+		t.Errorf("an idle queue holds a ring of %d", len(q.items))
+	}
+}

@@ -24,10 +24,12 @@ import (
 )
 
 // MaxConfigSize bounds a subscriptions file, and maxSecretFile a secret
-// file.
+// file; MaxSubscriptions bounds the subscriptions of one (each a worker
+// and a queue).
 const (
-	MaxConfigSize = 1 << 20
-	maxSecretFile = 4 << 10
+	MaxConfigSize    = 1 << 20
+	maxSecretFile    = 4 << 10
+	MaxSubscriptions = 1000
 )
 
 // DefaultTimeout is an attempt's timeout when a subscription sets none;
@@ -161,6 +163,9 @@ func Parse(b []byte, dir string) (*Config, error) {
 	var fc fileConfig
 	if err := yaml.UnmarshalStrict(b, &fc); err != nil {
 		return nil, withoutSecret(err)
+	}
+	if len(fc.Subscriptions) > MaxSubscriptions {
+		return nil, fmt.Errorf("%d subscriptions, more than %d", len(fc.Subscriptions), MaxSubscriptions)
 	}
 	cfg := &Config{}
 	names := map[string]bool{}
