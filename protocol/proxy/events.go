@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,12 @@ const eventsCloseTimeout = 5 * time.Second
 // maxDecisionKeys bounds the decisions remembered as sent: when full,
 // the set is cleared (a decision may then be sent once more).
 const maxDecisionKeys = 10000
+
+// maxEventHosts bounds the hosts the addresses of the decisions sent per
+// policy generation are at, the proxy's own host aside: the network
+// mirror's URL names a provider's host, and a mapping without
+// ${hostname} serves the same releases under any host a client writes.
+const maxEventHosts = 100
 
 // maxAskedKeys bounds the decisions sent per policy generation on
 // versions requests named rather than listings held
@@ -61,7 +68,7 @@ func (s *Server) setUpEvents() error {
 		return err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s.events = &serverEvents{d: d, source: eventSource(s.opts), stop: stop}
+	s.events = &serverEvents{d: d, source: eventSource(s.opts), stop: stop, sent: decisionsSent{own: ownHostname(s.opts)}}
 	policyfile.FollowPath(ctx, file, "events file", s.log, func(why string) {
 		if err := d.Reload(file); err != nil {
 			s.log.Error("the events file was not reloaded: the subscriptions in force stay", "file", file, "why", why, "error", err.Error())
@@ -183,29 +190,41 @@ type decisionKey struct {
 // (every request a client retries), and each is sent once. The set is
 // cleared when the generation changes (a reload may decide anew) and
 // when it holds maxDecisionKeys. Of the decisions on versions requests
-// named (asked), at most maxAskedKeys are sent per clearing.
+// named (asked), at most maxAskedKeys are sent per clearing, and only
+// about addresses at maxEventHosts hosts besides own (the proxy's).
 type decisionsSent struct {
+	own string
+
 	mu    sync.Mutex
 	gen   uint64
 	keys  map[decisionKey]struct{}
+	hosts map[string]struct{}
 	asked int
 }
 
 // first reports whether key is new under generation gen, and notes it;
-// an asked key only while fewer than maxAskedKeys have been.
+// an asked key only while fewer than maxAskedKeys have been, and one at
+// a host not yet seen only while fewer than maxEventHosts have been.
 func (s *decisionsSent) first(gen uint64, key decisionKey, asked bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys == nil || gen > s.gen || len(s.keys) >= maxDecisionKeys {
-		s.keys, s.gen, s.asked = map[decisionKey]struct{}{}, gen, 0
+		s.keys, s.hosts, s.gen, s.asked = map[decisionKey]struct{}{}, map[string]struct{}{}, gen, 0
 	}
 	if _, ok := s.keys[key]; ok {
 		return false
 	}
-	if asked {
-		if s.asked >= maxAskedKeys {
+	if asked && s.asked >= maxAskedKeys {
+		return false
+	}
+	host, _, _ := strings.Cut(key.address, "/")
+	if _, seen := s.hosts[host]; !seen && host != s.own {
+		if len(s.hosts) >= maxEventHosts {
 			return false
 		}
+		s.hosts[host] = struct{}{}
+	}
+	if asked {
 		s.asked++
 	}
 	s.keys[key] = struct{}{}

@@ -137,3 +137,66 @@ func eventuallyRecent(t *testing.T, p *proxy) {
 		}
 	}
 }
+
+// denyAllPolicy denies every version of every address: a locked-down
+// proxy's policy, its rules (here none) allowing what it serves.
+const denyAllPolicy = `default = "deny"`
+
+// TestEventsInventedHostsAreBounded: the network mirror's URL names the
+// provider's host, and a mapping without ${hostname} serves the same
+// releases under any host a client writes there; each host's listing
+// is decided anew, so a client inventing hosts made a policy.denied
+// event per host and version without end. Decisions about addresses at
+// more than maxEventHosts hosts per generation are not sent; the
+// proxy's own host is always sent.
+func TestEventsInventedHostsAreBounded(t *testing.T) {
+	rc := newHookReceiver(t)
+	dir, open := layoutStore(t)
+	repo := open("test", "hello")
+	pushAttested(t, repo, "1.0.0", nil)
+	p := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+dir+"/${namespace}/${type}"), Policy: mustPolicy(t, denyAllPolicy),
+		RegistryHostname: "example.com", PublicURL: "https://tofu.example.com",
+		EventsFile: eventsFile(t, t.TempDir(), map[string]string{"all": rc.URL}, rc.Secret)})
+	const invented = 3 * maxEventHosts
+	for i := range invented {
+		p.get(t, fmt.Sprintf("/v1/mirror/h%d.example/test/hello/index.json", i))
+	}
+	p.get(t, "/v1/mirror/example.com/test/hello/index.json") // the own host's, after them all
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got, _ := rc.events()
+		if slices.ContainsFunc(got, func(e events.Event) bool { return e.Subject == "example.com/test/hello@1.0.0" }) {
+			if len(got) > maxEventHosts+1 {
+				t.Errorf("%d events for %d invented hosts, want at most %d", len(got), invented, maxEventHosts+1)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no event of the own host's denial within 10 s (%d events)", len(got))
+		}
+	}
+}
+
+// Decisions about addresses at more than maxEventHosts hosts are not
+// sent in a generation, the proxy's own host aside; a new generation
+// sends them again.
+func TestDecisionsSentBoundHosts(t *testing.T) {
+	s := decisionsSent{own: "own.example"}
+	k := func(host string) decisionKey {
+		return decisionKey{kind: "provider", address: host + "/test/hello", version: "1.0.0", rule: "default", denied: true}
+	}
+	sent := 0
+	for i := range 3 * maxEventHosts {
+		if s.first(1, k(fmt.Sprintf("h%d.example", i)), false) {
+			sent++
+		}
+	}
+	if sent != maxEventHosts {
+		t.Errorf("%d hosts' decisions sent, want %d", sent, maxEventHosts)
+	}
+	if !s.first(1, k("own.example"), false) || !s.first(1, decisionKey{kind: "provider", address: "h0.example/test/other", version: "1.0.0"}, false) {
+		t.Error("the own host's, or a host's already seen, decision is not sent")
+	}
+	if !s.first(2, k("h299.example"), false) {
+		t.Error("a new generation does not send a new host's decision")
+	}
+}
