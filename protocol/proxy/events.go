@@ -30,7 +30,7 @@ const eventsCloseTimeout = 5 * time.Second
 const maxDecisionKeys = 10000
 
 // maxEventHosts bounds the hosts the addresses of the decisions sent per
-// policy generation are at, the proxy's own host aside: the network
+// policy generation are at, the known ones aside (knownHosts): the network
 // mirror's URL names a provider's host, and a mapping without
 // ${hostname} serves the same releases under any host a client writes.
 const maxEventHosts = 100
@@ -68,7 +68,7 @@ func (s *Server) setUpEvents() error {
 		return err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s.events = &serverEvents{d: d, source: eventSource(s.opts), stop: stop, sent: decisionsSent{own: ownHostname(s.opts)}}
+	s.events = &serverEvents{d: d, source: eventSource(s.opts), stop: stop, sent: decisionsSent{known: knownHosts(s.opts)}}
 	policyfile.FollowPath(ctx, file, "events file", s.log, func(why string) {
 		if err := d.Reload(file); err != nil {
 			s.log.Error("the events file was not reloaded: the subscriptions in force stay", "file", file, "why", why, "error", err.Error())
@@ -96,6 +96,25 @@ func eventSource(o Options) string {
 		host = "localhost"
 	}
 	return "urn:oci-tofu:" + host
+}
+
+// knownHosts are the hosts the operator named: the proxy's own
+// (ownHostname) and pull-through's origins. Decisions about addresses at
+// them are sent however many hosts clients invent (maxEventHosts).
+func knownHosts(o Options) map[string]bool {
+	known := map[string]bool{}
+	if own := ownHostname(o); own != "" {
+		known[own] = true
+	}
+	if pt := o.PullThrough; pt != nil {
+		for host := range pt.Origins {
+			known[host] = true
+		}
+		for _, m := range pt.Modules {
+			known[m.Registry()] = true
+		}
+	}
+	return known
 }
 
 // emitter is where the server's events go; nil without an events file.
@@ -191,9 +210,9 @@ type decisionKey struct {
 // cleared when the generation changes (a reload may decide anew) and
 // when it holds maxDecisionKeys. Of the decisions on versions requests
 // named (asked), at most maxAskedKeys are sent per clearing, and only
-// about addresses at maxEventHosts hosts besides own (the proxy's).
+// about addresses at maxEventHosts hosts besides the known ones.
 type decisionsSent struct {
-	own string
+	known map[string]bool
 
 	mu    sync.Mutex
 	gen   uint64
@@ -218,7 +237,7 @@ func (s *decisionsSent) first(gen uint64, key decisionKey, asked bool) bool {
 		return false
 	}
 	host, _, _ := strings.Cut(key.address, "/")
-	if _, seen := s.hosts[host]; !seen && host != s.own {
+	if _, seen := s.hosts[host]; !seen && !s.known[host] {
 		if len(s.hosts) >= maxEventHosts {
 			return false
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/events/webhook"
+	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 )
 
 // floodPolicy serves >= 1.1.0 of example.com/test/hello and deprecates
@@ -147,8 +149,8 @@ const denyAllPolicy = `default = "deny"`
 // releases under any host a client writes there; each host's listing
 // is decided anew, so a client inventing hosts made a policy.denied
 // event per host and version without end. Decisions about addresses at
-// more than maxEventHosts hosts per generation are not sent; the
-// proxy's own host is always sent.
+// more than maxEventHosts hosts per generation are not sent; those at
+// the proxy's own host always are.
 func TestEventsInventedHostsAreBounded(t *testing.T) {
 	rc := newHookReceiver(t)
 	dir, open := layoutStore(t)
@@ -177,10 +179,10 @@ func TestEventsInventedHostsAreBounded(t *testing.T) {
 }
 
 // Decisions about addresses at more than maxEventHosts hosts are not
-// sent in a generation, the proxy's own host aside; a new generation
-// sends them again.
+// sent in a generation, the known hosts (the proxy's own, pull-through's
+// origins) aside; a new generation sends them again.
 func TestDecisionsSentBoundHosts(t *testing.T) {
-	s := decisionsSent{own: "own.example"}
+	s := decisionsSent{known: map[string]bool{"own.example": true}}
 	k := func(host string) decisionKey {
 		return decisionKey{kind: "provider", address: host + "/test/hello", version: "1.0.0", rule: "default", denied: true}
 	}
@@ -198,5 +200,17 @@ func TestDecisionsSentBoundHosts(t *testing.T) {
 	}
 	if !s.first(2, k("h299.example"), false) {
 		t.Error("a new generation does not send a new host's decision")
+	}
+}
+
+// The known hosts are the proxy's own and pull-through's origins.
+func TestKnownHosts(t *testing.T) {
+	origin, _ := url.Parse("https://registry.opentofu.org")
+	k := knownHosts(Options{PublicURL: "https://Tofu.Example.com:8443", PullThrough: &pullthrough.Options{Origins: map[string]*url.URL{"registry.opentofu.org": origin}}})
+	if len(k) != 2 || !k["tofu.example.com"] || !k["registry.opentofu.org"] {
+		t.Errorf("known hosts %v", k)
+	}
+	if k := knownHosts(Options{}); len(k) != 0 {
+		t.Errorf("known hosts without any named: %v", k)
 	}
 }
