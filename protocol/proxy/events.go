@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,18 @@ const eventsCloseTimeout = 5 * time.Second
 // maxDecisionKeys bounds the decisions remembered as sent: when full,
 // the set is cleared (a decision may then be sent once more).
 const maxDecisionKeys = 10000
+
+// maxEventHosts bounds the hosts the addresses of the decisions sent per
+// policy generation are at, the known ones aside (knownHosts): the network
+// mirror's URL names a provider's host, and a mapping without
+// ${hostname} serves the same releases under any host a client writes.
+const maxEventHosts = 100
+
+// maxAskedKeys bounds the decisions sent per policy generation on
+// versions requests named rather than listings held
+// (source.Decision.Asked): a request may name a version that exists
+// nowhere, and a client could invent any number of them.
+const maxAskedKeys = 100
 
 // serverEvents is the dispatcher, the events' source and the policy
 // decisions already sent.
@@ -58,7 +71,7 @@ func (s *Server) setUpEvents() error {
 		return err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s.events = &serverEvents{d: d, source: eventSource(s.opts), stop: stop}
+	s.events = &serverEvents{d: d, source: eventSource(s.opts), stop: stop, sent: decisionsSent{known: knownHosts(s.opts)}}
 	policyfile.FollowPath(ctx, file, "events file", s.log, func(why string) {
 		if err := d.Reload(file); err != nil {
 			s.log.Error("the events file was not reloaded: the subscriptions in force stay", "file", file, "why", why, "error", err.Error())
@@ -105,6 +118,25 @@ func eventSource(o Options) string {
 	return "urn:oci-tofu:" + host
 }
 
+// knownHosts are the hosts the operator named: the proxy's own
+// (ownHostname) and pull-through's origins. Decisions about addresses at
+// them are sent however many hosts clients invent (maxEventHosts).
+func knownHosts(o Options) map[string]bool {
+	known := map[string]bool{}
+	if own := ownHostname(o); own != "" {
+		known[own] = true
+	}
+	if pt := o.PullThrough; pt != nil {
+		for host := range pt.Origins {
+			known[host] = true
+		}
+		for _, m := range pt.Modules {
+			known[m.Registry()] = true
+		}
+	}
+	return known
+}
+
 // emitter is where the server's events go; nil without an events file.
 func (s *Server) emitter() events.Emitter {
 	if s.events == nil {
@@ -145,7 +177,10 @@ func (e *serverEvents) deliveries() []webhook.Delivery {
 // decided emits the event of a policy decision on a version, when it is
 // a denial or an allowance with a warning (a deprecated version, or a
 // vulnerability the rule warns of), once per policy generation
-// (decisionsSent).
+// (decisionsSent). Of decisions on versions requests named (Asked),
+// which may exist nowhere, at most maxAskedKeys are sent per generation:
+// a client naming versions it invents cannot have an event signed and
+// sent for each.
 func (e *serverEvents) decided(d source.Decision) {
 	if e == nil || d.Version == nil {
 		return
@@ -156,7 +191,7 @@ func (e *serverEvents) decided(d source.Decision) {
 	}
 	version := d.Version.String()
 	key := decisionKey{kind: string(d.Kind), address: d.Address, version: version, rule: d.Rule, denied: !d.Allow}
-	if !e.sent.first(d.Generation, key) {
+	if !e.sent.first(d.Generation, key, d.Asked) {
 		return
 	}
 	e.d.Emit(context.Background(), events.New(e.source, events.PolicyDecision{
@@ -193,22 +228,43 @@ type decisionKey struct {
 // gate is told a decision each time a document or an answer is built
 // (every request a client retries), and each is sent once. The set is
 // cleared when the generation changes (a reload may decide anew) and
-// when it holds maxDecisionKeys.
+// when it holds maxDecisionKeys. Of the decisions on versions requests
+// named (asked), at most maxAskedKeys are sent per clearing, and only
+// about addresses at maxEventHosts hosts besides the known ones.
 type decisionsSent struct {
-	mu   sync.Mutex
-	gen  uint64
-	keys map[decisionKey]struct{}
+	known map[string]bool
+
+	mu    sync.Mutex
+	gen   uint64
+	keys  map[decisionKey]struct{}
+	hosts map[string]struct{}
+	asked int
 }
 
-// first reports whether key is new under generation gen, and notes it.
-func (s *decisionsSent) first(gen uint64, key decisionKey) bool {
+// first reports whether key is new under generation gen, and notes it;
+// an asked key only while fewer than maxAskedKeys have been, and one at
+// a host not yet seen only while fewer than maxEventHosts have been.
+func (s *decisionsSent) first(gen uint64, key decisionKey, asked bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys == nil || gen > s.gen || len(s.keys) >= maxDecisionKeys {
-		s.keys, s.gen = map[decisionKey]struct{}{}, gen
+		s.keys, s.hosts, s.gen, s.asked = map[decisionKey]struct{}{}, map[string]struct{}{}, gen, 0
 	}
 	if _, ok := s.keys[key]; ok {
 		return false
+	}
+	if asked && s.asked >= maxAskedKeys {
+		return false
+	}
+	host, _, _ := strings.Cut(key.address, "/")
+	if _, seen := s.hosts[host]; !seen && !s.known[host] {
+		if len(s.hosts) >= maxEventHosts {
+			return false
+		}
+		s.hosts[host] = struct{}{}
+	}
+	if asked {
+		s.asked++
 	}
 	s.keys[key] = struct{}{}
 	return true

@@ -353,26 +353,39 @@ func TestDecisionsSentOncePerGeneration(t *testing.T) {
 	k := func(i int) decisionKey {
 		return decisionKey{kind: "provider", address: "example.com/test/hello", version: fmt.Sprintf("1.0.%d", i), rule: "hello", denied: true}
 	}
-	if !s.first(1, k(0)) || s.first(1, k(0)) {
+	if !s.first(1, k(0), false) || s.first(1, k(0), false) {
 		t.Fatal("a decision is not sent exactly once in its generation")
 	}
-	if allowed := (decisionKey{kind: "provider", address: "example.com/test/hello", version: "1.0.0", rule: "hello"}); !s.first(1, allowed) {
+	if allowed := (decisionKey{kind: "provider", address: "example.com/test/hello", version: "1.0.0", rule: "hello"}); !s.first(1, allowed, false) {
 		t.Error("the same version's other outcome counts as sent")
 	}
-	if !s.first(2, k(0)) {
+	if !s.first(2, k(0), false) {
 		t.Error("a new generation does not send the decision again")
 	}
-	if s.first(1, k(0)) {
+	if s.first(1, k(0), false) {
 		t.Error("a late decision of the older generation is sent again")
 	}
 	for i := 1; i < maxDecisionKeys; i++ {
-		s.first(2, k(i))
+		s.first(2, k(i), false)
 	}
 	if len(s.keys) != maxDecisionKeys {
 		t.Fatalf("%d keys, want %d", len(s.keys), maxDecisionKeys)
 	}
-	if !s.first(2, k(1)) || len(s.keys) != 1 {
+	if !s.first(2, k(1), false) || len(s.keys) != 1 {
 		t.Errorf("a full set is not cleared (%d keys)", len(s.keys))
+	}
+	// Decisions on versions requests named: maxAskedKeys per generation.
+	sent := 0
+	for i := range 3 * maxAskedKeys {
+		if s.first(2, k(100+i), true) {
+			sent++
+		}
+	}
+	if sent != maxAskedKeys || !s.first(2, k(0), false) {
+		t.Errorf("%d asked decisions sent, want %d; a listed one after them must be", sent, maxAskedKeys)
+	}
+	if !s.first(3, k(100), true) {
+		t.Error("a new generation does not send asked decisions again")
 	}
 }
 

@@ -28,6 +28,10 @@ type Decision struct {
 	Version *names.Version
 	// FromFacts: made on facts read from the registry (min_age, signers).
 	FromFacts bool
+	// Asked: made on a version a request named (a download, a version's
+	// document), before anything is read: it may exist nowhere. One in
+	// a listing, or on facts, is on a version that exists.
+	Asked bool
 }
 
 // Policy decisions that change with time (min_age: a version ages in)

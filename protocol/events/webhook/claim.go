@@ -137,7 +137,8 @@ func (w *worker) open(s *Subscription, entry []byte) (queued, bool) {
 	if !verified || json.Unmarshal(body, &head) != nil || head.ID == "" || head.Type == "" {
 		return queued{}, false
 	}
-	return queued{id: head.ID, typ: head.Type, subject: head.Subject, body: append([]byte(nil), body...)}, true
+	address := events.Event{Subject: head.Subject}.Address() // what the filters match, as Emit found it
+	return queued{id: head.ID, typ: head.Type, subject: head.Subject, address: address, body: append([]byte(nil), body...)}, true
 }
 
 // recovery asks the Recoverer every RecoverEvery for the entries of each

@@ -17,16 +17,19 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"sigs.k8s.io/yaml"
 )
 
 // MaxConfigSize bounds a subscriptions file, and maxSecretFile a secret
-// file.
+// file; MaxSubscriptions bounds the subscriptions of one (each a worker
+// and a queue).
 const (
-	MaxConfigSize = 1 << 20
-	maxSecretFile = 4 << 10
+	MaxConfigSize    = 1 << 20
+	maxSecretFile    = 4 << 10
+	MaxSubscriptions = 1000
 )
 
 // DefaultTimeout is an attempt's timeout when a subscription sets none;
@@ -131,7 +134,7 @@ func (s *Subscription) Endpoint() string {
 // Load reads the subscriptions file at file (YAML or JSON, at most
 // MaxConfigSize); relative secret_files are relative to its directory.
 func Load(file string) (*Config, error) {
-	f, err := os.Open(file)
+	f, err := openRegular(file)
 	if err != nil {
 		return nil, fmt.Errorf("events file: %w", err)
 	}
@@ -159,7 +162,10 @@ func Parse(b []byte, dir string) (*Config, error) {
 	}
 	var fc fileConfig
 	if err := yaml.UnmarshalStrict(b, &fc); err != nil {
-		return nil, err
+		return nil, withoutSecret(err)
+	}
+	if len(fc.Subscriptions) > MaxSubscriptions {
+		return nil, fmt.Errorf("%d subscriptions, more than %d", len(fc.Subscriptions), MaxSubscriptions)
 	}
 	cfg := &Config{}
 	names := map[string]bool{}
@@ -178,6 +184,16 @@ func Parse(b []byte, dir string) (*Config, error) {
 		cfg.Subscriptions = append(cfg.Subscriptions, *s)
 	}
 	return cfg, nil
+}
+
+// withoutSecret is err, or, when its text quotes a secret (YAML's
+// conversion quotes the value of a key it cannot convert), an error
+// that does not: the file's errors are logged.
+func withoutSecret(err error) error {
+	if strings.Contains(err.Error(), SecretPrefix) {
+		return errors.New("not a subscriptions file (its error, which quotes a secret, is not shown): look for a key that is null, a list or a map")
+	}
+	return err
 }
 
 // validName is a subscription's name: a metrics label value, short and
@@ -259,7 +275,10 @@ func readSecrets(inline, files []string, dir string) ([][]byte, error) {
 		}
 		keys = append(keys, k)
 	}
-	for _, name := range files {
+	for i, name := range files {
+		if strings.Contains(name, SecretPrefix) { // its errors would quote it
+			return nil, fmt.Errorf("secret file %d: its name holds a secret (%s…): a secret goes under secrets, a file's name under secret_files", i+1, SecretPrefix)
+		}
 		s, err := readSecretFile(name, dir)
 		if err != nil {
 			return nil, err
@@ -281,7 +300,7 @@ func readSecretFile(name, dir string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
 	}
-	f, err := os.Open(p)
+	f, err := openRegular(p)
 	if err != nil {
 		return "", fmt.Errorf("secret file: %w", err)
 	}
@@ -294,6 +313,27 @@ func readSecretFile(name, dir string) (string, error) {
 		return "", fmt.Errorf("secret file %s: larger than %d bytes", name, maxSecretFile)
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// openRegular opens the regular file at p for reading (a symlink to
+// one, as Kubernetes mounts ConfigMaps and Secrets, is followed), and
+// refuses anything else unread: opening a FIFO waits for a writer, and
+// a device or a directory is not a file the operator meant.
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	return f, nil
 }
 
 // decodeSecret is the key of a secret whsec_<base64>.

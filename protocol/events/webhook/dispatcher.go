@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/prometheus/client_golang/prometheus"
@@ -203,7 +204,9 @@ func (d *Dispatcher) Reload(file string) error {
 
 // Apply makes cfg's the subscriptions: one of a name already delivered
 // to keeps its queue and takes the new settings (and is no longer
-// paused by a 410); a removed one's queued events are dropped. A nil
+// paused by a 410), its queued events the new filters do not want
+// being dropped as they come up; a removed one's queued events are
+// dropped. A nil
 // cfg is no subscriptions.
 func (d *Dispatcher) Apply(cfg *Config) error {
 	if cfg == nil {
@@ -232,10 +235,10 @@ func (d *Dispatcher) Apply(cfg *Config) error {
 		next = append(next, w)
 	}
 	for _, w := range old {
+		w.removed.Store(true)
 		w.cancel()
 		w.q.close()
-		if n := w.q.clear(); n > 0 {
-			d.metrics.dropped.WithLabelValues(w.name).Add(float64(n))
+		if n := w.q.clear(); n > 0 { // its series go with it (forget): logged only
 			d.opts.Logger.Warn("events: a subscription removed, its queued events dropped", "subscription", w.name, "dropped", n)
 		}
 	}
@@ -263,7 +266,7 @@ func (d *Dispatcher) Emit(_ context.Context, e events.Event) {
 				d.opts.Logger.Warn("events: an event not sent", "type", e.Type, "error", err.Error())
 				return
 			}
-			item = &queued{id: e.ID, typ: e.Type, subject: e.Subject, body: body}
+			item = &queued{id: e.ID, typ: e.Type, subject: e.Subject, address: address, body: body}
 		}
 		dropped, refused := w.q.push(*item)
 		if dropped || refused {
@@ -328,6 +331,8 @@ type worker struct {
 	sub  atomic.Pointer[Subscription]
 	q    *queue
 	gone atomic.Bool // a 410: deliveries stop until Apply
+	// removed: Apply left it out; its metric series go when it stops.
+	removed atomic.Bool
 	// dropped is the metric's series, looked up once: Emit adds to it.
 	dropped prometheus.Counter
 	ctx     context.Context
@@ -346,10 +351,15 @@ func (d *Dispatcher) start(s *Subscription) *worker {
 
 func (w *worker) run() {
 	defer close(w.done)
+	defer w.forget()
 	for {
 		item, ok := w.q.pop(w.ctx)
 		if !ok {
 			return
+		}
+		if !w.sub.Load().Wants(item.typ, item.address) {
+			w.dropped.Inc() // queued before a reload narrowed the filters
+			continue
 		}
 		r, ended := w.deliver(item)
 		if !ended { // stopped while another process held it
@@ -358,6 +368,23 @@ func (w *worker) run() {
 		}
 		w.finish(item, r)
 	}
+}
+
+// forget deletes the metric series of a removed subscription, unless a
+// subscription of its name is back: reloads that rename subscriptions
+// would otherwise grow the series without end.
+func (w *worker) forget() {
+	if !w.removed.Load() {
+		return
+	}
+	w.d.mu.RLock()
+	defer w.d.mu.RUnlock()
+	for _, cur := range w.d.workers {
+		if cur.name == w.name {
+			return
+		}
+	}
+	w.d.metrics.forget(w.name)
 }
 
 // result is how a delivery ended.
@@ -449,6 +476,23 @@ func withoutURL(err error) error {
 	return err
 }
 
+// maxErrorText bounds a delivery's error as the recent deliveries and
+// the log keep it: an endpoint's status line may be tens of kilobytes.
+const maxErrorText = 200
+
+// clip is s cut to maxErrorText bytes (at a rune's start), "…" marking
+// a cut.
+func clip(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	i := maxErrorText
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
 // wait sleeps the backoff after failed attempt n; false when the worker
 // is stopped meanwhile.
 func (w *worker) wait(n int) bool {
@@ -480,7 +524,7 @@ func (w *worker) finish(item queued, r result) {
 	d := Delivery{Time: time.Now(), Subscription: w.name, EventID: item.id, Type: item.typ, Subject: item.subject,
 		Outcome: r.outcome, StatusCode: r.status, Attempts: r.attempts}
 	if r.err != nil {
-		d.Error = r.err.Error()
+		d.Error = clip(r.err.Error())
 	}
 	w.d.recent.add(d)
 	log := w.d.opts.Logger

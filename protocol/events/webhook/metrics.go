@@ -32,12 +32,19 @@ func newMetrics(d *Dispatcher) *metrics {
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "oci_tofu_webhook_deliveries_total",
 			Help: "Event deliveries ended, by subscription and outcome (delivered, failed, gone, skipped)."}, []string{"subscription", "outcome"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "oci_tofu_webhook_dropped_total",
-			Help: "Events dropped unsent: the subscription's queue was full (its oldest dropped), or the subscription was removed or closed."}, []string{"subscription"}),
+			Help: "Events dropped unsent: the subscription's queue was full (its oldest dropped), the dispatcher was closed, or a reload narrowed the subscription's filters."}, []string{"subscription"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "oci_tofu_webhook_attempts_total",
 			Help: "HTTP requests made to deliver events, retries included."}, []string{"subscription"}),
 		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "oci_tofu_webhook_recovered_total",
 			Help: "Events queued again from the fleet's outbox: their delivery was left unended by a replica that stopped."}, []string{"subscription"}),
 		queue: prometheus.NewDesc("oci_tofu_webhook_queue_length", "Events waiting in the subscription's queue.", []string{"subscription"}, nil),
+	}
+}
+
+// forget deletes subscription's series.
+func (m *metrics) forget(subscription string) {
+	for _, v := range []*prometheus.CounterVec{m.deliveries, m.dropped, m.attempts} {
+		v.DeletePartialMatch(prometheus.Labels{"subscription": subscription})
 	}
 }
 

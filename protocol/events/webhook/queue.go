@@ -5,19 +5,22 @@ import (
 	"sync"
 )
 
-// queued is an event waiting for delivery: its JSON, and what the
-// recent deliveries and logs name it by.
+// queued is an event waiting for delivery: its JSON, what the recent
+// deliveries and logs name it by, and its address (a reload's filters
+// judge it again).
 type queued struct {
-	id, typ, subject string
-	body             []byte
+	id, typ, subject, address string
+	body                      []byte
 }
 
 // queue is a subscription's bounded queue of events: a ring that, full,
 // drops its oldest event for the new one (the receiver, when it is back,
-// hears the latest).
+// hears the latest). The ring grows as events wait, up to size: an idle
+// subscription holds next to nothing.
 type queue struct {
 	mu     sync.Mutex
 	items  []queued
+	size   int // what items may grow to
 	head   int // the oldest
 	n      int
 	closed bool
@@ -25,7 +28,16 @@ type queue struct {
 }
 
 func newQueue(size int) *queue {
-	return &queue{items: make([]queued, size), ready: make(chan struct{}, 1)}
+	return &queue{size: size, ready: make(chan struct{}, 1)}
+}
+
+// grow doubles the ring (at least 8, at most size), its events in order.
+func (q *queue) grow() {
+	items := make([]queued, min(max(2*len(q.items), 8), q.size))
+	for i := range q.n {
+		items[i] = q.items[(q.head+i)%len(q.items)]
+	}
+	q.items, q.head = items, 0
 }
 
 // push adds q, dropping the oldest event when full (dropped). A closed
@@ -35,6 +47,9 @@ func (q *queue) push(item queued) (dropped, refused bool) {
 	defer q.mu.Unlock()
 	if q.closed {
 		return false, true
+	}
+	if q.n == len(q.items) && len(q.items) < q.size {
+		q.grow()
 	}
 	if q.n == len(q.items) {
 		q.items[q.head] = queued{}
@@ -102,10 +117,7 @@ func (q *queue) clear() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := q.n
-	for i := range q.items {
-		q.items[i] = queued{}
-	}
-	q.head, q.n = 0, 0
+	q.items, q.head, q.n = nil, 0, 0
 	return n
 }
 

@@ -72,7 +72,7 @@ var (
 // naming it for clients) by the policy, with its reason, or nil.
 func (p *Policy) Version(kind names.Kind, address, what string, v names.Version) error {
 	pol, gen := p.Live.CurrentWithGeneration()
-	d := p.decideWith(pol, gen, kind, address, &v) // observed
+	d := p.decideWith(pol, gen, kind, address, &v, true) // observed
 	if d.Allow {
 		return nil
 	}
@@ -94,7 +94,7 @@ func (p *Policy) Allowed(kind names.Kind, address string, vs []names.Version) []
 	}
 	out := make([]names.Version, 0, len(vs))
 	for _, v := range vs {
-		d := p.decideWith(pol, gen, kind, address, &v)
+		d := p.decideWith(pol, gen, kind, address, &v, false)
 		if !d.Allow {
 			p.Log.Info("version left out by the policy", "kind", kind, "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
 			continue
@@ -114,7 +114,7 @@ func (p *Policy) Versions(kind names.Kind, address, what string, vs []names.Vers
 	}
 	out := Verdicts{Denied: map[string]error{}}
 	for _, v := range vs {
-		d := p.decideWith(pol, gen, kind, address, &v)
+		d := p.decideWith(pol, gen, kind, address, &v, false)
 		switch {
 		case !d.Allow:
 			p.Log.Info("version left out by the policy", "kind", string(kind), "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
@@ -174,8 +174,10 @@ func (p *Policy) PullsOnlyStored(kind names.Kind, address string) bool {
 // observed. An allowing decision whose rule goes on to read facts
 // (min_age, signers) is observed by FactsDecision instead, once. Without
 // a policy it allows and observes nothing. One policy judges the
-// versions of a listing, whatever a reload does meanwhile.
-func (p *Policy) decideWith(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version) policy.Decision {
+// versions of a listing, whatever a reload does meanwhile. Asked is
+// whether v is one a request named rather than one a listing holds
+// (source.Decision.Asked).
+func (p *Policy) decideWith(pol *policy.Policy, gen uint64, kind names.Kind, address string, v *names.Version, asked bool) policy.Decision {
 	if pol == nil {
 		return policy.Decision{Allow: true, Rule: policy.DefaultRule, Reason: "no policy"}
 	}
@@ -188,7 +190,7 @@ func (p *Policy) decideWith(pol *policy.Policy, gen uint64, kind names.Kind, add
 	if d.Allow && pol.HasFacts() && pol.Needs(kind, address).Any() {
 		return d
 	}
-	p.observe(source.Decision{Decision: d, Policy: pol, Generation: gen, Kind: kind, Address: address, Version: v})
+	p.observe(source.Decision{Decision: d, Policy: pol, Generation: gen, Kind: kind, Address: address, Version: v, Asked: asked})
 	return d
 }
 
