@@ -203,13 +203,15 @@ func TestFleetKilledReplicaMidDelivery(t *testing.T) {
 // TestFleetKilledReplicaOnlyItEmitted: an event only one replica emitted
 // (a pull-through there) is kept in the fleet's outbox while it is
 // delivered: that replica killed mid-delivery, another recovers it and
-// delivers it, with the same ID.
+// delivers it, with the same ID, through the subscription's address
+// filter (the recovered event keeps its address).
 func TestFleetKilledReplicaOnlyItEmitted(t *testing.T) {
 	srv := testenv.StartRedis(t)
 	secret := NewSecret()
 	held, release := make(chan struct{}), make(chan struct{})
 	rc := newReceiver(t, []string{secret}, holdFirst(held, release))
 	sub := subscription(t, "fleet", rc.srv.URL, MaxTimeout, secret)
+	sub.Addresses = []string{"registry.example.com/acme/*"}
 	var fleet []*replica
 	for range 3 {
 		fleet = append(fleet, newReplica(t, srv.URL(), time.Second, sub))
