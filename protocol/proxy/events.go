@@ -34,7 +34,11 @@ type serverEvents struct {
 	d      *webhook.Dispatcher
 	source string
 	sent   decisionsSent
-	stop   context.CancelFunc
+	// ctx ends at close, stopping the file's follower and the reload
+	// watchers (events_reload.go), which wg waits for.
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 }
 
 // setUpEvents reads the events file, starts the dispatcher, registers
@@ -55,7 +59,7 @@ func (s *Server) setUpEvents() error {
 		return err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s.events = &serverEvents{d: d, source: eventSource(s.opts), stop: stop}
+	s.events = &serverEvents{d: d, source: eventSource(s.opts), ctx: ctx, stop: stop}
 	policyfile.FollowPath(ctx, file, "events file", s.log, func(why string) {
 		if err := d.Reload(file); err != nil {
 			s.log.Error("the events file was not reloaded: the subscriptions in force stay", "file", file, "why", why, "error", err.Error())
@@ -108,6 +112,7 @@ func (e *serverEvents) close(ctx context.Context) {
 		return
 	}
 	e.stop()
+	e.wg.Wait() // a pass under way ends at its next read
 	ctx, cancel := context.WithTimeout(ctx, eventsCloseTimeout)
 	defer cancel()
 	e.d.Close(ctx)

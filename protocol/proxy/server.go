@@ -323,6 +323,7 @@ func New(opts Options) (*Server, error) {
 		s.mountTofu(*opts.TofuRepository)
 	}
 	s.routeMCP()
+	s.startReloadEvents()
 	return s, nil
 }
 
