@@ -48,9 +48,9 @@ type heldAddress struct {
 	address string
 }
 
-// startReloadEvents starts the watchers of the policy and of the
-// vulnerability database, with an events file; they end with the
-// events (serverEvents.close).
+// startReloadEvents starts the watchers of the policy, of the
+// vulnerability database and of the audit trail's losses, with an
+// events file; they end with the events (serverEvents.close).
 func (s *Server) startReloadEvents() {
 	e := s.events
 	if e == nil {
@@ -58,6 +58,9 @@ func (s *Server) startReloadEvents() {
 	}
 	if s.opts.Policy != nil {
 		e.wg.Go(func() { s.watchPolicy(e.ctx) })
+	}
+	if s.opts.Audit != nil {
+		e.wg.Go(func() { s.watchAuditLost(e.ctx) })
 	}
 	if s.opts.VulnDB != nil {
 		baseline, _ := s.opts.VulnDB.Watch() // read now: a reload after New is announced
@@ -352,4 +355,39 @@ func addFindings(ctx context.Context, db *vulns.DB, root source.Root, pl names.P
 		ids[f.ID] = true
 	}
 	return err
+}
+
+// auditLostEvery is how often the audit trail's losses are looked at:
+// at most one audit.lost event per interval, with the count lost since
+// the last one.
+var auditLostEvery = 10 * time.Second
+
+// watchAuditLost sends audit.lost, at most once per auditLostEvery,
+// when the audit trail lost events since the last look (its count only:
+// Record never waits, and nothing here runs on a request), and once more
+// when ctx ends, for the losses since.
+func (s *Server) watchAuditLost(ctx context.Context) {
+	tick := time.NewTicker(auditLostEvery)
+	defer tick.Stop()
+	var reported uint64
+	for {
+		select {
+		case <-ctx.Done():
+			s.reportAuditLost(&reported)
+			return
+		case <-tick.C:
+			s.reportAuditLost(&reported)
+		}
+	}
+}
+
+// reportAuditLost emits audit.lost with the events lost since reported,
+// when there are some, and moves reported on.
+func (s *Server) reportAuditLost(reported *uint64) {
+	lost := s.opts.Audit.Lost()
+	if lost <= *reported {
+		return
+	}
+	s.events.d.Emit(context.Background(), events.New(s.events.source, events.AuditLost{Count: int64(lost - *reported)}))
+	*reported = lost
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/vulns"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 )
@@ -242,4 +243,71 @@ func TestEventsVulnerabilityDetectedOnReload(t *testing.T) {
 	}
 	waitForPasses(t, p, "vulnerabilities", 2)
 	wantEvents(t, rc, want)
+}
+
+// Audit events lost (a full disk) send audit.lost, with the count lost
+// since the last one, at most once per interval: two bursts of losses in
+// two intervals are two events whose counts add up to the trail's; no
+// loss, no event.
+func TestEventsAuditLost(t *testing.T) {
+	defer func(was time.Duration) { auditLostEvery = was }(auditLostEvery)
+	auditLostEvery = 200 * time.Millisecond
+	reg := testenv.StartRegistry(t)
+	pushAttested(t, registryRepo(t, reg, "providers/test/hello"), "1.0.0", nil)
+	trail, err := audit.Open(audit.Options{Path: "/dev/full", FlushEvery: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trail.Close()
+	rc := newHookReceiver(t)
+	p := startProxy(t, Options{Client: registryClient(t, reg), ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		Audit: trail, EventsFile: eventsFile(t, t.TempDir(), map[string]string{"all": rc.URL}, rc.Secret)})
+	var doc struct {
+		Archives map[string]struct{ URL string } `json:"archives"`
+	}
+	r := p.getJSON(t, "/v1/mirror/example.com/test/hello/1.0.0.json", 200, &doc)
+	download := func(n int) {
+		for range n {
+			if got := p.get(t, resolve(t, r.URL, doc.Archives["linux_amd64"].URL)); got.Status != 200 {
+				t.Fatalf("download with a full audit disk: %d", got.Status)
+			}
+		}
+		trail.Flush()
+	}
+	sum := func() (n int64, count int) {
+		for _, e := range received(rc, events.TypeAuditLost) {
+			n += e.Data.(events.AuditLost).Count
+			count++
+		}
+		return n, count
+	}
+	wait := func(lost int64) int {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if n, count := sum(); n == lost {
+				return count
+			} else if time.Now().After(deadline) {
+				t.Fatalf("audit.lost events count %d lost, want %d", n, lost)
+			}
+		}
+	}
+	download(3)
+	if trail.Lost() != 3 {
+		t.Fatalf("the trail lost %d, want 3", trail.Lost())
+	}
+	first := wait(3)
+	time.Sleep(3 * auditLostEvery)
+	download(2)
+	if n := wait(5); n != first+1 {
+		t.Errorf("%d audit.lost events after two bursts, want %d", n, first+1)
+	}
+	time.Sleep(3 * auditLostEvery)
+	if n, count := sum(); n != 5 || count != first+1 {
+		t.Errorf("without a loss: %d events counting %d, want none more", count, n)
+	}
+	for _, e := range received(rc, events.TypeAuditLost) {
+		if e.Subject != "" {
+			t.Errorf("audit.lost with a subject: %+v", e)
+		}
+	}
 }
