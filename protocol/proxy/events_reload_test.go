@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -310,4 +311,87 @@ func TestEventsAuditLost(t *testing.T) {
 			t.Errorf("audit.lost with a subject: %+v", e)
 		}
 	}
+}
+
+// A request refused a version the policy denies sends policy.denied
+// naming its client (name and identity, never the token), once per
+// client per policy generation, beside the policy's own decision (no
+// client); a second client refused the same shared, cached denial gets
+// its own event, and neither event names the other client.
+func TestEventsPolicyDeniedNamesTheClient(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	repo := registryRepo(t, reg, "providers/test/hello")
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		pushAttested(t, repo, v, nil)
+	}
+	const tokenA, tokenB = "token-of-client-a", "token-of-client-b"
+	rc := newHookReceiver(t)
+	p := startProxy(t, Options{Client: registryClient(t, reg), ProviderMappings: mustMapping(t, reg.Host+"/providers/${namespace}/${type}"),
+		RegistryHostname: "example.com", EventsFile: eventsFile(t, t.TempDir(), map[string]string{"all": rc.URL}, rc.Secret),
+		Policy: mustPolicy(t, fmt.Sprintf(`
+client "a" {
+  tokens    = [%q]
+  providers = ["example.com/test/*"]
+}
+client "b" {
+  tokens    = [%q]
+  providers = ["example.com/test/*"]
+}
+provider "example.com/test/hello" {
+  name = "hello"
+  deny = ["1.1.0"]
+}`, policy.TokenHash(tokenA), policy.TokenHash(tokenB)))})
+	ask := func(token string) {
+		t.Helper()
+		r := p.do(t, "GET", "/v1/mirror/example.com/test/hello/1.1.0.json", map[string]string{"Authorization": "Bearer " + token})
+		if r.Status != 404 || !strings.Contains(string(r.Body), "denied by the policy") {
+			t.Fatalf("1.1.0 asked with a token: %d %s", r.Status, r.Body)
+		}
+	}
+	for range 5 {
+		ask(tokenA)
+	}
+	for range 5 {
+		ask(tokenB)
+	}
+	const subject = "example.com/test/hello@1.1.0"
+	reason := "example.com/test/hello 1.1.0 is denied by the policy's rule \"hello\""
+	decision := func(c *events.Client) events.PolicyDecision {
+		return events.PolicyDecision{Denied: true, Address: "example.com/test/hello", Version: "1.1.0", Rule: "hello", Reason: reason, Client: c}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(received(rc, events.TypePolicyDenied)) < 3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // time for a duplicate to arrive, were one sent
+	var got []string
+	for _, e := range received(rc, events.TypePolicyDenied) {
+		if e.Subject != subject {
+			t.Errorf("policy.denied subject %q", e.Subject)
+		}
+		got = append(got, asJSON(t, e.Data))
+	}
+	slices.Sort(got)
+	want := []string{asJSON(t, decision(nil)), asJSON(t, decision(&events.Client{Name: "a", Identity: "client"})),
+		asJSON(t, decision(&events.Client{Name: "b", Identity: "client"}))}
+	slices.Sort(want)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("policy.denied events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	all, _ := rc.events()
+	for _, e := range all {
+		if b, _ := e.MarshalJSON(); strings.Contains(string(b), tokenA) || strings.Contains(string(b), tokenB) {
+			t.Errorf("an event carries a token: %s", b)
+		}
+	}
+}
+
+// asJSON is v in JSON.
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
