@@ -12,7 +12,6 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
-	"github.com/oci-tofu/oci-tofu/protocol/source/gate"
 )
 
 // The events serve sends when what it decides by changes without a
@@ -144,10 +143,8 @@ func (s *Server) heldAddresses(ctx context.Context) ([]heldAddress, error) {
 func (s *Server) storedVersions(ctx context.Context, addrs []heldAddress) [][]names.Version {
 	out := make([][]names.Version, len(addrs))
 	s.store.Each(ctx, len(addrs), func(ctx context.Context, i int) error {
-		held, err := s.heldFor(addrs[i].kind, addrs[i].address)
-		if err == nil {
-			out[i], err = gate.HeldVersions(ctx, held)
-		}
+		var err error
+		out[i], err = s.storedVersionsOf(ctx, addrs[i].kind, addrs[i].address)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("events: the stored versions of an address were not read", "kind", string(addrs[i].kind), "address", addrs[i].address, "error", err.Error())
 		}
