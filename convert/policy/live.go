@@ -13,12 +13,14 @@ type Live struct{ p atomic.Pointer[held] }
 type held struct {
 	p   *Policy
 	gen uint64
+	// replaced is closed when the next generation is put in force.
+	replaced chan struct{}
 }
 
 // NewLive holds p.
 func NewLive(p *Policy) *Live {
 	l := &Live{}
-	l.p.Store(&held{p: p})
+	l.p.Store(&held{p: p, replaced: make(chan struct{})})
 	return l
 }
 
@@ -57,15 +59,31 @@ func (l *Live) CurrentWithGeneration() (*Policy, uint64) {
 	return nil, 0
 }
 
+// Watch is Current and its Generation, with a channel closed when a
+// later Replace puts another in force: what a watcher of reloads (serve's
+// events) waits on. Nil for a nil Live or one never holding a policy.
+func (l *Live) Watch() (p *Policy, gen uint64, replaced <-chan struct{}) {
+	if l == nil {
+		return nil, 0, nil
+	}
+	if h := l.p.Load(); h != nil {
+		return h.p, h.gen, h.replaced
+	}
+	return nil, 0, nil
+}
+
 // Replace puts p in force for every later Current.
 func (l *Live) Replace(p *Policy) {
 	for {
 		old := l.p.Load()
-		next := &held{p: p}
+		next := &held{p: p, replaced: make(chan struct{})}
 		if old != nil {
 			next.gen = old.gen + 1
 		}
 		if l.p.CompareAndSwap(old, next) {
+			if old != nil && old.replaced != nil {
+				close(old.replaced)
+			}
 			return
 		}
 	}

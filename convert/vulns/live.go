@@ -32,6 +32,9 @@ type Live struct {
 	checking sync.Mutex
 	reloads  atomic.Uint64
 	status   atomic.Pointer[LiveStatus]
+
+	watchMu  sync.Mutex
+	replaced chan struct{} // closed when the next database is put in force
 }
 
 // LiveStatus is what the metrics and the page say of the database's
@@ -66,7 +69,7 @@ func OpenLive(dir string, checkEvery time.Duration, logger *slog.Logger) (*Live,
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	l := &Live{dir: dir, checkEvery: checkEvery, log: logger, now: time.Now}
+	l := &Live{dir: dir, checkEvery: checkEvery, log: logger, now: time.Now, replaced: make(chan struct{})}
 	l.db.Store(db)
 	now := l.now()
 	l.status.Store(&LiveStatus{Dir: dir, LoadedAt: now, CheckedAt: now, Current: true})
@@ -140,6 +143,28 @@ func (l *Live) Current() *DB {
 	return l.db.Load()
 }
 
+// Watch is the database in force (as Current, without starting a
+// check) with a channel closed once a later one is put in force: what a
+// watcher of reloads (serve's events) waits on. The channel may close
+// with the same database still in force (a reload seen between the two
+// reads): compare the databases. Nil for a nil Live.
+func (l *Live) Watch() (db *DB, replaced <-chan struct{}) {
+	if l == nil {
+		return nil, nil
+	}
+	l.watchMu.Lock()
+	defer l.watchMu.Unlock()
+	return l.db.Load(), l.replaced
+}
+
+// announce wakes the watchers of the database just put in force.
+func (l *Live) announce() {
+	l.watchMu.Lock()
+	defer l.watchMu.Unlock()
+	close(l.replaced)
+	l.replaced = make(chan struct{})
+}
+
 // Check reads the directory's Fingerprint now and opens the database
 // again when it changed: what Current starts, and what a policy reload
 // calls. It reports whether a new database is in force. A database that
@@ -171,6 +196,7 @@ func (l *Live) Check() bool {
 	}
 	l.db.Store(db)
 	l.reloads.Add(1)
+	l.announce()
 	st.Reloads++
 	st.LoadedAt, st.Current, st.LastError = st.CheckedAt, true, ""
 	l.status.Store(&st)

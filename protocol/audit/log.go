@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,6 +63,7 @@ type Log struct {
 	out     io.Writer
 	written prometheus.Counter
 	lost    prometheus.Counter
+	lostN   atomic.Uint64 // lost, for Lost
 
 	mu      sync.Mutex
 	buf     bytes.Buffer
@@ -135,13 +137,23 @@ func checkWritable(path string) error {
 // Collectors are the Log's metrics, for the proxy's registry.
 func (l *Log) Collectors() []prometheus.Collector { return []prometheus.Collector{l.written, l.lost} }
 
+// Lost counts the events lost since Open (oci_tofu_audit_events_lost_total):
+// what serve's audit.lost events report.
+func (l *Log) Lost() uint64 { return l.lostN.Load() }
+
+// lose counts n events lost.
+func (l *Log) lose(n int) {
+	l.lost.Add(float64(n))
+	l.lostN.Add(uint64(n))
+}
+
 // Record adds ev to the trail, with the schema version set. It never
 // waits on the sink: past maxBuffered, the event is lost.
 func (l *Log) Record(ev *Event) {
 	ev.V = SchemaVersion
 	line, err := json.Marshal(ev)
 	if err != nil { // only strings, numbers and a time: cannot happen
-		l.lost.Inc()
+		l.lose(1)
 		return
 	}
 	l.mu.Lock()
@@ -149,7 +161,7 @@ func (l *Log) Record(ev *Event) {
 		first := !l.failing
 		l.failing = true
 		l.mu.Unlock()
-		l.lost.Inc()
+		l.lose(1)
 		if first {
 			l.opts.Log.Error("audit events lost: the audit log does not keep up (8 MiB of events wait for it); serving goes on", "path", l.opts.Path)
 		}
@@ -198,7 +210,7 @@ func (l *Log) writeBuffered() {
 func (l *Log) write(b []byte, n int) {
 	_, err := l.out.Write(b)
 	if err != nil {
-		l.lost.Add(float64(n))
+		l.lose(n)
 	} else {
 		l.written.Add(float64(n))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
+	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/events/webhook"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
@@ -49,7 +50,11 @@ type serverEvents struct {
 	d      *webhook.Dispatcher
 	source string
 	sent   decisionsSent
-	stop   context.CancelFunc
+	// ctx ends at close, stopping the file's follower and the reload
+	// watchers (events_reload.go), which wg waits for.
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 }
 
 // setUpEvents reads the events file, starts the dispatcher, registers
@@ -71,7 +76,7 @@ func (s *Server) setUpEvents() error {
 		return err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s.events = &serverEvents{d: d, source: eventSource(s.opts), stop: stop, sent: decisionsSent{known: knownHosts(s.opts)}}
+	s.events = &serverEvents{d: d, source: eventSource(s.opts), ctx: ctx, stop: stop, sent: decisionsSent{known: knownHosts(s.opts)}}
 	policyfile.FollowPath(ctx, file, "events file", s.log, func(why string) {
 		if err := d.Reload(file); err != nil {
 			s.log.Error("the events file was not reloaded: the subscriptions in force stay", "file", file, "why", why, "error", err.Error())
@@ -160,6 +165,7 @@ func (e *serverEvents) close(ctx context.Context) {
 		return
 	}
 	e.stop()
+	e.wg.Wait() // a pass under way ends at its next read
 	ctx, cancel := context.WithTimeout(ctx, eventsCloseTimeout)
 	defer cancel()
 	e.d.Close(ctx)
@@ -218,10 +224,45 @@ func eventReason(d policy.Decision) (reason string, ok bool) {
 }
 
 // decisionKey is one decision's event: a version's, by a rule, and its
-// outcome.
+// outcome; client names who was refused, for a request's denial
+// (refused), "" for the policy's decision.
 type decisionKey struct {
 	kind, address, version, rule string
 	denied                       bool
+	client                       string
+}
+
+// refused emits policy.denied naming the client of a request refused a
+// version the policy denies (respond.Responder.Refused), once per policy
+// generation gen per client: the request's own caller, never another's.
+// A request that names no one (client authentication off, a token
+// naming no one) sends nothing here: the policy's decision (decided)
+// says all there is.
+func (e *serverEvents) refused(gen uint64, d *source.Denied, who audit.Caller) {
+	if !namesClient(who) {
+		return
+	}
+	c := &events.Client{Name: who.Client, Identity: who.Identity, Subject: who.Subject} // never the token
+	key := decisionKey{kind: string(d.Kind), address: d.Address, version: d.Version, rule: d.Rule, denied: true,
+		client: c.Name + "\x00" + c.Identity + "\x00" + c.Subject}
+	if !e.sent.first(gen, key, true) { // a request's version: it may exist nowhere
+		return
+	}
+	e.d.Emit(context.Background(), events.New(e.source, events.PolicyDecision{
+		Denied: true, Address: d.Address, Version: d.Version, Rule: d.Rule, Reason: d.Reason, Client: c}))
+}
+
+// namesClient reports whether who names a client: a policy file's, an
+// OIDC identity's, a registry user, the operator, the client a signed
+// URL names.
+func namesClient(who audit.Caller) bool {
+	switch {
+	case who.Client == "", who.Client == audit.Anonymous.Client, who.Client == "unknown":
+		return false
+	case who.Identity == audit.IdentityNone, who.Identity == audit.IdentityUnknown:
+		return false
+	}
+	return true
 }
 
 // decisionsSent are the decisions sent under one policy generation: the

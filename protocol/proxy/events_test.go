@@ -175,9 +175,8 @@ func TestEventsPolicyDeniedAndWarnedOnce(t *testing.T) {
 	denied := rc.ofType(t, events.TypePolicyDenied, 1)
 	warned := rc.ofType(t, events.TypePolicyWarned, 1)
 	time.Sleep(200 * time.Millisecond) // time for a duplicate to arrive, were one sent
-	all, _ := rc.events()
-	if len(all) != 2 {
-		t.Fatalf("%d events, want one denial and one warning: %+v", len(all), all)
+	if all := received(rc, events.TypePolicyDenied, events.TypePolicyWarned); len(all) != 2 {
+		t.Fatalf("%d decision events, want one denial and one warning: %+v", len(all), all)
 	}
 	d, ok := denied[0].Data.(events.PolicyDecision)
 	if !ok {
@@ -319,15 +318,17 @@ func TestEventsPullThroughIngested(t *testing.T) {
 // subscription, type, subject, outcome, status and attempts.
 func TestEventsPageShowsDeliveries(t *testing.T) {
 	rc := newHookReceiver(t)
-	p := policedEventsProxy(t, eventsFile(t, t.TempDir(), map[string]string{"security": rc.URL}, rc.Secret))
-	if page := string(p.get(t, "/").Body); !strings.Contains(page, `<section id="webhooks">`) || !strings.Contains(page, "No delivery has ended yet") {
+	file := eventsFile(t, t.TempDir(), map[string]string{"security": rc.URL}, rc.Secret)
+	quiet := startProxy(t, Options{ProviderMappings: mustMapping(t, "oci-layout:"+t.TempDir()+"/${namespace}/${type}"), EventsFile: file})
+	if page := string(quiet.get(t, "/").Body); !strings.Contains(page, `<section id="webhooks">`) || !strings.Contains(page, "No delivery has ended yet") {
 		t.Fatalf("the page has no empty webhooks section:\n%s", page)
 	}
+	p := policedEventsProxy(t, file) // its policy's deprecation is sent at start
 	p.wantError(t, "/v1/mirror/example.com/test/hello/1.1.0.json", 404, "denied")
 	rc.ofType(t, events.TypePolicyDenied, 1)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		page := string(p.get(t, "/").Body)
-		if strings.Contains(page, `id="webhook-deliveries"`) {
+		if strings.Contains(page, `id="webhook-deliveries"`) && strings.Contains(page, "policy.denied") { // the denial's delivery ended
 			for _, want := range []string{"<td>security</td>", "<code>io.oci-tofu.policy.denied.v1</code>", "1.1.0", ">delivered<", "<td>204</td>", "<td>1</td></tr>"} {
 				if !strings.Contains(page, want) {
 					t.Errorf("the deliveries table lacks %q:\n%s", want, page)

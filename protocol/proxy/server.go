@@ -32,6 +32,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/tofudl"
 	"github.com/oci-tofu/oci-tofu/protocol/pullthrough"
 	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
+	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -323,6 +324,7 @@ func New(opts Options) (*Server, error) {
 		s.mountTofu(*opts.TofuRepository)
 	}
 	s.routeMCP()
+	s.startReloadEvents()
 	return s, nil
 }
 
@@ -520,6 +522,9 @@ func (s *Server) newResponder(urls *respond.URLSigner) *respond.Responder {
 	out.Observer, out.Store = s.page.Observer(), s.store
 	if urls != nil {
 		out.Bearer, out.Tickets = s.bearer, ticketBudgets{s}
+	}
+	if e := s.events; e != nil {
+		out.Refused = func(d *source.Denied, who audit.Caller) { e.refused(o.Policy.Generation(), d, who) }
 	}
 	return out
 }

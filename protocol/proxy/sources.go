@@ -272,6 +272,17 @@ func (s *Server) heldFor(kind names.Kind, address string) ([]gate.Held, error) {
 	return nil, fmt.Errorf("unknown kind %q", kind)
 }
 
+// storedVersionsOf are the versions the mappings serving an address of
+// a kind hold, oldest first (heldFor; gate.HeldVersions): what the
+// reload events judge (events_reload.go).
+func (s *Server) storedVersionsOf(ctx context.Context, kind names.Kind, address string) ([]names.Version, error) {
+	held, err := s.heldFor(kind, address)
+	if err != nil {
+		return nil, err
+	}
+	return gate.HeldVersions(ctx, held)
+}
+
 // heldProviders are p's held sources: of every mapping covering it,
 // in order, as providerSource merges them.
 func (s *Server) heldProviders(p names.Provider) ([]gate.Held, error) {

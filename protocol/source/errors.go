@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -45,12 +46,17 @@ func Missing(err error, subject, format string, args ...any) error {
 // Denied says the policy file or the attestation rule refuses a release
 // the registry may hold: a client sees 404 and Msg, which gives Reason.
 // AgesIn, when set, is when a min_age rule starts allowing it.
+// Address and Version, set for a version the policy file denies (Kind
+// its kind), name it for the event of the request refused.
 type Denied struct {
-	Msg    string
-	Rule   string
-	Reason string
-	AgesIn time.Time
-	Err    error
+	Msg     string
+	Rule    string
+	Reason  string
+	AgesIn  time.Time
+	Err     error
+	Kind    names.Kind
+	Address string
+	Version string
 }
 
 // AttestationRule is the Rule of a denial by the attestation rule.

@@ -256,6 +256,15 @@ func (e *Event) Identify(c audit.Caller) {
 	}
 }
 
+// Caller is who the request came from, as Identify noted it
+// (audit.Anonymous when no one was).
+func (e *Event) Caller() audit.Caller {
+	if e == nil || e.caller.Client == "" {
+		return audit.Anonymous
+	}
+	return e.caller
+}
+
 // made is the event, made now if need be.
 func (e *Event) made() *audit.Event {
 	if e.ev == nil {

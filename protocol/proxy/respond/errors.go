@@ -141,7 +141,11 @@ func (s *Responder) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	var denied *source.Denied
 	switch {
 	case errors.As(err, &denied):
-		EventOf(r.Context()).Refused(audit.OutcomeDenied, "", "", denied.Rule, denied.Msg)
+		ev := EventOf(r.Context())
+		ev.Refused(audit.OutcomeDenied, "", "", denied.Rule, denied.Msg)
+		if s.Refused != nil && denied.Version != "" {
+			s.Refused(denied, ev.Caller())
+		}
 	case he.status == http.StatusTooManyRequests:
 		EventOf(r.Context()).Refused(audit.OutcomeLimited, "", "", "", he.msg)
 	}

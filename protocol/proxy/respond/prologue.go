@@ -44,6 +44,10 @@ type Responder struct {
 	Bearer func(r *http.Request) (c Reader, who audit.Caller, ok bool, err error)
 	// Tickets, when set, are the budgets the signed URLs' tickets spend.
 	Tickets TicketBudgets
+	// Refused, when set, is told each request refused a version the
+	// policy file denies (Denied.Version set), with who asked: the
+	// proxy's policy.denied event naming the client (events.go).
+	Refused func(d *source.Denied, who audit.Caller)
 	// delivery hands over blobs (protocol/proxy/deliver).
 	delivery *deliver.Deliverer
 	// scopes remembers the address each document key names.

@@ -139,6 +139,13 @@ func (p *Policy) Explain(ctx context.Context, kind names.Kind, address, version 
 	return out, nil
 }
 
+// HeldVersions are the versions one of held holds, oldest first (a
+// repository that does not exist is passed over; none existing is its
+// error): what serve's reload events judge.
+func HeldVersions(ctx context.Context, held []Held) ([]names.Version, error) {
+	return heldVersions(ctx, held, "")
+}
+
 // heldVersions are version, or every version one of held holds, oldest
 // first (a repository that does not exist is passed over).
 func heldVersions(ctx context.Context, held []Held, version string) ([]names.Version, error) {

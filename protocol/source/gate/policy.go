@@ -76,12 +76,13 @@ func (p *Policy) Version(kind names.Kind, address, what string, v names.Version)
 	if d.Allow {
 		return nil
 	}
-	return denied(what, v, d)
+	return denied(kind, address, what, v, d)
 }
 
-// denied is the denial of version v (what naming it) by d.
-func denied(what string, v names.Version, d policy.Decision) error {
-	return &source.Denied{Msg: fmt.Sprintf("%s %s is not served: %s", what, v, d.Reason), Rule: d.Rule, Reason: d.Reason, AgesIn: d.AgesIn}
+// denied is the denial of version v of address (what naming it) by d.
+func denied(kind names.Kind, address, what string, v names.Version, d policy.Decision) error {
+	return &source.Denied{Msg: fmt.Sprintf("%s %s is not served: %s", what, v, d.Reason), Rule: d.Rule, Reason: d.Reason, AgesIn: d.AgesIn,
+		Kind: kind, Address: address, Version: v.String()}
 }
 
 // Allowed are the versions of address the policy allows, the others
@@ -118,7 +119,7 @@ func (p *Policy) Versions(kind names.Kind, address, what string, vs []names.Vers
 		switch {
 		case !d.Allow:
 			p.Log.Info("version left out by the policy", "kind", string(kind), "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
-			out.Denied[v.String()] = denied(what, v, d)
+			out.Denied[v.String()] = denied(kind, address, what, v, d)
 		case d.Deprecated != "":
 			if out.Deprecated == nil {
 				out.Deprecated = map[string]string{}
@@ -250,7 +251,7 @@ func (p *Policy) Facts(ctx context.Context, kind names.Kind, address, what strin
 		return d.VulnWarning, nil
 	}
 	p.Log.Info("release denied by the policy", "kind", kind, "address", address, "version", v.String(), "rule", d.Rule, "reason", d.Reason)
-	return "", denied(what, v, d)
+	return "", denied(kind, address, what, v, d)
 }
 
 // ReadFacts reads what n needs of root: each signer's verdict and the
