@@ -200,8 +200,19 @@ func (e *serverEvents) decided(d source.Decision) {
 	if !e.sent.first(d.Generation, key, d.Asked) {
 		return
 	}
-	e.d.Emit(context.Background(), events.New(e.source, events.PolicyDecision{
-		Denied: !d.Allow, Address: d.Address, Version: version, Rule: d.Rule, Reason: reason}))
+	e.d.Emit(context.Background(), decisionEvent(e.source, key, events.PolicyDecision{
+		Denied: !d.Allow, Address: d.Address, Version: version, Rule: d.Rule, Reason: reason}, time.Now()))
+}
+
+// decisionEvent is the event of a decision: its ID is made of the
+// decision (its key) and the day (UTC), so that the replicas of a fleet,
+// each deciding the same, send one event a day that a shared claimer
+// delivers once (webhook.FleetClaimer), and a later day's is an event of
+// its own.
+func decisionEvent(source string, key decisionKey, data events.PolicyDecision, now time.Time) events.Event {
+	ev := events.New(source, data)
+	ev.ID = events.StableID(ev.Type, key.kind, ev.Subject, key.rule, key.client, now.UTC().Format(time.DateOnly))
+	return ev
 }
 
 // eventReason is the reason a decision's event gives: a denial's
@@ -248,8 +259,8 @@ func (e *serverEvents) refused(gen uint64, d *source.Denied, who audit.Caller) {
 	if !e.sent.first(gen, key, true) { // a request's version: it may exist nowhere
 		return
 	}
-	e.d.Emit(context.Background(), events.New(e.source, events.PolicyDecision{
-		Denied: true, Address: d.Address, Version: d.Version, Rule: d.Rule, Reason: d.Reason, Client: c}))
+	e.d.Emit(context.Background(), decisionEvent(e.source, key, events.PolicyDecision{
+		Denied: true, Address: d.Address, Version: d.Version, Rule: d.Rule, Reason: d.Reason, Client: c}, time.Now()))
 }
 
 // namesClient reports whether who names a client: a policy file's, an

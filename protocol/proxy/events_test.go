@@ -514,3 +514,35 @@ func keyIDOf(t *testing.T, file string) string {
 	}
 	return pgp.KeyID(kr.Entities[0].PrimaryKey.KeyId)
 }
+
+// A decision's event ID is the same in every replica that makes it on
+// the same day (one event a fleet's shared claimer delivers once), and
+// another for another client, rule, outcome or day.
+func TestDecisionEventIDs(t *testing.T) {
+	day := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	key := decisionKey{kind: "provider", address: "example.com/test/hello", version: "1.1.0", rule: "hello-policy", denied: true}
+	data := events.PolicyDecision{Denied: true, Address: key.address, Version: key.version, Rule: key.rule, Reason: "denied"}
+	id := func(k decisionKey, d events.PolicyDecision, at time.Time) string {
+		return decisionEvent("https://a.example.com", k, d, at).ID
+	}
+	first := id(key, data, day)
+	if again := decisionEvent("https://b.example.com", key, data, day.Add(13*time.Hour)).ID; again != first {
+		t.Errorf("another replica, the same day: id %s, want %s", again, first)
+	}
+	withClient := key
+	withClient.client = "ci\x00oidc\x00repo:acme/app"
+	otherRule := key
+	otherRule.rule = "other"
+	warned := data
+	warned.Denied = false
+	for name, other := range map[string]string{
+		"another client": id(withClient, data, day),
+		"another rule":   id(otherRule, data, day),
+		"warned":         id(key, warned, day),
+		"the next day":   id(key, data, day.Add(24*time.Hour)),
+	} {
+		if other == first {
+			t.Errorf("%s: the same id %s", name, first)
+		}
+	}
+}
