@@ -2,99 +2,40 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/protocol/events"
-	"github.com/oci-tofu/oci-tofu/protocol/events/webhook"
 )
 
-// webhookSink is a webhook endpoint on 127.0.0.1 that verifies each
-// delivery with the Standard Webhooks reference library (not oci-tofu's
-// code) and keeps the events it verified.
-type webhookSink struct {
-	url, secret string
-	hook        *standardwebhooks.Webhook
-
-	mu  sync.Mutex
-	got []events.Event
-	bad []string
+// servedEvents are the events a cliEventsReceiver took so far, for a
+// test of serve, which delivers after answering: they come when they come.
+type servedEvents struct {
+	rc  *cliEventsReceiver
+	all []events.Event
 }
 
-func newWebhookSink(t *testing.T) *webhookSink {
-	t.Helper()
-	k := &webhookSink{secret: webhook.NewSecret()}
-	h, err := standardwebhooks.NewWebhook(k.secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k.hook = h
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		if err := k.hook.Verify(body, r.Header); err != nil {
-			k.bad = append(k.bad, err.Error())
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		e, err := events.Parse(body)
-		if err != nil {
-			k.bad = append(k.bad, err.Error())
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		k.got = append(k.got, e)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	k.url = srv.URL + "/hook"
-	return k
-}
-
-// file writes a subscriptions file sending every event to the sink.
-func (k *webhookSink) file(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "events.yaml")
-	body := fmt.Sprintf("subscriptions:\n- name: e2e\n  url: %s\n  secrets: [%s]\n", k.url, k.secret)
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// wait returns the events of type typ and subject, once n of them
-// arrived (failing after 20 s or on a delivery the library refused).
-func (k *webhookSink) wait(t *testing.T, typ, subject string, n int) []events.Event {
+// wait returns the events of type typ and subject once n of them
+// arrived (failing after 20 s).
+func (s *servedEvents) wait(t *testing.T, typ, subject string, n int) []events.Event {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		k.mu.Lock()
+		s.all = append(s.all, s.rc.take()...)
 		var out []events.Event
-		for _, e := range k.got {
+		for _, e := range s.all {
 			if e.Type == typ && e.Subject == subject {
 				out = append(out, e)
 			}
-		}
-		bad, all := append([]string(nil), k.bad...), append([]events.Event(nil), k.got...)
-		k.mu.Unlock()
-		if len(bad) > 0 {
-			t.Fatalf("deliveries the Standard Webhooks library refused: %q", bad)
 		}
 		if len(out) >= n {
 			return out
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d %s events for %s after 20 s, want %d; got %+v", len(out), typ, subject, n, all)
+			t.Fatalf("%d %s events for %s after 20 s, want %d; got %+v", len(out), typ, subject, n, s.all)
 		}
 	}
 }
@@ -109,12 +50,13 @@ func (k *webhookSink) wait(t *testing.T, typ, subject string, n int) []events.Ev
 func TestServeEventsFromRealTofu(t *testing.T) {
 	origin := startHelloOrigin(t)
 	reg := testenv.StartRegistry(t)
-	sink := newWebhookSink(t)
+	rc := startCLIEventsReceiver(t, 0)
+	got := &servedEvents{rc: rc}
 	policyFile := filepath.Join(t.TempDir(), "policy.hcl")
 	if err := os.WriteFile(policyFile, []byte(helloPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := startServe(t, pullThroughArgs(reg, origin, "--policy", policyFile, "--events-file", sink.file(t))...)
+	s := startServe(t, pullThroughArgs(reg, origin, "--policy", policyFile, "--events-file", rc.file)...)
 	tofu := testenv.Tofu(t, networkMirrorConfig(s))
 
 	dir := testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, "1.0.0")})
@@ -122,18 +64,18 @@ func TestServeEventsFromRealTofu(t *testing.T) {
 		t.Fatalf("1.0.0 not installed:\n%s", out)
 	}
 	stored := waitForTag(t, reg, "pulled/example.com/test/hello", "1.0.0")
-	got := sink.wait(t, events.TypeVersionIngested, "example.com/test/hello@1.0.0", 1)
-	d, ok := got[0].Data.(events.VersionIngested)
-	if len(got) != 1 || !ok || d.Via != events.ViaPullThrough || d.Kind != events.KindProvider || d.Digest != stored ||
+	ingested := got.wait(t, events.TypeVersionIngested, "example.com/test/hello@1.0.0", 1)
+	d, ok := ingested[0].Data.(events.VersionIngested)
+	if len(ingested) != 1 || !ok || d.Via != events.ViaPullThrough || d.Kind != events.KindProvider || d.Digest != stored ||
 		d.Repository != reg.Host+"/pulled/example.com/test/hello" {
-		t.Errorf("version.ingested: %+v (data %+v); want one, via pull-through, digest %s", got, got[0].Data, stored)
+		t.Errorf("version.ingested: %+v (data %+v); want one, via pull-through, digest %s", ingested, ingested[0].Data, stored)
 	}
 
 	dir = testenv.WriteConfig(t, map[string]string{"main.tf": fmt.Sprintf(helloConfig, "1.1.0")})
 	if out, err := tofu.Try(t, dir, "init", "-input=false", "-no-color"); err == nil {
 		t.Fatalf("tofu installed the denied 1.1.0:\n%s", out)
 	}
-	denied := sink.wait(t, events.TypePolicyDenied, "example.com/test/hello@1.1.0", 1)
+	denied := got.wait(t, events.TypePolicyDenied, "example.com/test/hello@1.1.0", 1)
 	p, ok := denied[0].Data.(events.PolicyDecision)
 	if len(denied) != 1 || !ok || p.Rule != "hello-policy" || !strings.Contains(p.Reason, "denied") {
 		t.Errorf("policy.denied: %+v; want one, by the rule hello-policy", denied)
