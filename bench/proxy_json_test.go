@@ -50,11 +50,13 @@ func BenchmarkProxyJSON(b *testing.B) {
 	versionPath := "/v1/mirror/example.com/acme/big/1.0.0.json"
 	bin := buildOCITofu(b)
 	proxy := startJSONProxy(b, bin, reg)
+	quiet := startJSONProxy(b, bin, reg, "--log-level", "error")
+	quiet.name = "quiet"
 	body := proxyGet(b, client, proxy.url+versionPath)
 	nginxURL, nginxPid := proxyStartNginx(b, ca, versionPath, body)
 	bareURL, bare := startBareServer(b, ca, body)
 	proxyWaitHealthy(b, client, bareURL)
-	sides := []*jsonSide{proxy,
+	sides := []*jsonSide{proxy, quiet,
 		{name: "nginx", url: nginxURL, cpu: func() time.Duration { return procTreeCPU(b, nginxPid) }},
 		{name: "bare-go", url: bareURL, cpu: func() time.Duration { return procCPU(b, bare.Process.Pid) }},
 		startScopedProxy(b, bin, reg)}
@@ -130,6 +132,8 @@ func reportJSONSides(b *testing.B, sides []*jsonSide) {
 		}
 	}
 	ratio("proxy", "nginx")
+	ratio("quiet", "nginx")
+	ratio("proxy", "quiet")
 	ratio("bare-go", "nginx")
 	ratio("proxy", "bare-go")
 	ratio("baseline", "nginx")
@@ -155,18 +159,34 @@ func startScopedProxy(b *testing.B, bin string, reg *testenv.Registry) *jsonSide
 }
 
 // startJSONProxy starts `bin serve` over TLS for the benchmark's provider,
+// at serve's defaults (its log line per request at --log-level info,
+// written to a pipe the benchmark drains, as a container runtime does),
 // with extra flags.
 func startJSONProxy(b *testing.B, bin string, reg *testenv.Registry, flags ...string) *jsonSide {
 	b.Helper()
 	port := testenv.FreePort(b)
 	args := append([]string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--tls-cert", reg.CA.ServerCertFile, "--tls-key", reg.CA.ServerKeyFile,
-		"--provider-template", reg.Host + "/bench/${namespace}/${type}", "--log-level", "error"}, flags...)
-	cmd := startBenchProcess(b, exec.Command(bin, args...),
-		"SSL_CERT_FILE="+reg.CA.CertFile, "DOCKER_CONFIG="+b.TempDir())
+		"--provider-template", reg.Host + "/bench/${namespace}/${type}"}, flags...)
+	cmd := exec.Command(bin, args...)
+	drainStderr(b, cmd)
+	startBenchProcess(b, cmd, "SSL_CERT_FILE="+reg.CA.CertFile, "DOCKER_CONFIG="+b.TempDir())
 	s := &jsonSide{name: "proxy", url: fmt.Sprintf("https://localhost:%d", port), cpu: func() time.Duration { return procCPU(b, cmd.Process.Pid) }}
 	proxyWaitHealthy(b, proxyClient(reg.CA), s.url)
 	return s
+}
+
+// drainStderr makes cmd's standard error a pipe read to its end and
+// dropped, as a container runtime reads a process's log.
+func drainStderr(b *testing.B, cmd *exec.Cmd) {
+	b.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = w
+	go func() { io.Copy(io.Discard, r); r.Close() }()
+	b.Cleanup(func() { w.Close() })
 }
 
 // startBenchProcess starts cmd with extra environment, stopped at the
@@ -174,7 +194,9 @@ func startJSONProxy(b *testing.B, bin string, reg *testenv.Registry, flags ...st
 func startBenchProcess(b *testing.B, cmd *exec.Cmd, env ...string) *exec.Cmd {
 	b.Helper()
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}

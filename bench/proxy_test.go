@@ -62,13 +62,9 @@ func BenchmarkProxy(b *testing.B) {
 	proxyURL := fmt.Sprintf("https://localhost:%d", port)
 	cmd := exec.Command(bin, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--tls-cert", ca.ServerCertFile, "--tls-key", ca.ServerKeyFile,
-		"--provider-template", reg.Host+"/bench/${namespace}/${type}", "--log-level", "error")
-	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+ca.CertFile, "DOCKER_CONFIG="+b.TempDir())
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		"--provider-template", reg.Host+"/bench/${namespace}/${type}") // serve's defaults, as users run it
+	drainStderr(b, cmd)
+	startBenchProcess(b, cmd, "SSL_CERT_FILE="+ca.CertFile, "DOCKER_CONFIG="+b.TempDir())
 	client := proxyClient(ca)
 	proxyWaitHealthy(b, client, proxyURL)
 

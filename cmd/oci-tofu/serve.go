@@ -113,10 +113,11 @@ func serve(c *cli.Context) error {
 	if err := wantArgs(c, 0, 0); err != nil {
 		return err
 	}
-	logger, err := proxy.NewLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"))
+	logger, lines, err := proxy.NewLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"))
 	if err != nil {
 		return err
 	}
+	defer lines.Close()
 	opts, pf, err := serveOptions(c, logger)
 	if err != nil {
 		return err

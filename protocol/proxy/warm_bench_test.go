@@ -3,9 +3,11 @@ package proxy
 import (
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -44,9 +46,15 @@ func BenchmarkWarmVersion(b *testing.B) {
 	for _, c := range []struct {
 		name, publicURL string
 		policy          *policy.Live
-	}{{"public-url", "https://proxy.example", nil}, {"tls-host", "", nil}, {"scoped-client", "", clients}} {
+		logger          *slog.Logger
+	}{{"public-url", "https://proxy.example", nil, nil}, {"tls-host", "", nil, nil}, {"scoped-client", "", clients, nil},
+		{"default-log", "", nil, pipeLogger(b)}} {
+		logger := c.logger
+		if logger == nil {
+			logger = slog.New(slog.DiscardHandler)
+		}
 		s, err := New(Options{Client: client, ProviderMappings: mustMapping(b, "oci-layout:"+dir+"/${namespace}/${type}"),
-			Logger: slog.New(slog.DiscardHandler), PublicURL: c.publicURL, Policy: c.policy})
+			Logger: logger, PublicURL: c.publicURL, Policy: c.policy})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -75,6 +83,22 @@ func BenchmarkWarmVersion(b *testing.B) {
 			}
 		})
 	}
+}
+
+// pipeLogger is serve's logger at its defaults, writing to a pipe
+// drained as a container runtime drains a process's log.
+func pipeLogger(b *testing.B) *slog.Logger {
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	go io.Copy(io.Discard, r)
+	logger, lines, err := NewLogger(w, "text", "info")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { lines.Close(); w.Close(); r.Close() })
+	return logger
 }
 
 // processCPU is the CPU time the process has used (all threads, the
