@@ -21,6 +21,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
 	"github.com/oci-tofu/oci-tofu/protocol/oidc"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/logins"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/respond"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
@@ -174,7 +175,7 @@ func (s *Server) credentialOf(r *http.Request) (credential, error) {
 		if !ok {
 			return credential{}, errRegistryToken
 		}
-		return credential{registry: &registryID{s: s, user: user, password: password, key: sum, from: remoteAddress(r.RemoteAddr)}}, nil
+		return credential{registry: &registryID{s: s, password: password, Login: logins.Login{User: user, Key: sum, From: logins.RemoteAddress(r.RemoteAddr)}}}, nil
 	case c == nil:
 		return credential{}, errUnknownToken
 	case c.Expired(s.opts.Now()):

@@ -16,6 +16,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/logins"
 )
 
 // snippetBlock parses a usage snippet as a user pasting it would, and
@@ -140,7 +141,7 @@ func TestCatalogNoPageUnderAnotherHost(t *testing.T) {
 // Finding: with --registry-decides, the index asks the registry about
 // every module held (one login each) at once. A user's first view of a
 // catalogue of more modules than the logins' bounds allow at once
-// (defaultAddressBurst for a credential not yet accepted) was a 429, and
+// (logins.DefaultAddressBurst for a credential not yet accepted) was a 429, and
 // each login over the bound counted as a guess at the user's password,
 // so that a few views shut the user's working credential out of every
 // protocol for a cool-down; one view with a wrong password spent a login
@@ -149,7 +150,7 @@ func TestCatalogNoPageUnderAnotherHost(t *testing.T) {
 // now costs one login and sees nothing; a right one sees its modules.
 func TestCatalogRegistryDecidesIndexOfManyModules(t *testing.T) {
 	reg := teamRegistry(t)
-	const n = 3 * defaultAddressBurst
+	const n = 3 * logins.DefaultAddressBurst
 	for i := range n {
 		pushTo(t, reg, fmt.Sprintf("modules/team-a/acme/m%02d/aws", i), moduleArtifact(t, moduleZip(t, "1.0.0")), "1.0.0")
 	}

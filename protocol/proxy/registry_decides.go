@@ -15,6 +15,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/logins"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
@@ -28,7 +29,7 @@ import (
 // versions of it (repositoriesOf; oci.Client.CanRead, with a token cache
 // of its own; only a listing confirms); the answer is kept per
 // credential and repository for a bounded time, and the logins it takes
-// are bounded (registry_logins.go). What the proxy reads and caches, and
+// are bounded (protocol/proxy/logins). What the proxy reads and caches, and
 // what pull-through writes, it reads and writes with its own credential.
 
 // errRegistryToken is the 401 of a token that is no registry credential.
@@ -43,10 +44,9 @@ func registryCredential(token string) (user, password string, ok bool) {
 
 // registryID is a client the registry decides for.
 type registryID struct {
-	s              *Server
-	user, password string
-	key            [sha256.Size]byte // the token's sha256: what confirmations are kept by
-	from           string            // the remote address logins are bounded by (registry_logins.go)
+	s *Server
+	logins.Login
+	password string
 }
 
 // Reads asks the registry, or its recent answers, whether id may read
@@ -54,7 +54,7 @@ type registryID struct {
 // (repositoriesOf): each version the merged sources serve comes from
 // one of them. The first refusal is the answer.
 func (id *registryID) Reads(ctx context.Context, kind names.Kind, address string) error {
-	if err := id.s.logins.screen(id); err != nil {
+	if err := id.s.logins.Screen(id.Login); err != nil {
 		return id.refusal(kind, address, err)
 	}
 	refs, err := id.s.repositoriesOf(ctx, kind, address)
@@ -83,30 +83,30 @@ func (id *registryID) confirm(ctx context.Context, kind names.Kind, address stri
 }
 
 // refusal is the answer to id for address when the registry refused, or
-// would not be asked (errCoolingDown): the 404 an absent artifact gets,
+// would not be asked (logins.ErrCoolingDown): the 404 an absent artifact gets,
 // the same whatever the password; err itself otherwise (a 429, a
 // registry failing).
 func (id *registryID) refusal(kind names.Kind, address string, err error) error {
-	if errors.Is(err, errCoolingDown) || answeredAbout(err) {
-		return source.NotFoundf("%s %s: the registry does not let user %s read it", kind, address, id.user)
+	if errors.Is(err, logins.ErrCoolingDown) || logins.AnsweredAbout(err) {
+		return source.NotFoundf("%s %s: the registry does not let user %s read it", kind, address, id.User)
 	}
 	return err
 }
 
 // Caller is id as the audit trail names it (respond.Verified: asked
 // again once Reads has answered): a registry user, verified when the
-// registry accepted the credential (registryLogins.accepted), unverified
+// registry accepted the credential (logins.Guard.Accepted), unverified
 // (a name a token claims) otherwise.
 func (id *registryID) Caller() audit.Caller {
-	if id.s.logins.accepted(id.key) {
-		return audit.Caller{Client: id.user, Identity: audit.IdentityRegistry}
+	if id.s.logins.Accepted(id.Key) {
+		return audit.Caller{Client: id.User, Identity: audit.IdentityRegistry}
 	}
-	return audit.Caller{Client: id.user, Identity: audit.IdentityRegistryUnverified}
+	return audit.Caller{Client: id.User, Identity: audit.IdentityRegistryUnverified}
 }
 
 // Vouched reports whether the registry accepted id's credential
 // (respond.Vouched).
-func (id *registryID) Vouched() bool { return id.s.logins.accepted(id.key) }
+func (id *registryID) Vouched() bool { return id.s.logins.Accepted(id.Key) }
 
 // repositoriesOf are the repositories the registry must confirm for
 // address (of kind): of those it maps to (mappedRepositories), the ones
@@ -238,7 +238,7 @@ type confirmed struct {
 // check is the registry's answer for id and ref, asked when none is
 // kept.
 func (c *confirmations) check(ctx context.Context, id *registryID, ref oci.Reference) error {
-	k := confirmKey{id.key, ref.Name()}
+	k := confirmKey{id.Key, ref.Name()}
 	now := time.Now()
 	c.mu.Lock()
 	got, ok := c.m[k]
@@ -246,16 +246,16 @@ func (c *confirmations) check(ctx context.Context, id *registryID, ref oci.Refer
 	if ok && now.Before(got.until) {
 		return got.err
 	}
-	if err := id.s.logins.permit(id); err != nil {
+	if err := id.s.logins.Permit(id.Login); err != nil {
 		return err
 	}
-	defer id.s.logins.landed(id)
+	defer id.s.logins.Landed(id.Login)
 	c.n.Add(1)
-	took, err := id.s.client.CanReadAs(ctx, ref, id.user, id.password)
+	took, err := id.s.client.CanReadAs(ctx, ref, id.User, id.password)
 	if ctx.Err() != nil {
 		return err // the client gave up: nothing learned
 	}
-	id.s.logins.learn(id, took, err)
+	id.s.logins.Learn(id.Login, took, err)
 	ttl := c.ttl
 	if err != nil {
 		ttl /= 10

@@ -16,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/protocol/audit"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/logins"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 )
 
@@ -194,7 +195,7 @@ func TestRegistryLoginsAreBounded(t *testing.T) {
 	pushTo(t, reg, "providers/team-b/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	cooldown := 3 * time.Second
 	p := registryDecidesProxy(t, reg, Options{
-		RegistryLogins: LoginLimits{PerAddressRate: 0.5, PerAddressBurst: 5, Cooldown: cooldown},
+		RegistryLogins: logins.Limits{PerAddressRate: 0.5, PerAddressBurst: 5, Cooldown: cooldown},
 	})
 	index := func(team string) string { return "/v1/mirror/example.com/" + team + "/hello/index.json" }
 	other := p.clientFrom(t, "127.0.0.2")
@@ -256,7 +257,7 @@ func TestRegistryLoginsAreBoundedConcurrently(t *testing.T) {
 	reg := teamRegistry(t)
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	p := registryDecidesProxy(t, reg, Options{
-		RegistryLogins: LoginLimits{PerAddressRate: 0.1, PerAddressBurst: 5},
+		RegistryLogins: logins.Limits{PerAddressRate: 0.1, PerAddressBurst: 5},
 	})
 	var wg sync.WaitGroup
 	var ok atomic.Int64
@@ -324,7 +325,7 @@ func TestGuessingKeepsAKnownCredentialOutUntilItStops(t *testing.T) {
 	pushTo(t, reg, "providers/team-a/hello", releaseArtifact(t, "1.0.0"), "1.0.0")
 	cooldown := 2 * time.Second
 	p := registryDecidesProxy(t, reg, Options{
-		RegistryLogins: LoginLimits{Cooldown: cooldown},
+		RegistryLogins: logins.Limits{Cooldown: cooldown},
 	})
 	get := func(token string) int {
 		return p.do(t, http.MethodGet, "/v1/mirror/example.com/team-a/hello/index.json", bearer(token)).Status

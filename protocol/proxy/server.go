@@ -25,6 +25,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/protocol/oidc"
 	"github.com/oci-tofu/oci-tofu/protocol/policyfile"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/catalog"
+	"github.com/oci-tofu/oci-tofu/protocol/proxy/logins"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/modules"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/page"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy/providers"
@@ -193,8 +194,8 @@ type Options struct {
 	RegistryDecides    bool
 	RegistryConfirmTTL time.Duration
 	// RegistryLogins bound the logins RegistryDecides makes with clients'
-	// credentials (registry_logins.go; zero values: the defaults).
-	RegistryLogins LoginLimits
+	// credentials (protocol/proxy/logins; zero values: the defaults).
+	RegistryLogins logins.Limits
 	// Audit, when set, gets an event for every artifact delivered and
 	// every request refused, and with AuditDocuments for every document
 	// (protocol/audit). The caller closes it after the server.
@@ -241,7 +242,7 @@ type Server struct {
 	budgets    *budgets
 	identities identities          // verifies the JWTs of clients' oidc blocks
 	confirmed  confirmations       // the registry's word on who reads what (registry_decides.go)
-	logins     *registryLogins     // the bounds of the logins it takes (registry_logins.go)
+	logins     *logins.Guard       // the bounds of the logins it takes
 	client     *oci.Client         // reaches the registry (pull-through writes with it)
 	pull       *pullthrough.Engine // nil without pull-through
 	probes     *health.Probes      // /readyz and /livez (probes.go)
@@ -279,7 +280,7 @@ func New(opts Options) (*Server, error) {
 	s.budgets = newBudgets(s.metrics.Registry())
 	s.identities.opts = oidc.Options{Logger: s.log, Now: opts.Now}
 	s.confirmed = confirmations{ttl: opts.RegistryConfirmTTL, m: map[confirmKey]confirmed{}}
-	s.logins = newRegistryLogins(opts.RegistryLogins)
+	s.logins = logins.New(opts.RegistryLogins)
 	if err := s.connect(); err != nil {
 		return nil, err
 	}

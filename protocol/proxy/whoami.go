@@ -59,7 +59,7 @@ func (s *Server) serveWhoami(w http.ResponseWriter, r *http.Request) {
 		respond.WriteJSON(w, r, whoami{Authentication: "operator"})
 		return
 	case *registryID:
-		respond.WriteJSON(w, r, whoami{Authentication: "registry", Client: who.user})
+		respond.WriteJSON(w, r, whoami{Authentication: "registry", Client: who.User})
 		return
 	case scoped:
 		c = who.Client
@@ -86,7 +86,7 @@ func (s *Server) callerSummary(r *http.Request) string {
 	case err != nil:
 		return "Your token is not accepted: " + err.Error()
 	case cred.registry != nil:
-		return "Registry user " + cred.registry.user + ": the registry decides what it reads."
+		return "Registry user " + cred.registry.User + ": the registry decides what it reads."
 	case c == nil:
 		return "An operator token (--auth-token-file): it reads everything."
 	}
