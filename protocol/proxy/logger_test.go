@@ -1,38 +1,20 @@
 package proxy_test
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/protocol/proxy"
 )
-
-// lockedBuffer is a bytes.Buffer safe for one writer and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Every line from many writers arrives whole, each writer's in its
 // order, and Close returns only when all are written.
 func TestLogWriterKeepsEveryLineInOrder(t *testing.T) {
-	var out lockedBuffer
+	var out testenv.LockedBuffer
 	lw := proxy.NewLogWriter(&out)
 	const writers, lines = 8, 500
 	var wg sync.WaitGroup
@@ -71,7 +53,7 @@ func TestLogWriterKeepsEveryLineInOrder(t *testing.T) {
 // A line is written soon after it is given, with no Close and no more
 // lines behind it.
 func TestLogWriterWritesWithoutClose(t *testing.T) {
-	var out lockedBuffer
+	var out testenv.LockedBuffer
 	lw := proxy.NewLogWriter(&out)
 	defer lw.Close()
 	fmt.Fprintln(lw, "one line")
@@ -87,12 +69,12 @@ func TestLogWriterWritesWithoutClose(t *testing.T) {
 // blockedWriter blocks every write until release is closed.
 type blockedWriter struct {
 	release chan struct{}
-	lockedBuffer
+	testenv.LockedBuffer
 }
 
 func (b *blockedWriter) Write(p []byte) (int, error) {
 	<-b.release
-	return b.lockedBuffer.Write(p)
+	return b.LockedBuffer.Write(p)
 }
 
 // While the output does not take lines (a full pipe), the writer holds
