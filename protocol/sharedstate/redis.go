@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,6 +135,10 @@ func (r *Redis) do(ctx context.Context, op string, fn func(ctx context.Context, 
 	opCtx, cancel := context.WithTimeout(ctx, r.opts.OpTimeout)
 	defer cancel()
 	err := r.with(opCtx, fn)
+	if isDataError(err) {
+		r.health.ok() // Redis answered: it is up, the key is not what it should be
+		return err
+	}
 	if err != nil && !errors.Is(err, redis.ErrNil) {
 		if ctx.Err() != nil {
 			r.health.release()
@@ -144,6 +149,16 @@ func (r *Redis) do(ctx context.Context, op string, fn func(ctx context.Context, 
 	}
 	r.health.ok()
 	return err
+}
+
+// isDataError is whether err is Redis refusing an operation for a key's
+// content (WRONGTYPE: a key of another type where ours should be, left
+// or planted by another writer), not for its own state: it answered,
+// and such an error says nothing of its health (the circuit breaker
+// does not count it), only that one operation cannot be done.
+func isDataError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.Contains(string(re), "WRONGTYPE")
 }
 
 // with runs fn on a pooled connection.

@@ -182,7 +182,9 @@ func (r *recovery) stop() {
 }
 
 // recoverEntries queues again the entries the Recoverer gives back that
-// verify and that their subscription still wants.
+// verify and that their subscription still wants. A subscription whose
+// outbox cannot be read is skipped (logged when it starts failing, not
+// every pass): the others' are read all the same.
 func (d *Dispatcher) recoverEntries(ctx context.Context, rc Recoverer) {
 	d.mu.RLock()
 	workers := append([]*worker(nil), d.workers...)
@@ -192,9 +194,12 @@ func (d *Dispatcher) recoverEntries(ctx context.Context, rc Recoverer) {
 		entries, err := rc.Recover(actx, w.name, recoverBatch)
 		cancel()
 		if err != nil {
-			d.opts.Logger.Debug("events: the outbox could not be read", "subscription", w.name, "error", err.Error())
-			return
+			if !w.outboxFailing.Swap(true) {
+				d.opts.Logger.Warn("events: the outbox could not be read", "subscription", w.name, "error", err.Error())
+			}
+			continue // the others' outboxes may read
 		}
+		w.outboxFailing.Store(false)
 		s := w.sub.Load()
 		for _, e := range entries {
 			item, ok := w.open(s, e)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -337,5 +338,73 @@ func TestFleetShutdownHandsOver(t *testing.T) {
 	}
 	if n := closing.count("fleet", OutcomeFailed); n != 1 {
 		t.Errorf("the closing replica's delivery: %d failed, not 1", n)
+	}
+}
+
+// TestFleetOneBrokenOutboxStopsNoOther: outboxes of other subscriptions
+// that Redis cannot read (keys of the wrong type, planted or left by
+// something else: WRONGTYPE) neither stop the recovery of the next
+// subscription's entries nor open the shared cache's circuit breaker
+// (Redis answered); each broken outbox is logged once, not every pass.
+func TestFleetOneBrokenOutboxStopsNoOther(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	secret := NewSecret()
+	rc := newReceiver(t, []string{secret}, nil)
+	var subs []Subscription
+	conn := dialRedis(t, srv)
+	for _, name := range []string{"broken1", "broken2", "broken3"} {
+		broken := subscription(t, name, rc.srv.URL, 5*time.Second, secret)
+		broken.Types = []string{events.TypeAuditLost} // the events below are fleet's alone
+		subs = append(subs, broken)
+		if _, err := conn.Do("SET", "oci-tofu:events:outbox:"+name, "not a sorted set"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fleet := subscription(t, "fleet", rc.srv.URL, 5*time.Second, secret)
+	subs = append(subs, fleet)
+	kept := ingested("1.2.3")
+	plantEntry(t, conn, "fleet", kept, fleet.secrets[0])
+	r := newReplica(t, srv.URL(), time.Second, subs...)
+	eventually(t, "the fleet subscription's entry recovered and delivered", func() bool { return r.count("fleet", OutcomeDelivered) == 1 })
+	time.Sleep(200 * time.Millisecond) // passes enough to log again, were it logged each pass
+	later := ingested("1.2.4")
+	r.d.Emit(context.Background(), later)
+	closeNow(t, r.d)
+	log := r.log.String()
+	for _, name := range []string{"broken1", "broken2", "broken3"} {
+		if n := strings.Count(log, "outbox could not be read\" subscription="+name); n != 1 {
+			t.Errorf("the broken outbox of %s logged %d times, not once:\n%s", name, n, log)
+		}
+	}
+	if strings.Contains(log, "claim failed") {
+		t.Errorf("a claim failed (the breaker opened?):\n%s", log)
+	}
+	if got := rc.idCounts(); got[kept.ID] != 1 || got[later.ID] != 1 {
+		t.Errorf("received %v: not the kept and the later event once each", got)
+	}
+}
+
+// dialRedis is a plain connection to srv, for a test to plant keys.
+func dialRedis(t *testing.T, srv *testenv.Redis) redis.Conn {
+	t.Helper()
+	conn, err := redis.Dial("tcp", srv.Addr, redis.DialPassword(srv.Password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// plantEntry writes e into subscription's outbox, sealed with key (due
+// at once, no claim held), as a replica killed mid-delivery leaves it.
+func plantEntry(t *testing.T, conn redis.Conn, subscription string, e events.Event, key []byte) {
+	t.Helper()
+	body, _ := e.MarshalJSON()
+	entry := append(entryMAC(key, subscription, body), body...)
+	if _, err := conn.Do("SET", "oci-tofu:events:entry:"+subscription+":"+e.ID, entry, "PX", 60000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Do("ZADD", "oci-tofu:events:outbox:"+subscription, 0, e.ID); err != nil {
+		t.Fatal(err)
 	}
 }
