@@ -337,9 +337,9 @@ type worker struct {
 	dropped prometheus.Counter
 	// outboxFailing: the last Recover of its outbox failed (logged once).
 	outboxFailing atomic.Bool
-	ctx     context.Context
-	cancel  context.CancelFunc
-	done    chan struct{}
+	ctx           context.Context
+	cancel        context.CancelFunc
+	done          chan struct{}
 }
 
 func (d *Dispatcher) start(s *Subscription) *worker {
