@@ -3,6 +3,8 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"log/slog"
@@ -289,7 +291,7 @@ func TestFleetOutboxEntryMustVerify(t *testing.T) {
 	defer conn.Close()
 	put := func(e events.Event, key []byte) {
 		body, _ := e.MarshalJSON()
-		entry := append(entryMAC(key, "fleet", body), body...)
+		entry := sealEntry(key, "fleet", time.Now(), body)
 		if _, err := conn.Do("SET", "oci-tofu:events:entry:fleet:"+e.ID, entry, "PX", 60000); err != nil {
 			t.Fatal(err)
 		}
@@ -395,16 +397,83 @@ func dialRedis(t *testing.T, srv *testenv.Redis) redis.Conn {
 	return conn
 }
 
-// plantEntry writes e into subscription's outbox, sealed with key (due
-// at once, no claim held), as a replica killed mid-delivery leaves it.
+// plantEntry writes e into subscription's outbox, sealed with key now
+// (due at once, no claim held), as a replica killed mid-delivery leaves
+// it.
 func plantEntry(t *testing.T, conn redis.Conn, subscription string, e events.Event, key []byte) {
 	t.Helper()
 	body, _ := e.MarshalJSON()
-	entry := append(entryMAC(key, subscription, body), body...)
-	if _, err := conn.Do("SET", "oci-tofu:events:entry:"+subscription+":"+e.ID, entry, "PX", 60000); err != nil {
+	plantRaw(t, conn, subscription, e.ID, sealEntry(key, subscription, time.Now(), body))
+}
+
+// plantRaw writes entry into subscription's outbox under id.
+func plantRaw(t *testing.T, conn redis.Conn, subscription, id string, entry []byte) {
+	t.Helper()
+	if _, err := conn.Do("SET", "oci-tofu:events:entry:"+subscription+":"+id, entry, "PX", 60000); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Do("ZADD", "oci-tofu:events:outbox:"+subscription, 0, e.ID); err != nil {
+	if _, err := conn.Do("ZADD", "oci-tofu:events:outbox:"+subscription, 0, id); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFleetOutboxEntryOldRefused: entries sealed with the subscription's
+// secret but more than a day ago (or a day ahead: a clock far off), so
+// past their done marks, and entries of the format before entries
+// carried a time (which cannot be told from those) are refused: an old
+// entry replayed into the outbox is not sent again. One sealed now is.
+func TestFleetOutboxEntryOldRefused(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	secret := NewSecret()
+	rc := newReceiver(t, []string{secret}, nil)
+	sub := subscription(t, "fleet", rc.srv.URL, 5*time.Second, secret)
+	conn := dialRedis(t, srv)
+	key := sub.secrets[0]
+	seal := func(v string, at time.Time) events.Event {
+		e := ingested(v)
+		body, _ := e.MarshalJSON()
+		plantRaw(t, conn, "fleet", e.ID, sealEntry(key, "fleet", at, body))
+		return e
+	}
+	seal("0.1.0", time.Now().Add(-25*time.Hour))
+	seal("0.2.0", time.Now().Add(25*time.Hour))
+	v1 := ingested("0.3.0")
+	body, _ := v1.MarshalJSON()
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("oci-tofu webhook outbox v1\x00fleet\x00"))
+	mac.Write(body)
+	plantRaw(t, conn, "fleet", v1.ID, append(mac.Sum(nil), body...)) // the previous format: no time
+	fresh := seal("1.0.0", time.Now().Add(-23*time.Hour))
+	r := newReplica(t, srv.URL(), time.Second, sub)
+	eventually(t, "the fresh entry delivered", func() bool { return r.count("fleet", OutcomeDelivered) == 1 })
+	eventually(t, "the old entries refused", func() bool {
+		log := r.log.String()
+		return strings.Count(log, "sealed more than a day ago") == 2 && strings.Count(log, "does not verify") == 1
+	})
+	closeNow(t, r.d)
+	if got := rc.idCounts(); len(got) != 1 || got[fresh.ID] != 1 {
+		t.Errorf("received %v, not the fresh entry's event once", got)
+	}
+}
+
+// An entry recovered and sealed again (its delivery claimed anew) keeps
+// the time it was first sealed: handing an event from replica to
+// replica does not make it young again.
+func TestOutboxEntryKeepsFirstSealTime(t *testing.T) {
+	sub := subscription(t, "fleet", "http://127.0.0.1:1", time.Second, NewSecret())
+	d := newDispatcher(t, Options{}, sub)
+	w := d.workers[0]
+	body, _ := ingested("1.0.0").MarshalJSON()
+	first := time.Now().Add(-20 * time.Hour).Truncate(time.Millisecond)
+	item, err := w.open(w.sub.Load(), sealEntry(sub.secrets[0], "fleet", first, body), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := w.open(w.sub.Load(), w.seal(w.sub.Load(), item), time.Now())
+	if err != nil || !again.sealed.Equal(first) {
+		t.Fatalf("sealed again: %v at %s, not at %s", err, again.sealed, first)
+	}
+	if _, err := w.open(w.sub.Load(), w.seal(w.sub.Load(), item), first.Add(maxEntryAge+time.Minute)); err != errEntryOld {
+		t.Fatalf("a day after it was first sealed: %v, not refused as old", err)
 	}
 }
