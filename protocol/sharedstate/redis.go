@@ -281,11 +281,18 @@ func (l *redisLease) Release() {
 	})
 }
 
-// RedactURL is a shared cache URL fit for logs: its password replaced.
+// RedactURL is a shared cache URL fit for logs: its password replaced,
+// and so a user alone, which OpenRedis reads as the password
+// (redis://PASSWORD@host, as redis-cli does).
 func RedactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(an unparsable URL)"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); !ok {
+			u.User = url.User("xxxxx")
+		}
 	}
 	return u.Redacted()
 }
