@@ -477,3 +477,49 @@ func TestOutboxEntryKeepsFirstSealTime(t *testing.T) {
 		t.Fatalf("a day after it was first sealed: %v, not refused as old", err)
 	}
 }
+
+// TestFleetRedisGoneMidLease: Redis becomes unreachable from the replica
+// delivering an event only it emitted, mid-delivery (a partition: Redis
+// keeps its keys). The delivery ends delivered, but its done mark cannot
+// be written: once its lease expires another replica takes it from the
+// outbox and delivers it once more, with the same ID, and then no more
+// (no storm); the cut-off replica closes at once, its claim's renewal
+// stopped.
+func TestFleetRedisGoneMidLease(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	secret := NewSecret()
+	held, release := make(chan struct{}), make(chan struct{})
+	rc := newReceiver(t, []string{secret}, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			close(held)
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	sub := subscription(t, "fleet", rc.srv.URL, MaxTimeout, secret)
+	front := testenv.StartDelayFront(t, srv.Addr, 0)
+	cut := newReplica(t, "redis://:"+srv.Password+"@"+front.Host+"/0", time.Second, sub)
+	other := newReplica(t, srv.URL(), time.Second, sub)
+	e := ingested("1.0.0")
+	cut.d.Emit(context.Background(), e)
+	<-held
+	front.Cut()
+	close(release)
+	eventually(t, "the cut-off replica delivered", func() bool { return cut.count("fleet", OutcomeDelivered) == 1 })
+	start := time.Now()
+	closeNow(t, cut.d)
+	cut.store.Close()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the cut-off replica took %s to close", took)
+	}
+	eventually(t, "the other replica delivered it again", func() bool { return other.count("fleet", OutcomeDelivered) == 1 })
+	time.Sleep(3 * time.Second) // three leases: a storm would show
+	closeNow(t, other.d)
+	requests, verified, bad := rc.counts()
+	if requests != 2 || verified != 2 || len(bad) > 0 {
+		t.Fatalf("%d requests, %d verified, not 2; refused %v", requests, verified, bad)
+	}
+	if got := rc.idCounts(); got[e.ID] != 2 {
+		t.Errorf("not the event's ID in both: %v", got)
+	}
+}
