@@ -193,7 +193,12 @@ func closeWrite(c net.Conn) {
 	c.Close()
 }
 
-// close stops accepting, drops open connections and waits for the relays.
+// Cut stops the front before the test ends, as a network partition
+// would: open connections are dropped, new ones refused.
+func (d *DelayFront) Cut() { d.close() }
+
+// close stops accepting, drops open connections and waits for the relays
+// (again: nothing more).
 func (d *DelayFront) close() {
 	d.l.Close()
 	d.mu.Lock()

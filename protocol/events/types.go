@@ -18,8 +18,12 @@ const (
 	TypeAuditLost             = "io.oci-tofu.audit.lost.v1"
 )
 
-// schemaV1 is the schema version of every type's data so far.
-const schemaV1 = "1.0"
+// schemaV1 is the schema version of every type's data so far, but
+// origin.keys-changed's (schemaV1_1: it added the omitted counts).
+const (
+	schemaV1   = "1.0"
+	schemaV1_1 = "1.1"
+)
 
 // Kind is what a version is of.
 type Kind string
@@ -146,9 +150,14 @@ type VulnerabilityDetected struct {
 // subject is the address alone.
 type OriginKeysChanged struct {
 	Address string `json:"address"`
-	// OldKeyIDs and NewKeyIDs are the GPG key IDs before and after.
-	OldKeyIDs []string `json:"old_key_ids"`
-	NewKeyIDs []string `json:"new_key_ids"`
+	// OldKeyIDs and NewKeyIDs are the GPG key IDs before and after, at
+	// most 100 of each (sorted; the verifying key always among the new
+	// ones); OldKeyIDsOmitted and NewKeyIDsOmitted count the others
+	// (schema 1.1: an origin may list thousands).
+	OldKeyIDs        []string `json:"old_key_ids"`
+	NewKeyIDs        []string `json:"new_key_ids"`
+	OldKeyIDsOmitted int      `json:"old_key_ids_omitted,omitempty"`
+	NewKeyIDsOmitted int      `json:"new_key_ids_omitted,omitempty"`
 }
 
 // AuditLost is audit events the proxy could not write (type
@@ -181,7 +190,7 @@ func (VulnerabilityDetected) EventSchemaVersion() string { return schemaV1 }
 func (d VulnerabilityDetected) EventSubject() string     { return subject(d.Address, d.Version) }
 
 func (OriginKeysChanged) EventType() string          { return TypeOriginKeysChanged }
-func (OriginKeysChanged) EventSchemaVersion() string { return schemaV1 }
+func (OriginKeysChanged) EventSchemaVersion() string { return schemaV1_1 }
 func (d OriginKeysChanged) EventSubject() string     { return d.Address }
 
 func (AuditLost) EventType() string          { return TypeAuditLost }

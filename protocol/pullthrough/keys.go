@@ -16,27 +16,51 @@ import (
 // verified with (two registry requests).
 const keysCheckTimeout = 10 * time.Second
 
+// maxEventKeyIDs bounds the key IDs an origin.keys-changed event names
+// of the old keys, and of the new (an origin may list thousands; an
+// event stays small enough to be kept in a fleet's outbox).
+const maxEventKeyIDs = 100
+
 // keysCheck is what a provider pull knows of the keys its release was
 // verified with, for the origin.keys-changed check once it is stored.
 type keysCheck struct {
 	address string        // the provider as served
 	version names.Version // the version stored
 	signer  string        // the key ID that verified it
-	listed  []string      // the key IDs the origin lists for it, sorted
+	// listed are the key IDs the origin lists for it, sorted, at most
+	// maxEventKeyIDs (the signer among them if listed); omitted counts
+	// the others.
+	listed  []string
+	omitted int
 }
 
 // newKeysCheck is the check of a provider release verified with the key
 // signer, the origin listing keys.
 func newKeysCheck(address string, v names.Version, signer string, keys []*pgp.Keyring) *keysCheck {
-	c := &keysCheck{address: address, version: v, signer: signer}
+	var listed []string
 	for _, k := range keys {
 		for _, e := range k.Entities {
-			c.listed = append(c.listed, pgp.KeyID(e.PrimaryKey.KeyId))
+			listed = append(listed, pgp.KeyID(e.PrimaryKey.KeyId))
 		}
 	}
-	slices.Sort(c.listed)
-	c.listed = slices.Compact(c.listed)
+	c := &keysCheck{address: address, version: v, signer: signer}
+	c.listed, c.omitted = boundedKeyIDs(listed, signer)
 	return c
+}
+
+// boundedKeyIDs are ids sorted and without repeats, at most
+// maxEventKeyIDs of them (the first, and must among them if ids has
+// it), and how many others were left out.
+func boundedKeyIDs(ids []string, must string) ([]string, int) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	if len(ids) <= maxEventKeyIDs {
+		return ids, 0
+	}
+	kept := slices.Clone(ids[:maxEventKeyIDs])
+	if must != "" && !slices.Contains(kept, must) && slices.Contains(ids, must) {
+		kept[len(kept)-1] = must // it sorts after every other kept one
+	}
+	return kept, len(ids) - len(kept)
 }
 
 // checkOriginKeys sends origin.keys-changed when the key that verified
@@ -61,9 +85,8 @@ func (e *Engine) checkOriginKeys(p *Pull) {
 			return
 		}
 		c := p.keys
-		id := events.StableID(events.TypeOriginKeysChanged, c.address, c.version.String(), c.signer)
-		ev := events.New(e.source, events.OriginKeysChanged{Address: c.address, OldKeyIDs: old, NewKeyIDs: c.newKeyIDs()})
-		ev.ID = id
+		ev := events.New(e.source, keysChangedData(c, old))
+		ev.ID = events.StableID(events.TypeOriginKeysChanged, c.address, c.version.String(), c.signer)
 		e.events.Emit(ctx, ev)
 	})
 }
@@ -85,13 +108,18 @@ func (e *Engine) background(f func()) {
 	}()
 }
 
-// newKeyIDs are the keys the event names as the new ones: those the
-// origin lists, the verifying one among them.
-func (c *keysCheck) newKeyIDs() []string {
-	if slices.Contains(c.listed, c.signer) {
-		return c.listed
+// keysChangedData is the event's data: the earlier version's keys old
+// and those the origin lists now (the verifying one among them), each
+// bounded (boundedKeyIDs) with the count of those left out.
+func keysChangedData(c *keysCheck, old []string) events.OriginKeysChanged {
+	d := events.OriginKeysChanged{Address: c.address, NewKeyIDs: c.listed, NewKeyIDsOmitted: c.omitted}
+	d.OldKeyIDs, d.OldKeyIDsOmitted = boundedKeyIDs(old, "")
+	if !slices.Contains(d.NewKeyIDs, c.signer) { // the origin does not list it
+		var more int
+		d.NewKeyIDs, more = boundedKeyIDs(append(slices.Clone(d.NewKeyIDs), c.signer), c.signer)
+		d.NewKeyIDsOmitted += more
 	}
-	return append(slices.Clone(c.listed), c.signer)
+	return d
 }
 
 // earlierSigningKeys are the key IDs the version of repo nearest below v

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,6 +135,10 @@ func (r *Redis) do(ctx context.Context, op string, fn func(ctx context.Context, 
 	opCtx, cancel := context.WithTimeout(ctx, r.opts.OpTimeout)
 	defer cancel()
 	err := r.with(opCtx, fn)
+	if isDataError(err) {
+		r.health.ok() // Redis answered: it is up, the key is not what it should be
+		return err
+	}
 	if err != nil && !errors.Is(err, redis.ErrNil) {
 		if ctx.Err() != nil {
 			r.health.release()
@@ -144,6 +149,16 @@ func (r *Redis) do(ctx context.Context, op string, fn func(ctx context.Context, 
 	}
 	r.health.ok()
 	return err
+}
+
+// isDataError is whether err is Redis refusing an operation for a key's
+// content (WRONGTYPE: a key of another type where ours should be, left
+// or planted by another writer), not for its own state: it answered,
+// and such an error says nothing of its health (the circuit breaker
+// does not count it), only that one operation cannot be done.
+func isDataError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.Contains(string(re), "WRONGTYPE")
 }
 
 // with runs fn on a pooled connection.
@@ -266,11 +281,18 @@ func (l *redisLease) Release() {
 	})
 }
 
-// RedactURL is a shared cache URL fit for logs: its password replaced.
+// RedactURL is a shared cache URL fit for logs: its password replaced,
+// and so a user alone, which OpenRedis reads as the password
+// (redis://PASSWORD@host, as redis-cli does).
 func RedactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(an unparsable URL)"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); !ok {
+			u.User = url.User("xxxxx")
+		}
 	}
 	return u.Redacted()
 }

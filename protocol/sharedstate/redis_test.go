@@ -249,3 +249,29 @@ func TestRedisCallerCancellationIsNotAFailure(t *testing.T) {
 		t.Errorf("logged:\n%s", log.String())
 	}
 }
+
+// A URL naming the password as its user alone (redis://PASSWORD@host,
+// which redis-cli and OpenRedis read as the password) is as redacted as
+// one with user:password: Redis stopped, the log names no password;
+// RedactURL hides it.
+func TestRedisPasswordAsUserRedacted(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	var log bytes.Buffer
+	s := openRedis(t, "redis://"+srv.Password+"@"+srv.Addr+"/0", &log)
+	ctx := context.Background()
+	if err := s.Put(ctx, "k", []byte("v"), time.Minute); err != nil {
+		t.Fatalf("the password as the URL's user does not authenticate: %v", err)
+	}
+	srv.Stop()
+	if _, _, err := s.Get(ctx, "k"); !errors.Is(err, sharedstate.ErrUnavailable) || strings.Contains(err.Error(), srv.Password) {
+		t.Fatalf("get with redis down: %v", err)
+	}
+	if !strings.Contains(log.String(), "shared cache unavailable") || strings.Contains(log.String(), srv.Password) {
+		t.Fatalf("the log shows the password, or nothing:\n%s", log.String())
+	}
+	for _, u := range []string{"redis://" + srv.Password + "@h:6379", "rediss://" + srv.Password + "@h/1", "redis://u:" + srv.Password + "@h"} {
+		if got := sharedstate.RedactURL(u); strings.Contains(got, srv.Password) || !strings.Contains(got, "xxxxx") {
+			t.Errorf("RedactURL(%q) = %q", u, got)
+		}
+	}
+}

@@ -3,17 +3,23 @@ package cliemit
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/protocol/events"
 	"github.com/oci-tofu/oci-tofu/protocol/events/webhook"
+	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 )
 
 // subscriptionsFile is a file of one subscription to url (its path
@@ -92,5 +98,58 @@ func TestCloseIsBounded(t *testing.T) {
 	if err == nil || !strings.Contains(out, "gave up waiting") || !strings.Contains(out, "subscription=hook") ||
 		!strings.Contains(out, "the registry was changed all the same") || strings.Contains(out, "secret-token-path") {
 		t.Fatalf("Close: %v; stderr:\n%s", err, out)
+	}
+}
+
+// collecting is an endpoint answering 204 that keeps the subjects of the
+// events it receives.
+func collecting(t *testing.T) (*httptest.Server, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var subjects []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e struct {
+			Subject string `json:"subject"`
+		}
+		json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&e)
+		mu.Lock()
+		subjects = append(subjects, e.Subject)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Sorted(slices.Values(subjects))
+	}
+}
+
+// A mirror run whose versions failed (before or after their tag: an
+// attestation that failed after storing), were denied or found complete
+// announces none of them, only the one stored; a push that wrote
+// nothing (up to date) or into a layout announces nothing.
+func TestOnlyWhatWasWrittenIsAnnounced(t *testing.T) {
+	srv, got := collecting(t)
+	var stderr bytes.Buffer
+	s, err := Open(Options{File: subscriptionsFile(t, srv.URL), Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := "oci.example.com/providers/acme/aws:"
+	s.Mirrored([]ingest.Result{
+		{Provider: "origin.example.com/acme/aws", Version: "1.0.0", Reference: ref + "1.0.0", Digest: "sha256:" + strings.Repeat("1", 64)},
+		{Provider: "origin.example.com/acme/aws", Version: "1.1.0", Error: "a platform's download failed"},
+		{Provider: "origin.example.com/acme/aws", Version: "1.2.0", Reference: ref + "1.2.0", Digest: "sha256:" + strings.Repeat("2", 64), Error: "stored, but signing and attesting it failed"},
+		{Provider: "origin.example.com/acme/aws", Version: "1.3.0", Denied: "rule r"},
+		{Provider: "origin.example.com/acme/aws", Version: "1.4.0", Reference: ref + "1.4.0", Digest: "sha256:" + strings.Repeat("4", 64), Skipped: true},
+	})
+	s.Pushed(events.KindProvider, "registry.opentofu.org/acme/aws", "oci.example.com/providers/acme/aws", []string{"2.0.0"}, oci.PushResult{UpToDate: true})
+	s.Pushed(events.KindProvider, "registry.opentofu.org/acme/aws", oci.LayoutPrefix+"/tmp/x", []string{"2.1.0"}, oci.PushResult{})
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v; stderr:\n%s", err, stderr.String())
+	}
+	if subjects := got(); !slices.Equal(subjects, []string{"origin.example.com/acme/aws@1.0.0"}) {
+		t.Errorf("announced %v, not the one version stored", subjects)
 	}
 }

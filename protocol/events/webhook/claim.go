@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/oci-tofu/oci-tofu/protocol/events"
+	"github.com/oci-tofu/oci-tofu/protocol/sharedstate"
 )
 
 // What a worker's claim decided.
@@ -31,7 +34,7 @@ const (
 // process holds it. A Claimer that cannot be asked gives the delivery to
 // this process (at least once).
 func (w *worker) claim(item queued) (Hold, claimVerdict) {
-	entry := w.seal(w.sub.Load(), item.body)
+	entry := w.seal(w.sub.Load(), item)
 	wait := firstClaimWait
 	for {
 		ctx, cancel := context.WithTimeout(w.ctx, claimTimeout)
@@ -96,49 +99,89 @@ const DefaultRecoverEvery = 5 * time.Second
 // recoverBatch bounds the entries asked for per subscription each time.
 const recoverBatch = 64
 
-// entryMACSize is the length of the MAC an entry begins with.
-const entryMACSize = sha256.Size
+// An entry is the MAC (entryMACSize bytes), when it was first sealed
+// (entryTimeSize: Unix milliseconds, big-endian), then the event.
+const (
+	entryMACSize  = sha256.Size
+	entryTimeSize = 8
+)
 
-// seal is item's entry: an HMAC-SHA256 of the subscription's name and
-// the event, keyed with its first secret, then the event. What is read
-// back from a shared store is delivered (signed) only when it verifies
-// with one of the subscription's secrets: a store's writer that knows
-// none cannot make the proxy sign its events.
-func (w *worker) seal(s *Subscription, body []byte) []byte {
+// maxEntryAge bounds how long after it was first sealed an entry is
+// delivered again: a fleet's done marks are kept that long
+// (sharedstate.DefaultClaimMemory), so an entry older than them, replayed
+// into the outbox by whoever can write to Redis, would be sent again.
+// An entry sealed that far in the future (a replica's clock far off) is
+// refused too.
+const maxEntryAge = sharedstate.DefaultClaimMemory
+
+// seal is item's entry: an HMAC-SHA256 of the subscription's name, the
+// time it was first sealed (now, or when the entry it was recovered
+// from was) and the event, keyed with the subscription's first secret,
+// then that time and the event. What is read back from a shared store
+// is delivered (signed) only when it verifies with one of the
+// subscription's secrets: a store's writer that knows none cannot make
+// the proxy sign its events, nor make an old entry look new.
+func (w *worker) seal(s *Subscription, item queued) []byte {
 	if len(s.secrets) == 0 {
 		return nil
 	}
-	return append(entryMAC(s.secrets[0], w.name, body), body...)
+	at := item.sealed
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return sealEntry(s.secrets[0], w.name, at, item.body)
 }
 
-func entryMAC(key []byte, subscription string, body []byte) []byte {
+// sealEntry is the entry of body for subscription, sealed at at with key.
+func sealEntry(key []byte, subscription string, at time.Time, body []byte) []byte {
+	stamp := binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli()))
+	out := entryMAC(key, subscription, stamp, body)
+	return append(append(out, stamp...), body...)
+}
+
+func entryMAC(key []byte, subscription string, stamp, body []byte) []byte {
 	h := hmac.New(sha256.New, key)
-	h.Write([]byte("oci-tofu webhook outbox v1\x00" + subscription + "\x00"))
+	h.Write([]byte("oci-tofu webhook outbox v2\x00" + subscription + "\x00"))
+	h.Write(stamp)
 	h.Write(body)
 	return h.Sum(nil)
 }
 
-// open reads an entry back: the event queued again, false when it does
-// not verify or is not an event.
-func (w *worker) open(s *Subscription, entry []byte) (queued, bool) {
-	if len(entry) <= entryMACSize {
-		return queued{}, false
+// Why an entry was not queued again.
+var (
+	errEntryUnverified = errors.New("an outbox entry that does not verify with the subscription's secrets (or is of the format before entries carried their time) was ignored")
+	errEntryOld        = errors.New("an outbox entry sealed more than a day ago (or ahead) was ignored: its done mark may be forgotten")
+	errEntryNotEvent   = errors.New("an outbox entry that is not an event was ignored")
+)
+
+// open reads an entry back: the event queued again (with when it was
+// first sealed), or why not.
+func (w *worker) open(s *Subscription, entry []byte, now time.Time) (queued, error) {
+	if len(entry) <= entryMACSize+entryTimeSize {
+		return queued{}, errEntryUnverified
 	}
-	mac, body := entry[:entryMACSize], entry[entryMACSize:]
+	mac, stamp, body := entry[:entryMACSize], entry[entryMACSize:entryMACSize+entryTimeSize], entry[entryMACSize+entryTimeSize:]
 	verified := false
 	for _, k := range s.secrets {
-		verified = verified || hmac.Equal(mac, entryMAC(k, w.name, body))
+		verified = verified || hmac.Equal(mac, entryMAC(k, w.name, stamp, body))
+	}
+	if !verified {
+		return queued{}, errEntryUnverified
+	}
+	at := time.UnixMilli(int64(binary.BigEndian.Uint64(stamp)))
+	if age := now.Sub(at); age > maxEntryAge || age < -maxEntryAge {
+		return queued{}, errEntryOld
 	}
 	var head struct {
 		ID      string `json:"id"`
 		Type    string `json:"type"`
 		Subject string `json:"subject"`
 	}
-	if !verified || json.Unmarshal(body, &head) != nil || head.ID == "" || head.Type == "" {
-		return queued{}, false
+	if json.Unmarshal(body, &head) != nil || head.ID == "" || head.Type == "" {
+		return queued{}, errEntryNotEvent
 	}
 	address := events.Event{Subject: head.Subject}.Address() // what the filters match, as Emit found it
-	return queued{id: head.ID, typ: head.Type, subject: head.Subject, address: address, body: append([]byte(nil), body...)}, true
+	return queued{id: head.ID, typ: head.Type, subject: head.Subject, address: address, body: append([]byte(nil), body...), sealed: at}, nil
 }
 
 // recovery asks the Recoverer every RecoverEvery for the entries of each
@@ -182,7 +225,9 @@ func (r *recovery) stop() {
 }
 
 // recoverEntries queues again the entries the Recoverer gives back that
-// verify and that their subscription still wants.
+// verify and that their subscription still wants. A subscription whose
+// outbox cannot be read is skipped (logged when it starts failing, not
+// every pass): the others' are read all the same.
 func (d *Dispatcher) recoverEntries(ctx context.Context, rc Recoverer) {
 	d.mu.RLock()
 	workers := append([]*worker(nil), d.workers...)
@@ -192,14 +237,17 @@ func (d *Dispatcher) recoverEntries(ctx context.Context, rc Recoverer) {
 		entries, err := rc.Recover(actx, w.name, recoverBatch)
 		cancel()
 		if err != nil {
-			d.opts.Logger.Debug("events: the outbox could not be read", "subscription", w.name, "error", err.Error())
-			return
+			if !w.outboxFailing.Swap(true) {
+				d.opts.Logger.Warn("events: the outbox could not be read", "subscription", w.name, "error", err.Error())
+			}
+			continue // the others' outboxes may read
 		}
+		w.outboxFailing.Store(false)
 		s := w.sub.Load()
 		for _, e := range entries {
-			item, ok := w.open(s, e)
-			if !ok {
-				d.opts.Logger.Warn("events: an outbox entry that does not verify with the subscription's secrets was ignored", "subscription", w.name)
+			item, err := w.open(s, e, time.Now())
+			if err != nil {
+				d.opts.Logger.Warn("events: "+err.Error(), "subscription", w.name)
 				continue
 			}
 			if !s.Wants(item.typ, events.Event{Subject: item.subject}.Address()) {

@@ -335,9 +335,11 @@ type worker struct {
 	removed atomic.Bool
 	// dropped is the metric's series, looked up once: Emit adds to it.
 	dropped prometheus.Counter
-	ctx     context.Context
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// outboxFailing: the last Recover of its outbox failed (logged once).
+	outboxFailing atomic.Bool
+	ctx           context.Context
+	cancel        context.CancelFunc
+	done          chan struct{}
 }
 
 func (d *Dispatcher) start(s *Subscription) *worker {

@@ -3,10 +3,13 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -288,7 +291,7 @@ func TestFleetOutboxEntryMustVerify(t *testing.T) {
 	defer conn.Close()
 	put := func(e events.Event, key []byte) {
 		body, _ := e.MarshalJSON()
-		entry := append(entryMAC(key, "fleet", body), body...)
+		entry := sealEntry(key, "fleet", time.Now(), body)
 		if _, err := conn.Do("SET", "oci-tofu:events:entry:fleet:"+e.ID, entry, "PX", 60000); err != nil {
 			t.Fatal(err)
 		}
@@ -337,5 +340,186 @@ func TestFleetShutdownHandsOver(t *testing.T) {
 	}
 	if n := closing.count("fleet", OutcomeFailed); n != 1 {
 		t.Errorf("the closing replica's delivery: %d failed, not 1", n)
+	}
+}
+
+// TestFleetOneBrokenOutboxStopsNoOther: outboxes of other subscriptions
+// that Redis cannot read (keys of the wrong type, planted or left by
+// something else: WRONGTYPE) neither stop the recovery of the next
+// subscription's entries nor open the shared cache's circuit breaker
+// (Redis answered); each broken outbox is logged once, not every pass.
+func TestFleetOneBrokenOutboxStopsNoOther(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	secret := NewSecret()
+	rc := newReceiver(t, []string{secret}, nil)
+	var subs []Subscription
+	conn := dialRedis(t, srv)
+	for _, name := range []string{"broken1", "broken2", "broken3"} {
+		broken := subscription(t, name, rc.srv.URL, 5*time.Second, secret)
+		broken.Types = []string{events.TypeAuditLost} // the events below are fleet's alone
+		subs = append(subs, broken)
+		if _, err := conn.Do("SET", "oci-tofu:events:outbox:"+name, "not a sorted set"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fleet := subscription(t, "fleet", rc.srv.URL, 5*time.Second, secret)
+	subs = append(subs, fleet)
+	kept := ingested("1.2.3")
+	plantEntry(t, conn, "fleet", kept, fleet.secrets[0])
+	r := newReplica(t, srv.URL(), time.Second, subs...)
+	eventually(t, "the fleet subscription's entry recovered and delivered", func() bool { return r.count("fleet", OutcomeDelivered) == 1 })
+	time.Sleep(200 * time.Millisecond) // passes enough to log again, were it logged each pass
+	later := ingested("1.2.4")
+	r.d.Emit(context.Background(), later)
+	closeNow(t, r.d)
+	log := r.log.String()
+	for _, name := range []string{"broken1", "broken2", "broken3"} {
+		if n := strings.Count(log, "outbox could not be read\" subscription="+name); n != 1 {
+			t.Errorf("the broken outbox of %s logged %d times, not once:\n%s", name, n, log)
+		}
+	}
+	if strings.Contains(log, "claim failed") {
+		t.Errorf("a claim failed (the breaker opened?):\n%s", log)
+	}
+	if got := rc.idCounts(); got[kept.ID] != 1 || got[later.ID] != 1 {
+		t.Errorf("received %v: not the kept and the later event once each", got)
+	}
+}
+
+// dialRedis is a plain connection to srv, for a test to plant keys.
+func dialRedis(t *testing.T, srv *testenv.Redis) redis.Conn {
+	t.Helper()
+	conn, err := redis.Dial("tcp", srv.Addr, redis.DialPassword(srv.Password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// plantEntry writes e into subscription's outbox, sealed with key now
+// (due at once, no claim held), as a replica killed mid-delivery leaves
+// it.
+func plantEntry(t *testing.T, conn redis.Conn, subscription string, e events.Event, key []byte) {
+	t.Helper()
+	body, _ := e.MarshalJSON()
+	plantRaw(t, conn, subscription, e.ID, sealEntry(key, subscription, time.Now(), body))
+}
+
+// plantRaw writes entry into subscription's outbox under id.
+func plantRaw(t *testing.T, conn redis.Conn, subscription, id string, entry []byte) {
+	t.Helper()
+	if _, err := conn.Do("SET", "oci-tofu:events:entry:"+subscription+":"+id, entry, "PX", 60000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Do("ZADD", "oci-tofu:events:outbox:"+subscription, 0, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFleetOutboxEntryOldRefused: entries sealed with the subscription's
+// secret but more than a day ago (or a day ahead: a clock far off), so
+// past their done marks, and entries of the format before entries
+// carried a time (which cannot be told from those) are refused: an old
+// entry replayed into the outbox is not sent again. One sealed now is.
+func TestFleetOutboxEntryOldRefused(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	secret := NewSecret()
+	rc := newReceiver(t, []string{secret}, nil)
+	sub := subscription(t, "fleet", rc.srv.URL, 5*time.Second, secret)
+	conn := dialRedis(t, srv)
+	key := sub.secrets[0]
+	seal := func(v string, at time.Time) events.Event {
+		e := ingested(v)
+		body, _ := e.MarshalJSON()
+		plantRaw(t, conn, "fleet", e.ID, sealEntry(key, "fleet", at, body))
+		return e
+	}
+	seal("0.1.0", time.Now().Add(-25*time.Hour))
+	seal("0.2.0", time.Now().Add(25*time.Hour))
+	v1 := ingested("0.3.0")
+	body, _ := v1.MarshalJSON()
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("oci-tofu webhook outbox v1\x00fleet\x00"))
+	mac.Write(body)
+	plantRaw(t, conn, "fleet", v1.ID, append(mac.Sum(nil), body...)) // the previous format: no time
+	fresh := seal("1.0.0", time.Now().Add(-23*time.Hour))
+	r := newReplica(t, srv.URL(), time.Second, sub)
+	eventually(t, "the fresh entry delivered", func() bool { return r.count("fleet", OutcomeDelivered) == 1 })
+	eventually(t, "the old entries refused", func() bool {
+		log := r.log.String()
+		return strings.Count(log, "sealed more than a day ago") == 2 && strings.Count(log, "does not verify") == 1
+	})
+	closeNow(t, r.d)
+	if got := rc.idCounts(); len(got) != 1 || got[fresh.ID] != 1 {
+		t.Errorf("received %v, not the fresh entry's event once", got)
+	}
+}
+
+// An entry recovered and sealed again (its delivery claimed anew) keeps
+// the time it was first sealed: handing an event from replica to
+// replica does not make it young again.
+func TestOutboxEntryKeepsFirstSealTime(t *testing.T) {
+	sub := subscription(t, "fleet", "http://127.0.0.1:1", time.Second, NewSecret())
+	d := newDispatcher(t, Options{}, sub)
+	w := d.workers[0]
+	body, _ := ingested("1.0.0").MarshalJSON()
+	first := time.Now().Add(-20 * time.Hour).Truncate(time.Millisecond)
+	item, err := w.open(w.sub.Load(), sealEntry(sub.secrets[0], "fleet", first, body), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := w.open(w.sub.Load(), w.seal(w.sub.Load(), item), time.Now())
+	if err != nil || !again.sealed.Equal(first) {
+		t.Fatalf("sealed again: %v at %s, not at %s", err, again.sealed, first)
+	}
+	if _, err := w.open(w.sub.Load(), w.seal(w.sub.Load(), item), first.Add(maxEntryAge+time.Minute)); err != errEntryOld {
+		t.Fatalf("a day after it was first sealed: %v, not refused as old", err)
+	}
+}
+
+// TestFleetRedisGoneMidLease: Redis becomes unreachable from the replica
+// delivering an event only it emitted, mid-delivery (a partition: Redis
+// keeps its keys). The delivery ends delivered, but its done mark cannot
+// be written: once its lease expires another replica takes it from the
+// outbox and delivers it once more, with the same ID, and then no more
+// (no storm); the cut-off replica closes at once, its claim's renewal
+// stopped.
+func TestFleetRedisGoneMidLease(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	secret := NewSecret()
+	held, release := make(chan struct{}), make(chan struct{})
+	rc := newReceiver(t, []string{secret}, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			close(held)
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	sub := subscription(t, "fleet", rc.srv.URL, MaxTimeout, secret)
+	front := testenv.StartDelayFront(t, srv.Addr, 0)
+	cut := newReplica(t, "redis://:"+srv.Password+"@"+front.Host+"/0", time.Second, sub)
+	other := newReplica(t, srv.URL(), time.Second, sub)
+	e := ingested("1.0.0")
+	cut.d.Emit(context.Background(), e)
+	<-held
+	front.Cut()
+	close(release)
+	eventually(t, "the cut-off replica delivered", func() bool { return cut.count("fleet", OutcomeDelivered) == 1 })
+	start := time.Now()
+	closeNow(t, cut.d)
+	cut.store.Close()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the cut-off replica took %s to close", took)
+	}
+	eventually(t, "the other replica delivered it again", func() bool { return other.count("fleet", OutcomeDelivered) == 1 })
+	time.Sleep(3 * time.Second) // three leases: a storm would show
+	closeNow(t, other.d)
+	requests, verified, bad := rc.counts()
+	if requests != 2 || verified != 2 || len(bad) > 0 {
+		t.Fatalf("%d requests, %d verified, not 2; refused %v", requests, verified, bad)
+	}
+	if got := rc.idCounts(); got[e.ID] != 2 {
+		t.Errorf("not the event's ID in both: %v", got)
 	}
 }

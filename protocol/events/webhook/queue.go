@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // queued is an event waiting for delivery: its JSON, what the recent
@@ -11,6 +12,9 @@ import (
 type queued struct {
 	id, typ, subject, address string
 	body                      []byte
+	// sealed is when the outbox entry it was recovered from was first
+	// sealed (zero for an event emitted here): sealing it again keeps it.
+	sealed time.Time
 }
 
 // queue is a subscription's bounded queue of events: a ring that, full,
