@@ -35,11 +35,19 @@ type Replica struct {
 // all stopped when the test ends.
 func StartFleet(t testing.TB, bin string, n int, env []string, args ...string) *Fleet {
 	t.Helper()
+	return StartFleetEach(t, bin, n, env, func(int) []string { return args })
+}
+
+// StartFleetEach is StartFleet with each replica's own flags: argsOf(i)
+// are replica i's (e.g. a distinct --public-url, which names the replica
+// in what it sends).
+func StartFleetEach(t testing.TB, bin string, n int, env []string, argsOf func(i int) []string) *Fleet {
+	t.Helper()
 	ca := NewCA(t)
 	f := &Fleet{Client: ca.HTTPClient()}
 	var upstreams []string
-	for range n {
-		r := startReplica(t, bin, ca, env, args)
+	for i := range n {
+		r := startReplica(t, bin, ca, env, argsOf(i))
 		f.Replicas = append(f.Replicas, r)
 		upstreams = append(upstreams, strings.TrimPrefix(r.URL, "https://localhost"))
 	}
