@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
 )
@@ -24,9 +26,11 @@ type Attester interface {
 	// predicateType.
 	Attest(ctx context.Context, repo oci.Repository, repository string, root digest.Digest, predicateType string, predicate any) error
 	// AttestOnly writes the attestation of predicate about subject, in
-	// repo, without signing subject (attest.AttachAttestation): an SBOM's,
-	// whose platform manifest the release's signed index names.
-	AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error
+	// repo, without signing subject (attest.AttachAttestationTo): an
+	// SBOM's, whose platform manifest the release's signed index names;
+	// fresh says the caller has just written subject, where it was not
+	// (no attestation of it is looked for).
+	AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, predicate any) error
 	// Key is the public key the attestations verify with.
 	Key() *attest.Verifier
 }
@@ -55,11 +59,11 @@ func (k KeyAttester) Attest(ctx context.Context, repo oci.Repository, repository
 	return err
 }
 
-// AttestOnly is attest.AttachAttestation with the key, logged.
-func (k KeyAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error {
-	at, err := attest.AttachAttestation(ctx, repo, repository, subject, k.Signer, predicateType, predicate)
+// AttestOnly is attest.AttachAttestationTo with the key, logged.
+func (k KeyAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, predicate any) error {
+	at, err := attest.AttachAttestationTo(ctx, repo, repository, subject, fresh, k.Signer, predicateType, predicate)
 	if err == nil {
-		k.log("attested %s@%s (%s%s, %s)", repository, subject, at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
+		k.log("attested %s@%s (%s%s, %s)", repository, subject.Digest, at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
 	}
 	return err
 }
@@ -115,14 +119,14 @@ func referrerNote(d digest.Digest) string {
 // (Attester.AttestOnly: no signature of the platform manifest, which the
 // release's signed index names); an SBOM found stored already is attested
 // only when the key's attestation of it is not complete.
-func SBOMAttestation(a Attester, repository string) func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
-	return func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
-		if !written {
-			if ok, err := attest.AttestationComplete(ctx, repo, manifest, a.Key(), sbom.SPDXPredicateType); err == nil && ok {
+func SBOMAttestation(a Attester, repository string) release.SBOMAttester {
+	return func(ctx context.Context, repo oci.Repository, s release.StoredSBOM) (bool, error) {
+		if !s.Written {
+			if ok, err := attest.AttestationComplete(ctx, repo, s.Manifest.Digest, a.Key(), sbom.SPDXPredicateType); err == nil && ok {
 				return false, nil
 			}
 		}
-		if err := a.AttestOnly(ctx, repo, repository, manifest, sbom.SPDXPredicateType, json.RawMessage(spdx)); err != nil {
+		if err := a.AttestOnly(ctx, repo, repository, s.Manifest, s.Fresh, sbom.SPDXPredicateType, json.RawMessage(s.SPDX)); err != nil {
 			return false, err
 		}
 		return true, nil

@@ -121,7 +121,7 @@ func (p providerKey) BeforeTag(ctx context.Context, repo oci.Repository, root oc
 	if err != nil {
 		return nil, err
 	}
-	sigRef, attRef, err := at.Refer(ctx, repo)
+	sigRef, attRef, err := at.Describe(root).Refer(ctx, repo)
 	if err != nil {
 		return nil, fmt.Errorf("signing and attesting %s failed: %w", root.Digest, err)
 	}

@@ -52,13 +52,30 @@ type SBOMOptions struct {
 	// TempDir is where executables are copied while they are read
 	// (sbom.Options.TempDir).
 	TempDir string
-	// Attest, when set, is called for each platform's SBOM Push stored:
-	// written now (written true) or found there (written false: it may
-	// check that the attestation is there already), before the tags are
-	// written. It signs the platform manifest and attests the SBOM
-	// (predicate type sbom.SPDXPredicateType, the SPDX document the
-	// predicate); its error fails the push.
-	Attest func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (attested bool, err error)
+	// Attest, when set, is called for each platform's SBOM Push stored,
+	// before the tags are written. It attests the SBOM (predicate type
+	// sbom.SPDXPredicateType, the SPDX document the predicate); its error
+	// fails the push.
+	Attest SBOMAttester
+}
+
+// SBOMAttester attests one platform's SBOM, stored in repo; attested says
+// it wrote the attestation now.
+type SBOMAttester func(ctx context.Context, repo oci.Repository, s StoredSBOM) (attested bool, err error)
+
+// StoredSBOM is what an SBOMAttester is told of one platform's SBOM.
+type StoredSBOM struct {
+	// Manifest is the platform manifest the SBOM describes.
+	Manifest ocispec.Descriptor
+	// SPDX is the document.
+	SPDX []byte
+	// Written says the SBOM was stored now; not written, it was found
+	// there (the attester may check that its attestation is there too).
+	Written bool
+	// Fresh says this push wrote the platform manifest itself (the
+	// repository did not hold it): nothing refers to it but what this
+	// push wrote, so no attestation of it is looked for.
+	Fresh bool
 }
 
 // SBOMStatus is what became of a platform's SBOM.
@@ -138,7 +155,7 @@ type SBOMSource struct {
 // with attest when set. It fails on what the registry fails (reading the
 // referrers, writing the SBOM or its attestation), not on a zip it
 // cannot describe (that platform's result says why).
-func StoreSBOMs(ctx context.Context, repo oci.Repository, sources []SBOMSource, concurrency int, attest func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error)) ([]SBOMResult, error) {
+func StoreSBOMs(ctx context.Context, repo oci.Repository, sources []SBOMSource, concurrency int, attest SBOMAttester) ([]SBOMResult, error) {
 	out := make([]SBOMResult, len(sources))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(concurrency, 1))
@@ -151,7 +168,7 @@ func StoreSBOMs(ctx context.Context, repo oci.Repository, sources []SBOMSource, 
 	return out, g.Wait()
 }
 
-func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest func(context.Context, oci.Repository, digest.Digest, []byte, bool) (bool, error)) (SBOMResult, error) {
+func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest SBOMAttester) (SBOMResult, error) {
 	r := SBOMResult{Platform: s.Platform, Manifest: s.Manifest.Digest}
 	var spdx []byte
 	var held *sbom.Stored
@@ -186,7 +203,8 @@ func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest fu
 		return r, fmt.Errorf("reading the SBOMs of %s (%s): %w", s.Platform, s.Manifest.Digest, err)
 	}
 	if attest != nil {
-		if r.Attested, err = attest(ctx, repo, s.Manifest.Digest, spdx, r.Status == SBOMWritten); err != nil {
+		stored := StoredSBOM{Manifest: s.Manifest, SPDX: spdx, Written: r.Status == SBOMWritten, Fresh: s.Written}
+		if r.Attested, err = attest(ctx, repo, stored); err != nil {
 			return r, fmt.Errorf("attesting the SBOM of %s (%s): %w", s.Platform, s.Manifest.Digest, err)
 		}
 	}

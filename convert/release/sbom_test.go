@@ -47,16 +47,19 @@ func TestPushStoresSBOMs(t *testing.T) {
 	}
 	var attested []digest.Digest
 	var mu sync.Mutex
-	rel.SBOM.Attest = func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
+	rel.SBOM.Attest = func(ctx context.Context, repo oci.Repository, s release.StoredSBOM) (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if _, err := repo.Resolve(ctx, "1.0.0"); !oci.IsNotFound(err) {
-			t.Errorf("attesting %s: the tag is there already (%v)", manifest, err)
+			t.Errorf("attesting %s: the tag is there already (%v)", s.Manifest.Digest, err)
 		}
-		if !written {
-			t.Errorf("%s: not written", manifest)
+		if !s.Written || !s.Fresh {
+			t.Errorf("%s: not written (%v) or not fresh (%v)", s.Manifest.Digest, s.Written, s.Fresh)
 		}
-		attested = append(attested, manifest)
+		if s.Manifest.MediaType != ocispec.MediaTypeImageManifest || s.Manifest.Size == 0 {
+			t.Errorf("%s: descriptor %+v", s.Manifest.Digest, s.Manifest)
+		}
+		attested = append(attested, s.Manifest.Digest)
 		return true, nil
 	}
 	res, err := rel.Push(ctx, repo, oci.PushOptions{})
