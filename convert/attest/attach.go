@@ -221,27 +221,47 @@ func AttachAttestationTo(ctx context.Context, repo oci.Repository, repository st
 	a.Describe(subject)
 	at := Attached{AttestationTag: attach.AttachmentTag(subject.Digest, attach.CosignAttestations)}
 	var g errgroup.Group
-	g.Go(func() error {
-		var held attach.Referrers
-		if !fresh {
-			if held, err = attach.ReadReferrers(ctx, repo, subject.Digest, attach.ArtifactTypeSigstoreBundle); err != nil || held.Unsupported {
-				return err
-			}
-		} else if !attach.CanListReferrers(repo) {
-			return nil
-		}
-		at.AttestationReferrer, err = a.referBundle(ctx, repo, held, a.attBundle, predicateType)
+	g.Go(func() (err error) {
+		at.AttestationReferrer, err = a.ReferAttestation(ctx, repo, fresh)
 		return err
 	})
 	g.Go(func() (err error) {
-		if fresh {
-			at.Attestation, err = freshAttachment(ctx, repo, subject.Digest, attach.CosignAttestations, a.att)
-			return err
-		}
-		at.Attestation, at.KeptAttestations, err = replaceOwn(ctx, repo, subject.Digest, attach.CosignAttestations, a.att, s.Public(), predicateType)
+		at.Attestation, at.KeptAttestations, err = a.TagAttestation(ctx, repo, fresh)
 		return err
 	})
 	return at, g.Wait()
+}
+
+// ReferAttestation writes the attestation alone (no signature) as a
+// Sigstore bundle referrer of the subject, unless the repository holds
+// the key's already; fresh: the subject was just written by the caller,
+// none is looked for. It returns the referrer, none when the repository
+// cannot list referrers.
+func (a *Attachments) ReferAttestation(ctx context.Context, repo oci.Repository, fresh bool) (digest.Digest, error) {
+	var held attach.Referrers
+	if !fresh {
+		var err error
+		if held, err = attach.ReadReferrers(ctx, repo, a.subject, attach.ArtifactTypeSigstoreBundle); err != nil || held.Unsupported {
+			return "", err
+		}
+	} else if !attach.CanListReferrers(repo) {
+		return "", nil
+	}
+	return a.referBundle(ctx, repo, held, a.attBundle, a.predicateType)
+}
+
+// TagAttestation writes the attestation alone in cosign's tag schema: the
+// subject's .att, keeping the layers other keys made (replaceOwn); fresh:
+// the subject was just written by the caller, the .att is taken to be
+// absent and holds ours alone (should it exist all the same, the write is
+// refused: oci.ErrTagMoved). It returns the .att manifest and how many
+// layers it kept.
+func (a *Attachments) TagAttestation(ctx context.Context, repo oci.Repository, fresh bool) (digest.Digest, int, error) {
+	if fresh {
+		d, err := freshAttachment(ctx, repo, a.subject, attach.CosignAttestations, a.att)
+		return d, 0, err
+	}
+	return replaceOwn(ctx, repo, a.subject, attach.CosignAttestations, a.att, a.signer.Public(), a.predicateType)
 }
 
 // freshAttachment writes the attachment of a subject this push has just

@@ -13,6 +13,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // Attester signs and attests releases as they are stored: the signature
@@ -29,8 +30,10 @@ type Attester interface {
 	// repo, without signing subject (attest.AttachAttestationTo): an
 	// SBOM's, whose platform manifest the release's signed index names;
 	// fresh says the caller has just written subject, where it was not
-	// (no attestation of it is looked for).
-	AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, predicate any) error
+	// (no attestation of it is looked for), and later, when not nil, is
+	// what is left to write (the tag-schema form), for the caller to run
+	// while it writes its tags.
+	AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, predicate any) (later func(context.Context) error, err error)
 	// Key is the public key the attestations verify with.
 	Key() *attest.Verifier
 }
@@ -59,13 +62,36 @@ func (k KeyAttester) Attest(ctx context.Context, repo oci.Repository, repository
 	return err
 }
 
-// AttestOnly is attest.AttachAttestationTo with the key, logged.
-func (k KeyAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, predicate any) error {
-	at, err := attest.AttachAttestationTo(ctx, repo, repository, subject, fresh, k.Signer, predicateType, predicate)
-	if err == nil {
-		k.log("attested %s@%s (%s%s, %s)", repository, subject.Digest, at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
+// AttestOnly is attest.AttachAttestationTo with the key, logged; for a
+// fresh subject, the bundle referrer is written now and the .att left
+// for later.
+func (k KeyAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, predicate any) (func(context.Context) error, error) {
+	if !fresh {
+		at, err := attest.AttachAttestationTo(ctx, repo, repository, subject, false, k.Signer, predicateType, predicate)
+		if err == nil {
+			k.logAttested(repository, subject.Digest, at, predicateType)
+		}
+		return nil, err
 	}
-	return err
+	a, err := attest.Sign(k.Signer, repository, subject.Digest, predicateType, predicate)
+	if err != nil {
+		return nil, err
+	}
+	at := attest.Attached{AttestationTag: attach.AttachmentTag(subject.Digest, attach.CosignAttestations)}
+	if at.AttestationReferrer, err = a.Describe(subject).ReferAttestation(ctx, repo, true); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (err error) {
+		if at.Attestation, _, err = a.TagAttestation(ctx, repo, true); err == nil {
+			k.logAttested(repository, subject.Digest, at, predicateType)
+		}
+		return err
+	}, nil
+}
+
+// logAttested logs an attestation AttestOnly wrote.
+func (k KeyAttester) logAttested(repository string, subject digest.Digest, at attest.Attached, predicateType string) {
+	k.log("attested %s@%s (%s%s, %s)", repository, subject, at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
 }
 
 // Key is the key's public half.
@@ -120,15 +146,16 @@ func referrerNote(d digest.Digest) string {
 // release's signed index names); an SBOM found stored already is attested
 // only when the key's attestation of it is not complete.
 func SBOMAttestation(a Attester, repository string) release.SBOMAttester {
-	return func(ctx context.Context, repo oci.Repository, s release.StoredSBOM) (bool, error) {
+	return func(ctx context.Context, repo oci.Repository, s release.StoredSBOM) (release.SBOMAttested, error) {
 		if !s.Written {
 			if ok, err := attest.AttestationComplete(ctx, repo, s.Manifest.Digest, a.Key(), sbom.SPDXPredicateType); err == nil && ok {
-				return false, nil
+				return release.SBOMAttested{}, nil
 			}
 		}
-		if err := a.AttestOnly(ctx, repo, repository, s.Manifest, s.Fresh, sbom.SPDXPredicateType, json.RawMessage(s.SPDX)); err != nil {
-			return false, err
+		later, err := a.AttestOnly(ctx, repo, repository, s.Manifest, s.Fresh, sbom.SPDXPredicateType, json.RawMessage(s.SPDX))
+		if err != nil {
+			return release.SBOMAttested{}, err
 		}
-		return true, nil
+		return release.SBOMAttested{Attested: true, WhileTagging: later}, nil
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -47,7 +49,8 @@ func TestPushStoresSBOMs(t *testing.T) {
 	}
 	var attested []digest.Digest
 	var mu sync.Mutex
-	rel.SBOM.Attest = func(ctx context.Context, repo oci.Repository, s release.StoredSBOM) (bool, error) {
+	var later atomic.Int32 // the writes left for while tagging, done
+	rel.SBOM.Attest = func(ctx context.Context, repo oci.Repository, s release.StoredSBOM) (release.SBOMAttested, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if _, err := repo.Resolve(ctx, "1.0.0"); !oci.IsNotFound(err) {
@@ -60,11 +63,18 @@ func TestPushStoresSBOMs(t *testing.T) {
 			t.Errorf("%s: descriptor %+v", s.Manifest.Digest, s.Manifest)
 		}
 		attested = append(attested, s.Manifest.Digest)
-		return true, nil
+		return release.SBOMAttested{Attested: true, WhileTagging: func(context.Context) error {
+			time.Sleep(10 * time.Millisecond) // Push returns once it is done
+			later.Add(1)
+			return nil
+		}}, nil
 	}
 	res, err := rel.Push(ctx, repo, oci.PushOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := later.Load(); n != 4 {
+		t.Errorf("the writes left for while tagging: %d of 4 done when Push returned", n)
 	}
 	pv, err := oci.ReadProviderIndex(ctx, repo, res.Root)
 	if err != nil {
