@@ -165,13 +165,24 @@ func (a *Attachments) Refer(ctx context.Context, repo oci.Repository) (sig, att 
 	if err != nil || held.Unsupported {
 		return "", "", err
 	}
-	// One after the other: both change the one index of referrers a
-	// registry without the API keeps under sha256-<hex>.
-	if sig, err = a.referBundle(ctx, repo, held, a.signBundle, CosignSignPredicateType); err != nil {
+	// At once: both change the one index of referrers a registry without
+	// the API keeps under sha256-<hex>, which oras-go rewrites for the
+	// two together, or one after the other, never one over the other
+	// (its changes to one index are merged within a repository object);
+	// an OCI layout writes its index.json under a lock.
+	var g errgroup.Group
+	g.Go(func() (err error) {
+		sig, err = a.referBundle(ctx, repo, held, a.signBundle, CosignSignPredicateType)
+		return err
+	})
+	g.Go(func() (err error) {
+		att, err = a.referBundle(ctx, repo, held, a.attBundle, a.predicateType)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return "", "", err
 	}
-	att, err = a.referBundle(ctx, repo, held, a.attBundle, a.predicateType)
-	return sig, att, err
+	return sig, att, nil
 }
 
 // referBundle writes a bundle of predicateType as a referrer of the

@@ -232,6 +232,11 @@ func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest SB
 		if err != nil {
 			return r, err
 		}
+		if attest != nil && s.Written {
+			// Nothing to read first: the SBOM and its attestation are
+			// written at once, their round trips overlapping.
+			return writeAndAttest(ctx, repo, s, r, spdx, doc.Created, attest)
+		}
 		d, err := sbom.Write(ctx, repo, s.Manifest, spdx, doc.Created) // none there
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", s.Platform, err)
@@ -248,6 +253,35 @@ func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest SB
 		}
 		r.Attested, r.whileTagging = a.Attested, a.WhileTagging
 	}
+	return r, nil
+}
+
+// writeAndAttest stores the SBOM of a platform manifest the push wrote
+// and attests it, at once (both are referrers of the manifest; oras-go
+// merges their changes to its referrers index, or makes them one after
+// the other).
+func writeAndAttest(ctx context.Context, repo oci.Repository, s SBOMSource, r SBOMResult, spdx []byte, created time.Time, attest SBOMAttester) (SBOMResult, error) {
+	var written ocispec.Descriptor
+	var attested SBOMAttested
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		if written, err = sbom.Write(gctx, repo, s.Manifest, spdx, created); err != nil {
+			return fmt.Errorf("%s: %w", s.Platform, err)
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		stored := StoredSBOM{Manifest: s.Manifest, SPDX: spdx, Written: true, Fresh: true}
+		if attested, err = attest(gctx, repo, stored); err != nil {
+			return fmt.Errorf("attesting the SBOM of %s (%s): %w", s.Platform, s.Manifest.Digest, err)
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return r, err
+	}
+	r.Status, r.Referrer = SBOMWritten, written.Digest
+	r.Attested, r.whileTagging = attested.Attested, attested.WhileTagging
 	return r, nil
 }
 
