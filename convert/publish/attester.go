@@ -63,8 +63,8 @@ func (k KeyAttester) Attest(ctx context.Context, repo oci.Repository, repository
 }
 
 // AttestOnly is attest.AttachAttestationTo with the key, logged; for a
-// fresh subject, the bundle referrer is written now and the .att left
-// for later.
+// fresh subject, the bundle referrer is written before it returns and the
+// .att is started (its writes go on under ctx), later waiting for it.
 func (k KeyAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, predicate any) (func(context.Context) error, error) {
 	if !fresh {
 		at, err := attest.AttachAttestationTo(ctx, repo, repository, subject, false, k.Signer, predicateType, predicate)
@@ -81,11 +81,23 @@ func (k KeyAttester) AttestOnly(ctx context.Context, repo oci.Repository, reposi
 	if at.AttestationReferrer, err = a.Describe(subject).ReferAttestation(ctx, repo, true); err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) (err error) {
+	// The .att is written from now on (its round trips overlap the
+	// rest of the push); the caller waits for it while it tags.
+	done := make(chan error, 1)
+	go func() {
+		var err error
 		if at.Attestation, _, err = a.TagAttestation(ctx, repo, true); err == nil {
 			k.logAttested(repository, subject.Digest, at, predicateType)
 		}
-		return err
+		done <- err
+	}()
+	return func(wait context.Context) error {
+		select {
+		case err := <-done:
+			return err
+		case <-wait.Done():
+			return wait.Err()
+		}
 	}, nil
 }
 

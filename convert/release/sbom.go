@@ -169,11 +169,13 @@ type SBOMSource struct {
 // cannot describe (that platform's result says why).
 func StoreSBOMs(ctx context.Context, repo oci.Repository, sources []SBOMSource, concurrency int, attest SBOMAttester) ([]SBOMResult, error) {
 	out := make([]SBOMResult, len(sources))
-	g, gctx := errgroup.WithContext(ctx)
+	// ctx as given, never one canceled when they return: an attestation
+	// may leave a write going on under it (SBOMAttested.WhileTagging).
+	var g errgroup.Group
 	g.SetLimit(max(concurrency, 1))
 	for i, s := range sources {
 		g.Go(func() (err error) {
-			out[i], err = storeSBOM(gctx, repo, s, attest)
+			out[i], err = storeSBOM(ctx, repo, s, attest)
 			return err
 		})
 	}
@@ -263,16 +265,16 @@ func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest SB
 func writeAndAttest(ctx context.Context, repo oci.Repository, s SBOMSource, r SBOMResult, spdx []byte, created time.Time, attest SBOMAttester) (SBOMResult, error) {
 	var written ocispec.Descriptor
 	var attested SBOMAttested
-	g, gctx := errgroup.WithContext(ctx)
+	var g errgroup.Group // ctx as given: the attestation may leave a write going on under it
 	g.Go(func() (err error) {
-		if written, err = sbom.Write(gctx, repo, s.Manifest, spdx, created); err != nil {
+		if written, err = sbom.Write(ctx, repo, s.Manifest, spdx, created); err != nil {
 			return fmt.Errorf("%s: %w", s.Platform, err)
 		}
 		return nil
 	})
 	g.Go(func() (err error) {
 		stored := StoredSBOM{Manifest: s.Manifest, SPDX: spdx, Written: true, Fresh: true}
-		if attested, err = attest(gctx, repo, stored); err != nil {
+		if attested, err = attest(ctx, repo, stored); err != nil {
 			return fmt.Errorf("attesting the SBOM of %s (%s): %w", s.Platform, s.Manifest.Digest, err)
 		}
 		return nil
