@@ -21,8 +21,8 @@ type keyOnly struct{ k *attest.Verifier }
 func (a keyOnly) Attest(context.Context, oci.Repository, string, digest.Digest, string, any) error {
 	return nil
 }
-func (a keyOnly) AttestOnly(context.Context, oci.Repository, string, ocispec.Descriptor, bool, string, any) error {
-	return nil
+func (a keyOnly) AttestOnly(context.Context, oci.Repository, string, ocispec.Descriptor, bool, string, any) (func(context.Context) error, error) {
+	return nil, nil
 }
 func (a keyOnly) Key() *attest.Verifier { return a.k }
 

@@ -28,9 +28,9 @@ func (a signerAttester) Attest(ctx context.Context, repo oci.Repository, reposit
 	return err
 }
 
-func (a signerAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, pred any) error {
+func (a signerAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, pred any) (func(context.Context) error, error) {
 	_, err := attest.AttachAttestationTo(ctx, repo, repository, subject, fresh, a.s, predicateType, pred)
-	return err
+	return nil, err
 }
 
 func (a signerAttester) Key() *attest.Verifier { return a.s.Public() }
