@@ -15,6 +15,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 )
 
@@ -405,7 +406,11 @@ func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult
 	if err := u.Blobs(ctx, a.Blobs); err != nil {
 		return u.result(root), err
 	}
-	for _, m := range a.Manifests {
+	rootByTag := u.rootWrittenByTag(tags)
+	for i, m := range a.Manifests {
+		if rootByTag && i == len(a.Manifests)-1 {
+			break
+		}
 		if err := u.manifestOfBlobs(ctx, m, a.Blobs); err != nil {
 			return u.result(root), err
 		}
@@ -417,17 +422,31 @@ func (u *Upload) Commit(ctx context.Context, a *Artifact, tags Tags) (PushResult
 	}
 	var slowest time.Duration
 	for _, tag := range sortedTags(tags) {
-		took, err := u.tag(ctx, root, tag, tags[tag])
+		took, err := u.tag(ctx, a.Manifests[len(a.Manifests)-1], tag, tags[tag])
 		if err != nil {
 			return u.result(root), err
 		}
 		slowest = max(slowest, took)
+	}
+	if rootByTag {
+		u.record(root, true)
 	}
 	if err := u.settle(ctx, root, tags, slowest); err != nil {
 		return u.result(root), err
 	}
 	u.recordHeld(ctx, tags)
 	return u.result(root), nil
+}
+
+// rootWrittenByTag reports whether the root manifest is written by its
+// first tag's write rather than on its own first: for content made now
+// (Fresh: the registry cannot hold it) with nothing to write between the
+// root and its tags (no BeforeTag), where the repository takes a
+// manifest with its tag (a registry). One request instead of three (the
+// manifest, then Tag's fetch of it and its write under the tag).
+func (u *Upload) rootWrittenByTag(tags Tags) bool {
+	_, ok := u.repo.(registry.ReferencePusher)
+	return ok && u.opts.Fresh && u.opts.BeforeTag == nil && len(tags) > 0
 }
 
 // recordHeld records a push that tags in the held-address index of the
@@ -554,7 +573,8 @@ func (u *Upload) manifest(ctx context.Context, m Manifest) error {
 
 // tag writes one tag after checking that it still holds what it held when
 // the push was decided; it returns how long the check and write took.
-func (u *Upload) tag(ctx context.Context, root ocispec.Descriptor, tag string, was digest.Digest) (time.Duration, error) {
+func (u *Upload) tag(ctx context.Context, rootManifest Manifest, tag string, was digest.Digest) (time.Duration, error) {
+	root := rootManifest.Descriptor
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -570,7 +590,7 @@ func (u *Upload) tag(ctx context.Context, root ocispec.Descriptor, tag string, w
 		return 0, fmt.Errorf("%w: %s held %s when this push started and holds %s now; this push (%s) leaves it alone: serialise pushes of one version",
 			ErrTagMoved, tag, orNone(was), orNone(now), root.Digest)
 	}
-	if err := u.tagWaitingOutLinks(ctx, root, tag); err != nil {
+	if err := u.tagWaitingOutLinks(ctx, rootManifest, tag); err != nil {
 		return 0, fmt.Errorf("tagging %s: %w", tag, err)
 	}
 	return time.Since(start), nil
@@ -581,9 +601,9 @@ func (u *Upload) tag(ctx context.Context, root ocispec.Descriptor, tag string, w
 // is linking that blob for another push of the same content at that
 // moment (Distribution rewrites a repository's blob link on each
 // upload of it): the tag is written again a little later, a few times.
-func (u *Upload) tagWaitingOutLinks(ctx context.Context, root ocispec.Descriptor, tag string) error {
+func (u *Upload) tagWaitingOutLinks(ctx context.Context, root Manifest, tag string) error {
 	for attempt := 0; ; attempt++ {
-		err := u.repo.Tag(ctx, root, tag)
+		err := u.tagOnce(ctx, root, tag)
 		if err == nil || attempt >= maxUploadRetries || !blobUnknown(err) {
 			return err
 		}
@@ -591,6 +611,16 @@ func (u *Upload) tagWaitingOutLinks(ctx context.Context, root ocispec.Descriptor
 			return err
 		}
 	}
+}
+
+// tagOnce writes root under tag: sending the manifest with the tag where
+// the repository takes that (a registry: one request, where Tag would
+// fetch the manifest back before sending it again).
+func (u *Upload) tagOnce(ctx context.Context, root Manifest, tag string) error {
+	if p, ok := u.repo.(registry.ReferencePusher); ok && root.Bytes != nil {
+		return p.PushReference(ctx, root.Descriptor, bytes.NewReader(root.Bytes), tag)
+	}
+	return u.repo.Tag(ctx, root.Descriptor, tag)
 }
 
 func orNone(d digest.Digest) string {

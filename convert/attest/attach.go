@@ -62,8 +62,11 @@ func Attach(ctx context.Context, repo oci.Repository, repository string, subject
 // referrers, Tag in cosign's tag schema. The attestation is the same
 // signed statement in both.
 type Attachments struct {
-	signer        *Signer
-	subject       digest.Digest
+	signer  *Signer
+	subject digest.Digest
+	// described is the subject's descriptor when known (media type and
+	// size: the referrers name it without asking the registry).
+	described     ocispec.Descriptor
 	predicateType string
 	created       time.Time
 	// sig and att are the tag schema's layers.
@@ -71,6 +74,16 @@ type Attachments struct {
 	// signBundle and attBundle are the bundles: a statement of cosign's
 	// sign predicate type about subject, and the attestation.
 	signBundle, attBundle []byte
+}
+
+// Describe tells a the subject's descriptor (media type and size), so
+// that its referrers name it without asking the registry; a descriptor
+// of another digest is ignored.
+func (a *Attachments) Describe(d ocispec.Descriptor) *Attachments {
+	if d.Digest == a.subject {
+		a.described = d
+	}
+	return a
 }
 
 // Sign makes s's signature of subject (in repository: host/path) and
@@ -152,13 +165,24 @@ func (a *Attachments) Refer(ctx context.Context, repo oci.Repository) (sig, att 
 	if err != nil || held.Unsupported {
 		return "", "", err
 	}
-	// One after the other: both change the one index of referrers a
-	// registry without the API keeps under sha256-<hex>.
-	if sig, err = a.referBundle(ctx, repo, held, a.signBundle, CosignSignPredicateType); err != nil {
+	// At once: both change the one index of referrers a registry without
+	// the API keeps under sha256-<hex>, which oras-go rewrites for the
+	// two together, or one after the other, never one over the other
+	// (its changes to one index are merged within a repository object);
+	// an OCI layout writes its index.json under a lock.
+	var g errgroup.Group
+	g.Go(func() (err error) {
+		sig, err = a.referBundle(ctx, repo, held, a.signBundle, CosignSignPredicateType)
+		return err
+	})
+	g.Go(func() (err error) {
+		att, err = a.referBundle(ctx, repo, held, a.attBundle, a.predicateType)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return "", "", err
 	}
-	att, err = a.referBundle(ctx, repo, held, a.attBundle, a.predicateType)
-	return sig, att, err
+	return sig, att, nil
 }
 
 // referBundle writes a bundle of predicateType as a referrer of the
@@ -171,8 +195,17 @@ func (a *Attachments) referBundle(ctx context.Context, repo oci.Repository, held
 		}
 	}
 	layer := attach.AttachmentLayer{MediaType: attach.ArtifactTypeSigstoreBundle, Payload: bundle}
-	d, err := attach.WriteReferrer(ctx, repo, ocispec.Descriptor{Digest: a.subject}, attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, bundleAnnotations(predicateType, a.created))
+	d, err := attach.WriteReferrer(ctx, repo, a.subjectDescriptor(), attach.ArtifactTypeSigstoreBundle, []attach.AttachmentLayer{layer}, bundleAnnotations(predicateType, a.created))
 	return d.Digest, err
+}
+
+// subjectDescriptor is what the referrers name as their subject: the
+// descriptor Describe gave, else the digest (the registry is asked).
+func (a *Attachments) subjectDescriptor() ocispec.Descriptor {
+	if a.described.Digest == a.subject {
+		return a.described
+	}
+	return ocispec.Descriptor{Digest: a.subject}
 }
 
 // AttachAttestation is Attach without the signature: s's attestation of
@@ -182,25 +215,72 @@ func (a *Attachments) referBundle(ctx context.Context, repo oci.Repository, held
 // elsewhere: a platform manifest, named by the release's signed index,
 // whose SBOM is attested (half the writes of Attach, on each platform).
 func AttachAttestation(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, s *Signer, predicateType string, predicate any) (Attached, error) {
-	a, err := Sign(s, repository, subject, predicateType, predicate)
+	return AttachAttestationTo(ctx, repo, repository, ocispec.Descriptor{Digest: subject}, false, s, predicateType, predicate)
+}
+
+// AttachAttestationTo is AttachAttestation about subject's descriptor
+// (its media type and size, when given, spare asking the registry). fresh
+// says the caller has just written subject to repo, where it was not: no
+// bundle and no .att of it are looked for (nothing could refer to it but
+// what this push wrote). Should the .att tag exist all the same, its
+// write is refused (oci.ErrTagMoved) rather than replace it unread.
+func AttachAttestationTo(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, s *Signer, predicateType string, predicate any) (Attached, error) {
+	a, err := Sign(s, repository, subject.Digest, predicateType, predicate)
 	if err != nil {
 		return Attached{}, err
 	}
-	at := Attached{AttestationTag: attach.AttachmentTag(subject, attach.CosignAttestations)}
+	a.Describe(subject)
+	at := Attached{AttestationTag: attach.AttachmentTag(subject.Digest, attach.CosignAttestations)}
 	var g errgroup.Group
-	g.Go(func() error {
-		held, err := attach.ReadReferrers(ctx, repo, subject, attach.ArtifactTypeSigstoreBundle)
-		if err != nil || held.Unsupported {
-			return err
-		}
-		at.AttestationReferrer, err = a.referBundle(ctx, repo, held, a.attBundle, predicateType)
+	g.Go(func() (err error) {
+		at.AttestationReferrer, err = a.ReferAttestation(ctx, repo, fresh)
 		return err
 	})
 	g.Go(func() (err error) {
-		at.Attestation, at.KeptAttestations, err = replaceOwn(ctx, repo, subject, attach.CosignAttestations, a.att, s.Public(), predicateType)
+		at.Attestation, at.KeptAttestations, err = a.TagAttestation(ctx, repo, fresh)
 		return err
 	})
 	return at, g.Wait()
+}
+
+// ReferAttestation writes the attestation alone (no signature) as a
+// Sigstore bundle referrer of the subject, unless the repository holds
+// the key's already; fresh: the subject was just written by the caller,
+// none is looked for. It returns the referrer, none when the repository
+// cannot list referrers.
+func (a *Attachments) ReferAttestation(ctx context.Context, repo oci.Repository, fresh bool) (digest.Digest, error) {
+	var held attach.Referrers
+	if !fresh {
+		var err error
+		if held, err = attach.ReadReferrers(ctx, repo, a.subject, attach.ArtifactTypeSigstoreBundle); err != nil || held.Unsupported {
+			return "", err
+		}
+	} else if !attach.CanListReferrers(repo) {
+		return "", nil
+	}
+	return a.referBundle(ctx, repo, held, a.attBundle, a.predicateType)
+}
+
+// TagAttestation writes the attestation alone in cosign's tag schema: the
+// subject's .att, keeping the layers other keys made (replaceOwn); fresh:
+// the subject was just written by the caller, the .att is taken to be
+// absent and holds ours alone (should it exist all the same, the write is
+// refused: oci.ErrTagMoved). It returns the .att manifest and how many
+// layers it kept.
+func (a *Attachments) TagAttestation(ctx context.Context, repo oci.Repository, fresh bool) (digest.Digest, int, error) {
+	if fresh {
+		d, err := freshAttachment(ctx, repo, a.subject, attach.CosignAttestations, a.att)
+		return d, 0, err
+	}
+	return replaceOwn(ctx, repo, a.subject, attach.CosignAttestations, a.att, a.signer.Public(), a.predicateType)
+}
+
+// freshAttachment writes the attachment of a subject this push has just
+// written: only ours, its tag taken to be absent (Push refuses to write
+// it should it exist after all).
+func freshAttachment(ctx context.Context, repo oci.Repository, subject digest.Digest, kind attach.AttachmentKind, ours attach.AttachmentLayer) (digest.Digest, error) {
+	desc, err := attach.ReplaceAttachment(ctx, repo, subject, kind, []attach.AttachmentLayer{ours}, "")
+	return desc.Digest, err
 }
 
 // AttestationComplete is Complete for what AttachAttestation writes: v's
@@ -274,7 +354,7 @@ func signatureLayer(s *Signer, repository string, subject digest.Digest) (attach
 // that are not v's own for this subject (and predicate type), plus ours;
 // it returns the manifest's digest and how many layers it kept.
 func replaceOwn(ctx context.Context, repo oci.Repository, subject digest.Digest, kind attach.AttachmentKind, ours attach.AttachmentLayer, v *Verifier, predicateType string) (digest.Digest, int, error) {
-	held, err := attach.ReadAttachment(ctx, repo, subject, kind)
+	held, was, err := attach.ReadAttachmentHeld(ctx, repo, subject, kind)
 	if err != nil {
 		return "", 0, err
 	}
@@ -287,7 +367,7 @@ func replaceOwn(ctx context.Context, repo oci.Repository, subject digest.Digest,
 	if len(layers) >= attach.MaxAttachmentLayers {
 		return "", 0, fmt.Errorf("%s already holds %d signatures by other keys", attach.AttachmentTag(subject, kind), len(layers))
 	}
-	desc, err := attach.WriteAttachment(ctx, repo, subject, kind, append(layers, ours))
+	desc, err := attach.ReplaceAttachment(ctx, repo, subject, kind, append(layers, ours), was)
 	return desc.Digest, len(layers), err
 }
 

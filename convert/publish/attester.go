@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
+	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/attach"
 )
 
 // Attester signs and attests releases as they are stored: the signature
@@ -24,9 +27,13 @@ type Attester interface {
 	// predicateType.
 	Attest(ctx context.Context, repo oci.Repository, repository string, root digest.Digest, predicateType string, predicate any) error
 	// AttestOnly writes the attestation of predicate about subject, in
-	// repo, without signing subject (attest.AttachAttestation): an SBOM's,
-	// whose platform manifest the release's signed index names.
-	AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error
+	// repo, without signing subject (attest.AttachAttestationTo): an
+	// SBOM's, whose platform manifest the release's signed index names;
+	// fresh says the caller has just written subject, where it was not
+	// (no attestation of it is looked for), and later, when not nil, is
+	// what is left to write (the tag-schema form), for the caller to run
+	// while it writes its tags.
+	AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, predicate any) (later func(context.Context) error, err error)
 	// Key is the public key the attestations verify with.
 	Key() *attest.Verifier
 }
@@ -55,13 +62,48 @@ func (k KeyAttester) Attest(ctx context.Context, repo oci.Repository, repository
 	return err
 }
 
-// AttestOnly is attest.AttachAttestation with the key, logged.
-func (k KeyAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, predicate any) error {
-	at, err := attest.AttachAttestation(ctx, repo, repository, subject, k.Signer, predicateType, predicate)
-	if err == nil {
-		k.log("attested %s@%s (%s%s, %s)", repository, subject, at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
+// AttestOnly is attest.AttachAttestationTo with the key, logged; for a
+// fresh subject, the bundle referrer is written before it returns and the
+// .att is started (its writes go on under ctx), later waiting for it.
+func (k KeyAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, predicate any) (func(context.Context) error, error) {
+	if !fresh {
+		at, err := attest.AttachAttestationTo(ctx, repo, repository, subject, false, k.Signer, predicateType, predicate)
+		if err == nil {
+			k.logAttested(repository, subject.Digest, at, predicateType)
+		}
+		return nil, err
 	}
-	return err
+	a, err := attest.Sign(k.Signer, repository, subject.Digest, predicateType, predicate)
+	if err != nil {
+		return nil, err
+	}
+	at := attest.Attached{AttestationTag: attach.AttachmentTag(subject.Digest, attach.CosignAttestations)}
+	if at.AttestationReferrer, err = a.Describe(subject).ReferAttestation(ctx, repo, true); err != nil {
+		return nil, err
+	}
+	// The .att is written from now on (its round trips overlap the
+	// rest of the push); the caller waits for it while it tags.
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if at.Attestation, _, err = a.TagAttestation(ctx, repo, true); err == nil {
+			k.logAttested(repository, subject.Digest, at, predicateType)
+		}
+		done <- err
+	}()
+	return func(wait context.Context) error {
+		select {
+		case err := <-done:
+			return err
+		case <-wait.Done():
+			return wait.Err()
+		}
+	}, nil
+}
+
+// logAttested logs an attestation AttestOnly wrote.
+func (k KeyAttester) logAttested(repository string, subject digest.Digest, at attest.Attached, predicateType string) {
+	k.log("attested %s@%s (%s%s, %s)", repository, subject, at.AttestationTag, referrerNote(at.AttestationReferrer), predicateType)
 }
 
 // Key is the key's public half.
@@ -115,16 +157,17 @@ func referrerNote(d digest.Digest) string {
 // (Attester.AttestOnly: no signature of the platform manifest, which the
 // release's signed index names); an SBOM found stored already is attested
 // only when the key's attestation of it is not complete.
-func SBOMAttestation(a Attester, repository string) func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
-	return func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
-		if !written {
-			if ok, err := attest.AttestationComplete(ctx, repo, manifest, a.Key(), sbom.SPDXPredicateType); err == nil && ok {
-				return false, nil
+func SBOMAttestation(a Attester, repository string) release.SBOMAttester {
+	return func(ctx context.Context, repo oci.Repository, s release.StoredSBOM) (release.SBOMAttested, error) {
+		if !s.Written {
+			if ok, err := attest.AttestationComplete(ctx, repo, s.Manifest.Digest, a.Key(), sbom.SPDXPredicateType); err == nil && ok {
+				return release.SBOMAttested{}, nil
 			}
 		}
-		if err := a.AttestOnly(ctx, repo, repository, manifest, sbom.SPDXPredicateType, json.RawMessage(spdx)); err != nil {
-			return false, err
+		later, err := a.AttestOnly(ctx, repo, repository, s.Manifest, s.Fresh, sbom.SPDXPredicateType, json.RawMessage(s.SPDX))
+		if err != nil {
+			return release.SBOMAttested{}, err
 		}
-		return true, nil
+		return release.SBOMAttested{Attested: true, WhileTagging: later}, nil
 	}
 }

@@ -121,7 +121,7 @@ func (p providerKey) BeforeTag(ctx context.Context, repo oci.Repository, root oc
 	if err != nil {
 		return nil, err
 	}
-	sigRef, attRef, err := at.Refer(ctx, repo)
+	sigRef, attRef, err := at.Describe(root).Refer(ctx, repo)
 	if err != nil {
 		return nil, fmt.Errorf("signing and attesting %s failed: %w", root.Digest, err)
 	}
@@ -136,8 +136,13 @@ func (p providerKey) BeforeTag(ctx context.Context, repo oci.Repository, root oc
 }
 
 // UpToDate signs and attests root in both forms at once, after the
-// push.
+// push, unless root carries the key's signature and attestation in both
+// forms already (attest.Complete): a re-push of an attested release
+// writes nothing.
 func (p providerKey) UpToDate(ctx context.Context, repo oci.Repository, root ocispec.Descriptor) error {
+	if done, err := attest.Complete(ctx, repo, root.Digest, p.key.Key(), release.ProviderPredicateType); err == nil && done {
+		return nil
+	}
 	pred, err := p.predicate(ctx, repo, root)
 	if err != nil {
 		return err

@@ -52,13 +52,40 @@ type SBOMOptions struct {
 	// TempDir is where executables are copied while they are read
 	// (sbom.Options.TempDir).
 	TempDir string
-	// Attest, when set, is called for each platform's SBOM Push stored:
-	// written now (written true) or found there (written false: it may
-	// check that the attestation is there already), before the tags are
-	// written. It signs the platform manifest and attests the SBOM
-	// (predicate type sbom.SPDXPredicateType, the SPDX document the
-	// predicate); its error fails the push.
-	Attest func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (attested bool, err error)
+	// Attest, when set, is called for each platform's SBOM Push stored,
+	// before the tags are written. It attests the SBOM (predicate type
+	// sbom.SPDXPredicateType, the SPDX document the predicate); its error
+	// fails the push.
+	Attest SBOMAttester
+}
+
+// SBOMAttester attests one platform's SBOM, stored in repo.
+type SBOMAttester func(ctx context.Context, repo oci.Repository, s StoredSBOM) (SBOMAttested, error)
+
+// SBOMAttested is what an SBOMAttester did.
+type SBOMAttested struct {
+	// Attested says it wrote the attestation now.
+	Attested bool
+	// WhileTagging, when not nil, writes what is left of it (the
+	// tag-schema form of a fresh platform manifest's): Push runs it
+	// while the version tags are written and settle, and fails if it
+	// does; StoreSBOMs, which writes no tags, runs it before it returns.
+	WhileTagging func(context.Context) error
+}
+
+// StoredSBOM is what an SBOMAttester is told of one platform's SBOM.
+type StoredSBOM struct {
+	// Manifest is the platform manifest the SBOM describes.
+	Manifest ocispec.Descriptor
+	// SPDX is the document.
+	SPDX []byte
+	// Written says the SBOM was stored now; not written, it was found
+	// there (the attester may check that its attestation is there too).
+	Written bool
+	// Fresh says this push wrote the platform manifest itself (the
+	// repository did not hold it): nothing refers to it but what this
+	// push wrote, so no attestation of it is looked for.
+	Fresh bool
 }
 
 // SBOMStatus is what became of a platform's SBOM.
@@ -90,6 +117,8 @@ type SBOMResult struct {
 	Attested bool
 	// Err says why there is no SBOM (SBOMNoExecutable, SBOMFailed).
 	Err error
+	// whileTagging is what is left of the attestation (SBOMAttested).
+	whileTagging func(context.Context) error
 }
 
 // SBOMs are what the last Push did about each platform's SBOM, by
@@ -138,20 +167,48 @@ type SBOMSource struct {
 // with attest when set. It fails on what the registry fails (reading the
 // referrers, writing the SBOM or its attestation), not on a zip it
 // cannot describe (that platform's result says why).
-func StoreSBOMs(ctx context.Context, repo oci.Repository, sources []SBOMSource, concurrency int, attest func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error)) ([]SBOMResult, error) {
+func StoreSBOMs(ctx context.Context, repo oci.Repository, sources []SBOMSource, concurrency int, attest SBOMAttester) ([]SBOMResult, error) {
 	out := make([]SBOMResult, len(sources))
-	g, gctx := errgroup.WithContext(ctx)
+	// ctx as given, never one canceled when they return: an attestation
+	// may leave a write going on under it (SBOMAttested.WhileTagging).
+	var g errgroup.Group
 	g.SetLimit(max(concurrency, 1))
 	for i, s := range sources {
 		g.Go(func() (err error) {
-			out[i], err = storeSBOM(gctx, repo, s, attest)
+			out[i], err = storeSBOM(ctx, repo, s, attest)
 			return err
 		})
 	}
-	return out, g.Wait()
+	if err := g.Wait(); err != nil {
+		return out, err
+	}
+	return out, runWhileTagging(ctx, out, concurrency)
 }
 
-func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest func(context.Context, oci.Repository, digest.Digest, []byte, bool) (bool, error)) (SBOMResult, error) {
+// runWhileTagging runs what the results' attestations left to write
+// (SBOMAttested.WhileTagging), at most concurrency at once, each once:
+// a result's is gone once run.
+func runWhileTagging(ctx context.Context, results []SBOMResult, concurrency int) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(concurrency, 1))
+	for i := range results {
+		r := &results[i]
+		if r.whileTagging == nil {
+			continue
+		}
+		write := r.whileTagging
+		r.whileTagging = nil
+		g.Go(func() error {
+			if err := write(gctx); err != nil {
+				return fmt.Errorf("attesting the SBOM of %s (%s): %w", r.Platform, r.Manifest, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest SBOMAttester) (SBOMResult, error) {
 	r := SBOMResult{Platform: s.Platform, Manifest: s.Manifest.Digest}
 	var spdx []byte
 	var held *sbom.Stored
@@ -177,6 +234,11 @@ func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest fu
 		if err != nil {
 			return r, err
 		}
+		if attest != nil && s.Written {
+			// Nothing to read first: the SBOM and its attestation are
+			// written at once, their round trips overlapping.
+			return writeAndAttest(ctx, repo, s, r, spdx, doc.Created, attest)
+		}
 		d, err := sbom.Write(ctx, repo, s.Manifest, spdx, doc.Created) // none there
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", s.Platform, err)
@@ -186,10 +248,42 @@ func storeSBOM(ctx context.Context, repo oci.Repository, s SBOMSource, attest fu
 		return r, fmt.Errorf("reading the SBOMs of %s (%s): %w", s.Platform, s.Manifest.Digest, err)
 	}
 	if attest != nil {
-		if r.Attested, err = attest(ctx, repo, s.Manifest.Digest, spdx, r.Status == SBOMWritten); err != nil {
+		stored := StoredSBOM{Manifest: s.Manifest, SPDX: spdx, Written: r.Status == SBOMWritten, Fresh: s.Written}
+		a, err := attest(ctx, repo, stored)
+		if err != nil {
 			return r, fmt.Errorf("attesting the SBOM of %s (%s): %w", s.Platform, s.Manifest.Digest, err)
 		}
+		r.Attested, r.whileTagging = a.Attested, a.WhileTagging
 	}
+	return r, nil
+}
+
+// writeAndAttest stores the SBOM of a platform manifest the push wrote
+// and attests it, at once (both are referrers of the manifest; oras-go
+// merges their changes to its referrers index, or makes them one after
+// the other).
+func writeAndAttest(ctx context.Context, repo oci.Repository, s SBOMSource, r SBOMResult, spdx []byte, created time.Time, attest SBOMAttester) (SBOMResult, error) {
+	var written ocispec.Descriptor
+	var attested SBOMAttested
+	var g errgroup.Group // ctx as given: the attestation may leave a write going on under it
+	g.Go(func() (err error) {
+		if written, err = sbom.Write(ctx, repo, s.Manifest, spdx, created); err != nil {
+			return fmt.Errorf("%s: %w", s.Platform, err)
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		stored := StoredSBOM{Manifest: s.Manifest, SPDX: spdx, Written: true, Fresh: true}
+		if attested, err = attest(ctx, repo, stored); err != nil {
+			return fmt.Errorf("attesting the SBOM of %s (%s): %w", s.Platform, s.Manifest.Digest, err)
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return r, err
+	}
+	r.Status, r.Referrer = SBOMWritten, written.Digest
+	r.Attested, r.whileTagging = attested.Attested, attested.WhileTagging
 	return r, nil
 }
 
@@ -204,8 +298,12 @@ type sbomRun struct {
 	mu     sync.Mutex
 	made   []*madeSBOM // by package, once started
 	stored bool
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// tagging is the attestations' writes left for while the tags are
+	// written (SBOMAttested.WhileTagging), once started by before: its
+	// error, once they are done.
+	tagging chan error
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 
 	config    sync.Once
 	configErr error
@@ -295,9 +393,16 @@ func (s *sbomRun) makeAndStore(ctx context.Context, up *oci.Upload, p Package, s
 }
 
 // finish stops what start began and waits for it (its temporary files
-// are gone when it returns).
+// are gone when it returns), and for the writes left for while tagging.
 func (s *sbomRun) finish() {
-	if s == nil || s.cancel == nil {
+	if s == nil {
+		return
+	}
+	if s.tagging != nil {
+		<-s.tagging
+		s.tagging <- nil // waited for by after, which read it first
+	}
+	if s.cancel == nil {
 		return
 	}
 	s.cancel()
@@ -321,31 +426,92 @@ func (s *sbomRun) make(ctx context.Context, p Package, known map[string]string) 
 
 // before is the push's BeforeTag: the SBOMs stored (start's finished)
 // while next (the caller's: the release's attestation, about another
-// subject) runs; both are done before any tag is written.
+// subject) runs; both are done before any tag is written. What the
+// SBOMs' attestations left for later (the tag schema's .att of platform
+// manifests the push wrote) starts then, beside the tags' writes and
+// settling; after waits for it.
 func (s *sbomRun) before(next func(context.Context, ocispec.Descriptor) error) func(context.Context, ocispec.Descriptor) error {
 	if s == nil {
 		return next
 	}
 	return func(ctx context.Context, root ocispec.Descriptor) error {
-		if next == nil {
-			return s.store(ctx)
-		}
 		// ctx as given, never one canceled when both return: next may
 		// leave work running past it (the tag schema's writes).
 		var g errgroup.Group
 		g.Go(func() error { return s.store(ctx) })
-		g.Go(func() error { return next(ctx, root) })
-		return g.Wait()
+		if next != nil {
+			g.Go(func() error { return next(ctx, root) })
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		s.startTagging(ctx)
+		return nil
 	}
 }
 
+// startTagging starts the writes the stored SBOMs' attestations left for
+// while tagging (none: nothing starts).
+func (s *sbomRun) startTagging(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tagging != nil || !hasWhileTagging(s.rel.sbomResults) {
+		return
+	}
+	s.tagging = make(chan error, 1)
+	results := s.rel.sbomResults
+	go func() { s.tagging <- runWhileTagging(ctx, results, sbomStoreConcurrency) }()
+}
+
+func hasWhileTagging(results []SBOMResult) bool {
+	for _, r := range results {
+		if r.whileTagging != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // after follows a push: one that wrote no tag (its tags held the
-// release already) stores the SBOMs the platforms lack now.
+// release already) stores the SBOMs the platforms lack now, and their
+// attestations whole; one that tagged waits for the attestations' writes
+// left for while tagging, whose failure fails it.
 func (s *sbomRun) after(ctx context.Context, err error) error {
-	if s == nil || err != nil {
+	if s == nil {
 		return err
 	}
-	return s.store(ctx)
+	s.mu.Lock()
+	tagging := s.tagging
+	s.mu.Unlock()
+	if tagging != nil {
+		laterErr := <-tagging
+		tagging <- laterErr // finish waits too
+		if err == nil && laterErr != nil {
+			return fmt.Errorf("storing the SBOMs: %w", laterErr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.store(ctx); err != nil {
+		return err
+	}
+	if tagging == nil {
+		return s.finishUntagged(ctx)
+	}
+	return nil
+}
+
+// finishUntagged runs, for a push that wrote no tag, what the stored
+// SBOMs' attestations left for while tagging.
+func (s *sbomRun) finishUntagged(ctx context.Context) error {
+	s.mu.Lock()
+	results := s.rel.sbomResults
+	s.mu.Unlock()
+	if err := runWhileTagging(ctx, results, sbomStoreConcurrency); err != nil {
+		return fmt.Errorf("storing the SBOMs: %w", err)
+	}
+	return nil
 }
 
 // store finishes the SBOMs, once per push: waits for those start made

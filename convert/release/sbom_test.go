@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -47,21 +49,32 @@ func TestPushStoresSBOMs(t *testing.T) {
 	}
 	var attested []digest.Digest
 	var mu sync.Mutex
-	rel.SBOM.Attest = func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
+	var later atomic.Int32 // the writes left for while tagging, done
+	rel.SBOM.Attest = func(ctx context.Context, repo oci.Repository, s release.StoredSBOM) (release.SBOMAttested, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if _, err := repo.Resolve(ctx, "1.0.0"); !oci.IsNotFound(err) {
-			t.Errorf("attesting %s: the tag is there already (%v)", manifest, err)
+			t.Errorf("attesting %s: the tag is there already (%v)", s.Manifest.Digest, err)
 		}
-		if !written {
-			t.Errorf("%s: not written", manifest)
+		if !s.Written || !s.Fresh {
+			t.Errorf("%s: not written (%v) or not fresh (%v)", s.Manifest.Digest, s.Written, s.Fresh)
 		}
-		attested = append(attested, manifest)
-		return true, nil
+		if s.Manifest.MediaType != ocispec.MediaTypeImageManifest || s.Manifest.Size == 0 {
+			t.Errorf("%s: descriptor %+v", s.Manifest.Digest, s.Manifest)
+		}
+		attested = append(attested, s.Manifest.Digest)
+		return release.SBOMAttested{Attested: true, WhileTagging: func(context.Context) error {
+			time.Sleep(10 * time.Millisecond) // Push returns once it is done
+			later.Add(1)
+			return nil
+		}}, nil
 	}
 	res, err := rel.Push(ctx, repo, oci.PushOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := later.Load(); n != 4 {
+		t.Errorf("the writes left for while tagging: %d of 4 done when Push returned", n)
 	}
 	pv, err := oci.ReadProviderIndex(ctx, repo, res.Root)
 	if err != nil {

@@ -72,22 +72,22 @@ type AttachmentLayer struct {
 	Annotations map[string]string
 }
 
-// attachmentManifest is the manifest of subject's attachment of a kind
-// and its tag: nil (and no error) when the tag does not exist.
-func attachmentManifest(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) (*ocispec.Manifest, string, error) {
+// attachmentManifest is the manifest of subject's attachment of a kind,
+// its digest and its tag: nil (and no error) when the tag does not exist.
+func attachmentManifest(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) (*ocispec.Manifest, digest.Digest, string, error) {
 	tag := AttachmentTag(subject, kind)
 	desc, b, err := oci.FetchReference(ctx, repo, tag)
 	if oci.IsNotFound(err) {
-		return nil, tag, nil
+		return nil, "", tag, nil
 	}
 	if err != nil {
-		return nil, tag, fmt.Errorf("reading %s: %w", tag, err)
+		return nil, "", tag, fmt.Errorf("reading %s: %w", tag, err)
 	}
 	m, err := oci.DecodeManifest(desc, b)
 	if err != nil {
-		return nil, tag, err
+		return nil, "", tag, err
 	}
-	return &m, tag, nil
+	return &m, desc.Digest, tag, nil
 }
 
 // ReadAttachment reads the layers of a subject's attachment of a kind:
@@ -95,22 +95,30 @@ func attachmentManifest(ctx context.Context, repo oci.ReadOnlyRepository, subjec
 // manifest by MaxManifestSize, its layers by MaxAttachmentLayers, each
 // payload by MaxSmallFile; every blob is checked against its digest.
 func ReadAttachment(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) ([]AttachmentLayer, error) {
-	m, tag, err := attachmentManifest(ctx, repo, subject, kind)
+	layers, _, err := ReadAttachmentHeld(ctx, repo, subject, kind)
+	return layers, err
+}
+
+// ReadAttachmentHeld is ReadAttachment that also returns the digest the
+// attachment's tag holds ("" when it does not exist): what
+// ReplaceAttachment is told, so that it need not ask again.
+func ReadAttachmentHeld(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) ([]AttachmentLayer, digest.Digest, error) {
+	m, held, tag, err := attachmentManifest(ctx, repo, subject, kind)
 	if err != nil || m == nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(m.Layers) > MaxAttachmentLayers {
-		return nil, oci.Invalid("%s has %d layers, more than the %d read", tag, len(m.Layers), MaxAttachmentLayers)
+		return nil, "", oci.Invalid("%s has %d layers, more than the %d read", tag, len(m.Layers), MaxAttachmentLayers)
 	}
 	out := make([]AttachmentLayer, 0, len(m.Layers))
 	for _, l := range m.Layers {
 		payload, err := oci.FetchSmall(ctx, repo, l)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", tag, err)
+			return nil, "", fmt.Errorf("%s: %w", tag, err)
 		}
 		out = append(out, AttachmentLayer{MediaType: l.MediaType, Payload: payload, Annotations: l.Annotations})
 	}
-	return out, nil
+	return out, held, nil
 }
 
 // WriteAttachment writes a subject's attachment of a kind holding exactly
@@ -118,18 +126,27 @@ func ReadAttachment(ctx context.Context, repo oci.ReadOnlyRepository, subject di
 // that move during the push apply). The caller decides which earlier
 // layers to keep (ReadAttachment).
 func WriteAttachment(ctx context.Context, repo oci.Repository, subject digest.Digest, kind AttachmentKind, layers []AttachmentLayer) (ocispec.Descriptor, error) {
-	a, err := BuildAttachment(layers)
-	if err != nil {
-		return ocispec.Descriptor{}, err
-	}
 	tag := AttachmentTag(subject, kind)
 	tags, err := oci.CurrentTags(ctx, repo, []string{tag})
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
+	return ReplaceAttachment(ctx, repo, subject, kind, layers, tags[tag])
+}
+
+// ReplaceAttachment is WriteAttachment for a caller that knows what the
+// tag holds ("" for none: ReadAttachmentHeld, or a subject this push
+// wrote): the tag is written only if it holds that still (Push's checks).
+// The manifest is sent with its tag, one request (oci.Push).
+func ReplaceAttachment(ctx context.Context, repo oci.Repository, subject digest.Digest, kind AttachmentKind, layers []AttachmentLayer, held digest.Digest) (ocispec.Descriptor, error) {
+	a, err := BuildAttachment(layers)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	tag := AttachmentTag(subject, kind)
 	// Made now (a new signature, a config naming it): written without
 	// asking the registry first; a kept layer it holds is taken again.
-	res, err := oci.Push(ctx, repo, a, tags, oci.PushOptions{Fresh: true})
+	res, err := oci.Push(ctx, repo, a, oci.Tags{tag: held}, oci.PushOptions{Fresh: true})
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("writing %s: %w", tag, err)
 	}

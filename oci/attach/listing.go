@@ -100,7 +100,7 @@ func listLayoutReferrers(ctx context.Context, repo oci.ReadOnlyRepository, g con
 // their payloads, and how many layers it has in all: none when the tag
 // does not exist.
 func ListAttachment(ctx context.Context, repo oci.ReadOnlyRepository, subject digest.Digest, kind AttachmentKind) ([]ocispec.Descriptor, int, error) {
-	m, _, err := attachmentManifest(ctx, repo, subject, kind)
+	m, _, _, err := attachmentManifest(ctx, repo, subject, kind)
 	if err != nil || m == nil {
 		return nil, 0, err
 	}

@@ -175,6 +175,17 @@ var (
 	errTooManyPages = errors.New("too many pages")
 )
 
+// CanListReferrers reports whether repo can list referrers (a registry,
+// through its API or the tag schema; an OCI layout): where ReadReferrers
+// says Unsupported, it says no.
+func CanListReferrers(repo oci.ReadOnlyRepository) bool {
+	if _, ok := repo.(registry.ReferrerLister); ok {
+		return true
+	}
+	_, ok := repo.(content.ReadOnlyGraphStorage)
+	return ok
+}
+
 // listReferrers lists at most MaxReferrers descriptors of subject's
 // referrers of artifactType: through the referrers API (or its tag
 // schema) of a registry, through the manifests of an OCI layout.

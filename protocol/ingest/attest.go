@@ -69,7 +69,7 @@ func (a *Attestation) attest(ctx context.Context, repo oci.Repository, repositor
 
 // SBOM is release.SBOMOptions.Attest for the attester, storing in repo
 // (named repository): publish.SBOMAttestation.
-func (a *Attestation) SBOM(repository string) func(ctx context.Context, repo oci.Repository, manifest digest.Digest, spdx []byte, written bool) (bool, error) {
+func (a *Attestation) SBOM(repository string) release.SBOMAttester {
 	return publish.SBOMAttestation(a.Attester, repository)
 }
 

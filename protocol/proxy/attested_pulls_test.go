@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/internal/attesttest"
@@ -20,8 +21,8 @@ type keyOnly struct{ k *attest.Verifier }
 func (a keyOnly) Attest(context.Context, oci.Repository, string, digest.Digest, string, any) error {
 	return nil
 }
-func (a keyOnly) AttestOnly(context.Context, oci.Repository, string, digest.Digest, string, any) error {
-	return nil
+func (a keyOnly) AttestOnly(context.Context, oci.Repository, string, ocispec.Descriptor, bool, string, any) (func(context.Context) error, error) {
+	return nil, nil
 }
 func (a keyOnly) Key() *attest.Verifier { return a.k }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
 	"github.com/oci-tofu/oci-tofu/internal/attesttest"
@@ -27,9 +28,9 @@ func (a signerAttester) Attest(ctx context.Context, repo oci.Repository, reposit
 	return err
 }
 
-func (a signerAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject digest.Digest, predicateType string, pred any) error {
-	_, err := attest.AttachAttestation(ctx, repo, repository, subject, a.s, predicateType, pred)
-	return err
+func (a signerAttester) AttestOnly(ctx context.Context, repo oci.Repository, repository string, subject ocispec.Descriptor, fresh bool, predicateType string, pred any) (func(context.Context) error, error) {
+	_, err := attest.AttachAttestationTo(ctx, repo, repository, subject, fresh, a.s, predicateType, pred)
+	return nil, err
 }
 
 func (a signerAttester) Key() *attest.Verifier { return a.s.Public() }
