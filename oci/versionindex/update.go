@@ -1,0 +1,173 @@
+package versionindex
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// MaxRepairs bounds the versions one Update reads to add those the index
+// lacks (a concurrent push's lost update, a copy of one tag by another
+// tool): each is one registry request, so a push costs at most that many
+// more; later pushes add the rest.
+const MaxRepairs = 50
+
+// Updated says what Update did.
+type Updated struct {
+	// Wrote: the index was written (nothing was when it already said
+	// what the tags say, as far as Update looked).
+	Wrote bool
+	// Repaired counts versions added from their tags, Removed entries
+	// whose version tag is gone, Dropped entries left out for size.
+	Repaired, Removed, Dropped int
+}
+
+// Update sets e, a version whose tag was just written, in repo's version
+// index: it reads the tag list and the index (an unreadable index is
+// rewritten), keeps the entries of versions the tag list holds, adds or
+// replaces e, adds up to MaxRepairs versions the tag list holds and the
+// index lacks (newest first, read from their tags), and writes the index
+// and moves Tag when anything changed. Concurrent Updates of different
+// versions may lose one's entry (the last writer wins): the next Update
+// repairs it, and readers read a missing version from its tag.
+func Update(ctx context.Context, repo oci.Repository, e Entry) (Updated, error) {
+	tags, err := oci.ListTagsBefore(ctx, repo, oci.TagSchemaTags, nil)
+	if err != nil {
+		return Updated{}, err
+	}
+	cur, err := Read(ctx, repo)
+	if err != nil && !errors.Is(err, oci.ErrInvalidArtifact) && !errors.As(err, new(*oci.LimitError)) {
+		return Updated{}, err
+	}
+	present := canonicalVersions(tags)
+	var up Updated
+	entries := map[string]Entry{}
+	if cur != nil {
+		for k, old := range cur.Entries {
+			if _, ok := present[k]; ok {
+				entries[k] = old
+			} else {
+				up.Removed++
+			}
+		}
+	}
+	changed := cur == nil || up.Removed > 0
+	if old, ok := entries[e.Version.String()]; !ok || !old.Equal(e) {
+		entries[e.Version.String()], changed = e, true
+	}
+	up.Repaired = repair(ctx, repo, present, entries)
+	if !changed && up.Repaired == 0 {
+		return up, nil
+	}
+	m, dropped, err := Encode(entries)
+	if err != nil {
+		return up, err
+	}
+	up.Dropped = dropped
+	if err := write(ctx, repo, m); err != nil {
+		return up, err
+	}
+	up.Wrote = true
+	return up, nil
+}
+
+// Read reads repo's version index: nil and no error when it has none.
+func Read(ctx context.Context, repo oci.ReadOnlyRepository) (*Index, error) {
+	desc, body, err := oci.FetchReference(ctx, repo, Tag)
+	if errors.Is(err, errdef.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if desc.MediaType != ocispec.MediaTypeImageIndex {
+		return nil, oci.Invalid("tag %s names a %s, not an image index", Tag, desc.MediaType)
+	}
+	return Parse(body)
+}
+
+// canonicalVersions are the versions whose canonical tags tags holds, by
+// version.
+func canonicalVersions(tags []string) map[string]names.Version {
+	out := map[string]names.Version{}
+	for _, t := range tags {
+		if v, ok := names.ListedVersion(t); ok && names.TagForVersion(v) == t {
+			out[v.String()] = v
+		}
+	}
+	return out
+}
+
+// repair adds to entries up to MaxRepairs versions of present it lacks,
+// the newest first, read from their tags; a version that cannot be read
+// or has no provenance summary is passed over. It returns how many it
+// added.
+func repair(ctx context.Context, repo oci.ReadOnlyRepository, present map[string]names.Version, entries map[string]Entry) int {
+	var missing names.VersionList
+	for k, v := range present {
+		if _, ok := entries[k]; !ok {
+			missing = append(missing, v)
+		}
+	}
+	missing.Sort()
+	slices.Reverse(missing)
+	missing = missing[:min(len(missing), MaxRepairs)]
+	read := make([]*Entry, len(missing))
+	var g errgroup.Group
+	g.SetLimit(repairConcurrency)
+	for i, v := range missing {
+		g.Go(func() error {
+			if e, ok := readEntry(ctx, repo, v); ok {
+				read[i] = &e // each index by one goroutine
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every read's failure passes its version over
+	added := 0
+	for _, e := range read {
+		if e != nil {
+			entries[e.Version.String()] = *e
+			added++
+		}
+	}
+	return added
+}
+
+// repairConcurrency bounds repair's reads in flight.
+const repairConcurrency = 8
+
+// readEntry is version v's entry, read from its tag; ok is false when
+// it cannot be read or has no provenance summary.
+func readEntry(ctx context.Context, repo oci.ReadOnlyRepository, v names.Version) (Entry, bool) {
+	desc, body, err := oci.FetchReference(ctx, repo, names.TagForVersion(v))
+	if err != nil {
+		return Entry{}, false
+	}
+	pv, err := oci.ParseProviderIndex(desc, body)
+	if err != nil {
+		return Entry{}, false
+	}
+	pv.Version = v
+	return EntryOf(pv)
+}
+
+// write pushes the index manifest m and moves Tag to it.
+func write(ctx context.Context, repo oci.Repository, m oci.Manifest) error {
+	if rp, ok := repo.(registry.ReferencePusher); ok {
+		return rp.PushReference(ctx, m.Descriptor, bytes.NewReader(m.Bytes), Tag)
+	}
+	if err := repo.Push(ctx, m.Descriptor, bytes.NewReader(m.Bytes)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return err
+	}
+	return repo.Tag(ctx, m.Descriptor, Tag)
+}
