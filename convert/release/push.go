@@ -93,6 +93,9 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 			return oci.PushResult{}, err
 		}
 		res, err := oci.Push(ctx, repo, held, tags, opts)
+		if err == nil {
+			rel.updateVersionIndex(ctx, repo, held)
+		}
 		return res, sboms.after(ctx, err)
 	}
 	if err := rel.CheckDigests(ctx); err != nil {
@@ -117,6 +120,9 @@ func (rel *Provider) Push(ctx context.Context, repo oci.Repository, opts oci.Pus
 	}
 	rel.pushed = &builtRelease{root: a.Root().Digest, h1: h1}
 	res, err := up.Commit(ctx, a, tags)
+	if err == nil {
+		rel.updateVersionIndex(ctx, repo, a)
+	}
 	return res, sboms.after(ctx, err)
 }
 
