@@ -68,16 +68,20 @@ func Update(ctx context.Context, repo oci.Repository, e Entry) (Updated, error) 
 	if !changed && up.Repaired == 0 {
 		return up, nil
 	}
+	_, dropped, err := Write(ctx, repo, entries)
+	up.Dropped, up.Wrote = dropped, err == nil
+	return up, err
+}
+
+// Write encodes entries (Encode) and writes the index to repo, moving Tag
+// to it: the index manifest written, and how many entries were left out
+// for size.
+func Write(ctx context.Context, repo oci.Repository, entries map[string]Entry) (oci.Manifest, int, error) {
 	m, dropped, err := Encode(entries)
 	if err != nil {
-		return up, err
+		return m, dropped, err
 	}
-	up.Dropped = dropped
-	if err := write(ctx, repo, m); err != nil {
-		return up, err
-	}
-	up.Wrote = true
-	return up, nil
+	return m, dropped, write(ctx, repo, m)
 }
 
 // Read reads repo's version index: nil and no error when it has none.
