@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
+	"math/rand/v2"
 	"slices"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -20,6 +22,12 @@ import (
 // tool): each is one registry request, so a push costs at most that many
 // more; later pushes add the rest.
 const MaxRepairs = 50
+
+// MaxChecks bounds the entries one Update checks against their tags (one
+// HEAD each), chosen at random: entries whose tag names another digest
+// (moved by a tool that does not update the index) are dropped, and read
+// again from their tags as missing ones.
+const MaxChecks = 50
 
 // Updated says what Update did.
 type Updated struct {
@@ -60,6 +68,11 @@ func Update(ctx context.Context, repo oci.Repository, e Entry) (Updated, error) 
 			}
 		}
 	}
+	stale := staleSample(ctx, repo, entries, e.Version)
+	for _, k := range stale {
+		delete(entries, k)
+	}
+	up.Removed += len(stale)
 	changed := cur == nil || up.Removed > 0
 	if old, ok := entries[e.Version.String()]; !ok || !old.Equal(e) {
 		entries[e.Version.String()], changed = e, true
@@ -69,8 +82,124 @@ func Update(ctx context.Context, repo oci.Repository, e Entry) (Updated, error) 
 		return up, nil
 	}
 	_, dropped, err := Write(ctx, repo, entries)
+	if err != nil && refusedChild(err) {
+		// An entry names a manifest the registry no longer holds (its tag
+		// was moved by another tool, the old one deleted): keep only the
+		// entries their tags agree with, and write again.
+		var stale []string
+		entries, stale = agreeing(ctx, repo, entries)
+		up.Removed += len(stale)
+		_, dropped, err = Write(ctx, repo, entries)
+	}
 	up.Dropped, up.Wrote = dropped, err == nil
 	return up, err
+}
+
+// staleSample are the versions of up to MaxChecks entries (other than
+// version skip's, chosen at random) whose tags name another digest: a tag
+// moved by a tool that does not update the index is found by the pushes
+// that follow, a few dozen entries each.
+func staleSample(ctx context.Context, repo oci.ReadOnlyRepository, entries map[string]Entry, skip names.Version) []string {
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
+		if k != skip.String() {
+			keys = append(keys, k)
+		}
+	}
+	rand.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	sample := make(map[string]Entry, min(len(keys), MaxChecks))
+	for _, k := range keys[:min(len(keys), MaxChecks)] {
+		sample[k] = entries[k]
+	}
+	_, stale := agreeing(ctx, repo, sample)
+	return stale
+}
+
+// refusedChild reports whether err is a registry refusing an index for
+// a manifest it names that it does not hold.
+func refusedChild(err error) bool {
+	for _, c := range oci.ErrorCodes(err) {
+		if c == "MANIFEST_BLOB_UNKNOWN" || c == "MANIFEST_UNKNOWN" || c == "BLOB_UNKNOWN" || c == "MANIFEST_INVALID" {
+			return true
+		}
+	}
+	return false
+}
+
+// agreeing are the entries whose version tags name their digests, and
+// the versions of the others, sorted: one request per entry, a few at
+// a time.
+func agreeing(ctx context.Context, repo oci.ReadOnlyRepository, entries map[string]Entry) (map[string]Entry, []string) {
+	keys := slices.Sorted(maps.Keys(entries))
+	ok := make([]bool, len(keys))
+	var g errgroup.Group
+	g.SetLimit(repairConcurrency)
+	for i, k := range keys {
+		g.Go(func() error {
+			desc, err := repo.Resolve(ctx, names.TagForVersion(entries[k].Version))
+			ok[i] = err == nil && desc.Digest == entries[k].Index.Digest // each index by one goroutine
+			return nil
+		})
+	}
+	_ = g.Wait() // a tag that cannot be read disagrees
+	out := map[string]Entry{}
+	var stale []string
+	for i, k := range keys {
+		if ok[i] {
+			out[k] = entries[k]
+		} else {
+			stale = append(stale, k)
+		}
+	}
+	return out, stale
+}
+
+// Check is what repo's version index says against its tags, for verify
+// and lint: one request per entry besides the tag list and the index.
+type Check struct {
+	// Present: the repository has an index; Entries it lists.
+	Present bool
+	Entries int
+	// Stale are the versions whose entry the tags contradict (the tag is
+	// gone or names another digest); Missing the versions tagged that
+	// the index lacks (read from their tags by listings). Sorted.
+	Stale, Missing []string
+	// Refused says why the index cannot be read ("" when it can):
+	// listings then read every version from its tag.
+	Refused string
+}
+
+// Agrees reports whether the index says what the tags say (no index at
+// all agrees: listings read the tags).
+func (c Check) Agrees() bool { return c.Refused == "" && len(c.Stale) == 0 && len(c.Missing) == 0 }
+
+// Verify checks repo's version index against its tags.
+func Verify(ctx context.Context, repo oci.ReadOnlyRepository) (Check, error) {
+	tags, err := oci.ListTagsBefore(ctx, repo, oci.TagSchemaTags, nil)
+	if err != nil {
+		return Check{}, err
+	}
+	if !slices.Contains(tags, Tag) {
+		return Check{}, nil
+	}
+	idx, err := Read(ctx, repo)
+	switch {
+	case errors.Is(err, oci.ErrInvalidArtifact) || errors.As(err, new(*oci.LimitError)):
+		return Check{Present: true, Refused: err.Error()}, nil
+	case err != nil:
+		return Check{}, err
+	case idx == nil:
+		return Check{}, nil
+	}
+	c := Check{Present: true, Entries: len(idx.Entries)}
+	_, c.Stale = agreeing(ctx, repo, idx.Entries)
+	for k := range canonicalVersions(tags) {
+		if _, ok := idx.Entries[k]; !ok {
+			c.Missing = append(c.Missing, k)
+		}
+	}
+	slices.Sort(c.Missing)
+	return c, nil
 }
 
 // Write encodes entries (Encode) and writes the index to repo, moving Tag

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/oci"
@@ -186,11 +187,16 @@ func Encode(entries map[string]Entry) (m oci.Manifest, dropped int, err error) {
 		dropped, list = len(list)-MaxEntries, list[:MaxEntries]
 	}
 	for {
-		m, err = oci.EncodeIndex(ocispec.Index{ArtifactType: ArtifactType, Manifests: descriptors(list)})
-		if err != nil || len(m.Bytes) <= MaxSize {
+		idx := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, ArtifactType: ArtifactType, Manifests: descriptors(list)}
+		b, err := json.Marshal(idx)
+		if err != nil {
 			return m, dropped, err
 		}
-		cut := max(1, len(list)*(len(m.Bytes)-MaxSize)/len(m.Bytes))
+		if len(b) <= MaxSize {
+			desc := ocispec.Descriptor{MediaType: idx.MediaType, ArtifactType: ArtifactType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+			return oci.Manifest{Descriptor: desc, Bytes: b}, dropped, nil
+		}
+		cut := max(1, len(list)*(len(b)-MaxSize)/len(b)+1)
 		dropped, list = dropped+cut, list[:len(list)-cut]
 	}
 }
