@@ -44,8 +44,18 @@ func parseVersionIndex(desc ocispec.Descriptor, body []byte) (any, int64, error)
 
 // EntryAgrees reports whether what this store knows cheaply of version
 // e.Version's tag agrees with e: when the tag's resolution is cached, it
-// names e's digest. (The tag list holding the tag is the caller's check.)
+// names e's digest, and that index has e's platforms and summary. (The
+// tag list holding the tag is the caller's check.)
 func (r *Repo) EntryAgrees(e versionindex.Entry) bool {
 	tm, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(e.Version)))
-	return !ok || tm.desc.Digest == e.Index.Digest
+	if !ok {
+		return true
+	}
+	pv, isIndex := tm.val.(*oci.ProviderVersion)
+	if !isIndex || tm.desc.Digest != e.Index.Digest {
+		return false
+	}
+	pv = withVersion(pv, e.Version)
+	got, ok := versionindex.EntryOf(pv)
+	return ok && got.Equal(e)
 }

@@ -34,6 +34,9 @@ func readHints(ctx context.Context, repo *store.Repo, read func(names.Version)) 
 	h := &hints{repo: repo, read: read}
 	h.flushed.Go(func() {
 		idx := repo.VersionIndex(ctx)
+		if idx != nil && !agrees(repo, idx) {
+			idx = nil // one entry found lying: none is taken
+		}
 		h.mu.Lock()
 		h.known, h.idx = true, idx
 		pending := h.pending
@@ -44,6 +47,19 @@ func readHints(ctx context.Context, repo *store.Repo, read func(names.Version)) 
 		}
 	})
 	return h
+}
+
+// agrees reports whether every entry of idx agrees with what the store
+// knows cheaply of its tag (store.Repo.EntryAgrees): an index found
+// disagreeing once (stale or hostile) is not used at all, so a listing
+// reads every version from its tag until the index is rewritten.
+func agrees(repo *store.Repo, idx *versionindex.Index) bool {
+	for _, e := range idx.Entries {
+		if !repo.EntryAgrees(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // early is a version a page of the tag list brought: read now unless the
