@@ -30,7 +30,7 @@ func pushed(t *testing.T, reg *testenv.Registry, host, name string, n int) oci.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := seed.Provider(context.Background(), repo, t.TempDir(), seed.Options{Versions: n, Signer: signer}); err != nil {
+	if err := seed.Provider(context.Background(), repo, t.TempDir(), seed.Options{Versions: n, Signer: signer, Concurrency: 1}); err != nil {
 		t.Fatal(err)
 	}
 	return repo

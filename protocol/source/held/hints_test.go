@@ -52,7 +52,7 @@ func newIndexed(t *testing.T, versions int) *indexed {
 		t.Fatal(err)
 	}
 	platforms := []names.Platform{{OS: "darwin", Arch: "arm64"}, {OS: "linux", Arch: "amd64"}, {OS: "windows", Arch: "amd64"}}
-	if err := seed.Provider(context.Background(), repo, t.TempDir(), seed.Options{Versions: versions, Signer: signer, Platforms: platforms}); err != nil {
+	if err := seed.Provider(context.Background(), repo, t.TempDir(), seed.Options{Versions: versions, Signer: signer, Platforms: platforms, Concurrency: 1}); err != nil {
 		t.Fatal(err)
 	}
 	return &indexed{reg: reg, client: client, repo: repo, p: names.Provider{Hostname: "example.com", Namespace: "acme", Type: "big"}}
@@ -223,7 +223,7 @@ func TestHostileIndex(t *testing.T) {
 	})
 	for name, body := range map[string][]byte{
 		"duplicate entries":   duplicated(t, honest),
-		"no artifact type":     []byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`),
+		"no artifact type":    []byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`),
 		"an unknown field":    []byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","artifactType":"` + versionindex.ArtifactType + `","manifests":[],"x":1}`),
 		"wrong artifact type": []byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","artifactType":"application/vnd.opentofu.provider","manifests":[]}`),
 	} {
