@@ -75,6 +75,15 @@ func TestPushWritesTheIndex(t *testing.T) {
 	if c := verified(t, repo); !c.Present || c.Entries != 3 || !c.Agrees() {
 		t.Fatalf("after three pushes: %+v", c)
 	}
+	idx, err := versionindex.Read(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, e := range idx.Entries { // what push wrote is what reading the tag gives
+		if want := entryOf(t, repo, k); !e.Equal(want) {
+			t.Errorf("%s: pushed entry %+v, the tag's index says %+v", k, e, want)
+		}
+	}
 	front.ResetLog()
 	pushed(t, reg, front.Host, "providers/acme/x", 3)
 	for _, e := range front.Log() {
