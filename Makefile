@@ -213,7 +213,7 @@ FUZZ_TARGETS := \
 	./convert/cliconfig:FuzzReadOCIMirrors ./convert/tfconfig:FuzzLoad ./convert/pgp:FuzzVerifyDetached \
 	./convert/sha256sums:FuzzReadAgreesWithTofu ./protocol/proxy/providers:FuzzParsePaths ./protocol/proxy/modules:FuzzParseModulePaths ./protocol/proxy/tofudl:FuzzParseTofuPaths ./protocol/proxy:FuzzServeHTTP \
 	./convert/policy:FuzzParse ./convert/vulns:FuzzParseEntry ./convert/sbom:FuzzFromZip ./convert/sbom:FuzzParseSPDX \
-	./protocol/notify:FuzzParse ./protocol/notify:FuzzHeard ./oci/repotemplate:FuzzTemplateMatch
+	./protocol/notify:FuzzParse ./protocol/notify:FuzzHeard ./oci/repotemplate:FuzzTemplateMatch ./oci/versionindex:FuzzParse
 # Go 1.26's fuzz coordinator can fail a run at the -fuzztime boundary with a
 # bare "context deadline exceeded" and no input (golang/go#75804, fixed in Go
 # 1.27) when the machine is busy: such a run, and only such a run (no failing

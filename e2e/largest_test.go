@@ -14,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/versionindex"
 	"github.com/oci-tofu/oci-tofu/protocol/store"
 	"github.com/opencontainers/go-digest"
 )
@@ -125,4 +126,65 @@ func seedLargest(t *testing.T, reg *testenv.Registry, repo string, n int) {
 		}
 		storeManifest(t, reg, repo, body, names.TagForVersion(names.MustParseVersion(v)))
 	}
+}
+
+// TestLargestListingRoundTripsWithIndex is TestLargestListingRoundTrips
+// with the repository's version index (oci/versionindex) written, as
+// push leaves it: the cold listing reads the tag list's pages and, beside
+// the first, the index, and no version's own index (issue 44's goal: at
+// most 4 sequential round trips and 10 registry requests). The document
+// equals the one read without the index.
+func TestLargestListingRoundTripsWithIndex(t *testing.T) {
+	const versions = 2000
+	reg := testenv.StartRegistry(t)
+	seedLargest(t, reg, "providers/acme/aws", versions)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: time.Second, TagPageSize: 1000, ExtraTags: func(string) []string { return schemaTags(versions, len(seed.ManyPlatforms)) }})
+	plain := startServe(t, "--provider-template", reg.Host+"/providers/${namespace}/${type}")
+	_, want := plain.get(t, "/v1/providers/acme/aws/versions") // before the index: every version read
+	size := indexLargest(t, reg, "providers/acme/aws", versions)
+	t.Logf("version index of %d versions × %d platforms: %d bytes", versions, len(seed.ManyPlatforms), size)
+	s := startServe(t, "--provider-template", front.Host+"/providers/${namespace}/${type}")
+	front.ResetLog()
+	code, body := s.get(t, "/v1/providers/acme/aws/versions")
+	if code != http.StatusOK {
+		t.Fatalf("/versions: %d %s", code, body)
+	}
+	if string(body) != string(want) {
+		t.Errorf("the listing read with the index differs from the one read without it:\n%.400s\nwant\n%.400s", body, want)
+	}
+	log := withoutStartupCheck(front.Log())
+	perRound := map[int]int{}
+	for _, e := range log {
+		perRound[e.Round]++
+		if strings.Contains(e.Path, "/manifests/") && !strings.HasSuffix(e.Path, "/manifests/"+versionindex.Tag) {
+			t.Errorf("the listing read %s %s: with the index it reads no version's own index", e.Method, e.Path)
+		}
+	}
+	if rounds := front.Rounds(); rounds > 4 || len(log) > 10 {
+		t.Errorf("%d registry requests in %d sequential round trips (%v); want at most 10 in 4", len(log), rounds, perRound)
+	}
+	t.Logf("%d requests in %d sequential round trips: %v", len(log), front.Rounds(), perRound)
+}
+
+// indexLargest writes the version index of seedLargest's n versions and
+// returns its size in bytes.
+func indexLargest(t *testing.T, reg *testenv.Registry, repo string, n int) int {
+	t.Helper()
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.Open(oci.Reference{Registry: reg.Host, Repository: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base, err := oci.FetchReference(context.Background(), r, seed.Version(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, err := seed.VersionIndex(context.Background(), r, base, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return size
 }

@@ -186,9 +186,10 @@ func ReportPushed(rep *report.Reporter, rel *release.Provider, ref oci.Reference
 	for i, p := range rel.Packages {
 		platforms[i] = p.Platform.String()
 	}
-	warnings := rel.Warnings
-	if warnings == nil {
-		warnings = []string{} // [] in JSON
+	warnings := append([]string{}, rel.Warnings...) // [] in JSON
+	if note := rel.VersionIndexNote(); note != "" {
+		rep.Warn(rel.Type+" "+rel.Version, []string{note})
+		warnings = append(warnings, note)
 	}
 	result := map[string]any{
 		"reference":      ref.String(),

@@ -80,6 +80,9 @@ type Provider struct {
 	// itself (not when the registry already held it): Predicate takes the
 	// h1 hashes from it instead of reading them back (attest.go).
 	pushed *builtRelease
+	// indexNote is what the last Push could not do about the version
+	// index (VersionIndexNote).
+	indexNote string
 }
 
 // Package is one platform's zip of a release.

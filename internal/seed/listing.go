@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"github.com/opencontainers/go-digest"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/versionindex"
 )
 
 // ManyPlatforms are fifteen platforms, about what the largest providers
@@ -169,4 +171,38 @@ func PlatformsProvider(ctx context.Context, repo oci.Repository, dir string, opt
 		})
 	}
 	return g.Wait()
+}
+
+// VersionIndex writes the version index (oci/versionindex) of
+// ListingProvider's first n versions, whose first index is base, as
+// push provider leaves it after publishing them one after another; it
+// returns the index's size in bytes.
+func VersionIndex(ctx context.Context, repo oci.Repository, base []byte, n int) (int, error) {
+	entries := map[string]versionindex.Entry{}
+	for i := range n {
+		v := Version(i)
+		body := base
+		if i > 0 {
+			var err error
+			if body, err = DerivedIndex(base, v); err != nil {
+				return 0, err
+			}
+		}
+		desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, ArtifactType: oci.ArtifactTypeProvider, Digest: digest.FromBytes(body), Size: int64(len(body))}
+		pv, err := oci.ParseProviderIndex(desc, body)
+		if err != nil {
+			return 0, err
+		}
+		pv.Version = names.MustParseVersion(v)
+		e, ok := versionindex.EntryOf(pv)
+		if !ok {
+			return 0, fmt.Errorf("version %s has no provenance summary", v)
+		}
+		entries[v] = e
+	}
+	m, dropped, err := versionindex.Write(ctx, repo, entries)
+	if err == nil && dropped > 0 {
+		err = fmt.Errorf("the version index left out %d of %d versions", dropped, n)
+	}
+	return len(m.Bytes), err
 }

@@ -8,6 +8,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -127,4 +128,40 @@ func pushVersion(ctx context.Context, repo oci.Repository, dir string, zips map[
 		return fmt.Errorf("pushing version %s: %w", v, err)
 	}
 	return nil
+}
+
+// PushVersion pushes one signed release of version v for opts.Platforms
+// (opts.Type, opts.Signer) to repo as push provider does, replacing what
+// the version's tag holds when replace is set (push --replace). dir is
+// scratch space of its own.
+func PushVersion(ctx context.Context, repo oci.Repository, dir, v string, opts Options, replace bool) error {
+	if opts.Type == "" {
+		opts.Type = "big"
+	}
+	zips, err := writeZips(dir, opts)
+	if err != nil {
+		return err
+	}
+	rd := filepath.Join(dir, v)
+	if err := os.MkdirAll(rd, 0o755); err != nil {
+		return err
+	}
+	for p, z := range zips {
+		if err := os.Link(z, filepath.Join(rd, names.ProviderZipName(opts.Type, v, p))); err != nil {
+			return err
+		}
+	}
+	manifest := filepath.Join(rd, fmt.Sprintf("%s%s_%s_manifest.json", names.ProviderFilePrefix, opts.Type, v))
+	if err := os.WriteFile(manifest, []byte(`{"version":1,"metadata":{"protocol_versions":["5.0"]}}`), 0o644); err != nil {
+		return err
+	}
+	rel, err := release.ReadProvider(ctx, rd, release.Options{Signer: opts.Signer})
+	if err != nil {
+		return err
+	}
+	_, err = rel.Push(ctx, repo, oci.PushOptions{Replace: replace})
+	if err == nil && rel.VersionIndexNote() != "" {
+		err = errors.New(rel.VersionIndexNote())
+	}
+	return err
 }

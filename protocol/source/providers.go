@@ -107,6 +107,10 @@ type ProviderRelease struct {
 	// Others are, in a merged listing, the same version's releases in
 	// later mappings, which may add platforms.
 	Others []*ProviderRelease
+	// FromIndex: Protocols, Platforms and SigningKeyIDs are the version
+	// index's (ListOptions.Hinted), and Root.Index holds no platform
+	// manifests: what is served of the version is resolved afresh.
+	FromIndex bool
 }
 
 // ProviderPackage is one platform's package.
@@ -140,6 +144,12 @@ type Checksums struct {
 type ListOptions struct {
 	Need Need
 	Want func(names.Version) bool
+	// Hinted, with Need NeedSummary alone: the lister may take a
+	// version's summary and platforms from the repository's version index
+	// (ProviderRelease.FromIndex) instead of reading the version's own
+	// index, where the index agrees with the tags. For a listing's
+	// document only: nothing served of a version comes from it.
+	Hinted bool
 }
 
 // File is SHA256SUMS (FileSHA256SUMS) or its signature (FileSignature),

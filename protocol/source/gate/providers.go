@@ -44,6 +44,9 @@ func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 	inner.Want = func(v names.Version) bool {
 		return g.Judge.Version(names.KindProvider, addr, what(p), v) == nil && (opts.Want == nil || opts.Want(v))
 	}
+	// The version index may stand in for the versions' own indexes only
+	// where nothing but the listing's document needs them.
+	inner.Hinted = opts.Need == source.NeedSummary && !g.Judge.ReadsRoot(names.KindProvider, addr, true)
 	l, err := g.Inner.ProviderVersions(ctx, p, via, inner)
 	if err != nil {
 		return l, err
@@ -59,6 +62,9 @@ func (g *Providers) ProviderVersions(ctx context.Context, p names.Provider, via 
 		switch {
 		case verdicts.Denied[v] != nil:
 			l.Left[v] = verdicts.Denied[v]
+			delete(l.Releases, v)
+		case l.Releases[v] != nil && l.Releases[v].FromIndex && inner.Hinted:
+			l.Releases[v] = g.platforms(l.Releases[v]) // listed from the version index: nothing to read
 		case l.Unresolvable[v] == "":
 			read = append(read, e.Version)
 		}

@@ -66,13 +66,24 @@ func (h *Providers) ProviderVersions(ctx context.Context, p names.Provider, _ na
 		return KeepFatal(err)
 	})
 	defer pf.Stop()
+	early := pf.Add
+	var hs *hints
+	if opts.Hinted && opts.Need == source.NeedSummary {
+		hs = readHints(ctx, repo, pf.Add)
+		defer hs.wait()
+		early = hs.early
+	}
 	l, err := h.listing(ctx, p, repo, func(v names.Version) {
 		if opts.Want == nil || opts.Want(v) {
-			pf.Add(v)
+			early(v)
 		}
 	})
 	if err != nil {
 		return l, err
+	}
+	if hs != nil {
+		hs.wait()
+		l.Releases = hs.releases(p, l)
 	}
 	if err := pf.Failed(); err != nil { // what the listing's fan-out would stop at
 		return l, err

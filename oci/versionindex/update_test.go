@@ -1,0 +1,180 @@
+package versionindex_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/oci-tofu/oci-tofu/convert/pgp"
+	"github.com/oci-tofu/oci-tofu/internal/seed"
+	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/versionindex"
+)
+
+// pushed opens repository name at host (a registry or a front) and pushes
+// n signed versions into it as push provider does.
+func pushed(t *testing.T, reg *testenv.Registry, host, name string, n int) oci.Repository {
+	t.Helper()
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := client.Open(oci.Reference{Registry: host, Repository: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seed.Provider(context.Background(), repo, t.TempDir(), seed.Options{Versions: n, Signer: signer, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// verified is Verify's check of repo, failing the test on error.
+func verified(t *testing.T, repo oci.ReadOnlyRepository) versionindex.Check {
+	t.Helper()
+	c, err := versionindex.Verify(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// entryOf is version v's entry as its tag names it now.
+func entryOf(t *testing.T, repo oci.ReadOnlyRepository, v string) versionindex.Entry {
+	t.Helper()
+	desc, body, err := oci.FetchReference(context.Background(), repo, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := oci.ParseProviderIndex(desc, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv.Version = names.MustParseVersion(v)
+	e, ok := versionindex.EntryOf(pv)
+	if !ok {
+		t.Fatalf("%s has no summary", v)
+	}
+	return e
+}
+
+// TestPushWritesTheIndex: push provider's path writes an entry per
+// version, each naming what its tag names; pushing the same versions
+// again writes no index.
+func TestPushWritesTheIndex(t *testing.T) {
+	reg := testenv.StartRegistry(t)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
+	repo := pushed(t, reg, front.Host, "providers/acme/x", 3)
+	if c := verified(t, repo); !c.Present || c.Entries != 3 || !c.Agrees() {
+		t.Fatalf("after three pushes: %+v", c)
+	}
+	idx, err := versionindex.Read(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, e := range idx.Entries { // what push wrote is what reading the tag gives
+		if want := entryOf(t, repo, k); !e.Equal(want) {
+			t.Errorf("%s: pushed entry %+v, the tag's index says %+v", k, e, want)
+		}
+	}
+	front.ResetLog()
+	pushed(t, reg, front.Host, "providers/acme/x", 3)
+	for _, e := range front.Log() {
+		if e.Method == "PUT" {
+			t.Errorf("a re-push of unchanged versions wrote %s", e.Path)
+		}
+	}
+}
+
+// TestUpdateRepairs: an entry lost to a concurrent writer is added back
+// by the next update; an entry whose tag was deleted is dropped; an
+// index the registry holds but oci-tofu refuses is rewritten.
+func TestUpdateRepairs(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	repo := pushed(t, reg, reg.Host, "providers/acme/x", 4)
+	e0, e1, e2 := entryOf(t, repo, seed.Version(0)), entryOf(t, repo, seed.Version(1)), entryOf(t, repo, seed.Version(2))
+	// A concurrent writer's index, written last, without versions 1 to 3.
+	if _, _, err := versionindex.Write(ctx, repo, map[string]versionindex.Entry{seed.Version(0): e0}); err != nil {
+		t.Fatal(err)
+	}
+	if c := verified(t, repo); c.Agrees() || len(c.Missing) != 3 {
+		t.Fatalf("with a lost update: %+v", c)
+	}
+	up, err := versionindex.Update(ctx, repo, e2)
+	if err != nil || !up.Wrote || up.Repaired != 2 {
+		t.Fatalf("update: %+v, %v; want versions 1 and 3 repaired", up, err)
+	}
+	if c := verified(t, repo); !c.Agrees() || c.Entries != 4 {
+		t.Fatalf("after the repair: %+v", c)
+	}
+	deleter, err := testClient(t, reg).OpenDeleter(oci.Reference{Registry: reg.Host, Repository: "providers/acme/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := deleter.Delete(ctx, e1.Index); err != nil {
+		t.Fatal(err)
+	}
+	up, err = versionindex.Update(ctx, repo, e0)
+	if err != nil || !up.Wrote || up.Removed != 1 {
+		t.Fatalf("update after a delete: %+v, %v; want version 1's entry removed", up, err)
+	}
+	if c := verified(t, repo); !c.Agrees() || c.Entries != 3 {
+		t.Fatalf("after the delete: %+v", c)
+	}
+	// Something else under the index's tag: rewritten.
+	seed.Push(t, repo, seed.SmallArtifact(t, "not an index"), versionindex.Tag)
+	if c := verified(t, repo); c.Refused == "" {
+		t.Fatalf("a manifest that is no version index: %+v", c)
+	}
+	if up, err := versionindex.Update(ctx, repo, e0); err != nil || !up.Wrote {
+		t.Fatalf("update over a foreign manifest: %+v, %v", up, err)
+	}
+	if c := verified(t, repo); !c.Agrees() || c.Entries != 3 {
+		t.Fatalf("after rewriting: %+v", c)
+	}
+}
+
+// TestVerifyReportsAMovedTag: a tag moved by another tool (the index not
+// updated) is reported stale; the next update finds it among the entries
+// it checks, and reads the version again from its tag.
+func TestVerifyReportsAMovedTag(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	repo := pushed(t, reg, reg.Host, "providers/acme/x", 3)
+	e0 := entryOf(t, repo, seed.Version(0))
+	// Another tool retags version 2 with version 0's index.
+	if err := repo.Tag(ctx, e0.Index, seed.Version(2)); err != nil {
+		t.Fatal(err)
+	}
+	c := verified(t, repo)
+	if !slices.Equal(c.Stale, []string{seed.Version(2)}) {
+		t.Fatalf("after moving a tag: %+v; want %s stale", c, seed.Version(2))
+	}
+	up, err := versionindex.Update(ctx, repo, e0)
+	if err != nil || up.Removed != 1 || up.Repaired != 1 {
+		t.Fatalf("update: %+v, %v; want the stale entry removed and read again", up, err)
+	}
+	if c := verified(t, repo); !c.Agrees() {
+		t.Fatalf("after the update: %+v", c)
+	}
+	if !strings.HasPrefix(versionindex.Tag, "oci-tofu") || versionindex.Tag >= oci.TagSchemaTags || oci.IsVersionTag(versionindex.Tag) {
+		t.Fatalf("tag %q", versionindex.Tag)
+	}
+}
+
+func testClient(t *testing.T, reg *testenv.Registry) *oci.Client {
+	t.Helper()
+	c, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -1,0 +1,177 @@
+package versionindex
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+)
+
+// entry is a made-up entry of version v with n platforms.
+func entry(v string, n int) Entry {
+	var ps []names.Platform
+	for i := range n {
+		ps = append(ps, names.Platform{OS: "os", Arch: fmt.Sprintf("arch%03d", i)})
+	}
+	return Entry{Version: names.MustParseVersion(v), Platforms: ps,
+		Index:   ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromString(v), Size: 3000},
+		Summary: oci.ProvenanceSummary{Protocols: []string{"5.0", "6.0"}, SigningKeyIDs: []string{"0123456789ABCDEF"}}}
+}
+
+// entries are n versions of 15 platforms each, as Encode takes them.
+func entries(n, platforms int) map[string]Entry {
+	out := map[string]Entry{}
+	for i := range n {
+		v := fmt.Sprintf("%d.%d.%d", 1+i/10000, (i/100)%100, i%100)
+		out[v] = entry(v, platforms)
+	}
+	return out
+}
+
+func TestEncodeParseRoundTrip(t *testing.T) {
+	in := entries(30, 3)
+	unsigned := entry("0.1.0", 1)
+	unsigned.Summary.SigningKeyIDs = nil
+	in["0.1.0"] = unsigned
+	m, dropped, err := Encode(in)
+	if err != nil || dropped != 0 {
+		t.Fatal(err, dropped)
+	}
+	if m.Descriptor.ArtifactType != ArtifactType || m.Descriptor.MediaType != ocispec.MediaTypeImageIndex {
+		t.Fatalf("descriptor %+v", m.Descriptor)
+	}
+	idx, err := Parse(m.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(idx.Entries) != len(in) {
+		t.Fatalf("%d entries, want %d", len(idx.Entries), len(in))
+	}
+	for k, e := range in {
+		if !idx.Entries[k].Equal(e) {
+			t.Errorf("%s: %+v, want %+v", k, idx.Entries[k], e)
+		}
+	}
+	again, _, _ := Encode(idx.Entries)
+	if string(again.Bytes) != string(m.Bytes) {
+		t.Error("encoding the parsed index gives other bytes")
+	}
+}
+
+// TestEncodeSizes: issue 44's largest provider, 2,000 versions of 15
+// platforms, fits in one index well within MaxSize; beyond MaxSize the
+// newest entries are left out and the rest still fits.
+func TestEncodeSizes(t *testing.T) {
+	m, dropped, err := Encode(entries(2000, 15))
+	if err != nil || dropped != 0 {
+		t.Fatal(err, dropped)
+	}
+	t.Logf("2,000 versions × 15 platforms: %d bytes (%d per version)", len(m.Bytes), len(m.Bytes)/2000)
+	if len(m.Bytes) > MaxSize/2 {
+		t.Errorf("%d bytes, want at most half of %d", len(m.Bytes), MaxSize)
+	}
+	m, dropped, err = Encode(entries(5000, 60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dropped == 0 || len(m.Bytes) > MaxSize {
+		t.Fatalf("%d bytes, %d dropped", len(m.Bytes), dropped)
+	}
+	idx, err := Parse(m.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(idx.Entries)+dropped != 5000 {
+		t.Errorf("%d kept + %d dropped, want 5,000", len(idx.Entries), dropped)
+	}
+	if _, ok := idx.Entries["1.0.0"]; !ok {
+		t.Error("the oldest version was left out; the newest go first")
+	}
+	if _, ok := idx.Entries["1.49.99"]; ok {
+		t.Error("the newest version was kept")
+	}
+	t.Logf("5,000 versions × 60 platforms: %d kept in %d bytes, %d left out", len(idx.Entries), len(m.Bytes), dropped)
+}
+
+// TestParseRefuses: anything but a well-formed index is refused whole.
+func TestParseRefuses(t *testing.T) {
+	good, _, err := Encode(entries(2, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(fn func(*ocispec.Index)) []byte {
+		var idx ocispec.Index
+		if err := json.Unmarshal(good.Bytes, &idx); err != nil {
+			t.Fatal(err)
+		}
+		fn(&idx)
+		b, _ := json.Marshal(idx)
+		return b
+	}
+	ann := func(i int, k, v string) []byte {
+		return edit(func(idx *ocispec.Index) { idx.Manifests[i].Annotations[k] = v })
+	}
+	cases := map[string][]byte{
+		"not JSON":             []byte("{"),
+		"trailing data":        append(append([]byte{}, good.Bytes...), []byte(" {}")...),
+		"unknown field":        []byte(strings.Replace(string(good.Bytes), `"schemaVersion"`, `"extra":1,"schemaVersion"`, 1)),
+		"artifactType":         edit(func(idx *ocispec.Index) { idx.ArtifactType = "application/vnd.opentofu.provider" }),
+		"mediaType":            edit(func(idx *ocispec.Index) { idx.MediaType = ocispec.MediaTypeImageManifest }),
+		"schemaVersion":        edit(func(idx *ocispec.Index) { idx.SchemaVersion = 1 }),
+		"duplicate":            edit(func(idx *ocispec.Index) { idx.Manifests[1] = idx.Manifests[0] }),
+		"entry mediaType":      edit(func(idx *ocispec.Index) { idx.Manifests[0].MediaType = ocispec.MediaTypeImageManifest }),
+		"bad digest":           edit(func(idx *ocispec.Index) { idx.Manifests[0].Digest = "sha256:abc" }),
+		"sha512":               edit(func(idx *ocispec.Index) { idx.Manifests[0].Digest = digest.SHA512.FromString("x") }),
+		"size 0":               edit(func(idx *ocispec.Index) { idx.Manifests[0].Size = 0 }),
+		"size too large":       edit(func(idx *ocispec.Index) { idx.Manifests[0].Size = oci.MaxManifestSize + 1 }),
+		"no version":           ann(0, AnnotationVersion, ""),
+		"loose version":        ann(0, AnnotationVersion, "v1.0.0"),
+		"short version":        ann(0, AnnotationVersion, "1.0"),
+		"no platforms":         ann(0, AnnotationPlatforms, ""),
+		"bad platform":         ann(0, AnnotationPlatforms, "linux_amd64,../x"),
+		"unsorted platforms":   ann(0, AnnotationPlatforms, "linux_amd64,darwin_arm64"),
+		"duplicate platforms":  ann(0, AnnotationPlatforms, "linux_amd64,linux_amd64"),
+		"no protocols":         edit(func(idx *ocispec.Index) { delete(idx.Manifests[0].Annotations, oci.AnnotationProtocols) }),
+		"beyond MaxSize":       append(append([]byte{}, good.Bytes[:len(good.Bytes)-1]...), []byte(`,"annotations":{"x":"`+strings.Repeat("x", MaxSize)+`"}}`)...),
+		"too many platforms":   ann(0, AnnotationPlatforms, manyPlatforms(oci.MaxIndexEntries+1)),
+		"too many entries (e)": tooManyEntries(t),
+	}
+	for name, b := range cases {
+		if _, err := Parse(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := Parse(good.Bytes); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func manyPlatforms(n int) string {
+	var ps []string
+	for i := range n {
+		ps = append(ps, fmt.Sprintf("os_a%04d", i))
+	}
+	return strings.Join(ps, ",")
+}
+
+// tooManyEntries is an index of MaxEntries+1 minimal entries.
+func tooManyEntries(t *testing.T) []byte {
+	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, ArtifactType: ArtifactType}
+	idx.SchemaVersion = 2
+	for i := range MaxEntries + 1 {
+		v := fmt.Sprintf("1.%d.%d", i/100, i%100)
+		idx.Manifests = append(idx.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromString(v), Size: 1,
+			Annotations: map[string]string{AnnotationVersion: v, AnnotationPlatforms: "a_b", oci.AnnotationProtocols: "5.0"}})
+	}
+	b, err := json.Marshal(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

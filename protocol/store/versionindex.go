@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/oci-tofu/oci-tofu/oci"
+	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/versionindex"
+)
+
+// The repository's version index (oci/versionindex), read for listings
+// only: a hint checked against the tag list, never trusted for what is
+// served of a version (that is read from the version's own index).
+
+// VersionIndex is the repository's version index, read by tag and cached
+// as a tag's resolution (ResolveTTL; a missing or refused one for
+// FailureTTL): nil when the repository has none, or one that cannot be
+// read or used (logged once per read), so that a listing reads every
+// version as without an index.
+func (r *Repo) VersionIndex(ctx context.Context) *versionindex.Index {
+	tm, err := r.manifestByTag(ctx, "versions", versionindex.Tag, parseVersionIndex)
+	switch {
+	case err == nil:
+		return tm.val.(*versionindex.Index)
+	case FailureOf(err) != oci.FailureNotFound && ctx.Err() == nil:
+		r.s.opts.Logger.Warn("the version index is not used; versions are read from their tags", "repository", r.name, "error", err.Error())
+	}
+	return nil
+}
+
+// parseVersionIndex reads a version index as the resolve cache keeps it.
+func parseVersionIndex(desc ocispec.Descriptor, body []byte) (any, int64, error) {
+	if desc.MediaType != ocispec.MediaTypeImageIndex {
+		return nil, 0, oci.Invalid("tag %s names a %s, not an image index", versionindex.Tag, desc.MediaType)
+	}
+	idx, err := versionindex.Parse(body)
+	if err != nil {
+		return nil, 0, err
+	}
+	return idx, indexCost(len(body)), nil
+}
+
+// EntryAgrees reports whether what this store knows cheaply of version
+// e.Version's tag agrees with e: when the tag's resolution is cached, it
+// names e's digest, and that index has e's platforms and summary. (The
+// tag list holding the tag is the caller's check.)
+func (r *Repo) EntryAgrees(e versionindex.Entry) bool {
+	tm, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(e.Version)))
+	if !ok {
+		return true
+	}
+	pv, isIndex := tm.val.(*oci.ProviderVersion)
+	if !isIndex || tm.desc.Digest != e.Index.Digest {
+		return false
+	}
+	pv = withVersion(pv, e.Version)
+	got, ok := versionindex.EntryOf(pv)
+	return ok && got.Equal(e)
+}
