@@ -20,6 +20,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
+	"github.com/oci-tofu/oci-tofu/oci/versionindex"
 )
 
 // watched is an OCI layout that tells before each tag is written, and
@@ -42,7 +43,7 @@ func (w *watched) Tag(ctx context.Context, desc ocispec.Descriptor, tag string) 
 	w.mu.Lock()
 	before := w.before
 	w.mu.Unlock()
-	if before != nil {
+	if before != nil && tag != versionindex.Tag { // the version index is no version's tag
 		before(ctx, desc, tag)
 	}
 	return w.Store.Tag(ctx, desc, tag)
