@@ -107,20 +107,7 @@ func writeZips(dir string, opts Options) (map[names.Platform]string, error) {
 // pushVersion writes a release directory for version v (links to the
 // shared zips and a release manifest), signs and pushes it.
 func pushVersion(ctx context.Context, repo oci.Repository, dir string, zips map[names.Platform]string, v string, opts Options) error {
-	rd := filepath.Join(dir, v)
-	if err := os.MkdirAll(rd, 0o755); err != nil {
-		return err
-	}
-	for p, z := range zips {
-		if err := os.Link(z, filepath.Join(rd, names.ProviderZipName(opts.Type, v, p))); err != nil {
-			return err
-		}
-	}
-	manifest := filepath.Join(rd, fmt.Sprintf("%s%s_%s_manifest.json", names.ProviderFilePrefix, opts.Type, v))
-	if err := os.WriteFile(manifest, []byte(`{"version":1,"metadata":{"protocol_versions":["5.0"]}}`), 0o644); err != nil {
-		return err
-	}
-	rel, err := release.ReadProvider(ctx, rd, release.Options{Signer: opts.Signer})
+	rel, err := readVersion(ctx, dir, zips, v, opts)
 	if err != nil {
 		return fmt.Errorf("version %s: %w", v, err)
 	}
@@ -128,6 +115,25 @@ func pushVersion(ctx context.Context, repo oci.Repository, dir string, zips map[
 		return fmt.Errorf("pushing version %s: %w", v, err)
 	}
 	return nil
+}
+
+// readVersion writes a release directory for version v in dir (links to
+// the shared zips and a release manifest) and reads it, signed.
+func readVersion(ctx context.Context, dir string, zips map[names.Platform]string, v string, opts Options) (*release.Provider, error) {
+	rd := filepath.Join(dir, v)
+	if err := os.MkdirAll(rd, 0o755); err != nil {
+		return nil, err
+	}
+	for p, z := range zips {
+		if err := os.Link(z, filepath.Join(rd, names.ProviderZipName(opts.Type, v, p))); err != nil {
+			return nil, err
+		}
+	}
+	manifest := filepath.Join(rd, fmt.Sprintf("%s%s_%s_manifest.json", names.ProviderFilePrefix, opts.Type, v))
+	if err := os.WriteFile(manifest, []byte(`{"version":1,"metadata":{"protocol_versions":["5.0"]}}`), 0o644); err != nil {
+		return nil, err
+	}
+	return release.ReadProvider(ctx, rd, release.Options{Signer: opts.Signer})
 }
 
 // PushVersion pushes one signed release of version v for opts.Platforms
@@ -142,20 +148,7 @@ func PushVersion(ctx context.Context, repo oci.Repository, dir, v string, opts O
 	if err != nil {
 		return err
 	}
-	rd := filepath.Join(dir, v)
-	if err := os.MkdirAll(rd, 0o755); err != nil {
-		return err
-	}
-	for p, z := range zips {
-		if err := os.Link(z, filepath.Join(rd, names.ProviderZipName(opts.Type, v, p))); err != nil {
-			return err
-		}
-	}
-	manifest := filepath.Join(rd, fmt.Sprintf("%s%s_%s_manifest.json", names.ProviderFilePrefix, opts.Type, v))
-	if err := os.WriteFile(manifest, []byte(`{"version":1,"metadata":{"protocol_versions":["5.0"]}}`), 0o644); err != nil {
-		return err
-	}
-	rel, err := release.ReadProvider(ctx, rd, release.Options{Signer: opts.Signer})
+	rel, err := readVersion(ctx, dir, zips, v, opts)
 	if err != nil {
 		return err
 	}
