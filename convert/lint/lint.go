@@ -29,6 +29,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/versionindex"
 )
 
 // Severity of a finding: errors are what would make OpenTofu fail.
@@ -76,6 +77,9 @@ type Options struct {
 // every tag of the repository. The error return is for failures to check
 // at all (registry unreachable); problems with the artifact are findings.
 func Check(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, opts Options) ([]Finding, error) {
+	if ref.Reference == versionindex.Tag {
+		return checkVersionIndex(ctx, repo, ref)
+	}
 	if ref.Reference != "" {
 		return verifyOne(ctx, repo, ref, opts)
 	}
@@ -92,13 +96,61 @@ func Check(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, 
 		if attach.IsAttachmentTag(t) {
 			continue // cosign's signatures and attestations (sha256-<hex>.sig, .att): no artifact
 		}
-		f, err := verifyOne(ctx, repo, ref.WithReference(t), opts)
+		check := verifyOne
+		if t == versionindex.Tag {
+			check = func(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference, _ Options) ([]Finding, error) {
+				return checkVersionIndex(ctx, repo, ref)
+			}
+		}
+		f, err := check(ctx, repo, ref.WithReference(t), opts)
 		if err != nil {
 			return all, err
 		}
 		all = append(all, f...)
 	}
 	return all, nil
+}
+
+// maxListedVersions bounds the versions a version-index finding names.
+const maxListedVersions = 10
+
+// checkVersionIndex reports whether the repository's version index
+// (docs/artifacts.md, "The version index") agrees with its tags: a
+// warning when it does not, as listings then read the versions it gets
+// wrong from their tags, or list a moved tag's old platforms.
+func checkVersionIndex(ctx context.Context, repo oci.ReadOnlyRepository, ref oci.Reference) ([]Finding, error) {
+	c, err := versionindex.Verify(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("checking the version index: %w", err)
+	}
+	at := ref.WithReference(versionindex.Tag).String()
+	warn := func(format string, args ...any) []Finding {
+		return []Finding{{Reference: at, Severity: SeverityWarning, Message: fmt.Sprintf(format, args...)}}
+	}
+	switch {
+	case !c.Present:
+		return nil, nil
+	case c.Refused != "":
+		return warn("the version index cannot be read (listings read every version from its tag; the next push rewrites it): %s", c.Refused), nil
+	case len(c.Stale) > 0 || len(c.Missing) > 0:
+		var wrong []string
+		if len(c.Stale) > 0 {
+			wrong = append(wrong, "names other content than the tags of "+someVersions(c.Stale)+" (listings may show their old platforms)")
+		}
+		if len(c.Missing) > 0 {
+			wrong = append(wrong, "lacks "+someVersions(c.Missing)+" (listings read them from their tags)")
+		}
+		return warn("the version index %s; the next push of a version rewrites it", strings.Join(wrong, ", and ")), nil
+	}
+	return []Finding{{Reference: at, Severity: SeverityOK, Message: fmt.Sprintf("the version index agrees with the tags (versions: %d)", c.Entries)}}, nil
+}
+
+// someVersions names versions, at most maxListedVersions of them.
+func someVersions(vs []string) string {
+	if len(vs) <= maxListedVersions {
+		return "version " + strings.Join(vs, ", ")
+	}
+	return fmt.Sprintf("version %s and %d more", strings.Join(vs[:maxListedVersions], ", "), len(vs)-maxListedVersions)
 }
 
 type checker struct {

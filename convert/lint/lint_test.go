@@ -328,3 +328,51 @@ func TestVerifyDeprecatedAndRevoked(t *testing.T) {
 		}
 	}
 }
+
+// verify checks the version index a push writes against the tags, and
+// says which versions it lacks once another tool tags one: the index's
+// own tag is no artifact to judge as a version.
+func TestVerifyReportsTheVersionIndex(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	repo, err := orasoci.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := release.ReadProvider(ctx, testenv.Testdata(t, "providers", "hello", "1.0.0"), release.Options{Keys: []*pgp.Keyring{kr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := rel.Push(ctx, repo, oci.PushOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := oci.Reference{Layout: true, Repository: dir}
+	check := func() []lint.Finding {
+		f, err := lint.Check(ctx, repo, whole, lint.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	f := check()
+	if !hasFinding(f, lint.SeverityOK, "the version index agrees with the tags (versions: 1)") || hasSeverity(f, lint.SeverityWarning) || hasSeverity(f, lint.SeverityError) {
+		t.Fatalf("after a push: %+v", f)
+	}
+	// Another tool tags the same index as 1.1.0: the version index lacks it.
+	if err := repo.Tag(ctx, pushed.Root, "1.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	f = check()
+	if !hasFinding(f, lint.SeverityWarning, "the version index lacks version 1.1.0") || hasSeverity(f, lint.SeverityError) {
+		t.Fatalf("after a copy: %+v", f)
+	}
+	one, err := lint.Check(ctx, repo, whole.WithReference("oci-tofu.versions"), lint.Options{})
+	if err != nil || !hasFinding(one, lint.SeverityWarning, "lacks version 1.1.0") {
+		t.Fatalf("the index's tag alone: %+v %v", one, err)
+	}
+}
