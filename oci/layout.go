@@ -57,6 +57,16 @@ var layouts = struct {
 	m map[string]*layout
 }{m: map[string]*layout{}}
 
+// IsLayout reports whether repo is an OCI layout directory (oci-tofu's
+// own, or oras-go's oci.Store), not a registry's repository.
+func IsLayout(repo any) bool {
+	switch repo.(type) {
+	case *layout, *oci.Store:
+		return true
+	}
+	return false
+}
+
 // openLayout opens the OCI layout at root, shared with every other opener
 // in this process, and picks up what another process wrote to its
 // index.json since this process last read or wrote it. With create, a

@@ -329,13 +329,19 @@ func TestVerifyDeprecatedAndRevoked(t *testing.T) {
 	}
 }
 
-// verify checks the version index a push writes against the tags, and
+// verify checks the version index a push to a registry writes against
+// the tags, and
 // says which versions it lacks once another tool tags one: the index's
-// own tag is no artifact to judge as a version.
+// own tag is no artifact to judge as a version. (A layout gets none.)
 func TestVerifyReportsTheVersionIndex(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	repo, err := orasoci.New(dir)
+	reg := testenv.StartRegistry(t)
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := oci.Reference{Registry: reg.Host, Repository: "acme/hello"}
+	repo, err := client.Open(whole)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,10 +354,9 @@ func TestVerifyReportsTheVersionIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	pushed, err := rel.Push(ctx, repo, oci.PushOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || rel.VersionIndexNote() != "" {
+		t.Fatal(err, rel.VersionIndexNote())
 	}
-	whole := oci.Reference{Layout: true, Repository: dir}
 	check := func() []lint.Finding {
 		f, err := lint.Check(ctx, repo, whole, lint.Options{})
 		if err != nil {

@@ -276,8 +276,13 @@ func releaseTags(ctx context.Context, repo oci.ReadOnlyRepository, version strin
 
 // updateVersionIndex sets the pushed release a (tagged now) in repo's
 // version index; what went wrong is kept as a note.
+// A layout gets none: its listings are read from disk, and a second root
+// in its index.json would make `crane push DIR` push both as one index.
 func (rel *Provider) updateVersionIndex(ctx context.Context, repo oci.Repository, a *oci.Artifact) {
 	rel.indexNote = ""
+	if oci.IsLayout(repo) {
+		return
+	}
 	if err := updateIndex(ctx, repo, rel.Version, a); err != nil {
 		rel.indexNote = "the repository's version index (tag " + versionindex.Tag + ") was not updated, so listings read this version from its tag: " + err.Error()
 	}
