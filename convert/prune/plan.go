@@ -12,6 +12,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/versionindex"
 )
 
 // Plan is what pruning a repository does: every version, kept (and why)
@@ -92,7 +93,7 @@ func MakePlan(ctx context.Context, repo oci.ReadOnlyRepository, opts PlanOptions
 			versions = append(versions, Version{Tag: tag, Version: v})
 		} else if key, ok := attachmentSubject(tag); ok {
 			w.attached[key] = append(w.attached[key], tag)
-		} else {
+		} else if tag != versionindex.Tag { // a hint naming every version: it keeps none
 			pointers = append(pointers, tag)
 		}
 	}

@@ -180,7 +180,7 @@ func TestNotificationFloodsKeepServingWarm(t *testing.T) {
 	reads := notifiedRegistryReads(reg, n)
 	t.Logf("%d refused notifications in 1 s; %d of 1,000 made-up repositories each in 2 s: %d batches, %d registry reads of the warm repository",
 		refused, made, p.notifications.receiver.Batches(), len(reads))
-	if len(reads) > 2 {
+	if len(reads) > 3 { // its tag list, version index and version, once
 		t.Errorf("the flood of made-up repositories read the warm repository %d times:\n%s", len(reads), strings.Join(reads, "\n"))
 	}
 }
