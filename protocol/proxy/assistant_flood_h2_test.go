@@ -45,13 +45,23 @@ func TestAssistantFloodHTTP2ClientNeverReads(t *testing.T) {
 	if err := conn.Handshake(); err != nil || conn.ConnectionState().NegotiatedProtocol != "h2" {
 		t.Fatalf("handshake: %v, protocol %q", err, conn.ConnectionState().NegotiatedProtocol)
 	}
-	go floodHTTP2(conn, ts.Listener.Addr().String(), toolCall(1, "get_module_details", `{"module_id":"example.com/acme/vpc/aws"}`))
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		floodHTTP2(conn, ts.Listener.Addr().String(), toolCall(1, "get_module_details", `{"module_id":"example.com/acme/vpc/aws"}`))
+	}()
 	select {
 	case <-states.closedChan(conn.LocalAddr().String()):
 	case <-time.After(15 * time.Second):
 		buf := make([]byte, 1<<20)
 		t.Fatalf("the server still holds the HTTP/2 connection of a client that reads nothing:\n%s", buf[:runtime.Stack(buf, true)])
 	}
+	// The server has let the connection go; the flooding client's own
+	// goroutine may still sit in a write the kernel has not yet refused.
+	// Ending it is the client's business, not the server's: count only
+	// what the server leaves behind.
+	conn.Close()
+	<-flooded
 	for deadline := time.Now().Add(30 * time.Second); runtime.NumGoroutine() > baseline; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
