@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -110,6 +111,20 @@ func BuildProvenance(p Provenance, files ProvenanceFiles) (*ProvenanceArtifact, 
 // ReadProvenance reads a provenance manifest, then its config and its
 // files in parallel (two round trips).
 func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor) (*Provenance, *ProvenanceFiles, error) {
+	return ReadProvenanceHinted(ctx, repo, desc, nil)
+}
+
+// ReadProvenanceHinted is ReadProvenance given hints, the blobs the
+// provenance is expected to hold (ProvenanceBlobs, as a version index
+// lists them): they are fetched beside the manifest rather than after it,
+// so a provenance whose hints are right is read in one round trip. A hint
+// is only a guess: a blob fetched for one is used only when the manifest
+// names its digest and size (and its content is verified as every
+// fetch's); what the hints miss is fetched after the manifest.
+func ReadProvenanceHinted(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Descriptor, hints []ocispec.Descriptor) (*Provenance, *ProvenanceFiles, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	early := prefetchBlobs(ctx, repo, hints)
+	defer early.stop(cancel)
 	m, err := FetchImageManifest(ctx, repo, desc)
 	if err != nil {
 		return nil, nil, err
@@ -129,7 +144,7 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	GoRecovered(g, func() error {
-		cfg, err := FetchSmall(gctx, repo, m.Config)
+		cfg, err := early.fetch(gctx, m.Config)
 		if err != nil {
 			return err
 		}
@@ -144,7 +159,7 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 			continue
 		}
 		GoRecovered(g, func() error {
-			data, err := FetchSmall(gctx, repo, layer)
+			data, err := early.fetch(gctx, layer)
 			if err != nil {
 				return err
 			}
@@ -158,6 +173,20 @@ func ReadProvenance(ctx context.Context, repo ReadOnlyRepository, desc ocispec.D
 		return nil, nil, err
 	}
 	return &p, files, nil
+}
+
+// ProvenanceBlobs are the blobs ReadProvenance reads of provenance
+// manifest m (its config and its files), by digest and size, sorted by
+// digest: the hints ReadProvenanceHinted takes.
+func ProvenanceBlobs(m ocispec.Manifest) []ocispec.Descriptor {
+	out := []ocispec.Descriptor{{Digest: m.Config.Digest, Size: m.Config.Size}}
+	for _, layer := range m.Layers {
+		if _, ok := layerKind(layer.MediaType); ok {
+			out = append(out, ocispec.Descriptor{Digest: layer.Digest, Size: layer.Size})
+		}
+	}
+	slices.SortFunc(out, func(a, b ocispec.Descriptor) int { return strings.Compare(string(a.Digest), string(b.Digest)) })
+	return slices.CompactFunc(out, func(a, b ocispec.Descriptor) bool { return a.Digest == b.Digest })
 }
 
 // layerKind is the provenance file kind of a layer's media type.
