@@ -49,16 +49,7 @@ func verified(t *testing.T, repo oci.ReadOnlyRepository) versionindex.Check {
 // entryOf is version v's entry as its tag names it now.
 func entryOf(t *testing.T, repo oci.ReadOnlyRepository, v string) versionindex.Entry {
 	t.Helper()
-	desc, body, err := oci.FetchReference(context.Background(), repo, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv, err := oci.ParseProviderIndex(desc, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv.Version = names.MustParseVersion(v)
-	e, ok := versionindex.EntryOf(pv)
+	e, ok := versionindex.ReadEntry(context.Background(), repo, names.MustParseVersion(v))
 	if !ok {
 		t.Fatalf("%s has no summary", v)
 	}

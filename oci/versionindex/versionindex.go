@@ -16,6 +16,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -41,6 +42,11 @@ const (
 	// AnnotationPlatforms lists an entry's platforms, sorted,
 	// comma-separated ("darwin_arm64,linux_amd64").
 	AnnotationPlatforms = "vnd.oci-tofu.versions.platforms"
+	// AnnotationProvenanceBlobs lists the blobs of an entry's provenance
+	// (its config and files, oci.ProvenanceBlobs), sorted by digest,
+	// comma-separated, each "<digest>+<size>": hints that let a cold read
+	// of the version fetch them beside its provenance manifest. Optional.
+	AnnotationProvenanceBlobs = "vnd.oci-tofu.versions.provenance-blobs"
 	// MaxSize bounds the index read and written: the manifest size
 	// Distribution and OpenTofu accept.
 	MaxSize = oci.MaxManifestSize
@@ -59,6 +65,11 @@ type Entry struct {
 	// Summary is what the version's index says of its provenance
 	// (protocols, signing keys).
 	Summary oci.ProvenanceSummary
+	// ProvenanceBlobs are hints: the digests and sizes of the blobs of
+	// the version's provenance (oci.ProvenanceBlobs), nil when unknown.
+	// They are no part of what a listing says (SameListing): a read
+	// uses one only when the provenance manifest names it.
+	ProvenanceBlobs []ocispec.Descriptor
 }
 
 // EntryOf is the entry of a version read from its own index; ok is false
@@ -74,8 +85,18 @@ func EntryOf(pv *oci.ProviderVersion) (Entry, bool) {
 	return Entry{Version: pv.Version, Index: idx, Platforms: byName(pv.SortedPlatforms()), Summary: sum}, true
 }
 
-// Equal reports whether e and o say the same.
+// Equal reports whether e and o say the same, hints included: an index
+// whose entry differs from a version's pushed entry in anything is
+// rewritten.
 func (e Entry) Equal(o Entry) bool {
+	return e.SameListing(o) && slices.EqualFunc(e.ProvenanceBlobs, o.ProvenanceBlobs, func(a, b ocispec.Descriptor) bool {
+		return a.Digest == b.Digest && a.Size == b.Size
+	})
+}
+
+// SameListing reports whether e and o say the same of the version's
+// index, what a listing takes from an entry: all but the hints.
+func (e Entry) SameListing(o Entry) bool {
 	return e.Version.Same(o.Version) && e.Index.Digest == o.Index.Digest && e.Index.Size == o.Index.Size &&
 		e.Index.MediaType == o.Index.MediaType && slices.Equal(e.Platforms, o.Platforms) &&
 		slices.Equal(e.Summary.Protocols, o.Summary.Protocols) && slices.Equal(e.Summary.SigningKeyIDs, o.Summary.SigningKeyIDs)
@@ -149,8 +170,47 @@ func parseEntry(d ocispec.Descriptor) (Entry, error) {
 		return Entry{}, fmt.Errorf("version %s names no protocols", v)
 	}
 	sum := oci.ProvenanceSummary{Protocols: splitList(protocols), SigningKeyIDs: splitList(d.Annotations[oci.AnnotationSigningKeys])}
+	blobs, err := parseBlobs(d.Annotations[AnnotationProvenanceBlobs])
+	if err != nil {
+		return Entry{}, fmt.Errorf("version %s: %v", v, err)
+	}
 	idx := ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size}
-	return Entry{Version: v, Index: idx, Platforms: platforms, Summary: sum}, nil
+	return Entry{Version: v, Index: idx, Platforms: platforms, Summary: sum, ProvenanceBlobs: blobs}, nil
+}
+
+// parseBlobs reads AnnotationProvenanceBlobs: at most
+// oci.MaxProvenanceHints sha256 digests, sorted and distinct, each with
+// a size of 1 to oci.MaxSmallFile bytes.
+func parseBlobs(s string) ([]ocispec.Descriptor, error) {
+	list := splitList(s)
+	if len(list) > oci.MaxProvenanceHints {
+		return nil, fmt.Errorf("%d provenance blobs, more than %d", len(list), oci.MaxProvenanceHints)
+	}
+	var out []ocispec.Descriptor
+	for i, item := range list {
+		d, size, ok := strings.Cut(item, "+")
+		n, err := strconv.ParseInt(size, 10, 64)
+		if !ok || err != nil || n <= 0 || n > oci.MaxSmallFile || strconv.FormatInt(n, 10) != size {
+			return nil, fmt.Errorf("provenance blob %q is no <digest>+<size>", item)
+		}
+		if err := digest.Digest(d).Validate(); err != nil || digest.Digest(d).Algorithm() != digest.SHA256 {
+			return nil, fmt.Errorf("provenance blob digest %q is no sha256 digest", d)
+		}
+		if i > 0 && string(out[i-1].Digest) >= d {
+			return nil, fmt.Errorf("provenance blobs %q are not sorted and distinct", s)
+		}
+		out = append(out, ocispec.Descriptor{Digest: digest.Digest(d), Size: n})
+	}
+	return out, nil
+}
+
+// formatBlobs is AnnotationProvenanceBlobs's value for blobs.
+func formatBlobs(blobs []ocispec.Descriptor) string {
+	items := make([]string, len(blobs))
+	for i, b := range blobs {
+		items[i] = b.Digest.String() + "+" + strconv.FormatInt(b.Size, 10)
+	}
+	return strings.Join(items, ",")
 }
 
 // parsePlatforms reads a sorted list of distinct platforms, at least one
@@ -221,6 +281,9 @@ func descriptors(list []Entry) []ocispec.Descriptor {
 			oci.AnnotationProtocols: strings.Join(e.Summary.Protocols, ",")}
 		if len(e.Summary.SigningKeyIDs) > 0 {
 			a[oci.AnnotationSigningKeys] = strings.Join(e.Summary.SigningKeyIDs, ",")
+		}
+		if len(e.ProvenanceBlobs) > 0 {
+			a[AnnotationProvenanceBlobs] = formatBlobs(e.ProvenanceBlobs)
 		}
 		out[i] = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: e.Index.Digest, Size: e.Index.Size, Annotations: a}
 	}
@@ -487,7 +550,7 @@ func repair(ctx context.Context, repo oci.ReadOnlyRepository, present map[string
 	g.SetLimit(repairConcurrency)
 	for i, v := range missing {
 		g.Go(func() error {
-			if e, ok := readEntry(ctx, repo, v); ok {
+			if e, ok := ReadEntry(ctx, repo, v); ok {
 				read[i] = &e // each index by one goroutine
 			}
 			return nil
@@ -507,9 +570,10 @@ func repair(ctx context.Context, repo oci.ReadOnlyRepository, present map[string
 // repairConcurrency bounds repair's reads in flight.
 const repairConcurrency = 8
 
-// readEntry is version v's entry, read from its tag; ok is false when
-// it cannot be read or has no provenance summary.
-func readEntry(ctx context.Context, repo oci.ReadOnlyRepository, v names.Version) (Entry, bool) {
+// ReadEntry is version v's entry, read from its tag (and its provenance
+// manifest, for the hints); ok is false when it cannot be read or has no
+// provenance summary.
+func ReadEntry(ctx context.Context, repo oci.ReadOnlyRepository, v names.Version) (Entry, bool) {
 	desc, body, err := oci.FetchReference(ctx, repo, names.TagForVersion(v))
 	if err != nil {
 		return Entry{}, false
@@ -519,7 +583,35 @@ func readEntry(ctx context.Context, repo oci.ReadOnlyRepository, v names.Version
 		return Entry{}, false
 	}
 	pv.Version = v
-	return EntryOf(pv)
+	e, ok := EntryOf(pv)
+	if ok && pv.Provenance != nil {
+		e.ProvenanceBlobs = provenanceBlobsAt(ctx, repo, *pv.Provenance)
+	}
+	return e, ok
+}
+
+// provenanceBlobsAt are the hints of the provenance manifest desc names,
+// read from repo: nil when it cannot be read (the entry is still right
+// without them).
+func provenanceBlobsAt(ctx context.Context, repo oci.ReadOnlyRepository, desc ocispec.Descriptor) []ocispec.Descriptor {
+	m, err := oci.FetchImageManifest(ctx, repo, desc)
+	if err != nil || m.ArtifactType != oci.ArtifactTypeProvenance {
+		return nil
+	}
+	return hintsOf(oci.ProvenanceBlobs(m))
+}
+
+// hintsOf is blobs when they fit an entry's bounds, else nil.
+func hintsOf(blobs []ocispec.Descriptor) []ocispec.Descriptor {
+	if len(blobs) == 0 || len(blobs) > oci.MaxProvenanceHints {
+		return nil
+	}
+	for _, b := range blobs {
+		if b.Size <= 0 || b.Size > oci.MaxSmallFile || b.Digest.Validate() != nil || b.Digest.Algorithm() != digest.SHA256 {
+			return nil
+		}
+	}
+	return blobs
 }
 
 // write pushes the index manifest m and moves Tag to it.
@@ -533,11 +625,13 @@ func write(ctx context.Context, repo oci.Repository, m oci.Manifest) error {
 	return repo.Tag(ctx, m.Descriptor, Tag)
 }
 
-// EntryOfPushed is the entry of version v whose index, desc and body,
-// oci-tofu has just built and pushed (decoded here, not re-checked as a
-// read index is: oci.ParseProviderIndex checked what push builds); ok is
-// false as for EntryOf.
-func EntryOfPushed(v names.Version, desc ocispec.Descriptor, body []byte) (Entry, bool) {
+// EntryOfPushed is the entry of version v whose index, root, oci-tofu has
+// just built and pushed with the manifests it names (decoded here, not
+// re-checked as a read index is: oci.ParseProviderIndex checked what push
+// builds); ok is false as for EntryOf. Its hints are those of the
+// provenance manifest among manifests.
+func EntryOfPushed(v names.Version, root oci.Manifest, manifests []oci.Manifest) (Entry, bool) {
+	desc, body := root.Descriptor, root.Bytes
 	var idx ocispec.Index
 	if err := json.Unmarshal(body, &idx); err != nil {
 		return Entry{}, false
@@ -547,9 +641,13 @@ func EntryOfPushed(v names.Version, desc ocispec.Descriptor, body []byte) (Entry
 		return Entry{}, false
 	}
 	var ps []names.Platform
+	var blobs []ocispec.Descriptor
 	for _, m := range idx.Manifests {
-		if m.ArtifactType == oci.ArtifactTypeProviderTarget && m.Platform != nil {
+		switch {
+		case m.ArtifactType == oci.ArtifactTypeProviderTarget && m.Platform != nil:
 			ps = append(ps, names.Platform{OS: m.Platform.OS, Arch: m.Platform.Architecture})
+		case m.ArtifactType == oci.ArtifactTypeProvenance:
+			blobs = pushedProvenanceBlobs(m.Digest, manifests)
 		}
 	}
 	if len(ps) == 0 {
@@ -557,5 +655,21 @@ func EntryOfPushed(v names.Version, desc ocispec.Descriptor, body []byte) (Entry
 	}
 	sum := oci.ProvenanceSummary{Protocols: splitList(protocols), SigningKeyIDs: splitList(idx.Annotations[oci.AnnotationSigningKeys])}
 	d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: desc.Digest, Size: desc.Size}
-	return Entry{Version: v, Index: d, Platforms: byName(ps), Summary: sum}, true
+	return Entry{Version: v, Index: d, Platforms: byName(ps), Summary: sum, ProvenanceBlobs: blobs}, true
+}
+
+// pushedProvenanceBlobs are the hints of the provenance manifest with
+// digest d among manifests: nil when it is not there.
+func pushedProvenanceBlobs(d digest.Digest, manifests []oci.Manifest) []ocispec.Descriptor {
+	for _, m := range manifests {
+		if m.Descriptor.Digest != d {
+			continue
+		}
+		var pm ocispec.Manifest
+		if json.Unmarshal(m.Bytes, &pm) != nil {
+			return nil
+		}
+		return hintsOf(oci.ProvenanceBlobs(pm))
+	}
+	return nil
 }

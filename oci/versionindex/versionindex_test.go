@@ -3,6 +3,7 @@ package versionindex
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,8 +21,20 @@ func entry(v string, n int) Entry {
 		ps = append(ps, names.Platform{OS: "os", Arch: fmt.Sprintf("arch%03d", i)})
 	}
 	return Entry{Version: names.MustParseVersion(v), Platforms: ps,
-		Index:   ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromString(v), Size: 3000},
-		Summary: oci.ProvenanceSummary{Protocols: []string{"5.0", "6.0"}, SigningKeyIDs: []string{"0123456789ABCDEF"}}}
+		Index:           ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromString(v), Size: 3000},
+		Summary:         oci.ProvenanceSummary{Protocols: []string{"5.0", "6.0"}, SigningKeyIDs: []string{"0123456789ABCDEF"}},
+		ProvenanceBlobs: hints(v, 5)}
+}
+
+// hints are n made-up provenance hints of version v, sorted as an entry
+// holds them: a provenance's config and four files.
+func hints(v string, n int) []ocispec.Descriptor {
+	var out []ocispec.Descriptor
+	for i := range n {
+		out = append(out, ocispec.Descriptor{Digest: digest.FromString(fmt.Sprint(v, i)), Size: int64(100 + i)})
+	}
+	slices.SortFunc(out, func(a, b ocispec.Descriptor) int { return strings.Compare(string(a.Digest), string(b.Digest)) })
+	return out
 }
 
 // entries are n versions of 15 platforms each, as Encode takes them.
@@ -39,6 +52,9 @@ func TestEncodeParseRoundTrip(t *testing.T) {
 	unsigned := entry("0.1.0", 1)
 	unsigned.Summary.SigningKeyIDs = nil
 	in["0.1.0"] = unsigned
+	unhinted := entry("0.2.0", 2)
+	unhinted.ProvenanceBlobs = nil // pushed by an oci-tofu before hints
+	in["0.2.0"] = unhinted
 	m, dropped, err := Encode(in)
 	if err != nil || dropped != 0 {
 		t.Fatal(err, dropped)
@@ -141,6 +157,17 @@ func TestParseRefuses(t *testing.T) {
 		"beyond MaxSize":       append(append([]byte{}, good.Bytes[:len(good.Bytes)-1]...), []byte(`,"annotations":{"x":"`+strings.Repeat("x", MaxSize)+`"}}`)...),
 		"too many platforms":   ann(0, AnnotationPlatforms, manyPlatforms(oci.MaxIndexEntries+1)),
 		"too many entries (e)": tooManyEntries(t),
+		"hint no digest":       ann(0, AnnotationProvenanceBlobs, "sha256:abc+10"),
+		"hint sha512":          ann(0, AnnotationProvenanceBlobs, digest.SHA512.FromString("x").String()+"+10"),
+		"hint no size":         ann(0, AnnotationProvenanceBlobs, digest.FromString("x").String()),
+		"hint size 0":          ann(0, AnnotationProvenanceBlobs, digest.FromString("x").String()+"+0"),
+		"hint size +1":         ann(0, AnnotationProvenanceBlobs, digest.FromString("x").String()+"++1"),
+		"hint size 010":        ann(0, AnnotationProvenanceBlobs, digest.FromString("x").String()+"+010"),
+		"hint too large":       ann(0, AnnotationProvenanceBlobs, fmt.Sprintf("%s+%d", digest.FromString("x"), oci.MaxSmallFile+1)),
+		"hints unsorted":       ann(0, AnnotationProvenanceBlobs, formatBlobs([]ocispec.Descriptor{hints("1", 2)[1], hints("1", 2)[0]})),
+		"hints duplicate":      ann(0, AnnotationProvenanceBlobs, formatBlobs([]ocispec.Descriptor{hints("1", 1)[0], hints("1", 1)[0]})),
+		"too many hints":       ann(0, AnnotationProvenanceBlobs, formatBlobs(hints("1", oci.MaxProvenanceHints+1))),
+		"hints empty item":     ann(0, AnnotationProvenanceBlobs, formatBlobs(hints("1", 1))+","),
 	}
 	for name, b := range cases {
 		if _, err := Parse(b); err == nil {
