@@ -298,7 +298,7 @@ func updateIndex(ctx context.Context, repo oci.Repository, version string, a *oc
 		return err
 	}
 	root := a.Manifests[len(a.Manifests)-1]
-	e, ok := versionindex.EntryOfPushed(v, root.Descriptor, root.Bytes)
+	e, ok := versionindex.EntryOfPushed(v, root, a.Manifests)
 	if !ok {
 		return fmt.Errorf("the release's index %s carries no provenance summary", root.Descriptor.Digest)
 	}

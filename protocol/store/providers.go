@@ -288,7 +288,7 @@ func (r *Repo) Provenance(ctx context.Context, pv *oci.ProviderVersion) (*Proven
 	}
 	d := *pv.Provenance
 	res, err := r.s.provenance.Get(ctx, r.name+"@"+d.Digest.String(), func(ctx context.Context) (*Provenance, int64, error) {
-		meta, files, err := oci.ReadProvenance(ctx, repo, d)
+		meta, files, err := oci.ReadProvenanceHinted(ctx, repo, d, r.provenanceHints(pv))
 		if err != nil {
 			return nil, 0, err
 		}

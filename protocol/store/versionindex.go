@@ -10,9 +10,11 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/versionindex"
 )
 
-// The repository's version index (oci/versionindex), read for listings
-// only: a hint checked against the tag list, never trusted for what is
-// served of a version (that is read from the version's own index).
+// The repository's version index (oci/versionindex): a hint checked
+// against the tag list for listings, and the source of a cold version
+// read's provenance hints; never trusted for what is served of a version
+// (that is read from the version's own index and its provenance, each
+// verified).
 
 // VersionIndex is the repository's version index, read by tag and cached
 // as a tag's resolution (ResolveTTL; a missing or refused one for
@@ -57,5 +59,46 @@ func (r *Repo) EntryAgrees(e versionindex.Entry) bool {
 	}
 	pv = withVersion(pv, e.Version)
 	got, ok := versionindex.EntryOf(pv)
-	return ok && got.Equal(e)
+	return ok && got.SameListing(e)
+}
+
+// ProviderVersionHinted is ProviderVersion that, when the tag's
+// resolution is not cached, reads the repository's version index beside
+// the tag: its entry's hints (provenanceHints) then let the version's
+// provenance be read in one round trip instead of two. Both reads are one
+// round trip, in parallel; the index's outcome changes nothing else.
+func (r *Repo) ProviderVersionHinted(ctx context.Context, v names.Version) (*oci.ProviderVersion, error) {
+	if _, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(v))); ok {
+		return r.ProviderVersion(ctx, v)
+	}
+	var pv *oci.ProviderVersion
+	var err error
+	_ = r.s.Each(ctx, 2, func(ctx context.Context, i int) error {
+		if i == 0 {
+			pv, err = r.ProviderVersion(ctx, v)
+		} else {
+			r.VersionIndex(ctx)
+		}
+		return nil
+	})
+	return pv, err
+}
+
+// provenanceHints are the blobs the cached version index says pv's
+// provenance holds, when its entry is of pv's very index: nil when the
+// index is not cached, lacks the version, or names another digest.
+func (r *Repo) provenanceHints(pv *oci.ProviderVersion) []ocispec.Descriptor {
+	tm, ok := r.s.byTag.Peek(r.tagKey("versions", versionindex.Tag))
+	if !ok {
+		return nil
+	}
+	idx, ok := tm.val.(*versionindex.Index)
+	if !ok {
+		return nil
+	}
+	e, ok := idx.Entries[pv.Version.String()]
+	if !ok || e.Index.Digest != pv.Index.Digest {
+		return nil
+	}
+	return e.ProvenanceBlobs
 }

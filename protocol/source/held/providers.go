@@ -115,14 +115,16 @@ func KeepFatal(err error) error {
 	return err
 }
 
-// ResolveProvider reads the index version v's tag names: NotFound,
-// marked ErrNotHeld, when the registry does not hold it.
+// ResolveProvider reads the index version v's tag names (and, when it is
+// not cached, the repository's version index beside it, whose hints make
+// the provenance's read one round trip): NotFound, marked ErrNotHeld,
+// when the registry does not hold it.
 func (h *Providers) ResolveProvider(ctx context.Context, p names.Provider, v names.Version, _ names.Via) (*source.ProviderRoot, error) {
 	repo, err := h.Repo(p)
 	if err != nil {
 		return nil, source.MarkNotHeld(err)
 	}
-	pv, err := repo.ProviderVersion(ctx, v)
+	pv, err := repo.ProviderVersionHinted(ctx, v)
 	if err != nil {
 		return nil, source.MarkNotHeld(source.Missing(err, "provider "+p.String(), "provider %s has no version %s (OpenTofu resolves the tag %s)", p, v, names.TagForVersion(v)))
 	}
