@@ -225,7 +225,11 @@ func ingestVersion(ctx context.Context, c *origin.Client, addr names.Provider, v
 	}
 	res, err := pushRelease(ctx, c, rel, repo, ref, locked, opts)
 	r.SBOMs = SBOMNotes(rel.SBOMs)
-	return res, rel.Warnings, err == nil && opts.Attest != nil, err
+	warnings := rel.Warnings
+	if rel.IndexNote != "" {
+		warnings = append(slices.Clip(warnings), rel.IndexNote)
+	}
+	return res, warnings, err == nil && opts.Attest != nil, err
 }
 
 // pushRelease downloads a resolved release's packages, each checked

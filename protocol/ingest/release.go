@@ -67,6 +67,10 @@ type ProviderOriginRelease struct {
 	// SBOMs are what the last PushDir or PushDirAttested did about the
 	// platforms' SBOMs (release.Provider.SBOMs).
 	SBOMs []release.SBOMResult
+	// IndexNote is the last push's warning about the repository's
+	// version index (release.Provider.VersionIndexNote): "" when it was
+	// updated or needed nothing.
+	IndexNote string
 	// policy judges the signature (expiry enforced or not).
 	policy pgp.Policy
 }
@@ -329,7 +333,7 @@ func (rel *ProviderOriginRelease) PushDir(ctx context.Context, dir string, repo 
 		return oci.PushResult{}, err
 	}
 	res, err := r.Push(ctx, repo, opts)
-	rel.SBOMs = r.SBOMs()
+	rel.SBOMs, rel.IndexNote = r.SBOMs(), r.VersionIndexNote()
 	return res, err
 }
 
@@ -349,7 +353,7 @@ func (rel *ProviderOriginRelease) PushDirAttested(ctx context.Context, dir strin
 	res, err := att.push(ctx, repo, r, opts, func(ctx context.Context, root ocispec.Descriptor) error {
 		return att.Provider(ctx, repo, repository, r, root)
 	})
-	rel.SBOMs = r.SBOMs()
+	rel.SBOMs, rel.IndexNote = r.SBOMs(), r.VersionIndexNote()
 	return res, err
 }
 

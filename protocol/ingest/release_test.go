@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
+	"github.com/oci-tofu/oci-tofu/oci/versionindex"
 	"github.com/oci-tofu/oci-tofu/protocol/ingest"
 	"github.com/oci-tofu/oci-tofu/protocol/origin"
 )
@@ -40,6 +42,21 @@ func resolve(t *testing.T, c *origin.Client, o *testenv.Origin, ns, v string) (*
 	return nil, nil
 }
 
+// downloaded is a directory holding rel's checksums and packages.
+func downloaded(t *testing.T, c *origin.Client, rel *ingest.ProviderOriginRelease) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := rel.WriteChecksums(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rel.Platforms {
+		if err := rel.DownloadZip(context.Background(), c, p, dir, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // SHA256SUMS and its signature are verified before any package is
 // downloaded; each package is checked as it downloads; the directory then
 // pushes as `push provider` would push the original release.
@@ -66,15 +83,7 @@ func TestProviderReleaseVerifiesBeforeDownloading(t *testing.T) {
 	if len(rel.Platforms) != 4 || rel.KeyID == "" || rel.ZipSHA256(names.Platform{OS: "linux", Arch: "amd64"}) == "" {
 		t.Fatalf("release: %+v", rel)
 	}
-	dir := t.TempDir()
-	if err := rel.WriteChecksums(dir); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range rel.Platforms {
-		if err := rel.DownloadZip(context.Background(), c, p, dir, 1<<20); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := downloaded(t, c, rel)
 	client, _ := oci.NewClient(oci.Options{})
 	repo, err := client.Open(oci.Reference{Layout: true, Repository: filepath.Join(t.TempDir(), "layout")})
 	if err != nil {
@@ -95,5 +104,43 @@ func TestProviderReleaseVerifiesBeforeDownloading(t *testing.T) {
 	// And a bound is a bound.
 	if err := rel.DownloadZip(context.Background(), c, names.Platform{OS: "darwin", Arch: "arm64"}, again, 10); err == nil {
 		t.Error("a package larger than the bound was accepted")
+	}
+}
+
+// A mirrored release whose push could not update the repository's
+// version index says so (IndexNote), and the push itself succeeds: the
+// note is what `mirror` reports and pull-through logs.
+func TestPushDirKeepsTheIndexNote(t *testing.T) {
+	o := testenv.StartOrigin(t, []testenv.OriginRelease{{Namespace: "good", Type: "hello",
+		Dir: testenv.Testdata(t, "providers", "hello", "1.0.0"), Key: testenv.Testdata(t, "keys", "gpg-signer.asc")}})
+	c := originClient(t)
+	rel, err := resolve(t, c, o, "good", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := downloaded(t, c, rel)
+	reg := testenv.StartRegistry(t)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{
+		Match: func(r *http.Request) bool {
+			return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/manifests/"+versionindex.Tag)
+		},
+		Fault: testenv.ErrorAnswer(http.StatusForbidden, "DENIED", "no writes of this tag"),
+	}}})
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{front.Host, reg.Host} {
+		repo, err := client.Open(oci.Reference{Registry: host, Repository: "p/hello"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := rel.PushDir(context.Background(), dir, repo, oci.PushOptions{Replace: true})
+		if err != nil || res.Root.Digest == "" {
+			t.Fatalf("push through %s: %+v, %v", host, res, err)
+		}
+		if refused := host == front.Host; refused != strings.Contains(rel.IndexNote, "no writes of this tag") {
+			t.Errorf("through %s (index writes refused: %v): note %q", host, refused, rel.IndexNote)
+		}
 	}
 }

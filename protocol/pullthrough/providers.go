@@ -230,6 +230,9 @@ func (e *Engine) newProviderPull(t Target, v names.Version, rel *ingest.Provider
 			return nil
 		}}
 		res, err := rel.PushDirAttested(ctx, dir, repo, ref.Name(), mark, e.opts.Attest)
+		if err == nil && rel.IndexNote != "" {
+			e.log.Warn("pull-through: pushed a release, but not into the version index", "release", t.Origin.String()+" "+v.String(), "warning", rel.IndexNote)
+		}
 		if err == nil {
 			e.markPulledThrough(ctx, repo, ref, res.Root) // when it was up to date: no BeforeTag
 			rv := &wire.RegistryVersion{Version: v.String(), Protocols: rel.Protocols}
