@@ -19,6 +19,22 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
+// largestVersions is the largest provider's version count: issue 44's
+// 2,000 (× 15 platforms).
+const largestVersions = 2000
+
+// startLargestRegistry is a registry holding the largest provider
+// (providers/acme/aws) and a front a second away listing, ECR-style in
+// pages of 1,000, every version's tag schema tags beside its own.
+func startLargestRegistry(t *testing.T) (*testenv.Registry, *testenv.Front) {
+	t.Helper()
+	reg := testenv.StartRegistry(t)
+	seedLargest(t, reg, "providers/acme/aws", largestVersions)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: time.Second, TagPageSize: 1000,
+		ExtraTags: func(string) []string { return schemaTags(largestVersions, len(seed.ManyPlatforms)) }})
+	return reg, front
+}
+
 // The largest providers (hashicorp/aws: over 600 versions of about 15
 // platforms), listed cold through serve with its defaults: the tag list's
 // pages, then one round trip per store.DefaultConcurrency versions
@@ -33,10 +49,8 @@ import (
 // ECR-style pages of 1,000 with opaque cursors): the listing reads the
 // versions' pages and stops in the schema tags (oci.ListTagsBefore).
 func TestLargestListingRoundTrips(t *testing.T) {
-	const versions = 2000
-	reg := testenv.StartRegistry(t)
-	seedLargest(t, reg, "providers/acme/aws", versions)
-	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: time.Second, TagPageSize: 1000, ExtraTags: func(string) []string { return schemaTags(versions, len(seed.ManyPlatforms)) }})
+	const versions = largestVersions
+	_, front := startLargestRegistry(t)
 	s := startServe(t, "--provider-template", front.Host+"/providers/${namespace}/${type}")
 	front.ResetLog()
 	code, body := s.get(t, "/v1/providers/acme/aws/versions")
@@ -135,10 +149,8 @@ func seedLargest(t *testing.T, reg *testenv.Registry, repo string, n int) {
 // most 4 sequential round trips and 10 registry requests). The document
 // equals the one read without the index.
 func TestLargestListingRoundTripsWithIndex(t *testing.T) {
-	const versions = 2000
-	reg := testenv.StartRegistry(t)
-	seedLargest(t, reg, "providers/acme/aws", versions)
-	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{Latency: time.Second, TagPageSize: 1000, ExtraTags: func(string) []string { return schemaTags(versions, len(seed.ManyPlatforms)) }})
+	const versions = largestVersions
+	reg, front := startLargestRegistry(t)
 	plain := startServe(t, "--provider-template", reg.Host+"/providers/${namespace}/${type}")
 	_, want := plain.get(t, "/v1/providers/acme/aws/versions") // before the index: every version read
 	size := indexLargest(t, reg, "providers/acme/aws", versions)

@@ -17,6 +17,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/convert/release"
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -74,7 +75,7 @@ func TestVerifyFlagsBrokenArtifacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A good release, pushed by the packer.
-	rel := readHello(t)
+	rel := seed.Hello(t)
 	good, err := rel.Push(ctx, repo, oci.PushOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -172,21 +173,6 @@ func TestVerifyFlagsBrokenArtifacts(t *testing.T) {
 	if err != nil || len(all) < len(cases) {
 		t.Fatalf("all tags: %d findings, %v", len(all), err)
 	}
-}
-
-// readHello reads the hello 1.0.0 fixture release, its signature
-// checked.
-func readHello(t *testing.T) *release.Provider {
-	t.Helper()
-	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := release.ReadProvider(context.Background(), testenv.Testdata(t, "providers", "hello", "1.0.0"), release.Options{Keys: []*pgp.Keyring{kr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rel
 }
 
 func hasSeverity(f []lint.Finding, s lint.Severity) bool {
@@ -353,7 +339,7 @@ func TestVerifyReportsTheVersionIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := readHello(t)
+	rel := seed.Hello(t)
 	pushed, err := rel.Push(ctx, repo, oci.PushOptions{})
 	if err != nil || rel.VersionIndexNote() != "" {
 		t.Fatal(err, rel.VersionIndexNote())

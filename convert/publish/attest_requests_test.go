@@ -10,6 +10,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/internal/attesttest"
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
@@ -36,7 +37,7 @@ func TestAttestedPushRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := len(reg.AccessLog())
-		rel := readHello(t)
+		rel := seed.Hello(t)
 		res, err, attestErr := publish.PushProvider(ctx, rel, publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: ref, Attest: key}})
 		if err != nil || attestErr != nil {
 			t.Fatalf("%v %v", err, attestErr)

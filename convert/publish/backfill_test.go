@@ -11,6 +11,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/internal/attesttest"
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 )
@@ -21,7 +22,7 @@ import (
 func TestBackfill(t *testing.T) {
 	ctx := context.Background()
 	repo := newWatched(t)
-	if _, err, _ := publish.PushProvider(ctx, readHello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef}, NoSBOM: true}); err != nil {
+	if _, err, _ := publish.PushProvider(ctx, seed.Hello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef}, NoSBOM: true}); err != nil {
 		t.Fatal(err)
 	}
 	key := &publish.KeyAttester{Signer: attesttest.Signer(t), Version: "test"}

@@ -14,6 +14,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/convert/providerdocs"
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/report"
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
@@ -74,7 +75,7 @@ func TestPushProviderStoresDocs(t *testing.T) {
 	rep := &report.Reporter{Out: &log, Err: &log}
 	push := func(name, docs string, replace bool) (oci.PushResult, oci.Repository, error) {
 		ref, repo := open(name)
-		res, err, attestErr := publish.PushProvider(ctx, readHello(t), publish.ProviderTarget{
+		res, err, attestErr := publish.PushProvider(ctx, seed.Hello(t), publish.ProviderTarget{
 			Target: publish.Target{Repo: repo, Ref: ref, Options: oci.PushOptions{Replace: replace}}, NoSBOM: true, DocsDir: docs, Report: rep})
 		return res, repo, errors.Join(err, attestErr)
 	}
@@ -146,7 +147,7 @@ func TestPushProviderDocsRefusedOrNotInLayout(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bad, "notes.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err, _ := publish.PushProvider(ctx, readHello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef}, DocsDir: bad})
+	_, err, _ := publish.PushProvider(ctx, seed.Hello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef}, DocsDir: bad})
 	if err == nil || !strings.Contains(err.Error(), "reading the documentation: ") {
 		t.Fatalf("a tree with no page: %v", err)
 	}
@@ -155,7 +156,7 @@ func TestPushProviderDocsRefusedOrNotInLayout(t *testing.T) {
 	}
 	var log bytes.Buffer
 	layout := oci.Reference{Layout: true, Repository: t.TempDir()}
-	res, err, attestErr := publish.PushProvider(ctx, readHello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: layout}, DocsDir: docsTree(t, "x"), Report: &report.Reporter{Out: &log, Err: &log}})
+	res, err, attestErr := publish.PushProvider(ctx, seed.Hello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: layout}, DocsDir: docsTree(t, "x"), Report: &report.Reporter{Out: &log, Err: &log}})
 	if err != nil || attestErr != nil {
 		t.Fatal(err, attestErr)
 	}
@@ -185,7 +186,7 @@ func TestPushProviderReportsDocs(t *testing.T) {
 		var out bytes.Buffer
 		rep := &report.Reporter{Out: &out, Err: &out, JSON: true}
 		var docs providerdocs.Stored
-		rel := readHello(t)
+		rel := seed.Hello(t)
 		res, err, attestErr := publish.PushProvider(ctx, rel, publish.ProviderTarget{
 			Target: publish.Target{Repo: repo, Ref: ref}, NoSBOM: true, DocsDir: docsDir, DocsStored: &docs})
 		if err := errors.Join(err, attestErr); err != nil {

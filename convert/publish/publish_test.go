@@ -12,12 +12,11 @@ import (
 	orasoci "oras.land/oras-go/v2/content/oci"
 
 	"github.com/oci-tofu/oci-tofu/convert/attest"
-	"github.com/oci-tofu/oci-tofu/convert/pgp"
 	"github.com/oci-tofu/oci-tofu/convert/publish"
 	"github.com/oci-tofu/oci-tofu/convert/release"
 	"github.com/oci-tofu/oci-tofu/convert/sbom"
 	"github.com/oci-tofu/oci-tofu/internal/attesttest"
-	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/attach"
 	"github.com/oci-tofu/oci-tofu/oci/versionindex"
@@ -87,19 +86,6 @@ func (v *versionTags) written() []string {
 	return append([]string(nil), v.tags...)
 }
 
-func readHello(t *testing.T) *release.Provider {
-	t.Helper()
-	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := release.ReadProvider(context.Background(), testenv.Testdata(t, "providers", "hello", "1.0.0"), release.Options{Keys: []*pgp.Keyring{kr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rel
-}
-
 var helloRef = oci.Reference{Registry: "registry.example.com", Repository: "acme/hello"}
 
 // A reader never finds a version tag of a release pushed with a key
@@ -120,7 +106,7 @@ func TestPushProviderAttestsBeforeAnyTag(t *testing.T) {
 		}
 	})
 	key := &publish.KeyAttester{Signer: attesttest.Signer(t), Version: "test", Log: t.Logf}
-	rel := readHello(t)
+	rel := seed.Hello(t)
 	res, err, attestErr := publish.PushProvider(ctx, rel, publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef, Also: []string{"latest"}, Attest: key}})
 	if err != nil || attestErr != nil || res.UpToDate {
 		t.Fatalf("%+v %v %v", res, err, attestErr)
@@ -150,7 +136,7 @@ func TestPushProviderAttestsBeforeAnyTag(t *testing.T) {
 func TestPushProviderUpToDateIsAttestedAfter(t *testing.T) {
 	ctx := context.Background()
 	repo := newWatched(t)
-	first, err, _ := publish.PushProvider(ctx, readHello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef}})
+	first, err, _ := publish.PushProvider(ctx, seed.Hello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +146,7 @@ func TestPushProviderUpToDateIsAttestedAfter(t *testing.T) {
 	if ok, _ := attest.Complete(ctx, repo, first.Root.Digest, key.Key(), release.ProviderPredicateType); ok {
 		t.Fatal("attested before the key was used")
 	}
-	res, err, attestErr := publish.PushProvider(ctx, readHello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef, Attest: key}})
+	res, err, attestErr := publish.PushProvider(ctx, seed.Hello(t), publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef, Attest: key}})
 	if err != nil || attestErr != nil || !res.UpToDate || res.Root.Digest != first.Root.Digest {
 		t.Fatalf("%+v %v %v", res, err, attestErr)
 	}
@@ -187,7 +173,7 @@ func TestPushProviderImportedIsAttestedAfterTags(t *testing.T) {
 		}
 	})
 	key := &publish.KeyAttester{Signer: attesttest.Signer(t), Version: "test"}
-	rel := readHello(t)
+	rel := seed.Hello(t)
 	res, err, attestErr := publish.PushProvider(ctx, rel, publish.ProviderTarget{Target: publish.Target{Repo: repo, Ref: helloRef, Attest: key}, NoSBOM: true, Imported: true})
 	if err != nil || attestErr != nil {
 		t.Fatalf("%+v %v %v", res, err, attestErr)

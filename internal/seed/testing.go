@@ -159,3 +159,18 @@ func TestdataModule(t testing.TB, name string) []byte {
 	}
 	return b
 }
+
+// Hello reads the hello 1.0.0 fixture release of testdata, its signature
+// checked against the fixture's signing key.
+func Hello(t testing.TB) *release.Provider {
+	t.Helper()
+	kr, err := pgp.LoadKeyring(testenv.Testdata(t, "keys", "gpg-signer.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := release.ReadProvider(context.Background(), testenv.Testdata(t, "providers", "hello", "1.0.0"), release.Options{Keys: []*pgp.Keyring{kr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}

@@ -230,13 +230,7 @@ func TestFleetKilledReplicaOnlyItEmitted(t *testing.T) {
 	for _, r := range fleet[1:] {
 		closeNow(t, r.d)
 	}
-	requests, verified, bad := rc.counts()
-	if requests != 2 || verified != 2 || len(bad) > 0 {
-		t.Fatalf("%d requests, %d verified, not 2; refused %v", requests, verified, bad)
-	}
-	if got := rc.idCounts(); got[e.ID] != 2 {
-		t.Errorf("not the event's ID in both: %v", got)
-	}
+	deliveredTwice(t, rc, e.ID)
 	recovered := testutil.ToFloat64(fleet[1].d.metrics.recovered.WithLabelValues("fleet")) +
 		testutil.ToFloat64(fleet[2].d.metrics.recovered.WithLabelValues("fleet"))
 	if recovered < 1 {
@@ -515,11 +509,18 @@ func TestFleetRedisGoneMidLease(t *testing.T) {
 	eventually(t, "the other replica delivered it again", func() bool { return other.count("fleet", OutcomeDelivered) == 1 })
 	time.Sleep(3 * time.Second) // three leases: a storm would show
 	closeNow(t, other.d)
+	deliveredTwice(t, rc, e.ID)
+}
+
+// deliveredTwice checks that rc took two verified deliveries, both of
+// the event with ID id.
+func deliveredTwice(t *testing.T, rc *receiver, id string) {
+	t.Helper()
 	requests, verified, bad := rc.counts()
 	if requests != 2 || verified != 2 || len(bad) > 0 {
 		t.Fatalf("%d requests, %d verified, not 2; refused %v", requests, verified, bad)
 	}
-	if got := rc.idCounts(); got[e.ID] != 2 {
+	if got := rc.idCounts(); got[id] != 2 {
 		t.Errorf("not the event's ID in both: %v", got)
 	}
 }
