@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
 )
 
 // Shape of the largest-provider benchmark (issue 21): hashicorp/aws has
@@ -112,6 +114,28 @@ func BenchmarkLargestProvider(b *testing.B) {
 	// is twice that (GOGC=100). Heap in use also counts what is garbage
 	// but not yet collected.
 	live := metricValue(b, client, proxyURL+"/metrics", "go_memstats_next_gc_bytes") / 2 / (1 << 20)
+	cmd.Process.Kill()
+	coldCPU := proxyCPU[3:]
+
+	// The same with the version index written (every alias shares the
+	// storage, so all 50 have it): three fresh proxies' first listings,
+	// then cold listings of one proxy with its connections open.
+	indexBytes := writeLargestIndex(b, reg)
+	b.StartTimer()
+	var firstIndexed, indexed, indexedReqs []float64
+	for i := largestProviders - 3; i < largestProviders; i++ {
+		u, cmd := serve()
+		d, n, _ := listed(u, cmd.Process.Pid, i)
+		firstIndexed, indexedReqs = append(firstIndexed, d.Seconds()), append(indexedReqs, float64(n))
+		cmd.Process.Kill()
+	}
+	proxyURL, cmd = serve()
+	timeGet(b, client, versions(0))
+	for i := 1; i <= 5; i++ {
+		d, n, _ := listed(proxyURL, cmd.Process.Pid, i)
+		indexed, indexedReqs = append(indexed, d.Seconds()), append(indexedReqs, float64(n))
+	}
+	b.StopTimer()
 
 	b.Logf("static file through the delay: %.1f ms", rtt*1000)
 	b.Logf("first cold /versions of a fresh proxy %v (registry requests %v, new connections %v); cold %v; requests %v; new connections %v",
@@ -127,12 +151,41 @@ func BenchmarkLargestProvider(b *testing.B) {
 	b.ReportMetric(median(cold)/rtt, "cold-versions/rtt")
 	b.ReportMetric(median(reqs), "cold-versions-requests")
 	b.ReportMetric(median(conns), "cold-versions-new-connections")
-	b.ReportMetric(median(proxyCPU[3:])*1000, "proxy-cpu-per-listing-ms")
-	b.ReportMetric(median(registryCPU[3:])*1000, "registry-cpu-per-listing-ms")
+	b.Logf("with the version index (%d bytes): first cold /versions of a fresh proxy %v, cold %v, registry requests %v", indexBytes, firstIndexed, indexed, indexedReqs)
+	b.ReportMetric(median(indexed)*1000, "indexed-cold-versions-ms")
+	b.ReportMetric(median(indexed)/rtt, "indexed-cold-versions/rtt")
+	b.ReportMetric(median(firstIndexed)*1000, "indexed-first-cold-versions-ms")
+	b.ReportMetric(median(firstIndexed)/median(indexed), "indexed-first/cold")
+	b.ReportMetric(median(indexedReqs), "indexed-cold-versions-requests")
+	b.ReportMetric(median(coldCPU[:5])*1000, "proxy-cpu-per-listing-ms")
+	b.ReportMetric(median(registryCPU[3:8])*1000, "registry-cpu-per-listing-ms")
 	b.ReportMetric(rss, "rss-50-providers-MiB")
 	b.ReportMetric(heap, "heap-inuse-50-providers-MiB")
 	b.ReportMetric(live, "heap-live-50-providers-MiB")
 	b.ReportMetric(hwm, "peak-rss-MiB")
 	b.ReportMetric(float64(largestCacheBytes>>20), "cache-bytes-MiB")
 	b.ReportMetric(0, "ns/op")
+}
+
+// writeLargestIndex writes the version index of bench/acme0/aws's
+// versions, as push leaves it (seed.VersionIndex): its size in bytes.
+func writeLargestIndex(b *testing.B, reg *testenv.Registry) int {
+	b.Helper()
+	client, err := oci.NewClient(oci.Options{CAFile: reg.CA.CertFile})
+	if err != nil {
+		b.Fatal(err)
+	}
+	repo, err := client.Open(oci.Reference{Registry: reg.Host, Repository: "bench/acme0/aws"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, base, err := oci.FetchReference(context.Background(), repo, seed.Version(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	size, err := seed.VersionIndex(context.Background(), repo, base, largestVersions)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return size
 }

@@ -176,9 +176,11 @@ func PlatformsProvider(ctx context.Context, repo oci.Repository, dir string, opt
 // VersionIndex writes the version index (oci/versionindex) of
 // ListingProvider's first n versions, whose first index is base, as
 // push provider leaves it after publishing them one after another; it
-// returns the index's size in bytes.
+// returns the index's size in bytes. Every entry carries the provenance
+// hints push writes.
 func VersionIndex(ctx context.Context, repo oci.Repository, base []byte, n int) (int, error) {
 	entries := map[string]versionindex.Entry{}
+	var hints []ocispec.Descriptor // the provenance every version shares
 	for i := range n {
 		v := Version(i)
 		body := base
@@ -198,6 +200,14 @@ func VersionIndex(ctx context.Context, repo oci.Repository, base []byte, n int) 
 		if !ok {
 			return 0, fmt.Errorf("version %s has no provenance summary", v)
 		}
+		if hints == nil && pv.Provenance != nil {
+			m, err := oci.FetchImageManifest(ctx, repo, *pv.Provenance)
+			if err != nil {
+				return 0, err
+			}
+			hints = oci.ProvenanceBlobs(m)
+		}
+		e.ProvenanceBlobs = hints
 		entries[v] = e
 	}
 	m, dropped, err := versionindex.Write(ctx, repo, entries)
