@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
@@ -98,14 +99,14 @@ func Parse(body []byte) (*Index, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&idx); err != nil {
-		return nil, oci.Invalid("the version index is not valid JSON: %v", err)
+		return nil, oci.Invalid("the version index is not valid JSON: %s", clip(err.Error()))
 	}
 	if dec.More() {
 		return nil, oci.Invalid("the version index has data after its JSON")
 	}
 	if idx.SchemaVersion != 2 || idx.MediaType != ocispec.MediaTypeImageIndex || idx.ArtifactType != ArtifactType {
 		return nil, oci.Invalid("the version index has schemaVersion %d, mediaType %q, artifactType %q; want 2, %q, %q",
-			idx.SchemaVersion, idx.MediaType, idx.ArtifactType, ocispec.MediaTypeImageIndex, ArtifactType)
+			idx.SchemaVersion, clip(idx.MediaType), clip(idx.ArtifactType), ocispec.MediaTypeImageIndex, ArtifactType)
 	}
 	if len(idx.Manifests) > MaxEntries {
 		return nil, oci.Beyond("the version index has %d entries, more than the %d oci-tofu reads", len(idx.Manifests), MaxEntries)
@@ -128,17 +129,17 @@ func Parse(body []byte) (*Index, error) {
 // parseEntry reads one entry's descriptor.
 func parseEntry(d ocispec.Descriptor) (Entry, error) {
 	if d.MediaType != ocispec.MediaTypeImageIndex {
-		return Entry{}, fmt.Errorf("mediaType %q, want %q", d.MediaType, ocispec.MediaTypeImageIndex)
+		return Entry{}, fmt.Errorf("mediaType %q, want %q", clip(d.MediaType), ocispec.MediaTypeImageIndex)
 	}
 	if err := d.Digest.Validate(); err != nil || d.Digest.Algorithm() != digest.SHA256 {
-		return Entry{}, fmt.Errorf("digest %q is no sha256 digest", d.Digest)
+		return Entry{}, fmt.Errorf("digest %q is no sha256 digest", clip(d.Digest.String()))
 	}
 	if d.Size <= 0 || d.Size > oci.MaxManifestSize {
 		return Entry{}, fmt.Errorf("size %d out of range", d.Size)
 	}
 	v, err := names.ParseVersion(d.Annotations[AnnotationVersion])
 	if err != nil || v.String() != d.Annotations[AnnotationVersion] {
-		return Entry{}, fmt.Errorf("version %q is no canonical version", d.Annotations[AnnotationVersion])
+		return Entry{}, fmt.Errorf("version %q is no canonical version", clip(d.Annotations[AnnotationVersion]))
 	}
 	platforms, err := parsePlatforms(d.Annotations[AnnotationPlatforms])
 	if err != nil {
@@ -164,14 +165,32 @@ func parsePlatforms(s string) ([]names.Platform, error) {
 	for i, p := range list {
 		pl, err := names.ParsePlatform(p)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("invalid platform %q: want os_arch, e.g. linux_amd64", clip(p))
 		}
 		if i > 0 && list[i-1] >= p {
-			return nil, fmt.Errorf("platforms %q are not sorted and distinct", s)
+			return nil, fmt.Errorf("platforms %q and %q are not sorted and distinct", clip(list[i-1]), clip(p))
 		}
 		out = append(out, pl)
 	}
 	return out, nil
+}
+
+// maxQuoted bounds what a refusal quotes of the index's text: it is
+// logged by the proxy and printed by verify and lint, and a hostile index
+// may hold megabytes in one field.
+const maxQuoted = 64
+
+// clip is s, or its first maxQuoted bytes (whole runes) and how long it
+// is, for an error message.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
 
 func splitList(s string) []string {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -263,4 +264,62 @@ func duplicated(t *testing.T, entries map[string]versionindex.Entry) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestHostileIndexLogsLittle: an index refused for a megabyte-long field
+// is logged in a short line, and listed as without an index.
+func TestHostileIndexLogsLittle(t *testing.T) {
+	ctx := context.Background()
+	ix := newIndexed(t, 2)
+	want := ix.everyTag(t)
+	var idx ocispec.Index
+	m, _, err := versionindex.Encode(ix.entries(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(m.Bytes, &idx); err != nil {
+		t.Fatal(err)
+	}
+	idx.Manifests[0].Annotations[versionindex.AnnotationVersion] = strings.Repeat("9", 1<<20)
+	body, err := json.Marshal(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromBytes(body), Size: int64(len(body))}
+	if err := ix.repo.Push(ctx, desc, strings.NewReader(string(body))); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.repo.Tag(ctx, desc, versionindex.Tag); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	tpl, err := repotemplate.ParseProviderTemplate(ix.reg.Host + "/providers/${namespace}/${type}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(store.Options{Client: ix.client, Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &log}, nil))})
+	h := &held.Providers{Store: st, Mappings: store.ProviderMappings{{Template: tpl, Label: "test"}}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	got, fromIndex := listed(t, &gate.Providers{Inner: h, Judge: gate.Open{}, Each: st.EachVersion}, ix.p)
+	if !maps.Equal(got, want) || fromIndex != 0 {
+		t.Errorf("listing %v (%d from the index)\nwant %v", got, fromIndex, want)
+	}
+	out := log.String()
+	if !strings.Contains(out, "the version index is not used") {
+		t.Fatalf("no warning of the refused index: %.300s", out)
+	}
+	if len(out) > 2048 {
+		t.Errorf("the log is %d bytes: %.300s…", len(out), out)
+	}
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
