@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -322,4 +323,70 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// denying is a policy denying one version and one platform.
+type denying struct {
+	gate.Open
+	version  string
+	platform names.Platform
+}
+
+func (d denying) deny(v names.Version) error {
+	if v.String() == d.version {
+		return &source.Denied{Msg: "denied", Reason: "denied by the test"}
+	}
+	return nil
+}
+
+func (d denying) Versions(_ names.Kind, _, _ string, vs []names.Version) gate.Verdicts {
+	out := gate.Verdicts{Denied: map[string]error{}}
+	for _, v := range vs {
+		if err := d.deny(v); err != nil {
+			out.Denied[v.String()] = err
+		}
+	}
+	return out
+}
+
+func (d denying) Version(_ names.Kind, _, _ string, v names.Version) error { return d.deny(v) }
+
+func (d denying) Platform(_ names.Provider, _ names.Version, pl names.Platform) error {
+	if pl == d.platform {
+		return &source.Denied{Msg: "denied", Reason: "platform denied by the test"}
+	}
+	return nil
+}
+
+// TestIndexUnderAPolicy: a listing taken from the index leaves out the
+// versions and platforms the policy denies, as one read from the tags.
+func TestIndexUnderAPolicy(t *testing.T) {
+	ix := newIndexed(t, 3)
+	_, h := ix.source(t)
+	st := h.Store
+	windows := names.Platform{OS: "windows", Arch: "amd64"}
+	g := &gate.Providers{Inner: h, Judge: denying{version: seed.Version(1), platform: windows}, Each: st.EachVersion}
+	l, err := g.ProviderVersions(context.Background(), ix.p, names.ViaRegistry, source.ListOptions{Need: source.NeedSummary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.Releases[seed.Version(1)]; ok || l.Left[seed.Version(1)] == nil {
+		t.Errorf("the denied version: release %+v, left out %v", l.Releases[seed.Version(1)], l.Left[seed.Version(1)])
+	}
+	fromIndex := 0
+	for _, v := range []string{seed.Version(0), seed.Version(2)} {
+		rel := l.Releases[v]
+		if rel == nil {
+			t.Fatalf("%s not listed: %v", v, l.Left[v])
+		}
+		if rel.FromIndex {
+			fromIndex++
+		}
+		if len(rel.Platforms) != 2 || slices.Contains(rel.Platforms, windows) {
+			t.Errorf("%s lists %v", v, rel.Platforms)
+		}
+	}
+	if fromIndex != 2 {
+		t.Errorf("%d versions from the index, want 2", fromIndex)
+	}
 }
