@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -388,5 +389,55 @@ func TestIndexUnderAPolicy(t *testing.T) {
 	}
 	if fromIndex != 2 {
 		t.Errorf("%d versions from the index, want 2", fromIndex)
+	}
+}
+
+// TestStaleEntryAfterCraneCopy: crane copies another release of a
+// version over its tag (the index keeps the old entry). A cold listing
+// still says the old entry's platforms (the documented blind spot), but
+// what is resolved and downloaded is the tag's content, and once the
+// version is resolved the index is no longer used.
+func TestStaleEntryAfterCraneCopy(t *testing.T) {
+	ctx := context.Background()
+	ix := newIndexed(t, 2)
+	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ix.client.Open(oci.Reference{Registry: ix.reg.Host, Repository: "elsewhere/acme/big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := seed.Version(1)
+	linux := names.Platform{OS: "linux", Arch: "amd64"}
+	if err := seed.PushVersion(ctx, other, t.TempDir(), v1, seed.Options{Signer: signer, Platforms: []names.Platform{linux}}, false); err != nil {
+		t.Fatal(err)
+	}
+	stale := ix.entries(t)[v1]
+	home := t.TempDir()
+	env := append(os.Environ(), "SSL_CERT_FILE="+testenv.NewCA(t).CertFile, "DOCKER_CONFIG="+testenv.WriteDockerConfig(t, home+"/.docker"), "HOME="+home)
+	testenv.MustRun(t, "", env, testenv.Tool(t, "crane"), "copy", ix.reg.Host+"/elsewhere/acme/big:"+v1, ix.reg.Host+"/providers/acme/big:"+v1)
+	copied, err := ix.repo.Resolve(ctx, v1)
+	if err != nil || copied.Digest == stale.Index.Digest {
+		t.Fatalf("the copy: %v, %v", copied.Digest, err)
+	}
+	g, h := ix.source(t)
+	got, _ := listed(t, g, ix.p)
+	if want := fmt.Sprint(stale.Platforms, stale.Summary.Protocols, stale.Summary.SigningKeyIDs, true); got[v1] != want {
+		t.Errorf("cold listing of %s: %s, want the stale entry's %s", v1, got[v1], want)
+	}
+	root, err := g.ResolveProvider(ctx, ix.p, names.MustParseVersion(v1), names.ViaRegistry)
+	if err != nil || root.Root.Digest != copied.Digest {
+		t.Fatalf("resolving %s: %+v, %v; want the copied index %s", v1, root, err, copied.Digest)
+	}
+	rel, err := g.ReadProvider(ctx, root, source.NeedPackages)
+	if err != nil || len(rel.Packages) != 1 || rel.Packages[linux] == nil {
+		t.Fatalf("reading %s: %+v, %v; want the copy's one package", v1, rel, err)
+	}
+	if _, err := h.OpenProviderPackage(ctx, root, names.Platform{OS: "windows", Arch: "amd64"}); err == nil {
+		t.Errorf("the stale entry's windows package is served")
+	}
+	if got, fromIndex := listed(t, g, ix.p); fromIndex != 0 || got[v1] != fmt.Sprint([]names.Platform{linux}, []string{"5.0"}, rel.SigningKeyIDs, true) {
+		t.Errorf("listing once resolved: %s (%d from the index)", got[v1], fromIndex)
 	}
 }
