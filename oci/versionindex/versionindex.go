@@ -342,6 +342,42 @@ func Update(ctx context.Context, repo oci.Repository, e Entry) (Updated, error) 
 	return up, err
 }
 
+// DropGone removes from repo's version index the entries of versions
+// whose tags are gone (prune deleted them), so that it pins none of
+// their manifests and agrees with the tags again; it returns how many it
+// removed. A repository without an index, or with one that cannot be
+// read (the next push rewrites it), is left alone; nothing is written
+// when no entry's tag is gone.
+func DropGone(ctx context.Context, repo oci.Repository) (int, error) {
+	tags, err := oci.ListTagsBefore(ctx, repo, oci.TagSchemaTags, nil)
+	if err != nil {
+		return 0, err
+	}
+	if !slices.Contains(tags, Tag) {
+		return 0, nil
+	}
+	cur, err := Read(ctx, repo)
+	if cur == nil || errors.Is(err, oci.ErrInvalidArtifact) || errors.As(err, new(*oci.LimitError)) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	present := canonicalVersions(tags)
+	kept := make(map[string]Entry, len(cur.Entries))
+	for k, e := range cur.Entries {
+		if _, ok := present[k]; ok {
+			kept[k] = e
+		}
+	}
+	removed := len(cur.Entries) - len(kept)
+	if removed == 0 {
+		return 0, nil
+	}
+	_, _, err = Write(ctx, repo, kept)
+	return removed, err
+}
+
 // staleSample are the versions of up to MaxChecks entries (other than
 // version skip's, chosen at random) whose tags name another digest: a tag
 // moved by a tool that does not update the index is found by the pushes
