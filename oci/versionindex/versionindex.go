@@ -126,6 +126,29 @@ func Parse(body []byte) (*Index, error) {
 	return out, nil
 }
 
+// Cost is about the memory x holds, for a cache's byte budget: far more
+// than its manifest's size when its entries list many short platforms
+// (each a 32-byte pair of string headers for 4 bytes of JSON).
+func (x *Index) Cost() int64 {
+	const (
+		perEntry    = 512 // the map slot, the Entry, the version, its strings
+		perPlatform = 32  // two string headers (the names share their annotation)
+		perString   = 16  // a string header in Summary's lists
+	)
+	var n int64
+	for k, e := range x.Entries {
+		n += perEntry + int64(len(k)+len(e.Index.MediaType)+len(e.Index.Digest))
+		n += int64(cap(e.Platforms)) * perPlatform
+		for _, p := range e.Platforms {
+			n += int64(len(p.OS) + len(p.Arch) + 2)
+		}
+		for _, s := range slices.Concat(e.Summary.Protocols, e.Summary.SigningKeyIDs) {
+			n += perString + int64(len(s)+1)
+		}
+	}
+	return n
+}
+
 // parseEntry reads one entry's descriptor.
 func parseEntry(d ocispec.Descriptor) (Entry, error) {
 	if d.MediaType != ocispec.MediaTypeImageIndex {

@@ -206,6 +206,8 @@ func TestParseErrorsAreBounded(t *testing.T) {
 		"version":            ann(AnnotationVersion, huge),
 		"platform":           ann(AnnotationPlatforms, "linux_amd64,"+huge),
 		"unsorted platforms": ann(AnnotationPlatforms, "z_z,"+longPlatforms(oci.MaxIndexEntries-1)),
+		"deeply nested":      []byte(`{"annotations":` + strings.Repeat("[", 1<<20) + strings.Repeat("]", 1<<20) + `}`),
+		"nested manifests":   []byte(`{"manifests":[{"platform":{"features":` + strings.Repeat(`[`, 1<<20) + `}}]}`),
 	}
 	for name, b := range cases {
 		_, err := Parse(b)

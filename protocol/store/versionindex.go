@@ -39,7 +39,7 @@ func parseVersionIndex(desc ocispec.Descriptor, body []byte) (any, int64, error)
 	if err != nil {
 		return nil, 0, err
 	}
-	return idx, indexCost(len(body)), nil
+	return idx, idx.Cost(), nil
 }
 
 // EntryAgrees reports whether what this store knows cheaply of version
