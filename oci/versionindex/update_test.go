@@ -277,3 +277,39 @@ func TestReplaceRewritesTheEntry(t *testing.T) {
 		t.Fatalf("after --replace: %+v", c)
 	}
 }
+
+// TestVerifyReadsOnlyTaggedEntries: entries of versions the tag list
+// lacks are stale by the tag list alone; verify (and lint) read the tags
+// of the others only, one request each, not one per entry a hostile index
+// lists.
+func TestVerifyReadsOnlyTaggedEntries(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
+	repo := pushed(t, reg, front.Host, "providers/acme/x", 2)
+	e0 := entryOf(t, repo, seed.Version(0))
+	hostile := map[string]versionindex.Entry{seed.Version(0): e0, seed.Version(1): entryOf(t, repo, seed.Version(1))}
+	const ghosts = 2000
+	for i := range ghosts {
+		e := e0
+		e.Version = names.MustParseVersion(fmt.Sprintf("5.%d.%d", i/100, i%100))
+		hostile[e.Version.String()] = e
+	}
+	if _, _, err := versionindex.Write(ctx, repo, hostile); err != nil {
+		t.Fatal(err)
+	}
+	front.ResetLog()
+	c := verified(t, repo)
+	if len(c.Stale) != ghosts || len(c.Missing) != 0 || c.Entries != ghosts+2 {
+		t.Fatalf("verify: %d stale, missing %v, %d entries", len(c.Stale), c.Missing, c.Entries)
+	}
+	reads := 0
+	for _, e := range front.Log() {
+		if strings.Contains(e.Path, "/manifests/") {
+			reads++
+		}
+	}
+	if reads > 3 { // the index, and the two tagged versions
+		t.Errorf("verify read %d manifests for an index of 2 tagged versions", reads)
+	}
+}

@@ -461,7 +461,8 @@ func agreeing(ctx context.Context, repo oci.ReadOnlyRepository, entries map[stri
 }
 
 // Check is what repo's version index says against its tags, for verify
-// and lint: one request per entry besides the tag list and the index.
+// and lint: one request per entry whose tag the tag list holds, besides
+// the tag list and the index.
 type Check struct {
 	// Present: the repository has an index; Entries it lists.
 	Present bool
@@ -498,12 +499,23 @@ func Verify(ctx context.Context, repo oci.ReadOnlyRepository) (Check, error) {
 		return Check{}, nil
 	}
 	c := Check{Present: true, Entries: len(idx.Entries)}
-	_, c.Stale = agreeing(ctx, repo, idx.Entries)
-	for k := range canonicalVersions(tags) {
+	present := canonicalVersions(tags)
+	tagged := map[string]Entry{}
+	for k, e := range idx.Entries {
+		if _, ok := present[k]; ok {
+			tagged[k] = e
+		} else {
+			c.Stale = append(c.Stale, k) // its tag is gone: nothing to read
+		}
+	}
+	_, wrong := agreeing(ctx, repo, tagged)
+	c.Stale = append(c.Stale, wrong...)
+	for k := range present {
 		if _, ok := idx.Entries[k]; !ok {
 			c.Missing = append(c.Missing, k)
 		}
 	}
+	slices.Sort(c.Stale)
 	slices.Sort(c.Missing)
 	return c, nil
 }
