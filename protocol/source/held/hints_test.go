@@ -441,3 +441,24 @@ func TestStaleEntryAfterCraneCopy(t *testing.T) {
 		t.Errorf("listing once resolved: %s (%d from the index)", got[v1], fromIndex)
 	}
 }
+
+// TestEntryOfAVersionFoundBroken: another tool moves a version's tag onto
+// a manifest that is no provider index (the index keeps the old entry).
+// Once the proxy has resolved the version and found it broken, a listing
+// no longer takes that version from the index, as after any resolution
+// (docs/artifacts.md, "What it cannot see").
+func TestEntryOfAVersionFoundBroken(t *testing.T) {
+	ctx := context.Background()
+	ix := newIndexed(t, 2)
+	v1 := seed.Version(1)
+	seed.Push(t, ix.repo, seed.SmallArtifact(t, "no provider"), v1)
+	g, h := ix.source(t)
+	if _, err := h.ResolveProvider(ctx, ix.p, names.MustParseVersion(v1), names.ViaRegistry); err == nil {
+		t.Fatalf("%s resolved, though its tag names an image manifest", v1)
+	}
+	got, fromIndex := listed(t, g, ix.p)
+	want := ix.everyTag(t)
+	if !strings.HasPrefix(got[v1], "left out") || got[seed.Version(0)] != want[seed.Version(0)] || fromIndex != 0 {
+		t.Errorf("listing after resolving %s: %v (%d from the index)\nwant %v", v1, got, fromIndex, want)
+	}
+}
