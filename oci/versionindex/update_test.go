@@ -313,3 +313,61 @@ func TestVerifyReadsOnlyTaggedEntries(t *testing.T) {
 		t.Errorf("verify read %d manifests for an index of 2 tagged versions", reads)
 	}
 }
+
+// TestUpdateAtTheSizeBound: in a repository whose versions take the
+// index beyond MaxSize (the newest left out, read from their tags), an
+// update that changes nothing writes nothing: the versions it would add
+// back are the ones the bound leaves out again.
+func TestUpdateAtTheSizeBound(t *testing.T) {
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t)
+	front := testenv.StartFrontFor(t, reg, testenv.FrontOptions{})
+	client := testClient(t, reg)
+	repo, err := client.Open(oci.Reference{Registry: front.Host, Repository: "providers/acme/wide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := pgp.LoadSigner(testenv.Testdata(t, "keys", "gocrypto-signer-private.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var platforms []names.Platform
+	for i := range oci.MaxIndexEntries - 1 { // the most a version may have
+		platforms = append(platforms, names.Platform{OS: strings.Repeat("o", 32), Arch: fmt.Sprintf("a%031d", i)}) // the longest words
+	}
+	if err := seed.PushVersion(ctx, repo, t.TempDir(), seed.Version(0), seed.Options{Signer: signer, Platforms: platforms}, false); err != nil {
+		t.Fatal(err)
+	}
+	e0 := entryOf(t, repo, seed.Version(0))
+	// Every other version a tag of the same release, as another tool
+	// copies them, and an index of them all (Write leaves out the newest).
+	entries := map[string]versionindex.Entry{}
+	const versions = 300
+	for i := range versions {
+		v := seed.Version(i)
+		if i > 0 {
+			if err := repo.Tag(ctx, e0.Index, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := e0
+		e.Version = names.MustParseVersion(v)
+		entries[v] = e
+	}
+	_, dropped, err := versionindex.Write(ctx, repo, entries)
+	if err != nil || dropped == 0 {
+		t.Fatalf("the index of %d versions: %d left out, %v; want some left out", versions, dropped, err)
+	}
+	for range 2 {
+		front.ResetLog()
+		up, err := versionindex.Update(ctx, repo, e0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range front.Log() {
+			if e.Method == "PUT" {
+				t.Errorf("an update changing nothing wrote %s (%+v)", e.Path, up)
+			}
+		}
+	}
+}

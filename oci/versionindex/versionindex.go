@@ -85,6 +85,8 @@ func (e Entry) Equal(o Entry) bool {
 // Index is a parsed version index: its entries by version ("1.2.3").
 type Index struct {
 	Entries map[string]Entry
+	// Digest is its manifest's, when Read from a repository.
+	Digest digest.Digest
 }
 
 // Parse reads a version index strictly: any entry it cannot read, a
@@ -351,7 +353,17 @@ func Update(ctx context.Context, repo oci.Repository, e Entry) (Updated, error) 
 	if !changed && up.Repaired == 0 {
 		return up, nil
 	}
-	_, dropped, err := Write(ctx, repo, entries)
+	m, dropped, err := Encode(entries)
+	if err != nil {
+		return up, err
+	}
+	if cur != nil && cur.Digest == m.Descriptor.Digest {
+		// What was added is what the size bound leaves out again (the
+		// newest versions of a repository beyond it): nothing to write.
+		up.Dropped = dropped
+		return up, nil
+	}
+	err = write(ctx, repo, m)
 	if err != nil && refusedChild(err) {
 		// An entry names a manifest the registry no longer holds (its tag
 		// was moved by another tool, the old one deleted): keep only the
@@ -541,9 +553,14 @@ func Read(ctx context.Context, repo oci.ReadOnlyRepository) (*Index, error) {
 		return nil, err
 	}
 	if desc.MediaType != ocispec.MediaTypeImageIndex {
-		return nil, oci.Invalid("tag %s names a %s, not an image index", Tag, desc.MediaType)
+		return nil, oci.Invalid("tag %s names a %s, not an image index", Tag, clip(desc.MediaType))
 	}
-	return Parse(body)
+	idx, err := Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	idx.Digest = desc.Digest
+	return idx, nil
 }
 
 // canonicalVersions are the versions whose canonical tags tags holds, by
