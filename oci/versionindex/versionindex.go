@@ -392,11 +392,13 @@ func DropGone(ctx context.Context, repo oci.Repository) (int, error) {
 		return 0, nil
 	}
 	cur, err := Read(ctx, repo)
-	if cur == nil || errors.Is(err, oci.ErrInvalidArtifact) || errors.As(err, new(*oci.LimitError)) {
-		return 0, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, oci.ErrInvalidArtifact) || errors.As(err, new(*oci.LimitError)):
+		return 0, nil // listings do not use it; the next push rewrites it
+	case err != nil:
 		return 0, err
+	case cur == nil:
+		return 0, nil
 	}
 	present := canonicalVersions(tags)
 	kept := make(map[string]Entry, len(cur.Entries))
