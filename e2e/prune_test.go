@@ -204,8 +204,8 @@ func TestPruneDryRunThenApply(t *testing.T) {
 	for _, m := range pv.Platforms {
 		wantTags = append(wantTags, attachmentTags(m.Digest.String())[:2]...)
 	}
-	// The version index stays: its entries of deleted versions are
-	// ignored (their tags are gone) until the next push rewrites it.
+	// The version index stays, rewritten without the deleted versions'
+	// entries (versionindex.DropGone).
 	wantTags = append(wantTags, versionindex.Tag)
 	slices.Sort(wantTags)
 	if after := sortedTags(t, r); !slices.Equal(after, wantTags) {

@@ -90,6 +90,7 @@ func runPrune(c *cli.Context) error {
 	var applyErr error
 	if c.Bool("apply") {
 		applyErr = prune.ApplyPlans(c.Context, client, targets, plans)
+		warnings = append(warnings, prune.IndexNotes(plans)...)
 		cliemit.From(c.Context).Pruned(plans)
 	}
 	if err := reportPrune(newReporter(c), plans, appendNonEmpty(warnings, warning), c.Bool("apply")); err != nil {

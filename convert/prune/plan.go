@@ -21,6 +21,9 @@ type Plan struct {
 	Repository Repository
 	// Versions are newest first.
 	Versions []Entry
+	// IndexNote, after Apply, says why the repository's version index
+	// still names versions deleted ("" when it names none).
+	IndexNote string
 }
 
 // Entry is one version in a plan.

@@ -2,11 +2,13 @@ package prune
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/oci-tofu/oci-tofu/convert/policy"
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
+	"github.com/oci-tofu/oci-tofu/oci/versionindex"
 )
 
 // PlanTargets plans each target's pruning (MakePlan), the policy pol
@@ -45,9 +47,38 @@ func ApplyPlans(ctx context.Context, client *oci.Client, targets []Target, plans
 		if err != nil {
 			return err
 		}
-		if err := Apply(ctx, del, targets[i].Ref.Registry, p); err != nil {
+		err = Apply(ctx, del, targets[i].Ref.Registry, p)
+		dropIndexEntries(ctx, client, targets[i].Ref, p)
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// dropIndexEntries removes from the repository's version index the
+// entries of the versions Apply deleted (versionindex.DropGone): an
+// index naming them would pin their manifests against the registry's
+// garbage collection and disagree with the tags in verify and lint
+// until the next push. A failure is p's IndexNote, not prune's.
+func dropIndexEntries(ctx context.Context, client *oci.Client, ref oci.Reference, p *Plan) {
+	p.IndexNote = ""
+	repo, err := client.Open(ref)
+	if err == nil {
+		_, err = versionindex.DropGone(ctx, repo)
+	}
+	if err != nil {
+		p.IndexNote = fmt.Sprintf("%s: the version index (tag %s) still names the versions deleted, until the next push rewrites it: %v", p.Repository.Name, versionindex.Tag, err)
+	}
+}
+
+// IndexNotes are the plans' IndexNotes, for the report's warnings.
+func IndexNotes(plans []*Plan) []string {
+	var out []string
+	for _, p := range plans {
+		if p.IndexNote != "" {
+			out = append(out, p.IndexNote)
+		}
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
@@ -105,6 +106,8 @@ func (e Entry) SameListing(o Entry) bool {
 // Index is a parsed version index: its entries by version ("1.2.3").
 type Index struct {
 	Entries map[string]Entry
+	// Digest is its manifest's, when Read from a repository.
+	Digest digest.Digest
 }
 
 // Parse reads a version index strictly: any entry it cannot read, a
@@ -119,14 +122,14 @@ func Parse(body []byte) (*Index, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&idx); err != nil {
-		return nil, oci.Invalid("the version index is not valid JSON: %v", err)
+		return nil, oci.Invalid("the version index is not valid JSON: %s", clip(err.Error()))
 	}
 	if dec.More() {
 		return nil, oci.Invalid("the version index has data after its JSON")
 	}
 	if idx.SchemaVersion != 2 || idx.MediaType != ocispec.MediaTypeImageIndex || idx.ArtifactType != ArtifactType {
 		return nil, oci.Invalid("the version index has schemaVersion %d, mediaType %q, artifactType %q; want 2, %q, %q",
-			idx.SchemaVersion, idx.MediaType, idx.ArtifactType, ocispec.MediaTypeImageIndex, ArtifactType)
+			idx.SchemaVersion, clip(idx.MediaType), clip(idx.ArtifactType), ocispec.MediaTypeImageIndex, ArtifactType)
 	}
 	if len(idx.Manifests) > MaxEntries {
 		return nil, oci.Beyond("the version index has %d entries, more than the %d oci-tofu reads", len(idx.Manifests), MaxEntries)
@@ -146,20 +149,43 @@ func Parse(body []byte) (*Index, error) {
 	return out, nil
 }
 
+// Cost is about the memory x holds, for a cache's byte budget: far more
+// than its manifest's size when its entries list many short platforms
+// (each a 32-byte pair of string headers for 4 bytes of JSON).
+func (x *Index) Cost() int64 {
+	const (
+		perEntry    = 512 // the map slot, the Entry, the version, its strings
+		perPlatform = 32  // two string headers (the names share their annotation)
+		perString   = 16  // a string header in Summary's lists
+	)
+	var n int64
+	for k, e := range x.Entries {
+		n += perEntry + int64(len(k)+len(e.Index.MediaType)+len(e.Index.Digest))
+		n += int64(cap(e.Platforms)) * perPlatform
+		for _, p := range e.Platforms {
+			n += int64(len(p.OS) + len(p.Arch) + 2)
+		}
+		for _, s := range slices.Concat(e.Summary.Protocols, e.Summary.SigningKeyIDs) {
+			n += perString + int64(len(s)+1)
+		}
+	}
+	return n
+}
+
 // parseEntry reads one entry's descriptor.
 func parseEntry(d ocispec.Descriptor) (Entry, error) {
 	if d.MediaType != ocispec.MediaTypeImageIndex {
-		return Entry{}, fmt.Errorf("mediaType %q, want %q", d.MediaType, ocispec.MediaTypeImageIndex)
+		return Entry{}, fmt.Errorf("mediaType %q, want %q", clip(d.MediaType), ocispec.MediaTypeImageIndex)
 	}
 	if err := d.Digest.Validate(); err != nil || d.Digest.Algorithm() != digest.SHA256 {
-		return Entry{}, fmt.Errorf("digest %q is no sha256 digest", d.Digest)
+		return Entry{}, fmt.Errorf("digest %q is no sha256 digest", clip(d.Digest.String()))
 	}
 	if d.Size <= 0 || d.Size > oci.MaxManifestSize {
 		return Entry{}, fmt.Errorf("size %d out of range", d.Size)
 	}
 	v, err := names.ParseVersion(d.Annotations[AnnotationVersion])
 	if err != nil || v.String() != d.Annotations[AnnotationVersion] {
-		return Entry{}, fmt.Errorf("version %q is no canonical version", d.Annotations[AnnotationVersion])
+		return Entry{}, fmt.Errorf("version %q is no canonical version", clip(d.Annotations[AnnotationVersion]))
 	}
 	platforms, err := parsePlatforms(d.Annotations[AnnotationPlatforms])
 	if err != nil {
@@ -224,14 +250,32 @@ func parsePlatforms(s string) ([]names.Platform, error) {
 	for i, p := range list {
 		pl, err := names.ParsePlatform(p)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("invalid platform %q: want os_arch, e.g. linux_amd64", clip(p))
 		}
 		if i > 0 && list[i-1] >= p {
-			return nil, fmt.Errorf("platforms %q are not sorted and distinct", s)
+			return nil, fmt.Errorf("platforms %q and %q are not sorted and distinct", clip(list[i-1]), clip(p))
 		}
 		out = append(out, pl)
 	}
 	return out, nil
+}
+
+// maxQuoted bounds what a refusal quotes of the index's text: it is
+// logged by the proxy and printed by verify and lint, and a hostile index
+// may hold megabytes in one field.
+const maxQuoted = 64
+
+// clip is s, or its first maxQuoted bytes (whole runes) and how long it
+// is, for an error message.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
 
 func splitList(s string) []string {
@@ -372,7 +416,17 @@ func Update(ctx context.Context, repo oci.Repository, e Entry) (Updated, error) 
 	if !changed && up.Repaired == 0 {
 		return up, nil
 	}
-	_, dropped, err := Write(ctx, repo, entries)
+	m, dropped, err := Encode(entries)
+	if err != nil {
+		return up, err
+	}
+	if cur != nil && cur.Digest == m.Descriptor.Digest {
+		// What was added is what the size bound leaves out again (the
+		// newest versions of a repository beyond it): nothing to write.
+		up.Dropped = dropped
+		return up, nil
+	}
+	err = write(ctx, repo, m)
 	if err != nil && refusedChild(err) {
 		// An entry names a manifest the registry no longer holds (its tag
 		// was moved by another tool, the old one deleted): keep only the
@@ -384,6 +438,44 @@ func Update(ctx context.Context, repo oci.Repository, e Entry) (Updated, error) 
 	}
 	up.Dropped, up.Wrote = dropped, err == nil
 	return up, err
+}
+
+// DropGone removes from repo's version index the entries of versions
+// whose tags are gone (prune deleted them), so that it pins none of
+// their manifests and agrees with the tags again; it returns how many it
+// removed. A repository without an index, or with one that cannot be
+// read (the next push rewrites it), is left alone; nothing is written
+// when no entry's tag is gone.
+func DropGone(ctx context.Context, repo oci.Repository) (int, error) {
+	tags, err := oci.ListTagsBefore(ctx, repo, oci.TagSchemaTags, nil)
+	if err != nil {
+		return 0, err
+	}
+	if !slices.Contains(tags, Tag) {
+		return 0, nil
+	}
+	cur, err := Read(ctx, repo)
+	switch {
+	case errors.Is(err, oci.ErrInvalidArtifact) || errors.As(err, new(*oci.LimitError)):
+		return 0, nil // listings do not use it; the next push rewrites it
+	case err != nil:
+		return 0, err
+	case cur == nil:
+		return 0, nil
+	}
+	present := canonicalVersions(tags)
+	kept := make(map[string]Entry, len(cur.Entries))
+	for k, e := range cur.Entries {
+		if _, ok := present[k]; ok {
+			kept[k] = e
+		}
+	}
+	removed := len(cur.Entries) - len(kept)
+	if removed == 0 {
+		return 0, nil
+	}
+	_, _, err = Write(ctx, repo, kept)
+	return removed, err
 }
 
 // staleSample are the versions of up to MaxChecks entries (other than
@@ -446,7 +538,8 @@ func agreeing(ctx context.Context, repo oci.ReadOnlyRepository, entries map[stri
 }
 
 // Check is what repo's version index says against its tags, for verify
-// and lint: one request per entry besides the tag list and the index.
+// and lint: one request per entry whose tag the tag list holds, besides
+// the tag list and the index.
 type Check struct {
 	// Present: the repository has an index; Entries it lists.
 	Present bool
@@ -483,12 +576,23 @@ func Verify(ctx context.Context, repo oci.ReadOnlyRepository) (Check, error) {
 		return Check{}, nil
 	}
 	c := Check{Present: true, Entries: len(idx.Entries)}
-	_, c.Stale = agreeing(ctx, repo, idx.Entries)
-	for k := range canonicalVersions(tags) {
+	present := canonicalVersions(tags)
+	tagged := map[string]Entry{}
+	for k, e := range idx.Entries {
+		if _, ok := present[k]; ok {
+			tagged[k] = e
+		} else {
+			c.Stale = append(c.Stale, k) // its tag is gone: nothing to read
+		}
+	}
+	_, wrong := agreeing(ctx, repo, tagged)
+	c.Stale = append(c.Stale, wrong...)
+	for k := range present {
 		if _, ok := idx.Entries[k]; !ok {
 			c.Missing = append(c.Missing, k)
 		}
 	}
+	slices.Sort(c.Stale)
 	slices.Sort(c.Missing)
 	return c, nil
 }
@@ -514,9 +618,14 @@ func Read(ctx context.Context, repo oci.ReadOnlyRepository) (*Index, error) {
 		return nil, err
 	}
 	if desc.MediaType != ocispec.MediaTypeImageIndex {
-		return nil, oci.Invalid("tag %s names a %s, not an image index", Tag, desc.MediaType)
+		return nil, oci.Invalid("tag %s names a %s, not an image index", Tag, clip(desc.MediaType))
 	}
-	return Parse(body)
+	idx, err := Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	idx.Digest = desc.Digest
+	return idx, nil
 }
 
 // canonicalVersions are the versions whose canonical tags tags holds, by

@@ -202,3 +202,57 @@ func tooManyEntries(t *testing.T) []byte {
 	}
 	return b
 }
+
+// TestParseErrorsAreBounded: what a hostile index says is quoted in a
+// refusal (logged by the proxy, printed by verify and lint) at most a
+// few dozen bytes of it, however much the index holds.
+func TestParseErrorsAreBounded(t *testing.T) {
+	good, _, err := Encode(entries(2, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("x", 1<<20)
+	edit := func(fn func(*ocispec.Index)) []byte {
+		var idx ocispec.Index
+		if err := json.Unmarshal(good.Bytes, &idx); err != nil {
+			t.Fatal(err)
+		}
+		fn(&idx)
+		b, _ := json.Marshal(idx)
+		return b
+	}
+	ann := func(k, v string) []byte {
+		return edit(func(idx *ocispec.Index) { idx.Manifests[0].Annotations[k] = v })
+	}
+	cases := map[string][]byte{
+		"unknown field":      []byte(strings.Replace(string(good.Bytes), `"schemaVersion"`, `"`+huge+`":1,"schemaVersion"`, 1)),
+		"artifactType":       edit(func(idx *ocispec.Index) { idx.ArtifactType = huge }),
+		"mediaType":          edit(func(idx *ocispec.Index) { idx.MediaType = huge }),
+		"entry mediaType":    edit(func(idx *ocispec.Index) { idx.Manifests[0].MediaType = huge }),
+		"digest":             edit(func(idx *ocispec.Index) { idx.Manifests[0].Digest = digest.Digest("sha256:" + huge) }),
+		"version":            ann(AnnotationVersion, huge),
+		"platform":           ann(AnnotationPlatforms, "linux_amd64,"+huge),
+		"unsorted platforms": ann(AnnotationPlatforms, "z_z,"+longPlatforms(oci.MaxIndexEntries-1)),
+		"deeply nested":      []byte(`{"annotations":` + strings.Repeat("[", 1<<20) + strings.Repeat("]", 1<<20) + `}`),
+		"nested manifests":   []byte(`{"manifests":[{"platform":{"features":` + strings.Repeat(`[`, 1<<20) + `}}]}`),
+	}
+	for name, b := range cases {
+		_, err := Parse(b)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if n := len(err.Error()); n > 512 {
+			t.Errorf("%s: the refusal is %d bytes: %.200s…", name, n, err)
+		}
+	}
+}
+
+// longPlatforms are n sorted platforms of the longest words allowed.
+func longPlatforms(n int) string {
+	var ps []string
+	for i := range n {
+		ps = append(ps, fmt.Sprintf("%s_%028d", strings.Repeat("a", 32), i))
+	}
+	return strings.Join(ps, ",")
+}

@@ -83,7 +83,12 @@ type Store struct {
 	byTag *cache.Cache[taggedManifest]
 	// tagged are the digests this store has read tags naming, for
 	// TaggedTTL (taggedAt).
-	tagged     *cache.Cache[struct{}]
+	tagged *cache.Cache[struct{}]
+	// lastTagged is the digest each tag named when this store last read
+	// it, for ResolveTTL, whether or not what it names could be read: a
+	// version index's entry naming another digest is not taken for that
+	// version (EntryAgrees).
+	lastTagged *cache.Cache[digest.Digest]
 	providers  *cache.Cache[*oci.ProviderVersion]
 	zips       *cache.Cache[ocispec.Descriptor]
 	provenance *cache.Cache[*Provenance]
@@ -125,6 +130,7 @@ func New(opts Options) *Store {
 		tags:       cache.New[*tagList](share(ttl("tags", opts.TagTTL, 0))), // listings are revalidated at the document level
 		byTag:      cache.New[taggedManifest](share(ttl("resolve", opts.ResolveTTL, opts.MaxStale))),
 		tagged:     cache.New[struct{}](share(ttl("tagged_digests", TaggedTTL, 0))),
+		lastTagged: cache.New[digest.Digest](share(ttl("last_tagged", opts.ResolveTTL, opts.MaxStale))),
 		providers:  cache.New[*oci.ProviderVersion](byDigest("indexes")),
 		zips:       cache.New[ocispec.Descriptor](byDigest("platform_manifests")),
 		provenance: cache.New[*Provenance](byDigest("provenance")),
@@ -176,7 +182,7 @@ func stringsCost(list []string) int64 {
 // catalogue searches read of each module (source.ModuleDocs.SearchModule,
 // 1 to 2 KiB a module), 4: about 5,000 modules in serve's default 256 MiB.
 var cacheShares = map[string]int64{
-	"held": 2, "module_interfaces": 4, "resolve": 39, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"held": 2, "module_interfaces": 4, "resolve": 38, "sboms": 2, "tagged_digests": 1, "last_tagged": 1, "ingest_times": 1, "admissions": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5,
 }
 
@@ -184,7 +190,7 @@ var cacheShares = map[string]int64{
 // (a few dozen bytes each, one per version), beside a policy's signers',
 // take 2 more of resolve's.
 var admitShares = map[string]int64{
-	"held": 2, "module_interfaces": 4, "resolve": 37, "sboms": 2, "tagged_digests": 1, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
+	"held": 2, "module_interfaces": 4, "resolve": 36, "sboms": 2, "tagged_digests": 1, "last_tagged": 1, "ingest_times": 1, "indexes": 15, "provenance": 12, "platform_manifests": 8,
 	"tags": 5, "module_manifests": 5, "tofu_releases": 5, "admissions": 3,
 }
 
@@ -410,9 +416,17 @@ func (r *Repo) taggedAt(ctx context.Context, repo oci.ReadOnlyRepository, kind, 
 	return nil
 }
 
-// noteTagged remembers that tag named d (taggedAt).
+// noteTagged remembers that tag named d (taggedAt), and names it now
+// (LastTagged).
 func (r *Repo) noteTagged(tag string, d digest.Digest) {
 	r.s.tagged.Add(r.taggedKey(tag, d), struct{}{}, 0)
+	r.s.lastTagged.Add(r.name+":"+tag, d, descriptorCost)
+}
+
+// lastTagged is the digest tag named when this store last read it
+// (within ResolveTTL), if it did.
+func (r *Repo) lastTagged(tag string) (digest.Digest, bool) {
+	return r.s.lastTagged.Peek(r.name + ":" + tag)
 }
 
 func (r *Repo) taggedKey(tag string, d digest.Digest) string {
