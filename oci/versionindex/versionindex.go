@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
@@ -168,9 +169,16 @@ func (x *Index) Cost() int64 {
 		for _, s := range slices.Concat(e.Summary.Protocols, e.Summary.SigningKeyIDs) {
 			n += perString + int64(len(s)+1)
 		}
+		n += int64(cap(e.ProvenanceBlobs)) * perHint
+		for _, h := range e.ProvenanceBlobs {
+			n += int64(len(h.Digest))
+		}
 	}
 	return n
 }
+
+// perHint is the memory of a hint's descriptor, its digest's bytes aside.
+const perHint = int64(unsafe.Sizeof(ocispec.Descriptor{}))
 
 // parseEntry reads one entry's descriptor.
 func parseEntry(d ocispec.Descriptor) (Entry, error) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,9 +27,16 @@ func TestVersionIndexCostCoversItsMemory(t *testing.T) {
 	}
 	honest := []string{"darwin_amd64", "darwin_arm64", "freebsd_386", "freebsd_amd64", "freebsd_arm", "linux_386", "linux_amd64",
 		"linux_arm", "linux_arm64", "openbsd_386", "openbsd_amd64", "solaris_amd64", "windows_386", "windows_amd64", "windows_arm64"}
-	for name, platforms := range map[string]string{"honest": strings.Join(honest, ","), "hostile": strings.Join(short, ",")} {
+	for name, c := range map[string]struct {
+		platforms string
+		hints     int
+	}{
+		"honest":                  {strings.Join(honest, ","), 5},
+		"hostile":                 {strings.Join(short, ","), 0},
+		"hostile, the most hints": {"a_b", oci.MaxProvenanceHints},
+	} {
 		t.Run(name, func(t *testing.T) {
-			body := indexOf(t, platforms)
+			body := indexOf(t, c.platforms, c.hints)
 			desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromBytes(body), Size: int64(len(body))}
 			runtime.GC()
 			var before, after runtime.MemStats
@@ -54,17 +62,25 @@ func TestVersionIndexCostCoversItsMemory(t *testing.T) {
 }
 
 // indexOf is a version index as large as the bounds allow, every entry
-// listing platforms.
-func indexOf(t *testing.T, platforms string) []byte {
+// listing platforms and that many provenance hints.
+func indexOf(t *testing.T, platforms string, hints int) []byte {
 	t.Helper()
 	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, ArtifactType: versionindex.ArtifactType}
 	idx.SchemaVersion = 2
-	perEntry := len(platforms) + 400
+	perEntry := len(platforms) + 400 + hints*80
 	for i := 0; i < versionindex.MaxEntries && (i+1)*perEntry < versionindex.MaxSize; i++ {
 		v := fmt.Sprintf("1.%d.%d", i/100, i%100)
-		idx.Manifests = append(idx.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromString(v), Size: 3000,
-			Annotations: map[string]string{versionindex.AnnotationVersion: v, versionindex.AnnotationPlatforms: platforms,
-				oci.AnnotationProtocols: "5.0,6.0", oci.AnnotationSigningKeys: "0123456789ABCDEF"}})
+		a := map[string]string{versionindex.AnnotationVersion: v, versionindex.AnnotationPlatforms: platforms,
+			oci.AnnotationProtocols: "5.0,6.0", oci.AnnotationSigningKeys: "0123456789ABCDEF"}
+		if hints > 0 {
+			var hs []string
+			for j := range hints {
+				hs = append(hs, fmt.Sprintf("%s+%d", digest.FromString(fmt.Sprint(v, j)), 100+j))
+			}
+			slices.Sort(hs)
+			a[versionindex.AnnotationProvenanceBlobs] = strings.Join(hs, ",")
+		}
+		idx.Manifests = append(idx.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromString(v), Size: 3000, Annotations: a})
 	}
 	b, err := json.Marshal(idx)
 	if err != nil {
