@@ -119,12 +119,15 @@ func BenchmarkLargestProvider(b *testing.B) {
 
 	// The same with the version index written (every alias shares the
 	// storage, so all 50 have it): three fresh proxies' first listings,
-	// then cold listings of one proxy with its connections open.
+	// each once /readyz answers (as a deploy or a scale-out sends a new
+	// replica traffic), then cold listings of one proxy with its
+	// connections open.
 	indexBytes := writeLargestIndex(b, reg)
 	b.StartTimer()
 	var firstIndexed, indexed, indexedReqs []float64
 	for i := largestProviders - 3; i < largestProviders; i++ {
 		u, cmd := serve()
+		timeGet(b, client, u+"/readyz") // as a deploy sends traffic: once ready
 		d, n, _ := listed(u, cmd.Process.Pid, i)
 		firstIndexed, indexedReqs = append(firstIndexed, d.Seconds()), append(indexedReqs, float64(n))
 		cmd.Process.Kill()
