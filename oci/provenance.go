@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -221,4 +222,76 @@ func FetchAtMost(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Desc
 		return nil, fmt.Errorf("fetching %s: %w", desc.Digest, err)
 	}
 	return b, nil
+}
+
+// MaxProvenanceHints bounds the blobs ReadProvenanceHinted fetches for
+// hints: a provenance holds a config and four kinds of files.
+const MaxProvenanceHints = 8
+
+// earlyBlobs are the blobs fetched for hints, by digest, while the
+// manifest naming them is read.
+type earlyBlobs struct {
+	repo  ReadOnlyRepository
+	g     errgroup.Group
+	blobs map[digest.Digest]*earlyBlob
+}
+
+// earlyBlob is one hinted blob's fetch: done closes when data or err is
+// set.
+type earlyBlob struct {
+	size int64
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// errNotFetched is a hinted fetch's outcome until it has one (a fetch
+// that panicked keeps it).
+var errNotFetched = errors.New("not fetched")
+
+// prefetchBlobs starts fetching the first MaxProvenanceHints distinct
+// hints, each bounded as FetchSmall bounds them.
+func prefetchBlobs(ctx context.Context, repo ReadOnlyRepository, hints []ocispec.Descriptor) *earlyBlobs {
+	e := &earlyBlobs{repo: repo, blobs: map[digest.Digest]*earlyBlob{}}
+	for _, h := range hints {
+		if len(e.blobs) == MaxProvenanceHints {
+			break
+		}
+		if _, dup := e.blobs[h.Digest]; dup {
+			continue
+		}
+		b := &earlyBlob{size: h.Size, done: make(chan struct{}), err: errNotFetched}
+		e.blobs[h.Digest] = b
+		desc := ocispec.Descriptor{MediaType: "application/octet-stream", Digest: h.Digest, Size: h.Size}
+		GoRecovered(&e.g, func() error {
+			defer close(b.done)
+			data, err := FetchSmall(ctx, repo, desc)
+			b.data, b.err = data, err
+			return nil
+		})
+	}
+	return e
+}
+
+// fetch is desc's content: the hinted fetch of its digest and size when
+// one succeeded, otherwise fetched now.
+func (e *earlyBlobs) fetch(ctx context.Context, desc ocispec.Descriptor) ([]byte, error) {
+	if b, ok := e.blobs[desc.Digest]; ok && b.size == desc.Size {
+		select {
+		case <-b.done:
+			if b.err == nil {
+				return b.data, nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return FetchSmall(ctx, e.repo, desc)
+}
+
+// stop cancels the hinted fetches no one used (cancel ends their context)
+// and waits for them to end.
+func (e *earlyBlobs) stop(cancel context.CancelFunc) {
+	cancel()
+	_ = e.g.Wait() // each fetch's outcome is its earlyBlob's
 }
