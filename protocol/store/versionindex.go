@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/versionindex"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
 )
 
 // The repository's version index (oci/versionindex): a hint checked
@@ -66,22 +68,55 @@ func (r *Repo) EntryAgrees(e versionindex.Entry) bool {
 // resolution is not cached, reads the repository's version index beside
 // the tag: its entry's hints (provenanceHints) then let the version's
 // provenance be read in one round trip instead of two. Both reads are one
-// round trip, in parallel; the index's outcome changes nothing else.
+// round trip, in parallel; the index's outcome changes nothing else, and
+// its read holds up the answer at most indexGrace past the tag's
+// (awaitIndex): an index that is slow or hangs costs the hints, not the
+// time. The index read goes on without the caller, to fill the cache,
+// bounded by the store's Timeout.
 func (r *Repo) ProviderVersionHinted(ctx context.Context, v names.Version) (*oci.ProviderVersion, error) {
 	if _, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(v))); ok {
 		return r.ProviderVersion(ctx, v)
 	}
-	var pv *oci.ProviderVersion
-	var err error
-	_ = r.s.Each(ctx, 2, func(ctx context.Context, i int) error {
-		if i == 0 {
-			pv, err = r.ProviderVersion(ctx, v)
-		} else {
-			r.VersionIndex(ctx)
-		}
-		return nil
-	})
+	indexRead := r.readVersionIndexAside(ctx)
+	start := time.Now()
+	pv, err := r.ProviderVersion(ctx, v)
+	awaitIndex(ctx, indexRead, time.Since(start))
 	return pv, err
+}
+
+// indexGrace is the least time a cold resolution waits for the version
+// index after its tag was read (awaitIndex): the index is larger than a
+// version's own index and is parsed whole.
+const indexGrace = 50 * time.Millisecond
+
+// readVersionIndexAside starts reading the version index into the cache,
+// detached from ctx's end (a caller that stops waiting would otherwise
+// cancel the read it shares), and is closed when the read ends; it is
+// closed at once when the index is cached.
+func (r *Repo) readVersionIndexAside(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if _, ok := r.s.byTag.Peek(r.tagKey("versions", versionindex.Tag)); ok {
+		close(done)
+		return done
+	}
+	detached := context.WithoutCancel(ctx)
+	go func() {
+		defer close(done)
+		_ = cache.Recover(func() error { r.VersionIndex(detached); return nil }) // its outcome is the cache's
+	}()
+	return done
+}
+
+// awaitIndex waits for indexRead at most as long again as the tag's read
+// took (tagRead), and at least indexGrace, or until ctx ends.
+func awaitIndex(ctx context.Context, indexRead <-chan struct{}, tagRead time.Duration) {
+	t := time.NewTimer(max(tagRead, indexGrace))
+	defer t.Stop()
+	select {
+	case <-indexRead:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // provenanceHints are the blobs the cached version index says pv's
