@@ -1,11 +1,15 @@
 package oci
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/oci-tofu/oci-tofu/oci/names"
@@ -106,5 +110,90 @@ func TestReadProvenanceHinted(t *testing.T) {
 				t.Errorf("%d fetches (at most %d of one digest), want at most %d: %v", total, most, want, counting.fetches)
 			}
 		})
+	}
+}
+
+// byteCounting counts the bytes read of the blobs fetched.
+type byteCounting struct {
+	ReadOnlyRepository
+	read atomic.Int64
+}
+
+func (b *byteCounting) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	rc, err := b.ReadOnlyRepository.Fetch(ctx, desc)
+	if err != nil {
+		return nil, err
+	}
+	return countedReader{rc, &b.read}, nil
+}
+
+type countedReader struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c countedReader) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestProvenanceHintsBoundedInBytes: hints naming the largest blobs an
+// index may name (MaxProvenanceHints of MaxSmallFile bytes each, held by
+// the repository) cost at most MaxProvenanceHintBytes more read than the
+// provenance itself, not MaxProvenanceHints times MaxSmallFile; small
+// hints that are right are all still fetched early.
+func TestProvenanceHintsBoundedInBytes(t *testing.T) {
+	ctx := context.Background()
+	repo := newLayout(t)
+	prov, err := BuildProvenance(Provenance{Type: "x", Version: "1.0.0", Protocols: []string{"6.0"}, Platforms: map[string]ProvenancePlatform{"linux_amd64": {Filename: "f.zip", H1: "h1:x"}}},
+		ProvenanceFiles{SHA256SUMS: NamedBytes{Name: "SUMS", Data: []byte("sums")}, Signature: NamedBytes{Name: "SUMS.sig", Data: []byte("sig")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := BuildProvider([]ProviderPackage{zipPkg("linux", "amd64", "zip")}, prov)
+	if _, err := Push(ctx, repo, a, Tags{"1.0.0": ""}, PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv, err := ResolveProvider(ctx, repo, names.MustParseVersion("1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := FetchImageManifest(ctx, repo, *pv.Provenance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own int64 = pv.Provenance.Size
+	for _, b := range ProvenanceBlobs(m) {
+		own += b.Size
+	}
+	var large []ocispec.Descriptor
+	for i := range MaxProvenanceHints {
+		data := bytes.Repeat([]byte{byte('a' + i)}, MaxSmallFile)
+		desc := ocispec.Descriptor{MediaType: "application/octet-stream", Digest: digest.FromBytes(data), Size: int64(len(data))}
+		if err := repo.Push(ctx, desc, bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		large = append(large, ocispec.Descriptor{Digest: desc.Digest, Size: desc.Size})
+	}
+	counting := &byteCounting{ReadOnlyRepository: repo}
+	if _, _, err := ReadProvenanceHinted(ctx, counting, *pv.Provenance, large); err != nil {
+		t.Fatal(err)
+	}
+	if extra := counting.read.Load() - own; extra > MaxProvenanceHintBytes {
+		t.Errorf("hints of %d blobs of %d bytes had %d bytes read beyond the provenance's %d, want at most %d",
+			len(large), MaxSmallFile, extra, own, MaxProvenanceHintBytes)
+	}
+
+	fetches := &fetchCounting{ReadOnlyRepository: repo, fetches: map[digest.Digest]int{}}
+	mixed := append(ProvenanceBlobs(m), large...) // sorted by digest, as an index lists them
+	slices.SortFunc(mixed, func(a, b ocispec.Descriptor) int { return strings.Compare(string(a.Digest), string(b.Digest)) })
+	if _, _, err := ReadProvenanceHinted(ctx, fetches, *pv.Provenance, mixed); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range ProvenanceBlobs(m) {
+		if fetches.fetches[b.Digest] != 1 {
+			t.Errorf("the provenance's blob %s was fetched %d times beside large hints, want once", b.Digest, fetches.fetches[b.Digest])
+		}
 	}
 }
