@@ -197,3 +197,54 @@ func TestProvenanceHintsBoundedInBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestReadProvenanceOddHints: hints no index would hold (other digest
+// algorithms, malformed digests, sizes of zero, negative or beyond any
+// bound, one digest twice with two sizes, the manifest's own digest) are
+// no error and no panic: the read is what it is without hints.
+func TestReadProvenanceOddHints(t *testing.T) {
+	ctx := context.Background()
+	repo := newLayout(t)
+	prov, err := BuildProvenance(Provenance{Type: "x", Version: "1.0.0", Protocols: []string{"6.0"}, Platforms: map[string]ProvenancePlatform{"linux_amd64": {Filename: "f.zip", H1: "h1:x"}}},
+		ProvenanceFiles{SHA256SUMS: NamedBytes{Name: "SUMS", Data: []byte("sums")}, Signature: NamedBytes{Name: "SUMS.sig", Data: []byte("sig")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := BuildProvider([]ProviderPackage{zipPkg("linux", "amd64", "zip")}, prov)
+	if _, err := Push(ctx, repo, a, Tags{"1.0.0": ""}, PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv, err := ResolveProvider(ctx, repo, names.MustParseVersion("1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := *pv.Provenance
+	m, err := FetchImageManifest(ctx, repo, desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMeta, wantFiles, err := ReadProvenance(ctx, repo, desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := ProvenanceBlobs(m)
+	for name, hints := range map[string][]ocispec.Descriptor{
+		"sha512":              {{Digest: digest.SHA512.FromString("x"), Size: 1}},
+		"malformed":           {{Digest: "sha256:xyz", Size: 1}, {Digest: "", Size: 1}, {Digest: "md5:0", Size: 1}},
+		"size zero":           {{Digest: right[0].Digest, Size: 0}},
+		"size negative":       {{Digest: right[0].Digest, Size: -1}, {Digest: right[1].Digest, Size: -MaxSmallFile * 8}},
+		"size beyond bounds":  {{Digest: right[0].Digest, Size: 1 << 62}},
+		"one digest twice":    {{Digest: right[0].Digest, Size: right[0].Size + 1}, right[0]},
+		"the manifest itself": {{Digest: desc.Digest, Size: desc.Size}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			meta, files, err := ReadProvenanceHinted(ctx, repo, desc, hints)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(meta, wantMeta) || !reflect.DeepEqual(files, wantFiles) {
+				t.Fatalf("read %+v %+v, want %+v %+v", meta, files, wantMeta, wantFiles)
+			}
+		})
+	}
+}

@@ -185,3 +185,45 @@ func servedBy(t *testing.T, g *gate.Providers, h *held.Providers, p names.Provid
 	}
 	return describe(rel)
 }
+
+// TestStaleEntryHintsUnused: an entry that names another index than the
+// version's tag resolves to (the tag moved by another tool after the
+// index was written) gives no hints: none of its hinted blobs is fetched
+// while the version is served, and what is served is the tag's.
+func TestStaleEntryHintsUnused(t *testing.T) {
+	ix := newIndexed(t, 2)
+	honest := ix.entries(t)
+	v0, v1 := seed.Version(0), seed.Version(1)
+	want := ix.served(t, v1)
+	stale := honest[v1]
+	stale.Index = honest[v0].Index // what the tag named before it moved
+	stale.ProvenanceBlobs = honest[v0].ProvenanceBlobs
+	if _, _, err := versionindex.Write(context.Background(), ix.repo, map[string]versionindex.Entry{v0: honest[v0], v1: stale}); err != nil {
+		t.Fatal(err)
+	}
+	front := testenv.StartFrontFor(t, ix.reg, testenv.FrontOptions{})
+	g, h := ix.viaFront(t, front, gate.Open{})
+	if got := servedBy(t, g, h, ix.p, v1); got != want {
+		t.Fatalf("served\n%s\nwant\n%s", got, want)
+	}
+	if n := front.Count(func(e testenv.AccessEntry) bool { return strings.HasSuffix(e.Path, "/manifests/"+versionindex.Tag) }); n != 1 {
+		t.Fatalf("the index was read %d times, want once (else this test shows nothing)", n)
+	}
+	own := map[digest.Digest]bool{}
+	for _, b := range honest[v1].ProvenanceBlobs {
+		own[b.Digest] = true // the signing keys are both versions'
+	}
+	checked := 0
+	for _, b := range honest[v0].ProvenanceBlobs {
+		if own[b.Digest] {
+			continue
+		}
+		checked++
+		if n := front.Count(func(e testenv.AccessEntry) bool { return strings.HasSuffix(e.Path, "/blobs/"+b.Digest.String()) }); n != 0 {
+			t.Errorf("serving %s fetched %s, a hint of a stale entry, %d times", v1, b.Digest, n)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("the two versions' provenances share every blob: this test shows nothing")
+	}
+}
