@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -101,6 +102,9 @@ type Store struct {
 	summaries *cache.Cache[any]
 	// held are the repositories templates map, listed (held.go).
 	held *cache.Cache[Held]
+	// indexReads are the version index reads under way aside of cold
+	// resolutions, by repository: one each (readVersionIndexAside).
+	indexReads sync.Map // string → <-chan struct{}
 }
 
 // New makes a Store.

@@ -92,20 +92,32 @@ const indexGrace = 50 * time.Millisecond
 // readVersionIndexAside starts reading the version index into the cache,
 // detached from ctx's end (a caller that stops waiting would otherwise
 // cancel the read it shares), and is closed when the read ends; it is
-// closed at once when the index is cached.
+// closed at once when the index is cached. Concurrent cold resolutions
+// of one repository share one such read (one goroutine, not one each).
 func (r *Repo) readVersionIndexAside(ctx context.Context) <-chan struct{} {
+	key := r.tagKey("versions", versionindex.Tag)
+	if _, ok := r.s.byTag.Peek(key); ok {
+		return closed
+	}
 	done := make(chan struct{})
-	if _, ok := r.s.byTag.Peek(r.tagKey("versions", versionindex.Tag)); ok {
-		close(done)
-		return done
+	if running, loaded := r.s.indexReads.LoadOrStore(key, (<-chan struct{})(done)); loaded {
+		return running.(<-chan struct{})
 	}
 	detached := context.WithoutCancel(ctx)
 	go func() {
 		defer close(done)
+		defer r.s.indexReads.Delete(key)
 		_ = cache.Recover(func() error { r.VersionIndex(detached); return nil }) // its outcome is the cache's
 	}()
 	return done
 }
+
+// closed is a closed channel: a read that has nothing to wait for.
+var closed = func() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // awaitIndex waits for indexRead at most as long again as the tag's read
 // took (tagRead), and at least indexGrace, or until ctx ends.

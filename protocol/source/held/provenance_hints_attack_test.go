@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,5 +227,44 @@ func TestStaleEntryHintsUnused(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("the two versions' provenances share every blob: this test shows nothing")
+	}
+}
+
+// TestSlowIndexOneReadAside: concurrent cold resolutions of a repository
+// whose version index hangs leave one read of it going on in the
+// background, not one goroutine each, and the index's tag is asked for
+// once.
+func TestSlowIndexOneReadAside(t *testing.T) {
+	ix := newIndexed(t, 1)
+	const hang = 5 * time.Second
+	front := testenv.StartFrontFor(t, ix.reg, testenv.FrontOptions{Faults: []testenv.FaultRule{{Match: matchIndexTag, Fault: testenv.Fault{Hang: hang}}}})
+	_, h := ix.viaFront(t, front, gate.Open{})
+	// A first resolution of another version opens the repository (its
+	// connection's goroutines are then counted in the baseline).
+	if _, err := h.ResolveProvider(context.Background(), ix.p, names.MustParseVersion("9.9.9"), names.ViaMirror); err == nil {
+		t.Fatal("resolved a version not held")
+	}
+	before := runtime.NumGoroutine()
+	const callers = 64
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = h.ResolveProvider(context.Background(), ix.p, names.MustParseVersion(seed.Version(0)), names.ViaMirror)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if grown := runtime.NumGoroutine() - before; grown > callers/4 {
+		t.Errorf("%d cold resolutions left %d goroutines more running while the index hangs, want a few", callers, grown)
+	}
+	if n := front.Count(func(e testenv.AccessEntry) bool { return strings.HasSuffix(e.Path, "/manifests/"+versionindex.Tag) }); n > 1 {
+		t.Errorf("the index's tag was asked for %d times, want once", n)
 	}
 }
