@@ -92,11 +92,17 @@ const indexGrace = 50 * time.Millisecond
 // readVersionIndexAside starts reading the version index into the cache,
 // detached from ctx's end (a caller that stops waiting would otherwise
 // cancel the read it shares), and is closed when the read ends; it is
-// closed at once when the index is cached. Concurrent cold resolutions
-// of one repository share one such read (one goroutine, not one each).
+// closed at once when the index is cached, or when it was read within
+// ResolveTTL and is no longer cached (evicted early, its cost beyond the
+// resolve cache's share: reading it for each cold version of a listing
+// would only evict the versions' tags, and be evicted by them). Concurrent cold resolutions of one repository share
+// one such read (one goroutine, not one each).
 func (r *Repo) readVersionIndexAside(ctx context.Context) <-chan struct{} {
 	key := r.tagKey("versions", versionindex.Tag)
 	if _, ok := r.s.byTag.Peek(key); ok {
+		return closed
+	}
+	if _, ok := r.s.readAside.Peek(key); ok {
 		return closed
 	}
 	done := make(chan struct{})
@@ -107,9 +113,17 @@ func (r *Repo) readVersionIndexAside(ctx context.Context) <-chan struct{} {
 	go func() {
 		defer close(done)
 		defer r.s.indexReads.Delete(key)
-		_ = cache.Recover(func() error { r.VersionIndex(detached); return nil }) // its outcome is the cache's
+		_ = cache.Recover(func() error { r.readIndexToKeep(detached, key); return nil }) // its outcome is the cache's
 	}()
 	return done
+}
+
+// readIndexToKeep reads the version index into the cache, noting in
+// readAside when it was read.
+func (r *Repo) readIndexToKeep(ctx context.Context, key string) {
+	if r.VersionIndex(ctx) != nil {
+		r.s.readAside.Add(key, struct{}{}, 0)
+	}
 }
 
 // closed is a closed channel: a read that has nothing to wait for.

@@ -2,6 +2,7 @@ package held_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -266,5 +267,50 @@ func TestSlowIndexOneReadAside(t *testing.T) {
 	}
 	if n := front.Count(func(e testenv.AccessEntry) bool { return strings.HasSuffix(e.Path, "/manifests/"+versionindex.Tag) }); n > 1 {
 		t.Errorf("the index's tag was asked for %d times, want once", n)
+	}
+}
+
+// TestUnkeptIndexNotReadAgain: a version index larger than the store's
+// resolve cache keeps (a small CacheBytes, a provider of thousands of
+// versions) is read aside of cold resolutions once, not again for each
+// version of a cold listing (each read would evict the tags resolved
+// before it and be evicted by the next).
+func TestUnkeptIndexNotReadAgain(t *testing.T) {
+	const versions = 6
+	ix := newIndexed(t, versions)
+	entries := ix.entries(t)
+	var real []versionindex.Entry
+	for _, e := range entries {
+		real = append(real, e)
+	}
+	for i := range 400 { // entries of versions not tagged: a listing ignores them
+		e := real[i%len(real)]
+		e.Version = names.MustParseVersion(fmt.Sprintf("0.0.%d", i))
+		entries[e.Version.String()] = e
+	}
+	m, _, err := versionindex.Write(context.Background(), ix.repo, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The resolve cache's share (39%) holds a little less than the
+	// index's cost (twice its JSON), and every version's tag.
+	cacheBytes := int64(len(m.Bytes)) * 2 * 100 / 39 * 9 / 10
+	front := testenv.StartFrontFor(t, ix.reg, testenv.FrontOptions{})
+	tpl, err := repotemplate.ParseProviderTemplate(front.Host + "/providers/${namespace}/${type}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(store.Options{Client: ix.client, CacheBytes: cacheBytes, Concurrency: 1})
+	h := &held.Providers{Store: st, Mappings: store.ProviderMappings{{Template: tpl, Label: "test"}}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	g := &gate.Providers{Inner: h, Judge: readingRoots{}, Each: st.EachVersion}
+	l, err := g.ProviderVersions(context.Background(), ix.p, names.ViaRegistry, source.ListOptions{Need: source.NeedSummary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Releases) != versions {
+		t.Fatalf("listed %d releases, want %d (left %v)", len(l.Releases), versions, l.Left)
+	}
+	if n := front.Count(func(e testenv.AccessEntry) bool { return strings.HasSuffix(e.Path, "/manifests/"+versionindex.Tag) }); n != 1 {
+		t.Errorf("an index of %d bytes the cache cannot keep was read %d times in one cold listing of %d versions, want once", len(m.Bytes), n, versions)
 	}
 }
