@@ -1,6 +1,7 @@
 package held_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/oci-tofu/oci-tofu/internal/seed"
 	"github.com/oci-tofu/oci-tofu/internal/testenv"
+	"github.com/oci-tofu/oci-tofu/oci"
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/oci/versionindex"
@@ -312,5 +314,49 @@ func TestUnkeptIndexNotReadAgain(t *testing.T) {
 	}
 	if n := front.Count(func(e testenv.AccessEntry) bool { return strings.HasSuffix(e.Path, "/manifests/"+versionindex.Tag) }); n != 1 {
 		t.Errorf("an index of %d bytes the cache cannot keep was read %d times in one cold listing of %d versions, want once", len(m.Bytes), n, versions)
+	}
+}
+
+// TestHintOfAnotherRepository: a hint naming a blob the registry holds
+// in another repository only is fetched from the version's own
+// repository (the registry does not serve it there: blobs are per
+// repository) and changes nothing served.
+func TestHintOfAnotherRepository(t *testing.T) {
+	ctx := context.Background()
+	ix := newIndexed(t, 1)
+	v := seed.Version(0)
+	want := ix.served(t, v)
+	other, err := ix.client.Open(oci.Reference{Registry: ix.reg.Host, Repository: "providers/acme/other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("a blob of another repository")
+	foreign := ocispec.Descriptor{MediaType: "application/octet-stream", Digest: digest.FromBytes(data), Size: int64(len(data))}
+	if err := other.Push(ctx, foreign, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	entries := ix.entries(t)
+	e := entries[v]
+	e.ProvenanceBlobs = sortedHints(append([]ocispec.Descriptor{{Digest: foreign.Digest, Size: foreign.Size}}, e.ProvenanceBlobs...))
+	entries[v] = e
+	if _, _, err := versionindex.Write(ctx, ix.repo, entries); err != nil {
+		t.Fatal(err)
+	}
+	front := testenv.StartFrontFor(t, ix.reg, testenv.FrontOptions{})
+	g, h := ix.viaFront(t, front, gate.Open{})
+	if got := servedBy(t, g, h, ix.p, v); got != want {
+		t.Fatalf("served\n%s\nwant\n%s", got, want)
+	}
+	var asked []testenv.AccessEntry
+	for deadline := time.Now().Add(2 * time.Second); len(asked) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		asked = nil
+		for _, e := range front.Log() {
+			if strings.HasSuffix(e.Path, "/blobs/"+foreign.Digest.String()) {
+				asked = append(asked, e)
+			}
+		}
+	}
+	if len(asked) != 1 || !strings.Contains(asked[0].Path, "/providers/acme/big/") || asked[0].Status != http.StatusNotFound {
+		t.Errorf("the foreign hint was asked for as %v, want once, of providers/acme/big, answered 404", asked)
 	}
 }
