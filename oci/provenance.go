@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -228,6 +229,13 @@ func FetchAtMost(ctx context.Context, repo ReadOnlyRepository, desc ocispec.Desc
 // hints: a provenance holds a config and four kinds of files.
 const MaxProvenanceHints = 8
 
+// MaxProvenanceHintBytes bounds the bytes ReadProvenanceHinted fetches
+// for hints altogether: a provenance's config and files are a few
+// kilobytes, while an index may hint MaxProvenanceHints blobs of
+// MaxSmallFile bytes each, fetched for nothing when the manifest names
+// none of them.
+const MaxProvenanceHintBytes = MaxSmallFile
+
 // earlyBlobs are the blobs fetched for hints, by digest, while the
 // manifest naming them is read.
 type earlyBlobs struct {
@@ -250,16 +258,20 @@ type earlyBlob struct {
 var errNotFetched = errors.New("not fetched")
 
 // prefetchBlobs starts fetching the first MaxProvenanceHints distinct
-// hints, each bounded as FetchSmall bounds them.
+// hints, smallest first, as long as they fit MaxProvenanceHintBytes
+// altogether; each is bounded and verified as FetchSmall bounds them. A
+// hint of no size, or of more than MaxSmallFile, is not fetched.
 func prefetchBlobs(ctx context.Context, repo ReadOnlyRepository, hints []ocispec.Descriptor) *earlyBlobs {
 	e := &earlyBlobs{repo: repo, blobs: map[digest.Digest]*earlyBlob{}}
-	for _, h := range hints {
+	var budget int64 = MaxProvenanceHintBytes
+	for _, h := range smallestFirst(hints) {
 		if len(e.blobs) == MaxProvenanceHints {
 			break
 		}
-		if _, dup := e.blobs[h.Digest]; dup {
+		if _, dup := e.blobs[h.Digest]; dup || h.Size <= 0 || h.Size > min(budget, MaxSmallFile) {
 			continue
 		}
+		budget -= h.Size
 		b := &earlyBlob{size: h.Size, done: make(chan struct{}), err: errNotFetched}
 		e.blobs[h.Digest] = b
 		desc := ocispec.Descriptor{MediaType: "application/octet-stream", Digest: h.Digest, Size: h.Size}
@@ -271,6 +283,15 @@ func prefetchBlobs(ctx context.Context, repo ReadOnlyRepository, hints []ocispec
 		})
 	}
 	return e
+}
+
+// smallestFirst are hints ordered by size (a stable sort of a copy): the
+// files of an honest provenance are small, so a byte budget spent on
+// the smallest keeps them.
+func smallestFirst(hints []ocispec.Descriptor) []ocispec.Descriptor {
+	out := slices.Clone(hints)
+	slices.SortStableFunc(out, func(a, b ocispec.Descriptor) int { return cmp.Compare(a.Size, b.Size) })
+	return out
 }
 
 // fetch is desc's content: the hinted fetch of its digest and size when

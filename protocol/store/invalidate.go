@@ -27,13 +27,15 @@ func (s *Store) Invalidate(names []string, all bool) {
 		}
 	}
 	s.tags.ForgetMatching(func(key string) bool { return all || listed[key] })
-	s.byTag.ForgetMatching(func(key string) bool { // name:tag kind
+	resolved := func(key string) bool { // name:tag kind
 		if all {
 			return true
 		}
 		nameTag, _, _ := strings.Cut(key, " ")
 		return tags[nameTag] || whole[repoOfTagKey(key)]
-	})
+	}
+	s.byTag.ForgetMatching(resolved)
+	s.readAside.ForgetMatching(resolved) // a version index pushed anew is read aside again
 	s.held.ForgetMatching(func(string) bool { return true })
 }
 

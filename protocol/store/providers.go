@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -15,6 +16,7 @@ import (
 	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/repotemplate"
 	"github.com/oci-tofu/oci-tofu/oci/versionindex"
+	"github.com/oci-tofu/oci-tofu/protocol/cache"
 )
 
 // A provider in the store: the repository its address maps to, and what
@@ -351,21 +353,17 @@ func parseVersionIndex(desc ocispec.Descriptor, body []byte) (any, int64, error)
 	if err != nil {
 		return nil, 0, err
 	}
-	return idx, idx.Cost(), nil
+	return idx, indexCost(len(body)), nil
 }
 
 // EntryAgrees reports whether what this store knows cheaply of version
 // e.Version's tag agrees with e: when the tag's resolution is cached, it
-// names e's digest, and that index has e's platforms and summary; when
-// the store read the tag but holds no index of it (it names something
-// else, found broken), it named e's digest. (The tag list holding the
-// tag is the caller's check.)
+// names e's digest, and that index has e's platforms and summary. (The
+// tag list holding the tag is the caller's check.)
 func (r *Repo) EntryAgrees(e versionindex.Entry) bool {
-	tag := names.TagForVersion(e.Version)
-	tm, ok := r.s.byTag.Peek(r.tagKey("provider", tag))
+	tm, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(e.Version)))
 	if !ok {
-		d, read := r.lastTagged(tag)
-		return !read || d == e.Index.Digest
+		return true
 	}
 	pv, isIndex := tm.val.(*oci.ProviderVersion)
 	if !isIndex || tm.desc.Digest != e.Index.Digest {
@@ -378,25 +376,84 @@ func (r *Repo) EntryAgrees(e versionindex.Entry) bool {
 
 // ProviderVersionHinted is ProviderVersion that, when the tag's
 // resolution is not cached (and r is no OCI layout), reads the
-// repository's version index beside the tag: its entry's hints
-// (provenanceHints) then let the version's provenance be read in one
-// round trip instead of two. Both reads are one
-// round trip, in parallel; the index's outcome changes nothing else.
+// repository's version index beside the tag: its entry's hints (provenanceHints) then let the version's
+// provenance be read in one round trip instead of two. Both reads are one
+// round trip, in parallel; the index's outcome changes nothing else, and
+// its read holds up the answer at most indexGrace past the tag's
+// (awaitIndex): an index that is slow or hangs costs the hints, not the
+// time. The index read goes on without the caller, to fill the cache,
+// bounded by the store's Timeout.
 func (r *Repo) ProviderVersionHinted(ctx context.Context, v names.Version) (*oci.ProviderVersion, error) {
 	if _, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(v))); ok || r.isLayout(ctx) {
 		return r.ProviderVersion(ctx, v)
 	}
-	var pv *oci.ProviderVersion
-	var err error
-	_ = r.s.Each(ctx, 2, func(ctx context.Context, i int) error {
-		if i == 0 {
-			pv, err = r.ProviderVersion(ctx, v)
-		} else {
-			r.VersionIndex(ctx)
-		}
-		return nil
-	})
+	indexRead := r.readVersionIndexAside(ctx)
+	start := time.Now()
+	pv, err := r.ProviderVersion(ctx, v)
+	awaitIndex(ctx, indexRead, time.Since(start))
 	return pv, err
+}
+
+// indexGrace is the least time a cold resolution waits for the version
+// index after its tag was read (awaitIndex): the index is larger than a
+// version's own index and is parsed whole.
+const indexGrace = 50 * time.Millisecond
+
+// readVersionIndexAside starts reading the version index into the cache,
+// detached from ctx's end (a caller that stops waiting would otherwise
+// cancel the read it shares), and returns a channel closed when the read
+// ends: at once when the index is cached, or when it was read within
+// ResolveTTL and is no longer cached (evicted early, its cost beyond the
+// resolve cache's share: reading it for each cold version of a listing
+// would only evict the versions' tags, and be evicted by them).
+// Concurrent cold resolutions of one repository share one such read (one
+// goroutine, not one each).
+func (r *Repo) readVersionIndexAside(ctx context.Context) <-chan struct{} {
+	key := r.tagKey("versions", versionindex.Tag)
+	if _, ok := r.s.byTag.Peek(key); ok {
+		return closed
+	}
+	if _, ok := r.s.readAside.Peek(key); ok {
+		return closed
+	}
+	done := make(chan struct{})
+	if running, loaded := r.s.indexReads.LoadOrStore(key, (<-chan struct{})(done)); loaded {
+		return running.(<-chan struct{})
+	}
+	detached := context.WithoutCancel(ctx)
+	go func() {
+		defer close(done)
+		defer r.s.indexReads.Delete(key)
+		_ = cache.Recover(func() error { r.readIndexToKeep(detached, key); return nil }) // its outcome is the cache's
+	}()
+	return done
+}
+
+// readIndexToKeep reads the version index into the cache, noting in
+// readAside when it was read.
+func (r *Repo) readIndexToKeep(ctx context.Context, key string) {
+	if r.VersionIndex(ctx) != nil {
+		r.s.readAside.Add(key, struct{}{}, 0)
+	}
+}
+
+// closed is a closed channel: a read that has nothing to wait for.
+var closed = func() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// awaitIndex waits for indexRead at most as long again as the tag's read
+// took (tagRead), and at least indexGrace, or until ctx ends.
+func awaitIndex(ctx context.Context, indexRead <-chan struct{}, tagRead time.Duration) {
+	t := time.NewTimer(max(tagRead, indexGrace))
+	defer t.Stop()
+	select {
+	case <-indexRead:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // isLayout reports whether r is an OCI layout, which holds no version

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -106,6 +107,14 @@ type Store struct {
 	summaries *cache.Cache[any]
 	// held are the repositories templates map, listed (held.go).
 	held *cache.Cache[Held]
+	// indexReads are the version index reads under way aside of cold
+	// resolutions, by repository: one each (readVersionIndexAside).
+	indexReads sync.Map // string → <-chan struct{}
+	// readAside are the version indexes read aside of cold resolutions
+	// within ResolveTTL, by their tag's key: one the resolve cache no
+	// longer holds was evicted early (larger than its share), and is
+	// not read aside again until then (readVersionIndexAside).
+	readAside *cache.Cache[struct{}]
 }
 
 // New makes a Store.
@@ -141,6 +150,7 @@ func New(opts Options) *Store {
 		described:  cache.New[any](share(ttl("sboms", opts.ResolveTTL, opts.MaxStale))),
 		summaries:  cache.New[any](share(ttl("module_interfaces", opts.ResolveTTL, opts.MaxStale))),
 		held:       cache.New[Held](share(ttl("held", opts.TagTTL, opts.MaxStale))),
+		readAside:  cache.New[struct{}](ttl("indexes_read_aside", opts.ResolveTTL, 0)),
 	}
 }
 

@@ -34,6 +34,12 @@ func (ix *indexed) served(t *testing.T, v string) string {
 	if rel.Checksums == nil {
 		t.Fatalf("%s served without the publisher's checksums (%v)", v, rel.ChecksumsErr)
 	}
+	return describe(rel)
+}
+
+// describe is what rel serves: the publisher's files and every package's
+// hashes.
+func describe(rel *source.ProviderRelease) string {
 	out := fmt.Sprintf("sums %s\nsig %x\nkeys %v\n", rel.Checksums.Data, digest.FromBytes(rel.Checksums.Signature), rel.Checksums.Keys)
 	for _, pl := range rel.Platforms {
 		out += fmt.Sprintf("%s %v\n", pl, rel.Packages[pl].Hashes)
