@@ -376,10 +376,11 @@ func (r *Repo) EntryAgrees(e versionindex.Entry) bool {
 
 // ProviderVersionHinted is ProviderVersion that, when the tag's
 // resolution is not cached (and r is no OCI layout), reads the
-// repository's version index beside the tag: its entry's hints (provenanceHints) then let the version's
-// provenance be read in one round trip instead of two. Both reads are one
-// round trip, in parallel; the index's outcome changes nothing else, and
-// its read holds up the answer at most indexGrace past the tag's
+// repository's version index beside the tag: its entry's hints
+// (provenanceHints) then let the version's provenance be read in one
+// round trip instead of two. Both reads are one round trip, in parallel;
+// the index's outcome changes nothing else, and its read holds up the
+// answer at most as long again as the tag's, at least indexGrace
 // (awaitIndex): an index that is slow or hangs costs the hints, not the
 // time. The index read goes on without the caller, to fill the cache,
 // bounded by the store's Timeout.
