@@ -353,17 +353,21 @@ func parseVersionIndex(desc ocispec.Descriptor, body []byte) (any, int64, error)
 	if err != nil {
 		return nil, 0, err
 	}
-	return idx, indexCost(len(body)), nil
+	return idx, idx.Cost(), nil
 }
 
 // EntryAgrees reports whether what this store knows cheaply of version
 // e.Version's tag agrees with e: when the tag's resolution is cached, it
-// names e's digest, and that index has e's platforms and summary. (The
-// tag list holding the tag is the caller's check.)
+// names e's digest, and that index has e's platforms and summary; when
+// the store read the tag but holds no index of it (it names something
+// else, found broken), it named e's digest. (The tag list holding the
+// tag is the caller's check.)
 func (r *Repo) EntryAgrees(e versionindex.Entry) bool {
-	tm, ok := r.s.byTag.Peek(r.tagKey("provider", names.TagForVersion(e.Version)))
+	tag := names.TagForVersion(e.Version)
+	tm, ok := r.s.byTag.Peek(r.tagKey("provider", tag))
 	if !ok {
-		return true
+		d, read := r.lastTagged(tag)
+		return !read || d == e.Index.Digest
 	}
 	pv, isIndex := tm.val.(*oci.ProviderVersion)
 	if !isIndex || tm.desc.Digest != e.Index.Digest {
