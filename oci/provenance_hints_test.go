@@ -146,24 +146,8 @@ func (c countedReader) Read(p []byte) (int, error) {
 func TestProvenanceHintsBoundedInBytes(t *testing.T) {
 	ctx := context.Background()
 	repo := newLayout(t)
-	prov, err := BuildProvenance(Provenance{Type: "x", Version: "1.0.0", Protocols: []string{"6.0"}, Platforms: map[string]ProvenancePlatform{"linux_amd64": {Filename: "f.zip", H1: "h1:x"}}},
-		ProvenanceFiles{SHA256SUMS: NamedBytes{Name: "SUMS", Data: []byte("sums")}, Signature: NamedBytes{Name: "SUMS.sig", Data: []byte("sig")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := BuildProvider([]ProviderPackage{zipPkg("linux", "amd64", "zip")}, prov)
-	if _, err := Push(ctx, repo, a, Tags{"1.0.0": ""}, PushOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pv, err := ResolveProvider(ctx, repo, names.MustParseVersion("1.0.0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := FetchImageManifest(ctx, repo, *pv.Provenance)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var own int64 = pv.Provenance.Size
+	desc, m := pushedProvenance(t, repo)
+	var own int64 = desc.Size
 	for _, b := range ProvenanceBlobs(m) {
 		own += b.Size
 	}
@@ -177,7 +161,7 @@ func TestProvenanceHintsBoundedInBytes(t *testing.T) {
 		large = append(large, ocispec.Descriptor{Digest: desc.Digest, Size: desc.Size})
 	}
 	counting := &byteCounting{ReadOnlyRepository: repo}
-	if _, _, err := ReadProvenanceHinted(ctx, counting, *pv.Provenance, large); err != nil {
+	if _, _, err := ReadProvenanceHinted(ctx, counting, desc, large); err != nil {
 		t.Fatal(err)
 	}
 	if extra := counting.read.Load() - own; extra > MaxProvenanceHintBytes {
@@ -188,7 +172,7 @@ func TestProvenanceHintsBoundedInBytes(t *testing.T) {
 	fetches := &fetchCounting{ReadOnlyRepository: repo, fetches: map[digest.Digest]int{}}
 	mixed := append(ProvenanceBlobs(m), large...) // sorted by digest, as an index lists them
 	slices.SortFunc(mixed, func(a, b ocispec.Descriptor) int { return strings.Compare(string(a.Digest), string(b.Digest)) })
-	if _, _, err := ReadProvenanceHinted(ctx, fetches, *pv.Provenance, mixed); err != nil {
+	if _, _, err := ReadProvenanceHinted(ctx, fetches, desc, mixed); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range ProvenanceBlobs(m) {
@@ -205,24 +189,7 @@ func TestProvenanceHintsBoundedInBytes(t *testing.T) {
 func TestReadProvenanceOddHints(t *testing.T) {
 	ctx := context.Background()
 	repo := newLayout(t)
-	prov, err := BuildProvenance(Provenance{Type: "x", Version: "1.0.0", Protocols: []string{"6.0"}, Platforms: map[string]ProvenancePlatform{"linux_amd64": {Filename: "f.zip", H1: "h1:x"}}},
-		ProvenanceFiles{SHA256SUMS: NamedBytes{Name: "SUMS", Data: []byte("sums")}, Signature: NamedBytes{Name: "SUMS.sig", Data: []byte("sig")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := BuildProvider([]ProviderPackage{zipPkg("linux", "amd64", "zip")}, prov)
-	if _, err := Push(ctx, repo, a, Tags{"1.0.0": ""}, PushOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pv, err := ResolveProvider(ctx, repo, names.MustParseVersion("1.0.0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc := *pv.Provenance
-	m, err := FetchImageManifest(ctx, repo, desc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	desc, m := pushedProvenance(t, repo)
 	wantMeta, wantFiles, err := ReadProvenance(ctx, repo, desc)
 	if err != nil {
 		t.Fatal(err)
@@ -247,4 +214,30 @@ func TestReadProvenanceOddHints(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pushedProvenance pushes version 1.0.0 of a provider with a provenance
+// of SHA256SUMS and its signature to repo: the provenance manifest's
+// descriptor and the manifest.
+func pushedProvenance(t *testing.T, repo Repository) (ocispec.Descriptor, ocispec.Manifest) {
+	t.Helper()
+	ctx := context.Background()
+	prov, err := BuildProvenance(Provenance{Type: "x", Version: "1.0.0", Protocols: []string{"6.0"}, Platforms: map[string]ProvenancePlatform{"linux_amd64": {Filename: "f.zip", H1: "h1:x"}}},
+		ProvenanceFiles{SHA256SUMS: NamedBytes{Name: "SUMS", Data: []byte("sums")}, Signature: NamedBytes{Name: "SUMS.sig", Data: []byte("sig")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := BuildProvider([]ProviderPackage{zipPkg("linux", "amd64", "zip")}, prov)
+	if _, err := Push(ctx, repo, a, Tags{"1.0.0": ""}, PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv, err := ResolveProvider(ctx, repo, names.MustParseVersion("1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := FetchImageManifest(ctx, repo, *pv.Provenance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *pv.Provenance, m
 }

@@ -121,15 +121,7 @@ func TestParseRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edit := func(fn func(*ocispec.Index)) []byte {
-		var idx ocispec.Index
-		if err := json.Unmarshal(good.Bytes, &idx); err != nil {
-			t.Fatal(err)
-		}
-		fn(&idx)
-		b, _ := json.Marshal(idx)
-		return b
-	}
+	edit := func(fn func(*ocispec.Index)) []byte { return edited(t, good.Bytes, fn) }
 	ann := func(i int, k, v string) []byte {
 		return edit(func(idx *ocispec.Index) { idx.Manifests[i].Annotations[k] = v })
 	}
@@ -212,15 +204,7 @@ func TestParseErrorsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	huge := strings.Repeat("x", 1<<20)
-	edit := func(fn func(*ocispec.Index)) []byte {
-		var idx ocispec.Index
-		if err := json.Unmarshal(good.Bytes, &idx); err != nil {
-			t.Fatal(err)
-		}
-		fn(&idx)
-		b, _ := json.Marshal(idx)
-		return b
-	}
+	edit := func(fn func(*ocispec.Index)) []byte { return edited(t, good.Bytes, fn) }
 	ann := func(k, v string) []byte {
 		return edit(func(idx *ocispec.Index) { idx.Manifests[0].Annotations[k] = v })
 	}
@@ -255,4 +239,16 @@ func longPlatforms(n int) string {
 		ps = append(ps, fmt.Sprintf("%s_%028d", strings.Repeat("a", 32), i))
 	}
 	return strings.Join(ps, ",")
+}
+
+// edited is the index body changed by fn.
+func edited(t *testing.T, body []byte, fn func(*ocispec.Index)) []byte {
+	t.Helper()
+	var idx ocispec.Index
+	if err := json.Unmarshal(body, &idx); err != nil {
+		t.Fatal(err)
+	}
+	fn(&idx)
+	b, _ := json.Marshal(idx)
+	return b
 }

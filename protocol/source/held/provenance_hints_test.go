@@ -11,7 +11,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/oci-tofu/oci-tofu/internal/seed"
-	"github.com/oci-tofu/oci-tofu/oci/names"
 	"github.com/oci-tofu/oci-tofu/oci/versionindex"
 	"github.com/oci-tofu/oci-tofu/protocol/source"
 )
@@ -22,19 +21,7 @@ import (
 func (ix *indexed) served(t *testing.T, v string) string {
 	t.Helper()
 	g, h := ix.source(t)
-	ctx := context.Background()
-	root, err := h.ResolveProvider(ctx, ix.p, names.MustParseVersion(v), names.ViaMirror)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := g.ReadProvider(ctx, root, source.NeedPackages|source.NeedChecksums)
-	if err != nil {
-		t.Fatalf("reading %s: %v", v, err)
-	}
-	if rel.Checksums == nil {
-		t.Fatalf("%s served without the publisher's checksums (%v)", v, rel.ChecksumsErr)
-	}
-	return describe(rel)
+	return servedBy(t, g, h, ix.p, v)
 }
 
 // describe is what rel serves: the publisher's files and every package's
