@@ -233,7 +233,7 @@ fuzz:
 ## (each line: oci-tofu's figure, the reference's, and their ratio; see docs/benchmarks.md)
 BENCHTIME ?= 1x
 bench: tools tools-apt build
-	$(GO) test ./bench -run '^$$' -bench '^Benchmark(ProviderPush|AttestDistance|PackModulePush|Lock|Mirror|PullThrough|RedirectDelivery|Policy|Fleet|ModulePullThrough|LargestProvider|Usage|Vulns|Catalog|Assistant|Events)$$' -benchtime $(BENCHTIME) -timeout 40m
+	$(GO) test ./bench -run '^$$' -bench '^Benchmark(ProviderPush|AttestDistance|PackModulePush|Lock|Mirror|PullThrough|RedirectDelivery|Policy|Fleet|ModulePullThrough|LargestProvider|FreshInit|Usage|Vulns|Catalog|Assistant|Events)$$' -benchtime $(BENCHTIME) -timeout 40m
 	bash bench/proxy.sh
 
 ## demo: push the fixture releases into an OCI layout and install them with real tofu
