@@ -396,20 +396,15 @@ func Update(ctx context.Context, repo oci.Repository, e Entry) (Updated, error) 
 		return Updated{}, err
 	}
 	cur, err := Read(ctx, repo)
-	if err != nil && !errors.Is(err, oci.ErrInvalidArtifact) && !errors.As(err, new(*oci.LimitError)) {
+	if err != nil && !unusable(err) {
 		return Updated{}, err
 	}
 	present := canonicalVersions(tags)
 	var up Updated
 	entries := map[string]Entry{}
 	if cur != nil {
-		for k, old := range cur.Entries {
-			if _, ok := present[k]; ok {
-				entries[k] = old
-			} else {
-				up.Removed++
-			}
-		}
+		entries = tagged(cur.Entries, present)
+		up.Removed = len(cur.Entries) - len(entries)
 	}
 	stale := staleSample(ctx, repo, entries, e.Version)
 	for _, k := range stale {
@@ -464,20 +459,14 @@ func DropGone(ctx context.Context, repo oci.Repository) (int, error) {
 	}
 	cur, err := Read(ctx, repo)
 	switch {
-	case errors.Is(err, oci.ErrInvalidArtifact) || errors.As(err, new(*oci.LimitError)):
+	case unusable(err):
 		return 0, nil // listings do not use it; the next push rewrites it
 	case err != nil:
 		return 0, err
 	case cur == nil:
 		return 0, nil
 	}
-	present := canonicalVersions(tags)
-	kept := make(map[string]Entry, len(cur.Entries))
-	for k, e := range cur.Entries {
-		if _, ok := present[k]; ok {
-			kept[k] = e
-		}
-	}
+	kept := tagged(cur.Entries, canonicalVersions(tags))
 	removed := len(cur.Entries) - len(kept)
 	if removed == 0 {
 		return 0, nil
@@ -576,7 +565,7 @@ func Verify(ctx context.Context, repo oci.ReadOnlyRepository) (Check, error) {
 	}
 	idx, err := Read(ctx, repo)
 	switch {
-	case errors.Is(err, oci.ErrInvalidArtifact) || errors.As(err, new(*oci.LimitError)):
+	case unusable(err):
 		return Check{Present: true, Refused: err.Error()}, nil
 	case err != nil:
 		return Check{}, err
@@ -634,6 +623,24 @@ func Read(ctx context.Context, repo oci.ReadOnlyRepository) (*Index, error) {
 	}
 	idx.Digest = desc.Digest
 	return idx, nil
+}
+
+// unusable reports whether err is an index Read found but cannot use
+// (invalid, beyond its bounds): listings ignore it, the next push
+// rewrites it.
+func unusable(err error) bool {
+	return errors.Is(err, oci.ErrInvalidArtifact) || errors.As(err, new(*oci.LimitError))
+}
+
+// tagged are the entries of the versions present holds.
+func tagged(entries map[string]Entry, present map[string]names.Version) map[string]Entry {
+	out := make(map[string]Entry, len(entries))
+	for k, e := range entries {
+		if _, ok := present[k]; ok {
+			out[k] = e
+		}
+	}
+	return out
 }
 
 // canonicalVersions are the versions whose canonical tags tags holds, by
